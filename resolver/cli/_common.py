@@ -1,0 +1,105 @@
+"""Options every node-taking command shares, error handling, and output helpers."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, ParamSpec, TypeVar
+
+import typer
+
+from resolver.errors import ResolverError, UsageError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+NODE_PANEL = "Node (default: probe this machine)"
+
+GfxOpt = Annotated[
+    str | None, typer.Option("--gfx", help="gfx target(s), comma-separated: gfx942 or gfx942,gfx950.", rich_help_panel=NODE_PANEL)
+]
+GpusOpt = Annotated[int | None, typer.Option("--gpus", help="Number of GPUs vLLM may use.", rich_help_panel=NODE_PANEL)]
+DriverOpt = Annotated[
+    str | None, typer.Option("--driver", help="amdgpu driver version, e.g. 30.30.3 or 6.4.1.", rich_help_panel=NODE_PANEL)
+]
+OsOpt = Annotated[str | None, typer.Option("--os", help="Host OS as ID-VERSION, e.g. ubuntu-22.04.", rich_help_panel=NODE_PANEL)]
+RocmOpt = Annotated[str | None, typer.Option("--rocm", help="ROCm installed on the host, e.g. 7.2.3.", rich_help_panel=NODE_PANEL)]
+PythonOpt = Annotated[str | None, typer.Option("--python", help="Host Python for wheels, e.g. 3.12.", rich_help_panel=NODE_PANEL)]
+NodeFileOpt = Annotated[
+    Path | None, typer.Option("--node", help="Probe JSON written by `rocm-vllm probe --json`.", rich_help_panel=NODE_PANEL)
+]
+RocminfoOpt = Annotated[
+    Path | None, typer.Option("--rocminfo", help="A saved `rocminfo` output.", rich_help_panel=NODE_PANEL)
+]
+ExampleOpt = Annotated[
+    str | None, typer.Option("--example", help="An embedded example node (see `rocm-vllm matrix show nodes`).", rich_help_panel=NODE_PANEL)
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output (stable schema, see docs/).")]
+
+
+def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
+    """Turn a ``ResolverError`` into one error line, one hint line and its exit code."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return func(*args, **kwargs)
+        except ResolverError as exc:
+            typer.echo(f"error: {exc.message}", err=True)
+            if exc.hint:
+                typer.echo(f"hint: {exc.hint}", err=True)
+            raise typer.Exit(exc.exit_code) from None
+
+    return wrapper
+
+
+def resolve_node(
+    *,
+    gfx: str | None,
+    gpus: int | None,
+    driver: str | None,
+    os_id: str | None,
+    rocm: str | None,
+    python: str | None,
+    node_file: Path | None,
+    rocminfo: Path | None,
+    example: str | None,
+) -> Any:
+    """The node a command decides for: one source (file, rocminfo, example or live probe), then
+    flags on top of it. Flags alone describe a node too."""
+    from resolver import node as node_mod
+
+    sources = [name for name, value in (("--node", node_file), ("--rocminfo", rocminfo), ("--example", example)) if value]
+    if len(sources) > 1:
+        raise UsageError(f"{' and '.join(sources)} both describe the node", hint="give only one of --node, --rocminfo, --example")
+    flags = {"gfx": gfx, "gpus": gpus, "driver": driver, "os": os_id, "rocm": rocm, "python": python}
+    flag_node = node_mod.from_flags(**flags)
+    if node_file is not None:
+        base = node_mod.read_node_file(node_file)
+    elif rocminfo is not None:
+        from resolver.probe import probe_files
+
+        base = probe_files(rocminfo=rocminfo)
+    elif example is not None:
+        from resolver.examples import example_node
+
+        base = example_node(example)
+    elif gfx is not None:
+        return flag_node
+    else:
+        from resolver.probe import probe_live
+
+        base = probe_live()
+    return node_mod.merge_flags(base, flag_node, flags)
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def use_color() -> bool:
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ

@@ -1,0 +1,9 @@
+"""CLI for `rocm-vllm dockerfile` (placeholder until its issue lands)."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
+    """Nothing registered yet."""

@@ -1,0 +1,9 @@
+"""CLI placeholder."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
+    """Nothing registered yet."""

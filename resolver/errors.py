@@ -1,0 +1,77 @@
+"""One error hierarchy. Each error knows its exit code, a one-line message and a hint.
+
+Library code raises these; only ``resolver.cli`` turns them into output and an exit status.
+Exit codes (also in docs/exit-codes.md): 0 a path exists, 1 no path / something changed,
+2 bad usage or bad input, 3 a broken data file, 4 a registry or upstream HTTP failure,
+5 a Docker Engine failure.
+"""
+
+from __future__ import annotations
+
+
+class ResolverError(Exception):
+    """Base class: ``message`` says what happened, ``hint`` what to do next."""
+
+    exit_code: int = 2
+    reference: str = "resolver-error"
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(ResolverError):
+    """The command line asks for something that cannot be done (conflicting or bad flags)."""
+
+    exit_code = 2
+    reference = "usage"
+
+
+class InputError(ResolverError):
+    """A value or file given by the user cannot be used (malformed version, unreadable file)."""
+
+    exit_code = 2
+    reference = "bad-input"
+
+
+class UnknownGfxError(InputError):
+    """A gfx target that the data does not know."""
+
+    reference = "unknown-gfx"
+
+
+class ProbeError(InputError):
+    """A probe input (rocminfo, amd-smi, sysfs) could not be read at all."""
+
+    reference = "probe-input"
+
+
+class MatrixError(ResolverError):
+    """A data file is broken: names the file, the record and the field."""
+
+    exit_code = 3
+    reference = "matrix-data"
+
+
+class UnsafeValueError(MatrixError):
+    """A repo, ref, tag or gfx that could inject shell or Dockerfile syntax."""
+
+    reference = "unsafe-value"
+
+
+class RegistryError(ResolverError):
+    """A container registry or upstream HTTP source failed (401, 404, timeout, bad JSON)."""
+
+    exit_code = 4
+    reference = "registry"
+
+
+class DockerEngineError(ResolverError):
+    """The Docker Engine is not reachable or an engine operation failed."""
+
+    exit_code = 5
+    reference = "docker-engine"

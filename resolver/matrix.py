@@ -1,0 +1,472 @@
+"""Load ``matrix/*.toml`` into frozen records and check the invariants that tie them together.
+
+Every error names the file, the record and the field, so a broken data file is fixed in one look.
+The matrix is read once per process (``load``) and shared.
+"""
+
+from __future__ import annotations
+
+import functools
+import tomllib
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from resolver import resources
+from resolver.errors import MatrixError, UnsafeValueError
+from resolver.model import (
+    COMPONENTS,
+    CONFIDENCES,
+    FAMILIES,
+    LAYOUTS,
+    STREAMS,
+    ComponentPin,
+    ContainerImage,
+    DriverSeries,
+    ExampleNode,
+    FeatureGates,
+    GfxTarget,
+    GpuProduct,
+    Matrix,
+    OsRelease,
+    OsRestriction,
+    Provenance,
+    RocmRelease,
+    VllmRelease,
+    WheelVariant,
+)
+from resolver.safety import is_safe
+
+T = TypeVar("T")
+
+
+class Record:
+    """One TOML table with the place it came from, and typed getters that fail with that place."""
+
+    def __init__(self, data: dict[str, Any], file: str, label: str) -> None:
+        self.data = data
+        self.file = file
+        self.label = label
+
+    def fail(self, field: str, problem: str) -> MatrixError:
+        return MatrixError(
+            f"{self.file}: {self.label}: field '{field}' {problem}",
+            hint=f"fix the record in matrix/{self.file} (rocm-vllm matrix validate re-checks it)",
+        )
+
+    def _get(self, field: str, kind: type[T] | tuple[type, ...], required: bool) -> Any:
+        if field not in self.data:
+            if required:
+                raise self.fail(field, "is missing")
+            return None
+        value = self.data[field]
+        if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+            raise self.fail(field, f"must be {_kind_name(kind)}, not {type(value).__name__}")
+        return value
+
+    def text(self, field: str) -> str:
+        value: str = self._get(field, str, True)
+        if not value.strip():
+            raise self.fail(field, "is empty")
+        return value
+
+    def opt_text(self, field: str) -> str | None:
+        value: str | None = self._get(field, str, False)
+        return value or None
+
+    def flag(self, field: str, default: bool = False) -> bool:
+        value: bool | None = self._get(field, bool, False)
+        return default if value is None else value
+
+    def strings(self, field: str, *, required: bool = False) -> tuple[str, ...]:
+        value: list[Any] | None = self._get(field, list, required)
+        if value is None:
+            return ()
+        if not all(isinstance(v, str) and v for v in value):
+            raise self.fail(field, "must be a list of non-empty strings")
+        return tuple(value)
+
+    def version(self, field: str, *, required: bool = True) -> Version | None:
+        value = self.text(field) if required else self.opt_text(field)
+        if value is None:
+            return None
+        try:
+            return Version(value)
+        except InvalidVersion:
+            raise self.fail(field, f"{value!r} is not a version") from None
+
+    def choice(self, field: str, options: Iterable[str], default: str | None = None) -> str:
+        options = tuple(options)
+        value = self.opt_text(field)
+        if value is None:
+            if default is None:
+                raise self.fail(field, "is missing")
+            return default
+        if value not in options:
+            raise self.fail(field, f"is {value!r}; expected one of {', '.join(options)}")
+        return value
+
+    def table(self, field: str, *, required: bool = False) -> Record | None:
+        value: dict[str, Any] | None = self._get(field, dict, required)
+        return None if value is None else Record(value, self.file, f"{self.label}.{field}")
+
+    def tables(self, field: str) -> list[Record]:
+        value: list[Any] | None = self._get(field, list, False)
+        if value is None:
+            return []
+        out = []
+        for i, item in enumerate(value):
+            if not isinstance(item, dict):
+                raise self.fail(field, f"item {i} must be a table")
+            out.append(Record(item, self.file, f"{self.label}.{field}[{i}]"))
+        return out
+
+    def provenance(self) -> Provenance:
+        return Provenance(
+            source=self.text("source"),
+            confidence=cast(Any, self.choice("confidence", CONFIDENCES, "exact")),
+            note=self.opt_text("note") or "",
+        )
+
+    def safe(self, field: str, kind: str, value: str) -> str:
+        if not is_safe(kind, value):
+            raise UnsafeValueError(
+                f"{self.file}: {self.label}: field '{field}' value {value!r} is not an acceptable "
+                f"{kind.replace('_', ' ')}",
+                hint="data may hold only plain names, versions, commits and tags; "
+                "shell and Dockerfile syntax are refused",
+            )
+        return value
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    names = {str: "a string", bool: "true or false", list: "a list", dict: "a table", int: "a number"}
+    if isinstance(kind, tuple):
+        return " or ".join(names.get(k, k.__name__) for k in kind)
+    return names.get(kind, kind.__name__)
+
+
+def _read(directory: Path, name: str, key: str) -> list[Record]:
+    path = directory / name
+    try:
+        with path.open("rb") as fh:
+            doc = tomllib.load(fh)
+    except FileNotFoundError:
+        raise MatrixError(
+            f"{name}: data file not found in {directory}",
+            hint="reinstall rocm-vllm-resolver, or unset ROCM_VLLM_MATRIX_DIR",
+        ) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise MatrixError(f"{name}: not valid TOML ({exc})", hint=f"fix the syntax of matrix/{name}") from None
+    items = doc.get(key, [])
+    if not isinstance(items, list):
+        raise MatrixError(f"{name}: '{key}' must be an array of tables ([[{key}]])", hint=f"fix matrix/{name}")
+    records = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise MatrixError(f"{name}: {key}[{i}] must be a table", hint=f"fix matrix/{name}")
+        ident = item.get("version") or item.get("name") or item.get("id") or item.get("series") or item.get("tag")
+        label = f"{key}[{i}]" + (f" ({ident})" if isinstance(ident, str) else "")
+        records.append(Record(item, name, label))
+    return records
+
+
+# --- one builder per file -------------------------------------------------------------------
+
+
+def _rocm(rec: Record) -> RocmRelease:
+    restrictions = tuple(
+        OsRestriction(
+            gfx=r.strings("gfx"),
+            products=r.strings("products"),
+            os=r.strings("os", required=True),
+            note=r.opt_text("note") or "",
+        )
+        for r in rec.tables("os_restriction")
+    )
+    return RocmRelease(
+        version=cast(Version, rec.version("version")),
+        stream=cast(Any, rec.choice("stream", STREAMS)),
+        date=rec.opt_text("date"),
+        gfx=rec.strings("gfx"),
+        os=rec.strings("os"),
+        os_restrictions=restrictions,
+        pytorch=rec.strings("pytorch"),
+        kmd_at_release=rec.opt_text("kmd_at_release"),
+        provenance=rec.provenance(),
+    )
+
+
+def _os(rec: Record) -> OsRelease:
+    return OsRelease(
+        id=rec.text("id"),
+        name=rec.text("name"),
+        glibc=rec.version("glibc", required=False),
+        kernels=rec.strings("kernels"),
+        provenance=rec.provenance(),
+    )
+
+
+def _driver(rec: Record) -> DriverSeries:
+    series = rec.text("series")
+    user_space = rec.strings("user_space", required=True)
+    for field_value in (series, *user_space):
+        parts = field_value.split(".")
+        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+            raise rec.fail("series/user_space", f"{field_value!r} is not a MAJOR.MINOR series")
+    return DriverSeries(
+        series=series,
+        user_space=user_space,
+        paired_rocm=rec.opt_text("paired_rocm"),
+        provenance=rec.provenance(),
+    )
+
+
+def _gfx(rec: Record) -> GfxTarget:
+    name = rec.safe("name", "gfx", rec.text("name"))
+    feats = cast(Record, rec.table("features", required=True))
+    families = rec.strings("families", required=True)
+    for fam in families:
+        if fam not in FAMILIES:
+            raise rec.fail("families", f"has {fam!r}; expected {', '.join(FAMILIES)}")
+    products = tuple(
+        GpuProduct(
+            name=p.text("name"),
+            family=cast(Any, p.choice("family", FAMILIES)),
+            pci_device_id=(p.opt_text("pci_device_id") or "").lower() or None,
+            pci_revision=(p.opt_text("pci_revision") or "").lower() or None,
+            first_rocm=p.opt_text("first_rocm"),
+        )
+        for p in rec.tables("product")
+    )
+    env_table = rec.table("env")
+    env: list[tuple[str, str]] = []
+    for key, value in (env_table.data if env_table else {}).items():
+        if not isinstance(value, str):
+            raise rec.fail(f"env.{key}", "must be a string")
+        env.append((rec.safe(f"env.{key}", "env_name", key), rec.safe(f"env.{key}", "env_value", value)))
+    fp8 = feats.flag("fp8")
+    fp8_format = feats.opt_text("fp8_format")
+    if fp8 and fp8_format not in ("fnuz", "ocp"):
+        raise feats.fail("fp8_format", "must be 'fnuz' or 'ocp' when fp8 = true")
+    return GfxTarget(
+        name=name,
+        arch=rec.text("arch"),
+        families=cast(Any, families),
+        products=products,
+        features=FeatureGates(
+            aiter=cast(Any, feats.choice("aiter", ("full", "triton-only", "none"))),
+            fp8=fp8,
+            fp8_format=cast(Any, fp8_format if fp8 else None),
+            mx=feats.flag("mx"),
+            custom_allreduce=feats.flag("custom_allreduce"),
+            provenance=feats.provenance(),
+        ),
+        vllm_status=cast(Any, rec.choice("vllm_status", ("official", "buildable", "unsupported"))),
+        vllm_note=rec.opt_text("vllm_note") or "",
+        override=rec.opt_text("override"),
+        override_target=rec.opt_text("override_target"),
+        env=tuple(env),
+        provenance=rec.provenance(),
+    )
+
+
+def _vllm(rec: Record) -> VllmRelease:
+    pins_table = rec.table("pins")
+    pins: list[ComponentPin] = []
+    for component, value in (pins_table.data if pins_table else {}).items():
+        where = f"pins.{component}"
+        if component not in COMPONENTS:
+            raise rec.fail(where, f"is not a known component ({', '.join(COMPONENTS)})")
+        if not isinstance(value, dict) or set(value) - {"repo", "ref"} or not {"repo", "ref"} <= set(value):
+            raise rec.fail(where, "must be a table { repo = \"owner/name\", ref = \"...\" }")
+        pins.append(
+            ComponentPin(
+                component=component,
+                repo=rec.safe(f"{where}.repo", "repo", str(value["repo"])),
+                ref=rec.safe(f"{where}.ref", "ref", str(value["ref"])),
+            )
+        )
+    base_image = rec.opt_text("base_image")
+    if base_image is not None:
+        repo, _, tag = base_image.partition(":")
+        rec.safe("base_image", "image_repo", repo)
+        rec.safe("base_image", "image_tag", tag)
+    return VllmRelease(
+        version=cast(Version, rec.version("version")),
+        date=rec.opt_text("date"),
+        tag_commit=rec.opt_text("tag_commit"),
+        layout=cast(Any, rec.choice("layout", LAYOUTS)) if "layout" in rec.data else None,
+        base_image=base_image,
+        rocm=rec.version("rocm", required=False),
+        python=rec.opt_text("python"),
+        arch=rec.strings("arch"),
+        aiter_arch=rec.strings("aiter_arch"),
+        cmake_arch=rec.strings("cmake_arch"),
+        pins=tuple(sorted(pins, key=lambda p: COMPONENTS.index(p.component))),
+        provenance=rec.provenance(),
+    )
+
+
+def _wheel(rec: Record) -> WheelVariant:
+    spec_text = rec.text("vllm")
+    try:
+        spec = SpecifierSet(spec_text)
+    except InvalidSpecifier:
+        raise rec.fail("vllm", f"{spec_text!r} is not a PEP 440 specifier") from None
+    return WheelVariant(
+        name=rec.text("name"),
+        rocm=cast(Version, rec.version("rocm")),
+        python=rec.strings("python", required=True),
+        glibc_min=cast(Version, rec.version("glibc_min")),
+        vllm=spec,
+        includes_nightlies=rec.flag("includes_nightlies"),
+        index_url=rec.safe("index_url", "url", rec.text("index_url")),
+        status=cast(Any, rec.choice("status", ("release", "nightly", "legacy"))),
+        arch=rec.strings("arch"),
+        provenance=rec.provenance(),
+    )
+
+
+def _image(rec: Record) -> ContainerImage:
+    digest = rec.opt_text("digest")
+    if digest is not None:
+        rec.safe("digest", "digest", digest)
+    return ContainerImage(
+        repo=rec.safe("repo", "image_repo", rec.text("repo")),
+        tag=rec.safe("tag", "image_tag", rec.text("tag")),
+        digest=digest,
+        rocm=rec.version("rocm", required=False),
+        stream=cast(Any, rec.choice("stream", STREAMS, "legacy")),
+        vllm=rec.version("vllm", required=False),
+        python=rec.opt_text("python"),
+        torch=rec.opt_text("torch"),
+        arch=rec.strings("arch"),
+        family_tag=rec.opt_text("family_tag"),
+        entrypoint=cast(Any, rec.choice("entrypoint", ("vllm-serve", "shell"))),
+        deprecated=rec.flag("deprecated"),
+        provenance=rec.provenance(),
+    )
+
+
+def _example(rec: Record) -> ExampleNode:
+    return ExampleNode(
+        name=rec.text("name"),
+        description=rec.text("description"),
+        gfx=rec.strings("gfx", required=True),
+        gpus=_positive_int(rec, "gpus"),
+        product=rec.text("product"),
+        driver=rec.opt_text("driver"),
+        os=rec.opt_text("os"),
+        python=rec.opt_text("python"),
+        rocm=rec.opt_text("rocm"),
+        provenance=rec.provenance(),
+    )
+
+
+def _positive_int(rec: Record, field: str) -> int:
+    value = rec.data.get(field)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise rec.fail(field, "must be a whole number >= 1")
+    return value
+
+
+def _build(records: list[Record], builder: Callable[[Record], T]) -> tuple[T, ...]:
+    return tuple(builder(r) for r in records)
+
+
+# --- invariants across files ----------------------------------------------------------------
+
+
+def _unique(items: Iterable[T], key: Callable[[T], object], file: str, what: str) -> None:
+    seen: set[object] = set()
+    for item in items:
+        k = key(item)
+        if k in seen:
+            raise MatrixError(f"{file}: duplicate {what} {k}", hint=f"keep one record per {what} in matrix/{file}")
+        seen.add(k)
+
+
+def check_invariants(m: Matrix) -> None:
+    _unique(m.rocm, lambda r: r.version, "rocm.toml", "release")
+    _unique(m.os, lambda o: o.id, "os.toml", "OS id")
+    _unique(m.drivers, lambda d: d.series, "drivers.toml", "series")
+    _unique(m.gfx, lambda g: g.name, "gfx.toml", "gfx target")
+    _unique(m.vllm, lambda v: v.version, "vllm.toml", "release")
+    _unique(m.wheels, lambda w: w.name, "wheels.toml", "variant")
+    _unique(m.images, lambda i: (i.repo, i.tag), "images.toml", "image")
+    _unique(m.examples, lambda e: e.name, "nodes.toml", "example")
+    known_gfx = {g.name for g in m.gfx}
+
+    def gfx_known(names: Iterable[str], file: str, label: str, field: str) -> None:
+        for name in names:
+            if name not in known_gfx:
+                raise MatrixError(
+                    f"{file}: {label}: field '{field}' names unknown gfx target {name!r}",
+                    hint="add the target to matrix/gfx.toml or fix the name",
+                )
+
+    def rocm_known(version: Version | None, file: str, label: str) -> None:
+        if version is not None and m.rocm_release(version) is None:
+            raise MatrixError(
+                f"{file}: {label}: field 'rocm' names ROCm {version}, which rocm.toml does not know",
+                hint="add the release to matrix/rocm.toml or fix the version",
+            )
+
+    for r in m.rocm:
+        gfx_known(r.gfx, "rocm.toml", f"release {r.version}", "gfx")
+        for restr in r.os_restrictions:
+            gfx_known(restr.gfx, "rocm.toml", f"release {r.version}", "os_restriction.gfx")
+    for v in m.vllm:
+        for field_name in ("arch", "aiter_arch", "cmake_arch"):
+            gfx_known(getattr(v, field_name), "vllm.toml", f"release {v.version}", field_name)
+        rocm_known(v.rocm, "vllm.toml", f"release {v.version}")
+        if v.provenance.confidence != "unknown" and v.rocm is None:
+            raise MatrixError(
+                f"vllm.toml: release {v.version}: field 'rocm' is missing but confidence is "
+                f"{v.provenance.confidence!r}",
+                hint="give the base ROCm, or mark the release confidence = \"unknown\"",
+            )
+    for w in m.wheels:
+        gfx_known(w.arch, "wheels.toml", f"variant {w.name}", "arch")
+        rocm_known(w.rocm, "wheels.toml", f"variant {w.name}")
+    for i in m.images:
+        gfx_known(i.arch, "images.toml", f"image {i.repo}:{i.tag}", "arch")
+        rocm_known(i.rocm, "images.toml", f"image {i.repo}:{i.tag}")
+    for e in m.examples:
+        gfx_known(e.gfx, "nodes.toml", f"example {e.name}", "gfx")
+    for d in m.drivers:
+        if d.paired_rocm is not None and m.rocm_release(Version(d.paired_rocm)) is None:
+            raise MatrixError(
+                f"drivers.toml: series {d.series}: field 'paired_rocm' names unknown ROCm {d.paired_rocm}",
+                hint="add the release to matrix/rocm.toml or fix the version",
+            )
+
+
+def load_dir(directory: Path) -> Matrix:
+    """Read and check every data file in ``directory``."""
+    m = Matrix(
+        rocm=_build(_read(directory, "rocm.toml", "release"), _rocm),
+        os=_build(_read(directory, "os.toml", "os"), _os),
+        drivers=_build(_read(directory, "drivers.toml", "driver"), _driver),
+        gfx=_build(_read(directory, "gfx.toml", "gfx"), _gfx),
+        vllm=_build(_read(directory, "vllm.toml", "release"), _vllm),
+        wheels=_build(_read(directory, "wheels.toml", "variant"), _wheel),
+        images=_build(_read(directory, "images.toml", "image"), _image),
+        examples=_build(_read(directory, "nodes.toml", "example"), _example),
+    )
+    check_invariants(m)
+    return m
+
+
+@functools.cache
+def _load_cached(directory: str) -> Matrix:
+    return load_dir(Path(directory))
+
+
+def load() -> Matrix:
+    """The matrix in use, read once per process."""
+    return _load_cached(str(resources.matrix_dir()))

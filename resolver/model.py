@@ -1,0 +1,260 @@
+"""Frozen, typed records for every fact in ``matrix/``.
+
+``resolver.matrix`` builds these from the TOML files and checks them; everything else reads only
+these records. Each record carries a ``Provenance``: where the fact came from and how sure we are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+Confidence = Literal["exact", "release-branch", "inferred", "unknown"]
+CONFIDENCES: tuple[Confidence, ...] = ("exact", "release-branch", "inferred", "unknown")
+
+Stream = Literal["legacy", "therock-preview", "therock"]
+STREAMS: tuple[Stream, ...] = ("legacy", "therock-preview", "therock")
+
+Family = Literal["instinct", "radeon", "radeon-pro", "ryzen-apu"]
+FAMILIES: tuple[Family, ...] = ("instinct", "radeon", "radeon-pro", "ryzen-apu")
+
+VllmStatus = Literal["official", "buildable", "unsupported"]
+AiterSupport = Literal["full", "triton-only", "none"]
+Fp8Format = Literal["fnuz", "ocp"]
+Entrypoint = Literal["vllm-serve", "shell"]
+Layout = Literal["single-stage", "two-stage-root", "two-stage-docker"]
+LAYOUTS: tuple[Layout, ...] = ("single-stage", "two-stage-root", "two-stage-docker")
+WheelStatus = Literal["release", "nightly", "legacy"]
+
+# Component keys a vLLM release can pin; a release has only the ones it builds.
+COMPONENTS: tuple[str, ...] = (
+    "triton",
+    "pytorch",
+    "vision",
+    "audio",
+    "flash_attention",
+    "aiter",
+    "mori",
+    "rccl",
+    "hipblaslt",
+    "hipblas_common",
+)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Provenance:
+    source: str
+    confidence: Confidence = "exact"
+    note: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OsRelease:
+    id: str  # "ubuntu-22.04": os-release ID + major.minor VERSION_ID
+    name: str
+    glibc: Version | None
+    kernels: tuple[str, ...]
+    provenance: Provenance
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OsRestriction:
+    """A matrix footnote: these GPUs are supported only on these OS releases."""
+
+    gfx: tuple[str, ...]
+    products: tuple[str, ...]
+    os: tuple[str, ...]
+    note: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RocmRelease:
+    version: Version
+    stream: Stream
+    date: str | None
+    gfx: tuple[str, ...]
+    os: tuple[str, ...]  # point releases as listed, e.g. "ubuntu-22.04.5"
+    os_restrictions: tuple[OsRestriction, ...]
+    pytorch: tuple[str, ...]
+    kmd_at_release: str | None  # AMD's driver cell for this release, verbatim
+    provenance: Provenance
+
+    @property
+    def label(self) -> str:
+        suffix = {"legacy": "", "therock-preview": " (TheRock preview)", "therock": " (TheRock)"}
+        return f"ROCm {self.version}{suffix[self.stream]}"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DriverSeries:
+    """An amdgpu driver series and the ROCm user-space series it runs (containers, wheels)."""
+
+    series: str  # "30.30", "6.4"
+    user_space: tuple[str, ...]  # ROCm series: "6.3", "7.2", "7.14", "10.0"
+    paired_rocm: str | None  # the ROCm release it shipped with, where AMD says
+    provenance: Provenance
+
+    def runs(self, rocm: Version) -> bool:
+        return f"{rocm.major}.{rocm.minor}" in self.user_space
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GpuProduct:
+    name: str
+    family: Family
+    pci_device_id: str | None  # lower-case hex without 0x, e.g. "74a1"
+    pci_revision: str | None
+    first_rocm: str | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FeatureGates:
+    aiter: AiterSupport
+    fp8: bool
+    fp8_format: Fp8Format | None
+    mx: bool
+    custom_allreduce: bool
+    provenance: Provenance
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GfxTarget:
+    name: str
+    arch: str  # "CDNA3", "RDNA4", ...
+    families: tuple[Family, ...]
+    products: tuple[GpuProduct, ...]
+    features: FeatureGates
+    vllm_status: VllmStatus
+    vllm_note: str
+    override: str | None  # an HSA_OVERRIDE_GFX_VERSION people use for it (unofficial)
+    override_target: str | None  # the gfx that override makes the runtime load
+    env: tuple[tuple[str, str], ...]  # recommended serving env for this target
+    provenance: Provenance
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ComponentPin:
+    component: str
+    repo: str  # "ROCm/triton"
+    ref: str  # commit, tag or branch, verbatim from upstream
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class VllmRelease:
+    version: Version
+    date: str | None
+    tag_commit: str | None
+    layout: Layout | None
+    base_image: str | None
+    rocm: Version | None
+    python: str | None
+    arch: tuple[str, ...]  # PYTORCH_ROCM_ARCH of the base image: what is built and shipped
+    aiter_arch: tuple[str, ...]
+    cmake_arch: tuple[str, ...]  # HIP_SUPPORTED_ARCHS: what CMake accepts (buildable)
+    pins: tuple[ComponentPin, ...]
+    provenance: Provenance
+
+    @property
+    def known(self) -> bool:
+        """Whether the build facts (base ROCm and pins) of this release are known at all."""
+        return self.rocm is not None and self.provenance.confidence != "unknown"
+
+    def pin(self, component: str) -> ComponentPin | None:
+        return next((p for p in self.pins if p.component == component), None)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class WheelVariant:
+    name: str  # "rocm700"
+    rocm: Version
+    python: tuple[str, ...]
+    glibc_min: Version
+    vllm: SpecifierSet
+    includes_nightlies: bool
+    index_url: str
+    status: WheelStatus
+    arch: tuple[str, ...]
+    provenance: Provenance
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ContainerImage:
+    repo: str
+    tag: str
+    digest: str | None
+    rocm: Version | None
+    stream: Stream
+    vllm: Version | None
+    python: str | None
+    torch: str | None
+    arch: tuple[str, ...]
+    family_tag: str | None  # "cdna", "rdna", "gfx94X-dcgpu", "mi300", ...
+    entrypoint: Entrypoint
+    deprecated: bool
+    provenance: Provenance
+
+    @property
+    def ref(self) -> str:
+        base = f"{self.repo}:{self.tag}"
+        return f"{base}@{self.digest}" if self.digest else base
+
+    @property
+    def official(self) -> bool:
+        """Built by vLLM's own release pipeline (as opposed to AMD's images)."""
+        return self.repo == "vllm/vllm-openai-rocm"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ExampleNode:
+    name: str
+    description: str
+    gfx: tuple[str, ...]
+    gpus: int
+    product: str
+    driver: str | None
+    os: str | None
+    python: str | None
+    rocm: str | None
+    provenance: Provenance
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Matrix:
+    rocm: tuple[RocmRelease, ...]
+    os: tuple[OsRelease, ...]
+    drivers: tuple[DriverSeries, ...]
+    gfx: tuple[GfxTarget, ...]
+    vllm: tuple[VllmRelease, ...]
+    wheels: tuple[WheelVariant, ...]
+    images: tuple[ContainerImage, ...]
+    examples: tuple[ExampleNode, ...]
+    _gfx_index: dict[str, GfxTarget] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._gfx_index.update({g.name: g for g in self.gfx})
+
+    def gfx_target(self, name: str) -> GfxTarget | None:
+        return self._gfx_index.get(name)
+
+    def rocm_release(self, version: Version) -> RocmRelease | None:
+        return next((r for r in self.rocm if r.version == version), None)
+
+    def rocm_for(self, version: Version) -> RocmRelease | None:
+        """The release itself, else the newest known release in the same series (7.0 -> 7.0.2)."""
+        exact = self.rocm_release(version)
+        if exact is not None:
+            return exact
+        same = [r for r in self.rocm if (r.version.major, r.version.minor) == (version.major, version.minor)]
+        return max(same, key=lambda r: r.version) if same else None
+
+    def driver(self, series: str) -> DriverSeries | None:
+        return next((d for d in self.drivers if d.series == series), None)
+
+    def os_release(self, os_id: str) -> OsRelease | None:
+        return next((o for o in self.os if o.id == os_id), None)
+
+    def example(self, name: str) -> ExampleNode | None:
+        return next((e for e in self.examples if e.name == name), None)

@@ -1,0 +1,209 @@
+"""The facts about one node that every command decides on.
+
+``rocm-vllm probe --json`` writes this shape and ``--node FILE`` reads it back, so the JSON form is
+a contract (schema in docs/probe.schema.json). Nodes also come from flags and ``--example NAME``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from resolver.errors import InputError
+from resolver.versions import check_gfx_name, driver_series, python_minor, split_os
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Problem:
+    code: str
+    message: str
+    hint: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Partition:
+    compute: str | None = None  # SPX, DPX, QPX, CPX
+    memory: str | None = None  # NPS1, NPS2, NPS4
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Gpu:
+    gfx: str
+    product: str | None = None
+    pci_device_id: str | None = None
+    compute_units: int | None = None
+    vram_bytes: int | None = None
+    unique_id: str | None = None
+    partition: Partition | None = None
+    integrated: bool = False
+    # When HSA_OVERRIDE_GFX_VERSION is set, gfx stays the physical target and this is what
+    # the runtime loads code for.
+    runtime_gfx: str | None = None
+    xnack: bool | None = None
+    sramecc: bool | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Node:
+    gpus: tuple[Gpu, ...] = ()
+    gfx_targets: tuple[str, ...] = ()
+    physical_gpu_count: int = 0
+    logical_gpu_count: int = 0
+    hsa_override_gfx_version: str | None = None
+    rocm_version: str | None = None
+    driver_version: str | None = None
+    os: str | None = None  # "ubuntu-22.04"
+    kernel: str | None = None
+    glibc: str | None = None
+    python: str | None = None
+    problems: tuple[Problem, ...] = ()
+    host: dict[str, Any] = field(default_factory=dict)  # extra live-probe facts (groups, numa, ...)
+    origin: str = "flags"  # flags | example:NAME | probe | file:PATH
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["gpus"] = [asdict(g) for g in self.gpus]
+        return data
+
+    def with_overrides(self, **changes: Any) -> Node:
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+def from_flags(
+    *,
+    gfx: str | None,
+    gpus: int | None,
+    driver: str | None,
+    os: str | None,
+    rocm: str | None,
+    python: str | None,
+) -> Node:
+    """A node described on the command line: checks each value and fails with a hint."""
+    targets: tuple[str, ...] = ()
+    if gfx:
+        targets = tuple(sorted({check_gfx_name(t) for t in gfx.split(",") if t.strip()}))
+    if gpus is not None and gpus < 1:
+        raise InputError(f"--gpus {gpus} must be at least 1", hint="give the number of GPUs vLLM may use")
+    count = gpus if gpus is not None else (len(targets) if targets else 0)
+    if driver is not None:
+        driver_series(driver)
+    if os is not None:
+        family, version = split_os(os)
+        os = f"{family}-{version}"
+    if rocm is not None:
+        from resolver.versions import parse_version
+
+        parse_version(rocm, what="--rocm")
+    if python is not None:
+        python = python_minor(python)
+    gpu_list = tuple(Gpu(gfx=targets[i % len(targets)]) for i in range(count)) if targets else ()
+    return Node(
+        gpus=gpu_list,
+        gfx_targets=targets,
+        physical_gpu_count=count,
+        logical_gpu_count=count,
+        rocm_version=rocm,
+        driver_version=driver,
+        os=os,
+        python=python,
+        origin="flags",
+    )
+
+
+def _opt(data: dict[str, Any], key: str, kind: type, where: str) -> Any:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise InputError(
+            f"{where}: '{key}' must be {kind.__name__}, not {type(value).__name__}",
+            hint="write the file with `rocm-vllm probe --json > node.json` on the target node",
+        )
+    return value
+
+
+def from_json(data: Any, *, where: str) -> Node:
+    """Read the JSON that ``probe --json`` writes; any shape error is an ``InputError``."""
+    if not isinstance(data, dict):
+        raise InputError(f"{where}: not a probe JSON object", hint="write it with `rocm-vllm probe --json`")
+    gpus = []
+    for i, g in enumerate(_opt(data, "gpus", list, where) or []):
+        if not isinstance(g, dict) or not isinstance(g.get("gfx"), str):
+            raise InputError(f"{where}: gpus[{i}] has no 'gfx'", hint="write it with `rocm-vllm probe --json`")
+        part = g.get("partition")
+        gpus.append(
+            Gpu(
+                gfx=check_gfx_name(g["gfx"]),
+                product=_opt(g, "product", str, where),
+                pci_device_id=_opt(g, "pci_device_id", str, where),
+                compute_units=_opt(g, "compute_units", int, where),
+                vram_bytes=_opt(g, "vram_bytes", int, where),
+                unique_id=_opt(g, "unique_id", str, where),
+                partition=Partition(compute=part.get("compute"), memory=part.get("memory"))
+                if isinstance(part, dict)
+                else None,
+                integrated=bool(g.get("integrated", False)),
+                runtime_gfx=_opt(g, "runtime_gfx", str, where),
+                xnack=_opt(g, "xnack", bool, where),
+                sramecc=_opt(g, "sramecc", bool, where),
+            )
+        )
+    targets = _opt(data, "gfx_targets", list, where)
+    if targets is None:
+        targets = sorted({g.gfx for g in gpus if not g.integrated})
+    problems = []
+    for p in _opt(data, "problems", list, where) or []:
+        if isinstance(p, dict) and all(isinstance(p.get(k), str) for k in ("code", "message", "hint")):
+            problems.append(Problem(code=p["code"], message=p["message"], hint=p["hint"]))
+    os_id = _opt(data, "os", str, where)
+    return Node(
+        gpus=tuple(gpus),
+        gfx_targets=tuple(check_gfx_name(t) for t in targets if isinstance(t, str)),
+        physical_gpu_count=_opt(data, "physical_gpu_count", int, where) or 0,
+        logical_gpu_count=_opt(data, "logical_gpu_count", int, where) or 0,
+        hsa_override_gfx_version=_opt(data, "hsa_override_gfx_version", str, where),
+        rocm_version=_opt(data, "rocm_version", str, where),
+        driver_version=_opt(data, "driver_version", str, where),
+        os=os_id,
+        kernel=_opt(data, "kernel", str, where),
+        glibc=_opt(data, "glibc", str, where),
+        python=_opt(data, "python", str, where),
+        problems=tuple(problems),
+        host=_opt(data, "host", dict, where) or {},
+        origin=f"file:{where}",
+    )
+
+
+def read_node_file(path: Path) -> Node:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"--node {path}: no such file", hint="write it with `rocm-vllm probe --json > node.json`") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"--node {path}: cannot read it ({exc.__class__.__name__})", hint="check the path and its permissions") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"--node {path}: not valid JSON (line {exc.lineno}, column {exc.colno})",
+            hint="write it with `rocm-vllm probe --json > node.json`",
+        ) from None
+    return from_json(data, where=str(path))
+
+
+def merge_flags(base: Node, flag_node: Node, flags: dict[str, Any]) -> Node:
+    """Flags given on the command line win over what a file, example or probe said."""
+    changes: dict[str, Any] = {
+        "driver_version": flag_node.driver_version,
+        "os": flag_node.os,
+        "rocm_version": flag_node.rocm_version,
+        "python": flag_node.python,
+    }
+    if flags.get("gfx"):
+        changes.update(gpus=flag_node.gpus, gfx_targets=flag_node.gfx_targets)
+        changes.update(physical_gpu_count=flag_node.physical_gpu_count, logical_gpu_count=flag_node.logical_gpu_count)
+    elif flags.get("gpus") is not None:
+        changes.update(logical_gpu_count=flags["gpus"])
+    return base.with_overrides(**changes)

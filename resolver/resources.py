@@ -1,0 +1,49 @@
+"""The only module that knows where the shipped data lives.
+
+In a checkout, ``matrix/`` and ``dockerfiles/`` sit at the repository root; in an installed
+wheel they are force-included as ``resolver/_data/``. ``ROCM_VLLM_MATRIX_DIR`` points the whole
+tool at another data directory (tests use it to load deliberately broken files).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Final
+
+_PACKAGE_DIR: Final[Path] = Path(__file__).resolve().parent
+_INSTALLED_DATA: Final[Path] = _PACKAGE_DIR / "_data"
+_CHECKOUT_ROOT: Final[Path] = _PACKAGE_DIR.parent
+
+MATRIX_FILES: Final[tuple[str, ...]] = (
+    "rocm.toml",
+    "os.toml",
+    "drivers.toml",
+    "gfx.toml",
+    "vllm.toml",
+    "wheels.toml",
+    "images.toml",
+    "nodes.toml",
+)
+
+
+def _data_root(name: str) -> Path:
+    installed = _INSTALLED_DATA / name
+    if installed.is_dir():
+        return installed
+    return _CHECKOUT_ROOT / name
+
+
+def matrix_dir() -> Path:
+    override = os.environ.get("ROCM_VLLM_MATRIX_DIR")
+    if override:
+        return Path(override)
+    return _data_root("matrix")
+
+
+def dockerfiles_dir() -> Path:
+    return _data_root("dockerfiles")
+
+
+def matrix_file(name: str) -> Path:
+    return matrix_dir() / name

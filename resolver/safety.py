@@ -1,0 +1,45 @@
+"""Strict patterns for every value that can reach a shell line, a Dockerfile or a URL.
+
+Data files and upstream responses are not trusted: a repo, ref, image tag or gfx name that does
+not match is refused before it is used, so nothing can inject shell into a generated RUN line.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from resolver.errors import UnsafeValueError
+
+PATTERNS: Final[dict[str, re.Pattern[str]]] = {
+    # GitHub owner/name
+    "repo": re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$"),
+    # git commit, tag or branch: no spaces, no shell or Dockerfile metacharacters, no "..".
+    "ref": re.compile(r"^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._/+-]{0,127}$"),
+    # OCI repository path (registry host optional) and tag, per the distribution spec grammar.
+    "image_repo": re.compile(
+        r"^(?:[a-z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*$"
+    ),
+    "image_tag": re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"),
+    "digest": re.compile(r"^sha256:[0-9a-f]{64}$"),
+    "gfx": re.compile(r"^gfx[0-9a-f]{3,4}$"),
+    "version": re.compile(r"^[0-9]+(?:\.[0-9]+){0,3}(?:[a-z0-9.+-]{0,40})$"),
+    "env_name": re.compile(r"^[A-Z][A-Z0-9_]{0,63}$"),
+    "env_value": re.compile(r"^[A-Za-z0-9_.,:;=/+-]{0,200}$"),
+    "url": re.compile(r"^https?://[A-Za-z0-9.-]+(?::[0-9]+)?(?:/[A-Za-z0-9._~%/+-]*)?$"),
+}
+
+
+def is_safe(kind: str, value: str) -> bool:
+    return bool(PATTERNS[kind].match(value))
+
+
+def require_safe(kind: str, value: str, *, where: str) -> str:
+    """Return ``value`` when it matches the ``kind`` pattern, else raise ``UnsafeValueError``."""
+    if not isinstance(value, str) or not PATTERNS[kind].match(value):
+        raise UnsafeValueError(
+            f"{where}: {value!r} is not an acceptable {kind.replace('_', ' ')}",
+            hint="only plain names, versions, commits and tags are accepted; "
+            "fix the data file or the flag (shell and Dockerfile syntax are refused)",
+        )
+    return value

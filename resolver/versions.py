@@ -1,0 +1,97 @@
+"""Version parsing shared by the data loader, the CLI and the probe.
+
+ROCm numbering jumps (7.2.4 -> 7.9..7.13 previews -> 7.14 -> 10.0), so a ROCm version is always
+compared as a parsed ``Version`` and paired with its stream from ``matrix/rocm.toml``, never as text.
+"""
+
+from __future__ import annotations
+
+import re
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from resolver.errors import InputError
+
+_DRIVER_RE = re.compile(r"^\s*(\d{1,3})\.(\d{1,3})(?:\.(\d{1,6}))?(?:[-.+~][0-9A-Za-z.+~-]*)?\s*$")
+_GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
+_OS_RE = re.compile(r"^([a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)*)-(\d+(?:\.\d+){0,2})$")
+_PY_RE = re.compile(r"^3\.(\d{1,2})(?:\.\d+)?$")
+
+
+def parse_version(text: str, *, what: str) -> Version:
+    """Parse a PEP 440 version given by a user; a bad one is an ``InputError``."""
+    try:
+        return Version(text.strip().lstrip("v"))
+    except (InvalidVersion, AttributeError):
+        raise InputError(
+            f"{what} {text!r} is not a version",
+            hint=f"write {what} as numbers separated by dots, for example 7.2.3",
+        ) from None
+
+
+def parse_spec(text: str) -> SpecifierSet:
+    """Parse ``--vllm``: a PEP 440 specifier, or a bare version meaning ``==version``."""
+    raw = text.strip()
+    if raw and raw[0].isdigit() or raw.startswith("v") and raw[1:2].isdigit():
+        parse_version(raw, what="--vllm")
+        raw = f"=={raw.lstrip('v')}"
+    try:
+        return SpecifierSet(raw)
+    except InvalidSpecifier:
+        raise InputError(
+            f"--vllm {text!r} is not a version or PEP 440 specifier",
+            hint="use a version (0.24.0) or a specifier such as '>=0.20' or '==0.10.*'",
+        ) from None
+
+
+def series(version: Version) -> str:
+    """``7.2.3`` -> ``"7.2"``: the unit the driver/user-space table speaks in."""
+    return f"{version.major}.{version.minor}"
+
+
+def driver_series(text: str) -> str:
+    """The amdgpu release series a driver version belongs to: ``30.30.3`` -> ``"30.30"``.
+
+    Accepts the AMD release names (6.1.3, 30.30.3) and the dkms module form with a build
+    suffix (``6.10.5-2119913``); anything else is an ``InputError``.
+    """
+    match = _DRIVER_RE.match(text or "")
+    if not match:
+        raise InputError(
+            f"--driver {text!r} is not an amdgpu driver version",
+            hint="give the AMD GPU driver release, e.g. 30.30.3 or 6.4.1 "
+            "(cat /sys/module/amdgpu/version on the node)",
+        )
+    return f"{int(match.group(1))}.{int(match.group(2))}"
+
+
+def check_gfx_name(text: str) -> str:
+    name = text.strip().lower()
+    if not _GFX_RE.match(name):
+        raise InputError(
+            f"{text!r} is not a gfx target name",
+            hint="gfx targets look like gfx942 or gfx1100 (rocminfo | grep gfx)",
+        )
+    return name
+
+
+def split_os(text: str) -> tuple[str, str]:
+    """``ubuntu-22.04`` -> ``("ubuntu", "22.04")``."""
+    match = _OS_RE.match(text.strip().lower())
+    if not match:
+        raise InputError(
+            f"--os {text!r} is not an OS id",
+            hint="write the os-release ID and VERSION_ID joined by '-', e.g. ubuntu-22.04 or rhel-9.4",
+        )
+    return match.group(1), match.group(2)
+
+
+def python_minor(text: str) -> str:
+    match = _PY_RE.match(text.strip())
+    if not match:
+        raise InputError(
+            f"--python {text!r} is not a CPython 3 version",
+            hint="give the interpreter's version, e.g. 3.12",
+        )
+    return f"3.{int(match.group(1))}"
