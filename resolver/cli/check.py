@@ -1,9 +1,90 @@
-"""CLI placeholder."""
+"""`rocm-vllm check`: can this node run vLLM, and how?"""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
+
+from resolver.cli._common import (
+    DriverOpt,
+    ExampleOpt,
+    GfxOpt,
+    GpusOpt,
+    JsonOpt,
+    NodeFileOpt,
+    OsOpt,
+    PythonOpt,
+    RocminfoOpt,
+    RocmOpt,
+    emit_json,
+    handle_errors,
+    resolve_node,
+    use_color,
+)
+
+REQUEST_PANEL = "Request"
+
+
+@handle_errors
+def check(
+    gfx: GfxOpt = None,
+    gpus: GpusOpt = None,
+    driver: DriverOpt = None,
+    os_id: OsOpt = None,
+    rocm: RocmOpt = None,
+    python: PythonOpt = None,
+    node_file: NodeFileOpt = None,
+    rocminfo: RocminfoOpt = None,
+    example: ExampleOpt = None,
+    vllm: Annotated[
+        str | None, typer.Option("--vllm", help="vLLM version or PEP 440 spec (default: newest that fits).", rich_help_panel=REQUEST_PANEL)
+    ] = None,
+    quantization: Annotated[
+        str | None, typer.Option("--quantization", help="fp8, mxfp4, awq, gptq, ...", rich_help_panel=REQUEST_PANEL)
+    ] = None,
+    kv_cache_dtype: Annotated[
+        str | None, typer.Option("--kv-cache-dtype", help="auto, fp8, fp8_e4m3, fp8_e5m2.", rich_help_panel=REQUEST_PANEL)
+    ] = None,
+    prefer: Annotated[
+        str | None, typer.Option("--prefer", help="image, wheel or source.", rich_help_panel=REQUEST_PANEL)
+    ] = None,
+    json_out: JsonOpt = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List every rejected candidate.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict.")] = False,
+) -> None:
+    """Decide whether the node can run vLLM and how (exit 0: yes, 1: no, 2: bad input)."""
+    from resolver import matrix
+    from resolver.errors import UsageError
+    from resolver.solve import KINDS, Request, solve
+    from resolver.versions import parse_spec
+
+    if prefer is not None and prefer not in KINDS:
+        raise UsageError(f"--prefer {prefer!r} is not a path kind", hint="use --prefer image, wheel or source")
+    m = matrix.load()
+    node = resolve_node(
+        gfx=gfx, gpus=gpus, driver=driver, os_id=os_id, rocm=rocm, python=python,
+        node_file=node_file, rocminfo=rocminfo, example=example,
+    )
+    request = Request(
+        vllm=parse_spec(vllm) if vllm else None,
+        quantization=quantization,
+        kv_cache_dtype=kv_cache_dtype,
+        prefer=prefer,  # type: ignore[arg-type]
+    )
+    decision = solve(m, node, request)
+    if json_out:
+        from resolver.report import decision_json
+
+        emit_json(decision_json(decision, m))
+    elif quiet:
+        typer.echo(decision.verdict)
+    else:
+        from resolver.explain import render
+
+        typer.echo(render(decision, m, color=use_color(), verbose=verbose), nl=False)
+    raise typer.Exit(decision.exit_code)
 
 
 def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
-    """Nothing registered yet."""
+    app.command("check")(check)

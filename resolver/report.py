@@ -1,0 +1,138 @@
+"""A ``Decision`` as plain data: the ``check --json`` schema (docs/check.schema.json), and the
+commands a plan tells the user to run."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from resolver.model import Matrix
+from resolver.node import Node
+from resolver.solve import Candidate, Decision, Evaluation, Reason, Warning
+
+SCHEMA_VERSION = 1
+
+
+def _node_flags(node: Node) -> list[str]:
+    """Flags that describe ``node`` to a follow-up command."""
+    if node.origin.startswith("example:"):
+        return ["--example", node.origin.split(":", 1)[1]]
+    if node.origin.startswith("file:"):
+        return ["--node", node.origin.split(":", 1)[1]]
+    flags = ["--gfx", ",".join(node.gfx_targets)]
+    if node.logical_gpu_count:
+        flags += ["--gpus", str(node.logical_gpu_count)]
+    if node.driver_version:
+        flags += ["--driver", node.driver_version]
+    return flags
+
+
+def plan_commands(ev: Evaluation, node: Node) -> list[str]:
+    """What to run for this path, as copy-pasteable shell lines."""
+    c = ev.candidate
+    flags = _node_flags(node)
+    if c.kind == "image" and c.image is not None:
+        return [
+            shlex.join(["docker", "pull", c.image.ref]),
+            shlex.join(["rocm-vllm", "image", *flags, "--vllm", f"=={c.vllm}", "--digest"])
+            + "   # pin by digest, print the docker run command",
+        ]
+    if c.kind == "wheel" and c.wheel is not None:
+        py = c.wheel.python[0]
+        index = f"https://wheels.vllm.ai/rocm/{c.vllm}/{c.wheel.name}"
+        return [
+            f"uv venv --python {py} .venv && . .venv/bin/activate",
+            shlex.join(["uv", "pip", "install", f"vllm=={c.vllm}+{c.wheel.name}", "--extra-index-url", index]),
+            "python -c 'import torch; assert torch.version.hip and not torch.version.cuda, torch.__version__'"
+            "   # a CUDA wheel must not have slipped in",
+        ]
+    gfx = ",".join(node.gfx_targets)
+    return [
+        shlex.join(["rocm-vllm", "dockerfile", *flags, "--vllm", str(c.vllm), "-o", "Dockerfile.vllm-rocm"])
+        + (f"   # built for {gfx} only" if gfx else ""),
+        shlex.join(["env", "DOCKER_BUILDKIT=1", "docker", "build", "-f", "Dockerfile.vllm-rocm", "-t", f"vllm-rocm:{c.vllm}", "."]),
+    ]
+
+
+def candidate_json(c: Candidate) -> dict[str, Any]:
+    return {
+        "kind": c.kind,
+        "channel": c.channel,
+        "label": c.label,
+        "vllm": str(c.vllm),
+        "rocm": str(c.rocm) if c.rocm is not None else None,
+        "image": c.image.ref if c.image else None,
+        "digest": c.image.digest if c.image else None,
+        "wheel": c.wheel.name if c.wheel else None,
+        "confidence": c.confidence,
+        "source": (c.image or c.wheel or c.release).provenance.source if (c.image or c.wheel or c.release) else None,
+    }
+
+
+def reason_json(r: Reason) -> dict[str, Any]:
+    return {
+        "code": r.code,
+        "message": r.message,
+        "hint": r.hint,
+        "source": r.source,
+        "facts": [{"text": f.text, "source": f.source, "confidence": f.confidence} for f in r.facts],
+        "fix": {"kind": r.fix.kind, "text": r.fix.text, "host": r.fix.host} if r.fix else None,
+    }
+
+
+def warning_json(w: Warning) -> dict[str, Any]:
+    return {"code": w.code, "message": w.message, "hint": w.hint, "severity": w.severity, "source": w.source}
+
+
+def plan_json(ev: Evaluation, node: Node, m: Matrix) -> dict[str, Any]:
+    c = ev.candidate
+    arch = c.image.arch if c.image else c.wheel.arch if c.wheel else c.release.arch if c.release else ()
+    env: dict[str, str] = {}
+    for name in node.gfx_targets:
+        target = m.gfx_target(name)
+        env.update(dict(target.env) if target else {})
+    if ev.override:
+        env["HSA_OVERRIDE_GFX_VERSION"] = ev.override
+    return {
+        **candidate_json(c),
+        "rocm_stream": _stream(m, c),
+        "python": (c.image.python if c.image else c.wheel.python[0] if c.wheel else c.release.python if c.release else None),
+        "arch": list(arch),
+        "unofficial": ev.unofficial,
+        "override": ev.override,
+        "env": env,
+        "commands": plan_commands(ev, node),
+    }
+
+
+def _stream(m: Matrix, c: Candidate) -> str | None:
+    rel = m.rocm_for(c.rocm) if c.rocm is not None else None
+    return rel.stream if rel else None
+
+
+def decision_json(d: Decision, m: Matrix) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "verdict": d.verdict,
+        "exit_code": d.exit_code,
+        "node": d.node.to_json(),
+        "request": {
+            "vllm": str(d.request.vllm) if d.request.vllm is not None else None,
+            "quantization": d.request.quantization,
+            "kv_cache_dtype": d.request.kv_cache_dtype,
+            "prefer": d.request.prefer,
+        },
+        "plan": plan_json(d.plan, d.node, m) if d.plan else None,
+        "warnings": [warning_json(w) for w in d.warnings],
+        "blockers": [reason_json(r) for r in d.blockers],
+        "host_fix": {
+            "candidate": candidate_json(d.host_fix.candidate),
+            "fixes": [reason_json(r) for r in d.host_fix.reasons],
+        }
+        if d.host_fix
+        else None,
+        "reasons": [
+            {"candidate": candidate_json(e.candidate), "reasons": [reason_json(r) for r in e.reasons]} for e in d.rejected
+        ],
+        "alternatives": [plan_json(e, d.node, m) for e in d.alternatives],
+    }
