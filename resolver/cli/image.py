@@ -1,9 +1,267 @@
-"""CLI for `rocm-vllm image` (placeholder until its issue lands)."""
+"""`rocm-vllm image`: the verified image for the node, pinned by digest on request, and its run command."""
 
 from __future__ import annotations
 
+from typing import Annotated, Any
+
 import typer
+
+from resolver.cli._common import (
+    DriverOpt,
+    ExampleOpt,
+    GfxOpt,
+    GpusOpt,
+    JsonOpt,
+    NodeFileOpt,
+    OsOpt,
+    PythonOpt,
+    RocminfoOpt,
+    RocmOpt,
+    emit_json,
+    handle_errors,
+    resolve_node,
+)
+
+IMAGE_PANEL = "Image"
+RUN_PANEL = "Run command"
+
+
+@handle_errors
+def image(
+    gfx: GfxOpt = None,
+    gpus: GpusOpt = None,
+    driver: DriverOpt = None,
+    os_id: OsOpt = None,
+    rocm: RocmOpt = None,
+    python: PythonOpt = None,
+    node_file: NodeFileOpt = None,
+    rocminfo: RocminfoOpt = None,
+    example: ExampleOpt = None,
+    vllm: Annotated[
+        str | None, typer.Option("--vllm", help="vLLM version or PEP 440 spec (default: newest that fits).", rich_help_panel=IMAGE_PANEL)
+    ] = None,
+    registry: Annotated[
+        str | None,
+        typer.Option(
+            "--registry",
+            envvar="ROCM_VLLM_REGISTRY",
+            help="Registry or mirror base URL (default: Docker Hub), e.g. http://127.0.0.1:5000.",
+            rich_help_panel=IMAGE_PANEL,
+        ),
+    ] = None,
+    digest: Annotated[bool, typer.Option("--digest", help="Pin the tag to its manifest digest (asks the registry).", rich_help_panel=IMAGE_PANEL)] = False,
+    pull: Annotated[bool, typer.Option("--pull", help="Pull through the Docker Engine and verify the digest.", rich_help_panel=IMAGE_PANEL)] = False,
+    smoke: Annotated[bool, typer.Option("--smoke", help="Run a version check inside the image and compare with the data.", rich_help_panel=IMAGE_PANEL)] = False,
+    fmt: Annotated[str, typer.Option("--format", help="docker, podman or compose.", rich_help_panel=RUN_PANEL)] = "docker",
+    port: Annotated[int, typer.Option("--port", help="Port vLLM serves on (host and container).", rich_help_panel=RUN_PANEL)] = 8000,
+    model: Annotated[str | None, typer.Option("--model", help="Model to serve (Hugging Face id or path).", rich_help_panel=RUN_PANEL)] = None,
+    devices: Annotated[
+        str | None, typer.Option("--devices", help="GPU indices for HIP_VISIBLE_DEVICES, e.g. 0,1,2,3.", rich_help_panel=RUN_PANEL)
+    ] = None,
+    hf_cache: Annotated[
+        str, typer.Option("--hf-cache", help="Host Hugging Face cache mounted into the container.", rich_help_panel=RUN_PANEL)
+    ] = "~/.cache/huggingface",
+    json_out: JsonOpt = False,
+) -> None:
+    """Pick the verified vLLM image for the node and print how to run it (exit 0: found, 1: none or a failed check)."""
+    from resolver import images, matrix
+    from resolver.errors import UsageError
+    from resolver.runcmd import FORMATS, render
+    from resolver.versions import parse_spec
+
+    if fmt not in FORMATS:
+        raise UsageError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}", hint="use --format docker, podman or compose")
+    device_ids = _parse_devices(devices)
+    m = matrix.load()
+    node = resolve_node(
+        gfx=gfx, gpus=gpus, driver=driver, os_id=os_id, rocm=rocm, python=python,
+        node_file=node_file, rocminfo=rocminfo, example=example,
+    )
+    decision = images.choose_image(m, node, parse_spec(vllm) if vllm else None)
+    chosen = images.chosen(decision)
+    out: dict[str, Any] = _base_json(decision, m)
+    if chosen is None:
+        _finish(out, json_out, exit_code=1)
+        return
+
+    from resolver.registry import parse_registry
+
+    reg = parse_registry(registry)
+    warnings = list(decision.warnings)
+    if digest:
+        from resolver.registry import DigestCache, RegistryClient
+
+        pinned = images.pin(chosen, RegistryClient(reg, cache=DigestCache()))
+        chosen = pinned.image
+        warnings += pinned.warnings
+        out["digest_source"] = {"registry": pinned.resolved.registry, "media_type": pinned.resolved.media_type, "cached": pinned.resolved.from_cache}
+    ref = images.image_ref(chosen, reg)
+    env, env_warnings = images.serving_env(m, node, decision)
+    warnings += env_warnings
+    spec = images.run_spec(ref=ref, image=chosen, env=env, node=node, model=model, port=port, devices=device_ids, hf_cache=hf_cache)
+    rendered = render(spec, fmt)
+    out.update(_image_json(chosen, ref, reg.url))
+    out.update(rendered.to_json())
+    problems: list[Any] = []
+
+    if pull or smoke:
+        from resolver.engine import DockerEngine
+
+        engine = DockerEngine()
+        if pull:
+            name, tag = f"{reg.image_name(chosen.repo)}", chosen.tag
+            report = _pull_with_progress(engine, images, name, tag, chosen.digest, quiet=json_out)
+            out["pull"] = report.to_json()
+            problems += report.problems
+        if smoke:
+            smoke_report = images.smoke(engine, ref, chosen)
+            out["smoke"] = smoke_report.to_json()
+            problems += smoke_report.problems
+
+    from resolver.report import warning_json
+
+    out["warnings"] = [warning_json(w) for w in dict.fromkeys(warnings)]
+    out["problems"] = [warning_json(p) for p in problems]
+    if json_out:
+        emit_json(out)
+    else:
+        _print_text(out, rendered.file_text)
+    raise typer.Exit(1 if problems else 0)
+
+
+def _parse_devices(text: str | None) -> tuple[int, ...] | None:
+    from resolver.errors import UsageError
+
+    if text is None:
+        return None
+    try:
+        ids = tuple(int(p) for p in text.split(",") if p.strip())
+    except ValueError:
+        ids = ()
+    if not ids or any(i < 0 for i in ids) or len(set(ids)) != len(ids):
+        raise UsageError(f"--devices {text!r} is not a list of GPU indices", hint="give distinct indices such as 0,1,2,3")
+    return ids
+
+
+def _base_json(decision: Any, m: Any) -> dict[str, Any]:
+    from resolver.report import candidate_json, reason_json, warning_json
+
+    return {
+        "schema_version": 1,
+        "verdict": decision.verdict,
+        "node": {
+            "gfx_targets": list(decision.node.gfx_targets),
+            "gpus": decision.node.logical_gpu_count,
+            "driver_version": decision.node.driver_version,
+        },
+        "request": {"vllm": str(decision.request.vllm) if decision.request.vllm is not None else None},
+        "image": None,
+        "digest": None,
+        "run_command": None,
+        "run_args": None,
+        "warnings": [warning_json(w) for w in decision.warnings],
+        "blockers": [reason_json(r) for r in decision.blockers],
+        "rejected": [
+            {"image": e.candidate.label, "candidate": candidate_json(e.candidate), "reasons": [reason_json(r) for r in e.reasons]}
+            for e in decision.rejected
+        ],
+        "pull": None,
+        "smoke": None,
+        "problems": [],
+    }
+
+
+def _image_json(chosen: Any, ref: str, registry_url: str) -> dict[str, Any]:
+    return {
+        "image": ref,
+        "digest": chosen.digest,
+        "repo": chosen.repo,
+        "tag": chosen.tag,
+        "registry": registry_url,
+        "official": chosen.official,
+        "deprecated": chosen.deprecated,
+        "entrypoint": chosen.entrypoint,
+        "vllm": str(chosen.vllm) if chosen.vllm else None,
+        "rocm": str(chosen.rocm) if chosen.rocm else None,
+        "torch": chosen.torch,
+        "python": chosen.python,
+        "arch": list(chosen.arch),
+        "confidence": chosen.provenance.confidence,
+        "source": chosen.provenance.source,
+    }
+
+
+def _pull_with_progress(engine: Any, images: Any, name: str, tag: str, expected: str | None, *, quiet: bool) -> Any:
+    """Pull with a rich progress bar per layer (on stderr, so stdout stays the answer)."""
+    if quiet:
+        return images.pull_verified(engine, name, tag, expected)
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
+
+    console = Console(stderr=True)
+    tasks: dict[str, Any] = {}
+    with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), console=console, transient=False) as bar:
+
+        def on_progress(event: Any) -> None:
+            if not event.layer or event.layer == tag:
+                return
+            task = tasks.get(event.layer)
+            if task is None:
+                task = tasks[event.layer] = bar.add_task(f"{event.layer[:12]} {event.status}", total=None)
+            bar.update(task, description=f"{event.layer[:12]} {event.status}")
+            if event.total:
+                bar.update(task, completed=event.current or 0, total=event.total)
+            elif event.status in ("Pull complete", "Already exists", "Download complete"):
+                current = bar.tasks[task].total or 1
+                bar.update(task, completed=current, total=current)
+
+        return images.pull_verified(engine, name, tag, expected, on_progress)
+
+
+def _finish(out: dict[str, Any], json_out: bool, *, exit_code: int) -> None:
+    if json_out:
+        emit_json(out)
+    else:
+        typer.echo(f"no verified image fits this node (verdict: {out['verdict']})")
+        for reason in out["blockers"]:
+            typer.echo(f"  - {reason['message']}")
+            typer.echo(f"    hint: {reason['hint']}")
+        if not out["blockers"]:
+            typer.echo("  every candidate was rejected; --json lists each with its reasons")
+        typer.echo("  a source build may still work: rocm-vllm check, then rocm-vllm dockerfile")
+    raise typer.Exit(exit_code)
+
+
+def _print_text(out: dict[str, Any], compose_text: str | None) -> None:
+    echo = typer.echo
+    label = "official vLLM image" if out["official"] else ("deprecated image" if out["deprecated"] else "AMD image")
+    echo(f"image: {out['image']}")
+    echo(f"  {label}; vLLM {out['vllm']}, ROCm {out['rocm']}, torch {out['torch'] or 'unknown'}; facts {out['confidence']}")
+    echo(f"  source: {out['source']}")
+    if out["digest"] is None:
+        echo("  not pinned: add --digest to pin the tag to its manifest digest")
+    if out.get("pull"):
+        state = "verified" if out["pull"]["verified"] else "pulled"
+        echo(f"pull: {state} {out['pull']['ref']} ({out['pull']['image_id'][:19]})")
+    if out.get("smoke"):
+        found = out["smoke"]["found"]
+        echo(f"smoke: vllm {found['vllm']}, torch {found['torch']}, rocm {found['rocm'] or found['hip']}")
+    for w in out["warnings"]:
+        if w["severity"] == "warning":
+            echo(f"warning: {w['message']}\n  hint: {w['hint']}")
+    for p in out["problems"]:
+        echo(f"problem: {p['message']}\n  hint: {p['hint']}")
+    if out["run_args"] and "--model" not in out["run_args"] and compose_text is None:
+        echo("  no --model given: vLLM serves its default model; add --model ORG/NAME")
+    echo("")
+    if compose_text is not None:
+        echo("# compose.yaml")
+        echo(compose_text, nl=False)
+        echo(f"# then: {out['run_command']}")
+    else:
+        echo(out["run_command"])
 
 
 def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
-    """Nothing registered yet."""
+    app.command("image")(image)
+

@@ -1,0 +1,226 @@
+"""A small layer over the Docker SDK: pull with progress, inspect, run a short command, build.
+
+It honours ``DOCKER_HOST`` (through ``docker.from_env``) or an explicit ``base_url``, and turns
+every SDK or API failure into a ``DockerEngineError`` with a hint.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from resolver.errors import DockerEngineError
+
+
+@dataclass(frozen=True, slots=True)
+class PullEvent:
+    """One line of the engine's pull stream, per layer."""
+
+    layer: str | None
+    status: str
+    current: int | None = None
+    total: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ImageInfo:
+    id: str
+    repo_tags: tuple[str, ...]
+    repo_digests: tuple[str, ...]
+    architecture: str | None
+    os: str | None
+
+    def digests(self) -> frozenset[str]:
+        """The manifest digests the engine recorded for this image (``repo@sha256:...``)."""
+        return frozenset(d.rsplit("@", 1)[1] for d in self.repo_digests if "@" in d)
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+def split_ref(ref: str) -> tuple[str, str | None, str | None]:
+    """``host:5000/a/b:tag@sha256:..`` -> ``("host:5000/a/b", "tag", "sha256:..")``."""
+    name, _, digest = ref.partition("@")
+    last = name.rsplit("/", 1)[-1]
+    tag = None
+    if ":" in last:
+        name, tag = name.rsplit(":", 1)
+    return name, tag, digest or None
+
+
+class DockerEngine:
+    def __init__(self, base_url: str | None = None, *, timeout: int = 120) -> None:
+        import docker
+
+        self._where = base_url or "DOCKER_HOST / the default socket"
+        try:
+            if base_url:
+                self.client = docker.DockerClient(base_url=base_url, timeout=timeout)
+            else:
+                self.client = docker.from_env(timeout=timeout)
+            self.client.ping()
+        except _engine_errors() as exc:
+            raise DockerEngineError(
+                f"cannot reach the Docker Engine at {self._where}: {_short(exc)}",
+                hint="start dockerd (or podman's docker-compatible socket), set DOCKER_HOST, "
+                "or add your user to the docker group",
+            ) from None
+
+    @contextmanager
+    def _errors(self, what: str, hint: str) -> Iterator[None]:
+        import docker.errors
+
+        try:
+            yield
+        except DockerEngineError:
+            raise
+        except docker.errors.ImageNotFound:
+            raise DockerEngineError(f"{what}: image not found", hint=hint) from None
+        except _engine_errors() as exc:
+            raise DockerEngineError(f"{what}: {_short(exc)}", hint=hint) from None
+
+    def pull(self, ref: str, on_progress: Callable[[PullEvent], None] | None = None) -> ImageInfo:
+        """Pull ``ref`` (by digest when it has one, else by tag), reporting each stream event."""
+        name, tag, digest = split_ref(ref)
+        hint = "check the name and the registry; a loopback or plain-HTTP registry must be an insecure-registry of dockerd"
+        with self._errors(f"pull {ref}", hint):
+            for event in self.client.api.pull(name, tag=digest or tag or "latest", stream=True, decode=True):
+                if "error" in event:
+                    raise DockerEngineError(f"pull {ref}: {event['error']}", hint=hint)
+                detail = event.get("progressDetail") or {}
+                if on_progress is not None:
+                    on_progress(
+                        PullEvent(
+                            layer=event.get("id"),
+                            status=str(event.get("status", "")),
+                            current=detail.get("current"),
+                            total=detail.get("total"),
+                        )
+                    )
+        return self.inspect_image(f"{name}@{digest}" if digest else f"{name}:{tag or 'latest'}")
+
+    def inspect_image(self, ref: str) -> ImageInfo:
+        with self._errors(f"inspect {ref}", "pull the image first (rocm-vllm image --pull)"):
+            attrs: dict[str, Any] = self.client.api.inspect_image(ref)
+        return ImageInfo(
+            id=str(attrs.get("Id", "")),
+            repo_tags=tuple(attrs.get("RepoTags") or ()),
+            repo_digests=tuple(attrs.get("RepoDigests") or ()),
+            architecture=attrs.get("Architecture"),
+            os=attrs.get("Os"),
+        )
+
+    def run(
+        self,
+        ref: str,
+        command: list[str],
+        *,
+        entrypoint: list[str] | None = None,
+        devices: list[str] | None = None,
+        group_add: list[str] | None = None,
+        environment: dict[str, str] | None = None,
+        gpu_flags: bool = False,
+        network: str = "none",
+        timeout: int = 300,
+    ) -> RunResult:
+        """Run ``command`` to completion in a throw-away container and collect its output."""
+        extra: dict[str, Any] = {}
+        if gpu_flags:
+            # The same isolation relaxations the run command uses, so the smoke test sees the GPUs.
+            extra.update(ipc_mode="host", cap_add=["SYS_PTRACE"], security_opt=["seccomp=unconfined"])
+        hint = "check that the image runs on this engine (docker run --rm IMAGE) and that /dev/kfd, /dev/dri exist for GPU runs"
+        with self._errors(f"run {ref}", hint):
+            container = self.client.containers.create(
+                ref,
+                command=command,
+                entrypoint=entrypoint,
+                devices=devices or [],
+                group_add=group_add or None,
+                environment=environment or {},
+                network_mode=network,
+                **extra,
+            )
+            try:
+                container.start()
+                status = container.wait(timeout=timeout)
+                stdout = container.logs(stdout=True, stderr=False).decode("utf-8", "replace")
+                stderr = container.logs(stdout=False, stderr=True).decode("utf-8", "replace")
+            finally:
+                container.remove(force=True)
+        return RunResult(int(status.get("StatusCode", -1)), stdout, stderr)
+
+    def build(
+        self,
+        *,
+        dockerfile_text: str,
+        context_dir: Path,
+        tag: str,
+        buildargs: dict[str, str],
+        on_progress: Callable[[str], None],
+    ) -> str:
+        """Build ``dockerfile_text`` with ``context_dir`` as context; return the image id.
+
+        The Dockerfile is written outside the context so a generated file never lands in the
+        user's tree; the SDK adds it to the context archive under a private name."""
+        hint = "read the build output above; `docker build` with the same Dockerfile shows the same error"
+        image_id: str | None = None
+        with tempfile.TemporaryDirectory(prefix="rocm-vllm-build-") as tmp, self._errors(f"build {tag}", hint):
+            dockerfile = Path(tmp) / "Dockerfile"
+            dockerfile.write_text(dockerfile_text, encoding="utf-8")
+            stream = self.client.api.build(
+                path=str(context_dir),
+                dockerfile=str(dockerfile),
+                tag=tag,
+                buildargs=buildargs,
+                rm=True,
+                forcerm=True,
+                decode=True,
+                network_mode="none" if _no_bridge(self.client) else None,
+            )
+            for event in stream:
+                if "error" in event:
+                    raise DockerEngineError(f"build {tag}: {str(event['error']).strip()}", hint=hint)
+                if "stream" in event:
+                    text = str(event["stream"])
+                    if text.strip():
+                        on_progress(text.rstrip("\n"))
+                aux = event.get("aux")
+                if isinstance(aux, dict) and isinstance(aux.get("ID"), str):
+                    image_id = aux["ID"]
+        if image_id is None:
+            image_id = self.inspect_image(tag).id
+        return image_id
+
+    def remove_image(self, ref: str) -> None:
+        with self._errors(f"remove {ref}", "remove it by hand: docker rmi IMAGE"):
+            self.client.api.remove_image(ref, force=True)
+
+
+def _no_bridge(client: Any) -> bool:
+    """An engine started with ``--bridge=none`` has no default network; builds must use none."""
+    try:
+        return not client.api.networks(names=["bridge"])
+    except _engine_errors():
+        return False
+
+
+def _engine_errors() -> tuple[type[Exception], ...]:
+    """What the SDK raises: its own errors, requests' transport errors, and OS socket errors."""
+    import docker.errors
+    import requests
+
+    return (docker.errors.DockerException, requests.RequestException, OSError)
+
+
+def _short(exc: Exception) -> str:
+    explanation = getattr(exc, "explanation", None)
+    text = str(explanation or exc).strip() or exc.__class__.__name__
+    return text.splitlines()[0][:300]

@@ -1,0 +1,343 @@
+"""The image workflow: choose (through the solver), pin by digest, pull and verify, smoke-test,
+and describe the run command. The CLI calls these steps in order and renders what they return.
+
+``choose_image`` is the one place where the choice happens; it asks ``resolver.solve`` with the
+candidate kinds restricted to images, so there is no second solver here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from resolver.model import ContainerImage, Matrix
+from resolver.node import Node
+from resolver.solve import Decision, Request, Warning, solve
+
+if TYPE_CHECKING:
+    from resolver.engine import DockerEngine, PullEvent
+    from resolver.registry import Registry, RegistryClient, ResolvedDigest
+    from resolver.runcmd import RunSpec
+
+IMAGE_PATHS = frozenset({"image"})
+
+# Printed by the smoke command inside the image: package metadata (no vLLM import side effects),
+# the ROCm install's own version file, and the HIP version torch was built with.
+SMOKE_SCRIPT = """\
+import json, importlib.metadata as md, pathlib
+def v(n):
+    try: return md.version(n)
+    except Exception: return None
+try: rocm = pathlib.Path('/opt/rocm/.info/version').read_text().strip()
+except OSError: rocm = None
+try:
+    import torch; hip = torch.version.hip
+except Exception: hip = None
+print(json.dumps({'vllm': v('vllm'), 'torch': v('torch'), 'rocm': rocm, 'hip': hip}))
+"""
+SMOKE_ENTRYPOINT = ["python3", "-c"]
+
+
+# --- choice ----------------------------------------------------------------------------------
+
+
+def choose_image(matrix: Matrix, node: Node, vllm: SpecifierSet | None) -> Decision:
+    """The verified image for ``node``: the solver with candidates restricted to images."""
+    return solve(matrix, node, Request(vllm=vllm, paths=IMAGE_PATHS))
+
+
+def chosen(decision: Decision) -> ContainerImage | None:
+    plan = decision.plan
+    return plan.candidate.image if plan is not None and plan.candidate.kind == "image" else None
+
+
+# --- digest pinning ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Pinned:
+    image: ContainerImage  # with .digest set
+    resolved: ResolvedDigest
+    warnings: tuple[Warning, ...] = ()
+
+
+def pin(image: ContainerImage, client: RegistryClient) -> Pinned:
+    """Ask the registry for the tag's manifest digest and put it on the image."""
+    resolved = client.resolve(image.repo, image.tag)
+    warnings: list[Warning] = []
+    if image.digest and image.digest != resolved.digest:
+        warnings.append(
+            Warning(
+                code="digest-changed",
+                message=f"{image.repo}:{image.tag} now resolves to {resolved.digest}, not the {image.digest} in the data",
+                hint="the tag was re-pushed; `rocm-vllm matrix refresh --source images` records the new digest",
+                source=f"{resolved.registry} (manifest HEAD)",
+            )
+        )
+    return Pinned(replace(image, digest=resolved.digest), resolved, tuple(warnings))
+
+
+def image_ref(image: ContainerImage, registry: Registry) -> str:
+    """The reference docker/podman use: mirror host when not Docker Hub, ``@digest`` when pinned."""
+    base = f"{registry.image_name(image.repo)}:{image.tag}"
+    return f"{base}@{image.digest}" if image.digest else base
+
+
+# --- pull and verify --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PullReport:
+    ref: str
+    image_id: str
+    repo_digests: tuple[str, ...]
+    expected: str | None
+    problems: tuple[Warning, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ref": self.ref,
+            "image_id": self.image_id,
+            "repo_digests": list(self.repo_digests),
+            "expected_digest": self.expected,
+            "verified": self.expected is not None and not self.problems,
+        }
+
+
+def pull_verified(
+    engine: DockerEngine, name: str, tag: str, expected: str | None, on_progress: Callable[[PullEvent], None] | None = None
+) -> PullReport:
+    """Pull ``name:tag`` (the tag, so a moved tag is noticed) and check its RepoDigests."""
+    info = engine.pull(f"{name}:{tag}", on_progress)
+    local = {d.rsplit("@", 1)[1] for d in info.repo_digests if d.rsplit("@", 1)[0] == name}
+    problems: list[Warning] = []
+    if expected is not None and expected not in local:
+        problems.append(
+            Warning(
+                code="digest-mismatch",
+                message=f"pulled {name}:{tag} has digest {', '.join(sorted(local)) or 'none'}, not the pinned {expected}",
+                hint="the tag moved or the mirror serves other content; pull by digest "
+                f"({name}@{expected}) or re-pin with --digest after checking why",
+                source="docker image inspect (RepoDigests)",
+            )
+        )
+    return PullReport(f"{name}:{tag}", info.id, info.repo_digests, expected, tuple(problems))
+
+
+# --- smoke test -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SmokeReport:
+    ref: str
+    found: dict[str, str | None]
+    claimed: dict[str, str | None]
+    exit_code: int
+    gpu: bool
+    problems: tuple[Warning, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ref": self.ref,
+            "found": self.found,
+            "claimed": self.claimed,
+            "exit_code": self.exit_code,
+            "gpu_devices": self.gpu,
+            "problems": [{"code": p.code, "message": p.message, "hint": p.hint} for p in self.problems],
+        }
+
+
+def gpu_devices() -> tuple[list[str], list[str]]:
+    """Device nodes and their groups (numeric) when this machine has AMD GPUs, else empty."""
+    kfd = Path("/dev/kfd")
+    if not kfd.exists():
+        return [], []
+    dri = Path("/dev/dri")
+    nodes = [kfd, *sorted(dri.glob("renderD*")), *sorted(dri.glob("card*"))]
+    groups = sorted({str(p.stat().st_gid) for p in nodes})
+    return [f"{p}:{p}:rwm" for p in nodes], groups
+
+
+def smoke(
+    engine: DockerEngine,
+    ref: str,
+    image: ContainerImage,
+    *,
+    command: list[str] | None = None,
+    devices: tuple[list[str], list[str]] | None = None,
+) -> SmokeReport:
+    """Run the version probe inside ``ref`` and compare with what the matrix claims for it."""
+    dev, groups = devices if devices is not None else gpu_devices()
+    if command is None:
+        entrypoint: list[str] | None = SMOKE_ENTRYPOINT
+        args = [SMOKE_SCRIPT]
+    else:
+        entrypoint, args = command[:1], command[1:]
+    result = engine.run(ref, args, entrypoint=entrypoint, devices=dev, group_add=groups, gpu_flags=bool(dev))
+    claimed = {
+        "vllm": str(image.vllm) if image.vllm else None,
+        "torch": image.torch,
+        "rocm": str(image.rocm) if image.rocm else None,
+    }
+    found: dict[str, str | None] = {"vllm": None, "torch": None, "rocm": None, "hip": None}
+    problems: list[Warning] = []
+    parsed = _last_json(result.stdout)
+    if result.exit_code != 0 or parsed is None:
+        tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
+        problems.append(
+            Warning(
+                code="smoke-failed",
+                message=f"the smoke command in {ref} exited {result.exit_code}: {tail[0][:200]}",
+                hint="run it by hand: docker run --rm --entrypoint python3 IMAGE -c 'import vllm, torch'",
+                source="smoke test",
+            )
+        )
+    else:
+        found.update({k: (str(parsed[k]) if parsed.get(k) is not None else None) for k in found})
+        problems += _compare(ref, claimed, found)
+    return SmokeReport(ref, found, claimed, result.exit_code, bool(dev), tuple(problems))
+
+
+def _last_json(text: str) -> dict[str, Any] | None:
+    for line in reversed(text.strip().splitlines()):
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            return data
+    return None
+
+
+_LEADING_VERSION = re.compile(r"^\d+(?:\.\d+)*")
+
+
+def _release(text: str | None) -> tuple[int, ...] | None:
+    if not text:
+        return None
+    match = _LEADING_VERSION.match(text.strip().lstrip("v"))
+    if not match:
+        return None
+    try:
+        return Version(match.group(0)).release
+    except InvalidVersion:
+        return None
+
+
+def _compare(ref: str, claimed: dict[str, str | None], found: dict[str, str | None]) -> list[Warning]:
+    """A claim matches when the found version starts with every component the claim gives
+    (claim 2.10 matches 2.10.0+git..., claim 7.2.3 matches 7.2.3-82)."""
+    out: list[Warning] = []
+    for key in ("vllm", "torch", "rocm"):
+        want = _release(claimed[key])
+        if want is None:
+            continue
+        got_text = found[key]
+        got = _release(got_text)
+        if got is None and key == "rocm":
+            # No /opt/rocm/.info/version (TheRock layouts): torch's HIP version gives the series.
+            got, want = _release(found["hip"]), want[:2]
+            got = got[:2] if got else None
+            got_text = found["hip"]
+        if got is None:
+            out.append(
+                Warning(
+                    code=f"smoke-no-{key}",
+                    message=f"{ref}: the smoke test found no {key} version (the data says {claimed[key]})",
+                    hint="the image may not be what the data describes; inspect it by hand",
+                    source="smoke test",
+                )
+            )
+        elif got[: len(want)] != want:
+            out.append(
+                Warning(
+                    code=f"smoke-{key}-mismatch",
+                    message=f"{ref}: {key} is {got_text} inside the image, the data says {claimed[key]}",
+                    hint="the data is wrong or the tag moved; fix matrix/images.toml or run "
+                    "`rocm-vllm matrix refresh --source images`",
+                    source="smoke test",
+                )
+            )
+    return out
+
+
+# --- the run command --------------------------------------------------------------------------
+
+
+def serving_env(matrix: Matrix, node: Node, decision: Decision) -> tuple[tuple[tuple[str, str], ...], list[Warning]]:
+    """Per-gfx env from matrix/gfx.toml; a variable the node's targets disagree on is left out."""
+    values: dict[str, set[str]] = {}
+    for name in node.gfx_targets:
+        target = matrix.gfx_target(name)
+        for key, value in target.env if target else ():
+            values.setdefault(key, set()).add(value)
+    warnings: list[Warning] = []
+    env: list[tuple[str, str]] = []
+    for key, vals in values.items():
+        recommended_by_all = all(
+            key in dict(t.env) for t in (matrix.gfx_target(n) for n in node.gfx_targets) if t is not None
+        )
+        if len(vals) == 1 and recommended_by_all:
+            env.append((key, next(iter(vals))))
+        else:
+            warnings.append(
+                Warning(
+                    code="env-not-common",
+                    message=f"{key} is recommended for some of this node's GPU types only; left out of the run command",
+                    hint="run one instance per GPU type with --devices and set it where it applies",
+                    source="matrix/gfx.toml",
+                )
+            )
+    plan = decision.plan
+    if plan is not None and plan.override:
+        env.append(("HSA_OVERRIDE_GFX_VERSION", plan.override))
+    return tuple(env), warnings
+
+
+def host_render_gid(node: Node) -> int | None:
+    """The group of the render nodes, when this (live) node's differs from `video`."""
+    if node.origin != "probe":
+        return None
+    try:
+        import grp
+
+        video = grp.getgrnam("video").gr_gid
+    except (KeyError, ImportError):
+        video = None
+    gids = {p.stat().st_gid for p in Path("/dev/dri").glob("renderD*")}
+    others = sorted(g for g in gids if g != video and g != 0)
+    return others[0] if others else None
+
+
+def run_spec(
+    *,
+    ref: str,
+    image: ContainerImage,
+    env: tuple[tuple[str, str], ...],
+    node: Node,
+    model: str | None,
+    port: int,
+    devices: tuple[int, ...] | None,
+    hf_cache: str,
+) -> RunSpec:
+    from resolver.runcmd import RunSpec
+
+    gpus = len(devices) if devices else node.logical_gpu_count or len(node.gpus)
+    return RunSpec(
+        image=ref,
+        entrypoint=image.entrypoint,
+        model=model,
+        port=port,
+        hf_cache=hf_cache,
+        env=env,
+        devices=devices,
+        tensor_parallel=gpus or None,
+        render_gid=host_render_gid(node),
+    )

@@ -1,0 +1,314 @@
+"""A small client for the OCI distribution API: turn ``repo:tag`` into the manifest digest.
+
+Docker Hub and most registries answer an anonymous ``HEAD /v2/<repo>/manifests/<tag>`` with
+401 and a ``WWW-Authenticate: Bearer realm=...,service=...,scope=...`` challenge; the client
+fetches an anonymous pull token from the realm and asks again. Registries without auth (a
+local mirror, an air-gapped site) answer directly. The digest is the ``Docker-Content-Digest``
+header, or the sha256 of the manifest body when a registry omits the header.
+
+Resolved digests are cached on disk (``digests.json`` under the user cache dir) so that repeated
+runs and offline runs after one online run do not need the network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from resolver.errors import RegistryError, UsageError
+from resolver.safety import require_safe
+
+if TYPE_CHECKING:
+    import requests
+
+DOCKER_HUB = "https://registry-1.docker.io"
+REGISTRY_ENV = "ROCM_VLLM_REGISTRY"
+CACHE_ENV = "ROCM_VLLM_CACHE_DIR"
+
+# Ask for an index first: a multi-platform tag's digest is the index digest, which is what
+# `docker pull repo@digest` and the local RepoDigests record.
+MANIFEST_ACCEPT = (
+    "application/vnd.oci.image.index.v1+json, "
+    "application/vnd.docker.distribution.manifest.list.v2+json, "
+    "application/vnd.docker.distribution.manifest.v2+json, "
+    "application/vnd.oci.image.manifest.v1+json"
+)
+_CHALLENGE_RE = re.compile(r'(\w+)="([^"]*)"')
+_RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+
+
+@dataclass(frozen=True, slots=True)
+class Registry:
+    """Where manifests are asked for: base URL plus an optional repository prefix (a mirror
+    project such as Harbor's ``https://harbor.example/dockerhub``)."""
+
+    url: str  # scheme://host[:port]
+    prefix: str = ""  # "dockerhub" -> /v2/dockerhub/<repo>/...
+
+    @property
+    def is_docker_hub(self) -> bool:
+        return self.url == DOCKER_HUB
+
+    @property
+    def host(self) -> str:
+        return urlsplit(self.url).netloc
+
+    def repository(self, repo: str) -> str:
+        return f"{self.prefix}/{repo}" if self.prefix else repo
+
+    def image_name(self, repo: str) -> str:
+        """The name `docker pull` uses for ``repo`` at this registry."""
+        if self.is_docker_hub:
+            return repo
+        return f"{self.host}/{self.repository(repo)}"
+
+
+def parse_registry(url: str | None) -> Registry:
+    """``--registry URL`` (or ``ROCM_VLLM_REGISTRY``); none means Docker Hub."""
+    raw = (url or os.environ.get(REGISTRY_ENV) or "").strip()
+    if not raw:
+        return Registry(DOCKER_HUB)
+    if "://" not in raw:
+        raw = f"https://{raw}"
+    parts = urlsplit(raw.rstrip("/"))
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        raise UsageError(
+            f"--registry {url!r} is not a registry URL",
+            hint="give the registry's base URL, e.g. https://registry.example.com or http://127.0.0.1:5000",
+        )
+    base = f"{parts.scheme}://{parts.netloc}"
+    require_safe("url", base, where="--registry")
+    prefix = parts.path.strip("/")
+    if prefix.startswith("v2"):
+        prefix = prefix[2:].strip("/")
+    if prefix:
+        require_safe("image_repo", prefix, where="--registry path")
+    if base in ("https://docker.io", "https://index.docker.io", "https://registry.hub.docker.com"):
+        base = DOCKER_HUB
+    return Registry(base, prefix)
+
+
+def cache_dir() -> Path:
+    override = os.environ.get(CACHE_ENV)
+    if override:
+        return Path(override)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return base / "rocm-vllm"
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedDigest:
+    repo: str
+    tag: str
+    digest: str
+    media_type: str | None
+    registry: str
+    from_cache: bool
+
+
+class DigestCache:
+    """``digests.json``: ``"<registry>/<repo>:<tag>" -> {digest, media_type, at}``.
+
+    Tags move (``latest``, re-pushed releases), so entries expire after ``ttl`` seconds."""
+
+    def __init__(self, path: Path | None = None, *, ttl: float = 24 * 3600) -> None:
+        self.path = path or cache_dir() / "digests.json"
+        self.ttl = ttl
+
+    def _load(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}  # a missing or damaged cache is only a cache miss
+        return data if isinstance(data, dict) else {}
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        entry = self._load().get(key)
+        if not isinstance(entry, dict) or not isinstance(entry.get("digest"), str):
+            return None
+        if time.time() - float(entry.get("at", 0)) > self.ttl:
+            return None
+        return entry
+
+    def put(self, key: str, digest: str, media_type: str | None) -> None:
+        data = self._load()
+        data[key] = {"digest": digest, "media_type": media_type, "at": time.time()}
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".digests.", dir=self.path.parent)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(data, fh, indent=1, sort_keys=True)
+            Path(tmp).replace(self.path)
+        except OSError:
+            pass  # an unwritable cache must not fail a resolution that succeeded
+
+
+class RegistryClient:
+    def __init__(
+        self,
+        registry: Registry,
+        *,
+        timeout: float = 10.0,
+        retries: int = 3,
+        backoff: float = 0.5,
+        cache: DigestCache | None = None,
+        session: requests.Session | None = None,
+    ) -> None:
+        import requests
+
+        self.registry = registry
+        self.timeout = timeout
+        self.retries = max(1, retries)
+        self.backoff = backoff
+        self.cache = cache
+        self.session = session or requests.Session()
+        self.session.headers.setdefault("User-Agent", "rocm-vllm-resolver")
+        self._tokens: dict[str, str] = {}
+
+    # -- public -------------------------------------------------------------------------------
+    def resolve(self, repo: str, tag: str, *, use_cache: bool = True) -> ResolvedDigest:
+        require_safe("image_repo", repo, where="image repository")
+        require_safe("image_tag", tag, where="image tag")
+        key = f"{self.registry.url}/{self.registry.repository(repo)}:{tag}"
+        if use_cache and self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                return ResolvedDigest(repo, tag, hit["digest"], hit.get("media_type"), self.registry.url, True)
+        digest, media_type = self._manifest_digest(repo, tag)
+        if self.cache is not None:
+            self.cache.put(key, digest, media_type)
+        return ResolvedDigest(repo, tag, digest, media_type, self.registry.url, False)
+
+    # -- protocol -----------------------------------------------------------------------------
+    def _manifest_digest(self, repo: str, tag: str) -> tuple[str, str | None]:
+        path = f"/v2/{self.registry.repository(repo)}/manifests/{tag}"
+        response = self._authorized("HEAD", path, repo)
+        digest = response.headers.get("Docker-Content-Digest")
+        media_type = _media_type(response.headers.get("Content-Type"))
+        if not digest:
+            # Some registries send the digest only with the body: hash the exact bytes served.
+            response = self._authorized("GET", path, repo)
+            digest = "sha256:" + hashlib.sha256(response.content).hexdigest()
+            media_type = _media_type(response.headers.get("Content-Type"))
+        require_safe("digest", digest, where=f"digest served for {repo}:{tag}")
+        return digest, media_type
+
+    def _authorized(self, method: str, path: str, repo: str) -> requests.Response:
+        scope = f"repository:{self.registry.repository(repo)}:pull"
+        response = self._send(method, path, token=self._tokens.get(scope))
+        if response.status_code == 401:
+            challenge = response.headers.get("WWW-Authenticate", "")
+            self._tokens[scope] = self._token(challenge, scope, repo)
+            response = self._send(method, path, token=self._tokens[scope])
+        self._raise_for(response, repo, path)
+        return response
+
+    def _token(self, challenge: str, scope: str, repo: str) -> str:
+        scheme, _, params_text = challenge.partition(" ")
+        if scheme.lower() != "bearer":
+            raise RegistryError(
+                f"{self.registry.url} wants {scheme or 'unknown'} credentials for {repo}",
+                hint="only anonymous (token) access is supported: use a registry or mirror that allows "
+                "anonymous pulls, or pin the digest by hand in matrix/images.toml",
+            )
+        params = dict(_CHALLENGE_RE.findall(params_text))
+        realm = params.get("realm")
+        if not realm or not realm.startswith(("http://", "https://")):
+            raise RegistryError(
+                f"{self.registry.url} sent a bearer challenge without a usable realm",
+                hint="the registry is misconfigured or not an OCI registry; check --registry",
+            )
+        query = {"scope": params.get("scope", scope)}
+        if "service" in params:
+            query["service"] = params["service"]
+        response = self._request("GET", realm, params=query, what=f"token for {repo}")
+        if response.status_code != 200:
+            raise RegistryError(
+                f"token server {realm} refused an anonymous pull token for {repo} (HTTP {response.status_code})",
+                hint="the repository may be private or misspelled; check the name, or use --registry with a mirror",
+            )
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        token = body.get("token") or body.get("access_token") if isinstance(body, dict) else None
+        if not isinstance(token, str) or not token:
+            raise RegistryError(
+                f"token server {realm} answered without a token",
+                hint="the registry's auth service is misbehaving; retry later or use --registry with a mirror",
+            )
+        return token
+
+    def _send(self, method: str, path: str, *, token: str | None) -> requests.Response:
+        headers = {"Accept": MANIFEST_ACCEPT}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        return self._request(method, self.registry.url + path, headers=headers, what=path)
+
+    def _request(self, method: str, url: str, *, what: str, **kwargs: Any) -> requests.Response:
+        """One HTTP call with retries: connection errors, timeouts, 429 and 5xx back off and retry."""
+        import requests
+
+        last: str = ""
+        for attempt in range(self.retries):
+            if attempt:
+                time.sleep(self.backoff * 2 ** (attempt - 1))
+            try:
+                response = self.session.request(method, url, timeout=self.timeout, allow_redirects=True, **kwargs)
+            except requests.Timeout:
+                last = f"timed out after {self.timeout:g}s"
+                continue
+            except requests.ConnectionError as exc:
+                last = f"connection failed ({_short(exc)})"
+                continue
+            if response.status_code in _RETRY_STATUS:
+                last = f"HTTP {response.status_code}"
+                continue
+            return response
+        raise RegistryError(
+            f"registry {self.registry.url} did not answer for {what}: {last} ({self.retries} tries)",
+            hint=f"check the network or proxy (HTTPS_PROXY), or point --registry / {REGISTRY_ENV} at a reachable "
+            "mirror; without --digest the image is chosen offline",
+        )
+
+    def _raise_for(self, response: requests.Response, repo: str, path: str) -> None:
+        code = response.status_code
+        if code in (200, 204):
+            return
+        where = f"{self.registry.image_name(repo)}"
+        if code == 404:
+            raise RegistryError(
+                f"{where}: {path.rsplit('/', 1)[-1]} not found at {self.registry.url}",
+                hint="the tag may not be published (the matrix can list a tag before it exists); "
+                "check the tag, try --vllm for another release, or run `rocm-vllm matrix refresh --source images`",
+            )
+        if code in (401, 403):
+            raise RegistryError(
+                f"{where}: {self.registry.url} refused anonymous access (HTTP {code})",
+                hint="the repository may be private or misspelled; use a registry or mirror that allows "
+                "anonymous pulls (--registry URL)",
+            )
+        raise RegistryError(
+            f"{where}: {self.registry.url} answered HTTP {code}",
+            hint="retry later, or use --registry with a mirror",
+        )
+
+
+def _media_type(value: str | None) -> str | None:
+    return value.split(";", 1)[0].strip() if value else None
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc)
+    # urllib3 messages repeat the whole pool description; the last clause says what happened.
+    tail = text.rsplit(":", 1)[-1].strip(" )'\"") if ":" in text else text
+    return tail[:120] or exc.__class__.__name__

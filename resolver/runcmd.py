@@ -1,0 +1,174 @@
+"""The command that serves vLLM from a chosen image: ``docker run``, ``podman run`` or a compose service.
+
+Flags follow vLLM's ROCm docs (v0.15+ official image: ``--device /dev/kfd --device /dev/dri
+--group-add=video --ipc=host --cap-add=SYS_PTRACE --security-opt seccomp=unconfined``, the HF
+cache volume, ``HF_TOKEN``, ``-p 8000:8000``; shared/reference/vllm-rocm.md §5).
+
+Entrypoints differ: ``vllm/vllm-openai-rocm`` runs ``vllm serve`` (arguments after the image go
+to it); AMD's ``rocm/vllm`` and ``rocm/vllm-dev`` start a shell. For those the command sets
+``--entrypoint vllm`` and passes ``serve ...``, which works whatever ENTRYPOINT/CMD the image has.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from resolver.errors import UsageError
+from resolver.model import Entrypoint
+from resolver.safety import require_safe
+
+Format = Literal["docker", "podman", "compose"]
+FORMATS: tuple[Format, ...] = ("docker", "podman", "compose")
+
+CONTAINER_HF_CACHE = "/root/.cache/huggingface"
+# Device selection belongs to HIP_VISIBLE_DEVICES only: vLLM raises on conflicting values and
+# deprecates CUDA_VISIBLE_DEVICES on ROCm (vllm-rocm.md §6), so the others are never emitted.
+_VISIBILITY_VARS = frozenset({"ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"})
+_MODEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,255}$")
+_PATH_RE = re.compile(r"^(~|/)[A-Za-z0-9._/+-]*$")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunSpec:
+    image: str  # full reference, e.g. vllm/vllm-openai-rocm:v0.24.0@sha256:...
+    entrypoint: Entrypoint
+    model: str | None = None
+    port: int = 8000
+    hf_cache: str = "~/.cache/huggingface"  # host path
+    env: tuple[tuple[str, str], ...] = ()  # per-gfx serving env from matrix/gfx.toml
+    devices: tuple[int, ...] | None = None  # GPU indices -> HIP_VISIBLE_DEVICES
+    tensor_parallel: int | None = None
+    render_gid: int | None = None  # group of /dev/dri/renderD* when it is not `video`
+    name: str = "vllm"
+    extra_args: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.port <= 65535:
+            raise UsageError(f"--port {self.port} is not a TCP port", hint="give a port between 1 and 65535")
+        if self.model is not None and not _MODEL_RE.match(self.model):
+            raise UsageError(
+                f"--model {self.model!r} is not a model id or path",
+                hint="give a Hugging Face id (org/name) or an absolute path without spaces or shell characters",
+            )
+        if not _PATH_RE.match(self.hf_cache):
+            raise UsageError(
+                f"Hugging Face cache path {self.hf_cache!r} is not usable",
+                hint="give an absolute path or one under ~/ without spaces or shell characters",
+            )
+        for key, value in self.env:
+            require_safe("env_name", key, where="run env")
+            require_safe("env_value", value, where=f"run env {key}")
+        if self.tensor_parallel is not None and self.tensor_parallel < 1:
+            raise UsageError("tensor parallel size must be at least 1", hint="give --gpus N with N >= 1")
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    format: Format
+    args: tuple[str, ...]  # argv for the engine CLI (no shell): ``~`` already expanded
+    command: str  # one shell line; ``~`` left for the shell to expand
+    file_text: str | None = None  # compose.yaml for the compose format
+
+    def to_json(self) -> dict[str, object]:
+        return {"format": self.format, "run_command": self.command, "run_args": list(self.args), "compose": self.file_text}
+
+
+def render(spec: RunSpec, fmt: Format = "docker", *, home: str | None = None) -> Rendered:
+    if fmt not in FORMATS:
+        raise UsageError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}", hint="use docker, podman or compose")
+    home_dir = home if home is not None else str(Path.home())
+    if fmt == "compose":
+        text = _compose(spec)
+        compose_args: tuple[str, ...] = ("docker", "compose", "-f", "compose.yaml", "up", "-d")
+        return Rendered(fmt, compose_args, shlex.join(compose_args), text)
+    words = _run_words(spec, fmt)
+    args = tuple(_expand_home(w, home_dir) for w in words)
+    return Rendered(fmt, args, " ".join(_quote(w) for w in words))
+
+
+def _env(spec: RunSpec) -> list[tuple[str, str | None]]:
+    """Environment in order: HF_TOKEN passed through (value from the caller's environment),
+    HIP_VISIBLE_DEVICES when GPUs are chosen, then the per-gfx recommendations."""
+    env: list[tuple[str, str | None]] = [("HF_TOKEN", None)]
+    if spec.devices:
+        env.append(("HIP_VISIBLE_DEVICES", ",".join(str(d) for d in spec.devices)))
+    env.extend((k, v) for k, v in spec.env if k not in _VISIBILITY_VARS)
+    return env
+
+
+def _serve_args(spec: RunSpec) -> list[str]:
+    args: list[str] = []
+    if spec.model:
+        args += ["--model", spec.model]
+    if spec.tensor_parallel and spec.tensor_parallel > 1:
+        args += ["--tensor-parallel-size", str(spec.tensor_parallel)]
+    args += ["--port", str(spec.port)] if spec.port != 8000 else []
+    return args + list(spec.extra_args)
+
+
+def _groups(spec: RunSpec, fmt: Format) -> list[str]:
+    if fmt == "podman":
+        # Rootless podman cannot map host groups by name; keep-groups keeps the caller's
+        # supplementary groups (video/render) and must stand alone.
+        return ["keep-groups"]
+    groups = ["video"]
+    if spec.render_gid is not None:
+        # Numeric: a name like `render` fails when the image's /etc/group lacks it.
+        groups.append(str(spec.render_gid))
+    return groups
+
+
+def _run_words(spec: RunSpec, fmt: Format) -> list[str]:
+    words = [fmt, "run", "--rm", "--name", spec.name]
+    words += ["--device", "/dev/kfd", "--device", "/dev/dri"]
+    for group in _groups(spec, fmt):
+        words += ["--group-add", group]
+    words += ["--ipc=host", "--cap-add=SYS_PTRACE", "--security-opt", "seccomp=unconfined"]
+    words += ["-p", f"{spec.port}:{spec.port}"]
+    words += ["-v", f"{spec.hf_cache}:{CONTAINER_HF_CACHE}"]
+    for key, value in _env(spec):
+        words += ["-e", key if value is None else f"{key}={value}"]
+    image = spec.image
+    if fmt == "podman" and "/" in image and "." not in image.split("/", 1)[0] and ":" not in image.split("/", 1)[0]:
+        # Podman refuses or prompts for short names; Docker's default registry is docker.io.
+        image = f"docker.io/{image}"
+    if spec.entrypoint == "shell":
+        words += ["--entrypoint", "vllm", image, "serve"]
+    else:
+        words.append(image)
+    return words + _serve_args(spec)
+
+
+def _compose(spec: RunSpec) -> str:
+    q = json.dumps  # a JSON string is a valid YAML double-quoted scalar
+    lines = ["services:", f"  {spec.name}:", f"    image: {q(spec.image)}"]
+    command = _serve_args(spec)
+    if spec.entrypoint == "shell":
+        lines.append(f"    entrypoint: [{q('vllm')}]")
+        command = ["serve", *command]
+    if command:
+        lines.append("    command: [" + ", ".join(q(c) for c in command) + "]")
+    lines += ["    devices:", f"      - {q('/dev/kfd')}", f"      - {q('/dev/dri')}", "    group_add:"]
+    lines += [f"      - {q(g)}" for g in _groups(spec, "compose")]
+    lines += ["    ipc: host", "    cap_add:", "      - SYS_PTRACE", "    security_opt:", f"      - {q('seccomp=unconfined')}"]
+    lines += ["    ports:", f"      - {q(f'{spec.port}:{spec.port}')}"]
+    lines += ["    volumes:", f"      - {q(f'{spec.hf_cache}:{CONTAINER_HF_CACHE}')}"]
+    lines.append("    environment:")
+    lines += [f"      - {q(k if v is None else f'{k}={v}')}" for k, v in _env(spec)]
+    return "\n".join(lines) + "\n"
+
+
+def _quote(word: str) -> str:
+    # Leave a leading ~/ unquoted so the shell expands it; the rest is already safe characters.
+    if word.startswith("~/") and shlex.quote(word[1:]) == word[1:]:
+        return word
+    return shlex.quote(word)
+
+
+def _expand_home(word: str, home: str) -> str:
+    return home + word[1:] if word.startswith("~/") else word
