@@ -92,7 +92,9 @@ class DockerEngine:
         name, tag, digest = split_ref(ref)
         hint = "check the name and the registry; a loopback or plain-HTTP registry must be an insecure-registry of dockerd"
         with self._errors(f"pull {ref}", hint):
-            for event in self.client.api.pull(name, tag=digest or tag or "latest", stream=True, decode=True):
+            for event in self.client.api.pull(
+                name, tag=digest or tag or "latest", stream=True, decode=True
+            ):
                 if "error" in event:
                     raise DockerEngineError(f"pull {ref}: {event['error']}", hint=hint)
                 detail = event.get("progressDetail") or {}
@@ -135,7 +137,9 @@ class DockerEngine:
         extra: dict[str, Any] = {}
         if gpu_flags:
             # The same isolation relaxations the run command uses, so the smoke test sees the GPUs.
-            extra.update(ipc_mode="host", cap_add=["SYS_PTRACE"], security_opt=["seccomp=unconfined"])
+            extra.update(
+                ipc_mode="host", cap_add=["SYS_PTRACE"], security_opt=["seccomp=unconfined"]
+            )
         hint = "check that the image runs on this engine (docker run --rm IMAGE) and that /dev/kfd, /dev/dri exist for GPU runs"
         with self._errors(f"run {ref}", hint):
             container = self.client.containers.create(
@@ -172,7 +176,10 @@ class DockerEngine:
         user's tree; the SDK adds it to the context archive under a private name."""
         hint = "read the build output above; `docker build` with the same Dockerfile shows the same error"
         image_id: str | None = None
-        with tempfile.TemporaryDirectory(prefix="rocm-vllm-build-") as tmp, self._errors(f"build {tag}", hint):
+        with (
+            tempfile.TemporaryDirectory(prefix="rocm-vllm-build-") as tmp,
+            self._errors(f"build {tag}", hint),
+        ):
             dockerfile = Path(tmp) / "Dockerfile"
             dockerfile.write_text(dockerfile_text, encoding="utf-8")
             stream = self.client.api.build(
@@ -187,7 +194,9 @@ class DockerEngine:
             )
             for event in stream:
                 if "error" in event:
-                    raise DockerEngineError(f"build {tag}: {str(event['error']).strip()}", hint=hint)
+                    raise DockerEngineError(
+                        f"build {tag}: {str(event['error']).strip()}", hint=hint
+                    )
                 if "stream" in event:
                     text = str(event["stream"])
                     if text.strip():

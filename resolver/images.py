@@ -112,7 +112,11 @@ class PullReport:
 
 
 def pull_verified(
-    engine: DockerEngine, name: str, tag: str, expected: str | None, on_progress: Callable[[PullEvent], None] | None = None
+    engine: DockerEngine,
+    name: str,
+    tag: str,
+    expected: str | None,
+    on_progress: Callable[[PullEvent], None] | None = None,
 ) -> PullReport:
     """Pull ``name:tag`` (the tag, so a moved tag is noticed) and check its RepoDigests."""
     info = engine.pull(f"{name}:{tag}", on_progress)
@@ -150,7 +154,9 @@ class SmokeReport:
             "claimed": self.claimed,
             "exit_code": self.exit_code,
             "gpu_devices": self.gpu,
-            "problems": [{"code": p.code, "message": p.message, "hint": p.hint} for p in self.problems],
+            "problems": [
+                {"code": p.code, "message": p.message, "hint": p.hint} for p in self.problems
+            ],
         }
 
 
@@ -180,7 +186,9 @@ def smoke(
         args = [SMOKE_SCRIPT]
     else:
         entrypoint, args = command[:1], command[1:]
-    result = engine.run(ref, args, entrypoint=entrypoint, devices=dev, group_add=groups, gpu_flags=bool(dev))
+    result = engine.run(
+        ref, args, entrypoint=entrypoint, devices=dev, group_add=groups, gpu_flags=bool(dev)
+    )
     claimed = {
         "vllm": str(image.vllm) if image.vllm else None,
         "torch": image.torch,
@@ -231,7 +239,9 @@ def _release(text: str | None) -> tuple[int, ...] | None:
         return None
 
 
-def _compare(ref: str, claimed: dict[str, str | None], found: dict[str, str | None]) -> list[Warning]:
+def _compare(
+    ref: str, claimed: dict[str, str | None], found: dict[str, str | None]
+) -> list[Warning]:
     """A claim matches when the found version starts with every component the claim gives
     (claim 2.10 matches 2.10.0+git..., claim 7.2.3 matches 7.2.3-82)."""
     out: list[Warning] = []
@@ -271,7 +281,9 @@ def _compare(ref: str, claimed: dict[str, str | None], found: dict[str, str | No
 # --- the run command --------------------------------------------------------------------------
 
 
-def serving_env(matrix: Matrix, node: Node, decision: Decision) -> tuple[tuple[tuple[str, str], ...], list[Warning]]:
+def serving_env(
+    matrix: Matrix, node: Node, decision: Decision
+) -> tuple[tuple[tuple[str, str], ...], list[Warning]]:
     """Per-gfx env from matrix/gfx.toml; a variable the node's targets disagree on is left out."""
     values: dict[str, set[str]] = {}
     for name in node.gfx_targets:
@@ -282,7 +294,9 @@ def serving_env(matrix: Matrix, node: Node, decision: Decision) -> tuple[tuple[t
     env: list[tuple[str, str]] = []
     for key, vals in values.items():
         recommended_by_all = all(
-            key in dict(t.env) for t in (matrix.gfx_target(n) for n in node.gfx_targets) if t is not None
+            key in dict(t.env)
+            for t in (matrix.gfx_target(n) for n in node.gfx_targets)
+            if t is not None
         )
         if len(vals) == 1 and recommended_by_all:
             env.append((key, next(iter(vals))))

@@ -182,7 +182,9 @@ class RegistryClient:
         if use_cache and self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
-                return ResolvedDigest(repo, tag, hit["digest"], hit.get("media_type"), self.registry.url, True)
+                return ResolvedDigest(
+                    repo, tag, hit["digest"], hit.get("media_type"), self.registry.url, True
+                )
         digest, media_type = self._manifest_digest(repo, tag)
         if self.cache is not None:
             self.cache.put(key, digest, media_type)
@@ -263,7 +265,9 @@ class RegistryClient:
             if attempt:
                 time.sleep(self.backoff * 2 ** (attempt - 1))
             try:
-                response = self.session.request(method, url, timeout=self.timeout, allow_redirects=True, **kwargs)
+                response = self.session.request(
+                    method, url, timeout=self.timeout, allow_redirects=True, **kwargs
+                )
             except requests.Timeout:
                 last = f"timed out after {self.timeout:g}s"
                 continue

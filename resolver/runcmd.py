@@ -28,7 +28,9 @@ FORMATS: tuple[Format, ...] = ("docker", "podman", "compose")
 CONTAINER_HF_CACHE = "/root/.cache/huggingface"
 # Device selection belongs to HIP_VISIBLE_DEVICES only: vLLM raises on conflicting values and
 # deprecates CUDA_VISIBLE_DEVICES on ROCm (vllm-rocm.md §6), so the others are never emitted.
-_VISIBILITY_VARS = frozenset({"ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"})
+_VISIBILITY_VARS = frozenset(
+    {"ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"}
+)
 _MODEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,255}$")
 _PATH_RE = re.compile(r"^(~|/)[A-Za-z0-9._/+-]*$")
 
@@ -49,7 +51,9 @@ class RunSpec:
 
     def __post_init__(self) -> None:
         if not 1 <= self.port <= 65535:
-            raise UsageError(f"--port {self.port} is not a TCP port", hint="give a port between 1 and 65535")
+            raise UsageError(
+                f"--port {self.port} is not a TCP port", hint="give a port between 1 and 65535"
+            )
         if self.model is not None and not _MODEL_RE.match(self.model):
             raise UsageError(
                 f"--model {self.model!r} is not a model id or path",
@@ -64,7 +68,9 @@ class RunSpec:
             require_safe("env_name", key, where="run env")
             require_safe("env_value", value, where=f"run env {key}")
         if self.tensor_parallel is not None and self.tensor_parallel < 1:
-            raise UsageError("tensor parallel size must be at least 1", hint="give --gpus N with N >= 1")
+            raise UsageError(
+                "tensor parallel size must be at least 1", hint="give --gpus N with N >= 1"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,12 +81,20 @@ class Rendered:
     file_text: str | None = None  # compose.yaml for the compose format
 
     def to_json(self) -> dict[str, object]:
-        return {"format": self.format, "run_command": self.command, "run_args": list(self.args), "compose": self.file_text}
+        return {
+            "format": self.format,
+            "run_command": self.command,
+            "run_args": list(self.args),
+            "compose": self.file_text,
+        }
 
 
 def render(spec: RunSpec, fmt: Format = "docker", *, home: str | None = None) -> Rendered:
     if fmt not in FORMATS:
-        raise UsageError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}", hint="use docker, podman or compose")
+        raise UsageError(
+            f"--format {fmt!r} is not one of {', '.join(FORMATS)}",
+            hint="use docker, podman or compose",
+        )
     home_dir = home if home is not None else str(Path.home())
     if fmt == "compose":
         text = _compose(spec)
@@ -134,7 +148,12 @@ def _run_words(spec: RunSpec, fmt: Format) -> list[str]:
     for key, value in _env(spec):
         words += ["-e", key if value is None else f"{key}={value}"]
     image = spec.image
-    if fmt == "podman" and "/" in image and "." not in image.split("/", 1)[0] and ":" not in image.split("/", 1)[0]:
+    if (
+        fmt == "podman"
+        and "/" in image
+        and "." not in image.split("/", 1)[0]
+        and ":" not in image.split("/", 1)[0]
+    ):
         # Podman refuses or prompts for short names; Docker's default registry is docker.io.
         image = f"docker.io/{image}"
     if spec.entrypoint == "shell":
@@ -153,9 +172,20 @@ def _compose(spec: RunSpec) -> str:
         command = ["serve", *command]
     if command:
         lines.append("    command: [" + ", ".join(q(c) for c in command) + "]")
-    lines += ["    devices:", f"      - {q('/dev/kfd')}", f"      - {q('/dev/dri')}", "    group_add:"]
+    lines += [
+        "    devices:",
+        f"      - {q('/dev/kfd')}",
+        f"      - {q('/dev/dri')}",
+        "    group_add:",
+    ]
     lines += [f"      - {q(g)}" for g in _groups(spec, "compose")]
-    lines += ["    ipc: host", "    cap_add:", "      - SYS_PTRACE", "    security_opt:", f"      - {q('seccomp=unconfined')}"]
+    lines += [
+        "    ipc: host",
+        "    cap_add:",
+        "      - SYS_PTRACE",
+        "    security_opt:",
+        f"      - {q('seccomp=unconfined')}",
+    ]
     lines += ["    ports:", f"      - {q(f'{spec.port}:{spec.port}')}"]
     lines += ["    volumes:", f"      - {q(f'{spec.hf_cache}:{CONTAINER_HF_CACHE}')}"]
     lines.append("    environment:")

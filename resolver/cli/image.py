@@ -38,7 +38,12 @@ def image(
     rocminfo: RocminfoOpt = None,
     example: ExampleOpt = None,
     vllm: Annotated[
-        str | None, typer.Option("--vllm", help="vLLM version or PEP 440 spec (default: newest that fits).", rich_help_panel=IMAGE_PANEL)
+        str | None,
+        typer.Option(
+            "--vllm",
+            help="vLLM version or PEP 440 spec (default: newest that fits).",
+            rich_help_panel=IMAGE_PANEL,
+        ),
     ] = None,
     registry: Annotated[
         str | None,
@@ -49,17 +54,60 @@ def image(
             rich_help_panel=IMAGE_PANEL,
         ),
     ] = None,
-    digest: Annotated[bool, typer.Option("--digest", help="Pin the tag to its manifest digest (asks the registry).", rich_help_panel=IMAGE_PANEL)] = False,
-    pull: Annotated[bool, typer.Option("--pull", help="Pull through the Docker Engine and verify the digest.", rich_help_panel=IMAGE_PANEL)] = False,
-    smoke: Annotated[bool, typer.Option("--smoke", help="Run a version check inside the image and compare with the data.", rich_help_panel=IMAGE_PANEL)] = False,
-    fmt: Annotated[str, typer.Option("--format", help="docker, podman or compose.", rich_help_panel=RUN_PANEL)] = "docker",
-    port: Annotated[int, typer.Option("--port", help="Port vLLM serves on (host and container).", rich_help_panel=RUN_PANEL)] = 8000,
-    model: Annotated[str | None, typer.Option("--model", help="Model to serve (Hugging Face id or path).", rich_help_panel=RUN_PANEL)] = None,
+    digest: Annotated[
+        bool,
+        typer.Option(
+            "--digest",
+            help="Pin the tag to its manifest digest (asks the registry).",
+            rich_help_panel=IMAGE_PANEL,
+        ),
+    ] = False,
+    pull: Annotated[
+        bool,
+        typer.Option(
+            "--pull",
+            help="Pull through the Docker Engine and verify the digest.",
+            rich_help_panel=IMAGE_PANEL,
+        ),
+    ] = False,
+    smoke: Annotated[
+        bool,
+        typer.Option(
+            "--smoke",
+            help="Run a version check inside the image and compare with the data.",
+            rich_help_panel=IMAGE_PANEL,
+        ),
+    ] = False,
+    fmt: Annotated[
+        str, typer.Option("--format", help="docker, podman or compose.", rich_help_panel=RUN_PANEL)
+    ] = "docker",
+    port: Annotated[
+        int,
+        typer.Option(
+            "--port", help="Port vLLM serves on (host and container).", rich_help_panel=RUN_PANEL
+        ),
+    ] = 8000,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model", help="Model to serve (Hugging Face id or path).", rich_help_panel=RUN_PANEL
+        ),
+    ] = None,
     devices: Annotated[
-        str | None, typer.Option("--devices", help="GPU indices for HIP_VISIBLE_DEVICES, e.g. 0,1,2,3.", rich_help_panel=RUN_PANEL)
+        str | None,
+        typer.Option(
+            "--devices",
+            help="GPU indices for HIP_VISIBLE_DEVICES, e.g. 0,1,2,3.",
+            rich_help_panel=RUN_PANEL,
+        ),
     ] = None,
     hf_cache: Annotated[
-        str, typer.Option("--hf-cache", help="Host Hugging Face cache mounted into the container.", rich_help_panel=RUN_PANEL)
+        str,
+        typer.Option(
+            "--hf-cache",
+            help="Host Hugging Face cache mounted into the container.",
+            rich_help_panel=RUN_PANEL,
+        ),
     ] = "~/.cache/huggingface",
     json_out: JsonOpt = False,
 ) -> None:
@@ -70,12 +118,22 @@ def image(
     from resolver.versions import parse_spec
 
     if fmt not in FORMATS:
-        raise UsageError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}", hint="use --format docker, podman or compose")
+        raise UsageError(
+            f"--format {fmt!r} is not one of {', '.join(FORMATS)}",
+            hint="use --format docker, podman or compose",
+        )
     device_ids = _parse_devices(devices)
     m = matrix.load()
     node = resolve_node(
-        gfx=gfx, gpus=gpus, driver=driver, os_id=os_id, rocm=rocm, python=python,
-        node_file=node_file, rocminfo=rocminfo, example=example,
+        gfx=gfx,
+        gpus=gpus,
+        driver=driver,
+        os_id=os_id,
+        rocm=rocm,
+        python=python,
+        node_file=node_file,
+        rocminfo=rocminfo,
+        example=example,
     )
     decision = images.choose_image(m, node, parse_spec(vllm) if vllm else None)
     chosen = images.chosen(decision)
@@ -94,11 +152,24 @@ def image(
         pinned = images.pin(chosen, RegistryClient(reg, cache=DigestCache()))
         chosen = pinned.image
         warnings += pinned.warnings
-        out["digest_source"] = {"registry": pinned.resolved.registry, "media_type": pinned.resolved.media_type, "cached": pinned.resolved.from_cache}
+        out["digest_source"] = {
+            "registry": pinned.resolved.registry,
+            "media_type": pinned.resolved.media_type,
+            "cached": pinned.resolved.from_cache,
+        }
     ref = images.image_ref(chosen, reg)
     env, env_warnings = images.serving_env(m, node, decision)
     warnings += env_warnings
-    spec = images.run_spec(ref=ref, image=chosen, env=env, node=node, model=model, port=port, devices=device_ids, hf_cache=hf_cache)
+    spec = images.run_spec(
+        ref=ref,
+        image=chosen,
+        env=env,
+        node=node,
+        model=model,
+        port=port,
+        devices=device_ids,
+        hf_cache=hf_cache,
+    )
     rendered = render(spec, fmt)
     out.update(_image_json(chosen, ref, reg.url))
     out.update(rendered.to_json())
@@ -139,7 +210,10 @@ def _parse_devices(text: str | None) -> tuple[int, ...] | None:
     except ValueError:
         ids = ()
     if not ids or any(i < 0 for i in ids) or len(set(ids)) != len(ids):
-        raise UsageError(f"--devices {text!r} is not a list of GPU indices", hint="give distinct indices such as 0,1,2,3")
+        raise UsageError(
+            f"--devices {text!r} is not a list of GPU indices",
+            hint="give distinct indices such as 0,1,2,3",
+        )
     return ids
 
 
@@ -154,7 +228,9 @@ def _base_json(decision: Any, m: Any) -> dict[str, Any]:
             "gpus": decision.node.logical_gpu_count,
             "driver_version": decision.node.driver_version,
         },
-        "request": {"vllm": str(decision.request.vllm) if decision.request.vllm is not None else None},
+        "request": {
+            "vllm": str(decision.request.vllm) if decision.request.vllm is not None else None
+        },
         "image": None,
         "digest": None,
         "run_command": None,
@@ -162,7 +238,11 @@ def _base_json(decision: Any, m: Any) -> dict[str, Any]:
         "warnings": [warning_json(w) for w in decision.warnings],
         "blockers": [reason_json(r) for r in decision.blockers],
         "rejected": [
-            {"image": e.candidate.label, "candidate": candidate_json(e.candidate), "reasons": [reason_json(r) for r in e.reasons]}
+            {
+                "image": e.candidate.label,
+                "candidate": candidate_json(e.candidate),
+                "reasons": [reason_json(r) for r in e.reasons],
+            }
             for e in decision.rejected
         ],
         "pull": None,
@@ -191,7 +271,9 @@ def _image_json(chosen: Any, ref: str, registry_url: str) -> dict[str, Any]:
     }
 
 
-def _pull_with_progress(engine: Any, images: Any, name: str, tag: str, expected: str | None, *, quiet: bool) -> Any:
+def _pull_with_progress(
+    engine: Any, images: Any, name: str, tag: str, expected: str | None, *, quiet: bool
+) -> Any:
     """Pull with a rich progress bar per layer (on stderr, so stdout stays the answer)."""
     if quiet:
         return images.pull_verified(engine, name, tag, expected)
@@ -200,14 +282,22 @@ def _pull_with_progress(engine: Any, images: Any, name: str, tag: str, expected:
 
     console = Console(stderr=True)
     tasks: dict[str, Any] = {}
-    with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), console=console, transient=False) as bar:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        console=console,
+        transient=False,
+    ) as bar:
 
         def on_progress(event: Any) -> None:
             if not event.layer or event.layer == tag:
                 return
             task = tasks.get(event.layer)
             if task is None:
-                task = tasks[event.layer] = bar.add_task(f"{event.layer[:12]} {event.status}", total=None)
+                task = tasks[event.layer] = bar.add_task(
+                    f"{event.layer[:12]} {event.status}", total=None
+                )
             bar.update(task, description=f"{event.layer[:12]} {event.status}")
             if event.total:
                 bar.update(task, completed=event.current or 0, total=event.total)
@@ -234,9 +324,15 @@ def _finish(out: dict[str, Any], json_out: bool, *, exit_code: int) -> None:
 
 def _print_text(out: dict[str, Any], compose_text: str | None) -> None:
     echo = typer.echo
-    label = "official vLLM image" if out["official"] else ("deprecated image" if out["deprecated"] else "AMD image")
+    label = (
+        "official vLLM image"
+        if out["official"]
+        else ("deprecated image" if out["deprecated"] else "AMD image")
+    )
     echo(f"image: {out['image']}")
-    echo(f"  {label}; vLLM {out['vllm']}, ROCm {out['rocm']}, torch {out['torch'] or 'unknown'}; facts {out['confidence']}")
+    echo(
+        f"  {label}; vLLM {out['vllm']}, ROCm {out['rocm']}, torch {out['torch'] or 'unknown'}; facts {out['confidence']}"
+    )
     echo(f"  source: {out['source']}")
     if out["digest"] is None:
         echo("  not pinned: add --digest to pin the tag to its manifest digest")
@@ -245,7 +341,9 @@ def _print_text(out: dict[str, Any], compose_text: str | None) -> None:
         echo(f"pull: {state} {out['pull']['ref']} ({out['pull']['image_id'][:19]})")
     if out.get("smoke"):
         found = out["smoke"]["found"]
-        echo(f"smoke: vllm {found['vllm']}, torch {found['torch']}, rocm {found['rocm'] or found['hip']}")
+        echo(
+            f"smoke: vllm {found['vllm']}, torch {found['torch']}, rocm {found['rocm'] or found['hip']}"
+        )
     for w in out["warnings"]:
         if w["severity"] == "warning":
             echo(f"warning: {w['message']}\n  hint: {w['hint']}")
@@ -264,4 +362,3 @@ def _print_text(out: dict[str, Any], compose_text: str | None) -> None:
 
 def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
     app.command("image")(image)
-
