@@ -6,12 +6,13 @@ every SDK or API failure into a ``DockerEngineError`` with a hint.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from resolver.errors import DockerEngineError
 
@@ -60,7 +61,15 @@ class DockerEngine:
     def __init__(self, base_url: str | None = None, *, timeout: int = 120) -> None:
         import docker
 
-        self._where = base_url or "DOCKER_HOST / the default socket"
+        url = base_url or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+        self._where = url
+        hint = (
+            "start dockerd (or podman's docker-compatible socket), set DOCKER_HOST, "
+            "or add your user to the docker group"
+        )
+        if url.startswith("unix://") and not Path(url[len("unix://") :]).exists():
+            # Checked first: the SDK leaks a socket when connect() fails on a missing path.
+            raise DockerEngineError(f"no Docker Engine socket at {url[len('unix://') :]}", hint=hint)
         try:
             if base_url:
                 self.client = docker.DockerClient(base_url=base_url, timeout=timeout)
@@ -68,11 +77,20 @@ class DockerEngine:
                 self.client = docker.from_env(timeout=timeout)
             self.client.ping()
         except _engine_errors() as exc:
+            with suppress(Exception):
+                self.client.close()
             raise DockerEngineError(
-                f"cannot reach the Docker Engine at {self._where}: {_short(exc)}",
-                hint="start dockerd (or podman's docker-compatible socket), set DOCKER_HOST, "
-                "or add your user to the docker group",
+                f"cannot reach the Docker Engine at {self._where}: {_short(exc)}", hint=hint
             ) from None
+
+    def close(self) -> None:
+        self.client.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @contextmanager
     def _errors(self, what: str, hint: str) -> Iterator[None]:

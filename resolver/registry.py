@@ -78,7 +78,11 @@ def parse_registry(url: str | None) -> Registry:
         return Registry(DOCKER_HUB)
     if "://" not in raw:
         raw = f"https://{raw}"
-    parts = urlsplit(raw.rstrip("/"))
+    try:
+        parts = urlsplit(raw.rstrip("/"))
+        parts.port  # noqa: B018 - raises ValueError on a malformed port
+    except ValueError:
+        parts = urlsplit("invalid:")
     if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
         raise UsageError(
             f"--registry {url!r} is not a registry URL",

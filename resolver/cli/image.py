@@ -179,17 +179,13 @@ def image(
         from resolver.engine import DockerEngine
 
         engine = DockerEngine()
-        if pull:
-            name, tag = f"{reg.image_name(chosen.repo)}", chosen.tag
-            report = _pull_with_progress(engine, images, name, tag, chosen.digest, quiet=json_out)
-            out["pull"] = report.to_json()
-            problems += report.problems
-        if smoke:
-            smoke_report = images.smoke(engine, ref, chosen)
-            out["smoke"] = smoke_report.to_json()
-            problems += smoke_report.problems
+        try:
+            problems += _engine_steps(engine, images, reg, chosen, ref, out, pull=pull, smoke=smoke, quiet=json_out)
+        finally:
+            engine.close()
 
     from resolver.report import warning_json
+
 
     out["warnings"] = [warning_json(w) for w in dict.fromkeys(warnings)]
     out["problems"] = [warning_json(p) for p in problems]
@@ -198,6 +194,22 @@ def image(
     else:
         _print_text(out, rendered.file_text)
     raise typer.Exit(1 if problems else 0)
+
+
+def _engine_steps(
+    engine: Any, images: Any, reg: Any, chosen: Any, ref: str, out: dict[str, Any], *, pull: bool, smoke: bool, quiet: bool
+) -> list[Any]:
+    problems: list[Any] = []
+    if pull:
+        name, tag = reg.image_name(chosen.repo), chosen.tag
+        report = _pull_with_progress(engine, images, name, tag, chosen.digest, quiet=quiet)
+        out["pull"] = report.to_json()
+        problems += report.problems
+    if smoke:
+        smoke_report = images.smoke(engine, ref, chosen)
+        out["smoke"] = smoke_report.to_json()
+        problems += smoke_report.problems
+    return problems
 
 
 def _parse_devices(text: str | None) -> tuple[int, ...] | None:

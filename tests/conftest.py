@@ -1,0 +1,136 @@
+"""Session fixtures that start and stop the real services the image tests need.
+
+A service that cannot start fails the tests that need it, loudly; only an explicit
+``ROCM_VLLM_SKIP_SERVICES=1`` turns those tests into skips.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests import services
+
+
+def _start(cm):  # type: ignore[no-untyped-def]
+    if services.services_skipped():
+        pytest.skip(f"{services.SKIP_ENV}=1: real services not started")
+    try:
+        return cm.__enter__(), cm
+    except services.ServiceError as exc:
+        pytest.fail(f"could not start a test service: {exc}", pytrace=False)
+
+
+@dataclass(frozen=True)
+class ShimSet:
+    registry: str  # http://127.0.0.1:PORT
+    host: str  # 127.0.0.1:PORT
+    official: object  # shims.Pushed
+    amd: object
+    mismatched: object
+    index: object
+    manifest_list: object
+
+
+@pytest.fixture(scope="session")
+def docker_url() -> Iterator[str]:
+    url, cm = _start(services.dockerd())
+    try:
+        yield url
+    finally:
+        cm.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="session")
+def registry_storage(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return Path(tmp_path_factory.mktemp("registry-data"))
+
+
+@pytest.fixture(scope="session")
+def registry_url(registry_storage: Path) -> Iterator[str]:
+    url, cm = _start(services.registry(storage=registry_storage))
+    try:
+        yield url
+    finally:
+        cm.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="session")
+def token_registry(
+    tmp_path_factory: pytest.TempPathFactory, registry_storage: Path, shim_images: ShimSet
+) -> Iterator[tuple[str, services.TokenServer]]:
+    """A registry that demands bearer tokens from a separate token service, as Docker Hub does;
+    it serves the same storage as the open registry the shims were pushed to."""
+    if services.services_skipped():
+        pytest.skip(f"{services.SKIP_ENV}=1: real services not started")
+    try:
+        tokens = services.TokenServer(tmp_path_factory.mktemp("token"))
+    except services.ServiceError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    with tokens:
+        url, cm = _start(services.registry(storage=registry_storage, token_auth=tokens))
+        try:
+            yield url, tokens
+        finally:
+            cm.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="session")
+def engine(docker_url: str):  # type: ignore[no-untyped-def]
+    from resolver.engine import DockerEngine
+
+    with DockerEngine(docker_url) as eng:
+        yield eng
+
+
+@pytest.fixture(scope="session")
+def shim_images(engine, registry_url: str, tmp_path_factory: pytest.TempPathFactory) -> ShimSet:  # type: ignore[no-untyped-def]
+    """Stand-in images pushed under the real repository names (tags from matrix/images.toml)."""
+    from tests import shims
+
+    ctx = shims.context(Path(tmp_path_factory.mktemp("shimctx")))
+    host = registry_url.split("://", 1)[1]
+    official_name = f"{host}/vllm/vllm-openai-rocm"
+    # Versions as the v0.25.0 ROCm image reports them (vllm-project/vllm-omni PR #5115:
+    # torch 2.11.0+gitd0c8b1f, HIP 7.2.53211); the wheel suffix follows setup.py's +rocm<ver>.
+    official = shims.build_and_push(
+        engine, ctx, official_name, "v0.24.0",
+        versions={"vllm": "0.24.0+rocm723", "torch": "2.11.0+gitd0c8b1f", "rocm": None, "hip": "7.2.53211"},
+        entrypoint="vllm-serve",
+    )
+    amd = shims.build_and_push(
+        engine, ctx, f"{host}/rocm/vllm", "rocm6.4.1_vllm_0.10.1_20250909",
+        versions={"vllm": "0.10.1", "torch": "2.7.0", "rocm": "6.4.1", "hip": None},
+        entrypoint="shell",
+    )
+    # An image whose content disagrees with the data (the data says vLLM 0.23.0, torch 2.10).
+    mismatched = shims.build_and_push(
+        engine, ctx, official_name, "v0.23.0",
+        versions={"vllm": "0.22.0", "torch": "2.9.1", "rocm": "7.0.2", "hip": None},
+        entrypoint="vllm-serve",
+    )
+    amd64 = shims.build_and_push(
+        engine, ctx, official_name, "v0.20.0-amd64",
+        versions={"vllm": "0.20.0", "torch": "2.10.0", "rocm": "7.2.1", "hip": None},
+        entrypoint="vllm-serve",
+    )
+    arm64 = shims.build_and_push(
+        engine, ctx, official_name, "v0.20.0-arm64",
+        versions={"vllm": "0.20.0", "torch": "2.10.0", "rocm": "7.2.1", "hip": "arm64"},
+        entrypoint="vllm-serve",
+    )
+    children = [(amd64, "amd64"), (arm64, "arm64")]
+    index = shims.put_index(registry_url, "vllm/vllm-openai-rocm", "v0.20.0", children, shims.OCI_INDEX)
+    manifest_list = shims.put_index(registry_url, "vllm/vllm-openai-rocm", "v0.20.1", children, shims.DOCKER_LIST)
+    return ShimSet(registry_url, host, official, amd, mismatched, index, manifest_list)
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test gets its own digest cache."""
+    path = tmp_path / "cache"
+    monkeypatch.setenv("ROCM_VLLM_CACHE_DIR", str(path))
+    return path

@@ -1,0 +1,283 @@
+"""Real services for the image tests: a private ``dockerd`` and a ``docker-registry`` on loopback.
+
+Both come from Debian packages (``docker.io``, ``docker-registry``; scripts/install-services.sh
+installs them). Each runs from a private temporary directory with its own socket, data root and
+port, so parallel test runs and other engines on the machine do not interfere. A token server
+(anonymous pull tokens signed with a throw-away key, as Docker Hub's auth service issues them)
+lets the registry run with bearer-token auth.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Self
+from urllib.parse import parse_qs, urlsplit
+
+import requests
+
+SKIP_ENV = "ROCM_VLLM_SKIP_SERVICES"
+
+
+class ServiceError(RuntimeError):
+    """A service could not start; the message says what to do."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _need(binary: str) -> str:
+    path = shutil.which(binary) or next(
+        (p for p in (f"/usr/sbin/{binary}", f"/usr/bin/{binary}") if Path(p).exists()), None
+    )
+    if path is None:
+        raise ServiceError(
+            f"{binary} is not installed: run scripts/install-services.sh "
+            f"(or set {SKIP_ENV}=1 to skip the service tests explicitly)"
+        )
+    return path
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def _log_tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+@contextlib.contextmanager
+def dockerd() -> Iterator[str]:
+    """A private Docker Engine; yields its ``unix://`` base URL."""
+    binary = _need("dockerd")
+    # Short path: a unix socket path must stay under 108 bytes.
+    root = Path(tempfile.mkdtemp(prefix="rvd-", dir="/tmp"))
+    sock = root / "docker.sock"
+    log = root / "dockerd.log"
+    args = [
+        binary,
+        "--iptables=false",
+        "--bridge=none",
+        "--storage-driver=vfs",
+        f"--host=unix://{sock}",
+        f"--data-root={root / 'data'}",
+        f"--exec-root={root / 'exec'}",
+        f"--pidfile={root / 'docker.pid'}",
+    ]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"unix://{sock}"
+    try:
+        _wait_engine(url, sock, proc, log)
+        yield url
+    finally:
+        _stop(proc)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _wait_engine(url: str, sock: Path, proc: subprocess.Popen[bytes], log: Path, timeout: float = 90) -> None:
+    import docker
+    import docker.errors
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise ServiceError(f"dockerd exited with {proc.returncode}:\n{_log_tail(log)}")
+        if not sock.exists():
+            # The SDK leaks its socket when connect() fails; wait for the file first.
+            time.sleep(0.2)
+            continue
+        # A fixed API version: the default asks the engine for its version while constructing.
+        client = docker.DockerClient(base_url=url, timeout=5, version="1.41")
+        try:
+            client.ping()
+            return
+        except docker.errors.DockerException:
+            time.sleep(0.3)
+        finally:
+            client.close()
+    raise ServiceError(f"dockerd did not answer within {timeout:.0f}s:\n{_log_tail(log)}")
+
+
+@contextlib.contextmanager
+def registry(*, storage: Path | None = None, token_auth: TokenServer | None = None) -> Iterator[str]:
+    """A CNCF distribution registry on 127.0.0.1; yields ``http://127.0.0.1:PORT``.
+
+    Two registries may share one ``storage`` directory: one open for pushes, one behind token auth."""
+    binary = _need("docker-registry")
+    root = Path(tempfile.mkdtemp(prefix="rvr-", dir="/tmp"))
+    storage = storage or root / "data"
+    port = free_port()
+    config = [
+        "version: 0.1",
+        "log:",
+        "  level: warn",
+        "storage:",
+        "  filesystem:",
+        f"    rootdirectory: {storage}",
+        "  delete:",
+        "    enabled: true",
+        "http:",
+        f"  addr: 127.0.0.1:{port}",
+    ]
+    if token_auth is not None:
+        config += [
+            "auth:",
+            "  token:",
+            f"    realm: {token_auth.url}/token",
+            f"    service: {token_auth.service}",
+            f"    issuer: {token_auth.issuer}",
+            f"    rootcertbundle: {token_auth.cert}",
+        ]
+    (root / "config.yml").write_text("\n".join(config) + "\n")
+    log = root / "registry.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [binary, "serve", str(root / "config.yml")],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if proc.poll() is not None:
+                raise ServiceError(f"docker-registry exited with {proc.returncode}:\n{_log_tail(log)}")
+            try:
+                if requests.get(f"{url}/v2/", timeout=2).status_code in (200, 401):
+                    break
+            except requests.RequestException:
+                pass
+            if time.monotonic() > deadline:
+                raise ServiceError(f"docker-registry did not answer:\n{_log_tail(log)}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        _stop(proc)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+class TokenServer:
+    """Issues anonymous pull tokens (RS256 JWTs with an ``x5c`` chain) like Docker Hub's auth
+    service; signing goes through the ``openssl`` CLI. Records every request it served."""
+
+    service = "rocm-vllm-test-registry"
+    issuer = "rocm-vllm-test-token-issuer"
+
+    def __init__(self, root: Path) -> None:
+        openssl = _need("openssl")
+        self.key = root / "token.key"
+        self.cert = root / "token.pem"
+        subprocess.run(
+            [
+                *(openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2"),
+                *("-subj", "/CN=rocm-vllm-test-token", "-keyout", str(self.key), "-out", str(self.cert)),
+            ],
+            check=True,
+            capture_output=True,
+        )
+        der = subprocess.run(
+            [openssl, "x509", "-in", str(self.cert), "-outform", "DER"], check=True, capture_output=True
+        ).stdout
+        self._x5c = base64.b64encode(der).decode()
+        self._openssl = openssl
+        self.requests: list[dict[str, list[str]]] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                parts = urlsplit(self.path)
+                query = parse_qs(parts.query)
+                server.requests.append(query)
+                token = server.issue(query.get("scope", [""])[0], query.get("service", [""])[0])
+                body = json.dumps({"token": token, "expires_in": 300}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    def issue(self, scope: str, service: str) -> str:
+        access = []
+        if scope.startswith("repository:"):
+            _, name, actions = scope.split(":", 2)
+            # Anonymous callers get pull only, whatever they ask for.
+            access.append({"type": "repository", "name": name, "actions": [a for a in actions.split(",") if a == "pull"]})
+        now = int(time.time())
+        header = {"typ": "JWT", "alg": "RS256", "x5c": [self._x5c]}
+        claims = {
+            "iss": self.issuer,
+            "sub": "",
+            "aud": service,
+            "exp": now + 300,
+            "nbf": now - 10,
+            "iat": now,
+            "jti": uuid.uuid4().hex,
+            "access": access,
+        }
+        signing_input = f"{_b64(json.dumps(header).encode())}.{_b64(json.dumps(claims).encode())}"
+        signature = subprocess.run(
+            [self._openssl, "dgst", "-sha256", "-sign", str(self.key)],
+            input=signing_input.encode(),
+            check=True,
+            capture_output=True,
+        ).stdout
+        return f"{signing_input}.{_b64(signature)}"
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+@contextlib.contextmanager
+def silent_port() -> Iterator[int]:
+    """A TCP port that accepts connections and never answers: the timeout path."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(16)
+        yield int(s.getsockname()[1])
+
+
+def services_skipped() -> bool:
+    return os.environ.get(SKIP_ENV) == "1"

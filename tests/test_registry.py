@@ -1,0 +1,195 @@
+"""resolver.registry against a real docker-registry on loopback (open and behind token auth)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from resolver.errors import RegistryError, ResolverError, UsageError
+from resolver.registry import DOCKER_HUB, DigestCache, RegistryClient, parse_registry
+from tests import services
+
+OFFICIAL = "vllm/vllm-openai-rocm"
+
+
+def client(url: str, cache_dir: Path | None = None, **kw: object) -> RegistryClient:
+    cache = DigestCache(cache_dir / "digests.json") if cache_dir else None
+    return RegistryClient(parse_registry(url), cache=cache, backoff=0.05, **kw)  # type: ignore[arg-type]
+
+
+# --- registry URLs ------------------------------------------------------------------------------
+
+
+def test_default_is_docker_hub(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ROCM_VLLM_REGISTRY", raising=False)
+    reg = parse_registry(None)
+    assert reg.url == DOCKER_HUB
+    assert reg.image_name(OFFICIAL) == OFFICIAL
+
+
+def test_env_names_a_mirror(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROCM_VLLM_REGISTRY", "http://127.0.0.1:5000/")
+    reg = parse_registry(None)
+    assert reg.url == "http://127.0.0.1:5000"
+    assert reg.image_name(OFFICIAL) == "127.0.0.1:5000/vllm/vllm-openai-rocm"
+
+
+def test_mirror_project_prefix_becomes_part_of_the_name() -> None:
+    reg = parse_registry("https://harbor.example.com/dockerhub")
+    assert reg.repository(OFFICIAL) == "dockerhub/vllm/vllm-openai-rocm"
+    assert reg.image_name(OFFICIAL) == "harbor.example.com/dockerhub/vllm/vllm-openai-rocm"
+
+
+@pytest.mark.parametrize("bad", ["ftp://x", "http://", "http://a b", "http://host/x?y=1", "https://h/UPPER case"])
+def test_bad_registry_url_is_a_usage_error(bad: str) -> None:
+    with pytest.raises(ResolverError) as err:
+        parse_registry(bad)
+    assert err.value.hint
+
+
+@given(st.text(max_size=60))
+def test_any_registry_text_either_parses_or_fails_cleanly(text: str) -> None:
+    try:
+        reg = parse_registry(text)
+    except ResolverError:
+        return
+    assert reg.url.startswith(("http://", "https://"))
+
+
+# --- digests from a real registry ----------------------------------------------------------------
+
+
+@pytest.mark.registry
+def test_single_manifest_digest_is_what_the_push_reported(shim_images) -> None:  # type: ignore[no-untyped-def]
+    got = client(shim_images.registry).resolve(OFFICIAL, "v0.24.0")
+    assert got.digest == shim_images.official.digest
+    assert got.media_type == "application/vnd.docker.distribution.manifest.v2+json"
+    assert not got.from_cache
+
+
+@pytest.mark.registry
+def test_oci_index_digest_is_the_index_not_a_platform_manifest(shim_images) -> None:  # type: ignore[no-untyped-def]
+    got = client(shim_images.registry).resolve(OFFICIAL, "v0.20.0")
+    assert got.digest == shim_images.index.digest
+    assert got.media_type == "application/vnd.oci.image.index.v1+json"
+
+
+@pytest.mark.registry
+def test_docker_manifest_list_digest(shim_images) -> None:  # type: ignore[no-untyped-def]
+    got = client(shim_images.registry).resolve(OFFICIAL, "v0.20.1")
+    assert got.digest == shim_images.manifest_list.digest
+    assert got.media_type == "application/vnd.docker.distribution.manifest.list.v2+json"
+
+
+@pytest.mark.registry
+def test_unknown_tag_says_not_found_and_what_to_do(shim_images) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(RegistryError) as err:
+        client(shim_images.registry).resolve(OFFICIAL, "v9.9.9")
+    assert "v9.9.9 not found" in err.value.message
+    assert "refresh" in (err.value.hint or "")
+    assert err.value.exit_code == 4
+
+
+def test_registry_down_fails_after_retries() -> None:
+    port = services.free_port()  # nothing listens there
+    started = time.monotonic()
+    with pytest.raises(RegistryError) as err:
+        client(f"http://127.0.0.1:{port}", retries=3).resolve(OFFICIAL, "v0.24.0")
+    assert "connection failed" in err.value.message
+    assert "3 tries" in err.value.message
+    assert "--registry" in (err.value.hint or "")
+    assert time.monotonic() - started >= 0.05 + 0.1  # backed off between tries
+
+
+def test_silent_registry_times_out() -> None:
+    with services.silent_port() as port, pytest.raises(RegistryError) as err:
+        client(f"http://127.0.0.1:{port}", timeout=0.3, retries=2).resolve(OFFICIAL, "v0.24.0")
+    assert "timed out after 0.3s" in err.value.message
+
+
+def test_unsafe_tag_is_refused_before_any_request() -> None:
+    with pytest.raises(ResolverError):
+        client("http://127.0.0.1:9").resolve(OFFICIAL, "v1;rm -rf /")
+
+
+# --- token auth (the Docker Hub flow) --------------------------------------------------------------
+
+
+@pytest.mark.registry
+def test_bearer_token_flow_against_a_token_auth_registry(token_registry, shim_images) -> None:  # type: ignore[no-untyped-def]
+    import requests
+
+    url, tokens = token_registry
+    assert requests.head(f"{url}/v2/{OFFICIAL}/manifests/v0.24.0", timeout=5).status_code == 401
+    before = len(tokens.requests)
+    c = client(url)
+    assert c.resolve(OFFICIAL, "v0.24.0").digest == shim_images.official.digest
+    asked = tokens.requests[before:]
+    assert asked == [{"scope": [f"repository:{OFFICIAL}:pull"], "service": [tokens.service]}]
+    # The token is reused for the same repository.
+    assert c.resolve(OFFICIAL, "v0.20.0").digest == shim_images.index.digest
+    assert len(tokens.requests) == before + 1
+
+
+@pytest.mark.registry
+def test_token_registry_unknown_tag_is_still_a_404(token_registry) -> None:  # type: ignore[no-untyped-def]
+    url, _ = token_registry
+    with pytest.raises(RegistryError, match="not found"):
+        client(url).resolve(OFFICIAL, "v0.0.1")
+
+
+# --- the on-disk cache ----------------------------------------------------------------------------
+
+
+@pytest.mark.registry
+def test_cache_answers_the_second_time(shim_images, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    first = client(shim_images.registry, tmp_path).resolve(OFFICIAL, "v0.24.0")
+    second = client(shim_images.registry, tmp_path).resolve(OFFICIAL, "v0.24.0")
+    assert (first.from_cache, second.from_cache) == (False, True)
+    assert second.digest == first.digest
+    data = json.loads((tmp_path / "digests.json").read_text())
+    assert data[f"{shim_images.registry}/{OFFICIAL}:v0.24.0"]["digest"] == first.digest
+
+
+def test_cache_serves_offline_and_expires(tmp_path: Path) -> None:
+    cache = DigestCache(tmp_path / "digests.json", ttl=60)
+    port = services.free_port()
+    key = f"http://127.0.0.1:{port}/{OFFICIAL}:v0.24.0"
+    digest = "sha256:" + "a" * 64
+    cache.put(key, digest, None)
+    reg_client = RegistryClient(parse_registry(f"http://127.0.0.1:{port}"), cache=cache, retries=1)
+    assert reg_client.resolve(OFFICIAL, "v0.24.0").digest == digest  # no registry needed
+    stale = json.loads(cache.path.read_text())
+    stale[key]["at"] -= 120
+    cache.path.write_text(json.dumps(stale))
+    with pytest.raises(RegistryError):
+        reg_client.resolve(OFFICIAL, "v0.24.0")
+
+
+def test_damaged_cache_is_a_miss(tmp_path: Path) -> None:
+    path = tmp_path / "digests.json"
+    path.write_text("{not json")
+    cache = DigestCache(path)
+    assert cache.get("anything") is None
+    cache.put("k", "sha256:" + "b" * 64, None)
+    assert cache.get("k")["digest"] == "sha256:" + "b" * 64  # type: ignore[index]
+
+
+def test_cache_dir_env_override(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from resolver.registry import cache_dir
+
+    monkeypatch.setenv("ROCM_VLLM_CACHE_DIR", str(tmp_path / "c"))
+    assert cache_dir() == tmp_path / "c"
+    monkeypatch.delenv("ROCM_VLLM_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert cache_dir() == tmp_path / "x" / "rocm-vllm"
+
+
+def test_usage_error_class_for_bad_scheme() -> None:
+    with pytest.raises(UsageError):
+        parse_registry("ftp://mirror")
