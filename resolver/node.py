@@ -116,7 +116,7 @@ def _opt(data: dict[str, Any], key: str, kind: type, where: str) -> Any:
     value = data.get(key)
     if value is None:
         return None
-    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
         raise InputError(
             f"{where}: '{key}' must be {kind.__name__}, not {type(value).__name__}",
             hint="write the file with `rocm-vllm probe --json > node.json` on the target node",

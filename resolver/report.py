@@ -43,8 +43,10 @@ def plan_commands(ev: Evaluation, node: Node) -> list[str]:
         return [
             f"uv venv --python {py} .venv && . .venv/bin/activate",
             shlex.join(["uv", "pip", "install", f"vllm=={c.vllm}+{c.wheel.name}", "--extra-index-url", index]),
-            "python -c 'import torch; assert torch.version.hip and not torch.version.cuda, torch.__version__'"
-            "   # a CUDA wheel must not have slipped in",
+            (
+                "python -c 'import torch; assert torch.version.hip and not torch.version.cuda, torch.__version__'"
+                "   # a CUDA wheel must not have slipped in"
+            ),
         ]
     gfx = ",".join(node.gfx_targets)
     return [
@@ -55,6 +57,7 @@ def plan_commands(ev: Evaluation, node: Node) -> list[str]:
 
 
 def candidate_json(c: Candidate) -> dict[str, Any]:
+    record = c.image or c.wheel or c.release
     return {
         "kind": c.kind,
         "channel": c.channel,
@@ -65,7 +68,7 @@ def candidate_json(c: Candidate) -> dict[str, Any]:
         "digest": c.image.digest if c.image else None,
         "wheel": c.wheel.name if c.wheel else None,
         "confidence": c.confidence,
-        "source": (c.image or c.wheel or c.release).provenance.source if (c.image or c.wheel or c.release) else None,
+        "source": record.provenance.source if record else None,
     }
 
 

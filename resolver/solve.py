@@ -9,7 +9,7 @@ carries the facts it rests on with their sources, so ``resolver.explain`` can sa
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from packaging.specifiers import SpecifierSet
@@ -92,7 +92,7 @@ class Reason:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class Warning:  # noqa: A001 - the DESIGN contract calls them warnings
+class Warning:
     code: str
     message: str
     hint: str
@@ -507,7 +507,7 @@ class MatrixProvider:
         ]
 
     def _first_listing(self, gfx: str) -> str:
-        listed = sorted((r.version for r in self.m.rocm if gfx in r.gfx))
+        listed = sorted(r.version for r in self.m.rocm if gfx in r.gfx)
         return f"ROCm {listed[0]}" if listed else "no ROCm release in the data"
 
     def _wheel_checks(self, wheel: WheelVariant) -> tuple[list[Reason], list[Warning]]:
@@ -858,7 +858,7 @@ def _distinct_alternatives(accepted: list[Evaluation], plan: Evaluation | None) 
 
 
 def _newer_unknown(m: Matrix, request: Request, plan: Evaluation | None) -> list[Warning]:
-    if plan is None or request.vllm is not None and len(request.vllm) and all(s.operator == "==" for s in request.vllm):
+    if plan is None or (request.vllm is not None and len(request.vllm) and all(s.operator == "==" for s in request.vllm)):
         return []
     newer = [r.version for r in m.vllm if not r.known and r.version > plan.candidate.vllm and (request.vllm is None or request.vllm.contains(r.version))]
     if not newer:

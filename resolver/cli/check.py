@@ -70,7 +70,7 @@ def check(
         vllm=parse_spec(vllm) if vllm else None,
         quantization=quantization,
         kv_cache_dtype=kv_cache_dtype,
-        prefer=prefer,  # type: ignore[arg-type]
+        prefer=prefer,
     )
     decision = solve(m, node, request)
     if json_out:
