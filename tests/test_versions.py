@@ -7,7 +7,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from resolver.errors import InputError
-from resolver.versions import check_gfx_name, driver_series, parse_spec, parse_version, python_minor, split_os
+from resolver.versions import (
+    check_gfx_name,
+    driver_series,
+    parse_spec,
+    parse_version,
+    python_minor,
+    split_os,
+)
 
 
 @pytest.mark.parametrize(
