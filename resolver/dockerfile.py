@@ -200,7 +200,7 @@ def find_release(matrix: Matrix, version: str) -> VllmRelease:
         known = [str(r.version) for r in matrix.vllm if r.known]
         raise InputError(
             f"vLLM {wanted} is not in the data",
-            hint=f"releases with known ROCm build pins: {', '.join(known[-8:])} (rocm-vllm matrix show vllm)",
+            hint=f"releases with known ROCm build pins: {_some(known)} (rocm-vllm matrix show vllm)",
         )
     _require_known(release)
     return release
@@ -278,7 +278,7 @@ def plan_dockerfile(
             why = "vLLM's CMake does not accept it" if t not in release.cmake_arch else target.vllm_note or "unsupported"
             raise UsageError(
                 f"vLLM {release.version} cannot be built for {t}: {why}",
-                hint=(f"releases whose build accepts {t}: {', '.join(able[-6:])}" if able and target.vllm_status != "unsupported"
+                hint=(f"releases whose build accepts {t}: {_some(able)}" if able and target.vllm_status != "unsupported"
                       else f"{t} is not supported by vLLM on ROCm; drop it from --gfx"),
             )
         if t not in release.arch:
@@ -399,6 +399,11 @@ def plan_dockerfile(
         confidence=release.provenance.confidence,
         warnings=tuple(warnings),
     )
+
+
+def _some(versions: list[str]) -> str:
+    """A list of release versions, shortened to its first and last ones when long."""
+    return ", ".join(versions) if len(versions) <= 6 else f"{versions[0]}, {versions[1]}, ..., {versions[-1]}"
 
 
 def _aiter_gate(matrix: Matrix, gfx: str) -> str:
