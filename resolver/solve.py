@@ -320,6 +320,18 @@ class MatrixProvider:
         shipped, src = self._shipped(cand)
         if target.name in shipped:
             return None, False, None
+        if not shipped:
+            return (
+                Reason(
+                    code="artifact-facts-unknown",
+                    message=f"{cand.label}: which GPUs it is built for is not in the data",
+                    facts=(Fact(text=f"{cand.label} exists; its arch list was never read", source=src, confidence="unknown"),),
+                    hint="run `rocm-vllm matrix refresh` to read it, or check it yourself with `rocm-vllm image --smoke`",
+                    fix=Fix(kind="data", text="refresh the data (`rocm-vllm matrix refresh --write`)", host=False),
+                ),
+                False,
+                None,
+            )
         arch_text = ", ".join(shipped) if shipped else "an unknown arch list"
         if target.vllm_status == "unsupported":
             return (
@@ -833,7 +845,8 @@ def solve(matrix: Matrix, node: Node, request: Request, reporter: Reporter | Non
 def _common_reasons(rejected: tuple[Evaluation, ...]) -> tuple[Reason, ...]:
     """Reason codes that stop every candidate: the root causes worth leading with."""
     # A release whose facts are unknown fails for that reason alone; it says nothing about the node.
-    rejected = tuple(e for e in rejected if {r.code for r in e.reasons} != {"release-facts-unknown"})
+    unknown = {"release-facts-unknown", "artifact-facts-unknown"}
+    rejected = tuple(e for e in rejected if not {r.code for r in e.reasons} <= unknown)
     if not rejected:
         return ()
     common = set.intersection(*({r.code for r in e.reasons} for e in rejected))

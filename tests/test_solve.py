@@ -32,7 +32,7 @@ def test_mi300x_gets_the_newest_official_image_with_aiter_hint() -> None:
     assert d.plan is not None and d.plan.candidate.image is not None
     img = d.plan.candidate.image
     assert img.repo == "vllm/vllm-openai-rocm" and "gfx942" in img.arch
-    newest_official = max(i.vllm for i in M.images if i.official and i.vllm)
+    newest_official = max(i.vllm for i in M.images if i.official and i.vllm and i.arch)
     assert img.vllm == newest_official
     assert "aiter-off-by-default" in codes(d)
 
@@ -126,6 +126,12 @@ def test_unknown_release_is_unsupported_with_refresh_hint() -> None:
     assert d.verdict == "unsupported"
     assert any(r.code == "release-facts-unknown" for e in d.rejected for r in e.reasons)
     assert "refresh" in d.rejected[0].reasons[0].hint
+
+
+def test_image_with_unknown_contents_is_not_chosen() -> None:
+    d = decide("gfx942", driver="30.30.3", vllm="==0.28.0")
+    assert d.verdict == "unsupported"
+    assert {r.code for e in d.rejected for r in e.reasons} == {"artifact-facts-unknown", "release-facts-unknown"}
 
 
 def test_newer_unknown_releases_are_mentioned() -> None:
