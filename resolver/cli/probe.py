@@ -11,17 +11,26 @@ from resolver.cli._common import JsonOpt, emit_json, handle_errors
 
 AmdSmiOpt = Annotated[
     list[Path] | None,
-    typer.Option("--amd-smi", help="A saved `amd-smi static` / `list` output (text or --json); repeatable."),
+    typer.Option(
+        "--amd-smi", help="A saved `amd-smi static` / `list` output (text or --json); repeatable."
+    ),
 ]
 RocmSmiOpt = Annotated[
     list[Path] | None,
-    typer.Option("--rocm-smi", help="A saved `rocm-smi --showproductname` or concise output; repeatable."),
+    typer.Option(
+        "--rocm-smi", help="A saved `rocm-smi --showproductname` or concise output; repeatable."
+    ),
 ]
 SysfsOpt = Annotated[
     Path | None,
-    typer.Option("--sysfs", help="Read ROOT/sys/class/kfd/... and ROOT/sys/module/amdgpu/... as if ROOT were /."),
+    typer.Option(
+        "--sysfs",
+        help="Read ROOT/sys/class/kfd/... and ROOT/sys/module/amdgpu/... as if ROOT were /.",
+    ),
 ]
-RocminfoFileOpt = Annotated[Path | None, typer.Option("--rocminfo", help="A saved `rocminfo` output.")]
+RocminfoFileOpt = Annotated[
+    Path | None, typer.Option("--rocminfo", help="A saved `rocminfo` output.")
+]
 
 
 def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
@@ -41,7 +50,9 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         from resolver import probe as probe_mod
 
         if any(v for v in (rocminfo, amd_smi, rocm_smi, sysfs)):
-            node = probe_mod.probe_files(rocminfo=rocminfo, amd_smi=amd_smi, rocm_smi=rocm_smi, sysfs=sysfs)
+            node = probe_mod.probe_files(
+                rocminfo=rocminfo, amd_smi=amd_smi, rocm_smi=rocm_smi, sysfs=sysfs
+            )
         else:
             node = probe_mod.probe_live()
         if json_out:
@@ -61,7 +72,9 @@ def render(node: Any) -> str:
         rows: list[tuple[str, ...]] = [("#", "gfx", "product", "CUs", "VRAM", "partition", "note")]
         for i, gpu in enumerate(node.gpus):
             part = gpu.partition
-            partition = "/".join(p for p in ((part.compute, part.memory) if part else ()) if p) or "-"
+            partition = (
+                "/".join(p for p in ((part.compute, part.memory) if part else ()) if p) or "-"
+            )
             notes = []
             if gpu.integrated:
                 notes.append("integrated, not counted")
@@ -90,7 +103,9 @@ def render(node: Any) -> str:
             f"GPUs: {node.logical_gpu_count} logical, {node.physical_gpu_count} physical"
         )
     elif node.logical_gpu_count:
-        lines.append(f"{node.logical_gpu_count} GPU(s) listed, but no source names their gfx target.")
+        lines.append(
+            f"{node.logical_gpu_count} GPU(s) listed, but no source names their gfx target."
+        )
     else:
         lines.append("No AMD GPU found.")
     facts = [

@@ -28,17 +28,28 @@ _MAX_INPUT = 64 * 1024 * 1024
 def _read(path: Path, flag: str) -> str:
     try:
         if path.is_dir():
-            raise ProbeError(f"{flag} {path}: is a directory, not a file", hint=f"give {flag} the saved output file")
+            raise ProbeError(
+                f"{flag} {path}: is a directory, not a file",
+                hint=f"give {flag} the saved output file",
+            )
         with path.open("rb") as handle:
             data = handle.read(_MAX_INPUT + 1)
     except FileNotFoundError:
         raise ProbeError(f"{flag} {path}: no such file", hint="check the path") from None
     except PermissionError:
-        raise ProbeError(f"{flag} {path}: permission denied", hint="make the file readable, or copy it") from None
+        raise ProbeError(
+            f"{flag} {path}: permission denied", hint="make the file readable, or copy it"
+        ) from None
     except OSError as exc:
-        raise ProbeError(f"{flag} {path}: cannot read it ({exc.strerror or exc.__class__.__name__})", hint="check the path") from None
+        raise ProbeError(
+            f"{flag} {path}: cannot read it ({exc.strerror or exc.__class__.__name__})",
+            hint="check the path",
+        ) from None
     if len(data) > _MAX_INPUT:
-        raise ProbeError(f"{flag} {path}: larger than 64 MiB, not a tool output", hint=f"give {flag} the saved output file")
+        raise ProbeError(
+            f"{flag} {path}: larger than 64 MiB, not a tool output",
+            hint=f"give {flag} the saved output file",
+        )
     return data.decode("utf-8", errors="replace")
 
 
@@ -72,17 +83,30 @@ def probe_files(
         views.append(rocminfo_mod.parse(_read(rocminfo, "--rocminfo")))
         names.append(f"rocminfo:{rocminfo}")
     if not views:
-        raise ProbeError("no probe input given", hint="give --rocminfo FILE, --amd-smi FILE, --rocm-smi FILE or --sysfs ROOT")
+        raise ProbeError(
+            "no probe input given",
+            hint="give --rocminfo FILE, --amd-smi FILE, --rocm-smi FILE or --sysfs ROOT",
+        )
     views = _combine_same_source(views)
     node, problems = merge(views, origin="file:" + ",".join(names))
     if sysfs is not None:
-        node = replace(node, host={"driver_kind": next((v.facts.get("driver_kind") for v in views if v.source == "sysfs"), None)})
+        node = replace(
+            node,
+            host={
+                "driver_kind": next(
+                    (v.facts.get("driver_kind") for v in views if v.source == "sysfs"), None
+                )
+            },
+        )
     return _finish(node, problems)
 
 
 def _sysfs_view(root: Path) -> SourceView:
     if not root.is_dir():
-        raise ProbeError(f"--sysfs {root}: no such directory", hint="give the directory that holds sys/class/kfd (use / for this machine)")
+        raise ProbeError(
+            f"--sysfs {root}: no such directory",
+            hint="give the directory that holds sys/class/kfd (use / for this machine)",
+        )
     view = sysfs.parse(root)
     if not view.facts.get("kfd_present"):
         view.problem(
@@ -120,7 +144,9 @@ def _combine_same_source(views: list[SourceView]) -> list[SourceView]:
     return out
 
 
-def probe_live(*, root: Path = Path("/"), env: Mapping[str, str] | None = None, check_access: bool = True) -> Node:
+def probe_live(
+    *, root: Path = Path("/"), env: Mapping[str, str] | None = None, check_access: bool = True
+) -> Node:
     """This machine (or the tree under ``root``). Without an AMD GPU: a node with no GPUs and
     problems saying why (no /dev/kfd, amdgpu not loaded)."""
     environ = dict(os.environ) if env is None else dict(env)
@@ -143,7 +169,11 @@ def probe_live(*, root: Path = Path("/"), env: Mapping[str, str] | None = None, 
         origin="probe",
     )
     problems = facts.problems + problems
-    if node.gpus and host.get("numa_balancing") == 1 and any(g.gfx in {"gfx942", "gfx950", "gfx90a"} for g in node.gpus):
+    if (
+        node.gpus
+        and host.get("numa_balancing") == 1
+        and any(g.gfx in {"gfx942", "gfx950", "gfx90a"} for g in node.gpus)
+    ):
         problems.append(
             Problem(
                 code="numa-balancing-on",
@@ -170,7 +200,9 @@ def _finish(node: Node, problems: list[Problem]) -> Node:
             Problem(
                 code="no-gpu",
                 message="no AMD GPU found" + (f" ({', '.join(reasons)})" if reasons else ""),
-                hint=problems[0].hint if problems else "run the probe on the GPU node, or describe it with --gfx/--gpus",
+                hint=problems[0].hint
+                if problems
+                else "run the probe on the GPU node, or describe it with --gfx/--gpus",
             ),
         ]
     return replace(node, problems=tuple(problems))

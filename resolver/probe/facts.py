@@ -13,7 +13,9 @@ class GpuFact:
     """One GPU agent / logical device as a single source describes it; unknowns stay None."""
 
     gfx: str | None = None  # physical target (sysfs, PCI table) or what the source printed
-    runtime_gfx: str | None = None  # what the HSA runtime loads code for (differs under an override)
+    runtime_gfx: str | None = (
+        None  # what the HSA runtime loads code for (differs under an override)
+    )
     marketing_name: str | None = None
     pci_device_id: str | None = None  # "74a1"
     pci_revision: str | None = None  # "c0"

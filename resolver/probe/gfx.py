@@ -73,7 +73,9 @@ def split_target(text: str) -> TargetFeatures | None:
     if not match:
         return None
     flags = {f[:-1].lower(): f.endswith("+") for f in match.group(2).split(":") if f}
-    return TargetFeatures(gfx=match.group(1).lower(), sramecc=flags.get("sramecc"), xnack=flags.get("xnack"))
+    return TargetFeatures(
+        gfx=match.group(1).lower(), sramecc=flags.get("sramecc"), xnack=flags.get("xnack")
+    )
 
 
 def pci_id(value: str | int | None) -> str | None:
@@ -85,7 +87,11 @@ def pci_id(value: str | int | None) -> str | None:
     else:
         text = value.strip().lower()
         try:
-            number = int(text, 16) if text.startswith("0x") or re.search(r"[a-f]", text) else int(text, 10)
+            number = (
+                int(text, 16)
+                if text.startswith("0x") or re.search(r"[a-f]", text)
+                else int(text, 10)
+            )
         except ValueError:
             return None
     if number <= 0 or number > 0xFFFF:
@@ -110,7 +116,12 @@ def _pci_table() -> dict[str, tuple[PciEntry, ...]]:
         for product in target.products:
             if product.pci_device_id:
                 table.setdefault(product.pci_device_id.lower(), []).append(
-                    PciEntry(gfx=target.name, name=product.name, revision=product.pci_revision, family=product.family)
+                    PciEntry(
+                        gfx=target.name,
+                        name=product.name,
+                        revision=product.pci_revision,
+                        family=product.family,
+                    )
                 )
     return {k: tuple(v) for k, v in table.items()}
 
@@ -129,7 +140,9 @@ def gfx_for_pci(device_id: str | None) -> str | None:
     return targets.pop() if len(targets) == 1 else None
 
 
-def product_for_pci(device_id: str | None, revision: str | None = None, hint: str | None = None) -> str | None:
+def product_for_pci(
+    device_id: str | None, revision: str | None = None, hint: str | None = None
+) -> str | None:
     """Product name for a PCI id. The revision picks among products sharing an id (RX 9070 XT /
     9070 GRE / 9070); without it a marketing-name hint that names one of them picks it; otherwise
     the names are joined with " / " so nothing is claimed that the data cannot tell."""
@@ -169,7 +182,9 @@ def _norm_name(text: str) -> str:
     return " ".join(text.split())
 
 
-GENERIC_MARKETING_NAMES = frozenset({"", "amd radeon graphics", "amd radeon(tm) graphics", "radeon graphics"})
+GENERIC_MARKETING_NAMES = frozenset(
+    {"", "amd radeon graphics", "amd radeon(tm) graphics", "radeon graphics"}
+)
 
 
 def is_generic_marketing_name(name: str | None) -> bool:

@@ -40,7 +40,9 @@ class HostFacts:
     problems: list[Problem] = field(default_factory=list)
 
 
-def gather(root: Path, *, env: Mapping[str, str], check_access: bool = True, sockets: bool = True) -> HostFacts:
+def gather(
+    root: Path, *, env: Mapping[str, str], check_access: bool = True, sockets: bool = True
+) -> HostFacts:
     facts = HostFacts()
     facts.os = os_id(read_text(root / "etc/os-release") or read_text(root / "usr/lib/os-release"))
     facts.kernel = _kernel(root)
@@ -157,7 +159,11 @@ def _devices(root: Path, facts: HostFacts, check_access: bool) -> None:
     facts.host["kfd"] = kfd_info
     renders = []
     for path in sorted((root / "dev/dri").glob("renderD*")):
-        info: dict[str, Any] = {"path": "/" + str(path.relative_to(root)), "openable": None, "error": None}
+        info: dict[str, Any] = {
+            "path": "/" + str(path.relative_to(root)),
+            "openable": None,
+            "error": None,
+        }
         if check_access:
             info["openable"], info["error"] = _openable(path)
         renders.append(info)
@@ -182,7 +188,11 @@ def _devices(root: Path, facts: HostFacts, check_access: bool) -> None:
         )
     elif kfd_info["openable"] is False:
         facts.problems.append(
-            Problem(code="kfd-permission", message=f"cannot open /dev/kfd: {kfd_info['error']}", hint=GROUP_HINT)
+            Problem(
+                code="kfd-permission",
+                message=f"cannot open /dev/kfd: {kfd_info['error']}",
+                hint=GROUP_HINT,
+            )
         )
     blocked = [r["path"] for r in renders if r["openable"] is False]
     if blocked:

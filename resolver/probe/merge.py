@@ -31,19 +31,29 @@ _FILL = (
 )
 
 
-def merge(views: Sequence[SourceView], *, origin: str, env: Mapping[str, str] | None = None) -> tuple[Node, list[Problem]]:
+def merge(
+    views: Sequence[SourceView], *, origin: str, env: Mapping[str, str] | None = None
+) -> tuple[Node, list[Problem]]:
     """The merged node (without host facts) and the problems found, in source order."""
-    ordered = sorted(views, key=lambda v: PRIORITY.index(v.source) if v.source in PRIORITY else len(PRIORITY))
+    ordered = sorted(
+        views, key=lambda v: PRIORITY.index(v.source) if v.source in PRIORITY else len(PRIORITY)
+    )
     problems: list[Problem] = [p for v in ordered for p in v.problems]
     with_gpus = [v for v in ordered if v.gpus]
     base = next((v for v in with_gpus if v.count_exact), with_gpus[0] if with_gpus else None)
-    facts: list[GpuFact] = [GpuFact(**{s: getattr(g, s) for s in GpuFact.__slots__}) for g in base.gpus] if base else []
+    facts: list[GpuFact] = (
+        [GpuFact(**{s: getattr(g, s) for s in GpuFact.__slots__}) for g in base.gpus]
+        if base
+        else []
+    )
     for other in with_gpus:
         if other is base or base is None:
             continue
         _enrich(facts, base, other, problems)
     override = _apply_env_override(facts, env or {}, problems)
-    implied = next((v.facts.get("implied_override") for v in ordered if v.facts.get("implied_override")), None)
+    implied = next(
+        (v.facts.get("implied_override") for v in ordered if v.facts.get("implied_override")), None
+    )
     if base is not None and not base.count_exact:
         problems.append(
             Problem(
@@ -95,7 +105,9 @@ def _pair(facts: list[GpuFact], other: SourceView) -> list[tuple[GpuFact, GpuFac
     pairs = []
     unmatched = list(other.gpus)
     for fact in facts:
-        match = next((o for o in unmatched if fact.unique_id and o.unique_id == fact.unique_id), None)
+        match = next(
+            (o for o in unmatched if fact.unique_id and o.unique_id == fact.unique_id), None
+        )
         if match is None:
             match = next((o for o in unmatched if fact.bdf and o.bdf == fact.bdf), None)
         if match is not None:
@@ -106,13 +118,20 @@ def _pair(facts: list[GpuFact], other: SourceView) -> list[tuple[GpuFact, GpuFac
     return pairs
 
 
-def _enrich(facts: list[GpuFact], base: SourceView, other: SourceView, problems: list[Problem]) -> None:
+def _enrich(
+    facts: list[GpuFact], base: SourceView, other: SourceView, problems: list[Problem]
+) -> None:
     for fact, extra in _pair(facts, other):
         for name in _FILL:
             if getattr(fact, name) is None and getattr(extra, name) is not None:
                 setattr(fact, name, getattr(extra, name))
         already = any(p.code == "gfx-override" for p in problems)
-        if other.source == "rocminfo" and extra.runtime_gfx and fact.gfx and extra.runtime_gfx != fact.gfx:
+        if (
+            other.source == "rocminfo"
+            and extra.runtime_gfx
+            and fact.gfx
+            and extra.runtime_gfx != fact.gfx
+        ):
             fact.runtime_gfx = extra.runtime_gfx
             if already:
                 continue
@@ -126,7 +145,10 @@ def _enrich(facts: list[GpuFact], base: SourceView, other: SourceView, problems:
                 )
             )
     mine = sorted({f.gfx for f in facts if f.gfx})
-    theirs = sorted({(g.gfx or "") for g in other.gpus if g.gfx} - {f.runtime_gfx for f in facts if f.runtime_gfx})
+    theirs = sorted(
+        {(g.gfx or "") for g in other.gpus if g.gfx}
+        - {f.runtime_gfx for f in facts if f.runtime_gfx}
+    )
     if theirs and set(theirs) - set(mine):
         problems.append(
             Problem(
@@ -149,7 +171,9 @@ def _enrich(facts: list[GpuFact], base: SourceView, other: SourceView, problems:
         )
 
 
-def _apply_env_override(facts: list[GpuFact], env: Mapping[str, str], problems: list[Problem]) -> str | None:
+def _apply_env_override(
+    facts: list[GpuFact], env: Mapping[str, str], problems: list[Problem]
+) -> str | None:
     """HSA_OVERRIDE_GFX_VERSION (and the per-GPU ``_<n>`` form, checked first) changes only what
     the runtime loads; sysfs keeps the physical target."""
     value = env.get("HSA_OVERRIDE_GFX_VERSION")

@@ -20,7 +20,9 @@ _ROCK_VERSION_RE = re.compile(r"ROCk module version\s+(\S+)\s+is loaded")
 _KFD_ERR_RE = re.compile(r"Unable to open /dev/kfd read-write:\s*(.+)$")
 _NOT_MEMBER_RE = re.compile(r"(\S+) is not member of \"?(\w+)\"? group")
 _FLAT_NAME_RE = re.compile(r"(?<![\w-])Name:\s+(gfx[0-9a-f]{3,4})(?![\w-])")
-_FLAT_MARKETING_RE = re.compile(r"Marketing Name:\s+(.*?)(?=\s{2,}|\s+(?:Name|Uuid|Vendor Name):|$)")
+_FLAT_MARKETING_RE = re.compile(
+    r"Marketing Name:\s+(.*?)(?=\s{2,}|\s+(?:Name|Uuid|Vendor Name):|$)"
+)
 _ISA_RE = re.compile(r"amdgcn-amd-amdhsa--(gfx[0-9a-f]{3,4}(?::[a-z]+[+-])*)", re.IGNORECASE)
 
 GROUP_HINT = "sudo usermod -aG render,video $USER, then log out and back in (in a container: --group-add video --group-add render)"
@@ -158,8 +160,17 @@ def _agent(block: list[str], view: SourceView) -> GpuFact | None:
     if not device_type and not gfxmod.is_gfx_name(name.lower()):
         return None
     gpu = GpuFact()
-    reported = name.lower().split(":")[0] if gfxmod.is_gfx_name(name.lower().split(":")[0]) else None
-    features = next((f for f in (gfxmod.split_target(i) for i in isas) if f and not gfxmod.GENERIC_RE.match(f.gfx)), None)
+    reported = (
+        name.lower().split(":")[0] if gfxmod.is_gfx_name(name.lower().split(":")[0]) else None
+    )
+    features = next(
+        (
+            f
+            for f in (gfxmod.split_target(i) for i in isas)
+            if f and not gfxmod.GENERIC_RE.match(f.gfx)
+        ),
+        None,
+    )
     gpu.runtime_gfx = reported or (features.gfx if features else None)
     gpu.gfx = gpu.runtime_gfx
     if features:

@@ -21,7 +21,9 @@ _AMD_GPU_RE = re.compile(r"^\s*GPU:\s*(\d+)\s*$")
 _KV_RE = re.compile(r"^\s*([A-Z][A-Z0-9_ ]*?)\s*:\s*(.*?)\s*$")
 _ROCM_SMI_KV_RE = re.compile(r"^\s*(?:GPU|card)\[(\d+)\]\s*:\s*([^:]+?)\s*:\s*(.*?)\s*$")
 _AMD_HEADER_RE = re.compile(r"AMD-SMI\s+(\S+)\s+amdgpu version:\s*(\S+)\s+ROCm version:\s*(\S+)")
-_BDF_ROW_RE = re.compile(r"^\|\s*([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7])\s+(.*?)\s*\|", re.IGNORECASE)
+_BDF_ROW_RE = re.compile(
+    r"^\|\s*([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7])\s+(.*?)\s*\|", re.IGNORECASE
+)
 _PARTITIONS = {"SPX", "DPX", "TPX", "QPX", "CPX"}
 _MEM_PARTITIONS = {"NPS1", "NPS2", "NPS4", "NPS8"}
 
@@ -58,7 +60,9 @@ def parse_amd_smi(text: str) -> SourceView:
     elif header:
         for line in lines:
             if row := _BDF_ROW_RE.match(line):
-                view.gpus.append(GpuFact(bdf=row.group(1).lower(), marketing_name=row.group(2) or None))
+                view.gpus.append(
+                    GpuFact(bdf=row.group(1).lower(), marketing_name=row.group(2) or None)
+                )
     return _finish(view, "amd-smi")
 
 
@@ -94,7 +98,9 @@ def _amd_gpu(kv: dict[str, str], view: SourceView) -> GpuFact:
     cus = _value(kv.get("NUM_COMPUTE_UNITS"))
     gpu.compute_units = int(cus) if cus and cus.isdigit() else None
     target = (_value(kv.get("TARGET_GRAPHICS_VERSION")) or "").lower()
-    if gfxmod.is_gfx_name(target) and (gfxmod.is_known(target) or not gfxmod.gfx_for_pci(gpu.pci_device_id)):
+    if gfxmod.is_gfx_name(target) and (
+        gfxmod.is_known(target) or not gfxmod.gfx_for_pci(gpu.pci_device_id)
+    ):
         gpu.gfx = gpu.runtime_gfx = target
     elif target:
         physical = gfxmod.gfx_for_pci(gpu.pci_device_id)
@@ -105,7 +111,9 @@ def _amd_gpu(kv: dict[str, str], view: SourceView) -> GpuFact:
             + (f"; the PCI id {gpu.pci_device_id} says {physical}" if physical else ""),
             "amd-smi before ROCm 6.4 misprints gfx targets (gfx9008 for gfx908); use a newer amd-smi or --sysfs",
         )
-    gpu.compute_partition = _choice(kv.get("COMPUTE_PARTITION") or kv.get("ACCELERATOR_PARTITION"), _PARTITIONS)
+    gpu.compute_partition = _choice(
+        kv.get("COMPUTE_PARTITION") or kv.get("ACCELERATOR_PARTITION"), _PARTITIONS
+    )
     gpu.memory_partition = _choice(kv.get("MEMORY_PARTITION"), _MEM_PARTITIONS)
     bdf = _value(kv.get("BDF"))
     gpu.bdf = bdf.lower() if bdf and re.fullmatch(r"[0-9a-fA-F:.]+", bdf) else None
@@ -126,7 +134,9 @@ def parse_rocm_smi(text: str) -> SourceView:
     per_gpu: dict[int, dict[str, str]] = {}
     for line in lines:
         if match := _ROCM_SMI_KV_RE.match(line):
-            per_gpu.setdefault(int(match.group(1)), {}).setdefault(match.group(2).strip().lower(), match.group(3))
+            per_gpu.setdefault(int(match.group(1)), {}).setdefault(
+                match.group(2).strip().lower(), match.group(3)
+            )
         elif (kv := re.match(r"^\s*Driver version:\s*(\S+)", line)) and view.driver_version is None:
             view.driver_version = kv.group(1)
     if per_gpu:

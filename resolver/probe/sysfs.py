@@ -52,7 +52,9 @@ def parse(root: Path) -> SourceView:
     _driver(root, view)
     nodes_dir = root / KFD_NODES
     try:
-        nodes = sorted((p for p in nodes_dir.iterdir() if p.is_dir() and p.name.isdigit()), key=_node_number)
+        nodes = sorted(
+            (p for p in nodes_dir.iterdir() if p.is_dir() and p.name.isdigit()), key=_node_number
+        )
     except OSError:
         nodes = []
     view.facts["kfd_present"] = bool(nodes)
@@ -137,11 +139,16 @@ def _vram(node: Path) -> int | None:
 def _pci_partition(root: Path, bdf: str) -> tuple[str | None, str | None]:
     """Partition modes live on the PCI function of the physical GPU (function 0)."""
     base = bdf.rsplit(".", 1)[0] + ".0"
-    for directory in (root / "sys/bus/pci/devices" / base, root / "sys/module/amdgpu/drivers/pci:amdgpu" / base):
+    for directory in (
+        root / "sys/bus/pci/devices" / base,
+        root / "sys/module/amdgpu/drivers/pci:amdgpu" / base,
+    ):
         compute = read_text(directory / "current_compute_partition")
         memory = read_text(directory / "current_memory_partition")
         if compute is not None or memory is not None:
-            return (compute.strip().upper() or None) if compute else None, (memory.strip().upper() or None) if memory else None
+            return (compute.strip().upper() or None) if compute else None, (
+                memory.strip().upper() or None
+            ) if memory else None
     return None, None
 
 
@@ -157,7 +164,9 @@ def _infer_partitions(view: SourceView) -> None:
         for gpu in members:
             if gpu.compute_partition or gpu.gfx not in gfxmod.PARTITIONABLE:
                 continue
-            gpu.compute_partition = infer_compute_partition(len(members), gpu.num_xcc, gpu.compute_units)
+            gpu.compute_partition = infer_compute_partition(
+                len(members), gpu.num_xcc, gpu.compute_units
+            )
             inferred = inferred or gpu.compute_partition is not None
     if inferred:
         view.facts["partition_inferred"] = True

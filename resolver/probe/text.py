@@ -47,7 +47,11 @@ def size_to_bytes(text: str | None) -> int | None:
     """``196592 MB`` / ``192 GB`` / ``201310208 KB`` / ``16760832(0xffc000) KB`` -> bytes."""
     if not text:
         return None
-    match = re.match(r"^\s*(\d+(?:\.\d+)?)\s*(?:\(0x[0-9a-fA-F]+\))?\s*([KMGT]i?B|B)?\s*$", text.strip(), re.IGNORECASE)
+    match = re.match(
+        r"^\s*(\d+(?:\.\d+)?)\s*(?:\(0x[0-9a-fA-F]+\))?\s*([KMGT]i?B|B)?\s*$",
+        text.strip(),
+        re.IGNORECASE,
+    )
     if not match:
         return None
     unit = (match.group(2) or "B").upper().replace("I", "")
