@@ -18,7 +18,12 @@ def _node_flags(node: Node) -> list[str]:
     if node.origin.startswith("example:"):
         return ["--example", node.origin.split(":", 1)[1]]
     if node.origin.startswith("file:"):
-        return ["--node", node.origin.split(":", 1)[1]]
+        source = node.origin.split(":", 1)[1]
+        kind, _, path = source.partition(":")
+        if kind == "rocminfo" and "," not in path:
+            return ["--rocminfo", path]
+        if kind not in ("rocminfo", "amd-smi", "rocm-smi", "sysfs"):
+            return ["--node", source]
     flags = ["--gfx", ",".join(node.gfx_targets)]
     if node.logical_gpu_count:
         flags += ["--gpus", str(node.logical_gpu_count)]

@@ -688,15 +688,6 @@ def node_warnings(m: Matrix, node: Node, request: Request, plan: Evaluation | No
                 source="ROCm/vllm#390; ROCm/rocm-systems#11348",
             )
         )
-    if any(g.integrated for g in node.gpus) and node.gfx_targets:
-        out.append(
-            Warning(
-                code="igpu-present",
-                message="an integrated GPU sits beside the discrete one(s); ROCm enumerates it too",
-                hint="expose only the discrete GPUs: HIP_VISIBLE_DEVICES=<their indices>",
-                source="ROCm/ROCm#4386",
-            )
-        )
     if any(g.partition and (g.partition.compute or "").upper() == "CPX" for g in node.gpus):
         out.append(
             Warning(
@@ -781,9 +772,12 @@ def solve(matrix: Matrix, node: Node, request: Request, reporter: Reporter | Non
     reporter = reporter or Reporter()
     _validate_request(request)
     if not node.gfx_targets:
+        # Say why, when the probe knows: "permission denied on /dev/kfd" needs another fix than "no GPU".
+        cause = next((p for p in node.problems if p.code != "no-gpu"), None)
         raise InputError(
-            "the node has no AMD GPU to decide for",
-            hint="describe one with --gfx (e.g. --gfx gfx942), --example NAME, or --node FILE from `rocm-vllm probe --json`",
+            "the node has no AMD GPU to decide for" + (f": {cause.message}" if cause else ""),
+            hint=(f"{cause.hint}; or " if cause else "")
+            + "describe the node with --gfx (e.g. --gfx gfx942), --example NAME, or --node FILE from `rocm-vllm probe --json`",
         )
     provider = MatrixProvider(matrix, node, request)
     evaluations: list[Evaluation] = []
