@@ -94,12 +94,15 @@ def _clone_urls(run: str) -> list[str]:
     urls = []
     for i, word in enumerate(words):
         if word == "clone" and i > 0 and words[i - 1] == "git":
+            # The repository is the first URL-like word (options such as --depth 1 come first).
             for arg in words[i + 1 :]:
-                if arg.startswith("-"):
-                    continue
-                if "$" not in arg:  # a ${VAR} clone is the *_REPO ARG, already read
+                if arg in ("&&", "||", ";", "|"):
+                    break
+                if arg.startswith("$") or "${" in arg:
+                    break  # a ${VAR} clone is the *_REPO ARG, already read
+                if "://" in arg:
                     urls.append(arg)
-                break
+                    break
     return urls
 
 
