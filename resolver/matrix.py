@@ -63,7 +63,7 @@ class Record:
                 raise self.fail(field, "is missing")
             return None
         value = self.data[field]
-        if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
             raise self.fail(field, f"must be {_kind_name(kind)}, not {type(value).__name__}")
         return value
 

@@ -99,11 +99,19 @@ def read(path: Path | None = None) -> dict[str, list[dict[str, Any]]]:
         doc = json.loads(text)
     except ValueError:
         raise _broken(path, "is not valid JSON") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("files"), dict):
+    if (
+        not isinstance(doc, dict)
+        or doc.get("format") != FORMAT
+        or not isinstance(doc.get("files"), dict)
+    ):
         raise _broken(path, f"is not a format-{FORMAT} overlay")
     out: dict[str, list[dict[str, Any]]] = {}
     for file, records in doc["files"].items():
-        if file not in TABLES or not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        if (
+            file not in TABLES
+            or not isinstance(records, list)
+            or not all(isinstance(r, dict) for r in records)
+        ):
             raise _broken(path, f"has an unexpected entry {file!r}")
         out[file] = records
     return out
@@ -117,7 +125,9 @@ def _broken(path: Path, problem: str) -> MatrixError:
     )
 
 
-def merge(file: str, embedded: list[dict[str, Any]], extra: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def merge(
+    file: str, embedded: list[dict[str, Any]], extra: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """Embedded records with overlay records laid over them by key (replaced in place, or added)."""
     merged = list(embedded)
     index = {record_key(file, r): i for i, r in enumerate(merged)}
@@ -144,7 +154,9 @@ def embedded_raw(file: str, directory: Path | None = None) -> list[dict[str, Any
     return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
 
 
-def current_raw(directory: Path | None = None, path: Path | None = None) -> dict[str, list[dict[str, Any]]]:
+def current_raw(
+    directory: Path | None = None, path: Path | None = None
+) -> dict[str, list[dict[str, Any]]]:
     """Embedded data with the overlay over it, as plain tables: what every command sees."""
     extra = read(path)
     out = {file: merge(file, embedded_raw(file, directory), extra.get(file, [])) for file in TABLES}
@@ -173,7 +185,9 @@ def origins(path: Path | None = None) -> dict[tuple[str, str], Origin]:
     return out
 
 
-def write(updates: dict[str, list[dict[str, Any]]], *, written_at: str, path: Path | None = None) -> Path:
+def write(
+    updates: dict[str, list[dict[str, Any]]], *, written_at: str, path: Path | None = None
+) -> Path:
     """Merge ``updates`` into the overlay by key and replace the file atomically."""
     path = path or overlay_path()
     files = read(path)
@@ -196,9 +210,9 @@ def write(updates: dict[str, list[dict[str, Any]]], *, written_at: str, path: Pa
             fh.write("\n")
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        Path(tmp).replace(path)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            Path(tmp).unlink()
         raise
     return path

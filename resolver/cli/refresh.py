@@ -25,11 +25,15 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         ] = None,
         write: Annotated[
             bool,
-            typer.Option("--write", help="Save what changed to the overlay in the user data directory."),
+            typer.Option(
+                "--write", help="Save what changed to the overlay in the user data directory."
+            ),
         ] = False,
         tag: Annotated[
             list[str] | None,
-            typer.Option("--tag", help="Re-read this vLLM tag even if the data already has it (repeatable)."),
+            typer.Option(
+                "--tag", help="Re-read this vLLM tag even if the data already has it (repeatable)."
+            ),
         ] = None,
         json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     ) -> None:
@@ -62,7 +66,10 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         else:
             typer.echo(
                 diff.render(
-                    outcome.changes, outcome.refused, target=str(outcome.target), written=outcome.written is not None
+                    outcome.changes,
+                    outcome.refused,
+                    target=str(outcome.target),
+                    written=outcome.written is not None,
                 )
             )
         if outcome.changed and not outcome.written:
@@ -78,7 +85,11 @@ def _with_progress(sources: list[str] | None, write: bool, tags: list[str] | Non
 
     console = Console(stderr=True)
     with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=console, transient=True
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=console,
+        transient=True,
     ) as bar:
         task = bar.add_task("refresh", total=None)
 

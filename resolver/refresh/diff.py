@@ -77,7 +77,13 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> list[FieldChange]:
     return changes
 
 
-def changes_for(current: dict[str, list[dict[str, Any]]], file: str, key: str, record: dict[str, Any], key_of: Any) -> RecordChange | None:
+def changes_for(
+    current: dict[str, list[dict[str, Any]]],
+    file: str,
+    key: str,
+    record: dict[str, Any],
+    key_of: Any,
+) -> RecordChange | None:
     old = next((r for r in current.get(file, []) if key_of(file, r) == key), None)
     if old is None:
         return RecordChange(file, key, "added", record)
@@ -98,7 +104,11 @@ def _show(value: Any) -> str:
 
 def _summary(record: dict[str, Any]) -> list[str]:
     lines = []
-    facts = [f"{k} {_show(record[k])}" for k in ("rocm", "python", "vllm", "digest", "base_image") if record.get(k)]
+    facts = [
+        f"{k} {_show(record[k])}"
+        for k in ("rocm", "python", "vllm", "digest", "base_image")
+        if record.get(k)
+    ]
     if facts:
         lines.append(", ".join(facts))
     for k in ("arch", "aiter_arch", "cmake_arch", "python", "glibc_min"):
@@ -106,12 +116,16 @@ def _summary(record: dict[str, Any]) -> list[str]:
             lines.append(f"{k}: {_show(record[k])}")
     pins = record.get("pins")
     if isinstance(pins, dict) and pins:
-        lines.append("pins: " + ", ".join(f"{c} {p.get('repo')}@{p.get('ref')}" for c, p in pins.items()))
+        lines.append(
+            "pins: " + ", ".join(f"{c} {p.get('repo')}@{p.get('ref')}" for c, p in pins.items())
+        )
     lines.append(f"source: {record.get('source')}")
     return lines
 
 
-def render(changes: list[RecordChange], refused: list[Refusal], *, target: str, written: bool) -> str:
+def render(
+    changes: list[RecordChange], refused: list[Refusal], *, target: str, written: bool
+) -> str:
     out: list[str] = []
     for file in sorted({c.file for c in changes}):
         mine = [c for c in changes if c.file == file]
@@ -135,7 +149,9 @@ def render(changes: list[RecordChange], refused: list[Refusal], *, target: str, 
     elif written:
         out.append(f"wrote {len(changes)} record(s) to {target}")
     else:
-        out.append(f"{len(changes)} record(s) differ from the data in use; run with --write to save them to {target}")
+        out.append(
+            f"{len(changes)} record(s) differ from the data in use; run with --write to save them to {target}"
+        )
     return "\n".join(out)
 
 

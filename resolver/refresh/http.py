@@ -109,7 +109,9 @@ class HttpClient:
         conditional = "If-None-Match" in send_headers or "If-Modified-Since" in send_headers
         resp = self._send(method, url, send_headers, conditional)
         if resp.status == 304 and cached is not None:
-            return Response(url, cached.status, {**cached.headers, **_pick(resp.headers)}, cached.body, True)
+            return Response(
+                url, cached.status, {**cached.headers, **_pick(resp.headers)}, cached.body, True
+            )
         if resp.ok or (resp.status == 404 and immutable):
             self._cache_write(key, resp)
         if resp.ok or resp.status in allow:
@@ -119,13 +121,17 @@ class HttpClient:
             hint=_hint_for(resp.status),
         )
 
-    def get_json(self, url: str, *, headers: Mapping[str, str] | None = None) -> tuple[Any, Response]:
+    def get_json(
+        self, url: str, *, headers: Mapping[str, str] | None = None
+    ) -> tuple[Any, Response]:
         resp = self.get(url, headers=headers, allow=frozenset())
         return resp.json(), resp
 
     # --- wire -------------------------------------------------------------------------------
 
-    def _send(self, method: str, url: str, headers: Mapping[str, str], conditional: bool) -> Response:
+    def _send(
+        self, method: str, url: str, headers: Mapping[str, str], conditional: bool
+    ) -> Response:
         req = self._requests
         last_problem = ""
         last_retry_after: str | None = None
@@ -157,7 +163,7 @@ class HttpClient:
     def _delay(self, attempt: int, retry_after: str | None) -> float:
         if retry_after and retry_after.isdigit():
             return min(float(retry_after), 60.0)
-        return self.backoff * (2 ** (attempt - 1))
+        return float(self.backoff * (2 ** (attempt - 1)))
 
     # --- cache ------------------------------------------------------------------------------
 
@@ -209,10 +215,10 @@ def _atomic_write(path: Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-        os.replace(tmp, path)
+        Path(tmp).replace(path)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            Path(tmp).unlink()
         raise
 
 

@@ -19,14 +19,7 @@ from resolver.refresh.common import IMAGE_REPOS, Candidate, Endpoints, Progress,
 from resolver.refresh.http import HttpClient, Response, parse_link_next
 from resolver.safety import is_safe
 
-MANIFEST_TYPES = ", ".join(
-    (
-        "application/vnd.oci.image.index.v1+json",
-        "application/vnd.docker.distribution.manifest.list.v2+json",
-        "application/vnd.oci.image.manifest.v1+json",
-        "application/vnd.docker.distribution.manifest.v2+json",
-    )
-)
+MANIFEST_TYPES = "application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json"
 _VER = r"\d+(?:\.\d+){1,3}(?:\.post\d+)?"
 _FAMILY = re.compile(r"^(?:cdna|rdna|navi|mi\d+[a-z]*|gfx[0-9a-fA-FxX]{3,4}-[a-z]+)$")
 _DATE = re.compile(r"^\d{8}$")
@@ -94,7 +87,9 @@ class ImagesSource:
 
     # --- registry ---------------------------------------------------------------------------
 
-    def _get(self, repo: str, url: str, *, method: str = "GET", accept: str | None = None) -> Response:
+    def _get(
+        self, repo: str, url: str, *, method: str = "GET", accept: str | None = None
+    ) -> Response:
         headers = {"Accept": accept} if accept else {}
         if repo in self._tokens:
             headers["Authorization"] = f"Bearer {self._tokens[repo]}"
@@ -103,7 +98,9 @@ class ImagesSource:
             self._tokens[repo] = self._token(repo, resp.headers.get("www-authenticate", ""))
             return self._get(repo, url, method=method, accept=accept)
         if resp.status == 401:
-            raise RegistryError(f"{method} {url}: the registry refused the token", hint="check registry access")
+            raise RegistryError(
+                f"{method} {url}: the registry refused the token", hint="check registry access"
+            )
         return resp
 
     def _token(self, repo: str, challenge: str) -> str:
@@ -135,12 +132,16 @@ class ImagesSource:
             data = resp.json()
             items = data.get("tags") if isinstance(data, dict) else None
             if not isinstance(items, list):
-                raise RegistryError(f"{url}: the tag list has no 'tags' array", hint="check ROCM_VLLM_REGISTRY")
+                raise RegistryError(
+                    f"{url}: the tag list has no 'tags' array", hint="check ROCM_VLLM_REGISTRY"
+                )
             for tag in items:
                 if isinstance(tag, str) and is_safe("image_tag", tag):
                     tags.append(tag)
                 else:
-                    result.refuse(f"image {repo}:{str(tag)[:60]!r}", "is not an acceptable image tag")
+                    result.refuse(
+                        f"image {repo}:{str(tag)[:60]!r}", "is not an acceptable image tag"
+                    )
             nxt = parse_link_next(resp.headers.get("link"))
             url = _absolute(self.ep.registry, nxt) if nxt else None
         return tags
@@ -169,10 +170,14 @@ class ImagesSource:
                 self.progress(f"{repo}:{tag}", i, len(wanted))
             digest, url = self.digest(repo, tag)
             if digest is None:
-                result.refuse(f"image {repo}:{tag}", "the registry lists the tag but has no manifest for it")
+                result.refuse(
+                    f"image {repo}:{tag}", "the registry lists the tag but has no manifest for it"
+                )
                 continue
             if not is_safe("digest", digest):
-                result.refuse(f"image {repo}:{tag}", f"digest {digest[:80]!r} is not a sha256 digest")
+                result.refuse(
+                    f"image {repo}:{tag}", f"digest {digest[:80]!r} is not a sha256 digest"
+                )
                 continue
             old = existing.get((repo, tag))
             if old is not None and old.get("digest") == digest:
@@ -208,7 +213,10 @@ class ImagesSource:
         return rec
 
     def _streams(self) -> dict[str, str]:
-        return {_version_key(r.get("version")): str(r.get("stream")) for r in self.current.get("rocm.toml", [])}
+        return {
+            _version_key(r.get("version")): str(r.get("stream"))
+            for r in self.current.get("rocm.toml", [])
+        }
 
 
 def _version_key(value: Any) -> str:
@@ -223,34 +231,48 @@ def _official(tag: str, releases: dict[str, dict[str, Any]]) -> dict[str, Any] |
     if not m:
         return None  # latest, nightly-<sha>, ...: not a release
     version = m.group(1)
-    rec: dict[str, Any] = {"repo": "vllm/vllm-openai-rocm", "tag": tag, "vllm": version, "entrypoint": "vllm-serve"}
+    rec: dict[str, Any] = {
+        "repo": "vllm/vllm-openai-rocm",
+        "tag": tag,
+        "vllm": version,
+        "entrypoint": "vllm-serve",
+    }
     release = releases.get(_version_key(version))
     if release and release.get("rocm"):
         for field_name in ("rocm", "python", "arch"):
             if release.get(field_name):
                 rec[field_name] = release[field_name]
         rec["confidence"] = "inferred"
-        rec["note"] = f"Tag and digest read from the registry; ROCm, Python and arch from vllm.toml release {version}."
+        rec["note"] = (
+            f"Tag and digest read from the registry; ROCm, Python and arch from vllm.toml release {version}."
+        )
     else:
         rec["confidence"] = "inferred"
-        rec["note"] = f"Tag and digest read from the registry; vllm.toml does not know release {version}'s build yet."
+        rec["note"] = (
+            f"Tag and digest read from the registry; vllm.toml does not know release {version}'s build yet."
+        )
     return rec
 
 
-def _amd(repo: str, tag: str, parsed: dict[str, str], existing: dict[tuple[Any, Any], dict[str, Any]]) -> dict[str, Any]:
+def _amd(
+    repo: str, tag: str, parsed: dict[str, str], existing: dict[tuple[Any, Any], dict[str, Any]]
+) -> dict[str, Any]:
     rec: dict[str, Any] = {"repo": repo, "tag": tag, "rocm": parsed["rocm"], "vllm": parsed["vllm"]}
     for field_name in ("python", "torch", "family_tag"):
         if field_name in parsed:
             rec[field_name] = parsed[field_name]
     # AMD publishes no arch list: carry it over from the newest known image of the same family.
     same = [
-        r for (r_repo, _), r in existing.items()
+        r
+        for (r_repo, _), r in existing.items()
         if r_repo == repo and r.get("family_tag") == parsed.get("family_tag") and r.get("arch")
     ]
     same.sort(key=lambda r: _sortable(r.get("rocm")), reverse=True)
     if same:
         rec["arch"] = list(same[0]["arch"])
-        rec["note"] = f"Tag and digest read from the registry; arch list carried over from {repo}:{same[0].get('tag')} (same family)."
+        rec["note"] = (
+            f"Tag and digest read from the registry; arch list carried over from {repo}:{same[0].get('tag')} (same family)."
+        )
     else:
         rec["note"] = "Tag and digest read from the registry; AMD publishes no arch list for it."
     rec["entrypoint"] = "shell"

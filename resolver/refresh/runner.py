@@ -95,7 +95,9 @@ def refresh(
                     continue
                 _carry_over(cand, before)
                 accepted.append(cand)
-                working[cand.file] = overlay.merge(cand.file, working.get(cand.file, []), [cand.record])
+                working[cand.file] = overlay.merge(
+                    cand.file, working.get(cand.file, []), [cand.record]
+                )
     finally:
         outcome.requests = len(http.sent)
         outcome.conditional = sum(r.conditional for r in http.sent)
@@ -142,7 +144,9 @@ def _check(cand: Candidate, working: dict[str, list[dict[str, Any]]]) -> str | N
     for field_name in ("arch", "aiter_arch", "cmake_arch", "gfx"):
         for gfx in getattr(built, field_name, ()) or ():
             if gfx not in known_gfx:
-                return f"field '{field_name}' names gfx target {gfx!r}, which gfx.toml does not know"
+                return (
+                    f"field '{field_name}' names gfx target {gfx!r}, which gfx.toml does not know"
+                )
     rocm = getattr(built, "rocm", None)
     if cand.file != "rocm.toml" and rocm is not None:
         known_rocm = {overlay.record_key("rocm.toml", r) for r in working.get("rocm.toml", [])}
@@ -164,7 +168,10 @@ def _carry_over(cand: Candidate, before: dict[str, list[dict[str, Any]]]) -> Non
     """Facts upstream cannot tell us (a release date) stay as they were."""
     if cand.file != "vllm.toml" or "date" in cand.record:
         return
-    old = next((r for r in before.get("vllm.toml", []) if overlay.record_key("vllm.toml", r) == cand.key), None)
+    old = next(
+        (r for r in before.get("vllm.toml", []) if overlay.record_key("vllm.toml", r) == cand.key),
+        None,
+    )
     if old and old.get("date"):
         cand.record["date"] = old["date"]
 
@@ -172,5 +179,7 @@ def _carry_over(cand: Candidate, before: dict[str, list[dict[str, Any]]]) -> Non
 def _check_whole(updates: dict[str, list[dict[str, Any]]]) -> None:
     """The data as it would be after the write must load; otherwise nothing is written."""
     extra = overlay.read()
-    merged = {f: overlay.merge(f, extra.get(f, []), updates.get(f, [])) for f in set(extra) | set(updates)}
+    merged = {
+        f: overlay.merge(f, extra.get(f, []), updates.get(f, [])) for f in set(extra) | set(updates)
+    }
     matrix.load_dir(resources.matrix_dir(), merged)

@@ -107,7 +107,9 @@ class VllmSource:
             url = parse_link_next(resp.headers.get("link"))
         return out
 
-    def _wanted(self, tags: list[tuple[str, str]], result: SourceResult) -> list[tuple[str, str, Version]]:
+    def _wanted(
+        self, tags: list[tuple[str, str]], result: SourceResult
+    ) -> list[tuple[str, str, Version]]:
         known: dict[Version, dict[str, Any]] = {}
         for rec in self.current.get("vllm.toml", []):
             try:
@@ -133,8 +135,8 @@ class VllmSource:
                 continue
             if oldest is not None and version < oldest:
                 continue  # the data starts at its oldest release on purpose
-            rec = known.get(version)
-            if rec is not None and _read_exactly(rec, sha):
+            have = known.get(version)
+            if have is not None and _read_exactly(have, sha):
                 continue
             wanted.append((name, sha, version))
         return sorted(wanted, key=lambda t: t[2])
@@ -143,13 +145,19 @@ class VllmSource:
 
     def _raw(self, sha: str, path: str) -> tuple[str | None, str]:
         url = f"{self.ep.github_raw}/{VLLM_REPO}/{sha}/{path}"
-        headers = {"Authorization": f"Bearer {self.ep.github_token}"} if self.ep.github_token else None
+        headers = (
+            {"Authorization": f"Bearer {self.ep.github_token}"} if self.ep.github_token else None
+        )
         # A file at a full commit sha never changes: answered from the cache once read.
         resp = self.client.get(url, headers=headers, immutable=True)
         return (resp.text() if resp.ok else None), url
 
-    def read_tag(self, tag: str, sha: str, version: Version, result: SourceResult) -> Candidate | None:
-        for base_path, app_path, layout in _LAYOUTS:
+    def read_tag(
+        self, tag: str, sha: str, version: Version, result: SourceResult
+    ) -> Candidate | None:
+        layout = ""
+        for base_path, app_path, candidate_layout in _LAYOUTS:
+            layout = candidate_layout
             base_text = base_url = None
             if base_path is not None:
                 base_text, base_url = self._raw(sha, base_path)
@@ -160,11 +168,17 @@ class VllmSource:
                 continue
             break
         else:
-            result.refuse(f"vllm {tag}", "no ROCm Dockerfile at the tag (looked in docker/ and the root)")
+            result.refuse(
+                f"vllm {tag}", "no ROCm Dockerfile at the tag (looked in docker/ and the root)"
+            )
             return None
         cmake_text, cmake_url = self._raw(sha, "CMakeLists.txt")
         files = [f for f in (base_text, app_text) if f is not None]
-        urls = [u for u, t in ((base_url, base_text), (app_url, app_text), (cmake_url, cmake_text)) if u and t]
+        urls = [
+            u
+            for u, t in ((base_url, base_text), (app_url, app_text), (cmake_url, cmake_text))
+            if u and t
+        ]
         facts = [dockerfile_parse.parse(text) for text in files]
         record = build_record(version, sha, layout, facts, cmake_text)
         problem = _missing(record)

@@ -109,7 +109,9 @@ class WheelsSource:
         releases = [v for v in versions if not (v.is_devrelease or v.is_prerelease)]
         nightlies = len(releases) < len(versions)
         if not entry["python"] or not entry["glibc"]:
-            result.refuse(f"wheel variant {variant}", "its wheels carry no CPython or manylinux tag")
+            result.refuse(
+                f"wheel variant {variant}", "its wheels carry no CPython or manylinux tag"
+            )
             return None
         low, high = (releases or versions)[0], (releases or versions)[-1]
         record: dict[str, Any] = dict(old) if old else {}
@@ -125,7 +127,10 @@ class WheelsSource:
         if old is None:
             rocm = match_rocm(variant, rocm_versions)
             if rocm is None:
-                result.refuse(f"wheel variant {variant}", "no single ROCm release in rocm.toml matches its digits")
+                result.refuse(
+                    f"wheel variant {variant}",
+                    "no single ROCm release in rocm.toml matches its digits",
+                )
                 return None
             record.update(
                 {

@@ -16,6 +16,7 @@ import pytest
 import requests
 
 from resolver import resources
+
 from .server import Upstream, serve
 
 REPO_MATRIX = Path(resources.__file__).resolve().parent.parent / "matrix"
@@ -53,7 +54,11 @@ def drop_records(path: Path, field: str, values: set[str]) -> None:
     """Remove the [[table]] blocks whose ``field = "value"`` is in ``values`` (subtables included)."""
     text = path.read_text()
     blocks = re.split(r"(?m)^(?=\[\[)", text)
-    kept = [b for b in blocks if not any(re.search(rf'(?m)^{field} = "{re.escape(v)}"$', b) for v in values)]
+    kept = [
+        b
+        for b in blocks
+        if not any(re.search(rf'(?m)^{field} = "{re.escape(v)}"$', b) for v in values)
+    ]
     assert len(kept) == len(blocks) - len(values), f"not all of {values} found in {path.name}"
     path.write_text("".join(kept))
 
@@ -80,7 +85,9 @@ def registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         f"http:\n  addr: 127.0.0.1:{port}\n"
         "log:\n  level: error\n"
     )
-    proc = subprocess.Popen([binary, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [binary, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(100):
@@ -112,14 +119,26 @@ def push_image(base: str, repo: str, tag: str) -> str:
         assert done.status_code == 201, done.text
         return digest
 
-    config = json.dumps({"architecture": "amd64", "os": "linux", "rootfs": {"type": "layers", "diff_ids": []}}).encode()
+    config = json.dumps(
+        {"architecture": "amd64", "os": "linux", "rootfs": {"type": "layers", "diff_ids": []}}
+    ).encode()
     layer = f"{repo}:{tag}".encode()
     manifest = json.dumps(
         {
             "schemaVersion": 2,
             "mediaType": "application/vnd.oci.image.manifest.v1+json",
-            "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": blob(config), "size": len(config)},
-            "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": blob(layer), "size": len(layer)}],
+            "config": {
+                "mediaType": "application/vnd.oci.image.config.v1+json",
+                "digest": blob(config),
+                "size": len(config),
+            },
+            "layers": [
+                {
+                    "mediaType": "application/vnd.oci.image.layer.v1.tar",
+                    "digest": blob(layer),
+                    "size": len(layer),
+                }
+            ],
         }
     ).encode()
     r = requests.put(

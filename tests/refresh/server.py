@@ -63,7 +63,9 @@ def _handler(state: Upstream) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-        def _send(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None) -> None:
+        def _send(
+            self, status: int, body: bytes = b"", headers: dict[str, str] | None = None
+        ) -> None:
             self.send_response(status)
             for k, v in (headers or {}).items():
                 self.send_header(k, v)
@@ -85,7 +87,11 @@ def _handler(state: Upstream) -> type[BaseHTTPRequestHandler]:
 
         def _answer(self, path: str, query: dict[str, list[str]], fault: str | None) -> int:
             if fault in ("500", "429"):
-                self._send(int(fault), b"upstream trouble", {"Retry-After": "0"} if fault == "429" else None)
+                self._send(
+                    int(fault),
+                    b"upstream trouble",
+                    {"Retry-After": "0"} if fault == "429" else None,
+                )
                 return int(fault)
             if fault == "timeout":
                 time.sleep(1.5)  # longer than the tests' read timeout
@@ -109,7 +115,9 @@ def _handler(state: Upstream) -> type[BaseHTTPRequestHandler]:
                 page = int(query.get("page", ["1"])[0])
                 nxt = RECORDED / "github" / f"{m.group(1)}-{m.group(2)}-tags-page{page + 1}.json"
                 if nxt.is_file():
-                    headers["Link"] = f'<{state.base}{path}?per_page=100&page={page + 1}>; rel="next"'
+                    headers["Link"] = (
+                        f'<{state.base}{path}?per_page=100&page={page + 1}>; rel="next"'
+                    )
             if self.headers.get("If-None-Match") == etag:
                 self._send(304, b"", {"ETag": etag})
                 return 304

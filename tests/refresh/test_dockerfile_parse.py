@@ -50,7 +50,23 @@ def test_any_text_parses_without_error(text: str) -> None:
     assert all(line == line.strip() and line for line in logical_lines(text))
 
 
-@given(st.lists(st.sampled_from(["ARG X=1", "ARG X=2", "ARG", "ARG =", 'ARG Y="unterminated', "FROM", "RUN git clone", "\\", "# c"])))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "ARG X=1",
+                "ARG X=2",
+                "ARG",
+                "ARG =",
+                'ARG Y="unterminated',
+                "FROM",
+                "RUN git clone",
+                "\\",
+                "# c",
+            ]
+        )
+    )
+)
 def test_damaged_instruction_sequences_parse(lines: list[str]) -> None:
     facts = parse("\n".join(lines))
     firsts = [line for line in lines if line in ("ARG X=1", "ARG X=2")]

@@ -39,17 +39,27 @@ def test_overlay_records_replace_embedded_ones_by_key_and_say_where_from() -> No
     assert path.parent == Path(os.environ["ROCM_VLLM_DATA_DIR"])
     m = matrix.load()
     releases = [v for v in m.vllm if v.version == Version("0.10.0")]
-    assert len(releases) == 1 and releases[0].arch == ("gfx942",)
+    assert len(releases) == 1
+    assert releases[0].arch == ("gfx942",)
     origin = overlay.origins()[("vllm.toml", "0.10.0")]
-    assert (origin.source_url, origin.read_at, origin.overlay) == (NEW_RELEASE["source"], "2026-11-29", True)
+    assert (origin.source_url, origin.read_at, origin.overlay) == (
+        NEW_RELEASE["source"],
+        "2026-11-29",
+        True,
+    )
     # A second write merges: the earlier record stays, the same key is replaced.
-    overlay.write({"vllm.toml": [dict(NEW_RELEASE, version="0.10.0", arch=["gfx90a"])]}, written_at="x")
+    overlay.write(
+        {"vllm.toml": [dict(NEW_RELEASE, version="0.10.0", arch=["gfx90a"])]}, written_at="x"
+    )
     doc = json.loads(path.read_text())
     assert [r["arch"] for r in doc["files"]["vllm.toml"]] == [["gfx90a"]]
     assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
 
 
-@pytest.mark.parametrize("content", ["{not json", '{"format": 99, "files": {}}', '{"format": 1, "files": {"os.toml": []}}'])
+@pytest.mark.parametrize(
+    "content",
+    ["{not json", '{"format": 99, "files": {}}', '{"format": 1, "files": {"os.toml": []}}'],
+)
 def test_a_damaged_overlay_is_a_clear_data_error(content: str) -> None:
     path = overlay.overlay_path()
     path.parent.mkdir(parents=True)
@@ -57,11 +67,18 @@ def test_a_damaged_overlay_is_a_clear_data_error(content: str) -> None:
     with pytest.raises(MatrixError) as err:
         matrix.load()
     assert str(path) in err.value.message
-    assert err.value.hint and "delete it" in err.value.hint
+    assert err.value.hint
+    assert "delete it" in err.value.hint
 
 
 def test_the_check_path_does_not_import_requests(tmp_path: Path) -> None:
     overlay.write({"vllm.toml": [NEW_RELEASE]}, written_at="x")
     code = "import sys, resolver.matrix as m; m.load(); print('requests' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ.copy(), check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        check=True,
+    )
     assert out.stdout.strip() == "False"

