@@ -32,12 +32,6 @@ FIELDS = (
     "cmake_arch",
     "pins",
 )
-# Where matrix/vllm.toml disagrees with the file at the tag. Dockerfile.rocm at v0.6.2 clones
-# https://github.com/OpenAI/triton.git (tests/refresh/recorded/raw/.../7193774b.../Dockerfile.rocm
-# line 106); the curated record says triton-lang/triton (the org's later name). The data should
-# be fixed; this test fails as soon as it is, so the entry can be dropped.
-KNOWN_DATA_ERRORS = {("0.6.2", "pins.triton.repo"): ("triton-lang/triton", "OpenAI/triton")}
-
 runner = CliRunner()
 
 
@@ -50,8 +44,8 @@ def test_refresh_reproduces_the_pins_in_the_matrix_field_by_field(upstream: Upst
     outcome = refresh(["vllm"], tags=COVERED)
     by_key = {c.key: c.record for c in outcome.changes}
     data = curated()
-    # Only the known data error shows as a change; every other covered tag reproduces exactly.
-    assert set(by_key) == {"0.6.2"}
+    # Every covered tag reproduces the curated record exactly: nothing to change.
+    assert by_key == {}
     assert not outcome.refused
     # Re-read each covered tag on its own and compare every field with the curated record.
     from resolver.refresh.common import Endpoints, SourceResult
@@ -74,13 +68,7 @@ def test_refresh_reproduces_the_pins_in_the_matrix_field_by_field(upstream: Upst
                     for part in ("repo", "ref"):
                         g = (got_v or {}).get(comp, {}).get(part)
                         w = (want_v or {}).get(comp, {}).get(part)
-                        known = KNOWN_DATA_ERRORS.get((str(version), f"pins.{comp}.{part}"))
-                        if known:
-                            assert (w, g) == known, (
-                                "the data was fixed: drop it from KNOWN_DATA_ERRORS"
-                            )
-                        else:
-                            assert g == w, (tag, comp, part)
+                        assert g == w, (tag, comp, part)
             else:
                 assert got_v == want_v, (tag, name)
         assert cand.record["confidence"] == "exact"

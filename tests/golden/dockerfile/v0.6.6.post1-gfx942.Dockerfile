@@ -8,7 +8,7 @@
 # this file builds exactly the pinned refs. Needs BuildKit (cache and bind mounts).
 
 ARG MAX_JOBS=8
-ARG TRITON_REPO=triton-lang/triton
+ARG TRITON_REPO=OpenAI/triton
 ARG TRITON_BRANCH=e192dba
 ARG FA_REPO=ROCm/flash-attention
 ARG FA_BRANCH=3cea2fb
