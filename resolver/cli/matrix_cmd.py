@@ -94,10 +94,37 @@ def format_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# Tables a refresh can add to: their file and how a JSON record names its key in the overlay.
+_OVERLAY_KEYS = {
+    "rocm": ("rocm.toml", lambda r: r["version"]),
+    "vllm": ("vllm.toml", lambda r: r["version"]),
+    "images": ("images.toml", lambda r: f"{r['repo']}:{r['tag']}"),
+    "wheels": ("wheels.toml", lambda r: r["name"]),
+}
+
+
+def _add_origin(table: str, header: list[str], rows: list[list[str]], data: list[dict[str, Any]]) -> None:
+    """Say, per record, whether it is embedded or came from a refresh (which URL, when)."""
+    from resolver import overlay
+
+    origins = overlay.origins()
+    file, key_of = _OVERLAY_KEYS.get(table, ("", lambda r: ""))
+    header.append("origin")
+    for row, rec in zip(rows, data, strict=True):
+        origin = origins.get((file, str(key_of(rec)))) if file else None
+        if origin is not None and origin.overlay:
+            rec["origin"] = {"overlay": True, "source_url": origin.source_url, "read_at": origin.read_at}
+            row.append(f"refreshed {origin.read_at or '?'}")
+        else:
+            rec["origin"] = {"overlay": False, "source_url": rec.get("source"), "read_at": None}
+            row.append("embedded")
+
+
 @handle_errors
 def show(
     table: Annotated[str, typer.Argument(help=f"One of: {', '.join(TABLES)}.")],
     json_out: JsonOpt = False,
+    origin: Annotated[bool, typer.Option("--origin", help="Say which facts came from a refresh, from where and when.")] = False,
 ) -> None:
     """Show one data table."""
     from resolver import matrix
@@ -106,6 +133,8 @@ def show(
     if table not in TABLES:
         raise UsageError(f"no table {table!r}", hint=f"choose one of: {', '.join(TABLES)}")
     header, rows, data = _rows(matrix.load(), table)
+    if origin:
+        _add_origin(table, header, rows, data)
     if json_out:
         emit_json(data)
     else:

@@ -108,6 +108,19 @@ def test_new_release_is_shown_as_a_diff_then_written_to_the_overlay(
     )
     assert origin.read_at
 
+    # Every other command now sees the refreshed release.
+    checked = runner.invoke(app, ["check", "--gfx", "gfx942", "--driver", "30.30.3", "--vllm", "==0.10.0",
+                                  "--prefer", "source", "--json"])
+    assert checked.exit_code == 0, checked.output
+    plan = json.loads(checked.stdout)["plan"]
+    assert (plan["kind"], plan["vllm"], plan["confidence"]) == ("source", "0.10.0", "exact")
+    built = runner.invoke(app, ["dockerfile", "--gfx", "gfx942", "--driver", "30.30.3", "--vllm", "0.10.0"])
+    assert built.exit_code == 0, built.output
+    assert "ARG AITER_BRANCH=916bf3c" in built.stdout
+    shown_origin = runner.invoke(app, ["matrix", "show", "vllm", "--origin"])
+    line = next(ln for ln in shown_origin.stdout.splitlines() if ln.startswith("0.10.0 "))
+    assert line.rstrip().endswith(f"refreshed {origin.read_at}")
+
     again = runner.invoke(app, ["matrix", "refresh", "--source", "vllm"])
     assert again.exit_code == 0, again.output
     assert "nothing changed" in again.output
