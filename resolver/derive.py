@@ -485,7 +485,9 @@ def _unsupported_step(ctx: _Context, b: _Builder, reason: Reason, rejected: Sequ
     gfx = _about(reason, ctx.node) or ",".join(ctx.node.gfx_targets)
     target = ctx.m.gfx_target(gfx)
     if target is not None:  # the target's own record, worded as a sentence rather than "gfx906: ..."
-        facts = [Fact(text=target.vllm_note.rstrip("."), source=target.provenance.source, confidence=target.provenance.confidence)]
+        note = target.vllm_note.rstrip(".")
+        text = note if note.startswith(f"vLLM does not support {gfx}") else f"vLLM does not support {gfx} ({note})"
+        facts = [Fact(text=text, source=target.provenance.source, confidence=target.provenance.confidence)]
     else:
         facts = [f for e in rejected for r in e.reasons if r.code == "gfx-unsupported" for f in r.facts if e.candidate.label not in f.text]
     checked = [e for e in rejected if {r.code for r in e.reasons} != {"release-facts-unknown"}]
@@ -790,11 +792,13 @@ def _hints(ctx: _Context, plan: Evaluation | None, better: Sequence[Evaluation])
             continue
         if plan is not None and plan.override == t.override:
             continue
+        # Without any plan, no prebuilt artifact carries the near target's code either: it needs a build for it.
+        build = f" in a build for {t.override_target} (`rocm-vllm dockerfile --gfx {t.override_target}`)" if plan is None else ""
         add(
             Hint(
                 kind="override",
                 unofficial=True,
-                text=f"unofficial: HSA_OVERRIDE_GFX_VERSION={t.override} makes the runtime load {t.override_target} code on {name}; "
+                text=f"unofficial: HSA_OVERRIDE_GFX_VERSION={t.override} makes the runtime load {t.override_target} code on {name}{build}; "
                 "risk: crashes or wrong results, so test outputs before serving",
                 command=f"export HSA_OVERRIDE_GFX_VERSION={t.override}",
             )
@@ -802,7 +806,7 @@ def _hints(ctx: _Context, plan: Evaluation | None, better: Sequence[Evaluation])
     if not ok_now:
         for e in ctx.d.rejected:
             for r in e.reasons:
-                if r.code == "gfx-unsupported" and r.fix is None:
+                if r.code == "gfx-unsupported" and r.fix is None and not ("override" in seen_kinds and "HSA_OVERRIDE" in r.hint):
                     add(Hint(kind="other", text=r.hint, unofficial="unofficial" in r.hint))
             if any(h.kind == "other" for h in hints):
                 break

@@ -267,6 +267,7 @@ def render_rich(d: Derivation, console: Console) -> None:
             console.print(Padding(Text(a), (0, 0, 0, 2)))
     if d.notes:
         console.print()
+        console.print(Text("warnings:" if any(n.severity == "warning" for n in d.notes) else "notes:", style="dim"))
         for n in d.notes:
             sym = ("! ", "bold yellow") if n.severity == "warning" else ("i ", "blue")
             console.print(Text.assemble(sym, n.message))
