@@ -69,7 +69,7 @@ def test_golden(name: str) -> None:
         GOLDEN.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        tmp.replace(path)  # atomic: a half-written golden never exists
     assert path.exists(), f"missing golden {path.name}: run UPDATE_GOLDEN=1 python -m pytest tests/test_explain.py"
     assert text == path.read_text(encoding="utf-8")
 
@@ -81,7 +81,8 @@ def test_golden_dir_has_no_strays() -> None:
 
 def test_enough_kinds() -> None:
     failures = [n for n in CASES if not n.startswith("ok-")]
-    assert len(failures) >= 10 and len(CASES) - len(failures) >= 3
+    assert len(failures) >= 10
+    assert len(CASES) - len(failures) >= 3
 
 
 @pytest.mark.parametrize("name", DONE_WHEN)
@@ -92,7 +93,8 @@ def test_done_when_chain_sources_hints(name: str) -> None:
     assert chain[1].lstrip().startswith("Because"), chain[:2]
     assert "\nsources:\n  [1] " in text
     cited = set(re.findall(r"\[(\d+)[,\]]", "\n".join(chain)))
-    assert cited and all(f"  [{n}] " in text for n in cited), "every cited source is listed"
+    assert cited
+    assert all(f"  [{n}] " in text for n in cited), "every cited source is listed"
     assert "\nhint: " in text
 
 
@@ -101,14 +103,16 @@ def test_old_driver_names_fixes() -> None:
     flat = " ".join(text.split())
     assert "amdgpu 6.1.x supports ROCm user space 5.7-6.4" in flat
     assert "upgrade the host's amdgpu driver to 30.30.x" in flat
-    assert "pick vLLM <= 0.10.1" in flat and "rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909" in flat
+    assert "pick vLLM <= 0.10.1" in flat
+    assert "rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909" in flat
 
 
 def test_gfx1030_hint_and_plan_are_unofficial_source_build() -> None:
     _, text = explain("gfx1030-source-only")
     flat = " ".join(text.split())
     assert "HIP error: invalid device function" in flat
-    assert "plan: source build" in flat and "(unofficial)" in flat
+    assert "plan: source build" in flat
+    assert "(unofficial)" in flat
     assert "rocm-vllm dockerfile --gfx gfx1030" in flat
 
 
@@ -116,26 +120,31 @@ def test_override_hint_is_marked_unofficial_with_risk() -> None:
     _, text = explain("gfx1031-override-hint")
     hint = next(line for line in text.splitlines() if "HSA_OVERRIDE_GFX_VERSION=10.3.0" in line and line.startswith("hint:"))
     assert hint.startswith("hint: unofficial:")
-    assert "risk" in text and "wrong results" in text
+    assert "risk" in text
+    assert "wrong results" in text
 
 
 def test_preferred_wheel_rejection_is_explained_when_an_image_is_the_plan() -> None:
     _, text = explain("wheel-old-glibc")
     flat = " ".join(text.split())
-    assert "wheels need glibc >= 2.35" in flat and "glibc 2.28" in flat
+    assert "wheels need glibc >= 2.35" in flat
+    assert "glibc 2.28" in flat
     assert "no wheel fits, so the plan falls back to the official image" in flat
 
 
 def test_successes_say_why_and_how_sure() -> None:
     for name in ("ok-mi300x-x8", "ok-strix-halo", "ok-amd-image-old-driver"):
         _, text = explain(name)
-        assert "  Because " in text and "\n  confidence: " in text and "\nplan: " in text, name
+        assert "  Because " in text, name
+        assert "\n  confidence: " in text, name
+        assert "\nplan: " in text, name
 
 
 def test_amd_image_success_explains_the_newer_images_it_skipped() -> None:
     _, text = explain("ok-amd-image-old-driver")
     flat = " ".join(text.split())
-    assert "the 10 vllm/vllm-openai-rocm images" in flat and "none of them runs on amdgpu 6.1.x" in flat
+    assert "the 10 vllm/vllm-openai-rocm images" in flat
+    assert "none of them runs on amdgpu 6.1.x" in flat
     assert "hint: upgrade the host's amdgpu driver to 30.30.x" in flat
 
 
@@ -160,7 +169,7 @@ def test_rich_output_has_the_same_words() -> None:
     rich_text = console.export_text(clear=False)
     styled = console.export_text(styles=True)
     assert "\x1b[" in styled, "colours on a terminal"
-    words = lambda t: set(re.findall(r"[\w.+/-]+", t))  # noqa: E731 - a one-line helper
+    words = lambda t: set(re.findall(r"[\w.+/-]+", t))
     missing = words(text) - words(rich_text)
     assert not missing, sorted(missing)[:20]
 
@@ -177,7 +186,8 @@ def test_plain_check_points_to_explain() -> None:
 
 def test_shell_completion_script() -> None:
     result = CliRunner().invoke(app, ["--show-completion", "bash"])
-    assert result.exit_code == 0 and "_ROCM_VLLM_COMPLETE" in result.stdout
+    assert result.exit_code == 0
+    assert "_ROCM_VLLM_COMPLETE" in result.stdout
 
 
 def test_json_path_does_not_import_rich() -> None:
