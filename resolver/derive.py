@@ -866,6 +866,12 @@ def derive(decision: Decision, matrix: Matrix) -> Derivation:
         premises, conclusion_text = _plan_premises(ctx, plan)
         n = b.add(premises, conclusion_text, cites=(), codes=("plan",), subjects=(plan.candidate.label,))
         why = _why_this(ctx, plan)
+        # Warnings that qualify the verdict belong in the chain, not only in the notes.
+        serious = [w for w in decision.warnings if w.severity == "warning"]
+        if serious:
+            w_premises = [Premise(text=w.message, sources=(w.source,) if w.source else (), confidence="exact") for w in serious]
+            k = b.add(w_premises, f"{plan.candidate.label} runs here only with the warnings below heeded", cites=(n,), codes=tuple(w.code for w in serious))
+            why += f"; by ({k}), heed the warnings"
         if cited:
             refs = _join([f"({k})" for k in cited])
             verb = "rule" if len(cited) > 1 else "rules"
@@ -878,10 +884,12 @@ def derive(decision: Decision, matrix: Matrix) -> Derivation:
             headline = f"{wanted} runs on this node when built from source."
         else:
             headline = f"{wanted} runs on this node: {plan.candidate.channel} {plan.candidate.label}."
-        plan_step = b.steps[-1]
+        plan_step = b.steps[n - 1]
         confidence = _weakest(p.confidence for p in plan_step.premises)
         confidence_note = _CONF_NOTE.get(confidence, "")
     hints = _hints(ctx, plan, better)
+    if plan is not None:  # what to do about each warning the chain relied on
+        hints += [Hint(kind="other", text=w.hint, unofficial=w.hint.startswith("unofficial")) for w in decision.warnings if w.severity == "warning" and w.hint not in {h.text for h in hints}]
     notes = tuple(
         Note(severity=w.severity, message=w.message, hint=w.hint, source=w.source)
         for w in sorted(decision.warnings, key=lambda w: w.severity != "warning")
