@@ -33,8 +33,10 @@ CODE_ORDER: tuple[str, ...] = (
     "driver-window",
     "python-mismatch",
     "glibc-too-old",
+    "artifact-facts-unknown",
     "release-facts-unknown",
 )
+UNKNOWN_CODES = frozenset({"artifact-facts-unknown", "release-facts-unknown"})
 # Request gates: they stop every candidate alike, so one step about the GPU says it all.
 GATE_CODES: frozenset[str] = frozenset({"fp8-unsupported", "mx-unsupported", "kv-fp8-unsupported"})
 HINT_ORDER: tuple[str, ...] = ("driver", "vllm", "image", "quantization", "source-build", "python", "os", "data", "override", "other")
@@ -411,6 +413,9 @@ def _member_premise(ctx: _Context, code: str, subject: _Subject, members: Sequen
             arch += [a for a in getattr(record, "arch", ()) if a not in arch]
         built = ", ".join(arch) if arch else "an unknown arch list"
         return Premise(text=f"{subject.text} {subject.verb('is', 'are')} built for {built} only", sources=sources, confidence=conf)
+    if code == "artifact-facts-unknown":
+        verb = subject.verb("exists", "exist")
+        return Premise(text=f"{subject.text} {verb}, but {subject.verb('its arch list was', 'their arch lists were')} never read", sources=sources, confidence=conf)
     if code == "release-facts-unknown":
         verb = subject.verb("exists", "exist")
         return Premise(text=f"{subject.text} {verb}, but {subject.verb('its', 'their')} ROCm build files were never read", sources=sources, confidence=conf)
@@ -440,7 +445,7 @@ def _conclusion(ctx: _Context, code: str, subject: _Subject, about: str, *, name
         )
     if code == "glibc-too-old":
         return subject.none(f"loads on {ctx.glibc_text()}") if subject.plural else f"it does not load on {ctx.glibc_text()}"
-    if code == "release-facts-unknown":
+    if code in UNKNOWN_CODES:
         return subject.none("can be checked for this node") if subject.plural else "it cannot be checked for this node"
     return subject.none("can be used here") if subject.plural else "it cannot be used here"
 
@@ -490,7 +495,7 @@ def _unsupported_step(ctx: _Context, b: _Builder, reason: Reason, rejected: Sequ
         facts = [Fact(text=text, source=target.provenance.source, confidence=target.provenance.confidence)]
     else:
         facts = [f for e in rejected for r in e.reasons if r.code == "gfx-unsupported" for f in r.facts if e.candidate.label not in f.text]
-    checked = [e for e in rejected if {r.code for r in e.reasons} != {"release-facts-unknown"}]
+    checked = [e for e in rejected if not {r.code for r in e.reasons} <= UNKNOWN_CODES]
     kinds = sorted({e.candidate.kind for e in checked}, key=lambda k: ("image", "wheel", "source").index(k))
     names = {"image": "images", "wheel": "wheels", "source": "source builds"}
     premises = [
@@ -785,6 +790,8 @@ def _hints(ctx: _Context, plan: Evaluation | None, better: Sequence[Evaluation])
     node_level = any(r.code in GATE_CODES or r.code == "gfx-unsupported" for r in ctx.d.blockers)
     if any(r.code == "release-facts-unknown" for e in ctx.d.rejected for r in e.reasons) and not ok_now and not node_level:
         add(Hint(kind="data", text="read the missing releases' build facts from upstream", command="rocm-vllm matrix refresh --source vllm"))
+    if any(r.code == "artifact-facts-unknown" for e in ctx.d.rejected for r in e.reasons) and not ok_now and not node_level:
+        add(Hint(kind="data", text="read the unknown images' arch lists from upstream, or try one with `rocm-vllm image --smoke`", command="rocm-vllm matrix refresh"))
     # 3. Unofficial routes, each with its risk.
     for name in ctx.node.gfx_targets:
         t = ctx.m.gfx_target(name)
@@ -860,7 +867,7 @@ def derive(decision: Decision, matrix: Matrix) -> Derivation:
             e
             for e in decision.rejected
             if rank(e, prefer) < my_rank
-            and not ({r.code for r in e.reasons} == {"release-facts-unknown"} and e.candidate.vllm < plan.candidate.vllm)
+            and not ({r.code for r in e.reasons} <= UNKNOWN_CODES and e.candidate.vllm < plan.candidate.vllm)
         ]
         cited = _explain_rejected(ctx, b, better)
         premises, conclusion_text = _plan_premises(ctx, plan)
