@@ -32,6 +32,9 @@ def _node_flags(node: Node) -> list[str]:
     return flags
 
 
+node_flags = _node_flags  # public name for resolver.derive's hints
+
+
 def plan_commands(ev: Evaluation, node: Node) -> list[str]:
     """What to run for this path, as copy-pasteable shell lines."""
     c = ev.candidate
@@ -119,6 +122,8 @@ def _stream(m: Matrix, c: Candidate) -> str | None:
 
 
 def decision_json(d: Decision, m: Matrix) -> dict[str, Any]:
+    from resolver.derive import derive  # derive imports this module for plan commands
+
     return {
         "schema_version": SCHEMA_VERSION,
         "verdict": d.verdict,
@@ -143,4 +148,5 @@ def decision_json(d: Decision, m: Matrix) -> dict[str, Any]:
             {"candidate": candidate_json(e.candidate), "reasons": [reason_json(r) for r in e.reasons]} for e in d.rejected
         ],
         "alternatives": [plan_json(e, d.node, m) for e in d.alternatives],
+        "derivation": derive(d, m).to_json(),
     }

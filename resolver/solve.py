@@ -737,6 +737,11 @@ def _rank(e: Evaluation, prefer: Kind | None) -> tuple[int, int, object, int]:
     return (group, int(e.unofficial), _neg(c.vllm), channel)
 
 
+def rank(e: Evaluation, prefer: Kind | None) -> tuple[int, int, object, int]:
+    """The solver's order of preference (lower is better); ``resolver.derive`` explains by it."""
+    return _rank(e, prefer)
+
+
 class _Neg:
     __slots__ = ("v",)
 
