@@ -115,7 +115,7 @@ class Candidate:
             return self.image.ref
         if self.wheel is not None:
             return f"vllm=={self.vllm}+{self.wheel.name} (wheel)"
-        return f"vllm {self.vllm} source build"
+        return f"vLLM {self.vllm} from source"
 
     @property
     def channel(self) -> str:
