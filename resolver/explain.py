@@ -1,17 +1,27 @@
 """A ``Decision`` in words: the verdict, the plan, why, and what would change the answer.
 
-Pure string building (the CLI prints). ``color=True`` adds ANSI styles; piped output and
-``NO_COLOR`` get plain text.
+``render`` is the short form ``check`` prints; ``render_derivation`` is ``check --explain``: the
+numbered "Because ..." chain of a ``resolver.derive.Derivation``, its hints and its sources, built
+only from the derivation so that the JSON form renders to the same text. ``render_rich`` is the
+same content for a terminal (rich is imported only there). Pure string building: the CLI prints.
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections import Counter
+from typing import TYPE_CHECKING, Any
 
+from resolver.derive import Derivation, Premise, Step, describe_node
 from resolver.model import Matrix
 from resolver.node import Node
 from resolver.report import plan_commands
 from resolver.solve import Decision, Evaluation, Reason, Warning
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["describe_node", "render", "render_derivation", "render_rich"]
 
 _STYLE = {
     "supported": "32",
@@ -25,21 +35,6 @@ _STYLE = {
 
 def _paint(text: str, code: str, color: bool) -> str:
     return f"\x1b[{code}m{text}\x1b[0m" if color else text
-
-
-def describe_node(node: Node) -> str:
-    parts = []
-    count = node.logical_gpu_count or len(node.gpus)
-    gfx = ",".join(node.gfx_targets) or "no GPU"
-    parts.append(f"{gfx} x{count}" if count else gfx)
-    parts.append(f"amdgpu {node.driver_version}" if node.driver_version else "amdgpu driver unknown")
-    if node.os:
-        parts.append(node.os)
-    if node.python:
-        parts.append(f"Python {node.python}")
-    if node.rocm_version:
-        parts.append(f"host ROCm {node.rocm_version}")
-    return " · ".join(parts) + f"   [{node.origin}]"
 
 
 def _plan_lines(ev: Evaluation, m: Matrix, node: Node) -> list[str]:
@@ -122,4 +117,173 @@ def render(d: Decision, m: Matrix, *, color: bool = False, verbose: bool = False
                     lines += _reason_lines(r, indent="    ")
         else:
             lines.append("  (--verbose lists each one with its source; --json has them all)")
+    lines += ["", "why, step by step, with sources: add --explain"]
     return "\n".join(lines) + "\n"
+
+
+# --- check --explain: the derivation ----------------------------------------------------------
+
+WIDTH = 100
+MAX_CITED = 3  # a premise standing for 40 releases cites its first sources; --json has them all
+
+
+def cited_sources(d: Derivation) -> list[str]:
+    """The sources the text cites, in order of first citation: the [n] numbering."""
+    return list(dict.fromkeys(s for step in d.steps for p in step.premises for s in p.sources[:MAX_CITED]))
+
+
+def _cite(p: Premise, numbers: dict[str, int]) -> str:
+    refs = ", ".join(str(numbers[s]) for s in p.sources[:MAX_CITED])
+    if len(p.sources) > MAX_CITED:
+        refs += f", +{len(p.sources) - MAX_CITED} more"
+    if p.confidence != "exact":
+        refs = f"{refs}, {p.confidence}" if refs else p.confidence
+    # No-break spaces keep a citation on one line when the text is wrapped.
+    return f"{p.text}\u00a0[{refs.replace(' ', chr(0xA0))}]" if refs else p.text
+
+
+def step_sentence(step: Step, numbers: dict[str, int], *, first: bool, numbered: bool) -> str:
+    """ "Because <premises>, <conclusion>. (n)" -- the words of one step, shared by both renderers."""
+    premises = [_cite(p, numbers) for p in step.premises]
+    premises += [f"({c})" for c in step.cites]
+    if len(premises) > 1:
+        because = ", ".join(premises[:-1]) + " and " + premises[-1]
+    else:
+        because = "".join(premises)
+    lead = "Because" if first else "And because"
+    text = f"{lead} {because}, {step.conclusion}."
+    return f"{text} ({step.number})" if numbered else text
+
+
+def _fill(text: str, indent: str, later: str | None = None) -> list[str]:
+    lines = textwrap.wrap(
+        text,
+        width=WIDTH,
+        initial_indent=indent,
+        subsequent_indent=later if later is not None else indent,
+        break_on_hyphens=False,
+        break_long_words=False,
+    ) or [indent.rstrip()]
+    return [line.replace("\u00a0", " ") for line in lines]
+
+
+def render_derivation(d: Derivation) -> str:
+    """The plain-text explanation (golden files are this form)."""
+    numbers = {s: i for i, s in enumerate(cited_sources(d), 1)}
+    lines = [f"verdict: {d.verdict}  (exit {d.exit_code})", f"node: {d.node}"]
+    if d.request:
+        lines.append(f"request: {d.request}")
+    lines += ["", *_fill(d.headline, "")]
+    numbered = True  # the conclusion cites steps by number
+    for i, step in enumerate(d.steps):
+        lines += _fill(step_sentence(step, numbers, first=i == 0, numbered=numbered), "  ", "    ")
+    lines += _fill(d.conclusion, "  ", "    ")
+    if d.confidence is not None:
+        lines += _fill(f"confidence: {d.confidence}: {d.confidence_note}", "  ", "    ")
+    if d.hints:
+        lines.append("")
+        for h in d.hints:
+            lines += _fill(f"hint: {h.text}", "", "      ")
+            if h.command:
+                lines.append(f"      $ {h.command}")
+    if d.plan is not None:
+        p = d.plan
+        lines += ["", f"plan: {p.channel} {p.label}" + ("  (unofficial)" if p.unofficial else "")]
+        detail = f"vLLM {p.vllm}" + (f" on ROCm {p.rocm}" if p.rocm else "") + f" · confidence: {p.confidence}"
+        if p.override:
+            detail += f" · needs HSA_OVERRIDE_GFX_VERSION={p.override}"
+        lines += [f"  {detail}", "  run:"]
+        lines += [f"    {cmd}" for cmd in p.commands]
+    if d.alternatives:
+        lines += ["", "alternatives:", *[f"  {a}" for a in d.alternatives]]
+    if d.notes:
+        lines += ["", "warnings:" if any(n.severity == "warning" for n in d.notes) else "notes:"]
+        for n in d.notes:
+            lines += _fill(f"{'!' if n.severity == 'warning' else 'i'} {n.message}", "  ", "    ")
+            lines += _fill(f"hint: {n.hint}", "    ", "      ")
+    if numbers:
+        lines += ["", "sources:"]
+        for s, i in numbers.items():
+            lines += _fill(f"[{i}] {s}", "  ", "      ")
+    return "\n".join(lines) + "\n"
+
+
+_RICH_STYLE = {
+    "supported": "bold green",
+    "supported_with_warnings": "bold yellow",
+    "source_build_required": "bold cyan",
+    "unofficial_only": "bold magenta",
+    "unsupported": "bold red",
+    "blocked_host_fix": "bold red",
+}
+
+
+def render_rich(d: Derivation, console: Console) -> None:
+    """The same explanation for a terminal: coloured verdict, the chain, tables for plan and sources."""
+    from rich.markup import escape
+    from rich.padding import Padding
+    from rich.table import Table
+    from rich.text import Text
+
+    numbers = {s: i for i, s in enumerate(cited_sources(d), 1)}
+    style = _RICH_STYLE.get(d.verdict, "bold")
+    head = Text.assemble(("verdict: ", "dim"), (d.verdict, style), (f"  (exit {d.exit_code})", "dim"))
+    console.print(head)
+    console.print(Text.assemble(("node: ", "dim"), d.node))
+    if d.request:
+        console.print(Text.assemble(("request: ", "dim"), d.request))
+    console.print()
+    mark = ("✔ ", "green") if d.ok else ("✘ ", "red")
+    console.print(Text.assemble(mark, (d.headline, "bold")))
+    numbered = True  # the conclusion cites steps by number
+    for i, step in enumerate(d.steps):
+        console.print(Padding(Text(step_sentence(step, numbers, first=i == 0, numbered=numbered)), (0, 0, 0, 2)))
+    console.print(Padding(Text(d.conclusion, style="bold"), (0, 0, 0, 2)))
+    if d.confidence is not None:
+        console.print(Padding(Text(f"confidence: {d.confidence}: {d.confidence_note}", style="dim"), (0, 0, 0, 2)))
+    if d.hints:
+        console.print()
+        for h in d.hints:
+            console.print(Text.assemble(("hint: ", "bold cyan"), (h.text, "magenta" if h.unofficial else "")))
+            if h.command:
+                console.print(Padding(Text(f"$ {h.command}", style="bold"), (0, 0, 0, 6)))
+    if d.plan is not None:
+        p = d.plan
+        table = Table(title="plan" + (" (unofficial)" if p.unofficial else ""), show_header=False, title_justify="left", expand=False)
+        table.add_column(style="dim")
+        table.add_column()
+        table.add_row("path", f"{p.channel} {escape(p.label)}")
+        table.add_row("vLLM", p.vllm + (f" on ROCm {p.rocm}" if p.rocm else ""))
+        table.add_row("confidence", p.confidence)
+        if p.override:
+            table.add_row("needs", f"HSA_OVERRIDE_GFX_VERSION={p.override}")
+        table.add_row("run", "\n".join(escape(c) for c in p.commands))
+        console.print()
+        console.print(table)
+    if d.alternatives:
+        console.print()
+        console.print(Text("alternatives:", style="dim"))
+        for a in d.alternatives:
+            console.print(Padding(Text(a), (0, 0, 0, 2)))
+    if d.notes:
+        console.print()
+        console.print(Text("warnings:" if any(n.severity == "warning" for n in d.notes) else "notes:", style="dim"))
+        for n in d.notes:
+            sym = ("! ", "bold yellow") if n.severity == "warning" else ("i ", "blue")
+            console.print(Text.assemble(sym, n.message))
+            console.print(Padding(Text.assemble(("hint: ", "cyan"), n.hint), (0, 0, 0, 4)))
+    if numbers:
+        table = Table(title="sources", title_justify="left", show_header=False, expand=False)
+        table.add_column(justify="right", style="dim")
+        table.add_column()
+        for s, i in numbers.items():
+            table.add_row(f"[{i}]", escape(s))
+        console.print()
+        console.print(table)
+
+
+def rich_console(*, width: int | None = None, force_terminal: bool | None = None) -> Any:
+    """A rich Console for stdout (imported here so that no other path pays for rich)."""
+    from rich.console import Console
+
+    return Console(width=width, force_terminal=force_terminal, highlight=False, soft_wrap=False)

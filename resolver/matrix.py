@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import tomllib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -63,7 +63,7 @@ class Record:
                 raise self.fail(field, "is missing")
             return None
         value = self.data[field]
-        if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
             raise self.fail(field, f"must be {_kind_name(kind)}, not {type(value).__name__}")
         return value
 
@@ -149,7 +149,9 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
     return names.get(kind, kind.__name__)
 
 
-def _read(directory: Path, name: str, key: str) -> list[Record]:
+def _read(
+    directory: Path, name: str, key: str, extra: Mapping[str, list[dict[str, Any]]] | None = None
+) -> list[Record]:
     path = directory / name
     try:
         with path.open("rb") as fh:
@@ -164,6 +166,10 @@ def _read(directory: Path, name: str, key: str) -> list[Record]:
     items = doc.get(key, [])
     if not isinstance(items, list):
         raise MatrixError(f"{name}: '{key}' must be an array of tables ([[{key}]])", hint=f"fix matrix/{name}")
+    if extra and extra.get(name):
+        from resolver import overlay
+
+        items = overlay.merge(name, items, extra[name])
     records = []
     for i, item in enumerate(items):
         if not isinstance(item, dict):
@@ -446,27 +452,36 @@ def check_invariants(m: Matrix) -> None:
             )
 
 
-def load_dir(directory: Path) -> Matrix:
-    """Read and check every data file in ``directory``."""
+def load_dir(directory: Path, extra: Mapping[str, list[dict[str, Any]]] | None = None) -> Matrix:
+    """Read and check every data file in ``directory``, with ``extra`` records (the refreshed-data
+    overlay, by file name) laid over them by key."""
+
     m = Matrix(
-        rocm=_build(_read(directory, "rocm.toml", "release"), _rocm),
-        os=_build(_read(directory, "os.toml", "os"), _os),
-        drivers=_build(_read(directory, "drivers.toml", "driver"), _driver),
-        gfx=_build(_read(directory, "gfx.toml", "gfx"), _gfx),
-        vllm=_build(_read(directory, "vllm.toml", "release"), _vllm),
-        wheels=_build(_read(directory, "wheels.toml", "variant"), _wheel),
-        images=_build(_read(directory, "images.toml", "image"), _image),
-        examples=_build(_read(directory, "nodes.toml", "example"), _example),
+        rocm=_build(_read(directory, "rocm.toml", "release", extra), _rocm),
+        os=_build(_read(directory, "os.toml", "os", extra), _os),
+        drivers=_build(_read(directory, "drivers.toml", "driver", extra), _driver),
+        gfx=_build(_read(directory, "gfx.toml", "gfx", extra), _gfx),
+        vllm=_build(_read(directory, "vllm.toml", "release", extra), _vllm),
+        wheels=_build(_read(directory, "wheels.toml", "variant", extra), _wheel),
+        images=_build(_read(directory, "images.toml", "image", extra), _image),
+        examples=_build(_read(directory, "nodes.toml", "example", extra), _example),
     )
     check_invariants(m)
     return m
 
 
 @functools.cache
-def _load_cached(directory: str) -> Matrix:
-    return load_dir(Path(directory))
+def _load_cached(directory: str, overlay_stamp: tuple[str, int, int] | None) -> Matrix:
+    from resolver import overlay
+
+    extra = overlay.read(Path(overlay_stamp[0])) if overlay_stamp else None
+    return load_dir(Path(directory), extra)
 
 
 def load() -> Matrix:
-    """The matrix in use, read once per process."""
-    return _load_cached(str(resources.matrix_dir()))
+    """The matrix in use: the embedded data with the refreshed-data overlay (if any) over it.
+
+    Read once per process; a new overlay on disk (``matrix refresh --write``) is picked up."""
+    from resolver import overlay
+
+    return _load_cached(str(resources.matrix_dir()), overlay.stamp())

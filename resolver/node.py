@@ -43,6 +43,12 @@ class Gpu:
     runtime_gfx: str | None = None
     xnack: bool | None = None
     sramecc: bool | None = None
+    # Added by the probe: an APU shares system memory (counted only when no discrete GPU is
+    # present; then ``integrated`` is false); the name libdrm printed, which is empty in containers
+    # and generic for new cards (``product`` comes from the PCI id); the PCI address.
+    apu: bool = False
+    marketing_name: str | None = None
+    pci_bdf: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -116,7 +122,7 @@ def _opt(data: dict[str, Any], key: str, kind: type, where: str) -> Any:
     value = data.get(key)
     if value is None:
         return None
-    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
         raise InputError(
             f"{where}: '{key}' must be {kind.__name__}, not {type(value).__name__}",
             hint="write the file with `rocm-vllm probe --json > node.json` on the target node",
@@ -148,6 +154,9 @@ def from_json(data: Any, *, where: str) -> Node:
                 runtime_gfx=_opt(g, "runtime_gfx", str, where),
                 xnack=_opt(g, "xnack", bool, where),
                 sramecc=_opt(g, "sramecc", bool, where),
+                apu=bool(g.get("apu", False)),
+                marketing_name=_opt(g, "marketing_name", str, where),
+                pci_bdf=_opt(g, "pci_bdf", str, where),
             )
         )
     targets = _opt(data, "gfx_targets", list, where)

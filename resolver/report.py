@@ -18,13 +18,21 @@ def _node_flags(node: Node) -> list[str]:
     if node.origin.startswith("example:"):
         return ["--example", node.origin.split(":", 1)[1]]
     if node.origin.startswith("file:"):
-        return ["--node", node.origin.split(":", 1)[1]]
+        source = node.origin.split(":", 1)[1]
+        kind, _, path = source.partition(":")
+        if kind == "rocminfo" and "," not in path:
+            return ["--rocminfo", path]
+        if kind not in ("rocminfo", "amd-smi", "rocm-smi", "sysfs"):
+            return ["--node", source]
     flags = ["--gfx", ",".join(node.gfx_targets)]
     if node.logical_gpu_count:
         flags += ["--gpus", str(node.logical_gpu_count)]
     if node.driver_version:
         flags += ["--driver", node.driver_version]
     return flags
+
+
+node_flags = _node_flags  # public name for resolver.derive's hints
 
 
 def plan_commands(ev: Evaluation, node: Node) -> list[str]:
@@ -43,8 +51,10 @@ def plan_commands(ev: Evaluation, node: Node) -> list[str]:
         return [
             f"uv venv --python {py} .venv && . .venv/bin/activate",
             shlex.join(["uv", "pip", "install", f"vllm=={c.vllm}+{c.wheel.name}", "--extra-index-url", index]),
-            "python -c 'import torch; assert torch.version.hip and not torch.version.cuda, torch.__version__'"
-            "   # a CUDA wheel must not have slipped in",
+            (
+                "python -c 'import torch; assert torch.version.hip and not torch.version.cuda, torch.__version__'"
+                "   # a CUDA wheel must not have slipped in"
+            ),
         ]
     gfx = ",".join(node.gfx_targets)
     return [
@@ -55,6 +65,7 @@ def plan_commands(ev: Evaluation, node: Node) -> list[str]:
 
 
 def candidate_json(c: Candidate) -> dict[str, Any]:
+    record = c.image or c.wheel or c.release
     return {
         "kind": c.kind,
         "channel": c.channel,
@@ -65,7 +76,7 @@ def candidate_json(c: Candidate) -> dict[str, Any]:
         "digest": c.image.digest if c.image else None,
         "wheel": c.wheel.name if c.wheel else None,
         "confidence": c.confidence,
-        "source": (c.image or c.wheel or c.release).provenance.source if (c.image or c.wheel or c.release) else None,
+        "source": record.provenance.source if record else None,
     }
 
 
@@ -111,6 +122,8 @@ def _stream(m: Matrix, c: Candidate) -> str | None:
 
 
 def decision_json(d: Decision, m: Matrix) -> dict[str, Any]:
+    from resolver.derive import derive  # derive imports this module for plan commands
+
     return {
         "schema_version": SCHEMA_VERSION,
         "verdict": d.verdict,
@@ -135,4 +148,5 @@ def decision_json(d: Decision, m: Matrix) -> dict[str, Any]:
             {"candidate": candidate_json(e.candidate), "reasons": [reason_json(r) for r in e.reasons]} for e in d.rejected
         ],
         "alternatives": [plan_json(e, d.node, m) for e in d.alternatives],
+        "derivation": derive(d, m).to_json(),
     }

@@ -9,7 +9,7 @@ carries the facts it rests on with their sources, so ``resolver.explain`` can sa
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from packaging.specifiers import SpecifierSet
@@ -92,7 +92,7 @@ class Reason:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class Warning:  # noqa: A001 - the DESIGN contract calls them warnings
+class Warning:
     code: str
     message: str
     hint: str
@@ -115,7 +115,7 @@ class Candidate:
             return self.image.ref
         if self.wheel is not None:
             return f"vllm=={self.vllm}+{self.wheel.name} (wheel)"
-        return f"vllm {self.vllm} source build"
+        return f"vLLM {self.vllm} from source"
 
     @property
     def channel(self) -> str:
@@ -320,6 +320,18 @@ class MatrixProvider:
         shipped, src = self._shipped(cand)
         if target.name in shipped:
             return None, False, None
+        if not shipped:
+            return (
+                Reason(
+                    code="artifact-facts-unknown",
+                    message=f"{cand.label}: which GPUs it is built for is not in the data",
+                    facts=(Fact(text=f"{cand.label} exists; its arch list was never read", source=src, confidence="unknown"),),
+                    hint="run `rocm-vllm matrix refresh` to read it, or check it yourself with `rocm-vllm image --smoke`",
+                    fix=Fix(kind="data", text="refresh the data (`rocm-vllm matrix refresh --write`)", host=False),
+                ),
+                False,
+                None,
+            )
         arch_text = ", ".join(shipped) if shipped else "an unknown arch list"
         if target.vllm_status == "unsupported":
             return (
@@ -507,7 +519,7 @@ class MatrixProvider:
         ]
 
     def _first_listing(self, gfx: str) -> str:
-        listed = sorted((r.version for r in self.m.rocm if gfx in r.gfx))
+        listed = sorted(r.version for r in self.m.rocm if gfx in r.gfx)
         return f"ROCm {listed[0]}" if listed else "no ROCm release in the data"
 
     def _wheel_checks(self, wheel: WheelVariant) -> tuple[list[Reason], list[Warning]]:
@@ -676,15 +688,6 @@ def node_warnings(m: Matrix, node: Node, request: Request, plan: Evaluation | No
                 source="ROCm/vllm#390; ROCm/rocm-systems#11348",
             )
         )
-    if any(g.integrated for g in node.gpus) and node.gfx_targets:
-        out.append(
-            Warning(
-                code="igpu-present",
-                message="an integrated GPU sits beside the discrete one(s); ROCm enumerates it too",
-                hint="expose only the discrete GPUs: HIP_VISIBLE_DEVICES=<their indices>",
-                source="ROCm/ROCm#4386",
-            )
-        )
     if any(g.partition and (g.partition.compute or "").upper() == "CPX" for g in node.gpus):
         out.append(
             Warning(
@@ -734,6 +737,11 @@ def _rank(e: Evaluation, prefer: Kind | None) -> tuple[int, int, object, int]:
     return (group, int(e.unofficial), _neg(c.vllm), channel)
 
 
+def rank(e: Evaluation, prefer: Kind | None) -> tuple[int, int, object, int]:
+    """The solver's order of preference (lower is better); ``resolver.derive`` explains by it."""
+    return _rank(e, prefer)
+
+
 class _Neg:
     __slots__ = ("v",)
 
@@ -769,9 +777,12 @@ def solve(matrix: Matrix, node: Node, request: Request, reporter: Reporter | Non
     reporter = reporter or Reporter()
     _validate_request(request)
     if not node.gfx_targets:
+        # Say why, when the probe knows: "permission denied on /dev/kfd" needs another fix than "no GPU".
+        cause = next((p for p in node.problems if p.code != "no-gpu"), None)
         raise InputError(
-            "the node has no AMD GPU to decide for",
-            hint="describe one with --gfx (e.g. --gfx gfx942), --example NAME, or --node FILE from `rocm-vllm probe --json`",
+            "the node has no AMD GPU to decide for" + (f": {cause.message}" if cause else ""),
+            hint=(f"{cause.hint}; or " if cause else "")
+            + "describe the node with --gfx (e.g. --gfx gfx942), --example NAME, or --node FILE from `rocm-vllm probe --json`",
         )
     provider = MatrixProvider(matrix, node, request)
     evaluations: list[Evaluation] = []
@@ -833,7 +844,8 @@ def solve(matrix: Matrix, node: Node, request: Request, reporter: Reporter | Non
 def _common_reasons(rejected: tuple[Evaluation, ...]) -> tuple[Reason, ...]:
     """Reason codes that stop every candidate: the root causes worth leading with."""
     # A release whose facts are unknown fails for that reason alone; it says nothing about the node.
-    rejected = tuple(e for e in rejected if {r.code for r in e.reasons} != {"release-facts-unknown"})
+    unknown = {"release-facts-unknown", "artifact-facts-unknown"}
+    rejected = tuple(e for e in rejected if not {r.code for r in e.reasons} <= unknown)
     if not rejected:
         return ()
     common = set.intersection(*({r.code for r in e.reasons} for e in rejected))
@@ -858,7 +870,7 @@ def _distinct_alternatives(accepted: list[Evaluation], plan: Evaluation | None) 
 
 
 def _newer_unknown(m: Matrix, request: Request, plan: Evaluation | None) -> list[Warning]:
-    if plan is None or request.vllm is not None and len(request.vllm) and all(s.operator == "==" for s in request.vllm):
+    if plan is None or (request.vllm is not None and len(request.vllm) and all(s.operator == "==" for s in request.vllm)):
         return []
     newer = [r.version for r in m.vllm if not r.known and r.version > plan.candidate.vllm and (request.vllm is None or request.vllm.contains(r.version))]
     if not newer:

@@ -33,7 +33,7 @@ def parse_version(text: str, *, what: str) -> Version:
 def parse_spec(text: str) -> SpecifierSet:
     """Parse ``--vllm``: a PEP 440 specifier, or a bare version meaning ``==version``."""
     raw = text.strip()
-    if raw and raw[0].isdigit() or raw.startswith("v") and raw[1:2].isdigit():
+    if (raw and raw[0].isdigit()) or (raw.startswith("v") and raw[1:2].isdigit()):
         parse_version(raw, what="--vllm")
         raw = f"=={raw.lstrip('v')}"
     try:

@@ -1,4 +1,5 @@
-"""Session fixtures that start and stop the real services the image tests need.
+"""Test-wide isolation (no test reads or writes the user's real overlay or HTTP cache), and
+session fixtures that start and stop the real services the image tests need.
 
 A service that cannot start fails the tests that need it, loudly; only an explicit
 ``ROCM_VLLM_SKIP_SERVICES=1`` turns those tests into skips.
@@ -13,6 +14,13 @@ from pathlib import Path
 import pytest
 
 from tests import services
+
+
+@pytest.fixture(autouse=True)
+def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    base = tmp_path_factory.mktemp("user")
+    monkeypatch.setenv("ROCM_VLLM_DATA_DIR", str(base / "data"))
+    monkeypatch.setenv("ROCM_VLLM_CACHE_DIR", str(base / "cache"))
 
 
 def _start(cm):  # type: ignore[no-untyped-def]

@@ -76,8 +76,8 @@ def resolve_node(
     sources = [name for name, value in (("--node", node_file), ("--rocminfo", rocminfo), ("--example", example)) if value]
     if len(sources) > 1:
         raise UsageError(f"{' and '.join(sources)} both describe the node", hint="give only one of --node, --rocminfo, --example")
-    flags = {"gfx": gfx, "gpus": gpus, "driver": driver, "os": os_id, "rocm": rocm, "python": python}
-    flag_node = node_mod.from_flags(**flags)
+    flags: dict[str, Any] = {"gfx": gfx, "gpus": gpus, "driver": driver, "os": os_id, "rocm": rocm, "python": python}
+    flag_node = node_mod.from_flags(gfx=gfx, gpus=gpus, driver=driver, os=os_id, rocm=rocm, python=python)
     if node_file is not None:
         base = node_mod.read_node_file(node_file)
     elif rocminfo is not None:

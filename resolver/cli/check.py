@@ -50,6 +50,9 @@ def check(
         str | None, typer.Option("--prefer", help="image, wheel or source.", rich_help_panel=REQUEST_PANEL)
     ] = None,
     json_out: JsonOpt = False,
+    explain: Annotated[
+        bool, typer.Option("--explain", "-e", help="Why, step by step: the facts with their sources, then hints.")
+    ] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List every rejected candidate.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict.")] = False,
 ) -> None:
@@ -70,7 +73,7 @@ def check(
         vllm=parse_spec(vllm) if vllm else None,
         quantization=quantization,
         kv_cache_dtype=kv_cache_dtype,
-        prefer=prefer,  # type: ignore[arg-type]
+        prefer=prefer,
     )
     decision = solve(m, node, request)
     if json_out:
@@ -79,6 +82,18 @@ def check(
         emit_json(decision_json(decision, m))
     elif quiet:
         typer.echo(decision.verdict)
+    elif explain:
+        from resolver.derive import derive
+
+        derivation = derive(decision, m)
+        if use_color():
+            from resolver.explain import render_rich, rich_console
+
+            render_rich(derivation, rich_console())
+        else:
+            from resolver.explain import render_derivation
+
+            typer.echo(render_derivation(derivation), nl=False)
     else:
         from resolver.explain import render
 

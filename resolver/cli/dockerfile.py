@@ -1,9 +1,130 @@
-"""CLI for `rocm-vllm dockerfile` (placeholder until its issue lands)."""
+"""CLI for `rocm-vllm dockerfile`: a pinned source-build Dockerfile for the node's gfx targets."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from resolver.cli._common import (
+    DriverOpt,
+    ExampleOpt,
+    GfxOpt,
+    GpusOpt,
+    JsonOpt,
+    NodeFileOpt,
+    OsOpt,
+    PythonOpt,
+    RocminfoOpt,
+    RocmOpt,
+    emit_json,
+    handle_errors,
+    resolve_node,
+)
+
+BUILD_PANEL = "Build"
+
+
+def _host_memory_bytes() -> int | None:
+    import os
+
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
-    """Nothing registered yet."""
+    @app.command("dockerfile")
+    @handle_errors
+    def dockerfile(
+        gfx: GfxOpt = None,
+        gpus: GpusOpt = None,
+        driver: DriverOpt = None,
+        os_id: OsOpt = None,
+        rocm: RocmOpt = None,
+        python: PythonOpt = None,
+        node_file: NodeFileOpt = None,
+        rocminfo: RocminfoOpt = None,
+        example: ExampleOpt = None,
+        vllm: Annotated[
+            str | None, typer.Option("--vllm", help="vLLM release to build, e.g. 0.10.0 (default: newest that fits).")
+        ] = None,
+        vllm_repo: Annotated[
+            str | None, typer.Option("--vllm-repo", help="Build vLLM from this GitHub fork (owner/name).")
+        ] = None,
+        vllm_ref: Annotated[
+            str | None, typer.Option("--vllm-ref", help="Build vLLM at this branch, tag or commit.")
+        ] = None,
+        output: Annotated[
+            Path | None, typer.Option("-o", "--output", help="Write the Dockerfile here (atomically) instead of stdout.")
+        ] = None,
+        json_out: JsonOpt = False,
+        dry_run: Annotated[
+            bool, typer.Option("--dry-run", help="With --build: print the Dockerfile, do not build.")
+        ] = False,
+        max_jobs: Annotated[
+            int | None,
+            typer.Option("--max-jobs", help="Parallel compile jobs (default: what this host's CPUs and memory bear).", rich_help_panel=BUILD_PANEL),
+        ] = None,
+        build: Annotated[
+            bool, typer.Option("--build", help="Build the image through the Docker Engine.", rich_help_panel=BUILD_PANEL)
+        ] = False,
+        tag: Annotated[
+            str | None, typer.Option("--tag", help="Image name:tag for --build.", rich_help_panel=BUILD_PANEL)
+        ] = None,
+    ) -> None:
+        """A source-build Dockerfile for the node's gfx targets only, with every component pinned."""
+        import os
+
+        from resolver import dockerfile as df
+        from resolver import matrix as matrix_mod
+
+        node = resolve_node(
+            gfx=gfx, gpus=gpus, driver=driver, os_id=os_id, rocm=rocm, python=python,
+            node_file=node_file, rocminfo=rocminfo, example=example,
+        )
+        m = matrix_mod.load()
+        release = df.find_release(m, vllm) if vllm else df.pick_release(m, node)
+        jobs = max_jobs if max_jobs is not None else df.host_max_jobs(os.cpu_count(), _host_memory_bytes())
+        plan = df.plan_dockerfile(m, node, release, vllm_repo=vllm_repo, vllm_ref=vllm_ref, max_jobs=jobs)
+        image_tag = df.image_tag(plan, tag)  # checked now, so a bad --tag fails before any output
+        text = df.render(plan)
+
+        for warning in plan.warnings:
+            typer.echo(f"warning: {warning}", err=True)
+        if output is not None:
+            df.write_atomic(output, text)
+            typer.echo(f"wrote {output}", err=True)
+        if json_out:
+            data = plan.to_json()
+            data["output"] = str(output) if output is not None else None
+            data["tag"] = image_tag if build else None
+            emit_json(data)
+        elif output is None and (not build or dry_run):
+            typer.echo(text, nl=False)
+
+        if build and not dry_run:
+            _build(text, plan, image_tag)
+
+
+def _build(text: str, plan: object, image_tag: str) -> None:
+    import importlib
+    import tempfile
+
+    from resolver import dockerfile as df
+
+    # resolver.engine (the Docker SDK wrapper) belongs to the `image` command; imported by name so
+    # this module type-checks whether or not that module is present.
+    engine = importlib.import_module("resolver.engine")
+    assert isinstance(plan, df.DockerfilePlan)
+    with tempfile.TemporaryDirectory(prefix="rocm-vllm-build-") as context:
+        image_id = engine.DockerEngine().build(
+            dockerfile_text=text,
+            context_dir=Path(context),
+            tag=image_tag,
+            buildargs=df.build_args(plan),
+            on_progress=lambda line: typer.echo(line, err=True),
+        )
+    typer.echo(f"built {image_tag} ({image_id})", err=True)

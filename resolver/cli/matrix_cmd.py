@@ -1,9 +1,180 @@
-"""CLI placeholder."""
+"""`rocm-vllm matrix show|validate|graph`: look at the data the answers rest on."""
 
 from __future__ import annotations
 
+from typing import Annotated, Any
+
 import typer
+
+from resolver.cli._common import JsonOpt, emit_json, handle_errors
+
+TABLES = ("rocm", "drivers", "gfx", "vllm", "wheels", "images", "nodes", "os")
+
+
+def _rows(m: Any, table: str) -> tuple[list[str], list[list[str]], list[dict[str, Any]]]:
+    """Header, text rows and JSON records for one table."""
+    def conf(p: Any) -> str:
+        return str(p.confidence)
+
+    def src(p: Any) -> str:
+        return str(p.source)
+
+    if table == "rocm":
+        header = ["version", "stream", "date", "gfx", "confidence"]
+        recs = m.rocm
+        rows = [[str(r.version), r.stream, r.date or "?", ",".join(r.gfx) or "?", conf(r.provenance)] for r in recs]
+        data = [{"version": str(r.version), "stream": r.stream, "date": r.date, "gfx": list(r.gfx), "os": list(r.os),
+                 "os_restrictions": [{"gfx": list(o.gfx), "products": list(o.products), "os": list(o.os), "note": o.note} for o in r.os_restrictions],
+                 "pytorch": list(r.pytorch), "source": src(r.provenance), "confidence": conf(r.provenance)} for r in recs]
+    elif table == "drivers":
+        header = ["amdgpu", "runs ROCm user space", "released with", "confidence"]
+        recs = m.drivers
+        rows = [[d.series + ".x", ", ".join(d.user_space), d.paired_rocm or "-", conf(d.provenance)] for d in recs]
+        data = [{"series": d.series, "user_space": list(d.user_space), "paired_rocm": d.paired_rocm,
+                 "source": src(d.provenance), "confidence": conf(d.provenance)} for d in recs]
+    elif table == "gfx":
+        header = ["gfx", "arch", "vllm", "aiter", "fp8", "mx", "products"]
+        recs = m.gfx
+        rows = [[t.name, t.arch, t.vllm_status, t.features.aiter,
+                 (t.features.fp8_format or "yes") if t.features.fp8 else "no", "yes" if t.features.mx else "no",
+                 "; ".join(dict.fromkeys(p.name for p in t.products))[:70]] for t in recs]
+        data = [{"name": t.name, "arch": t.arch, "families": list(t.families), "vllm_status": t.vllm_status,
+                 "vllm_note": t.vllm_note, "override": t.override,
+                 "features": {"aiter": t.features.aiter, "fp8": t.features.fp8, "fp8_format": t.features.fp8_format,
+                              "mx": t.features.mx, "custom_allreduce": t.features.custom_allreduce},
+                 "products": [{"name": p.name, "family": p.family, "pci_device_id": p.pci_device_id,
+                               "pci_revision": p.pci_revision, "first_rocm": p.first_rocm} for p in t.products],
+                 "env": dict(t.env), "source": src(t.provenance), "confidence": conf(t.provenance)} for t in recs]
+    elif table == "vllm":
+        header = ["vllm", "rocm", "python", "arch (shipped)", "pins", "confidence"]
+        recs = m.vllm
+        rows = [[str(v.version), str(v.rocm) if v.rocm else "?", v.python or "?", ",".join(v.arch) or "?",
+                 ",".join(p.component for p in v.pins) or "-", conf(v.provenance)] for v in recs]
+        data = [{"version": str(v.version), "date": v.date, "tag_commit": v.tag_commit, "layout": v.layout,
+                 "base_image": v.base_image, "rocm": str(v.rocm) if v.rocm else None, "python": v.python,
+                 "arch": list(v.arch), "aiter_arch": list(v.aiter_arch), "cmake_arch": list(v.cmake_arch),
+                 "pins": {p.component: {"repo": p.repo, "ref": p.ref} for p in v.pins},
+                 "source": src(v.provenance), "confidence": conf(v.provenance)} for v in recs]
+    elif table == "wheels":
+        header = ["variant", "rocm", "python", "glibc>=", "vllm", "status"]
+        recs = m.wheels
+        rows = [[w.name, str(w.rocm), ",".join(w.python), str(w.glibc_min), str(w.vllm), w.status] for w in recs]
+        data = [{"name": w.name, "rocm": str(w.rocm), "python": list(w.python), "glibc_min": str(w.glibc_min),
+                 "vllm": str(w.vllm), "index_url": w.index_url, "status": w.status, "arch": list(w.arch),
+                 "source": src(w.provenance), "confidence": conf(w.provenance)} for w in recs]
+    elif table == "images":
+        header = ["image", "rocm", "vllm", "arch", "entry", "confidence"]
+        recs = m.images
+        rows = [[i.ref + (" (deprecated)" if i.deprecated else ""), str(i.rocm) if i.rocm else "?", str(i.vllm) if i.vllm else "?",
+                 ",".join(i.arch), i.entrypoint, conf(i.provenance)] for i in recs]
+        data = [{"repo": i.repo, "tag": i.tag, "digest": i.digest, "rocm": str(i.rocm) if i.rocm else None, "stream": i.stream,
+                 "vllm": str(i.vllm) if i.vllm else None, "python": i.python, "torch": i.torch, "arch": list(i.arch),
+                 "family_tag": i.family_tag, "entrypoint": i.entrypoint, "deprecated": i.deprecated,
+                 "source": src(i.provenance), "confidence": conf(i.provenance)} for i in recs]
+    elif table == "nodes":
+        header = ["example", "gfx", "gpus", "driver", "os", "description"]
+        recs = m.examples
+        rows = [[e.name, ",".join(e.gfx), str(e.gpus), e.driver or "-", e.os or "-", e.description] for e in recs]
+        data = [{"name": e.name, "description": e.description, "gfx": list(e.gfx), "gpus": e.gpus, "product": e.product,
+                 "driver": e.driver, "os": e.os, "python": e.python, "source": src(e.provenance)} for e in recs]
+    else:
+        header = ["os", "name", "glibc", "kernels"]
+        recs = m.os
+        rows = [[o.id, o.name, str(o.glibc) if o.glibc else "?", ", ".join(o.kernels)] for o in recs]
+        data = [{"id": o.id, "name": o.name, "glibc": str(o.glibc) if o.glibc else None, "kernels": list(o.kernels),
+                 "source": src(o.provenance), "confidence": conf(o.provenance)} for o in recs]
+    return header, rows, data
+
+
+def format_table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+# Tables a refresh can add to: their file and how a JSON record names its key in the overlay.
+_OVERLAY_KEYS = {
+    "rocm": ("rocm.toml", lambda r: r["version"]),
+    "vllm": ("vllm.toml", lambda r: r["version"]),
+    "images": ("images.toml", lambda r: f"{r['repo']}:{r['tag']}"),
+    "wheels": ("wheels.toml", lambda r: r["name"]),
+}
+
+
+def _add_origin(table: str, header: list[str], rows: list[list[str]], data: list[dict[str, Any]]) -> None:
+    """Say, per record, whether it is embedded or came from a refresh (which URL, when)."""
+    from resolver import overlay
+
+    origins = overlay.origins()
+    file, key_of = _OVERLAY_KEYS.get(table, ("", lambda r: ""))
+    header.append("origin")
+    for row, rec in zip(rows, data, strict=True):
+        origin = origins.get((file, str(key_of(rec)))) if file else None
+        if origin is not None and origin.overlay:
+            rec["origin"] = {"overlay": True, "source_url": origin.source_url, "read_at": origin.read_at}
+            row.append(f"refreshed {origin.read_at or '?'}")
+        else:
+            rec["origin"] = {"overlay": False, "source_url": rec.get("source"), "read_at": None}
+            row.append("embedded")
+
+
+@handle_errors
+def show(
+    table: Annotated[str, typer.Argument(help=f"One of: {', '.join(TABLES)}.")],
+    json_out: JsonOpt = False,
+    origin: Annotated[bool, typer.Option("--origin", help="Say which facts came from a refresh, from where and when.")] = False,
+) -> None:
+    """Show one data table."""
+    from resolver import matrix
+    from resolver.errors import UsageError
+
+    if table not in TABLES:
+        raise UsageError(f"no table {table!r}", hint=f"choose one of: {', '.join(TABLES)}")
+    header, rows, data = _rows(matrix.load(), table)
+    if origin:
+        _add_origin(table, header, rows, data)
+    if json_out:
+        emit_json(data)
+    else:
+        typer.echo(format_table(header, rows), nl=False)
+
+
+@handle_errors
+def validate(json_out: JsonOpt = False) -> None:
+    """Load every data file and check its invariants (exit 3 names the broken record)."""
+    from resolver import matrix, resources
+
+    m = matrix.load_dir(resources.matrix_dir())
+    counts = {"rocm": len(m.rocm), "os": len(m.os), "drivers": len(m.drivers), "gfx": len(m.gfx), "vllm": len(m.vllm),
+              "wheels": len(m.wheels), "images": len(m.images), "nodes": len(m.examples)}
+    if json_out:
+        emit_json({"valid": True, "directory": str(resources.matrix_dir()), "records": counts})
+    else:
+        typer.echo(f"ok: {sum(counts.values())} records in {resources.matrix_dir()} (" +
+                   ", ".join(f"{k} {v}" for k, v in counts.items()) + ")")
+
+
+@handle_errors
+def graph(
+    fmt: Annotated[str, typer.Option("--format", help="json or dot.")] = "json",
+) -> None:
+    """The compatibility graph built from the data (networkx), as JSON or Graphviz DOT."""
+    from resolver import graph as graph_mod
+    from resolver import matrix
+    from resolver.errors import UsageError
+
+    if fmt not in ("json", "dot"):
+        raise UsageError(f"--format {fmt!r} is not supported", hint="use --format json or --format dot")
+    g = graph_mod.build(matrix.load())
+    if fmt == "json":
+        emit_json(graph_mod.to_json(g))
+    else:
+        typer.echo(graph_mod.to_dot(g), nl=False)
 
 
 def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
-    """Nothing registered yet."""
+    matrix_app.command("show")(show)
+    matrix_app.command("validate")(validate)
+    matrix_app.command("graph")(graph)

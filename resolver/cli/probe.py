@@ -1,9 +1,149 @@
-"""CLI for `rocm-vllm probe` (placeholder until its issue lands)."""
+"""CLI for ``rocm-vllm probe``: the node's GPUs and host facts, as a summary or JSON."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+
+from resolver.cli._common import JsonOpt, emit_json, handle_errors
+
+AmdSmiOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--amd-smi", help="A saved `amd-smi static` / `list` output (text or --json); repeatable."
+    ),
+]
+RocmSmiOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--rocm-smi", help="A saved `rocm-smi --showproductname` or concise output; repeatable."
+    ),
+]
+SysfsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--sysfs",
+        help="Read ROOT/sys/class/kfd/... and ROOT/sys/module/amdgpu/... as if ROOT were /.",
+    ),
+]
+RocminfoFileOpt = Annotated[
+    Path | None, typer.Option("--rocminfo", help="A saved `rocminfo` output.")
+]
 
 
 def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
-    """Nothing registered yet."""
+    @app.command("probe")
+    @handle_errors
+    def probe(
+        rocminfo: RocminfoFileOpt = None,
+        amd_smi: AmdSmiOpt = None,
+        rocm_smi: RocmSmiOpt = None,
+        sysfs: SysfsOpt = None,
+        json_out: JsonOpt = False,
+    ) -> None:
+        """The node's GPUs (gfx, product, CUs, VRAM, partition), counts and host problems.
+
+        Without options this probes this machine; with saved outputs it reads those instead.
+        """
+        from resolver import probe as probe_mod
+
+        if any(v for v in (rocminfo, amd_smi, rocm_smi, sysfs)):
+            node = probe_mod.probe_files(
+                rocminfo=rocminfo, amd_smi=amd_smi, rocm_smi=rocm_smi, sysfs=sysfs
+            )
+        else:
+            node = probe_mod.probe_live()
+        if json_out:
+            emit_json(node.to_json())
+        else:
+            typer.echo(render(node))
+
+
+def _gib(value: int | None) -> str:
+    return f"{value / 1024**3:.1f} GiB" if value else "-"
+
+
+def render(node: Any) -> str:
+    """A short readable summary: GPU table, counts, host line, problems with their hints."""
+    lines: list[str] = []
+    if node.gpus:
+        rows: list[tuple[str, ...]] = [("#", "gfx", "product", "CUs", "VRAM", "partition", "note")]
+        for i, gpu in enumerate(node.gpus):
+            part = gpu.partition
+            partition = (
+                "/".join(p for p in ((part.compute, part.memory) if part else ()) if p) or "-"
+            )
+            notes = []
+            if gpu.integrated:
+                notes.append("integrated, not counted")
+            elif gpu.apu:
+                notes.append("APU")
+            if gpu.runtime_gfx:
+                notes.append(f"runtime sees {gpu.runtime_gfx}")
+            rows.append(
+                (
+                    str(i),
+                    gpu.gfx,
+                    gpu.product or gpu.marketing_name or "-",
+                    str(gpu.compute_units) if gpu.compute_units is not None else "-",
+                    _gib(gpu.vram_bytes),
+                    partition,
+                    ", ".join(notes),
+                )
+            )
+        rows = _shorten(rows)
+        widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+        for row in rows:
+            lines.append("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(row)).rstrip())
+        lines.append("")
+        lines.append(
+            f"gfx targets: {', '.join(node.gfx_targets) or '-'}   "
+            f"GPUs: {node.logical_gpu_count} logical, {node.physical_gpu_count} physical"
+        )
+    elif node.logical_gpu_count:
+        lines.append(
+            f"{node.logical_gpu_count} GPU(s) listed, but no source names their gfx target."
+        )
+    else:
+        lines.append("No AMD GPU found.")
+    facts = [
+        ("driver", node.driver_version or (node.host or {}).get("driver_kind")),
+        ("ROCm", node.rocm_version),
+        ("override", node.hsa_override_gfx_version),
+        ("OS", node.os),
+        ("kernel", node.kernel),
+        ("glibc", node.glibc),
+    ]
+    shown = [f"{k} {v}" for k, v in facts if v]
+    if shown:
+        lines.append("   ".join(shown))
+    if node.problems:
+        lines.append("")
+        lines.append("Problems:")
+        for problem in node.problems:
+            lines.append(f"  - [{problem.code}] {problem.message}")
+            lines.append(f"    fix: {problem.hint}")
+    return "\n".join(lines)
+
+
+def _shorten(rows: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """63 CPX partitions of 8 GPUs are not worth 63 lines: collapse runs of identical rows."""
+    out: list[tuple[str, ...]] = []
+    run: list[tuple[str, ...]] = []
+    for row in rows:
+        if run and row[1:] == run[-1][1:]:
+            run.append(row)
+            continue
+        out.extend(_flush(run))
+        run = [row]
+    out.extend(_flush(run))
+    return out
+
+
+def _flush(run: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    if len(run) <= 2:
+        return run
+    first, last = run[0], run[-1]
+    return [(f"{first[0]}-{last[0]}", *first[1:])]

@@ -1,9 +1,99 @@
-"""CLI for `rocm-vllm refresh` (placeholder until its issue lands)."""
+"""CLI for ``rocm-vllm matrix refresh``: diff the data in use against upstream; ``--write`` saves it."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Annotated
+
 import typer
+
+from resolver.cli._common import emit_json, handle_errors
+
+if TYPE_CHECKING:
+    from resolver.refresh.runner import Outcome
 
 
 def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
-    """Nothing registered yet."""
+    @matrix_app.command("refresh")
+    @handle_errors
+    def refresh_cmd(
+        source: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--source",
+                help="Upstream to read: vllm, images, wheels or rocm (repeat for several; default: all).",
+            ),
+        ] = None,
+        write: Annotated[
+            bool,
+            typer.Option(
+                "--write", help="Save what changed to the overlay in the user data directory."
+            ),
+        ] = False,
+        tag: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--tag", help="Re-read this vLLM tag even if the data already has it (repeatable)."
+            ),
+        ] = None,
+        json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    ) -> None:
+        """Compare the data with upstream (vLLM tags and Dockerfiles, images, wheels, ROCm releases).
+
+        Prints what would change and exits 1 when something did (0 when nothing did). With
+        --write the changes go to the overlay in ROCM_VLLM_DATA_DIR (never into the installed
+        package) and every command uses them from then on. Base URLs: ROCM_VLLM_GITHUB_API,
+        ROCM_VLLM_GITHUB_RAW, ROCM_VLLM_REGISTRY, ROCM_VLLM_WHEELS; GITHUB_TOKEN is used when set.
+        """
+        from resolver.refresh import diff
+        from resolver.refresh.runner import refresh
+
+        sources = [s.strip() for item in (source or []) for s in item.split(",") if s.strip()]
+        if json_out:
+            outcome = refresh(sources or None, write=write, tags=tag)
+        else:
+            outcome = _with_progress(sources or None, write, tag)
+        if json_out:
+            doc = diff.to_json(outcome.changes, outcome.refused)
+            doc.update(
+                {
+                    "written": str(outcome.written) if outcome.written else None,
+                    "overlay": str(outcome.target),
+                    "skipped": outcome.skipped,
+                    "requests": {"sent": outcome.requests, "conditional": outcome.conditional},
+                }
+            )
+            emit_json(doc)
+        else:
+            typer.echo(
+                diff.render(
+                    outcome.changes,
+                    outcome.refused,
+                    target=str(outcome.target),
+                    written=outcome.written is not None,
+                )
+            )
+        if outcome.changed and not outcome.written:
+            raise typer.Exit(1)
+
+
+def _with_progress(sources: list[str] | None, write: bool, tags: list[str] | None) -> Outcome:
+    """Run the refresh under a progress bar on stderr (rich comes with typer)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from resolver.refresh.runner import refresh
+
+    console = Console(stderr=True)
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("refresh", total=None)
+
+        def progress(what: str, done: int, total: int) -> None:
+            bar.update(task, description=what, completed=done, total=total or None)
+
+        return refresh(sources, write=write, tags=tags, progress=progress)

@@ -1,0 +1,55 @@
+"""Cold-start benchmark: `rocm-vllm check ... --json` against importing networkx and typer.
+
+Both commands run as fresh processes from the same interpreter, interleaved, at least 9 times
+each; the script prints both medians and their ratio. The core issue asks for a ratio <= 1.5.
+Usage: python bench/startup.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def _check_command() -> list[str]:
+    script = Path(sys.executable).with_name("rocm-vllm")
+    exe = str(script) if script.exists() else shutil.which("rocm-vllm")
+    base = [exe] if exe else [sys.executable, "-m", "resolver"]
+    return [*base, "check", "--gfx", "gfx942", "--gpus", "8", "--driver", "30.30.3", "--json"]
+
+
+def _time(cmd: list[str]) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    elapsed = time.perf_counter() - start
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr.decode()[-400:]}")
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=11)
+    args = parser.parse_args()
+    runs = max(9, args.runs)
+    check = _check_command()
+    baseline = [sys.executable, "-c", "import networkx, typer"]
+    _time(check), _time(baseline)  # warm the OS file cache; bytecode already compiled
+    a: list[float] = []
+    b: list[float] = []
+    for _ in range(runs):
+        a.append(_time(check))
+        b.append(_time(baseline))
+    ma, mb = statistics.median(a), statistics.median(b)
+    print(f"check   : median {ma * 1000:7.1f} ms over {runs} runs  ({' '.join(check[-8:])})")
+    print(f"baseline: median {mb * 1000:7.1f} ms over {runs} runs  (python -c 'import networkx, typer')")
+    print(f"ratio   : {ma / mb:.2f}  (target <= 1.5)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,931 @@
+"""A ``Decision`` as a derivation: numbered steps of sourced facts and what follows from them, then
+hints (the smallest changes that would work). Pure: no I/O, no printing, no rich.
+
+The shape follows PubGrub's derivation trees as uv reports them: each step is "Because <facts>,
+<conclusion>", a step used later is cited by its number "(1)", only facts that took part appear,
+and hints come apart from the proof. Rejected candidates are grouped (one step for "the 6
+vllm/vllm-openai-rocm images for vLLM 0.20.0 to 0.24.0", not six), and everything is sorted so
+that the same decision always gives the same text. ``resolver.explain`` turns a ``Derivation``
+into words; ``to_json``/``from_json`` carry it through ``check --json`` unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from packaging.version import Version
+
+from resolver.errors import InputError, ResolverError
+from resolver.model import CONFIDENCES, Matrix
+from resolver.node import Node
+from resolver.solve import Decision, Evaluation, Fact, Reason, Request, rank, solve
+from resolver.versions import driver_series, series
+
+DERIVATION_VERSION = 1
+
+# Candidate-level reason codes, most fundamental first: the one a rejected candidate is filed under.
+CODE_ORDER: tuple[str, ...] = (
+    "gfx-unsupported",
+    "gfx-not-shipped",
+    "driver-window",
+    "python-mismatch",
+    "glibc-too-old",
+    "artifact-facts-unknown",
+    "release-facts-unknown",
+)
+UNKNOWN_CODES = frozenset({"artifact-facts-unknown", "release-facts-unknown"})
+# Request gates: they stop every candidate alike, so one step about the GPU says it all.
+GATE_CODES: frozenset[str] = frozenset({"fp8-unsupported", "mx-unsupported", "kv-fp8-unsupported"})
+HINT_ORDER: tuple[str, ...] = ("driver", "vllm", "image", "quantization", "source-build", "python", "os", "data", "override", "other")
+
+_CONF_RANK: dict[str, int] = {c: i for i, c in enumerate(CONFIDENCES)}
+
+
+# --- the records -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Premise:
+    """One fact a step rests on, with every source it came from and how sure that source is."""
+
+    text: str
+    sources: tuple[str, ...]
+    confidence: str = "exact"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Step:
+    """ "Because <premises> [and (cites)], <conclusion>." Numbered from 1."""
+
+    number: int
+    premises: tuple[Premise, ...]
+    conclusion: str
+    cites: tuple[int, ...] = ()
+    codes: tuple[str, ...] = ()
+    subjects: tuple[str, ...] = ()  # the candidates it covers (labels), for --json readers
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Hint:
+    kind: str  # driver, vllm, image, quantization, source-build, python, os, data, override, other
+    text: str
+    unofficial: bool = False
+    command: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Note:
+    severity: str  # "warning" | "info"
+    message: str
+    hint: str
+    source: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PlanSummary:
+    channel: str
+    label: str
+    vllm: str
+    rocm: str | None
+    confidence: str
+    unofficial: bool
+    override: str | None
+    commands: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Derivation:
+    verdict: str
+    exit_code: int
+    node: str  # one line: "gfx942 x8 · amdgpu 30.30.3   [flags]"
+    request: str  # "vLLM >=0.20, fp8 quantization" or "" for defaults
+    headline: str
+    steps: tuple[Step, ...]
+    conclusion: str
+    confidence: str | None = None  # weakest fact under the plan (successes)
+    confidence_note: str = ""
+    plan: PlanSummary | None = None
+    hints: tuple[Hint, ...] = ()
+    notes: tuple[Note, ...] = ()
+    alternatives: tuple[str, ...] = ()
+    version: int = DERIVATION_VERSION
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+    def sources(self) -> list[str]:
+        """Every source in order of first citation: the numbering the text uses ([1], [2], ...)."""
+        return list(dict.fromkeys(s for step in self.steps for p in step.premises for s in p.sources))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "verdict": self.verdict,
+            "exit_code": self.exit_code,
+            "node": self.node,
+            "request": self.request,
+            "headline": self.headline,
+            "steps": [
+                {
+                    "number": s.number,
+                    "premises": [{"text": p.text, "sources": list(p.sources), "confidence": p.confidence} for p in s.premises],
+                    "cites": list(s.cites),
+                    "conclusion": s.conclusion,
+                    "codes": list(s.codes),
+                    "subjects": list(s.subjects),
+                }
+                for s in self.steps
+            ],
+            "conclusion": self.conclusion,
+            "confidence": self.confidence,
+            "confidence_note": self.confidence_note,
+            "plan": None
+            if self.plan is None
+            else {
+                "channel": self.plan.channel,
+                "label": self.plan.label,
+                "vllm": self.plan.vllm,
+                "rocm": self.plan.rocm,
+                "confidence": self.plan.confidence,
+                "unofficial": self.plan.unofficial,
+                "override": self.plan.override,
+                "commands": list(self.plan.commands),
+            },
+            "hints": [{"kind": h.kind, "text": h.text, "unofficial": h.unofficial, "command": h.command} for h in self.hints],
+            "notes": [{"severity": n.severity, "message": n.message, "hint": n.hint, "source": n.source} for n in self.notes],
+            "alternatives": list(self.alternatives),
+            "sources": self.sources(),
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> Derivation:
+        """Read back what ``to_json`` wrote; a wrong shape is an ``InputError``, not a traceback."""
+        try:
+            plan = data["plan"]
+            return cls(
+                version=int(data["version"]),
+                verdict=str(data["verdict"]),
+                exit_code=int(data["exit_code"]),
+                node=str(data["node"]),
+                request=str(data["request"]),
+                headline=str(data["headline"]),
+                steps=tuple(
+                    Step(
+                        number=int(s["number"]),
+                        premises=tuple(
+                            Premise(text=str(p["text"]), sources=tuple(map(str, p["sources"])), confidence=str(p["confidence"]))
+                            for p in s["premises"]
+                        ),
+                        cites=tuple(int(c) for c in s["cites"]),
+                        conclusion=str(s["conclusion"]),
+                        codes=tuple(map(str, s["codes"])),
+                        subjects=tuple(map(str, s["subjects"])),
+                    )
+                    for s in data["steps"]
+                ),
+                conclusion=str(data["conclusion"]),
+                confidence=None if data["confidence"] is None else str(data["confidence"]),
+                confidence_note=str(data["confidence_note"]),
+                plan=None
+                if plan is None
+                else PlanSummary(
+                    channel=str(plan["channel"]),
+                    label=str(plan["label"]),
+                    vllm=str(plan["vllm"]),
+                    rocm=None if plan["rocm"] is None else str(plan["rocm"]),
+                    confidence=str(plan["confidence"]),
+                    unofficial=bool(plan["unofficial"]),
+                    override=None if plan["override"] is None else str(plan["override"]),
+                    commands=tuple(map(str, plan["commands"])),
+                ),
+                hints=tuple(
+                    Hint(kind=str(h["kind"]), text=str(h["text"]), unofficial=bool(h["unofficial"]), command=h["command"])
+                    for h in data["hints"]
+                ),
+                notes=tuple(
+                    Note(severity=str(n["severity"]), message=str(n["message"]), hint=str(n["hint"]), source=str(n["source"]))
+                    for n in data["notes"]
+                ),
+                alternatives=tuple(map(str, data["alternatives"])),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(
+                f"not a derivation object ({exc.__class__.__name__}: {exc})",
+                hint="pass the 'derivation' value of `rocm-vllm check --json`",
+            ) from None
+
+
+# --- words for nodes and requests ------------------------------------------------------------
+
+
+def describe_node(node: Node) -> str:
+    parts = []
+    count = node.logical_gpu_count or len(node.gpus)
+    gfx = ",".join(node.gfx_targets) or "no GPU"
+    parts.append(f"{gfx} x{count}" if count else gfx)
+    parts.append(f"amdgpu {node.driver_version}" if node.driver_version else "amdgpu driver unknown")
+    if node.os:
+        parts.append(node.os)
+    if node.python:
+        parts.append(f"Python {node.python}")
+    if node.rocm_version:
+        parts.append(f"host ROCm {node.rocm_version}")
+    return " · ".join(parts) + f"   [{node.origin}]"
+
+
+def describe_request(request: Request) -> str:
+    parts = []
+    if request.vllm is not None and str(request.vllm):
+        parts.append(f"vLLM {request.vllm}")
+    if request.quantization:
+        parts.append(f"{request.quantization} quantization")
+    if request.kv_cache_dtype:
+        parts.append(f"--kv-cache-dtype {request.kv_cache_dtype}")
+    if request.prefer:
+        parts.append(f"prefer a {request.prefer}")
+    return ", ".join(parts)
+
+
+def _wanted(request: Request) -> str:
+    """What the user asked to run, as a noun phrase."""
+    base = f"vLLM {request.vllm}" if request.vllm is not None and str(request.vllm) else "vLLM"
+    extra = []
+    if request.quantization:
+        extra.append(f"{request.quantization} quantization")
+    if request.kv_cache_dtype:
+        extra.append(f"an {request.kv_cache_dtype} KV cache")
+    return base + (" with " + " and ".join(extra) if extra else "")
+
+
+def _join(items: Sequence[str], word: str = "and") -> str:
+    items = list(items)
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + f" {word} " + items[-1]
+
+
+def _span(versions: Iterable[Version]) -> str:
+    vs = sorted(set(versions))
+    return str(vs[0]) if len(vs) == 1 else f"{vs[0]} to {vs[-1]}"
+
+
+def _weakest(confidences: Iterable[str]) -> str:
+    return max(confidences, key=lambda c: _CONF_RANK.get(c, len(CONFIDENCES)), default="exact")
+
+
+# --- grouping rejected candidates ------------------------------------------------------------
+
+
+def _group_of(e: Evaluation) -> tuple[int, str]:
+    """(order, name) of the family a candidate belongs to, in the order users think of them."""
+    c = e.candidate
+    if {r.code for r in e.reasons} == {"release-facts-unknown"}:
+        return 5, "unknown"
+    if c.image is not None:
+        order = 0 if c.image.official else 2 if c.image.deprecated else 1
+        return order, f"image:{c.image.repo}"
+    return (3, "wheel") if c.kind == "wheel" else (4, "source")
+
+
+@dataclass(frozen=True, slots=True)
+class _Subject:
+    text: str  # "the 6 vllm/vllm-openai-rocm images for vLLM 0.20.0 to 0.24.0"
+    plural: bool
+
+    def verb(self, singular: str, plural: str) -> str:
+        return plural if self.plural else singular
+
+    def none(self, predicate_singular: str) -> str:
+        """ "none of them <predicate>" (callers word the singular "it does not ..." themselves)."""
+        return f"none of them {predicate_singular}" if self.plural else f"it {predicate_singular}"
+
+
+def _subject(group: str, members: Sequence[Evaluation]) -> _Subject:
+    cands = [e.candidate for e in members]
+    n = len(cands)
+    versions = _span(c.vllm for c in cands)
+    if group == "unknown":
+        return _Subject(f"vLLM {versions}" + (f" ({n} releases)" if n > 1 else ""), n > 1)
+    if n == 1:
+        c = cands[0]
+        if c.image is not None:
+            return _Subject(c.image.ref, False)
+        if c.wheel is not None:
+            return _Subject(f"the vllm=={c.vllm}+{c.wheel.name} wheel", False)
+        return _Subject(f"a source build of vLLM {c.vllm}", False)
+    if group.startswith("image:"):
+        return _Subject(f"the {n} {group[6:]} images for vLLM {versions}", True)
+    if group == "wheel":
+        names = sorted({c.wheel.name for c in cands if c.wheel is not None})
+        return _Subject(f"the {n} vLLM wheels ({', '.join(names)}) for vLLM {versions}", True)
+    return _Subject(f"source builds of vLLM {versions} ({n} releases)", True)
+
+
+def _about(reason: Reason, node: Node) -> str:
+    """The node's gfx target a reason is about, if it names one (several for mixed nodes)."""
+    named = [g for g in node.gfx_targets if re.search(rf"\b{re.escape(g)}\b", reason.message)]
+    return ",".join(named)
+
+
+def _primary(e: Evaluation, blockers: frozenset[str]) -> Reason:
+    def key(r: Reason) -> tuple[int, int]:
+        order = CODE_ORDER.index(r.code) if r.code in CODE_ORDER else len(CODE_ORDER)
+        return (0 if r.code in blockers else 1, order)
+
+    return min(e.reasons, key=key)
+
+
+class _Builder:
+    """Collects steps in order and numbers them."""
+
+    def __init__(self) -> None:
+        self.steps: list[Step] = []
+
+    def add(self, premises: Sequence[Premise], conclusion: str, *, cites: Sequence[int] = (), codes: Sequence[str] = (), subjects: Sequence[str] = ()) -> int:
+        number = len(self.steps) + 1
+        self.steps.append(
+            Step(number=number, premises=tuple(premises), conclusion=conclusion, cites=tuple(cites), codes=tuple(codes), subjects=tuple(subjects))
+        )
+        return number
+
+
+def _merge(facts: Iterable[Fact]) -> list[Premise]:
+    """Identical statements become one premise citing all their sources."""
+    texts: dict[str, list[Fact]] = {}
+    for f in facts:
+        texts.setdefault(f.text, []).append(f)
+    return [
+        Premise(text=t, sources=tuple(dict.fromkeys(f.source for f in fs if f.source)), confidence=_weakest(f.confidence for f in fs))
+        for t, fs in texts.items()
+    ]
+
+
+class _Context:
+    def __init__(self, decision: Decision, matrix: Matrix) -> None:
+        self.d = decision
+        self.m = matrix
+        self.node = decision.node
+        self.request = decision.request
+        self.driver = matrix.driver(driver_series(decision.node.driver_version)) if decision.node.driver_version else None
+        self.said: set[str] = set()  # remarks already made once
+
+    def rocm_text(self, versions: Iterable[Version]) -> str:
+        vs = sorted(set(versions))
+        labels = []
+        for v in (vs[0], vs[-1]) if len(vs) > 1 else vs:
+            rel = self.m.rocm_for(v)
+            labels.append(rel.label if rel is not None and rel.version == v else f"ROCm {v}")
+        if len(labels) == 1:
+            return labels[0]
+        return f"{labels[0]} to {labels[1].removeprefix('ROCm ')}"
+
+    def glibc_text(self) -> str:
+        return f"glibc {self.node.glibc}" if self.node.glibc else f"{self.node.os or 'this host'}'s glibc"
+
+
+def _member_premise(ctx: _Context, code: str, subject: _Subject, members: Sequence[Evaluation], facts: Sequence[Fact]) -> Premise | None:
+    """One premise that stands for the candidate-specific facts of every member."""
+    sources = tuple(dict.fromkeys(f.source for f in facts if f.source))
+    conf = _weakest(f.confidence for f in facts)
+    cands = [e.candidate for e in members]
+    if code == "driver-window":
+        rocms = [c.rocm for c in cands if c.rocm is not None]
+        if not rocms:
+            return None
+        verb = subject.verb("builds on", "build on") if all(c.kind == "source" for c in cands) else subject.verb("ships", "ship")
+        return Premise(text=f"{subject.text} {verb} {ctx.rocm_text(rocms)}", sources=sources, confidence=conf)
+    if code in ("gfx-not-shipped", "gfx-unsupported") and all(c.kind == "source" for c in cands):
+        accepted: list[str] = []
+        for c in cands:
+            if c.release is not None:
+                accepted += [a for a in c.release.cmake_arch if a not in accepted]
+        listed = ", ".join(accepted) if accepted else "no known arch list"
+        verb = subject.verb("accepts", "accept")
+        return Premise(text=f"{subject.text} {verb} {listed} only (CMake HIP_SUPPORTED_ARCHS)", sources=sources, confidence=conf)
+    if code in ("gfx-not-shipped", "gfx-unsupported"):
+        arch: list[str] = []
+        for c in cands:
+            record = c.image or c.wheel or c.release
+            arch += [a for a in getattr(record, "arch", ()) if a not in arch]
+        built = ", ".join(arch) if arch else "an unknown arch list"
+        return Premise(text=f"{subject.text} {subject.verb('is', 'are')} built for {built} only", sources=sources, confidence=conf)
+    if code == "artifact-facts-unknown":
+        verb = subject.verb("exists", "exist")
+        return Premise(text=f"{subject.text} {verb}, but {subject.verb('its arch list was', 'their arch lists were')} never read", sources=sources, confidence=conf)
+    if code == "release-facts-unknown":
+        verb = subject.verb("exists", "exist")
+        return Premise(text=f"{subject.text} {verb}, but {subject.verb('its', 'their')} ROCm build files were never read", sources=sources, confidence=conf)
+    return None
+
+
+def _conclusion(ctx: _Context, code: str, subject: _Subject, about: str, *, named: bool = True) -> str:
+    if not named:  # "none of them" needs its subject in the premises; else name it here
+        text = _conclusion(ctx, code, _Subject("", False), about)
+        return f"{subject.text} " + text.removeprefix("it ").replace("does not", subject.verb("does not", "do not"), 1)
+    gfx = about or ",".join(ctx.node.gfx_targets)
+    if code == "driver-window":
+        drv = f"amdgpu {ctx.driver.series}.x" if ctx.driver else "this host's amdgpu driver"
+        return subject.none(f"runs on {drv}") if subject.plural else f"it does not run on {drv}"
+    if code == "gfx-not-shipped":
+        text = subject.none(f"carries code for {gfx}") if subject.plural else f"it carries no code for {gfx}"
+        if "hip-error" not in ctx.said:  # the symptom users search for, said once
+            ctx.said.add("hip-error")
+            text += " (it would fail with 'HIP error: invalid device function')"
+        return text
+    if code == "gfx-unsupported":
+        return subject.none(f"can run on {gfx}") if subject.plural else f"it cannot run on {gfx}"
+    if code == "python-mismatch":
+        pred = f"installs on Python {ctx.node.python}"
+        return (subject.none(pred) if subject.plural else f"it does not install on Python {ctx.node.python}") + (
+            " (pip would silently take the CUDA wheel from PyPI)"
+        )
+    if code == "glibc-too-old":
+        return subject.none(f"loads on {ctx.glibc_text()}") if subject.plural else f"it does not load on {ctx.glibc_text()}"
+    if code in UNKNOWN_CODES:
+        return subject.none("can be checked for this node") if subject.plural else "it cannot be checked for this node"
+    return subject.none("can be used here") if subject.plural else "it cannot be used here"
+
+
+def _explain_rejected(ctx: _Context, b: _Builder, rejected: Sequence[Evaluation]) -> list[int]:
+    """One step per (family, reason, gfx) among ``rejected``; returns the step numbers."""
+    blockers = frozenset(r.code for r in ctx.d.blockers)
+    buckets: dict[tuple[int, str, int, str, str], list[tuple[Evaluation, Reason]]] = {}
+    for e in rejected:
+        order, group = _group_of(e)
+        r = _primary(e, blockers)
+        code_order = CODE_ORDER.index(r.code) if r.code in CODE_ORDER else len(CODE_ORDER)
+        buckets.setdefault((order, group, code_order, r.code, _about(r, ctx.node)), []).append((e, r))
+    numbers: list[int] = []
+    for (_, group, _, code, about), items in sorted(buckets.items(), key=lambda kv: kv[0]):
+        members = sorted((e for e, _ in items), key=lambda e: (e.candidate.vllm, e.candidate.label))
+        subject = _subject(group, members)
+        labels = {e.candidate.label for e in members}
+        specific: list[Fact] = []
+        shared: list[Fact] = []
+        for e, r in items:
+            for f in r.facts:
+                mine = e.candidate.label in f.text or code == "release-facts-unknown"
+                (specific if mine else shared).append(f)
+        premises: list[Premise] = []
+        summary = _member_premise(ctx, code, subject, members, specific) if specific else None
+        if summary is not None:
+            premises.append(summary)
+        else:
+            premises += _merge(specific)
+        premises += _merge(shared)
+        if not premises:  # a reason with no facts: its message is the fact
+            first = items[0][1]
+            premises.append(Premise(text=first.message, sources=(), confidence="unknown"))
+        conclusion = _conclusion(ctx, code, subject, about, named=summary is not None)
+        numbers.append(b.add(premises, conclusion, codes=(code,), subjects=sorted(labels)))
+    return numbers
+
+
+def _unsupported_step(ctx: _Context, b: _Builder, reason: Reason, rejected: Sequence[Evaluation]) -> int:
+    """A GPU vLLM does not support at all: the target's own record says it; one step covers every path."""
+    gfx = _about(reason, ctx.node) or ",".join(ctx.node.gfx_targets)
+    target = ctx.m.gfx_target(gfx)
+    if target is not None:  # the target's own record, worded as a sentence rather than "gfx906: ..."
+        note = target.vllm_note.rstrip(".")
+        text = note if note.startswith(f"vLLM does not support {gfx}") else f"vLLM does not support {gfx} ({note})"
+        facts = [Fact(text=text, source=target.provenance.source, confidence=target.provenance.confidence)]
+    else:
+        facts = [f for e in rejected for r in e.reasons if r.code == "gfx-unsupported" for f in r.facts if e.candidate.label not in f.text]
+    checked = [e for e in rejected if not {r.code for r in e.reasons} <= UNKNOWN_CODES]
+    kinds = sorted({e.candidate.kind for e in checked}, key=lambda k: ("image", "wheel", "source").index(k))
+    names = {"image": "images", "wheel": "wheels", "source": "source builds"}
+    premises = [
+        *_merge(facts),
+        Premise(text=f"none of the {len(checked)} {_join([names[k] for k in kinds], 'or')} in the data is built for {gfx}", sources=()),
+    ]
+    return b.add(premises, f"no vLLM path runs on {gfx}", codes=("gfx-unsupported",))
+
+
+def _gate_step(ctx: _Context, b: _Builder, reasons: Sequence[Reason]) -> int:
+    """Quantization gates are about the GPU, not a candidate: one step covers every path."""
+    names = sorted({a for r in reasons if (a := _about(r, ctx.node))}) or list(ctx.node.gfx_targets)
+    gfx = _join(names)
+    premises = []
+    for name in names:
+        t = ctx.m.gfx_target(name)
+        if t is None:
+            continue
+        g = t.features
+        has = f"has hardware FP8 ({g.fp8_format})" if g.fp8 else "has no hardware FP8"
+        mx = " and MX formats" if g.mx else (" but no MX formats" if g.fp8 else " and no MX formats")
+        premises.append(Premise(text=f"{name} ({t.arch}) {has}{mx}", sources=(g.provenance.source,), confidence=g.provenance.confidence))
+    premises.append(Premise(text=_gate_premise(reasons), sources=(), confidence="exact"))
+    things = []
+    if ctx.request.quantization and any(r.code in ("fp8-unsupported", "mx-unsupported") for r in reasons):
+        things.append(f"{ctx.request.quantization} quantization")
+    if ctx.request.kv_cache_dtype and any(r.code == "kv-fp8-unsupported" for r in reasons):
+        things.append(f"an {ctx.request.kv_cache_dtype} KV cache")
+    return b.add(
+        premises,
+        f"no vLLM build can serve {_join(things) or 'this request'} on {gfx}",
+        codes=tuple(sorted({r.code for r in reasons})),
+    )
+
+
+def _gate_premise(reasons: Sequence[Reason]) -> str:
+    needs = []
+    for r in sorted(reasons, key=lambda r: r.code):
+        if r.code == "fp8-unsupported":
+            needs.append("FP8 quantization needs hardware FP8")
+        elif r.code == "mx-unsupported":
+            needs.append("MX (microscaling) formats need a gfx950-class GPU")
+        elif r.code == "kv-fp8-unsupported":
+            needs.append("an FP8 KV cache needs hardware FP8")
+    return _join(list(dict.fromkeys(needs)))
+
+
+# --- successes -------------------------------------------------------------------------------
+
+
+def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
+    """What the chosen path rests on, and the conclusion ("it runs on this node")."""
+    c = ev.candidate
+    record = c.image or c.wheel or c.release
+    rsrc = (record.provenance.source,) if record else ()
+    rconf = c.confidence
+    premises: list[Premise] = []
+    arch = tuple(getattr(record, "arch", ()) or ())
+    native = [g for g in ctx.node.gfx_targets if g in arch]
+    if native:
+        premises.append(Premise(text=f"{c.label} is built for {_join(native)}", sources=rsrc, confidence=rconf))
+    hedge = ""
+    for name in ctx.node.gfx_targets:
+        target = ctx.m.gfx_target(name)
+        if target is None or name in arch:
+            continue
+        if ev.override and target.override and target.override_target in arch:
+            premises.append(
+                Premise(text=f"{c.label} is built for {target.override_target} but not {name}", sources=rsrc, confidence=rconf)
+            )
+            premises.append(
+                Premise(
+                    text=f"{name} runs {target.override_target} code when HSA_OVERRIDE_GFX_VERSION={target.override} is set (unofficial)",
+                    sources=(target.provenance.source,),
+                    confidence=target.provenance.confidence,
+                )
+            )
+        elif c.kind == "source" and c.release is not None and name in c.release.cmake_arch:
+            premises.append(
+                Premise(
+                    text=f"vLLM {c.vllm}'s CMake accepts {name} (HIP_SUPPORTED_ARCHS), though vLLM ships no artifact for it",
+                    sources=tuple(dict.fromkeys((*rsrc, target.provenance.source))),
+                    confidence=_weakest((rconf, target.provenance.confidence)),
+                )
+            )
+    if c.rocm is not None:
+        verb = "builds on" if c.kind == "source" else "ships"
+        premises.append(Premise(text=f"{c.label} {verb} {ctx.rocm_text([c.rocm])}", sources=rsrc, confidence=rconf))
+        if ctx.driver is not None and ctx.driver.runs(c.rocm):
+            premises.append(
+                Premise(
+                    text=f"amdgpu {ctx.driver.series}.x runs ROCm user space {', '.join(ctx.driver.user_space)}",
+                    sources=(ctx.driver.provenance.source,),
+                    confidence=ctx.driver.provenance.confidence,
+                )
+            )
+        elif ctx.driver is None:
+            good = sorted((d for d in ctx.m.drivers if d.runs(c.rocm)), key=lambda d: tuple(int(p) for p in d.series.split(".")))
+            listed = ", ".join(f"{d.series}.x" for d in good) or "a driver the data does not know"
+            known = "unknown" if ctx.node.driver_version is None else f"{ctx.node.driver_version}, which AMD's table does not list"
+            premises.append(
+                Premise(
+                    text=f"the host's amdgpu driver is {known}; ROCm {series(c.rocm)} user space needs amdgpu {listed}",
+                    sources=tuple(dict.fromkeys(d.provenance.source for d in good))[:1],
+                    confidence=_weakest(d.provenance.confidence for d in good) if good else "unknown",
+                )
+            )
+            hedge = f" if its amdgpu driver runs ROCm {series(c.rocm)}"
+    if c.wheel is not None:
+        w = c.wheel
+        premises.append(
+            Premise(
+                text=f"{w.name} wheels exist for CPython {' or '.join(w.python)} and need glibc >= {w.glibc_min}",
+                sources=(w.provenance.source,),
+                confidence=w.provenance.confidence,
+            )
+        )
+    if ctx.request.quantization or (ctx.request.kv_cache_dtype or "").startswith("fp8"):
+        for name in ctx.node.gfx_targets:
+            t = ctx.m.gfx_target(name)
+            if t is not None and t.features.fp8:
+                fmt = f" ({t.features.fp8_format})" if t.features.fp8_format else ""
+                premises.append(
+                    Premise(
+                        text=f"{name} has hardware FP8{fmt}" + (" and MX formats" if t.features.mx else ""),
+                        sources=(t.features.provenance.source,),
+                        confidence=t.features.provenance.confidence,
+                    )
+                )
+    verb = "runs, unofficially," if ev.unofficial else "runs"
+    return premises, f"{c.label} {verb} on this node{hedge}"
+
+
+def _why_this(ctx: _Context, ev: Evaluation) -> str:
+    c = ev.candidate
+    gfx = ",".join(ctx.node.gfx_targets)
+    if ev.override:
+        return (
+            f"the plan is the {c.channel} {c.label} under HSA_OVERRIDE_GFX_VERSION={ev.override}: "
+            "unofficial, since the runtime then loads another GPU's code"
+        )
+    if c.kind == "source" and ev.unofficial:
+        return (
+            f"no prebuilt artifact carries code for {gfx}, so the plan builds vLLM {c.vllm} from source for it: "
+            "unofficial, since vLLM ships and tests nothing for this target"
+        )
+    if ctx.request.prefer and c.kind != ctx.request.prefer:
+        return f"no {ctx.request.prefer} fits, so the plan falls back to the {c.channel}"
+    if c.kind == "source":
+        return "no prebuilt image or wheel fits, so the plan builds vLLM from source for this node's GPUs only"
+    article = "an" if c.channel[0].lower() in "aeiou" else "a"
+    return f"it is the newest vLLM release ({c.vllm}) with {article} {c.channel} that fits"
+
+
+_CONF_NOTE = {
+    "exact": "every fact above was read at a release tag or in AMD's published tables",
+    "release-branch": "the weakest fact above was read on a release branch, not at the tag",
+    "inferred": "the weakest fact above is inferred, e.g. an image's contents from its build scripts",
+    "unknown": "a fact above is unknown; treat the plan as a guess until verified",
+}
+
+
+# --- hints -----------------------------------------------------------------------------------
+
+
+def _resolve(ctx: _Context, node: Node | None = None, request: Request | None = None) -> Decision | None:
+    try:
+        return solve(ctx.m, node or ctx.node, request or ctx.request)
+    except ResolverError:
+        return None
+
+
+def _ok_plan(d: Decision | None) -> Evaluation | None:
+    return d.plan if d is not None and d.plan is not None and d.exit_code == 0 else None
+
+
+def _apply_fixes(ctx: _Context, reasons: Sequence[Reason]) -> tuple[Node, Request] | None:
+    """The node and request with each reason's fix applied, where the fix is something we can model."""
+    node, request = ctx.node, ctx.request
+    for r in reasons:
+        fix = r.fix
+        if fix is None:
+            return None
+        if fix.kind == "driver":
+            m = re.search(r"(\d+\.\d+)\.x", fix.text)
+            if m is None:
+                return None
+            node = replace(node, driver_version=f"{m.group(1)}.0")
+        elif fix.kind == "python":
+            m = re.search(r"Python (\d+\.\d+)", fix.text)
+            if m is None:
+                return None
+            node = replace(node, python=m.group(1))
+        elif fix.kind == "os":
+            m = re.search(r"glibc >= ([\d.]+)", fix.text)
+            if m is None:
+                return None
+            node = replace(node, glibc=m.group(1))
+        elif fix.kind == "quantization":
+            request = replace(request, quantization=None, kv_cache_dtype=None)
+        else:
+            return None
+    return node, request
+
+
+def _then(ev: Evaluation) -> str:
+    c = ev.candidate
+    rocm = f" on ROCm {c.rocm}" if c.rocm is not None else ""
+    return f"{c.label.removesuffix(' (wheel)')} ({c.channel}{rocm})"
+
+
+def _hints(ctx: _Context, plan: Evaluation | None, better: Sequence[Evaluation]) -> list[Hint]:
+    hints: list[Hint] = []
+    seen_kinds: set[str] = set()
+
+    def add(h: Hint) -> None:
+        if h.text not in {x.text for x in hints}:
+            hints.append(h)
+            seen_kinds.add(h.kind)
+
+    # 1. Host changes that open a better path than today's (driver, Python, glibc), checked by solving again.
+    for e in better:
+        if not e.host_fixable:
+            continue
+        applied = _apply_fixes(ctx, e.reasons)
+        if applied is None:
+            continue
+        again = _ok_plan(_resolve(ctx, *applied))
+        if again is None or (plan is not None and not rank(again, ctx.request.prefer) < rank(plan, ctx.request.prefer)):
+            continue
+        for r in e.reasons:
+            assert r.fix is not None
+            kind = r.fix.kind
+            if kind in seen_kinds:
+                continue
+            if kind == "driver":
+                text = f"{r.hint.split(' (')[0]}: then {_then(again)} fits"
+                paired = ctx.m.driver(driver_series(applied[0].driver_version or ""))
+                if paired is not None and paired.paired_rocm:
+                    text = f"{r.hint.split(' (')[0]} (AMD released it with ROCm {paired.paired_rocm}): then {_then(again)} fits"
+                add(Hint(kind="driver", text=text))
+            elif kind == "python":
+                add(Hint(kind="python", text=f"use {r.fix.text} for the venv: then {_then(again)} installs", command=f"uv venv --python {applied[0].python}"))
+            elif kind == "os":
+                add(Hint(kind="os", text=f"use {r.fix.text} (Ubuntu 22.04 has 2.35): then {_then(again)} loads"))
+        if {"driver", "python", "os"} & seen_kinds:
+            break
+
+    ok_now = plan is not None and ctx.d.exit_code == 0
+    if plan is not None and plan.candidate.rocm is not None and ctx.driver is None:
+        rocm = series(plan.candidate.rocm)
+        what = "unknown" if ctx.node.driver_version is None else f"{ctx.node.driver_version}, not in AMD's table"
+        add(
+            Hint(
+                kind="driver",
+                text=f"the amdgpu driver is {what}, so whether it runs ROCm {rocm} was not checked: "
+                "give --driver (e.g. --driver 30.30.3), or probe the node itself",
+                command="rocm-vllm probe --json > node.json",
+            )
+        )
+    # 2. Request changes: an older vLLM, no quantization, a source build.
+    if ctx.request.vllm is not None and str(ctx.request.vllm) and not ok_now:
+        again = _ok_plan(_resolve(ctx, request=replace(ctx.request, vllm=None)))
+        if again is not None:
+            c = again.candidate
+            cmd = f"rocm-vllm check {_node_flags(ctx.node)} --vllm =={c.vllm}"
+            lead = "or keep this host as it is and pick" if "driver" in seen_kinds else "pick"
+            add(Hint(kind="vllm", text=f"{lead} vLLM <= {c.vllm}, the newest that fits it: {c.label} ({c.channel})", command=cmd))
+    gate = [r for r in ctx.d.blockers if r.code in GATE_CODES]
+    if gate:
+        again = _ok_plan(_resolve(ctx, request=replace(ctx.request, quantization=None, kv_cache_dtype=None)))
+        for r in gate:
+            tail = f"; without it, {_then(again)} runs" if again is not None else ""
+            add(Hint(kind="quantization", text=f"{r.hint}{tail}"))
+    if plan is None or (plan.unofficial and plan.candidate.kind != "source"):
+        src = _ok_plan(_resolve(ctx, request=replace(ctx.request, paths=frozenset({"source"}))))
+        if src is None:
+            d = _resolve(ctx, request=replace(ctx.request, paths=frozenset({"source"})))
+            src = d.plan if d is not None and d.plan is not None else None
+        if src is not None:
+            gfx = ",".join(ctx.node.gfx_targets)
+            cmd = f"rocm-vllm dockerfile --gfx {gfx} --vllm {src.candidate.vllm} -o Dockerfile.vllm-rocm"
+            add(
+                Hint(
+                    kind="source-build",
+                    text=f"build vLLM {src.candidate.vllm} from source for {gfx} only"
+                    + (" (unofficial: vLLM accepts this target in CMake but ships and tests no artifact for it)" if src.unofficial else ""),
+                    unofficial=src.unofficial,
+                    command=cmd,
+                )
+            )
+    node_level = any(r.code in GATE_CODES or r.code == "gfx-unsupported" for r in ctx.d.blockers)
+    if any(r.code == "release-facts-unknown" for e in ctx.d.rejected for r in e.reasons) and not ok_now and not node_level:
+        add(Hint(kind="data", text="read the missing releases' build facts from upstream", command="rocm-vllm matrix refresh --source vllm"))
+    if any(r.code == "artifact-facts-unknown" for e in ctx.d.rejected for r in e.reasons) and not ok_now and not node_level:
+        add(Hint(kind="data", text="read the unknown images' arch lists from upstream, or try one with `rocm-vllm image --smoke`", command="rocm-vllm matrix refresh"))
+    # 3. Unofficial routes, each with its risk.
+    for name in ctx.node.gfx_targets:
+        t = ctx.m.gfx_target(name)
+        if t is None or not t.override or t.vllm_status == "official":
+            continue
+        if plan is not None and plan.override == t.override:
+            continue
+        # Without any plan, no prebuilt artifact carries the near target's code either: it needs a build for it.
+        build = f" in a build for {t.override_target} (`rocm-vllm dockerfile --gfx {t.override_target}`)" if plan is None else ""
+        add(
+            Hint(
+                kind="override",
+                unofficial=True,
+                text=f"unofficial: HSA_OVERRIDE_GFX_VERSION={t.override} makes the runtime load {t.override_target} code on {name}{build}; "
+                "risk: crashes or wrong results, so test outputs before serving",
+                command=f"export HSA_OVERRIDE_GFX_VERSION={t.override}",
+            )
+        )
+    if not ok_now:
+        for e in ctx.d.rejected:
+            for r in e.reasons:
+                if r.code == "gfx-unsupported" and r.fix is None and not ("override" in seen_kinds and "HSA_OVERRIDE" in r.hint):
+                    add(Hint(kind="other", text=r.hint, unofficial="unofficial" in r.hint))
+            if any(h.kind == "other" for h in hints):
+                break
+    return sorted(hints, key=lambda h: HINT_ORDER.index(h.kind) if h.kind in HINT_ORDER else len(HINT_ORDER))
+
+
+def _node_flags(node: Node) -> str:
+    import shlex
+
+    from resolver.report import node_flags
+
+    return shlex.join(node_flags(node))
+
+
+# --- the derivation --------------------------------------------------------------------------
+
+
+def derive(decision: Decision, matrix: Matrix) -> Derivation:
+    """Explain ``decision`` as numbered steps of sourced facts, then hints."""
+    from resolver.report import plan_commands
+
+    ctx = _Context(decision, matrix)
+    b = _Builder()
+    plan = decision.plan
+    prefer = decision.request.prefer
+    wanted = _wanted(decision.request)
+    if plan is None:
+        gate = [r for r in decision.blockers if r.code in GATE_CODES]
+        better: list[Evaluation] = list(decision.rejected)
+        unsupported = [r for r in decision.blockers if r.code == "gfx-unsupported"]
+        if gate:
+            cited = [_gate_step(ctx, b, gate)]
+        elif unsupported:
+            cited = [_unsupported_step(ctx, b, unsupported[0], decision.rejected)]
+        else:
+            cited = _explain_rejected(ctx, b, decision.rejected)
+        refs = _join([f"({n})" for n in cited])
+        if decision.verdict == "blocked_host_fix":
+            tail = "no path fits this host as it is; a host change opens one (see the hints)"
+            headline = f"No path runs {wanted} on this node as it is."
+        else:
+            tail = f"no path runs {wanted} on this node"
+            headline = f"No path runs {wanted} on this node."
+        conclusion = f"So, because {refs} cover every candidate, {tail}." if len(cited) > 1 else f"So {tail}."
+        confidence = None
+        confidence_note = ""
+    else:
+        my_rank = rank(plan, prefer)
+        # Releases we know nothing about say nothing about older plans.
+        better = [
+            e
+            for e in decision.rejected
+            if rank(e, prefer) < my_rank
+            and not ({r.code for r in e.reasons} <= UNKNOWN_CODES and e.candidate.vllm < plan.candidate.vllm)
+        ]
+        cited = _explain_rejected(ctx, b, better)
+        premises, conclusion_text = _plan_premises(ctx, plan)
+        n = b.add(premises, conclusion_text, cites=(), codes=("plan",), subjects=(plan.candidate.label,))
+        why = _why_this(ctx, plan)
+        # Warnings that qualify the verdict belong in the chain, not only in the notes.
+        serious = [w for w in decision.warnings if w.severity == "warning"]
+        if serious:
+            w_premises = [Premise(text=w.message, sources=(w.source,) if w.source else (), confidence="exact") for w in serious]
+            k = b.add(w_premises, f"{plan.candidate.label} runs here only with the warnings below heeded", cites=(n,), codes=tuple(w.code for w in serious))
+            why += f"; by ({k}), heed the warnings"
+        if cited:
+            refs = _join([f"({k})" for k in cited])
+            verb = "rule" if len(cited) > 1 else "rules"
+            conclusion = f"So, because {refs} {verb} out the paths ranked above it and ({n}) holds, {why}."
+        else:
+            conclusion = f"So, by ({n}), {why}."
+        if decision.verdict == "unofficial_only":
+            headline = f"No official path runs {wanted} on this node; an unofficial one does."
+        elif decision.verdict == "source_build_required":
+            headline = f"{wanted} runs on this node when built from source."
+        else:
+            headline = f"{wanted} runs on this node: {plan.candidate.channel} {plan.candidate.label}."
+        plan_step = b.steps[n - 1]
+        confidence = _weakest(p.confidence for p in plan_step.premises)
+        confidence_note = _CONF_NOTE.get(confidence, "")
+    hints = _hints(ctx, plan, better)
+    if plan is not None:  # what to do about each warning the chain relied on
+        hints += [Hint(kind="other", text=w.hint, unofficial=w.hint.startswith("unofficial")) for w in decision.warnings if w.severity == "warning" and w.hint not in {h.text for h in hints}]
+    notes = tuple(
+        Note(severity=w.severity, message=w.message, hint=w.hint, source=w.source)
+        for w in sorted(decision.warnings, key=lambda w: w.severity != "warning")
+    )
+    plan_summary = None
+    if plan is not None:
+        c = plan.candidate
+        plan_summary = PlanSummary(
+            channel=c.channel,
+            label=c.label,
+            vllm=str(c.vllm),
+            rocm=str(c.rocm) if c.rocm is not None else None,
+            confidence=c.confidence,
+            unofficial=plan.unofficial,
+            override=plan.override,
+            commands=tuple(plan_commands(plan, decision.node)),
+        )
+    return Derivation(
+        verdict=decision.verdict,
+        exit_code=decision.exit_code,
+        node=describe_node(decision.node),
+        request=describe_request(decision.request),
+        headline=headline,
+        steps=tuple(b.steps),
+        conclusion=conclusion,
+        confidence=confidence,
+        confidence_note=confidence_note,
+        plan=plan_summary,
+        hints=tuple(hints),
+        notes=notes,
+        alternatives=tuple(f"{e.candidate.channel}: {e.candidate.label}" for e in decision.alternatives),
+    )

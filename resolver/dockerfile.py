@@ -1,0 +1,644 @@
+"""Source-build Dockerfiles for vLLM on ROCm: a typed plan, then a render from template files.
+
+``plan_dockerfile`` decides everything (base image, pins, arch lists, which components to build,
+warnings) from the matrix and the node; ``render`` only fills the fragment files in
+``dockerfiles/`` with the plan's values. Every repo, ref, tag and gfx is checked against a strict
+pattern here, at plan time, even though the loader checked it already: data can be overlaid by a
+refresh, and nothing that reaches a RUN line is trusted.
+
+The build mirrors vLLM's own ROCm build of the release (../shared/reference/vllm-rocm.md §1-4):
+one ``rocm/pytorch`` stage up to v0.6.x; from v0.7.0 the base stages of ``Dockerfile.rocm_base``
+(hipBLASLt, RCCL, Triton, amdsmi, PyTorch, FlashAttention, AITER, MORI) followed by the vLLM
+wheel build of ``Dockerfile.rocm``, here in one file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import string
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from packaging.version import Version
+
+from resolver import resources
+from resolver.errors import InputError, UnknownGfxError, UsageError
+from resolver.model import ComponentPin, Matrix, VllmRelease
+from resolver.node import Node
+from resolver.safety import require_safe
+from resolver.versions import driver_series, parse_version, series
+
+DEFAULT_VLLM_REPO: Final = "vllm-project/vllm"
+LABEL_PREFIX: Final = "rocm-vllm"
+
+# FlashAttention's CK kernels build for these targets only. Upstream: FA_GFX_ARCHS=gfx90a;gfx942
+# (Dockerfile.rocm v0.6.x); from v0.8.3 GPU_ARCHS is PYTORCH_ROCM_ARCH with every gfx1xxx removed
+# (docker/Dockerfile.rocm_base); Dao-AILab setup.py allowed_archs = native, gfx90a, gfx950, gfx942.
+FA_CK_ARCHS: Final[frozenset[str]] = frozenset({"gfx90a", "gfx942", "gfx950"})
+
+# Releases that pin AITER but have no AITER_ROCM_ARCH (v0.8.2 .. v0.10.x) built it with a literal
+# GPU_ARCHS=gfx942 (Dockerfile.rocm_base / docker/Dockerfile.rocm_base at those tags).
+AITER_ARCHS_BEFORE_ENV: Final[tuple[str, ...]] = ("gfx942",)
+
+# MORI_GPU_ARCHS=gfx942;gfx950 (docker/Dockerfile.rocm_base, release branches v0.19.1 .. v0.24.0).
+MORI_ARCHS: Final[frozenset[str]] = frozenset({"gfx942", "gfx950"})
+
+# Per-job memory a HIP/C++ compile job of PyTorch, FlashAttention or AITER needs in practice;
+# FlashAttention's README asks to limit MAX_JOBS on machines with less than 96 GB of RAM.
+BYTES_PER_BUILD_JOB: Final = 4 * 1024**3
+
+_UPSTREAM_FILES: Final[dict[str, str]] = {
+    "single-stage": "Dockerfile.rocm",
+    "two-stage-root": "Dockerfile.rocm_base + Dockerfile.rocm",
+    "two-stage-docker": "docker/Dockerfile.rocm_base + docker/Dockerfile.rocm",
+}
+
+# Component key -> (ARG prefix in the file, stage that builds it). ARG names follow upstream's
+# (TRITON_BRANCH, PYTORCH_VISION_REPO, ...) so the file diffs cleanly against Dockerfile.rocm_base.
+_ARG_NAMES: Final[dict[str, str]] = {
+    "triton": "TRITON",
+    "pytorch": "PYTORCH",
+    "vision": "PYTORCH_VISION",
+    "audio": "PYTORCH_AUDIO",
+    "flash_attention": "FA",
+    "aiter": "AITER",
+    "mori": "MORI",
+    "rccl": "RCCL",
+    "hipblaslt": "HIPBLASLT",
+    "hipblas_common": "HIPBLAS_COMMON",
+}
+_STAGE_OF: Final[dict[str, str]] = {
+    "hipblaslt": "hipblaslt",
+    "hipblas_common": "hipblas_common",
+    "rccl": "rccl",
+    "triton": "triton",
+    "pytorch": "pytorch",
+    "vision": "pytorch",
+    "audio": "pytorch",
+    "flash_attention": "fa",
+    "aiter": "aiter",
+    "mori": "mori",
+}
+# Stages in build order, per layout family. amdsmi and vllm have no pin (amdsmi is built from the
+# base image's /opt/rocm/share/amd_smi, vLLM from VLLM_REPO@VLLM_BRANCH).
+_TWO_STAGE_ORDER: Final = ("hipblas_common", "hipblaslt", "rccl", "triton", "amdsmi", "pytorch", "fa", "aiter", "mori")
+_SINGLE_STAGE_ORDER: Final = ("amdsmi", "fa", "triton")
+# Stages whose output is .deb packages (installed with dpkg); the rest produce wheels.
+_DEB_STAGES: Final = frozenset({"hipblas_common", "hipblaslt", "rccl"})
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OmittedComponent:
+    component: str
+    repo: str
+    ref: str
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DriverCheck:
+    version: str | None
+    series: str | None
+    runs_base_rocm: bool | None  # None: the node gave no driver, or the series is not in the data
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DockerfilePlan:
+    """Everything the rendered file says, decided up front (``render`` adds nothing)."""
+
+    vllm_version: str
+    vllm_repo: str
+    vllm_ref: str
+    layout: str
+    upstream_files: str
+    base_image: str
+    rocm: str
+    python: str | None
+    gfx: tuple[str, ...]
+    pytorch_rocm_arch: tuple[str, ...]
+    fa_arch: tuple[str, ...]
+    aiter_arch: tuple[str, ...]
+    mori_arch: tuple[str, ...]
+    pins: tuple[ComponentPin, ...]  # built, in data order
+    omitted: tuple[OmittedComponent, ...]
+    stages: tuple[str, ...]
+    max_jobs: int
+    driver: DriverCheck
+    source: str
+    confidence: str
+    warnings: tuple[str, ...]
+
+    def pin(self, component: str) -> ComponentPin | None:
+        return next((p for p in self.pins if p.component == component), None)
+
+    @property
+    def labels(self) -> tuple[tuple[str, str], ...]:
+        """OCI labels plus one label per pin and the gfx list, so the image says what it is."""
+        out = [
+            ("org.opencontainers.image.title", "vllm-rocm"),
+            (
+                "org.opencontainers.image.description",
+                f"vLLM {self.vllm_version} built from source for {','.join(self.gfx)} on {self.base_image}",
+            ),
+            ("org.opencontainers.image.version", self.vllm_version),
+            ("org.opencontainers.image.source", f"https://github.com/{self.vllm_repo}"),
+            ("org.opencontainers.image.revision", self.vllm_ref),
+            ("org.opencontainers.image.base.name", self.base_image),
+            ("org.opencontainers.image.licenses", "Apache-2.0"),
+            (f"{LABEL_PREFIX}.vllm", f"{self.vllm_repo}@{self.vllm_ref}"),
+            (f"{LABEL_PREFIX}.rocm", self.rocm),
+            (f"{LABEL_PREFIX}.gfx", ";".join(self.gfx)),
+            (f"{LABEL_PREFIX}.pytorch-rocm-arch", ";".join(self.pytorch_rocm_arch)),
+        ]
+        out += [(f"{LABEL_PREFIX}.pin.{p.component}", f"{p.repo}@{p.ref}") for p in self.pins]
+        return tuple(out)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "vllm": {"version": self.vllm_version, "repo": self.vllm_repo, "ref": self.vllm_ref},
+            "layout": self.layout,
+            "upstream_files": self.upstream_files,
+            "base_image": self.base_image,
+            "base_rocm": self.rocm,
+            "python": self.python,
+            "driver": {
+                "version": self.driver.version,
+                "series": self.driver.series,
+                "runs_base_rocm": self.driver.runs_base_rocm,
+            },
+            "gfx": list(self.gfx),
+            "archs": {
+                "pytorch_rocm_arch": list(self.pytorch_rocm_arch),
+                "flash_attention": list(self.fa_arch),
+                "aiter": list(self.aiter_arch),
+                "mori": list(self.mori_arch),
+            },
+            "pins": [{"component": p.component, "repo": p.repo, "ref": p.ref} for p in self.pins],
+            "omitted": [
+                {"component": o.component, "repo": o.repo, "ref": o.ref, "reason": o.reason}
+                for o in self.omitted
+            ],
+            "stages": list(self.stages),
+            "max_jobs": self.max_jobs,
+            "labels": dict(self.labels),
+            "provenance": {"source": self.source, "confidence": self.confidence},
+            "warnings": list(self.warnings),
+        }
+
+
+# --- choosing the release ---------------------------------------------------------------------
+
+
+def find_release(matrix: Matrix, version: str) -> VllmRelease:
+    """The release record for ``--vllm VERSION``; a release without pins is refused with a hint."""
+    wanted = parse_version(version, what="--vllm")
+    release = next((r for r in matrix.vllm if r.version == wanted), None)
+    if release is None:
+        known = [str(r.version) for r in matrix.vllm if r.known]
+        raise InputError(
+            f"vLLM {wanted} is not in the data",
+            hint=f"releases with known ROCm build pins: {_some(known)} (rocm-vllm matrix show vllm)",
+        )
+    _require_known(release)
+    return release
+
+
+def pick_release(matrix: Matrix, node: Node, gfx: tuple[str, ...] | None = None) -> VllmRelease:
+    """Without ``--vllm``: the newest release with known pins that can build every target and
+    whose base ROCm the node's driver runs; failing that, the newest known release (whose plan
+    then fails with the precise reason)."""
+    targets = gfx or node.gfx_targets
+    known = [r for r in matrix.vllm if r.known]
+    if not known:
+        raise UsageError("no vLLM release in the data has known ROCm build pins", hint="rocm-vllm matrix refresh --source vllm")
+    drv = _driver_series_of(matrix, node)
+    for release in sorted(known, key=lambda r: r.version, reverse=True):
+        buildable = all(t in release.cmake_arch for t in targets)
+        runs = drv is None or release.rocm is None or drv.runs(release.rocm)
+        if buildable and runs:
+            return release
+    return max(known, key=lambda r: r.version)
+
+
+def _require_known(release: VllmRelease) -> None:
+    if not release.known or not release.pins or release.layout is None or release.base_image is None:
+        raise UsageError(
+            f"vLLM {release.version}: its ROCm build pins are not recorded "
+            f"(confidence: {release.provenance.confidence})",
+            hint="rocm-vllm matrix refresh --source vllm reads them from upstream; "
+            "or pick a release with known pins (rocm-vllm matrix show vllm)",
+        )
+
+
+def _driver_series_of(matrix: Matrix, node: Node) -> Any:
+    if not node.driver_version:
+        return None
+    return matrix.driver(driver_series(node.driver_version))
+
+
+# --- the plan ---------------------------------------------------------------------------------
+
+
+def plan_dockerfile(
+    matrix: Matrix,
+    node: Node,
+    release: VllmRelease,
+    *,
+    gfx_override: tuple[str, ...] | list[str] | None = None,
+    vllm_repo: str | None = None,
+    vllm_ref: str | None = None,
+    max_jobs: int | None = None,
+) -> DockerfilePlan:
+    """Decide the whole file: refuse what cannot be built, narrow every arch list to the targets,
+    leave out components whose gates exclude them (with a warning), check the driver."""
+    _require_known(release)
+    where = f"vllm.toml: release {release.version}"
+    warnings: list[str] = []
+
+    # Targets: the node's gfx list, or a fleet's list given explicitly.
+    raw_targets = tuple(gfx_override) if gfx_override else node.gfx_targets
+    if not raw_targets:
+        raise InputError(
+            "the node has no gfx target to build for",
+            hint="describe it with --gfx gfx942 (or gfx942,gfx950 for a fleet), --node FILE or --example NAME",
+        )
+    targets = tuple(sorted({require_safe("gfx", t.strip().lower(), where="--gfx") for t in raw_targets}))
+    for t in targets:
+        target = matrix.gfx_target(t)
+        if target is None:
+            raise UnknownGfxError(
+                f"{t} is not a gfx target the data knows",
+                hint="see rocm-vllm matrix show gfx for the known targets",
+            )
+        if t not in release.cmake_arch or target.vllm_status == "unsupported":
+            able = [str(r.version) for r in matrix.vllm if r.known and t in r.cmake_arch]
+            why = "vLLM's CMake does not accept it" if t not in release.cmake_arch else target.vllm_note or "unsupported"
+            raise UsageError(
+                f"vLLM {release.version} cannot be built for {t}: {why}",
+                hint=(f"releases whose build accepts {t}: {_some(able)}" if able and target.vllm_status != "unsupported"
+                      else f"{t} is not supported by vLLM on ROCm; drop it from --gfx"),
+            )
+        if t not in release.arch:
+            warnings.append(
+                f"{t} is not in vLLM {release.version}'s shipped PYTORCH_ROCM_ARCH "
+                f"({';'.join(release.arch)}): its CMake accepts it, but the build is unofficial and untested upstream"
+            )
+
+    # Base image: pinned by the release; its ROCm must be one the host driver runs.
+    base_image = _safe_image(release.base_image or "", where=f"{where}: base_image")
+    rocm = release.rocm
+    assert rocm is not None  # _require_known
+    driver = _check_driver(matrix, node, rocm, warnings)
+
+    # Components: every pin is checked; gates decide which ones are built.
+    pins: list[ComponentPin] = []
+    omitted: list[OmittedComponent] = []
+    for p in release.pins:
+        pins.append(
+            ComponentPin(
+                component=p.component,
+                repo=require_safe("repo", p.repo, where=f"{where}: pins.{p.component}.repo"),
+                ref=require_safe("ref", p.ref, where=f"{where}: pins.{p.component}.ref"),
+            )
+        )
+
+    fa_arch = tuple(t for t in targets if t in FA_CK_ARCHS)
+    aiter_source = release.aiter_arch or AITER_ARCHS_BEFORE_ENV
+    aiter_arch = tuple(
+        t for t in targets if t in aiter_source and _aiter_gate(matrix, t) == "full"
+    )
+    mori_arch = tuple(t for t in targets if t in MORI_ARCHS)
+
+    def leave_out(component: str, reason: str) -> None:
+        pin = next((p for p in pins if p.component == component), None)
+        if pin is None:
+            return
+        pins.remove(pin)
+        omitted.append(OmittedComponent(component=component, repo=pin.repo, ref=pin.ref, reason=reason))
+        warnings.append(f"{component} is left out: {reason}")
+
+    if not fa_arch:
+        leave_out(
+            "flash_attention",
+            f"its CK kernels build only for {', '.join(sorted(FA_CK_ARCHS))} and upstream strips "
+            f"other targets from its GPU_ARCHS; none of {', '.join(targets)} is one",
+        )
+    elif release.pin("flash_attention") and len(fa_arch) < len(targets):
+        warnings.append(
+            f"flash_attention is built for {';'.join(fa_arch)} only (CK kernels); "
+            f"{', '.join(t for t in targets if t not in fa_arch)} use vLLM's Triton attention backends"
+        )
+    if release.pin("aiter") is not None:
+        gated_out = [t for t in targets if t not in aiter_arch]
+        for t in gated_out:
+            gate = _aiter_gate(matrix, t)
+            if gate == "full":
+                why = f"not in this release's AITER arch list ({';'.join(aiter_source)})"
+            elif gate == "triton-only":
+                why = "only a Triton subset of AITER runs on it (vLLM gates the CK/ASM paths to CDNA3+)"
+            else:
+                why = "vLLM's AITER gate excludes it (CDNA3 and newer only)"
+            if aiter_arch:
+                warnings.append(f"AITER is built for {';'.join(aiter_arch)} only; {t}: {why}")
+        if not aiter_arch:
+            leave_out("aiter", f"no target passes its gate ({'; '.join(f'{t}: {_aiter_gate(matrix, t)}' for t in targets)})")
+    if release.pin("mori") is not None and not mori_arch:
+        leave_out("mori", f"upstream builds it for {';'.join(sorted(MORI_ARCHS))} only (MORI_GPU_ARCHS)")
+
+    if release.layout == "single-stage":
+        warnings.append(
+            "v0.6-era build: upstream also pip-installed a PyTorch nightly on top of the base image "
+            "(see the release note in matrix/vllm.toml); this file keeps the base image's PyTorch"
+        )
+    if release.provenance.confidence != "exact":
+        warnings.append(
+            f"the pins of vLLM {release.version} have confidence '{release.provenance.confidence}' "
+            f"({release.provenance.source})"
+        )
+
+    # vLLM itself: the release tag of the official repo, or a fork and ref.
+    repo = require_safe("repo", vllm_repo or DEFAULT_VLLM_REPO, where="--vllm-repo")
+    ref = require_safe("ref", vllm_ref or f"v{release.version}", where="--vllm-ref")
+    if vllm_repo or vllm_ref:
+        warnings.append(
+            f"vLLM is built from {repo}@{ref}, not the v{release.version} tag; "
+            f"the component pins are those of v{release.version}"
+        )
+
+    jobs = max_jobs if max_jobs is not None else 1
+    if jobs < 1:
+        raise InputError(f"--max-jobs {jobs} must be at least 1", hint="give the number of parallel compile jobs")
+
+    stage_order = _SINGLE_STAGE_ORDER if release.layout == "single-stage" else _TWO_STAGE_ORDER
+    built = {_STAGE_OF[p.component] for p in pins} | {"amdsmi"}
+    stages = tuple(s for s in stage_order if s in built)
+
+    return DockerfilePlan(
+        vllm_version=str(release.version),
+        vllm_repo=repo,
+        vllm_ref=ref,
+        layout=release.layout or "",
+        upstream_files=_UPSTREAM_FILES[release.layout or "two-stage-docker"],
+        base_image=base_image,
+        rocm=str(rocm),
+        python=_safe_python(release.python),
+        gfx=targets,
+        pytorch_rocm_arch=targets,
+        fa_arch=fa_arch if release.pin("flash_attention") else (),
+        aiter_arch=aiter_arch if any(p.component == "aiter" for p in pins) else (),
+        mori_arch=mori_arch if any(p.component == "mori" for p in pins) else (),
+        pins=tuple(pins),
+        omitted=tuple(omitted),
+        stages=stages,
+        max_jobs=jobs,
+        driver=driver,
+        source=release.provenance.source,
+        confidence=release.provenance.confidence,
+        warnings=tuple(warnings),
+    )
+
+
+def _some(versions: list[str]) -> str:
+    """A list of release versions, shortened to its first and last ones when long."""
+    return ", ".join(versions) if len(versions) <= 6 else f"{versions[0]}, {versions[1]}, ..., {versions[-1]}"
+
+
+def _aiter_gate(matrix: Matrix, gfx: str) -> str:
+    target = matrix.gfx_target(gfx)
+    return target.features.aiter if target is not None else "none"
+
+
+def _check_driver(matrix: Matrix, node: Node, rocm: Version, warnings: list[str]) -> DriverCheck:
+    if not node.driver_version:
+        warnings.append(
+            f"the node gave no amdgpu driver version: cannot check that its driver runs ROCm {rocm} "
+            "user space (give --driver, e.g. 30.30.3)"
+        )
+        return DriverCheck(version=None, series=None, runs_base_rocm=None)
+    drv_series = driver_series(node.driver_version)
+    drv = matrix.driver(drv_series)
+    if drv is None:
+        warnings.append(f"amdgpu driver series {drv_series} is not in the data: cannot check it runs ROCm {rocm}")
+        return DriverCheck(version=node.driver_version, series=drv_series, runs_base_rocm=None)
+    if not drv.runs(rocm):
+        would = [d.series for d in matrix.drivers if d.runs(rocm)]
+        raise UsageError(
+            f"the base image's ROCm {rocm} does not run on amdgpu driver {node.driver_version} "
+            f"(series {drv_series} runs ROCm {', '.join(drv.user_space)})",
+            hint=f"driver series that run ROCm {series(rocm)}: {', '.join(would) or 'none in the data'}; "
+            "or pick a vLLM release whose base ROCm this driver runs",
+        )
+    return DriverCheck(version=node.driver_version, series=drv_series, runs_base_rocm=True)
+
+
+def _safe_image(image: str, *, where: str) -> str:
+    repo, sep, tag = image.partition(":")
+    require_safe("image_repo", repo, where=where)
+    require_safe("image_tag", tag if sep else "", where=where)
+    return image
+
+
+def _safe_python(python: str | None) -> str | None:
+    if python is None:
+        return None
+    return require_safe("version", python, where="vllm.toml: python")
+
+
+def host_max_jobs(cpu_count: int | None, memory_bytes: int | None) -> int:
+    """What this build host can bear: one job per CPU, at most one per ``BYTES_PER_BUILD_JOB``."""
+    cpus = max(1, cpu_count or 1)
+    if not memory_bytes:
+        return cpus
+    return max(1, min(cpus, memory_bytes // BYTES_PER_BUILD_JOB))
+
+
+# --- render -----------------------------------------------------------------------------------
+
+
+class _Fragment(string.Template):
+    # '$' is the Dockerfile's own variable syntax, so fragments use '@{name}' for plan values.
+    delimiter = "@"
+
+
+def _arg_lines(plan: DockerfilePlan) -> str:
+    lines = []
+    for p in plan.pins:
+        name = _ARG_NAMES[p.component]
+        lines.append(f"ARG {name}_REPO={p.repo}")
+        lines.append(f"ARG {name}_BRANCH={p.ref}")
+    lines.append(f"ARG VLLM_REPO={plan.vllm_repo}")
+    lines.append(f"ARG VLLM_BRANCH={plan.vllm_ref}")
+    return "\n".join(lines)
+
+
+def _header(plan: DockerfilePlan) -> str:
+    lines = [
+        f"# vLLM {plan.vllm_version} for ROCm, built from source for {', '.join(plan.gfx)} only.",
+        "# GENERATED by `rocm-vllm dockerfile`; regenerate instead of editing.",
+        f"# Equivalent to upstream's {plan.upstream_files} at v{plan.vllm_version}",
+        f"#   pins: {plan.source} (confidence: {plan.confidence})",
+    ]
+    if plan.driver.runs_base_rocm:
+        lines.append(
+            f"# Base image ROCm {plan.rocm} runs on the host's amdgpu driver "
+            f"{plan.driver.version} (series {plan.driver.series})."
+        )
+    else:
+        lines.append(f"# Base image ROCm {plan.rocm}: NOT checked against the host's amdgpu driver.")
+    for o in plan.omitted:
+        lines.append(f"# Left out: {o.component} ({o.repo}@{o.ref}): {o.reason}.")
+    lines.append("# Upstream may also apply patches (cherry-picks) that the data does not record;")
+    lines.append("# this file builds exactly the pinned refs. Needs BuildKit (cache and bind mounts).")
+    return "\n".join(lines)
+
+
+def _label_lines(plan: DockerfilePlan) -> str:
+    # Pin labels read the ARGs, so an image built with --build-arg overrides still says the truth.
+    by_value = {f"{p.repo}@{p.ref}": _ARG_NAMES[p.component] for p in plan.pins}
+    out = []
+    for key, value in plan.labels:
+        if key.startswith(f"{LABEL_PREFIX}.pin."):
+            arg = by_value[value]
+            value = f"${{{arg}_REPO}}@${{{arg}_BRANCH}}"
+        elif key == f"{LABEL_PREFIX}.vllm":
+            value = "${VLLM_REPO}@${VLLM_BRANCH}"
+        out.append(f'      {key}="{value}"')
+    return "LABEL " + " \\\n".join(out).lstrip()
+
+
+def _stage_args(plan: DockerfilePlan) -> str:
+    return "\n".join(
+        f"ARG {_ARG_NAMES[p.component]}_REPO\nARG {_ARG_NAMES[p.component]}_BRANCH" for p in plan.pins
+    ) + "\nARG VLLM_REPO\nARG VLLM_BRANCH"
+
+
+def _mounts(plan: DockerfilePlan, *, debs: bool) -> str:
+    stages = [s for s in plan.stages if (s in _DEB_STAGES) == debs]
+    return "".join(
+        f"    --mount=type=bind,from=build_{s},source=/app/install,target=/install/{s} \\\n" for s in stages
+    )
+
+
+def template_values(plan: DockerfilePlan, root: Path | None = None) -> dict[str, str]:
+    """The names a fragment may use as ``@{name}``."""
+    root = root or resources.dockerfiles_dir()
+    base_apt = []
+    if plan.pin("audio"):
+        base_apt += ["libsox-dev", "libsox-fmt-all", "sox"]  # torchaudio (upstream's base stage)
+    if plan.pin("mori"):
+        base_apt += ["libopenmpi-dev", "libpci-dev"]  # MORI (upstream's base stage)
+    final_env = []
+    if plan.aiter_arch:
+        final_env.append(f'AITER_ROCM_ARCH="{";".join(plan.aiter_arch)}"')
+    if plan.mori_arch:
+        final_env.append(f'MORI_GPU_ARCHS="{";".join(plan.mori_arch)}"')
+    values = {
+        "header": _header(plan),
+        "pin_args": _arg_lines(plan),
+        "stage_pin_args": _stage_args(plan),
+        "labels": _label_lines(plan),
+        "base_image": plan.base_image,
+        "python": plan.python or "3",
+        "max_jobs": str(plan.max_jobs),
+        "pytorch_rocm_arch": ";".join(plan.pytorch_rocm_arch),
+        "fa_arch": ";".join(plan.fa_arch),
+        "aiter_arch": ";".join(plan.aiter_arch),
+        "mori_arch": ";".join(plan.mori_arch),
+        "gfx": ";".join(plan.gfx),
+        "wheel_mounts": _mounts(plan, debs=False),
+        "deb_mounts": _mounts(plan, debs=True).lstrip(" "),
+        "base_apt": "".join(f" {pkg}" for pkg in base_apt),
+        "final_env": "".join(f" \\\n    {line}" for line in final_env),
+        "vllm_version": plan.vllm_version,
+        "rocm": plan.rocm,
+        "hipblas_common_install": "",
+        "torch_wheels": "",
+    }
+    if plan.layout != "single-stage" and plan.pin("pytorch"):
+        values["torch_wheels"] = render_template(root / "two-stage" / "torch-wheels.Dockerfile.in", values).strip("\n")
+    if "hipblas_common" in plan.stages:
+        values["hipblas_common_install"] = render_template(
+            root / "two-stage" / "hipblas-common-install.Dockerfile.in", values
+        ).strip("\n")
+    return values
+
+
+def _fragment_names(plan: DockerfilePlan) -> list[str]:
+    family = "single-stage" if plan.layout == "single-stage" else "two-stage"
+    common = {"amdsmi", "triton"}
+    names = ["common/header", f"{family}/base", "common/build-base"]
+    for stage in plan.stages:
+        names.append(f"common/{stage}" if stage in common else f"{family}/{stage}")
+        if stage == "pytorch":
+            names += [f"{family}/pytorch-{extra}" for extra in ("vision", "audio") if plan.pin(extra)]
+    names += [f"{family}/vllm", f"{family}/final"]
+    if any(s in _DEB_STAGES for s in plan.stages):
+        names.append("common/final-debs")
+    names.append("common/final-wheels")
+    return names
+
+
+def render(plan: DockerfilePlan, *, templates: Path | None = None) -> str:
+    """The Dockerfile text: the plan's fragments, in order, with the plan's values filled in."""
+    root = templates or resources.dockerfiles_dir()
+    values = template_values(plan, root)
+    parts = [render_template(root / f"{name}.Dockerfile.in", values).strip("\n") for name in _fragment_names(plan)]
+    text = "\n\n".join(parts) + "\n"
+    return re.sub(r"\n{3,}", "\n\n", text)
+
+
+def render_template(path: Path, values: dict[str, str]) -> str:
+    """One template file with ``@{name}`` filled in; an unknown name is a bug in the template."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(
+            f"Dockerfile template {path.name} is missing from {path.parent}",
+            hint="reinstall rocm-vllm-resolver",
+        ) from None
+    return _Fragment(text).substitute(values)
+
+
+# --- writing ----------------------------------------------------------------------------------
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file next to ``path``, then rename it over ``path``: a reader
+    sees the old file or the new one, never half of one."""
+    directory = path.resolve().parent
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror}", hint="check that the directory exists and is writable") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        Path(tmp).chmod(0o644)
+        Path(tmp).replace(path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# --- building ---------------------------------------------------------------------------------
+
+
+def image_tag(plan: DockerfilePlan, tag: str | None = None) -> str:
+    """``--tag``, checked, or a name that says what the image is: vllm-rocm:0.10.0-gfx942."""
+    value = tag or f"rocm-vllm/vllm-rocm:{plan.vllm_version}-{'-'.join(plan.gfx)}"
+    repo, sep, version = value.rpartition(":")
+    if not sep or "/" in version:
+        repo, version = value, "latest"
+    require_safe("image_repo", repo, where="--tag")
+    require_safe("image_tag", version, where="--tag")
+    return f"{repo}:{version}"
+
+
+def build_args(plan: DockerfilePlan) -> dict[str, str]:
+    """Build arguments for the engine: the file's own defaults, stated explicitly."""
+    return {"MAX_JOBS": str(plan.max_jobs)}

@@ -1,0 +1,265 @@
+"""Several sources -> one ``Node``. sysfs (the kernel's view) wins over amd-smi and rocm-smi,
+which win over rocminfo (the runtime's view); what they disagree on becomes a problem.
+
+Counting: ``logical_gpu_count`` = GPU agents a deployment can use; ``physical_gpu_count`` =
+distinct devices (partitions share unique_id and PCI bus:device); an APU beside a discrete GPU is
+listed with ``integrated: true`` and counted nowhere; a lone APU is the target and counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from resolver.node import Gpu, Node, Partition, Problem
+from resolver.probe import gfx as gfxmod
+from resolver.probe.facts import GpuFact, SourceView
+
+PRIORITY = ("sysfs", "amd-smi", "rocm-smi", "rocminfo")
+_FILL = (
+    "marketing_name",
+    "pci_device_id",
+    "pci_revision",
+    "compute_units",
+    "vram_bytes",
+    "unique_id",
+    "compute_partition",
+    "memory_partition",
+    "apu",
+    "xnack",
+    "sramecc",
+    "bdf",
+)
+
+
+def merge(
+    views: Sequence[SourceView], *, origin: str, env: Mapping[str, str] | None = None
+) -> tuple[Node, list[Problem]]:
+    """The merged node (without host facts) and the problems found, in source order."""
+    ordered = sorted(
+        views, key=lambda v: PRIORITY.index(v.source) if v.source in PRIORITY else len(PRIORITY)
+    )
+    problems: list[Problem] = [p for v in ordered for p in v.problems]
+    with_gpus = [v for v in ordered if v.gpus]
+    base = next((v for v in with_gpus if v.count_exact), with_gpus[0] if with_gpus else None)
+    facts: list[GpuFact] = (
+        [GpuFact(**{s: getattr(g, s) for s in GpuFact.__slots__}) for g in base.gpus]
+        if base
+        else []
+    )
+    for other in with_gpus:
+        if other is base or base is None:
+            continue
+        _enrich(facts, base, other, problems)
+    override = _apply_env_override(facts, env or {}, problems)
+    implied = next(
+        (v.facts.get("implied_override") for v in ordered if v.facts.get("implied_override")), None
+    )
+    if base is not None and not base.count_exact:
+        problems.append(
+            Problem(
+                code="partial-input",
+                message=f"the {base.source} input is a filtered or flattened paste: it names the gfx targets "
+                "but may not list every GPU",
+                hint="save the whole output (rocminfo > rocminfo.txt) or run `rocm-vllm probe --json` on the node",
+            )
+        )
+    for fact in facts:
+        fact.apu = bool(fact.apu) or gfxmod.is_apu_target(fact.gfx)
+    has_discrete = any(not f.apu for f in facts)
+    gpus = _gpus(facts, has_discrete, problems)
+    counted = [g for g in gpus if not g.integrated]
+    # Devices whose target no source states still count: the node has them.
+    counted_facts = [(i, f) for i, f in enumerate(facts) if not (f.apu and has_discrete)]
+    keys = {f.physical_key(i) for i, f in counted_facts}
+    unknown = [f for _, f in counted_facts if not (f.gfx and gfxmod.is_gfx_name(f.gfx))]
+    if unknown and not any(p.code == "gpu-target-unknown" for p in problems):
+        problems.append(
+            Problem(
+                code="gpu-target-unknown",
+                message=f"{len(unknown)} GPU(s) listed without a gfx target or a known PCI id",
+                hint="add an output that names the target: `rocminfo`, `amd-smi static --asic`, or --sysfs ROOT",
+            )
+        )
+    driver = next((v.driver_version for v in ordered if v.driver_version), None)
+    rocm = next((v.rocm_version for v in ordered if v.rocm_version), None)
+    node = Node(
+        gpus=tuple(gpus),
+        gfx_targets=tuple(sorted({g.gfx for g in counted})),
+        physical_gpu_count=len(keys),
+        logical_gpu_count=len(counted_facts),
+        hsa_override_gfx_version=override or implied,
+        rocm_version=rocm,
+        driver_version=driver,
+        origin=origin,
+    )
+    return node, _dedupe(problems)
+
+
+def _with_gfx(facts: list[GpuFact]) -> list[GpuFact]:
+    return [f for f in facts if f.gfx and gfxmod.is_gfx_name(f.gfx)]
+
+
+def _pair(facts: list[GpuFact], other: SourceView) -> list[tuple[GpuFact, GpuFact]]:
+    """Match devices across sources by unique_id, else PCI address, else position when the
+    counts agree (rocminfo, amd-smi and rocm-smi all list GPUs in KFD node order)."""
+    pairs = []
+    unmatched = list(other.gpus)
+    for fact in facts:
+        match = next(
+            (o for o in unmatched if fact.unique_id and o.unique_id == fact.unique_id), None
+        )
+        if match is None:
+            match = next((o for o in unmatched if fact.bdf and o.bdf == fact.bdf), None)
+        if match is not None:
+            unmatched.remove(match)
+            pairs.append((fact, match))
+    if not pairs and len(other.gpus) == len(facts):
+        pairs = list(zip(facts, other.gpus, strict=True))
+    return pairs
+
+
+def _enrich(
+    facts: list[GpuFact], base: SourceView, other: SourceView, problems: list[Problem]
+) -> None:
+    for fact, extra in _pair(facts, other):
+        for name in _FILL:
+            if getattr(fact, name) is None and getattr(extra, name) is not None:
+                setattr(fact, name, getattr(extra, name))
+        already = any(p.code == "gfx-override" for p in problems)
+        if (
+            other.source == "rocminfo"
+            and extra.runtime_gfx
+            and fact.gfx
+            and extra.runtime_gfx != fact.gfx
+        ):
+            fact.runtime_gfx = extra.runtime_gfx
+            if already:
+                continue
+            problems.append(
+                Problem(
+                    code="gfx-override",
+                    message=f"the runtime (rocminfo) reports {extra.runtime_gfx} for a device that {base.source} "
+                    f"says is {fact.gfx}: HSA_OVERRIDE_GFX_VERSION={gfxmod.to_override(extra.runtime_gfx)} is in effect",
+                    hint=f"this runs {fact.gfx} hardware with code built for {extra.runtime_gfx} (unsupported); "
+                    f"prefer a build for {fact.gfx} and unset HSA_OVERRIDE_GFX_VERSION",
+                )
+            )
+    mine = sorted({f.gfx for f in facts if f.gfx})
+    theirs = sorted(
+        {(g.gfx or "") for g in other.gpus if g.gfx}
+        - {f.runtime_gfx for f in facts if f.runtime_gfx}
+    )
+    if theirs and set(theirs) - set(mine):
+        problems.append(
+            Problem(
+                code="sources-disagree",
+                message=f"{base.source} says {', '.join(mine) or 'no GPU'} but {other.source} says {', '.join(theirs)}",
+                hint="the inputs may come from different machines; probe each node on its own",
+            )
+        )
+    if other.count_exact and base.count_exact and len(other.gpus) != len(facts):
+        hidden = other.source == "rocminfo" and len(other.gpus) < len(facts)
+        problems.append(
+            Problem(
+                code="gpu-count-differs",
+                message=f"{base.source} lists {len(facts)} GPU agent(s), {other.source} lists {len(other.gpus)}",
+                hint="the runtime drops GPUs whose /dev/dri/renderD* it cannot open: check the container's "
+                "--device list, cgroups and ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES"
+                if hidden
+                else "the inputs may come from different machines or times; probe each node on its own",
+            )
+        )
+
+
+def _apply_env_override(
+    facts: list[GpuFact], env: Mapping[str, str], problems: list[Problem]
+) -> str | None:
+    """HSA_OVERRIDE_GFX_VERSION (and the per-GPU ``_<n>`` form, checked first) changes only what
+    the runtime loads; sysfs keeps the physical target."""
+    value = env.get("HSA_OVERRIDE_GFX_VERSION")
+    gpu_index = 0
+    for fact in facts:
+        if not fact.gfx:
+            continue
+        own = env.get(f"HSA_OVERRIDE_GFX_VERSION_{gpu_index}", value)
+        gpu_index += 1
+        if own is None:
+            continue
+        target = gfxmod.from_override(own)
+        if target is None:
+            problems.append(
+                Problem(
+                    code="gfx-override-invalid",
+                    message=f"HSA_OVERRIDE_GFX_VERSION={own!r} is not major.minor.stepping; the runtime ignores it",
+                    hint="unset it, or write it as three decimal numbers, e.g. 11.0.0 for gfx1100",
+                )
+            )
+            continue
+        fact.runtime_gfx = target
+        if target != fact.gfx:
+            problems.append(
+                Problem(
+                    code="gfx-override",
+                    message=f"HSA_OVERRIDE_GFX_VERSION={own} makes the runtime treat this {fact.gfx} as {target}",
+                    hint=f"unsupported unless the two are binary compatible; prefer a build for {fact.gfx} "
+                    "and `unset HSA_OVERRIDE_GFX_VERSION`",
+                )
+            )
+    return value
+
+
+def _gpus(facts: list[GpuFact], has_discrete: bool, problems: list[Problem]) -> list[Gpu]:
+    usable = _with_gfx(facts)
+    gpus = []
+    for fact in usable:
+        assert fact.gfx is not None
+        integrated = bool(fact.apu) and has_discrete
+        gpus.append(
+            Gpu(
+                gfx=fact.gfx,
+                product=_product(fact),
+                pci_device_id=fact.pci_device_id,
+                compute_units=fact.compute_units,
+                vram_bytes=fact.vram_bytes,
+                unique_id=fact.unique_id,
+                partition=Partition(compute=fact.compute_partition, memory=fact.memory_partition)
+                if fact.compute_partition or fact.memory_partition
+                else None,
+                integrated=integrated,
+                runtime_gfx=fact.runtime_gfx if fact.runtime_gfx != fact.gfx else None,
+                xnack=fact.xnack,
+                sramecc=fact.sramecc,
+                apu=bool(fact.apu),
+                marketing_name=fact.marketing_name,
+                pci_bdf=fact.bdf,
+            )
+        )
+        if integrated:
+            problems.append(
+                Problem(
+                    code="integrated-gpu-present",
+                    message=f"an integrated GPU ({fact.gfx}) sits beside the discrete GPU(s); it is not counted",
+                    hint="hide it from ROCm so ranks map to the discrete GPUs: set ROCR_VISIBLE_DEVICES / "
+                    "HIP_VISIBLE_DEVICES to the discrete GPUs, or disable the iGPU in the BIOS",
+                )
+            )
+    return gpus
+
+
+def _product(fact: GpuFact) -> str | None:
+    product = gfxmod.product_for_pci(fact.pci_device_id, fact.pci_revision, fact.marketing_name)
+    if product:
+        return product
+    if not gfxmod.is_generic_marketing_name(fact.marketing_name):
+        return (fact.marketing_name or "").strip() or None
+    return None
+
+
+def _dedupe(problems: list[Problem]) -> list[Problem]:
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for problem in problems:
+        if (problem.code, problem.message) not in seen:
+            seen.add((problem.code, problem.message))
+            out.append(problem)
+    return out

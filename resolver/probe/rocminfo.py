@@ -1,0 +1,263 @@
+"""rocminfo text -> the runtime's view of the GPUs.
+
+Tolerates what people paste (shared/reference/probe.md §10): whole outputs, fragments cut with
+``...``, colour codes, echoed prompts, grep output without agent markers, and a whole
+``rocminfo | grep`` flattened onto one line by an issue form. Agent fields are read at the agent's
+own indentation, never from the ISA or pool blocks under it (``Name:`` appears at both levels).
+"""
+
+from __future__ import annotations
+
+import re
+
+from resolver.probe import gfx as gfxmod
+from resolver.probe.facts import GpuFact, SourceView
+from resolver.probe.text import clean, hex_in_parens, int_value, size_to_bytes
+
+_AGENT_RE = re.compile(r"^\s*Agent\s+\d+\s*$")
+_FIELD_RE = re.compile(r"^(\s*)([A-Za-z][A-Za-z0-9 .()/_-]*?)\s*:{1,2}\s*(.*)$")
+_ROCK_VERSION_RE = re.compile(r"ROCk module version\s+(\S+)\s+is loaded")
+_KFD_ERR_RE = re.compile(r"Unable to open /dev/kfd read-write:\s*(.+)$")
+_NOT_MEMBER_RE = re.compile(r"(\S+) is not member of \"?(\w+)\"? group")
+_FLAT_NAME_RE = re.compile(r"(?<![\w-])Name:\s+(gfx[0-9a-f]{3,4})(?![\w-])")
+_FLAT_MARKETING_RE = re.compile(
+    r"Marketing Name:\s+(.*?)(?=\s{2,}|\s+(?:Name|Uuid|Vendor Name):|$)"
+)
+_ISA_RE = re.compile(r"amdgcn-amd-amdhsa--(gfx[0-9a-f]{3,4}(?::[a-z]+[+-])*)", re.IGNORECASE)
+
+GROUP_HINT = "sudo usermod -aG render,video $USER, then log out and back in (in a container: --group-add video --group-add render)"
+
+
+def parse(text: str) -> SourceView:
+    view = SourceView(source="rocminfo")
+    lines = clean(text)
+    _header(lines, view)
+    blocks = _agent_blocks(lines)
+    if blocks:
+        for block in blocks:
+            gpu = _agent(block, view)
+            if gpu is not None:
+                view.gpus.append(gpu)
+    elif any("AMD GCN Arch Name" in line for line in lines):
+        _hip_device_query(lines, view)
+    else:
+        _flat(lines, view)
+    _check_overrides(view)
+    if not view.gpus and not any(p.code.startswith(("kfd-", "amdgpu-")) for p in view.problems):
+        view.problem(
+            "no-gpu-agents",
+            "the rocminfo output lists no GPU agent",
+            "run `rocminfo` on the node and save its whole output (rocminfo > rocminfo.txt 2>&1)",
+        )
+    return view
+
+
+def _header(lines: list[str], view: SourceView) -> None:
+    for line in lines:
+        stripped = line.strip()
+        if match := _ROCK_VERSION_RE.search(stripped):
+            view.amdgpu_loaded = True
+            view.driver_version = match.group(1)
+            view.facts["driver_kind"] = "dkms"
+        elif "ROCk module is loaded" in stripped:
+            view.amdgpu_loaded = True
+            # rocminfo prints no version when /sys/module/amdgpu/version is absent: the in-tree driver.
+            view.facts.setdefault("driver_kind", "in-tree")
+        elif "ROCk module is NOT loaded" in stripped:
+            view.amdgpu_loaded = False
+            view.problem(
+                "amdgpu-not-loaded",
+                "rocminfo: the amdgpu kernel module is not loaded (ROCk module is NOT loaded)",
+                "load it with `sudo modprobe amdgpu` (check `sudo dmesg | grep -i amdgpu`); "
+                "if it is not installed, install the AMD GPU driver: `sudo amdgpu-install --usecase=dkms`",
+            )
+        elif "ROCk module is NOT live" in stripped:
+            view.amdgpu_loaded = True
+            view.problem(
+                "amdgpu-not-live",
+                "rocminfo: the amdgpu module is loaded but not live (no GPU initialised)",
+                "check `sudo dmesg | grep -i -e amdgpu -e kfd` for the reason the GPU failed to initialise",
+            )
+        elif match := _KFD_ERR_RE.search(stripped):
+            _kfd_error(match.group(1).strip(), view)
+        elif match := _NOT_MEMBER_RE.search(stripped):
+            view.problem(
+                "not-in-gpu-group",
+                f"rocminfo: user {match.group(1)} is not in the {match.group(2)} group",
+                GROUP_HINT,
+            )
+        elif "hsa api call failure" in stripped or "HSA_STATUS_ERROR" in stripped:
+            view.problem(
+                "hsa-runtime-error",
+                "rocminfo: the HSA runtime failed to start (hsa api call failure)",
+                "fix the /dev/kfd problem reported with it; else run with HSAKMT_DEBUG_LEVEL=7 and check `sudo dmesg`",
+            )
+
+
+def _kfd_error(reason: str, view: SourceView) -> None:
+    lowered = reason.lower()
+    if "permission denied" in lowered or "operation not permitted" in lowered:
+        view.problem("kfd-permission", f"rocminfo: cannot open /dev/kfd: {reason}", GROUP_HINT)
+    elif "no such file" in lowered:
+        view.problem(
+            "kfd-missing",
+            f"rocminfo: /dev/kfd does not exist ({reason})",
+            "load the driver with `sudo modprobe amdgpu`; in a container pass `--device /dev/kfd --device /dev/dri`",
+        )
+    elif "cannot allocate memory" in lowered:
+        view.problem(
+            "kfd-enomem",
+            f"rocminfo: opening /dev/kfd failed: {reason}",
+            "the kernel driver has no KFD support for this GPU: check `sudo dmesg | grep -i kfd` "
+            "(e.g. 'not supported in kfd', 'DID ... is missing'); install an amdgpu driver that supports it",
+        )
+    else:
+        view.problem(
+            "kfd-open-failed",
+            f"rocminfo: cannot open /dev/kfd: {reason}",
+            "check `ls -l /dev/kfd`, your groups (`id`) and `sudo dmesg | grep -i kfd`",
+        )
+
+
+def _agent_blocks(lines: list[str]) -> list[list[str]]:
+    starts = [i for i, line in enumerate(lines) if _AGENT_RE.match(line)]
+    blocks = []
+    for n, start in enumerate(starts):
+        end = starts[n + 1] if n + 1 < len(starts) else len(lines)
+        blocks.append(lines[start + 1 : end])
+    return blocks
+
+
+def _agent(block: list[str], view: SourceView) -> GpuFact | None:
+    fields: dict[str, str] = {}
+    indent: int | None = None
+    isas: list[str] = []
+    vram: int | None = None
+    pending_coarse = False
+    for line in block:
+        match = _FIELD_RE.match(line)
+        if not match:
+            continue
+        depth, key, value = len(match.group(1)), match.group(2).strip(), match.group(3).strip()
+        if indent is None and key == "Name":
+            indent = depth
+        if key == "Segment":
+            pending_coarse = "COARSE GRAINED" in value and "KERNARG" not in value
+            continue
+        if key == "Size" and pending_coarse and vram is None:
+            vram = size_to_bytes(value)
+            pending_coarse = False
+            continue
+        if key == "Name" and (isa := _ISA_RE.search(value)):
+            isas.append(isa.group(1))
+            continue
+        if indent is not None and depth == indent:
+            fields.setdefault(key, value)
+    name = fields.get("Name", "").strip()
+    device_type = fields.get("Device Type", "").strip().upper()
+    if device_type and device_type != "GPU":
+        return None  # CPU agents and the NPU (DSP) never count
+    if not device_type and not gfxmod.is_gfx_name(name.lower()):
+        return None
+    gpu = GpuFact()
+    reported = (
+        name.lower().split(":")[0] if gfxmod.is_gfx_name(name.lower().split(":")[0]) else None
+    )
+    features = next(
+        (
+            f
+            for f in (gfxmod.split_target(i) for i in isas)
+            if f and not gfxmod.GENERIC_RE.match(f.gfx)
+        ),
+        None,
+    )
+    gpu.runtime_gfx = reported or (features.gfx if features else None)
+    gpu.gfx = gpu.runtime_gfx
+    if features:
+        gpu.sramecc, gpu.xnack = features.sramecc, features.xnack
+    marketing = fields.get("Marketing Name")
+    gpu.marketing_name = marketing.strip() if marketing is not None else None
+    gpu.pci_device_id = gfxmod.pci_id(hex_in_parens(fields.get("Chip ID")))
+    gpu.compute_units = int_value(fields.get("Compute Unit"))
+    gpu.vram_bytes = vram
+    uuid = fields.get("Uuid", "").strip()
+    if re.fullmatch(r"GPU-[0-9a-fA-F]{16}", uuid) and uuid[4:].strip("f") != "":
+        gpu.unique_id = uuid[4:].lower()
+    if "APU" in fields.get("Memory Properties", ""):
+        gpu.apu = True
+    gpu.kfd_node = int_value(fields.get("Node"))
+    bdfid = int_value(fields.get("BDFID"))
+    if bdfid:
+        gpu.bdf = f"0000:{(bdfid >> 8) & 0xFF:02x}:{(bdfid >> 3) & 0x1F:02x}.{bdfid & 0x7}"
+    if gpu.gfx is None:
+        view.problem(
+            "gpu-target-unknown",
+            f"rocminfo: a GPU agent ({name or 'no name'}) has no gfx target",
+            "save the whole rocminfo output, or use --sysfs with a copy of /sys/class/kfd",
+        )
+    return gpu
+
+
+def _flat(lines: list[str], view: SourceView) -> None:
+    """No agent markers: grep output or a one-line paste. Each agent-level ``Name: gfx...`` is one
+    GPU; ISA names (``amdgcn-amd-amdhsa--...``) give the feature flags."""
+    text = "\n".join(lines)
+    names = list(_FLAT_NAME_RE.finditer(text))
+    isas = [f for f in (gfxmod.split_target(m.group(1)) for m in _ISA_RE.finditer(text)) if f]
+    for match in names:
+        gpu = GpuFact(gfx=match.group(1), runtime_gfx=match.group(1))
+        marketing = _FLAT_MARKETING_RE.search(text, match.end())
+        if marketing and not _FLAT_NAME_RE.search(text, match.end(), marketing.start()):
+            gpu.marketing_name = marketing.group(1).strip()
+        feature = next((f for f in isas if f.gfx == gpu.gfx), None)
+        if feature:
+            gpu.sramecc, gpu.xnack = feature.sramecc, feature.xnack
+        view.gpus.append(gpu)
+    if names:
+        view.count_exact = False
+        view.facts["partial"] = True
+
+
+def _check_overrides(view: SourceView) -> None:
+    """rocminfo prints the runtime's target. When the chip id says another one, an
+    HSA_OVERRIDE_GFX_VERSION was in effect: keep the physical target and flag it."""
+    for gpu in view.gpus:
+        physical = gfxmod.gfx_for_pci(gpu.pci_device_id)
+        if gpu.gfx is None and physical:
+            gpu.gfx = physical
+            continue
+        if physical and gpu.runtime_gfx and physical != gpu.runtime_gfx:
+            gpu.gfx = physical
+            override = gfxmod.to_override(gpu.runtime_gfx)
+            view.facts["implied_override"] = override
+            view.problem(
+                "gfx-override",
+                f"rocminfo reports {gpu.runtime_gfx} for a {physical} device (PCI id {gpu.pci_device_id}): "
+                f"HSA_OVERRIDE_GFX_VERSION={override} is in effect",
+                f"this runs {physical} hardware with code built for {gpu.runtime_gfx} (unsupported, may crash); "
+                f"prefer a build for {physical}, or keep the override explicitly: HSA_OVERRIDE_GFX_VERSION={override}",
+            )
+
+
+_HIP_LINE_RE = re.compile(r"^\[GPU (\d+)\]\s+(.*?)\s*$")
+
+
+def _hip_device_query(lines: list[str], view: SourceView) -> None:
+    """A HIP device-query listing (``[GPU n] value: description``): the same runtime view."""
+    gpus: dict[int, GpuFact] = {}
+    for line in lines:
+        match = _HIP_LINE_RE.match(line)
+        if not match:
+            continue
+        gpu = gpus.setdefault(int(match.group(1)), GpuFact())
+        value, _, label = match.group(2).partition(": ")
+        if label == "AMD GCN Arch Name" and (target := gfxmod.split_target(value)):
+            gpu.gfx = gpu.runtime_gfx = target.gfx
+            gpu.sramecc, gpu.xnack = target.sramecc, target.xnack
+        elif label.startswith("Number of multi-processors"):
+            gpu.compute_units = int_value(value)
+        elif label == "Total Global Memory (MB)":
+            gpu.vram_bytes = size_to_bytes(f"{value} MB")
+        elif not value and gpu.marketing_name is None and match.group(2):
+            gpu.marketing_name = match.group(2)
+    view.gpus.extend(gpus[i] for i in sorted(gpus))

@@ -1,0 +1,222 @@
+"""amd-smi and rocm-smi outputs -> the management library's view of the GPUs.
+
+amd-smi: ``static`` / ``list`` text (``GPU: N`` blocks of ``KEY: value``), their ``--json`` form,
+and the default table. rocm-smi: ``--showproductname`` / ``-a`` (``GPU[N] : key: value`` lines) and
+the concise table in both its layouts. amd-smi before 6.4 printed broken targets such as "gfx9008"
+for gfx908 (amdsmi CHANGELOG, 6.4.0 resolved issues): a target that is not a real gfx name is
+replaced by the PCI id's target and reported.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from resolver.probe import gfx as gfxmod
+from resolver.probe.facts import GpuFact, SourceView
+from resolver.probe.text import clean, size_to_bytes
+
+_AMD_GPU_RE = re.compile(r"^\s*GPU:\s*(\d+)\s*$")
+_KV_RE = re.compile(r"^\s*([A-Z][A-Z0-9_ ]*?)\s*:\s*(.*?)\s*$")
+_ROCM_SMI_KV_RE = re.compile(r"^\s*(?:GPU|card)\[(\d+)\]\s*:\s*([^:]+?)\s*:\s*(.*?)\s*$")
+_AMD_HEADER_RE = re.compile(r"AMD-SMI\s+(\S+)\s+amdgpu version:\s*(\S+)\s+ROCm version:\s*(\S+)")
+_BDF_ROW_RE = re.compile(
+    r"^\|\s*([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7])\s+(.*?)\s*\|", re.IGNORECASE
+)
+_PARTITIONS = {"SPX", "DPX", "TPX", "QPX", "CPX"}
+_MEM_PARTITIONS = {"NPS1", "NPS2", "NPS4", "NPS8"}
+
+
+def parse_amd_smi(text: str) -> SourceView:
+    view = SourceView(source="amd-smi")
+    stripped = text.strip()
+    if stripped.startswith(("{", "[")):
+        try:
+            data = json.loads(stripped)
+        except json.JSONDecodeError:
+            data = None
+        if data is not None:
+            _amd_json(data, view)
+            return _finish(view, "amd-smi")
+    lines = clean(text)
+    header = next((m for m in (_AMD_HEADER_RE.search(line) for line in lines) if m), None)
+    if header:
+        view.facts["amd_smi_version"] = header.group(1)
+        if re.match(r"^\d+\.\d+", header.group(2)):
+            view.driver_version = header.group(2)
+        view.rocm_version = header.group(3) if re.match(r"^\d+\.\d+", header.group(3)) else None
+    blocks: dict[int, dict[str, str]] = {}
+    current: dict[str, str] | None = None
+    for line in lines:
+        if match := _AMD_GPU_RE.match(line):
+            current = blocks.setdefault(int(match.group(1)), {})
+            continue
+        if current is not None and (kv := _KV_RE.match(line)) and kv.group(2):
+            current.setdefault(kv.group(1).strip().upper().replace(" ", "_"), kv.group(2))
+    if blocks:
+        for index in sorted(blocks):
+            view.gpus.append(_amd_gpu(blocks[index], view))
+    elif header:
+        for line in lines:
+            if row := _BDF_ROW_RE.match(line):
+                view.gpus.append(
+                    GpuFact(bdf=row.group(1).lower(), marketing_name=row.group(2) or None)
+                )
+    return _finish(view, "amd-smi")
+
+
+def _amd_json(data: Any, view: SourceView) -> None:
+    records = data.get("gpu_data", data.get("gpus", [data])) if isinstance(data, dict) else data
+    if not isinstance(records, list):
+        return
+    for record in records:
+        if not isinstance(record, dict):
+            continue
+        flat: dict[str, str] = {}
+        _flatten(record, flat)
+        view.gpus.append(_amd_gpu(flat, view))
+
+
+def _flatten(obj: Any, out: dict[str, str], prefix: str = "") -> None:
+    if isinstance(obj, dict):
+        if set(obj) >= {"value", "unit"} and not isinstance(obj["value"], (dict, list)):
+            out.setdefault(prefix, f"{obj['value']} {obj['unit']}")
+            return
+        for key, value in obj.items():
+            _flatten(value, out, str(key).upper())
+    elif not isinstance(obj, list) and obj is not None:
+        out.setdefault(prefix, str(obj))
+
+
+def _amd_gpu(kv: dict[str, str], view: SourceView) -> GpuFact:
+    gpu = GpuFact()
+    gpu.marketing_name = _value(kv.get("MARKET_NAME"))
+    gpu.pci_device_id = gfxmod.pci_id(_value(kv.get("DEVICE_ID")))
+    rev = _value(kv.get("REV_ID"))
+    gpu.pci_revision = rev.lower().removeprefix("0x").zfill(2) if rev else None
+    cus = _value(kv.get("NUM_COMPUTE_UNITS"))
+    gpu.compute_units = int(cus) if cus and cus.isdigit() else None
+    target = (_value(kv.get("TARGET_GRAPHICS_VERSION")) or "").lower()
+    if gfxmod.is_gfx_name(target) and (
+        gfxmod.is_known(target) or not gfxmod.gfx_for_pci(gpu.pci_device_id)
+    ):
+        gpu.gfx = gpu.runtime_gfx = target
+    elif target:
+        physical = gfxmod.gfx_for_pci(gpu.pci_device_id)
+        gpu.gfx = gpu.runtime_gfx = physical
+        view.problem(
+            "amd-smi-bad-target",
+            f"amd-smi printed TARGET_GRAPHICS_VERSION {target!r}, not a gfx target"
+            + (f"; the PCI id {gpu.pci_device_id} says {physical}" if physical else ""),
+            "amd-smi before ROCm 6.4 misprints gfx targets (gfx9008 for gfx908); use a newer amd-smi or --sysfs",
+        )
+    gpu.compute_partition = _choice(
+        kv.get("COMPUTE_PARTITION") or kv.get("ACCELERATOR_PARTITION"), _PARTITIONS
+    )
+    gpu.memory_partition = _choice(kv.get("MEMORY_PARTITION"), _MEM_PARTITIONS)
+    bdf = _value(kv.get("BDF"))
+    gpu.bdf = bdf.lower() if bdf and re.fullmatch(r"[0-9a-fA-F:.]+", bdf) else None
+    uuid = _value(kv.get("UUID"))
+    if uuid and re.fullmatch(r"[0-9a-fA-F-]{16,}", uuid):
+        gpu.unique_id = uuid.replace("-", "").lower()[-16:]
+    size = _value(kv.get("SIZE") or kv.get("VRAM_SIZE") or kv.get("TOTAL"))
+    gpu.vram_bytes = size_to_bytes(size)
+    version = _value(kv.get("VERSION") or kv.get("DRIVER_VERSION"))
+    if version and re.match(r"^\d+\.\d+", version) and view.driver_version is None:
+        view.driver_version = version
+    return gpu
+
+
+def parse_rocm_smi(text: str) -> SourceView:
+    view = SourceView(source="rocm-smi")
+    lines = clean(text)
+    per_gpu: dict[int, dict[str, str]] = {}
+    for line in lines:
+        if match := _ROCM_SMI_KV_RE.match(line):
+            per_gpu.setdefault(int(match.group(1)), {}).setdefault(
+                match.group(2).strip().lower(), match.group(3)
+            )
+        elif (kv := re.match(r"^\s*Driver version:\s*(\S+)", line)) and view.driver_version is None:
+            view.driver_version = kv.group(1)
+    if per_gpu:
+        for index in sorted(per_gpu):
+            view.gpus.append(_rocm_smi_gpu(per_gpu[index], view))
+    else:
+        _concise(lines, view)
+    return _finish(view, "rocm-smi")
+
+
+def _rocm_smi_gpu(kv: dict[str, str], view: SourceView) -> GpuFact:
+    gpu = GpuFact()
+    gpu.marketing_name = _value(kv.get("card series") or kv.get("device name"))
+    gpu.pci_device_id = gfxmod.pci_id(_value(kv.get("device id") or kv.get("card model")))
+    rev = _value(kv.get("device rev"))
+    gpu.pci_revision = rev.lower().removeprefix("0x").zfill(2) if rev else None
+    target = (_value(kv.get("gfx version")) or "").lower()
+    if gfxmod.is_gfx_name(target):
+        gpu.gfx = gpu.runtime_gfx = target
+    uid = _value(kv.get("unique id"))
+    if uid and re.fullmatch(r"0x[0-9a-fA-F]+", uid):
+        gpu.unique_id = f"{int(uid, 16):016x}"
+    gpu.compute_partition = _choice(kv.get("compute partition"), _PARTITIONS)
+    gpu.memory_partition = _choice(kv.get("memory partition"), _MEM_PARTITIONS)
+    vram = _value(kv.get("vram total memory (b)"))
+    gpu.vram_bytes = int(vram) if vram and vram.isdigit() else None
+    return gpu
+
+
+def _concise(lines: list[str], view: SourceView) -> None:
+    """Both concise layouts: ``0  1  0x73df,  61797 ... N/A, N/A, 0`` (DID, GUID) and
+    ``0  [0x74a1 : 0x00] ... NPS1, SPX`` with the name on the next line."""
+    in_table = False
+    last: GpuFact | None = None
+    for line in lines:
+        if "Concise Info" in line:
+            in_table = True
+            continue
+        if not in_table or line.startswith("="):
+            continue
+        if re.match(r"^\d+\s", line):
+            gpu = GpuFact()
+            did = re.search(r"\b0x([0-9a-fA-F]{4})\b", line)
+            gpu.pci_device_id = gfxmod.pci_id("0x" + did.group(1)) if did else None
+            rev = re.search(r"\[0x[0-9a-fA-F]{4}\s*:\s*0x([0-9a-fA-F]{1,2})\]", line)
+            gpu.pci_revision = rev.group(1).lower().zfill(2) if rev else None
+            part = re.search(r"\b(NPS\d|N/A),\s*(SPX|DPX|TPX|QPX|CPX|N/A)\b", line)
+            if part:
+                gpu.memory_partition = _choice(part.group(1), _MEM_PARTITIONS)
+                gpu.compute_partition = _choice(part.group(2), _PARTITIONS)
+            view.gpus.append(gpu)
+            last = gpu
+        elif last is not None and line.strip() and not last.marketing_name and line.startswith(" "):
+            last.marketing_name = line.strip()
+        elif "End of ROCm SMI Log" in line:
+            break
+
+
+def _finish(view: SourceView, tool: str) -> SourceView:
+    for gpu in view.gpus:
+        if gpu.gfx is None:
+            gpu.gfx = gpu.runtime_gfx = gfxmod.gfx_for_pci(gpu.pci_device_id)
+    if not view.gpus:
+        view.problem(
+            f"no-gpu-{tool}",
+            f"the {tool} output lists no GPU",
+            f"save the whole output of `{tool} static` (or `{tool} --showproductname`) run on the node"
+            if tool == "amd-smi"
+            else "save the whole output of `rocm-smi --showproductname` run on the node",
+        )
+    return view
+
+
+def _value(text: str | None) -> str | None:
+    if text is None:
+        return None
+    value = text.strip()
+    return None if value in {"", "N/A", "n/a", "<redacted>"} else value
+
+
+def _choice(text: str | None, allowed: set[str]) -> str | None:
+    value = (_value(text) or "").upper()
+    return value if value in allowed else None

@@ -1,0 +1,172 @@
+"""Compare refreshed records with the data in use, field by field, and say it in words or JSON.
+
+Provenance fields (``source``, ``read_at``, ``note``) do not count as a change on their own; gfx
+lists compare as sets (upstream reorders them without meaning anything); versions compare as
+versions (``6.2`` == ``6.2.0``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from resolver.refresh.common import Refusal
+
+IGNORED = frozenset({"source", "read_at", "note"})
+GFX_LISTS = frozenset({"arch", "aiter_arch", "cmake_arch", "gfx"})
+VERSION_FIELDS = frozenset({"version", "rocm", "glibc_min"})
+DEFAULTS: dict[str, Any] = {"confidence": "exact", "includes_nightlies": False, "deprecated": False}
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    field: str
+    old: Any
+    new: Any
+
+
+@dataclass
+class RecordChange:
+    file: str
+    key: str
+    kind: str  # "added" | "changed"
+    record: dict[str, Any]
+    fields: list[FieldChange] = field(default_factory=list)
+
+
+def flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in record.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten(v, f"{name}."))
+        else:
+            out[name] = v
+    return out
+
+
+def _norm(name: str, value: Any) -> Any:
+    if value is None or value == [] or value == "":
+        return None
+    if name in GFX_LISTS and isinstance(value, list):
+        return tuple(sorted(str(v) for v in value))
+    if isinstance(value, list):
+        return tuple(value)
+    if name in VERSION_FIELDS:
+        try:
+            return Version(str(value))
+        except InvalidVersion:
+            return value
+    return value
+
+
+def compare(old: dict[str, Any], new: dict[str, Any]) -> list[FieldChange]:
+    a, b = flatten(old), flatten(new)
+    changes = []
+    for name in sorted(set(a) | set(b)):
+        if name in IGNORED:
+            continue
+        va = _norm(name, a.get(name, DEFAULTS.get(name)))
+        vb = _norm(name, b.get(name, DEFAULTS.get(name)))
+        if name not in b and name == "date":
+            continue  # refresh cannot read release dates; an absent date is not a change
+        if va != vb:
+            changes.append(FieldChange(name, a.get(name), b.get(name)))
+    return changes
+
+
+def changes_for(
+    current: dict[str, list[dict[str, Any]]],
+    file: str,
+    key: str,
+    record: dict[str, Any],
+    key_of: Any,
+) -> RecordChange | None:
+    old = next((r for r in current.get(file, []) if key_of(file, r) == key), None)
+    if old is None:
+        return RecordChange(file, key, "added", record)
+    fields = compare(old, record)
+    return RecordChange(file, key, "changed", record, fields) if fields else None
+
+
+# --- rendering ---------------------------------------------------------------------------------
+
+
+def _show(value: Any) -> str:
+    if value is None or value == "":
+        return "(none)"
+    if isinstance(value, list):
+        return " ".join(str(v) for v in value) or "(none)"
+    return str(value)
+
+
+def _summary(record: dict[str, Any]) -> list[str]:
+    lines = []
+    facts = [
+        f"{k} {_show(record[k])}"
+        for k in ("rocm", "python", "vllm", "digest", "base_image")
+        if record.get(k)
+    ]
+    if facts:
+        lines.append(", ".join(facts))
+    for k in ("arch", "aiter_arch", "cmake_arch", "python", "glibc_min"):
+        if isinstance(record.get(k), list) and k != "python" and record.get(k):
+            lines.append(f"{k}: {_show(record[k])}")
+    pins = record.get("pins")
+    if isinstance(pins, dict) and pins:
+        lines.append(
+            "pins: " + ", ".join(f"{c} {p.get('repo')}@{p.get('ref')}" for c, p in pins.items())
+        )
+    lines.append(f"source: {record.get('source')}")
+    return lines
+
+
+def render(
+    changes: list[RecordChange], refused: list[Refusal], *, target: str, written: bool
+) -> str:
+    out: list[str] = []
+    for file in sorted({c.file for c in changes}):
+        mine = [c for c in changes if c.file == file]
+        added = sum(c.kind == "added" for c in mine)
+        out.append(f"{file}: {added} new, {len(mine) - added} changed")
+        for c in mine:
+            conf = c.record.get("confidence", "exact")
+            if c.kind == "added":
+                out.append(f"  + {c.key}  new ({conf})")
+                out.extend(f"      {line}" for line in _summary(c.record))
+            else:
+                out.append(f"  ~ {c.key}  changed")
+                for f in c.fields:
+                    out.append(f"      {f.field}: {_show(f.old)} -> {_show(f.new)}")
+                out.append(f"      source: {c.record.get('source')}")
+    if refused:
+        out.append(f"refused ({len(refused)}, never written):")
+        out.extend(f"  ! [{r.source}] {r.what}: {r.reason}" for r in refused)
+    if not changes:
+        out.append("nothing changed: the data in use matches upstream")
+    elif written:
+        out.append(f"wrote {len(changes)} record(s) to {target}")
+    else:
+        out.append(
+            f"{len(changes)} record(s) differ from the data in use; run with --write to save them to {target}"
+        )
+    return "\n".join(out)
+
+
+def to_json(changes: list[RecordChange], refused: list[Refusal]) -> dict[str, Any]:
+    return {
+        "changed": bool(changes),
+        "changes": [
+            {
+                "file": c.file,
+                "key": c.key,
+                "kind": c.kind,
+                "fields": [{"field": f.field, "old": f.old, "new": f.new} for f in c.fields],
+                "record": c.record,
+            }
+            for c in changes
+        ],
+        "refused": [{"source": r.source, "what": r.what, "reason": r.reason} for r in refused],
+    }

@@ -1,0 +1,120 @@
+"""Read the facts a vLLM ROCm Dockerfile declares: ARG defaults, FROM images, ``git clone`` URLs.
+
+Only declarations are read, never executed: ``ARG NAME=default`` (the first default wins, as in
+BuildKit where a later ``ARG NAME`` without a value only re-imports it), ``${NAME}`` references
+expanded from earlier defaults, backslash continuations joined, comments dropped. Everything that
+comes out is still untrusted text; ``resolver.refresh.vllm`` checks it against strict patterns.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+_GITHUB_URL = re.compile(r"^https://github\.com/([^/\s]+)/([^/\s]+?)(?:\.git)?/?$")
+_CMAKE_HIP = re.compile(r'set\(\s*HIP_SUPPORTED_ARCHS\s+"([^"]*)"', re.IGNORECASE)
+
+
+@dataclass
+class DockerfileFacts:
+    args: dict[str, str] = field(default_factory=dict)  # first default of each ARG
+    froms: list[str] = field(default_factory=list)  # FROM images, ARGs expanded
+    clones: list[str] = field(default_factory=list)  # literal URLs given to `git clone`
+
+
+def logical_lines(text: str) -> list[str]:
+    """Join backslash continuations and drop comment lines (Dockerfile rules, default escape)."""
+    out: list[str] = []
+    pending = ""
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        if line.lstrip().startswith("#"):
+            continue  # comments are dropped even inside a continued instruction
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        full = (pending + line).strip()
+        pending = ""
+        if full:
+            out.append(full)
+    if pending.strip():
+        out.append(pending.strip())  # a file that ends inside a continuation: keep what is there
+    return out
+
+
+def expand(value: str, args: dict[str, str]) -> str:
+    def sub(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(3)
+        if name in args and args[name] != "":
+            return args[name]
+        return m.group(2) or ""
+
+    return _VAR.sub(sub, value)
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        return value[1:-1]
+    return value
+
+
+def parse(text: str) -> DockerfileFacts:
+    facts = DockerfileFacts()
+    for line in logical_lines(text):
+        instr, _, rest = line.partition(" ")
+        keyword = instr.upper()
+        if keyword == "ARG":
+            for word in _split(rest):
+                name, eq, default = word.partition("=")
+                if eq and name not in facts.args:
+                    facts.args[name] = expand(_unquote(default), facts.args)
+        elif keyword == "FROM":
+            words = [w for w in rest.split() if not w.startswith("--")]
+            if words:
+                facts.froms.append(expand(words[0], facts.args))
+        elif keyword == "RUN":
+            facts.clones.extend(_clone_urls(rest))
+    return facts
+
+
+def _split(rest: str) -> list[str]:
+    try:
+        return shlex.split(rest, posix=False)
+    except ValueError:
+        return rest.split()  # unbalanced quote in a damaged file: take the words as they are
+
+
+def _clone_urls(run: str) -> list[str]:
+    try:
+        words = shlex.split(run)
+    except ValueError:
+        words = run.split()
+    urls = []
+    for i, word in enumerate(words):
+        if word == "clone" and i > 0 and words[i - 1] == "git":
+            # The repository is the first URL-like word (options such as --depth 1 come first).
+            for arg in words[i + 1 :]:
+                if arg in ("&&", "||", ";", "|"):
+                    break
+                if arg.startswith("$") or "${" in arg:
+                    break  # a ${VAR} clone is the *_REPO ARG, already read
+                if "://" in arg:
+                    urls.append(arg)
+                    break
+    return urls
+
+
+def github_repo(url: str) -> str | None:
+    """``https://github.com/ROCm/triton.git`` -> ``ROCm/triton``; anything else -> None."""
+    m = _GITHUB_URL.match(url.strip())
+    return f"{m.group(1)}/{m.group(2)}" if m else None
+
+
+def cmake_hip_archs(text: str) -> list[str] | None:
+    """The first ``set(HIP_SUPPORTED_ARCHS "...")`` list in vLLM's CMakeLists.txt."""
+    m = _CMAKE_HIP.search(text)
+    if not m:
+        return None
+    return [a.strip() for a in m.group(1).split(";") if a.strip()]

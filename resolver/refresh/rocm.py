@@ -1,0 +1,93 @@
+"""ROCm releases: ``rocm-X.Y.Z`` tags of ROCm/ROCm from the GitHub API.
+
+A tag says that a release exists, not which GPUs and OS it supports: a new release is recorded
+with its stream inferred from its neighbours and empty gfx/OS lists (confidence "inferred"), so
+that images and vLLM builds on it can be recorded; the compatibility matrix fills in the rest.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from resolver.refresh.common import ROCM_REPO, Candidate, Endpoints, Progress, SourceResult, today
+from resolver.refresh.http import HttpClient, parse_link_next
+from resolver.safety import is_safe
+
+_ROCM_TAG = re.compile(r"^rocm-(\d+\.\d+(?:\.\d+){0,2})$")
+
+
+class RocmSource:
+    name = "rocm"
+
+    def __init__(
+        self,
+        client: HttpClient,
+        endpoints: Endpoints,
+        current: dict[str, list[dict[str, Any]]],
+        *,
+        progress: Progress | None = None,
+    ) -> None:
+        self.client = client
+        self.ep = endpoints
+        self.current = current
+        self.progress = progress
+
+    def read(self) -> SourceResult:
+        result = SourceResult(self.name)
+        known: dict[Version, str] = {}
+        for rec in self.current.get("rocm.toml", []):
+            try:
+                known[Version(str(rec.get("version")))] = str(rec.get("stream"))
+            except InvalidVersion:
+                continue
+        oldest = min(known) if known else None
+        url: str | None = f"{self.ep.github_api}/repos/{ROCM_REPO}/tags?per_page=100"
+        pages = 0
+        while url and pages < 50:
+            if self.progress:
+                self.progress("ROCm tags", pages, pages + 1)
+            data, resp = self.client.get_json(url, headers=self.ep.github_headers())
+            pages += 1
+            if not isinstance(data, list):
+                result.refuse(url, "the tags page is not a JSON list")
+                break
+            for item in data:
+                name = item.get("name") if isinstance(item, dict) else None
+                if not isinstance(name, str) or not is_safe("ref", name):
+                    result.refuse(f"tag {str(name)[:60]!r}", "is not an acceptable git ref")
+                    continue
+                m = _ROCM_TAG.match(name)
+                if not m:
+                    result.skipped.append(name)
+                    continue
+                version = Version(m.group(1))
+                if version in known or (oldest is not None and version < oldest):
+                    continue
+                stream = infer_stream(version, known)
+                record = {
+                    "version": str(version),
+                    "stream": stream,
+                    "gfx": [],
+                    "os": [],
+                    "source": f"{self.ep.github_api}/repos/{ROCM_REPO}/tags (tag {name})",
+                    "confidence": "inferred",
+                    "note": f"The release exists (tag {name}); stream inferred from neighbouring releases; "
+                    "supported GPUs and OS not read yet (see AMD's compatibility matrix).",
+                    "read_at": today(),
+                }
+                known[version] = stream
+                result.candidates.append(Candidate("rocm.toml", str(version), record))
+            url = parse_link_next(resp.headers.get("link"))
+        return result
+
+
+def infer_stream(version: Version, known: dict[Version, str]) -> str:
+    """The stream of the same series if known, else of the nearest older release, else legacy."""
+    same = [s for v, s in known.items() if (v.major, v.minor) == (version.major, version.minor)]
+    if same:
+        return same[0]
+    older = [v for v in known if v < version]
+    return known[max(older)] if older else "legacy"

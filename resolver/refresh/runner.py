@@ -1,0 +1,185 @@
+"""Run the refresh: ask each source, check every record like the data loader does, diff, write.
+
+Sources run in dependency order (rocm, vllm, images, wheels) so that a record may refer to a
+release found earlier in the same run. A record that fails any check is refused and named; the
+overlay is written only with ``write=True``, only after the merged data passes the full loader,
+and atomically, so a failure at any point leaves the data in use untouched.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from resolver import matrix, overlay, resources
+from resolver.errors import MatrixError, UsageError
+from resolver.refresh import diff
+from resolver.refresh.common import Candidate, Endpoints, Progress, Refusal, now
+from resolver.refresh.http import HttpClient
+from resolver.refresh.images import ImagesSource
+from resolver.refresh.rocm import RocmSource
+from resolver.refresh.vllm import VllmSource
+from resolver.refresh.wheels import WheelsSource
+
+SOURCES: tuple[str, ...] = ("rocm", "vllm", "images", "wheels")  # dependency order
+ENV_CACHE_DIR = "ROCM_VLLM_CACHE_DIR"
+
+_BUILDERS: dict[str, Any] = {
+    "vllm.toml": matrix._vllm,
+    "images.toml": matrix._image,
+    "wheels.toml": matrix._wheel,
+    "rocm.toml": matrix._rocm,
+}
+
+
+@dataclass
+class Outcome:
+    changes: list[diff.RecordChange] = field(default_factory=list)
+    refused: list[Refusal] = field(default_factory=list)
+    skipped: dict[str, int] = field(default_factory=dict)
+    written: Path | None = None
+    target: Path = field(default_factory=overlay.overlay_path)
+    requests: int = 0
+    conditional: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.changes)
+
+
+def cache_dir() -> Path:
+    override = os.environ.get(ENV_CACHE_DIR)
+    if override:
+        return Path(override)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("rocm-vllm", appauthor=False)) / "http"
+
+
+def refresh(
+    sources: list[str] | None = None,
+    *,
+    write: bool = False,
+    tags: list[str] | None = None,
+    endpoints: Endpoints | None = None,
+    client: HttpClient | None = None,
+    progress: Progress | None = None,
+) -> Outcome:
+    chosen = sources or list(SOURCES)
+    unknown = [s for s in chosen if s not in SOURCES]
+    if unknown:
+        raise UsageError(
+            f"--source {', '.join(unknown)} is not a refresh source",
+            hint=f"choose from {', '.join(SOURCES)}",
+        )
+    ep = endpoints or Endpoints.from_env()
+    own_client = client is None
+    http = client or HttpClient(cache_dir=cache_dir())
+    before = overlay.current_raw()
+    working = {f: list(rs) for f, rs in before.items()}
+    outcome = Outcome()
+    accepted: list[Candidate] = []
+    try:
+        for name in SOURCES:
+            if name not in chosen:
+                continue
+            result = _source(name, http, ep, working, tags, progress).read()
+            outcome.refused.extend(result.refused)
+            outcome.skipped[name] = len(result.skipped)
+            for cand in result.candidates:
+                problem = _check(cand, working)
+                if problem:
+                    outcome.refused.append(Refusal(name, f"{cand.file} {cand.key}", problem))
+                    continue
+                _carry_over(cand, before)
+                accepted.append(cand)
+                working[cand.file] = overlay.merge(
+                    cand.file, working.get(cand.file, []), [cand.record]
+                )
+    finally:
+        outcome.requests = len(http.sent)
+        outcome.conditional = sum(r.conditional for r in http.sent)
+        if own_client:
+            http.close()
+    for cand in accepted:
+        change = diff.changes_for(before, cand.file, cand.key, cand.record, overlay.record_key)
+        if change is not None:
+            outcome.changes.append(change)
+    if write and outcome.changes:
+        updates: dict[str, list[dict[str, Any]]] = {}
+        for c in outcome.changes:
+            updates.setdefault(c.file, []).append(c.record)
+        _check_whole(updates)
+        outcome.written = overlay.write(updates, written_at=now())
+    return outcome
+
+
+def _source(
+    name: str,
+    http: HttpClient,
+    ep: Endpoints,
+    current: dict[str, list[dict[str, Any]]],
+    tags: list[str] | None,
+    progress: Progress | None,
+) -> VllmSource | ImagesSource | WheelsSource | RocmSource:
+    if name == "vllm":
+        return VllmSource(http, ep, current, tags=tags, progress=progress)
+    if name == "images":
+        return ImagesSource(http, ep, current, progress=progress)
+    if name == "wheels":
+        return WheelsSource(http, ep, current, progress=progress)
+    return RocmSource(http, ep, current, progress=progress)
+
+
+def _check(cand: Candidate, working: dict[str, list[dict[str, Any]]]) -> str | None:
+    """Why this record must not be kept, or None: the loader's own checks, then cross-references."""
+    rec = matrix.Record(cand.record, cand.file, cand.key)
+    try:
+        built = _BUILDERS[cand.file](rec)
+    except MatrixError as exc:
+        return exc.message
+    known_gfx = {str(g.get("name")) for g in working.get("gfx.toml", [])}
+    for field_name in ("arch", "aiter_arch", "cmake_arch", "gfx"):
+        for gfx in getattr(built, field_name, ()) or ():
+            if gfx not in known_gfx:
+                return (
+                    f"field '{field_name}' names gfx target {gfx!r}, which gfx.toml does not know"
+                )
+    rocm = getattr(built, "rocm", None)
+    if cand.file != "rocm.toml" and rocm is not None:
+        known_rocm = {overlay.record_key("rocm.toml", r) for r in working.get("rocm.toml", [])}
+        if str(rocm) not in known_rocm and not any(_same_version(str(rocm), k) for k in known_rocm):
+            return f"ROCm {rocm} is not in rocm.toml (refresh --source rocm first, or add it)"
+    return None
+
+
+def _same_version(a: str, b: str) -> bool:
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(a) == Version(b)
+    except InvalidVersion:
+        return False
+
+
+def _carry_over(cand: Candidate, before: dict[str, list[dict[str, Any]]]) -> None:
+    """Facts upstream cannot tell us (a release date) stay as they were."""
+    if cand.file != "vllm.toml" or "date" in cand.record:
+        return
+    old = next(
+        (r for r in before.get("vllm.toml", []) if overlay.record_key("vllm.toml", r) == cand.key),
+        None,
+    )
+    if old and old.get("date"):
+        cand.record["date"] = old["date"]
+
+
+def _check_whole(updates: dict[str, list[dict[str, Any]]]) -> None:
+    """The data as it would be after the write must load; otherwise nothing is written."""
+    extra = overlay.read()
+    merged = {
+        f: overlay.merge(f, extra.get(f, []), updates.get(f, [])) for f in set(extra) | set(updates)
+    }
+    matrix.load_dir(resources.matrix_dir(), merged)

@@ -1,0 +1,321 @@
+"""Every published output parses to the gfx targets and counts its source states (SOURCES.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from resolver.probe import probe_files
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+# file -> (gfx_targets, logical, physical, extra assertions on gpus[0] / node)
+CASES: dict[str, tuple[tuple[str, ...], int, int, dict[str, Any]]] = {
+    "rocminfo-gfx942-mi300x-4gpu-thamada.txt": (
+        ("gfx942",),
+        4,
+        4,
+        {
+            "product": "Instinct MI300X",
+            "compute_units": 304,
+            "vram_bytes": 201310208 * 1024,
+            "unique_id": "8d1457e2c20f59d2",
+            "sramecc": True,
+            "xnack": False,
+        },
+    ),
+    "rocminfo-gfx906-mi50-8gpu-delaunay-regression.txt": (
+        ("gfx906",),
+        8,
+        8,
+        {"compute_units": 60, "pci_device_id": "66a1"},
+    ),
+    "rocminfo-gfx900-mi25-7gpu-bankh-gpucompute.txt": (("gfx900",), 7, 7, {"xnack": False}),
+    "rocminfo-gfx1030-override-rx6700xt-1gpu-ega4l-vbsnn.txt": (
+        ("gfx1031",),
+        1,
+        1,
+        {"runtime_gfx": "gfx1030", "pci_device_id": "73df", "product": "Radeon RX 6700 XT"},
+    ),
+    "rocminfo-gfx1151-strixhalo-dkms-rocm5817.txt": (
+        ("gfx1151",),
+        1,
+        1,
+        {
+            "compute_units": 40,
+            "apu": True,
+            "integrated": False,
+            "pci_device_id": "1586",
+            "unique_id": None,
+        },
+    ),
+    "rocminfo-gfx1150-890m-npu-rocm5108.txt": (
+        ("gfx1150",),
+        1,
+        1,
+        {"compute_units": 16, "apu": True, "pci_device_id": "150e"},
+    ),
+    "rocminfo-gfx1200-rx9060xt-generic-name-rocm6295.txt": (
+        ("gfx1200",),
+        1,
+        1,
+        {
+            "marketing_name": "AMD Radeon Graphics",
+            "pci_device_id": "7590",
+            "compute_units": 32,
+            "unique_id": "1c5501acaf387d69",
+        },
+    ),
+    "rocminfo-gfx1201-with-igpu-gfx1036-rocm5861.txt": (
+        ("gfx1201",),
+        1,
+        1,
+        {"product": "Radeon RX 9070 XT", "compute_units": 64, "integrated": False},
+    ),
+    "rocminfo-gfx1101-rx7800xt-empty-name-rocm2625.txt": (
+        ("gfx1101",),
+        1,
+        1,
+        {"marketing_name": "", "compute_units": 60},
+    ),
+    "rocminfo-gfx1103-780m-fragment-rocm5316.txt": (("gfx1103",), 1, 1, {"apu": True}),
+    "rocminfo-gfx90a-mi250-fragment-aiter179.txt": (
+        ("gfx90a",),
+        1,
+        1,
+        {"pci_device_id": "740c", "unique_id": "124d13ccd7b050e5"},
+    ),
+    "rocminfo-gfx1100-rx7900xtx-fragment-ollama3158.txt": (
+        ("gfx1100",),
+        1,
+        1,
+        {"product": "Radeon RX 7900 XTX", "compute_units": 96},
+    ),
+    "rocminfo-flattened-gfx950-mi350x-rocm5992.txt": (
+        ("gfx950",),
+        1,
+        1,
+        {"marketing_name": "AMD Instinct MI350X", "sramecc": True, "xnack": False},
+    ),
+    "rocminfo-flattened-gfx1151-npu-rocm5902.txt": (
+        ("gfx1151",),
+        1,
+        1,
+        {"marketing_name": "AMD Radeon Graphics"},
+    ),
+    "hip-devicequery-gfx942-mi300x-4gpu-thamada.txt": (
+        ("gfx942",),
+        4,
+        4,
+        {"compute_units": 304, "sramecc": True},
+    ),
+    "rocm-smi-concise-gfx942-mi300x-4gpu-thamada.txt": (
+        ("gfx942",),
+        4,
+        4,
+        {"product": "Instinct MI300X", "partition": {"compute": "SPX", "memory": "NPS1"}},
+    ),
+    "rocm-smi-showall-gfx942-mi300x-4gpu-thamada.txt": (
+        ("gfx942",),
+        4,
+        4,
+        {"unique_id": "8d1457e2c20f59d2"},
+    ),
+    "rocm-smi-concise-gfx1031-rx6700xt-1gpu-ega4l-vbsnn.txt": (
+        ("gfx1031",),
+        1,
+        1,
+        {"pci_device_id": "73df", "partition": None},
+    ),
+    "amd-smi-static-asic-gfx942-mi308x-cpx-amdsmi-changelog.txt": (
+        ("gfx942",),
+        1,
+        1,
+        {"product": "Instinct MI308X", "compute_units": 20, "pci_device_id": "74a2"},
+    ),
+}
+
+SOURCE_FLAG = {"rocminfo": "rocminfo", "hip": "rocminfo", "rocm": "rocm_smi", "amd": "amd_smi"}
+
+
+def _probe(name: str):
+    prefix = name.split("-")[0]
+    flag = SOURCE_FLAG["rocm" if name.startswith("rocm-smi") else prefix]
+    return probe_files(**{flag: FIXTURES / name})
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_fixture_states_targets_and_counts(name: str) -> None:
+    targets, logical, physical, expected = CASES[name]
+    node = _probe(name)
+    assert node.gfx_targets == targets
+    assert node.logical_gpu_count == logical
+    assert node.physical_gpu_count == physical
+    gpu = node.to_json()["gpus"][0]
+    for key, value in expected.items():
+        assert gpu[key] == value, key
+
+
+def test_every_output_fixture_has_a_case_or_is_an_error_or_list() -> None:
+    named = {p.name for p in FIXTURES.glob("*.txt") if not p.name.startswith("rocminfo-error")}
+    others = {
+        "amd-smi-list-mi3xx-amdsmi-changelog.txt",
+        "amd-smi-static-partition-mi308x-cpx-nps4-amdsmi-changelog.txt",
+        "amd-smi-default-gfx1151-strixhalo-rocm5902.txt",
+    }
+    assert named - set(CASES) == others
+    sources = (FIXTURES / "SOURCES.md").read_text()
+    for path in FIXTURES.glob("*.txt"):
+        assert path.name in sources, f"{path.name} has no source note"
+
+
+def test_override_is_reported_with_physical_and_runtime_target() -> None:
+    node = _probe("rocminfo-gfx1030-override-rx6700xt-1gpu-ega4l-vbsnn.txt")
+    assert node.hsa_override_gfx_version == "10.3.0"
+    assert [p.code for p in node.problems] == ["gfx-override"]
+    assert "gfx1031" in node.problems[0].message
+    assert "gfx1030" in node.problems[0].message
+
+
+def test_igpu_beside_dgpu_is_listed_but_not_counted() -> None:
+    node = _probe("rocminfo-gfx1201-with-igpu-gfx1036-rocm5861.txt")
+    assert [(g.gfx, g.integrated) for g in node.gpus] == [("gfx1201", False), ("gfx1036", True)]
+    assert node.driver_version == "6.16.6"
+    assert "integrated-gpu-present" in [p.code for p in node.problems]
+
+
+def test_npu_and_cpu_agents_never_count() -> None:
+    node = _probe("rocminfo-gfx1150-890m-npu-rocm5108.txt")
+    assert [g.gfx for g in node.gpus] == ["gfx1150"]
+    assert node.problems == ()
+
+
+def test_in_tree_driver_has_no_version_but_dkms_does() -> None:
+    assert _probe("rocminfo-gfx942-mi300x-4gpu-thamada.txt").driver_version is None
+    assert _probe("rocminfo-gfx90a-mi250-fragment-aiter179.txt").driver_version == "6.10.5"
+
+
+def test_flattened_paste_says_the_count_may_be_incomplete() -> None:
+    node = _probe("rocminfo-flattened-gfx950-mi350x-rocm5992.txt")
+    assert "partial-input" in [p.code for p in node.problems]
+
+
+@pytest.mark.parametrize(
+    ("name", "code", "hint_part"),
+    [
+        ("rocminfo-error-eperm-rocmdocker116.txt", "kfd-permission", "usermod -aG render,video"),
+        ("rocminfo-error-enomem-rocminfo41.txt", "kfd-enomem", "dmesg"),
+        ("rocminfo-error-not-loaded-roct44.txt", "amdgpu-not-loaded", "modprobe amdgpu"),
+    ],
+)
+def test_error_outputs_give_no_gpu_and_the_fix(name: str, code: str, hint_part: str) -> None:
+    node = _probe(name)
+    assert node.gpus == ()
+    assert node.logical_gpu_count == 0
+    problem = next(p for p in node.problems if p.code == code)
+    assert hint_part in problem.hint
+    assert node.problems[-1].code == "no-gpu"
+
+
+def test_amd_smi_default_table_gives_rocm_version_but_no_target() -> None:
+    node = probe_files(amd_smi=FIXTURES / "amd-smi-default-gfx1151-strixhalo-rocm5902.txt")
+    assert node.rocm_version == "7.2.0"
+    assert node.driver_version is None  # "amdgpu version: Linuxver": in-tree driver
+    assert node.logical_gpu_count == 1
+    assert node.gpus == ()
+    assert "gpu-target-unknown" in [p.code for p in node.problems]
+
+
+def test_amd_smi_list_counts_devices() -> None:
+    node = probe_files(amd_smi=FIXTURES / "amd-smi-list-mi3xx-amdsmi-changelog.txt")
+    assert node.logical_gpu_count == 2
+    assert node.physical_gpu_count == 2
+
+
+def test_two_amd_smi_files_combine_asic_and_partition() -> None:
+    node = probe_files(
+        amd_smi=[
+            FIXTURES / "amd-smi-static-asic-gfx942-mi308x-cpx-amdsmi-changelog.txt",
+            FIXTURES / "amd-smi-static-partition-mi308x-cpx-nps4-amdsmi-changelog.txt",
+        ]
+    )
+    gpu = node.gpus[0]
+    assert (gpu.gfx, gpu.compute_units, gpu.partition.compute, gpu.partition.memory) == (
+        "gfx942",
+        20,
+        "CPX",
+        "NPS4",
+    )
+    assert node.problems == ()
+
+
+SYSFS = {
+    "kfd-gfx942-mi300x-8gpu-cpx-k8sdp": (("gfx942",), 63, 8, 38, "CPX", None),
+    "kfd-gfx942-mi308x-8gpu-cpx-k8sdp": (("gfx942",), 32, 8, 20, "CPX", 51539607552),
+    "kfd-gfx90a-mi210-8gpu-k8sdp": (("gfx90a",), 8, 8, 104, None, None),
+    "kfd-gfx900-vega10-legacy-k8sdp": (("gfx900",), 2, 2, 64, None, 17163091968),
+}
+
+
+@pytest.mark.parametrize("tree", sorted(SYSFS))
+def test_sysfs_tree(make_root: Callable[[str], Path], tree: str) -> None:
+    targets, logical, physical, cus, compute, vram = SYSFS[tree]
+    node = probe_files(sysfs=make_root(tree))
+    assert (node.gfx_targets, node.logical_gpu_count, node.physical_gpu_count) == (
+        targets,
+        logical,
+        physical,
+    )
+    gpu = node.gpus[0]
+    assert gpu.compute_units == cus
+    assert (gpu.partition.compute if gpu.partition else None) == compute
+    assert gpu.vram_bytes == vram
+    assert node.problems == ()
+
+
+def test_sysfs_mi210_product_and_sramecc(make_root: Callable[[str], Path]) -> None:
+    node = probe_files(sysfs=make_root("kfd-gfx90a-mi210-8gpu-k8sdp"))
+    assert {g.product for g in node.gpus} == {"Instinct MI210"}
+    assert all(g.sramecc for g in node.gpus)
+    assert len({g.unique_id for g in node.gpus}) == 8
+
+
+def test_sysfs_pci_partition_files_win_over_inference(make_root: Callable[[str], Path]) -> None:
+    root = make_root("kfd-gfx942-mi308x-8gpu-cpx-k8sdp")
+    node = probe_files(sysfs=root)
+    bdf = node.gpus[0].pci_bdf
+    assert bdf is not None
+    pci = root / "sys/bus/pci/devices" / (bdf.rsplit(".", 1)[0] + ".0")
+    pci.mkdir(parents=True)
+    (pci / "current_compute_partition").write_text("CPX\n")
+    (pci / "current_memory_partition").write_text("NPS4\n")
+    gpu = probe_files(sysfs=root).gpus[0]
+    assert (gpu.partition.compute, gpu.partition.memory) == ("CPX", "NPS4")
+
+
+def test_sysfs_driver_version_and_rocminfo_merge(make_root: Callable[[str], Path]) -> None:
+    root = make_root("kfd-gfx942-mi308x-8gpu-cpx-k8sdp")
+    (root / "sys/module/amdgpu").mkdir(parents=True)
+    (root / "sys/module/amdgpu/version").write_text("6.12.12\n")
+    node = probe_files(
+        sysfs=root, amd_smi=FIXTURES / "amd-smi-static-asic-gfx942-mi308x-cpx-amdsmi-changelog.txt"
+    )
+    assert node.driver_version == "6.12.12"
+    assert node.host["driver_kind"] == "dkms"
+    # amd-smi shows one GPU of the 32: the counts disagree, sysfs wins
+    assert node.logical_gpu_count == 32
+    assert "gpu-count-differs" in [p.code for p in node.problems]
+
+
+def test_sysfs_wins_and_disagreement_is_a_problem(make_root: Callable[[str], Path]) -> None:
+    node = probe_files(
+        sysfs=make_root("kfd-gfx90a-mi210-8gpu-k8sdp"),
+        rocminfo=FIXTURES / "rocminfo-gfx1100-rx7900xtx-fragment-ollama3158.txt",
+    )
+    assert node.gfx_targets == ("gfx90a",)
+    codes = [p.code for p in node.problems]
+    assert "sources-disagree" in codes
+    assert "gpu-count-differs" in codes

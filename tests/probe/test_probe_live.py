@@ -1,0 +1,136 @@
+"""probe_live on this machine (no GPU) and against a fixture tree standing in for a GPU node."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from resolver.probe import probe_live
+from resolver.probe.host import iommu_mode, os_id
+
+
+def test_this_machine_without_gpu_says_why() -> None:
+    node = probe_live(env={})
+    if Path("/dev/kfd").exists():
+        pytest.skip("this machine has /dev/kfd")
+    codes = [p.code for p in node.problems]
+    assert node.gpus == ()
+    assert node.logical_gpu_count == 0
+    assert "no-kfd" in codes
+    assert codes[-1] == "no-gpu"
+    if not Path("/sys/module/amdgpu").exists():
+        assert "amdgpu-not-loaded" in codes
+    assert node.kernel
+    assert node.origin == "probe"
+
+
+@pytest.fixture
+def docker_like_socket(tmp_path: Path) -> Iterator[Path]:
+    """A real unix-socket HTTP server answering /_ping like dockerd does."""
+    path = tmp_path / "root/var/run/docker.sock"
+    path.parent.mkdir(parents=True)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(4)
+    stop = threading.Event()
+
+    def serve() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.recv(1024)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield path
+    stop.set()
+    thread.join(timeout=2)
+    server.close()
+
+
+def test_gpu_node_tree(make_root: Callable[[str], Path], docker_like_socket: Path) -> None:
+    root = make_root("kfd-gfx942-mi308x-8gpu-cpx-k8sdp")
+    # make_root builds under tmp_path/root-<tree>; put the daemon socket there too
+    (root / "var/run").mkdir(parents=True, exist_ok=True)
+    (root / "var/run/docker.sock").symlink_to(docker_like_socket)
+    (root / "sys/module/amdgpu").mkdir(parents=True)
+    (root / "sys/module/amdgpu/version").write_text("6.12.12\n")
+    (root / "etc").mkdir()
+    (root / "etc/os-release").write_text('NAME="Ubuntu"\nID=ubuntu\nVERSION_ID="22.04"\n')
+    (root / "opt/rocm/.info").mkdir(parents=True)
+    (root / "opt/rocm/.info/version").write_text("6.4.1-83\n")
+    (root / "opt/rocm-7.2.0/.info").mkdir(parents=True)
+    (root / "opt/rocm-7.2.0/.info/version").write_text("7.2.0-43\n")
+    (root / "proc/sys/kernel").mkdir(parents=True)
+    (root / "proc/sys/kernel/numa_balancing").write_text("1\n")
+    (root / "proc/sys/kernel/osrelease").write_text("5.15.0-140-generic\n")
+    (root / "proc/cmdline").write_text("BOOT_IMAGE=/vmlinuz ro iommu=pt amd_iommu=on\n")
+    (root / "dev").mkdir()
+    (root / "dev/kfd").write_text("")
+    node = probe_live(root=root, env={"HSA_OVERRIDE_GFX_VERSION": "9.4.2"})
+    assert node.gfx_targets == ("gfx942",)
+    assert (node.logical_gpu_count, node.physical_gpu_count) == (32, 8)
+    assert node.driver_version == "6.12.12"
+    assert node.host["driver_kind"] == "dkms"
+    assert node.os == "ubuntu-22.04"
+    assert node.kernel == "5.15.0-140-generic"
+    assert node.rocm_version == "6.4.1"
+    assert [i["version"] for i in node.host["rocm_installs"]] == ["6.4.1", "7.2.0"]
+    assert node.host["iommu"] == "pt"
+    assert node.host["numa_balancing"] == 1
+    assert node.host["container_engines"]["docker"] is True
+    assert node.host["kfd"]["present"] is True
+    assert node.hsa_override_gfx_version == "9.4.2"
+    assert all(g.runtime_gfx is None for g in node.gpus)  # 9.4.2 is the physical target: no flag
+    codes = [p.code for p in node.problems]
+    assert "numa-balancing-on" in codes
+    assert "no-kfd" not in codes
+    assert "no-container-engine" not in codes
+
+
+def test_override_env_per_gpu_form(make_root: Callable[[str], Path]) -> None:
+    root = make_root("kfd-gfx90a-mi210-8gpu-k8sdp")
+    node = probe_live(root=root, env={"HSA_OVERRIDE_GFX_VERSION_0": "9.4.2"}, check_access=False)
+    assert node.gpus[0].gfx == "gfx90a"
+    assert node.gpus[0].runtime_gfx == "gfx942"
+    assert all(g.runtime_gfx is None for g in node.gpus[1:])
+    assert node.gfx_targets == ("gfx90a",)
+    assert "gfx-override" in [p.code for p in node.problems]
+
+
+def test_therock_layout_and_in_tree_driver(tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    (root / "opt/rocm/core-10.0").mkdir(parents=True)
+    (root / "sys/module/amdgpu").mkdir(parents=True)
+    node = probe_live(root=root, env={}, check_access=False)
+    assert node.rocm_version == "10.0"
+    assert node.host["driver_kind"] == "in-tree"
+    assert node.driver_version is None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('ID=ubuntu\nVERSION_ID="24.04"\n', "ubuntu-24.04"),
+        ('ID="rhel"\nVERSION_ID="9.4"\n', "rhel-9.4"),
+        ('ID=debian\nVERSION_ID="12"\n', "debian-12"),
+        ("garbage", None),
+    ],
+)
+def test_os_id(text: str, expected: str | None) -> None:
+    assert os_id(text) == expected
+
+
+def test_iommu_mode() -> None:
+    assert iommu_mode("ro quiet")[0] == "default"
+    assert iommu_mode("amd_iommu=off")[0] == "off"
+    assert iommu_mode("intel_iommu=on iommu=pt") == ("pt", "intel_iommu=on iommu=pt")

@@ -1,0 +1,148 @@
+"""`rocm-vllm check` and `matrix` through the CLI: exit codes, JSON contract, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .helpers import copy_matrix, run_cli
+
+JSON_KEYS = {"schema_version", "verdict", "exit_code", "node", "request", "plan", "warnings", "blockers", "host_fix",
+             "reasons", "alternatives"}
+
+
+def check_json(*args: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+    result = run_cli("check", *args, "--json")
+    return result.exit_code, json.loads(result.stdout)
+
+
+def test_mi300x_done_when() -> None:
+    code, data = check_json("--gfx", "gfx942", "--gpus", "8", "--driver", "30.30.3", "--os", "ubuntu-22.04")
+    assert code == 0 and data["exit_code"] == 0
+    assert set(data) >= JSON_KEYS
+    assert data["verdict"] in ("supported", "supported_with_warnings")
+    plan = data["plan"]
+    assert plan["kind"] == "image" and plan["image"].startswith("vllm/vllm-openai-rocm:") and "gfx942" in plan["arch"]
+    assert plan["env"] == {"VLLM_ROCM_USE_AITER": "1"}
+    aiter = [w for w in data["warnings"] if w["code"] == "aiter-off-by-default"]
+    assert aiter and set(aiter[0]) == {"code", "message", "hint", "severity", "source"}
+    assert "VLLM_ROCM_USE_AITER=1" in aiter[0]["hint"]
+
+
+def test_gfx906_done_when() -> None:
+    code, data = check_json("--gfx", "gfx906")
+    assert code == 1 and data["verdict"] in ("unsupported", "unofficial_only")
+    assert data["reasons"], "every rejected candidate is listed"
+    first = data["reasons"][0]
+    assert set(first) == {"candidate", "reasons"} and first["reasons"][0]["source"]
+    assert any("gfx906" in r["message"] for e in data["reasons"] for r in e["reasons"])
+
+
+def test_old_driver_done_when() -> None:
+    code, data = check_json("--gfx", "gfx942", "--driver", "6.1.3", "--vllm", ">=0.20")
+    assert code == 1 and data["verdict"] == "blocked_host_fix"
+    fix = data["host_fix"]["fixes"][0]
+    assert "5.7-6.4" in fix["message"] and fix["fix"]["host"] and "30.30" in fix["fix"]["text"]
+
+
+def test_fp8_gfx90a_done_when() -> None:
+    code, data = check_json("--gfx", "gfx90a", "--quantization", "fp8")
+    assert code == 1 and data["verdict"] == "unsupported"
+    assert [b["code"] for b in data["blockers"]] == ["fp8-unsupported"]
+
+
+def test_example_node_text_output() -> None:
+    result = run_cli("check", "--example", "mi300x-8")
+    assert result.exit_code == 0
+    assert result.stdout.startswith("verdict: supported")
+    assert "plan: official image vllm/vllm-openai-rocm:" in result.stdout
+    assert "docker pull" in result.stdout
+
+
+def test_quiet_prints_only_the_verdict() -> None:
+    result = run_cli("check", "--gfx", "gfx906", "--quiet")
+    assert result.exit_code == 1 and result.stdout == "unsupported\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--gfx", "gfx1234"], "error: gfx target 'gfx1234' is not in the compatibility data"),
+        (["--gfx", "banana"], "error: 'banana' is not a gfx target name"),
+        (["--gfx", "gfx942", "--driver", "new"], "error: --driver 'new' is not an amdgpu driver version"),
+        (["--gfx", "gfx942", "--vllm", ">>1"], "error: --vllm '>>1' is not a version or PEP 440 specifier"),
+        (["--gfx", "gfx942", "--os", "windows"], "error: --os 'windows' is not an OS id"),
+        (["--gfx", "gfx942", "--prefer", "conda"], "error: --prefer 'conda' is not a path kind"),
+        (["--node", "/nonexistent/node.json"], "error: --node /nonexistent/node.json: no such file"),
+        (["--example", "dgx"], "error: --example 'dgx' is not an embedded example"),
+        (["--example", "mi300x-8", "--node", "x.json"], "error: --node and --example both describe the node"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line_and_hint(args: list[str], message: str) -> None:
+    result = run_cli("check", *args)
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert lines[0] == message
+    assert len(lines) == 2 and lines[1].startswith("hint: ")
+    assert result.stdout == ""
+
+
+def test_unreadable_node_file(tmp_path: Path) -> None:
+    bad = tmp_path / "node.json"
+    bad.write_text("{ nope")
+    result = run_cli("check", "--node", str(bad))
+    assert result.exit_code == 2 and "not valid JSON" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_node_file_from_probe_json(tmp_path: Path) -> None:
+    node = {"gpus": [{"gfx": "gfx942"}] * 8, "gfx_targets": ["gfx942"], "physical_gpu_count": 8, "logical_gpu_count": 8,
+            "driver_version": "30.30.3", "os": "ubuntu-22.04"}
+    path = tmp_path / "node.json"
+    path.write_text(json.dumps(node))
+    code, data = check_json("--node", str(path))
+    assert code == 0 and data["node"]["origin"] == f"file:{path}"
+    assert "--node" in data["plan"]["commands"][1]
+
+
+def test_broken_data_dir_exits_3(tmp_path: Path) -> None:
+    d = copy_matrix(tmp_path)
+    (d / "images.toml").write_text((d / "images.toml").read_text().replace('arch = ["gfx942"]', 'arch = ["gfx9999"]', 1))
+    proc = subprocess.run(
+        [sys.executable, "-m", "resolver", "check", "--gfx", "gfx942"],
+        capture_output=True, text=True, env={"ROCM_VLLM_MATRIX_DIR": str(d), "PATH": "/usr/bin:/bin"}, check=False,
+    )
+    assert proc.returncode == 3
+    assert proc.stderr.startswith("error: images.toml: image rocm/vllm:") and "Traceback" not in proc.stderr
+
+
+def test_matrix_validate_show_graph() -> None:
+    ok = run_cli("matrix", "validate")
+    assert ok.exit_code == 0 and ok.stdout.startswith("ok: ")
+    shown = run_cli("matrix", "show", "drivers")
+    assert shown.exit_code == 0 and "30.30.x" in shown.stdout
+    data = json.loads(run_cli("matrix", "show", "vllm", "--json").stdout)
+    v0100 = next(r for r in data if r["version"] == "0.10.0")
+    assert v0100["pins"]["aiter"] == {"repo": "ROCm/aiter", "ref": "916bf3c"}
+    for table in ("rocm", "gfx", "wheels", "images", "nodes", "os"):
+        assert run_cli("matrix", "show", table).exit_code == 0
+    assert run_cli("matrix", "show", "nope").exit_code == 2
+    dot = run_cli("matrix", "graph", "--format", "dot")
+    assert dot.exit_code == 0 and dot.stdout.startswith("digraph")
+    assert json.loads(run_cli("matrix", "graph", "--format", "json").stdout)["edges"]
+
+
+def test_check_path_does_not_import_heavy_modules() -> None:
+    code = (
+        "import sys\n"
+        "from resolver.cli import app\n"
+        "try:\n    app(['check','--gfx','gfx942','--driver','30.30.3','--json'])\n"
+        "except SystemExit:\n    pass\n"
+        "heavy = [m for m in ('docker','requests','networkx','rich') if m in sys.modules]\n"
+        "sys.stderr.write(','.join(heavy))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert proc.stderr == "", f"check --json imported: {proc.stderr}"

@@ -1,0 +1,151 @@
+"""resolver.derive: decisions become numbered, sourced, deterministic derivations with checked hints."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from resolver import matrix
+from resolver.derive import HINT_ORDER, Derivation, derive
+from resolver.errors import InputError, UnknownGfxError
+from resolver.explain import render_derivation
+from resolver.node import from_flags
+from resolver.solve import Request, solve
+from resolver.versions import parse_spec
+
+M = matrix.load()
+
+
+def decide(gfx: str, *, driver: str | None = None, vllm: str | None = None, quantization: str | None = None,
+           kv: str | None = None, prefer: str | None = None, os: str | None = None, python: str | None = None) -> Derivation:
+    node = from_flags(gfx=gfx, gpus=None, driver=driver, os=os, rocm=None, python=python)
+    request = Request(vllm=parse_spec(vllm) if vllm else None, quantization=quantization, kv_cache_dtype=kv, prefer=prefer)  # type: ignore[arg-type]
+    return derive(solve(M, node, request), M)
+
+
+def test_steps_are_numbered_in_order_and_cite_only_earlier_steps() -> None:
+    d = decide("gfx942", driver="6.1.3", vllm=">=0.20")
+    assert [s.number for s in d.steps] == list(range(1, len(d.steps) + 1))
+    for s in d.steps:
+        assert all(c < s.number for c in s.cites)
+    assert "(1)" in d.conclusion
+    assert f"({len(d.steps)})" in d.conclusion
+
+
+def test_rejected_candidates_are_grouped_not_listed_one_by_one() -> None:
+    decision = solve(M, from_flags(gfx="gfx942", gpus=None, driver="6.1.3", os=None, rocm=None, python=None),
+                     Request(vllm=parse_spec(">=0.20")))
+    d = derive(decision, M)
+    assert len(d.steps) < len(decision.rejected)
+    covered = [label for s in d.steps for label in s.subjects]
+    assert sorted(covered) == sorted(e.candidate.label for e in decision.rejected), "every rejected candidate is in one step"
+    official = next(s for s in d.steps if any("vllm/vllm-openai-rocm" in x for x in s.subjects))
+    assert official.premises[0].text.startswith("the ")
+    assert " vllm/vllm-openai-rocm images for vLLM " in official.premises[0].text
+
+
+def test_every_premise_names_its_sources_and_confidence() -> None:
+    d = decide("gfx942", driver="6.1.3", vllm=">=0.20")
+    driver_premise = next(p for s in d.steps for p in s.premises if p.text.startswith("amdgpu 6.1.x"))
+    assert driver_premise.sources
+    assert "ROCm/amdgpu-docs" in driver_premise.sources[0]
+    assert {p.confidence for s in d.steps for p in s.premises} <= {"exact", "release-branch", "inferred", "unknown"}
+    assert set(d.sources()) == {src for s in d.steps for p in s.premises for src in p.sources}
+
+
+def test_quantization_gate_is_one_step_about_the_gpu() -> None:
+    d = decide("gfx90a", quantization="fp8")
+    assert len(d.steps) == 1
+    assert d.steps[0].conclusion == "no vLLM build can serve fp8 quantization on gfx90a"
+    assert d.hints[0].kind == "quantization"
+    assert "without it, vllm/vllm-openai-rocm:" in d.hints[0].text
+
+
+def test_driver_hint_is_checked_by_solving_again() -> None:
+    d = decide("gfx942", driver="6.1.3", vllm=">=0.20")
+    driver = next(h for h in d.hints if h.kind == "driver")
+    assert "30.30.x" in driver.text
+    assert "then vllm/vllm-openai-rocm:v0.24.0" in driver.text
+    again = decide("gfx942", driver="30.30.0", vllm=">=0.20")
+    assert again.exit_code == 0
+    assert again.plan is not None
+    assert again.plan.label == "vllm/vllm-openai-rocm:v0.24.0"
+
+
+def test_hints_follow_the_documented_order() -> None:
+    for d in (decide("gfx942", driver="6.1.3", vllm=">=0.20"), decide("gfx1031"), decide("gfx942", vllm="==0.30.0")):
+        kinds = [h.kind for h in d.hints]
+        assert kinds == sorted(kinds, key=HINT_ORDER.index)
+
+
+def test_unofficial_hints_are_flagged() -> None:
+    d = decide("gfx1031")
+    override = [h for h in d.hints if h.kind == "override"]
+    assert override
+    assert all(h.unofficial and h.text.startswith("unofficial:") and "risk" in h.text for h in override)
+    official = decide("gfx942", driver="6.1.3", vllm=">=0.20")
+    assert not any(h.unofficial for h in official.hints)
+
+
+def test_success_rests_on_facts_with_a_confidence() -> None:
+    d = decide("gfx942", driver="30.30.3")
+    assert d.ok
+    assert d.plan is not None
+    assert d.confidence in ("exact", "release-branch", "inferred", "unknown")
+    plan_step = d.steps[-1]
+    assert plan_step.codes == ("plan",)
+    assert plan_step.conclusion.endswith("runs on this node")
+    assert any(p.text.startswith("amdgpu 30.30.x runs ROCm user space") for p in plan_step.premises)
+
+
+def test_unknown_driver_is_a_hedge_and_a_hint_not_a_silent_pass() -> None:
+    d = decide("gfx942")
+    assert d.steps[-1].conclusion.endswith("if its amdgpu driver runs ROCm 7.2")
+    assert any(h.kind == "driver" and "was not checked" in h.text for h in d.hints)
+
+
+def test_from_json_rejects_other_shapes() -> None:
+    with pytest.raises(InputError):
+        Derivation.from_json({"verdict": "supported"})
+    with pytest.raises(InputError):
+        Derivation.from_json([1, 2])
+
+
+def test_same_decision_same_text() -> None:
+    a = render_derivation(decide("gfx906"))
+    b = render_derivation(decide("gfx906"))
+    assert a == b
+
+
+GFX = sorted(g.name for g in M.gfx)
+DRIVERS = [None, "5.7.1", "6.1.3", "6.4.1", "30.10.2", "30.30.3", "31.50.0", "6.8.0"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    gfx=st.lists(st.sampled_from(GFX), min_size=1, max_size=2, unique=True),
+    driver=st.sampled_from(DRIVERS),
+    vllm=st.sampled_from([None, ">=0.20", "==0.16.0", "<0.10", "==0.30.0"]),
+    quantization=st.sampled_from([None, "fp8", "mxfp4", "awq"]),
+    prefer=st.sampled_from([None, "image", "wheel", "source"]),
+    python=st.sampled_from([None, "3.11", "3.12"]),
+)
+def test_any_decision_derives_round_trips_and_renders(
+    gfx: list[str], driver: str | None, vllm: str | None, quantization: str | None, prefer: str | None, python: str | None
+) -> None:
+    try:
+        d = decide(",".join(gfx), driver=driver, vllm=vllm, quantization=quantization, prefer=prefer, python=python)
+    except (InputError, UnknownGfxError):
+        return  # e.g. no release in the data matches the spec: a usage error, not a derivation
+    assert d.steps, "every verdict has at least one step"
+    assert [s.number for s in d.steps] == list(range(1, len(d.steps) + 1))
+    data = json.loads(json.dumps(d.to_json()))
+    back = Derivation.from_json(data)
+    assert back.to_json() == data
+    text = render_derivation(back)
+    assert text == render_derivation(d)
+    assert "  Because " in text
+    assert d.ok == (d.verdict in ("supported", "supported_with_warnings", "source_build_required"))

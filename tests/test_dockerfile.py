@@ -1,0 +1,386 @@
+"""`rocm-vllm dockerfile`: golden files per era and node type, hadolint, pins equal to the data,
+refusals with exit codes, unsafe values, atomic output, and a real build of a stand-in template.
+
+Regenerate the golden files after an intended change with ``UPDATE_GOLDEN=1 pytest tests/test_dockerfile.py``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from resolver import dockerfile as df
+from resolver import matrix as matrix_mod
+from resolver import resources
+from resolver.cli import app
+from resolver.errors import UnsafeValueError, UsageError
+from resolver.model import ComponentPin, Matrix
+from resolver.node import from_flags
+
+GOLDEN = Path(__file__).parent / "golden" / "dockerfile"
+UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
+HADOLINT = shutil.which("hadolint") or str(Path(sys.executable).parent / "hadolint")
+
+# (golden name, vLLM release, gfx list, amdgpu driver): one per era and node type.
+CASES: list[tuple[str, str, str, str | None]] = [
+    ("v0.6.6.post1-gfx942", "0.6.6.post1", "gfx942", "6.4.3"),  # single-stage rocm/pytorch era
+    ("v0.7.0-gfx90a", "0.7.0", "gfx90a", "6.4.3"),  # two files at the repo root
+    ("v0.8.5-gfx1100", "0.8.5", "gfx1100", "30.30.3"),  # docker/ layout, RDNA3
+    ("v0.10.0-gfx942", "0.10.0", "gfx942", "30.30.3"),  # the issue's acceptance case
+    ("v0.16.0-gfx1151", "0.16.0", "gfx1151", None),  # APU without an AMD driver version
+    ("v0.23.0-gfx1201", "0.23.0", "gfx1201", "30.30.3"),  # 2026, RDNA4
+    ("v0.24.0-gfx942-gfx950", "0.24.0", "gfx942,gfx950", "30.30.3"),  # 2026, mixed MI300/MI355 fleet
+]
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def m() -> Matrix:
+    return matrix_mod.load()
+
+
+def plan_for(m: Matrix, version: str, gfx: str, driver: str | None, **kw: Any) -> df.DockerfilePlan:
+    node = from_flags(gfx=gfx, gpus=None, driver=driver, os=None, rocm=None, python=None)
+    return df.plan_dockerfile(m, node, df.find_release(m, version), max_jobs=kw.pop("max_jobs", 8), **kw)
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> Any:
+    return runner.invoke(app, ["dockerfile", *args], env=env)
+
+
+# --- golden files -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "version", "gfx", "driver"), CASES, ids=[c[0] for c in CASES])
+def test_golden(m: Matrix, name: str, version: str, gfx: str, driver: str | None) -> None:
+    plan = plan_for(m, version, gfx, driver)
+    text = df.render(plan)
+    plan_json = json.dumps(plan.to_json(), indent=2) + "\n"
+    file, plan_file = GOLDEN / f"{name}.Dockerfile", GOLDEN / f"{name}.json"
+    if UPDATE:
+        GOLDEN.mkdir(parents=True, exist_ok=True)
+        file.write_text(text)
+        plan_file.write_text(plan_json)
+    assert text == file.read_text(), f"{file.name} differs; UPDATE_GOLDEN=1 regenerates it"
+    assert plan_json == plan_file.read_text(), f"{plan_file.name} differs; UPDATE_GOLDEN=1 regenerates it"
+
+
+@pytest.mark.parametrize("name", [c[0] for c in CASES])
+def test_hadolint_finds_nothing(name: str) -> None:
+    """No error-level finding (the bar), and in fact no warning or info either."""
+    result = subprocess.run(
+        [HADOLINT, "--no-color", "-f", "json", str(GOLDEN / f"{name}.Dockerfile")],
+        capture_output=True, text=True, check=False,
+    )
+    findings = json.loads(result.stdout or "[]")
+    assert [f for f in findings if f["level"] == "error"] == []
+    assert findings == []
+
+
+def _file_pins(text: str) -> dict[str, tuple[str, str]]:
+    args = dict(re.findall(r"^ARG ([A-Z_]+)=(\S+)$", text, flags=re.MULTILINE))
+    return {
+        component: (args[f"{prefix}_REPO"], args[f"{prefix}_BRANCH"])
+        for component, prefix in df._ARG_NAMES.items()
+        if f"{prefix}_REPO" in args
+    }
+
+
+@pytest.mark.parametrize(("name", "version", "gfx", "driver"), CASES, ids=[c[0] for c in CASES])
+def test_pins_equal_the_data(m: Matrix, name: str, version: str, gfx: str, driver: str | None) -> None:
+    """Every pin the release has is in the file (repo and ref verbatim), or listed as left out."""
+    release = df.find_release(m, version)
+    text = (GOLDEN / f"{name}.Dockerfile").read_text()
+    plan = json.loads((GOLDEN / f"{name}.json").read_text())
+    in_file = _file_pins(text)
+    left_out = {o["component"]: (o["repo"], o["ref"]) for o in plan["omitted"]}
+    assert set(in_file) | set(left_out) == {p.component for p in release.pins}
+    assert not set(in_file) & set(left_out)
+    for pin in release.pins:
+        assert (in_file.get(pin.component) or left_out[pin.component]) == (pin.repo, pin.ref)
+    assert f"FROM {release.base_image} AS base" in text
+    assert f'PYTORCH_ROCM_ARCH="{";".join(sorted(gfx.split(",")))}"' in text
+    assert f"ARG VLLM_BRANCH=v{version}" in text
+
+
+def test_v0_10_0_on_gfx942_is_upstreams_build_for_gfx942_only(m: Matrix) -> None:
+    result = cli("--vllm", "0.10.0", "--gfx", "gfx942", "--driver", "30.30.3", "--max-jobs", "8")
+    assert result.exit_code == 0, result.stderr
+    text = result.stdout
+    assert "FROM rocm/dev-ubuntu-22.04:6.3.1-complete AS base" in text
+    pins = _file_pins(text)
+    assert pins["triton"] == ("triton-lang/triton", "e5be006")
+    assert pins["pytorch"] == ("pytorch/pytorch", "295f2ed4")
+    assert pins["flash_attention"] == ("Dao-AILab/flash-attention", "1a7f4dfa")
+    assert pins["aiter"] == ("ROCm/aiter", "916bf3c")
+    assert pins["rccl"] == ("ROCm/rccl", "648a58d")
+    assert pins["hipblaslt"] == ("ROCm/hipBLASLt", "db8e93b4")
+    # Every arch list in the file names gfx942 and nothing else.
+    arch_values = re.findall(r'(?:PYTORCH_ROCM_ARCH|GPU_ARCHS|AITER_ROCM_ARCH)="([^"$]*)"', text)
+    assert arch_values
+    assert set(arch_values) == {"gfx942"}
+    assert set(re.findall(r"gfx[0-9a-f]{3,4}", text)) == {"gfx942"}
+    # The driver check is stated in the file.
+    assert "ROCm 6.3.1 runs on the host's amdgpu driver 30.30.3 (series 30.30)" in text
+    assert 'rocm-vllm.gfx="gfx942"' in text
+
+
+def test_json_plan_states_base_pins_archs_and_driver() -> None:
+    result = cli("--vllm", "0.10.0", "--gfx", "gfx942,gfx950", "--driver", "30.30.3", "--json")
+    assert result.exit_code == 0, result.stderr
+    plan = json.loads(result.stdout)
+    assert plan["base_image"] == "rocm/dev-ubuntu-22.04:6.3.1-complete"
+    assert plan["driver"] == {"version": "30.30.3", "series": "30.30", "runs_base_rocm": True}
+    assert plan["archs"]["pytorch_rocm_arch"] == ["gfx942", "gfx950"]
+    # v0.10.0 built AITER for gfx942 only; gfx950 is buildable there but not shipped.
+    assert plan["archs"]["aiter"] == ["gfx942"]
+    assert any("gfx950 is not in vLLM 0.10.0's shipped" in w for w in plan["warnings"])
+    assert any(w.startswith("AITER is built for gfx942 only; gfx950") for w in plan["warnings"])
+    assert {p["component"] for p in plan["pins"]} >= {"triton", "pytorch", "aiter"}
+    assert plan["labels"]["rocm-vllm.pin.aiter"] == "ROCm/aiter@916bf3c"
+
+
+# --- refusals -------------------------------------------------------------------------------------
+
+
+def _one_line_error(result: Any) -> str:
+    lines = result.stderr.strip().splitlines()
+    errors = [line for line in lines if line.startswith("error: ")]
+    assert len(errors) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    return errors[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message", "hint"),
+    [
+        (["--vllm", "0.10.0", "--gfx", "gfx906"], 2, "cannot be built for gfx906", "not supported by vLLM"),
+        (["--vllm", "0.10.0", "--gfx", "gfx1151"], 2, "CMake does not accept it", "0.14.0"),
+        (["--vllm", "0.17.0", "--gfx", "gfx942"], 2, "pins are not recorded", "matrix refresh --source vllm"),
+        (["--vllm", "0.99.0", "--gfx", "gfx942"], 2, "not in the data", "known ROCm build pins"),
+        (["--vllm", "0.6.6.post1", "--gfx", "gfx942", "--driver", "30.30.3"], 2, "ROCm 6.2 does not run", "6.4"),
+        (["--vllm", "0.10.0", "--gfx", "gfx942", "--vllm-ref", "v1; curl x|sh"], 3, "--vllm-ref", "shell"),
+        (["--vllm", "0.10.0", "--gfx", "gfx942", "--vllm-repo", "a/b c"], 3, "--vllm-repo", "shell"),
+        (["--vllm", "0.10.0", "--gfx", "gfx942", "--build", "--tag", "x:y;rm"], 3, "--tag", "shell"),
+        (["--vllm", "0.10.0", "--gfx", "gfx942", "--max-jobs", "0"], 2, "--max-jobs 0", "parallel"),
+    ],
+)
+def test_refusals(args: list[str], code: int, message: str, hint: str) -> None:
+    result = cli(*args)
+    assert result.exit_code == code, result.stderr
+    assert message in _one_line_error(result)
+    assert hint in result.stderr.split("hint: ", 1)[1]
+    assert result.stdout == ""
+
+
+def test_driver_hint_names_the_series_that_would_run_it() -> None:
+    result = cli("--vllm", "0.6.6.post1", "--gfx", "gfx942", "--driver", "30.30.3")
+    hint = result.stderr.split("hint: ", 1)[1]
+    assert "driver series that run ROCm 6.2:" in hint
+    assert "30.10" in hint
+    assert "6.4" in hint
+    assert "30.30" not in hint
+
+
+def test_missing_driver_is_a_warning_not_a_refusal() -> None:
+    result = cli("--vllm", "0.16.0", "--gfx", "gfx1151", "--max-jobs", "2")
+    assert result.exit_code == 0
+    assert "warning: the node gave no amdgpu driver version" in result.stderr
+    assert "NOT checked against the host's amdgpu driver" in result.stdout
+
+
+def test_hostile_ref_in_data_is_refused_by_the_loader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = tmp_path / "matrix"
+    shutil.copytree(resources.matrix_dir(), data)
+    vllm_toml = data / "vllm.toml"
+    text = vllm_toml.read_text()
+    assert 'ref = "916bf3c"' in text
+    vllm_toml.write_text(text.replace('ref = "916bf3c"', 'ref = "v1; curl x|sh"', 1))
+    monkeypatch.setenv("ROCM_VLLM_MATRIX_DIR", str(data))  # matrix.load() caches per directory
+    result = cli("--vllm", "0.10.0", "--gfx", "gfx942", "--driver", "30.30.3")
+    assert result.exit_code == 3
+    assert "'v1; curl x|sh' is not an acceptable ref" in _one_line_error(result)
+    assert "curl" not in result.stdout
+
+
+def test_hostile_ref_reaching_the_plan_is_refused_again(m: Matrix) -> None:
+    """Defence in depth: a record that skipped the loader's check still cannot reach a RUN line."""
+    release = df.find_release(m, "0.10.0")
+    bad = dataclasses.replace(
+        release,
+        pins=tuple(
+            ComponentPin(component=p.component, repo=p.repo, ref="v1; curl x|sh") if p.component == "aiter" else p
+            for p in release.pins
+        ),
+    )
+    node = from_flags(gfx="gfx942", gpus=None, driver="30.30.3", os=None, rocm=None, python=None)
+    with pytest.raises(UnsafeValueError, match=r"pins\.aiter\.ref"):
+        df.plan_dockerfile(m, node, bad)
+    with pytest.raises(UnsafeValueError, match="base_image"):
+        df.plan_dockerfile(m, node, dataclasses.replace(release, base_image="rocm/x:1 AS y\nRUN curl x"))
+
+
+@given(st.text(min_size=1, max_size=40))
+def test_no_value_with_shell_syntax_reaches_the_file(ref: str) -> None:
+    m = matrix_mod.load()
+    node = from_flags(gfx="gfx942", gpus=None, driver="30.30.3", os=None, rocm=None, python=None)
+    try:
+        plan = df.plan_dockerfile(m, node, df.find_release(m, "0.10.0"), vllm_ref=ref, max_jobs=1)
+    except UnsafeValueError:
+        return
+    assert not set(ref) & set(" \t\n;|&$`'\"\\<>(){}*?!#")
+    assert f"ARG VLLM_BRANCH={ref}\n" in df.render(plan)
+
+
+# --- gates ---------------------------------------------------------------------------------------
+
+
+def test_rdna_build_leaves_out_what_its_gates_exclude(m: Matrix) -> None:
+    plan = plan_for(m, "0.23.0", "gfx1201", "30.30.3")
+    assert {o.component for o in plan.omitted} == {"flash_attention", "aiter", "mori"}
+    assert plan.pin("aiter") is None
+    assert plan.aiter_arch == ()
+    assert any("aiter is left out" in w and "triton-only" in w for w in plan.warnings)
+    text = df.render(plan)
+    assert "build_aiter" not in text
+    assert "build_fa" not in text
+    assert "build_mori" not in text
+    assert "# Left out: aiter (ROCm/aiter@v0.1.13.post1)" in text
+
+
+def test_fleet_builds_every_component_for_both_targets(m: Matrix) -> None:
+    plan = plan_for(m, "0.24.0", "gfx950,gfx942", "30.30.3")
+    assert plan.gfx == plan.pytorch_rocm_arch == plan.fa_arch == plan.aiter_arch == plan.mori_arch == ("gfx942", "gfx950")
+    assert plan.omitted == ()
+    assert not any("unofficial" in w for w in plan.warnings)
+
+
+def test_unofficial_target_is_built_with_a_warning(m: Matrix) -> None:
+    plan = plan_for(m, "0.10.0", "gfx908", "30.30.3")
+    assert plan.pytorch_rocm_arch == ("gfx908",)
+    assert any("gfx908 is not in vLLM 0.10.0's shipped" in w and "unofficial" in w for w in plan.warnings)
+
+
+def test_fork_and_ref(m: Matrix) -> None:
+    plan = plan_for(m, "0.10.0", "gfx942", "30.30.3", vllm_repo="ROCm/vllm", vllm_ref="v0.9.1+rocm")
+    text = df.render(plan)
+    assert "ARG VLLM_REPO=ROCm/vllm\nARG VLLM_BRANCH=v0.9.1+rocm\n" in text
+    assert any("not the v0.10.0 tag" in w for w in plan.warnings)
+
+
+def test_unknown_gfx_and_empty_node(m: Matrix) -> None:
+    release = df.find_release(m, "0.10.0")
+    with pytest.raises(UsageError):
+        df.plan_dockerfile(m, from_flags(gfx="gfx942", gpus=None, driver="6.0.1", os=None, rocm=None, python=None), release)
+    result = cli("--vllm", "0.10.0", "--gfx", "gfx1234")
+    assert result.exit_code == 2
+    assert "gfx1234 is not a gfx target the data knows" in _one_line_error(result)
+
+
+def test_without_vllm_the_newest_fitting_release_is_chosen() -> None:
+    result = cli("--gfx", "gfx942", "--driver", "30.30.3", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["vllm"]["version"] == "0.24.0"
+    # A driver that cannot run ROCm 7.x gets the newest release on a ROCm it runs.
+    result = cli("--gfx", "gfx90a", "--driver", "6.3.4", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["base_rocm"] in {"7.0", "6.3.1"}
+
+
+# --- output ----------------------------------------------------------------------------------------
+
+
+def test_output_file_is_written_atomically(tmp_path: Path) -> None:
+    target = tmp_path / "Dockerfile"
+    target.write_text("old\n")
+    result = cli("--vllm", "0.10.0", "--gfx", "gfx942", "--driver", "30.30.3", "-o", str(target), "--max-jobs", "8")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == ""
+    assert f"wrote {target}" in result.stderr
+    assert target.read_text() == (GOLDEN / "v0.10.0-gfx942.Dockerfile").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["Dockerfile"]  # no temp file left behind
+
+
+def test_output_into_a_missing_directory_fails_cleanly(tmp_path: Path) -> None:
+    result = cli("--vllm", "0.10.0", "--gfx", "gfx942", "-o", str(tmp_path / "nope" / "Dockerfile"))
+    assert result.exit_code == 2
+    assert "cannot write" in _one_line_error(result)
+
+
+def test_dry_run_build_prints_the_file_without_an_engine() -> None:
+    result = cli("--vllm", "0.10.0", "--gfx", "gfx942", "--driver", "30.30.3", "--build", "--dry-run", "--max-jobs", "8")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == (GOLDEN / "v0.10.0-gfx942.Dockerfile").read_text()
+
+
+@given(st.integers(min_value=-4, max_value=512), st.integers(min_value=0, max_value=2**42))
+def test_host_max_jobs_is_bounded_by_cpus_and_memory(cpus: int, memory: int) -> None:
+    jobs = df.host_max_jobs(cpus, memory)
+    assert 1 <= jobs <= max(1, cpus)
+    if memory:
+        assert jobs == 1 or jobs * df.BYTES_PER_BUILD_JOB <= memory
+
+
+def test_default_tag_says_what_the_image_is(m: Matrix) -> None:
+    plan = plan_for(m, "0.24.0", "gfx942,gfx950", "30.30.3")
+    assert df.image_tag(plan) == "rocm-vllm/vllm-rocm:0.24.0-gfx942-gfx950"
+    assert df.image_tag(plan, "127.0.0.1:5000/me/vllm") == "127.0.0.1:5000/me/vllm:latest"
+
+
+# --- a real build -----------------------------------------------------------------------------------
+
+
+STANDIN = GOLDEN / "standin" / "standin.Dockerfile.in"
+
+
+def test_standin_template_uses_the_real_values(m: Matrix) -> None:
+    """The stand-in is filled from the same values as the real file, and lints clean."""
+    plan = plan_for(m, "0.10.0", "gfx942", "30.30.3")
+    text = df.render_template(STANDIN, df.template_values(plan))
+    assert df._label_lines(plan) in text
+    assert df._arg_lines(plan) in text
+
+
+@pytest.mark.docker
+def test_build_through_the_engine(request: pytest.FixtureRequest, m: Matrix, tmp_path: Path) -> None:
+    """`--build`'s engine call, for real, with a busybox stand-in for the heavy template: the image
+    carries the OCI labels, every pin and the gfx list."""
+    try:
+        engine = request.getfixturevalue("docker_engine")
+    except pytest.FixtureLookupError:
+        pytest.skip("the docker_engine fixture comes with resolver/engine.py (images helper); runs after merge")
+    busybox = shutil.which("busybox")
+    if busybox is None:
+        pytest.skip("busybox-static is not installed")
+    plan = plan_for(m, "0.10.0", "gfx942", "30.30.3", max_jobs=1)
+    shutil.copy(busybox, tmp_path / "busybox")
+    lines: list[str] = []
+    image_id = engine.build(
+        dockerfile_text=df.render_template(STANDIN, df.template_values(plan)),
+        context_dir=tmp_path,
+        tag="rocm-vllm-test/standin:0.10.0-gfx942",
+        buildargs=df.build_args(plan),
+        on_progress=lines.append,
+    )
+    assert image_id
+    assert lines
+    import docker
+
+    labels = docker.from_env().images.get(image_id).labels
+    assert labels["rocm-vllm.gfx"] == "gfx942"
+    assert labels["rocm-vllm.pin.aiter"] == "ROCm/aiter@916bf3c"
+    assert labels["org.opencontainers.image.version"] == "0.10.0"
+    assert {k: v for k, v in labels.items()} == dict(plan.labels)

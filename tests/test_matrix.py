@@ -1,0 +1,169 @@
+"""Data invariants of matrix/*.toml and how the loader reports broken files."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from resolver import matrix
+from resolver.errors import MatrixError, UnsafeValueError
+from resolver.model import COMPONENTS
+from resolver.safety import is_safe
+
+from .helpers import copy_matrix
+
+M = matrix.load()
+
+
+def test_every_record_names_its_source() -> None:
+    records = [*M.rocm, *M.os, *M.drivers, *M.gfx, *M.vllm, *M.wheels, *M.images, *M.examples]
+    assert records
+    for rec in records:
+        assert rec.provenance.source.strip(), rec
+
+
+def test_rocm_numbering_jump_is_ordered_by_version_not_text() -> None:
+    versions = {str(r.version) for r in M.rocm}
+    assert {"7.2.4", "7.13.0", "7.14.0", "10.0.0"} <= versions
+    assert Version("7.13.0") > Version("7.2.4")
+    streams = {str(r.version): r.stream for r in M.rocm}
+    assert streams["7.2.4"] == "legacy"
+    assert streams["7.13.0"] == "therock-preview"
+    assert streams["7.14.0"] == "therock"
+
+
+def test_rocm_gfx_sets_follow_amds_matrix() -> None:
+    by = {str(r.version): set(r.gfx) for r in M.rocm}
+    assert "gfx950" not in by["6.4.3"] and "gfx950" in by["7.0.0"]
+    assert "gfx1201" not in by["6.4.0"] and "gfx1201" in by["6.4.1"]
+    assert by["6.0.0"] == {"gfx908", "gfx90a", "gfx942", "gfx1030", "gfx1100"}
+
+
+def test_driver_table_windows() -> None:
+    assert M.driver("6.1") is not None and M.driver("6.1").user_space == ("5.7", "6.0", "6.1", "6.2", "6.3", "6.4")
+    d3030 = M.driver("30.30")
+    assert d3030 is not None and d3030.runs(Version("7.2.3")) and d3030.runs(Version("6.3.1"))
+    assert not d3030.runs(Version("6.2.4"))
+
+
+def test_feature_gates_per_arch() -> None:
+    g = {t.name: t.features for t in M.gfx}
+    assert g["gfx942"].fp8 and g["gfx942"].fp8_format == "fnuz"
+    assert g["gfx950"].fp8_format == "ocp" and g["gfx950"].mx
+    assert not g["gfx90a"].fp8 and g["gfx90a"].aiter == "none"
+    assert g["gfx942"].aiter == "full" and g["gfx1201"].aiter == "triton-only"
+
+
+def test_pci_ids_are_lowercase_hex_and_unique_per_revision() -> None:
+    seen: dict[tuple[str, str | None], str] = {}
+    for t in M.gfx:
+        for p in t.products:
+            if p.pci_device_id is None:
+                continue
+            assert re.fullmatch(r"[0-9a-f]{4}", p.pci_device_id), p
+            key = (p.pci_device_id, p.pci_revision)
+            assert seen.setdefault(key, t.name) == t.name, f"{key} maps to two targets"
+
+
+def test_vllm_v0_10_0_pins_are_upstreams() -> None:
+    rel = next(v for v in M.vllm if v.version == Version("0.10.0"))
+    assert rel.base_image == "rocm/dev-ubuntu-22.04:6.3.1-complete"
+    pins = {p.component: (p.repo, p.ref) for p in rel.pins}
+    assert pins["triton"] == ("triton-lang/triton", "e5be006")
+    assert pins["pytorch"] == ("pytorch/pytorch", "295f2ed4")
+    assert pins["flash_attention"] == ("Dao-AILab/flash-attention", "1a7f4dfa")
+    assert pins["aiter"] == ("ROCm/aiter", "916bf3c")
+    assert rel.arch == ("gfx90a", "gfx942", "gfx1100", "gfx1101", "gfx1200", "gfx1201")
+
+
+def test_known_releases_have_pins_unknown_ones_have_none() -> None:
+    for rel in M.vllm:
+        if rel.known:
+            assert rel.pins and rel.arch and rel.base_image, rel.version
+            assert set(rel.arch) <= set(rel.cmake_arch) or not rel.cmake_arch, rel.version
+        else:
+            assert not rel.pins and rel.rocm is None, rel.version
+    assert all(p.component in COMPONENTS for rel in M.vllm for p in rel.pins)
+
+
+def test_every_ref_and_tag_is_safe() -> None:
+    for rel in M.vllm:
+        for p in rel.pins:
+            assert is_safe("repo", p.repo) and is_safe("ref", p.ref)
+    for img in M.images:
+        assert is_safe("image_repo", img.repo) and is_safe("image_tag", img.tag)
+
+
+def test_examples_cover_the_named_profiles() -> None:
+    assert {e.name for e in M.examples} >= {"mi300x-8", "mi355x-8", "mi250x-4", "rx7900xtx", "r9700", "strix-halo"}
+
+
+def test_official_images_are_vllms_own_with_serve_entrypoint() -> None:
+    official = [i for i in M.images if i.official]
+    assert official and all(i.entrypoint == "vllm-serve" for i in official)
+    assert all(i.entrypoint == "shell" for i in M.images if not i.official)
+    assert all(i.deprecated for i in M.images if i.repo == "rocm/vllm-dev")
+
+
+# --- broken data: every error names the file, the record and the field ----------------------
+
+
+def _break(tmp_path: Path, file: str, old: str, new: str) -> Path:
+    d = copy_matrix(tmp_path)
+    text = (d / file).read_text()
+    assert old in text
+    (d / file).write_text(text.replace(old, new, 1))
+    return d
+
+
+@pytest.mark.parametrize(
+    ("file", "old", "new", "expected"),
+    [
+        ("vllm.toml", 'rocm = "6.3.1"', 'rocm = "six"', r"vllm\.toml: release\[\d+\] \(0\.7\.0\): field 'rocm' 'six' is not a version"),
+        ("images.toml", 'arch = ["gfx942"]', 'arch = ["gfx9999"]', r"images\.toml: image .*: field 'arch' names unknown gfx target 'gfx9999'"),
+        ("images.toml", 'rocm = "6.4.1"', 'rocm = "6.4.9"', r"field 'rocm' names ROCm 6\.4\.9, which rocm\.toml does not know"),
+        ("rocm.toml", 'stream = "legacy"', 'stream = "beta"', r"rocm\.toml: release\[0\] \(6\.0\.0\): field 'stream' is 'beta'"),
+        ("drivers.toml", 'series = "30.30"', 'series = "30.30.3"', r"drivers\.toml: .*'30\.30\.3' is not a MAJOR\.MINOR series"),
+        ("gfx.toml", 'aiter = "full"', 'aiter = "yes"', r"gfx\.toml: gfx\[0\] \(gfx950\)\.features: field 'aiter'"),
+        ("wheels.toml", 'vllm = ">=0.14.0,<=0.18.0"', 'vllm = "fourteen"', r"wheels\.toml: variant\[0\] \(rocm700\): field 'vllm'"),
+        ("nodes.toml", "gpus = 8", "gpus = 0", r"nodes\.toml: example\[0\] \(mi300x-8\): field 'gpus' must be a whole number"),
+        ("os.toml", 'id = "ubuntu-26.04"', "id = 2604", r"os\.toml: os\[0\] \(Ubuntu 26\.04\): field 'id' must be a string"),
+    ],
+)
+def test_broken_file_errors_name_file_record_field(tmp_path: Path, file: str, old: str, new: str, expected: str) -> None:
+    d = _break(tmp_path, file, old, new)
+    with pytest.raises(MatrixError, match=expected) as info:
+        matrix.load_dir(d)
+    assert info.value.hint and "\n" not in str(info.value)
+
+
+def test_invalid_toml_is_a_matrix_error(tmp_path: Path) -> None:
+    d = copy_matrix(tmp_path)
+    (d / "gfx.toml").write_text("[[gfx]\nname = ")
+    with pytest.raises(MatrixError, match=r"gfx\.toml: not valid TOML"):
+        matrix.load_dir(d)
+
+
+def test_missing_file_is_a_matrix_error(tmp_path: Path) -> None:
+    d = copy_matrix(tmp_path)
+    (d / "wheels.toml").unlink()
+    with pytest.raises(MatrixError, match=r"wheels\.toml: data file not found"):
+        matrix.load_dir(d)
+
+
+def test_hostile_ref_is_refused_at_load(tmp_path: Path) -> None:
+    d = _break(tmp_path, "vllm.toml", 'ref = "916bf3c"', 'ref = "v1; curl x|sh"')
+    with pytest.raises(UnsafeValueError, match=r"pins\.aiter\.ref.*'v1; curl x\|sh' is not an acceptable ref"):
+        matrix.load_dir(d)
+
+
+def test_duplicate_records_are_refused(tmp_path: Path) -> None:
+    d = copy_matrix(tmp_path)
+    text = (d / "nodes.toml").read_text()
+    first = text[text.index("[[example]]") : text.index("[[example]]", text.index("[[example]]") + 1)]
+    (d / "nodes.toml").write_text(text + "\n" + first)
+    with pytest.raises(MatrixError, match="duplicate example mi300x-8"):
+        matrix.load_dir(d)

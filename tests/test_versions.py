@@ -1,0 +1,54 @@
+"""Version, driver, OS and spec parsing: good values parse, anything else is an InputError."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from resolver.errors import InputError
+from resolver.versions import (
+    check_gfx_name,
+    driver_series,
+    parse_spec,
+    parse_version,
+    python_minor,
+    split_os,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "series"),
+    [("30.30.3", "30.30"), ("6.1.3", "6.1"), ("6.4", "6.4"), ("6.10.5-2119913.22.04", "6.10"), ("31.40.1", "31.40")],
+)
+def test_driver_series(text: str, series: str) -> None:
+    assert driver_series(text) == series
+
+
+@pytest.mark.parametrize("text", ["", "thirty", "30", "30.30.3; rm -rf /", "v30.30", "30..30"])
+def test_bad_driver_is_input_error(text: str) -> None:
+    with pytest.raises(InputError, match="not an amdgpu driver version"):
+        driver_series(text)
+
+
+def test_spec_forms() -> None:
+    assert str(parse_spec("0.24.0")) == "==0.24.0"
+    assert str(parse_spec("v0.24.0")) == "==0.24.0"
+    assert parse_spec(">=0.20").contains("0.24.0")
+    assert not parse_spec(">=0.20,<0.23").contains("0.23.0")
+
+
+def test_os_and_python_and_gfx() -> None:
+    assert split_os("Ubuntu-22.04") == ("ubuntu", "22.04")
+    assert split_os("rhel-9.4") == ("rhel", "9.4")
+    assert python_minor("3.12.4") == "3.12"
+    assert check_gfx_name(" GFX942 ") == "gfx942"
+
+
+@given(st.text(max_size=40))
+def test_parsers_raise_only_input_errors(text: str) -> None:
+    for parse in (driver_series, parse_spec, split_os, python_minor, check_gfx_name, lambda t: parse_version(t, what="--rocm")):
+        try:
+            parse(text)
+        except InputError as exc:
+            assert exc.hint and "\n" not in exc.message
