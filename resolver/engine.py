@@ -69,7 +69,9 @@ class DockerEngine:
         )
         if url.startswith("unix://") and not Path(url[len("unix://") :]).exists():
             # Checked first: the SDK leaks a socket when connect() fails on a missing path.
-            raise DockerEngineError(f"no Docker Engine socket at {url[len('unix://') :]}", hint=hint)
+            raise DockerEngineError(
+                f"no Docker Engine socket at {url[len('unix://') :]}", hint=hint
+            )
         try:
             if base_url:
                 self.client = docker.DockerClient(base_url=base_url, timeout=timeout)

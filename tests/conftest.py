@@ -17,7 +17,9 @@ from tests import services
 
 
 @pytest.fixture(autouse=True)
-def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_user_dirs(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     base = tmp_path_factory.mktemp("user")
     monkeypatch.setenv("ROCM_VLLM_DATA_DIR", str(base / "data"))
     monkeypatch.setenv("ROCM_VLLM_CACHE_DIR", str(base / "cache"))
@@ -105,34 +107,58 @@ def shim_images(engine, registry_url: str, tmp_path_factory: pytest.TempPathFact
     # Versions as the v0.25.0 ROCm image reports them (vllm-project/vllm-omni PR #5115:
     # torch 2.11.0+gitd0c8b1f, HIP 7.2.53211); the wheel suffix follows setup.py's +rocm<ver>.
     official = shims.build_and_push(
-        engine, ctx, official_name, "v0.24.0",
-        versions={"vllm": "0.24.0+rocm723", "torch": "2.11.0+gitd0c8b1f", "rocm": None, "hip": "7.2.53211"},
+        engine,
+        ctx,
+        official_name,
+        "v0.24.0",
+        versions={
+            "vllm": "0.24.0+rocm723",
+            "torch": "2.11.0+gitd0c8b1f",
+            "rocm": None,
+            "hip": "7.2.53211",
+        },
         entrypoint="vllm-serve",
     )
     amd = shims.build_and_push(
-        engine, ctx, f"{host}/rocm/vllm", "rocm6.4.1_vllm_0.10.1_20250909",
+        engine,
+        ctx,
+        f"{host}/rocm/vllm",
+        "rocm6.4.1_vllm_0.10.1_20250909",
         versions={"vllm": "0.10.1", "torch": "2.7.0", "rocm": "6.4.1", "hip": None},
         entrypoint="shell",
     )
     # An image whose content disagrees with the data (the data says vLLM 0.23.0, torch 2.10).
     mismatched = shims.build_and_push(
-        engine, ctx, official_name, "v0.23.0",
+        engine,
+        ctx,
+        official_name,
+        "v0.23.0",
         versions={"vllm": "0.22.0", "torch": "2.9.1", "rocm": "7.0.2", "hip": None},
         entrypoint="vllm-serve",
     )
     amd64 = shims.build_and_push(
-        engine, ctx, official_name, "v0.20.0-amd64",
+        engine,
+        ctx,
+        official_name,
+        "v0.20.0-amd64",
         versions={"vllm": "0.20.0", "torch": "2.10.0", "rocm": "7.2.1", "hip": None},
         entrypoint="vllm-serve",
     )
     arm64 = shims.build_and_push(
-        engine, ctx, official_name, "v0.20.0-arm64",
+        engine,
+        ctx,
+        official_name,
+        "v0.20.0-arm64",
         versions={"vllm": "0.20.0", "torch": "2.10.0", "rocm": "7.2.1", "hip": "arm64"},
         entrypoint="vllm-serve",
     )
     children = [(amd64, "amd64"), (arm64, "arm64")]
-    index = shims.put_index(registry_url, "vllm/vllm-openai-rocm", "v0.20.0", children, shims.OCI_INDEX)
-    manifest_list = shims.put_index(registry_url, "vllm/vllm-openai-rocm", "v0.20.1", children, shims.DOCKER_LIST)
+    index = shims.put_index(
+        registry_url, "vllm/vllm-openai-rocm", "v0.20.0", children, shims.OCI_INDEX
+    )
+    manifest_list = shims.put_index(
+        registry_url, "vllm/vllm-openai-rocm", "v0.20.1", children, shims.DOCKER_LIST
+    )
     return ShimSet(registry_url, host, official, amd, mismatched, index, manifest_list)
 
 

@@ -100,7 +100,9 @@ def dockerd() -> Iterator[str]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _wait_engine(url: str, sock: Path, proc: subprocess.Popen[bytes], log: Path, timeout: float = 90) -> None:
+def _wait_engine(
+    url: str, sock: Path, proc: subprocess.Popen[bytes], log: Path, timeout: float = 90
+) -> None:
     import docker
     import docker.errors
 
@@ -125,7 +127,9 @@ def _wait_engine(url: str, sock: Path, proc: subprocess.Popen[bytes], log: Path,
 
 
 @contextlib.contextmanager
-def registry(*, storage: Path | None = None, token_auth: TokenServer | None = None) -> Iterator[str]:
+def registry(
+    *, storage: Path | None = None, token_auth: TokenServer | None = None
+) -> Iterator[str]:
     """A CNCF distribution registry on 127.0.0.1; yields ``http://127.0.0.1:PORT``.
 
     Two registries may share one ``storage`` directory: one open for pushes, one behind token auth."""
@@ -168,7 +172,9 @@ def registry(*, storage: Path | None = None, token_auth: TokenServer | None = No
         deadline = time.monotonic() + 30
         while True:
             if proc.poll() is not None:
-                raise ServiceError(f"docker-registry exited with {proc.returncode}:\n{_log_tail(log)}")
+                raise ServiceError(
+                    f"docker-registry exited with {proc.returncode}:\n{_log_tail(log)}"
+                )
             try:
                 if requests.get(f"{url}/v2/", timeout=2).status_code in (200, 401):
                     break
@@ -201,13 +207,22 @@ class TokenServer:
         subprocess.run(
             [
                 *(openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2"),
-                *("-subj", "/CN=rocm-vllm-test-token", "-keyout", str(self.key), "-out", str(self.cert)),
+                *(
+                    "-subj",
+                    "/CN=rocm-vllm-test-token",
+                    "-keyout",
+                    str(self.key),
+                    "-out",
+                    str(self.cert),
+                ),
             ],
             check=True,
             capture_output=True,
         )
         der = subprocess.run(
-            [openssl, "x509", "-in", str(self.cert), "-outform", "DER"], check=True, capture_output=True
+            [openssl, "x509", "-in", str(self.cert), "-outform", "DER"],
+            check=True,
+            capture_output=True,
         ).stdout
         self._x5c = base64.b64encode(der).decode()
         self._openssl = openssl
@@ -239,7 +254,13 @@ class TokenServer:
         if scope.startswith("repository:"):
             _, name, actions = scope.split(":", 2)
             # Anonymous callers get pull only, whatever they ask for.
-            access.append({"type": "repository", "name": name, "actions": [a for a in actions.split(",") if a == "pull"]})
+            access.append(
+                {
+                    "type": "repository",
+                    "name": name,
+                    "actions": [a for a in actions.split(",") if a == "pull"],
+                }
+            )
         now = int(time.time())
         header = {"typ": "JWT", "alg": "RS256", "x5c": [self._x5c]}
         claims = {

@@ -65,7 +65,13 @@ def context(tmp: Path) -> Path:
 
 
 def build_and_push(
-    engine: DockerEngine, ctx: Path, name: str, tag: str, *, versions: dict[str, str | None], entrypoint: str
+    engine: DockerEngine,
+    ctx: Path,
+    name: str,
+    tag: str,
+    *,
+    versions: dict[str, str | None],
+    entrypoint: str,
 ) -> Pushed:
     ref = f"{name}:{tag}"
     engine.build(
@@ -87,12 +93,16 @@ def build_and_push(
     return Pushed(name, tag, digest)
 
 
-def put_index(registry_url: str, repo: str, tag: str, children: list[tuple[Pushed, str]], media_type: str) -> Pushed:
+def put_index(
+    registry_url: str, repo: str, tag: str, children: list[tuple[Pushed, str]], media_type: str
+) -> Pushed:
     """Assemble a multi-platform index from pushed single-platform manifests and PUT it."""
     manifests = []
     for pushed, arch in children:
         r = requests.get(
-            f"{registry_url}/v2/{repo}/manifests/{pushed.digest}", headers={"Accept": DOCKER_MANIFEST}, timeout=10
+            f"{registry_url}/v2/{repo}/manifests/{pushed.digest}",
+            headers={"Accept": DOCKER_MANIFEST},
+            timeout=10,
         )
         r.raise_for_status()
         manifests.append(
@@ -103,9 +113,14 @@ def put_index(registry_url: str, repo: str, tag: str, children: list[tuple[Pushe
                 "platform": {"architecture": arch, "os": "linux"},
             }
         )
-    body = json.dumps({"schemaVersion": 2, "mediaType": media_type, "manifests": manifests}, indent=3).encode()
+    body = json.dumps(
+        {"schemaVersion": 2, "mediaType": media_type, "manifests": manifests}, indent=3
+    ).encode()
     r = requests.put(
-        f"{registry_url}/v2/{repo}/manifests/{tag}", data=body, headers={"Content-Type": media_type}, timeout=10
+        f"{registry_url}/v2/{repo}/manifests/{tag}",
+        data=body,
+        headers={"Content-Type": media_type},
+        timeout=10,
     )
     assert r.status_code == 201, r.text
     digest = "sha256:" + hashlib.sha256(body).hexdigest()

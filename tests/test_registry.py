@@ -45,7 +45,9 @@ def test_mirror_project_prefix_becomes_part_of_the_name() -> None:
     assert reg.image_name(OFFICIAL) == "harbor.example.com/dockerhub/vllm/vllm-openai-rocm"
 
 
-@pytest.mark.parametrize("bad", ["ftp://x", "http://", "http://a b", "http://host/x?y=1", "https://h/UPPER case"])
+@pytest.mark.parametrize(
+    "bad", ["ftp://x", "http://", "http://a b", "http://host/x?y=1", "https://h/UPPER case"]
+)
 def test_bad_registry_url_is_a_usage_error(bad: str) -> None:
     with pytest.raises(ResolverError) as err:
         parse_registry(bad)

@@ -123,6 +123,10 @@ def image(
             hint="use --format docker, podman or compose",
         )
     device_ids = _parse_devices(devices)
+    from resolver.runcmd import RunSpec
+
+    # Check the run-command inputs before anything slow (registry, engine) happens.
+    RunSpec(image="check", entrypoint="vllm-serve", model=model, port=port, hf_cache=hf_cache)
     m = matrix.load()
     node = resolve_node(
         gfx=gfx,
@@ -180,12 +184,13 @@ def image(
 
         engine = DockerEngine()
         try:
-            problems += _engine_steps(engine, images, reg, chosen, ref, out, pull=pull, smoke=smoke, quiet=json_out)
+            problems += _engine_steps(
+                engine, images, reg, chosen, ref, out, pull=pull, smoke=smoke, quiet=json_out
+            )
         finally:
             engine.close()
 
     from resolver.report import warning_json
-
 
     out["warnings"] = [warning_json(w) for w in dict.fromkeys(warnings)]
     out["problems"] = [warning_json(p) for p in problems]
@@ -197,7 +202,16 @@ def image(
 
 
 def _engine_steps(
-    engine: Any, images: Any, reg: Any, chosen: Any, ref: str, out: dict[str, Any], *, pull: bool, smoke: bool, quiet: bool
+    engine: Any,
+    images: Any,
+    reg: Any,
+    chosen: Any,
+    ref: str,
+    out: dict[str, Any],
+    *,
+    pull: bool,
+    smoke: bool,
+    quiet: bool,
 ) -> list[Any]:
     problems: list[Any] = []
     if pull:

@@ -1,0 +1,288 @@
+"""`rocm-vllm image` end to end: choice (offline), digest pinning against the loopback registry,
+pull with verification, smoke test, failure paths, and the entrypoint handling under real docker."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from packaging.version import Version
+from typer.testing import CliRunner
+
+from resolver import images, matrix
+from resolver.cli import app
+from resolver.registry import DigestCache
+from resolver.runcmd import render
+from resolver.versions import driver_series
+
+MI300X_X8 = ["--gfx", "gfx942", "--gpus", "8"]
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> Any:
+    return CliRunner().invoke(
+        app, ["image", *args], env={"NO_COLOR": "1", "ROCM_VLLM_REGISTRY": "", **(env or {})}
+    )
+
+
+def cli_json(*args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
+    result = cli(*args, "--json", env=env)
+    return result.exit_code, json.loads(result.stdout)
+
+
+# --- offline choice -------------------------------------------------------------------------------
+
+
+def test_mi300x_on_current_driver_gets_the_official_image() -> None:
+    code, out = cli_json(*MI300X_X8, "--driver", "30.30.3")
+    assert code == 0
+    assert out["image"].startswith("vllm/vllm-openai-rocm:v")
+    assert out["official"] is True
+    assert out["digest"] is None
+    args = out["run_args"]
+    assert args[:2] == ["docker", "run"]
+    for flag in (
+        "/dev/kfd",
+        "/dev/dri",
+        "video",
+        "--ipc=host",
+        "--cap-add=SYS_PTRACE",
+        "seccomp=unconfined",
+        "HF_TOKEN",
+    ):
+        assert flag in args
+    assert "VLLM_ROCM_USE_AITER=1" in args  # matrix/gfx.toml env for gfx942
+    assert args[args.index(out["image"]) + 1 :] == ["--tensor-parallel-size", "8"]
+    assert out["run_command"].startswith("docker run ")
+    assert out["rejected"] and all(r["reasons"] for r in out["rejected"])
+
+
+def test_old_driver_gets_an_image_whose_rocm_it_can_run() -> None:
+    code, out = cli_json(*MI300X_X8, "--driver", "6.1.0")
+    assert code == 0
+    m = matrix.load()
+    series = m.driver(driver_series("6.1.0"))
+    assert series is not None
+    assert series.runs(Version(out["rocm"]))
+    assert out["entrypoint"] == "shell"
+    args = out["run_args"]
+    i = args.index("--entrypoint")
+    assert args[i + 1 : i + 4] == ["vllm", out["image"], "serve"]
+    # Every official image whose ROCm is known was turned down for the driver.
+    rejected_official = [
+        r
+        for r in out["rejected"]
+        if r["image"].startswith("vllm/vllm-openai-rocm") and r["candidate"]["rocm"] is not None
+    ]
+    assert rejected_official
+    assert all(any(x["code"] == "driver-window" for x in r["reasons"]) for r in rejected_official)
+
+
+def test_text_output_prints_the_run_command() -> None:
+    result = cli(*MI300X_X8, "--driver", "30.30.3", "--model", "Qwen/Qwen3-8B")
+    assert result.exit_code == 0
+    assert result.stdout.splitlines()[0].startswith("image: vllm/vllm-openai-rocm:v")
+    assert (
+        result.stdout.rstrip()
+        .splitlines()[-1]
+        .endswith("--model Qwen/Qwen3-8B --tensor-parallel-size 8")
+    )
+
+
+def test_no_image_for_an_unshipped_gfx() -> None:
+    code, out = cli_json("--gfx", "gfx1030", "--driver", "30.30.3")
+    assert code == 1
+    assert out["image"] is None and out["run_command"] is None
+    assert out["blockers"]
+
+
+@pytest.mark.parametrize("fmt", ["podman", "compose"])
+def test_formats(fmt: str) -> None:
+    code, out = cli_json(*MI300X_X8, "--driver", "30.30.3", "--format", fmt)
+    assert code == 0
+    if fmt == "podman":
+        assert "keep-groups" in out["run_args"]
+        assert out["compose"] is None
+    else:
+        assert out["compose"].startswith("services:\n  vllm:\n")
+        assert "docker compose" in out["run_command"]
+
+
+def test_bad_flags_are_usage_errors() -> None:
+    for args in (
+        ["--format", "k8s"],
+        ["--devices", "0,x"],
+        ["--model", "a b"],
+        ["--registry", "ftp://m"],
+    ):
+        result = cli(*MI300X_X8, *args, "--digest")
+        assert result.exit_code == 2, args
+        assert result.stderr.startswith("error: ")
+        assert "hint: " in result.stderr
+
+
+# --- against the loopback registry and engine -------------------------------------------------------
+
+
+@pytest.mark.registry
+def test_digest_pins_the_tag_to_what_the_registry_serves(shim_images) -> None:  # type: ignore[no-untyped-def]
+    code, out = cli_json(
+        *MI300X_X8, "--driver", "30.30.3", "--registry", shim_images.registry, "--digest"
+    )
+    assert code == 0, out
+    pushed = shim_images.official
+    assert out["image"] == f"{pushed.name}:v0.24.0@{pushed.digest}"
+    assert out["digest"] == pushed.digest
+    assert out["image"] in out["run_args"]
+
+
+@pytest.mark.registry
+def test_multi_platform_index_is_pinned_to_the_index_digest(shim_images) -> None:  # type: ignore[no-untyped-def]
+    code, out = cli_json(
+        *MI300X_X8, "--vllm", "0.20.0", "--registry", shim_images.registry, "--digest"
+    )
+    assert code == 0, out
+    assert out["digest"] == shim_images.index.digest
+    assert out["digest_source"]["media_type"] == "application/vnd.oci.image.index.v1+json"
+
+
+@pytest.mark.registry
+def test_unknown_tag_is_a_registry_error(shim_images) -> None:  # type: ignore[no-untyped-def]
+    result = cli(*MI300X_X8, "--vllm", "0.19.0", "--registry", shim_images.registry, "--digest")
+    assert result.exit_code == 4
+    assert "v0.19.0 not found" in result.stderr
+    assert "hint: " in result.stderr
+
+
+def test_registry_down_is_a_registry_error() -> None:
+    from tests.services import free_port
+
+    result = cli(*MI300X_X8, "--registry", f"http://127.0.0.1:{free_port()}", "--digest")
+    assert result.exit_code == 4
+    assert "did not answer" in result.stderr
+
+
+@pytest.mark.docker
+def test_pull_and_smoke_verify_the_official_image(shim_images, docker_url: str) -> None:  # type: ignore[no-untyped-def]
+    code, out = cli_json(
+        *MI300X_X8,
+        "--driver",
+        "30.30.3",
+        "--registry",
+        shim_images.registry,
+        "--digest",
+        "--pull",
+        "--smoke",
+        env={"DOCKER_HOST": docker_url},
+    )
+    assert code == 0, out["problems"]
+    assert out["pull"]["verified"] is True
+    assert (
+        f"{shim_images.official.name}@{shim_images.official.digest}" in out["pull"]["repo_digests"]
+    )
+    assert out["smoke"]["found"]["vllm"] == "0.24.0+rocm723"
+    assert (
+        out["smoke"]["found"]["hip"] == "7.2.53211"
+    )  # no /opt/rocm version file: HIP gives the series
+    assert out["problems"] == []
+
+
+@pytest.mark.docker
+def test_pull_verifies_an_index_digest(shim_images, docker_url: str) -> None:  # type: ignore[no-untyped-def]
+    code, out = cli_json(
+        *MI300X_X8,
+        "--vllm",
+        "0.20.0",
+        "--registry",
+        shim_images.registry,
+        "--digest",
+        "--pull",
+        env={"DOCKER_HOST": docker_url},
+    )
+    assert code == 0, out["problems"]
+    assert out["pull"]["verified"] is True
+
+
+@pytest.mark.docker
+def test_smoke_reports_what_differs_from_the_data(shim_images, docker_url: str) -> None:  # type: ignore[no-untyped-def]
+    code, out = cli_json(
+        *MI300X_X8,
+        "--vllm",
+        "0.23.0",
+        "--registry",
+        shim_images.registry,
+        "--pull",
+        "--smoke",
+        env={"DOCKER_HOST": docker_url},
+    )
+    assert code == 1
+    codes = {p["code"] for p in out["problems"]}
+    assert {"smoke-vllm-mismatch", "smoke-torch-mismatch", "smoke-rocm-mismatch"} <= codes
+
+
+@pytest.mark.docker
+def test_moved_tag_is_a_digest_mismatch(shim_images, docker_url: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # The cache says v0.24.0 was pinned to another digest: the tag moved since it was pinned.
+    cache_dir = tmp_path / "cache"
+    key = f"{shim_images.registry}/vllm/vllm-openai-rocm:v0.24.0"
+    DigestCache(cache_dir / "digests.json").put(key, shim_images.mismatched.digest, None)
+    code, out = cli_json(
+        *MI300X_X8,
+        "--driver",
+        "30.30.3",
+        "--registry",
+        shim_images.registry,
+        "--digest",
+        "--pull",
+        env={"DOCKER_HOST": docker_url, "ROCM_VLLM_CACHE_DIR": str(cache_dir)},
+    )
+    assert code == 1
+    assert out["digest_source"]["cached"] is True
+    assert [p["code"] for p in out["problems"]] == ["digest-mismatch"]
+    assert out["pull"]["verified"] is False
+
+
+def test_engine_down_is_an_engine_error(tmp_path: Path) -> None:
+    result = cli(
+        *MI300X_X8,
+        "--driver",
+        "30.30.3",
+        "--pull",
+        env={"DOCKER_HOST": f"unix://{tmp_path}/no.sock"},
+    )
+    assert result.exit_code == 5
+    assert result.stderr.startswith("error: no Docker Engine socket")
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(("driver", "which"), [("30.30.3", "official"), ("6.1.0", "amd")])
+def test_model_reaches_vllm_serve_with_either_entrypoint(
+    shim_images, engine, driver: str, which: str
+) -> None:  # type: ignore[no-untyped-def]
+    """Run what the rendered command runs (entrypoint + arguments after the image) in the real
+    stand-in image: the vllm shim must receive `serve --model M` both ways."""
+    m = matrix.load()
+    from resolver.node import from_flags
+
+    node = from_flags(gfx="gfx942", gpus=2, driver=driver, os=None, rocm=None, python=None)
+    chosen = images.chosen(images.choose_image(m, node, None))
+    assert chosen is not None
+    pushed = getattr(shim_images, which)
+    assert chosen.tag == pushed.tag
+    spec = images.run_spec(
+        ref=pushed.ref,
+        image=chosen,
+        env=(),
+        node=node,
+        model="org/model",
+        port=8000,
+        devices=None,
+        hf_cache="/tmp/hf",
+    )
+    args = list(render(spec, "docker").args)
+    at = args.index(pushed.ref)
+    entrypoint = [args[args.index("--entrypoint") + 1]] if "--entrypoint" in args else None
+    engine.pull(pushed.ref)
+    out = engine.run(pushed.ref, args[at + 1 :], entrypoint=entrypoint)
+    assert out.stdout.strip() == "vllm-shim serve --model org/model --tensor-parallel-size 2"

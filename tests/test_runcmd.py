@@ -1,0 +1,126 @@
+"""The run command in docker, podman and compose forms, against golden files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from resolver.errors import ResolverError
+from resolver.runcmd import FORMATS, RunSpec, render
+
+GOLDEN = Path(__file__).parent / "golden" / "runcmd"
+HOME = "/home/user"
+DIGEST = "sha256:" + "0123456789abcdef" * 4
+
+CASES = {
+    # gfx942 x8 on the official image, pinned: vllm serve is the entrypoint.
+    "official-mi300x-x8": RunSpec(
+        image=f"vllm/vllm-openai-rocm:v0.24.0@{DIGEST}",
+        entrypoint="vllm-serve",
+        model="meta-llama/Llama-3.1-8B-Instruct",
+        env=(("VLLM_ROCM_USE_AITER", "1"),),
+        tensor_parallel=8,
+    ),
+    # AMD's image starts a shell: --entrypoint vllm, then `serve ...` after the image.
+    "amd-shell-entrypoint": RunSpec(
+        image="rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909",
+        entrypoint="shell",
+        model="Qwen/Qwen3-8B",
+        env=(("VLLM_ROCM_USE_AITER", "1"),),
+    ),
+    # Chosen GPUs, a non-default port, a render group, a mirror, and no model.
+    "mirror-devices-render": RunSpec(
+        image=f"127.0.0.1:5000/vllm/vllm-openai-rocm:v0.24.0@{DIGEST}",
+        entrypoint="vllm-serve",
+        port=9000,
+        devices=(2, 3),
+        tensor_parallel=2,
+        render_gid=109,
+        hf_cache="/data/hf",
+        # Never emitted: device selection is HIP_VISIBLE_DEVICES only.
+        env=(("ROCR_VISIBLE_DEVICES", "0"), ("CUDA_VISIBLE_DEVICES", "1")),
+    ),
+}
+
+
+def _text(case: str, fmt: str) -> str:
+    r = render(CASES[case], fmt, home=HOME)  # type: ignore[arg-type]
+    if r.file_text is not None:
+        return r.file_text + f"# then: {r.command}\n"
+    return r.command + "\n\n" + "\n".join(r.args) + "\n"
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_golden(case: str, fmt: str) -> None:
+    path = GOLDEN / f"{case}.{fmt}.txt"
+    got = _text(case, fmt)
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        path.write_text(got)
+    assert got == path.read_text(), (
+        f"regenerate with UPDATE_GOLDEN=1 after checking the diff ({path.name})"
+    )
+
+
+def test_official_image_gets_model_after_image() -> None:
+    args = render(CASES["official-mi300x-x8"], "docker", home=HOME).args
+    image_at = args.index(CASES["official-mi300x-x8"].image)
+    assert args[image_at + 1 : image_at + 3] == ("--model", "meta-llama/Llama-3.1-8B-Instruct")
+    assert "--entrypoint" not in args
+
+
+def test_shell_image_overrides_entrypoint_and_runs_serve() -> None:
+    args = render(CASES["amd-shell-entrypoint"], "docker", home=HOME).args
+    i = args.index("--entrypoint")
+    assert args[i + 1 : i + 6] == (
+        "vllm",
+        "rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909",
+        "serve",
+        "--model",
+        "Qwen/Qwen3-8B",
+    )
+
+
+def test_hip_visible_devices_only() -> None:
+    args = render(CASES["mirror-devices-render"], "docker", home=HOME).args
+    assert "HIP_VISIBLE_DEVICES=2,3" in args
+    assert not any(a.startswith(("ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")) for a in args)
+
+
+def test_podman_keep_groups_alone_and_qualified_name() -> None:
+    r = render(CASES["mirror-devices-render"], "podman", home=HOME)
+    groups = [r.args[i + 1] for i, a in enumerate(r.args) if a == "--group-add"]
+    assert groups == ["keep-groups"]
+    official = render(CASES["official-mi300x-x8"], "podman", home=HOME).args
+    assert f"docker.io/vllm/vllm-openai-rocm:v0.24.0@{DIGEST}" in official
+
+
+def test_home_expanded_in_args_but_not_in_shell_line() -> None:
+    r = render(CASES["official-mi300x-x8"], "docker", home=HOME)
+    assert f"{HOME}/.cache/huggingface:/root/.cache/huggingface" in r.args
+    assert " ~/.cache/huggingface:/root/.cache/huggingface " in r.command
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"model": "x; rm -rf /"},
+        {"model": "$(id)"},
+        {"port": 0},
+        {"port": 70000},
+        {"hf_cache": "relative/path"},
+        {"hf_cache": "~/a b"},
+        {"env": (("lower", "1"),)},
+        {"env": (("VLLM_X", "a b"),)},
+    ],
+)
+def test_unsafe_values_are_refused(bad: dict[str, object]) -> None:
+    with pytest.raises(ResolverError):
+        RunSpec(image="vllm/vllm-openai-rocm:v0.24.0", entrypoint="vllm-serve", **bad)  # type: ignore[arg-type]
+
+
+def test_unknown_format() -> None:
+    with pytest.raises(ResolverError):
+        render(CASES["official-mi300x-x8"], "k8s")  # type: ignore[arg-type]
