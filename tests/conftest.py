@@ -168,3 +168,11 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "cache"
     monkeypatch.setenv("ROCM_VLLM_CACHE_DIR", str(path))
     return path
+
+
+@pytest.fixture
+def docker_engine(engine, docker_url: str, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """The engine for other modules' tests (dockerfile --build); DOCKER_HOST points at it too,
+    so plain ``docker.from_env()`` in a test reaches the same private engine."""
+    monkeypatch.setenv("DOCKER_HOST", docker_url)
+    return engine
