@@ -723,7 +723,7 @@ def node_warnings(m: Matrix, node: Node, request: Request, plan: Evaluation | No
 # --- the solver -----------------------------------------------------------------------------
 
 
-def _rank(e: Evaluation, prefer: Kind | None) -> tuple[int, int, object, int]:
+def _rank(e: Evaluation, prefer: Kind | None) -> tuple[int, int, int, object]:
     c = e.candidate
     if c.kind == "source":
         group = 2
@@ -734,10 +734,11 @@ def _rank(e: Evaluation, prefer: Kind | None) -> tuple[int, int, object, int]:
     if prefer is not None and c.kind == prefer:
         group = -1
     channel = 0 if (c.image is not None and c.image.official) else 1 if c.image is not None else 2
-    return (group, int(e.unofficial), _neg(c.vllm), channel)
+    # vLLM's own images before AMD's before wheels; the newest release within each channel.
+    return (group, int(e.unofficial), channel, _neg(c.vllm))
 
 
-def rank(e: Evaluation, prefer: Kind | None) -> tuple[int, int, object, int]:
+def rank(e: Evaluation, prefer: Kind | None) -> tuple[int, int, int, object]:
     """The solver's order of preference (lower is better); ``resolver.derive`` explains by it."""
     return _rank(e, prefer)
 
