@@ -6,8 +6,11 @@ every SDK or API failure into a ``DockerEngineError`` with a hint.
 
 from __future__ import annotations
 
+import io
+import json
 import os
-import tempfile
+import secrets
+import tarfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -190,39 +193,50 @@ class DockerEngine:
         buildargs: dict[str, str],
         on_progress: Callable[[str], None],
     ) -> str:
-        """Build ``dockerfile_text`` with ``context_dir`` as context; return the image id.
+        """Build ``dockerfile_text`` with BuildKit, ``context_dir`` as context; return the image id.
 
-        The Dockerfile is written outside the context so a generated file never lands in the
-        user's tree; the SDK adds it to the context archive under a private name."""
-        hint = "read the build output above; `docker build` with the same Dockerfile shows the same error"
+        BuildKit because generated Dockerfiles use ``RUN --mount`` (cache and bind mounts), which
+        the classic builder refuses. docker-py speaks only the classic protocol, so this posts the
+        same tar context to ``/build?version=2`` itself and decodes BuildKit's progress
+        (``resolver.buildkit``). The Dockerfile goes into the context archive under a private name,
+        so a generated file never lands in the user's tree."""
+        from resolver.buildkit import Progress
+
+        hint = "read the build output above; `DOCKER_BUILDKIT=1 docker build` with the same Dockerfile shows the same error"
         image_id: str | None = None
-        with (
-            tempfile.TemporaryDirectory(prefix="rocm-vllm-build-") as tmp,
-            self._errors(f"build {tag}", hint),
-        ):
-            dockerfile = Path(tmp) / "Dockerfile"
-            dockerfile.write_text(dockerfile_text, encoding="utf-8")
-            stream = self.client.api.build(
-                path=str(context_dir),
-                dockerfile=str(dockerfile),
-                tag=tag,
-                buildargs=buildargs,
-                rm=True,
-                forcerm=True,
-                decode=True,
-                network_mode="none" if _no_bridge(self.client) else None,
+        progress = Progress()
+        api = self.client.api
+        with self._errors(f"build {tag}", hint):
+            name = f".dockerfile.{secrets.token_hex(10)}"
+            context = _context_tar(context_dir, name, dockerfile_text)
+            params: dict[str, Any] = {
+                "t": tag,
+                "dockerfile": name,
+                "buildargs": json.dumps(buildargs),
+                "version": "2",
+                "rm": True,
+                "forcerm": True,
+            }
+            if _no_bridge(self.client):
+                params["networkmode"] = "none"
+            # docker-py has no public call that speaks BuildKit; its private helpers do the HTTP.
+            response = api._post(
+                api._url("/build"), params=params, data=context,
+                headers={"Content-Type": "application/tar"}, stream=True, timeout=None,
             )
-            for event in stream:
+            api._raise_for_status(response)
+            for event in api._stream_helper(response, decode=True):
+                if event.get("id") == "moby.buildkit.trace" and isinstance(event.get("aux"), str):
+                    for line in progress.feed(event["aux"]):
+                        on_progress(line)
+                    continue
                 if "error" in event:
-                    raise DockerEngineError(
-                        f"build {tag}: {str(event['error']).strip()}", hint=hint
-                    )
-                if "stream" in event:
-                    text = str(event["stream"])
-                    if text.strip():
-                        on_progress(text.rstrip("\n"))
+                    detail = progress.errors[-1] if progress.errors else str(event["error"]).strip()
+                    raise DockerEngineError(f"build {tag}: {detail}", hint=hint)
+                if "stream" in event and str(event["stream"]).strip():
+                    on_progress(str(event["stream"]).rstrip("\n"))
                 aux = event.get("aux")
-                if isinstance(aux, dict) and isinstance(aux.get("ID"), str):
+                if event.get("id") == "moby.image.id" and isinstance(aux, dict) and isinstance(aux.get("ID"), str):
                     image_id = aux["ID"]
         if image_id is None:
             image_id = self.inspect_image(tag).id
@@ -231,6 +245,31 @@ class DockerEngine:
     def remove_image(self, ref: str) -> None:
         with self._errors(f"remove {ref}", "remove it by hand: docker rmi IMAGE"):
             self.client.api.remove_image(ref, force=True)
+
+
+def _context_tar(context_dir: Path, dockerfile_name: str, dockerfile_text: str) -> bytes:
+    """The build context as an uncompressed tar, plus the Dockerfile under ``dockerfile_name``.
+
+    GNU format on purpose: BuildKit's upload path did not take the PAX headers Python writes
+    for fractional mtimes and read the archive as a Dockerfile."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as archive:
+        for path in sorted(context_dir.rglob("*")):
+            info = archive.gettarinfo(str(path), arcname=str(path.relative_to(context_dir)))
+            info.mtime = int(info.mtime)
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            if info.isfile():
+                with path.open("rb") as fh:
+                    archive.addfile(info, fh)
+            else:
+                archive.addfile(info)
+        data = dockerfile_text.encode("utf-8")
+        info = tarfile.TarInfo(dockerfile_name)
+        info.size = len(data)
+        info.mode = 0o644
+        archive.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
 
 
 def _no_bridge(client: Any) -> bool:

@@ -384,3 +384,7 @@ def test_build_through_the_engine(request: pytest.FixtureRequest, m: Matrix, tmp
     assert labels["rocm-vllm.pin.aiter"] == "ROCm/aiter@916bf3c"
     assert labels["org.opencontainers.image.version"] == "0.10.0"
     assert {k: v for k, v in labels.items()} == dict(plan.labels)
+    # The BuildKit-only parts ran: the bind mount from the earlier stage carried the pin across.
+    result = engine.run(image_id, ["cat", "/versions.txt"])
+    assert result.stdout.strip() == "gfx=gfx942 rocm=6.3.1 max_jobs=1 aiter=916bf3c"
+    assert any("RUN --mount=type=cache" in line for line in lines), lines
