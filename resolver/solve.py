@@ -715,8 +715,57 @@ def node_warnings(m: Matrix, node: Node, request: Request, plan: Evaluation | No
                 source="ROCm/ROCm#2500; ROCm/rocm-systems PR #5686",
             )
         )
+    out.extend(host_os_warnings(m, node, targets))
     for p in node.problems:
         out.append(Warning(code=p.code, message=p.message, hint=p.hint, source="probe"))
+    return out
+
+
+def _os_listed(os_id: str, listed: tuple[str, ...]) -> bool:
+    """``ubuntu-22.04`` is listed by ``ubuntu-22.04.5``; ``rhel-9.4`` by ``rhel-9.4``."""
+    return any(entry == os_id or entry.startswith(os_id + ".") or os_id.startswith(entry + ".") for entry in listed)
+
+
+def host_os_warnings(m: Matrix, node: Node, targets: list[GfxTarget]) -> list[Warning]:
+    """Is the host OS one AMD supports for these GPUs at the ROCm its driver was released with?
+
+    The container or wheel brings its own user space, but the host's amdgpu driver and AMD's
+    support both depend on the host OS; per-GPU footnotes narrow the list (MI325X, RDNA, ...)."""
+    if not node.os or not node.driver_version:
+        return []
+    driver = m.driver(driver_series(node.driver_version))
+    if driver is None or driver.paired_rocm is None:
+        return []
+    rocm = m.rocm_release(Version(driver.paired_rocm))
+    if rocm is None or not rocm.os:
+        return []
+    products = {g.product for g in node.gpus if g.product}
+    out: list[Warning] = []
+    if not _os_listed(node.os, rocm.os):
+        out.append(
+            Warning(
+                code="os-not-supported",
+                message=f"{node.os} is not among the OS releases AMD supports for {rocm.label}, "
+                f"which amdgpu {driver.series}.x was released with",
+                hint=f"supported: {', '.join(rocm.os)}",
+                source=rocm.provenance.source,
+            )
+        )
+        return out
+    for t in targets:
+        for r in rocm.os_restrictions:
+            applies = t.name in r.gfx and (not r.products or bool(products & set(r.products)))
+            if applies and not _os_listed(node.os, r.os):
+                who = ", ".join(r.products) if r.products else t.name
+                out.append(
+                    Warning(
+                        code="os-not-supported-for-gpu",
+                        message=f"AMD supports {who} on {rocm.label} only on {', '.join(r.os)}; this host runs {node.os}",
+                        hint="move the host to one of those OS releases, or expect an untested combination",
+                        source=r.note or rocm.provenance.source,
+                    )
+                )
+                break
     return out
 
 

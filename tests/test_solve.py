@@ -193,3 +193,11 @@ def test_newer_driver_never_loses_a_path() -> None:
     new = decide("gfx942", driver="30.30.3")
     assert old.plan is not None and new.plan is not None
     assert new.plan.candidate.vllm >= old.plan.candidate.vllm >= Version("0.10")
+
+
+def test_host_os_checked_against_the_drivers_rocm_and_gpu_footnotes() -> None:
+    assert "os-not-supported" in codes(decide("gfx942", driver="30.20.1", os="centos-7"))
+    rdna = decide("gfx1201", driver="30.10.2", os="rhel-8.10")
+    w = next(w for w in rdna.warnings if w.code == "os-not-supported-for-gpu")
+    assert "gfx1201" in w.message and "rhel-8.10" in w.message and "compatibility-matrix.rst" in w.source
+    assert not {"os-not-supported", "os-not-supported-for-gpu"} & codes(decide("gfx942", driver="30.30.3", os="ubuntu-22.04"))
