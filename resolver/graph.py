@@ -69,7 +69,7 @@ def build(m: Matrix) -> nx.MultiDiGraph:
         wid = node(f"wheel:{w.name}", "wheel", python=list(w.python), glibc_min=str(w.glibc_min), status=w.status)
         edge(wid, f"rocm:{m.rocm_release(w.rocm).version}", "built-with", w.provenance.source, w.provenance.confidence)  # type: ignore[union-attr]
         for v in m.vllm:
-            if w.vllm.contains(v.version):
+            if w.vllm is not None and w.vllm.contains(v.version):
                 edge(wid, f"vllm:{v.version}", "built-with", w.provenance.source, w.provenance.confidence)
         for name in w.arch:
             edge(wid, f"gfx:{name}", "supports", w.provenance.source, w.provenance.confidence)

@@ -318,9 +318,9 @@ def _vllm(rec: Record) -> VllmRelease:
 
 
 def _wheel(rec: Record) -> WheelVariant:
-    spec_text = rec.text("vllm")
+    spec_text = rec.opt_text("vllm")
     try:
-        spec = SpecifierSet(spec_text)
+        spec = SpecifierSet(spec_text) if spec_text is not None else None
     except InvalidSpecifier:
         raise rec.fail("vllm", f"{spec_text!r} is not a PEP 440 specifier") from None
     return WheelVariant(

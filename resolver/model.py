@@ -172,7 +172,7 @@ class WheelVariant:
     rocm: Version
     python: tuple[str, ...]
     glibc_min: Version
-    vllm: SpecifierSet
+    vllm: SpecifierSet | None  # None: the docs do not state the range
     includes_nightlies: bool
     index_url: str
     status: WheelStatus

@@ -241,7 +241,7 @@ class MatrixProvider:
                     yield Candidate(kind="image", vllm=img.vllm, rocm=img.rocm, image=img, release=releases.get(img.vllm))
         if self._wanted("wheel"):
             for wheel in self.m.wheels:
-                if wheel.status != "release":
+                if wheel.status != "release" or wheel.vllm is None:
                     continue
                 for rel in self.m.vllm:
                     if wheel.vllm.contains(rel.version) and self._in_spec(rel.version):

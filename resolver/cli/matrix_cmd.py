@@ -58,9 +58,9 @@ def _rows(m: Any, table: str) -> tuple[list[str], list[list[str]], list[dict[str
     elif table == "wheels":
         header = ["variant", "rocm", "python", "glibc>=", "vllm", "status"]
         recs = m.wheels
-        rows = [[w.name, str(w.rocm), ",".join(w.python), str(w.glibc_min), str(w.vllm), w.status] for w in recs]
+        rows = [[w.name, str(w.rocm), ",".join(w.python), str(w.glibc_min), str(w.vllm) if w.vllm else "?", w.status] for w in recs]
         data = [{"name": w.name, "rocm": str(w.rocm), "python": list(w.python), "glibc_min": str(w.glibc_min),
-                 "vllm": str(w.vllm), "index_url": w.index_url, "status": w.status, "arch": list(w.arch),
+                 "vllm": str(w.vllm) if w.vllm else None, "index_url": w.index_url, "status": w.status, "arch": list(w.arch),
                  "source": src(w.provenance), "confidence": conf(w.provenance)} for w in recs]
     elif table == "images":
         header = ["image", "rocm", "vllm", "arch", "entry", "confidence"]
