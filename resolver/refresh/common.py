@@ -6,7 +6,10 @@ import datetime as _dt
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from resolver.refresh.http import HttpClient
 
 # Where each upstream lives; every one can point at a mirror or a test server.
 ENV_GITHUB_API = "ROCM_VLLM_GITHUB_API"
@@ -82,3 +85,27 @@ def today() -> str:
 
 def now() -> str:
     return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+class Source:
+    """One upstream source: fetches once in ``read`` and answers with a ``SourceResult``.
+
+    ``current`` is the data in use (embedded + overlay), as raw records per file."""
+
+    name = ""
+
+    def __init__(
+        self,
+        client: HttpClient,
+        endpoints: Endpoints,
+        current: dict[str, list[dict[str, Any]]],
+        *,
+        progress: Progress | None = None,
+    ) -> None:
+        self.client = client
+        self.ep = endpoints
+        self.current = current
+        self.progress = progress
+
+    def read(self) -> SourceResult:
+        raise NotImplementedError

@@ -15,7 +15,15 @@ from urllib.parse import urlencode
 from packaging.version import InvalidVersion, Version
 
 from resolver.errors import RegistryError
-from resolver.refresh.common import IMAGE_REPOS, Candidate, Endpoints, Progress, SourceResult, today
+from resolver.refresh.common import (
+    IMAGE_REPOS,
+    Candidate,
+    Endpoints,
+    Progress,
+    Source,
+    SourceResult,
+    today,
+)
 from resolver.refresh.http import HttpClient, Response, parse_link_next
 from resolver.safety import is_safe
 
@@ -66,7 +74,7 @@ def parse_rocm_vllm_tag(tag: str) -> dict[str, str] | None:
     return out
 
 
-class ImagesSource:
+class ImagesSource(Source):
     name = "images"
 
     def __init__(
@@ -78,11 +86,8 @@ class ImagesSource:
         repos: tuple[str, ...] = IMAGE_REPOS,
         progress: Progress | None = None,
     ) -> None:
-        self.client = client
-        self.ep = endpoints
-        self.current = current
+        super().__init__(client, endpoints, current, progress=progress)
         self.repos = repos
-        self.progress = progress
         self._tokens: dict[str, str] = {}
 
     # --- registry ---------------------------------------------------------------------------

@@ -8,32 +8,24 @@ that images and vLLM builds on it can be recorded; the compatibility matrix fill
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from resolver.refresh.common import ROCM_REPO, Candidate, Endpoints, Progress, SourceResult, today
-from resolver.refresh.http import HttpClient, parse_link_next
+from resolver.refresh.common import (
+    ROCM_REPO,
+    Candidate,
+    Source,
+    SourceResult,
+    today,
+)
+from resolver.refresh.http import parse_link_next
 from resolver.safety import is_safe
 
 _ROCM_TAG = re.compile(r"^rocm-(\d+\.\d+(?:\.\d+){0,2})$")
 
 
-class RocmSource:
+class RocmSource(Source):
     name = "rocm"
-
-    def __init__(
-        self,
-        client: HttpClient,
-        endpoints: Endpoints,
-        current: dict[str, list[dict[str, Any]]],
-        *,
-        progress: Progress | None = None,
-    ) -> None:
-        self.client = client
-        self.ep = endpoints
-        self.current = current
-        self.progress = progress
 
     def read(self) -> SourceResult:
         result = SourceResult(self.name)

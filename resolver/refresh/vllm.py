@@ -14,7 +14,15 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from resolver.refresh import dockerfile_parse
-from resolver.refresh.common import VLLM_REPO, Candidate, Endpoints, Progress, SourceResult, today
+from resolver.refresh.common import (
+    VLLM_REPO,
+    Candidate,
+    Endpoints,
+    Progress,
+    Source,
+    SourceResult,
+    today,
+)
 from resolver.refresh.http import HttpClient, parse_link_next
 from resolver.safety import is_safe
 
@@ -59,7 +67,7 @@ _LAYOUTS = (
 )
 
 
-class VllmSource:
+class VllmSource(Source):
     name = "vllm"
 
     def __init__(
@@ -71,11 +79,8 @@ class VllmSource:
         tags: list[str] | None = None,
         progress: Progress | None = None,
     ) -> None:
-        self.client = client
-        self.ep = endpoints
-        self.current = current
+        super().__init__(client, endpoints, current, progress=progress)
         self.forced = set(tags or [])
-        self.progress = progress
 
     # --- tags -------------------------------------------------------------------------------
 

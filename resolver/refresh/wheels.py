@@ -16,8 +16,7 @@ from urllib.parse import unquote, urlsplit
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from resolver.refresh.common import Candidate, Endpoints, Progress, SourceResult, today
-from resolver.refresh.http import HttpClient
+from resolver.refresh.common import Candidate, Source, SourceResult, today
 
 _VARIANT = re.compile(r"^rocm(\d{2,4})$")
 _MANYLINUX = re.compile(r"^manylinux_(\d+)_(\d+)_")
@@ -43,21 +42,8 @@ def wheel_files(html: str) -> list[str]:
     return [f for f in parser.files if f.endswith(".whl")]
 
 
-class WheelsSource:
+class WheelsSource(Source):
     name = "wheels"
-
-    def __init__(
-        self,
-        client: HttpClient,
-        endpoints: Endpoints,
-        current: dict[str, list[dict[str, Any]]],
-        *,
-        progress: Progress | None = None,
-    ) -> None:
-        self.client = client
-        self.ep = endpoints
-        self.current = current
-        self.progress = progress
 
     def read(self) -> SourceResult:
         result = SourceResult(self.name)
