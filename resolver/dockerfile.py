@@ -207,19 +207,20 @@ def find_release(matrix: Matrix, version: str) -> VllmRelease:
 
 
 def pick_release(matrix: Matrix, node: Node, gfx: tuple[str, ...] | None = None) -> VllmRelease:
-    """Without ``--vllm``: the newest release with known pins that can build every target and
-    whose base ROCm the node's driver runs; failing that, the newest known release (whose plan
-    then fails with the precise reason)."""
-    targets = gfx or node.gfx_targets
+    """Without ``--vllm``: the release the solver would build from source for this node (newest
+    with known pins that builds every target and whose base ROCm the driver runs); failing that,
+    the newest known release, whose plan then fails with the precise reason."""
+    from dataclasses import replace
+
+    from resolver.solve import Request, solve
+
     known = [r for r in matrix.vllm if r.known]
     if not known:
         raise UsageError("no vLLM release in the data has known ROCm build pins", hint="rocm-vllm matrix refresh --source vllm")
-    drv = _driver_series_of(matrix, node)
-    for release in sorted(known, key=lambda r: r.version, reverse=True):
-        buildable = all(t in release.cmake_arch for t in targets)
-        runs = drv is None or release.rocm is None or drv.runs(release.rocm)
-        if buildable and runs:
-            return release
+    target_node = replace(node, gfx_targets=gfx) if gfx else node
+    decision = solve(matrix, target_node, Request(paths=frozenset({"source"})))
+    if decision.plan is not None and decision.plan.candidate.release is not None:
+        return decision.plan.candidate.release
     return max(known, key=lambda r: r.version)
 
 
@@ -231,12 +232,6 @@ def _require_known(release: VllmRelease) -> None:
             hint="rocm-vllm matrix refresh --source vllm reads them from upstream; "
             "or pick a release with known pins (rocm-vllm matrix show vllm)",
         )
-
-
-def _driver_series_of(matrix: Matrix, node: Node) -> Any:
-    if not node.driver_version:
-        return None
-    return matrix.driver(driver_series(node.driver_version))
 
 
 # --- the plan ---------------------------------------------------------------------------------
