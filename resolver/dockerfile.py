@@ -14,17 +14,15 @@ wheel build of ``Dockerfile.rocm``, here in one file.
 
 from __future__ import annotations
 
-import os
 import re
 import string
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from packaging.version import Version
 
-from resolver import resources
+from resolver import atomic, resources
 from resolver.errors import InputError, UnknownGfxError, UsageError
 from resolver.model import ComponentPin, Matrix, VllmRelease
 from resolver.node import Node
@@ -601,23 +599,11 @@ def render_template(path: Path, values: dict[str, str]) -> str:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file next to ``path``, then rename it over ``path``: a reader
-    sees the old file or the new one, never half of one."""
-    directory = path.resolve().parent
+    """``-o FILE``: written atomically; a missing or unwritable directory is the user's input."""
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+        atomic.write_atomic(path.resolve(), text, mode=0o644, make_parent=False)
     except OSError as exc:
         raise InputError(f"cannot write {path}: {exc.strerror}", hint="check that the directory exists and is writable") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        Path(tmp).chmod(0o644)
-        Path(tmp).replace(path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 # --- building ---------------------------------------------------------------------------------

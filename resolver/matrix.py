@@ -6,7 +6,10 @@ The matrix is read once per process (``load``) and shared.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
+import pickle
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -15,7 +18,7 @@ from typing import Any, TypeVar, cast
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from resolver import resources
+from resolver import atomic, resources
 from resolver.errors import MatrixError, UnsafeValueError
 from resolver.model import (
     COMPONENTS,
@@ -470,12 +473,52 @@ def load_dir(directory: Path, extra: Mapping[str, list[dict[str, Any]]] | None =
     return m
 
 
+def _compiled_path(directory: Path, overlay_stamp: tuple[str, int, int] | None) -> Path | None:
+    """Where the checked matrix for exactly these files is kept between runs.
+
+    Parsing ~240 KB of TOML and checking it costs more than the rest of a `check`; the key covers
+    the tool version, the data directory, every file's size and mtime and the overlay, so any edit
+    or refresh makes a new entry. None when a file is missing (``load_dir`` then says which)."""
+    from resolver import __version__
+
+    h = hashlib.sha256(f"{__version__}|{directory}|{overlay_stamp}".encode())
+    for name in resources.MATRIX_FILES:
+        try:
+            st = (directory / name).stat()
+        except OSError:
+            return None
+        h.update(f"|{name}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return resources.cache_dir() / "matrix" / f"{h.hexdigest()[:32]}.pickle"
+
+
+def _read_compiled(path: Path) -> Matrix | None:
+    # The cache is the user's own directory, written only by this function's partner below.
+    try:
+        with path.open("rb") as fh:
+            m = pickle.load(fh)
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
+        return None
+    return m if isinstance(m, Matrix) else None
+
+
+def _write_compiled(path: Path, m: Matrix) -> None:
+    """Best effort: a read-only or full cache dir only costs speed."""
+    with contextlib.suppress(OSError):
+        atomic.write_atomic(path, pickle.dumps(m, protocol=pickle.HIGHEST_PROTOCOL))
+
+
 @functools.cache
 def _load_cached(directory: str, overlay_stamp: tuple[str, int, int] | None) -> Matrix:
     from resolver import overlay
 
+    compiled = _compiled_path(Path(directory), overlay_stamp)
+    if compiled is not None and (m := _read_compiled(compiled)) is not None:
+        return m
     extra = overlay.read(Path(overlay_stamp[0])) if overlay_stamp else None
-    return load_dir(Path(directory), extra)
+    m = load_dir(Path(directory), extra)
+    if compiled is not None:
+        _write_compiled(compiled, m)
+    return m
 
 
 def load() -> Matrix:

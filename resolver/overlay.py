@@ -12,10 +12,8 @@ This module is on the ``check`` path: with no overlay it costs one ``stat``; it 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +21,7 @@ from typing import Any, Final
 
 from packaging.version import InvalidVersion, Version
 
-from resolver import resources
+from resolver import atomic, resources
 from resolver.errors import MatrixError
 
 ENV_DATA_DIR: Final = "ROCM_VLLM_DATA_DIR"
@@ -202,17 +200,5 @@ def write(
         "written_at": written_at,
         "files": {f: files[f] for f in TABLES if files.get(f)},
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, indent=1, sort_keys=False)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        Path(tmp).replace(path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            Path(tmp).unlink()
-        raise
+    atomic.write_atomic(path, json.dumps(doc, indent=1, sort_keys=False) + "\n")
     return path

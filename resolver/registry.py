@@ -12,17 +12,18 @@ runs and offline runs after one online run do not need the network.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from resolver import atomic, resources
 from resolver.errors import RegistryError, UsageError
 from resolver.safety import require_safe
 
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
 
 DOCKER_HUB = "https://registry-1.docker.io"
 REGISTRY_ENV = "ROCM_VLLM_REGISTRY"
-CACHE_ENV = "ROCM_VLLM_CACHE_DIR"
 
 # Ask for an index first: a multi-platform tag's digest is the index digest, which is what
 # `docker pull repo@digest` and the local RepoDigests record.
@@ -100,13 +100,7 @@ def parse_registry(url: str | None) -> Registry:
     return Registry(base, prefix)
 
 
-def cache_dir() -> Path:
-    override = os.environ.get(CACHE_ENV)
-    if override:
-        return Path(override)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "rocm-vllm"
+cache_dir = resources.cache_dir  # kept under this name: callers and tests use it
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,14 +140,9 @@ class DigestCache:
     def put(self, key: str, digest: str, media_type: str | None) -> None:
         data = self._load()
         data[key] = {"digest": digest, "media_type": media_type, "at": time.time()}
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".digests.", dir=self.path.parent)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(data, fh, indent=1, sort_keys=True)
-            Path(tmp).replace(self.path)
-        except OSError:
-            pass  # an unwritable cache must not fail a resolution that succeeded
+        # An unwritable cache must not fail a resolution that succeeded.
+        with contextlib.suppress(OSError):
+            atomic.write_atomic(self.path, json.dumps(data, indent=1, sort_keys=True))
 
 
 class RegistryClient:

@@ -47,3 +47,14 @@ def dockerfiles_dir() -> Path:
 
 def matrix_file(name: str) -> Path:
     return matrix_dir() / name
+
+
+def cache_dir() -> Path:
+    """Where caches live (HTTP responses, registry digests, the compiled matrix):
+    ``ROCM_VLLM_CACHE_DIR``, else the platform's user cache directory."""
+    override = os.environ.get("ROCM_VLLM_CACHE_DIR")
+    if override:
+        return Path(override)
+    import platformdirs  # small; only when no override is set
+
+    return Path(platformdirs.user_cache_dir("rocm-vllm", appauthor=False))

@@ -167,3 +167,35 @@ def test_duplicate_records_are_refused(tmp_path: Path) -> None:
     (d / "nodes.toml").write_text(text + "\n" + first)
     with pytest.raises(MatrixError, match="duplicate example mi300x-8"):
         matrix.load_dir(d)
+
+
+# --- the compiled matrix kept between runs -----------------------------------------------------
+
+
+def test_compiled_matrix_is_reused_and_invalidated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    d = copy_matrix(tmp_path)
+    monkeypatch.setenv("ROCM_VLLM_MATRIX_DIR", str(d))
+    matrix._load_cached.cache_clear()
+    first = matrix.load()
+    from resolver import resources
+
+    entries = list((resources.cache_dir() / "matrix").glob("*.pickle"))
+    assert len(entries) == 1
+    matrix._load_cached.cache_clear()
+
+    def no_parsing(*_args: object, **_kw: object) -> None:
+        raise AssertionError("the TOML was parsed again")
+
+    with monkeypatch.context() as mp:
+        mp.setattr(matrix, "load_dir", no_parsing)
+        assert matrix.load() == first  # read back from the compiled file
+    # An edit makes a new entry with the new facts; a corrupt entry is ignored, not trusted.
+    text = (d / "nodes.toml").read_text().replace('description = "8x AMD Instinct MI300X', 'description = "Eight MI300X', 1)
+    (d / "nodes.toml").write_text(text)
+    matrix._load_cached.cache_clear()
+    assert matrix.load().example("mi300x-8").description.startswith("Eight MI300X")  # type: ignore[union-attr]
+    for entry in (resources.cache_dir() / "matrix").glob("*.pickle"):
+        entry.write_bytes(b"not a pickle")
+    matrix._load_cached.cache_clear()
+    assert matrix.load().example("mi300x-8").description.startswith("Eight MI300X")  # type: ignore[union-attr]
+    matrix._load_cached.cache_clear()

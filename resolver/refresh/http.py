@@ -10,17 +10,15 @@ Failures become ``RegistryError`` (exit 4) with the URL in the message; nothing 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from resolver import atomic
 from resolver.errors import RegistryError
 
 DEFAULT_TIMEOUT: tuple[float, float] = (5.0, 30.0)  # connect, read
@@ -187,8 +185,8 @@ class HttpClient:
             return
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         meta = {"url": resp.url, "status": resp.status, "headers": dict(resp.headers)}
-        _atomic_write(self.cache_dir / f"{key}.body", resp.body)
-        _atomic_write(self.cache_dir / f"{key}.json", json.dumps(meta).encode())
+        atomic.write_atomic(self.cache_dir / f"{key}.body", resp.body)
+        atomic.write_atomic(self.cache_dir / f"{key}.json", json.dumps(meta).encode())
 
 
 def _pick(headers: Mapping[str, str]) -> dict[str, str]:
@@ -208,18 +206,6 @@ def _hint_for(status: int) -> str:
     if status in (401, 403):
         return "the upstream refused the request; set GITHUB_TOKEN for GitHub, or check registry access"
     return "check the base URL of this source (see rocm-vllm matrix refresh --help)"
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        Path(tmp).replace(path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            Path(tmp).unlink()
-        raise
 
 
 def parse_link_next(link: str | None) -> str | None:

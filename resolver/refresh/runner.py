@@ -8,7 +8,6 @@ and atomically, so a failure at any point leaves the data in use untouched.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,6 @@ from resolver.refresh.vllm import VllmSource
 from resolver.refresh.wheels import WheelsSource
 
 SOURCES: tuple[str, ...] = ("rocm", "vllm", "images", "wheels")  # dependency order
-ENV_CACHE_DIR = "ROCM_VLLM_CACHE_DIR"
 
 _BUILDERS: dict[str, Any] = {
     "vllm.toml": matrix._vllm,
@@ -50,12 +48,7 @@ class Outcome:
 
 
 def cache_dir() -> Path:
-    override = os.environ.get(ENV_CACHE_DIR)
-    if override:
-        return Path(override)
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("rocm-vllm", appauthor=False)) / "http"
+    return resources.cache_dir() / "http"
 
 
 def refresh(
