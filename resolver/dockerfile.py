@@ -37,10 +37,6 @@ LABEL_PREFIX: Final = "rocm-vllm"
 # (docker/Dockerfile.rocm_base); Dao-AILab setup.py allowed_archs = native, gfx90a, gfx950, gfx942.
 FA_CK_ARCHS: Final[frozenset[str]] = frozenset({"gfx90a", "gfx942", "gfx950"})
 
-# Releases that pin AITER but have no AITER_ROCM_ARCH (v0.8.2 .. v0.10.x) built it with a literal
-# GPU_ARCHS=gfx942 (Dockerfile.rocm_base / docker/Dockerfile.rocm_base at those tags).
-AITER_ARCHS_BEFORE_ENV: Final[tuple[str, ...]] = ("gfx942",)
-
 # MORI_GPU_ARCHS=gfx942;gfx950 (docker/Dockerfile.rocm_base, release branches v0.19.1 .. v0.24.0).
 MORI_ARCHS: Final[frozenset[str]] = frozenset({"gfx942", "gfx950"})
 
@@ -299,7 +295,8 @@ def plan_dockerfile(
         )
 
     fa_arch = tuple(t for t in targets if t in FA_CK_ARCHS)
-    aiter_source = release.aiter_arch or AITER_ARCHS_BEFORE_ENV
+    # matrix/vllm.toml aiter_arch: AITER_ROCM_ARCH, or the literal GPU_ARCHS of v0.8.2-v0.10.x.
+    aiter_source = release.aiter_arch
     aiter_arch = tuple(
         t for t in targets if t in aiter_source and _aiter_gate(matrix, t) == "full"
     )

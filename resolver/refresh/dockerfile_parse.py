@@ -15,13 +15,16 @@ from dataclasses import dataclass, field
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 _GITHUB_URL = re.compile(r"^https://github\.com/([^/\s]+)/([^/\s]+?)(?:\.git)?/?$")
 _CMAKE_HIP = re.compile(r'set\(\s*HIP_SUPPORTED_ARCHS\s+"([^"]*)"', re.IGNORECASE)
+# Before AITER_ROCM_ARCH existed (v0.8.2-v0.10.x) AITER was built with a literal list on its RUN line.
+_LITERAL_GPU_ARCHS = re.compile(r"\bGPU_ARCHS=[\"']?([A-Za-z0-9;]+)[\"']?(?=\s)")
 
 
 @dataclass
 class DockerfileFacts:
-    args: dict[str, str] = field(default_factory=dict)  # first default of each ARG
+    args: dict[str, str] = field(default_factory=dict)  # first default of each ARG (and ENV)
     froms: list[str] = field(default_factory=list)  # FROM images, ARGs expanded
     clones: list[str] = field(default_factory=list)  # literal URLs given to `git clone`
+    aiter_build_archs: list[str] = field(default_factory=list)  # literal GPU_ARCHS on AITER's build line
 
 
 def logical_lines(text: str) -> list[str]:
@@ -65,10 +68,12 @@ def parse(text: str) -> DockerfileFacts:
     for line in logical_lines(text):
         instr, _, rest = line.partition(" ")
         keyword = instr.upper()
-        if keyword == "ARG":
+        if keyword in ("ARG", "ENV"):
             for word in _split(rest):
                 name, eq, default = word.partition("=")
-                if eq and name not in facts.args:
+                # ENV only adds literal values (AITER_ROCM_ARCH is an ENV from 2025-09 on); an ENV
+                # that re-exports an ARG must not stand in for an ARG a damaged file lost.
+                if eq and name not in facts.args and (keyword == "ARG" or "$" not in default):
                     facts.args[name] = expand(_unquote(default), facts.args)
         elif keyword == "FROM":
             words = [w for w in rest.split() if not w.startswith("--")]
@@ -76,6 +81,10 @@ def parse(text: str) -> DockerfileFacts:
                 facts.froms.append(expand(words[0], facts.args))
         elif keyword == "RUN":
             facts.clones.extend(_clone_urls(rest))
+            if "aiter" in rest and not facts.aiter_build_archs:
+                m = _LITERAL_GPU_ARCHS.search(rest + " ")
+                if m:
+                    facts.aiter_build_archs = [a for a in m.group(1).split(";") if a]
     return facts
 
 

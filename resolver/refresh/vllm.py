@@ -232,6 +232,7 @@ def build_record(
     """One vllm.toml record from parsed Dockerfiles (base image file first: its defaults win)."""
     args: dict[str, str] = {}
     clones: list[str] = []
+    aiter_literal = next((f.aiter_build_archs for f in facts if f.aiter_build_archs), [])
     for f in facts:
         for k, v in f.args.items():
             args.setdefault(k, v)
@@ -250,7 +251,7 @@ def build_record(
     arch = _arch_list(args.get("PYTORCH_ROCM_ARCH"))
     if arch:
         record["arch"] = arch
-    aiter = _arch_list(args.get("AITER_ROCM_ARCH"))
+    aiter = _arch_list(args.get("AITER_ROCM_ARCH")) or aiter_literal
     if aiter:
         record["aiter_arch"] = aiter
     if cmake_text is not None:
