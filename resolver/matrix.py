@@ -248,6 +248,7 @@ def _gfx(rec: Record) -> GfxTarget:
             pci_device_id=(p.opt_text("pci_device_id") or "").lower() or None,
             pci_revision=(p.opt_text("pci_revision") or "").lower() or None,
             first_rocm=p.opt_text("first_rocm"),
+            compute_units=p._get("compute_units", int, False),
         )
         for p in rec.tables("product")
     )

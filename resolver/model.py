@@ -108,6 +108,9 @@ class GpuProduct:
     pci_device_id: str | None  # lower-case hex without 0x, e.g. "74a1"
     pci_revision: str | None
     first_rocm: str | None
+    # Whole-device CU count where AMD states it: tells apart products that share a PCI id
+    # when no revision is known (0x74a1: MI300X 304 / MI300A 228).
+    compute_units: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -105,6 +105,7 @@ class PciEntry:
     name: str
     revision: str | None
     family: str
+    compute_units: int | None
 
 
 @lru_cache(maxsize=1)
@@ -121,6 +122,7 @@ def _pci_table() -> dict[str, tuple[PciEntry, ...]]:
                         name=product.name,
                         revision=product.pci_revision,
                         family=product.family,
+                        compute_units=product.compute_units,
                     )
                 )
     return {k: tuple(v) for k, v in table.items()}
@@ -141,18 +143,25 @@ def gfx_for_pci(device_id: str | None) -> str | None:
 
 
 def product_for_pci(
-    device_id: str | None, revision: str | None = None, hint: str | None = None
+    device_id: str | None,
+    revision: str | None = None,
+    hint: str | None = None,
+    compute_units: int | None = None,
 ) -> str | None:
-    """Product name for a PCI id. The revision picks among products sharing an id (RX 9070 XT /
-    9070 GRE / 9070); without it a marketing-name hint that names one of them picks it; otherwise
-    the names are joined with " / " so nothing is claimed that the data cannot tell."""
-    entries = _pci_table().get(device_id or "", ())
+    """Product name for a PCI id. Among products sharing an id, the revision picks first (RX 9070
+    XT / 9070 GRE / 9070), then the whole-device CU count where the data states one (0x74a1:
+    MI300X 304, MI300A 228), then a marketing name that names one of them; otherwise the names
+    left are joined with " / " so nothing is claimed that the data cannot tell."""
+    entries = list(_pci_table().get(device_id or "", ()))
     if not entries:
         return None
     if revision:
-        exact = [e.name for e in entries if e.revision and e.revision.lower() == revision.lower()]
-        if exact:
-            return exact[0]
+        exact = [e for e in entries if e.revision and e.revision.lower() == revision.lower()]
+        entries = exact or entries
+    if compute_units and len({e.name for e in entries}) > 1:
+        fitting = [e for e in entries if e.compute_units in (None, compute_units)]
+        stated = [e for e in fitting if e.compute_units == compute_units]
+        entries = stated or fitting or entries
     names = list(dict.fromkeys(e.name for e in entries))
     if len(names) == 1:
         return names[0]
@@ -164,6 +173,26 @@ def product_for_pci(
         if matching:
             return matching[0]
     return " / ".join(names)
+
+
+@lru_cache(maxsize=1)
+def _names() -> dict[str, frozenset[str]]:
+    from resolver.matrix import load
+
+    table: dict[str, set[str]] = {}
+    for target in load().gfx:
+        for product in target.products:
+            table.setdefault(_norm_name(product.name), set()).add(target.name)
+    return {k: frozenset(v) for k, v in table.items()}
+
+
+def gfx_for_name(name: str | None) -> str | None:
+    """The gfx target of a product name as amd-smi or rocm-smi print it ("MI300A", "AMD Instinct
+    MI350X"), when the data names exactly one; generic names ("AMD Radeon Graphics") never match."""
+    if not name or is_generic_marketing_name(name):
+        return None
+    targets = _names().get(_norm_name(name), frozenset())
+    return next(iter(targets)) if len(targets) == 1 else None
 
 
 def is_apu_target(gfx: str | None) -> bool:

@@ -210,6 +210,7 @@ def _apply_env_override(
 
 def _gpus(facts: list[GpuFact], has_discrete: bool, problems: list[Problem]) -> list[Gpu]:
     usable = _with_gfx(facts)
+    products = _products(facts)
     gpus = []
     for fact in usable:
         assert fact.gfx is not None
@@ -217,7 +218,7 @@ def _gpus(facts: list[GpuFact], has_discrete: bool, problems: list[Problem]) -> 
         gpus.append(
             Gpu(
                 gfx=fact.gfx,
-                product=_product(fact),
+                product=products[id(fact)],
                 pci_device_id=fact.pci_device_id,
                 compute_units=fact.compute_units,
                 vram_bytes=fact.vram_bytes,
@@ -246,8 +247,43 @@ def _gpus(facts: list[GpuFact], has_discrete: bool, problems: list[Problem]) -> 
     return gpus
 
 
-def _product(fact: GpuFact) -> str | None:
-    product = gfxmod.product_for_pci(fact.pci_device_id, fact.pci_revision, fact.marketing_name)
+def _device_cus(facts: list[GpuFact]) -> dict[int, int | None]:
+    """Each fact's whole-device CU count: partitions of one device (same physical key) add up
+    (8 x 38 CUs in CPX is an MI300X's 304); unknown when any partition lacks a count."""
+    groups: dict[str, list[GpuFact]] = {}
+    for index, fact in enumerate(facts):
+        groups.setdefault(fact.physical_key(index), []).append(fact)
+    totals: dict[int, int | None] = {}
+    for members in groups.values():
+        counts = [m.compute_units for m in members]
+        total = sum(c for c in counts if c) if all(counts) else None
+        for member in members:
+            totals[id(member)] = total
+    return totals
+
+
+def _products(facts: list[GpuFact]) -> dict[int, str | None]:
+    """Product per fact. A device whose CU total fits no product (a partition missing from the
+    capture) takes the product its siblings with the same PCI id resolved to, when they agree."""
+    totals = _device_cus(facts)
+    out = {id(f): _product(f, totals[id(f)]) for f in facts}
+    by_id: dict[str, set[str]] = {}
+    for fact in facts:
+        name = out[id(fact)]
+        if fact.pci_device_id and name and " / " not in name:
+            by_id.setdefault(fact.pci_device_id, set()).add(name)
+    for fact in facts:
+        name = out[id(fact)]
+        agreed = by_id.get(fact.pci_device_id or "", set())
+        if name and " / " in name and len(agreed) == 1 and next(iter(agreed)) in name.split(" / "):
+            out[id(fact)] = next(iter(agreed))
+    return out
+
+
+def _product(fact: GpuFact, device_cus: int | None = None) -> str | None:
+    product = gfxmod.product_for_pci(
+        fact.pci_device_id, fact.pci_revision, fact.marketing_name, device_cus
+    )
     if product:
         return product
     if not gfxmod.is_generic_marketing_name(fact.marketing_name):

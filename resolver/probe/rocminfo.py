@@ -40,6 +40,15 @@ def parse(text: str) -> SourceView:
                 view.gpus.append(gpu)
     elif any("AMD GCN Arch Name" in line for line in lines):
         _hip_device_query(lines, view)
+    elif name_blocks := _name_blocks(lines):
+        # a fragment or grep output without "Agent N" lines: one agent per agent-level Name
+        for block in name_blocks:
+            gpu = _agent(block, view)
+            if gpu is not None:
+                view.gpus.append(gpu)
+        if view.gpus:
+            view.count_exact = False
+            view.facts["partial"] = True
     else:
         _flat(lines, view)
     _check_overrides(view)
@@ -126,6 +135,21 @@ def _agent_blocks(lines: list[str]) -> list[list[str]]:
         end = starts[n + 1] if n + 1 < len(starts) else len(lines)
         blocks.append(lines[start + 1 : end])
     return blocks
+
+
+def _name_blocks(lines: list[str]) -> list[list[str]]:
+    """Lines cut at each agent-level ``Name:`` (the least indented one that is not an ISA name),
+    for pastes that lost the ``Agent N`` markers. Empty for a one-line (flattened) paste."""
+    starts: list[tuple[int, int]] = []
+    for index, line in enumerate(lines):
+        match = _FIELD_RE.match(line)
+        if match and match.group(2).strip() == "Name" and not _ISA_RE.search(match.group(3)):
+            starts.append((index, len(match.group(1))))
+    if not starts or sum(1 for line in lines if line.strip()) < 2:
+        return []
+    depth = min(d for _, d in starts)
+    cuts = [i for i, d in starts if d == depth]
+    return [lines[a : (cuts[n + 1] if n + 1 < len(cuts) else len(lines))] for n, a in enumerate(cuts)]
 
 
 def _agent(block: list[str], view: SourceView) -> GpuFact | None:

@@ -18,6 +18,7 @@ from resolver.probe.facts import GpuFact, SourceView
 from resolver.probe.text import clean, size_to_bytes
 
 _AMD_GPU_RE = re.compile(r"^\s*GPU:\s*(\d+)\s*$")
+_AMD_OTHER_RE = re.compile(r"^([A-Z][A-Z_]*):\s*\d+\s*$")
 _KV_RE = re.compile(r"^\s*([A-Z][A-Z0-9_ ]*?)\s*:\s*(.*?)\s*$")
 _ROCM_SMI_KV_RE = re.compile(r"^\s*(?:GPU|card)\[(\d+)\]\s*:\s*([^:]+?)\s*:\s*(.*?)\s*$")
 _AMD_HEADER_RE = re.compile(r"AMD-SMI\s+(\S+)\s+amdgpu version:\s*(\S+)\s+ROCm version:\s*(\S+)")
@@ -48,12 +49,29 @@ def parse_amd_smi(text: str) -> SourceView:
         view.rocm_version = header.group(3) if re.match(r"^\d+\.\d+", header.group(3)) else None
     blocks: dict[int, dict[str, str]] = {}
     current: dict[str, str] | None = None
+    sections: list[tuple[int, str]] = []  # (indent, NAME) of the enclosing "NAME:" lines
     for line in lines:
         if match := _AMD_GPU_RE.match(line):
             current = blocks.setdefault(int(match.group(1)), {})
+            sections = []
             continue
-        if current is not None and (kv := _KV_RE.match(line)) and kv.group(2):
-            current.setdefault(kv.group(1).strip().upper().replace(" ", "_"), kv.group(2))
+        if _AMD_OTHER_RE.match(line):
+            current = None  # CPU: n / AI_NIC: n blocks describe no GPU
+            continue
+        kv = _KV_RE.match(line)
+        if current is None or not kv:
+            continue
+        depth = len(line) - len(line.lstrip())
+        key = kv.group(1).strip().upper().replace(" ", "_")
+        sections = [(d, name) for d, name in sections if d < depth]
+        if not kv.group(2):
+            sections.append((depth, key))
+            continue
+        if _value(kv.group(2)) is None:
+            continue  # "N/A" says nothing and must not hide the same key of a later section
+        if sections:
+            current.setdefault(f"{sections[-1][1]}.{key}", kv.group(2))
+        current.setdefault(key, kv.group(2))
     if blocks:
         for index in sorted(blocks):
             view.gpus.append(_amd_gpu(blocks[index], view))
@@ -78,15 +96,25 @@ def _amd_json(data: Any, view: SourceView) -> None:
         view.gpus.append(_amd_gpu(flat, view))
 
 
-def _flatten(obj: Any, out: dict[str, str], prefix: str = "") -> None:
+def _flatten(obj: Any, out: dict[str, str], prefix: str = "", section: str = "") -> None:
+    """JSON record -> the text form's keys: ``KEY`` and ``SECTION.KEY`` (first one wins), so
+    ``driver.version`` is not hidden by ``vbios.version``."""
     if isinstance(obj, dict):
         if set(obj) >= {"value", "unit"} and not isinstance(obj["value"], (dict, list)):
-            out.setdefault(prefix, f"{obj['value']} {obj['unit']}")
+            _put(out, prefix, section, f"{obj['value']} {obj['unit']}")
             return
         for key, value in obj.items():
-            _flatten(value, out, str(key).upper())
-    elif not isinstance(obj, list) and obj is not None:
-        out.setdefault(prefix, str(obj))
+            _flatten(value, out, str(key).upper(), prefix)
+    elif isinstance(obj, list):
+        return
+    elif obj is not None and _value(str(obj)) is not None:
+        _put(out, prefix, section, str(obj))
+
+
+def _put(out: dict[str, str], key: str, section: str, value: str) -> None:
+    if section:
+        out.setdefault(f"{section}.{key}", value)
+    out.setdefault(key, value)
 
 
 def _amd_gpu(kv: dict[str, str], view: SourceView) -> GpuFact:
@@ -115,17 +143,47 @@ def _amd_gpu(kv: dict[str, str], view: SourceView) -> GpuFact:
         kv.get("COMPUTE_PARTITION") or kv.get("ACCELERATOR_PARTITION"), _PARTITIONS
     )
     gpu.memory_partition = _choice(kv.get("MEMORY_PARTITION"), _MEM_PARTITIONS)
-    bdf = _value(kv.get("BDF"))
+    bdf = _value(kv.get("BUS.BDF") or kv.get("BDF"))
     gpu.bdf = bdf.lower() if bdf and re.fullmatch(r"[0-9a-fA-F:.]+", bdf) else None
-    uuid = _value(kv.get("UUID"))
-    if uuid and re.fullmatch(r"[0-9a-fA-F-]{16,}", uuid):
-        gpu.unique_id = uuid.replace("-", "").lower()[-16:]
-    size = _value(kv.get("SIZE") or kv.get("VRAM_SIZE") or kv.get("TOTAL"))
+    serial = _value(kv.get("ASIC.ASIC_SERIAL") or kv.get("ASIC_SERIAL"))
+    if serial and re.fullmatch(r"0x[0-9a-fA-F]{16}", serial):
+        # the ASIC serial is the device's unique_id (amdsmi reads .../device/unique_id)
+        gpu.unique_id = serial[2:].lower()
+    uuid = _uuid_parts(_value(kv.get("UUID")))
+    if uuid:
+        gpu.unique_id = gpu.unique_id or uuid[1]
+        if gpu.pci_device_id is None:
+            gpu.pci_device_id = uuid[0]
+    size = _value(
+        kv.get("VRAM.SIZE") or kv.get("VRAM.VRAM_SIZE") or kv.get("VRAM_SIZE") or kv.get("SIZE")
+    )
     gpu.vram_bytes = size_to_bytes(size)
-    version = _value(kv.get("VERSION") or kv.get("DRIVER_VERSION"))
+    version = _value(kv.get("DRIVER.VERSION") or kv.get("DRIVER.DRIVER_VERSION") or kv.get("DRIVER_VERSION"))
     if version and re.match(r"^\d+\.\d+", version) and view.driver_version is None:
         view.driver_version = version
     return gpu
+
+
+_AMD_UUID_RE = re.compile(
+    r"^([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{4})-([0-9a-f]{4})-1[0-9a-f]{3}-[89ab][0-9a-f]([0-9a-f]{2})-([0-9a-f]{4})([0-9a-f]{8})$"
+)
+
+
+def _uuid_parts(text: str | None) -> tuple[str, str] | None:
+    """amd-smi's UUID -> (PCI device id, unique_id). amdsmi_uuid_gen (ROCm/amdsmi
+    src/amd_smi/amd_smi_uuid.cc) packs the device id into the low 16 bits of the first group,
+    a function/partition byte above it, and the 64-bit ASIC serial (= KFD unique_id) into the top
+    byte of the first group, the clock-sequence-low byte and the last 12 hex digits:
+    ``67ff740f-0000-1000-80e6-b5bb3c3ce0db`` is device 0x740f, serial 67e6b5bb3c3ce0db."""
+    match = _AMD_UUID_RE.match((text or "").strip().lower())
+    if not match:
+        return None
+    top, _fcn, did, mid, low6, hi4, lo8 = match.groups()
+    if mid != "0000":
+        return None
+    device = gfxmod.pci_id("0x" + did)
+    serial = f"{top}{low6}{hi4}{lo8}"
+    return (device, serial) if device and serial.strip("0") else None
 
 
 def parse_rocm_smi(text: str) -> SourceView:
@@ -198,7 +256,10 @@ def _concise(lines: list[str], view: SourceView) -> None:
 def _finish(view: SourceView, tool: str) -> SourceView:
     for gpu in view.gpus:
         if gpu.gfx is None:
-            gpu.gfx = gpu.runtime_gfx = gfxmod.gfx_for_pci(gpu.pci_device_id)
+            # no target printed: the PCI id, else a product name the data knows ("MI300A")
+            gpu.gfx = gpu.runtime_gfx = gfxmod.gfx_for_pci(
+                gpu.pci_device_id
+            ) or gfxmod.gfx_for_name(gpu.marketing_name)
     if not view.gpus:
         view.problem(
             f"no-gpu-{tool}",

@@ -136,6 +136,58 @@ CASES: dict[str, tuple[tuple[str, ...], int, int, dict[str, Any]]] = {
         1,
         {"product": "Instinct MI308X", "compute_units": 20, "pci_device_id": "74a2"},
     ),
+    # AMD's own `amd-smi static` example (4x MI300A, CPU blocks first, no TARGET_GRAPHICS_VERSION):
+    # the target comes from DEVICE_ID 0x74a0, the unique_id from ASIC_SERIAL.
+    "amd-smi-static-gfx942-mi300a-4gpu-amdsmi-readme.txt": (
+        ("gfx942",),
+        4,
+        4,
+        {
+            "product": "Instinct MI300A",
+            "pci_device_id": "74a0",
+            "unique_id": "7e8f7e20764e2714",
+            "vram_bytes": 64289 * 1024**2,
+            "partition": {"compute": "SPX", "memory": "NPS1"},
+            "pci_bdf": "0000:01:00.0",
+        },
+    ),
+    # an AMD engineer's `amd-smi static` on an MI350X: 0x75a0 is MI350X (libdrm amdgpu.ids, IFWI name)
+    "amd-smi-static-gfx950-mi350x-rocmsystems2987.txt": (
+        ("gfx950",),
+        1,
+        1,
+        {
+            "product": "Instinct MI350X",
+            "pci_device_id": "75a0",
+            "compute_units": 128,
+            "pci_bdf": "0000:05:00.0",
+        },
+    ),
+    # `amd-smi list` names no target; its UUID carries the PCI id (amdsmi_uuid_gen) and the serial
+    "amd-smi-list-gfx90a-mi210-ainic-rocmsystems3654.txt": (
+        ("gfx90a",),
+        1,
+        1,
+        {
+            "product": "Instinct MI210",
+            "pci_device_id": "740f",
+            "unique_id": "67e6b5bb3c3ce0db",
+            "pci_bdf": "0000:23:00.0",
+        },
+    ),
+    "rocm-smi-id-gfx942-mi300a-rocm4750.txt": (
+        ("gfx942",),
+        1,
+        1,
+        {"product": "Instinct MI300A", "pci_device_id": "74a0", "marketing_name": "AMD Instinct MI300A"},
+    ),
+    # a fragment without "Agent N" lines: chip id and Uuid are still read
+    "rocminfo-gfx942-mi300x-asicrev1-fragment-rocm4414.txt": (
+        ("gfx942",),
+        1,
+        1,
+        {"product": "Instinct MI300X", "pci_device_id": "74a1", "unique_id": "8af705259683161c"},
+    ),
 }
 
 SOURCE_FLAG = {"rocminfo": "rocminfo", "hip": "rocminfo", "rocm": "rocm_smi", "amd": "amd_smi"}
@@ -235,6 +287,46 @@ def test_amd_smi_list_counts_devices() -> None:
     assert node.physical_gpu_count == 2
 
 
+def test_amd_smi_driver_version_is_the_driver_sections_not_vbios_or_ifwi() -> None:
+    # VBIOS VERSION: N/A and IFWI VERSION: 00154951 come before DRIVER VERSION in these outputs
+    mi300a = probe_files(amd_smi=FIXTURES / "amd-smi-static-gfx942-mi300a-4gpu-amdsmi-readme.txt")
+    mi350x = probe_files(amd_smi=FIXTURES / "amd-smi-static-gfx950-mi350x-rocmsystems2987.txt")
+    assert mi300a.driver_version == "6.9.0-rc5+"
+    assert mi350x.driver_version == "6.18.3"
+    assert [g.unique_id for g in mi300a.gpus] == [
+        "7e8f7e20764e2714",
+        "b6ae7c8cefe1f084",
+        "367125d815189854",
+        "f4c44c2be5e66537",
+    ]
+
+
+def test_amd_smi_blocks_that_are_not_gpus_are_ignored() -> None:
+    # CPU: n blocks before the GPUs, an AI_NIC: n block after the GPU
+    node = probe_files(amd_smi=FIXTURES / "amd-smi-list-gfx90a-mi210-ainic-rocmsystems3654.txt")
+    assert node.problems == ()
+    assert [g.pci_bdf for g in node.gpus] == ["0000:23:00.0"]
+
+
+def test_amd_smi_market_name_gives_the_target_without_a_pci_id() -> None:
+    from resolver.probe import smi
+
+    partition = (FIXTURES / "amd-smi-static-partition-mi308x-cpx-nps4-amdsmi-changelog.txt").read_text()
+    asic = (FIXTURES / "amd-smi-static-asic-gfx942-mi308x-cpx-amdsmi-changelog.txt").read_text()
+    # the --asic block without its DEVICE_ID / TARGET lines: MARKET_NAME MI308X alone names gfx942
+    named_only = "\n".join(
+        line for line in asic.splitlines() if "DEVICE_ID" not in line and "TARGET" not in line
+    )
+    assert [g.gfx for g in smi.parse_amd_smi(named_only).gpus] == ["gfx942"]
+    # the --partition and list outputs name neither: the target stays unknown
+    assert [g.gfx for g in smi.parse_amd_smi(partition).gpus] == [None]
+
+
+def test_flattened_and_fragment_pastes_are_partial() -> None:
+    node = _probe("rocminfo-gfx942-mi300x-asicrev1-fragment-rocm4414.txt")
+    assert [p.code for p in node.problems] == ["partial-input"]
+
+
 def test_two_amd_smi_files_combine_asic_and_partition() -> None:
     node = probe_files(
         amd_smi=[
@@ -281,6 +373,40 @@ def test_sysfs_mi210_product_and_sramecc(make_root: Callable[[str], Path]) -> No
     assert {g.product for g in node.gpus} == {"Instinct MI210"}
     assert all(g.sramecc for g in node.gpus)
     assert len({g.unique_id for g in node.gpus}) == 8
+
+
+def test_sysfs_mi300x_cpx_is_told_from_mi300a_by_its_cu_total(
+    make_root: Callable[[str], Path],
+) -> None:
+    # KFD gives 0x74a1 without a revision (GPUOpen: rev 00 MI300X, rev 01 MI300A); 8 partitions of
+    # 38 CUs add up to MI300X's 304 (MI300A: 228). The device missing a partition (7 x 38) takes
+    # the product its siblings resolved to.
+    node = probe_files(sysfs=make_root("kfd-gfx942-mi300x-8gpu-cpx-k8sdp"))
+    assert {g.product for g in node.gpus} == {"Instinct MI300X"}
+
+
+def test_pci_id_shared_by_products_is_narrowed_by_revision_then_cus() -> None:
+    from resolver.probe import gfx
+
+    assert gfx.product_for_pci("74a1") == "Instinct MI300X / Instinct MI300A"
+    assert gfx.product_for_pci("74a1", compute_units=304) == "Instinct MI300X"
+    assert gfx.product_for_pci("74a1", compute_units=228) == "Instinct MI300A"
+    assert gfx.product_for_pci("74a1", compute_units=38) == "Instinct MI300X / Instinct MI300A"
+    # 66a1: rev 02 MI60 / MI50 (libdrm), rev 06 Radeon PRO VII; 60 CUs rule out MI60 only
+    assert gfx.product_for_pci("66a1", compute_units=60) == "Instinct MI50 / Radeon PRO VII"
+    assert gfx.product_for_pci("66a1", "02", compute_units=64) == "Instinct MI60"
+    assert gfx.product_for_pci("66a1", "06") == "Radeon PRO VII"
+
+
+def test_mi50_node_without_revision_stays_ambiguous() -> None:
+    node = _probe("rocminfo-gfx906-mi50-8gpu-delaunay-regression.txt")
+    assert {g.product for g in node.gpus} == {"Instinct MI50 / Radeon PRO VII"}
+
+
+def test_igpu_pci_id_is_known() -> None:
+    node = _probe("rocminfo-gfx1201-with-igpu-gfx1036-rocm5861.txt")
+    igpu = node.gpus[1]
+    assert (igpu.pci_device_id, igpu.product) == ("13c0", "Radeon Graphics (gfx1036 iGPU)")
 
 
 def test_sysfs_pci_partition_files_win_over_inference(make_root: Callable[[str], Path]) -> None:
