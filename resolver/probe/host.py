@@ -255,7 +255,9 @@ def ping(sock_path: Path, timeout: float = 1.0) -> bool:
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(timeout)
-            sock.connect(str(sock_path))
+            # Connect to the resolved path: AF_UNIX paths are limited to 107 bytes, and a socket
+            # reached through a long symlinked root (e.g. --sysfs-style test trees) would not fit.
+            sock.connect(str(sock_path.resolve()))
             sock.sendall(b"GET /_ping HTTP/1.0\r\nHost: localhost\r\n\r\n")
             reply = sock.recv(64)
     except OSError:
