@@ -37,6 +37,8 @@ CODE_ORDER: tuple[str, ...] = (
     "release-facts-unknown",
 )
 UNKNOWN_CODES = frozenset({"artifact-facts-unknown", "release-facts-unknown"})
+# Warnings the chain already states as a hedge on the plan's own step ("... if its amdgpu driver runs").
+HEDGED = frozenset({"driver-unchecked"})
 # Request gates: they stop every candidate alike, so one step about the GPU says it all.
 GATE_CODES: frozenset[str] = frozenset({"fp8-unsupported", "mx-unsupported", "kv-fp8-unsupported"})
 HINT_ORDER: tuple[str, ...] = ("driver", "vllm", "image", "quantization", "source-build", "python", "os", "data", "override", "other")
@@ -752,8 +754,8 @@ def _hints(ctx: _Context, plan: Evaluation | None, better: Sequence[Evaluation])
             Hint(
                 kind="driver",
                 text=f"the amdgpu driver is {what}, so whether it runs ROCm {rocm} was not checked: "
-                "give --driver (e.g. --driver 30.30.3), or probe the node itself",
-                command="rocm-vllm probe --json > node.json",
+                "give the AMD GPU Driver release you installed (the amdgpu-install version) with --driver",
+                command=f"rocm-vllm check {_node_flags(ctx.node)} --driver 30.30.3",
             )
         )
     # 2. Request changes: an older vLLM, no quantization, a source build.
@@ -874,7 +876,7 @@ def derive(decision: Decision, matrix: Matrix) -> Derivation:
         n = b.add(premises, conclusion_text, cites=(), codes=("plan",), subjects=(plan.candidate.label,))
         why = _why_this(ctx, plan)
         # Warnings that qualify the verdict belong in the chain, not only in the notes.
-        serious = [w for w in decision.warnings if w.severity == "warning"]
+        serious = [w for w in decision.warnings if w.severity == "warning" and w.code not in HEDGED]
         if serious:
             w_premises = [Premise(text=w.message, sources=(w.source,) if w.source else (), confidence="exact") for w in serious]
             k = b.add(w_premises, f"{plan.candidate.label} runs here only with the warnings below heeded", cites=(n,), codes=tuple(w.code for w in serious))
@@ -896,7 +898,7 @@ def derive(decision: Decision, matrix: Matrix) -> Derivation:
         confidence_note = _CONF_NOTE.get(confidence, "")
     hints = _hints(ctx, plan, better)
     if plan is not None:  # what to do about each warning the chain relied on
-        hints += [Hint(kind="other", text=w.hint, unofficial=w.hint.startswith("unofficial")) for w in decision.warnings if w.severity == "warning" and w.hint not in {h.text for h in hints}]
+        hints += [Hint(kind="other", text=w.hint, unofficial=w.hint.startswith("unofficial")) for w in decision.warnings if w.severity == "warning" and w.code not in HEDGED and w.hint not in {h.text for h in hints}]
     notes = tuple(
         Note(severity=w.severity, message=w.message, hint=w.hint, source=w.source)
         for w in sorted(decision.warnings, key=lambda w: w.severity != "warning")

@@ -432,6 +432,14 @@ class MatrixProvider:
                 )
             )
         if self.node.driver_version is None:
+            warnings.append(
+                Warning(
+                    code="driver-unchecked",
+                    message=f"the host's AMD GPU Driver release is unknown, so nobody checked that it runs ROCm {cand.rocm}",
+                    hint="give it with --driver (the amdgpu-install version, e.g. 30.30.3); "
+                    "inbox distro drivers are not in AMD's driver/user-space table",
+                )
+            )
             return None, warnings
         if self.driver is None:
             warnings.append(

@@ -61,7 +61,7 @@ def driver_series(text: str) -> str:
         raise InputError(
             f"--driver {text!r} is not an amdgpu driver version",
             hint="give the AMD GPU driver release, e.g. 30.30.3 or 6.4.1 "
-            "(cat /sys/module/amdgpu/version on the node)",
+            "(the amdgpu-install version; /sys/module/amdgpu/version is the kernel module's own number)",
         )
     return f"{int(match.group(1))}.{int(match.group(2))}"
 

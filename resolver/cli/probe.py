@@ -109,7 +109,7 @@ def render(node: Any) -> str:
     else:
         lines.append("No AMD GPU found.")
     facts = [
-        ("driver", node.driver_version or (node.host or {}).get("driver_kind")),
+        ("driver", node.driver_version or _module(node.host or {})),
         ("ROCm", node.rocm_version),
         ("override", node.hsa_override_gfx_version),
         ("OS", node.os),
@@ -147,3 +147,12 @@ def _flush(run: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
         return run
     first, last = run[0], run[-1]
     return [(f"{first[0]}-{last[0]}", *first[1:])]
+
+
+def _module(host: dict[str, object]) -> str | None:
+    """What the probe can say about the driver: the kernel module's version, or that it is inbox."""
+    module = host.get("amdgpu_module_version")
+    if module:
+        return f"amdgpu module {module} ({host.get('driver_kind') or 'dkms'}; release unknown)"
+    kind = host.get("driver_kind")
+    return str(kind) if kind else None

@@ -205,4 +205,28 @@ def _finish(node: Node, problems: list[Problem]) -> Node:
                 else "run the probe on the GPU node, or describe it with --gfx/--gpus",
             ),
         ]
-    return replace(node, problems=tuple(problems))
+    return _module_version_is_not_a_release(replace(node, problems=tuple(problems)))
+
+
+def _module_version_is_not_a_release(node: Node) -> Node:
+    """Tools report the amdgpu kernel module's own version (``/sys/module/amdgpu/version``,
+    rocminfo's "ROCk module version", amd-smi's driver version), e.g. 6.16.6. AMD's
+    driver/user-space table speaks of AMD GPU Driver releases (30.30.3, 6.4.x), and no AMD table
+    maps one to the other, so the module version is kept as a host fact and ``driver_version``
+    (the release every decision uses) stays unknown until the user gives ``--driver``."""
+    module = node.driver_version
+    if module is None:
+        return node
+    host = {**node.host, "amdgpu_module_version": module}
+    problems = list(node.problems)
+    if node.gpus:
+        problems.append(
+            Problem(
+                code="driver-release-unknown",
+                message=f"the amdgpu kernel module reports version {module}, which is not an AMD GPU Driver "
+                "release number; which ROCm user space it runs cannot be read from it",
+                hint="pass the release you installed to check/image/dockerfile, e.g. --driver 30.30.3 "
+                "(the amdgpu-install version)",
+            )
+        )
+    return replace(node, driver_version=None, host=host, problems=tuple(problems))

@@ -235,7 +235,7 @@ def test_override_is_reported_with_physical_and_runtime_target() -> None:
 def test_igpu_beside_dgpu_is_listed_but_not_counted() -> None:
     node = _probe("rocminfo-gfx1201-with-igpu-gfx1036-rocm5861.txt")
     assert [(g.gfx, g.integrated) for g in node.gpus] == [("gfx1201", False), ("gfx1036", True)]
-    assert node.driver_version == "6.16.6"
+    assert node.host.get("amdgpu_module_version") == "6.16.6"
     assert "integrated-gpu-present" in [p.code for p in node.problems]
 
 
@@ -246,8 +246,8 @@ def test_npu_and_cpu_agents_never_count() -> None:
 
 
 def test_in_tree_driver_has_no_version_but_dkms_does() -> None:
-    assert _probe("rocminfo-gfx942-mi300x-4gpu-thamada.txt").driver_version is None
-    assert _probe("rocminfo-gfx90a-mi250-fragment-aiter179.txt").driver_version == "6.10.5"
+    assert _probe("rocminfo-gfx942-mi300x-4gpu-thamada.txt").host.get("amdgpu_module_version") is None
+    assert _probe("rocminfo-gfx90a-mi250-fragment-aiter179.txt").host.get("amdgpu_module_version") == "6.10.5"
 
 
 def test_flattened_paste_says_the_count_may_be_incomplete() -> None:
@@ -291,8 +291,8 @@ def test_amd_smi_driver_version_is_the_driver_sections_not_vbios_or_ifwi() -> No
     # VBIOS VERSION: N/A and IFWI VERSION: 00154951 come before DRIVER VERSION in these outputs
     mi300a = probe_files(amd_smi=FIXTURES / "amd-smi-static-gfx942-mi300a-4gpu-amdsmi-readme.txt")
     mi350x = probe_files(amd_smi=FIXTURES / "amd-smi-static-gfx950-mi350x-rocmsystems2987.txt")
-    assert mi300a.driver_version == "6.9.0-rc5+"
-    assert mi350x.driver_version == "6.18.3"
+    assert mi300a.host.get("amdgpu_module_version") == "6.9.0-rc5+"
+    assert mi350x.host.get("amdgpu_module_version") == "6.18.3"
     assert [g.unique_id for g in mi300a.gpus] == [
         "7e8f7e20764e2714",
         "b6ae7c8cefe1f084",
@@ -429,7 +429,7 @@ def test_sysfs_driver_version_and_rocminfo_merge(make_root: Callable[[str], Path
     node = probe_files(
         sysfs=root, amd_smi=FIXTURES / "amd-smi-static-asic-gfx942-mi308x-cpx-amdsmi-changelog.txt"
     )
-    assert node.driver_version == "6.12.12"
+    assert node.host.get("amdgpu_module_version") == "6.12.12"
     assert node.host["driver_kind"] == "dkms"
     # amd-smi shows one GPU of the 32: the counts disagree, sysfs wins
     assert node.logical_gpu_count == 32
@@ -445,3 +445,12 @@ def test_sysfs_wins_and_disagreement_is_a_problem(make_root: Callable[[str], Pat
     codes = [p.code for p in node.problems]
     assert "sources-disagree" in codes
     assert "gpu-count-differs" in codes
+
+
+def test_module_version_is_kept_apart_from_the_driver_release() -> None:
+    """The kernel module's version (6.16.6) is not an AMD GPU Driver release (30.30.x): it is kept as
+    a host fact, the release stays unknown, and a problem says how to give it."""
+    node = _probe("rocminfo-gfx1201-with-igpu-gfx1036-rocm5861.txt")
+    assert node.driver_version is None and node.host["amdgpu_module_version"] == "6.16.6"
+    problem = next(p for p in node.problems if p.code == "driver-release-unknown")
+    assert "6.16.6" in problem.message and "--driver" in problem.hint

@@ -79,7 +79,7 @@ def test_gpu_node_tree(make_root: Callable[[str], Path], docker_like_socket: Pat
     node = probe_live(root=root, env={"HSA_OVERRIDE_GFX_VERSION": "9.4.2"})
     assert node.gfx_targets == ("gfx942",)
     assert (node.logical_gpu_count, node.physical_gpu_count) == (32, 8)
-    assert node.driver_version == "6.12.12"
+    assert node.host.get("amdgpu_module_version") == "6.12.12"
     assert node.host["driver_kind"] == "dkms"
     assert node.os == "ubuntu-22.04"
     assert node.kernel == "5.15.0-140-generic"
