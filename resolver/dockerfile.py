@@ -464,6 +464,9 @@ def _arg_lines(plan: DockerfilePlan) -> str:
     return "\n".join(lines)
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\x85]")
+
+
 def _header(plan: DockerfilePlan) -> str:
     lines = [
         f"# vLLM {plan.vllm_version} for ROCm, built from source for {', '.join(plan.gfx)} only.",
@@ -482,7 +485,9 @@ def _header(plan: DockerfilePlan) -> str:
         lines.append(f"# Left out: {o.component} ({o.repo}@{o.ref}): {o.reason}.")
     lines.append("# Upstream may also apply patches (cherry-picks) that the data does not record;")
     lines.append("# this file builds exactly the pinned refs. Needs BuildKit (cache and bind mounts).")
-    return "\n".join(lines)
+    # Free text from data (sources, reasons) must stay inside its comment line: a line break in
+    # it would start a live instruction.
+    return "\n".join(_CONTROL.sub(" ", line) for line in lines)
 
 
 def _label_lines(plan: DockerfilePlan) -> str:

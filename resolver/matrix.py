@@ -10,6 +10,7 @@ import contextlib
 import functools
 import hashlib
 import pickle
+import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -44,6 +45,7 @@ from resolver.model import (
 from resolver.safety import is_safe
 
 T = TypeVar("T")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\x85]")
 
 
 class Record:
@@ -68,6 +70,11 @@ class Record:
         value = self.data[field]
         if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
             raise self.fail(field, f"must be {_kind_name(kind)}, not {type(value).__name__}")
+        for text in [value] if isinstance(value, str) else value if isinstance(value, list) else []:
+            # Every data string is one line: a line break could end up as a live line of a
+            # generated Dockerfile or shell command, so it is refused at load.
+            if isinstance(text, str) and _CONTROL.search(text):
+                raise self.fail(field, "contains a line break or control character")
         return value
 
     def text(self, field: str) -> str:
@@ -164,8 +171,14 @@ def _read(
             f"{name}: data file not found in {directory}",
             hint="reinstall rocm-vllm-resolver, or unset ROCM_VLLM_MATRIX_DIR",
         ) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise MatrixError(f"{name}: not valid TOML ({exc})", hint=f"fix the syntax of matrix/{name}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        detail = exc if isinstance(exc, tomllib.TOMLDecodeError) else "not UTF-8 text"
+        raise MatrixError(f"{name}: not valid TOML ({detail})", hint=f"fix the syntax of matrix/{name}") from None
+    except OSError as exc:
+        raise MatrixError(
+            f"{name}: cannot read it ({exc.strerror or exc.__class__.__name__})",
+            hint=f"matrix/{name} must be a readable file; reinstall, or unset ROCM_VLLM_MATRIX_DIR",
+        ) from None
     items = doc.get(key, [])
     if not isinstance(items, list):
         raise MatrixError(f"{name}: '{key}' must be an array of tables ([[{key}]])", hint=f"fix matrix/{name}")
@@ -401,6 +414,12 @@ def _unique(items: Iterable[T], key: Callable[[T], object], file: str, what: str
 
 
 def check_invariants(m: Matrix) -> None:
+    for file, records in (("rocm.toml", m.rocm), ("os.toml", m.os), ("drivers.toml", m.drivers), ("gfx.toml", m.gfx),
+                          ("vllm.toml", m.vllm), ("wheels.toml", m.wheels), ("images.toml", m.images),
+                          ("nodes.toml", m.examples)):
+        if not records:
+            # An emptied file would silently turn every answer into "nothing fits".
+            raise MatrixError(f"{file}: no records", hint=f"restore matrix/{file}; every data file holds at least one record")
     _unique(m.rocm, lambda r: r.version, "rocm.toml", "release")
     _unique(m.os, lambda o: o.id, "os.toml", "OS id")
     _unique(m.drivers, lambda d: d.series, "drivers.toml", "series")

