@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from resolver import atomic, resources
 from resolver.errors import RegistryError, UsageError
-from resolver.safety import require_safe
+from resolver.safety import is_safe, require_safe
 
 if TYPE_CHECKING:
     import requests
@@ -190,11 +190,21 @@ class RegistryClient:
         digest = response.headers.get("Docker-Content-Digest")
         media_type = _media_type(response.headers.get("Content-Type"))
         if not digest:
-            # Some registries send the digest only with the body: hash the exact bytes served.
+            # Some registries send the digest only with the body: hash the exact bytes served, but
+            # only when they are a manifest (an empty body or a proxy's HTML page has a digest too).
             response = self._authorized("GET", path, repo)
-            digest = "sha256:" + hashlib.sha256(response.content).hexdigest()
             media_type = _media_type(response.headers.get("Content-Type"))
-        require_safe("digest", digest, where=f"digest served for {repo}:{tag}")
+            if not _is_manifest(response.content, media_type):
+                raise RegistryError(
+                    f"{self.registry.image_name(repo)}:{tag}: {self.registry.url} sent no digest and no manifest",
+                    hint="the URL may be a web proxy, not an OCI registry; check --registry",
+                )
+            digest = "sha256:" + hashlib.sha256(response.content).hexdigest()
+        if not is_safe("digest", digest):
+            raise RegistryError(
+                f"{self.registry.image_name(repo)}:{tag}: {self.registry.url} sent a malformed digest {digest[:80]!r}",
+                hint="the registry or a proxy in between is misbehaving; check --registry",
+            )
         return digest, media_type
 
     def _authorized(self, method: str, path: str, repo: str) -> requests.Response:
@@ -267,6 +277,12 @@ class RegistryClient:
             except requests.ConnectionError as exc:
                 last = f"connection failed ({_short(exc)})"
                 continue
+            except requests.RequestException as exc:
+                # A redirect to file://, a malformed URL or header: not worth retrying.
+                raise RegistryError(
+                    f"registry {self.registry.url}: request for {what} failed: {_short(exc)}",
+                    hint=f"check --registry / {REGISTRY_ENV}: it must be an http(s) OCI registry",
+                ) from None
             if response.status_code in _RETRY_STATUS:
                 last = f"HTTP {response.status_code}"
                 continue
@@ -302,6 +318,27 @@ class RegistryClient:
 
 def _media_type(value: str | None) -> str | None:
     return value.split(";", 1)[0].strip() if value else None
+
+
+_MANIFEST_TYPES = frozenset(
+    {
+        "application/vnd.oci.image.index.v1+json",
+        "application/vnd.oci.image.manifest.v1+json",
+        "application/vnd.docker.distribution.manifest.list.v2+json",
+        "application/vnd.docker.distribution.manifest.v2+json",
+    }
+)
+
+
+def _is_manifest(body: bytes, media_type: str | None) -> bool:
+    """A JSON object with a schemaVersion, of a manifest media type (by header or by body)."""
+    try:
+        doc = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    if not isinstance(doc, dict) or "schemaVersion" not in doc:
+        return False
+    return (media_type or doc.get("mediaType")) in _MANIFEST_TYPES
 
 
 def _short(exc: Exception) -> str:

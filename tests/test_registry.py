@@ -195,3 +195,77 @@ def test_cache_dir_env_override(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
 def test_usage_error_class_for_bad_scheme() -> None:
     with pytest.raises(UsageError):
         parse_registry("ftp://mirror")
+
+
+# --- registries that misbehave: a local server answering the way broken proxies do --------------
+
+
+class _Misbehaving:
+    """A loopback HTTP server whose manifest answers are set per test."""
+
+    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        answer = (status, headers, body)
+
+        class Handler(BaseHTTPRequestHandler):
+            def _reply(self, with_body: bool) -> None:
+                code, hdrs, data = answer
+                self.send_response(code)
+                for k, v in hdrs.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if with_body:
+                    self.wfile.write(data)
+
+            def do_HEAD(self) -> None:
+                self._reply(False)
+
+            def do_GET(self) -> None:
+                self._reply(True)
+
+            def log_message(self, *_args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _resolve_against(status: int, headers: dict[str, str], body: bytes) -> str:
+    server = _Misbehaving(status, headers, body)
+    try:
+        return client(server.url).resolve(OFFICIAL, "v0.24.0", use_cache=False).digest
+    finally:
+        server.close()
+
+
+def test_no_digest_header_hashes_a_real_manifest_body() -> None:
+    manifest = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": []}).encode()
+    import hashlib
+
+    digest = _resolve_against(200, {"Content-Type": "application/vnd.oci.image.index.v1+json"}, manifest)
+    assert digest == "sha256:" + hashlib.sha256(manifest).hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("headers", "body", "message"),
+    [
+        ({}, b"", "sent no digest and no manifest"),
+        ({"Content-Type": "text/html"}, b"<html>proxy login</html>", "sent no digest and no manifest"),
+        ({"Docker-Content-Digest": "sha256:abc;rm -rf /"}, b"", "sent a malformed digest"),
+        ({"Location": "file:///etc/passwd"}, b"", "request for .* failed"),
+    ],
+)
+def test_broken_answers_are_registry_errors_never_pinned(headers: dict[str, str], body: bytes, message: str) -> None:
+    status = 302 if "Location" in headers else 200
+    with pytest.raises(RegistryError, match=message) as info:
+        _resolve_against(status, headers, body)
+    assert info.value.exit_code == 4 and info.value.hint
