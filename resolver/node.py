@@ -14,6 +14,9 @@ from typing import Any
 from resolver.errors import InputError
 from resolver.versions import check_gfx_name, driver_series, python_minor, split_os
 
+# More logical GPUs than any node has (8 MI300X in CPX mode are 64); guards memory and nonsense.
+MAX_GPUS = 1024
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Problem:
@@ -67,10 +70,16 @@ class Node:
     problems: tuple[Problem, ...] = ()
     host: dict[str, Any] = field(default_factory=dict)  # extra live-probe facts (groups, numa, ...)
     origin: str = "flags"  # flags | example:NAME | probe | file:PATH
+    # Command-line flags laid over a file, example or probe, e.g. (("--gpus", "2"),): follow-up
+    # commands repeat them so they decide for the same node.
+    overrides: tuple[tuple[str, str], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["gpus"] = [asdict(g) for g in self.gpus]
+        overrides = data.pop("overrides")
+        if overrides:  # not a probe fact: only a node assembled from flags on top of one has it
+            data["overrides"] = dict(overrides)
         return data
 
     def with_overrides(self, **changes: Any) -> Node:
@@ -92,6 +101,11 @@ def from_flags(
         targets = tuple(sorted({check_gfx_name(t) for t in gfx.split(",") if t.strip()}))
     if gpus is not None and gpus < 1:
         raise InputError(f"--gpus {gpus} must be at least 1", hint="give the number of GPUs vLLM may use")
+    if gpus is not None and gpus > MAX_GPUS:
+        raise InputError(
+            f"--gpus {gpus} is more GPUs than one node holds",
+            hint=f"give the GPUs of one node (at most {MAX_GPUS}); vLLM is decided per node",
+        )
     count = gpus if gpus is not None else (len(targets) if targets else 0)
     if driver is not None:
         driver_series(driver)
@@ -167,11 +181,22 @@ def from_json(data: Any, *, where: str) -> Node:
         if isinstance(p, dict) and all(isinstance(p.get(k), str) for k in ("code", "message", "hint")):
             problems.append(Problem(code=p["code"], message=p["message"], hint=p["hint"]))
     os_id = _opt(data, "os", str, where)
+    gfx_targets = tuple(check_gfx_name(t) for t in targets if isinstance(t, str))
+    listed = {g.gfx for g in gpus}
+    if gpus and not set(gfx_targets) <= listed:
+        raise InputError(
+            f"{where}: gfx_targets {', '.join(gfx_targets)} disagree with the GPUs listed ({', '.join(sorted(listed))})",
+            hint="write the file with `rocm-vllm probe --json > node.json`, or fix gfx_targets by hand",
+        )
+    counts = {k: _opt(data, k, int, where) or 0 for k in ("physical_gpu_count", "logical_gpu_count")}
+    for key, value in counts.items():
+        if not 0 <= value <= MAX_GPUS:
+            raise InputError(f"{where}: '{key}' is {value}", hint=f"a node has 0 to {MAX_GPUS} GPUs")
     return Node(
         gpus=tuple(gpus),
-        gfx_targets=tuple(check_gfx_name(t) for t in targets if isinstance(t, str)),
-        physical_gpu_count=_opt(data, "physical_gpu_count", int, where) or 0,
-        logical_gpu_count=_opt(data, "logical_gpu_count", int, where) or 0,
+        gfx_targets=gfx_targets,
+        physical_gpu_count=counts["physical_gpu_count"],
+        logical_gpu_count=counts["logical_gpu_count"],
         hsa_override_gfx_version=_opt(data, "hsa_override_gfx_version", str, where),
         rocm_version=_opt(data, "rocm_version", str, where),
         driver_version=_opt(data, "driver_version", str, where),
@@ -211,8 +236,13 @@ def merge_flags(base: Node, flag_node: Node, flags: dict[str, Any]) -> Node:
         "python": flag_node.python,
     }
     if flags.get("gfx"):
-        changes.update(gpus=flag_node.gpus, gfx_targets=flag_node.gfx_targets)
-        changes.update(physical_gpu_count=flag_node.physical_gpu_count, logical_gpu_count=flag_node.logical_gpu_count)
+        # Another GPU type on the same node: keep its GPU count unless --gpus says otherwise.
+        count = flags.get("gpus") or base.logical_gpu_count or len(flag_node.gfx_targets)
+        targets = flag_node.gfx_targets
+        changes.update(gpus=tuple(Gpu(gfx=targets[i % len(targets)]) for i in range(count)), gfx_targets=targets)
+        changes.update(physical_gpu_count=flags.get("gpus") or base.physical_gpu_count or count, logical_gpu_count=count)
     elif flags.get("gpus") is not None:
         changes.update(logical_gpu_count=flags["gpus"])
-    return base.with_overrides(**changes)
+    names = {"gfx": "--gfx", "gpus": "--gpus", "driver": "--driver", "os": "--os", "rocm": "--rocm", "python": "--python"}
+    given = tuple((names[k], str(v)) for k, v in flags.items() if v is not None and k in names)
+    return replace(base.with_overrides(**changes), overrides=given)

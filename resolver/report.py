@@ -13,8 +13,7 @@ from resolver.solve import Candidate, Decision, Evaluation, Reason, Warning
 SCHEMA_VERSION = 1
 
 
-def _node_flags(node: Node) -> list[str]:
-    """Flags that describe ``node`` to a follow-up command."""
+def _source_flags(node: Node) -> list[str] | None:
     if node.origin.startswith("example:"):
         return ["--example", node.origin.split(":", 1)[1]]
     if node.origin.startswith("file:"):
@@ -24,6 +23,15 @@ def _node_flags(node: Node) -> list[str]:
             return ["--rocminfo", path]
         if kind not in ("rocminfo", "amd-smi", "rocm-smi", "sysfs"):
             return ["--node", source]
+    return None
+
+
+def _node_flags(node: Node) -> list[str]:
+    """Flags that describe ``node`` to a follow-up command: its source, then the flags that were
+    laid over it (``--example mi300x-8 --gpus 2`` stays a 2-GPU node in the next command)."""
+    base = _source_flags(node)
+    if base is not None:
+        return base + [part for flag, value in node.overrides for part in (flag, value)]
     flags = ["--gfx", ",".join(node.gfx_targets)]
     if node.logical_gpu_count:
         flags += ["--gpus", str(node.logical_gpu_count)]
@@ -112,7 +120,8 @@ def plan_json(ev: Evaluation, node: Node, m: Matrix) -> dict[str, Any]:
         "unofficial": ev.unofficial,
         "override": ev.override,
         "env": env,
-        "commands": plan_commands(ev, node),
+        # JSON gets runnable lines only; the text output keeps the "   # why" comments.
+        "commands": [cmd.split("   # ", 1)[0] for cmd in plan_commands(ev, node)],
     }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -146,3 +147,39 @@ def test_check_path_does_not_import_heavy_modules() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert proc.stderr == "", f"check --json imported: {proc.stderr}"
+
+
+def test_follow_up_commands_keep_the_flags_laid_over_an_example() -> None:
+    code, data = check_json("--example", "mi300x-8", "--gpus", "2")
+    assert code == 0 and data["node"]["overrides"] == {"--gpus": "2"}
+    image_cmd = data["plan"]["commands"][1]
+    assert image_cmd.startswith("rocm-vllm image --example mi300x-8 --gpus 2 ") and "#" not in image_cmd
+    # Running the printed command decides for the same node: tensor parallel 2, not the example's 8.
+    args = shlex.split(image_cmd)[1:]
+    ran = run_cli(*args[: args.index("--digest")], "--json")
+    assert "--tensor-parallel-size 2" in json.loads(ran.stdout)["run_command"]
+
+
+def test_another_gfx_on_an_example_keeps_its_gpu_count() -> None:
+    _, data = check_json("--example", "mi300x-8", "--gfx", "gfx908")
+    assert data["node"]["logical_gpu_count"] == 8 and data["node"]["gfx_targets"] == ["gfx908"]
+    assert "--gfx gfx908" in data["plan"]["commands"][0]
+
+
+@pytest.mark.parametrize(
+    ("node", "message"),
+    [
+        ({"gpus": [{"gfx": "gfx942"}], "gfx_targets": ["gfx950"]}, "disagree with the GPUs listed"),
+        ({"gfx_targets": ["gfx942"], "logical_gpu_count": -5}, "'logical_gpu_count' is -5"),
+    ],
+)
+def test_node_files_are_held_to_the_flags_rules(tmp_path: Path, node: dict, message: str) -> None:  # type: ignore[type-arg]
+    path = tmp_path / "node.json"
+    path.write_text(json.dumps(node))
+    result = run_cli("check", "--node", str(path))
+    assert result.exit_code == 2 and message in result.stderr
+
+
+def test_absurd_gpu_count_is_refused_quickly() -> None:
+    result = run_cli("check", "--gfx", "gfx942", "--gpus", "99999999999")
+    assert result.exit_code == 2 and "more GPUs than one node holds" in result.stderr
