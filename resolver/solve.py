@@ -761,19 +761,22 @@ def host_os_warnings(m: Matrix, node: Node, targets: list[GfxTarget]) -> list[Wa
         )
         return out
     for t in targets:
-        for r in rocm.os_restrictions:
-            applies = t.name in r.gfx and (not r.products or bool(products & set(r.products)))
-            if applies and not _os_listed(node.os, r.os):
-                who = ", ".join(r.products) if r.products else t.name
-                out.append(
-                    Warning(
-                        code="os-not-supported-for-gpu",
-                        message=f"AMD supports {who} on {rocm.label} only on {', '.join(r.os)}; this host runs {node.os}",
-                        hint="move the host to one of those OS releases, or expect an untested combination",
-                        source=r.note or rocm.provenance.source,
-                    )
+        # Several footnotes can apply to one GPU; together they allow only what each allows.
+        applicable = [r for r in rocm.os_restrictions if t.name in r.gfx and (not r.products or bool(products & set(r.products)))]
+        if not applicable:
+            continue
+        allowed = [entry for entry in rocm.os if all(_os_listed(entry, r.os) for r in applicable)]
+        if not _os_listed(node.os, tuple(allowed)):
+            who = ", ".join(sorted({p for r in applicable for p in r.products})) or t.name
+            out.append(
+                Warning(
+                    code="os-not-supported-for-gpu",
+                    message=f"AMD supports {who} on {rocm.label} only on {', '.join(allowed) or 'no listed OS'}; "
+                    f"this host runs {node.os}",
+                    hint="move the host to one of those OS releases, or expect an untested combination",
+                    source="; ".join(dict.fromkeys(r.note or rocm.provenance.source for r in applicable if not _os_listed(node.os, r.os))),
                 )
-                break
+            )
     return out
 
 

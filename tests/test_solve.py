@@ -201,3 +201,12 @@ def test_host_os_checked_against_the_drivers_rocm_and_gpu_footnotes() -> None:
     w = next(w for w in rdna.warnings if w.code == "os-not-supported-for-gpu")
     assert "gfx1201" in w.message and "rhel-8.10" in w.message and "compatibility-matrix.rst" in w.source
     assert not {"os-not-supported", "os-not-supported-for-gpu"} & codes(decide("gfx942", driver="30.30.3", os="ubuntu-22.04"))
+
+
+def test_gpu_footnotes_intersect_and_reach_rocm_7_2() -> None:
+    w = next(w for w in decide("gfx950", driver="30.30.3", os="rhel-8.10").warnings if w.code == "os-not-supported-for-gpu")
+    assert "ROCm 7.2.0" in w.message and "rhel-8.10" not in w.message.split(";")[0]
+    older = next(w for w in decide("gfx950", driver="30.20.1", os="rocky-9").warnings if w.code == "os-not-supported-for-gpu")
+    # 7.1.0's footnotes together leave neither Rocky 9 nor Debian 12 for gfx950.
+    allowed = older.message.split(" only on ")[1].split(";")[0]
+    assert "rocky-9" not in allowed and "debian-12" not in allowed and "ubuntu-24.04.3" in allowed
