@@ -63,6 +63,12 @@ class UnsafeValueError(MatrixError):
     reference = "unsafe-value"
 
 
+class UnsafeInputError(InputError):
+    """A flag value with shell or Dockerfile syntax (exit 2: the user's input, not the data)."""
+
+    reference = "unsafe-input"
+
+
 class RegistryError(ResolverError):
     """A container registry or upstream HTTP source failed (401, 404, timeout, bad JSON)."""
 

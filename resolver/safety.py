@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from resolver.errors import UnsafeValueError
+from resolver.errors import UnsafeInputError, UnsafeValueError
 
 PATTERNS: Final[dict[str, re.Pattern[str]]] = {
     # GitHub owner/name
@@ -37,9 +37,15 @@ def is_safe(kind: str, value: str) -> bool:
 def require_safe(kind: str, value: str, *, where: str) -> str:
     """Return ``value`` when it matches the ``kind`` pattern, else raise ``UnsafeValueError``."""
     if not isinstance(value, str) or not PATTERNS[kind].match(value):
+        shown = repr(value[:80] + "..." if isinstance(value, str) and len(value) > 80 else value)
+        if where.startswith("--"):  # a flag: the user's input (exit 2), not broken data (exit 3)
+            raise UnsafeInputError(
+                f"{where}: {shown} is not an acceptable {kind.replace('_', ' ')}",
+                hint="only plain names, versions, commits and tags are accepted (no shell or Dockerfile syntax)",
+            )
         raise UnsafeValueError(
-            f"{where}: {value!r} is not an acceptable {kind.replace('_', ' ')}",
+            f"{where}: {shown} is not an acceptable {kind.replace('_', ' ')}",
             hint="only plain names, versions, commits and tags are accepted; "
-            "fix the data file or the flag (shell and Dockerfile syntax are refused)",
+            "fix the data (shell and Dockerfile syntax are refused)",
         )
     return value

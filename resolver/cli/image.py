@@ -198,7 +198,8 @@ def image(
         emit_json(out)
     else:
         _print_text(out, rendered.file_text)
-    raise typer.Exit(1 if problems else 0)
+    # Same exit as `check` for the same verdict (an unofficial image is printed, but is not a yes).
+    raise typer.Exit(1 if problems else decision.exit_code)
 
 
 def _engine_steps(
