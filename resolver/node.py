@@ -215,8 +215,10 @@ def read_node_file(path: Path) -> Node:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(f"--node {path}: no such file", hint="write it with `rocm-vllm probe --json > node.json`") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"--node {path}: cannot read it ({exc.__class__.__name__})", hint="check the path and its permissions") from None
+    except UnicodeDecodeError:
+        raise InputError(f"--node {path}: not UTF-8 text", hint="write it with `rocm-vllm probe --json > node.json`") from None
+    except OSError as exc:
+        raise InputError(f"--node {path}: cannot read it ({exc.strerror or exc.__class__.__name__})", hint="check the path and its permissions") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -290,7 +290,7 @@ class MatrixProvider:
                     code="low-confidence",
                     severity="info",
                     message=f"{cand.label}: facts are {cand.confidence}, not read at the release tag",
-                    hint="pin and verify it: `rocm-vllm image --digest --smoke`"
+                    hint="pin and verify it: `rocm-vllm image` with the same node flags, plus --digest --smoke"
                     if cand.image
                     else "verify the pins with `rocm-vllm matrix refresh --source vllm`",
                     source=record_source,

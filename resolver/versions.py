@@ -33,9 +33,19 @@ def parse_version(text: str, *, what: str) -> Version:
 def parse_spec(text: str) -> SpecifierSet:
     """Parse ``--vllm``: a PEP 440 specifier, or a bare version meaning ``==version``."""
     raw = text.strip()
+    if raw.lower() in ("latest", "newest", "stable"):
+        raise InputError(f"--vllm {text!r} is not a version", hint="leave --vllm out to get the newest release that fits")
     if (raw and raw[0].isdigit()) or (raw.startswith("v") and raw[1:2].isdigit()):
-        parse_version(raw, what="--vllm")
-        raw = f"=={raw.lstrip('v')}"
+        bare = raw.lstrip("v")
+        if not bare.endswith(".*"):  # 0.24.* means ==0.24.*
+            try:
+                Version(bare)
+            except InvalidVersion:
+                raise InputError(
+                    f"--vllm {text!r} is not a version or PEP 440 specifier",
+                    hint="use a vLLM version (0.24.0), a wildcard (0.24.*) or a specifier such as '>=0.20'",
+                ) from None
+        raw = f"=={bare}"
     try:
         return SpecifierSet(raw)
     except InvalidSpecifier:

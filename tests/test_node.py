@@ -49,7 +49,7 @@ def test_missing_and_unreadable_node_files(tmp_path: Path) -> None:
         read_node_file(tmp_path)  # a directory
     binary = tmp_path / "bin.json"
     binary.write_bytes(b"\xff\xfe\x00garbage")
-    with pytest.raises(InputError, match="cannot read it"):
+    with pytest.raises(InputError, match="not UTF-8 text"):
         read_node_file(binary)
 
 

@@ -52,3 +52,13 @@ def test_parsers_raise_only_input_errors(text: str) -> None:
             parse(text)
         except InputError as exc:
             assert exc.hint and "\n" not in exc.message
+
+
+def test_vllm_spec_hints_speak_of_vllm() -> None:
+    assert str(parse_spec("0.24.*")) == "==0.24.*"
+    with pytest.raises(InputError, match="not a version") as info:
+        parse_spec("latest")
+    assert "leave --vllm out" in (info.value.hint or "")
+    with pytest.raises(InputError) as info:
+        parse_spec("0.24.x")
+    assert "0.24.0" in (info.value.hint or "") and "7.2.3" not in (info.value.hint or "")

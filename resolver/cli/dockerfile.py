@@ -62,7 +62,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         ] = None,
         json_out: JsonOpt = False,
         dry_run: Annotated[
-            bool, typer.Option("--dry-run", help="With --build: print the Dockerfile, do not build.")
+            bool, typer.Option("--dry-run", help="With --build: print the Dockerfile, do not build.", rich_help_panel=BUILD_PANEL)
         ] = False,
         max_jobs: Annotated[
             int | None,

@@ -108,6 +108,17 @@ def _sysfs_view(root: Path) -> SourceView:
             hint="give the directory that holds sys/class/kfd (use / for this machine)",
         )
     view = sysfs.parse(root)
+    copied = _plain_topology_copy(root)
+    if not view.facts.get("kfd_present") and copied is not None:
+        # A copy of /sys/class/kfd/kfd (ROOT/topology/nodes) or of its topology/ (ROOT/nodes): read
+        # it through a scratch root that puts it where the parser looks.
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="rocm-vllm-sysfs-") as scratch:
+            kfd = Path(scratch) / "sys/class/kfd/kfd"
+            kfd.mkdir(parents=True)
+            (kfd / "topology").symlink_to(copied.resolve(), target_is_directory=True)
+            view = sysfs.parse(Path(scratch))
     if not view.facts.get("kfd_present"):
         view.problem(
             "no-kfd-topology",
@@ -115,6 +126,16 @@ def _sysfs_view(root: Path) -> SourceView:
             "copy /sys/class/kfd/kfd/topology from the node (cp -rL), keeping the sys/class/kfd/kfd path",
         )
     return view
+
+
+def _plain_topology_copy(root: Path) -> Path | None:
+    """The directory to read as ``/sys/class/kfd/kfd/topology`` when ROOT is a bare copy of
+    ``/sys/class/kfd/kfd`` (ROOT/topology/nodes) or of its ``topology/`` (ROOT/nodes)."""
+    if (root / "topology/nodes").is_dir():
+        return root / "topology"
+    if (root / "nodes").is_dir():
+        return root
+    return None
 
 
 def _combine_same_source(views: list[SourceView]) -> list[SourceView]:

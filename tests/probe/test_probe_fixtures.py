@@ -454,3 +454,11 @@ def test_module_version_is_kept_apart_from_the_driver_release() -> None:
     assert node.driver_version is None and node.host["amdgpu_module_version"] == "6.16.6"
     problem = next(p for p in node.problems if p.code == "driver-release-unknown")
     assert "6.16.6" in problem.message and "--driver" in problem.hint
+
+
+@pytest.mark.parametrize("sub", ["", "topology"])
+def test_sysfs_accepts_a_bare_copy_of_the_kfd_directory(sub: str) -> None:
+    """`cp -r /sys/class/kfd/kfd copy` (or just its topology/) is read like a whole tree."""
+    root = FIXTURES / "sysfs" / "kfd-gfx942-mi300x-8gpu-cpx-k8sdp"
+    node = probe_files(sysfs=root / sub if sub else root)
+    assert (node.gfx_targets, node.logical_gpu_count, node.physical_gpu_count) == (("gfx942",), 63, 8)
