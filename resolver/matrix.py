@@ -141,6 +141,15 @@ class Record:
             note=self.opt_text("note") or "",
         )
 
+    def sub_provenance(self, parent: Record) -> Provenance:
+        """A nested table's own source and confidence, falling back to its parent record's."""
+        inherited = parent.provenance()
+        return Provenance(
+            source=self.opt_text("source") or inherited.source,
+            confidence=cast(Any, self.choice("confidence", CONFIDENCES, inherited.confidence)),
+            note=self.opt_text("note") or "",
+        )
+
     def safe(self, field: str, kind: str, value: str) -> str:
         if not is_safe(kind, value):
             raise UnsafeValueError(
@@ -206,6 +215,7 @@ def _rocm(rec: Record) -> RocmRelease:
             products=r.strings("products"),
             os=r.strings("os", required=True),
             note=r.opt_text("note") or "",
+            provenance=r.sub_provenance(rec),
         )
         for r in rec.tables("os_restriction")
     )
@@ -262,6 +272,7 @@ def _gfx(rec: Record) -> GfxTarget:
             pci_revision=(p.opt_text("pci_revision") or "").lower() or None,
             first_rocm=p.opt_text("first_rocm"),
             compute_units=p._get("compute_units", int, False),
+            provenance=p.sub_provenance(rec),
         )
         for p in rec.tables("product")
     )

@@ -68,6 +68,7 @@ class OsRestriction:
     products: tuple[str, ...]
     os: tuple[str, ...]
     note: str
+    provenance: Provenance  # its own source when given, else the release's
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -108,6 +109,7 @@ class GpuProduct:
     pci_device_id: str | None  # lower-case hex without 0x, e.g. "74a1"
     pci_revision: str | None
     first_rocm: str | None
+    provenance: Provenance  # where the name/PCI id come from; else the target's source
     # Whole-device CU count where AMD states it: tells apart products that share a PCI id
     # when no revision is known (0x74a1: MI300X 304 / MI300A 228).
     compute_units: int | None = None
