@@ -513,12 +513,15 @@ def _compiled_path(directory: Path, overlay_stamp: tuple[str, int, int] | None) 
     from resolver import __version__
 
     h = hashlib.sha256(f"{__version__}|{directory}|{overlay_stamp}".encode())
-    for name in resources.MATRIX_FILES:
+    # The record classes and their builder are part of the key: a pickle of an older shape of
+    # them must never be read back (a development checkout changes them without a new version).
+    code = [Path(__file__), Path(__file__).with_name("model.py")]
+    for path in [*(directory / name for name in resources.MATRIX_FILES), *code]:
         try:
-            st = (directory / name).stat()
+            st = path.stat()
         except OSError:
             return None
-        h.update(f"|{name}:{st.st_size}:{st.st_mtime_ns}".encode())
+        h.update(f"|{path.name}:{st.st_size}:{st.st_mtime_ns}".encode())
     return resources.cache_dir() / "matrix" / f"{h.hexdigest()[:32]}.pickle"
 
 
