@@ -355,3 +355,21 @@ def run_spec(
         tensor_parallel=gpus or None,
         render_gid=host_render_gid(node),
     )
+
+
+def tensor_parallel_warnings(tp: int | None) -> list[Warning]:
+    """vLLM splits attention heads across tensor-parallel ranks: the size must divide the model's
+    head count, which for nearly every model means 1, 2, 4 or 8."""
+    from resolver.solve import Warning
+
+    if not tp or tp & (tp - 1) == 0:
+        return []
+    return [
+        Warning(
+            code="tensor-parallel-size",
+            message=f"--tensor-parallel-size {tp}: vLLM needs it to divide the model's attention heads; "
+            "most models have a power-of-two head count",
+            hint="choose 1, 2, 4 or 8 GPUs (--devices / --gpus), or use pipeline parallelism for the rest",
+            source="vllm-project/vllm vllm/config: ModelConfig.verify_with_parallel_config raises 'Total number of attention heads (N) must be divisible by tensor parallel size (M)'",
+        )
+    ]

@@ -174,6 +174,7 @@ def image(
         devices=device_ids,
         hf_cache=hf_cache,
     )
+    warnings += images.tensor_parallel_warnings(spec.tensor_parallel)
     rendered = render(spec, fmt)
     out.update(_image_json(chosen, ref, reg.url))
     out.update(rendered.to_json())
