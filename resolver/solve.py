@@ -774,7 +774,7 @@ def host_os_warnings(m: Matrix, node: Node, targets: list[GfxTarget]) -> list[Wa
                     message=f"AMD supports {who} on {rocm.label} only on {', '.join(allowed) or 'no listed OS'}; "
                     f"this host runs {node.os}",
                     hint="move the host to one of those OS releases, or expect an untested combination",
-                    source="; ".join(dict.fromkeys(r.note or rocm.provenance.source for r in applicable if not _os_listed(node.os, r.os))),
+                    source="; ".join(dict.fromkeys(r.provenance.source for r in applicable if not _os_listed(node.os, r.os))),
                 )
             )
     return out
