@@ -46,6 +46,16 @@ def gather(
     facts = HostFacts()
     facts.os = os_id(read_text(root / "etc/os-release") or read_text(root / "usr/lib/os-release"))
     facts.kernel = _kernel(root)
+    if facts.kernel and ("microsoft" in facts.kernel.lower() or "wsl" in facts.kernel.lower()):
+        facts.host["wsl"] = True
+        facts.problems.append(
+            Problem(
+                code="wsl",
+                message=f"this is WSL (kernel {facts.kernel}): ROCm there exposes only RDNA3/RDNA4 GPUs, and vLLM's "
+                "amdsmi-based device detection is not supported on it",
+                hint="run vLLM on native Linux; on WSL treat any result as experimental (ROCm/vllm#339)",
+            )
+        )
     facts.glibc = _glibc()
     facts.python = f"{platform.python_version_tuple()[0]}.{platform.python_version_tuple()[1]}"
     installs = rocm_installs(root)

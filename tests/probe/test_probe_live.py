@@ -134,3 +134,13 @@ def test_iommu_mode() -> None:
     assert iommu_mode("ro quiet")[0] == "default"
     assert iommu_mode("amd_iommu=off")[0] == "off"
     assert iommu_mode("intel_iommu=on iommu=pt") == ("pt", "intel_iommu=on iommu=pt")
+
+
+def test_wsl_kernel_is_flagged(tmp_path: Path) -> None:
+    """A WSL2 kernel release (as `uname -r` prints it there) becomes a problem with the way out."""
+    (tmp_path / "proc/sys/kernel").mkdir(parents=True)
+    (tmp_path / "proc/sys/kernel/osrelease").write_text("5.15.167.4-microsoft-standard-WSL2\n")
+    node = probe_live(root=tmp_path, env={}, check_access=False)
+    assert node.host["wsl"] is True
+    wsl = next(p for p in node.problems if p.code == "wsl")
+    assert "native Linux" in wsl.hint
