@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -87,6 +88,9 @@ def now() -> str:
     return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
 class Source:
     """One upstream source: fetches once in ``read`` and answers with a ``SourceResult``.
 
@@ -109,3 +113,40 @@ class Source:
 
     def read(self) -> SourceResult:
         raise NotImplementedError
+
+    def github_tags(self, repo: str, result: SourceResult, *, need_sha: bool) -> list[tuple[str, str]]:
+        """(tag, commit sha) for every tag of ``repo`` from the GitHub API, following pagination.
+
+        Names must be safe git refs; with ``need_sha`` a tag without a 40-hex commit is refused,
+        otherwise its sha is ''. At most 50 pages: far beyond any repo here, and it stops a Link
+        header that loops."""
+        from resolver.refresh.http import parse_link_next
+        from resolver.safety import is_safe
+
+        url: str | None = f"{self.ep.github_api}/repos/{repo}/tags?per_page=100"
+        out: list[tuple[str, str]] = []
+        pages = 0
+        while url and pages < 50:
+            if self.progress:
+                self.progress(f"{repo} tags", pages, pages + 1)
+            data, resp = self.client.get_json(url, headers=self.ep.github_headers())
+            pages += 1
+            if not isinstance(data, list):
+                result.refuse(url, "the tags page is not a JSON list")
+                break
+            for item in data:
+                name = item.get("name") if isinstance(item, dict) else None
+                commit = item.get("commit") if isinstance(item, dict) else None
+                sha = commit.get("sha") if isinstance(commit, dict) else None
+                if not isinstance(name, str) or (need_sha and not isinstance(sha, str)):
+                    result.refuse(f"tag entry {str(item)[:60]!r}", "has no name or commit sha")
+                    continue
+                if not is_safe("ref", name):
+                    result.refuse(f"tag {name[:60]!r}", "is not an acceptable git ref")
+                    continue
+                if need_sha and not _SHA.match(str(sha)):
+                    result.refuse(f"tag {name}", f"commit {str(sha)[:60]!r} is not a 40-hex commit sha")
+                    continue
+                out.append((name, sha if isinstance(sha, str) and _SHA.match(sha) else ""))
+            url = parse_link_next(resp.headers.get("link"))
+        return out

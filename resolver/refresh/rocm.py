@@ -18,8 +18,6 @@ from resolver.refresh.common import (
     SourceResult,
     today,
 )
-from resolver.refresh.http import parse_link_next
-from resolver.safety import is_safe
 
 _ROCM_TAG = re.compile(r"^rocm-(\d+\.\d+(?:\.\d+){0,2})$")
 
@@ -36,43 +34,28 @@ class RocmSource(Source):
             except InvalidVersion:
                 continue
         oldest = min(known) if known else None
-        url: str | None = f"{self.ep.github_api}/repos/{ROCM_REPO}/tags?per_page=100"
-        pages = 0
-        while url and pages < 50:
-            if self.progress:
-                self.progress("ROCm tags", pages, pages + 1)
-            data, resp = self.client.get_json(url, headers=self.ep.github_headers())
-            pages += 1
-            if not isinstance(data, list):
-                result.refuse(url, "the tags page is not a JSON list")
-                break
-            for item in data:
-                name = item.get("name") if isinstance(item, dict) else None
-                if not isinstance(name, str) or not is_safe("ref", name):
-                    result.refuse(f"tag {str(name)[:60]!r}", "is not an acceptable git ref")
-                    continue
-                m = _ROCM_TAG.match(name)
-                if not m:
-                    result.skipped.append(name)
-                    continue
-                version = Version(m.group(1))
-                if version in known or (oldest is not None and version < oldest):
-                    continue
-                stream = infer_stream(version, known)
-                record = {
-                    "version": str(version),
-                    "stream": stream,
-                    "gfx": [],
-                    "os": [],
-                    "source": f"{self.ep.github_api}/repos/{ROCM_REPO}/tags (tag {name})",
-                    "confidence": "inferred",
-                    "note": f"The release exists (tag {name}); stream inferred from neighbouring releases; "
-                    "supported GPUs and OS not read yet (see AMD's compatibility matrix).",
-                    "read_at": today(),
-                }
-                known[version] = stream
-                result.candidates.append(Candidate("rocm.toml", str(version), record))
-            url = parse_link_next(resp.headers.get("link"))
+        for name, _sha in self.github_tags(ROCM_REPO, result, need_sha=False):
+            m = _ROCM_TAG.match(name)
+            if not m:
+                result.skipped.append(name)
+                continue
+            version = Version(m.group(1))
+            if version in known or (oldest is not None and version < oldest):
+                continue
+            stream = infer_stream(version, known)
+            record = {
+                "version": str(version),
+                "stream": stream,
+                "gfx": [],
+                "os": [],
+                "source": f"{self.ep.github_api}/repos/{ROCM_REPO}/tags (tag {name})",
+                "confidence": "inferred",
+                "note": f"The release exists (tag {name}); stream inferred from neighbouring releases; "
+                "supported GPUs and OS not read yet (see AMD's compatibility matrix).",
+                "read_at": today(),
+            }
+            known[version] = stream
+            result.candidates.append(Candidate("rocm.toml", str(version), record))
         return result
 
 

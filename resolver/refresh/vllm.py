@@ -23,8 +23,7 @@ from resolver.refresh.common import (
     SourceResult,
     today,
 )
-from resolver.refresh.http import HttpClient, parse_link_next
-from resolver.safety import is_safe
+from resolver.refresh.http import HttpClient
 
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _RELEASE_TAG = re.compile(r"^v\d+\.\d+\.\d+(?:\.\d+|\.post\d+|rc\d+|\.dev\d+)?$")
@@ -85,32 +84,8 @@ class VllmSource(Source):
     # --- tags -------------------------------------------------------------------------------
 
     def list_tags(self, result: SourceResult) -> list[tuple[str, str]]:
-        """(tag, commit sha) for every tag, following the API's pagination."""
-        url: str | None = f"{self.ep.github_api}/repos/{VLLM_REPO}/tags?per_page=100"
-        out: list[tuple[str, str]] = []
-        pages = 0
-        while url and pages < 50:  # 5000 tags is far beyond vLLM's; stops a looping Link header
-            data, resp = self.client.get_json(url, headers=self.ep.github_headers())
-            pages += 1
-            if not isinstance(data, list):
-                result.refuse(url, "the tags page is not a JSON list")
-                break
-            for item in data:
-                name = item.get("name") if isinstance(item, dict) else None
-                commit = item.get("commit") if isinstance(item, dict) else None
-                sha = commit.get("sha") if isinstance(commit, dict) else None
-                if not isinstance(name, str) or not isinstance(sha, str):
-                    result.refuse(f"tag entry {str(item)[:60]!r}", "has no name or commit sha")
-                    continue
-                if not is_safe("ref", name):
-                    result.refuse(f"tag {name[:60]!r}", "is not an acceptable git ref")
-                    continue
-                if not _SHA.match(sha):
-                    result.refuse(f"tag {name}", f"commit {sha[:60]!r} is not a 40-hex commit sha")
-                    continue
-                out.append((name, sha))
-            url = parse_link_next(resp.headers.get("link"))
-        return out
+        """(tag, commit sha) for every vLLM tag."""
+        return self.github_tags(VLLM_REPO, result, need_sha=True)
 
     def _wanted(
         self, tags: list[tuple[str, str]], result: SourceResult
