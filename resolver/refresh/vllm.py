@@ -25,7 +25,6 @@ from resolver.refresh.common import (
 )
 from resolver.refresh.http import HttpClient
 
-_SHA = re.compile(r"^[0-9a-f]{40}$")
 _RELEASE_TAG = re.compile(r"^v\d+\.\d+\.\d+(?:\.\d+|\.post\d+|rc\d+|\.dev\d+)?$")
 _ROCM_IN_TAG = re.compile(r"(?:^|rocm)(\d+\.\d+(?:\.\d+)?)(?=[-_]|$)")
 _PY_IN_TAG = re.compile(r"py(3\.\d{1,2})(?=[-_]|$)")
