@@ -60,6 +60,9 @@ def split_ref(ref: str) -> tuple[str, str | None, str | None]:
     return name, tag, digest or None
 
 
+CONNECT_TIMEOUT = 5  # seconds
+
+
 class DockerEngine:
     def __init__(self, base_url: str | None = None, *, timeout: int = 120) -> None:
         import docker
@@ -75,12 +78,16 @@ class DockerEngine:
             raise DockerEngineError(
                 f"no Docker Engine socket at {url[len('unix://') :]}", hint=hint
             )
+        # A short timeout to connect and ping: an endpoint that accepts but never answers should
+        # fail in seconds, not after a build-sized timeout; long operations get ``timeout``.
+        connect_timeout = min(timeout, CONNECT_TIMEOUT)
         try:
             if base_url:
-                self.client = docker.DockerClient(base_url=base_url, timeout=timeout)
+                self.client = docker.DockerClient(base_url=base_url, timeout=connect_timeout)
             else:
-                self.client = docker.from_env(timeout=timeout)
+                self.client = docker.from_env(timeout=connect_timeout)
             self.client.ping()
+            self.client.api.timeout = timeout
         except _engine_errors() as exc:
             with suppress(Exception):
                 self.client.close()

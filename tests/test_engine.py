@@ -125,3 +125,16 @@ def test_docker_host_is_honoured(docker_url: str, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("DOCKER_HOST", docker_url)
     with DockerEngine() as eng:
         assert eng.client.ping()
+
+
+def test_engine_that_never_answers_fails_fast(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from tests import services
+
+    with services.silent_port() as port:
+        monkeypatch.setenv("DOCKER_HOST", f"tcp://127.0.0.1:{port}")
+        start = time.monotonic()
+        with pytest.raises(DockerEngineError, match="cannot reach the Docker Engine") as err:
+            DockerEngine()
+        assert time.monotonic() - start < 30 and err.value.exit_code == 5
