@@ -183,3 +183,26 @@ def test_node_files_are_held_to_the_flags_rules(tmp_path: Path, node: dict, mess
 def test_absurd_gpu_count_is_refused_quickly() -> None:
     result = run_cli("check", "--gfx", "gfx942", "--gpus", "99999999999")
     assert result.exit_code == 2 and "more GPUs than one node holds" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "first_line"),
+    [
+        (["check", "--gpus", "abc"], "error: Invalid value for '--gpus': 'abc' is not a valid int."),
+        (["check", "--bogus"], "error: No such option: --bogus"),
+        (["nope"], "error: No such command 'nope'."),
+    ],
+)
+def test_usage_errors_from_the_console_script_are_one_line_plus_hint(args: list[str], first_line: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "resolver", *args], capture_output=True, text=True, check=False)
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 2 and len(lines) == 2, proc.stderr
+    assert lines[0].startswith(first_line) and lines[1].startswith("hint: see `")
+
+
+def test_console_script_help_and_exit_codes() -> None:
+    def run(*args: str) -> int:
+        return subprocess.run([sys.executable, "-m", "resolver", *args], capture_output=True, check=False).returncode
+
+    assert run("check", "--help") == 0 and run() == 0
+    assert run("check", "--gfx", "gfx942", "-q") == 0 and run("check", "--gfx", "gfx906", "-q") == 1

@@ -39,4 +39,27 @@ def _root(
 
 
 def main() -> None:
-    app()
+    """The console script: like ``app()``, but a usage error (unknown option, a value of the wrong
+    type) is one ``error:`` line plus a ``hint:`` line, as every other bad input is."""
+    import sys
+
+    try:
+        from typer._click.exceptions import ClickException  # typer >= 0.26 vendors click
+    except ImportError:  # pragma: no cover - older typer on the real click
+        from click.exceptions import ClickException  # type: ignore[assignment,unused-ignore]
+
+    try:
+        code = app(standalone_mode=False)
+    except ClickException as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare `rocm-vllm`: show the help
+            exc.show()
+            sys.exit(0)
+        ctx = getattr(exc, "ctx", None)
+        command = ctx.command_path if ctx is not None else "rocm-vllm"
+        print(f"error: {exc.format_message()}", file=sys.stderr)
+        print(f"hint: see `{command} --help`", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        print("aborted", file=sys.stderr)
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
