@@ -6,6 +6,8 @@ imports happen inside the command functions so that start-up stays fast.
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from resolver import __version__
@@ -43,14 +45,12 @@ def main() -> None:
     type) is one ``error:`` line plus a ``hint:`` line, as every other bad input is."""
     import sys
 
-    try:
-        from typer._click.exceptions import ClickException  # typer >= 0.26 vendors click
-    except ImportError:  # pragma: no cover - older typer on the real click
-        from click.exceptions import ClickException  # type: ignore[assignment,unused-ignore]
+    click_exception = _click_exception()
 
     try:
         code = app(standalone_mode=False)
-    except ClickException as exc:
+    except click_exception as caught:
+        exc: Any = caught  # click's exception API: show(), format_message(), exit_code, ctx
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `rocm-vllm`: show the help
             exc.show()
             sys.exit(0)
@@ -58,8 +58,22 @@ def main() -> None:
         command = ctx.command_path if ctx is not None else "rocm-vllm"
         print(f"error: {exc.format_message()}", file=sys.stderr)
         print(f"hint: see `{command} --help`", file=sys.stderr)
-        sys.exit(exc.exit_code)
+        sys.exit(int(exc.exit_code))
     except typer.Abort:
         print("aborted", file=sys.stderr)
         sys.exit(130)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _click_exception() -> type[Exception]:
+    """Click's usage-error base class: vendored in typer >= 0.26, the real click before."""
+    import importlib
+
+    for module in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            cls = importlib.import_module(module).ClickException
+        except (ImportError, AttributeError):
+            continue
+        if isinstance(cls, type) and issubclass(cls, Exception):
+            return cls
+    raise RuntimeError("typer without click's exceptions")  # unreachable with any supported typer
