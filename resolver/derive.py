@@ -595,7 +595,7 @@ def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
                 )
             )
         elif ctx.driver is None:
-            good = sorted((d for d in ctx.m.drivers if d.runs(c.rocm)), key=lambda d: tuple(int(p) for p in d.series.split(".")))
+            good = list(reversed(ctx.m.drivers_running(c.rocm)))  # oldest first reads as a range
             listed = ", ".join(f"{d.series}.x" for d in good) or "a driver the data does not know"
             known = "unknown" if ctx.node.driver_version is None else f"{ctx.node.driver_version}, which AMD's table does not list"
             premises.append(

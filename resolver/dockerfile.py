@@ -414,7 +414,7 @@ def _check_driver(matrix: Matrix, node: Node, rocm: Version, warnings: list[str]
         warnings.append(f"amdgpu driver series {drv_series} is not in the data: cannot check it runs ROCm {rocm}")
         return DriverCheck(version=node.driver_version, series=drv_series, runs_base_rocm=None)
     if not drv.runs(rocm):
-        would = [d.series for d in matrix.drivers if d.runs(rocm)]
+        would = [d.series for d in matrix.drivers_running(rocm)]
         raise UsageError(
             f"the base image's ROCm {rocm} does not run on amdgpu driver {node.driver_version} "
             f"(series {drv_series} runs ROCm {', '.join(drv.user_space)})",

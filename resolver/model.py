@@ -258,6 +258,11 @@ class Matrix:
     def driver(self, series: str) -> DriverSeries | None:
         return next((d for d in self.drivers if d.series == series), None)
 
+    def drivers_running(self, rocm: Version) -> tuple[DriverSeries, ...]:
+        """Driver series whose user-space window holds ``rocm``, newest first."""
+        good = (d for d in self.drivers if d.runs(rocm))
+        return tuple(sorted(good, key=lambda d: tuple(int(p) for p in d.series.split(".")), reverse=True))
+
     def os_release(self, os_id: str) -> OsRelease | None:
         return next((o for o in self.os if o.id == os_id), None)
 

@@ -455,7 +455,7 @@ class MatrixProvider:
             return self._preview_driver_check(cand, rocm, record_source), warnings
         if self.driver.runs(cand.rocm):
             return None, warnings
-        good = self.drivers_running(cand.rocm)
+        good = list(self.m.drivers_running(cand.rocm))
         window = _window(self.driver.user_space)
         return (
             Reason(
@@ -504,11 +504,6 @@ class MatrixProvider:
         best = self._best_driver(rocm, good)
         others = ", ".join(d.series + ".x" for d in good if d.series != best)
         return f"upgrade the host's amdgpu driver to {best}.x" + (f" (also running ROCm {series(rocm)}: {others})" if others else "")
-
-    def drivers_running(self, rocm: Version) -> list[DriverSeries]:
-        """Driver series that run ``rocm``, newest first."""
-        good = [d for d in self.m.drivers if d.runs(rocm)]
-        return sorted(good, key=lambda d: tuple(int(p) for p in d.series.split(".")), reverse=True)
 
     def _rocm_lists_gfx(self, cand: Candidate) -> list[Warning]:
         assert cand.rocm is not None
