@@ -43,33 +43,42 @@ def _node_flags(node: Node) -> list[str]:
 node_flags = _node_flags  # public name for resolver.derive's hints
 
 
-def plan_commands(ev: Evaluation, node: Node) -> list[str]:
-    """What to run for this path, as copy-pasteable shell lines."""
+def plan_steps(ev: Evaluation, node: Node) -> list[tuple[str, str]]:
+    """What to run for this path: (copy-pasteable shell line, why) pairs; ``why`` may be empty."""
     c = ev.candidate
     flags = _node_flags(node)
     if c.kind == "image" and c.image is not None:
         return [
-            shlex.join(["docker", "pull", c.image.ref]),
-            shlex.join(["rocm-vllm", "image", *flags, "--vllm", f"=={c.vllm}", "--digest"])
-            + "   # pin by digest, print the docker run command",
+            (shlex.join(["docker", "pull", c.image.ref]), ""),
+            (
+                shlex.join(["rocm-vllm", "image", *flags, "--vllm", f"=={c.vllm}", "--digest"]),
+                "pin by digest, print the docker run command",
+            ),
         ]
     if c.kind == "wheel" and c.wheel is not None:
         py = c.wheel.python[0]
         index = f"https://wheels.vllm.ai/rocm/{c.vllm}/{c.wheel.name}"
         return [
-            f"uv venv --python {py} .venv && . .venv/bin/activate",
-            shlex.join(["uv", "pip", "install", f"vllm=={c.vllm}+{c.wheel.name}", "--extra-index-url", index]),
+            (f"uv venv --python {py} .venv && . .venv/bin/activate", ""),
+            (shlex.join(["uv", "pip", "install", f"vllm=={c.vllm}+{c.wheel.name}", "--extra-index-url", index]), ""),
             (
-                "python -c 'import torch; assert torch.version.hip and not torch.version.cuda, torch.__version__'"
-                "   # a CUDA wheel must not have slipped in"
+                "python -c 'import torch; assert torch.version.hip and not torch.version.cuda, torch.__version__'",
+                "a CUDA wheel must not have slipped in",
             ),
         ]
     gfx = ",".join(node.gfx_targets)
     return [
-        shlex.join(["rocm-vllm", "dockerfile", *flags, "--vllm", str(c.vllm), "-o", "Dockerfile.vllm-rocm"])
-        + (f"   # built for {gfx} only" if gfx else ""),
-        shlex.join(["env", "DOCKER_BUILDKIT=1", "docker", "build", "-f", "Dockerfile.vllm-rocm", "-t", f"vllm-rocm:{c.vllm}", "."]),
+        (
+            shlex.join(["rocm-vllm", "dockerfile", *flags, "--vllm", str(c.vllm), "-o", "Dockerfile.vllm-rocm"]),
+            f"built for {gfx} only" if gfx else "",
+        ),
+        (shlex.join(["env", "DOCKER_BUILDKIT=1", "docker", "build", "-f", "Dockerfile.vllm-rocm", "-t", f"vllm-rocm:{c.vllm}", "."]), ""),
     ]
+
+
+def plan_commands(ev: Evaluation, node: Node) -> list[str]:
+    """The plan's steps as text lines, each with its reason as a shell comment."""
+    return [f"{cmd}   # {why}" if why else cmd for cmd, why in plan_steps(ev, node)]
 
 
 def candidate_json(c: Candidate) -> dict[str, Any]:
@@ -120,8 +129,7 @@ def plan_json(ev: Evaluation, node: Node, m: Matrix) -> dict[str, Any]:
         "unofficial": ev.unofficial,
         "override": ev.override,
         "env": env,
-        # JSON gets runnable lines only; the text output keeps the "   # why" comments.
-        "commands": [cmd.split("   # ", 1)[0] for cmd in plan_commands(ev, node)],
+        "commands": [cmd for cmd, _why in plan_steps(ev, node)],
     }
 
 

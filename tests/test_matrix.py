@@ -226,3 +226,12 @@ def test_compiled_matrix_is_reused_and_invalidated(tmp_path: Path, monkeypatch: 
     matrix._load_cached.cache_clear()
     assert matrix.load().example("mi300x-8").description.startswith("Eight MI300X")  # type: ignore[union-attr]
     matrix._load_cached.cache_clear()
+
+
+def test_the_compiled_matrix_key_covers_every_data_file() -> None:
+    """resources.MATRIX_FILES keys the compiled-matrix cache; a data file missing from it would be
+    served stale after an edit."""
+    from resolver import resources
+
+    shipped = {p.name for p in resources.matrix_dir().glob("*.toml")}
+    assert shipped == set(resources.MATRIX_FILES)
