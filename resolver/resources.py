@@ -45,10 +45,6 @@ def dockerfiles_dir() -> Path:
     return _data_root("dockerfiles")
 
 
-def matrix_file(name: str) -> Path:
-    return matrix_dir() / name
-
-
 def cache_dir() -> Path:
     """Where caches live (HTTP responses, registry digests, the compiled matrix):
     ``ROCM_VLLM_CACHE_DIR``, else the platform's user cache directory."""
