@@ -39,6 +39,7 @@ from resolver.model import (
     OsRestriction,
     Provenance,
     RocmRelease,
+    RocmStack,
     VllmRelease,
     WheelVariant,
 )
@@ -308,7 +309,7 @@ def _gfx(rec: Record) -> GfxTarget:
     )
 
 
-def _vllm(rec: Record) -> VllmRelease:
+def _pins(rec: Record) -> tuple[ComponentPin, ...]:
     pins_table = rec.table("pins")
     pins: list[ComponentPin] = []
     for component, value in (pins_table.data if pins_table else {}).items():
@@ -324,23 +325,76 @@ def _vllm(rec: Record) -> VllmRelease:
                 ref=rec.safe(f"{where}.ref", "ref", str(value["ref"])),
             )
         )
+    return tuple(sorted(pins, key=lambda p: COMPONENTS.index(p.component)))
+
+
+def _base_image(rec: Record) -> str | None:
     base_image = rec.opt_text("base_image")
     if base_image is not None:
         repo, _, tag = base_image.partition(":")
         rec.safe("base_image", "image_repo", repo)
         rec.safe("base_image", "image_tag", tag)
+    return base_image
+
+
+def stack_variant(rocm: Version | None) -> str:
+    """Upstream's name for a ROCm stack: rocm{major}{minor} (.buildkite/scripts/rocm/stack.sh)."""
+    return f"rocm{rocm.major}{rocm.minor}" if rocm is not None else "default"
+
+
+def _stack(st: Record, parent: Record, *, default: bool) -> RocmStack:
+    rocm = st.version("rocm", required=False)
+    therock = st.opt_text("layout") == "therock-wheels"
+    stream = "therock-preview" if rocm is not None and rocm.is_prerelease else "therock" if therock else "legacy"
+    wheel_index = st.opt_text("wheel_index")
+    python = st.opt_text("python")
+    return RocmStack(
+        variant=st.safe("variant", "image_tag", st.opt_text("variant") or stack_variant(rocm)),
+        dockerfile=st.opt_text("dockerfile"),
+        default=default,
+        layout=cast(Any, st.choice("layout", LAYOUTS, "two-stage-docker")),
+        stream=cast(Any, st.choice("stream", STREAMS, stream)),
+        base_image=_base_image(st),
+        rocm=rocm,
+        python=st.safe("python", "version", python) if python else None,
+        torch=st.safe("torch", "version", st.opt_text("torch") or "0") if st.opt_text("torch") else None,
+        arch=st.strings("arch"),
+        aiter_arch=st.strings("aiter_arch"),
+        pins=_pins(st),
+        images=tuple(st.safe("images", "image_tag", t) for t in st.strings("images")),
+        wheel_index=st.safe("wheel_index", "url", wheel_index) if wheel_index else None,
+        provenance=st.sub_provenance(parent),
+    )
+
+
+def _vllm(rec: Record) -> VllmRelease:
+    # Two shapes: [[release.stack]] tables (read from an sdist, one per ROCm stack, the default
+    # first), or the older single-stack record whose build fields sit on the release itself.
+    tables = rec.tables("stack")
+    if tables:
+        for field_name in ("rocm", "base_image", "layout", "arch", "aiter_arch", "pins", "python"):
+            if field_name in rec.data:
+                raise rec.fail(field_name, "belongs in a [[release.stack]] table when the release has stacks")
+        defaults = [t for t in tables if t.flag("default")]
+        if len(defaults) != 1:
+            raise rec.fail("stack", f"needs exactly one stack with default = true, not {len(defaults)}")
+        ordered = [defaults[0], *(t for t in tables if t is not defaults[0])]
+        stacks = tuple(_stack(t, rec, default=t is defaults[0]) for t in ordered)
+        _unique(stacks, lambda s: s.variant, "vllm.toml", f"stack variant in release {rec.data.get('version')}")
+    elif "rocm" in rec.data or "base_image" in rec.data:
+        stacks = (_stack(rec, rec, default=True),)
+    else:
+        stacks = ()
+    sha = rec.opt_text("sdist_sha256")
+    if sha is not None and not re.fullmatch(r"[0-9a-f]{64}", sha):
+        raise rec.fail("sdist_sha256", "must be 64 lower-case hex digits")
     return VllmRelease(
         version=cast(Version, rec.version("version")),
         date=rec.opt_text("date"),
         tag_commit=rec.opt_text("tag_commit"),
-        layout=cast(Any, rec.choice("layout", LAYOUTS)) if "layout" in rec.data else None,
-        base_image=base_image,
-        rocm=rec.version("rocm", required=False),
-        python=rec.opt_text("python"),
-        arch=rec.strings("arch"),
-        aiter_arch=rec.strings("aiter_arch"),
         cmake_arch=rec.strings("cmake_arch"),
-        pins=tuple(sorted(pins, key=lambda p: COMPONENTS.index(p.component))),
+        stacks=stacks,
+        sdist_sha256=sha,
         provenance=rec.provenance(),
     )
 
@@ -383,6 +437,7 @@ def _image(rec: Record) -> ContainerImage:
         entrypoint=cast(Any, rec.choice("entrypoint", ("vllm-serve", "shell"))),
         deprecated=rec.flag("deprecated"),
         provenance=rec.provenance(),
+        stack=rec.safe("stack", "image_tag", rec.text("stack")) if "stack" in rec.data else None,
     )
 
 
@@ -461,9 +516,14 @@ def check_invariants(m: Matrix) -> None:
         for restr in r.os_restrictions:
             gfx_known(restr.gfx, "rocm.toml", f"release {r.version}", "os_restriction.gfx")
     for v in m.vllm:
-        for field_name in ("arch", "aiter_arch", "cmake_arch"):
-            gfx_known(getattr(v, field_name), "vllm.toml", f"release {v.version}", field_name)
-        rocm_known(v.rocm, "vllm.toml", f"release {v.version}")
+        gfx_known(v.cmake_arch, "vllm.toml", f"release {v.version}", "cmake_arch")
+        for st in v.stacks:
+            where = f"release {v.version} stack {st.variant}"
+            for field_name in ("arch", "aiter_arch"):
+                gfx_known(getattr(st, field_name), "vllm.toml", where, field_name)
+            # A nightly (7.14.0a20260623) is a preview of its series and has no release record.
+            if st.rocm is not None and not st.rocm.is_prerelease:
+                rocm_known(st.rocm, "vllm.toml", where)
         if v.provenance.confidence != "unknown" and v.rocm is None:
             raise MatrixError(
                 f"vllm.toml: release {v.version}: field 'rocm' is missing but confidence is "

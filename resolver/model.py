@@ -6,6 +6,7 @@ these records. Each record carries a ``Provenance``: where the fact came from an
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -25,8 +26,8 @@ VllmStatus = Literal["official", "buildable", "unsupported"]
 AiterSupport = Literal["full", "triton-only", "none"]
 Fp8Format = Literal["fnuz", "ocp"]
 Entrypoint = Literal["vllm-serve", "shell"]
-Layout = Literal["single-stage", "two-stage-root", "two-stage-docker"]
-LAYOUTS: tuple[Layout, ...] = ("single-stage", "two-stage-root", "two-stage-docker")
+Layout = Literal["single-stage", "two-stage-root", "two-stage-docker", "therock-wheels"]
+LAYOUTS: tuple[Layout, ...] = ("single-stage", "two-stage-root", "two-stage-docker", "therock-wheels")
 WheelStatus = Literal["release", "nightly", "legacy"]
 
 # Component keys a vLLM release can pin; a release has only the ones it builds.
@@ -140,11 +141,62 @@ class GfxTarget:
     provenance: Provenance
 
 
+# A ref that names one state of a repository: a commit (7-40 hex) or a release-like tag
+# (v1.2.3, 2.9.0, v0.1.10.post2, rocm-6.4.1). Anything else (main, a feature branch) moves.
+_FIXED_REF = re.compile(r"(?:[0-9a-f]{7,40}|[A-Za-z_-]*v?\d+(?:\.\d+)+(?:[.-]?(?:post|rc|a|b)\d+)?)\Z")
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ComponentPin:
     component: str
     repo: str  # "ROCm/triton"
     ref: str  # commit, tag or branch, verbatim from upstream
+
+    @property
+    def moving(self) -> bool:
+        """A branch name (``main``): what it builds changes over time, so it is not reproducible."""
+        return not _FIXED_REF.match(self.ref)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RocmStack:
+    """One ROCm build of a vLLM release: its base Dockerfile pair and what it pins.
+
+    Up to v0.32 a release had one stack for its published image (plus, from v0.27, a separate
+    gfx1250 stack on a TheRock nightly); v0.33 builds TheRock ROCm 10.0 by default and keeps a
+    ROCm 7.2 stack as ``rocm72`` images and wheels."""
+
+    variant: str  # upstream's name: rocm{major}{minor} (stack.sh), or the Dockerfile suffix (gfx1250)
+    dockerfile: str | None  # the base Dockerfile upstream builds it from
+    default: bool  # owns the plain v<version> image tag
+    layout: Layout
+    stream: Stream
+    base_image: str | None
+    rocm: Version | None
+    python: str | None
+    torch: str | None  # the PyTorch wheel version a TheRock stack installs (no source build)
+    arch: tuple[str, ...]  # PYTORCH_ROCM_ARCH: built and shipped
+    aiter_arch: tuple[str, ...]
+    pins: tuple[ComponentPin, ...]
+    images: tuple[str, ...]  # vllm/vllm-openai-rocm tags the release pipeline publishes for it
+    wheel_index: str | None  # where a TheRock stack gets ROCm and PyTorch wheels
+    provenance: Provenance
+
+    @property
+    def preview(self) -> bool:
+        """Built on a ROCm nightly or preview: not a release anyone should pin production to."""
+        return self.stream == "therock-preview" or (self.rocm is not None and self.rocm.is_prerelease)
+
+    @property
+    def moving_pins(self) -> tuple[ComponentPin, ...]:
+        return tuple(p for p in self.pins if p.moving)
+
+    @property
+    def label(self) -> str:
+        return f"{self.variant} stack (ROCm {self.rocm})" if self.rocm else f"{self.variant} stack"
+
+    def pin(self, component: str) -> ComponentPin | None:
+        return next((p for p in self.pins if p.component == component), None)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -152,15 +204,47 @@ class VllmRelease:
     version: Version
     date: str | None
     tag_commit: str | None
-    layout: Layout | None
-    base_image: str | None
-    rocm: Version | None
-    python: str | None
-    arch: tuple[str, ...]  # PYTORCH_ROCM_ARCH of the base image: what is built and shipped
-    aiter_arch: tuple[str, ...]
     cmake_arch: tuple[str, ...]  # HIP_SUPPORTED_ARCHS: what CMake accepts (buildable)
-    pins: tuple[ComponentPin, ...]
+    stacks: tuple[RocmStack, ...]  # the default stack first
     provenance: Provenance
+    sdist_sha256: str | None = None
+
+    @property
+    def stack(self) -> RocmStack | None:
+        """The default stack (the one that owns the plain release image tag)."""
+        return self.stacks[0] if self.stacks else None
+
+    def stack_named(self, variant: str) -> RocmStack | None:
+        return next((s for s in self.stacks if s.variant == variant), None)
+
+    # The default stack's facts, as every release had exactly one stack before v0.27.
+    @property
+    def layout(self) -> Layout | None:
+        return self.stack.layout if self.stack else None
+
+    @property
+    def base_image(self) -> str | None:
+        return self.stack.base_image if self.stack else None
+
+    @property
+    def rocm(self) -> Version | None:
+        return self.stack.rocm if self.stack else None
+
+    @property
+    def python(self) -> str | None:
+        return self.stack.python if self.stack else None
+
+    @property
+    def arch(self) -> tuple[str, ...]:
+        return self.stack.arch if self.stack else ()
+
+    @property
+    def aiter_arch(self) -> tuple[str, ...]:
+        return self.stack.aiter_arch if self.stack else ()
+
+    @property
+    def pins(self) -> tuple[ComponentPin, ...]:
+        return self.stack.pins if self.stack else ()
 
     @property
     def known(self) -> bool:
@@ -200,6 +284,7 @@ class ContainerImage:
     entrypoint: Entrypoint
     deprecated: bool
     provenance: Provenance
+    stack: str | None = None  # the release's ROCm stack variant this image was built from
 
     @property
     def ref(self) -> str:

@@ -31,12 +31,13 @@ PATTERNS: Final[dict[str, re.Pattern[str]]] = {
 
 
 def is_safe(kind: str, value: str) -> bool:
-    return bool(PATTERNS[kind].match(value))
+    # fullmatch, not match: a pattern ending in `$` still accepts a trailing newline.
+    return bool(PATTERNS[kind].fullmatch(value))
 
 
 def require_safe(kind: str, value: str, *, where: str) -> str:
     """Return ``value`` when it matches the ``kind`` pattern, else raise ``UnsafeValueError``."""
-    if not isinstance(value, str) or not PATTERNS[kind].match(value):
+    if not isinstance(value, str) or not PATTERNS[kind].fullmatch(value):
         shown = repr(value[:80] + "..." if isinstance(value, str) and len(value) > 80 else value)
         if where.startswith("--"):  # a flag: the user's input (exit 2), not broken data (exit 3)
             raise UnsafeInputError(

@@ -220,18 +220,22 @@ def test_hostile_ref_in_data_is_refused_by_the_loader(tmp_path: Path, monkeypatc
 def test_hostile_ref_reaching_the_plan_is_refused_again(m: Matrix) -> None:
     """Defence in depth: a record that skipped the loader's check still cannot reach a RUN line."""
     release = df.find_release(m, "0.10.0")
-    bad = dataclasses.replace(
-        release,
+    assert release.stack is not None
+    bad_stack = dataclasses.replace(
+        release.stack,
         pins=tuple(
             ComponentPin(component=p.component, repo=p.repo, ref="v1; curl x|sh") if p.component == "aiter" else p
             for p in release.pins
         ),
     )
+    bad = dataclasses.replace(release, stacks=(bad_stack,))
     node = from_flags(gfx="gfx942", gpus=None, driver="30.30.3", os=None, rocm=None, python=None)
     with pytest.raises(UnsafeValueError, match=r"pins\.aiter\.ref"):
         df.plan_dockerfile(m, node, bad)
     with pytest.raises(UnsafeValueError, match="base_image"):
-        df.plan_dockerfile(m, node, dataclasses.replace(release, base_image="rocm/x:1 AS y\nRUN curl x"))
+        df.plan_dockerfile(
+            m, node, dataclasses.replace(release, stacks=(dataclasses.replace(release.stack, base_image="rocm/x:1 AS y\nRUN curl x"),))
+        )
 
 
 @given(st.text(min_size=1, max_size=40))
