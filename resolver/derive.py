@@ -833,10 +833,44 @@ def _node_flags(node: Node) -> str:
 # --- the derivation --------------------------------------------------------------------------
 
 
+def _unknown(decision: Decision) -> Derivation:
+    """The data lacks what the answer depends on: say what, and how to get it; never "no"."""
+    wanted = _wanted(decision.request)
+    b = _Builder()
+    for m in decision.missing:
+        b.add(
+            [Premise(text=m.detail, sources=(), confidence="unknown")],
+            f"whether {wanted} runs on this node depends on facts about {m.subject} the data does not hold",
+            codes=(f"missing-{m.kind}",),
+            subjects=(m.subject,),
+        )
+    hints: list[Hint] = []
+    for m in decision.missing:
+        if m.fetch:
+            hints.append(Hint(kind="data", text=f"read the facts of vLLM {m.subject} from its sdist", command=m.fetch))
+        elif m.kind == "gfx":
+            hints.append(Hint(kind="data", text=f"check the name {m.subject} (rocminfo | grep gfx prints it); "
+                              "a GPU newer than this data needs a newer rocm-vllm-resolver"))
+    refs = _join([f"({s.number})" for s in b.steps])
+    return Derivation(
+        verdict=decision.verdict,
+        exit_code=decision.exit_code,
+        node=describe_node(decision.node),
+        request=describe_request(decision.request),
+        headline=f"The data cannot tell yet whether {wanted} runs on this node.",
+        steps=tuple(b.steps),
+        conclusion=f"So, by {refs}, the answer is unknown (not unsupported).",
+        hints=tuple(hints),
+        notes=tuple(Note(severity=w.severity, message=w.message, hint=w.hint, source=w.source) for w in decision.warnings),
+    )
+
+
 def derive(decision: Decision, matrix: Matrix) -> Derivation:
     """Explain ``decision`` as numbered steps of sourced facts, then hints."""
     from resolver.report import plan_commands
 
+    if decision.verdict == "unknown":
+        return _unknown(decision)
     ctx = _Context(decision, matrix)
     b = _Builder()
     plan = decision.plan

@@ -30,6 +30,7 @@ _STYLE = {
     "unofficial_only": "35",
     "unsupported": "31",
     "blocked_host_fix": "31",
+    "unknown": "34",
 }
 
 
@@ -89,7 +90,13 @@ def render(d: Decision, m: Matrix, *, color: bool = False, verbose: bool = False
         f"node: {describe_node(d.node)}",
         "",
     ]
-    if d.plan is not None:
+    if d.verdict == "unknown":
+        lines.append("the data lacks facts this answer depends on (unknown is not unsupported):")
+        for fact in d.missing:
+            lines.append(f"  ? {fact.detail}")
+            if fact.fetch:
+                lines.append(f"    fetch: {fact.fetch}")
+    elif d.plan is not None:
         lines += _plan_lines(d.plan, m, d.node)
     else:
         lines.append("no path fits this node:")
@@ -215,6 +222,7 @@ _RICH_STYLE = {
     "unofficial_only": "bold magenta",
     "unsupported": "bold red",
     "blocked_host_fix": "bold red",
+    "unknown": "bold blue",
 }
 
 

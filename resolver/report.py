@@ -155,6 +155,9 @@ def decision_json(d: Decision, m: Matrix) -> dict[str, Any]:
         "plan": plan_json(d.plan, d.node, m) if d.plan else None,
         "warnings": [warning_json(w) for w in d.warnings],
         "blockers": [reason_json(r) for r in d.blockers],
+        "missing": [
+            {"kind": f.kind, "subject": f.subject, "detail": f.detail, "fetch": f.fetch} for f in d.missing
+        ],
         "host_fix": {
             "candidate": candidate_json(d.host_fix.candidate),
             "fixes": [reason_json(r) for r in d.host_fix.reasons],

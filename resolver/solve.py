@@ -23,6 +23,7 @@ from resolver.model import (
     GfxTarget,
     Matrix,
     RocmRelease,
+    RocmStack,
     VllmRelease,
     WheelVariant,
 )
@@ -39,7 +40,11 @@ Verdict = Literal[
     "unofficial_only",
     "unsupported",
     "blocked_host_fix",
+    "unknown",
 ]
+# `unknown`: the answer depends on facts the data does not have (never reported as unsupported).
+UNKNOWN_EXIT = 6
+UNKNOWN_CODES: frozenset[str] = frozenset({"release-facts-unknown", "artifact-facts-unknown"})
 OK_VERDICTS: frozenset[str] = frozenset({"supported", "supported_with_warnings", "source_build_required"})
 
 FP8_QUANT = frozenset({"fp8", "fbgemm_fp8", "ptpc_fp8", "fp8_per_tensor", "fp8_per_block", "fp8_per_channel", "deepseek_v4_fp8"})
@@ -108,6 +113,7 @@ class Candidate:
     release: VllmRelease | None = None
     image: ContainerImage | None = None
     wheel: WheelVariant | None = None
+    stack: RocmStack | None = None  # the release's ROCm stack this path builds on, where known
 
     @property
     def label(self) -> str:
@@ -115,6 +121,8 @@ class Candidate:
             return self.image.ref
         if self.wheel is not None:
             return f"vllm=={self.vllm}+{self.wheel.name} (wheel)"
+        if self.stack is not None and self.release is not None and len(self.release.stacks) > 1:
+            return f"vLLM {self.vllm} from source ({self.stack.variant} stack)"
         return f"vLLM {self.vllm} from source"
 
     @property
@@ -149,6 +157,16 @@ class Evaluation:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class MissingFact:
+    """A fact the answer depends on that the data does not hold, and how to get it."""
+
+    kind: Literal["gfx", "release"]
+    subject: str  # "gfx1299", "0.34.0"
+    detail: str
+    fetch: str | None  # the command that reads it from upstream, where one exists
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Decision:
     verdict: Verdict
     node: Node
@@ -159,9 +177,12 @@ class Decision:
     alternatives: tuple[Evaluation, ...]
     blockers: tuple[Reason, ...] = ()  # reasons shared by every candidate (the root causes)
     host_fix: Evaluation | None = None  # the closest path a host change would open
+    missing: tuple[MissingFact, ...] = ()  # with verdict "unknown": what the data lacks
 
     @property
     def exit_code(self) -> int:
+        if self.verdict == "unknown":
+            return UNKNOWN_EXIT
         return 0 if self.verdict in OK_VERDICTS else 1
 
 
@@ -238,7 +259,9 @@ class MatrixProvider:
         if self._wanted("image"):
             for img in self.m.images:
                 if img.vllm is not None and self._in_spec(img.vllm):
-                    yield Candidate(kind="image", vllm=img.vllm, rocm=img.rocm, image=img, release=releases.get(img.vllm))
+                    rel = releases.get(img.vllm)
+                    stack = rel.stack_named(img.stack) if rel is not None and img.stack else None
+                    yield Candidate(kind="image", vllm=img.vllm, rocm=img.rocm, image=img, release=rel, stack=stack)
         if self._wanted("wheel"):
             for wheel in self.m.wheels:
                 if wheel.status != "release" or wheel.vllm is None:
@@ -248,8 +271,13 @@ class MatrixProvider:
                         yield Candidate(kind="wheel", vllm=rel.version, rocm=wheel.rocm, wheel=wheel, release=rel)
         if self._wanted("source"):
             for rel in self.m.vllm:
-                if self._in_spec(rel.version):
-                    yield Candidate(kind="source", vllm=rel.version, rocm=rel.rocm, release=rel)
+                if not self._in_spec(rel.version):
+                    continue
+                if not rel.stacks:
+                    yield Candidate(kind="source", vllm=rel.version, rocm=None, release=rel)
+                # Each ROCm stack is its own path: the host's driver may run one and not another.
+                for st in rel.stacks:
+                    yield Candidate(kind="source", vllm=rel.version, rocm=st.rocm, release=rel, stack=st)
 
     # checks --------------------------------------------------------------------------------
 
@@ -284,6 +312,8 @@ class MatrixProvider:
             warnings.extend(w_w)
         if cand.image is not None:
             warnings.extend(self._image_warnings(cand.image))
+        if cand.stack is not None:
+            warnings.extend(_stack_warnings(cand, cand.stack))
         if cand.confidence in ("inferred", "release-branch", "unknown"):
             warnings.append(
                 Warning(
@@ -292,7 +322,7 @@ class MatrixProvider:
                     message=f"{cand.label}: facts are {cand.confidence}, not read at the release tag",
                     hint="pin and verify it: `rocm-vllm image` with the same node flags, plus --digest --smoke"
                     if cand.image
-                    else "verify the pins with `rocm-vllm matrix refresh --source vllm`",
+                    else f"read them exactly from the sdist: `rocm-vllm matrix refresh --source sdist --tag {cand.vllm}`",
                     source=record_source,
                 )
             )
@@ -304,8 +334,8 @@ class MatrixProvider:
             code="release-facts-unknown",
             message=f"vLLM {cand.vllm}: its ROCm base, arch list and component pins are not in the data",
             facts=(Fact(text=f"vLLM {cand.vllm} exists but its ROCm build files were never read", source=src, confidence="unknown"),),
-            hint="run `rocm-vllm matrix refresh --source vllm` to read them from upstream",
-            fix=Fix(kind="data", text="refresh the data (`rocm-vllm matrix refresh --source vllm --write`)", host=False),
+            hint=f"run `rocm-vllm matrix refresh --source sdist --tag {cand.vllm} --write` to read them from its sdist",
+            fix=Fix(kind="data", text=f"refresh the data (`rocm-vllm matrix refresh --source sdist --tag {cand.vllm} --write`)", host=False),
         )
 
     def _shipped(self, cand: Candidate) -> tuple[tuple[str, ...], str]:
@@ -314,6 +344,8 @@ class MatrixProvider:
         if cand.wheel is not None:
             return cand.wheel.arch, cand.wheel.provenance.source
         assert cand.release is not None
+        if cand.stack is not None:
+            return cand.stack.arch, cand.stack.provenance.source
         return cand.release.arch, cand.release.provenance.source
 
     def _gfx_check(self, cand: Candidate, target: GfxTarget, record_source: str) -> tuple[Reason | None, bool, str | None]:
@@ -621,6 +653,31 @@ def _window(user_space: Iterable[str]) -> str:
     return f"{items[0]}-{items[-1]}" if len(items) > 1 else items[0]
 
 
+def _stack_warnings(cand: Candidate, stack: RocmStack) -> list[Warning]:
+    out: list[Warning] = []
+    if stack.preview:
+        out.append(
+            Warning(
+                code="preview-rocm",
+                message=f"{cand.label} builds on {stack.label}, a ROCm nightly or preview, not a release",
+                hint="prefer a stack on a released ROCm; use this one only to try the GPU it exists for",
+                source=stack.provenance.source,
+            )
+        )
+    moving = stack.moving_pins
+    if moving and cand.kind == "source":
+        refs = ", ".join(f"{p.component} {p.repo}@{p.ref}" for p in moving)
+        out.append(
+            Warning(
+                code="unpinned-ref",
+                message=f"{cand.label}: upstream pins {refs} to a moving branch, so the build is not reproducible",
+                hint="pin a commit yourself (rocm-vllm dockerfile refuses this stack unless --allow-moving-refs)",
+                source=stack.provenance.source,
+            )
+        )
+    return out
+
+
 # --- node-level warnings --------------------------------------------------------------------
 
 
@@ -778,22 +835,27 @@ def host_os_warnings(m: Matrix, node: Node, targets: list[GfxTarget]) -> list[Wa
 # --- the solver -----------------------------------------------------------------------------
 
 
-def _rank(e: Evaluation, prefer: Kind | None) -> tuple[int, int, int, object]:
+def _rank(e: Evaluation, prefer: Kind | None) -> tuple[object, ...]:
     c = e.candidate
+    preview = c.stack is not None and c.stack.preview
     if c.kind == "source":
-        group = 2
-    elif c.image is not None and (c.image.deprecated or c.image.stream == "therock-preview"):
+        group = 3 if preview else 2
+    elif c.image is not None and (c.image.deprecated or c.image.stream == "therock-preview" or preview):
         group = 1
     else:
         group = 0
     if prefer is not None and c.kind == prefer:
         group = -1
     channel = 0 if (c.image is not None and c.image.official) else 1 if c.image is not None else 2
+    # Within one release: its default stack before the others, and an image's plain tag
+    # (v0.33.0) before the same image's stack alias (v0.33.0-rocm100).
+    stack_order = 0 if c.stack is None or c.stack.default else 1
+    tag_len = len(c.image.tag) if c.image is not None else 0
     # vLLM's own images before AMD's before wheels; the newest release within each channel.
-    return (group, int(e.unofficial), channel, _neg(c.vllm))
+    return (group, int(e.unofficial), channel, _neg(c.vllm), stack_order, tag_len)
 
 
-def rank(e: Evaluation, prefer: Kind | None) -> tuple[int, int, int, object]:
+def rank(e: Evaluation, prefer: Kind | None) -> tuple[object, ...]:
     """The solver's order of preference (lower is better); ``resolver.derive`` explains by it."""
     return _rank(e, prefer)
 
@@ -840,6 +902,21 @@ def solve(matrix: Matrix, node: Node, request: Request, reporter: Reporter | Non
             hint=(f"{cause.hint}; or " if cause else "")
             + "describe the node with --gfx (e.g. --gfx gfx942), --example NAME, or --node FILE from `rocm-vllm probe --json`",
         )
+    unknown_gfx = [g for g in node.gfx_targets if matrix.gfx_target(g) is None]
+    if unknown_gfx:
+        known = ", ".join(sorted(g.name for g in matrix.gfx))
+        missing = tuple(
+            MissingFact(
+                kind="gfx",
+                subject=g,
+                detail=f"{g} is not a gfx target the compatibility data knows (known: {known})",
+                fetch=None,
+            )
+            for g in unknown_gfx
+        )
+        problems = [Warning(code=p.code, message=p.message, hint=p.hint, source="probe") for p in node.problems]
+        return Decision(verdict="unknown", node=node, request=request, plan=None, warnings=tuple(problems),
+                        rejected=(), alternatives=(), missing=missing)
     provider = MatrixProvider(matrix, node, request)
     evaluations: list[Evaluation] = []
     for cand in provider.candidates():
@@ -861,6 +938,7 @@ def solve(matrix: Matrix, node: Node, request: Request, reporter: Reporter | Non
 
     plan: Evaluation | None
     host_fix: Evaluation | None = None
+    missing: tuple[MissingFact, ...] = ()  # noqa: F841 - set below for "unknown"
     if official:
         plan = official[0]
         prebuilt_ok = any(e.candidate.kind != "source" for e in official)
@@ -871,7 +949,12 @@ def solve(matrix: Matrix, node: Node, request: Request, reporter: Reporter | Non
     else:
         plan = None
         fixable = [e for e in rejected if e.host_fixable]
-        if fixable:
+        # A release whose facts are unknown might run here: the honest answer is "unknown".
+        unread = [e for e in rejected if {r.code for r in e.reasons} <= UNKNOWN_CODES]
+        if unread:
+            missing = _missing_releases(unread)
+            verdict = "unknown"
+        elif fixable:
             host_fix = fixable[0]
             verdict = "blocked_host_fix"
         else:
@@ -894,14 +977,30 @@ def solve(matrix: Matrix, node: Node, request: Request, reporter: Reporter | Non
         alternatives=alternatives,
         blockers=blockers,
         host_fix=host_fix,
+        missing=missing,
     )
+
+
+def _missing_releases(unread: list[Evaluation]) -> tuple[MissingFact, ...]:
+    out: dict[str, MissingFact] = {}
+    for e in unread:
+        v = str(e.candidate.vllm)
+        if v in out:
+            continue
+        what = "which GPUs its artifacts are built for" if any(r.code == "artifact-facts-unknown" for r in e.reasons) else "its ROCm build files (base ROCm, arch list, pins)"
+        out[v] = MissingFact(
+            kind="release",
+            subject=v,
+            detail=f"vLLM {v}: {what} are not in the data",
+            fetch=f"rocm-vllm matrix refresh --source sdist --tag {v} --write",
+        )
+    return tuple(out.values())
 
 
 def _common_reasons(rejected: tuple[Evaluation, ...]) -> tuple[Reason, ...]:
     """Reason codes that stop every candidate: the root causes worth leading with."""
     # A release whose facts are unknown fails for that reason alone; it says nothing about the node.
-    unknown = {"release-facts-unknown", "artifact-facts-unknown"}
-    rejected = tuple(e for e in rejected if not {r.code for r in e.reasons} <= unknown)
+    rejected = tuple(e for e in rejected if not {r.code for r in e.reasons} <= UNKNOWN_CODES)
     if not rejected:
         return ()
     common = set.intersection(*({r.code for r in e.reasons} for e in rejected))

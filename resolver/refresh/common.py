@@ -17,6 +17,7 @@ ENV_GITHUB_API = "ROCM_VLLM_GITHUB_API"
 ENV_GITHUB_RAW = "ROCM_VLLM_GITHUB_RAW"
 ENV_REGISTRY = "ROCM_VLLM_REGISTRY"
 ENV_WHEELS = "ROCM_VLLM_WHEELS"
+ENV_INDEX = "ROCM_VLLM_INDEX_URL"
 
 VLLM_REPO = "vllm-project/vllm"
 ROCM_REPO = "ROCm/ROCm"
@@ -32,6 +33,7 @@ class Endpoints:
     registry: str = "https://registry-1.docker.io"
     wheels: str = "https://wheels.vllm.ai/rocm"
     github_token: str | None = None
+    index: str | None = None  # a PEP 691 package index; None: pip's configured index
 
     @classmethod
     def from_env(cls) -> Endpoints:
@@ -42,6 +44,7 @@ class Endpoints:
             registry=env.get(ENV_REGISTRY, cls.registry).rstrip("/"),
             wheels=env.get(ENV_WHEELS, cls.wheels).rstrip("/"),
             github_token=env.get("GITHUB_TOKEN") or None,
+            index=(env.get(ENV_INDEX) or "").rstrip("/") or None,
         )
 
     def github_headers(self) -> dict[str, str]:

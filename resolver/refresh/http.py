@@ -125,6 +125,82 @@ class HttpClient:
         resp = self.get(url, headers=headers, allow=frozenset())
         return resp.json(), resp
 
+    def download(
+        self,
+        url: str,
+        *,
+        sha256: str,
+        max_bytes: int,
+        deadline: float = 900.0,
+        progress: Callable[[int, int], None] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> bytes:
+        """A large file (an sdist) streamed to memory, checked against its published sha256.
+
+        Not kept in the response cache (the caller caches what it extracted, keyed by the hash).
+        Bounded in size and in total time, whatever the server's pacing; connection failures are
+        retried like ``get``. A hash mismatch is an upstream failure: nothing is returned."""
+        req = self._requests
+        last_problem = ""
+        for attempt in range(self.retries + 1):
+            if attempt:
+                self.sleep(self._delay(attempt, None))
+            started = time.monotonic()
+            digest = hashlib.sha256()
+            chunks: list[bytes] = []
+            size = 0
+            try:
+                with self.session.get(
+                    url, headers=dict(headers or {}), timeout=self.timeout, stream=True
+                ) as r:
+                    self.sent.append(SentRequest("GET", url, False, r.status_code))
+                    if r.status_code in RETRY_STATUSES:
+                        last_problem = f"HTTP {r.status_code}"
+                        continue
+                    if not 200 <= r.status_code < 300:
+                        raise RegistryError(
+                            f"GET {url} failed: HTTP {r.status_code}", hint=_hint_for(r.status_code)
+                        )
+                    total = _int_header(r.headers.get("Content-Length"))
+                    if total is not None and total > max_bytes:
+                        raise RegistryError(
+                            f"GET {url}: {total} bytes is more than the {max_bytes} allowed",
+                            hint="the index lists a file far larger than any release; check the mirror",
+                        )
+                    for chunk in r.iter_content(chunk_size=1 << 16):
+                        size += len(chunk)
+                        if size > max_bytes:
+                            raise RegistryError(
+                                f"GET {url}: more than {max_bytes} bytes", hint="check the mirror"
+                            )
+                        if time.monotonic() - started > deadline:
+                            raise RegistryError(
+                                f"GET {url}: not finished within {deadline:.0f} s",
+                                hint="the server is too slow; retry later or use a closer mirror",
+                            )
+                        digest.update(chunk)
+                        chunks.append(chunk)
+                        if progress:
+                            progress(size, total or 0)
+            except (req.Timeout, req.ConnectionError, req.exceptions.ChunkedEncodingError) as exc:
+                self.sent.append(SentRequest("GET", url, False, 0))
+                last_problem = _short(exc)
+                continue
+            except req.RequestException as exc:
+                raise RegistryError(f"GET {url} failed: {_short(exc)}", hint=_hint_for(0)) from None
+            if digest.hexdigest() != sha256:
+                raise RegistryError(
+                    f"GET {url}: sha256 {digest.hexdigest()[:16]}... does not match the index's "
+                    f"{sha256[:16]}...",
+                    hint="the download was altered or truncated, or the mirror serves another file; "
+                    "nothing was read from it",
+                )
+            return b"".join(chunks)
+        raise RegistryError(
+            f"GET {url} failed after {self.retries + 1} attempts: {last_problem}",
+            hint="the index is unreachable; retry later or set ROCM_VLLM_INDEX_URL to a mirror",
+        )
+
     # --- wire -------------------------------------------------------------------------------
 
     def _send(
@@ -195,6 +271,12 @@ def _pick(headers: Mapping[str, str]) -> dict[str, str]:
     if "www-authenticate" in lowered:
         kept["www-authenticate"] = lowered["www-authenticate"]
     return kept
+
+
+def _int_header(value: str | None) -> int | None:
+    if value is None or not value.isascii() or not value.isdigit() or len(value) > 18:
+        return None
+    return int(value)
 
 
 def _short(exc: BaseException) -> str:

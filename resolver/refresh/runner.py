@@ -19,10 +19,14 @@ from resolver.refresh.common import Candidate, Endpoints, Progress, Refusal, now
 from resolver.refresh.http import HttpClient
 from resolver.refresh.images import ImagesSource
 from resolver.refresh.rocm import RocmSource
+from resolver.refresh.sdist import SdistSource
 from resolver.refresh.vllm import VllmSource
 from resolver.refresh.wheels import WheelsSource
 
-SOURCES: tuple[str, ...] = ("rocm", "vllm", "images", "wheels")  # dependency order
+SOURCES: tuple[str, ...] = ("rocm", "sdist", "vllm", "images", "wheels")  # dependency order
+# vLLM facts come from the released sdists by default; "vllm" (the files at each Git tag on
+# GitHub) stays available for tags that have no sdist.
+DEFAULT_SOURCES: tuple[str, ...] = ("rocm", "sdist", "images", "wheels")
 
 _BUILDERS: dict[str, Any] = {
     "vllm.toml": matrix._vllm,
@@ -51,6 +55,11 @@ def cache_dir() -> Path:
     return resources.cache_dir() / "http"
 
 
+def sdist_cache_dir() -> Path:
+    """The files read from each vLLM sdist, by its sha256 (a release is downloaded once)."""
+    return resources.cache_dir() / "sdist"
+
+
 def refresh(
     sources: list[str] | None = None,
     *,
@@ -60,7 +69,7 @@ def refresh(
     client: HttpClient | None = None,
     progress: Progress | None = None,
 ) -> Outcome:
-    chosen = sources or list(SOURCES)
+    chosen = sources or list(DEFAULT_SOURCES)
     unknown = [s for s in chosen if s not in SOURCES]
     if unknown:
         raise UsageError(
@@ -116,7 +125,9 @@ def _source(
     current: dict[str, list[dict[str, Any]]],
     tags: list[str] | None,
     progress: Progress | None,
-) -> VllmSource | ImagesSource | WheelsSource | RocmSource:
+) -> VllmSource | SdistSource | ImagesSource | WheelsSource | RocmSource:
+    if name == "sdist":
+        return SdistSource(http, ep, current, cache=sdist_cache_dir(), versions=tags, progress=progress)
     if name == "vllm":
         return VllmSource(http, ep, current, tags=tags, progress=progress)
     if name == "images":
@@ -157,16 +168,21 @@ def _same_version(a: str, b: str) -> bool:
         return False
 
 
+# Facts a source cannot tell, kept from the record it replaces: a release date (tag reads), and
+# for images what only the registry or another page said (a pinned digest, the torch build).
+_KEPT: dict[str, tuple[str, ...]] = {"vllm.toml": ("date",), "images.toml": ("digest", "torch")}
+
+
 def _carry_over(cand: Candidate, before: dict[str, list[dict[str, Any]]]) -> None:
-    """Facts upstream cannot tell us (a release date) stay as they were."""
-    if cand.file != "vllm.toml" or "date" in cand.record:
-        return
+    """Facts upstream cannot tell us stay as they were."""
+    kept = _KEPT.get(cand.file, ())
     old = next(
-        (r for r in before.get("vllm.toml", []) if overlay.record_key("vllm.toml", r) == cand.key),
+        (r for r in before.get(cand.file, []) if overlay.record_key(cand.file, r) == cand.key),
         None,
     )
-    if old and old.get("date"):
-        cand.record["date"] = old["date"]
+    for field_name in kept:
+        if old and old.get(field_name) and field_name not in cand.record:
+            cand.record[field_name] = old[field_name]
 
 
 def _check_whole(updates: dict[str, list[dict[str, Any]]]) -> None:

@@ -186,7 +186,10 @@ class VllmSource(Source):
 def _read_exactly(rec: dict[str, Any], sha: str) -> bool:
     """Already read at this very tag commit: nothing to re-read."""
     commit = str(rec.get("tag_commit") or "")
-    return rec.get("confidence", "exact") == "exact" and bool(commit) and sha.startswith(commit)
+    if rec.get("confidence", "exact") != "exact":
+        return False
+    # Read from the released sdist: the same files as at the tag, already exact.
+    return bool(rec.get("sdist_sha256")) or (bool(commit) and sha.startswith(commit))
 
 
 def _missing(record: dict[str, Any]) -> str | None:

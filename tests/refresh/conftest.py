@@ -38,6 +38,7 @@ def upstream(monkeypatch: pytest.MonkeyPatch) -> Iterator[Upstream]:
         monkeypatch.setenv("ROCM_VLLM_GITHUB_RAW", up.base + "/raw")
         monkeypatch.setenv("ROCM_VLLM_WHEELS", up.base + "/wheels")
         monkeypatch.setenv("ROCM_VLLM_REGISTRY", up.base)
+        monkeypatch.setenv("ROCM_VLLM_INDEX_URL", up.base + "/simple")
         yield up
 
 
@@ -53,7 +54,7 @@ def matrix_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def drop_records(path: Path, field: str, values: set[str]) -> None:
     """Remove the [[table]] blocks whose ``field = "value"`` is in ``values`` (subtables included)."""
     text = path.read_text()
-    blocks = re.split(r"(?m)^(?=\[\[)", text)
+    blocks = re.split(r"(?m)^(?=\[\[[a-z_]+\]\])", text)  # a record with its [[x.sub]] tables
     kept = [
         b
         for b in blocks

@@ -4,7 +4,10 @@ Routes (all under one loopback base URL, which tests put into the ROCM_VLLM_* va
 - ``/repos/<owner>/<repo>/tags?per_page=100[&page=N]`` -> recorded/github/<owner>-<repo>-tags-pageN.json,
   with a GitHub-style ``Link: <...>; rel="next"`` header while pages remain;
 - ``/raw/<owner>/<repo>/<sha>/<path>`` -> recorded/raw/... (404 when the file did not exist there);
-- ``/wheels/vllm/`` -> recorded/wheels/vllm-index.html.
+- ``/wheels/vllm/`` -> recorded/wheels/vllm-index.html;
+- ``/simple/vllm/`` -> the index's real PEP 691 page (recorded/sdist/pypi-simple-vllm.json), listing
+  only the releases that have a recorded slice, each with the slice's own sha256 and a relative URL;
+- ``/files/<name>`` -> recorded/sdist/<name> (a real sdist cut down to the files refresh reads).
 Every 200 carries an ``ETag`` and ``Last-Modified``; a matching ``If-None-Match`` gets a 304.
 ``faults`` injects failures per path: "500", "429", "timeout", "truncate", "malformed".
 """
@@ -12,6 +15,7 @@ Every 200 carries an ``ETag`` and ``Last-Modified``; a matching ``If-None-Match`
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import threading
 import time
@@ -53,7 +57,24 @@ def _resolve(path: str, query: dict[str, list[str]]) -> Path | None:
         return RECORDED / "raw" / path[len("/raw/") :]
     if path == "/wheels/vllm/":
         return RECORDED / "wheels" / "vllm-index.html"
+    if path.startswith("/files/") and "/" not in path[len("/files/") :]:
+        return RECORDED / "sdist" / path[len("/files/") :]
     return None
+
+
+def sdist_index_page() -> bytes:
+    """The recorded PEP 691 page, pointed at the recorded slices (whose hashes differ from the
+    real sdists': the slices hold only the files read)."""
+    page = json.loads((RECORDED / "sdist" / "pypi-simple-vllm.json").read_text())
+    files = []
+    for f in page["files"]:
+        sliced = RECORDED / "sdist" / f["filename"]
+        if sliced.is_file():
+            data = sliced.read_bytes()
+            files.append({**f, "url": f"../../files/{f['filename']}", "size": len(data),
+                          "hashes": {"sha256": hashlib.sha256(data).hexdigest()}})
+    page["files"] = files
+    return json.dumps(page).encode()
 
 
 def _handler(state: Upstream) -> type[BaseHTTPRequestHandler]:
@@ -100,6 +121,8 @@ def _handler(state: Upstream) -> type[BaseHTTPRequestHandler]:
             target = _resolve(path, query)
             if path in state.overrides:
                 body = state.overrides[path]
+            elif path == "/simple/vllm/":
+                body = sdist_index_page()
             elif target is None or not target.is_file():
                 self._send(404, b"404: Not Found", {"Content-Type": "text/plain"})
                 return 404
@@ -109,7 +132,9 @@ def _handler(state: Upstream) -> type[BaseHTTPRequestHandler]:
                 body = body[: len(body) // 2]
             etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
             headers = {"ETag": etag, "Last-Modified": LAST_MODIFIED}
-            if path.endswith(".json") or "/tags" in path:
+            if path == "/simple/vllm/":
+                headers["Content-Type"] = "application/vnd.pypi.simple.v1+json"
+            elif path.endswith(".json") or "/tags" in path:
                 headers["Content-Type"] = "application/json; charset=utf-8"
             if m := re.fullmatch(r"/repos/([^/]+)/([^/]+)/tags", path):
                 page = int(query.get("page", ["1"])[0])

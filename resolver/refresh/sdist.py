@@ -1,0 +1,479 @@
+"""vLLM releases read from their source distributions on the Python package index.
+
+An sdist (``vllm-X.Y.Z.tar.gz``) holds the ROCm build files exactly as released: every
+``docker/Dockerfile.rocm*`` pair (one per ROCm stack), ``CMakeLists.txt`` (HIP_SUPPORTED_ARCHS),
+``.buildkite/`` (which stack is the default and which image tags each one publishes) and
+``vllm/_version.py`` (the tag commit). The index lists each file with its sha256, so what is read
+is what was released, and a mirror (devpi, Artifactory, a proxy) serves the same bytes.
+
+The flow: list releases from the index's JSON simple API (PEP 691), download each release the
+data does not know exactly, verify the hash, read only the files above from the archive in memory
+(bounded sizes, no extraction, links and odd names refused), and keep what was read in a cache
+keyed by the hash, so a release is downloaded once. ``stacks`` turns the files into records.
+"""
+
+from __future__ import annotations
+
+import configparser
+import io
+import json
+import os
+import re
+import tarfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import urljoin
+
+from packaging.version import InvalidVersion, Version
+
+from resolver import atomic
+from resolver.errors import RegistryError
+from resolver.refresh import dockerfile_parse
+from resolver.refresh.common import Candidate, Endpoints, Progress, Source, SourceResult
+from resolver.refresh.http import HttpClient
+from resolver.refresh.vllm import _ROCM_IN_TAG, build_record
+from resolver.safety import is_safe
+
+ENV_INDEX: Final = "ROCM_VLLM_INDEX_URL"
+DEFAULT_INDEX: Final = "https://pypi.org/simple"
+PROJECT: Final = "vllm"
+PEP691: Final = "application/vnd.pypi.simple.v1+json"
+IMAGE_REPO: Final = "vllm/vllm-openai-rocm"
+
+MAX_SDIST_BYTES: Final = 512 * 1024**2  # vLLM's are ~50 MB; a listing claiming more is refused
+MAX_MEMBER_BYTES: Final = 4 * 1024**2  # the largest file read (CMakeLists.txt) is ~60 KB
+MAX_FILES: Final = 200
+
+# Paths inside the archive (after its top directory) that the reader keeps.
+_WANTED: Final = re.compile(
+    r"(?:docker/)?Dockerfile\.rocm[A-Za-z0-9_]*"
+    r"|CMakeLists\.txt"
+    r"|vllm/_version\.py"
+    r"|\.buildkite/release-pipeline\.yaml"
+    r"|\.buildkite/scripts/(?:publish-release-images|annotate-rocm-release|annotate-release"
+    r"|push-release-images-dockerhub)\.sh"
+)
+_SDIST_NAME: Final = re.compile(r"vllm-(?P<version>[0-9][0-9A-Za-z.+!-]*)\.tar\.gz")
+_SHA256: Final = re.compile(r"[0-9a-f]{64}")
+_COMMIT_ID: Final = re.compile(r"""commit_id\s*=\s*['"]g?([0-9a-f]{7,40})['"]""")
+_PUBLISH_STACK: Final = re.compile(r"^\s*publish_rocm_stack\s+(\S+)\s+([01])\s*$", re.MULTILINE)
+_PLAIN_TAG: Final = "vllm/vllm-openai-rocm:v${RELEASE_VERSION}"
+
+
+@dataclass(frozen=True, slots=True)
+class IndexFile:
+    """One sdist as the index lists it."""
+
+    version: Version
+    filename: str
+    url: str
+    sha256: str
+    size: int | None
+    uploaded: str | None  # ISO date of the upload, the release date as the index knows it
+
+
+def index_url(env: Mapping[str, str] | None = None) -> str:
+    """``ROCM_VLLM_INDEX_URL``, else the index pip is configured with, else PyPI's simple API.
+
+    pip's own configuration is read (``PIP_INDEX_URL``, then its config files, in pip's order,
+    the later overriding), so a site that mirrors PyPI needs no extra setting."""
+    env = os.environ if env is None else env
+    for key in (ENV_INDEX, "PIP_INDEX_URL"):
+        value = env.get(key, "").strip()
+        if value:
+            return value.rstrip("/")
+    found: str | None = None
+    for path in _pip_config_files(env):
+        parser = configparser.RawConfigParser()
+        try:
+            parser.read(path, encoding="utf-8")
+        except (configparser.Error, OSError, UnicodeDecodeError):
+            continue  # a broken pip.conf is pip's problem; fall back to the default index
+        for section in ("global", "install", "download"):
+            if parser.has_option(section, "index-url"):
+                found = parser.get(section, "index-url").strip() or found
+    return (found or DEFAULT_INDEX).rstrip("/")
+
+
+def _pip_config_files(env: Mapping[str, str]) -> list[Path]:
+    if env.get("PIP_CONFIG_FILE"):
+        return [Path(env["PIP_CONFIG_FILE"])]
+    home = Path(env.get("HOME", "~")).expanduser()
+    xdg_dirs = env.get("XDG_CONFIG_DIRS", "/etc/xdg").split(":")
+    files = [Path(d) / "pip" / "pip.conf" for d in xdg_dirs if d] + [Path("/etc/pip.conf")]
+    files += [home / ".pip" / "pip.conf", Path(env.get("XDG_CONFIG_HOME", home / ".config")) / "pip" / "pip.conf"]
+    if env.get("VIRTUAL_ENV"):
+        files.append(Path(env["VIRTUAL_ENV"]) / "pip.conf")
+    return files
+
+
+def list_sdists(client: HttpClient, base: str, result: SourceResult) -> list[IndexFile]:
+    """Every release sdist of vLLM the index lists (PEP 691 JSON), oldest first."""
+    page = f"{base}/{PROJECT}/"
+    data, _ = client.get_json(page, headers={"Accept": PEP691})
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, list):
+        raise RegistryError(
+            f"{page}: not a PEP 691 project page (no 'files' list)",
+            hint=f"point {ENV_INDEX} at a simple index that speaks JSON (PyPI, devpi, Artifactory)",
+        )
+    out: dict[Version, IndexFile] = {}
+    for item in files[:10_000]:
+        if not isinstance(item, dict):
+            continue
+        name, url, hashes = item.get("filename"), item.get("url"), item.get("hashes")
+        if not isinstance(name, str) or not isinstance(url, str):
+            continue
+        m = _SDIST_NAME.fullmatch(name)
+        if m is None:
+            continue  # a wheel, or not vLLM's
+        try:
+            version = Version(m.group("version"))
+        except InvalidVersion:
+            result.refuse(f"sdist {name[:80]!r}", "is not a PEP 440 version")
+            continue
+        if version.is_prerelease or version.is_devrelease or item.get("yanked"):
+            result.skipped.append(name)
+            continue
+        sha = hashes.get("sha256") if isinstance(hashes, dict) else None
+        if not isinstance(sha, str) or not _SHA256.fullmatch(sha):
+            result.refuse(f"sdist {name}", "the index gives no sha256 for it (nothing to verify against)")
+            continue
+        full = urljoin(page, url)
+        if not full.startswith(("https://", "http://")):
+            result.refuse(f"sdist {name}", f"its URL {full[:80]!r} is not http(s)")
+            continue
+        size = item.get("size")
+        uploaded = item.get("upload-time")
+        out[version] = IndexFile(
+            version=version,
+            filename=name,
+            url=full,
+            sha256=sha,
+            size=size if isinstance(size, int) and not isinstance(size, bool) else None,
+            uploaded=uploaded[:10] if isinstance(uploaded, str) and re.match(r"\d{4}-\d\d-\d\d", uploaded) else None,
+        )
+    return [out[v] for v in sorted(out)]
+
+
+class ArchiveError(ValueError):
+    """The archive cannot be trusted: a link, an odd name, an oversized member, a broken gzip."""
+
+
+def read_members(data: bytes) -> dict[str, str]:
+    """The wanted files of an sdist, by path below its top directory; nothing touches the disk."""
+    files: dict[str, str] = {}
+    top: str | None = None
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r|gz") as tar:
+            for member in tar:
+                name = member.name
+                first, _, rest = name.partition("/")
+                if name.startswith("/") or "\\" in name or any(p == ".." for p in name.split("/")):
+                    raise ArchiveError(f"member {name[:80]!r} has an unsafe path")
+                top = top or first
+                if first != top or not _WANTED.fullmatch(rest):
+                    continue
+                if not member.isfile():
+                    raise ArchiveError(f"member {name[:80]!r} is a link or special file, not a file")
+                if member.size > MAX_MEMBER_BYTES:
+                    raise ArchiveError(f"member {name[:80]!r} claims {member.size} bytes (limit {MAX_MEMBER_BYTES})")
+                fh = tar.extractfile(member)
+                raw = fh.read(MAX_MEMBER_BYTES + 1) if fh is not None else b""
+                if len(files) >= MAX_FILES:
+                    raise ArchiveError("too many ROCm build files")
+                files[rest] = raw.decode("utf-8", errors="replace")
+    except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
+        if isinstance(exc, ArchiveError):
+            raise
+        raise ArchiveError(f"not a readable tar.gz ({type(exc).__name__})") from None
+    return files
+
+
+# --- turning files into records ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _StackFiles:
+    base: str | None  # the base Dockerfile (None for the single-file layout)
+    app: str
+    layout: str
+
+
+def _stack_files(files: Mapping[str, str]) -> list[_StackFiles]:
+    bases = sorted(p for p in files if re.fullmatch(r"docker/Dockerfile\.rocm[A-Za-z0-9_]*_base[A-Za-z0-9_]*", p))
+    if bases:
+        # upstream's rule (.buildkite/scripts/rocm/stack.sh): the app file is the base name
+        # without "_base" (Dockerfile.rocm_72_base -> Dockerfile.rocm_72).
+        return [_StackFiles(b, b.replace("_base", "", 1), "two-stage-docker") for b in bases]
+    if "Dockerfile.rocm_base" in files:
+        return [_StackFiles("Dockerfile.rocm_base", "Dockerfile.rocm", "two-stage-root")]
+    for single in ("docker/Dockerfile.rocm", "Dockerfile.rocm"):
+        if single in files:
+            return [_StackFiles(None, single, "single-stage")]
+    return []
+
+
+def _variant(stack: _StackFiles, rocm: Version | None) -> str:
+    """rocm{major}{minor}, as stack.sh names a stack; a suffixed file (``_gfx1250``) by its suffix."""
+    if stack.base:
+        suffix = stack.base.rsplit("_base", 1)[1].lstrip("_")
+        if suffix and not suffix.isdigit():
+            return suffix
+    return f"rocm{rocm.major}{rocm.minor}" if rocm is not None else "default"
+
+
+def _published(files: Mapping[str, str], bases: list[str]) -> tuple[str | None, dict[str, bool]]:
+    """(the default stack's base file, {base file: owns the plain tag}) from the release scripts.
+
+    v0.33 publishes one image family per stack (``publish_rocm_stack FILE DEFAULT``); before, one
+    ROCm image tagged ``v<version>`` was built from docker/Dockerfile.rocm_base, if any."""
+    scripts = "\n".join(
+        files.get(f".buildkite/scripts/{n}.sh", "")
+        for n in ("publish-release-images", "annotate-rocm-release", "annotate-release", "push-release-images-dockerhub")
+    )
+    calls = {path: flag == "1" for path, flag in _PUBLISH_STACK.findall(scripts) if path in bases}
+    if calls:
+        default = next((p for p, d in calls.items() if d), None)
+        return default, calls
+    main = "docker/Dockerfile.rocm_base" if "docker/Dockerfile.rocm_base" in bases else (bases[0] if bases else None)
+    if _PLAIN_TAG in scripts and main is not None:
+        return main, {main: True}
+    return main, {}
+
+
+def read_release(sdist: IndexFile, files: Mapping[str, str]) -> tuple[dict[str, Any] | None, list[dict[str, Any]], str]:
+    """(vllm.toml record or None, images.toml records, why None) for one release's files."""
+    ver = sdist.version
+    tag = f"sha256:{sdist.sha256[:12]}"
+    where = f"vllm {ver} sdist {tag}"
+    layouts = _stack_files(files)
+    if not layouts:
+        return None, [], "no ROCm Dockerfile in the sdist (looked in docker/ and the root)"
+    bases = [s.base for s in layouts if s.base]
+    default_base, published = _published(files, bases)
+    cmake = files.get("CMakeLists.txt")
+    cmake_arch = dockerfile_parse.cmake_hip_archs(cmake) if cmake else None
+    stacks: list[dict[str, Any]] = []
+    images: list[dict[str, Any]] = []
+    for sf in layouts:
+        texts = [files[p] for p in (sf.base, sf.app) if p and p in files]
+        facts = [dockerfile_parse.parse(t) for t in texts]
+        rec = build_record(ver, "", sf.layout, facts, None)
+        args: dict[str, str] = {}
+        for f in facts:
+            for k, v in f.args.items():
+                args.setdefault(k, v)
+        sdk = args.get("ROCM_SDK_VERSION", "").strip()
+        stack: dict[str, Any] = {}
+        if sdk:
+            # TheRock: ROCm and PyTorch come as wheels; the SDK version is the stack's ROCm.
+            rocm_text = sdk
+            stack["layout"] = "therock-wheels"
+            if args.get("TORCH_VERSION"):
+                stack["torch"] = args["TORCH_VERSION"]
+            index = args.get("ROCM_RELEASE_WHEELS_MULTIARCH_URL", "").strip()
+            if index and is_safe("url", index):
+                stack["wheel_index"] = index
+        else:
+            rocm_text = str(rec.get("rocm") or "")
+            if not rocm_text and rec.get("base_image"):
+                m = _ROCM_IN_TAG.search(str(rec["base_image"]).partition(":")[2])
+                rocm_text = m.group(1) if m else ""
+            stack["layout"] = sf.layout
+        try:
+            rocm = Version(rocm_text) if rocm_text else None
+        except InvalidVersion:
+            rocm = None
+        if rocm is None or not rec.get("arch") or not rec.get("base_image"):
+            missing = "ROCm version" if rocm is None else "arch list" if not rec.get("arch") else "base image"
+            if sf.base == default_base or len(layouts) == 1:
+                return None, [], f"{sf.base or sf.app}: no {missing} (file truncated or layout changed?)"
+            continue  # a side stack upstream is still shaping; the release stands without it
+        variant = _variant(sf, rocm)
+        is_default = sf.base == default_base if default_base else sf is layouts[0]
+        stack = {
+            "variant": variant,
+            "dockerfile": sf.base or sf.app,
+            "default": is_default,
+            **stack,
+            "base_image": rec["base_image"],
+            "rocm": rocm_text,
+        }
+        for key in ("python", "arch", "aiter_arch", "pins"):
+            if rec.get(key):
+                stack[key] = rec[key]
+        tags: list[str] = []
+        if sf.base in published or (sf.base is None and published):
+            owns_plain = published.get(sf.base or "", True)
+            multi = len(published) > 1 or any(c for c in _PUBLISH_STACK.findall(
+                files.get(".buildkite/scripts/publish-release-images.sh", "")))
+            if owns_plain:
+                tags.append(f"v{ver}")
+            if multi:
+                tags.append(f"v{ver}-{variant}")
+        if tags:
+            stack["images"] = tags
+        stack["source"] = f"{where} " + ", ".join(p for p in (sf.base, sf.app) if p and p in files)
+        stacks.append(stack)
+        for t in tags:
+            images.append(_image_record(ver, t, stack, where, files))
+    if not any(s["default"] for s in stacks):
+        stacks[0]["default"] = True
+    stacks.sort(key=lambda s: not s["default"])
+    record: dict[str, Any] = {"version": str(ver)}
+    if sdist.uploaded:
+        record["date"] = sdist.uploaded
+    commit = _COMMIT_ID.search(files.get("vllm/_version.py", ""))
+    if commit:
+        record["tag_commit"] = commit.group(1)[:10]
+    record["sdist_sha256"] = sdist.sha256
+    if cmake_arch:
+        record["cmake_arch"] = cmake_arch
+    read = [p for p in ("CMakeLists.txt", "vllm/_version.py", ".buildkite/release-pipeline.yaml") if p in files]
+    record["source"] = f"{where} " + ", ".join(read)
+    record["stack"] = stacks
+    return record, images, ""
+
+
+def _image_record(ver: Version, tag: str, stack: Mapping[str, Any], where: str, files: Mapping[str, str]) -> dict[str, Any]:
+    script = next(
+        (f".buildkite/scripts/{n}.sh" for n in ("publish-release-images", "annotate-rocm-release")
+         if "vllm/vllm-openai-rocm:" in files.get(f".buildkite/scripts/{n}.sh", "")),
+        ".buildkite/scripts",
+    )
+    rec: dict[str, Any] = {
+        "repo": IMAGE_REPO,
+        "tag": tag,
+        "rocm": stack["rocm"],
+        "vllm": str(ver),
+    }
+    rocm = Version(str(stack["rocm"]))
+    if rocm.is_prerelease:
+        rec["stream"] = "therock-preview"
+    elif stack.get("layout") == "therock-wheels":
+        rec["stream"] = "therock"
+    if stack.get("python"):
+        rec["python"] = stack["python"]
+    if stack.get("torch"):
+        rec["torch"] = stack["torch"]
+    rec["arch"] = list(stack.get("arch", []))
+    rec["entrypoint"] = "vllm-serve"
+    rec["stack"] = stack["variant"]
+    rec["source"] = f"{where} {script} (tag), {stack['dockerfile']} (ROCm, arch)"
+    rec["confidence"] = "inferred"
+    rec["note"] = (
+        "Tag published by the release's own pipeline script; not confirmed at the registry. "
+        "Digest unknown until pinned (rocm-vllm image --digest)."
+    )
+    return rec
+
+
+# --- the source -------------------------------------------------------------------------------
+
+
+class SdistSource(Source):
+    name = "sdist"
+
+    def __init__(
+        self,
+        client: HttpClient,
+        endpoints: Endpoints,
+        current: dict[str, list[dict[str, Any]]],
+        *,
+        cache: Path | None = None,
+        versions: list[str] | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        super().__init__(client, endpoints, current, progress=progress)
+        self.cache = cache
+        self.forced = {v.lstrip("v") for v in versions or []}
+        self.base = endpoints.index or index_url()
+
+    def _wanted(self, listed: list[IndexFile]) -> list[IndexFile]:
+        known: dict[Version, dict[str, Any]] = {}
+        for rec in self.current.get("vllm.toml", []):
+            try:
+                known[Version(str(rec.get("version")))] = rec
+            except InvalidVersion:
+                continue
+        oldest = min(known) if known else None
+        out = []
+        for f in listed:
+            if str(f.version) in self.forced:
+                out.append(f)
+                continue
+            if oldest is not None and f.version < oldest:
+                continue  # the data starts at its oldest release on purpose
+            have = known.get(f.version)
+            if have is not None and have.get("confidence", "exact") == "exact":
+                continue  # read exactly already (at the tag, or from this very sdist)
+            out.append(f)
+        return out
+
+    def files_of(self, sdist: IndexFile, result: SourceResult) -> dict[str, str] | None:
+        cached = self._cache_read(sdist.sha256)
+        if cached is not None:
+            return cached
+        if sdist.size is not None and sdist.size > MAX_SDIST_BYTES:
+            result.refuse(f"vllm {sdist.version}", f"the index lists {sdist.size} bytes (limit {MAX_SDIST_BYTES})")
+            return None
+
+        def bytes_progress(done: int, total: int) -> None:
+            if self.progress:
+                self.progress(f"vllm {sdist.version} sdist", done, total or sdist.size or 0)
+
+        data = self.client.download(sdist.url, sha256=sdist.sha256, max_bytes=MAX_SDIST_BYTES, progress=bytes_progress)
+        try:
+            files = read_members(data)
+        except ArchiveError as exc:
+            result.refuse(f"vllm {sdist.version} sdist", str(exc))
+            return None
+        self._cache_write(sdist.sha256, files)
+        return files
+
+    def _cache_path(self, sha: str) -> Path | None:
+        return self.cache / f"{sha}.json" if self.cache is not None else None
+
+    def _cache_read(self, sha: str) -> dict[str, str] | None:
+        path = self._cache_path(sha)
+        if path is None:
+            return None
+        try:
+            with path.open("rb") as fh:
+                doc = json.loads(fh.read(MAX_FILES * MAX_MEMBER_BYTES))
+        except (OSError, ValueError, RecursionError):
+            return None
+        files = doc.get("files") if isinstance(doc, dict) and doc.get("sha256") == sha else None
+        if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+            return None  # damaged: read the sdist again
+        return files
+
+    def _cache_write(self, sha: str, files: dict[str, str]) -> None:
+        path = self._cache_path(sha)
+        if path is None:
+            return
+        try:
+            atomic.write_atomic(path, json.dumps({"sha256": sha, "files": files}).encode())
+        except OSError:
+            pass  # a read-only cache costs a download next time, nothing else
+
+    def read(self) -> SourceResult:
+        result = SourceResult(self.name)
+        wanted = self._wanted(list_sdists(self.client, self.base, result))
+        for i, sdist in enumerate(wanted):
+            if self.progress:
+                self.progress(f"vllm {sdist.version}", i, len(wanted))
+            files = self.files_of(sdist, result)
+            if files is None:
+                continue
+            record, images, why = read_release(sdist, files)
+            if record is None:
+                result.refuse(f"vllm {sdist.version} sdist", why)
+                continue
+            result.candidates.append(Candidate("vllm.toml", str(sdist.version), record))
+            for img in images:
+                result.candidates.append(Candidate("images.toml", f"{img['repo']}:{img['tag']}", img))
+        return result
