@@ -791,7 +791,7 @@ def _hints(ctx: _Context, plan: Evaluation | None, better: Sequence[Evaluation])
             )
     node_level = any(r.code in GATE_CODES or r.code == "gfx-unsupported" for r in ctx.d.blockers)
     if any(r.code == "release-facts-unknown" for e in ctx.d.rejected for r in e.reasons) and not ok_now and not node_level:
-        add(Hint(kind="data", text="read the missing releases' build facts from upstream", command="rocm-vllm matrix refresh --source vllm"))
+        add(Hint(kind="data", text="read the missing releases' build facts from upstream", command="rocm-vllm matrix refresh --source sdist"))
     if any(r.code == "artifact-facts-unknown" for e in ctx.d.rejected for r in e.reasons) and not ok_now and not node_level:
         add(Hint(kind="data", text="read the unknown images' arch lists from upstream, or try one with `rocm-vllm image --smoke`", command="rocm-vllm matrix refresh"))
     # 3. Unofficial routes, each with its risk.
@@ -833,13 +833,13 @@ def _node_flags(node: Node) -> str:
 # --- the derivation --------------------------------------------------------------------------
 
 
-def _unknown(decision: Decision) -> Derivation:
+def _unknown(decision: Decision, matrix: Matrix) -> Derivation:
     """The data lacks what the answer depends on: say what, and how to get it; never "no"."""
     wanted = _wanted(decision.request)
     b = _Builder()
     for m in decision.missing:
         b.add(
-            [Premise(text=m.detail, sources=(), confidence="unknown")],
+            [Premise(text=m.detail, sources=(m.source,) if m.source else (), confidence="unknown")],
             f"whether {wanted} runs on this node depends on facts about {m.subject} the data does not hold",
             codes=(f"missing-{m.kind}",),
             subjects=(m.subject,),
@@ -851,6 +851,10 @@ def _unknown(decision: Decision) -> Derivation:
         elif m.kind == "gfx":
             hints.append(Hint(kind="data", text=f"check the name {m.subject} (rocminfo | grep gfx prints it); "
                               "a GPU newer than this data needs a newer rocm-vllm-resolver"))
+    if decision.rejected:  # what is known still helps: the newest release that does fit, if any
+        known = _hints(_Context(decision, matrix), None, list(decision.rejected))
+        hints += [h for h in known if h.kind != "data" and h.text not in {x.text for x in hints}]
+    hints.sort(key=lambda h: HINT_ORDER.index(h.kind))
     refs = _join([f"({s.number})" for s in b.steps])
     return Derivation(
         verdict=decision.verdict,
@@ -870,7 +874,7 @@ def derive(decision: Decision, matrix: Matrix) -> Derivation:
     from resolver.report import plan_commands
 
     if decision.verdict == "unknown":
-        return _unknown(decision)
+        return _unknown(decision, matrix)
     ctx = _Context(decision, matrix)
     b = _Builder()
     plan = decision.plan

@@ -210,7 +210,7 @@ def pick_release(matrix: Matrix, node: Node, gfx: tuple[str, ...] | None = None)
 
     known = [r for r in matrix.vllm if r.known]
     if not known:
-        raise UsageError("no vLLM release in the data has known ROCm build pins", hint="rocm-vllm matrix refresh --source vllm")
+        raise UsageError("no vLLM release in the data has known ROCm build pins", hint="rocm-vllm matrix refresh --source sdist")
     target_node = replace(node, gfx_targets=gfx) if gfx else node
     decision = solve(matrix, target_node, Request(paths=frozenset({"source"})))
     if decision.plan is not None and decision.plan.candidate.release is not None:
@@ -223,7 +223,7 @@ def _require_known(release: VllmRelease) -> None:
         raise UsageError(
             f"vLLM {release.version}: its ROCm build pins are not recorded "
             f"(confidence: {release.provenance.confidence})",
-            hint="rocm-vllm matrix refresh --source vllm reads them from upstream; "
+            hint=f"rocm-vllm matrix refresh --source sdist --tag {release.version} reads them from its sdist; "
             "or pick a release with known pins (rocm-vllm matrix show vllm)",
         )
 

@@ -164,6 +164,7 @@ class MissingFact:
     subject: str  # "gfx1299", "0.34.0"
     detail: str
     fetch: str | None  # the command that reads it from upstream, where one exists
+    source: str = ""  # where the data says the subject exists
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -291,6 +292,19 @@ class MatrixProvider:
 
         if cand.kind == "source" and (cand.release is None or not cand.release.known):
             reasons.append(self._unknown_release(cand))
+            # What the GPU itself lacks holds whatever the release pins: a definite no.
+            for target in self.targets:
+                if target.vllm_status == "unsupported":
+                    reasons.append(
+                        Reason(
+                            code="gfx-unsupported",
+                            message=f"vLLM does not support {target.name}",
+                            facts=(Fact(text=f"{target.name}: {target.vllm_note}", source=target.provenance.source,
+                                        confidence=target.provenance.confidence),),
+                            hint=self._gfx_hint(target),
+                        )
+                    )
+            reasons.extend(self._gate_checks())
             return Evaluation(candidate=cand, reasons=tuple(reasons), warnings=())
 
         for target in self.targets:
@@ -352,18 +366,6 @@ class MatrixProvider:
         shipped, src = self._shipped(cand)
         if target.name in shipped:
             return None, False, None
-        if not shipped:
-            return (
-                Reason(
-                    code="artifact-facts-unknown",
-                    message=f"{cand.label}: which GPUs it is built for is not in the data",
-                    facts=(Fact(text=f"{cand.label} exists; its arch list was never read", source=src, confidence="unknown"),),
-                    hint="run `rocm-vllm matrix refresh` to read it, or check it yourself with `rocm-vllm image --smoke`",
-                    fix=Fix(kind="data", text="refresh the data (`rocm-vllm matrix refresh --write`)", host=False),
-                ),
-                False,
-                None,
-            )
         arch_text = ", ".join(shipped) if shipped else "an unknown arch list"
         if target.vllm_status == "unsupported":
             return (
@@ -375,6 +377,18 @@ class MatrixProvider:
                         Fact(text=f"{target.name}: {target.vllm_note}", source=target.provenance.source, confidence=target.provenance.confidence),
                     ),
                     hint=self._gfx_hint(target),
+                ),
+                False,
+                None,
+            )
+        if not shipped:
+            return (
+                Reason(
+                    code="artifact-facts-unknown",
+                    message=f"{cand.label}: which GPUs it is built for is not in the data",
+                    facts=(Fact(text=f"{cand.label} exists; its arch list was never read", source=src, confidence="unknown"),),
+                    hint="run `rocm-vllm matrix refresh` to read it, or check it yourself with `rocm-vllm image --smoke`",
+                    fix=Fix(kind="data", text="refresh the data (`rocm-vllm matrix refresh --write`)", host=False),
                 ),
                 False,
                 None,
@@ -905,18 +919,19 @@ def solve(matrix: Matrix, node: Node, request: Request, reporter: Reporter | Non
     unknown_gfx = [g for g in node.gfx_targets if matrix.gfx_target(g) is None]
     if unknown_gfx:
         known = ", ".join(sorted(g.name for g in matrix.gfx))
-        missing = tuple(
+        unknown_targets = tuple(
             MissingFact(
                 kind="gfx",
                 subject=g,
                 detail=f"{g} is not a gfx target the compatibility data knows (known: {known})",
                 fetch=None,
+                source="matrix/gfx.toml",
             )
             for g in unknown_gfx
         )
         problems = [Warning(code=p.code, message=p.message, hint=p.hint, source="probe") for p in node.problems]
         return Decision(verdict="unknown", node=node, request=request, plan=None, warnings=tuple(problems),
-                        rejected=(), alternatives=(), missing=missing)
+                        rejected=(), alternatives=(), missing=unknown_targets)
     provider = MatrixProvider(matrix, node, request)
     evaluations: list[Evaluation] = []
     for cand in provider.candidates():
@@ -938,7 +953,7 @@ def solve(matrix: Matrix, node: Node, request: Request, reporter: Reporter | Non
 
     plan: Evaluation | None
     host_fix: Evaluation | None = None
-    missing: tuple[MissingFact, ...] = ()  # noqa: F841 - set below for "unknown"
+    missing: tuple[MissingFact, ...] = ()  # set for "unknown"
     if official:
         plan = official[0]
         prebuilt_ok = any(e.candidate.kind != "source" for e in official)
@@ -993,6 +1008,7 @@ def _missing_releases(unread: list[Evaluation]) -> tuple[MissingFact, ...]:
             subject=v,
             detail=f"vLLM {v}: {what} are not in the data",
             fetch=f"rocm-vllm matrix refresh --source sdist --tag {v} --write",
+            source=e.candidate.release.provenance.source if e.candidate.release else "",
         )
     return tuple(out.values())
 

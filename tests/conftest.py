@@ -7,6 +7,7 @@ A service that cannot start fails the tests that need it, loudly; only an explic
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,12 @@ from pathlib import Path
 import pytest
 
 from tests import services
+
+# Solver, explanation, Dockerfile and image tests answer from a frozen copy of the data (see
+# tests/data/README.md); tests of the shipped data load matrix/ explicitly (LIVE_MATRIX).
+FROZEN_MATRIX = Path(__file__).parent / "data" / "matrix"
+LIVE_MATRIX = Path(__file__).resolve().parent.parent / "matrix"
+os.environ["ROCM_VLLM_MATRIX_DIR"] = str(FROZEN_MATRIX)
 
 
 @pytest.fixture(autouse=True)
@@ -23,6 +30,7 @@ def _isolated_user_dirs(
     base = tmp_path_factory.mktemp("user")
     monkeypatch.setenv("ROCM_VLLM_DATA_DIR", str(base / "data"))
     monkeypatch.setenv("ROCM_VLLM_CACHE_DIR", str(base / "cache"))
+    monkeypatch.setenv("ROCM_VLLM_MATRIX_DIR", str(FROZEN_MATRIX))
 
 
 def _start(cm):  # type: ignore[no-untyped-def]

@@ -44,7 +44,7 @@ def test_gfx906_done_when() -> None:
 
 
 def test_old_driver_done_when() -> None:
-    code, data = check_json("--gfx", "gfx942", "--driver", "6.1.3", "--vllm", ">=0.20")
+    code, data = check_json("--gfx", "gfx942", "--driver", "6.1.3", "--vllm", ">=0.23,<0.25")
     assert code == 1 and data["verdict"] == "blocked_host_fix"
     fix = data["host_fix"]["fixes"][0]
     assert "5.7-6.4" in fix["message"] and fix["fix"]["host"] and "30.30" in fix["fix"]["text"]
@@ -72,7 +72,6 @@ def test_quiet_prints_only_the_verdict() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--gfx", "gfx1234"], "error: gfx target 'gfx1234' is not in the compatibility data"),
         (["--gfx", "banana"], "error: 'banana' is not a gfx target name"),
         (["--gfx", "gfx942", "--driver", "new"], "error: --driver 'new' is not an amdgpu driver version"),
         (["--gfx", "gfx942", "--vllm", ">>1"], "error: --vllm '>>1' is not a version or PEP 440 specifier"),
@@ -90,6 +89,25 @@ def test_bad_input_exits_2_with_one_line_and_hint(args: list[str], message: str)
     assert lines[0] == message
     assert len(lines) == 2 and lines[1].startswith("hint: ")
     assert result.stdout == ""
+
+
+def test_unknown_gfx_is_verdict_unknown_exit_6_not_an_error() -> None:
+    result = run_cli("check", "--gfx", "gfx1234")
+    assert result.exit_code == 6, result.output
+    assert result.stdout.startswith("verdict: unknown  (exit 6)")
+    assert "gfx1234 is not a gfx target the compatibility data knows" in result.stdout
+    quiet = run_cli("check", "--gfx", "gfx1234", "--quiet")
+    assert (quiet.exit_code, quiet.stdout) == (6, "unknown\n")
+    data = json.loads(run_cli("check", "--gfx", "gfx1234", "--json").stdout)
+    assert data["verdict"] == "unknown" and data["exit_code"] == 6
+    assert data["missing"] == [{"kind": "gfx", "subject": "gfx1234", "detail": data["missing"][0]["detail"], "fetch": None}]
+
+
+def test_unknown_release_is_verdict_unknown_with_the_fetch_command() -> None:
+    result = run_cli("check", "--gfx", "gfx942", "--vllm", "==0.30.0", "--json")  # frozen data: never read
+    data = json.loads(result.stdout)
+    assert result.exit_code == 6 and data["verdict"] == "unknown"
+    assert data["missing"][0]["fetch"] == "rocm-vllm matrix refresh --source sdist --tag 0.30.0 --write"
 
 
 def test_unreadable_node_file(tmp_path: Path) -> None:

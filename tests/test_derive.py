@@ -27,7 +27,7 @@ def decide(gfx: str, *, driver: str | None = None, vllm: str | None = None, quan
 
 
 def test_steps_are_numbered_in_order_and_cite_only_earlier_steps() -> None:
-    d = decide("gfx942", driver="6.1.3", vllm=">=0.20")
+    d = decide("gfx942", driver="6.1.3", vllm=">=0.23,<0.25")
     assert [s.number for s in d.steps] == list(range(1, len(d.steps) + 1))
     for s in d.steps:
         assert all(c < s.number for c in s.cites)
@@ -37,7 +37,7 @@ def test_steps_are_numbered_in_order_and_cite_only_earlier_steps() -> None:
 
 def test_rejected_candidates_are_grouped_not_listed_one_by_one() -> None:
     decision = solve(M, from_flags(gfx="gfx942", gpus=None, driver="6.1.3", os=None, rocm=None, python=None),
-                     Request(vllm=parse_spec(">=0.20")))
+                     Request(vllm=parse_spec(">=0.23,<0.25")))
     d = derive(decision, M)
     assert len(d.steps) < len(decision.rejected)
     covered = [label for s in d.steps for label in s.subjects]
@@ -48,7 +48,7 @@ def test_rejected_candidates_are_grouped_not_listed_one_by_one() -> None:
 
 
 def test_every_premise_names_its_sources_and_confidence() -> None:
-    d = decide("gfx942", driver="6.1.3", vllm=">=0.20")
+    d = decide("gfx942", driver="6.1.3", vllm=">=0.23,<0.25")
     driver_premise = next(p for s in d.steps for p in s.premises if p.text.startswith("amdgpu 6.1.x"))
     assert driver_premise.sources
     assert "ROCm/amdgpu-docs" in driver_premise.sources[0]
@@ -65,18 +65,18 @@ def test_quantization_gate_is_one_step_about_the_gpu() -> None:
 
 
 def test_driver_hint_is_checked_by_solving_again() -> None:
-    d = decide("gfx942", driver="6.1.3", vllm=">=0.20")
+    d = decide("gfx942", driver="6.1.3", vllm=">=0.23,<0.25")
     driver = next(h for h in d.hints if h.kind == "driver")
     assert "30.30.x" in driver.text
     assert "then vllm/vllm-openai-rocm:v0.24.0" in driver.text
-    again = decide("gfx942", driver="30.30.0", vllm=">=0.20")
+    again = decide("gfx942", driver="30.30.0", vllm=">=0.23,<0.25")
     assert again.exit_code == 0
     assert again.plan is not None
     assert again.plan.label == "vllm/vllm-openai-rocm:v0.24.0"
 
 
 def test_hints_follow_the_documented_order() -> None:
-    for d in (decide("gfx942", driver="6.1.3", vllm=">=0.20"), decide("gfx1031"), decide("gfx942", vllm="==0.30.0")):
+    for d in (decide("gfx942", driver="6.1.3", vllm=">=0.23,<0.25"), decide("gfx1031"), decide("gfx942", vllm="==0.30.0")):
         kinds = [h.kind for h in d.hints]
         assert kinds == sorted(kinds, key=HINT_ORDER.index)
 
@@ -86,7 +86,7 @@ def test_unofficial_hints_are_flagged() -> None:
     override = [h for h in d.hints if h.kind == "override"]
     assert override
     assert all(h.unofficial and h.text.startswith("unofficial:") and "risk" in h.text for h in override)
-    official = decide("gfx942", driver="6.1.3", vllm=">=0.20")
+    official = decide("gfx942", driver="6.1.3", vllm=">=0.23,<0.25")
     assert not any(h.unofficial for h in official.hints)
 
 

@@ -169,7 +169,7 @@ def _one_line_error(result: Any) -> str:
     [
         (["--vllm", "0.10.0", "--gfx", "gfx906"], 2, "cannot be built for gfx906", "not supported by vLLM"),
         (["--vllm", "0.10.0", "--gfx", "gfx1151"], 2, "CMake does not accept it", "0.11.1"),
-        (["--vllm", "0.17.0", "--gfx", "gfx942"], 2, "pins are not recorded", "matrix refresh --source vllm"),
+        (["--vllm", "0.17.0", "--gfx", "gfx942"], 2, "pins are not recorded", "matrix refresh --source sdist --tag 0.17.0"),
         (["--vllm", "0.99.0", "--gfx", "gfx942"], 2, "not in the data", "known ROCm build pins"),
         (["--vllm", "0.6.6.post1", "--gfx", "gfx942", "--driver", "30.30.3"], 2, "ROCm 6.2 does not run", "6.4"),
         # Flags are the user's input: exit 2 (unsafe values in the data are exit 3, tested below).

@@ -27,7 +27,7 @@ UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
 
 # name -> (flags, expected exit code). Failures first (at least 10 kinds), then successes.
 CASES: dict[str, tuple[list[str], int]] = {
-    "old-driver": (["--gfx", "gfx942", "--driver", "6.1.3", "--vllm", ">=0.20"], 1),
+    "old-driver": (["--gfx", "gfx942", "--driver", "6.1.3", "--vllm", ">=0.23,<0.25"], 1),
     "gfx906-unsupported": (["--gfx", "gfx906"], 1),
     "gfx1030-source-only": (["--gfx", "gfx1030"], 1),
     "gfx1102-override": (["--gfx", "gfx1102"], 1),
@@ -37,7 +37,7 @@ CASES: dict[str, tuple[list[str], int]] = {
     "kv-fp8-on-gfx1100": (["--gfx", "gfx1100", "--kv-cache-dtype", "fp8"], 1),
     "wheel-old-glibc": (["--gfx", "gfx942", "--prefer", "wheel", "--os", "rhel-8.10"], 0),
     "wheel-wrong-python": (["--gfx", "gfx942", "--python", "3.11", "--prefer", "wheel"], 0),
-    "unknown-release": (["--gfx", "gfx942", "--vllm", "==0.30.0"], 1),
+    "unknown-release": (["--gfx", "gfx942", "--vllm", "==0.30.0"], 6),
     "old-vllm-needs-driver": (["--gfx", "gfx950", "--driver", "6.1.3", "--vllm", "==0.16.0"], 1),
     "mixed-fleet-fp8": (["--gfx", "gfx942,gfx950", "--quantization", "fp8"], 0),
     "no-driver-info": (["--gfx", "gfx942", "--os", "ubuntu-22.04"], 0),
@@ -195,7 +195,7 @@ def test_json_path_does_not_import_rich() -> None:
         "import sys\n"
         "from typer.testing import CliRunner\n"
         "from resolver.cli import app\n"
-        "r = CliRunner().invoke(app, ['check', '--gfx', 'gfx942', '--driver', '6.1.3', '--vllm', '>=0.20', '--json'])\n"
+        "r = CliRunner().invoke(app, ['check', '--gfx', 'gfx942', '--driver', '6.1.3', '--vllm', '>=0.23,<0.25', '--json'])\n"
         "assert r.exit_code == 1, r.output\n"
         "assert not [m for m in sys.modules if m == 'rich' or m.startswith('rich.')], 'rich imported'\n"
     )

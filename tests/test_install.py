@@ -14,7 +14,8 @@ from .helpers import REPO
 
 
 @pytest.mark.slow
-def test_wheel_install_ships_matrix_and_dockerfiles(tmp_path: Path) -> None:
+def test_wheel_install_ships_matrix_and_dockerfiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ROCM_VLLM_MATRIX_DIR")  # the installed copy must find its own data
     dist = tmp_path / "dist"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(REPO)], check=True)
     wheel = next(dist.glob("rocm_vllm_resolver-*.whl"))

@@ -6,7 +6,7 @@ import pytest
 from packaging.version import Version
 
 from resolver import matrix
-from resolver.errors import InputError, UnknownGfxError
+from resolver.errors import InputError
 from resolver.node import Gpu, Node, Partition, from_flags
 from resolver.solve import Decision, Request, solve
 from resolver.versions import parse_spec
@@ -47,7 +47,8 @@ def test_gfx906_is_unsupported_and_names_what_lacks_it() -> None:
 
 
 def test_old_driver_blocks_new_vllm_and_names_window_and_fix() -> None:
-    d = decide("gfx942", driver="6.1.3", vllm=">=0.20")
+    # Bounded below the releases the frozen data never read: those would make it "unknown".
+    d = decide("gfx942", driver="6.1.3", vllm=">=0.23,<0.25")
     assert d.verdict == "blocked_host_fix" and d.exit_code == 1
     assert d.host_fix is not None
     reason = d.host_fix.reasons[0]
@@ -121,17 +122,25 @@ def test_wheel_python_mismatch_is_a_host_fix() -> None:
     assert wheel and wheel[0].reasons[0].code == "python-mismatch" and wheel[0].host_fixable
 
 
-def test_unknown_release_is_unsupported_with_refresh_hint() -> None:
-    d = decide("gfx942", driver="30.30.3", vllm="==0.30.0")
-    assert d.verdict == "unsupported"
+def test_unknown_release_is_unknown_not_unsupported_with_the_fetch_command() -> None:
+    d = decide("gfx942", driver="30.30.3", vllm="==0.30.0")  # frozen data: 0.30.0 never read
+    assert d.verdict == "unknown" and d.exit_code == 6 and d.plan is None
     assert any(r.code == "release-facts-unknown" for e in d.rejected for r in e.reasons)
-    assert "refresh" in d.rejected[0].reasons[0].hint
+    assert [(f.kind, f.subject) for f in d.missing] == [("release", "0.30.0")]
+    assert d.missing[0].fetch == "rocm-vllm matrix refresh --source sdist --tag 0.30.0 --write"
 
 
 def test_image_with_unknown_contents_is_not_chosen() -> None:
     d = decide("gfx942", driver="30.30.3", vllm="==0.28.0")
-    assert d.verdict == "unsupported"
+    assert d.verdict == "unknown" and d.plan is None
     assert {r.code for e in d.rejected for r in e.reasons} == {"artifact-facts-unknown", "release-facts-unknown"}
+
+
+def test_what_the_gpu_lacks_is_a_definite_no_even_for_unknown_releases() -> None:
+    # FP8 needs hardware gfx90a lacks, whatever 0.30.0 pins: unsupported, not unknown.
+    d = decide("gfx90a", driver="30.30.3", vllm="==0.30.0", quantization="fp8")
+    assert d.verdict == "unsupported" and not d.missing
+    assert decide("gfx906", vllm="==0.30.0").verdict == "unsupported"
 
 
 def test_newer_unknown_releases_are_mentioned() -> None:
@@ -166,9 +175,10 @@ def test_mixed_fleet_fp8_formats_warn() -> None:
     assert {"mixed-fp8-formats", "mixed-gfx"} <= codes(d)
 
 
-def test_unknown_gfx_and_bad_request_are_input_errors() -> None:
-    with pytest.raises(UnknownGfxError, match="gfx1234"):
-        decide("gfx1234")
+def test_unknown_gfx_is_unknown_and_bad_request_is_an_input_error() -> None:
+    d = decide("gfx1234")
+    assert d.verdict == "unknown" and d.exit_code == 6
+    assert [(f.kind, f.subject, f.fetch) for f in d.missing] == [("gfx", "gfx1234", None)]
     with pytest.raises(InputError, match="--quantization"):
         decide("gfx942", quantization="int3")
     with pytest.raises(InputError, match="no vLLM release"):

@@ -42,12 +42,21 @@ def flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         name = f"{prefix}{k}"
         if isinstance(v, dict):
             out.update(flatten(v, f"{name}."))
+        elif isinstance(v, list) and v and all(isinstance(i, dict) for i in v):
+            # A release's ROCm stacks, keyed by variant so reordering is not a change.
+            for i, item in enumerate(v):
+                out.update(flatten(item, f"{name}[{item.get('variant', i)}]."))
         else:
             out[name] = v
     return out
 
 
+def _leaf(name: str) -> str:
+    return name.rsplit(".", 1)[-1]
+
+
 def _norm(name: str, value: Any) -> Any:
+    name = _leaf(name)
     if value is None or value == [] or value == "":
         return None
     if name in GFX_LISTS and isinstance(value, list):
@@ -66,7 +75,7 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> list[FieldChange]:
     a, b = flatten(old), flatten(new)
     changes = []
     for name in sorted(set(a) | set(b)):
-        if name in IGNORED:
+        if _leaf(name) in IGNORED:
             continue
         va = _norm(name, a.get(name, DEFAULTS.get(name)))
         vb = _norm(name, b.get(name, DEFAULTS.get(name)))
@@ -119,6 +128,11 @@ def _summary(record: dict[str, Any]) -> list[str]:
         lines.append(
             "pins: " + ", ".join(f"{c} {p.get('repo')}@{p.get('ref')}" for c, p in pins.items())
         )
+    for stack in record.get("stack") or []:
+        if isinstance(stack, dict):
+            head = f"stack {stack.get('variant')}" + (" (default)" if stack.get("default") else "")
+            lines.append(head + ":")
+            lines += [f"  {line}" for line in _summary({k: v for k, v in stack.items() if k != "source"})[:-1]]
     lines.append(f"source: {record.get('source')}")
     return lines
 

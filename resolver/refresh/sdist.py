@@ -15,6 +15,7 @@ keyed by the hash, so a release is downloaded once. ``stacks`` turns the files i
 from __future__ import annotations
 
 import configparser
+import contextlib
 import io
 import json
 import os
@@ -455,10 +456,9 @@ class SdistSource(Source):
         path = self._cache_path(sha)
         if path is None:
             return
-        try:
+        # A read-only cache costs a download next time, nothing else.
+        with contextlib.suppress(OSError):
             atomic.write_atomic(path, json.dumps({"sha256": sha, "files": files}).encode())
-        except OSError:
-            pass  # a read-only cache costs a download next time, nothing else
 
     def read(self) -> SourceResult:
         result = SourceResult(self.name)

@@ -167,7 +167,7 @@ class VllmSource(Source):
         record["source"] = f"{VLLM_REPO}@{tag} ({sha[:10]}): " + ", ".join(urls)
         record["confidence"] = "exact"
         record["read_at"] = today()
-        return Candidate("vllm.toml", str(version), record)
+        return Candidate("vllm.toml", str(version), with_stack(record, base_path or app_path))
 
     def read(self) -> SourceResult:
         result = SourceResult(self.name)
@@ -190,6 +190,28 @@ def _read_exactly(rec: dict[str, Any], sha: str) -> bool:
         return False
     # Read from the released sdist: the same files as at the tag, already exact.
     return bool(rec.get("sdist_sha256")) or (bool(commit) and sha.startswith(commit))
+
+
+STACK_FIELDS: tuple[str, ...] = ("layout", "base_image", "rocm", "python", "arch", "aiter_arch", "pins")
+
+
+def with_stack(flat: dict[str, Any], dockerfile: str) -> dict[str, Any]:
+    """The record in the data's shape: release facts on top, the build in one default stack."""
+    record = {k: v for k, v in flat.items() if k not in STACK_FIELDS}
+    rocm = Version(str(flat["rocm"]))
+    stack: dict[str, Any] = {"variant": f"rocm{rocm.major}{rocm.minor}", "dockerfile": dockerfile, "default": True}
+    stack.update({k: flat[k] for k in STACK_FIELDS if k in flat})
+    record["stack"] = [stack]
+    return record
+
+
+def flatten(record: dict[str, Any]) -> dict[str, Any]:
+    """The default stack's build facts laid onto the release (the pre-stack shape), for comparing."""
+    stacks = record.get("stack") or []
+    default = next((s for s in stacks if s.get("default")), stacks[0] if stacks else {})
+    out = {k: v for k, v in record.items() if k != "stack"}
+    out.update({k: default[k] for k in STACK_FIELDS if k in default})
+    return out
 
 
 def _missing(record: dict[str, Any]) -> str | None:

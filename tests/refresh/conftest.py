@@ -28,6 +28,8 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("ROCM_VLLM_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("ROCM_VLLM_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    # Refresh reproduces and extends the shipped data, so it compares against the live matrix/.
+    monkeypatch.setenv("ROCM_VLLM_MATRIX_DIR", str(REPO_MATRIX))
     return tmp_path
 
 
