@@ -24,7 +24,7 @@ from packaging.version import Version
 
 from resolver import atomic, resources
 from resolver.errors import InputError, UnknownGfxError, UsageError
-from resolver.model import ComponentPin, Matrix, VllmRelease
+from resolver.model import ComponentPin, Matrix, RocmStack, VllmRelease
 from resolver.node import Node
 from resolver.safety import require_safe
 from resolver.versions import driver_series, parse_version, series
@@ -48,6 +48,7 @@ _UPSTREAM_FILES: Final[dict[str, str]] = {
     "single-stage": "Dockerfile.rocm",
     "two-stage-root": "Dockerfile.rocm_base + Dockerfile.rocm",
     "two-stage-docker": "docker/Dockerfile.rocm_base + docker/Dockerfile.rocm",
+    "therock-wheels": "docker/Dockerfile.rocm_base + docker/Dockerfile.rocm (TheRock)",
 }
 
 # Component key -> (ARG prefix in the file, stage that builds it). ARG names follow upstream's
@@ -106,6 +107,7 @@ class DockerfilePlan:
     vllm_version: str
     vllm_repo: str
     vllm_ref: str
+    stack: str  # the release's ROCm stack variant (rocm72, rocm100, gfx1250, ...)
     layout: str
     upstream_files: str
     base_image: str
@@ -124,6 +126,11 @@ class DockerfilePlan:
     source: str
     confidence: str
     warnings: tuple[str, ...]
+    torch: str | None = None  # TheRock: the PyTorch wheel version installed, not built
+    torch_extras: tuple[str, ...] = ()  # TheRock: torchvision==..., torchaudio==... wheels
+    wheel_index: str | None = None  # TheRock: where ROCm and PyTorch wheels come from
+    moving_refs: tuple[str, ...] = ()  # components pinned to a branch (allowed explicitly)
+    stack_note: str | None = None  # which of several stacks, said in the header
 
     def pin(self, component: str) -> ComponentPin | None:
         return next((p for p in self.pins if p.component == component), None)
@@ -153,6 +160,7 @@ class DockerfilePlan:
     def to_json(self) -> dict[str, Any]:
         return {
             "vllm": {"version": self.vllm_version, "repo": self.vllm_repo, "ref": self.vllm_ref},
+            "stack": self.stack,
             "layout": self.layout,
             "upstream_files": self.upstream_files,
             "base_image": self.base_image,
@@ -180,6 +188,12 @@ class DockerfilePlan:
             "labels": dict(self.labels),
             "provenance": {"source": self.source, "confidence": self.confidence},
             "warnings": list(self.warnings),
+            **(
+                {"therock": {"torch": self.torch, "torch_extras": list(self.torch_extras), "wheel_index": self.wheel_index}}
+                if self.layout == "therock-wheels"
+                else {}
+            ),
+            "moving_refs": list(self.moving_refs),
         }
 
 
@@ -204,6 +218,11 @@ def pick_release(matrix: Matrix, node: Node, gfx: tuple[str, ...] | None = None)
     """Without ``--vllm``: the release the solver would build from source for this node (newest
     with known pins that builds every target and whose base ROCm the driver runs); failing that,
     the newest known release, whose plan then fails with the precise reason."""
+    return pick(matrix, node, gfx)[0]
+
+
+def pick(matrix: Matrix, node: Node, gfx: tuple[str, ...] | None = None) -> tuple[VllmRelease, RocmStack | None]:
+    """The release and stack the solver would build from source for this node (see pick_release)."""
     from dataclasses import replace
 
     from resolver.solve import Request, solve
@@ -214,8 +233,38 @@ def pick_release(matrix: Matrix, node: Node, gfx: tuple[str, ...] | None = None)
     target_node = replace(node, gfx_targets=gfx) if gfx else node
     decision = solve(matrix, target_node, Request(paths=frozenset({"source"})))
     if decision.plan is not None and decision.plan.candidate.release is not None:
-        return decision.plan.candidate.release
-    return max(known, key=lambda r: r.version)
+        return decision.plan.candidate.release, decision.plan.candidate.stack
+    return max(known, key=lambda r: r.version), None
+
+
+def choose_stack(matrix: Matrix, node: Node, release: VllmRelease, variant: str | None) -> RocmStack:
+    """``--stack VARIANT``, else the stack of this release the solver would build on for this node
+    (the default one unless the host's driver cannot run it), else the default stack."""
+    from dataclasses import replace as _replace
+
+    from packaging.specifiers import SpecifierSet
+
+    from resolver.solve import Request, solve
+
+    _require_known(release)
+    if variant:
+        stack = release.stack_named(variant)
+        if stack is None:
+            raise UsageError(
+                f"vLLM {release.version} has no {variant!r} stack",
+                hint=f"its stacks: {', '.join(s.variant for s in release.stacks)}",
+            )
+        return stack
+    assert release.stack is not None  # _require_known
+    if len(release.stacks) == 1 or not node.gfx_targets:
+        return release.stack
+    try:
+        decision = solve(matrix, _replace(node), Request(vllm=SpecifierSet(f"=={release.version}"), paths=frozenset({"source"})))
+    except InputError:
+        return release.stack
+    if decision.plan is not None and decision.plan.candidate.stack is not None:
+        return decision.plan.candidate.stack
+    return release.stack
 
 
 def _require_known(release: VllmRelease) -> None:
@@ -240,12 +289,29 @@ def plan_dockerfile(
     vllm_repo: str | None = None,
     vllm_ref: str | None = None,
     max_jobs: int | None = None,
+    stack: RocmStack | None = None,
+    allow_preview: bool = False,
+    allow_moving_refs: bool = False,
 ) -> DockerfilePlan:
     """Decide the whole file: refuse what cannot be built, narrow every arch list to the targets,
-    leave out components whose gates exclude them (with a warning), check the driver."""
+    leave out components whose gates exclude them (with a warning), check the driver.
+
+    ``stack`` is one of the release's ROCm stacks (default: its default stack). A stack on a ROCm
+    nightly is refused unless ``allow_preview``; one whose upstream pins name a moving branch is
+    refused unless ``allow_moving_refs`` (then the file says so loudly)."""
     _require_known(release)
-    where = f"vllm.toml: release {release.version}"
+    st = stack or release.stack
+    assert st is not None  # _require_known
+    where = f"vllm.toml: release {release.version} stack {st.variant}"
     warnings: list[str] = []
+    if st.preview and not allow_preview:
+        raise UsageError(
+            f"vLLM {release.version}'s {st.variant} stack builds on ROCm {st.rocm}, a nightly/preview, not a release",
+            hint="pass --allow-preview to build it anyway (for trying the GPU it exists for), "
+            f"or pick another stack: {', '.join(s.variant for s in release.stacks if not s.preview) or 'none'}",
+        )
+    if st.preview:
+        warnings.append(f"ROCm {st.rocm} is a nightly/preview build: for trying the GPU, not for production")
 
     # Targets: the node's gfx list, or a fleet's list given explicitly.
     raw_targets = tuple(gfx_override) if gfx_override else node.gfx_targets
@@ -270,22 +336,22 @@ def plan_dockerfile(
                 hint=(f"releases whose build accepts {t}: {_some(able)}" if able and target.vllm_status != "unsupported"
                       else f"{t} is not supported by vLLM on ROCm; drop it from --gfx"),
             )
-        if t not in release.arch:
+        if t not in st.arch:
             warnings.append(
                 f"{t} is not in vLLM {release.version}'s shipped PYTORCH_ROCM_ARCH "
-                f"({';'.join(release.arch)}): its CMake accepts it, but the build is unofficial and untested upstream"
+                f"({';'.join(st.arch)}): its CMake accepts it, but the build is unofficial and untested upstream"
             )
 
     # Base image: pinned by the release; its ROCm must be one the host driver runs.
-    base_image = _safe_image(release.base_image or "", where=f"{where}: base_image")
-    rocm = release.rocm
+    base_image = _safe_image(st.base_image or "", where=f"{where}: base_image")
+    rocm = st.rocm
     assert rocm is not None  # _require_known
     driver = _check_driver(matrix, node, rocm, warnings)
 
     # Components: every pin is checked; gates decide which ones are built.
     pins: list[ComponentPin] = []
     omitted: list[OmittedComponent] = []
-    for p in release.pins:
+    for p in st.pins:
         pins.append(
             ComponentPin(
                 component=p.component,
@@ -294,9 +360,23 @@ def plan_dockerfile(
             )
         )
 
+    # Only refs that passed the safety check above are judged (a hostile one is refused as such).
+    moving = st.moving_pins
+    if moving and not allow_moving_refs:
+        refs = ", ".join(f"{p.component} {p.repo}@{p.ref}" for p in moving)
+        raise UsageError(
+            f"vLLM {release.version}'s {st.variant} stack pins {refs} to a moving branch: the build would not be reproducible",
+            hint="pass --allow-moving-refs to build what the branch holds today (the file says so), or pick another stack",
+        )
+    if moving:
+        warnings.append(
+            "NOT REPRODUCIBLE: upstream pins "
+            + ", ".join(f"{p.component} to branch {p.ref}" for p in moving)
+            + "; the build takes whatever the branch holds today"
+        )
     fa_arch = tuple(t for t in targets if t in FA_CK_ARCHS)
     # matrix/vllm.toml aiter_arch: AITER_ROCM_ARCH, or the literal GPU_ARCHS of v0.8.2-v0.10.x.
-    aiter_source = release.aiter_arch
+    aiter_source = st.aiter_arch
     aiter_arch = tuple(
         t for t in targets if t in aiter_source and _aiter_gate(matrix, t) == "full"
     )
@@ -316,12 +396,12 @@ def plan_dockerfile(
             f"its CK kernels build only for {', '.join(sorted(FA_CK_ARCHS))} and upstream strips "
             f"other targets from its GPU_ARCHS; none of {', '.join(targets)} is one",
         )
-    elif release.pin("flash_attention") and len(fa_arch) < len(targets):
+    elif st.pin("flash_attention") and len(fa_arch) < len(targets):
         warnings.append(
             f"flash_attention is built for {';'.join(fa_arch)} only (CK kernels); "
             f"{', '.join(t for t in targets if t not in fa_arch)} use vLLM's Triton attention backends"
         )
-    if release.pin("aiter") is not None:
+    if st.pin("aiter") is not None:
         gated_out = [t for t in targets if t not in aiter_arch]
         for t in gated_out:
             gate = _aiter_gate(matrix, t)
@@ -335,18 +415,18 @@ def plan_dockerfile(
                 warnings.append(f"AITER is built for {';'.join(aiter_arch)} only; {t}: {why}")
         if not aiter_arch:
             leave_out("aiter", f"no target passes its gate ({'; '.join(f'{t}: {_aiter_gate(matrix, t)}' for t in targets)})")
-    if release.pin("mori") is not None and not mori_arch:
+    if st.pin("mori") is not None and not mori_arch:
         leave_out("mori", f"upstream builds it for {';'.join(sorted(MORI_ARCHS))} only (MORI_GPU_ARCHS)")
 
-    if release.layout == "single-stage":
+    if st.layout == "single-stage":
         warnings.append(
             "v0.6-era build: upstream also pip-installed a PyTorch nightly on top of the base image "
             "(see the release note in matrix/vllm.toml); this file keeps the base image's PyTorch"
         )
-    if release.provenance.confidence != "exact":
+    if st.provenance.confidence != "exact":
         warnings.append(
-            f"the pins of vLLM {release.version} have confidence '{release.provenance.confidence}' "
-            f"({release.provenance.source})"
+            f"the pins of vLLM {release.version} have confidence '{st.provenance.confidence}' "
+            f"({st.provenance.source})"
         )
 
     # vLLM itself: the release tag of the official repo, or a fork and ref.
@@ -362,7 +442,7 @@ def plan_dockerfile(
     if jobs < 1:
         raise InputError(f"--max-jobs {jobs} must be at least 1", hint="give the number of parallel compile jobs")
 
-    stage_order = _SINGLE_STAGE_ORDER if release.layout == "single-stage" else _TWO_STAGE_ORDER
+    stage_order = _SINGLE_STAGE_ORDER if st.layout == "single-stage" else _TWO_STAGE_ORDER
     built = {_STAGE_OF[p.component] for p in pins} | {"amdsmi"}
     stages = tuple(s for s in stage_order if s in built)
 
@@ -370,14 +450,15 @@ def plan_dockerfile(
         vllm_version=str(release.version),
         vllm_repo=repo,
         vllm_ref=ref,
-        layout=release.layout or "",
-        upstream_files=_UPSTREAM_FILES[release.layout or "two-stage-docker"],
+        stack=st.variant,
+        layout=st.layout or "",
+        upstream_files=_UPSTREAM_FILES[st.layout or "two-stage-docker"],
         base_image=base_image,
         rocm=str(rocm),
-        python=_safe_python(release.python),
+        python=_safe_python(st.python),
         gfx=targets,
         pytorch_rocm_arch=targets,
-        fa_arch=fa_arch if release.pin("flash_attention") else (),
+        fa_arch=fa_arch if st.pin("flash_attention") else (),
         aiter_arch=aiter_arch if any(p.component == "aiter" for p in pins) else (),
         mori_arch=mori_arch if any(p.component == "mori" for p in pins) else (),
         pins=tuple(pins),
@@ -385,9 +466,22 @@ def plan_dockerfile(
         stages=stages,
         max_jobs=jobs,
         driver=driver,
-        source=release.provenance.source,
-        confidence=release.provenance.confidence,
+        source=st.provenance.source,
+        confidence=st.provenance.confidence,
         warnings=tuple(warnings),
+        torch=_safe_python(st.torch) if st.torch else None,
+        torch_extras=tuple(
+            f"{name}=={require_safe('version', v, where=f'{where}: {name}')}"
+            for name, v in (("torchvision", st.torchvision), ("torchaudio", st.torchaudio)) if v
+        ),
+        wheel_index=require_safe("url", st.wheel_index, where=f"{where}: wheel_index") if st.wheel_index else None,
+        moving_refs=tuple(f"{p.component}@{p.ref}" for p in moving),
+        stack_note=(
+            f"{st.variant} (ROCm {st.rocm}{', the default' if st.default else ''}); the release also has "
+            + ", ".join(f"{o.variant} (ROCm {o.rocm})" for o in release.stacks if o is not st)
+        )
+        if len(release.stacks) > 1
+        else None,
     )
 
 
@@ -474,6 +568,10 @@ def _header(plan: DockerfilePlan) -> str:
         f"# Equivalent to upstream's {plan.upstream_files} at v{plan.vllm_version}",
         f"#   pins: {plan.source} (confidence: {plan.confidence})",
     ]
+    if plan.stack_note:
+        lines.insert(3, f"#   ROCm stack: {plan.stack_note}")
+    for ref in plan.moving_refs:
+        lines.append(f"# WARNING: NOT REPRODUCIBLE: upstream pins {ref}, a moving branch.")
     if plan.driver.runs_base_rocm:
         lines.append(
             f"# Base image ROCm {plan.rocm} runs on the host's amdgpu driver "
@@ -551,6 +649,9 @@ def template_values(plan: DockerfilePlan, root: Path | None = None) -> dict[str,
         "rocm": plan.rocm,
         "hipblas_common_install": "",
         "torch_wheels": "",
+        "torch": plan.torch or "",
+        "torch_extras": "".join(f' "{w}"' for w in plan.torch_extras),
+        "wheel_index": plan.wheel_index or "",
     }
     if plan.layout != "single-stage" and plan.pin("pytorch"):
         values["torch_wheels"] = render_template(root / "two-stage" / "torch-wheels.Dockerfile.in", values).strip("\n")
@@ -564,8 +665,13 @@ def template_values(plan: DockerfilePlan, root: Path | None = None) -> dict[str,
 def _fragment_names(plan: DockerfilePlan) -> list[str]:
     family = "single-stage" if plan.layout == "single-stage" else "two-stage"
     common = {"amdsmi", "triton"}
-    names = ["common/header", f"{family}/base", "common/build-base"]
+    therock = plan.layout == "therock-wheels"
+    # TheRock stacks differ only in their base (ROCm and PyTorch from wheels) and amdsmi's path.
+    names = ["common/header", "therock/base" if therock else f"{family}/base", "common/build-base"]
     for stage in plan.stages:
+        if therock and stage == "amdsmi":
+            names.append("therock/amdsmi")
+            continue
         names.append(f"common/{stage}" if stage in common else f"{family}/{stage}")
         if stage == "pytorch":
             names += [f"{family}/pytorch-{extra}" for extra in ("vision", "audio") if plan.pin(extra)]

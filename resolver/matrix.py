@@ -342,6 +342,11 @@ def stack_variant(rocm: Version | None) -> str:
     return f"rocm{rocm.major}{rocm.minor}" if rocm is not None else "default"
 
 
+def _opt_version(rec: Record, field: str) -> str | None:
+    value = rec.opt_text(field)
+    return rec.safe(field, "version", value) if value else None
+
+
 def _stack(st: Record, parent: Record, *, default: bool) -> RocmStack:
     rocm = st.version("rocm", required=False)
     therock = st.opt_text("layout") == "therock-wheels"
@@ -357,7 +362,9 @@ def _stack(st: Record, parent: Record, *, default: bool) -> RocmStack:
         base_image=_base_image(st),
         rocm=rocm,
         python=st.safe("python", "version", python) if python else None,
-        torch=st.safe("torch", "version", st.opt_text("torch") or "0") if st.opt_text("torch") else None,
+        torch=_opt_version(st, "torch"),
+        torchvision=_opt_version(st, "torchvision"),
+        torchaudio=_opt_version(st, "torchaudio"),
         arch=st.strings("arch"),
         aiter_arch=st.strings("aiter_arch"),
         pins=_pins(st),

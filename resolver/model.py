@@ -175,6 +175,8 @@ class RocmStack:
     rocm: Version | None
     python: str | None
     torch: str | None  # the PyTorch wheel version a TheRock stack installs (no source build)
+    torchvision: str | None
+    torchaudio: str | None
     arch: tuple[str, ...]  # PYTORCH_ROCM_ARCH: built and shipped
     aiter_arch: tuple[str, ...]
     pins: tuple[ComponentPin, ...]

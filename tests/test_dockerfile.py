@@ -29,6 +29,8 @@ from resolver.errors import InputError, UnsafeInputError, UnsafeValueError, Usag
 from resolver.model import ComponentPin, Matrix
 from resolver.node import from_flags
 
+from .conftest import LIVE_MATRIX
+
 GOLDEN = Path(__file__).parent / "golden" / "dockerfile"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
 HADOLINT = shutil.which("hadolint") or str(Path(sys.executable).parent / "hadolint")
@@ -42,6 +44,13 @@ CASES: list[tuple[str, str, str, str | None]] = [
     ("v0.16.0-gfx1151", "0.16.0", "gfx1151", None),  # APU without an AMD driver version
     ("v0.23.0-gfx1201", "0.23.0", "gfx1201", "30.30.3"),  # 2026, RDNA4
     ("v0.24.0-gfx942-gfx950", "0.24.0", "gfx942,gfx950", "30.30.3"),  # 2026, mixed MI300/MI355 fleet
+]
+
+# Live data (matrix/): one per ROCm stack of the newest release, and a TheRock gfx1250 preview.
+LIVE_CASES: list[tuple[str, str, str, str | None, str | None]] = [
+    ("v0.33.0-rocm100-gfx942", "0.33.0", "gfx942", "30.30.3", None),  # TheRock default stack
+    ("v0.33.0-rocm72-gfx942", "0.33.0", "gfx942", "6.4.3", None),  # the stack an amdgpu 6.4 host runs
+    ("v0.32.0-gfx1100", "0.32.0", "gfx1100", "30.30.3", None),
 ]
 
 runner = CliRunner()
@@ -62,6 +71,60 @@ def cli(*args: str, env: dict[str, str] | None = None) -> Any:
 
 
 # --- golden files -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "version", "gfx", "driver", "stack"), LIVE_CASES, ids=[c[0] for c in LIVE_CASES])
+def test_golden_live_stacks(name: str, version: str, gfx: str, driver: str | None, stack: str | None) -> None:
+    live = matrix_mod.load_dir(LIVE_MATRIX)
+    node = from_flags(gfx=gfx, gpus=None, driver=driver, os=None, rocm=None, python=None)
+    release = df.find_release(live, version)
+    chosen = df.choose_stack(live, node, release, stack)
+    plan = df.plan_dockerfile(live, node, release, max_jobs=8, stack=chosen)
+    text = df.render(plan)
+    file = GOLDEN / f"{name}.Dockerfile"
+    if UPDATE:
+        file.write_text(text)
+    assert text == file.read_text(), f"{file.name} differs; UPDATE_GOLDEN=1 regenerates it"
+
+
+def test_stack_follows_the_host_driver_and_refuses_previews_and_branches() -> None:
+    live = matrix_mod.load_dir(LIVE_MATRIX)
+    release = df.find_release(live, "0.33.0")
+    new = from_flags(gfx="gfx942", gpus=None, driver="30.30.3", os=None, rocm=None, python=None)
+    old = from_flags(gfx="gfx942", gpus=None, driver="6.4.3", os=None, rocm=None, python=None)
+    assert df.choose_stack(live, new, release, None).variant == "rocm100"
+    assert df.choose_stack(live, old, release, None).variant == "rocm72"
+    with pytest.raises(UsageError, match="no 'rocm99' stack"):
+        df.choose_stack(live, new, release, "rocm99")
+    preview = release.stack_named("gfx1250")
+    assert preview is not None and preview.preview and preview.moving_pins
+    node = from_flags(gfx="gfx1250", gpus=None, driver=None, os=None, rocm=None, python=None)
+    with pytest.raises(UsageError, match="nightly/preview"):
+        df.plan_dockerfile(live, node, release, stack=preview)
+    with pytest.raises(UsageError, match="moving branch"):
+        df.plan_dockerfile(live, node, release, stack=preview, allow_preview=True)
+    plan = df.plan_dockerfile(live, node, release, stack=preview, allow_preview=True, allow_moving_refs=True)
+    assert plan.moving_refs and "NOT REPRODUCIBLE" in df.render(plan)
+
+
+def test_every_known_stack_of_every_release_plans_and_renders() -> None:
+    """`dockerfile` builds every known release's stacks (previews and branches allowed explicitly)."""
+    live = matrix_mod.load_dir(LIVE_MATRIX)
+    count = 0
+    for release in live.vllm:
+        if not release.known:
+            continue
+        for stack in release.stacks:
+            gfx = next((g for g in stack.arch if g in release.cmake_arch and live.gfx_target(g) is not None
+                        and live.gfx_target(g).vllm_status != "unsupported"), None)  # type: ignore[union-attr]
+            if gfx is None:
+                continue
+            node = from_flags(gfx=gfx, gpus=None, driver=None, os=None, rocm=None, python=None)
+            plan = df.plan_dockerfile(live, node, release, stack=stack, allow_preview=True, allow_moving_refs=True)
+            text = df.render(plan)
+            assert text.startswith("# syntax=docker/dockerfile:1") and f"FROM {stack.base_image} AS base" in text
+            count += 1
+    assert count >= 60
 
 
 @pytest.mark.parametrize(("name", "version", "gfx", "driver"), CASES, ids=[c[0] for c in CASES])

@@ -74,6 +74,16 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         tag: Annotated[
             str | None, typer.Option("--tag", help="Image name:tag for --build.", rich_help_panel=BUILD_PANEL)
         ] = None,
+        stack: Annotated[
+            str | None,
+            typer.Option("--stack", help="The release's ROCm stack to build, e.g. rocm72 (default: the one the host's driver runs)."),
+        ] = None,
+        allow_preview: Annotated[
+            bool, typer.Option("--allow-preview", help="Build a stack whose ROCm is a nightly/preview.")
+        ] = False,
+        allow_moving_refs: Annotated[
+            bool, typer.Option("--allow-moving-refs", help="Build a stack whose upstream pins name a branch (not reproducible).")
+        ] = False,
     ) -> None:
         """A source-build Dockerfile for the node's gfx targets only, with every component pinned."""
         import os
@@ -86,9 +96,17 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             node_file=node_file, rocminfo=rocminfo, example=example,
         )
         m = matrix_mod.load()
-        release = df.find_release(m, vllm) if vllm else df.pick_release(m, node)
+        if vllm:
+            release = df.find_release(m, vllm)
+            chosen = df.choose_stack(m, node, release, stack)
+        else:
+            release, picked = df.pick(m, node)
+            chosen = df.choose_stack(m, node, release, stack) if stack or picked is None else picked
         jobs = max_jobs if max_jobs is not None else df.host_max_jobs(os.cpu_count(), _host_memory_bytes())
-        plan = df.plan_dockerfile(m, node, release, vllm_repo=vllm_repo, vllm_ref=vllm_ref, max_jobs=jobs)
+        plan = df.plan_dockerfile(
+            m, node, release, vllm_repo=vllm_repo, vllm_ref=vllm_ref, max_jobs=jobs, stack=chosen,
+            allow_preview=allow_preview, allow_moving_refs=allow_moving_refs,
+        )
         image_tag = df.image_tag(plan, tag)  # checked now, so a bad --tag fails before any output
         text = df.render(plan)
 

@@ -273,8 +273,10 @@ def read_release(sdist: IndexFile, files: Mapping[str, str]) -> tuple[dict[str, 
             # TheRock: ROCm and PyTorch come as wheels; the SDK version is the stack's ROCm.
             rocm_text = sdk
             stack["layout"] = "therock-wheels"
-            if args.get("TORCH_VERSION"):
-                stack["torch"] = args["TORCH_VERSION"]
+            for arg, key in (("TORCH_VERSION", "torch"), ("TORCHVISION_VERSION", "torchvision"),
+                             ("TORCHAUDIO_VERSION", "torchaudio")):
+                if args.get(arg):
+                    stack[key] = args[arg]
             index = args.get("ROCM_RELEASE_WHEELS_MULTIARCH_URL", "").strip()
             if index and is_safe("url", index):
                 stack["wheel_index"] = index
