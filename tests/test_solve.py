@@ -43,7 +43,8 @@ def test_gfx906_is_unsupported_and_names_what_lacks_it() -> None:
     assert {r.code for r in d.blockers} == {"gfx-unsupported"}
     blocker = d.blockers[0]
     assert "gfx906" in blocker.message and "ships code for" in blocker.message
-    assert any("33811" in f.source for f in blocker.facts)
+    # The reasons cited are Triton's missing target, AMD's deprecation and the maintainers' pointer.
+    assert any("triton" in f.source and "22458" in f.source for f in blocker.facts)
 
 
 def test_old_driver_blocks_new_vllm_and_names_window_and_fix() -> None:
@@ -93,16 +94,24 @@ def test_gfx1030_has_only_an_unofficial_source_build() -> None:
 
 
 def test_gfx1102_override_is_unofficial_and_warned() -> None:
-    d = decide("gfx1102", driver="30.30.3")
+    # AMD's rocm/vllm images from 7.14.1 carry gfx1102 (inferred from AMD's vLLM support list);
+    # before them the only way onto gfx1102 is the unofficial gfx1100 override.
+    d = decide("gfx1102", driver="30.30.3", vllm="<0.23")
     assert d.verdict == "unofficial_only"
     assert d.plan is not None and d.plan.override == "11.0.0"
     assert "unofficial-override" in codes(d)
+    now = decide("gfx1102", driver="30.30.3")
+    assert now.plan is not None and now.plan.candidate.kind == "image" and now.plan.override is None
+    assert now.plan.candidate.image is not None and now.plan.candidate.image.repo == "rocm/vllm"
 
 
 def test_old_vllm_without_image_needs_a_source_build() -> None:
-    d = decide("gfx942", driver="30.30.3", vllm="==0.7.3")
+    d = decide("gfx942", driver="30.30.3", vllm="==0.8.0")
     assert d.verdict == "source_build_required" and d.exit_code == 0
     assert d.plan is not None and d.plan.candidate.kind == "source"
+    # 0.7.3 has an AMD image (rocm6.3.1_instinct_vllm0.7.3_20250325, AMD's history table).
+    d73 = decide("gfx942", driver="30.30.3", vllm="==0.7.3")
+    assert d73.plan is not None and d73.plan.candidate.kind == "image"
 
 
 def test_wheel_preference_and_glibc_floor() -> None:
