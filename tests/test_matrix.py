@@ -160,6 +160,13 @@ def test_arch_lists_read_from_family_names_are_not_exact() -> None:
             assert img.provenance.confidence != "exact", f"{img.tag}: arch list claims exact"
 
 
+def test_per_gpu_os_limits_name_only_os_the_release_lists() -> None:
+    for r in M.rocm:
+        for restr in r.os_restrictions:
+            assert set(restr.os) <= set(r.os), f"{r.label}: {restr.note[:40]} names OS outside the release's list"
+            assert set(restr.gfx) <= set(r.gfx) or not r.gfx, f"{r.label}: restriction for a gfx the release does not list"
+
+
 def test_sles_service_packs_keep_amds_glibc() -> None:
     sp5, sles15 = M.os_release("sles-15.5"), M.os_release("sles-15")
     assert sp5 is not None and sp5.glibc == Version("2.31")
