@@ -109,6 +109,87 @@ def test_official_images_are_vllms_own_with_serve_entrypoint() -> None:
     assert all(i.deprecated for i in M.images if i.repo == "rocm/vllm-dev")
 
 
+def _series(v: Version) -> str:
+    return f"{v.major}.{v.minor}"
+
+
+def test_every_driver_window_names_rocm_series_the_data_knows() -> None:
+    # rocm.toml starts at 6.0.0; AMD's older rows reach back to 5.x, which is outside the model.
+    known = {_series(r.version) for r in M.rocm}
+    first = min(r.version for r in M.rocm)
+    for d in M.drivers:
+        for s in d.user_space:
+            if Version(s) >= Version(_series(first)):
+                assert s in known, f"driver {d.series}: user_space {s} is not a ROCm series in rocm.toml"
+        if d.paired_rocm is not None:
+            assert _series(Version(d.paired_rocm)) in d.user_space, f"driver {d.series} does not run its own paired ROCm"
+
+
+def test_exact_driver_windows_hold_only_amds_table_rows() -> None:
+    # A preview's own driver list lives in rocm.toml (kmd_at_release), never in an exact table row.
+    previews = {_series(r.version) for r in M.rocm if r.stream == "therock-preview"}
+    for d in M.drivers:
+        if d.provenance.confidence == "exact":
+            assert not previews & set(d.user_space), f"driver {d.series}: exact row names previews {previews & set(d.user_space)}"
+
+
+def test_every_amd_image_names_a_rocm_release_of_its_own_stream() -> None:
+    for img in M.images:
+        if img.rocm is None:
+            continue
+        rel = M.rocm_release(img.rocm)
+        assert rel is not None, f"{img.repo}:{img.tag}: ROCm {img.rocm} is not in rocm.toml"
+        assert img.stream == rel.stream, f"{img.repo}:{img.tag}: stream {img.stream} but {rel.label} is {rel.stream}"
+
+
+def test_amd_vllm_tags_are_the_ones_amd_lists() -> None:
+    tags = {i.tag for i in M.images if i.repo == "rocm/vllm"}
+    # AMD's history page once mislabelled this image: the tag that exists ends _20251103.
+    assert "rocm7.0.0_vllm_0.11.1_20251024" not in tags
+    assert "rocm7.0.0_vllm_0.11.1_20251103" in tags
+    assert {
+        "rocm7.14.1_cdna_ubuntu24.04_py3.14_pytorch_2.11_vllm_0.23.0",
+        "rocm7.14.1_rdna_ubuntu24.04_py3.14_pytorch_2.11_vllm_0.23.0",
+        "rocm10.0.0_ubuntu24.04_py3.14_pytorch_2.12.0_vllm_0.27.0",
+    } <= tags
+
+
+def test_arch_lists_read_from_family_names_are_not_exact() -> None:
+    # AMD publishes no arch list for rocm/vllm images; a list derived from a family name is inferred.
+    for img in M.images:
+        if img.repo == "rocm/vllm" and img.arch:
+            assert img.provenance.confidence != "exact", f"{img.tag}: arch list claims exact"
+
+
+def test_per_gpu_os_limits_name_only_os_the_release_lists() -> None:
+    for r in M.rocm:
+        for restr in r.os_restrictions:
+            assert set(restr.os) <= set(r.os), f"{r.label}: {restr.note[:40]} names OS outside the release's list"
+            assert set(restr.gfx) <= set(r.gfx) or not r.gfx, f"{r.label}: restriction for a gfx the release does not list"
+
+
+def test_sles_service_packs_keep_amds_glibc() -> None:
+    sp5, sles15 = M.os_release("sles-15.5"), M.os_release("sles-15")
+    assert sp5 is not None and sp5.glibc == Version("2.31")
+    assert sles15 is not None and sles15.glibc == Version("2.38")
+
+
+def test_rocm_dates_are_iso_days() -> None:
+    for r in M.rocm:
+        if r.date is not None:
+            assert re.fullmatch(r"20\d\d-[01]\d-[0-3]\d", r.date), r.label
+
+
+def test_cmake_accepting_gfx906_does_not_make_it_supported() -> None:
+    g906 = M.gfx_target("gfx906")
+    assert g906 is not None and g906.vllm_status == "unsupported"
+    assert any("gfx906" in v.cmake_arch for v in M.vllm), "the premise of this test: CMake accepts gfx906"
+    shipped = [*(a for v in M.vllm for a in v.arch), *(a for i in M.images for a in i.arch), *(a for w in M.wheels for a in w.arch)]
+    assert "gfx906" not in shipped
+    # The verdict cites why (Triton, AMD's deprecation, the maintainers' pointer), not a comment-only PR.
+    assert "triton" in g906.provenance.source.lower() and "22458" in g906.provenance.source
+
+
 # --- broken data: every error names the file, the record and the field ----------------------
 
 
