@@ -9,12 +9,26 @@ listed with ``integrated: true`` and counted nowhere; a lone APU is the target a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from resolver.node import Gpu, Node, Partition, Problem
 from resolver.probe import gfx as gfxmod
 from resolver.probe.facts import GpuFact, SourceView
 
-PRIORITY = ("sysfs", "amd-smi", "rocm-smi", "rocminfo")
+PRIORITY = ("sysfs", "amd-smi", "rocm-smi", "rocminfo", "rocm_agent_enumerator")
+# Fields a GPU record reports, with the source that said each (``host.gpu_sources``).
+_PROVENANCE = (
+    "gfx",
+    "runtime_gfx",
+    "marketing_name",
+    "pci_device_id",
+    "compute_units",
+    "vram_bytes",
+    "unique_id",
+    "compute_partition",
+    "memory_partition",
+    "bdf",
+)
 _FILL = (
     "marketing_name",
     "pci_device_id",
@@ -46,10 +60,15 @@ def merge(
         if base
         else []
     )
+    said: dict[int, dict[str, str]] = {
+        id(f): {n: base.source for n in _PROVENANCE if getattr(f, n) is not None}
+        for f in facts
+        if base is not None
+    }
     for other in with_gpus:
         if other is base or base is None:
             continue
-        _enrich(facts, base, other, problems)
+        _enrich(facts, base, other, problems, said)
     override = _apply_env_override(facts, env or {}, problems)
     implied = next(
         (v.facts.get("implied_override") for v in ordered if v.facts.get("implied_override")), None
@@ -82,6 +101,15 @@ def merge(
         )
     driver = next((v.driver_version for v in ordered if v.driver_version), None)
     rocm = next((v.rocm_version for v in ordered if v.rocm_version), None)
+    host: dict[str, Any] = {}
+    listed = _with_gfx(facts)
+    if listed:
+        host["gpu_sources"] = [dict(sorted(said.get(id(f), {}).items())) for f in listed]
+    if unknown:
+        host["unidentified_gpus"] = [_unidentified(f) for f in unknown]
+    others = other_devices(ordered)
+    if others:
+        host["other_devices"] = others
     node = Node(
         gpus=tuple(gpus),
         gfx_targets=tuple(sorted({g.gfx for g in counted})),
@@ -91,8 +119,45 @@ def merge(
         rocm_version=rocm,
         driver_version=driver,
         origin=origin,
+        host=host,
     )
     return node, _dedupe(problems)
+
+
+def _unidentified(fact: GpuFact) -> dict[str, Any]:
+    """A GPU the sources list without a target: counted, and what is known of it kept."""
+    return {
+        "pci_device_id": fact.pci_device_id,
+        "marketing_name": fact.marketing_name,
+        "vram_bytes": fact.vram_bytes,
+        "unique_id": fact.unique_id,
+        "pci_bdf": fact.bdf,
+        "compute_units": fact.compute_units,
+    }
+
+
+def other_devices(views: Sequence[SourceView]) -> list[dict[str, Any]]:
+    """Accelerators that are not AMD GPUs (a Hygon DCU, an NVIDIA or Intel GPU), one per device
+    across sources (matched by unique id, else PCI address), later sources filling gaps."""
+    out: list[dict[str, Any]] = []
+    for view in views:
+        for device in view.facts.get("other_devices") or []:
+            same = next(
+                (
+                    o
+                    for o in out
+                    if (device.get("unique_id") and o.get("unique_id") == device.get("unique_id"))
+                    or (device.get("pci_bdf") and o.get("pci_bdf") == device.get("pci_bdf"))
+                ),
+                None,
+            )
+            if same is None:
+                out.append(dict(device))
+                continue
+            for key, value in device.items():
+                if same.get(key) is None and value is not None:
+                    same[key] = value
+    return out
 
 
 def _with_gfx(facts: list[GpuFact]) -> list[GpuFact]:
@@ -119,12 +184,24 @@ def _pair(facts: list[GpuFact], other: SourceView) -> list[tuple[GpuFact, GpuFac
 
 
 def _enrich(
-    facts: list[GpuFact], base: SourceView, other: SourceView, problems: list[Problem]
+    facts: list[GpuFact],
+    base: SourceView,
+    other: SourceView,
+    problems: list[Problem],
+    said: dict[int, dict[str, str]],
 ) -> None:
     for fact, extra in _pair(facts, other):
+        record = said.setdefault(id(fact), {})
+        if fact.gfx is None and extra.gfx:
+            # a source that lists the devices without naming them (amd-smi list, rocm-smi
+            # --showid) takes the target from one that names it
+            fact.gfx, fact.runtime_gfx = extra.gfx, extra.runtime_gfx or extra.gfx
+            record.setdefault("gfx", other.source)
         for name in _FILL:
             if getattr(fact, name) is None and getattr(extra, name) is not None:
                 setattr(fact, name, getattr(extra, name))
+                if name in _PROVENANCE:
+                    record.setdefault(name, other.source)
         already = any(p.code == "gfx-override" for p in problems)
         if (
             other.source == "rocminfo"

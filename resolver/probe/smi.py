@@ -16,6 +16,7 @@ from typing import Any
 from resolver.probe import gfx as gfxmod
 from resolver.probe.facts import GpuFact, SourceView
 from resolver.probe.text import clean, size_to_bytes
+from resolver.versions import smi_misprint
 
 _AMD_GPU_RE = re.compile(r"^\s*GPU:\s*(\d+)\s*$")
 _AMD_OTHER_RE = re.compile(r"^([A-Z][A-Z_]*):\s*\d+\s*$")
@@ -126,7 +127,9 @@ def _amd_gpu(kv: dict[str, str], view: SourceView) -> GpuFact:
     cus = _value(kv.get("NUM_COMPUTE_UNITS"))
     gpu.compute_units = int(cus) if cus and cus.isdigit() else None
     target = (_value(kv.get("TARGET_GRAPHICS_VERSION")) or "").lower()
-    if gfxmod.is_gfx_name(target) and (
+    if target and smi_misprint(target):
+        _smi_target(target, gpu, view)
+    elif gfxmod.is_gfx_name(target) and (
         gfxmod.is_known(target) or not gfxmod.gfx_for_pci(gpu.pci_device_id)
     ):
         gpu.gfx = gpu.runtime_gfx = target
@@ -187,7 +190,18 @@ def _uuid_parts(text: str | None) -> tuple[str, str] | None:
 
 
 def parse_rocm_smi(text: str) -> SourceView:
+    """``rocm-smi`` text (``GPU[N] : key: value`` lines, the concise tables) or its ``--json``
+    form (``{"card0": {...}, "system": {...}}``), told apart by content."""
     view = SourceView(source="rocm-smi")
+    stripped = text.strip()
+    if stripped.startswith("{"):
+        try:
+            data = json.loads(stripped)
+        except (json.JSONDecodeError, RecursionError):
+            data = None
+        if isinstance(data, dict):
+            _rocm_smi_json(data, view)
+            return _finish(view, "rocm-smi")
     lines = clean(text)
     per_gpu: dict[int, dict[str, str]] = {}
     for line in lines:
@@ -199,29 +213,136 @@ def parse_rocm_smi(text: str) -> SourceView:
             view.driver_version = kv.group(1)
     if per_gpu:
         for index in sorted(per_gpu):
-            view.gpus.append(_rocm_smi_gpu(per_gpu[index], view))
+            gpu = _rocm_smi_gpu(per_gpu[index], view)
+            if gpu is not None:
+                view.gpus.append(gpu)
     else:
         _concise(lines, view)
     return _finish(view, "rocm-smi")
 
 
-def _rocm_smi_gpu(kv: dict[str, str], view: SourceView) -> GpuFact:
+_CARD_RE = re.compile(r"^card(\d+)$")
+
+
+def _rocm_smi_json(data: dict[str, Any], view: SourceView) -> None:
+    """``rocm-smi ... --json``: one object per ``cardN`` with the text form's keys (their spelling
+    varies across ROCm versions), and ``system`` with the driver version."""
+    system = data.get("system")
+    if isinstance(system, dict):
+        version = system.get("Driver version") or system.get("Driver Version")
+        if isinstance(version, str) and re.match(r"^\d+\.\d+", version.strip()):
+            view.driver_version = version.strip()
+    cards = sorted(
+        ((int(m.group(1)), value) for key, value in data.items() if (m := _CARD_RE.match(str(key)))),
+        key=lambda item: item[0],
+    )
+    for _, record in cards:
+        if not isinstance(record, dict):
+            continue
+        kv = {
+            str(k).strip().rstrip(":").strip().lower(): str(v)
+            for k, v in record.items()
+            if isinstance(v, (str, int, float)) and not isinstance(v, bool)
+        }
+        gpu = _rocm_smi_gpu(kv, view)
+        if gpu is not None:
+            view.gpus.append(gpu)
+
+
+# "vram Total Memory (MiB)" (Hygon's rocm-smi), "VRAM Total Memory (B)" (AMD's)
+_VRAM_KEY_RE = re.compile(r"^vram total memory \((b|kib|kb|mib|mb|gib|gb)\)$")
+_VRAM_FACTOR = {"b": 1, "kib": 1024, "kb": 1024, "mib": 1024**2, "mb": 1024**2, "gib": 1024**3, "gb": 1024**3}
+_HEXISH_RE = re.compile(r"^0x[0-9a-fA-F]+$")
+
+
+def _rocm_smi_gpu(kv: dict[str, str], view: SourceView) -> GpuFact | None:
+    """One device from rocm-smi's keys (lower-cased). Key names across ROCm versions: ``GPU ID``
+    (<= 5.7) / ``Device ID``; ``Card series`` / ``Card Series``; ``Card model`` (the subsystem id
+    before ROCm 6.1, the device id after) is a name only when it is not a hex number."""
+    vendor = (_value(kv.get("card vendor")) or "").lower()
+    if any(word in vendor for word in _FOREIGN_VENDORS):
+        _foreign(kv, vendor, view)
+        return None
     gpu = GpuFact()
-    gpu.marketing_name = _value(kv.get("card series") or kv.get("device name"))
-    gpu.pci_device_id = gfxmod.pci_id(_value(kv.get("device id") or kv.get("card model")))
+    names = [_value(kv.get(k)) for k in ("card series", "device name", "card model")]
+    gpu.marketing_name = next((n for n in names if n and not _HEXISH_RE.match(n)), None)
+    gpu.pci_device_id = gfxmod.pci_id(_value(kv.get("device id") or kv.get("gpu id")))
+    if gpu.pci_device_id is None:
+        model = _value(kv.get("card model"))
+        gpu.pci_device_id = gfxmod.pci_id(model) if model and _HEXISH_RE.match(model) else None
     rev = _value(kv.get("device rev"))
-    gpu.pci_revision = rev.lower().removeprefix("0x").zfill(2) if rev else None
-    target = (_value(kv.get("gfx version")) or "").lower()
-    if gfxmod.is_gfx_name(target):
-        gpu.gfx = gpu.runtime_gfx = target
-    uid = _value(kv.get("unique id"))
-    if uid and re.fullmatch(r"0x[0-9a-fA-F]+", uid):
-        gpu.unique_id = f"{int(uid, 16):016x}"
-    gpu.compute_partition = _choice(kv.get("compute partition"), _PARTITIONS)
-    gpu.memory_partition = _choice(kv.get("memory partition"), _MEM_PARTITIONS)
-    vram = _value(kv.get("vram total memory (b)"))
-    gpu.vram_bytes = int(vram) if vram and vram.isdigit() else None
+    gpu.pci_revision = rev.lower().removeprefix("0x").zfill(2) if rev and _HEXISH_RE.match(rev) else None
+    _smi_target(_value(kv.get("gfx version")), gpu, view)
+    gpu.unique_id = _unique_id(_value(kv.get("unique id")))
+    gpu.compute_partition = _choice(
+        kv.get("compute partition") or kv.get("current compute partition"), _PARTITIONS
+    )
+    gpu.memory_partition = _choice(
+        kv.get("memory partition") or kv.get("current memory partition"), _MEM_PARTITIONS
+    )
+    gpu.vram_bytes = _rocm_smi_vram(kv)
+    bus = _value(kv.get("pci bus"))
+    gpu.bdf = bus.lower() if bus and _BDF_RE.fullmatch(bus) else None
     return gpu
+
+
+_BDF_RE = re.compile(r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
+_FOREIGN_VENDORS = ("haiguang", "hygon")
+
+
+def _rocm_smi_vram(kv: dict[str, str]) -> int | None:
+    for key, raw in kv.items():
+        match = _VRAM_KEY_RE.match(key)
+        value = _value(raw)
+        if match and value and re.fullmatch(r"\d+", value):
+            return int(value) * _VRAM_FACTOR[match.group(1)]
+    return None
+
+
+def _unique_id(text: str | None) -> str | None:
+    """``0x2150e7d042a1124``, ``0x8d1457e2c20f59d2`` or ``7100fa8866904061`` -> 16 hex digits."""
+    if not text:
+        return None
+    digits = text.lower().removeprefix("0x")
+    if not re.fullmatch(r"[0-9a-f]{1,16}", digits) or not digits.strip("0"):
+        return None
+    return digits.zfill(16)
+
+
+def _smi_target(target: str | None, gpu: GpuFact, view: SourceView) -> None:
+    """rocm-smi's ``GFX Version``: taken when it is a real name; a known misprint (``gfx9010``,
+    ``gfx11001``) is read as the target it stands for and said so."""
+    name = (target or "").strip().lower()
+    if not name:
+        return
+    fixed = smi_misprint(name)
+    if fixed:
+        gpu.gfx = gpu.runtime_gfx = fixed
+        view.problem(
+            "smi-misprinted-target",
+            f"{view.source} printed GFX Version {name!r}: {fixed} (rocm_smi_lib before ROCm 6.4 prints the "
+            "minor and stepping digits in decimal); read as " + fixed,
+            "nothing to do; a newer rocm-smi/amd-smi (ROCm >= 6.4) prints the name right",
+        )
+    elif gfxmod.is_gfx_name(name):
+        gpu.gfx = gpu.runtime_gfx = name
+
+
+def _foreign(kv: dict[str, str], vendor: str, view: SourceView) -> None:
+    """A device that is not an AMD GPU (a Hygon DCU speaks the same rocm-smi)."""
+    view.facts.setdefault("other_devices", []).append(
+        {
+            "vendor": "hygon" if any(w in vendor for w in _FOREIGN_VENDORS) else vendor,
+            "kind": "DCU",
+            "gfx": None,
+            "name": _value(kv.get("card series") or kv.get("device name")),
+            "pci_device_id": gfxmod.pci_id(_value(kv.get("device id"))),
+            "unique_id": _unique_id(_value(kv.get("unique id"))),
+            "vram_bytes": _rocm_smi_vram(kv),
+            "compute_units": None,
+            "source": view.source,
+        }
+    )
 
 
 def _concise(lines: list[str], view: SourceView) -> None:
@@ -260,7 +381,7 @@ def _finish(view: SourceView, tool: str) -> SourceView:
             gpu.gfx = gpu.runtime_gfx = gfxmod.gfx_for_pci(
                 gpu.pci_device_id
             ) or gfxmod.gfx_for_name(gpu.marketing_name)
-    if not view.gpus:
+    if not view.gpus and not view.facts.get("other_devices"):
         view.problem(
             f"no-gpu-{tool}",
             f"the {tool} output lists no GPU",
