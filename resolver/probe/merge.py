@@ -140,7 +140,8 @@ def other_devices(views: Sequence[SourceView]) -> list[dict[str, Any]]:
     """Accelerators that are not AMD GPUs (a Hygon DCU, an NVIDIA or Intel GPU), one per device
     across sources (matched by unique id, else PCI address), later sources filling gaps."""
     out: list[dict[str, Any]] = []
-    for view in views:
+    # rocminfo first: its Marketing Name is the product's, rocm-smi's card series a PCI-database name
+    for view in sorted(views, key=lambda v: v.source != "rocminfo"):
         for device in view.facts.get("other_devices") or []:
             same = next(
                 (
@@ -197,6 +198,16 @@ def _enrich(
             # --showid) takes the target from one that names it
             fact.gfx, fact.runtime_gfx = extra.gfx, extra.runtime_gfx or extra.gfx
             record.setdefault("gfx", other.source)
+        if (
+            other.source == "rocminfo"
+            and base.source == "rocm-smi"
+            and extra.marketing_name
+            and not gfxmod.is_generic_marketing_name(extra.marketing_name)
+        ):
+            # rocm-smi's "Card Series" is the PCI database's name ("Navi 32 [Radeon RX 7700 XT /
+            # 7800 XT]"); rocminfo's Marketing Name is the product's
+            fact.marketing_name = extra.marketing_name
+            record["marketing_name"] = other.source
         for name in _FILL:
             if getattr(fact, name) is None and getattr(extra, name) is not None:
                 setattr(fact, name, getattr(extra, name))

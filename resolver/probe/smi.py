@@ -320,8 +320,8 @@ def _smi_target(target: str | None, gpu: GpuFact, view: SourceView) -> None:
         gpu.gfx = gpu.runtime_gfx = fixed
         view.problem(
             "smi-misprinted-target",
-            f"{view.source} printed GFX Version {name!r}: {fixed} (rocm_smi_lib before ROCm 6.4 prints the "
-            "minor and stepping digits in decimal); read as " + fixed,
+            f"{view.source} printed the target as {name!r}, a known misprint of {fixed} (rocm_smi_lib before "
+            f"ROCm 6.4 writes the stepping in decimal and pads the major); read as {fixed}",
             "nothing to do; a newer rocm-smi/amd-smi (ROCm >= 6.4) prints the name right",
         )
     elif gfxmod.is_gfx_name(name):
