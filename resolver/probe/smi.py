@@ -245,8 +245,8 @@ def _rocm_smi_json(data: dict[str, Any], view: SourceView) -> None:
             if isinstance(v, (str, int, float)) and not isinstance(v, bool)
         }
         gpu = _rocm_smi_gpu(kv, view)
-        if gpu is not None:
-            view.gpus.append(gpu)
+        if gpu is not None and any(getattr(gpu, name) is not None for name in gpu.__slots__):
+            view.gpus.append(gpu)  # a card entry that states nothing is not evidence of a GPU
 
 
 # "vram Total Memory (MiB)" (Hygon's rocm-smi), "VRAM Total Memory (B)" (AMD's)
