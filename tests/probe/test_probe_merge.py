@@ -53,3 +53,15 @@ def test_rocm_smi_and_rocminfo_name_where_each_fact_came_from() -> None:
     assert sources["marketing_name"] == "rocminfo"
     # rocm-smi's misprint is corrected and said so
     assert "smi-misprinted-target" in [p.code for p in node.problems]
+
+
+def test_strix_halo_amd_smi_table_beside_rocminfo_keeps_the_gpu() -> None:
+    """The second case of issue 11, item 1: one user's `amd-smi` table and `rocminfo | grep`."""
+    node = probe_files(
+        rocminfo=FIXTURES / "rocminfo-flattened-gfx1151-npu-rocm5902.txt",
+        amd_smi=FIXTURES / "amd-smi-default-gfx1151-strixhalo-rocm5902.txt",
+    )
+    assert (node.gfx_targets, node.logical_gpu_count) == (("gfx1151",), 1)
+    assert node.gpus[0].pci_bdf == "0000:c5:00.0"
+    assert node.rocm_version == "7.2.0"
+    assert "no-gpu" not in [p.code for p in node.problems]
