@@ -203,12 +203,12 @@ def parse_rocm_smi(text: str) -> SourceView:
             _rocm_smi_json(data, view)
             return _finish(view, "rocm-smi")
     lines = clean(text)
+    if _csv(lines, view):
+        return _finish(view, "rocm-smi")
     per_gpu: dict[int, dict[str, str]] = {}
     for line in lines:
         if match := _ROCM_SMI_KV_RE.match(line):
-            per_gpu.setdefault(int(match.group(1)), {}).setdefault(
-                match.group(2).strip().lower(), match.group(3)
-            )
+            _put_key(per_gpu.setdefault(int(match.group(1)), {}), match.group(2), match.group(3))
         elif (kv := re.match(r"^\s*Driver version:\s*(\S+)", line)) and view.driver_version is None:
             view.driver_version = kv.group(1)
     if per_gpu:
@@ -239,14 +239,44 @@ def _rocm_smi_json(data: dict[str, Any], view: SourceView) -> None:
     for _, record in cards:
         if not isinstance(record, dict):
             continue
-        kv = {
-            str(k).strip().rstrip(":").strip().lower(): str(v)
-            for k, v in record.items()
-            if isinstance(v, (str, int, float)) and not isinstance(v, bool)
-        }
+        kv: dict[str, str] = {}
+        for key, value in record.items():
+            if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+                _put_key(kv, str(key), str(value))
         gpu = _rocm_smi_gpu(kv, view)
         if gpu is not None and any(getattr(gpu, name) is not None for name in gpu.__slots__):
             view.gpus.append(gpu)  # a card entry that states nothing is not evidence of a GPU
+
+
+def _put_key(kv: dict[str, str], key: str, value: str) -> None:
+    """Keys are matched lower-cased, except one: ``Card model`` (ROCm <= 6.0) is the subsystem
+    id, ``Card Model`` (ROCm 6.1 on) the PCI device id."""
+    name = key.strip().rstrip(":").strip()
+    if name == "Card Model":
+        kv.setdefault("device id", value)
+    kv.setdefault(name.lower(), value)
+
+
+def _csv(lines: list[str], view: SourceView) -> bool:
+    """``rocm-smi ... --csv``: a ``device,...`` header, then one ``cardN,...`` row per GPU (a
+    warning line may come first)."""
+    import csv
+
+    start = next((i for i, line in enumerate(lines) if line.startswith("device,")), None)
+    if start is None:
+        return False
+    header = next(csv.reader([lines[start]]))
+    for row in csv.reader(line for line in lines[start + 1 :] if _CARD_ROW_RE.match(line)):
+        kv: dict[str, str] = {}
+        for key, value in zip(header[1:], row[1:], strict=False):
+            _put_key(kv, key, value)
+        gpu = _rocm_smi_gpu(kv, view)
+        if gpu is not None and any(getattr(gpu, name) is not None for name in gpu.__slots__):
+            view.gpus.append(gpu)
+    return True
+
+
+_CARD_ROW_RE = re.compile(r"^card\d+,")
 
 
 # "vram Total Memory (MiB)" (Hygon's rocm-smi), "VRAM Total Memory (B)" (AMD's)
@@ -257,8 +287,8 @@ _HEXISH_RE = re.compile(r"^0x[0-9a-fA-F]+$")
 
 def _rocm_smi_gpu(kv: dict[str, str], view: SourceView) -> GpuFact | None:
     """One device from rocm-smi's keys (lower-cased). Key names across ROCm versions: ``GPU ID``
-    (<= 5.7) / ``Device ID``; ``Card series`` / ``Card Series``; ``Card model`` (the subsystem id
-    before ROCm 6.1, the device id after) is a name only when it is not a hex number."""
+    (<= 5.7) / ``Device ID``; ``Card series`` / ``Card Series``; ``Card model`` / ``Card Model``
+    (see ``_put_key``) is a name only when it is not a hex number."""
     vendor = (_value(kv.get("card vendor")) or "").lower()
     if any(word in vendor for word in _FOREIGN_VENDORS):
         _foreign(kv, vendor, view)
@@ -267,9 +297,6 @@ def _rocm_smi_gpu(kv: dict[str, str], view: SourceView) -> GpuFact | None:
     names = [_value(kv.get(k)) for k in ("card series", "device name", "card model")]
     gpu.marketing_name = next((n for n in names if n and not _HEXISH_RE.match(n)), None)
     gpu.pci_device_id = gfxmod.pci_id(_value(kv.get("device id") or kv.get("gpu id")))
-    if gpu.pci_device_id is None:
-        model = _value(kv.get("card model"))
-        gpu.pci_device_id = gfxmod.pci_id(model) if model and _HEXISH_RE.match(model) else None
     rev = _value(kv.get("device rev"))
     gpu.pci_revision = rev.lower().removeprefix("0x").zfill(2) if rev and _HEXISH_RE.match(rev) else None
     _smi_target(_value(kv.get("gfx version")), gpu, view)

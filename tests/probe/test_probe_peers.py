@@ -39,7 +39,11 @@ def _telegraf(name: str) -> dict[str, Path]:
     return {"rocm_smi": PEERS / "telegraf" / name}
 
 
-MI100 = 34342961152
+def _slurm(name: str) -> dict[str, Path]:
+    return {"rocm_smi": PEERS / "slurm-monitor" / name}
+
+
+MI100 = 34342961152  # 32 GiB HBM2 (MI100, Radeon Instinct MI50 32GB)
 RX6700XT = 12868124672
 
 ROWS: dict[str, Row] = {
@@ -113,6 +117,45 @@ ROWS: dict[str, Row] = {
                 }
             ]
         },
+    ),
+    # slurm-monitor: rocm-smi --csv from ROCm 5 to 6.x; the peer asserts the GPU count and the
+    # first GPU's VRAM (and, for the reduced "detect" CSV, model and VRAM)
+    "slurm-monitor/rocm-smi-csv-v1": Row(
+        _slurm("rocm-smi-csv-v1.csv"), 1, ("gfx906",), ((None, "2490210172fc1a88", 17163091968, "gfx906"),)
+    ),
+    "slurm-monitor/rocm-smi-csv-v1dot4": Row(
+        _slurm("rocm-smi-csv-v1dot4.csv"),
+        2,
+        ("gfx90a",),
+        (
+            (None, "18f68e602b8a790f", 68702699520, "gfx90a"),
+            (None, "95a1ca7691e7c391", 68702699520, "gfx90a"),
+        ),
+    ),
+    "slurm-monitor/rocm-smi-csv-v2": Row(
+        _slurm("rocm-smi-csv-v2.csv"),
+        2,
+        ("gfx90a",),
+        (
+            (None, "18f68e602b8a790f", 68702699520, "gfx90a"),
+            (None, "95a1ca7691e7c391", 68702699520, "gfx90a"),
+        ),
+    ),
+    "slurm-monitor/rocm-smi-csv-v2dot3": Row(
+        _slurm("rocm-smi-csv-v2dot3.csv"), 1, ("gfx908",), (("738c", "19645d9a01fc11bd", MI100, "gfx908"),)
+    ),
+    "slurm-monitor/rocm-smi-csv-v2dot3dot1": Row(
+        _slurm("rocm-smi-csv-v2dot3dot1.csv"),
+        1,
+        ("gfx908",),
+        (("738c", "19645d9a01fc11bd", MI100, "gfx908"),),
+    ),
+    "slurm-monitor/rocm-smi-csv-detect": Row(
+        _slurm("rocm-smi-csv-detect.csv"),
+        1,
+        ("gfx906",),
+        ((None, None, 17163091968, "gfx906"),),
+        {"marketing_name": "Vega 20 [Radeon Pro VII/Radeon Instinct MI50 32GB]"},
     ),
     # procfs: card0 amdgpu (0x687f Vega 10) with VRAM and unique_id, card1 an Intel i915
     "procfs/drm-gfx900-vega10-i915": Row(
