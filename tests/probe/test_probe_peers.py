@@ -157,6 +157,20 @@ ROWS: dict[str, Row] = {
         ((None, None, 17163091968, "gfx906"),),
         {"marketing_name": "Vega 20 [Radeon Pro VII/Radeon Instinct MI50 32GB]"},
     ),
+    # rocm-doctor (trimmed outputs): the RAM/VRAM check reads VRAM from a rocm-smi that names no
+    # target; the rocminfo check passes with a GPU agent and warns without one
+    "rocm-doctor/rocm_smi_vram": Row(
+        {"rocm_smi": PEERS / "rocm-doctor/rocm_smi_vram.txt"}, 1, (), ((None, None, MI100, None),)
+    ),
+    "rocm-doctor/rocminfo_gpu_found": Row(
+        {"rocminfo": PEERS / "rocm-doctor/rocminfo_gpu_found.txt"},
+        1,
+        ("gfx1201",),
+        ((None, None, None, "gfx1201"),),
+    ),
+    "rocm-doctor/rocminfo_no_gpu": Row(
+        {"rocminfo": PEERS / "rocm-doctor/rocminfo_no_gpu.txt"}, 0, (), (), {"no_gpu": True}
+    ),
     # procfs: card0 amdgpu (0x687f Vega 10) with VRAM and unique_id, card1 an Intel i915
     "procfs/drm-gfx900-vega10-i915": Row(
         {"sysfs": PEERS / "procfs/drm-gfx900-vega10-i915"},
@@ -201,6 +215,8 @@ def test_peer_capture(name: str) -> None:
     if expected and not row.logical:
         assert codes[0] == "not-an-amd-gpu"
         assert "no-gpu" not in codes
+    if row.extra.get("no_gpu"):
+        assert codes[-1] == "no-gpu"
 
 
 K8S_MI308_UNIQUE = (
