@@ -250,6 +250,24 @@ def test_k8s_device_plugin_vega10_topology_properties(make_root: Callable[[str],
     assert node.gpus[1].compute_units == 64
 
 
+@pytest.mark.parametrize(
+    ("tree", "devices", "partitions"),
+    [
+        # plugin_test.go TestCountGPUDevFromTopology: 2 GPUs in topology-parsing
+        ("kfd-gfx900-vega10-legacy-k8sdp", 2, 2),
+        # besteffort_policy_test.go: topo-mi210-xgmi-pcie 8 devices x 1 partition (KFD nodes 2-9)
+        ("kfd-gfx90a-mi210-8gpu-k8sdp", 8, 8),
+        # topo-mi300-cpx: 8 devices in CPX, KFD nodes 2-64 (63 of the 64 partitions present)
+        ("kfd-gfx942-mi300x-8gpu-cpx-k8sdp", 8, 63),
+    ],
+)
+def test_k8s_device_plugin_device_counts(
+    make_root: Callable[[str], Path], tree: str, devices: int, partitions: int
+) -> None:
+    node = probe_files(sysfs=make_root(tree))
+    assert (node.physical_gpu_count, node.logical_gpu_count) == (devices, partitions)
+
+
 def test_every_peer_capture_has_a_row_and_a_source() -> None:
     used = {p.resolve() for row in ROWS.values() for p in row.inputs.values()}
     files = {p.resolve() for p in PEERS.glob("*/*") if p.is_file()}
