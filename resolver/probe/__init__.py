@@ -272,7 +272,7 @@ _AMD_DRIVER_ADVICE = frozenset({"amdgpu-not-loaded", "no-kfd", "kfd-missing", "n
 def _not_amd(node: Node, problems: list[Problem]) -> list[Problem]:
     """No AMD GPU, but another accelerator: say what is there and what this tool resolves,
     instead of advice to load amdgpu."""
-    others = node.host.get("other_devices") or []
+    others = _accelerators(node)
     if node.logical_gpu_count or not others:
         return problems
     found = ", ".join(_describe(d) for d in _group(others))
@@ -291,6 +291,16 @@ def _not_amd(node: Node, problems: list[Problem]) -> list[Problem]:
         ),
         *kept,
     ]
+
+
+# Another vendor's compute GPU means the machine is not an AMD GPU node. An Intel display GPU
+# does not: an AMD GPU whose driver is not loaded has no DRM card beside it, and the advice to
+# load amdgpu stays.
+_ACCELERATOR_VENDORS = frozenset({"nvidia", "hygon"})
+
+
+def _accelerators(node: Node) -> list[dict[str, object]]:
+    return [d for d in node.host.get("other_devices") or [] if d.get("vendor") in _ACCELERATOR_VENDORS]
 
 
 def _group(devices: list[dict[str, object]]) -> list[tuple[dict[str, object], int]]:
@@ -325,7 +335,7 @@ def _finish(node: Node, problems: list[Problem]) -> Node:
     if (
         not node.gpus
         and not node.logical_gpu_count
-        and not node.host.get("other_devices")
+        and not _accelerators(node)
         and not any(p.code == "no-gpu" for p in problems)
     ):
         reasons = [p.code for p in problems]

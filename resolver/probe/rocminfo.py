@@ -13,6 +13,7 @@ import re
 from resolver.probe import gfx as gfxmod
 from resolver.probe.facts import GpuFact, SourceView
 from resolver.probe.text import clean, hex_in_parens, int_value, size_to_bytes
+from resolver.versions import gfx_base_name
 
 _AGENT_RE = re.compile(r"^\s*Agent\s+\d+\s*$")
 _FIELD_RE = re.compile(r"^(\s*)([A-Za-z][A-Za-z0-9 .()/_-]*?)\s*:{1,2}\s*(.*)$")
@@ -188,12 +189,10 @@ def _agent(block: list[str], view: SourceView) -> GpuFact | None:
         return None
     if device_type and device_type != "GPU":
         return None  # CPU agents and the NPU (DSP) never count
-    if not device_type and not gfxmod.is_gfx_name(name.lower()):
+    if not device_type and not gfx_base_name(name):
         return None
     gpu = GpuFact()
-    reported = (
-        name.lower().split(":")[0] if gfxmod.is_gfx_name(name.lower().split(":")[0]) else None
-    )
+    reported = gfx_base_name(name) if name else None
     features = next(
         (
             f

@@ -223,3 +223,17 @@ def test_check_json_on_an_nvidia_host_is_a_json_error(
     assert "modprobe" not in error["hint"]
     probe = CliRunner().invoke(app, ["probe"])
     assert "NVIDIA" in probe.stdout and "modprobe" not in probe.stdout
+
+
+def test_an_intel_display_gpu_does_not_hide_the_amdgpu_advice(tmp_path: Path) -> None:
+    """No AMD DRM card but an Intel one: the AMD GPU may be there without its driver, so the
+    advice to load amdgpu stays and the node is GPU-less as before."""
+    root = tmp_path / "r"
+    device = root / "sys/class/drm/card0/device"
+    device.mkdir(parents=True)
+    (device / "uevent").write_text("DRIVER=i915\nPCI_ID=8086:5917\nPCI_SLOT_NAME=0000:00:02.0\n")
+    node = probe_live(root=root, env={}, check_access=False)
+    codes = [p.code for p in node.problems]
+    assert "amdgpu-not-loaded" in codes and codes[-1] == "no-gpu"
+    assert "not-an-amd-gpu" not in codes
+    assert node.host["other_devices"][0]["vendor"] == "intel"
