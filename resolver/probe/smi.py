@@ -38,6 +38,8 @@ def parse_amd_smi(text: str) -> SourceView:
             data = json.loads(stripped)
         except json.JSONDecodeError:
             data = None
+        if isinstance(data, dict) and any(_CARD_RE.match(str(k)) for k in data):
+            return parse_rocm_smi(text)  # a `rocm-smi --json` given as amd-smi output: read it as such
         if data is not None:
             _amd_json(data, view)
             return _finish(view, "amd-smi")
@@ -194,17 +196,27 @@ def parse_rocm_smi(text: str) -> SourceView:
     form (``{"card0": {...}, "system": {...}}``), told apart by content."""
     view = SourceView(source="rocm-smi")
     stripped = text.strip()
-    if stripped.startswith("{"):
+    if stripped.startswith(("{", "[")):
         try:
             data = json.loads(stripped)
         except (json.JSONDecodeError, RecursionError):
             data = None
+        if isinstance(data, dict) and not any(_CARD_RE.match(str(k)) for k in data) and (
+            "gpu_data" in data or "gpu" in data
+        ):
+            return parse_amd_smi(text)  # an `amd-smi --json` given as rocm-smi output
         if isinstance(data, dict):
             _rocm_smi_json(data, view)
             return _finish(view, "rocm-smi")
+        if isinstance(data, list):
+            return parse_amd_smi(text)
     lines = clean(text)
     if _csv(lines, view):
         return _finish(view, "rocm-smi")
+    if not any(_ROCM_SMI_KV_RE.match(line) for line in lines) and any(
+        _AMD_GPU_RE.match(line) for line in lines
+    ):
+        return parse_amd_smi(text)  # amd-smi's `GPU: N` blocks given as rocm-smi output
     per_gpu: dict[int, dict[str, str]] = {}
     for line in lines:
         if match := _ROCM_SMI_KV_RE.match(line):

@@ -100,3 +100,15 @@ def test_broken_json_is_no_gpu_not_an_error(text: str) -> None:
     view = smi.parse_rocm_smi(text)
     assert view.gpus == []
     assert view.problems
+
+
+def test_each_flag_reads_the_other_tools_format_too() -> None:
+    """A rocm-smi JSON given to --amd-smi (issue 12: it gave one logical GPU, none listed) and an
+    amd-smi output given to --rocm-smi are read as what they are."""
+    rocm = FIXTURES / "peers/telegraf/mi100_rocm602.json"
+    amd = FIXTURES / "amd-smi-static-gfx942-mi300a-4gpu-amdsmi-readme.txt"
+    node = probe_files(amd_smi=rocm)
+    assert (node.gfx_targets, node.logical_gpu_count, len(node.gpus)) == (("gfx908",), 4, 4)
+    node = probe_files(rocm_smi=amd)
+    assert (node.gfx_targets, node.logical_gpu_count) == (("gfx942",), 4)
+    assert smi.parse_rocm_smi('[{"gpu": 0, "asic": {"market_name": "MI300A"}}]').source == "amd-smi"
