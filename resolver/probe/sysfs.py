@@ -128,10 +128,7 @@ def drm_devices(root: Path) -> list[DrmDevice]:
     are one device), in card order."""
     base = root / DRM_CLASS
     try:
-        entries = sorted(
-            (p for p in base.iterdir() if _DRM_NAME_RE.match(p.name)),
-            key=lambda p: (not p.name.startswith("card"), int(_DRM_NAME_RE.match(p.name).group(1))),  # type: ignore[union-attr]
-        )
+        entries = sorted((p for p in base.iterdir() if _DRM_NAME_RE.match(p.name)), key=_drm_order)
     except OSError:
         return []
     seen: set[str] = set()
@@ -142,16 +139,14 @@ def drm_devices(root: Path) -> list[DrmDevice]:
             continue
         uevent = _uevent(read_text(directory / "uevent"))
         bdf = (uevent.get("PCI_SLOT_NAME") or "").lower() or None
+        target = _resolved(directory)
         if bdf is None:
-            resolved = directory.resolve().name.lower()
-            bdf = resolved if _BDF_RE.match(resolved) else None
-        key = bdf or str(directory.resolve())
+            bdf = target.name.lower() if _BDF_RE.match(target.name.lower()) else None
+        key = bdf or str(target)
         if key in seen:
             continue
         seen.add(key)
-        driver = uevent.get("DRIVER")
-        if driver is None and (directory / "driver").is_symlink():
-            driver = (directory / "driver").readlink().name
+        driver = uevent.get("DRIVER") or _link_name(directory / "driver")
         unique = _attr(directory, "unique_id")
         pci = re.fullmatch(r"([0-9A-Fa-f]{4}):([0-9A-Fa-f]{4})", uevent.get("PCI_ID", ""))
         vendor_id = _int_attr(directory, "vendor") or (int(pci.group(1), 16) if pci else None)
@@ -179,6 +174,26 @@ def drm_devices(root: Path) -> list[DrmDevice]:
             )
         )
     return devices
+
+
+def _drm_order(path: Path) -> tuple[bool, int]:
+    """card0, card1, ... before renderD128, ...: a render node of a card already seen adds nothing."""
+    match = _DRM_NAME_RE.match(path.name)
+    return (not path.name.startswith("card"), int(match.group(1)) if match else 0)
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # a symlink loop in a copied tree
+        return path
+
+
+def _link_name(path: Path) -> str | None:
+    try:
+        return path.readlink().name if path.is_symlink() else None
+    except OSError:
+        return None
 
 
 def _uevent(text: str | None) -> dict[str, str]:

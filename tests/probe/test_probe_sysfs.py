@@ -88,3 +88,14 @@ def test_nothing_under_the_root_says_where_it_looked(tmp_path: Path) -> None:
     node = probe_files(sysfs=tmp_path)
     problem = next(p for p in node.problems if p.code == "no-kfd-topology")
     assert "sys/class/drm" in problem.message
+
+
+def test_broken_and_looping_links_in_a_copied_tree_are_no_device(tmp_path: Path) -> None:
+    card = tmp_path / "sys/class/drm/card0"
+    card.mkdir(parents=True)
+    (card / "device").symlink_to(card / "device")  # a loop
+    dangling = tmp_path / "sys/class/drm/card1"
+    dangling.mkdir()
+    (dangling / "device").symlink_to(tmp_path / "nowhere")
+    assert sysfs.drm_devices(tmp_path) == []
+    assert sysfs.parse(tmp_path).gpus == []
