@@ -155,8 +155,12 @@ def render(node: Any) -> str:
     return "\n".join(lines)
 
 
+_VENDORS = {"nvidia": "NVIDIA", "hygon": "Hygon", "intel": "Intel", "amd": "AMD"}
+
+
 def _other(device: dict[str, Any]) -> str:
-    parts = [str(device.get("vendor") or "?"), str(device.get("kind") or "GPU")]
+    vendor = str(device.get("vendor") or "?")
+    parts = [_VENDORS.get(vendor, vendor), str(device.get("kind") or "GPU")]
     parts += [str(v) for v in (device.get("name"), device.get("gfx"), device.get("pci_bdf")) if v]
     return " ".join(parts)
 

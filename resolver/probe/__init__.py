@@ -278,7 +278,7 @@ def _not_amd(node: Node, problems: list[Problem]) -> list[Problem]:
     found = ", ".join(_describe(d) for d in _group(others))
     kept = [p for p in problems if p.code not in _AMD_DRIVER_ADVICE and not p.code.startswith("no-gpu")]
     vendors = {d.get("vendor") for d in others}
-    hint = "rocm-vllm decides only for AMD GPUs (ROCm): run it on an AMD GPU node, or describe one with --gfx or --example"
+    hint = "rocm-vllm decides only for AMD GPUs (ROCm): run it on an AMD GPU node"
     if "nvidia" in vendors:
         hint += "; for NVIDIA GPUs follow vLLM's CUDA installation guide"
     if "hygon" in vendors:

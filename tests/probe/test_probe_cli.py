@@ -113,7 +113,7 @@ def test_summary_names_what_it_found_that_it_does_not_resolve() -> None:
     )
     assert result.exit_code == 0
     assert "No AMD GPU found." in result.stdout
-    assert "hygon DCU K1xx_AI gfx928" in result.stdout
+    assert "Hygon DCU K1xx_AI gfx928" in result.stdout
     assert "[not-an-amd-gpu]" in result.stdout
 
 
