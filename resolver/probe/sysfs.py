@@ -317,7 +317,9 @@ def _gpu(root: Path, node: Path, view: SourceView) -> GpuFact | None:
     # CPU nodes: no SIMDs, gpu_id 0, gfx_target_version 0 (the thunk's and ollama's tests).
     if props.get("simd_count", 0) == 0 or (gpu_id is not None and gpu_id.strip() == "0"):
         return None
-    if props.get("vendor_id", 4098) != 4098:  # 0x1002; another vendor's KFD-like node
+    if props.get("vendor_id", 4098) != 4098:
+        # another vendor's device in the KFD topology (a Hygon DCU is 0x1d94): found, not resolved
+        _foreign_node(node, props, view)
         return None
     gpu = GpuFact(kfd_node=_node_number(node))
     gpu.pci_device_id = gfxmod.pci_id(props.get("device_id"))
@@ -351,6 +353,25 @@ def _gpu(root: Path, node: Path, view: SourceView) -> GpuFact | None:
     if gpu.bdf:
         gpu.compute_partition, gpu.memory_partition = _pci_partition(root, gpu.bdf)
     return gpu
+
+
+def _foreign_node(node: Path, props: dict[str, int], view: SourceView) -> None:
+    vendor = _VENDORS.get(props.get("vendor_id", 0)) or f"{props.get('vendor_id', 0):04x}"
+    simd, per_cu = props.get("simd_count", 0), props.get("simd_per_cu", 0)
+    unique = props.get("unique_id", 0)
+    view.facts.setdefault("other_devices", []).append(
+        {
+            "vendor": vendor,
+            "kind": "DCU" if vendor == "hygon" else "GPU",
+            "gfx": gfxmod.from_target_version(props.get("gfx_target_version", 0)),
+            "name": None,
+            "pci_device_id": gfxmod.pci_id(props.get("device_id")),
+            "unique_id": f"{unique:016x}" if unique else None,
+            "vram_bytes": _vram(node),
+            "compute_units": simd // per_cu if per_cu else None,
+            "source": "sysfs",
+        }
+    )
 
 
 def _vram(node: Path) -> int | None:

@@ -99,3 +99,20 @@ def test_broken_and_looping_links_in_a_copied_tree_are_no_device(tmp_path: Path)
     (dangling / "device").symlink_to(tmp_path / "nowhere")
     assert sysfs.drm_devices(tmp_path) == []
     assert sysfs.parse(tmp_path).gpus == []
+
+
+def test_a_hygon_kfd_node_is_found_but_not_resolved(tmp_path: Path) -> None:
+    """KFD lists a Hygon DCU (vendor 0x1d94) like a GPU: it is named, not dropped as 'no GPU'."""
+    node_dir = tmp_path / "sys/class/kfd/kfd/topology/nodes/1"
+    node_dir.mkdir(parents=True)
+    (node_dir / "gpu_id").write_text("4660\n")
+    (node_dir / "properties").write_text(
+        "simd_count 48\nsimd_per_cu 4\nvendor_id 7572\ndevice_id 25104\n"
+        "gfx_target_version 90208\nunique_id 8142783590029082721\n"
+    )
+    node = probe_files(sysfs=tmp_path)
+    assert node.logical_gpu_count == 0
+    device = node.host["other_devices"][0]
+    assert (device["vendor"], device["kind"], device["gfx"], device["compute_units"]) == ("hygon", "DCU", "gfx928", 12)
+    assert device["unique_id"] == "7100fa8866904061"
+    assert node.problems[0].code == "not-an-amd-gpu"
