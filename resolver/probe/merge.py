@@ -69,6 +69,8 @@ def merge(
         if other is base or base is None:
             continue
         _enrich(facts, base, other, problems, said)
+        if base.source != "sysfs":
+            _add_unlisted(facts, other, said)
     override = _apply_env_override(facts, env or {}, problems)
     implied = next(
         (v.facts.get("implied_override") for v in ordered if v.facts.get("implied_override")), None
@@ -182,6 +184,25 @@ def _pair(facts: list[GpuFact], other: SourceView) -> list[tuple[GpuFact, GpuFac
     if not pairs and len(other.gpus) == len(facts):
         pairs = list(zip(facts, other.gpus, strict=True))
     return pairs
+
+
+def _add_unlisted(facts: list[GpuFact], other: SourceView, said: dict[int, dict[str, str]]) -> None:
+    """Devices another source lists with an identity (unique id or PCI address) that no device
+    of the base has: they are more GPUs, not noise, so they are added rather than dropped. The
+    kernel's view (sysfs) is complete and is never added to; devices without an identity cannot
+    be told apart and are only counted against (``gpu-count-differs``)."""
+    known_uid = {f.unique_id for f in facts if f.unique_id}
+    known_bdf = {f.bdf for f in facts if f.bdf}
+    if not (known_uid or known_bdf):
+        return
+    for extra in other.gpus:
+        if extra.unique_id in known_uid or extra.bdf in known_bdf:
+            continue
+        if not ((extra.unique_id and known_uid) or (extra.bdf and known_bdf)):
+            continue
+        added = GpuFact(**{name: getattr(extra, name) for name in GpuFact.__slots__})
+        facts.append(added)
+        said[id(added)] = {n: other.source for n in _PROVENANCE if getattr(added, n) is not None}
 
 
 def _enrich(

@@ -3,6 +3,7 @@ problem; every field says which tool gave it (issue 12)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from resolver.probe import probe_files
@@ -36,9 +37,22 @@ def test_amd_smi_list_beside_rocminfo_keeps_the_gpus(tmp_path: Path) -> None:
 
 
 def test_disagreeing_counts_are_a_problem_not_a_wipe(tmp_path: Path) -> None:
+    """amd-smi lists two of the four GPUs rocminfo sees (by PCI address): the other two are kept
+    (they have their own addresses), and the disagreement is reported."""
     node = probe_files(rocminfo=MI300X_ROCMINFO, amd_smi=_amd_smi_list(tmp_path, BDFS[:2]))
     assert node.gfx_targets == ("gfx942",)
-    assert node.logical_gpu_count >= 2
+    assert node.logical_gpu_count == 4
+    assert [g.pci_bdf for g in node.gpus] == list(BDFS)
+    assert "gpu-count-differs" in [p.code for p in node.problems]
+    assert [s["bdf"] for s in node.host["gpu_sources"]] == ["amd-smi", "amd-smi", "rocminfo", "rocminfo"]
+
+
+def test_the_kernel_view_is_never_added_to(make_root: Callable[[str], Path]) -> None:
+    """sysfs lists every GPU the kernel has: a tool's device that sysfs does not know is a
+    disagreement, not one more GPU."""
+    node = probe_files(sysfs=make_root("kfd-gfx90a-mi210-8gpu-k8sdp"), rocminfo=MI300X_ROCMINFO)
+    assert node.logical_gpu_count == 8
+    assert node.gfx_targets == ("gfx90a",)
     assert "gpu-count-differs" in [p.code for p in node.problems]
 
 
