@@ -1,5 +1,8 @@
 """Several sources -> one ``Node``. sysfs (the kernel's view) wins over amd-smi and rocm-smi,
-which win over rocminfo (the runtime's view); what they disagree on becomes a problem.
+which win over rocminfo (the runtime's view) and rocm_agent_enumerator; what they disagree on
+becomes a problem, never a wipe: a source that names no target takes it from one that does, and
+devices only another source lists (with their own PCI address or unique id) are added. Which
+source gave each field goes to ``host.gpu_sources``.
 
 Counting: ``logical_gpu_count`` = GPU agents a deployment can use; ``physical_gpu_count`` =
 distinct devices (partitions share unique_id and PCI bus:device); an APU beside a discrete GPU is
