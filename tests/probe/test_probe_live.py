@@ -223,6 +223,12 @@ def test_check_json_on_an_nvidia_host_is_a_json_error(
     assert "modprobe" not in error["hint"]
     probe = CliRunner().invoke(app, ["probe"])
     assert "NVIDIA" in probe.stdout and "modprobe" not in probe.stdout
+    import jsonschema
+
+    schema = json.loads((Path(__file__).parents[2] / "docs/probe.schema.json").read_text())
+    data = json.loads(CliRunner().invoke(app, ["probe", "--json"]).stdout)
+    jsonschema.validate(data, schema)
+    assert data["host"]["other_devices"][0]["driver"] == "580.95.05"
 
 
 def test_an_intel_display_gpu_does_not_hide_the_amdgpu_advice(tmp_path: Path) -> None:
