@@ -76,8 +76,47 @@ def driver_series(text: str) -> str:
     return f"{int(match.group(1))}.{int(match.group(2))}"
 
 
+# How rocminfo and the compilers print a target: ``amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-``.
+_TARGET_ID_RE = re.compile(r"^(?:amdgcn-amd-amdhsa--)?(gfx[0-9a-f]{3,5})((?::[a-z0-9_]+[+-])*)$")
+# rocm_smi_lib / amd-smi before ROCm 6.4 built the name in decimal and, when the minor digit is 0,
+# multiplied the major by another 10: gfx908 -> "gfx9008", gfx90a -> "gfx9010", gfx1101 -> "gfx11001"
+# (ROCm/amdsmi CHANGELOG, amd_smi_lib for ROCm 6.4.0, resolved issues). No real target has a
+# 4-digit name starting with 6-9 or a 5-digit name, so those are read back as major, 0, stepping.
+_SMI_MISPRINT_RE = re.compile(r"^gfx(?:([6-9])|(1[0-2]))0(\d\d)$")
+
+
+def smi_misprint(name: str) -> str | None:
+    """The target a misprinted rocm-smi/amd-smi name stands for (``gfx9010`` -> ``gfx90a``), or
+    None when ``name`` is not such a misprint."""
+    match = _SMI_MISPRINT_RE.match(name.strip().lower())
+    if not match:
+        return None
+    major = match.group(1) or match.group(2)
+    if match.group(2) and len(name.strip()) != 8:  # gfx1030 etc. are real 2-digit-major names
+        return None
+    step = int(match.group(3))
+    return f"gfx{major}0{step:x}" if step <= 0xF else None
+
+
+def gfx_base_name(text: str) -> str | None:
+    """A target as tools print it -> the bare name: ``gfx942:sramecc+:xnack-``,
+    ``amdgcn-amd-amdhsa--gfx90a:xnack-`` and the misprint ``gfx9010`` all give a plain
+    ``gfx...`` name; None when ``text`` names no target."""
+    match = _TARGET_ID_RE.match(text.strip().lower())
+    if not match:
+        return None
+    name = match.group(1)
+    fixed = smi_misprint(name)
+    if fixed:
+        return fixed
+    return name if _GFX_RE.match(name) else None
+
+
 def check_gfx_name(text: str) -> str:
-    name = text.strip().lower()
+    """A gfx name from the user or a file: feature suffixes (``:sramecc+:xnack-``, as rocminfo
+    prints the ISA) and the ``amdgcn-amd-amdhsa--`` prefix are dropped, and rocm-smi's misprints
+    (``gfx9010``) are read as the target they stand for."""
+    name = gfx_base_name(text) or text.strip().lower()
     if not _GFX_RE.match(name):
         raise InputError(
             f"{text!r} is not a gfx target name",

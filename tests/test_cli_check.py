@@ -224,3 +224,23 @@ def test_console_script_help_and_exit_codes() -> None:
 
     assert run("check", "--help") == 0 and run() == 0
     assert run("check", "--gfx", "gfx942", "-q") == 0 and run("check", "--gfx", "gfx906", "-q") == 1
+
+
+def test_gfx_as_rocminfo_prints_it_is_accepted() -> None:
+    """issue 11, item 7: the error's hint says to copy the name from `rocminfo | grep gfx`."""
+    code, data = check_json("--gfx", "gfx942:sramecc+:xnack-", "--driver", "30.30.3")
+    assert code == 0
+    assert data["node"]["gfx_targets"] == ["gfx942"]
+    code, data = check_json("--gfx", "gfx90a:xnack-,gfx942:sramecc+:xnack-", "--driver", "30.30.3")
+    assert data["node"]["gfx_targets"] == ["gfx90a", "gfx942"]
+
+
+def test_json_errors_are_json() -> None:
+    """Under --json a refusal is a JSON object on stdout (exit 2), the human lines on stderr."""
+    result = run_cli("check", "--gfx", "nvidia", "--json")
+    assert result.exit_code == 2
+    data = json.loads(result.stdout)
+    assert data["error"]["code"] == "bad-input"
+    assert data["error"]["exit_code"] == 2
+    assert data["error"]["hint"]
+    assert result.stderr.startswith("error: ")

@@ -10,9 +10,11 @@ from resolver.errors import InputError
 from resolver.versions import (
     check_gfx_name,
     driver_series,
+    gfx_base_name,
     parse_spec,
     parse_version,
     python_minor,
+    smi_misprint,
     split_os,
 )
 
@@ -62,3 +64,32 @@ def test_vllm_spec_hints_speak_of_vllm() -> None:
     with pytest.raises(InputError) as info:
         parse_spec("0.24.x")
     assert "0.24.0" in (info.value.hint or "") and "7.2.3" not in (info.value.hint or "")
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("gfx942:sramecc+:xnack-", "gfx942"),  # as rocminfo prints the ISA (issue 11, item 7)
+        ("amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-", "gfx90a"),
+        ("gfx1100", "gfx1100"),
+        ("gfx9010", "gfx90a"),  # rocm-smi before ROCm 6.4 (issue 12)
+        ("gfx9008", "gfx908"),  # amd-smi before ROCm 6.4 (ROCm/amdsmi CHANGELOG)
+        ("gfx11001", "gfx1101"),  # gpustack's ROCm 6.2.4 rocm-smi JSON
+        ("gfx9012", "gfx90c"),
+        ("gfx1010", "gfx1010"),  # a real 4-digit name is never "corrected"
+        ("gfx1030", "gfx1030"),
+        ("gfx9016", "gfx9016"),  # no single hex digit for 16: left as printed (unknown to the data)
+        ("gfx942:", None),
+        ("nvidia", None),
+    ],
+)
+def test_gfx_names_as_tools_print_them(text: str, name: str | None) -> None:
+    assert gfx_base_name(text) == name
+    if name:
+        assert check_gfx_name(text) == name
+
+
+def test_smi_misprint_leaves_real_names_alone() -> None:
+    assert smi_misprint("gfx942") is None
+    assert smi_misprint("gfx1151") is None
+    assert smi_misprint("gfx12001") == "gfx1201"

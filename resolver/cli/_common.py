@@ -49,6 +49,19 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
         try:
             return func(*args, **kwargs)
         except ResolverError as exc:
+            if kwargs.get("json_out"):
+                # --json promises JSON on stdout: the error is an object there too
+                emit_json(
+                    {
+                        "schema_version": 1,
+                        "error": {
+                            "code": exc.reference,
+                            "message": exc.message,
+                            "hint": exc.hint,
+                            "exit_code": exc.exit_code,
+                        },
+                    }
+                )
             typer.echo(f"error: {exc.message}", err=True)
             if exc.hint:
                 typer.echo(f"hint: {exc.hint}", err=True)

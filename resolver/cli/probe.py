@@ -18,14 +18,23 @@ AmdSmiOpt = Annotated[
 RocmSmiOpt = Annotated[
     list[Path] | None,
     typer.Option(
-        "--rocm-smi", help="A saved `rocm-smi --showproductname` or concise output; repeatable."
+        "--rocm-smi",
+        help="A saved `rocm-smi` output: text (`--showproductname`, `-a`, concise) or `--json`; repeatable.",
+    ),
+]
+AgentEnumeratorOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--agent-enumerator",
+        help="A saved `rocm_agent_enumerator` output (one gfx name per agent, gfx000 = CPU).",
     ),
 ]
 SysfsOpt = Annotated[
     Path | None,
     typer.Option(
         "--sysfs",
-        help="Read ROOT/sys/class/kfd/... and ROOT/sys/module/amdgpu/... as if ROOT were /.",
+        help="Read ROOT/sys/class/kfd/..., ROOT/sys/class/drm/... and ROOT/sys/module/amdgpu/... as if "
+        "ROOT were /; ROOT may also be a copy of /sys itself.",
     ),
 ]
 RocminfoFileOpt = Annotated[
@@ -41,6 +50,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         amd_smi: AmdSmiOpt = None,
         rocm_smi: RocmSmiOpt = None,
         sysfs: SysfsOpt = None,
+        agent_enumerator: AgentEnumeratorOpt = None,
         json_out: JsonOpt = False,
     ) -> None:
         """The node's GPUs (gfx, product, CUs, VRAM, partition), counts and host problems.
@@ -49,9 +59,13 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         """
         from resolver import probe as probe_mod
 
-        if any(v for v in (rocminfo, amd_smi, rocm_smi, sysfs)):
+        if any(v for v in (rocminfo, amd_smi, rocm_smi, sysfs, agent_enumerator)):
             node = probe_mod.probe_files(
-                rocminfo=rocminfo, amd_smi=amd_smi, rocm_smi=rocm_smi, sysfs=sysfs
+                rocminfo=rocminfo,
+                amd_smi=amd_smi,
+                rocm_smi=rocm_smi,
+                sysfs=sysfs,
+                agent_enumerator=agent_enumerator,
             )
         else:
             node = probe_mod.probe_live()
@@ -108,6 +122,19 @@ def render(node: Any) -> str:
         )
     else:
         lines.append("No AMD GPU found.")
+    others = (node.host or {}).get("other_devices") or []
+    if others:
+        lines.append(
+            "Also found (not resolved by this tool): "
+            + ", ".join(_other(d) for d in others)
+        )
+    unidentified = (node.host or {}).get("unidentified_gpus") or []
+    for device in unidentified:
+        lines.append(
+            f"  GPU without a known target: PCI id {device.get('pci_device_id') or '?'}, "
+            f"VRAM {_gib(device.get('vram_bytes'))}"
+            + (f", {device['marketing_name']}" if device.get("marketing_name") else "")
+        )
     facts = [
         ("driver", node.driver_version or _module(node.host or {})),
         ("ROCm", node.rocm_version),
@@ -126,6 +153,16 @@ def render(node: Any) -> str:
             lines.append(f"  - [{problem.code}] {problem.message}")
             lines.append(f"    fix: {problem.hint}")
     return "\n".join(lines)
+
+
+_VENDORS = {"nvidia": "NVIDIA", "hygon": "Hygon", "intel": "Intel", "amd": "AMD"}
+
+
+def _other(device: dict[str, Any]) -> str:
+    vendor = str(device.get("vendor") or "?")
+    parts = [_VENDORS.get(vendor, vendor), str(device.get("kind") or "GPU")]
+    parts += [str(v) for v in (device.get("name"), device.get("gfx"), device.get("pci_bdf")) if v]
+    return " ".join(parts)
 
 
 def _shorten(rows: list[tuple[str, ...]]) -> list[tuple[str, ...]]:

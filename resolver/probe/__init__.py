@@ -1,4 +1,4 @@
-"""Node facts from rocminfo, amd-smi, rocm-smi and the KFD sysfs topology.
+"""Node facts from rocminfo, amd-smi, rocm-smi, rocm_agent_enumerator and sysfs (KFD topology, DRM).
 
 ``probe_files`` reads saved outputs (and a sysfs copy); ``probe_live`` reads this machine. Both
 return a ``resolver.node.Node``; nothing here raises for bad *content*: garbage yields zero GPUs
@@ -14,9 +14,9 @@ from pathlib import Path
 
 from resolver.errors import ProbeError
 from resolver.node import Node, Problem
+from resolver.probe import enumerator, smi, sysfs, tools
 from resolver.probe import host as hostmod
 from resolver.probe import rocminfo as rocminfo_mod
-from resolver.probe import smi, sysfs
 from resolver.probe.facts import SourceView
 from resolver.probe.merge import merge
 
@@ -65,9 +65,12 @@ def probe_files(
     amd_smi: Path | Sequence[Path] | None = None,
     sysfs: Path | None = None,
     rocm_smi: Path | Sequence[Path] | None = None,
+    agent_enumerator: Path | None = None,
 ) -> Node:
     """The node described by saved outputs. ``sysfs`` is a root under which
-    ``sys/class/kfd/kfd/topology`` and ``sys/module/amdgpu`` are read as if it were ``/``."""
+    ``sys/class/kfd/kfd/topology``, ``sys/class/drm`` and ``sys/module/amdgpu`` are read as if it
+    were ``/``, or a copy of ``/sys`` itself (``class/``, ``module/`` at its top), or a bare copy of
+    ``/sys/class/kfd/kfd``."""
     views: list[SourceView] = []
     names: list[str] = []
     if sysfs is not None:
@@ -82,10 +85,13 @@ def probe_files(
     if rocminfo is not None:
         views.append(rocminfo_mod.parse(_read(rocminfo, "--rocminfo")))
         names.append(f"rocminfo:{rocminfo}")
+    if agent_enumerator is not None:
+        views.append(enumerator.parse(_read(agent_enumerator, "--agent-enumerator")))
+        names.append(f"rocm_agent_enumerator:{agent_enumerator}")
     if not views:
         raise ProbeError(
             "no probe input given",
-            hint="give --rocminfo FILE, --amd-smi FILE, --rocm-smi FILE or --sysfs ROOT",
+            hint="give --rocminfo FILE, --amd-smi FILE, --rocm-smi FILE, --agent-enumerator FILE or --sysfs ROOT",
         )
     views = _combine_same_source(views)
     node, problems = merge(views, origin="file:" + ",".join(names))
@@ -93,9 +99,10 @@ def probe_files(
         node = replace(
             node,
             host={
+                **node.host,
                 "driver_kind": next(
                     (v.facts.get("driver_kind") for v in views if v.source == "sysfs"), None
-                )
+                ),
             },
         )
     return _finish(node, problems)
@@ -108,8 +115,15 @@ def _sysfs_view(root: Path) -> SourceView:
             hint="give the directory that holds sys/class/kfd (use / for this machine)",
         )
     view = sysfs.parse(root)
+    if not _found_anything(view) and _is_sys_copy(root):
+        # a copy of /sys itself (ROOT/class/kfd, ROOT/class/drm, ROOT/module): read it as ROOT/sys
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="rocm-vllm-sysfs-") as scratch:
+            (Path(scratch) / "sys").symlink_to(root.resolve(), target_is_directory=True)
+            view = sysfs.parse(Path(scratch))
     copied = _plain_topology_copy(root)
-    if not view.facts.get("kfd_present") and copied is not None:
+    if not _found_anything(view) and copied is not None:
         # A copy of /sys/class/kfd/kfd (ROOT/topology/nodes) or of its topology/ (ROOT/nodes): read
         # it through a scratch root that puts it where the parser looks.
         import tempfile
@@ -119,13 +133,26 @@ def _sysfs_view(root: Path) -> SourceView:
             kfd.mkdir(parents=True)
             (kfd / "topology").symlink_to(copied.resolve(), target_is_directory=True)
             view = sysfs.parse(Path(scratch))
-    if not view.facts.get("kfd_present"):
+    if not _found_anything(view):
         view.problem(
             "no-kfd-topology",
-            f"--sysfs {root}: no KFD topology under {root}/sys/class/kfd/kfd/topology/nodes",
-            "copy /sys/class/kfd/kfd/topology from the node (cp -rL), keeping the sys/class/kfd/kfd path",
+            f"--sysfs {root}: no KFD topology or DRM device under {root} "
+            "(looked for sys/class/kfd/kfd/topology/nodes, class/kfd/kfd/topology/nodes, sys/class/drm)",
+            "copy /sys/class/kfd/kfd/topology from the node (cp -rL), keeping the sys/class/kfd/kfd path, "
+            "or give --sysfs a copy of /sys itself",
         )
     return view
+
+
+def _found_anything(view: SourceView) -> bool:
+    return bool(view.facts.get("kfd_present") or view.facts.get("drm_present"))
+
+
+def _is_sys_copy(root: Path) -> bool:
+    """ROOT looks like /sys itself: its top holds class/ or module/ and no sys/."""
+    return not (root / "sys").is_dir() and any(
+        (root / name).is_dir() for name in ("class/kfd", "class/drm", "module/amdgpu", "devices")
+    )
 
 
 def _plain_topology_copy(root: Path) -> Path | None:
@@ -166,15 +193,27 @@ def _combine_same_source(views: list[SourceView]) -> list[SourceView]:
 
 
 def probe_live(
-    *, root: Path = Path("/"), env: Mapping[str, str] | None = None, check_access: bool = True
+    *,
+    root: Path = Path("/"),
+    env: Mapping[str, str] | None = None,
+    check_access: bool = True,
+    run_tools: bool = True,
 ) -> Node:
-    """This machine (or the tree under ``root``). Without an AMD GPU: a node with no GPUs and
-    problems saying why (no /dev/kfd, amdgpu not loaded)."""
+    """This machine (or the tree under ``root``): sysfs (KFD topology, DRM), and the output of
+    ``rocm_agent_enumerator`` and ``rocm-smi --json`` when they are on PATH (``run_tools``). Without
+    an AMD GPU: a node with no GPUs and problems saying why (no /dev/kfd, amdgpu not loaded, or the
+    other vendor's GPU that is there instead)."""
     environ = dict(os.environ) if env is None else dict(env)
     facts = hostmod.gather(root, env=environ, check_access=check_access)
     view = sysfs.parse(root)
-    node, problems = merge([view], origin="probe", env=environ)
-    host = dict(facts.host)
+    views = [view]
+    if run_tools:
+        views.extend(_tool_views(environ))
+    nvidia = hostmod.nvidia_devices(root)
+    if nvidia:
+        views.append(SourceView(source="host", facts={"other_devices": nvidia}))
+    node, problems = merge(views, origin="probe", env=environ)
+    host = {**facts.host, **node.host}
     host["driver_kind"] = view.facts.get("driver_kind") or host.get("driver_kind")
     if view.facts.get("partition_inferred"):
         host["partition_inferred"] = True
@@ -213,8 +252,92 @@ def probe_live(
     return _finish(node, problems)
 
 
+def _tool_views(env: Mapping[str, str]) -> list[SourceView]:
+    """What the ROCm tools on PATH say (each is optional; a missing one says nothing)."""
+    views = []
+    listed = tools.run("rocm_agent_enumerator", [], env)
+    if listed is not None and listed.strip():
+        views.append(enumerator.parse(listed))
+    smi_json = tools.run("rocm-smi", ["--showallinfo", "--json"], env)
+    if smi_json is not None and smi_json.strip():
+        views.append(smi.parse_rocm_smi(smi_json))
+    return views
+
+
+# Problems whose fixes load or install the AMD driver: wrong advice on a machine whose GPU is
+# another vendor's.
+_AMD_DRIVER_ADVICE = frozenset({"amdgpu-not-loaded", "no-kfd", "kfd-missing", "no-gpu-agent-enumerator"})
+
+
+def _not_amd(node: Node, problems: list[Problem]) -> list[Problem]:
+    """No AMD GPU, but another accelerator: say what is there and what this tool resolves,
+    instead of advice to load amdgpu."""
+    others = _accelerators(node)
+    if node.logical_gpu_count or not others:
+        return problems
+    found = ", ".join(_describe(d) for d in _group(others))
+    kept = [p for p in problems if p.code not in _AMD_DRIVER_ADVICE and not p.code.startswith("no-gpu")]
+    vendors = {d.get("vendor") for d in others}
+    hint = "rocm-vllm decides only for AMD GPUs (ROCm): run it on an AMD GPU node"
+    if "nvidia" in vendors:
+        hint += "; for NVIDIA GPUs follow vLLM's CUDA installation guide"
+    if "hygon" in vendors:
+        hint += "; for Hygon DCUs use Hygon's DTK builds of vLLM"
+    return [
+        Problem(
+            code="not-an-amd-gpu",
+            message=f"no AMD GPU here; found {found}, which rocm-vllm does not resolve",
+            hint=hint,
+        ),
+        *kept,
+    ]
+
+
+# Another vendor's compute GPU means the machine is not an AMD GPU node. An Intel display GPU
+# does not: an AMD GPU whose driver is not loaded has no DRM card beside it, and the advice to
+# load amdgpu stays.
+_ACCELERATOR_VENDORS = frozenset({"nvidia", "hygon"})
+
+
+def _accelerators(node: Node) -> list[dict[str, object]]:
+    return [d for d in node.host.get("other_devices") or [] if d.get("vendor") in _ACCELERATOR_VENDORS]
+
+
+def _group(devices: list[dict[str, object]]) -> list[tuple[dict[str, object], int]]:
+    groups: list[tuple[dict[str, object], int]] = []
+    for device in devices:
+        key = (device.get("vendor"), device.get("kind"), device.get("name"), device.get("gfx"))
+        for index, (first, count) in enumerate(groups):
+            if (first.get("vendor"), first.get("kind"), first.get("name"), first.get("gfx")) == key:
+                groups[index] = (first, count + 1)
+                break
+        else:
+            groups.append((device, 1))
+    return groups
+
+
+_VENDOR_NAMES = {"nvidia": "NVIDIA", "hygon": "Hygon", "intel": "Intel", "amd": "AMD"}
+
+
+def _describe(group: tuple[dict[str, object], int]) -> str:
+    device, count = group
+    vendor = str(device.get("vendor") or "unknown-vendor")
+    words = [f"{count} x" if count > 1 else "a" if vendor != "intel" else "an", _VENDOR_NAMES.get(vendor, vendor)]
+    words.append(str(device.get("kind") or "GPU"))
+    details = [str(v) for v in (device.get("name"), device.get("gfx")) if v]
+    if device.get("driver") and vendor == "nvidia":
+        details.append(f"driver {device['driver']}")
+    return " ".join(words) + (f" ({', '.join(details)})" if details else "")
+
+
 def _finish(node: Node, problems: list[Problem]) -> Node:
-    if not node.gpus and not any(p.code == "no-gpu" for p in problems):
+    problems = _not_amd(node, problems)
+    if (
+        not node.gpus
+        and not node.logical_gpu_count
+        and not _accelerators(node)
+        and not any(p.code == "no-gpu" for p in problems)
+    ):
         reasons = [p.code for p in problems]
         problems = [
             *problems,

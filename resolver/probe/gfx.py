@@ -192,6 +192,13 @@ def gfx_for_name(name: str | None) -> str | None:
     if not name or is_generic_marketing_name(name):
         return None
     targets = _names().get(_norm_name(name), frozenset())
+    if not targets and (inner := re.search(r"\[([^\]]+)\]", name)):
+        # the PCI database's form rocm-smi prints: "Vega 20 [Radeon Pro VII/Radeon Instinct MI50
+        # 32GB]": the products named inside, when those the data knows agree on one target
+        found: set[str] = set()
+        for part in inner.group(1).split("/"):
+            found |= _names().get(_norm_name(re.sub(r"\b\d+\s*GB\b", "", part)), frozenset())
+        targets = frozenset(found)
     return next(iter(targets)) if len(targets) == 1 else None
 
 

@@ -224,6 +224,40 @@ def _devices(root: Path, facts: HostFacts, check_access: bool) -> None:
         )
 
 
+_NVRM_RE = re.compile(r"Kernel Module\s+(?:for\s+\S+\s+)?(\d+\.\d+(?:\.\d+)?)")
+
+
+def nvidia_devices(root: Path) -> list[dict[str, Any]]:
+    """An NVIDIA GPU seen without any NVIDIA tool: the kernel module's version file
+    (``/proc/driver/nvidia/version``), its device nodes (``/dev/nvidia0``...) or the loaded module
+    (``/sys/module/nvidia``). One entry per ``/dev/nvidiaN`` (at least one when any sign is there)."""
+    version_text = read_text(root / "proc/driver/nvidia/version") or ""
+    match = _NVRM_RE.search(version_text)
+    nodes = sorted(
+        (p.name for p in (root / "dev").glob("nvidia[0-9]*") if p.name[6:].isdigit()),
+        key=lambda n: int(n[6:]),
+    )
+    if not (match or nodes or (root / "sys/module/nvidia").is_dir()):
+        return []
+    driver = match.group(1) if match else None
+    return [
+        {
+            "vendor": "nvidia",
+            "kind": "GPU",
+            "gfx": None,
+            "name": None,
+            "pci_device_id": None,
+            "unique_id": None,
+            "vram_bytes": None,
+            "compute_units": None,
+            "driver": driver,
+            "device_node": f"/dev/{name}" if name != "?" else None,
+            "source": "host",
+        }
+        for name in (nodes or ["?"])
+    ]
+
+
 def _openable(path: Path) -> tuple[bool, str | None]:
     try:
         fd = os.open(path, os.O_RDWR | os.O_NONBLOCK)

@@ -1,5 +1,8 @@
 """Several sources -> one ``Node``. sysfs (the kernel's view) wins over amd-smi and rocm-smi,
-which win over rocminfo (the runtime's view); what they disagree on becomes a problem.
+which win over rocminfo (the runtime's view) and rocm_agent_enumerator; what they disagree on
+becomes a problem, never a wipe: a source that names no target takes it from one that does, and
+devices only another source lists (with their own PCI address or unique id) are added. Which
+source gave each field goes to ``host.gpu_sources``.
 
 Counting: ``logical_gpu_count`` = GPU agents a deployment can use; ``physical_gpu_count`` =
 distinct devices (partitions share unique_id and PCI bus:device); an APU beside a discrete GPU is
@@ -9,12 +12,26 @@ listed with ``integrated: true`` and counted nowhere; a lone APU is the target a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from resolver.node import Gpu, Node, Partition, Problem
 from resolver.probe import gfx as gfxmod
 from resolver.probe.facts import GpuFact, SourceView
 
-PRIORITY = ("sysfs", "amd-smi", "rocm-smi", "rocminfo")
+PRIORITY = ("sysfs", "amd-smi", "rocm-smi", "rocminfo", "rocm_agent_enumerator")
+# Fields a GPU record reports, with the source that said each (``host.gpu_sources``).
+_PROVENANCE = (
+    "gfx",
+    "runtime_gfx",
+    "marketing_name",
+    "pci_device_id",
+    "compute_units",
+    "vram_bytes",
+    "unique_id",
+    "compute_partition",
+    "memory_partition",
+    "bdf",
+)
 _FILL = (
     "marketing_name",
     "pci_device_id",
@@ -46,10 +63,17 @@ def merge(
         if base
         else []
     )
+    said: dict[int, dict[str, str]] = {
+        id(f): {n: base.source for n in _PROVENANCE if getattr(f, n) is not None}
+        for f in facts
+        if base is not None
+    }
     for other in with_gpus:
         if other is base or base is None:
             continue
-        _enrich(facts, base, other, problems)
+        _enrich(facts, base, other, problems, said)
+        if base.source != "sysfs":
+            _add_unlisted(facts, other, said)
     override = _apply_env_override(facts, env or {}, problems)
     implied = next(
         (v.facts.get("implied_override") for v in ordered if v.facts.get("implied_override")), None
@@ -82,6 +106,15 @@ def merge(
         )
     driver = next((v.driver_version for v in ordered if v.driver_version), None)
     rocm = next((v.rocm_version for v in ordered if v.rocm_version), None)
+    host: dict[str, Any] = {}
+    listed = _with_gfx(facts)
+    if listed:
+        host["gpu_sources"] = [dict(sorted(said.get(id(f), {}).items())) for f in listed]
+    if unknown:
+        host["unidentified_gpus"] = [_unidentified(f) for f in unknown]
+    others = other_devices(ordered)
+    if others:
+        host["other_devices"] = others
     node = Node(
         gpus=tuple(gpus),
         gfx_targets=tuple(sorted({g.gfx for g in counted})),
@@ -91,8 +124,46 @@ def merge(
         rocm_version=rocm,
         driver_version=driver,
         origin=origin,
+        host=host,
     )
     return node, _dedupe(problems)
+
+
+def _unidentified(fact: GpuFact) -> dict[str, Any]:
+    """A GPU the sources list without a target: counted, and what is known of it kept."""
+    return {
+        "pci_device_id": fact.pci_device_id,
+        "marketing_name": fact.marketing_name,
+        "vram_bytes": fact.vram_bytes,
+        "unique_id": fact.unique_id,
+        "pci_bdf": fact.bdf,
+        "compute_units": fact.compute_units,
+    }
+
+
+def other_devices(views: Sequence[SourceView]) -> list[dict[str, Any]]:
+    """Accelerators that are not AMD GPUs (a Hygon DCU, an NVIDIA or Intel GPU), one per device
+    across sources (matched by unique id, else PCI address), later sources filling gaps."""
+    out: list[dict[str, Any]] = []
+    # rocminfo first: its Marketing Name is the product's, rocm-smi's card series a PCI-database name
+    for view in sorted(views, key=lambda v: v.source != "rocminfo"):
+        for device in view.facts.get("other_devices") or []:
+            same = next(
+                (
+                    o
+                    for o in out
+                    if (device.get("unique_id") and o.get("unique_id") == device.get("unique_id"))
+                    or (device.get("pci_bdf") and o.get("pci_bdf") == device.get("pci_bdf"))
+                ),
+                None,
+            )
+            if same is None:
+                out.append(dict(device))
+                continue
+            for key, value in device.items():
+                if same.get(key) is None and value is not None:
+                    same[key] = value
+    return out
 
 
 def _with_gfx(facts: list[GpuFact]) -> list[GpuFact]:
@@ -118,13 +189,54 @@ def _pair(facts: list[GpuFact], other: SourceView) -> list[tuple[GpuFact, GpuFac
     return pairs
 
 
+def _add_unlisted(facts: list[GpuFact], other: SourceView, said: dict[int, dict[str, str]]) -> None:
+    """Devices another source lists with an identity (unique id or PCI address) that no device
+    of the base has: they are more GPUs, not noise, so they are added rather than dropped. The
+    kernel's view (sysfs) is complete and is never added to; devices without an identity cannot
+    be told apart and are only counted against (``gpu-count-differs``)."""
+    known_uid = {f.unique_id for f in facts if f.unique_id}
+    known_bdf = {f.bdf for f in facts if f.bdf}
+    if not (known_uid or known_bdf):
+        return
+    for extra in other.gpus:
+        if extra.unique_id in known_uid or extra.bdf in known_bdf:
+            continue
+        if not ((extra.unique_id and known_uid) or (extra.bdf and known_bdf)):
+            continue
+        added = GpuFact(**{name: getattr(extra, name) for name in GpuFact.__slots__})
+        facts.append(added)
+        said[id(added)] = {n: other.source for n in _PROVENANCE if getattr(added, n) is not None}
+
+
 def _enrich(
-    facts: list[GpuFact], base: SourceView, other: SourceView, problems: list[Problem]
+    facts: list[GpuFact],
+    base: SourceView,
+    other: SourceView,
+    problems: list[Problem],
+    said: dict[int, dict[str, str]],
 ) -> None:
     for fact, extra in _pair(facts, other):
+        record = said.setdefault(id(fact), {})
+        if fact.gfx is None and extra.gfx:
+            # a source that lists the devices without naming them (amd-smi list, rocm-smi
+            # --showid) takes the target from one that names it
+            fact.gfx, fact.runtime_gfx = extra.gfx, extra.runtime_gfx or extra.gfx
+            record.setdefault("gfx", other.source)
+        if (
+            other.source == "rocminfo"
+            and base.source == "rocm-smi"
+            and extra.marketing_name
+            and not gfxmod.is_generic_marketing_name(extra.marketing_name)
+        ):
+            # rocm-smi's "Card Series" is the PCI database's name ("Navi 32 [Radeon RX 7700 XT /
+            # 7800 XT]"); rocminfo's Marketing Name is the product's
+            fact.marketing_name = extra.marketing_name
+            record["marketing_name"] = other.source
         for name in _FILL:
             if getattr(fact, name) is None and getattr(extra, name) is not None:
                 setattr(fact, name, getattr(extra, name))
+                if name in _PROVENANCE:
+                    record.setdefault(name, other.source)
         already = any(p.code == "gfx-override" for p in problems)
         if (
             other.source == "rocminfo"

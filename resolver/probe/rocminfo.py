@@ -13,6 +13,7 @@ import re
 from resolver.probe import gfx as gfxmod
 from resolver.probe.facts import GpuFact, SourceView
 from resolver.probe.text import clean, hex_in_parens, int_value, size_to_bytes
+from resolver.versions import gfx_base_name
 
 _AGENT_RE = re.compile(r"^\s*Agent\s+\d+\s*$")
 _FIELD_RE = re.compile(r"^(\s*)([A-Za-z][A-Za-z0-9 .()/_-]*?)\s*:{1,2}\s*(.*)$")
@@ -52,7 +53,11 @@ def parse(text: str) -> SourceView:
     else:
         _flat(lines, view)
     _check_overrides(view)
-    if not view.gpus and not any(p.code.startswith(("kfd-", "amdgpu-")) for p in view.problems):
+    if (
+        not view.gpus
+        and not view.facts.get("other_devices")
+        and not any(p.code.startswith(("kfd-", "amdgpu-")) for p in view.problems)
+    ):
         view.problem(
             "no-gpu-agents",
             "the rocminfo output lists no GPU agent",
@@ -179,14 +184,15 @@ def _agent(block: list[str], view: SourceView) -> GpuFact | None:
             fields.setdefault(key, value)
     name = fields.get("Name", "").strip()
     device_type = fields.get("Device Type", "").strip().upper()
+    if device_type == "DCU":
+        _dcu(fields, isas, vram, view)
+        return None
     if device_type and device_type != "GPU":
         return None  # CPU agents and the NPU (DSP) never count
-    if not device_type and not gfxmod.is_gfx_name(name.lower()):
+    if not device_type and not gfx_base_name(name):
         return None
     gpu = GpuFact()
-    reported = (
-        name.lower().split(":")[0] if gfxmod.is_gfx_name(name.lower().split(":")[0]) else None
-    )
+    reported = gfx_base_name(name) if name else None
     features = next(
         (
             f
@@ -220,6 +226,26 @@ def _agent(block: list[str], view: SourceView) -> GpuFact | None:
             "save the whole rocminfo output, or use --sysfs with a copy of /sys/class/kfd",
         )
     return gpu
+
+
+def _dcu(fields: dict[str, str], isas: list[str], vram: int | None, view: SourceView) -> None:
+    """A Hygon DCU agent (``Device Type: DCU``, e.g. gfx928): ROCm-derived, but not an AMD GPU."""
+    uuid = fields.get("Uuid", "").strip()
+    name = fields.get("Name", "").strip().lower()
+    features = next((f for f in (gfxmod.split_target(i) for i in isas) if f), None)
+    view.facts.setdefault("other_devices", []).append(
+        {
+            "vendor": "hygon" if "hygon" in fields.get("Vendor Name", "").lower() else fields.get("Vendor Name", "").strip() or None,
+            "kind": "DCU",
+            "gfx": name if gfxmod.is_gfx_name(name) else (features.gfx if features else None),
+            "name": (fields.get("Marketing Name") or "").strip() or None,
+            "pci_device_id": gfxmod.pci_id(hex_in_parens(fields.get("Chip ID"))),
+            "unique_id": uuid[4:].lower() if re.fullmatch(r"GPU-[0-9a-fA-F]{16}", uuid) else None,
+            "vram_bytes": vram,
+            "compute_units": int_value(fields.get("Compute Unit")),
+            "source": view.source,
+        }
+    )
 
 
 def _flat(lines: list[str], view: SourceView) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 from resolver.probe import gfx as gfxmod
 from resolver.probe.facts import GpuFact, SourceView
 from resolver.probe.text import clean, size_to_bytes
+from resolver.versions import smi_misprint
 
 _AMD_GPU_RE = re.compile(r"^\s*GPU:\s*(\d+)\s*$")
 _AMD_OTHER_RE = re.compile(r"^([A-Z][A-Z_]*):\s*\d+\s*$")
@@ -37,6 +38,8 @@ def parse_amd_smi(text: str) -> SourceView:
             data = json.loads(stripped)
         except json.JSONDecodeError:
             data = None
+        if isinstance(data, dict) and any(_CARD_RE.match(str(k)) for k in data):
+            return parse_rocm_smi(text)  # a `rocm-smi --json` given as amd-smi output: read it as such
         if data is not None:
             _amd_json(data, view)
             return _finish(view, "amd-smi")
@@ -126,7 +129,9 @@ def _amd_gpu(kv: dict[str, str], view: SourceView) -> GpuFact:
     cus = _value(kv.get("NUM_COMPUTE_UNITS"))
     gpu.compute_units = int(cus) if cus and cus.isdigit() else None
     target = (_value(kv.get("TARGET_GRAPHICS_VERSION")) or "").lower()
-    if gfxmod.is_gfx_name(target) and (
+    if target and smi_misprint(target):
+        _smi_target(target, gpu, view)
+    elif gfxmod.is_gfx_name(target) and (
         gfxmod.is_known(target) or not gfxmod.gfx_for_pci(gpu.pci_device_id)
     ):
         gpu.gfx = gpu.runtime_gfx = target
@@ -187,41 +192,196 @@ def _uuid_parts(text: str | None) -> tuple[str, str] | None:
 
 
 def parse_rocm_smi(text: str) -> SourceView:
+    """``rocm-smi`` text (``GPU[N] : key: value`` lines, the concise tables) or its ``--json``
+    form (``{"card0": {...}, "system": {...}}``), told apart by content."""
     view = SourceView(source="rocm-smi")
+    stripped = text.strip()
+    if stripped.startswith(("{", "[")):
+        try:
+            data = json.loads(stripped)
+        except (json.JSONDecodeError, RecursionError):
+            data = None
+        if isinstance(data, dict) and not any(_CARD_RE.match(str(k)) for k in data) and (
+            "gpu_data" in data or "gpu" in data
+        ):
+            return parse_amd_smi(text)  # an `amd-smi --json` given as rocm-smi output
+        if isinstance(data, dict):
+            _rocm_smi_json(data, view)
+            return _finish(view, "rocm-smi")
+        if isinstance(data, list):
+            return parse_amd_smi(text)
     lines = clean(text)
+    if _csv(lines, view):
+        return _finish(view, "rocm-smi")
+    if not any(_ROCM_SMI_KV_RE.match(line) for line in lines) and any(
+        _AMD_GPU_RE.match(line) for line in lines
+    ):
+        return parse_amd_smi(text)  # amd-smi's `GPU: N` blocks given as rocm-smi output
     per_gpu: dict[int, dict[str, str]] = {}
     for line in lines:
         if match := _ROCM_SMI_KV_RE.match(line):
-            per_gpu.setdefault(int(match.group(1)), {}).setdefault(
-                match.group(2).strip().lower(), match.group(3)
-            )
+            _put_key(per_gpu.setdefault(int(match.group(1)), {}), match.group(2), match.group(3))
         elif (kv := re.match(r"^\s*Driver version:\s*(\S+)", line)) and view.driver_version is None:
             view.driver_version = kv.group(1)
     if per_gpu:
         for index in sorted(per_gpu):
-            view.gpus.append(_rocm_smi_gpu(per_gpu[index], view))
+            gpu = _rocm_smi_gpu(per_gpu[index], view)
+            if gpu is not None:
+                view.gpus.append(gpu)
     else:
         _concise(lines, view)
     return _finish(view, "rocm-smi")
 
 
-def _rocm_smi_gpu(kv: dict[str, str], view: SourceView) -> GpuFact:
+_CARD_RE = re.compile(r"^card(\d+)$")
+
+
+def _rocm_smi_json(data: dict[str, Any], view: SourceView) -> None:
+    """``rocm-smi ... --json``: one object per ``cardN`` with the text form's keys (their spelling
+    varies across ROCm versions), and ``system`` with the driver version."""
+    system = data.get("system")
+    if isinstance(system, dict):
+        version = system.get("Driver version") or system.get("Driver Version")
+        if isinstance(version, str) and re.match(r"^\d+\.\d+", version.strip()):
+            view.driver_version = version.strip()
+    cards = sorted(
+        ((int(m.group(1)), value) for key, value in data.items() if (m := _CARD_RE.match(str(key)))),
+        key=lambda item: item[0],
+    )
+    for _, record in cards:
+        if not isinstance(record, dict):
+            continue
+        kv: dict[str, str] = {}
+        for key, value in record.items():
+            if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+                _put_key(kv, str(key), str(value))
+        gpu = _rocm_smi_gpu(kv, view)
+        if gpu is not None and any(getattr(gpu, name) is not None for name in gpu.__slots__):
+            view.gpus.append(gpu)  # a card entry that states nothing is not evidence of a GPU
+
+
+def _put_key(kv: dict[str, str], key: str, value: str) -> None:
+    """Keys are matched lower-cased, except one: ``Card model`` (ROCm <= 6.0) is the subsystem
+    id, ``Card Model`` (ROCm 6.1 on) the PCI device id."""
+    name = key.strip().rstrip(":").strip()
+    if name == "Card Model":
+        kv.setdefault("device id", value)
+    kv.setdefault(name.lower(), value)
+
+
+def _csv(lines: list[str], view: SourceView) -> bool:
+    """``rocm-smi ... --csv``: a ``device,...`` header, then one ``cardN,...`` row per GPU (a
+    warning line may come first)."""
+    import csv
+
+    start = next((i for i, line in enumerate(lines) if line.startswith("device,")), None)
+    if start is None:
+        return False
+    header = next(csv.reader([lines[start]]))
+    for row in csv.reader(line for line in lines[start + 1 :] if _CARD_ROW_RE.match(line)):
+        kv: dict[str, str] = {}
+        for key, value in zip(header[1:], row[1:], strict=False):
+            _put_key(kv, key, value)
+        gpu = _rocm_smi_gpu(kv, view)
+        if gpu is not None and any(getattr(gpu, name) is not None for name in gpu.__slots__):
+            view.gpus.append(gpu)
+    return True
+
+
+_CARD_ROW_RE = re.compile(r"^card\d+,")
+
+
+# "vram Total Memory (MiB)" (Hygon's rocm-smi), "VRAM Total Memory (B)" (AMD's)
+_VRAM_KEY_RE = re.compile(r"^vram total memory \((b|kib|kb|mib|mb|gib|gb)\)$")
+_VRAM_FACTOR = {"b": 1, "kib": 1024, "kb": 1024, "mib": 1024**2, "mb": 1024**2, "gib": 1024**3, "gb": 1024**3}
+_HEXISH_RE = re.compile(r"^0x[0-9a-fA-F]+$")
+
+
+def _rocm_smi_gpu(kv: dict[str, str], view: SourceView) -> GpuFact | None:
+    """One device from rocm-smi's keys (lower-cased). Key names across ROCm versions: ``GPU ID``
+    (<= 5.7) / ``Device ID``; ``Card series`` / ``Card Series``; ``Card model`` / ``Card Model``
+    (see ``_put_key``) is a name only when it is not a hex number."""
+    vendor = (_value(kv.get("card vendor")) or "").lower()
+    if any(word in vendor for word in _FOREIGN_VENDORS):
+        _foreign(kv, vendor, view)
+        return None
     gpu = GpuFact()
-    gpu.marketing_name = _value(kv.get("card series") or kv.get("device name"))
-    gpu.pci_device_id = gfxmod.pci_id(_value(kv.get("device id") or kv.get("card model")))
+    names = [_value(kv.get(k)) for k in ("card series", "device name", "card model")]
+    gpu.marketing_name = next((n for n in names if n and not _HEXISH_RE.match(n)), None)
+    gpu.pci_device_id = gfxmod.pci_id(_value(kv.get("device id") or kv.get("gpu id")))
     rev = _value(kv.get("device rev"))
-    gpu.pci_revision = rev.lower().removeprefix("0x").zfill(2) if rev else None
-    target = (_value(kv.get("gfx version")) or "").lower()
-    if gfxmod.is_gfx_name(target):
-        gpu.gfx = gpu.runtime_gfx = target
-    uid = _value(kv.get("unique id"))
-    if uid and re.fullmatch(r"0x[0-9a-fA-F]+", uid):
-        gpu.unique_id = f"{int(uid, 16):016x}"
-    gpu.compute_partition = _choice(kv.get("compute partition"), _PARTITIONS)
-    gpu.memory_partition = _choice(kv.get("memory partition"), _MEM_PARTITIONS)
-    vram = _value(kv.get("vram total memory (b)"))
-    gpu.vram_bytes = int(vram) if vram and vram.isdigit() else None
+    gpu.pci_revision = rev.lower().removeprefix("0x").zfill(2) if rev and _HEXISH_RE.match(rev) else None
+    _smi_target(_value(kv.get("gfx version")), gpu, view)
+    gpu.unique_id = _unique_id(_value(kv.get("unique id")))
+    gpu.compute_partition = _choice(
+        kv.get("compute partition") or kv.get("current compute partition"), _PARTITIONS
+    )
+    gpu.memory_partition = _choice(
+        kv.get("memory partition") or kv.get("current memory partition"), _MEM_PARTITIONS
+    )
+    gpu.vram_bytes = _rocm_smi_vram(kv)
+    bus = _value(kv.get("pci bus"))
+    gpu.bdf = bus.lower() if bus and _BDF_RE.fullmatch(bus) else None
     return gpu
+
+
+_BDF_RE = re.compile(r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")
+_FOREIGN_VENDORS = ("haiguang", "hygon")
+
+
+def _rocm_smi_vram(kv: dict[str, str]) -> int | None:
+    for key, raw in kv.items():
+        match = _VRAM_KEY_RE.match(key)
+        value = _value(raw)
+        if match and value and re.fullmatch(r"\d+", value):
+            return int(value) * _VRAM_FACTOR[match.group(1)]
+    return None
+
+
+def _unique_id(text: str | None) -> str | None:
+    """``0x2150e7d042a1124``, ``0x8d1457e2c20f59d2`` or ``7100fa8866904061`` -> 16 hex digits."""
+    if not text:
+        return None
+    digits = text.lower().removeprefix("0x")
+    if not re.fullmatch(r"[0-9a-f]{1,16}", digits) or not digits.strip("0"):
+        return None
+    return digits.zfill(16)
+
+
+def _smi_target(target: str | None, gpu: GpuFact, view: SourceView) -> None:
+    """rocm-smi's ``GFX Version``: taken when it is a real name; a known misprint (``gfx9010``,
+    ``gfx11001``) is read as the target it stands for and said so."""
+    name = (target or "").strip().lower()
+    if not name:
+        return
+    fixed = smi_misprint(name)
+    if fixed:
+        gpu.gfx = gpu.runtime_gfx = fixed
+        view.problem(
+            "smi-misprinted-target",
+            f"{view.source} printed the target as {name!r}, a known misprint of {fixed} (rocm_smi_lib before "
+            f"ROCm 6.4 writes the stepping in decimal and pads the major); read as {fixed}",
+            "nothing to do; a newer rocm-smi/amd-smi (ROCm >= 6.4) prints the name right",
+        )
+    elif gfxmod.is_gfx_name(name):
+        gpu.gfx = gpu.runtime_gfx = name
+
+
+def _foreign(kv: dict[str, str], vendor: str, view: SourceView) -> None:
+    """A device that is not an AMD GPU (a Hygon DCU speaks the same rocm-smi)."""
+    view.facts.setdefault("other_devices", []).append(
+        {
+            "vendor": "hygon" if any(w in vendor for w in _FOREIGN_VENDORS) else vendor,
+            "kind": "DCU",
+            "gfx": None,
+            "name": _value(kv.get("card series") or kv.get("device name")),
+            "pci_device_id": gfxmod.pci_id(_value(kv.get("device id"))),
+            "unique_id": _unique_id(_value(kv.get("unique id"))),
+            "vram_bytes": _rocm_smi_vram(kv),
+            "compute_units": None,
+            "source": view.source,
+        }
+    )
 
 
 def _concise(lines: list[str], view: SourceView) -> None:
@@ -260,7 +420,7 @@ def _finish(view: SourceView, tool: str) -> SourceView:
             gpu.gfx = gpu.runtime_gfx = gfxmod.gfx_for_pci(
                 gpu.pci_device_id
             ) or gfxmod.gfx_for_name(gpu.marketing_name)
-    if not view.gpus:
+    if not view.gpus and not view.facts.get("other_devices"):
         view.problem(
             f"no-gpu-{tool}",
             f"the {tool} output lists no GPU",

@@ -1,15 +1,21 @@
 """KFD sysfs topology -> the kernel's view of the GPUs (works without any ROCm user space).
 
 Reads ``ROOT/sys/class/kfd/kfd/topology/nodes/*/{properties,gpu_id,mem_banks/*/properties}``,
-``ROOT/sys/module/amdgpu/{version,initstate}`` and the PCI partition files
-(``ROOT/sys/bus/pci/devices/<BDF>/current_{compute,memory}_partition``). Facts and their sources
-are in shared/reference/probe.md §1, §2, §6, §7.
+``ROOT/sys/module/amdgpu/{version,initstate}``, the PCI partition files
+(``ROOT/sys/bus/pci/devices/<BDF>/current_{compute,memory}_partition``) and the DRM device
+attributes under ``ROOT/sys/class/drm/{card*,renderD*}/device`` (``vendor``, ``device``,
+``revision``, ``unique_id``, ``mem_info_vram_total``, ``mem_info_vram_vendor``,
+``mem_info_gtt_total``, ``board_info``, ``current_compute_partition``), which fill in what the KFD
+topology leaves out (VRAM on kernels whose KFD reports 0, partitions) and stand in for it when
+there is no KFD at all. Facts and their sources are in shared/reference/probe.md §1, §2, §6, §7.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from resolver.probe import gfx as gfxmod
 from resolver.probe.facts import GpuFact, SourceView
@@ -62,8 +68,232 @@ def parse(root: Path) -> SourceView:
         gpu = _gpu(root, node, view)
         if gpu is not None:
             view.gpus.append(gpu)
+    drm = drm_devices(root)
+    view.facts["drm_present"] = bool(drm)
+    _apply_drm(drm, view)
     _infer_partitions(view)
     return view
+
+
+DRM_CLASS = "sys/class/drm"
+_DRM_NAME_RE = re.compile(r"^(?:card|renderD)(\d+)$")
+_BDF_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+_VENDORS = {0x1002: "amd", 0x10DE: "nvidia", 0x8086: "intel", 0x1D94: "hygon"}
+
+
+@dataclass(slots=True)
+class DrmDevice:
+    """What ``/sys/class/drm/<card|renderD>/device`` says of one PCI GPU function."""
+
+    name: str  # card0 / renderD128
+    bdf: str | None
+    vendor_id: int | None
+    device_id: str | None
+    revision: str | None
+    driver: str | None
+    unique_id: str | None
+    vram_total: int | None
+    vram_vendor: str | None
+    gtt_total: int | None
+    board_info: bool
+    compute_partition: str | None
+    memory_partition: str | None
+    product_name: str | None
+
+    @property
+    def vendor(self) -> str | None:
+        return _VENDORS.get(self.vendor_id or 0)
+
+
+def _attr(directory: Path, name: str) -> str | None:
+    text = read_text(directory / name)
+    if text is None:
+        return None
+    value = text.strip()
+    return value or None
+
+
+def _int_attr(directory: Path, name: str) -> int | None:
+    value = _attr(directory, name)
+    if value is None:
+        return None
+    try:
+        return int(value, 16) if value.lower().startswith("0x") else int(value)
+    except ValueError:
+        return None
+
+
+def drm_devices(root: Path) -> list[DrmDevice]:
+    """Every GPU function under ``ROOT/sys/class/drm`` (cards and render nodes of one function
+    are one device), in card order."""
+    base = root / DRM_CLASS
+    try:
+        entries = sorted((p for p in base.iterdir() if _DRM_NAME_RE.match(p.name)), key=_drm_order)
+    except OSError:
+        return []
+    seen: set[str] = set()
+    devices = []
+    for entry in entries:
+        directory = entry / "device"
+        if not directory.is_dir():
+            continue
+        uevent = _uevent(read_text(directory / "uevent"))
+        bdf = (uevent.get("PCI_SLOT_NAME") or "").lower() or None
+        target = _resolved(directory)
+        if bdf is None:
+            bdf = target.name.lower() if _BDF_RE.match(target.name.lower()) else None
+        key = bdf or str(target)
+        if key in seen:
+            continue
+        seen.add(key)
+        driver = uevent.get("DRIVER") or _link_name(directory / "driver")
+        unique = _attr(directory, "unique_id")
+        pci = re.fullmatch(r"([0-9A-Fa-f]{4}):([0-9A-Fa-f]{4})", uevent.get("PCI_ID", ""))
+        vendor_id = _int_attr(directory, "vendor") or (int(pci.group(1), 16) if pci else None)
+        device_attr = _attr(directory, "device") or (f"0x{pci.group(2)}" if pci else None)
+        devices.append(
+            DrmDevice(
+                name=entry.name,
+                bdf=bdf if bdf and _BDF_RE.match(bdf) else None,
+                vendor_id=vendor_id,
+                device_id=gfxmod.pci_id(device_attr),
+                revision=(_attr(directory, "revision") or "").lower().removeprefix("0x").zfill(2)
+                if _attr(directory, "revision")
+                else None,
+                driver=driver,
+                unique_id=unique.lower().zfill(16)
+                if unique and re.fullmatch(r"[0-9a-fA-F]{1,16}", unique) and unique.strip("0")
+                else None,
+                vram_total=_int_attr(directory, "mem_info_vram_total") or None,
+                vram_vendor=_attr(directory, "mem_info_vram_vendor"),
+                gtt_total=_int_attr(directory, "mem_info_gtt_total"),
+                board_info=(directory / "board_info").exists(),
+                compute_partition=(_attr(directory, "current_compute_partition") or "").upper() or None,
+                memory_partition=(_attr(directory, "current_memory_partition") or "").upper() or None,
+                product_name=_attr(directory, "product_name"),
+            )
+        )
+    return devices
+
+
+def _drm_order(path: Path) -> tuple[bool, int]:
+    """card0, card1, ... before renderD128, ...: a render node of a card already seen adds nothing."""
+    match = _DRM_NAME_RE.match(path.name)
+    return (not path.name.startswith("card"), int(match.group(1)) if match else 0)
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # a symlink loop in a copied tree
+        return path
+
+
+def _link_name(path: Path) -> str | None:
+    try:
+        return path.readlink().name if path.is_symlink() else None
+    except OSError:
+        return None
+
+
+def _uevent(text: str | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in (text or "").splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            out[key.strip()] = value.strip()
+    return out
+
+
+def integrated_by_memory(device: DrmDevice) -> bool | None:
+    """ollama's rule without libdrm (ollama discover/amd.go readROCmDRMDevice): a device with
+    ``mem_info_vram_vendor`` or ``board_info`` is discrete; one with at most 4 GiB of VRAM carve-out
+    and at least 8 GiB (and 4x the VRAM) of GTT is integrated; else unknown."""
+    if device.vram_vendor or device.board_info:
+        return False
+    vram, gtt = device.vram_total, device.gtt_total
+    if vram is not None and gtt is not None and vram <= 4 << 30 and gtt >= 8 << 30 and gtt >= 4 * vram:
+        return True
+    return None
+
+
+def _apply_drm(devices: list[DrmDevice], view: SourceView) -> None:
+    amd = [d for d in devices if d.vendor == "amd"]
+    for device in devices:
+        if device.vendor not in (None, "amd"):
+            view.facts.setdefault("other_devices", []).append(_other(device))
+    if not amd:
+        return
+    if not view.gpus:
+        # No KFD topology (no ROCm-capable kernel driver, or a copy without it): DRM alone.
+        for device in amd:
+            gpu = GpuFact(pci_device_id=device.device_id, pci_revision=device.revision, bdf=device.bdf)
+            gpu.gfx = gpu.runtime_gfx = gfxmod.gfx_for_pci(device.device_id)
+            _fill(gpu, device, alone=True)
+            view.gpus.append(gpu)
+        view.facts["drm_only"] = True
+        return
+    groups: dict[str, int] = {}
+    for index, gpu in enumerate(view.gpus):
+        key = gpu.physical_key(index)
+        groups[key] = groups.get(key, 0) + 1
+    for index, gpu in enumerate(view.gpus):
+        match = _match_drm(gpu, amd)
+        if match is not None:
+            _fill(gpu, match, alone=groups[gpu.physical_key(index)] == 1)
+
+
+def _match_drm(gpu: GpuFact, devices: list[DrmDevice]) -> DrmDevice | None:
+    """The DRM device of a KFD node: same unique_id, else same PCI bus:device, else the render
+    node KFD names (``drm_render_minor``)."""
+    for device in devices:
+        if gpu.unique_id and device.unique_id == gpu.unique_id:
+            return device
+    for device in devices:
+        if gpu.bdf and device.bdf and device.bdf.rsplit(".", 1)[0] == gpu.bdf.rsplit(".", 1)[0]:
+            return device
+    if gpu.render_minor is not None:
+        return next((d for d in devices if d.name == f"renderD{gpu.render_minor}"), None)
+    return None
+
+
+def _fill(gpu: GpuFact, device: DrmDevice, *, alone: bool) -> None:
+    """DRM fills what KFD left unknown. VRAM only for an unpartitioned device: DRM reports the
+    whole device, KFD the partition."""
+    if gpu.vram_bytes is None and alone and device.vram_total:
+        gpu.vram_bytes = device.vram_total
+    gpu.unique_id = gpu.unique_id or device.unique_id
+    gpu.pci_revision = gpu.pci_revision or device.revision
+    gpu.pci_device_id = gpu.pci_device_id or device.device_id
+    gpu.bdf = gpu.bdf or device.bdf
+    if device.product_name and not gpu.marketing_name:
+        gpu.marketing_name = device.product_name
+    if gpu.compute_partition is None and device.compute_partition in _PARTITIONS:
+        gpu.compute_partition = device.compute_partition
+    if gpu.memory_partition is None and device.memory_partition in _MEM_PARTITIONS:
+        gpu.memory_partition = device.memory_partition
+    if gpu.apu is None:
+        gpu.apu = integrated_by_memory(device)
+
+
+_PARTITIONS = frozenset({"SPX", "DPX", "TPX", "QPX", "CPX"})
+_MEM_PARTITIONS = frozenset({"NPS1", "NPS2", "NPS4", "NPS8"})
+
+
+def _other(device: DrmDevice) -> dict[str, Any]:
+    return {
+        "vendor": device.vendor,
+        "kind": "GPU",
+        "gfx": None,
+        "name": device.product_name,
+        "pci_device_id": device.device_id,
+        "unique_id": device.unique_id,
+        "vram_bytes": device.vram_total,
+        "compute_units": None,
+        "pci_bdf": device.bdf,
+        "driver": device.driver,
+        "source": "sysfs",
+    }
 
 
 def _driver(root: Path, view: SourceView) -> None:
@@ -87,7 +317,9 @@ def _gpu(root: Path, node: Path, view: SourceView) -> GpuFact | None:
     # CPU nodes: no SIMDs, gpu_id 0, gfx_target_version 0 (the thunk's and ollama's tests).
     if props.get("simd_count", 0) == 0 or (gpu_id is not None and gpu_id.strip() == "0"):
         return None
-    if props.get("vendor_id", 4098) != 4098:  # 0x1002; another vendor's KFD-like node
+    if props.get("vendor_id", 4098) != 4098:
+        # another vendor's device in the KFD topology (a Hygon DCU is 0x1d94): found, not resolved
+        _foreign_node(node, props, view)
         return None
     gpu = GpuFact(kfd_node=_node_number(node))
     gpu.pci_device_id = gfxmod.pci_id(props.get("device_id"))
@@ -121,6 +353,25 @@ def _gpu(root: Path, node: Path, view: SourceView) -> GpuFact | None:
     if gpu.bdf:
         gpu.compute_partition, gpu.memory_partition = _pci_partition(root, gpu.bdf)
     return gpu
+
+
+def _foreign_node(node: Path, props: dict[str, int], view: SourceView) -> None:
+    vendor = _VENDORS.get(props.get("vendor_id", 0)) or f"{props.get('vendor_id', 0):04x}"
+    simd, per_cu = props.get("simd_count", 0), props.get("simd_per_cu", 0)
+    unique = props.get("unique_id", 0)
+    view.facts.setdefault("other_devices", []).append(
+        {
+            "vendor": vendor,
+            "kind": "DCU" if vendor == "hygon" else "GPU",
+            "gfx": gfxmod.from_target_version(props.get("gfx_target_version", 0)),
+            "name": None,
+            "pci_device_id": gfxmod.pci_id(props.get("device_id")),
+            "unique_id": f"{unique:016x}" if unique else None,
+            "vram_bytes": _vram(node),
+            "compute_units": simd // per_cu if per_cu else None,
+            "source": "sysfs",
+        }
+    )
 
 
 def _vram(node: Path) -> int | None:

@@ -63,11 +63,25 @@ def test_garbage_input_is_no_gpu_not_a_traceback(tmp_path: Path) -> None:
             "amd-smi-static-partition-mi308x-cpx-nps4-amdsmi-changelog.txt",
         ],
         ["--rocm-smi", "rocm-smi-concise-gfx942-mi300x-4gpu-thamada.txt"],
+        ["--rocm-smi", "peers/telegraf/mi100_rocm602.json"],
+        ["--rocm-smi", "peers/telegraf/vega-10-XT.json"],
+        [
+            "--rocminfo",
+            "peers/gpustack/hygon-gpu-24.04.3-rocminfo.txt",
+            "--rocm-smi",
+            "peers/gpustack/hygon-gpu-24.04.3-rocm-smi.json",
+        ],
+        ["--sysfs", "peers/procfs/drm-gfx900-vega10-i915"],
+        ["--agent-enumerator", "agents-gfx90a.txt"],
         [],
     ],
 )
-def test_json_validates_and_reads_back(args: list[str]) -> None:
-    full = [a if a.startswith("--") else str(FIXTURES / a) for a in args]
+def test_json_validates_and_reads_back(args: list[str], tmp_path: Path) -> None:
+    (tmp_path / "agents-gfx90a.txt").write_text("gfx000\ngfx90a\ngfx90a\n")
+    full = [
+        a if a.startswith("--") else str(tmp_path / a if a.startswith("agents") else FIXTURES / a)
+        for a in args
+    ]
     result = runner.invoke(app, ["probe", "--json", *full])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
@@ -86,3 +100,26 @@ def test_human_summary_table() -> None:
     assert lines[0].split() == ["#", "gfx", "product", "CUs", "VRAM", "partition", "note"]
     assert lines[1].split()[:5] == ["0-3", "gfx942", "Instinct", "MI300X", "304"]
     assert "gfx targets: gfx942   GPUs: 4 logical, 4 physical" in result.stdout
+
+
+def test_summary_names_what_it_found_that_it_does_not_resolve() -> None:
+    result = runner.invoke(
+        app,
+        [
+            "probe",
+            "--rocminfo",
+            str(FIXTURES / "peers/gpustack/hygon-gpu-24.04.3-rocminfo.txt"),
+        ],
+    )
+    assert result.exit_code == 0
+    assert "No AMD GPU found." in result.stdout
+    assert "Hygon DCU K1xx_AI gfx928" in result.stdout
+    assert "[not-an-amd-gpu]" in result.stdout
+
+
+def test_summary_keeps_a_gpu_without_a_target() -> None:
+    result = runner.invoke(
+        app, ["probe", "--rocm-smi", str(FIXTURES / "peers/telegraf/vega-10-XT.json")]
+    )
+    assert "1 GPU(s) listed, but no source names their gfx target." in result.stdout
+    assert "PCI id 6861, VRAM 16.0 GiB" in result.stdout

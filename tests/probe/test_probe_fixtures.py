@@ -181,6 +181,15 @@ CASES: dict[str, tuple[tuple[str, ...], int, int, dict[str, Any]]] = {
         1,
         {"product": "Instinct MI300A", "pci_device_id": "74a0", "marketing_name": "AMD Instinct MI300A"},
     ),
+    # rocm_agent_enumerator: one name per agent, gfx000 for the CPU (older ROCm only)
+    "agent-enumerator-gfx942-mi300x-8gpu-iree22283.txt": (("gfx942",), 8, 8, {"gfx": "gfx942"}),
+    "agent-enumerator-gfx803-gfx902-llamacpp11209.txt": (
+        ("gfx803", "gfx902"),
+        2,
+        2,
+        {"gfx": "gfx803"},
+    ),
+    "agent-enumerator-gfx900-rocmbuild223.txt": (("gfx900",), 1, 1, {"gfx": "gfx900"}),
     # a fragment without "Agent N" lines: chip id and Uuid are still read
     "rocminfo-gfx942-mi300x-asicrev1-fragment-rocm4414.txt": (
         ("gfx942",),
@@ -190,7 +199,13 @@ CASES: dict[str, tuple[tuple[str, ...], int, int, dict[str, Any]]] = {
     ),
 }
 
-SOURCE_FLAG = {"rocminfo": "rocminfo", "hip": "rocminfo", "rocm": "rocm_smi", "amd": "amd_smi"}
+SOURCE_FLAG = {
+    "rocminfo": "rocminfo",
+    "hip": "rocminfo",
+    "rocm": "rocm_smi",
+    "amd": "amd_smi",
+    "agent": "agent_enumerator",
+}
 
 
 def _probe(name: str):
@@ -217,6 +232,7 @@ def test_every_output_fixture_has_a_case_or_is_an_error_or_list() -> None:
         "amd-smi-list-mi3xx-amdsmi-changelog.txt",
         "amd-smi-static-partition-mi308x-cpx-nps4-amdsmi-changelog.txt",
         "amd-smi-default-gfx1151-strixhalo-rocm5902.txt",
+        "agent-enumerator-cpu-only-rocmbuild223.txt",
     }
     assert named - set(CASES) == others
     sources = (FIXTURES / "SOURCES.md").read_text()
@@ -462,3 +478,10 @@ def test_sysfs_accepts_a_bare_copy_of_the_kfd_directory(sub: str) -> None:
     root = FIXTURES / "sysfs" / "kfd-gfx942-mi300x-8gpu-cpx-k8sdp"
     node = probe_files(sysfs=root / sub if sub else root)
     assert (node.gfx_targets, node.logical_gpu_count, node.physical_gpu_count) == (("gfx942",), 63, 8)
+
+
+def test_agent_enumerator_with_only_the_cpu_is_no_gpu() -> None:
+    node = _probe("agent-enumerator-cpu-only-rocmbuild223.txt")
+    assert node.logical_gpu_count == 0
+    codes = [p.code for p in node.problems]
+    assert codes == ["no-gpu-agent-enumerator", "no-gpu"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -144,3 +145,101 @@ def test_wsl_kernel_is_flagged(tmp_path: Path) -> None:
     assert node.host["wsl"] is True
     wsl = next(p for p in node.problems if p.code == "wsl")
     assert "native Linux" in wsl.hint
+
+
+def _tool(bin_dir: Path, name: str, output: Path) -> None:
+    """A stand-in for a ROCm tool on PATH that prints a saved real output."""
+    bin_dir.mkdir(exist_ok=True)
+    script = bin_dir / name
+    script.write_text(f"#!/bin/sh\nexec '{shutil.which('cat')}' '{output}'\n")
+    script.chmod(0o755)
+
+
+def test_live_reads_rocm_smi_json_and_the_agent_enumerator_on_path(tmp_path: Path) -> None:
+    fixtures = Path(__file__).parent / "fixtures"
+    bin_dir = tmp_path / "bin"
+    _tool(bin_dir, "rocm-smi", fixtures / "peers/gpustack/amd-gpu-6.2.4-rocm-smi.json")
+    agents = tmp_path / "agents.txt"
+    agents.write_text("gfx000\ngfx1101\n")
+    _tool(bin_dir, "rocm_agent_enumerator", agents)
+    root = tmp_path / "root"
+    root.mkdir()
+    node = probe_live(root=root, env={"PATH": str(bin_dir)}, check_access=False)
+    assert node.gfx_targets == ("gfx1101",)
+    assert node.logical_gpu_count == 1
+    assert node.gpus[0].vram_bytes == 17163091968
+    assert node.host["gpu_sources"][0]["vram_bytes"] == "rocm-smi"
+    assert "no-gpu" not in [p.code for p in node.problems]
+    # without the tools on PATH the same root has no GPU
+    assert probe_live(root=root, env={"PATH": str(tmp_path / "empty")}, check_access=False).gpus == ()
+
+
+def _nvidia_root(tmp_path: Path) -> Path:
+    root = tmp_path / "h200"
+    (root / "proc/driver/nvidia").mkdir(parents=True)
+    (root / "proc/driver/nvidia/version").write_text(
+        "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  "
+        "(dvs-builder@U22-I3-AE18-23-3)  Tue Sep 23 09:55:41 UTC 2025\nGCC version:  gcc version 12.3.0\n"
+    )
+    (root / "dev").mkdir()
+    for index in range(8):
+        (root / f"dev/nvidia{index}").write_text("")
+    (root / "dev/nvidiactl").write_text("")
+    (root / "sys/module/nvidia").mkdir(parents=True)
+    return root
+
+
+def test_nvidia_host_says_what_it_found_and_suggests_no_amdgpu(tmp_path: Path) -> None:
+    """issue 11, item 8: an H200 host (driver 580, /dev/nvidia0, no /dev/kfd)."""
+    node = probe_live(root=_nvidia_root(tmp_path), env={}, check_access=False)
+    assert node.gpus == () and node.logical_gpu_count == 0
+    first = node.problems[0]
+    assert first.code == "not-an-amd-gpu"
+    assert "NVIDIA" in first.message and "580.95.05" in first.message
+    assert all("modprobe" not in p.hint and "amdgpu-install" not in p.hint for p in node.problems)
+    assert [d["device_node"] for d in node.host["other_devices"]] == [f"/dev/nvidia{i}" for i in range(8)]
+    assert "no-gpu" not in [p.code for p in node.problems]
+
+
+def test_check_json_on_an_nvidia_host_is_a_json_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    import resolver.probe
+    from resolver.cli import app
+
+    root = _nvidia_root(tmp_path)
+    real = resolver.probe.probe_live
+    monkeypatch.setattr(
+        resolver.probe, "probe_live", lambda **_: real(root=root, env={}, check_access=False)
+    )
+    result = CliRunner().invoke(app, ["check", "--json"])
+    assert result.exit_code == 2
+    error = json.loads(result.stdout)["error"]
+    assert "NVIDIA" in error["message"]
+    assert "modprobe" not in error["hint"]
+    probe = CliRunner().invoke(app, ["probe"])
+    assert "NVIDIA" in probe.stdout and "modprobe" not in probe.stdout
+    import jsonschema
+
+    schema = json.loads((Path(__file__).parents[2] / "docs/probe.schema.json").read_text())
+    data = json.loads(CliRunner().invoke(app, ["probe", "--json"]).stdout)
+    jsonschema.validate(data, schema)
+    assert data["host"]["other_devices"][0]["driver"] == "580.95.05"
+
+
+def test_an_intel_display_gpu_does_not_hide_the_amdgpu_advice(tmp_path: Path) -> None:
+    """No AMD DRM card but an Intel one: the AMD GPU may be there without its driver, so the
+    advice to load amdgpu stays and the node is GPU-less as before."""
+    root = tmp_path / "r"
+    device = root / "sys/class/drm/card0/device"
+    device.mkdir(parents=True)
+    (device / "uevent").write_text("DRIVER=i915\nPCI_ID=8086:5917\nPCI_SLOT_NAME=0000:00:02.0\n")
+    node = probe_live(root=root, env={}, check_access=False)
+    codes = [p.code for p in node.problems]
+    assert "amdgpu-not-loaded" in codes and codes[-1] == "no-gpu"
+    assert "not-an-amd-gpu" not in codes
+    assert node.host["other_devices"][0]["vendor"] == "intel"
