@@ -976,6 +976,7 @@ def solve(matrix: Matrix, node: Node, request: Request, reporter: Reporter | Non
             verdict = "unsupported"
 
     warnings = list(plan.warnings if plan else ())
+    warnings += _stack_choice(plan, rejected)
     warnings += node_warnings(matrix, node, request, plan)
     warnings += _newer_unknown(matrix, request, plan)
     warnings = list(dict.fromkeys(warnings))
@@ -994,6 +995,33 @@ def solve(matrix: Matrix, node: Node, request: Request, reporter: Reporter | Non
         host_fix=host_fix,
         missing=missing,
     )
+
+
+def _stack_choice(plan: Evaluation | None, rejected: tuple[Evaluation, ...]) -> list[Warning]:
+    """Say which stack the plan is on and why, when it is not the release's default one."""
+    if plan is None or plan.candidate.stack is None or plan.candidate.stack.default:
+        return []
+    c = plan.candidate
+    mine = plan.candidate.stack
+    default = next(
+        (e for e in rejected if e.candidate.vllm == c.vllm and e.candidate.kind == c.kind
+         and e.candidate.stack is not None and e.candidate.stack.default),
+        None,
+    )
+    if default is None or default.candidate.stack is None:
+        return []
+    d = default.candidate.stack
+    why = default.reasons[0]
+    return [
+        Warning(
+            code="stack-not-default",
+            severity="info",
+            message=f"vLLM {c.vllm} is planned on its {mine.variant} stack (ROCm {mine.rocm}): "
+            f"its default {d.variant} stack (ROCm {d.rocm}) does not fit here: {why.message}",
+            hint=why.hint,
+            source=why.source,
+        )
+    ]
 
 
 def _missing_releases(unread: list[Evaluation]) -> tuple[MissingFact, ...]:

@@ -53,6 +53,10 @@ class Response:
             ) from None
 
 
+class IntegrityError(RegistryError):
+    """A download that is not what the index promised (hash or size): refuse that file only."""
+
+
 @dataclass(frozen=True)
 class SentRequest:
     """What went over the wire, so tests and ``--json`` can show how much a refresh cost."""
@@ -163,14 +167,14 @@ class HttpClient:
                         )
                     total = _int_header(r.headers.get("Content-Length"))
                     if total is not None and total > max_bytes:
-                        raise RegistryError(
+                        raise IntegrityError(
                             f"GET {url}: {total} bytes is more than the {max_bytes} allowed",
                             hint="the index lists a file far larger than any release; check the mirror",
                         )
                     for chunk in r.iter_content(chunk_size=1 << 16):
                         size += len(chunk)
                         if size > max_bytes:
-                            raise RegistryError(
+                            raise IntegrityError(
                                 f"GET {url}: more than {max_bytes} bytes", hint="check the mirror"
                             )
                         if time.monotonic() - started > deadline:
@@ -189,7 +193,7 @@ class HttpClient:
             except req.RequestException as exc:
                 raise RegistryError(f"GET {url} failed: {_short(exc)}", hint=_hint_for(0)) from None
             if digest.hexdigest() != sha256:
-                raise RegistryError(
+                raise IntegrityError(
                     f"GET {url}: sha256 {digest.hexdigest()[:16]}... does not match the index's "
                     f"{sha256[:16]}...",
                     hint="the download was altered or truncated, or the mirror serves another file; "

@@ -33,7 +33,7 @@ from resolver import atomic
 from resolver.errors import RegistryError
 from resolver.refresh import dockerfile_parse
 from resolver.refresh.common import Candidate, Endpoints, Progress, Source, SourceResult
-from resolver.refresh.http import HttpClient
+from resolver.refresh.http import HttpClient, IntegrityError
 from resolver.refresh.vllm import _ROCM_IN_TAG, build_record
 from resolver.safety import is_safe
 
@@ -374,6 +374,18 @@ def _image_record(ver: Version, tag: str, stack: Mapping[str, Any], where: str, 
     return rec
 
 
+def _loader_problem(record: dict[str, Any]) -> str | None:
+    """What the data loader would say against this record (unsafe refs, bad versions), if anything."""
+    from resolver import matrix
+    from resolver.errors import MatrixError
+
+    try:
+        matrix._vllm(matrix.Record(record, "vllm.toml", str(record.get("version"))))
+    except MatrixError as exc:
+        return exc.message
+    return None
+
+
 # --- the source -------------------------------------------------------------------------------
 
 
@@ -428,7 +440,11 @@ class SdistSource(Source):
             if self.progress:
                 self.progress(f"vllm {sdist.version} sdist", done, total or sdist.size or 0)
 
-        data = self.client.download(sdist.url, sha256=sdist.sha256, max_bytes=MAX_SDIST_BYTES, progress=bytes_progress)
+        try:
+            data = self.client.download(sdist.url, sha256=sdist.sha256, max_bytes=MAX_SDIST_BYTES, progress=bytes_progress)
+        except IntegrityError as exc:
+            result.refuse(f"vllm {sdist.version} sdist", exc.message)
+            return None
         try:
             files = read_members(data)
         except ArchiveError as exc:
@@ -474,6 +490,10 @@ class SdistSource(Source):
             record, images, why = read_release(sdist, files)
             if record is None:
                 result.refuse(f"vllm {sdist.version} sdist", why)
+                continue
+            problem = _loader_problem(record)
+            if problem:  # refused whole: its image records must not slip in without it
+                result.refuse(f"vllm.toml {sdist.version}", problem)
                 continue
             result.candidates.append(Candidate("vllm.toml", str(sdist.version), record))
             for img in images:

@@ -1,0 +1,88 @@
+"""What the shipped data (matrix/) answers today: smoke tests of the newest facts.
+
+The solver and explanation tests run on the frozen copy in tests/data; these run on the live data
+so that a refresh that breaks a headline answer fails here.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from packaging.version import Version
+
+from resolver import matrix
+from resolver.node import from_flags
+from resolver.solve import Request, solve
+from resolver.versions import parse_spec
+
+from .conftest import LIVE_MATRIX
+from .helpers import run_cli
+
+M = matrix.load_dir(LIVE_MATRIX)
+LIVE = {"ROCM_VLLM_MATRIX_DIR": str(LIVE_MATRIX)}
+
+
+def decide(gfx: str, driver: str | None, gpus: int | None = None, **req: object):  # type: ignore[no-untyped-def]
+    node = from_flags(gfx=gfx, gpus=gpus, driver=driver, os=None, rocm=None, python=None)
+    if isinstance(req.get("vllm"), str):
+        req["vllm"] = parse_spec(str(req["vllm"]))
+    return solve(M, node, Request(**req))  # type: ignore[arg-type]
+
+
+def test_mi300x_on_a_current_driver_gets_the_newest_release_on_its_default_stack() -> None:
+    d = decide("gfx942", "30.30.3", gpus=8)
+    assert d.verdict in ("supported", "supported_with_warnings") and d.plan is not None
+    c = d.plan.candidate
+    newest = max(r.version for r in M.vllm if r.known)
+    assert c.vllm == newest == Version("0.33.0")
+    assert c.image is not None and c.image.tag == "v0.33.0"  # the plain tag, not its -rocm100 alias
+    assert c.stack is not None and c.stack.default and c.stack.variant == "rocm100"
+
+
+def test_an_amdgpu_6_4_host_gets_0_33_0_on_the_stack_its_driver_runs() -> None:
+    d = decide("gfx942", "6.4.3", gpus=8)
+    assert d.plan is not None
+    c = d.plan.candidate
+    assert c.vllm == Version("0.33.0") and c.stack is not None and c.stack.variant == "rocm72"
+    assert c.image is not None and c.image.tag == "v0.33.0-rocm72"
+    why = next(w for w in d.warnings if w.code == "stack-not-default")
+    assert "rocm100" in why.message and "6.1-7.2" in why.message
+
+
+def test_source_build_follows_the_stack_too() -> None:
+    d = decide("gfx942", "6.4.3", vllm="==0.33.0", prefer="source")
+    assert d.plan is not None and d.plan.candidate.kind == "source"
+    assert d.plan.candidate.stack is not None and d.plan.candidate.stack.variant == "rocm72"
+
+
+def test_0_33_0_is_never_unsupported_or_unknown_on_a_supported_gpu() -> None:
+    for gfx, driver in (("gfx942", "30.30.3"), ("gfx950", "31.50.0"), ("gfx1100", "30.30.3"), ("gfx90a", "6.4.3")):
+        d = decide(gfx, driver, vllm="==0.33.0")
+        assert d.verdict in ("supported", "supported_with_warnings"), (gfx, driver, d.verdict)
+
+
+def test_no_shipped_release_from_0_10_is_unknown() -> None:
+    unknown = [str(r.version) for r in M.vllm if not r.known and r.version >= Version("0.10.0")]
+    assert unknown == []
+
+
+def test_gfx1250_stack_is_a_preview_with_moving_refs_and_never_the_plan() -> None:
+    rel = next(r for r in M.vllm if r.version == Version("0.33.0"))
+    stack = rel.stack_named("gfx1250")
+    assert stack is not None and stack.preview and not stack.images
+    assert {p.component for p in stack.moving_pins} == {"flash_attention"}
+    d = decide("gfx942", "30.30.3", prefer="source")
+    assert d.plan is not None and d.plan.candidate.stack is not None and not d.plan.candidate.stack.preview
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_readme_first_command_answers_from_the_shipped_data(fmt: str) -> None:
+    args = ["check", "--example", "mi300x-8"] + (["--json"] if fmt == "json" else [])
+    result = run_cli(*args, env=LIVE)
+    assert result.exit_code == 0, result.output
+    if fmt == "json":
+        plan = json.loads(result.stdout)["plan"]
+        assert plan["vllm"] == "0.33.0"
+    else:
+        assert "vllm/vllm-openai-rocm:v0.33.0" in result.stdout
