@@ -324,7 +324,9 @@ def _subject(group: str, members: Sequence[Evaluation]) -> _Subject:
     if group == "wheel":
         names = sorted({c.wheel.name for c in cands if c.wheel is not None})
         return _Subject(f"the {n} vLLM wheels ({', '.join(names)}) for vLLM {versions}", True)
-    return _Subject(f"source builds of vLLM {versions} ({n} releases)", True)
+    releases = len({c.vllm for c in cands})
+    stacks = f", {n} ROCm stacks" if n > releases else ""  # a release can build on several stacks
+    return _Subject(f"source builds of vLLM {versions} ({releases} releases{stacks})", True)
 
 
 def _about(reason: Reason, node: Node) -> str:

@@ -103,6 +103,11 @@ def test_unknown_gfx_is_verdict_unknown_exit_6_not_an_error() -> None:
     assert data["missing"] == [{"kind": "gfx", "subject": "gfx1234", "detail": data["missing"][0]["detail"], "fetch": None}]
 
 
+def test_image_for_an_unknown_gfx_exits_6_and_names_what_is_missing() -> None:
+    result = run_cli("image", "--gfx", "gfx1234")
+    assert result.exit_code == 6 and "gfx1234 is not a gfx target" in result.stdout
+
+
 def test_unknown_release_is_verdict_unknown_with_the_fetch_command() -> None:
     result = run_cli("check", "--gfx", "gfx942", "--vllm", "==0.30.0", "--json")  # frozen data: never read
     data = json.loads(result.stdout)

@@ -143,7 +143,8 @@ def image(
     chosen = images.chosen(decision)
     out: dict[str, Any] = _base_json(decision, m)
     if chosen is None:
-        _finish(out, json_out, exit_code=1)
+        # "unknown" keeps its own exit code: the data cannot tell, which is not a no.
+        _finish(out, json_out, exit_code=decision.exit_code if decision.verdict == "unknown" else 1)
         return
 
     from resolver.registry import parse_registry
@@ -265,6 +266,9 @@ def _base_json(decision: Any, m: Any) -> dict[str, Any]:
         "run_args": None,
         "warnings": [warning_json(w) for w in decision.warnings],
         "blockers": [reason_json(r) for r in decision.blockers],
+        "missing": [
+            {"kind": f.kind, "subject": f.subject, "detail": f.detail, "fetch": f.fetch} for f in decision.missing
+        ],
         "rejected": [
             {
                 "image": e.candidate.label,
@@ -344,7 +348,11 @@ def _finish(out: dict[str, Any], json_out: bool, *, exit_code: int) -> None:
         for reason in out["blockers"]:
             typer.echo(f"  - {reason['message']}")
             typer.echo(f"    hint: {reason['hint']}")
-        if not out["blockers"]:
+        for fact in out["missing"]:
+            typer.echo(f"  ? {fact['detail']}")
+            if fact["fetch"]:
+                typer.echo(f"    fetch: {fact['fetch']}")
+        if not out["blockers"] and not out["missing"]:
             typer.echo("  every candidate was rejected; --json lists each with its reasons")
         typer.echo("  a source build may still work: rocm-vllm check, then rocm-vllm dockerfile")
     raise typer.Exit(exit_code)

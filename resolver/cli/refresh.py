@@ -20,7 +20,8 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             list[str] | None,
             typer.Option(
                 "--source",
-                help="Upstream to read: vllm, images, wheels or rocm (repeat for several; default: all).",
+                help="Upstream to read: sdist (vLLM releases from the package index), images, wheels, "
+                "rocm, or vllm (files at GitHub tags) (repeatable; default: rocm, sdist, images, wheels).",
             ),
         ] = None,
         write: Annotated[
@@ -32,17 +33,21 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         tag: Annotated[
             list[str] | None,
             typer.Option(
-                "--tag", help="Re-read this vLLM tag even if the data already has it (repeatable)."
+                "--tag", help="Re-read this vLLM release (0.33.0 or v0.33.0) even if the data has it exactly (repeatable)."
             ),
         ] = None,
         json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     ) -> None:
-        """Compare the data with upstream (vLLM tags and Dockerfiles, images, wheels, ROCm releases).
+        """Compare the data with upstream (vLLM sdists, images, wheels, ROCm releases).
 
         Prints what would change and exits 1 when something did (0 when nothing did). With
         --write the changes go to the overlay in ROCM_VLLM_DATA_DIR (never into the installed
-        package) and every command uses them from then on. Base URLs: ROCM_VLLM_GITHUB_API,
-        ROCM_VLLM_GITHUB_RAW, ROCM_VLLM_REGISTRY, ROCM_VLLM_WHEELS; GITHUB_TOKEN is used when set.
+        package) and every command uses them from then on.
+
+        vLLM releases are read from their sdists on the package index pip is configured with
+        (or ROCM_VLLM_INDEX_URL), verified against the index's sha256 and cached by it. Other
+        base URLs: ROCM_VLLM_GITHUB_API, ROCM_VLLM_GITHUB_RAW, ROCM_VLLM_REGISTRY,
+        ROCM_VLLM_WHEELS; GITHUB_TOKEN is used when set.
         """
         from resolver.refresh import diff
         from resolver.refresh.runner import refresh
