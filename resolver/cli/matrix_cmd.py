@@ -46,14 +46,24 @@ def _rows(m: Any, table: str) -> tuple[list[str], list[list[str]], list[dict[str
                                "pci_revision": p.pci_revision, "first_rocm": p.first_rocm} for p in t.products],
                  "env": dict(t.env), "source": src(t.provenance), "confidence": conf(t.provenance)} for t in recs]
     elif table == "vllm":
-        header = ["vllm", "rocm", "python", "arch (shipped)", "pins", "confidence"]
+        header = ["vllm", "rocm", "stacks", "python", "arch (shipped)", "pins", "confidence"]
         recs = m.vllm
-        rows = [[str(v.version), str(v.rocm) if v.rocm else "?", v.python or "?", ",".join(v.arch) or "?",
+        rows = [[str(v.version), str(v.rocm) if v.rocm else "?",
+                 ",".join(s.variant + ("*" if s.default and len(v.stacks) > 1 else "") for s in v.stacks) or "?",
+                 v.python or "?", ",".join(v.arch) or "?",
                  ",".join(p.component for p in v.pins) or "-", conf(v.provenance)] for v in recs]
         data = [{"version": str(v.version), "date": v.date, "tag_commit": v.tag_commit, "layout": v.layout,
                  "base_image": v.base_image, "rocm": str(v.rocm) if v.rocm else None, "python": v.python,
                  "arch": list(v.arch), "aiter_arch": list(v.aiter_arch), "cmake_arch": list(v.cmake_arch),
                  "pins": {p.component: {"repo": p.repo, "ref": p.ref} for p in v.pins},
+                 "sdist_sha256": v.sdist_sha256,
+                 "stacks": [{"variant": s.variant, "default": s.default, "dockerfile": s.dockerfile,
+                             "layout": s.layout, "stream": s.stream, "preview": s.preview,
+                             "base_image": s.base_image, "rocm": str(s.rocm) if s.rocm else None,
+                             "python": s.python, "torch": s.torch, "arch": list(s.arch),
+                             "aiter_arch": list(s.aiter_arch), "images": list(s.images),
+                             "pins": {p.component: {"repo": p.repo, "ref": p.ref, "moving": p.moving} for p in s.pins},
+                             "source": s.provenance.source} for s in v.stacks],
                  "source": src(v.provenance), "confidence": conf(v.provenance)} for v in recs]
     elif table == "wheels":
         header = ["variant", "rocm", "python", "glibc>=", "vllm", "status"]
