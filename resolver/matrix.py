@@ -202,8 +202,34 @@ def _read(
             raise MatrixError(f"{name}: {key}[{i}] must be a table", hint=f"fix matrix/{name}")
         ident = item.get("version") or item.get("name") or item.get("id") or item.get("series") or item.get("tag")
         label = f"{key}[{i}]" + (f" ({ident})" if isinstance(ident, str) else "")
+        _check_keys(name, item, (), label)
         records.append(Record(item, name, label))
     return records
+
+
+def _check_keys(file: str, table: dict[str, Any], path: tuple[str, ...], label: str) -> None:
+    """Refuse a key the data model does not have (resolver/schema.py): a typo is never ignored."""
+    from resolver import schema
+
+    known = schema.allowed(file, path)
+    if known is None:
+        return
+    for key, value in table.items():
+        where = ".".join((*path, key))
+        if key not in known:
+            import difflib
+
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            raise MatrixError(
+                f"{file}: {label}: unknown field '{where}'" + (f" (did you mean '{'.'.join((*path, close[0]))}'?)" if close else ""),
+                hint=f"fix the record in matrix/{file}; its fields are listed in docs/matrix.schema.json",
+            )
+        if isinstance(value, dict):
+            _check_keys(file, value, (*path, key), label)
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, dict):
+                    _check_keys(file, item, (*path, key), label)
 
 
 # --- one builder per file -------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -317,3 +318,46 @@ def test_the_compiled_matrix_key_covers_every_data_file() -> None:
 
     shipped = {p.name for p in resources.matrix_dir().glob("*.toml")}
     assert shipped == set(resources.MATRIX_FILES)
+
+
+# --- the schema: unknown keys are refused --------------------------------------------------------
+
+
+def test_schema_doc_is_generated_from_the_model() -> None:
+    from resolver import schema
+
+    doc = json.loads((LIVE_MATRIX.parent / "docs" / "matrix.schema.json").read_text())
+    assert doc == schema.json_schema(), "regenerate: python -m resolver.schema > docs/matrix.schema.json"
+
+
+@pytest.mark.parametrize("directory", [LIVE_MATRIX, LIVE_MATRIX.parent / "tests" / "data" / "matrix"])
+def test_shipped_files_validate_against_the_schema(directory: Path) -> None:
+    import tomllib
+
+    import jsonschema
+
+    from resolver import schema
+
+    doc = {f: tomllib.loads((directory / f).read_text()) for f in schema.TABLES}
+    jsonschema.validate(doc, schema.json_schema())
+
+
+@pytest.mark.parametrize(
+    ("file", "old", "new", "message"),
+    [
+        ("gfx.toml", "vllm_status = ", "vlm_status = ", "unknown field 'vlm_status' (did you mean 'vllm_status'?)"),
+        ("gfx.toml", "fp8_format = ", "fp8_formt = ", "unknown field 'features.fp8_formt' (did you mean 'features.fp8_format'?)"),
+        ("vllm.toml", "variant = ", "varient = ", "unknown field 'stack.varient'"),
+        ("images.toml", "entrypoint = ", "entry_point = ", "unknown field 'entry_point'"),
+    ],
+)
+def test_a_typo_in_a_field_name_is_refused_with_its_place(tmp_path: Path, file: str, old: str, new: str, message: str) -> None:
+    import shutil
+
+    d = tmp_path / "live"
+    shutil.copytree(LIVE_MATRIX, d)
+    path = d / file
+    path.write_text(path.read_text().replace(old, new, 1))
+    with pytest.raises(MatrixError, match=re.escape(message)) as info:
+        matrix.load_dir(d)
+    assert info.value.exit_code == 3 and info.value.message.startswith(f"{file}: ")
