@@ -47,20 +47,35 @@ def build(m: Matrix) -> nx.MultiDiGraph:
         for r in m.rocm:
             if d.runs(r.version):
                 edge(did, f"rocm:{r.version}", "supports", d.provenance.source, d.provenance.confidence)
+    def rocm_node(version: Any) -> str:
+        rel = m.rocm_release(version)
+        if rel is not None:
+            return f"rocm:{rel.version}"
+        # A nightly a stack builds on (7.14.0a20260623) has no release record: its own node.
+        return node(f"rocm:{version}", "rocm", version=str(version), stream="therock-preview")
+
     for v in m.vllm:
         vid = node(f"vllm:{v.version}", "vllm", version=str(v.version), confidence=v.provenance.confidence)
-        if v.rocm is not None:
-            edge(vid, f"rocm:{m.rocm_release(v.rocm).version}", "built-with", v.provenance.source, v.provenance.confidence)  # type: ignore[union-attr]
-        for name in v.arch:
-            edge(vid, f"gfx:{name}", "supports", v.provenance.source, v.provenance.confidence)
-        for p in v.pins:
-            pid = node(f"pin:{p.component}:{p.repo}@{p.ref}", "pin", component=p.component, repo=p.repo, ref=p.ref)
-            edge(vid, pid, "pins", v.provenance.source, v.provenance.confidence)
+        for st in v.stacks:
+            prov = st.provenance
+            sid = node(f"stack:{v.version}:{st.variant}", "stack", variant=st.variant, default=st.default,
+                       preview=st.preview, layout=st.layout, base_image=st.base_image)
+            edge(vid, sid, "built-with", prov.source, prov.confidence)
+            if st.rocm is not None:
+                edge(sid, rocm_node(st.rocm), "built-with", prov.source, prov.confidence)
+            for name in st.arch:
+                edge(sid, f"gfx:{name}", "supports", prov.source, prov.confidence)
+            for p in st.pins:
+                pid = node(f"pin:{p.component}:{p.repo}@{p.ref}", "pin", component=p.component, repo=p.repo,
+                           ref=p.ref, moving=p.moving)
+                edge(sid, pid, "pins", prov.source, prov.confidence)
     for i in m.images:
         iid = node(f"image:{i.repo}:{i.tag}", "image", repo=i.repo, tag=i.tag, digest=i.digest, deprecated=i.deprecated)
         if i.vllm is not None:
             node(f"vllm:{i.vllm}", "vllm", version=str(i.vllm))
             edge(iid, f"vllm:{i.vllm}", "built-with", i.provenance.source, i.provenance.confidence)
+            if i.stack is not None and g.has_node(f"stack:{i.vllm}:{i.stack}"):
+                edge(iid, f"stack:{i.vllm}:{i.stack}", "built-with", i.provenance.source, i.provenance.confidence)
         if i.rocm is not None:
             edge(iid, f"rocm:{m.rocm_release(i.rocm).version}", "built-with", i.provenance.source, i.provenance.confidence)  # type: ignore[union-attr]
         for name in i.arch:
@@ -77,6 +92,46 @@ def build(m: Matrix) -> nx.MultiDiGraph:
             if o.glibc is not None and o.glibc >= w.glibc_min:
                 edge(wid, f"os:{o.id}", "requires", w.provenance.source, w.provenance.confidence)
     return g
+
+
+_ARTIFACTS = ("vllm", "stack", "image", "wheel")
+
+
+def subgraph(g: nx.MultiDiGraph, *, gfx: str | None = None, vllm: Any = None, stack: str | None = None) -> nx.MultiDiGraph:
+    """The part of the graph about one GPU, a vLLM spec and/or a stack variant: the artifacts that
+    match (for ``gfx``, an image, wheel or stack whose own arch list holds it; a release through its
+    stacks) and everything they reach, every edge keeping its source and confidence."""
+    keep: set[str] = set()
+    for n, attrs in g.nodes(data=True):
+        kind = attrs["type"]
+        if kind not in _ARTIFACTS:
+            continue
+        version = attrs.get("version") if kind == "vllm" else n.split(":")[1] if kind == "stack" else None
+        if vllm is not None and kind in ("vllm", "stack") and (version is None or not vllm.contains(version, prereleases=True)):
+            continue
+        if stack is not None and kind == "stack" and attrs.get("variant") != stack:
+            continue
+        if stack is not None and kind == "vllm":
+            continue  # reached through its matching stacks
+        if stack is not None and kind in ("image", "wheel") and not any(
+            b.startswith("stack:") and g.nodes[b].get("variant") == stack for _, b in g.out_edges(n)
+        ):
+            continue
+        # An artifact's own arch list decides (a release is kept through its stacks).
+        supported = {b for _, b, k in g.out_edges(n, keys=True) if k == "supports"}
+        if gfx is not None and kind != "vllm" and f"gfx:{gfx}" not in supported:
+            continue
+        releases = [b.split(":", 1)[1] for _, b in g.out_edges(n) if b.startswith("vllm:")]
+        if vllm is not None and kind in ("image", "wheel") and not any(vllm.contains(r, prereleases=True) for r in releases):
+            continue
+        keep.add(n)
+    if stack is not None or gfx is not None:
+        keep |= {a for a, b in g.edges() if g.nodes[a]["type"] == "vllm" and b in keep and g.nodes[b]["type"] == "stack"}
+    reach: set[str] = set(keep)
+    for n in keep:
+        reach |= {b for _, b in g.out_edges(n) if g.nodes[b]["type"] not in _ARTIFACTS or b in keep}
+    out: nx.MultiDiGraph = g.subgraph(reach).copy()
+    return out
 
 
 def to_json(g: nx.MultiDiGraph) -> dict[str, Any]:

@@ -12,7 +12,7 @@ G = graph.build(M)
 
 def test_typed_nodes_for_every_record() -> None:
     types = {attrs["type"] for _, attrs in G.nodes(data=True)}
-    assert types == {"rocm", "driver", "gfx", "vllm", "image", "wheel", "pin", "os"}
+    assert types == {"rocm", "driver", "gfx", "vllm", "stack", "image", "wheel", "pin", "os"}
     assert G.nodes["gfx:gfx942"]["vllm_status"] == "official"
 
 
@@ -29,7 +29,8 @@ def test_driver_to_rocm_edges_follow_the_table() -> None:
 
 
 def test_release_pins_and_images() -> None:
-    pins = [b for _, b, k in G.out_edges("vllm:0.10.0", keys=True) if k == "pins"]
+    assert G.has_edge("vllm:0.10.0", "stack:0.10.0:rocm63")
+    pins = [b for _, b, k in G.out_edges("stack:0.10.0:rocm63", keys=True) if k == "pins"]
     assert "pin:aiter:ROCm/aiter@916bf3c" in pins
     assert G.has_edge("image:vllm/vllm-openai-rocm:v0.24.0", "rocm:7.2.3")
     assert G.has_edge("image:vllm/vllm-openai-rocm:v0.24.0", "gfx:gfx942")
@@ -41,3 +42,24 @@ def test_exports() -> None:
     json.dumps(data)
     dot = graph.to_dot(G)
     assert dot.startswith("digraph compatibility {") and '"driver:30.30" -> "rocm:7.2.3"' in dot
+
+
+def test_stacks_of_the_newest_release_and_filters() -> None:
+    from resolver.versions import parse_spec
+
+    from .conftest import LIVE_MATRIX
+
+    live = graph.build(matrix.load_dir(LIVE_MATRIX))
+    assert live.has_edge("vllm:0.33.0", "stack:0.33.0:rocm100")
+    assert live.has_edge("stack:0.33.0:rocm100", "rocm:10.0.0")
+    assert live.has_edge("stack:0.33.0:gfx1250", "rocm:10.1.0a20260822")
+    assert live.nodes["stack:0.33.0:gfx1250"]["preview"] is True
+    assert live.has_edge("image:vllm/vllm-openai-rocm:v0.33.0-rocm72", "stack:0.33.0:rocm72")
+    sub = graph.subgraph(live, gfx="gfx942", vllm=parse_spec("==0.33.0"), stack="rocm72")
+    stacks = {n for n, a in sub.nodes(data=True) if a["type"] == "stack"}
+    assert stacks == {"stack:0.33.0:rocm72"}
+    assert "rocm:7.2.3" in sub and "vllm:0.33.0" in sub and "rocm:10.0.0" not in sub
+    assert all(a["source"] for _, _, a in sub.edges(data=True))
+    only_1250 = graph.subgraph(live, gfx="gfx1250")
+    assert {n for n, a in only_1250.nodes(data=True) if a["type"] == "stack"} >= {"stack:0.33.0:gfx1250"}
+    assert not any(n.startswith("image:") for n in only_1250)

@@ -169,15 +169,28 @@ def validate(json_out: JsonOpt = False) -> None:
 @handle_errors
 def graph(
     fmt: Annotated[str, typer.Option("--format", help="json or dot.")] = "json",
+    gfx: Annotated[str | None, typer.Option("--gfx", help="Only what concerns this gfx target.")] = None,
+    vllm: Annotated[str | None, typer.Option("--vllm", help="Only vLLM releases in this spec (e.g. '>=0.30').")] = None,
+    stack: Annotated[str | None, typer.Option("--stack", help="Only this ROCm stack variant (e.g. rocm72).")] = None,
 ) -> None:
-    """The compatibility graph built from the data (networkx), as JSON or Graphviz DOT."""
+    """The compatibility graph built from the data (networkx), as JSON or Graphviz DOT.
+
+    Every edge keeps the source and confidence of the record it comes from; --gfx, --vllm and
+    --stack cut it down to a readable picture."""
     from resolver import graph as graph_mod
     from resolver import matrix
     from resolver.errors import UsageError
+    from resolver.versions import parse_spec
 
     if fmt not in ("json", "dot"):
         raise UsageError(f"--format {fmt!r} is not supported", hint="use --format json or --format dot")
     g = graph_mod.build(matrix.load())
+    if gfx or vllm or stack:
+        from resolver.versions import check_gfx_name
+
+        g = graph_mod.subgraph(
+            g, gfx=check_gfx_name(gfx) if gfx else None, vllm=parse_spec(vllm) if vllm else None, stack=stack
+        )
     if fmt == "json":
         emit_json(graph_mod.to_json(g))
     else:
