@@ -23,6 +23,20 @@ LIVE_MATRIX = Path(__file__).resolve().parent.parent / "matrix"
 os.environ["ROCM_VLLM_MATRIX_DIR"] = str(FROZEN_MATRIX)
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        help="rewrite the golden files (explanations, Dockerfiles, run commands) from the current output",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The golden tests read UPDATE_GOLDEN when their module is imported, after this runs.
+    if config.getoption("--update-golden"):
+        os.environ["UPDATE_GOLDEN"] = "1"
+
+
 @pytest.fixture(autouse=True)
 def _isolated_user_dirs(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
