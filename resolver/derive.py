@@ -413,7 +413,7 @@ def _member_premise(ctx: _Context, code: str, subject: _Subject, members: Sequen
     if code in ("gfx-not-shipped", "gfx-unsupported"):
         arch: list[str] = []
         for c in cands:
-            record = c.image or c.wheel or c.release
+            record = c.record
             arch += [a for a in getattr(record, "arch", ()) if a not in arch]
         built = ", ".join(arch) if arch else "an unknown arch list"
         return Premise(text=f"{subject.text} {subject.verb('is', 'are')} built for {built} only", sources=sources, confidence=conf)
@@ -553,7 +553,7 @@ def _gate_premise(reasons: Sequence[Reason]) -> str:
 def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
     """What the chosen path rests on, and the conclusion ("it runs on this node")."""
     c = ev.candidate
-    record = c.image or c.wheel or c.release
+    record = c.record
     rsrc = (record.provenance.source,) if record else ()
     rconf = c.confidence
     premises: list[Premise] = []

@@ -40,20 +40,17 @@ def _paint(text: str, code: str, color: bool) -> str:
 
 def _plan_lines(ev: Evaluation, m: Matrix, node: Node) -> list[str]:
     c = ev.candidate
-    rocm = m.rocm_for(c.rocm) if c.rocm is not None else None
     lines = [f"plan: {c.channel} {c.image.ref if c.image else c.label}" + ("  (unofficial)" if ev.unofficial else "")]
     detail = [f"vLLM {c.vllm}"]
-    if rocm is not None:
-        detail.append(f"on {rocm.label}")
-    elif c.rocm is not None:
-        detail.append(f"on ROCm {c.rocm}")
+    if c.rocm is not None:
+        detail.append(f"on {m.rocm_label(c.rocm)}")
     if c.image is not None:
         if c.image.python:
             detail.append(f"Python {c.image.python}")
         if c.image.torch:
             detail.append(f"torch {c.image.torch}")
     lines.append("  " + " ".join(detail))
-    record = c.image or c.wheel or c.release
+    record = c.record
     if record is not None:
         arch = getattr(record, "arch", ())
         if arch:

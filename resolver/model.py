@@ -342,6 +342,13 @@ class Matrix:
         same = [r for r in self.rocm if (r.version.major, r.version.minor) == (version.major, version.minor)]
         return max(same, key=lambda r: r.version) if same else None
 
+    def rocm_label(self, version: Version) -> str:
+        """How to name a ROCm version in prose: a nightly (7.14.0a20260623) is not its release."""
+        if version.is_prerelease:
+            return f"ROCm {version} (TheRock nightly)"
+        rel = self.rocm_for(version)
+        return rel.label if rel is not None else f"ROCm {version}"
+
     def driver(self, series: str) -> DriverSeries | None:
         return next((d for d in self.drivers if d.series == series), None)
 

@@ -67,9 +67,16 @@ def plan_steps(ev: Evaluation, node: Node) -> list[tuple[str, str]]:
             ),
         ]
     gfx = ",".join(node.gfx_targets)
+    stack: list[str] = []
+    if c.stack is not None and c.release is not None and len(c.release.stacks) > 1:
+        stack = ["--stack", c.stack.variant]
+        if c.stack.preview:
+            stack.append("--allow-preview")
+        if c.stack.moving_pins:
+            stack.append("--allow-moving-refs")
     return [
         (
-            shlex.join(["rocm-vllm", "dockerfile", *flags, "--vllm", str(c.vllm), "-o", "Dockerfile.vllm-rocm"]),
+            shlex.join(["rocm-vllm", "dockerfile", *flags, "--vllm", str(c.vllm), *stack, "-o", "Dockerfile.vllm-rocm"]),
             f"built for {gfx} only" if gfx else "",
         ),
         (shlex.join(["env", "DOCKER_BUILDKIT=1", "docker", "build", "-f", "Dockerfile.vllm-rocm", "-t", f"vllm-rocm:{c.vllm}", "."]), ""),
@@ -82,7 +89,7 @@ def plan_commands(ev: Evaluation, node: Node) -> list[str]:
 
 
 def candidate_json(c: Candidate) -> dict[str, Any]:
-    record = c.image or c.wheel or c.release
+    record = c.record
     return {
         "kind": c.kind,
         "channel": c.channel,
@@ -94,6 +101,7 @@ def candidate_json(c: Candidate) -> dict[str, Any]:
         "wheel": c.wheel.name if c.wheel else None,
         "confidence": c.confidence,
         "source": record.provenance.source if record else None,
+        "stack": c.stack.variant if c.stack is not None else None,
     }
 
 
@@ -134,6 +142,8 @@ def plan_json(ev: Evaluation, node: Node, m: Matrix) -> dict[str, Any]:
 
 
 def _stream(m: Matrix, c: Candidate) -> str | None:
+    if c.stack is not None:
+        return c.stack.stream
     rel = m.rocm_for(c.rocm) if c.rocm is not None else None
     return rel.stream if rel else None
 

@@ -134,8 +134,13 @@ class Candidate:
         return "wheel" if self.kind == "wheel" else "source build"
 
     @property
+    def record(self) -> ContainerImage | WheelVariant | RocmStack | VllmRelease | None:
+        """The record this path rests on (a source build: its stack, else its release)."""
+        return self.image or self.wheel or (self.stack if self.kind == "source" else None) or self.release
+
+    @property
     def confidence(self) -> Confidence:
-        record = self.image or self.wheel or self.release
+        record = self.record
         return record.provenance.confidence if record else "unknown"
 
 
@@ -146,6 +151,7 @@ class Evaluation:
     warnings: tuple[Warning, ...]
     unofficial: bool = False  # works only off the supported path (source build for an unshipped gfx, override)
     override: str | None = None  # HSA_OVERRIDE_GFX_VERSION this path relies on
+    cmake_only: bool = False  # a source build for a gfx its stack does not ship (CMake accepts it; nothing more)
 
     @property
     def ok(self) -> bool:
@@ -287,7 +293,7 @@ class MatrixProvider:
         warnings: list[Warning] = []
         unofficial = False
         override: str | None = None
-        record = cand.image or cand.wheel or cand.release
+        record = cand.record
         record_source = record.provenance.source if record else "matrix/vllm.toml"
 
         if cand.kind == "source" and (cand.release is None or not cand.release.known):
@@ -340,7 +346,12 @@ class MatrixProvider:
                     source=record_source,
                 )
             )
-        return Evaluation(candidate=cand, reasons=tuple(reasons), warnings=tuple(warnings), unofficial=unofficial, override=override)
+        # A build on a ROCm nightly is for trying a GPU, not an official path.
+        unofficial |= cand.stack is not None and cand.stack.preview
+        shipped = self._shipped(cand)[0]
+        cmake_only = cand.kind == "source" and any(t.name not in shipped for t in self.targets)
+        return Evaluation(candidate=cand, reasons=tuple(reasons), warnings=tuple(warnings), unofficial=unofficial,
+                          override=override, cmake_only=cmake_only)
 
     def _unknown_release(self, cand: Candidate) -> Reason:
         src = cand.release.provenance.source if cand.release else "matrix/vllm.toml"
@@ -853,7 +864,8 @@ def _rank(e: Evaluation, prefer: Kind | None) -> tuple[object, ...]:
     c = e.candidate
     preview = c.stack is not None and c.stack.preview
     if c.kind == "source":
-        group = 3 if preview else 2
+        # A stack that ships the target (even a preview one) before a build CMake merely accepts.
+        group = 4 if e.cmake_only else 3 if preview else 2
     elif c.image is not None and (c.image.deprecated or c.image.stream == "therock-preview" or preview):
         group = 1
     else:
