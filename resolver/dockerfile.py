@@ -707,21 +707,8 @@ def render_template(path: Path, values: dict[str, str]) -> str:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """``-o FILE``: a regular file is replaced atomically; a device or pipe that already exists
-    (``-o /dev/stdout``, a FIFO) is written into, never renamed over; a directory is refused."""
-    try:
-        if path.is_dir():
-            raise IsADirectoryError(21, "Is a directory")
-        if path.exists() and not path.is_file():
-            with path.open("w", encoding="utf-8") as fh:
-                fh.write(text)
-            return
-        atomic.write_atomic(path.resolve(), text, mode=0o644, make_parent=False)
-    except OSError as exc:
-        raise InputError(
-            f"cannot write {path}: {exc.strerror or exc.__class__.__name__}",
-            hint="give a file in an existing, writable directory (or -o /dev/stdout)",
-        ) from None
+    """``-o FILE``: see ``resolver.atomic.write_output``."""
+    atomic.write_output(path, text)
 
 
 # --- building ---------------------------------------------------------------------------------

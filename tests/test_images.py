@@ -82,12 +82,75 @@ def test_old_driver_gets_an_image_whose_rocm_it_can_run() -> None:
 def test_text_output_prints_the_run_command() -> None:
     result = cli(*MI300X_X8, "--driver", "30.30.3", "--model", "Qwen/Qwen3-8B")
     assert result.exit_code == 0
-    assert result.stdout.splitlines()[0].startswith("image: vllm/vllm-openai-rocm:v")
-    assert (
-        result.stdout.rstrip()
-        .splitlines()[-1]
-        .endswith("--model Qwen/Qwen3-8B --tensor-parallel-size 8")
-    )
+    assert result.stderr.splitlines()[0].startswith("image: vllm/vllm-openai-rocm:v")
+    assert result.stdout.count("\n") == 1
+    assert result.stdout.rstrip().endswith("--model Qwen/Qwen3-8B --tensor-parallel-size 8")
+
+
+# --- what a user redirects is exactly the artifact (issue 11.11) ---------------------------------
+
+
+def test_compose_on_stdout_is_valid_yaml_and_nothing_else() -> None:
+    import yaml
+
+    result = cli(*MI300X_X8, "--driver", "30.30.3", "--format", "compose", "--model", "org/m")
+    assert result.exit_code == 0, result.output
+    doc = yaml.safe_load(result.stdout)
+    service = doc["services"]["vllm"]
+    assert service["image"].startswith("vllm/vllm-openai-rocm:v")
+    assert service["command"] == ["--model", "org/m", "--tensor-parallel-size", "8"]
+    assert "/dev/kfd" in service["devices"]
+    assert "image: vllm/vllm-openai-rocm" in result.stderr  # the commentary is still there
+    assert "then: docker compose -f compose.yaml up -d" in result.stderr
+
+
+@pytest.mark.parametrize("fmt", ["docker", "podman"])
+def test_run_command_on_stdout_is_one_runnable_shell_line(fmt: str) -> None:
+    import shlex
+
+    result = cli(*MI300X_X8, "--driver", "30.30.3", "--format", fmt, "--model", "org/m")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.endswith("\n") and result.stdout.count("\n") == 1
+    words = shlex.split(result.stdout)
+    _, out = cli_json(*MI300X_X8, "--driver", "30.30.3", "--format", fmt, "--model", "org/m")
+    home = str(Path.home())
+    assert [home + w[1:] if w.startswith("~/") else w for w in words] == out["run_args"]
+    assert words[:2] == [fmt, "run"]
+
+
+@pytest.mark.parametrize(("fmt", "name"), [("compose", "my-compose.yaml"), ("docker", "run.sh")])
+def test_output_file_is_written_atomically_and_stdout_stays_empty(
+    fmt: str, name: str, tmp_path: Path
+) -> None:
+    target = tmp_path / name
+    target.write_text("old content\n")
+    result = cli(*MI300X_X8, "--driver", "30.30.3", "--format", fmt, "-o", str(target))
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    assert f"wrote the {'compose file' if fmt == 'compose' else 'run command'} to {target}" in result.stderr
+    _, out = cli_json(*MI300X_X8, "--driver", "30.30.3", "--format", fmt, "-o", str(tmp_path / "j"))
+    assert out["output"] == str(tmp_path / "j")
+    if fmt == "compose":
+        import yaml
+
+        assert yaml.safe_load(target.read_text())["services"]["vllm"]
+        assert f"docker compose -f {name} up -d" in result.stderr
+    else:
+        assert target.read_text() == out["run_command"] + "\n"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp file left
+
+
+def test_output_into_a_missing_directory_is_bad_input(tmp_path: Path) -> None:
+    result = cli(*MI300X_X8, "--driver", "30.30.3", "-o", str(tmp_path / "no" / "run.sh"))
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: cannot write ")
+
+
+def test_no_image_prints_nothing_on_stdout() -> None:
+    result = cli("--gfx", "gfx1030", "--driver", "30.30.3", "--format", "compose")
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith("no verified image fits this node")
 
 
 def test_no_image_for_an_unshipped_gfx() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -109,6 +110,15 @@ def image(
             rich_help_panel=RUN_PANEL,
         ),
     ] = "~/.cache/huggingface",
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "-o",
+            "--output",
+            help="Write the run command (or compose.yaml) to this file, atomically, instead of stdout.",
+            rich_help_panel=RUN_PANEL,
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Pick the verified vLLM image for the node and print how to run it (exit 0: found, 1: none or a failed check)."""
@@ -175,7 +185,8 @@ def image(
         hf_cache=hf_cache,
     )
     warnings += images.tensor_parallel_warnings(spec.tensor_parallel)
-    rendered = render(spec, fmt)
+    compose_file = output.name if output is not None and fmt == "compose" else "compose.yaml"
+    rendered = render(spec, fmt, compose_file=compose_file)
     out.update(_image_json(chosen, ref, reg.url))
     out.update(rendered.to_json())
     problems: list[Any] = []
@@ -195,10 +206,18 @@ def image(
 
     out["warnings"] = [warning_json(w) for w in dict.fromkeys(warnings)]
     out["problems"] = [warning_json(p) for p in problems]
+    out["output"] = str(output) if output is not None else None
+    if output is not None:
+        from resolver.atomic import write_output
+
+        write_output(output, rendered.artifact)
     if json_out:
         emit_json(out)
     else:
-        _print_text(out, rendered.file_text)
+        # stdout carries only the artifact (redirectable as is); everything else goes to stderr.
+        _print_text(out, rendered.file_text, output)
+        if output is None:
+            typer.echo(rendered.artifact, nl=False)
     # Same exit as `check` for the same verdict (an unofficial image is printed, but is not a yes).
     raise typer.Exit(1 if problems else decision.exit_code)
 
@@ -340,18 +359,26 @@ def _finish(out: dict[str, Any], json_out: bool, *, exit_code: int) -> None:
     if json_out:
         emit_json(out)
     else:
-        typer.echo(f"no verified image fits this node (verdict: {out['verdict']})")
+        # Nothing to redirect: stdout stays empty, so `> compose.yaml` never captures prose.
+        def say(text: str) -> None:
+            typer.echo(text, err=True)
+
+        say(f"no verified image fits this node (verdict: {out['verdict']})")
         for reason in out["blockers"]:
-            typer.echo(f"  - {reason['message']}")
-            typer.echo(f"    hint: {reason['hint']}")
+            say(f"  - {reason['message']}")
+            say(f"    hint: {reason['hint']}")
         if not out["blockers"]:
-            typer.echo("  every candidate was rejected; --json lists each with its reasons")
-        typer.echo("  a source build may still work: rocm-vllm check, then rocm-vllm dockerfile")
+            say("  every candidate was rejected; --json lists each with its reasons")
+        say("  a source build may still work: rocm-vllm check, then rocm-vllm dockerfile")
     raise typer.Exit(exit_code)
 
 
-def _print_text(out: dict[str, Any], compose_text: str | None) -> None:
-    echo = typer.echo
+def _print_text(out: dict[str, Any], compose_text: str | None, output: Path | None) -> None:
+    """The commentary, on stderr: what the image is, warnings, problems, and where the artifact went."""
+
+    def echo(text: str) -> None:
+        typer.echo(text, err=True)
+
     label = (
         "official vLLM image"
         if out["official"]
@@ -379,13 +406,11 @@ def _print_text(out: dict[str, Any], compose_text: str | None) -> None:
         echo(f"problem: {p['message']}\n  hint: {p['hint']}")
     if out["run_args"] and "--model" not in out["run_args"] and compose_text is None:
         echo("  no --model given: vLLM serves its default model; add --model ORG/NAME")
-    echo("")
+    if output is not None:
+        what = "compose file" if compose_text is not None else "run command"
+        echo(f"wrote the {what} to {output}")
     if compose_text is not None:
-        echo("# compose.yaml")
-        echo(compose_text, nl=False)
-        echo(f"# then: {out['run_command']}")
-    else:
-        echo(out["run_command"])
+        echo(f"then: {out['run_command']}")
 
 
 def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
