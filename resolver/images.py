@@ -23,6 +23,7 @@ from resolver.solve import Decision, Request, Warning, solve
 
 if TYPE_CHECKING:
     from resolver.engine import DockerEngine, PullEvent
+    from resolver.parallel import Placement
     from resolver.registry import Registry, RegistryClient, ResolvedDigest
     from resolver.runcmd import RunSpec
 
@@ -330,6 +331,15 @@ def host_render_gid(node: Node) -> int | None:
     return others[0] if others else None
 
 
+def placement(
+    node: Node, *, devices: tuple[int, ...] | None, model: str | None, hf_cache: str
+) -> Placement:
+    """GPUs and tensor-parallel size for the run command (``resolver.parallel.place``)."""
+    from resolver.parallel import place
+
+    return place(node, devices=devices, model=model, hf_cache=hf_cache)
+
+
 def run_spec(
     *,
     ref: str,
@@ -340,10 +350,11 @@ def run_spec(
     port: int,
     devices: tuple[int, ...] | None,
     hf_cache: str,
+    placed: Placement | None = None,
 ) -> RunSpec:
     from resolver.runcmd import RunSpec
 
-    gpus = len(devices) if devices else node.logical_gpu_count or len(node.gpus)
+    placed = placed or placement(node, devices=devices, model=model, hf_cache=hf_cache)
     return RunSpec(
         image=ref,
         entrypoint=image.entrypoint,
@@ -351,25 +362,7 @@ def run_spec(
         port=port,
         hf_cache=hf_cache,
         env=env,
-        devices=devices,
-        tensor_parallel=gpus or None,
+        devices=placed.devices,
+        tensor_parallel=placed.tensor_parallel,
         render_gid=host_render_gid(node),
     )
-
-
-def tensor_parallel_warnings(tp: int | None) -> list[Warning]:
-    """vLLM splits attention heads across tensor-parallel ranks: the size must divide the model's
-    head count, which for nearly every model means 1, 2, 4 or 8."""
-    from resolver.solve import Warning
-
-    if not tp or tp & (tp - 1) == 0:
-        return []
-    return [
-        Warning(
-            code="tensor-parallel-size",
-            message=f"--tensor-parallel-size {tp}: vLLM needs it to divide the model's attention heads; "
-            "most models have a power-of-two head count",
-            hint="choose 1, 2, 4 or 8 GPUs (--devices / --gpus), or use pipeline parallelism for the rest",
-            source="vllm-project/vllm vllm/config: ModelConfig.verify_with_parallel_config raises 'Total number of attention heads (N) must be divisible by tensor parallel size (M)'",
-        )
-    ]

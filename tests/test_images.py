@@ -349,10 +349,3 @@ def test_model_reaches_vllm_serve_with_either_entrypoint(
     engine.pull(pushed.ref)
     out = engine.run(pushed.ref, args[at + 1 :], entrypoint=entrypoint)
     assert out.stdout.strip() == "vllm-shim serve --model org/model --tensor-parallel-size 2"
-
-
-def test_odd_tensor_parallel_size_is_warned() -> None:
-    from resolver.images import tensor_parallel_warnings
-
-    assert [w.code for w in tensor_parallel_warnings(3)] == ["tensor-parallel-size"]
-    assert tensor_parallel_warnings(8) == [] and tensor_parallel_warnings(None) == []

@@ -174,6 +174,8 @@ def image(
     ref = images.image_ref(chosen, reg)
     env, env_warnings = images.serving_env(m, node, decision)
     warnings += env_warnings
+    placed = images.placement(node, devices=device_ids, model=model, hf_cache=hf_cache)
+    warnings += placed.warnings
     spec = images.run_spec(
         ref=ref,
         image=chosen,
@@ -183,12 +185,20 @@ def image(
         port=port,
         devices=device_ids,
         hf_cache=hf_cache,
+        placed=placed,
     )
-    warnings += images.tensor_parallel_warnings(spec.tensor_parallel)
     compose_file = output.name if output is not None and fmt == "compose" else "compose.yaml"
     rendered = render(spec, fmt, compose_file=compose_file)
     out.update(_image_json(chosen, ref, reg.url))
     out.update(rendered.to_json())
+    out["parallel"] = {
+        "devices": list(placed.devices) if placed.devices is not None else None,
+        "tensor_parallel_size": placed.tensor_parallel,
+        "gpus": placed.gpus,
+        "replicas": placed.replicas,
+        "attention_heads": placed.heads,
+        "attention_heads_source": placed.heads_source,
+    }
     problems: list[Any] = []
 
     if pull or smoke:
@@ -400,8 +410,8 @@ def _print_text(out: dict[str, Any], compose_text: str | None, output: Path | No
             f"smoke: vllm {found['vllm']}, torch {found['torch']}, rocm {found['rocm'] or found['hip']}"
         )
     for w in out["warnings"]:
-        if w["severity"] == "warning":
-            echo(f"warning: {w['message']}\n  hint: {w['hint']}")
+        kind = "warning" if w["severity"] == "warning" else "note"
+        echo(f"{kind}: {w['message']}\n  hint: {w['hint']}")
     for p in out["problems"]:
         echo(f"problem: {p['message']}\n  hint: {p['hint']}")
     if out["run_args"] and "--model" not in out["run_args"] and compose_text is None:
