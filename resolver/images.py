@@ -82,7 +82,29 @@ def pin(image: ContainerImage, client: RegistryClient) -> Pinned:
                 source=f"{resolved.registry} (manifest HEAD)",
             )
         )
+    if resolved.from_cache:
+        warnings.append(
+            Warning(
+                code="digest-from-cache",
+                message=f"{image.repo}:{image.tag}: digest {resolved.digest} is from the local cache, "
+                f"{format_age(resolved.age_seconds() or 0)} old; the registry was not reachable ({resolved.unreachable})",
+                hint="the tag may have moved since; pin again with --digest once the registry answers",
+                source=f"{resolved.registry} (cached answer)",
+            )
+        )
     return Pinned(replace(image, digest=resolved.digest), resolved, tuple(warnings))
+
+
+def format_age(seconds: float) -> str:
+    """3m, 5h 12m, 2d 4h: how old a cached answer is, for people."""
+    minutes = int(seconds // 60)
+    if minutes < 60:
+        return f"{max(minutes, 0)}m"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours}h {minutes}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d {hours}h"
 
 
 def image_ref(image: ContainerImage, registry: Registry) -> str:

@@ -6,8 +6,10 @@ fetches an anonymous pull token from the realm and asks again. Registries withou
 local mirror, an air-gapped site) answer directly. The digest is the ``Docker-Content-Digest``
 header, or the sha256 of the manifest body when a registry omits the header.
 
-Resolved digests are cached on disk (``digests.json`` under the user cache dir) so that repeated
-runs and offline runs after one online run do not need the network.
+The registry is always asked first: a tag moves, and a tag the registry denies (404, 401/403) is
+an error, never answered from a cache. Resolved digests are kept on disk (``digests.json`` under
+the user cache dir) only as a fallback for when the registry cannot be reached at all; such an
+answer says so (``from_cache``, ``cached_at``, ``unreachable``) and the caller says it to the user.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from resolver import atomic, resources
-from resolver.errors import RegistryError, UsageError
+from resolver.errors import RegistryError, RegistryUnreachableError, UsageError
 from resolver.safety import is_safe, require_safe
 
 if TYPE_CHECKING:
@@ -111,14 +113,22 @@ class ResolvedDigest:
     media_type: str | None
     registry: str
     from_cache: bool
+    cached_at: float | None = None  # epoch seconds the cached answer was got from the registry
+    unreachable: str | None = None  # why the registry was not asked successfully (cache answers)
+
+    def age_seconds(self, now: float | None = None) -> float | None:
+        if self.cached_at is None:
+            return None
+        return max(0.0, (time.time() if now is None else now) - self.cached_at)
 
 
 class DigestCache:
     """``digests.json``: ``"<registry>/<repo>:<tag>" -> {digest, media_type, at}``.
 
-    Tags move (``latest``, re-pushed releases), so entries expire after ``ttl`` seconds."""
+    Consulted only when the registry is unreachable. Tags move (``latest``, re-pushed releases),
+    so entries older than ``ttl`` seconds (default 7 days) are not used even then."""
 
-    def __init__(self, path: Path | None = None, *, ttl: float = 24 * 3600) -> None:
+    def __init__(self, path: Path | None = None, *, ttl: float = 7 * 24 * 3600) -> None:
         self.path = path or cache_dir() / "digests.json"
         self.ttl = ttl
 
@@ -172,13 +182,23 @@ class RegistryClient:
         require_safe("image_repo", repo, where="image repository")
         require_safe("image_tag", tag, where="image tag")
         key = f"{self.registry.url}/{self.registry.repository(repo)}:{tag}"
-        if use_cache and self.cache is not None:
-            hit = self.cache.get(key)
-            if hit is not None:
-                return ResolvedDigest(
-                    repo, tag, hit["digest"], hit.get("media_type"), self.registry.url, True
-                )
-        digest, media_type = self._manifest_digest(repo, tag)
+        try:
+            digest, media_type = self._manifest_digest(repo, tag)
+        except RegistryUnreachableError as exc:
+            # Only an unreachable registry lets the cache answer; a denied tag (404/401) is final.
+            hit = self.cache.get(key) if use_cache and self.cache is not None else None
+            if hit is None:
+                raise
+            return ResolvedDigest(
+                repo,
+                tag,
+                hit["digest"],
+                hit.get("media_type"),
+                self.registry.url,
+                True,
+                cached_at=float(hit.get("at", 0)),
+                unreachable=exc.message,
+            )
         if self.cache is not None:
             self.cache.put(key, digest, media_type)
         return ResolvedDigest(repo, tag, digest, media_type, self.registry.url, False)
@@ -287,7 +307,7 @@ class RegistryClient:
                 last = f"HTTP {response.status_code}"
                 continue
             return response
-        raise RegistryError(
+        raise RegistryUnreachableError(
             f"registry {self.registry.url} did not answer for {what}: {last} ({self.retries} tries)",
             hint=f"check the network or proxy (HTTPS_PROXY), or point --registry / {REGISTRY_ENV} at a reachable "
             "mirror; without --digest the image is chosen offline",

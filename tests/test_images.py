@@ -285,25 +285,67 @@ def test_smoke_reports_what_differs_from_the_data(shim_images, docker_url: str) 
 
 
 @pytest.mark.docker
-def test_moved_tag_is_a_digest_mismatch(shim_images, docker_url: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    # The cache says v0.24.0 was pinned to another digest: the tag moved since it was pinned.
+def test_moved_tag_is_a_digest_mismatch(shim_images, engine) -> None:  # type: ignore[no-untyped-def]
+    """Pinned to one digest, the tag now pulls another: a problem, not a silent success."""
+    name = f"{shim_images.host}/vllm/vllm-openai-rocm"
+    report = images.pull_verified(engine, name, "v0.24.0", shim_images.mismatched.digest)
+    assert [p.code for p in report.problems] == ["digest-mismatch"]
+    assert report.to_json()["verified"] is False
+
+
+@pytest.mark.registry
+def test_digest_asks_the_registry_before_a_stale_cache(shim_images, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     cache_dir = tmp_path / "cache"
     key = f"{shim_images.registry}/vllm/vllm-openai-rocm:v0.24.0"
     DigestCache(cache_dir / "digests.json").put(key, shim_images.mismatched.digest, None)
     code, out = cli_json(
-        *MI300X_X8,
-        "--driver",
-        "30.30.3",
-        "--registry",
-        shim_images.registry,
-        "--digest",
-        "--pull",
-        env={"DOCKER_HOST": docker_url, "ROCM_VLLM_CACHE_DIR": str(cache_dir)},
+        *MI300X_X8, "--driver", "30.30.3", "--registry", shim_images.registry, "--digest",
+        env={"ROCM_VLLM_CACHE_DIR": str(cache_dir)},
     )
-    assert code == 1
-    assert out["digest_source"]["cached"] is True
-    assert [p["code"] for p in out["problems"]] == ["digest-mismatch"]
-    assert out["pull"]["verified"] is False
+    assert code == 0
+    assert out["digest"] == shim_images.official.digest
+    assert out["digest_source"]["cached"] is False and out["digest_source"]["cache_age_seconds"] is None
+
+
+@pytest.mark.registry
+def test_digest_of_a_tag_the_registry_denies_is_an_error_not_the_cache(shim_images, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    cache_dir = tmp_path / "cache"
+    key = f"{shim_images.registry}/vllm/vllm-openai-rocm:v0.19.0"  # v0.19.0 is not pushed
+    DigestCache(cache_dir / "digests.json").put(key, "sha256:" + "e" * 64, None)
+    result = cli(
+        *MI300X_X8, "--vllm", "0.19.0", "--registry", shim_images.registry, "--digest",
+        env={"ROCM_VLLM_CACHE_DIR": str(cache_dir)},
+    )
+    assert result.exit_code == 4
+    assert "v0.19.0 not found" in result.stderr
+    assert "e" * 64 not in result.output and result.stdout == ""
+
+
+def test_unreachable_registry_pins_from_the_cache_and_says_so(tmp_path: Path) -> None:
+    import time
+
+    from tests.services import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"
+    cache_dir = tmp_path / "cache"
+    cache = DigestCache(cache_dir / "digests.json")
+    cache.put(f"{url}/vllm/vllm-openai-rocm:v0.24.0", "sha256:" + "f" * 64, None)
+    data = json.loads(cache.path.read_text())
+    data[f"{url}/vllm/vllm-openai-rocm:v0.24.0"]["at"] = time.time() - (2 * 3600 + 5 * 60)
+    cache.path.write_text(json.dumps(data))
+    env = {"ROCM_VLLM_CACHE_DIR": str(cache_dir)}
+    args = (*MI300X_X8, "--driver", "30.30.3", "--registry", url, "--digest")
+    code, out = cli_json(*args, env=env)
+    assert code == 0
+    assert out["digest"] == "sha256:" + "f" * 64
+    source = out["digest_source"]
+    assert source["cached"] is True and 2 * 3600 <= source["cache_age_seconds"] < 2 * 3600 + 600
+    assert source["cached_at"].endswith("+00:00") and "did not answer" in source["registry_unreachable"]
+    assert "digest-from-cache" in [w["code"] for w in out["warnings"]]
+    text = cli(*args, env=env)
+    assert text.exit_code == 0
+    assert "from the local cache, 2h 5m old; the registry was not reachable" in text.stderr
+    assert text.stdout.count("\n") == 1 and "@sha256:" + "f" * 64 in text.stdout
 
 
 def test_engine_down_is_an_engine_error(tmp_path: Path) -> None:

@@ -166,10 +166,16 @@ def image(
         pinned = images.pin(chosen, RegistryClient(reg, cache=DigestCache()))
         chosen = pinned.image
         warnings += pinned.warnings
+        resolved = pinned.resolved
+        age = resolved.age_seconds()
         out["digest_source"] = {
-            "registry": pinned.resolved.registry,
-            "media_type": pinned.resolved.media_type,
-            "cached": pinned.resolved.from_cache,
+            "registry": resolved.registry,
+            "media_type": resolved.media_type,
+            "cached": resolved.from_cache,
+            # Set only when the registry was unreachable and the cache answered instead.
+            "cached_at": _iso(resolved.cached_at),
+            "cache_age_seconds": round(age) if age is not None else None,
+            "registry_unreachable": resolved.unreachable,
         }
     ref = images.image_ref(chosen, reg)
     env, env_warnings = images.serving_env(m, node, decision)
@@ -255,6 +261,14 @@ def _engine_steps(
         out["smoke"] = smoke_report.to_json()
         problems += smoke_report.problems
     return problems
+
+
+def _iso(epoch: float | None) -> str | None:
+    if epoch is None:
+        return None
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
 
 
 def _parse_devices(text: str | None) -> tuple[int, ...] | None:
