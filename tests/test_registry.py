@@ -172,7 +172,7 @@ def test_a_stale_cached_digest_never_beats_the_registry(shim_images, tmp_path: P
 def test_a_denied_tag_is_an_error_even_with_a_cached_digest(shim_images, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     key = f"{shim_images.registry}/{OFFICIAL}:v9.9.8"
     DigestCache(tmp_path / "digests.json").put(key, "sha256:" + "c" * 64, None)
-    with pytest.raises(RegistryError, match="v9.9.8 not found") as err:
+    with pytest.raises(RegistryError, match=r"v9\.9\.8 not found") as err:
         client(shim_images.registry, tmp_path).resolve(OFFICIAL, "v9.9.8")
     assert err.value.exit_code == 4
 
