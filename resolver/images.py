@@ -140,9 +140,12 @@ def pull_verified(
     tag: str,
     expected: str | None,
     on_progress: Callable[[PullEvent], None] | None = None,
+    *,
+    auth: dict[str, str] | None = None,
 ) -> PullReport:
-    """Pull ``name:tag`` (the tag, so a moved tag is noticed) and check its RepoDigests."""
-    info = engine.pull(f"{name}:{tag}", on_progress)
+    """Pull ``name:tag`` (the tag, so a moved tag is noticed) and check its RepoDigests.
+    ``auth``: the engine's auth_config for a private registry (``Credentials.engine_auth()``)."""
+    info = engine.pull(f"{name}:{tag}", on_progress, auth=auth)
     local = {d.rsplit("@", 1)[1] for d in info.repo_digests if d.rsplit("@", 1)[0] == name}
     problems: list[Warning] = []
     if expected is not None and expected not in local:

@@ -252,8 +252,12 @@ def _engine_steps(
 ) -> list[Any]:
     problems: list[Any] = []
     if pull:
+        from resolver.credentials import lookup
+
         name, tag = reg.image_name(chosen.repo), chosen.tag
-        report = _pull_with_progress(engine, images, name, tag, chosen.digest, quiet=quiet)
+        creds = lookup(reg.host)  # the same Docker config credentials --digest used; never printed
+        auth = creds.engine_auth() if creds is not None else None
+        report = _pull_with_progress(engine, images, name, tag, chosen.digest, quiet=quiet, auth=auth)
         out["pull"] = report.to_json()
         problems += report.problems
     if smoke:
@@ -343,11 +347,18 @@ def _image_json(chosen: Any, ref: str, registry_url: str) -> dict[str, Any]:
 
 
 def _pull_with_progress(
-    engine: Any, images: Any, name: str, tag: str, expected: str | None, *, quiet: bool
+    engine: Any,
+    images: Any,
+    name: str,
+    tag: str,
+    expected: str | None,
+    *,
+    quiet: bool,
+    auth: dict[str, str] | None = None,
 ) -> Any:
     """Pull with a rich progress bar per layer (on stderr, so stdout stays the answer)."""
     if quiet:
-        return images.pull_verified(engine, name, tag, expected)
+        return images.pull_verified(engine, name, tag, expected, auth=auth)
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
 
@@ -376,7 +387,7 @@ def _pull_with_progress(
                 current = bar.tasks[task].total or 1
                 bar.update(task, completed=current, total=current)
 
-        return images.pull_verified(engine, name, tag, expected, on_progress)
+        return images.pull_verified(engine, name, tag, expected, on_progress, auth=auth)
 
 
 def _finish(out: dict[str, Any], json_out: bool, *, exit_code: int) -> None:
