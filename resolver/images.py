@@ -390,4 +390,6 @@ def run_spec(
         devices=placed.devices,
         tensor_parallel=placed.tensor_parallel,
         render_gid=host_render_gid(node),
+        # One replica per CPX partition: each container needs a name of its own.
+        name=f"vllm-{placed.devices[0]}" if placed.replicas > 1 and placed.devices else "vllm",
     )

@@ -188,8 +188,8 @@ def place(
             Warning(
                 code="cpx-one-replica-per-partition",
                 message=f"CPX mode: the run command serves one TP=1 replica on partition {replica[0]} of {offered}",
-                hint="start one per partition, each with its own --devices N and --port (e.g. --devices 1 --port 8001); "
-                "for tensor parallelism switch to SPX",
+                hint="start one per partition: the same command with --devices N --port 800N for each N "
+                "(the container is named vllm-N); for tensor parallelism switch the GPUs to SPX",
                 severity="info",
                 source=CPX_SOURCE,
             )

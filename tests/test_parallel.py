@@ -71,6 +71,8 @@ def test_cpx_replica_on_a_chosen_partition(cpx_node_file: Path) -> None:
     code, out, _ = image_json("--node", str(cpx_node_file), "--driver", "30.30.3", "--devices", "5", "--port", "8005")
     assert code == 0
     assert "HIP_VISIBLE_DEVICES=5" in out["run_args"] and "--tensor-parallel-size" not in out["run_args"]
+    assert out["run_args"][out["run_args"].index("--name") + 1] == "vllm-5"  # replicas do not collide
+    assert "-p" in out["run_args"] and "8005:8005" in out["run_args"]
 
 
 def test_cpx_refuses_one_replica_across_partitions(cpx_node_file: Path) -> None:
