@@ -268,6 +268,7 @@ class TokenServer:
         self._openssl = openssl
         self.requests: list[dict[str, list[str]]] = []
         self.users: list[str | None] = []  # the Basic-auth user of each token request (None: anonymous)
+        self.refresh_token = "refresh-" + uuid.uuid4().hex  # the identity token it accepts
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -282,6 +283,26 @@ class TokenServer:
                 server.users.append(user)
                 token = server.issue(query.get("scope", [""])[0], query.get("service", [""])[0])
                 body = json.dumps({"token": token, "expires_in": 300}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self) -> None:
+                """The OAuth2 refresh-token grant (what `docker login` with a token leaves: an
+                identity token); access_token in the answer, as the distribution token spec has it."""
+                length = int(self.headers.get("Content-Length", "0"))
+                form = parse_qs(self.rfile.read(length).decode())
+                server.requests.append(form)
+                server.users.append("<refresh-token>" if form.get("grant_type") == ["refresh_token"] else None)
+                if form.get("refresh_token") != [server.refresh_token]:
+                    self.send_response(401)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                token = server.issue(form.get("scope", [""])[0], form.get("service", [""])[0])
+                body = json.dumps({"access_token": token, "expires_in": 300}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))

@@ -165,6 +165,20 @@ def test_token_flow_sends_the_credentials_to_the_token_server(token_registry, sh
     assert tokens.users[-1] is None
 
 
+@pytest.mark.registry
+def test_identity_token_uses_the_refresh_token_grant(token_registry, shim_images, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    url, tokens = token_registry
+    env = write_config(tmp_path / "ok", {"auths": {host_of(url): {"identitytoken": tokens.refresh_token}}})
+    assert _client(url, env).resolve(OFFICIAL, "v0.24.0").digest == shim_images.official.digest
+    form = tokens.requests[-1]
+    assert form["grant_type"] == ["refresh_token"] and form["service"] == [tokens.service]
+    assert form["scope"] == [f"repository:{OFFICIAL}:pull"]
+    stale = write_config(tmp_path / "stale", {"auths": {host_of(url): {"identitytoken": "refresh-expired"}}})
+    with pytest.raises(RegistryError) as err:
+        _client(url, stale).resolve(OFFICIAL, "v0.24.0")
+    assert "refused the credentials" in err.value.message and "refresh-expired" not in err.value.message
+
+
 # --- through the CLI: --digest and --pull, no secret in any output ---------------------------------
 
 
