@@ -9,9 +9,10 @@ node and the model; it never prints, and it refuses (``UsageError``) what cannot
   partitions has produced garbage output (vllm-project/vllm#20125): the command is one TP=1
   replica per partition, and several partitions for one replica are refused;
 - the tensor-parallel size must divide the model's attention heads (vLLM's
-  ``ModelConfig.verify_with_parallel_config``); they are read from the model's ``config.json``
-  when it is on this machine (a model path, or the Hugging Face cache), else the size is the
-  largest power of two that fits (nearly every model's head count is one).
+  ``ModelConfig.verify_with_parallel_config``), and divide its KV heads or be a multiple of them
+  (``ModelConfig.get_num_kv_heads`` replicates KV heads only that way); both are read from the
+  model's ``config.json`` when it is on this machine (a model path, or the Hugging Face cache),
+  else the size is the largest power of two that fits (nearly every model's head counts are).
 
 ``partition_problems`` finds a GPU that shows fewer compute partitions than its peers in the same
 mode (63 of 64 CPX partitions): one partition is missing from what ROCm sees.
@@ -42,6 +43,7 @@ class Placement:
     heads: int | None  # the model's attention heads, when read
     heads_source: str | None  # the config.json they were read from
     warnings: tuple[Warning, ...] = ()
+    kv_heads: int | None = None  # its key/value heads (GQA), when the config says
 
 
 def _compute_mode(gpu: Gpu) -> str | None:
@@ -89,9 +91,10 @@ def partition_problems(gpus: tuple[Gpu, ...] | list[Gpu]) -> list[Problem]:
     return problems
 
 
-def model_heads(model: str | None, hf_cache: str) -> tuple[int, str] | None:
-    """The model's attention heads from its ``config.json`` on this machine: ``model`` as a path,
-    or its newest snapshot in the Hugging Face cache (``HF_CACHE/hub`` or ``HF_CACHE`` itself)."""
+def model_heads(model: str | None, hf_cache: str) -> tuple[int, int | None, str] | None:
+    """The model's attention heads and KV heads (None when the config has no GQA entry) from its
+    ``config.json`` on this machine: ``model`` as a path, or its newest snapshot in the Hugging
+    Face cache (``HF_CACHE/hub`` or ``HF_CACHE`` itself)."""
     if not model:
         return None
     candidates: list[Path] = []
@@ -108,13 +111,18 @@ def model_heads(model: str | None, hf_cache: str) -> tuple[int, str] | None:
                 found = []
             candidates += reversed(found)
     for path in candidates:
-        heads = _heads_in(path)
-        if heads:
-            return heads, str(path)
+        counts = _heads_in(path)
+        if counts:
+            return counts[0], counts[1], str(path)
     return None
 
 
-def _heads_in(path: Path) -> int | None:
+def _count(section: dict[str, object], key: str) -> int | None:
+    value = section.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _heads_in(path: Path) -> tuple[int, int | None] | None:
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -123,18 +131,28 @@ def _heads_in(path: Path) -> int | None:
         return None
     for section in (config, config.get("text_config"), config.get("llm_config")):
         if isinstance(section, dict):
-            heads = section.get("num_attention_heads")
-            if isinstance(heads, int) and not isinstance(heads, bool) and heads > 0:
-                return heads
+            heads = _count(section, "num_attention_heads")
+            if heads:
+                return heads, _count(section, "num_key_value_heads")
     return None
 
 
-def tensor_parallel_size(gpus: int, heads: int | None) -> int:
-    """The largest size <= gpus that divides the heads; heads unknown: the largest power of two."""
+def fits(tp: int, heads: int, kv_heads: int | None = None) -> bool:
+    """vLLM accepts ``tp`` for the model: it divides the attention heads, and the KV heads divide
+    by it or it is a multiple of them (KV heads are replicated only that way)."""
+    if heads % tp:
+        return False
+    if kv_heads:
+        return kv_heads % tp == 0 if kv_heads >= tp else tp % kv_heads == 0
+    return True
+
+
+def tensor_parallel_size(gpus: int, heads: int | None, kv_heads: int | None = None) -> int:
+    """The largest size <= gpus vLLM accepts for the heads; heads unknown: the largest power of two."""
     if gpus < 1:
         return 1
     if heads:
-        return max(t for t in range(1, gpus + 1) if heads % t == 0)
+        return max(t for t in range(1, gpus + 1) if fits(t, heads, kv_heads))
     return 1 << (gpus.bit_length() - 1)
 
 
@@ -173,7 +191,7 @@ def place(
         )
     counted = [listed[i] for i in (devices if devices is not None else discrete) if i < len(listed)]
     heads_found = model_heads(model, hf_cache)
-    heads, heads_source = heads_found if heads_found else (None, None)
+    heads, kv_heads, heads_source = heads_found if heads_found else (None, None, None)
 
     if any(_compute_mode(g) == "CPX" for g in counted or listed):
         if devices is not None and len(devices) > 1:
@@ -194,15 +212,19 @@ def place(
                 source=CPX_SOURCE,
             )
         )
-        return Placement(replica, 1, offered, offered, heads, heads_source, tuple(warnings))
+        return Placement(replica, 1, offered, offered, heads, heads_source, tuple(warnings), kv_heads)
 
     gpus = len(devices) if devices is not None else offered
     if gpus < 1:
-        return Placement(devices, None, 0, 1, heads, heads_source, tuple(warnings))
-    tp = tensor_parallel_size(gpus, heads)
+        return Placement(devices, None, 0, 1, heads, heads_source, tuple(warnings), kv_heads)
+    tp = tensor_parallel_size(gpus, heads, kv_heads)
     if tp < gpus:
         if heads:
-            why = f"the model has {heads} attention heads ({heads_source}); {tp} is the largest size up to {gpus} that divides them"
+            kv = f" and {kv_heads} KV heads" if kv_heads else ""
+            why = (
+                f"the model has {heads} attention heads{kv} ({heads_source}); {tp} is the largest size "
+                f"up to {gpus} that vLLM accepts for them"
+            )
         else:
             why = f"{tp} is the largest power of two up to {gpus} (the model's head count is not known here; nearly every model's is a power of two)"
         warnings.append(
@@ -214,4 +236,4 @@ def place(
                 source=VLLM_HEADS_CHECK,
             )
         )
-    return Placement(devices, tp, gpus, 1, heads, heads_source, tuple(warnings))
+    return Placement(devices, tp, gpus, 1, heads, heads_source, tuple(warnings), kv_heads)

@@ -60,6 +60,7 @@ def test_cpx_node_gets_one_tp1_replica_not_tp63(cpx_node_file: Path) -> None:
         "gpus": 63,
         "replicas": 63,
         "attention_heads": None,
+        "kv_heads": None,
         "attention_heads_source": None,
     }
     codes = [w["code"] for w in out["warnings"]]
@@ -133,13 +134,20 @@ def test_igpu_listed_first_is_skipped_by_index() -> None:
 
 
 @pytest.mark.parametrize(
-    ("gpus", "heads", "tp"),
-    [(8, None, 8), (6, None, 4), (3, None, 2), (1, None, 1), (8, 40, 8), (8, 28, 7), (6, 48, 6), (8, 14, 7), (8, 25, 5)],
+    ("gpus", "heads", "kv", "tp"),
+    [
+        (8, None, None, 8), (6, None, None, 4), (3, None, None, 2), (1, None, None, 1),
+        (8, 40, None, 8), (8, 28, None, 7), (6, 48, None, 6), (8, 25, None, 5),
+        (8, 28, 4, 4),  # Qwen2.5-7B: 7 divides 28 heads, but not 4 KV heads, nor does 4 divide 7
+        (8, 64, 8, 8), (8, 32, 2, 8), (6, 48, 8, 4), (8, 14, 2, 2),
+    ],
 )
-def test_tensor_parallel_size_divides_the_heads(gpus: int, heads: int | None, tp: int) -> None:
-    assert tensor_parallel_size(gpus, heads) == tp
+def test_tensor_parallel_size_is_one_vllm_accepts(gpus: int, heads: int | None, kv: int | None, tp: int) -> None:
+    assert tensor_parallel_size(gpus, heads, kv) == tp
     if heads:
         assert heads % tp == 0
+    if kv:
+        assert kv % tp == 0 if kv >= tp else tp % kv == 0
 
 
 def _hf_cache_with(root: Path, model: str, config: dict[str, Any]) -> Path:
@@ -152,20 +160,21 @@ def _hf_cache_with(root: Path, model: str, config: dict[str, Any]) -> Path:
 
 def test_heads_are_read_from_the_hf_cache_and_size_tp(tmp_path: Path) -> None:
     cache = _hf_cache_with(tmp_path / "hf", "org/m28", {"num_attention_heads": 28, "num_key_value_heads": 4})
-    assert model_heads("org/m28", str(cache)) == (28, str(cache / "hub/models--org--m28/snapshots/abc123/config.json"))
+    config = str(cache / "hub/models--org--m28/snapshots/abc123/config.json")
+    assert model_heads("org/m28", str(cache)) == (28, 4, config)
     code, out, _ = image_json("--gfx", "gfx942", "--gpus", "8", "--driver", "30.30.3", "--model", "org/m28", "--hf-cache", str(cache))
     assert code == 0
-    assert serve_args(out) == ["--model", "org/m28", "--tensor-parallel-size", "7"]
-    assert out["parallel"]["attention_heads"] == 28
+    assert serve_args(out) == ["--model", "org/m28", "--tensor-parallel-size", "4"]
+    assert (out["parallel"]["attention_heads"], out["parallel"]["kv_heads"]) == (28, 4)
     [w] = [w for w in out["warnings"] if w["code"] == "tensor-parallel-size"]
-    assert "28 attention heads" in w["message"] and "7 of 8 GPUs" in w["message"]
+    assert "28 attention heads and 4 KV heads" in w["message"] and "4 of 8 GPUs" in w["message"]
 
 
 def test_heads_from_a_model_path_and_a_multimodal_text_config(tmp_path: Path) -> None:
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text(json.dumps({"text_config": {"num_attention_heads": 32}}))
-    assert model_heads(str(model), "/nonexistent") == (32, str(model / "config.json"))
+    assert model_heads(str(model), "/nonexistent") == (32, None, str(model / "config.json"))
     assert model_heads("org/absent", str(tmp_path)) is None
     assert model_heads(None, str(tmp_path)) is None
 

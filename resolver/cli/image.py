@@ -203,6 +203,7 @@ def image(
         "gpus": placed.gpus,
         "replicas": placed.replicas,
         "attention_heads": placed.heads,
+        "kv_heads": placed.kv_heads,
         "attention_heads_source": placed.heads_source,
     }
     problems: list[Any] = []
