@@ -35,6 +35,8 @@ def _isolated_user_dirs(
     docker_config = base / "docker-config"
     docker_config.mkdir()
     monkeypatch.setenv("DOCKER_CONFIG", str(docker_config))
+    # A mirror set in the developer's shell would change every generated Dockerfile and image name.
+    monkeypatch.delenv("ROCM_VLLM_REGISTRY", raising=False)
 
 
 def _start(cm):  # type: ignore[no-untyped-def]
