@@ -28,3 +28,24 @@ def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None, make
         with contextlib.suppress(OSError):
             Path(tmp).unlink()
         raise
+
+
+def write_output(path: Path, text: str) -> None:
+    """A user's ``-o FILE``: a regular file is replaced atomically (mode 0644); a device or pipe
+    that already exists (``-o /dev/stdout``, a FIFO) is written into, never renamed over; a
+    directory is refused. Raises ``InputError`` (exit 2) saying what went wrong."""
+    from resolver.errors import InputError
+
+    try:
+        if path.is_dir():
+            raise IsADirectoryError(21, "Is a directory")
+        if path.exists() and not path.is_file():
+            with path.open("w", encoding="utf-8") as fh:
+                fh.write(text)
+            return
+        write_atomic(path.resolve(), text, mode=0o644, make_parent=False)
+    except OSError as exc:
+        raise InputError(
+            f"cannot write {path}: {exc.strerror or exc.__class__.__name__}",
+            hint="give a file in an existing, writable directory (or -o /dev/stdout)",
+        ) from None

@@ -30,6 +30,8 @@ from resolver.safety import require_safe
 from resolver.versions import driver_series, parse_version, series
 
 DEFAULT_VLLM_REPO: Final = "vllm-project/vllm"
+# The BuildKit Dockerfile frontend the file asks for (cache and bind mounts need it).
+SYNTAX_IMAGE: Final = "docker/dockerfile:1"
 LABEL_PREFIX: Final = "rocm-vllm"
 
 # FlashAttention's CK kernels build for these targets only. Upstream: FA_GFX_ARCHS=gfx90a;gfx942
@@ -40,9 +42,10 @@ FA_CK_ARCHS: Final[frozenset[str]] = frozenset({"gfx90a", "gfx942", "gfx950"})
 # MORI_GPU_ARCHS=gfx942;gfx950 (docker/Dockerfile.rocm_base, release branches v0.19.1 .. v0.24.0).
 MORI_ARCHS: Final[frozenset[str]] = frozenset({"gfx942", "gfx950"})
 
-# Per-job memory a HIP/C++ compile job of PyTorch, FlashAttention or AITER needs in practice;
-# FlashAttention's README asks to limit MAX_JOBS on machines with less than 96 GB of RAM.
-BYTES_PER_BUILD_JOB: Final = 4 * 1024**3
+# The file's MAX_JOBS default is decided on the build host (dockerfiles/common/build-base): one
+# job per CPU, at most one per 4 GiB of memory, the memory a HIP/C++ compile job of PyTorch,
+# FlashAttention or AITER needs in practice (FlashAttention's README asks to limit MAX_JOBS on
+# machines with less than 96 GB of RAM).
 
 _UPSTREAM_FILES: Final[dict[str, str]] = {
     "single-stage": "Dockerfile.rocm",
@@ -121,7 +124,7 @@ class DockerfilePlan:
     pins: tuple[ComponentPin, ...]  # built, in data order
     omitted: tuple[OmittedComponent, ...]
     stages: tuple[str, ...]
-    max_jobs: int
+    max_jobs: int | None  # None: decided on the build host at build time (nproc, memory)
     driver: DriverCheck
     source: str
     confidence: str
@@ -131,6 +134,17 @@ class DockerfilePlan:
     wheel_index: str | None = None  # TheRock: where ROCm and PyTorch wheels come from
     moving_refs: tuple[str, ...] = ()  # components pinned to a branch (allowed explicitly)
     stack_note: str | None = None  # which of several stacks, said in the header
+    registry_mirror: str | None = None  # host[:port][/prefix] the FROM and syntax images come from
+
+    @property
+    def base_image_ref(self) -> str:
+        """What the FROM line pulls: the base image, through the mirror when there is one."""
+        return mirror_image(self.base_image, self.registry_mirror)
+
+    @property
+    def syntax_image(self) -> str:
+        """The BuildKit frontend of the ``# syntax=`` line, through the mirror when there is one."""
+        return mirror_image(SYNTAX_IMAGE, self.registry_mirror)
 
     def pin(self, component: str) -> ComponentPin | None:
         return next((p for p in self.pins if p.component == component), None)
@@ -185,6 +199,8 @@ class DockerfilePlan:
             ],
             "stages": list(self.stages),
             "max_jobs": self.max_jobs,
+            "registry_mirror": self.registry_mirror,
+            "from_images": [self.syntax_image, self.base_image_ref],
             "labels": dict(self.labels),
             "provenance": {"source": self.source, "confidence": self.confidence},
             "warnings": list(self.warnings),
@@ -292,6 +308,7 @@ def plan_dockerfile(
     stack: RocmStack | None = None,
     allow_preview: bool = False,
     allow_moving_refs: bool = False,
+    registry_mirror: str | None = None,
 ) -> DockerfilePlan:
     """Decide the whole file: refuse what cannot be built, narrow every arch list to the targets,
     leave out components whose gates exclude them (with a warning), check the driver.
@@ -438,9 +455,11 @@ def plan_dockerfile(
             f"the component pins are those of v{release.version}"
         )
 
-    jobs = max_jobs if max_jobs is not None else 1
-    if jobs < 1:
+    # No default baked in from the machine that writes the file: the build host decides.
+    jobs = max_jobs
+    if jobs is not None and jobs < 1:
         raise InputError(f"--max-jobs {jobs} must be at least 1", hint="give the number of parallel compile jobs")
+    mirror = parse_mirror(registry_mirror)
 
     stage_order = _SINGLE_STAGE_ORDER if st.layout == "single-stage" else _TWO_STAGE_ORDER
     built = {_STAGE_OF[p.component] for p in pins} | {"amdsmi"}
@@ -482,6 +501,7 @@ def plan_dockerfile(
         )
         if len(release.stacks) > 1
         else None,
+        registry_mirror=mirror,
     )
 
 
@@ -531,12 +551,40 @@ def _safe_python(python: str | None) -> str | None:
     return require_safe("version", python, where="vllm.toml: python")
 
 
-def host_max_jobs(cpu_count: int | None, memory_bytes: int | None) -> int:
-    """What this build host can bear: one job per CPU, at most one per ``BYTES_PER_BUILD_JOB``."""
-    cpus = max(1, cpu_count or 1)
-    if not memory_bytes:
-        return cpus
-    return max(1, min(cpus, memory_bytes // BYTES_PER_BUILD_JOB))
+def parse_mirror(text: str | None) -> str | None:
+    """``--registry-mirror HOST[:PORT][/PREFIX]`` (or a URL): the registry the FROM lines pull
+    Docker Hub images through. Empty or Docker Hub itself means none."""
+    if not text or not text.strip():
+        return None
+    from resolver.registry import parse_registry
+
+    try:
+        registry = parse_registry(text)
+    except (InputError, UsageError):  # a bad URL, or one with shell syntax: say which flag
+        raise UsageError(
+            f"--registry-mirror {text!r} is not a registry host",
+            hint="give HOST[:PORT] or HOST/PREFIX of a Docker Hub mirror, e.g. harbor.example.com/dockerhub",
+        ) from None
+    if registry.is_docker_hub:
+        return None
+    mirror = f"{registry.host}/{registry.prefix}" if registry.prefix else registry.host
+    require_safe("image_repo", f"{mirror}/x", where="--registry-mirror")
+    return mirror
+
+
+def mirror_image(image: str, mirror: str | None) -> str:
+    """A Docker Hub image name as the mirror serves it: ``ubuntu:24.04`` -> ``MIRROR/library/ubuntu:24.04``,
+    ``rocm/dev-ubuntu-22.04:7.2`` -> ``MIRROR/rocm/dev-ubuntu-22.04:7.2``. A name that already
+    names a registry (``ghcr.io/...``) is left as it is."""
+    if not mirror:
+        return image
+    repo, sep, tag = image.partition(":")
+    first = repo.split("/", 1)[0]
+    if "/" in repo and ("." in first or ":" in first or first == "localhost"):
+        return image
+    if "/" not in repo:
+        repo = f"library/{repo}"
+    return f"{mirror}/{repo}{sep}{tag}"
 
 
 # --- render -----------------------------------------------------------------------------------
@@ -581,6 +629,11 @@ def _header(plan: DockerfilePlan) -> str:
         lines.append(f"# Base image ROCm {plan.rocm}: NOT checked against the host's amdgpu driver.")
     for o in plan.omitted:
         lines.append(f"# Left out: {o.component} ({o.repo}@{o.ref}): {o.reason}.")
+    if plan.registry_mirror:
+        lines.append(f"# Docker Hub images (the base image, the # syntax= frontend) come through {plan.registry_mirror}.")
+    if plan.max_jobs is None:
+        lines.append("# MAX_JOBS: --build-arg MAX_JOBS=N, else the build host's CPUs and memory decide.")
+    lines.append('# The image runs `vllm serve` (ENTRYPOINT), as vllm/vllm-openai-rocm does: docker run IMAGE --model M.')
     lines.append("# Upstream may also apply patches (cherry-picks) that the data does not record;")
     lines.append("# this file builds exactly the pinned refs. Needs BuildKit (cache and bind mounts).")
     # Free text from data (sources, reasons) must stay inside its comment line: a line break in
@@ -633,9 +686,10 @@ def template_values(plan: DockerfilePlan, root: Path | None = None) -> dict[str,
         "pin_args": _arg_lines(plan),
         "stage_pin_args": _stage_args(plan),
         "labels": _label_lines(plan),
-        "base_image": plan.base_image,
+        "base_image": plan.base_image_ref,
+        "syntax_image": plan.syntax_image,
         "python": plan.python or "3",
-        "max_jobs": str(plan.max_jobs),
+        "max_jobs_arg": f"ARG MAX_JOBS={plan.max_jobs}" if plan.max_jobs is not None else "ARG MAX_JOBS",
         "pytorch_rocm_arch": ";".join(plan.pytorch_rocm_arch),
         "fa_arch": ";".join(plan.fa_arch),
         "aiter_arch": ";".join(plan.aiter_arch),
@@ -707,21 +761,8 @@ def render_template(path: Path, values: dict[str, str]) -> str:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """``-o FILE``: a regular file is replaced atomically; a device or pipe that already exists
-    (``-o /dev/stdout``, a FIFO) is written into, never renamed over; a directory is refused."""
-    try:
-        if path.is_dir():
-            raise IsADirectoryError(21, "Is a directory")
-        if path.exists() and not path.is_file():
-            with path.open("w", encoding="utf-8") as fh:
-                fh.write(text)
-            return
-        atomic.write_atomic(path.resolve(), text, mode=0o644, make_parent=False)
-    except OSError as exc:
-        raise InputError(
-            f"cannot write {path}: {exc.strerror or exc.__class__.__name__}",
-            hint="give a file in an existing, writable directory (or -o /dev/stdout)",
-        ) from None
+    """``-o FILE``: see ``resolver.atomic.write_output``."""
+    atomic.write_output(path, text)
 
 
 # --- building ---------------------------------------------------------------------------------
@@ -739,5 +780,6 @@ def image_tag(plan: DockerfilePlan, tag: str | None = None) -> str:
 
 
 def build_args(plan: DockerfilePlan) -> dict[str, str]:
-    """Build arguments for the engine: the file's own defaults, stated explicitly."""
-    return {"MAX_JOBS": str(plan.max_jobs)}
+    """Build arguments for the engine: the file's own defaults, stated explicitly (none for
+    MAX_JOBS unless --max-jobs set one: the build host decides)."""
+    return {"MAX_JOBS": str(plan.max_jobs)} if plan.max_jobs is not None else {}

@@ -117,13 +117,20 @@ class DockerEngine:
         except _engine_errors() as exc:
             raise DockerEngineError(f"{what}: {_short(exc)}", hint=hint) from None
 
-    def pull(self, ref: str, on_progress: Callable[[PullEvent], None] | None = None) -> ImageInfo:
-        """Pull ``ref`` (by digest when it has one, else by tag), reporting each stream event."""
+    def pull(
+        self,
+        ref: str,
+        on_progress: Callable[[PullEvent], None] | None = None,
+        *,
+        auth: dict[str, str] | None = None,
+    ) -> ImageInfo:
+        """Pull ``ref`` (by digest when it has one, else by tag), reporting each stream event.
+        ``auth`` is the engine's ``auth_config`` (user/password or identitytoken) for a private registry."""
         name, tag, digest = split_ref(ref)
         hint = "check the name and the registry; a loopback or plain-HTTP registry must be an insecure-registry of dockerd"
         with self._errors(f"pull {ref}", hint):
             for event in self.client.api.pull(
-                name, tag=digest or tag or "latest", stream=True, decode=True
+                name, tag=digest or tag or "latest", stream=True, decode=True, auth_config=auth
             ):
                 if "error" in event:
                     raise DockerEngineError(f"pull {ref}: {event['error']}", hint=hint)

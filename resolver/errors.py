@@ -76,6 +76,13 @@ class RegistryError(ResolverError):
     reference = "registry"
 
 
+class RegistryUnreachableError(RegistryError):
+    """The registry did not answer (connection refused, timeouts, 429/5xx after retries): the one
+    failure after which a cached digest may stand in, said as such."""
+
+    reference = "registry-unreachable"
+
+
 class DockerEngineError(ResolverError):
     """The Docker Engine is not reachable or an engine operation failed."""
 

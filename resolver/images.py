@@ -23,6 +23,7 @@ from resolver.solve import Decision, Request, Warning, solve
 
 if TYPE_CHECKING:
     from resolver.engine import DockerEngine, PullEvent
+    from resolver.parallel import Placement
     from resolver.registry import Registry, RegistryClient, ResolvedDigest
     from resolver.runcmd import RunSpec
 
@@ -81,7 +82,29 @@ def pin(image: ContainerImage, client: RegistryClient) -> Pinned:
                 source=f"{resolved.registry} (manifest HEAD)",
             )
         )
+    if resolved.from_cache:
+        warnings.append(
+            Warning(
+                code="digest-from-cache",
+                message=f"{image.repo}:{image.tag}: digest {resolved.digest} is from the local cache, "
+                f"{format_age(resolved.age_seconds() or 0)} old; the registry was not reachable ({resolved.unreachable})",
+                hint="the tag may have moved since; pin again with --digest once the registry answers",
+                source=f"{resolved.registry} (cached answer)",
+            )
+        )
     return Pinned(replace(image, digest=resolved.digest), resolved, tuple(warnings))
+
+
+def format_age(seconds: float) -> str:
+    """3m, 5h 12m, 2d 4h: how old a cached answer is, for people."""
+    minutes = int(seconds // 60)
+    if minutes < 60:
+        return f"{max(minutes, 0)}m"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours}h {minutes}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d {hours}h"
 
 
 def image_ref(image: ContainerImage, registry: Registry) -> str:
@@ -117,9 +140,12 @@ def pull_verified(
     tag: str,
     expected: str | None,
     on_progress: Callable[[PullEvent], None] | None = None,
+    *,
+    auth: dict[str, str] | None = None,
 ) -> PullReport:
-    """Pull ``name:tag`` (the tag, so a moved tag is noticed) and check its RepoDigests."""
-    info = engine.pull(f"{name}:{tag}", on_progress)
+    """Pull ``name:tag`` (the tag, so a moved tag is noticed) and check its RepoDigests.
+    ``auth``: the engine's auth_config for a private registry (``Credentials.engine_auth()``)."""
+    info = engine.pull(f"{name}:{tag}", on_progress, auth=auth)
     local = {d.rsplit("@", 1)[1] for d in info.repo_digests if d.rsplit("@", 1)[0] == name}
     problems: list[Warning] = []
     if expected is not None and expected not in local:
@@ -330,6 +356,15 @@ def host_render_gid(node: Node) -> int | None:
     return others[0] if others else None
 
 
+def placement(
+    node: Node, *, devices: tuple[int, ...] | None, model: str | None, hf_cache: str
+) -> Placement:
+    """GPUs and tensor-parallel size for the run command (``resolver.parallel.place``)."""
+    from resolver.parallel import place
+
+    return place(node, devices=devices, model=model, hf_cache=hf_cache)
+
+
 def run_spec(
     *,
     ref: str,
@@ -340,10 +375,11 @@ def run_spec(
     port: int,
     devices: tuple[int, ...] | None,
     hf_cache: str,
+    placed: Placement | None = None,
 ) -> RunSpec:
     from resolver.runcmd import RunSpec
 
-    gpus = len(devices) if devices else node.logical_gpu_count or len(node.gpus)
+    placed = placed or placement(node, devices=devices, model=model, hf_cache=hf_cache)
     return RunSpec(
         image=ref,
         entrypoint=image.entrypoint,
@@ -351,25 +387,9 @@ def run_spec(
         port=port,
         hf_cache=hf_cache,
         env=env,
-        devices=devices,
-        tensor_parallel=gpus or None,
+        devices=placed.devices,
+        tensor_parallel=placed.tensor_parallel,
         render_gid=host_render_gid(node),
+        # One replica per CPX partition: each container needs a name of its own.
+        name=f"vllm-{placed.devices[0]}" if placed.replicas > 1 and placed.devices else "vllm",
     )
-
-
-def tensor_parallel_warnings(tp: int | None) -> list[Warning]:
-    """vLLM splits attention heads across tensor-parallel ranks: the size must divide the model's
-    head count, which for nearly every model means 1, 2, 4 or 8."""
-    from resolver.solve import Warning
-
-    if not tp or tp & (tp - 1) == 0:
-        return []
-    return [
-        Warning(
-            code="tensor-parallel-size",
-            message=f"--tensor-parallel-size {tp}: vLLM needs it to divide the model's attention heads; "
-            "most models have a power-of-two head count",
-            hint="choose 1, 2, 4 or 8 GPUs (--devices / --gpus), or use pipeline parallelism for the rest",
-            source="vllm-project/vllm vllm/config: ModelConfig.verify_with_parallel_config raises 'Total number of attention heads (N) must be divisible by tensor parallel size (M)'",
-        )
-    ]

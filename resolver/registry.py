@@ -2,12 +2,17 @@
 
 Docker Hub and most registries answer an anonymous ``HEAD /v2/<repo>/manifests/<tag>`` with
 401 and a ``WWW-Authenticate: Bearer realm=...,service=...,scope=...`` challenge; the client
-fetches an anonymous pull token from the realm and asks again. Registries without auth (a
-local mirror, an air-gapped site) answer directly. The digest is the ``Docker-Content-Digest``
+fetches a pull token from the realm (with the user's Docker credentials for that registry when
+there are any, else anonymously) and asks again. A ``Basic`` challenge (a registry with htpasswd
+auth, Artifactory, Harbor robot accounts) is answered with the credentials. Credentials come
+from the user's Docker config (``resolver.credentials``) and are never printed. Registries
+without auth (a local mirror, an air-gapped site) answer directly. The digest is the ``Docker-Content-Digest``
 header, or the sha256 of the manifest body when a registry omits the header.
 
-Resolved digests are cached on disk (``digests.json`` under the user cache dir) so that repeated
-runs and offline runs after one online run do not need the network.
+The registry is always asked first: a tag moves, and a tag the registry denies (404, 401/403) is
+an error, never answered from a cache. Resolved digests are kept on disk (``digests.json`` under
+the user cache dir) only as a fallback for when the registry cannot be reached at all; such an
+answer says so (``from_cache``, ``cached_at``, ``unreachable``) and the caller says it to the user.
 """
 
 from __future__ import annotations
@@ -18,17 +23,29 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from resolver import atomic, resources
-from resolver.errors import RegistryError, UsageError
+from resolver.errors import RegistryError, RegistryUnreachableError, UsageError
 from resolver.safety import is_safe, require_safe
 
 if TYPE_CHECKING:
     import requests
+
+    from resolver.credentials import Credentials
+
+CredentialLookup = Callable[[str], "Credentials | None"]
+
+
+def docker_config_credentials(host: str) -> Credentials | None:
+    """The user's Docker credentials for ``host`` (``resolver.credentials.lookup``)."""
+    from resolver.credentials import lookup
+
+    return lookup(host)
 
 DOCKER_HUB = "https://registry-1.docker.io"
 REGISTRY_ENV = "ROCM_VLLM_REGISTRY"
@@ -111,14 +128,22 @@ class ResolvedDigest:
     media_type: str | None
     registry: str
     from_cache: bool
+    cached_at: float | None = None  # epoch seconds the cached answer was got from the registry
+    unreachable: str | None = None  # why the registry was not asked successfully (cache answers)
+
+    def age_seconds(self, now: float | None = None) -> float | None:
+        if self.cached_at is None:
+            return None
+        return max(0.0, (time.time() if now is None else now) - self.cached_at)
 
 
 class DigestCache:
     """``digests.json``: ``"<registry>/<repo>:<tag>" -> {digest, media_type, at}``.
 
-    Tags move (``latest``, re-pushed releases), so entries expire after ``ttl`` seconds."""
+    Consulted only when the registry is unreachable. Tags move (``latest``, re-pushed releases),
+    so entries older than ``ttl`` seconds (default 7 days) are not used even then."""
 
-    def __init__(self, path: Path | None = None, *, ttl: float = 24 * 3600) -> None:
+    def __init__(self, path: Path | None = None, *, ttl: float = 7 * 24 * 3600) -> None:
         self.path = path or cache_dir() / "digests.json"
         self.ttl = ttl
 
@@ -155,6 +180,7 @@ class RegistryClient:
         backoff: float = 0.5,
         cache: DigestCache | None = None,
         session: requests.Session | None = None,
+        credentials: CredentialLookup | None = docker_config_credentials,
     ) -> None:
         import requests
 
@@ -165,20 +191,40 @@ class RegistryClient:
         self.cache = cache
         self.session = session or requests.Session()
         self.session.headers.setdefault("User-Agent", "rocm-vllm-resolver")
-        self._tokens: dict[str, str] = {}
+        self._authorization: dict[str, str] = {}  # scope -> Authorization header value
+        self._lookup = credentials
+        self._credentials: Credentials | None = None
+        self._looked_up = False
+
+    def credentials(self) -> Credentials | None:
+        """The user's credentials for this registry, looked up once and only when asked for."""
+        if not self._looked_up:
+            self._looked_up = True
+            self._credentials = self._lookup(self.registry.host) if self._lookup else None
+        return self._credentials
 
     # -- public -------------------------------------------------------------------------------
     def resolve(self, repo: str, tag: str, *, use_cache: bool = True) -> ResolvedDigest:
         require_safe("image_repo", repo, where="image repository")
         require_safe("image_tag", tag, where="image tag")
         key = f"{self.registry.url}/{self.registry.repository(repo)}:{tag}"
-        if use_cache and self.cache is not None:
-            hit = self.cache.get(key)
-            if hit is not None:
-                return ResolvedDigest(
-                    repo, tag, hit["digest"], hit.get("media_type"), self.registry.url, True
-                )
-        digest, media_type = self._manifest_digest(repo, tag)
+        try:
+            digest, media_type = self._manifest_digest(repo, tag)
+        except RegistryUnreachableError as exc:
+            # Only an unreachable registry lets the cache answer; a denied tag (404/401) is final.
+            hit = self.cache.get(key) if use_cache and self.cache is not None else None
+            if hit is None:
+                raise
+            return ResolvedDigest(
+                repo,
+                tag,
+                hit["digest"],
+                hit.get("media_type"),
+                self.registry.url,
+                True,
+                cached_at=float(hit.get("at", 0)),
+                unreachable=exc.message,
+            )
         if self.cache is not None:
             self.cache.put(key, digest, media_type)
         return ResolvedDigest(repo, tag, digest, media_type, self.registry.url, False)
@@ -209,22 +255,44 @@ class RegistryClient:
 
     def _authorized(self, method: str, path: str, repo: str) -> requests.Response:
         scope = f"repository:{self.registry.repository(repo)}:pull"
-        response = self._send(method, path, token=self._tokens.get(scope))
+        response = self._send(method, path, authorization=self._authorization.get(scope))
         if response.status_code == 401:
             challenge = response.headers.get("WWW-Authenticate", "")
-            self._tokens[scope] = self._token(challenge, scope, repo)
-            response = self._send(method, path, token=self._tokens[scope])
+            self._authorization[scope] = self._answer(challenge, scope, repo)
+            response = self._send(method, path, authorization=self._authorization[scope])
         self._raise_for(response, repo, path)
         return response
 
+    def _answer(self, challenge: str, scope: str, repo: str) -> str:
+        """The Authorization header for a 401 challenge: Basic with the user's credentials, or a
+        Bearer token from the challenge's realm."""
+        scheme = challenge.partition(" ")[0].lower()
+        if scheme == "basic":
+            creds = self.credentials()
+            if creds is None:
+                raise RegistryError(
+                    f"{self.registry.url} wants a login (Basic auth) for {repo}, and the Docker config has "
+                    f"no credentials for {self.registry.host}",
+                    hint=f"docker login {self.registry.host} (read from $DOCKER_CONFIG/config.json or "
+                    "~/.docker/config.json: auths, credHelpers, credsStore)",
+                )
+            if creds.identity_token:
+                raise RegistryError(
+                    f"{self.registry.url} wants a password (Basic auth) for {repo}; the Docker config has "
+                    f"only an identity token for {self.registry.host} ({creds.source})",
+                    hint=f"docker login {self.registry.host} with a user name and password or access token",
+                )
+            return f"Basic {creds.basic()}"
+        if scheme == "bearer":
+            return f"Bearer {self._token(challenge, scope, repo)}"
+        raise RegistryError(
+            f"{self.registry.url} wants {scheme or 'unknown'} authentication for {repo}, which is not supported",
+            hint="only Basic and Bearer (token) auth are: use a mirror that offers them, or pin the digest by hand "
+            "in matrix/images.toml",
+        )
+
     def _token(self, challenge: str, scope: str, repo: str) -> str:
-        scheme, _, params_text = challenge.partition(" ")
-        if scheme.lower() != "bearer":
-            raise RegistryError(
-                f"{self.registry.url} wants {scheme or 'unknown'} credentials for {repo}",
-                hint="only anonymous (token) access is supported: use a registry or mirror that allows "
-                "anonymous pulls, or pin the digest by hand in matrix/images.toml",
-            )
+        params_text = challenge.partition(" ")[2]
         params = dict(_CHALLENGE_RE.findall(params_text))
         realm = params.get("realm")
         if not realm or not realm.startswith(("http://", "https://")):
@@ -235,11 +303,28 @@ class RegistryClient:
         query = {"scope": params.get("scope", scope)}
         if "service" in params:
             query["service"] = params["service"]
-        response = self._request("GET", realm, params=query, what=f"token for {repo}")
+        creds = self.credentials()
+        if creds is not None and creds.identity_token:
+            # OAuth2 refresh-token grant (docker/distribution token spec), as `docker login` left it.
+            form = {**query, "grant_type": "refresh_token", "refresh_token": creds.secret, "client_id": "rocm-vllm"}
+            response = self._request("POST", realm, data=form, what=f"token for {repo}")
+        elif creds is not None:
+            response = self._request(
+                "GET", realm, params=query, headers={"Authorization": f"Basic {creds.basic()}"}, what=f"token for {repo}"
+            )
+        else:
+            response = self._request("GET", realm, params=query, what=f"token for {repo}")
         if response.status_code != 200:
+            if creds is not None:
+                raise RegistryError(
+                    f"token server {realm} refused the credentials for {self.registry.host} from {creds.source} "
+                    f"(HTTP {response.status_code}) for {repo}",
+                    hint=f"log in again: docker login {self.registry.host}",
+                )
             raise RegistryError(
                 f"token server {realm} refused an anonymous pull token for {repo} (HTTP {response.status_code})",
-                hint="the repository may be private or misspelled; check the name, or use --registry with a mirror",
+                hint=f"the repository may be private or misspelled; for a private one, docker login {self.registry.host} "
+                "(credentials are read from the Docker config), or use --registry with a mirror",
             )
         try:
             body = response.json()
@@ -253,10 +338,10 @@ class RegistryClient:
             )
         return token
 
-    def _send(self, method: str, path: str, *, token: str | None) -> requests.Response:
+    def _send(self, method: str, path: str, *, authorization: str | None) -> requests.Response:
         headers = {"Accept": MANIFEST_ACCEPT}
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
+        if authorization:
+            headers["Authorization"] = authorization
         return self._request(method, self.registry.url + path, headers=headers, what=path)
 
     def _request(self, method: str, url: str, *, what: str, **kwargs: Any) -> requests.Response:
@@ -287,7 +372,7 @@ class RegistryClient:
                 last = f"HTTP {response.status_code}"
                 continue
             return response
-        raise RegistryError(
+        raise RegistryUnreachableError(
             f"registry {self.registry.url} did not answer for {what}: {last} ({self.retries} tries)",
             hint=f"check the network or proxy (HTTPS_PROXY), or point --registry / {REGISTRY_ENV} at a reachable "
             "mirror; without --digest the image is chosen offline",
@@ -305,10 +390,17 @@ class RegistryClient:
                 "check the tag, try --vllm for another release, or run `rocm-vllm matrix refresh --source images`",
             )
         if code in (401, 403):
+            creds = self._credentials if self._looked_up else None
+            if creds is not None:
+                raise RegistryError(
+                    f"{where}: {self.registry.url} refused the credentials for {self.registry.host} "
+                    f"from {creds.source} (HTTP {code})",
+                    hint=f"log in again (docker login {self.registry.host}), or check that this account may pull {where}",
+                )
             raise RegistryError(
                 f"{where}: {self.registry.url} refused anonymous access (HTTP {code})",
-                hint="the repository may be private or misspelled; use a registry or mirror that allows "
-                "anonymous pulls (--registry URL)",
+                hint=f"the repository may be private or misspelled; docker login {self.registry.host} "
+                "(credentials are read from the Docker config), or use a mirror that allows anonymous pulls (--registry URL)",
             )
         raise RegistryError(
             f"{where}: {self.registry.url} answered HTTP {code}",

@@ -80,6 +80,11 @@ class Rendered:
     command: str  # one shell line; ``~`` left for the shell to expand
     file_text: str | None = None  # compose.yaml for the compose format
 
+    @property
+    def artifact(self) -> str:
+        """What a user redirects to a file: the compose file, or the run command as one line."""
+        return self.file_text if self.file_text is not None else self.command + "\n"
+
     def to_json(self) -> dict[str, object]:
         return {
             "format": self.format,
@@ -89,7 +94,9 @@ class Rendered:
         }
 
 
-def render(spec: RunSpec, fmt: Format = "docker", *, home: str | None = None) -> Rendered:
+def render(
+    spec: RunSpec, fmt: Format = "docker", *, home: str | None = None, compose_file: str = "compose.yaml"
+) -> Rendered:
     if fmt not in FORMATS:
         raise UsageError(
             f"--format {fmt!r} is not one of {', '.join(FORMATS)}",
@@ -98,7 +105,7 @@ def render(spec: RunSpec, fmt: Format = "docker", *, home: str | None = None) ->
     home_dir = home if home is not None else str(Path.home())
     if fmt == "compose":
         text = _compose(spec)
-        compose_args: tuple[str, ...] = ("docker", "compose", "-f", "compose.yaml", "up", "-d")
+        compose_args: tuple[str, ...] = ("docker", "compose", "-f", compose_file, "up", "-d")
         return Rendered(fmt, compose_args, shlex.join(compose_args), text)
     words = _run_words(spec, fmt)
     args = tuple(_expand_home(w, home_dir) for w in words)

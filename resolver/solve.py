@@ -801,7 +801,13 @@ def node_warnings(m: Matrix, node: Node, request: Request, plan: Evaluation | No
             )
         )
     out.extend(host_os_warnings(m, node, targets))
-    for p in node.problems:
+    problems = list(node.problems)
+    if node.gpus:
+        # A node file written before the probe checked partitions still gets the check.
+        from resolver.partitions import partition_problems
+
+        problems += [p for p in partition_problems(node.gpus) if p not in problems]
+    for p in problems:
         out.append(Warning(code=p.code, message=p.message, hint=p.hint, source="probe"))
     return out
 

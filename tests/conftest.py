@@ -45,6 +45,12 @@ def _isolated_user_dirs(
     monkeypatch.setenv("ROCM_VLLM_DATA_DIR", str(base / "data"))
     monkeypatch.setenv("ROCM_VLLM_CACHE_DIR", str(base / "cache"))
     monkeypatch.setenv("ROCM_VLLM_MATRIX_DIR", str(FROZEN_MATRIX))
+    # No test reads the user's Docker logins: an empty Docker config directory of its own.
+    docker_config = base / "docker-config"
+    docker_config.mkdir()
+    monkeypatch.setenv("DOCKER_CONFIG", str(docker_config))
+    # A mirror set in the developer's shell would change every generated Dockerfile and image name.
+    monkeypatch.delenv("ROCM_VLLM_REGISTRY", raising=False)
 
 
 def _start(cm):  # type: ignore[no-untyped-def]
@@ -108,6 +114,27 @@ def token_registry(
             yield url, tokens
         finally:
             cm.__exit__(None, None, None)
+
+
+BASIC_USER, BASIC_PASSWORD = "rocm-vllm-ci", "s3cret-Pa55-never-printed"
+
+
+@pytest.fixture(scope="session")
+def basic_registry(
+    tmp_path_factory: pytest.TempPathFactory, registry_storage: Path, shim_images: ShimSet
+) -> Iterator[str]:
+    """A registry behind htpasswd (Basic) auth, serving the storage the shims were pushed to:
+    a private mirror such as Harbor or Artifactory with a robot account."""
+    if services.services_skipped():
+        pytest.skip(f"{services.SKIP_ENV}=1: real services not started")
+    htpasswd = services.write_htpasswd(
+        Path(tmp_path_factory.mktemp("htpasswd")) / "htpasswd", {BASIC_USER: BASIC_PASSWORD}
+    )
+    url, cm = _start(services.registry(storage=registry_storage, htpasswd=htpasswd))
+    try:
+        yield url
+    finally:
+        cm.__exit__(None, None, None)
 
 
 @pytest.fixture(scope="session")

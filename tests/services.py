@@ -128,11 +128,15 @@ def _wait_engine(
 
 @contextlib.contextmanager
 def registry(
-    *, storage: Path | None = None, token_auth: TokenServer | None = None
+    *,
+    storage: Path | None = None,
+    token_auth: TokenServer | None = None,
+    htpasswd: Path | None = None,
 ) -> Iterator[str]:
     """A CNCF distribution registry on 127.0.0.1; yields ``http://127.0.0.1:PORT``.
 
-    Two registries may share one ``storage`` directory: one open for pushes, one behind token auth."""
+    Two registries may share one ``storage`` directory: one open for pushes, one behind token auth
+    (``token_auth``) or basic auth (``htpasswd``: a bcrypt htpasswd file, see ``write_htpasswd``)."""
     binary = _need("docker-registry")
     root = Path(tempfile.mkdtemp(prefix="rvr-", dir="/tmp"))
     storage = storage or root / "data"
@@ -158,6 +162,8 @@ def registry(
             f"    issuer: {token_auth.issuer}",
             f"    rootcertbundle: {token_auth.cert}",
         ]
+    if htpasswd is not None:
+        config += ["auth:", "  htpasswd:", "    realm: rocm-vllm-test-basic", f"    path: {htpasswd}"]
     (root / "config.yml").write_text("\n".join(config) + "\n")
     log = root / "registry.log"
     with log.open("wb") as out:
@@ -187,6 +193,40 @@ def registry(
     finally:
         _stop(proc)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def write_htpasswd(path: Path, users: dict[str, str]) -> Path:
+    """An htpasswd file with bcrypt hashes (the only kind the distribution registry accepts),
+    made with Python's ``bcrypt`` (apache2-utils' htpasswd -B writes the same)."""
+    import bcrypt
+
+    lines = [f"{user}:{bcrypt.hashpw(pw.encode(), bcrypt.gensalt(rounds=5)).decode()}" for user, pw in users.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def credential_helper(directory: Path, name: str, answers: dict[str, tuple[str, str]]) -> Path:
+    """A ``docker-credential-NAME`` executable speaking the docker-credential-helpers protocol
+    (``get``: server on stdin, JSON ``{ServerURL, Username, Secret}`` on stdout; unknown server:
+    "credentials not found in native keychain" and exit 1). Every server it was asked for is
+    appended to ``asked.log`` next to it."""
+    import sys
+
+    script = directory / f"docker-credential-{name}"
+    script.write_text(
+        f"#!{sys.executable}\n"
+        "import json, pathlib, sys\n"
+        f"answers = {json.dumps({k: list(v) for k, v in answers.items()})}\n"
+        "server = sys.stdin.read().strip()\n"
+        "log = pathlib.Path(__file__).with_name('asked.log')\n"
+        "log.write_text((log.read_text() if log.exists() else '') + sys.argv[1] + ' ' + server + '\\n')\n"
+        "if sys.argv[1:] != ['get'] or server not in answers:\n"
+        "    print('credentials not found in native keychain'); sys.exit(1)\n"
+        "user, secret = answers[server]\n"
+        "print(json.dumps({'ServerURL': server, 'Username': user, 'Secret': secret}))\n"
+    )
+    script.chmod(0o755)
+    return script
 
 
 def _b64(data: bytes) -> str:
@@ -227,6 +267,8 @@ class TokenServer:
         self._x5c = base64.b64encode(der).decode()
         self._openssl = openssl
         self.requests: list[dict[str, list[str]]] = []
+        self.users: list[str | None] = []  # the Basic-auth user of each token request (None: anonymous)
+        self.refresh_token = "refresh-" + uuid.uuid4().hex  # the identity token it accepts
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -234,8 +276,33 @@ class TokenServer:
                 parts = urlsplit(self.path)
                 query = parse_qs(parts.query)
                 server.requests.append(query)
+                auth = self.headers.get("Authorization", "")
+                user = None
+                if auth.startswith("Basic "):
+                    user = base64.b64decode(auth[6:]).decode().partition(":")[0]
+                server.users.append(user)
                 token = server.issue(query.get("scope", [""])[0], query.get("service", [""])[0])
                 body = json.dumps({"token": token, "expires_in": 300}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self) -> None:
+                """The OAuth2 refresh-token grant (what `docker login` with a token leaves: an
+                identity token); access_token in the answer, as the distribution token spec has it."""
+                length = int(self.headers.get("Content-Length", "0"))
+                form = parse_qs(self.rfile.read(length).decode())
+                server.requests.append(form)
+                server.users.append("<refresh-token>" if form.get("grant_type") == ["refresh_token"] else None)
+                if form.get("refresh_token") != [server.refresh_token]:
+                    self.send_response(401)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                token = server.issue(form.get("scope", [""])[0], form.get("service", [""])[0])
+                body = json.dumps({"access_token": token, "expires_in": 300}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))

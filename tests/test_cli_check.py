@@ -91,6 +91,23 @@ def test_bad_input_exits_2_with_one_line_and_hint(args: list[str], message: str)
     assert result.stdout == ""
 
 
+@pytest.mark.parametrize("command", ["check", "image", "dockerfile"])
+@pytest.mark.parametrize(
+    ("flag", "values"),
+    [("--node", ["a.json", "b.json"]), ("--rocminfo", ["a.txt", "b.txt"]), ("--example", ["mi300x-8", "mi210-4"])],
+)
+def test_a_repeated_node_flag_is_refused_not_the_last_kept(command: str, flag: str, values: list[str]) -> None:
+    """Click keeps the last of a repeated option: `--node a.json --node b.json` would decide for b only."""
+    args = [a for v in values for a in (flag, v)]
+    result = run_cli(command, *args)
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.splitlines()
+    assert len(lines) == 2 and lines[0].startswith(f"error: {flag} {values[0]} {flag} {values[1]}: ")
+    assert f"{flag} was given 2 times" in lines[0]
+    assert lines[1].startswith("hint: ") and "fleet" in lines[1]
+    assert result.stdout == ""
+
+
 def test_unknown_gfx_is_verdict_unknown_exit_6_not_an_error() -> None:
     result = run_cli("check", "--gfx", "gfx1234")
     assert result.exit_code == 6, result.output
@@ -105,7 +122,7 @@ def test_unknown_gfx_is_verdict_unknown_exit_6_not_an_error() -> None:
 
 def test_image_for_an_unknown_gfx_exits_6_and_names_what_is_missing() -> None:
     result = run_cli("image", "--gfx", "gfx1234")
-    assert result.exit_code == 6 and "gfx1234 is not a gfx target" in result.stdout
+    assert result.exit_code == 6 and "gfx1234 is not a gfx target" in result.stderr and result.stdout == ""
 
 
 def test_unknown_release_is_verdict_unknown_with_the_fetch_command() -> None:

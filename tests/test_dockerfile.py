@@ -63,7 +63,7 @@ def m() -> Matrix:
 
 def plan_for(m: Matrix, version: str, gfx: str, driver: str | None, **kw: Any) -> df.DockerfilePlan:
     node = from_flags(gfx=gfx, gpus=None, driver=driver, os=None, rocm=None, python=None)
-    return df.plan_dockerfile(m, node, df.find_release(m, version), max_jobs=kw.pop("max_jobs", 8), **kw)
+    return df.plan_dockerfile(m, node, df.find_release(m, version), max_jobs=kw.pop("max_jobs", None), **kw)
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> Any:
@@ -79,7 +79,7 @@ def test_golden_live_stacks(name: str, version: str, gfx: str, driver: str | Non
     node = from_flags(gfx=gfx, gpus=None, driver=driver, os=None, rocm=None, python=None)
     release = df.find_release(live, version)
     chosen = df.choose_stack(live, node, release, stack)
-    plan = df.plan_dockerfile(live, node, release, max_jobs=8, stack=chosen)
+    plan = df.plan_dockerfile(live, node, release, stack=chosen)
     text = df.render(plan)
     file = GOLDEN / f"{name}.Dockerfile"
     if UPDATE:
@@ -374,7 +374,7 @@ def test_without_vllm_the_newest_fitting_release_is_chosen() -> None:
 def test_output_file_is_written_atomically(tmp_path: Path) -> None:
     target = tmp_path / "Dockerfile"
     target.write_text("old\n")
-    result = cli("--vllm", "0.10.0", "--gfx", "gfx942", "--driver", "30.30.3", "-o", str(target), "--max-jobs", "8")
+    result = cli("--vllm", "0.10.0", "--gfx", "gfx942", "--driver", "30.30.3", "-o", str(target))
     assert result.exit_code == 0, result.stderr
     assert result.stdout == ""
     assert f"wrote {target}" in result.stderr
@@ -389,17 +389,98 @@ def test_output_into_a_missing_directory_fails_cleanly(tmp_path: Path) -> None:
 
 
 def test_dry_run_build_prints_the_file_without_an_engine() -> None:
-    result = cli("--vllm", "0.10.0", "--gfx", "gfx942", "--driver", "30.30.3", "--build", "--dry-run", "--max-jobs", "8")
+    result = cli("--vllm", "0.10.0", "--gfx", "gfx942", "--driver", "30.30.3", "--build", "--dry-run")
     assert result.exit_code == 0, result.stderr
     assert result.stdout == (GOLDEN / "v0.10.0-gfx942.Dockerfile").read_text()
 
 
-@given(st.integers(min_value=-4, max_value=512), st.integers(min_value=0, max_value=2**42))
-def test_host_max_jobs_is_bounded_by_cpus_and_memory(cpus: int, memory: int) -> None:
-    jobs = df.host_max_jobs(cpus, memory)
-    assert 1 <= jobs <= max(1, cpus)
-    if memory:
-        assert jobs == 1 or jobs * df.BYTES_PER_BUILD_JOB <= memory
+# --- what the file leaves to the build host, and where it pulls from (issue 11.13) -----------------
+
+
+def test_max_jobs_is_not_baked_in_from_the_generating_machine(m: Matrix) -> None:
+    text = df.render(plan_for(m, "0.10.0", "gfx942", "30.30.3"))
+    assert re.search(r"^ARG MAX_JOBS$", text, flags=re.MULTILINE)
+    assert not re.search(r"^ARG MAX_JOBS=", text, flags=re.MULTILINE)
+    assert "ENV MAX_JOBS" not in text  # an empty MAX_JOBS in the environment breaks vLLM's setup.py
+    assert plan_for(m, "0.10.0", "gfx942", "30.30.3").to_json()["max_jobs"] is None
+    assert df.build_args(plan_for(m, "0.10.0", "gfx942", "30.30.3")) == {}
+    explicit = plan_for(m, "0.10.0", "gfx942", "30.30.3", max_jobs=6)
+    assert "\nARG MAX_JOBS=6\n" in df.render(explicit) and df.build_args(explicit) == {"MAX_JOBS": "6"}
+
+
+def _max_jobs_script(text: str, tmp_path: Path) -> Path:
+    """Run the file's own printf that writes the BASH_ENV script, with its path moved here."""
+    run = re.search(r"(printf '%s\\n' \\\n.*?> /etc/rocm-vllm/max-jobs.sh)", text, flags=re.DOTALL)
+    assert run, "the build stage writes /etc/rocm-vllm/max-jobs.sh"
+    script = tmp_path / "max-jobs.sh"
+    subprocess.run(["bash", "-c", run.group(1).replace("/etc/rocm-vllm/max-jobs.sh", str(script))], check=True)
+    return script
+
+
+def test_max_jobs_defaults_to_what_the_build_host_bears_at_build_time(m: Matrix, tmp_path: Path) -> None:
+    text = df.render(plan_for(m, "0.24.0", "gfx942", "30.30.3"))
+    assert "BASH_ENV=/etc/rocm-vllm/max-jobs.sh" in text
+    script = _max_jobs_script(text, tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "MAX_JOBS"} | {"BASH_ENV": str(script)}
+    show = ["bash", "-o", "pipefail", "-c", 'echo "${MAX_JOBS}"']  # how the base stage's SHELL runs a RUN
+    cpus = os.cpu_count() or 1
+    mem_jobs = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (4 * 1024**3)
+    got = subprocess.run(show, env=env, capture_output=True, text=True, check=True).stdout.strip()
+    assert int(got) == max(1, min(cpus, mem_jobs))
+    # The build argument reaches later stages as ROCM_VLLM_MAX_JOBS (ENV); in build_base as MAX_JOBS.
+    for name in ("MAX_JOBS", "ROCM_VLLM_MAX_JOBS"):
+        for value in ("", "3"):
+            out = subprocess.run(show, env={**env, name: value}, capture_output=True, text=True, check=True)
+            assert out.stdout.strip() == (value or got)
+
+
+def test_entrypoint_is_vllm_serve_like_the_official_image(m: Matrix) -> None:
+    for version, gfx in (("0.6.6.post1", "gfx942"), ("0.10.0", "gfx942"), ("0.24.0", "gfx942")):
+        text = df.render(plan_for(m, version, gfx, None))
+        assert text.rstrip().endswith('ENTRYPOINT ["vllm", "serve"]')
+        assert 'CMD ["/bin/bash"]' not in text
+
+
+@pytest.mark.parametrize(
+    ("mirror", "expect"),
+    [
+        ("harbor.example.com/dockerhub", "harbor.example.com/dockerhub"),
+        ("https://mirror.example:5000/", "mirror.example:5000"),
+        ("http://127.0.0.1:5000", "127.0.0.1:5000"),
+    ],
+)
+def test_registry_mirror_rewrites_from_and_syntax(m: Matrix, mirror: str, expect: str) -> None:
+    plan = plan_for(m, "0.10.0", "gfx942", "30.30.3", registry_mirror=mirror)
+    text = df.render(plan)
+    assert text.startswith(f"# syntax={expect}/docker/dockerfile:1\n")
+    assert f"FROM {expect}/rocm/dev-ubuntu-22.04:6.3.1-complete AS base" in text
+    assert plan.to_json()["registry_mirror"] == expect
+    assert plan.to_json()["base_image"] == "rocm/dev-ubuntu-22.04:6.3.1-complete"  # the upstream name stays
+    assert f"come through {expect}" in text
+    # Official library images get their library/ path at a mirror.
+    assert df.mirror_image("ubuntu:24.04", expect) == f"{expect}/library/ubuntu:24.04"
+    assert df.mirror_image("ghcr.io/org/img:1", expect) == "ghcr.io/org/img:1"
+
+
+def test_registry_mirror_from_the_environment_and_flag_validation(tmp_path: Path) -> None:
+    result = cli("--vllm", "0.10.0", "--gfx", "gfx942", env={"ROCM_VLLM_REGISTRY": "mirror.example"})
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith("# syntax=mirror.example/docker/dockerfile:1\n")
+    for bad in ("ftp://x", "mirror.example/a b", "mirror;rm -rf /", "HTTP://x/$(id)"):
+        bad_result = cli("--vllm", "0.10.0", "--gfx", "gfx942", "--registry-mirror", bad)
+        assert bad_result.exit_code == 2, bad
+        assert _one_line_error(bad_result).startswith("error: --registry-mirror")
+    hub = cli("--vllm", "0.10.0", "--gfx", "gfx942", "--registry-mirror", "docker.io")
+    assert hub.stdout.startswith("# syntax=docker/dockerfile:1\n")
+
+
+def test_stdout_is_exactly_the_file_that_output_writes(tmp_path: Path) -> None:
+    args = ("--vllm", "0.24.0", "--gfx", "gfx942", "--driver", "30.30.3")
+    shown = cli(*args)
+    assert shown.exit_code == 0
+    assert shown.stdout.startswith("# syntax=")  # no human header before the file
+    cli(*args, "-o", str(tmp_path / "Dockerfile"))
+    assert (tmp_path / "Dockerfile").read_text() == shown.stdout
 
 
 def test_default_tag_says_what_the_image_is(m: Matrix) -> None:

@@ -82,12 +82,75 @@ def test_old_driver_gets_an_image_whose_rocm_it_can_run() -> None:
 def test_text_output_prints_the_run_command() -> None:
     result = cli(*MI300X_X8, "--driver", "30.30.3", "--model", "Qwen/Qwen3-8B")
     assert result.exit_code == 0
-    assert result.stdout.splitlines()[0].startswith("image: vllm/vllm-openai-rocm:v")
-    assert (
-        result.stdout.rstrip()
-        .splitlines()[-1]
-        .endswith("--model Qwen/Qwen3-8B --tensor-parallel-size 8")
-    )
+    assert result.stderr.splitlines()[0].startswith("image: vllm/vllm-openai-rocm:v")
+    assert result.stdout.count("\n") == 1
+    assert result.stdout.rstrip().endswith("--model Qwen/Qwen3-8B --tensor-parallel-size 8")
+
+
+# --- what a user redirects is exactly the artifact (issue 11.11) ---------------------------------
+
+
+def test_compose_on_stdout_is_valid_yaml_and_nothing_else() -> None:
+    import yaml
+
+    result = cli(*MI300X_X8, "--driver", "30.30.3", "--format", "compose", "--model", "org/m")
+    assert result.exit_code == 0, result.output
+    doc = yaml.safe_load(result.stdout)
+    service = doc["services"]["vllm"]
+    assert service["image"].startswith("vllm/vllm-openai-rocm:v")
+    assert service["command"] == ["--model", "org/m", "--tensor-parallel-size", "8"]
+    assert "/dev/kfd" in service["devices"]
+    assert "image: vllm/vllm-openai-rocm" in result.stderr  # the commentary is still there
+    assert "then: docker compose -f compose.yaml up -d" in result.stderr
+
+
+@pytest.mark.parametrize("fmt", ["docker", "podman"])
+def test_run_command_on_stdout_is_one_runnable_shell_line(fmt: str) -> None:
+    import shlex
+
+    result = cli(*MI300X_X8, "--driver", "30.30.3", "--format", fmt, "--model", "org/m")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.endswith("\n") and result.stdout.count("\n") == 1
+    words = shlex.split(result.stdout)
+    _, out = cli_json(*MI300X_X8, "--driver", "30.30.3", "--format", fmt, "--model", "org/m")
+    home = str(Path.home())
+    assert [home + w[1:] if w.startswith("~/") else w for w in words] == out["run_args"]
+    assert words[:2] == [fmt, "run"]
+
+
+@pytest.mark.parametrize(("fmt", "name"), [("compose", "my-compose.yaml"), ("docker", "run.sh")])
+def test_output_file_is_written_atomically_and_stdout_stays_empty(
+    fmt: str, name: str, tmp_path: Path
+) -> None:
+    target = tmp_path / name
+    target.write_text("old content\n")
+    result = cli(*MI300X_X8, "--driver", "30.30.3", "--format", fmt, "-o", str(target))
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    assert f"wrote the {'compose file' if fmt == 'compose' else 'run command'} to {target}" in result.stderr
+    _, out = cli_json(*MI300X_X8, "--driver", "30.30.3", "--format", fmt, "-o", str(tmp_path / "j"))
+    assert out["output"] == str(tmp_path / "j")
+    if fmt == "compose":
+        import yaml
+
+        assert yaml.safe_load(target.read_text())["services"]["vllm"]
+        assert f"docker compose -f {name} up -d" in result.stderr
+    else:
+        assert target.read_text() == out["run_command"] + "\n"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp file left
+
+
+def test_output_into_a_missing_directory_is_bad_input(tmp_path: Path) -> None:
+    result = cli(*MI300X_X8, "--driver", "30.30.3", "-o", str(tmp_path / "no" / "run.sh"))
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: cannot write ")
+
+
+def test_no_image_prints_nothing_on_stdout() -> None:
+    result = cli("--gfx", "gfx1030", "--driver", "30.30.3", "--vllm", "<0.28", "--format", "compose")
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith("no verified image fits this node")
 
 
 def test_no_image_for_an_unshipped_gfx() -> None:
@@ -223,25 +286,67 @@ def test_smoke_reports_what_differs_from_the_data(shim_images, docker_url: str) 
 
 
 @pytest.mark.docker
-def test_moved_tag_is_a_digest_mismatch(shim_images, docker_url: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    # The cache says v0.24.0 was pinned to another digest: the tag moved since it was pinned.
+def test_moved_tag_is_a_digest_mismatch(shim_images, engine) -> None:  # type: ignore[no-untyped-def]
+    """Pinned to one digest, the tag now pulls another: a problem, not a silent success."""
+    name = f"{shim_images.host}/vllm/vllm-openai-rocm"
+    report = images.pull_verified(engine, name, "v0.24.0", shim_images.mismatched.digest)
+    assert [p.code for p in report.problems] == ["digest-mismatch"]
+    assert report.to_json()["verified"] is False
+
+
+@pytest.mark.registry
+def test_digest_asks_the_registry_before_a_stale_cache(shim_images, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     cache_dir = tmp_path / "cache"
     key = f"{shim_images.registry}/vllm/vllm-openai-rocm:v0.24.0"
     DigestCache(cache_dir / "digests.json").put(key, shim_images.mismatched.digest, None)
     code, out = cli_json(
-        *MI300X_X8,
-        "--driver",
-        "30.30.3",
-        "--registry",
-        shim_images.registry,
-        "--digest",
-        "--pull",
-        env={"DOCKER_HOST": docker_url, "ROCM_VLLM_CACHE_DIR": str(cache_dir)},
+        *MI300X_X8, "--driver", "30.30.3", "--registry", shim_images.registry, "--digest",
+        env={"ROCM_VLLM_CACHE_DIR": str(cache_dir)},
     )
-    assert code == 1
-    assert out["digest_source"]["cached"] is True
-    assert [p["code"] for p in out["problems"]] == ["digest-mismatch"]
-    assert out["pull"]["verified"] is False
+    assert code == 0
+    assert out["digest"] == shim_images.official.digest
+    assert out["digest_source"]["cached"] is False and out["digest_source"]["cache_age_seconds"] is None
+
+
+@pytest.mark.registry
+def test_digest_of_a_tag_the_registry_denies_is_an_error_not_the_cache(shim_images, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    cache_dir = tmp_path / "cache"
+    key = f"{shim_images.registry}/vllm/vllm-openai-rocm:v0.19.0"  # v0.19.0 is not pushed
+    DigestCache(cache_dir / "digests.json").put(key, "sha256:" + "e" * 64, None)
+    result = cli(
+        *MI300X_X8, "--vllm", "0.19.0", "--registry", shim_images.registry, "--digest",
+        env={"ROCM_VLLM_CACHE_DIR": str(cache_dir)},
+    )
+    assert result.exit_code == 4
+    assert "v0.19.0 not found" in result.stderr
+    assert "e" * 64 not in result.output and result.stdout == ""
+
+
+def test_unreachable_registry_pins_from_the_cache_and_says_so(tmp_path: Path) -> None:
+    import time
+
+    from tests.services import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"
+    cache_dir = tmp_path / "cache"
+    cache = DigestCache(cache_dir / "digests.json")
+    cache.put(f"{url}/vllm/vllm-openai-rocm:v0.24.0", "sha256:" + "f" * 64, None)
+    data = json.loads(cache.path.read_text())
+    data[f"{url}/vllm/vllm-openai-rocm:v0.24.0"]["at"] = time.time() - (2 * 3600 + 5 * 60)
+    cache.path.write_text(json.dumps(data))
+    env = {"ROCM_VLLM_CACHE_DIR": str(cache_dir)}
+    args = (*MI300X_X8, "--driver", "30.30.3", "--registry", url, "--digest")
+    code, out = cli_json(*args, env=env)
+    assert code == 0
+    assert out["digest"] == "sha256:" + "f" * 64
+    source = out["digest_source"]
+    assert source["cached"] is True and 2 * 3600 <= source["cache_age_seconds"] < 2 * 3600 + 600
+    assert source["cached_at"].endswith("+00:00") and "did not answer" in source["registry_unreachable"]
+    assert "digest-from-cache" in [w["code"] for w in out["warnings"]]
+    text = cli(*args, env=env)
+    assert text.exit_code == 0
+    assert "from the local cache, 2h 5m old; the registry was not reachable" in text.stderr
+    assert text.stdout.count("\n") == 1 and "@sha256:" + "f" * 64 in text.stdout
 
 
 def test_engine_down_is_an_engine_error(tmp_path: Path) -> None:
@@ -287,10 +392,3 @@ def test_model_reaches_vllm_serve_with_either_entrypoint(
     engine.pull(pushed.ref)
     out = engine.run(pushed.ref, args[at + 1 :], entrypoint=entrypoint)
     assert out.stdout.strip() == "vllm-shim serve --model org/model --tensor-parallel-size 2"
-
-
-def test_odd_tensor_parallel_size_is_warned() -> None:
-    from resolver.images import tensor_parallel_warnings
-
-    assert [w.code for w in tensor_parallel_warnings(3)] == ["tensor-parallel-size"]
-    assert tensor_parallel_warnings(8) == [] and tensor_parallel_warnings(None) == []

@@ -149,13 +149,47 @@ def test_token_registry_unknown_tag_is_still_a_404(token_registry) -> None:  # t
 
 
 @pytest.mark.registry
-def test_cache_answers_the_second_time(shim_images, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_registry_is_asked_every_time_and_the_answer_is_cached(shim_images, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     first = client(shim_images.registry, tmp_path).resolve(OFFICIAL, "v0.24.0")
     second = client(shim_images.registry, tmp_path).resolve(OFFICIAL, "v0.24.0")
-    assert (first.from_cache, second.from_cache) == (False, True)
+    assert (first.from_cache, second.from_cache) == (False, False)
     assert second.digest == first.digest
     data = json.loads((tmp_path / "digests.json").read_text())
     assert data[f"{shim_images.registry}/{OFFICIAL}:v0.24.0"]["digest"] == first.digest
+
+
+@pytest.mark.registry
+def test_a_stale_cached_digest_never_beats_the_registry(shim_images, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The tag moved: the cache says the old digest, the registry the new one; the registry wins."""
+    key = f"{shim_images.registry}/{OFFICIAL}:v0.24.0"
+    DigestCache(tmp_path / "digests.json").put(key, shim_images.mismatched.digest, None)
+    got = client(shim_images.registry, tmp_path).resolve(OFFICIAL, "v0.24.0")
+    assert (got.digest, got.from_cache) == (shim_images.official.digest, False)
+    assert json.loads((tmp_path / "digests.json").read_text())[key]["digest"] == shim_images.official.digest
+
+
+@pytest.mark.registry
+def test_a_denied_tag_is_an_error_even_with_a_cached_digest(shim_images, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    key = f"{shim_images.registry}/{OFFICIAL}:v9.9.8"
+    DigestCache(tmp_path / "digests.json").put(key, "sha256:" + "c" * 64, None)
+    with pytest.raises(RegistryError, match=r"v9\.9\.8 not found") as err:
+        client(shim_images.registry, tmp_path).resolve(OFFICIAL, "v9.9.8")
+    assert err.value.exit_code == 4
+
+
+def test_unreachable_registry_falls_back_to_the_cache_and_says_how_old(tmp_path: Path) -> None:
+    port = services.free_port()
+    url = f"http://127.0.0.1:{port}"
+    cache = DigestCache(tmp_path / "digests.json")
+    cache.put(f"{url}/{OFFICIAL}:v0.24.0", "sha256:" + "d" * 64, None)
+    data = json.loads(cache.path.read_text())
+    data[f"{url}/{OFFICIAL}:v0.24.0"]["at"] -= 3 * 3600
+    cache.path.write_text(json.dumps(data))
+    got = RegistryClient(parse_registry(url), cache=cache, retries=1).resolve(OFFICIAL, "v0.24.0")
+    assert got.from_cache and got.digest == "sha256:" + "d" * 64
+    assert got.unreachable and "did not answer" in got.unreachable
+    age = got.age_seconds()
+    assert age is not None and 3 * 3600 <= age < 3 * 3600 + 60
 
 
 def test_cache_serves_offline_and_expires(tmp_path: Path) -> None:

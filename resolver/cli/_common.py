@@ -6,7 +6,7 @@ import functools
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, ParamSpec, TypeVar
 
@@ -29,14 +29,16 @@ DriverOpt = Annotated[
 OsOpt = Annotated[str | None, typer.Option("--os", help="Host OS as ID-VERSION, e.g. ubuntu-22.04.", rich_help_panel=NODE_PANEL)]
 RocmOpt = Annotated[str | None, typer.Option("--rocm", help="ROCm installed on the host, e.g. 7.2.3.", rich_help_panel=NODE_PANEL)]
 PythonOpt = Annotated[str | None, typer.Option("--python", help="Host Python for wheels, e.g. 3.12.", rich_help_panel=NODE_PANEL)]
+# Lists, so that a repeated flag is seen and refused (click keeps the last value silently).
 NodeFileOpt = Annotated[
-    Path | None, typer.Option("--node", help="Probe JSON written by `rocm-vllm probe --json`.", rich_help_panel=NODE_PANEL)
+    list[Path] | None, typer.Option("--node", help="Probe JSON written by `rocm-vllm probe --json`.", rich_help_panel=NODE_PANEL)
 ]
 RocminfoOpt = Annotated[
-    Path | None, typer.Option("--rocminfo", help="A saved `rocminfo` output.", rich_help_panel=NODE_PANEL)
+    list[Path] | None, typer.Option("--rocminfo", help="A saved `rocminfo` output.", rich_help_panel=NODE_PANEL)
 ]
 ExampleOpt = Annotated[
-    str | None, typer.Option("--example", help="An embedded example node (see `rocm-vllm matrix show nodes`).", rich_help_panel=NODE_PANEL)
+    list[str] | None,
+    typer.Option("--example", help="An embedded example node (see `rocm-vllm matrix show nodes`).", rich_help_panel=NODE_PANEL),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output (stable schema, see docs/).")]
 
@@ -78,29 +80,33 @@ def resolve_node(
     os_id: str | None,
     rocm: str | None,
     python: str | None,
-    node_file: Path | None,
-    rocminfo: Path | None,
-    example: str | None,
+    node_file: Path | Sequence[Path] | None,
+    rocminfo: Path | Sequence[Path] | None,
+    example: str | Sequence[str] | None,
 ) -> Any:
     """The node a command decides for: one source (file, rocminfo, example or live probe), then
     flags on top of it. Flags alone describe a node too."""
     from resolver import node as node_mod
 
-    sources = [name for name, value in (("--node", node_file), ("--rocminfo", rocminfo), ("--example", example)) if value]
+    node_path: Path | None = _only_one("--node", node_file)
+    rocminfo_path: Path | None = _only_one("--rocminfo", rocminfo)
+    example_name: str | None = _only_one("--example", example)
+
+    sources = [name for name, value in (("--node", node_path), ("--rocminfo", rocminfo_path), ("--example", example_name)) if value]
     if len(sources) > 1:
         raise UsageError(f"{' and '.join(sources)} both describe the node", hint="give only one of --node, --rocminfo, --example")
     flags: dict[str, Any] = {"gfx": gfx, "gpus": gpus, "driver": driver, "os": os_id, "rocm": rocm, "python": python}
     flag_node = node_mod.from_flags(gfx=gfx, gpus=gpus, driver=driver, os=os_id, rocm=rocm, python=python)
-    if node_file is not None:
-        base = node_mod.read_node_file(node_file)
-    elif rocminfo is not None:
+    if node_path is not None:
+        base = node_mod.read_node_file(node_path)
+    elif rocminfo_path is not None:
         from resolver.probe import probe_files
 
-        base = probe_files(rocminfo=rocminfo)
-    elif example is not None:
+        base = probe_files(rocminfo=rocminfo_path)
+    elif example_name is not None:
         from resolver.examples import example_node
 
-        base = example_node(example)
+        base = example_node(example_name)
     elif gfx is not None:
         return flag_node
     else:
@@ -108,6 +114,21 @@ def resolve_node(
 
         base = probe_live()
     return node_mod.merge_flags(base, flag_node, flags)
+
+
+def _only_one(flag: str, value: object) -> Any:
+    """A node flag given once; given twice it would silently describe only the last node."""
+    if value is None or isinstance(value, (str, Path)):
+        return value
+    values = list(value) if isinstance(value, Sequence) else [value]
+    if len(values) > 1:
+        shown = " ".join(f"{flag} {v}" for v in values)
+        raise UsageError(
+            f"{shown}: one command decides for one node, and {flag} was given {len(values)} times",
+            hint=f"run the command once per node (for f in a.json b.json; do rocm-vllm check {flag} \"$f\"; done); "
+            "deciding for a fleet in one run is not supported yet",
+        )
+    return values[0] if values else None
 
 
 def emit_json(data: Any) -> None:

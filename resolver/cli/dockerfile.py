@@ -26,15 +26,6 @@ from resolver.cli._common import (
 BUILD_PANEL = "Build"
 
 
-def _host_memory_bytes() -> int | None:
-    import os
-
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
 def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
     @app.command("dockerfile")
     @handle_errors
@@ -66,7 +57,20 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         ] = False,
         max_jobs: Annotated[
             int | None,
-            typer.Option("--max-jobs", help="Parallel compile jobs (default: what this host's CPUs and memory bear).", rich_help_panel=BUILD_PANEL),
+            typer.Option(
+                "--max-jobs",
+                help="Bake N in as ARG MAX_JOBS's default (default: none; the build host's CPUs and memory decide at build time).",
+                rich_help_panel=BUILD_PANEL,
+            ),
+        ] = None,
+        registry_mirror: Annotated[
+            str | None,
+            typer.Option(
+                "--registry-mirror",
+                envvar="ROCM_VLLM_REGISTRY",
+                help="Pull the FROM and # syntax= images through this Docker Hub mirror: HOST[:PORT][/PREFIX].",
+                rich_help_panel=BUILD_PANEL,
+            ),
         ] = None,
         build: Annotated[
             bool, typer.Option("--build", help="Build the image through the Docker Engine.", rich_help_panel=BUILD_PANEL)
@@ -86,8 +90,6 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         ] = False,
     ) -> None:
         """A source-build Dockerfile for the node's gfx targets only, with every component pinned."""
-        import os
-
         from resolver import dockerfile as df
         from resolver import matrix as matrix_mod
 
@@ -102,10 +104,9 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         else:
             release, picked = df.pick(m, node)
             chosen = df.choose_stack(m, node, release, stack) if stack or picked is None else picked
-        jobs = max_jobs if max_jobs is not None else df.host_max_jobs(os.cpu_count(), _host_memory_bytes())
         plan = df.plan_dockerfile(
-            m, node, release, vllm_repo=vllm_repo, vllm_ref=vllm_ref, max_jobs=jobs, stack=chosen,
-            allow_preview=allow_preview, allow_moving_refs=allow_moving_refs,
+            m, node, release, vllm_repo=vllm_repo, vllm_ref=vllm_ref, max_jobs=max_jobs, stack=chosen,
+            allow_preview=allow_preview, allow_moving_refs=allow_moving_refs, registry_mirror=registry_mirror,
         )
         image_tag = df.image_tag(plan, tag)  # checked now, so a bad --tag fails before any output
         text = df.render(plan)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -109,6 +110,15 @@ def image(
             rich_help_panel=RUN_PANEL,
         ),
     ] = "~/.cache/huggingface",
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "-o",
+            "--output",
+            help="Write the run command (or compose.yaml) to this file, atomically, instead of stdout.",
+            rich_help_panel=RUN_PANEL,
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Pick the verified vLLM image for the node and print how to run it (exit 0: found, 1: none or a failed check)."""
@@ -157,14 +167,22 @@ def image(
         pinned = images.pin(chosen, RegistryClient(reg, cache=DigestCache()))
         chosen = pinned.image
         warnings += pinned.warnings
+        resolved = pinned.resolved
+        age = resolved.age_seconds()
         out["digest_source"] = {
-            "registry": pinned.resolved.registry,
-            "media_type": pinned.resolved.media_type,
-            "cached": pinned.resolved.from_cache,
+            "registry": resolved.registry,
+            "media_type": resolved.media_type,
+            "cached": resolved.from_cache,
+            # Set only when the registry was unreachable and the cache answered instead.
+            "cached_at": _iso(resolved.cached_at),
+            "cache_age_seconds": round(age) if age is not None else None,
+            "registry_unreachable": resolved.unreachable,
         }
     ref = images.image_ref(chosen, reg)
     env, env_warnings = images.serving_env(m, node, decision)
     warnings += env_warnings
+    placed = images.placement(node, devices=device_ids, model=model, hf_cache=hf_cache)
+    warnings += placed.warnings
     spec = images.run_spec(
         ref=ref,
         image=chosen,
@@ -174,11 +192,21 @@ def image(
         port=port,
         devices=device_ids,
         hf_cache=hf_cache,
+        placed=placed,
     )
-    warnings += images.tensor_parallel_warnings(spec.tensor_parallel)
-    rendered = render(spec, fmt)
+    compose_file = output.name if output is not None and fmt == "compose" else "compose.yaml"
+    rendered = render(spec, fmt, compose_file=compose_file)
     out.update(_image_json(chosen, ref, reg.url))
     out.update(rendered.to_json())
+    out["parallel"] = {
+        "devices": list(placed.devices) if placed.devices is not None else None,
+        "tensor_parallel_size": placed.tensor_parallel,
+        "gpus": placed.gpus,
+        "replicas": placed.replicas,
+        "attention_heads": placed.heads,
+        "kv_heads": placed.kv_heads,
+        "attention_heads_source": placed.heads_source,
+    }
     problems: list[Any] = []
 
     if pull or smoke:
@@ -196,10 +224,18 @@ def image(
 
     out["warnings"] = [warning_json(w) for w in dict.fromkeys(warnings)]
     out["problems"] = [warning_json(p) for p in problems]
+    out["output"] = str(output) if output is not None else None
+    if output is not None:
+        from resolver.atomic import write_output
+
+        write_output(output, rendered.artifact)
     if json_out:
         emit_json(out)
     else:
-        _print_text(out, rendered.file_text)
+        # stdout carries only the artifact (redirectable as is); everything else goes to stderr.
+        _print_text(out, rendered.file_text, output)
+        if output is None:
+            typer.echo(rendered.artifact, nl=False)
     # Same exit as `check` for the same verdict (an unofficial image is printed, but is not a yes).
     raise typer.Exit(1 if problems else decision.exit_code)
 
@@ -218,8 +254,12 @@ def _engine_steps(
 ) -> list[Any]:
     problems: list[Any] = []
     if pull:
+        from resolver.credentials import lookup
+
         name, tag = reg.image_name(chosen.repo), chosen.tag
-        report = _pull_with_progress(engine, images, name, tag, chosen.digest, quiet=quiet)
+        creds = lookup(reg.host)  # the same Docker config credentials --digest used; never printed
+        auth = creds.engine_auth() if creds is not None else None
+        report = _pull_with_progress(engine, images, name, tag, chosen.digest, quiet=quiet, auth=auth)
         out["pull"] = report.to_json()
         problems += report.problems
     if smoke:
@@ -227,6 +267,14 @@ def _engine_steps(
         out["smoke"] = smoke_report.to_json()
         problems += smoke_report.problems
     return problems
+
+
+def _iso(epoch: float | None) -> str | None:
+    if epoch is None:
+        return None
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
 
 
 def _parse_devices(text: str | None) -> tuple[int, ...] | None:
@@ -304,11 +352,18 @@ def _image_json(chosen: Any, ref: str, registry_url: str) -> dict[str, Any]:
 
 
 def _pull_with_progress(
-    engine: Any, images: Any, name: str, tag: str, expected: str | None, *, quiet: bool
+    engine: Any,
+    images: Any,
+    name: str,
+    tag: str,
+    expected: str | None,
+    *,
+    quiet: bool,
+    auth: dict[str, str] | None = None,
 ) -> Any:
     """Pull with a rich progress bar per layer (on stderr, so stdout stays the answer)."""
     if quiet:
-        return images.pull_verified(engine, name, tag, expected)
+        return images.pull_verified(engine, name, tag, expected, auth=auth)
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
 
@@ -337,29 +392,37 @@ def _pull_with_progress(
                 current = bar.tasks[task].total or 1
                 bar.update(task, completed=current, total=current)
 
-        return images.pull_verified(engine, name, tag, expected, on_progress)
+        return images.pull_verified(engine, name, tag, expected, on_progress, auth=auth)
 
 
 def _finish(out: dict[str, Any], json_out: bool, *, exit_code: int) -> None:
     if json_out:
         emit_json(out)
     else:
-        typer.echo(f"no verified image fits this node (verdict: {out['verdict']})")
+        # Nothing to redirect: stdout stays empty, so `> compose.yaml` never captures prose.
+        def say(text: str) -> None:
+            typer.echo(text, err=True)
+
+        say(f"no verified image fits this node (verdict: {out['verdict']})")
         for reason in out["blockers"]:
-            typer.echo(f"  - {reason['message']}")
-            typer.echo(f"    hint: {reason['hint']}")
+            say(f"  - {reason['message']}")
+            say(f"    hint: {reason['hint']}")
         for fact in out["missing"]:
-            typer.echo(f"  ? {fact['detail']}")
+            say(f"  ? {fact['detail']}")
             if fact["fetch"]:
-                typer.echo(f"    fetch: {fact['fetch']}")
+                say(f"    fetch: {fact['fetch']}")
         if not out["blockers"] and not out["missing"]:
-            typer.echo("  every candidate was rejected; --json lists each with its reasons")
-        typer.echo("  a source build may still work: rocm-vllm check, then rocm-vllm dockerfile")
+            say("  every candidate was rejected; --json lists each with its reasons")
+        say("  a source build may still work: rocm-vllm check, then rocm-vllm dockerfile")
     raise typer.Exit(exit_code)
 
 
-def _print_text(out: dict[str, Any], compose_text: str | None) -> None:
-    echo = typer.echo
+def _print_text(out: dict[str, Any], compose_text: str | None, output: Path | None) -> None:
+    """The commentary, on stderr: what the image is, warnings, problems, and where the artifact went."""
+
+    def echo(text: str) -> None:
+        typer.echo(text, err=True)
+
     label = (
         "official vLLM image"
         if out["official"]
@@ -381,19 +444,17 @@ def _print_text(out: dict[str, Any], compose_text: str | None) -> None:
             f"smoke: vllm {found['vllm']}, torch {found['torch']}, rocm {found['rocm'] or found['hip']}"
         )
     for w in out["warnings"]:
-        if w["severity"] == "warning":
-            echo(f"warning: {w['message']}\n  hint: {w['hint']}")
+        kind = "warning" if w["severity"] == "warning" else "note"
+        echo(f"{kind}: {w['message']}\n  hint: {w['hint']}")
     for p in out["problems"]:
         echo(f"problem: {p['message']}\n  hint: {p['hint']}")
     if out["run_args"] and "--model" not in out["run_args"] and compose_text is None:
         echo("  no --model given: vLLM serves its default model; add --model ORG/NAME")
-    echo("")
+    if output is not None:
+        what = "compose file" if compose_text is not None else "run command"
+        echo(f"wrote the {what} to {output}")
     if compose_text is not None:
-        echo("# compose.yaml")
-        echo(compose_text, nl=False)
-        echo(f"# then: {out['run_command']}")
-    else:
-        echo(out["run_command"])
+        echo(f"then: {out['run_command']}")
 
 
 def register(app: typer.Typer, matrix_app: typer.Typer) -> None:

@@ -126,6 +126,9 @@ def merge(
         origin=origin,
         host=host,
     )
+    from resolver.partitions import partition_problems
+
+    problems += partition_problems(node.gpus)
     return node, _dedupe(problems)
 
 

@@ -381,7 +381,9 @@ def test_sysfs_tree(make_root: Callable[[str], Path], tree: str) -> None:
     assert gpu.compute_units == cus
     assert (gpu.partition.compute if gpu.partition else None) == compute
     assert gpu.vram_bytes == vram
-    assert node.problems == ()
+    # The MI300X capture shows 63 of 64 CPX partitions: one device has 7 where its peers have 8.
+    missing = ["partition-missing"] if tree == "kfd-gfx942-mi300x-8gpu-cpx-k8sdp" else []
+    assert [p.code for p in node.problems] == missing
 
 
 def test_sysfs_mi210_product_and_sramecc(make_root: Callable[[str], Path]) -> None:

@@ -4,10 +4,12 @@
 # Equivalent to upstream's docker/Dockerfile.rocm_base + docker/Dockerfile.rocm at v0.10.0
 #   pins: vllm-project/vllm@v0.10.0 (6d8d0a24c0): docker/Dockerfile.rocm_base + docker/Dockerfile.rocm; CMakeLists.txt HIP_SUPPORTED_ARCHS (confidence: exact)
 # Base image ROCm 6.3.1 runs on the host's amdgpu driver 30.30.3 (series 30.30).
+# MAX_JOBS: --build-arg MAX_JOBS=N, else the build host's CPUs and memory decide.
+# The image runs `vllm serve` (ENTRYPOINT), as vllm/vllm-openai-rocm does: docker run IMAGE --model M.
 # Upstream may also apply patches (cherry-picks) that the data does not record;
 # this file builds exactly the pinned refs. Needs BuildKit (cache and bind mounts).
 
-ARG MAX_JOBS=8
+ARG MAX_JOBS
 ARG TRITON_REPO=triton-lang/triton
 ARG TRITON_BRANCH=e5be006
 ARG PYTORCH_REPO=pytorch/pytorch
@@ -59,13 +61,30 @@ RUN --mount=type=cache,target=/root/.cache/pip \
 
 # Build stages share ccache and pip caches across builds; the final image does not carry them.
 FROM base AS build_base
+# MAX_JOBS (parallel compile jobs): the build argument when given (--build-arg MAX_JOBS=N), else
+# decided on the build host when it builds: one job per CPU, at most one per 4 GiB of memory
+# (HIP compile jobs of PyTorch, FlashAttention and AITER need several GB each). bash reads
+# BASH_ENV before every RUN of the build stages, so MAX_JOBS is set and never empty there. The
+# build argument is kept as ROCM_VLLM_MAX_JOBS: stages built FROM this one do not see its ARGs.
 ARG MAX_JOBS
-ENV MAX_JOBS=${MAX_JOBS} \
+ENV ROCM_VLLM_MAX_JOBS=${MAX_JOBS} \
+    BASH_ENV=/etc/rocm-vllm/max-jobs.sh \
     CCACHE_DIR=/root/.cache/ccache \
     CMAKE_C_COMPILER_LAUNCHER=ccache \
     CMAKE_CXX_COMPILER_LAUNCHER=ccache \
     CMAKE_HIP_COMPILER_LAUNCHER=ccache
-RUN mkdir -p /app/install
+# hadolint ignore=SC2016
+RUN mkdir -p /etc/rocm-vllm /app/install \
+    && printf '%s\n' \
+        'MAX_JOBS="${MAX_JOBS:-${ROCM_VLLM_MAX_JOBS:-}}"' \
+        'if [ -z "${MAX_JOBS}" ]; then' \
+        '  MAX_JOBS=$(nproc)' \
+        '  mem_jobs=$(( $(sed -n "s/^MemTotal: *\([0-9]*\) kB$/\1/p" /proc/meminfo) / 4194304 ))' \
+        '  if [ "${mem_jobs}" -lt "${MAX_JOBS}" ]; then MAX_JOBS=${mem_jobs}; fi' \
+        '  if [ "${MAX_JOBS}" -lt 1 ]; then MAX_JOBS=1; fi' \
+        'fi' \
+        'export MAX_JOBS' \
+        > /etc/rocm-vllm/max-jobs.sh
 
 # hipBLAS-common: headers hipBLASLt builds against (packaged as .deb, installed in the final image).
 FROM build_base AS build_hipblas_common
@@ -271,4 +290,4 @@ LABEL org.opencontainers.image.title="vllm-rocm" \
       rocm-vllm.pin.hipblaslt="${HIPBLASLT_REPO}@${HIPBLASLT_BRANCH}" \
       rocm-vllm.pin.hipblas_common="${HIPBLAS_COMMON_REPO}@${HIPBLAS_COMMON_BRANCH}"
 WORKDIR /vllm-workspace
-CMD ["/bin/bash"]
+ENTRYPOINT ["vllm", "serve"]

@@ -5,10 +5,12 @@
 #   ROCm stack: rocm100 (ROCm 10.0.0, the default); the release also has rocm72 (ROCm 7.2.3), gfx1250 (ROCm 10.1.0a20260822)
 #   pins: vllm 0.33.0 sdist sha256:f4c33c2503d5 docker/Dockerfile.rocm_base, docker/Dockerfile.rocm (confidence: exact)
 # Base image ROCm 10.0.0 runs on the host's amdgpu driver 30.30.3 (series 30.30).
+# MAX_JOBS: --build-arg MAX_JOBS=N, else the build host's CPUs and memory decide.
+# The image runs `vllm serve` (ENTRYPOINT), as vllm/vllm-openai-rocm does: docker run IMAGE --model M.
 # Upstream may also apply patches (cherry-picks) that the data does not record;
 # this file builds exactly the pinned refs. Needs BuildKit (cache and bind mounts).
 
-ARG MAX_JOBS=8
+ARG MAX_JOBS
 ARG TRITON_REPO=ROCm/triton
 ARG TRITON_BRANCH=669b31ac
 ARG FA_REPO=Dao-AILab/flash-attention
@@ -69,13 +71,30 @@ RUN --mount=type=cache,target=/root/.cache/pip \
 
 # Build stages share ccache and pip caches across builds; the final image does not carry them.
 FROM base AS build_base
+# MAX_JOBS (parallel compile jobs): the build argument when given (--build-arg MAX_JOBS=N), else
+# decided on the build host when it builds: one job per CPU, at most one per 4 GiB of memory
+# (HIP compile jobs of PyTorch, FlashAttention and AITER need several GB each). bash reads
+# BASH_ENV before every RUN of the build stages, so MAX_JOBS is set and never empty there. The
+# build argument is kept as ROCM_VLLM_MAX_JOBS: stages built FROM this one do not see its ARGs.
 ARG MAX_JOBS
-ENV MAX_JOBS=${MAX_JOBS} \
+ENV ROCM_VLLM_MAX_JOBS=${MAX_JOBS} \
+    BASH_ENV=/etc/rocm-vllm/max-jobs.sh \
     CCACHE_DIR=/root/.cache/ccache \
     CMAKE_C_COMPILER_LAUNCHER=ccache \
     CMAKE_CXX_COMPILER_LAUNCHER=ccache \
     CMAKE_HIP_COMPILER_LAUNCHER=ccache
-RUN mkdir -p /app/install
+# hadolint ignore=SC2016
+RUN mkdir -p /etc/rocm-vllm /app/install \
+    && printf '%s\n' \
+        'MAX_JOBS="${MAX_JOBS:-${ROCM_VLLM_MAX_JOBS:-}}"' \
+        'if [ -z "${MAX_JOBS}" ]; then' \
+        '  MAX_JOBS=$(nproc)' \
+        '  mem_jobs=$(( $(sed -n "s/^MemTotal: *\([0-9]*\) kB$/\1/p" /proc/meminfo) / 4194304 ))' \
+        '  if [ "${mem_jobs}" -lt "${MAX_JOBS}" ]; then MAX_JOBS=${mem_jobs}; fi' \
+        '  if [ "${MAX_JOBS}" -lt 1 ]; then MAX_JOBS=1; fi' \
+        'fi' \
+        'export MAX_JOBS' \
+        > /etc/rocm-vllm/max-jobs.sh
 
 # Triton at the release's pin (setup.py under python/ in older trees, at the root in newer ones).
 FROM build_base AS build_triton
@@ -201,4 +220,4 @@ LABEL org.opencontainers.image.title="vllm-rocm" \
       rocm-vllm.pin.aiter="${AITER_REPO}@${AITER_BRANCH}" \
       rocm-vllm.pin.mori="${MORI_REPO}@${MORI_BRANCH}"
 WORKDIR /vllm-workspace
-CMD ["/bin/bash"]
+ENTRYPOINT ["vllm", "serve"]

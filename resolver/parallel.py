@@ -1,0 +1,197 @@
+"""Which GPUs a served model runs on, and how it is split across them.
+
+``place`` decides the run command's ``HIP_VISIBLE_DEVICES`` and ``--tensor-parallel-size`` from the
+node and the model; it never prints, and it refuses (``UsageError``) what cannot run correctly:
+
+- an integrated GPU beside discrete ones is hidden (HIP device indices follow the KFD node order
+  the probe lists GPUs in), so ranks map to the discrete GPUs only;
+- in CPX compute-partition mode every partition is one XCD, and tensor parallelism across CPX
+  partitions has produced garbage output (vllm-project/vllm#20125): the command is one TP=1
+  replica per partition, and several partitions for one replica are refused;
+- the tensor-parallel size must divide the model's attention heads (vLLM's
+  ``ModelConfig.verify_with_parallel_config``), and divide its KV heads or be a multiple of them
+  (``ModelConfig.get_num_kv_heads`` replicates KV heads only that way); both are read from the
+  model's ``config.json`` when it is on this machine (a model path, or the Hugging Face cache),
+  else the size is the largest power of two that fits (nearly every model's head counts are).
+
+``partition_problems`` finds a GPU that shows fewer compute partitions than its peers in the same
+mode (63 of 64 CPX partitions): one partition is missing from what ROCm sees.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from resolver.errors import UsageError
+from resolver.node import Node
+from resolver.partitions import _compute_mode
+from resolver.solve import Warning
+
+VLLM_HEADS_CHECK = (
+    "vllm-project/vllm vllm/config: ModelConfig.verify_with_parallel_config raises 'Total number of "
+    "attention heads (N) must be divisible by tensor parallel size (M)'"
+)
+CPX_SOURCE = "vllm-project/vllm#20125"
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    devices: tuple[int, ...] | None  # HIP_VISIBLE_DEVICES, None: every GPU the container sees
+    tensor_parallel: int | None
+    gpus: int  # GPUs (or partitions) the node offers the model
+    replicas: int  # how many such commands the node holds (CPX: one per partition)
+    heads: int | None  # the model's attention heads, when read
+    heads_source: str | None  # the config.json they were read from
+    warnings: tuple[Warning, ...] = ()
+    kv_heads: int | None = None  # its key/value heads (GQA), when the config says
+
+
+
+
+def model_heads(model: str | None, hf_cache: str) -> tuple[int, int | None, str] | None:
+    """The model's attention heads and KV heads (None when the config has no GQA entry) from its
+    ``config.json`` on this machine: ``model`` as a path, or its newest snapshot in the Hugging
+    Face cache (``HF_CACHE/hub`` or ``HF_CACHE`` itself)."""
+    if not model:
+        return None
+    candidates: list[Path] = []
+    if model.startswith(("/", "~")):
+        candidates.append(Path(model).expanduser() / "config.json")
+    elif "/" in model:
+        org, _, name = model.partition("/")
+        root = Path(hf_cache).expanduser()
+        for hub in (root / "hub", root):
+            snapshots = hub / f"models--{org}--{name.replace('/', '--')}" / "snapshots"
+            try:
+                found = sorted(snapshots.glob("*/config.json"), key=lambda p: p.stat().st_mtime)
+            except OSError:
+                found = []
+            candidates += reversed(found)
+    for path in candidates:
+        counts = _heads_in(path)
+        if counts:
+            return counts[0], counts[1], str(path)
+    return None
+
+
+def _count(section: dict[str, object], key: str) -> int | None:
+    value = section.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _heads_in(path: Path) -> tuple[int, int | None] | None:
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(config, dict):
+        return None
+    for section in (config, config.get("text_config"), config.get("llm_config")):
+        if isinstance(section, dict):
+            heads = _count(section, "num_attention_heads")
+            if heads:
+                return heads, _count(section, "num_key_value_heads")
+    return None
+
+
+def fits(tp: int, heads: int, kv_heads: int | None = None) -> bool:
+    """vLLM accepts ``tp`` for the model: it divides the attention heads, and the KV heads divide
+    by it or it is a multiple of them (KV heads are replicated only that way)."""
+    if heads % tp:
+        return False
+    if kv_heads:
+        return kv_heads % tp == 0 if kv_heads >= tp else tp % kv_heads == 0
+    return True
+
+
+def tensor_parallel_size(gpus: int, heads: int | None, kv_heads: int | None = None) -> int:
+    """The largest size <= gpus vLLM accepts for the heads; heads unknown: the largest power of two."""
+    if gpus < 1:
+        return 1
+    if heads:
+        return max(t for t in range(1, gpus + 1) if fits(t, heads, kv_heads))
+    return 1 << (gpus.bit_length() - 1)
+
+
+def place(
+    node: Node, *, devices: tuple[int, ...] | None, model: str | None, hf_cache: str
+) -> Placement:
+    """GPUs and tensor-parallel size for the run command (see the module docstring)."""
+    warnings: list[Warning] = []
+    listed = node.gpus
+    discrete = [i for i, g in enumerate(listed) if not g.integrated]
+    igpus = [i for i, g in enumerate(listed) if g.integrated]
+    offered = node.logical_gpu_count or len(discrete) or len(listed)
+    if devices is not None and listed:
+        chosen_igpus = [i for i in devices if i in igpus]
+        if chosen_igpus:
+            warnings.append(
+                Warning(
+                    code="integrated-gpu-chosen",
+                    message=f"--devices includes {', '.join(map(str, chosen_igpus))}: the integrated GPU "
+                    f"({listed[chosen_igpus[0]].gfx}), not a discrete one",
+                    hint=f"choose the discrete GPUs: --devices {','.join(map(str, discrete))}",
+                    source="probe (KFD node order)",
+                )
+            )
+    elif igpus and discrete:
+        devices = tuple(discrete[: offered or len(discrete)])
+        warnings.append(
+            Warning(
+                code="integrated-gpu-hidden",
+                message=f"the run command sets HIP_VISIBLE_DEVICES={','.join(map(str, devices))}: the integrated GPU "
+                f"({', '.join(sorted({listed[i].gfx for i in igpus}))}, device {', '.join(map(str, igpus))}) is hidden from vLLM",
+                hint="give --devices to choose other GPUs",
+                severity="info",
+                source="probe (KFD node order = HIP device order)",
+            )
+        )
+    counted = [listed[i] for i in (devices if devices is not None else discrete) if i < len(listed)]
+    heads_found = model_heads(model, hf_cache)
+    heads, kv_heads, heads_source = heads_found if heads_found else (None, None, None)
+
+    if any(_compute_mode(g) == "CPX" for g in counted or listed):
+        if devices is not None and len(devices) > 1:
+            raise UsageError(
+                f"--devices {','.join(map(str, devices))} would split one vLLM across {len(devices)} CPX partitions; "
+                "tensor parallelism across CPX partitions has produced garbage output",
+                hint="run one TP=1 replica per partition (--devices 0 --port 8000, --devices 1 --port 8001, ...), "
+                "or switch the GPUs to SPX (amd-smi set --compute-partition SPX) for tensor parallelism",
+            )
+        replica = devices if devices is not None else ((discrete or [0])[0],)
+        warnings.append(
+            Warning(
+                code="cpx-one-replica-per-partition",
+                message=f"CPX mode: the run command serves one TP=1 replica on partition {replica[0]} of {offered}",
+                hint="start one per partition: the same command with --devices N --port 800N for each N "
+                "(the container is named vllm-N); for tensor parallelism switch the GPUs to SPX",
+                severity="info",
+                source=CPX_SOURCE,
+            )
+        )
+        return Placement(replica, 1, offered, offered, heads, heads_source, tuple(warnings), kv_heads)
+
+    gpus = len(devices) if devices is not None else offered
+    if gpus < 1:
+        return Placement(devices, None, 0, 1, heads, heads_source, tuple(warnings), kv_heads)
+    tp = tensor_parallel_size(gpus, heads, kv_heads)
+    if tp < gpus:
+        if heads:
+            kv = f" and {kv_heads} KV heads" if kv_heads else ""
+            why = (
+                f"the model has {heads} attention heads{kv} ({heads_source}); {tp} is the largest size "
+                f"up to {gpus} that vLLM accepts for them"
+            )
+        else:
+            why = f"{tp} is the largest power of two up to {gpus} (the model's head count is not known here; nearly every model's is a power of two)"
+        warnings.append(
+            Warning(
+                code="tensor-parallel-size",
+                message=f"--tensor-parallel-size {tp} uses {tp} of {gpus} GPUs: {why}",
+                hint="serve another replica on the other GPUs with --devices, or use pipeline parallelism"
+                + ("" if heads else "; give --model with its config.json on this machine (a path or in --hf-cache) to size it exactly"),
+                source=VLLM_HEADS_CHECK,
+            )
+        )
+    return Placement(devices, tp, gpus, 1, heads, heads_source, tuple(warnings), kv_heads)
