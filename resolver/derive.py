@@ -21,7 +21,7 @@ from packaging.version import Version
 from resolver.errors import InputError, ResolverError
 from resolver.model import CONFIDENCES, Matrix
 from resolver.node import Node
-from resolver.solve import Decision, Evaluation, Fact, Reason, Request, rank, solve
+from resolver.solve import MXFP4_QUANT, Decision, Evaluation, Fact, Reason, Request, rank, solve
 from resolver.versions import driver_series, series
 
 DERIVATION_VERSION = 1
@@ -625,6 +625,18 @@ def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
                         text=f"{name} has hardware FP8{fmt}" + (" and MX formats" if t.features.mx else ""),
                         sources=(t.features.provenance.source,),
                         confidence=t.features.provenance.confidence,
+                    )
+                )
+    if (ctx.request.quantization or "").lower() in MXFP4_QUANT:
+        for name in ctx.node.gfx_targets:
+            t = ctx.m.gfx_target(name)
+            if t is not None and t.features.mxfp4 == "emulated":
+                src = t.features.mxfp4_source
+                premises.append(
+                    Premise(
+                        text=f"vLLM runs MXFP4 checkpoints on {name} weight-only (dequantized; {name} has no MX compute)",
+                        sources=(src.source,),
+                        confidence=src.confidence,
                     )
                 )
     verb = "runs, unofficially," if ev.unofficial else "runs"

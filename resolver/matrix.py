@@ -26,6 +26,7 @@ from resolver.model import (
     CONFIDENCES,
     FAMILIES,
     LAYOUTS,
+    MXFP4_SUPPORT,
     STREAMS,
     ComponentPin,
     ContainerImage,
@@ -287,6 +288,20 @@ def _gfx(rec: Record) -> GfxTarget:
     fp8_format = feats.opt_text("fp8_format")
     if fp8 and fp8_format not in ("fnuz", "ocp"):
         raise feats.fail("fp8_format", "must be 'fnuz' or 'ocp' when fp8 = true")
+    mx = feats.flag("mx")
+    mxfp4 = feats.opt_text("mxfp4") or ("native" if mx else "none")
+    if mxfp4 not in MXFP4_SUPPORT:
+        raise feats.fail("mxfp4", f"must be one of {', '.join(MXFP4_SUPPORT)}")
+    if (mxfp4 == "native") != mx:
+        raise feats.fail("mxfp4", "is 'native' exactly when mx = true (native MX compute)")
+    mxfp4_src = feats.opt_text("mxfp4_source")
+    if mxfp4 == "emulated" and not mxfp4_src:
+        raise feats.fail("mxfp4_source", "is required when mxfp4 = 'emulated' (where it says MXFP4 runs)")
+    mxfp4_prov = (
+        Provenance(source=mxfp4_src, confidence=cast(Any, feats.choice("mxfp4_confidence", CONFIDENCES, "exact")))
+        if mxfp4_src
+        else None
+    )
     return GfxTarget(
         name=name,
         arch=rec.text("arch"),
@@ -296,9 +311,11 @@ def _gfx(rec: Record) -> GfxTarget:
             aiter=cast(Any, feats.choice("aiter", ("full", "triton-only", "none"))),
             fp8=fp8,
             fp8_format=cast(Any, fp8_format if fp8 else None),
-            mx=feats.flag("mx"),
+            mx=mx,
             custom_allreduce=feats.flag("custom_allreduce"),
             provenance=feats.provenance(),
+            mxfp4=cast(Any, mxfp4),
+            mxfp4_provenance=mxfp4_prov,
         ),
         vllm_status=cast(Any, rec.choice("vllm_status", ("official", "buildable", "unsupported"))),
         vllm_note=rec.opt_text("vllm_note") or "",

@@ -24,6 +24,10 @@ FAMILIES: tuple[Family, ...] = ("instinct", "radeon", "radeon-pro", "ryzen-apu")
 
 VllmStatus = Literal["official", "buildable", "unsupported"]
 AiterSupport = Literal["full", "triton-only", "none"]
+# MXFP4 weights: "native" = MX compute in hardware (gfx950-class); "emulated" = vLLM runs MXFP4
+# checkpoints by weight-only dequantization (no MX compute); "none" = no source says it runs.
+Mxfp4Support = Literal["native", "emulated", "none"]
+MXFP4_SUPPORT: tuple[Mxfp4Support, ...] = ("native", "emulated", "none")
 Fp8Format = Literal["fnuz", "ocp"]
 Entrypoint = Literal["vllm-serve", "shell"]
 Layout = Literal["single-stage", "two-stage-root", "two-stage-docker", "therock-wheels"]
@@ -124,6 +128,12 @@ class FeatureGates:
     mx: bool
     custom_allreduce: bool
     provenance: Provenance
+    mxfp4: Mxfp4Support = "none"
+    mxfp4_provenance: Provenance | None = None  # its own source; else ``provenance``
+
+    @property
+    def mxfp4_source(self) -> Provenance:
+        return self.mxfp4_provenance or self.provenance
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -49,6 +49,8 @@ OK_VERDICTS: frozenset[str] = frozenset({"supported", "supported_with_warnings",
 
 FP8_QUANT = frozenset({"fp8", "fbgemm_fp8", "ptpc_fp8", "fp8_per_tensor", "fp8_per_block", "fp8_per_channel", "deepseek_v4_fp8"})
 MX_QUANT = frozenset({"mxfp4", "mxfp8", "gpt_oss_mxfp4"})
+# MXFP4 checkpoints also run without MX compute (weight-only dequantization) where a source says so.
+MXFP4_QUANT = frozenset({"mxfp4", "gpt_oss_mxfp4"})
 # Quantizations vLLM's ROCm platform lists (vllm/platforms/rocm.py@017e9f4448) without a per-arch gate here.
 OTHER_QUANT = frozenset(
     {"awq", "gptq", "awq_marlin", "gptq_marlin", "compressed-tensors", "quark", "torchao", "inc", "modelopt", "modelopt_fp4", "online", "bitsandbytes"}
@@ -442,11 +444,18 @@ class MatrixProvider:
                         fix=Fix(kind="quantization", text="a BF16/FP16 or AWQ/GPTQ checkpoint", host=False),
                     )
                 )
-            if quant in MX_QUANT and not gates.mx:
+            mx_blocked = (quant in MXFP4_QUANT and gates.mxfp4 == "none") or (quant in MX_QUANT - MXFP4_QUANT and not gates.mx)
+            if mx_blocked:
+                what = (
+                    "MX (microscaling) compute, which only gfx950-class GPUs have, and no source says vLLM runs it "
+                    f"weight-only on {target.name}"
+                    if quant in MXFP4_QUANT
+                    else f"MX (microscaling) compute, which only gfx950-class GPUs have; {target.name} does not"
+                )
                 reasons.append(
                     Reason(
                         code="mx-unsupported",
-                        message=f"{quant} needs MX (microscaling) formats, which only gfx950-class GPUs run; {target.name} does not",
+                        message=f"{quant} needs {what}",
                         facts=(fact,),
                         hint="use an FP8 or BF16 checkpoint of the model" if gates.fp8 else "use a BF16/FP16 or AWQ/GPTQ checkpoint",
                         fix=Fix(kind="quantization", text="a non-MX checkpoint", host=False),
@@ -718,6 +727,22 @@ def node_warnings(m: Matrix, node: Node, request: Request, plan: Evaluation | No
                     message=f"on {t.name} only AITER's Triton kernels apply; the AITER package itself fails there",
                     hint="leave VLLM_ROCM_USE_AITER unset unless you test it (ROCm/aiter#3294)",
                     source=t.features.provenance.source,
+                )
+            )
+        if quant in MXFP4_QUANT and t.features.mxfp4 != "none":
+            src = t.features.mxfp4_source
+            native = t.features.mxfp4 == "native"
+            out.append(
+                Warning(
+                    code="mxfp4-native" if native else "mxfp4-emulated",
+                    severity="info",
+                    message=f"{quant} on {t.name} runs on native MX (microscaling) compute"
+                    if native
+                    else f"{quant} on {t.name} runs weight-only: vLLM dequantizes the MXFP4 weights, since {t.name} has no MX compute",
+                    hint="nothing to do; MXFP4 checkpoints run at full speed here"
+                    if native
+                    else "expect less speed than on gfx950 (MI350X/MI355X); the checkpoint itself runs unchanged",
+                    source=src.source,
                 )
             )
         if (quant in FP8_QUANT or (request.kv_cache_dtype or "").startswith("fp8")) and t.features.fp8:

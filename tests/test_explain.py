@@ -33,7 +33,7 @@ CASES: dict[str, tuple[list[str], int]] = {
     "gfx1102-override": (["--gfx", "gfx1102"], 1),
     "gfx1031-override-hint": (["--gfx", "gfx1031"], 1),
     "fp8-on-gfx90a": (["--gfx", "gfx90a", "--quantization", "fp8"], 1),
-    "mxfp4-on-gfx942": (["--gfx", "gfx942", "--quantization", "mxfp4"], 1),
+    "mxfp8-on-gfx942": (["--gfx", "gfx942", "--quantization", "mxfp8"], 1),
     "kv-fp8-on-gfx1100": (["--gfx", "gfx1100", "--kv-cache-dtype", "fp8"], 1),
     "wheel-old-glibc": (["--gfx", "gfx942", "--prefer", "wheel", "--os", "rhel-8.10"], 0),
     "wheel-wrong-python": (["--gfx", "gfx942", "--python", "3.11", "--prefer", "wheel"], 0),
@@ -45,6 +45,7 @@ CASES: dict[str, tuple[list[str], int]] = {
     "ok-mi300x-x8": (["--gfx", "gfx942", "--gpus", "8", "--driver", "30.30.3"], 0),
     "ok-strix-halo": (["--example", "strix-halo"], 0),
     "ok-amd-image-old-driver": (["--gfx", "gfx942", "--driver", "6.1.0"], 0),
+    "ok-mxfp4-weight-only-on-gfx942": (["--gfx", "gfx942", "--driver", "30.30.3", "--quantization", "mxfp4"], 0),
 }
 
 # The "done when": each prints a chain starting with "Because", names sources, ends in hints.

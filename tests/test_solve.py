@@ -65,10 +65,33 @@ def test_fp8_on_gfx90a_is_unsupported_by_the_gate() -> None:
     assert "hardware FP8" in d.blockers[0].message
 
 
-def test_mxfp4_needs_gfx950() -> None:
-    assert decide("gfx942", driver="30.30.3", quantization="mxfp4").verdict == "unsupported"
+def test_mx_compute_needs_gfx950_but_mxfp4_weights_run_emulated() -> None:
+    # MXFP8 needs MX compute: gfx950 only.
+    assert decide("gfx942", driver="30.30.3", quantization="mxfp8").verdict == "unsupported"
     ok = decide("gfx950", driver="30.30.3", quantization="mxfp4")
     assert ok.verdict == "supported" and ok.plan is not None
+    assert "mxfp4-native" in codes(ok)
+    # vLLM's gpt-oss recipe lists MI300x/MI325x (gfx942) and Radeon AI PRO R9700 (gfx1201): weight-only.
+    for gfx in ("gfx942", "gfx1201"):
+        for quant in ("mxfp4", "gpt_oss_mxfp4"):
+            d = decide(gfx, driver="30.30.3", quantization=quant)
+            assert d.exit_code == 0 and d.plan is not None, (gfx, quant, d.verdict)
+            w = next(w for w in d.warnings if w.code == "mxfp4-emulated")
+            assert "recipes" in w.source and "MI300x" in w.source
+    # No source says gfx1100 runs MXFP4 at all.
+    d = decide("gfx1100", driver="30.30.3", quantization="mxfp4")
+    assert d.verdict == "unsupported" and [r.code for r in d.blockers] == ["mx-unsupported"]
+
+
+def test_mxfp4_support_is_a_sourced_fact_of_the_shipped_data() -> None:
+    from tests.conftest import LIVE_MATRIX
+
+    live = matrix.load_dir(LIVE_MATRIX)
+    gates = {g.name: g.features for g in live.gfx}
+    assert gates["gfx950"].mxfp4 == "native" and gates["gfx950"].mx
+    for gfx in ("gfx942", "gfx1201"):
+        assert gates[gfx].mxfp4 == "emulated" and not gates[gfx].mx
+        assert "GPT-OSS.md" in gates[gfx].mxfp4_source.source
 
 
 def test_fp8_on_gfx942_warns_about_fnuz() -> None:
