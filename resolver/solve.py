@@ -83,6 +83,11 @@ class Fix:
     kind: Literal["driver", "python", "os", "vllm", "quantization", "gfx", "data"]
     text: str
     host: bool
+    # The changed fact itself, for code that re-solves with the fix applied (never parse ``text``):
+    # driver -> the amdgpu series ("30.30"), python -> "3.12", os -> the glibc floor ("2.35").
+    value: str | None = None
+    # driver only: "upgrade", or "downgrade" when every driver that runs it is older than the host's.
+    direction: Literal["upgrade", "downgrade"] | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -105,6 +110,8 @@ class Warning:
     hint: str
     severity: Severity = "warning"
     source: str = ""
+    env: tuple[tuple[str, str], ...] = ()  # the environment the advice asks for, if any
+    applied_by_plan: bool = False  # the plan's own run command (`rocm-vllm image`) already sets ``env``
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -525,7 +532,7 @@ class MatrixProvider:
                     ),
                 ),
                 hint=self._driver_hint(cand.rocm, good),
-                fix=Fix(kind="driver", text=f"amdgpu driver {self._best_driver(cand.rocm, good)}.x", host=True) if good else None,
+                fix=self._driver_fix(cand.rocm, good) if good else None,
             ),
             warnings,
         )
@@ -548,17 +555,28 @@ class MatrixProvider:
             fix=None,
         )
 
-    def _best_driver(self, rocm: Version, good: list[DriverSeries]) -> str:
-        """The driver released with that ROCm series if AMD names one, else the newest that runs it."""
-        paired = [d for d in good if d.paired_rocm and series(Version(d.paired_rocm)) == series(rocm)]
-        return (paired[0] if paired else good[0]).series
+    def _best_driver(self, rocm: Version, good: list[DriverSeries]) -> tuple[str, Literal["upgrade", "downgrade"]]:
+        """The smallest move from the host's driver to one that runs ``rocm``: the oldest series
+        newer than the host's; only when none is newer, the newest older one (a downgrade)."""
+        here = _series_key(self.driver.series) if self.driver is not None else None
+        if here is None:
+            paired = [d for d in good if d.paired_rocm and series(Version(d.paired_rocm)) == series(rocm)]
+            return (paired[0] if paired else good[0]).series, "upgrade"
+        forward = [d for d in good if _series_key(d.series) > here]
+        if forward:
+            return min(forward, key=lambda d: _series_key(d.series)).series, "upgrade"
+        return max(good, key=lambda d: _series_key(d.series)).series, "downgrade"
+
+    def _driver_fix(self, rocm: Version, good: list[DriverSeries]) -> Fix:
+        best, direction = self._best_driver(rocm, good)
+        return Fix(kind="driver", text=f"amdgpu driver {best}.x", host=True, value=best, direction=direction)
 
     def _driver_hint(self, rocm: Version, good: list[DriverSeries]) -> str:
         if not good:
             return f"no amdgpu driver in AMD's table runs ROCm {series(rocm)}"
-        best = self._best_driver(rocm, good)
-        others = ", ".join(d.series + ".x" for d in good if d.series != best)
-        return f"upgrade the host's amdgpu driver to {best}.x" + (f" (also running ROCm {series(rocm)}: {others})" if others else "")
+        best, direction = self._best_driver(rocm, good)
+        others = ", ".join(d.series + ".x" for d in sorted(good, key=lambda d: _series_key(d.series)) if d.series != best)
+        return f"{direction} the host's amdgpu driver to {best}.x" + (f" (also running ROCm {series(rocm)}: {others})" if others else "")
 
     def _rocm_lists_gfx(self, cand: Candidate) -> list[Warning]:
         assert cand.rocm is not None
@@ -605,7 +623,7 @@ class MatrixProvider:
                         Fact(text="other Pythons fall back to the CUDA wheel", source="vllm-project/vllm#44660"),
                     ),
                     hint=f"use Python {wheel.python[0]} for the venv: `uv venv --python {wheel.python[0]}`",
-                    fix=Fix(kind="python", text=f"Python {wheel.python[0]}", host=True),
+                    fix=Fix(kind="python", text=f"Python {wheel.python[0]}", host=True, value=wheel.python[0]),
                 )
             )
         glibc, glibc_src = self.glibc()
@@ -628,7 +646,7 @@ class MatrixProvider:
                         Fact(text=f"{self.node.os or 'the host'} ships glibc {glibc}", source=glibc_src or "probe"),
                     ),
                     hint=f"use the container image instead, or a host OS with glibc >= {wheel.glibc_min} (Ubuntu 22.04 has 2.35)",
-                    fix=Fix(kind="os", text=f"a host OS with glibc >= {wheel.glibc_min}", host=True),
+                    fix=Fix(kind="os", text=f"a host OS with glibc >= {wheel.glibc_min}", host=True, value=str(wheel.glibc_min)),
                 )
             )
         if self.node.rocm_version and wheel.rocm is not None:
@@ -671,6 +689,11 @@ class MatrixProvider:
         return out
 
 
+def _series_key(value: str) -> tuple[int, ...]:
+    """ "30.30" -> (30, 30): driver series sort by number ("6.4" before "30.10")."""
+    return tuple(int(p) for p in value.split(".") if p.isdigit())
+
+
 def _window(user_space: Iterable[str]) -> str:
     items = sorted(user_space, key=lambda s: tuple(int(p) for p in s.split(".")))
     return f"{items[0]}-{items[-1]}" if len(items) > 1 else items[0]
@@ -710,13 +733,22 @@ def node_warnings(m: Matrix, node: Node, request: Request, plan: Evaluation | No
     quant = (request.quantization or "").lower()
     for t in targets:
         if t.features.aiter == "full" and (plan is None or plan.candidate.vllm >= Version("0.8.2")):
+            kind = plan.candidate.kind if plan is not None else None
+            by_image = kind == "image"
+            hint = {
+                "image": "set VLLM_ROCM_USE_AITER=1 (the run command from `rocm-vllm image` does)",
+                "wheel": "export VLLM_ROCM_USE_AITER=1 before `vllm serve`: nothing sets it for a wheel install",
+                "source": "pass -e VLLM_ROCM_USE_AITER=1 to `docker run` of the built image: the Dockerfile does not set it",
+            }.get(kind or "", "set VLLM_ROCM_USE_AITER=1 where vLLM runs")
             out.append(
                 Warning(
                     code="aiter-off-by-default",
                     severity="info",
                     message=f"AITER kernels are off by default in vLLM; on {t.name} they are much faster",
-                    hint="set VLLM_ROCM_USE_AITER=1 (the run command from `rocm-vllm image` does)",
+                    hint=hint,
                     source="vllm-project/vllm vllm/envs.py (VLLM_ROCM_USE_AITER default False); vllm-project/vllm#56945",
+                    env=(("VLLM_ROCM_USE_AITER", "1"),),
+                    applied_by_plan=by_image,
                 )
             )
         elif t.features.aiter == "triton-only":

@@ -30,8 +30,9 @@ def test_mi300x_done_when() -> None:
     assert plan["kind"] == "image" and plan["image"].startswith("vllm/vllm-openai-rocm:") and "gfx942" in plan["arch"]
     assert plan["env"] == {"VLLM_ROCM_USE_AITER": "1"}
     aiter = [w for w in data["warnings"] if w["code"] == "aiter-off-by-default"]
-    assert aiter and set(aiter[0]) == {"code", "message", "hint", "severity", "source"}
+    assert aiter and set(aiter[0]) == {"code", "message", "hint", "severity", "source", "env", "applied_by_plan"}
     assert "VLLM_ROCM_USE_AITER=1" in aiter[0]["hint"]
+    assert aiter[0]["env"] == {"VLLM_ROCM_USE_AITER": "1"} and aiter[0]["applied_by_plan"] is True
 
 
 def test_gfx906_done_when() -> None:
@@ -47,7 +48,7 @@ def test_old_driver_done_when() -> None:
     code, data = check_json("--gfx", "gfx942", "--driver", "6.1.3", "--vllm", ">=0.23,<0.25")
     assert code == 1 and data["verdict"] == "blocked_host_fix"
     fix = data["host_fix"]["fixes"][0]
-    assert "5.7-6.4" in fix["message"] and fix["fix"]["host"] and "30.30" in fix["fix"]["text"]
+    assert "5.7-6.4" in fix["message"] and fix["fix"]["host"] and fix["fix"]["value"] == "6.4" and fix["fix"]["direction"] == "upgrade"
 
 
 def test_fp8_gfx90a_done_when() -> None:

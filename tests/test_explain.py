@@ -103,7 +103,8 @@ def test_old_driver_names_fixes() -> None:
     _, text = explain("old-driver")
     flat = " ".join(text.split())
     assert "amdgpu 6.1.x supports ROCm user space 5.7-6.4" in flat
-    assert "upgrade the host's amdgpu driver to 30.30.x" in flat
+    # The smallest forward move that runs ROCm 7.2: 6.4.x (AMD's table: 6.4 runs user space 6.1-7.2).
+    assert "upgrade the host's amdgpu driver to 6.4.x" in flat
     assert "pick vLLM <= 0.10.1" in flat
     assert "rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909" in flat
 
@@ -146,7 +147,7 @@ def test_amd_image_success_explains_the_newer_images_it_skipped() -> None:
     flat = " ".join(text.split())
     assert "the 10 vllm/vllm-openai-rocm images" in flat
     assert "none of them runs on amdgpu 6.1.x" in flat
-    assert "hint: upgrade the host's amdgpu driver to 30.30.x" in flat
+    assert "hint: upgrade the host's amdgpu driver to 6.4.x" in flat
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

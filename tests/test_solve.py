@@ -54,8 +54,8 @@ def test_old_driver_blocks_new_vllm_and_names_window_and_fix() -> None:
     reason = d.host_fix.reasons[0]
     assert reason.code == "driver-window"
     assert "5.7-6.4" in reason.message
-    assert reason.fix is not None and reason.fix.host and "30.30" in reason.fix.text
-    assert "upgrade the host's amdgpu driver to 30.30.x" in reason.hint
+    assert reason.fix is not None and reason.fix.host and reason.fix.value == "6.4" and reason.fix.direction == "upgrade"
+    assert "upgrade the host's amdgpu driver to 6.4.x" in reason.hint
 
 
 def test_fp8_on_gfx90a_is_unsupported_by_the_gate() -> None:
