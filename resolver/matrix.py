@@ -251,11 +251,17 @@ def _driver(rec: Record) -> DriverSeries:
         parts = field_value.split(".")
         if len(parts) != 2 or not all(p.isdigit() for p in parts):
             raise rec.fail("series/user_space", f"{field_value!r} is not a MAJOR.MINOR series")
+    modules = rec.strings("module_versions")
+    modules_source = rec.opt_text("module_versions_source") or ""
+    if modules and not modules_source:
+        raise rec.fail("module_versions_source", "is required with module_versions (where AMD pairs them)")
     return DriverSeries(
         series=series,
         user_space=user_space,
         paired_rocm=rec.opt_text("paired_rocm"),
         provenance=rec.provenance(),
+        module_versions=modules,
+        module_versions_source=modules_source,
     )
 
 

@@ -102,6 +102,10 @@ class DriverSeries:
     user_space: tuple[str, ...]  # ROCm series: "6.3", "7.2", "7.14", "10.0"
     paired_rocm: str | None  # the ROCm release it shipped with, where AMD says
     provenance: Provenance
+    # amdgpu kernel module versions (/sys/module/amdgpu/version) AMD's data pairs with this
+    # release, with their own source; the probe maps a module version only through these.
+    module_versions: tuple[str, ...] = ()
+    module_versions_source: str = ""
 
     def runs(self, rocm: Version) -> bool:
         return f"{rocm.major}.{rocm.minor}" in self.user_space
@@ -354,6 +358,10 @@ class Matrix:
 
     def driver(self, series: str) -> DriverSeries | None:
         return next((d for d in self.drivers if d.series == series), None)
+
+    def driver_for_module(self, module_version: str) -> DriverSeries | None:
+        """The release AMD's data pairs a kernel module version with, if any does."""
+        return next((d for d in self.drivers if module_version in d.module_versions), None)
 
     def drivers_running(self, rocm: Version) -> tuple[DriverSeries, ...]:
         """Driver series whose user-space window holds ``rocm``, newest first."""
