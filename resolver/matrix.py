@@ -35,6 +35,7 @@ from resolver.model import (
     FeatureGates,
     GfxTarget,
     GpuProduct,
+    KernelFloor,
     Matrix,
     OsRelease,
     OsRestriction,
@@ -329,7 +330,17 @@ def _gfx(rec: Record) -> GfxTarget:
         override_target=rec.opt_text("override_target"),
         env=tuple(env),
         provenance=rec.provenance(),
+        kernel_floors=tuple(_kernel_floor(k, rec) for k in rec.tables("kernel_floor")),
+        unified_memory_source=rec.opt_text("unified_memory_source") or "",
     )
+
+
+def _kernel_floor(rec: Record, parent: Record) -> KernelFloor:
+    floor = rec.text("min_kernel")
+    parts = floor.split(".")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        raise rec.fail("min_kernel", f"{floor!r} is not a MAJOR.MINOR kernel version")
+    return KernelFloor(os=rec.text("os"), min_kernel=floor, flavour=rec.opt_text("flavour") or floor, provenance=rec.sub_provenance(parent))
 
 
 def _pins(rec: Record) -> tuple[ComponentPin, ...]:

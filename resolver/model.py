@@ -141,6 +141,16 @@ class FeatureGates:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class KernelFloor:
+    """AMD supports this GPU on ``os`` (an os id, e.g. "ubuntu-24.04") from kernel ``min_kernel`` on."""
+
+    os: str
+    min_kernel: str  # MAJOR.MINOR, e.g. "6.17"
+    flavour: str  # how AMD names the kernel: "OEM 6.17", "GA 7.0"
+    provenance: Provenance
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class GfxTarget:
     name: str
     arch: str  # "CDNA3", "RDNA4", ...
@@ -153,6 +163,11 @@ class GfxTarget:
     override_target: str | None  # the gfx that override makes the runtime load
     env: tuple[tuple[str, str], ...]  # recommended serving env for this target
     provenance: Provenance
+    # Linux releases AMD documents for this GPU with their kernel floor (APUs run the inbox
+    # driver, so the kernel is the driver); empty where the data has no such statement.
+    kernel_floors: tuple[KernelFloor, ...] = ()
+    # Where AMD says how an APU's GPU memory (GTT over system RAM) is sized; "" for discrete GPUs.
+    unified_memory_source: str = ""
 
 
 # A ref that names one state of a repository: a commit (7-40 hex) or a release-like tag

@@ -243,3 +243,29 @@ def test_gpu_footnotes_intersect_and_reach_rocm_7_2() -> None:
     # 7.1.0's footnotes together leave neither Rocky 9 nor Debian 12 for gfx950.
     allowed = older.message.split(" only on ")[1].split(";")[0]
     assert "rocky-9" not in allowed and "debian-12" not in allowed and "ubuntu-24.04.3" in allowed
+
+
+def test_strix_halo_kernel_floor_and_unified_memory() -> None:
+    """issue 11, item 10: AMD documents Ryzen AI Max (gfx1151) on Ubuntu 24.04.4 with the OEM 6.17 kernel
+    and on Ubuntu 26.04 (7.0); the node's kernel is checked against it, and APUs get GTT sizing advice."""
+    def node(os: str | None, kernel: str | None) -> Node:
+        from dataclasses import replace
+
+        return replace(from_flags(gfx="gfx1151", gpus=None, driver=None, os=os, rocm=None, python="3.12"), kernel=kernel)
+
+    old = solve(M, node("ubuntu-24.04", "6.8.0-45-generic"), Request())
+    w = next(w for w in old.warnings if w.code == "kernel-too-old")
+    assert w.severity == "warning" and "OEM 6.17" in w.message and "os-support.yaml" in w.source
+    assert old.verdict == "supported_with_warnings"
+    ok = solve(M, node("ubuntu-24.04", "6.17.0-1008-oem"), Request())
+    assert "kernel-too-old" not in codes(ok)
+    assert "kernel-too-old" not in codes(solve(M, node("ubuntu-26.04", "7.0.0-10-generic"), Request()))
+    other = solve(M, node("rhel-9.4", "5.14.0-427.el9.x86_64"), Request())
+    assert "os-unlisted-for-gpu" in codes(other)
+    unknown = solve(M, node("ubuntu-24.04", None), Request())
+    assert "kernel-floor-unchecked" in codes(unknown)
+    apu = next(w for w in old.warnings if w.code == "apu-unified-memory")
+    assert "GTT" in apu.message and "strixhalo" in apu.source
+    # A discrete GPU gets neither.
+    mi300 = decide("gfx942", driver="30.30.3", os="ubuntu-24.04")
+    assert not codes(mi300) & {"kernel-too-old", "apu-unified-memory", "kernel-floor-unchecked"}
