@@ -258,7 +258,8 @@ def _driver(rec: Record) -> DriverSeries:
         raise rec.fail("module_versions_source", "is required with module_versions (where AMD pairs them)")
     return DriverSeries(
         series=series,
-        user_space=user_space,
+        # By number, so every window prints in order: "7.11" before "10.0", never "10.0, 7.11".
+        user_space=tuple(sorted(user_space, key=lambda v: tuple(int(p) for p in v.split(".")))),
         paired_rocm=rec.opt_text("paired_rocm"),
         provenance=rec.provenance(),
         module_versions=modules,

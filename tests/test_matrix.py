@@ -317,3 +317,14 @@ def test_the_compiled_matrix_key_covers_every_data_file() -> None:
 
     shipped = {p.name for p in resources.matrix_dir().glob("*.toml")}
     assert shipped == set(resources.MATRIX_FILES)
+
+
+def test_driver_windows_are_sorted_by_version() -> None:
+    """issue 11, item 15: "7.11" prints before "10.0" (the frozen 30.20 row lists 7.11 last)."""
+    for d in matrix.load().drivers:
+        assert list(d.user_space) == sorted(d.user_space, key=Version), d.series
+    from .helpers import run_cli
+
+    shown = run_cli("matrix", "show", "drivers").stdout
+    row = next(line for line in shown.splitlines() if line.startswith("30.20.x"))
+    assert row.index("7.11") < row.index("10.0")

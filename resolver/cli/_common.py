@@ -19,8 +19,37 @@ R = TypeVar("R")
 
 NODE_PANEL = "Node (default: probe this machine)"
 
+
+def complete_gfx(incomplete: str) -> list[str]:
+    """Shell completion for --gfx: the gfx targets the data knows; after a comma, the next one."""
+    from resolver import matrix
+
+    done, _, last = incomplete.rpartition(",")
+    prefix = f"{done}," if done else ""
+    return [prefix + g.name for g in sorted(matrix.load().gfx, key=lambda g: g.name) if g.name.startswith(last)]
+
+
+def complete_example(incomplete: str) -> list[str]:
+    """Shell completion for --example: the embedded example nodes."""
+    from resolver import matrix
+
+    return [e.name for e in matrix.load().examples if e.name.startswith(incomplete)]
+
+
+def completer(*values: str) -> Callable[[str], list[str]]:
+    """Shell completion for an option with a fixed set of values (--format)."""
+
+    def complete(incomplete: str) -> list[str]:
+        return [v for v in values if v.startswith(incomplete)]
+
+    return complete
+
+
 GfxOpt = Annotated[
-    str | None, typer.Option("--gfx", help="gfx target(s), comma-separated: gfx942 or gfx942,gfx950.", rich_help_panel=NODE_PANEL)
+    str | None,
+    typer.Option(
+        "--gfx", help="gfx target(s), comma-separated: gfx942 or gfx942,gfx950.", rich_help_panel=NODE_PANEL, autocompletion=complete_gfx
+    ),
 ]
 GpusOpt = Annotated[int | None, typer.Option("--gpus", help="Number of GPUs vLLM may use.", rich_help_panel=NODE_PANEL)]
 DriverOpt = Annotated[
@@ -36,7 +65,13 @@ RocminfoOpt = Annotated[
     Path | None, typer.Option("--rocminfo", help="A saved `rocminfo` output.", rich_help_panel=NODE_PANEL)
 ]
 ExampleOpt = Annotated[
-    str | None, typer.Option("--example", help="An embedded example node (see `rocm-vllm matrix show nodes`).", rich_help_panel=NODE_PANEL)
+    str | None,
+    typer.Option(
+        "--example",
+        help="An embedded example node (see `rocm-vllm matrix show nodes`).",
+        rich_help_panel=NODE_PANEL,
+        autocompletion=complete_example,
+    ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output (stable schema, see docs/).")]
 

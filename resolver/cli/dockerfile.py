@@ -116,7 +116,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             df.write_atomic(output, text)
             typer.echo(f"wrote {output}", err=True)
         if json_out:
-            data = plan.to_json()
+            data = {"schema_version": 1, **plan.to_json()}
             data["output"] = str(output) if output is not None else None
             data["tag"] = image_tag if build else None
             emit_json(data)

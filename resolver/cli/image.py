@@ -17,6 +17,7 @@ from resolver.cli._common import (
     PythonOpt,
     RocminfoOpt,
     RocmOpt,
+    completer,
     emit_json,
     handle_errors,
     resolve_node,
@@ -79,7 +80,8 @@ def image(
         ),
     ] = False,
     fmt: Annotated[
-        str, typer.Option("--format", help="docker, podman or compose.", rich_help_panel=RUN_PANEL)
+        str,
+        typer.Option("--format", help="docker, podman or compose.", rich_help_panel=RUN_PANEL, autocompletion=completer("docker", "podman", "compose")),
     ] = "docker",
     port: Annotated[
         int,

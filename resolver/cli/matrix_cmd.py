@@ -6,9 +6,10 @@ from typing import Annotated, Any
 
 import typer
 
-from resolver.cli._common import JsonOpt, emit_json, handle_errors
+from resolver.cli._common import JsonOpt, completer, emit_json, handle_errors
 
 TABLES = ("rocm", "drivers", "gfx", "vllm", "wheels", "images", "nodes", "os")
+SCHEMA_VERSION = 1  # of every `matrix ... --json` document
 
 
 def _rows(m: Any, table: str) -> tuple[list[str], list[list[str]], list[dict[str, Any]]]:
@@ -122,7 +123,7 @@ def _add_origin(table: str, header: list[str], rows: list[list[str]], data: list
 
 @handle_errors
 def show(
-    table: Annotated[str, typer.Argument(help=f"One of: {', '.join(TABLES)}.")],
+    table: Annotated[str, typer.Argument(help=f"One of: {', '.join(TABLES)}.", autocompletion=completer(*TABLES))],
     json_out: JsonOpt = False,
     origin: Annotated[bool, typer.Option("--origin", help="Say which facts came from a refresh, from where and when.")] = False,
 ) -> None:
@@ -136,29 +137,40 @@ def show(
     if origin:
         _add_origin(table, header, rows, data)
     if json_out:
-        emit_json(data)
+        emit_json({"schema_version": SCHEMA_VERSION, "table": table, "records": data})
     else:
         typer.echo(format_table(header, rows), nl=False)
 
 
 @handle_errors
 def validate(json_out: JsonOpt = False) -> None:
-    """Load every data file and check its invariants (exit 3 names the broken record)."""
-    from resolver import matrix, resources
+    """Load every data file and check its invariants (exit 3 names the broken record). When a
+    refreshed-data overlay is active, the data with it laid over is checked too, and said so."""
+    from resolver import matrix, overlay, resources
 
     m = matrix.load_dir(resources.matrix_dir())
     counts = {"rocm": len(m.rocm), "os": len(m.os), "drivers": len(m.drivers), "gfx": len(m.gfx), "vllm": len(m.vllm),
               "wheels": len(m.wheels), "images": len(m.images), "nodes": len(m.examples)}
+    layer = overlay.read() if overlay.stamp() is not None else {}
+    laid = {file: len(records) for file, records in layer.items() if records}
+    active = bool(laid)
+    if active:
+        matrix.load()  # the data every command uses: embedded plus overlay, checked the same way
+    info = {"active": active, "path": str(overlay.overlay_path()) if active else None, "records": laid}
     if json_out:
-        emit_json({"valid": True, "directory": str(resources.matrix_dir()), "records": counts})
+        emit_json({"schema_version": SCHEMA_VERSION, "valid": True, "directory": str(resources.matrix_dir()),
+                   "records": counts, "overlay": info})
     else:
         typer.echo(f"ok: {sum(counts.values())} records in {resources.matrix_dir()} (" +
                    ", ".join(f"{k} {v}" for k, v in counts.items()) + ")")
+        if active:
+            typer.echo(f"overlay active: {overlay.overlay_path()} lays {sum(laid.values())} refreshed record(s) over it "
+                       f"({', '.join(f'{k} {v}' for k, v in laid.items())}); every command uses them, and they check out")
 
 
 @handle_errors
 def graph(
-    fmt: Annotated[str, typer.Option("--format", help="json or dot.")] = "json",
+    fmt: Annotated[str, typer.Option("--format", help="json or dot.", autocompletion=completer("json", "dot"))] = "json",
 ) -> None:
     """The compatibility graph built from the data (networkx), as JSON or Graphviz DOT."""
     from resolver import graph as graph_mod
@@ -169,7 +181,7 @@ def graph(
         raise UsageError(f"--format {fmt!r} is not supported", hint="use --format json or --format dot")
     g = graph_mod.build(matrix.load())
     if fmt == "json":
-        emit_json(graph_mod.to_json(g))
+        emit_json({"schema_version": SCHEMA_VERSION, **graph_mod.to_json(g)})
     else:
         typer.echo(graph_mod.to_dot(g), nl=False)
 
