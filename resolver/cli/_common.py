@@ -151,3 +151,19 @@ def emit_json(data: Any) -> None:
 
 def use_color() -> bool:
     return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+DEFAULT_WIDTH = 100
+
+
+def terminal_width() -> int:
+    """Where prose wraps: COLUMNS when set, else the terminal's width when stdout is one, else 100.
+    Commands are never wrapped, whatever this says."""
+    import shutil
+
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return max(int(columns), 40)
+    if sys.stdout.isatty():
+        return max(shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns, 40)
+    return DEFAULT_WIDTH
