@@ -215,7 +215,7 @@ def test_rich_never_wraps_commands_on_a_narrow_terminal() -> None:
     from rich.console import Console
 
     for name in ("old-driver", "wheel-old-glibc", "ok-mi300x-x8", "no-driver-info"):
-        code, data = run("check", *CASES[name][0], "--json")
+        _, data = run("check", *CASES[name][0], "--json")
         d = Derivation.from_json(json.loads(data)["derivation"])
         out = io.StringIO()
         render_rich(d, Console(file=out, width=60, force_terminal=False, color_system=None, highlight=False, soft_wrap=False))
