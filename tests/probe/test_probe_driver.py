@@ -112,3 +112,12 @@ def test_probe_json_with_driver_facts_validates(tmp_path: Path) -> None:
     node = probe_live(root=_gpu_root(tmp_path, "6.16.6"), env={"PATH": str(bin_dir)}, check_access=False)
     schema = json.loads((Path(__file__).parents[2] / "docs/probe.schema.json").read_text())
     jsonschema.validate(json.loads(json.dumps(node.to_json())), schema)
+
+
+def test_probe_text_says_which_source_named_the_release(tmp_path: Path) -> None:
+    from resolver.cli.probe import render
+
+    bin_dir = tmp_path / "bin"
+    _tool(bin_dir, "dpkg-query", "1:6.16.6.30300000-2238411.24.04")
+    node = probe_live(root=_gpu_root(tmp_path, "6.16.6"), env={"PATH": str(bin_dir)}, check_access=False)
+    assert "30.30.0 (from amdgpu-dkms package (dpkg-query))" in render(node)
