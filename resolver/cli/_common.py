@@ -20,20 +20,29 @@ R = TypeVar("R")
 NODE_PANEL = "Node (default: probe this machine)"
 
 
-def complete_gfx(incomplete: str) -> list[str]:
-    """Shell completion for --gfx: the gfx targets the data knows; after a comma, the next one."""
+def _matrix_or_none() -> Any:
+    """The data for completion; None when it cannot be loaded (completion then offers nothing)."""
     from resolver import matrix
 
+    try:
+        return matrix.load()
+    except ResolverError:
+        return None
+
+
+def complete_gfx(incomplete: str) -> list[str]:
+    """Shell completion for --gfx: the gfx targets the data knows; after a comma, the next one."""
+    m = _matrix_or_none()
     done, _, last = incomplete.rpartition(",")
     prefix = f"{done}," if done else ""
-    return [prefix + g.name for g in sorted(matrix.load().gfx, key=lambda g: g.name) if g.name.startswith(last)]
+    names = sorted(g.name for g in m.gfx) if m is not None else []
+    return [prefix + name for name in names if name.startswith(last)]
 
 
 def complete_example(incomplete: str) -> list[str]:
     """Shell completion for --example: the embedded example nodes."""
-    from resolver import matrix
-
-    return [e.name for e in matrix.load().examples if e.name.startswith(incomplete)]
+    m = _matrix_or_none()
+    return [e.name for e in m.examples if e.name.startswith(incomplete)] if m is not None else []
 
 
 def completer(*values: str) -> Callable[[str], list[str]]:
