@@ -534,7 +534,7 @@ def _gate_step(ctx: _Context, b: _Builder, reasons: Sequence[Reason]) -> int:
         has = f"has hardware FP8 ({g.fp8_format})" if g.fp8 else "has no hardware FP8"
         mx = " and MX formats" if g.mx else (" but no MX formats" if g.fp8 else " and no MX formats")
         premises.append(Premise(text=f"{name} ({t.arch}) {has}{mx}", sources=(g.provenance.source,), confidence=g.provenance.confidence))
-    premises.append(Premise(text=_gate_premise(reasons), sources=(), confidence="exact"))
+    premises.append(Premise(text=_gate_premise(reasons, (ctx.request.quantization or "").lower()), sources=(), confidence="exact"))
     things = []
     if ctx.request.quantization and any(r.code in ("fp8-unsupported", "mx-unsupported") for r in reasons):
         things.append(f"{ctx.request.quantization} quantization")
@@ -547,11 +547,13 @@ def _gate_step(ctx: _Context, b: _Builder, reasons: Sequence[Reason]) -> int:
     )
 
 
-def _gate_premise(reasons: Sequence[Reason]) -> str:
+def _gate_premise(reasons: Sequence[Reason], quant: str = "") -> str:
     needs = []
     for r in sorted(reasons, key=lambda r: r.code):
         if r.code == "fp8-unsupported":
             needs.append("FP8 quantization needs hardware FP8")
+        elif r.code == "mx-unsupported" and quant in MXFP4_QUANT:
+            needs.append("MXFP4 needs MX compute (a gfx950-class GPU) or a source saying vLLM runs it weight-only on the GPU")
         elif r.code == "mx-unsupported":
             needs.append("MX (microscaling) formats need a gfx950-class GPU")
         elif r.code == "kv-fp8-unsupported":

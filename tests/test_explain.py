@@ -34,6 +34,7 @@ CASES: dict[str, tuple[list[str], int]] = {
     "gfx1031-override-hint": (["--gfx", "gfx1031"], 1),
     "fp8-on-gfx90a": (["--gfx", "gfx90a", "--quantization", "fp8"], 1),
     "mxfp8-on-gfx942": (["--gfx", "gfx942", "--quantization", "mxfp8"], 1),
+    "mxfp4-on-gfx1100": (["--gfx", "gfx1100", "--quantization", "mxfp4"], 1),
     "kv-fp8-on-gfx1100": (["--gfx", "gfx1100", "--kv-cache-dtype", "fp8"], 1),
     "wheel-old-glibc": (["--gfx", "gfx942", "--prefer", "wheel", "--os", "rhel-8.10"], 0),
     "wheel-wrong-python": (["--gfx", "gfx942", "--python", "3.11", "--prefer", "wheel"], 0),
