@@ -207,3 +207,12 @@ def test_aiter_note_is_worded_by_plan_kind() -> None:
     image = solve(M, from_flags(gfx="gfx942", gpus=None, driver="30.30.3", os=None, rocm=None, python=None), Request())
     note = next(w for w in image.warnings if w.code == "aiter-off-by-default")
     assert image.plan is not None and image.plan.candidate.kind == "image" and note.applied_by_plan
+
+
+def test_driver_hint_says_downgrade_only_when_nothing_newer_runs_it() -> None:
+    # amdgpu 31.50 runs ROCm 7.0-10.0; vLLM 0.10.1 exists only on ROCm 6.4: every driver that runs
+    # it is older, so the nearest one (30.30) is a downgrade, and the hint says so.
+    d = decide("gfx942", driver="31.50.0", vllm="==0.10.1")
+    driver = next(h for h in d.hints if h.kind == "driver")
+    assert driver.text.startswith("downgrade the host's amdgpu driver to 30.30.x"), driver.text
+    assert dict(driver.changes) == {"driver": "30.30"}
