@@ -32,17 +32,22 @@ def _rows(m: Any, table: str) -> tuple[list[str], list[list[str]], list[dict[str
         recs = m.drivers
         rows = [[d.series + ".x", ", ".join(d.user_space), d.paired_rocm or "-", conf(d.provenance)] for d in recs]
         data = [{"series": d.series, "user_space": list(d.user_space), "paired_rocm": d.paired_rocm,
+                 "module_versions": list(d.module_versions), "module_versions_source": d.module_versions_source or None,
                  "source": src(d.provenance), "confidence": conf(d.provenance)} for d in recs]
     elif table == "gfx":
-        header = ["gfx", "arch", "vllm", "aiter", "fp8", "mx", "products"]
+        header = ["gfx", "arch", "vllm", "aiter", "fp8", "mx", "mxfp4", "products"]
         recs = m.gfx
         rows = [[t.name, t.arch, t.vllm_status, t.features.aiter,
-                 (t.features.fp8_format or "yes") if t.features.fp8 else "no", "yes" if t.features.mx else "no",
+                 (t.features.fp8_format or "yes") if t.features.fp8 else "no", "yes" if t.features.mx else "no", t.features.mxfp4,
                  "; ".join(dict.fromkeys(p.name for p in t.products))[:70]] for t in recs]
         data = [{"name": t.name, "arch": t.arch, "families": list(t.families), "vllm_status": t.vllm_status,
                  "vllm_note": t.vllm_note, "override": t.override,
                  "features": {"aiter": t.features.aiter, "fp8": t.features.fp8, "fp8_format": t.features.fp8_format,
-                              "mx": t.features.mx, "custom_allreduce": t.features.custom_allreduce},
+                              "mx": t.features.mx, "custom_allreduce": t.features.custom_allreduce,
+                              "mxfp4": t.features.mxfp4, "mxfp4_source": t.features.mxfp4_source.source},
+                 "kernel_floors": [{"os": f.os, "min_kernel": f.min_kernel, "flavour": f.flavour, "source": f.provenance.source}
+                                   for f in t.kernel_floors],
+                 "unified_memory_source": t.unified_memory_source or None,
                  "products": [{"name": p.name, "family": p.family, "pci_device_id": p.pci_device_id,
                                "pci_revision": p.pci_revision, "first_rocm": p.first_rocm} for p in t.products],
                  "env": dict(t.env), "source": src(t.provenance), "confidence": conf(t.provenance)} for t in recs]
