@@ -21,7 +21,7 @@ from packaging.version import Version
 from resolver.errors import InputError, ResolverError
 from resolver.model import CONFIDENCES, Matrix
 from resolver.node import Node
-from resolver.solve import Decision, Evaluation, Fact, Reason, Request, rank, solve
+from resolver.solve import MXFP4_QUANT, Decision, Evaluation, Fact, Reason, Request, rank, solve
 from resolver.versions import driver_series, series
 
 DERIVATION_VERSION = 1
@@ -76,6 +76,10 @@ class Hint:
     text: str
     unofficial: bool = False
     command: str | None = None
+    # Host hints: the node facts the hint changes, e.g. (("driver", "31.40"),), and the plan that
+    # solving again with all of them gave (a hint is printed only when that plan exists).
+    changes: tuple[tuple[str, str], ...] = ()
+    then: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -157,7 +161,10 @@ class Derivation:
                 "override": self.plan.override,
                 "commands": list(self.plan.commands),
             },
-            "hints": [{"kind": h.kind, "text": h.text, "unofficial": h.unofficial, "command": h.command} for h in self.hints],
+            "hints": [
+                {"kind": h.kind, "text": h.text, "unofficial": h.unofficial, "command": h.command, "changes": dict(h.changes), "then": h.then}
+                for h in self.hints
+            ],
             "notes": [{"severity": n.severity, "message": n.message, "hint": n.hint, "source": n.source} for n in self.notes],
             "alternatives": list(self.alternatives),
             "sources": self.sources(),
@@ -205,7 +212,14 @@ class Derivation:
                     commands=tuple(map(str, plan["commands"])),
                 ),
                 hints=tuple(
-                    Hint(kind=str(h["kind"]), text=str(h["text"]), unofficial=bool(h["unofficial"]), command=h["command"])
+                    Hint(
+                        kind=str(h["kind"]),
+                        text=str(h["text"]),
+                        unofficial=bool(h["unofficial"]),
+                        command=h["command"],
+                        changes=tuple((str(k), str(v)) for k, v in dict(h.get("changes") or {}).items()),
+                        then=None if h.get("then") is None else str(h["then"]),
+                    )
                     for h in data["hints"]
                 ),
                 notes=tuple(
@@ -522,7 +536,7 @@ def _gate_step(ctx: _Context, b: _Builder, reasons: Sequence[Reason]) -> int:
         has = f"has hardware FP8 ({g.fp8_format})" if g.fp8 else "has no hardware FP8"
         mx = " and MX formats" if g.mx else (" but no MX formats" if g.fp8 else " and no MX formats")
         premises.append(Premise(text=f"{name} ({t.arch}) {has}{mx}", sources=(g.provenance.source,), confidence=g.provenance.confidence))
-    premises.append(Premise(text=_gate_premise(reasons), sources=(), confidence="exact"))
+    premises.append(Premise(text=_gate_premise(reasons, (ctx.request.quantization or "").lower()), sources=(), confidence="exact"))
     things = []
     if ctx.request.quantization and any(r.code in ("fp8-unsupported", "mx-unsupported") for r in reasons):
         things.append(f"{ctx.request.quantization} quantization")
@@ -535,11 +549,13 @@ def _gate_step(ctx: _Context, b: _Builder, reasons: Sequence[Reason]) -> int:
     )
 
 
-def _gate_premise(reasons: Sequence[Reason]) -> str:
+def _gate_premise(reasons: Sequence[Reason], quant: str = "") -> str:
     needs = []
     for r in sorted(reasons, key=lambda r: r.code):
         if r.code == "fp8-unsupported":
             needs.append("FP8 quantization needs hardware FP8")
+        elif r.code == "mx-unsupported" and quant in MXFP4_QUANT:
+            needs.append("MXFP4 needs MX compute (a gfx950-class GPU) or a source saying vLLM runs it weight-only on the GPU")
         elif r.code == "mx-unsupported":
             needs.append("MX (microscaling) formats need a gfx950-class GPU")
         elif r.code == "kv-fp8-unsupported":
@@ -629,6 +645,18 @@ def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
                         confidence=t.features.provenance.confidence,
                     )
                 )
+    if (ctx.request.quantization or "").lower() in MXFP4_QUANT:
+        for name in ctx.node.gfx_targets:
+            t = ctx.m.gfx_target(name)
+            if t is not None and t.features.mxfp4 == "emulated":
+                src = t.features.mxfp4_source
+                premises.append(
+                    Premise(
+                        text=f"vLLM runs MXFP4 checkpoints on {name} weight-only (dequantized; {name} has no MX compute)",
+                        sources=(src.source,),
+                        confidence=src.confidence,
+                    )
+                )
     verb = "runs, unofficially," if ev.unofficial else "runs"
     return premises, f"{c.label} {verb} on this node{hedge}"
 
@@ -683,21 +711,12 @@ def _apply_fixes(ctx: _Context, reasons: Sequence[Reason]) -> tuple[Node, Reques
         fix = r.fix
         if fix is None:
             return None
-        if fix.kind == "driver":
-            m = re.search(r"(\d+\.\d+)\.x", fix.text)
-            if m is None:
-                return None
-            node = replace(node, driver_version=f"{m.group(1)}.0")
-        elif fix.kind == "python":
-            m = re.search(r"Python (\d+\.\d+)", fix.text)
-            if m is None:
-                return None
-            node = replace(node, python=m.group(1))
-        elif fix.kind == "os":
-            m = re.search(r"glibc >= ([\d.]+)", fix.text)
-            if m is None:
-                return None
-            node = replace(node, glibc=m.group(1))
+        if fix.kind == "driver" and fix.value:
+            node = replace(node, driver_version=f"{fix.value}.0")
+        elif fix.kind == "python" and fix.value:
+            node = replace(node, python=fix.value)
+        elif fix.kind == "os" and fix.value:
+            node = replace(node, glibc=fix.value)
         elif fix.kind == "quantization":
             request = replace(request, quantization=None, kv_cache_dtype=None)
         else:
@@ -720,31 +739,35 @@ def _hints(ctx: _Context, plan: Evaluation | None, better: Sequence[Evaluation])
             hints.append(h)
             seen_kinds.add(h.kind)
 
-    # 1. Host changes that open a better path than today's (driver, Python, glibc), checked by solving again.
-    for e in better:
-        if not e.host_fixable:
-            continue
-        applied = _apply_fixes(ctx, e.reasons)
+    # 1. Host changes that open a better path than today's (driver, Python, glibc). Each hint is the
+    # change re-solved: one fix alone where it is enough, else the fixes together.
+    def opens(reasons: Sequence[Reason]) -> tuple[Node, Evaluation] | None:
+        applied = _apply_fixes(ctx, reasons)
         if applied is None:
-            continue
+            return None
         again = _ok_plan(_resolve(ctx, *applied))
         if again is None or (plan is not None and not rank(again, ctx.request.prefer) < rank(plan, ctx.request.prefer)):
+            return None
+        return applied[0], again
+
+    # The best release first, and of it the stack whose ROCm asks the smallest host change (v0.33.0
+    # on amdgpu 6.1: its rocm72 image needs 6.4, its default rocm100 one 30.10).
+    fixable = [e for e in better if e.host_fixable]
+    top = [e for e in fixable if fixable and e.candidate.vllm == fixable[0].candidate.vllm]
+    top.sort(key=lambda e: e.candidate.rocm or Version("0"))
+    for e in [*top, *(e for e in better if e not in top)]:
+        if not e.host_fixable:
             continue
-        for r in e.reasons:
-            assert r.fix is not None
-            kind = r.fix.kind
-            if kind in seen_kinds:
-                continue
-            if kind == "driver":
-                text = f"{r.hint.split(' (')[0]}: then {_then(again)} fits"
-                paired = ctx.m.driver(driver_series(applied[0].driver_version or ""))
-                if paired is not None and paired.paired_rocm:
-                    text = f"{r.hint.split(' (')[0]} (AMD released it with ROCm {paired.paired_rocm}): then {_then(again)} fits"
-                add(Hint(kind="driver", text=text))
-            elif kind == "python":
-                add(Hint(kind="python", text=f"use {r.fix.text} for the venv: then {_then(again)} installs", command=f"uv venv --python {applied[0].python}"))
-            elif kind == "os":
-                add(Hint(kind="os", text=f"use {r.fix.text} (Ubuntu 22.04 has 2.35): then {_then(again)} loads"))
+        together = opens(e.reasons)
+        if together is None:
+            continue
+        fixes = [r for r in e.reasons if r.fix is not None and r.fix.kind not in seen_kinds]
+        alone = [(r, opened) for r in fixes if (opened := opens([r])) is not None]
+        if alone:
+            for r, (fixed, unlocked) in alone:
+                add(_host_hint(ctx, [r], fixed, unlocked))
+        elif fixes:
+            add(_host_hint(ctx, fixes, *together))
         if {"driver", "python", "os"} & seen_kinds:
             break
 
@@ -822,6 +845,43 @@ def _hints(ctx: _Context, plan: Evaluation | None, better: Sequence[Evaluation])
             if any(h.kind == "other" for h in hints):
                 break
     return sorted(hints, key=lambda h: HINT_ORDER.index(h.kind) if h.kind in HINT_ORDER else len(HINT_ORDER))
+
+
+def _host_hint(ctx: _Context, reasons: Sequence[Reason], node: Node, again: Evaluation) -> Hint:
+    """One hint for host changes that, applied together, were re-solved to open ``again``."""
+    parts: list[str] = []
+    kinds: list[str] = []
+    command: str | None = None
+    verbs: list[str] = []
+    changes: list[tuple[str, str]] = []
+    for r in reasons:
+        fix = r.fix
+        assert fix is not None
+        kinds.append(fix.kind)
+        if fix.value:
+            changes.append((fix.kind, fix.value))
+        if fix.kind == "driver":
+            part = f"{fix.direction or 'upgrade'} the host's amdgpu driver to {fix.value}.x"
+            paired = ctx.m.driver(driver_series(node.driver_version or ""))
+            if paired is not None and paired.paired_rocm:
+                part += f" (AMD released it with ROCm {paired.paired_rocm})"
+            parts.append(part)
+            verbs.append("fits")
+        elif fix.kind == "python":
+            parts.append(f"use {fix.text} for the venv")
+            command = f"uv venv --python {node.python}"
+            verbs.append("installs")
+        elif fix.kind == "os":
+            parts.append(f"use {fix.text} (Ubuntu 22.04 has 2.35)")
+            verbs.append("loads")
+        else:
+            parts.append(fix.text)
+    kind = max(kinds, key=lambda k: HINT_ORDER.index(k) if k in HINT_ORDER else len(HINT_ORDER))
+    lead = _join(parts)
+    if len(parts) > 1:
+        lead += " (each alone is not enough)"
+    verb = " and ".join(dict.fromkeys(verbs)) or "fits"
+    return Hint(kind=kind, text=f"{lead}: then {_then(again)} {verb}", command=command, changes=tuple(changes), then=again.candidate.label)
 
 
 def _node_flags(node: Node) -> str:

@@ -8,6 +8,7 @@ same content for a terminal (rich is imported only there). Pure string building:
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections import Counter
 from typing import TYPE_CHECKING, Any
@@ -34,11 +35,20 @@ _STYLE = {
 }
 
 
+WIDTH = 100  # prose wraps here unless the caller passes the terminal's width; commands never wrap
+_INLINE_COMMAND = re.compile(r"`[^`]+`")
+
+
+def _keep_commands_whole(text: str) -> str:
+    """No-break spaces inside `backticked commands`, so wrapping never splits one."""
+    return _INLINE_COMMAND.sub(lambda m: m.group(0).replace(" ", "\u00a0"), text)
+
+
 def _paint(text: str, code: str, color: bool) -> str:
     return f"\x1b[{code}m{text}\x1b[0m" if color else text
 
 
-def _plan_lines(ev: Evaluation, m: Matrix, node: Node) -> list[str]:
+def _plan_lines(ev: Evaluation, m: Matrix, node: Node, width: int = WIDTH) -> list[str]:
     c = ev.candidate
     lines = [f"plan: {c.channel} {c.image.ref if c.image else c.label}" + ("  (unofficial)" if ev.unofficial else "")]
     detail = [f"vLLM {c.vllm}"]
@@ -55,33 +65,35 @@ def _plan_lines(ev: Evaluation, m: Matrix, node: Node) -> list[str]:
         arch = getattr(record, "arch", ())
         if arch:
             lines.append(f"  built for {', '.join(arch)}")
-        lines.append(f"  confidence: {record.provenance.confidence} · source: {record.provenance.source}")
+        lines += _fill(f"confidence: {record.provenance.confidence} · source: {record.provenance.source}", "  ", "    ", width)
     lines.append("  run:")
     lines += [f"    {cmd}" for cmd in plan_commands(ev, node)]
     return lines
 
 
-def _warning_lines(warnings: tuple[Warning, ...], color: bool) -> list[str]:
+def _warning_lines(warnings: tuple[Warning, ...], color: bool, width: int = WIDTH) -> list[str]:
     if not warnings:
         return []
     lines = ["", "notes:" if all(w.severity == "info" for w in warnings) else "warnings:"]
     for w in sorted(warnings, key=lambda w: w.severity != "warning"):
         mark = _paint("!", "33", color) if w.severity == "warning" else "i"
-        lines.append(f"  {mark} {w.message}")
-        lines.append(f"    hint: {w.hint}")
+        lines += _fill(f"{mark} {w.message}", "  ", "    ", width)
+        lines += _fill(f"hint: {w.hint}", "    ", "      ", width)
     return lines
 
 
-def _reason_lines(r: Reason, indent: str = "  ") -> list[str]:
-    lines = [f"{indent}- {r.message}"]
+def _reason_lines(r: Reason, indent: str = "  ", width: int = WIDTH) -> list[str]:
+    lines = _fill(f"- {r.message}", indent, indent + "  ", width)
     for f in r.facts:
         conf = "" if f.confidence == "exact" else f" [{f.confidence}]"
-        lines.append(f"{indent}    source: {f.source}{conf}")
-    lines.append(f"{indent}    hint: {r.hint}")
+        lines += _fill(f"source: {f.source}{conf}", indent + "    ", indent + "      ", width)
+    lines += _fill(f"hint: {r.hint}", indent + "    ", indent + "      ", width)
     return lines
 
 
-def render(d: Decision, m: Matrix, *, color: bool = False, verbose: bool = False) -> str:
+def render(d: Decision, m: Matrix, *, color: bool = False, verbose: bool = False, width: int = WIDTH) -> str:
+    """The short form. Prose wraps at ``width`` (the CLI passes the terminal's); commands, the
+    plan's run lines and ``fetch:`` lines are printed whole so they copy and paste."""
     lines = [
         f"verdict: {_paint(d.verdict, _STYLE[d.verdict], color)}  (exit {d.exit_code})",
         f"node: {describe_node(d.node)}",
@@ -90,35 +102,35 @@ def render(d: Decision, m: Matrix, *, color: bool = False, verbose: bool = False
     if d.verdict == "unknown":
         lines.append("the data lacks facts this answer depends on (unknown is not unsupported):")
         for fact in d.missing:
-            lines.append(f"  ? {fact.detail}")
+            lines += _fill(f"? {fact.detail}", "  ", "    ", width)
             if fact.fetch:
                 lines.append(f"    fetch: {fact.fetch}")
     elif d.plan is not None:
-        lines += _plan_lines(d.plan, m, d.node)
+        lines += _plan_lines(d.plan, m, d.node, width)
     else:
         lines.append("no path fits this node:")
         shown = d.blockers or (d.host_fix.reasons if d.host_fix else ())
         if not shown and d.rejected:
             shown = d.rejected[0].reasons
         for r in shown:
-            lines += _reason_lines(r)
+            lines += _reason_lines(r, width=width)
         if d.host_fix is not None:
             lines.append("")
-            lines.append(f"what would fix it: {'; '.join(r.fix.text for r in d.host_fix.reasons if r.fix)}")
+            lines += _fill(f"what would fix it: {'; '.join(r.fix.text for r in d.host_fix.reasons if r.fix)}", "", "  ", width)
             lines.append(f"  then: {d.host_fix.candidate.label}")
-    lines += _warning_lines(d.warnings, color)
+    lines += _warning_lines(d.warnings, color, width)
     if d.alternatives:
         lines += ["", "alternatives:"]
         lines += [f"  {e.candidate.channel}: {e.candidate.label}" for e in d.alternatives]
     if d.rejected:
         counts = Counter(r.code for e in d.rejected for r in e.reasons)
         common = ", ".join(f"{code} ({n})" for code, n in counts.most_common(4))
-        lines += ["", f"rejected: {len(d.rejected)} other candidate(s); most common reasons: {common}"]
+        lines += ["", *_fill(f"rejected: {len(d.rejected)} other candidate(s); most common reasons: {common}", "", "  ", width)]
         if verbose:
             for e in d.rejected:
                 lines.append(f"  {e.candidate.label}:")
                 for r in e.reasons:
-                    lines += _reason_lines(r, indent="    ")
+                    lines += _reason_lines(r, indent="    ", width=width)
         else:
             lines.append("  (--verbose lists each one with its source; --json has them all)")
     lines += ["", "why, step by step, with sources: add --explain"]
@@ -127,7 +139,6 @@ def render(d: Decision, m: Matrix, *, color: bool = False, verbose: bool = False
 
 # --- check --explain: the derivation ----------------------------------------------------------
 
-WIDTH = 100
 MAX_CITED = 3  # a premise standing for 40 releases cites its first sources; --json has them all
 
 
@@ -159,10 +170,10 @@ def step_sentence(step: Step, numbers: dict[str, int], *, first: bool, numbered:
     return f"{text} ({step.number})" if numbered else text
 
 
-def _fill(text: str, indent: str, later: str | None = None) -> list[str]:
+def _fill(text: str, indent: str, later: str | None = None, width: int = WIDTH) -> list[str]:
     lines = textwrap.wrap(
-        text,
-        width=WIDTH,
+        _keep_commands_whole(text),
+        width=width,
         initial_indent=indent,
         subsequent_indent=later if later is not None else indent,
         break_on_hyphens=False,
@@ -171,23 +182,24 @@ def _fill(text: str, indent: str, later: str | None = None) -> list[str]:
     return [line.replace("\u00a0", " ") for line in lines]
 
 
-def render_derivation(d: Derivation) -> str:
-    """The plain-text explanation (golden files are this form)."""
+def render_derivation(d: Derivation, width: int = WIDTH) -> str:
+    """The plain-text explanation (golden files are this form, at the default width). Prose wraps
+    at ``width``; ``$ command`` lines and the plan's run lines never wrap."""
     numbers = {s: i for i, s in enumerate(cited_sources(d), 1)}
-    lines = [f"verdict: {d.verdict}  (exit {d.exit_code})", f"node: {d.node}"]
+    lines = [f"verdict: {d.verdict}  (exit {d.exit_code})", *_fill(f"node: {d.node}", "", "  ", width)]
     if d.request:
-        lines.append(f"request: {d.request}")
-    lines += ["", *_fill(d.headline, "")]
+        lines += _fill(f"request: {d.request}", "", "  ", width)
+    lines += ["", *_fill(d.headline, "", width=width)]
     numbered = True  # the conclusion cites steps by number
     for i, step in enumerate(d.steps):
-        lines += _fill(step_sentence(step, numbers, first=i == 0, numbered=numbered), "  ", "    ")
-    lines += _fill(d.conclusion, "  ", "    ")
+        lines += _fill(step_sentence(step, numbers, first=i == 0, numbered=numbered), "  ", "    ", width)
+    lines += _fill(d.conclusion, "  ", "    ", width)
     if d.confidence is not None:
-        lines += _fill(f"confidence: {d.confidence}: {d.confidence_note}", "  ", "    ")
+        lines += _fill(f"confidence: {d.confidence}: {d.confidence_note}", "  ", "    ", width)
     if d.hints:
         lines.append("")
         for h in d.hints:
-            lines += _fill(f"hint: {h.text}", "", "      ")
+            lines += _fill(f"hint: {h.text}", "", "      ", width)
             if h.command:
                 lines.append(f"      $ {h.command}")
     if d.plan is not None:
@@ -203,12 +215,12 @@ def render_derivation(d: Derivation) -> str:
     if d.notes:
         lines += ["", "warnings:" if any(n.severity == "warning" for n in d.notes) else "notes:"]
         for n in d.notes:
-            lines += _fill(f"{'!' if n.severity == 'warning' else 'i'} {n.message}", "  ", "    ")
-            lines += _fill(f"hint: {n.hint}", "    ", "      ")
+            lines += _fill(f"{'!' if n.severity == 'warning' else 'i'} {n.message}", "  ", "    ", width)
+            lines += _fill(f"hint: {n.hint}", "    ", "      ", width)
     if numbers:
         lines += ["", "sources:"]
         for s, i in numbers.items():
-            lines += _fill(f"[{i}] {s}", "  ", "      ")
+            lines += _fill(f"[{i}] {s}", "  ", "      ", width)
     return "\n".join(lines) + "\n"
 
 
@@ -250,8 +262,8 @@ def render_rich(d: Derivation, console: Console) -> None:
         console.print()
         for h in d.hints:
             console.print(Text.assemble(("hint: ", "bold cyan"), (h.text, "magenta" if h.unofficial else "")))
-            if h.command:
-                console.print(Padding(Text(f"$ {h.command}", style="bold"), (0, 0, 0, 6)))
+            if h.command:  # soft_wrap: printed whole, however narrow the terminal (copy-paste)
+                console.print(Text(f"      $ {h.command}", style="bold"), soft_wrap=True)
     if d.plan is not None:
         p = d.plan
         table = Table(title="plan" + (" (unofficial)" if p.unofficial else ""), show_header=False, title_justify="left", expand=False)
@@ -262,9 +274,11 @@ def render_rich(d: Derivation, console: Console) -> None:
         table.add_row("confidence", p.confidence)
         if p.override:
             table.add_row("needs", f"HSA_OVERRIDE_GFX_VERSION={p.override}")
-        table.add_row("run", "\n".join(escape(c) for c in p.commands))
         console.print()
         console.print(table)
+        console.print(Text("  run:", style="dim"))
+        for c in p.commands:  # outside the table: a table cell would wrap the command
+            console.print(Text(f"    {c}", style="bold"), soft_wrap=True)
     if d.alternatives:
         console.print()
         console.print(Text("alternatives:", style="dim"))

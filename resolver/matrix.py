@@ -26,6 +26,7 @@ from resolver.model import (
     CONFIDENCES,
     FAMILIES,
     LAYOUTS,
+    MXFP4_SUPPORT,
     STREAMS,
     ComponentPin,
     ContainerImage,
@@ -34,6 +35,7 @@ from resolver.model import (
     FeatureGates,
     GfxTarget,
     GpuProduct,
+    KernelFloor,
     Matrix,
     OsRelease,
     OsRestriction,
@@ -276,11 +278,18 @@ def _driver(rec: Record) -> DriverSeries:
         parts = field_value.split(".")
         if len(parts) != 2 or not all(p.isdigit() for p in parts):
             raise rec.fail("series/user_space", f"{field_value!r} is not a MAJOR.MINOR series")
+    modules = rec.strings("module_versions")
+    modules_source = rec.opt_text("module_versions_source") or ""
+    if modules and not modules_source:
+        raise rec.fail("module_versions_source", "is required with module_versions (where AMD pairs them)")
     return DriverSeries(
         series=series,
-        user_space=user_space,
+        # By number, so every window prints in order: "7.11" before "10.0", never "10.0, 7.11".
+        user_space=tuple(sorted(user_space, key=lambda v: tuple(int(p) for p in v.split(".")))),
         paired_rocm=rec.opt_text("paired_rocm"),
         provenance=rec.provenance(),
+        module_versions=modules,
+        module_versions_source=modules_source,
     )
 
 
@@ -313,6 +322,20 @@ def _gfx(rec: Record) -> GfxTarget:
     fp8_format = feats.opt_text("fp8_format")
     if fp8 and fp8_format not in ("fnuz", "ocp"):
         raise feats.fail("fp8_format", "must be 'fnuz' or 'ocp' when fp8 = true")
+    mx = feats.flag("mx")
+    mxfp4 = feats.opt_text("mxfp4") or ("native" if mx else "none")
+    if mxfp4 not in MXFP4_SUPPORT:
+        raise feats.fail("mxfp4", f"must be one of {', '.join(MXFP4_SUPPORT)}")
+    if (mxfp4 == "native") != mx:
+        raise feats.fail("mxfp4", "is 'native' exactly when mx = true (native MX compute)")
+    mxfp4_src = feats.opt_text("mxfp4_source")
+    if mxfp4 == "emulated" and not mxfp4_src:
+        raise feats.fail("mxfp4_source", "is required when mxfp4 = 'emulated' (where it says MXFP4 runs)")
+    mxfp4_prov = (
+        Provenance(source=mxfp4_src, confidence=cast(Any, feats.choice("mxfp4_confidence", CONFIDENCES, "exact")))
+        if mxfp4_src
+        else None
+    )
     return GfxTarget(
         name=name,
         arch=rec.text("arch"),
@@ -322,9 +345,11 @@ def _gfx(rec: Record) -> GfxTarget:
             aiter=cast(Any, feats.choice("aiter", ("full", "triton-only", "none"))),
             fp8=fp8,
             fp8_format=cast(Any, fp8_format if fp8 else None),
-            mx=feats.flag("mx"),
+            mx=mx,
             custom_allreduce=feats.flag("custom_allreduce"),
             provenance=feats.provenance(),
+            mxfp4=cast(Any, mxfp4),
+            mxfp4_provenance=mxfp4_prov,
         ),
         vllm_status=cast(Any, rec.choice("vllm_status", ("official", "buildable", "unsupported"))),
         vllm_note=rec.opt_text("vllm_note") or "",
@@ -332,7 +357,17 @@ def _gfx(rec: Record) -> GfxTarget:
         override_target=rec.opt_text("override_target"),
         env=tuple(env),
         provenance=rec.provenance(),
+        kernel_floors=tuple(_kernel_floor(k, rec) for k in rec.tables("kernel_floor")),
+        unified_memory_source=rec.opt_text("unified_memory_source") or "",
     )
+
+
+def _kernel_floor(rec: Record, parent: Record) -> KernelFloor:
+    floor = rec.text("min_kernel")
+    parts = floor.split(".")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        raise rec.fail("min_kernel", f"{floor!r} is not a MAJOR.MINOR kernel version")
+    return KernelFloor(os=rec.text("os"), min_kernel=floor, flavour=rec.opt_text("flavour") or floor, provenance=rec.sub_provenance(parent))
 
 
 def _pins(rec: Record) -> tuple[ComponentPin, ...]:

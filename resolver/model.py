@@ -24,6 +24,10 @@ FAMILIES: tuple[Family, ...] = ("instinct", "radeon", "radeon-pro", "ryzen-apu")
 
 VllmStatus = Literal["official", "buildable", "unsupported"]
 AiterSupport = Literal["full", "triton-only", "none"]
+# MXFP4 weights: "native" = MX compute in hardware (gfx950-class); "emulated" = vLLM runs MXFP4
+# checkpoints by weight-only dequantization (no MX compute); "none" = no source says it runs.
+Mxfp4Support = Literal["native", "emulated", "none"]
+MXFP4_SUPPORT: tuple[Mxfp4Support, ...] = ("native", "emulated", "none")
 Fp8Format = Literal["fnuz", "ocp"]
 Entrypoint = Literal["vllm-serve", "shell"]
 Layout = Literal["single-stage", "two-stage-root", "two-stage-docker", "therock-wheels"]
@@ -98,6 +102,10 @@ class DriverSeries:
     user_space: tuple[str, ...]  # ROCm series: "6.3", "7.2", "7.14", "10.0"
     paired_rocm: str | None  # the ROCm release it shipped with, where AMD says
     provenance: Provenance
+    # amdgpu kernel module versions (/sys/module/amdgpu/version) AMD's data pairs with this
+    # release, with their own source; the probe maps a module version only through these.
+    module_versions: tuple[str, ...] = ()
+    module_versions_source: str = ""
 
     def runs(self, rocm: Version) -> bool:
         return f"{rocm.major}.{rocm.minor}" in self.user_space
@@ -124,6 +132,22 @@ class FeatureGates:
     mx: bool
     custom_allreduce: bool
     provenance: Provenance
+    mxfp4: Mxfp4Support = "none"
+    mxfp4_provenance: Provenance | None = None  # its own source; else ``provenance``
+
+    @property
+    def mxfp4_source(self) -> Provenance:
+        return self.mxfp4_provenance or self.provenance
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class KernelFloor:
+    """AMD supports this GPU on ``os`` (an os id, e.g. "ubuntu-24.04") from kernel ``min_kernel`` on."""
+
+    os: str
+    min_kernel: str  # MAJOR.MINOR, e.g. "6.17"
+    flavour: str  # how AMD names the kernel: "OEM 6.17", "GA 7.0"
+    provenance: Provenance
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -139,6 +163,11 @@ class GfxTarget:
     override_target: str | None  # the gfx that override makes the runtime load
     env: tuple[tuple[str, str], ...]  # recommended serving env for this target
     provenance: Provenance
+    # Linux releases AMD documents for this GPU with their kernel floor (APUs run the inbox
+    # driver, so the kernel is the driver); empty where the data has no such statement.
+    kernel_floors: tuple[KernelFloor, ...] = ()
+    # Where AMD says how an APU's GPU memory (GTT over system RAM) is sized; "" for discrete GPUs.
+    unified_memory_source: str = ""
 
 
 # A ref that names one state of a repository: a commit (7-40 hex) or a release-like tag
@@ -351,6 +380,10 @@ class Matrix:
 
     def driver(self, series: str) -> DriverSeries | None:
         return next((d for d in self.drivers if d.series == series), None)
+
+    def driver_for_module(self, module_version: str) -> DriverSeries | None:
+        """The release AMD's data pairs a kernel module version with, if any does."""
+        return next((d for d in self.drivers if module_version in d.module_versions), None)
 
     def drivers_running(self, rocm: Version) -> tuple[DriverSeries, ...]:
         """Driver series whose user-space window holds ``rocm``, newest first."""

@@ -247,4 +247,7 @@ def merge_flags(base: Node, flag_node: Node, flags: dict[str, Any]) -> Node:
         changes.update(logical_gpu_count=flags["gpus"])
     names = {"gfx": "--gfx", "gpus": "--gpus", "driver": "--driver", "os": "--os", "rocm": "--rocm", "python": "--python"}
     given = tuple((names[k], str(v)) for k, v in flags.items() if v is not None and k in names)
-    return replace(base.with_overrides(**changes), overrides=given)
+    merged = base.with_overrides(**changes)
+    if flag_node.driver_version:  # --driver answers what the probe could not read: no "pass --driver" left
+        merged = replace(merged, problems=tuple(p for p in merged.problems if p.code != "driver-release-unknown"))
+    return replace(merged, overrides=given)

@@ -112,12 +112,18 @@ def reason_json(r: Reason) -> dict[str, Any]:
         "hint": r.hint,
         "source": r.source,
         "facts": [{"text": f.text, "source": f.source, "confidence": f.confidence} for f in r.facts],
-        "fix": {"kind": r.fix.kind, "text": r.fix.text, "host": r.fix.host} if r.fix else None,
+        "fix": {"kind": r.fix.kind, "text": r.fix.text, "host": r.fix.host, "value": r.fix.value, "direction": r.fix.direction}
+        if r.fix
+        else None,
     }
 
 
 def warning_json(w: Warning) -> dict[str, Any]:
-    return {"code": w.code, "message": w.message, "hint": w.hint, "severity": w.severity, "source": w.source}
+    out: dict[str, Any] = {"code": w.code, "message": w.message, "hint": w.hint, "severity": w.severity, "source": w.source}
+    if w.env:  # advice that asks for environment variables says which, and whether the plan sets them
+        out["env"] = dict(w.env)
+        out["applied_by_plan"] = w.applied_by_plan
+    return out
 
 
 def plan_json(ev: Evaluation, node: Node, m: Matrix) -> dict[str, Any]:

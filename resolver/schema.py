@@ -48,7 +48,11 @@ _PRODUCT = _table(
     {"name": STR, "family": STR, "pci_device_id": STR, "pci_revision": STR, "first_rocm": STR, "compute_units": INT},
     ("name",),
 )
-_FEATURES = _table({"aiter": STR, "fp8": BOOL, "fp8_format": STR, "mx": BOOL, "custom_allreduce": BOOL})
+_FEATURES = _table(
+    {"aiter": STR, "fp8": BOOL, "fp8_format": STR, "mx": BOOL, "mxfp4": {"enum": ["native", "emulated", "none"]},
+     "mxfp4_source": STR, "custom_allreduce": BOOL}
+)
+_KERNEL_FLOOR = _table({"os": STR, "min_kernel": STR, "flavour": STR}, ("os", "min_kernel"))
 _STACK_FIELDS: dict[str, Any] = {
     "variant": STR,
     "dockerfile": STR,
@@ -82,14 +86,19 @@ TABLES: Final[dict[str, tuple[str, dict[str, Any]]]] = {
     "os.toml": ("os", _table({"id": STR, "name": STR, "glibc": STR, "kernels": STRS}, ("id", "name", "source"))),
     "drivers.toml": (
         "driver",
-        _table({"series": STR, "user_space": STRS, "paired_rocm": STR}, ("series", "user_space", "source")),
+        _table(
+            {"series": STR, "user_space": STRS, "paired_rocm": STR, "module_versions": STRS,
+             "module_versions_source": STR},
+            ("series", "user_space", "source"),
+        ),
     ),
     "gfx.toml": (
         "gfx",
         _table(
             {"name": STR, "arch": STR, "families": STRS, "vllm_status": STR, "vllm_note": STR, "override": STR,
              "override_target": STR, "features": _FEATURES, "env": ENV_MAP,
-             "product": {"type": "array", "items": _PRODUCT}},
+             "product": {"type": "array", "items": _PRODUCT}, "unified_memory_source": STR,
+             "kernel_floor": {"type": "array", "items": _KERNEL_FLOOR}},
             ("name", "arch", "families", "features", "vllm_status", "source"),
         ),
     ),

@@ -49,6 +49,8 @@ OK_VERDICTS: frozenset[str] = frozenset({"supported", "supported_with_warnings",
 
 FP8_QUANT = frozenset({"fp8", "fbgemm_fp8", "ptpc_fp8", "fp8_per_tensor", "fp8_per_block", "fp8_per_channel", "deepseek_v4_fp8"})
 MX_QUANT = frozenset({"mxfp4", "mxfp8", "gpt_oss_mxfp4"})
+# MXFP4 checkpoints also run without MX compute (weight-only dequantization) where a source says so.
+MXFP4_QUANT = frozenset({"mxfp4", "gpt_oss_mxfp4"})
 # Quantizations vLLM's ROCm platform lists (vllm/platforms/rocm.py@017e9f4448) without a per-arch gate here.
 OTHER_QUANT = frozenset(
     {"awq", "gptq", "awq_marlin", "gptq_marlin", "compressed-tensors", "quark", "torchao", "inc", "modelopt", "modelopt_fp4", "online", "bitsandbytes"}
@@ -81,6 +83,11 @@ class Fix:
     kind: Literal["driver", "python", "os", "vllm", "quantization", "gfx", "data"]
     text: str
     host: bool
+    # The changed fact itself, for code that re-solves with the fix applied (never parse ``text``):
+    # driver -> the amdgpu series ("30.30"), python -> "3.12", os -> the glibc floor ("2.35").
+    value: str | None = None
+    # driver only: "upgrade", or "downgrade" when every driver that runs it is older than the host's.
+    direction: Literal["upgrade", "downgrade"] | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -103,6 +110,8 @@ class Warning:
     hint: str
     severity: Severity = "warning"
     source: str = ""
+    env: tuple[tuple[str, str], ...] = ()  # the environment the advice asks for, if any
+    applied_by_plan: bool = False  # the plan's own run command (`rocm-vllm image`) already sets ``env``
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -453,11 +462,18 @@ class MatrixProvider:
                         fix=Fix(kind="quantization", text="a BF16/FP16 or AWQ/GPTQ checkpoint", host=False),
                     )
                 )
-            if quant in MX_QUANT and not gates.mx:
+            mx_blocked = (quant in MXFP4_QUANT and gates.mxfp4 == "none") or (quant in MX_QUANT - MXFP4_QUANT and not gates.mx)
+            if mx_blocked:
+                what = (
+                    "MX (microscaling) compute, which only gfx950-class GPUs have, and no source says vLLM runs it "
+                    f"weight-only on {target.name}"
+                    if quant in MXFP4_QUANT
+                    else f"MX (microscaling) compute, which only gfx950-class GPUs have; {target.name} does not"
+                )
                 reasons.append(
                     Reason(
                         code="mx-unsupported",
-                        message=f"{quant} needs MX (microscaling) formats, which only gfx950-class GPUs run; {target.name} does not",
+                        message=f"{quant} needs {what}",
                         facts=(fact,),
                         hint="use an FP8 or BF16 checkpoint of the model" if gates.fp8 else "use a BF16/FP16 or AWQ/GPTQ checkpoint",
                         fix=Fix(kind="quantization", text="a non-MX checkpoint", host=False),
@@ -527,7 +543,7 @@ class MatrixProvider:
                     ),
                 ),
                 hint=self._driver_hint(cand.rocm, good),
-                fix=Fix(kind="driver", text=f"amdgpu driver {self._best_driver(cand.rocm, good)}.x", host=True) if good else None,
+                fix=self._driver_fix(cand.rocm, good) if good else None,
             ),
             warnings,
         )
@@ -550,17 +566,28 @@ class MatrixProvider:
             fix=None,
         )
 
-    def _best_driver(self, rocm: Version, good: list[DriverSeries]) -> str:
-        """The driver released with that ROCm series if AMD names one, else the newest that runs it."""
-        paired = [d for d in good if d.paired_rocm and series(Version(d.paired_rocm)) == series(rocm)]
-        return (paired[0] if paired else good[0]).series
+    def _best_driver(self, rocm: Version, good: list[DriverSeries]) -> tuple[str, Literal["upgrade", "downgrade"]]:
+        """The smallest move from the host's driver to one that runs ``rocm``: the oldest series
+        newer than the host's; only when none is newer, the newest older one (a downgrade)."""
+        here = _series_key(self.driver.series) if self.driver is not None else None
+        if here is None:
+            paired = [d for d in good if d.paired_rocm and series(Version(d.paired_rocm)) == series(rocm)]
+            return (paired[0] if paired else good[0]).series, "upgrade"
+        forward = [d for d in good if _series_key(d.series) > here]
+        if forward:
+            return min(forward, key=lambda d: _series_key(d.series)).series, "upgrade"
+        return max(good, key=lambda d: _series_key(d.series)).series, "downgrade"
+
+    def _driver_fix(self, rocm: Version, good: list[DriverSeries]) -> Fix:
+        best, direction = self._best_driver(rocm, good)
+        return Fix(kind="driver", text=f"amdgpu driver {best}.x", host=True, value=best, direction=direction)
 
     def _driver_hint(self, rocm: Version, good: list[DriverSeries]) -> str:
         if not good:
             return f"no amdgpu driver in AMD's table runs ROCm {series(rocm)}"
-        best = self._best_driver(rocm, good)
-        others = ", ".join(d.series + ".x" for d in good if d.series != best)
-        return f"upgrade the host's amdgpu driver to {best}.x" + (f" (also running ROCm {series(rocm)}: {others})" if others else "")
+        best, direction = self._best_driver(rocm, good)
+        others = ", ".join(d.series + ".x" for d in sorted(good, key=lambda d: _series_key(d.series)) if d.series != best)
+        return f"{direction} the host's amdgpu driver to {best}.x" + (f" (also running ROCm {series(rocm)}: {others})" if others else "")
 
     def _rocm_lists_gfx(self, cand: Candidate) -> list[Warning]:
         assert cand.rocm is not None
@@ -607,7 +634,7 @@ class MatrixProvider:
                         Fact(text="other Pythons fall back to the CUDA wheel", source="vllm-project/vllm#44660"),
                     ),
                     hint=f"use Python {wheel.python[0]} for the venv: `uv venv --python {wheel.python[0]}`",
-                    fix=Fix(kind="python", text=f"Python {wheel.python[0]}", host=True),
+                    fix=Fix(kind="python", text=f"Python {wheel.python[0]}", host=True, value=wheel.python[0]),
                 )
             )
         glibc, glibc_src = self.glibc()
@@ -630,7 +657,7 @@ class MatrixProvider:
                         Fact(text=f"{self.node.os or 'the host'} ships glibc {glibc}", source=glibc_src or "probe"),
                     ),
                     hint=f"use the container image instead, or a host OS with glibc >= {wheel.glibc_min} (Ubuntu 22.04 has 2.35)",
-                    fix=Fix(kind="os", text=f"a host OS with glibc >= {wheel.glibc_min}", host=True),
+                    fix=Fix(kind="os", text=f"a host OS with glibc >= {wheel.glibc_min}", host=True, value=str(wheel.glibc_min)),
                 )
             )
         if self.node.rocm_version and wheel.rocm is not None:
@@ -673,6 +700,11 @@ class MatrixProvider:
         return out
 
 
+def _series_key(value: str) -> tuple[int, ...]:
+    """ "30.30" -> (30, 30): driver series sort by number ("6.4" before "30.10")."""
+    return tuple(int(p) for p in value.split(".") if p.isdigit())
+
+
 def _window(user_space: Iterable[str]) -> str:
     items = sorted(user_space, key=lambda s: tuple(int(p) for p in s.split(".")))
     return f"{items[0]}-{items[-1]}" if len(items) > 1 else items[0]
@@ -712,13 +744,22 @@ def node_warnings(m: Matrix, node: Node, request: Request, plan: Evaluation | No
     quant = (request.quantization or "").lower()
     for t in targets:
         if t.features.aiter == "full" and (plan is None or plan.candidate.vllm >= Version("0.8.2")):
+            kind = plan.candidate.kind if plan is not None else None
+            by_image = kind == "image"
+            hint = {
+                "image": "set VLLM_ROCM_USE_AITER=1 (the run command from `rocm-vllm image` does)",
+                "wheel": "export VLLM_ROCM_USE_AITER=1 before `vllm serve`: nothing sets it for a wheel install",
+                "source": "pass -e VLLM_ROCM_USE_AITER=1 to `docker run` of the built image: the Dockerfile does not set it",
+            }.get(kind or "", "set VLLM_ROCM_USE_AITER=1 where vLLM runs")
             out.append(
                 Warning(
                     code="aiter-off-by-default",
                     severity="info",
                     message=f"AITER kernels are off by default in vLLM; on {t.name} they are much faster",
-                    hint="set VLLM_ROCM_USE_AITER=1 (the run command from `rocm-vllm image` does)",
+                    hint=hint,
                     source="vllm-project/vllm vllm/envs.py (VLLM_ROCM_USE_AITER default False); vllm-project/vllm#56945",
+                    env=(("VLLM_ROCM_USE_AITER", "1"),),
+                    applied_by_plan=by_image,
                 )
             )
         elif t.features.aiter == "triton-only":
@@ -729,6 +770,22 @@ def node_warnings(m: Matrix, node: Node, request: Request, plan: Evaluation | No
                     message=f"on {t.name} only AITER's Triton kernels apply; the AITER package itself fails there",
                     hint="leave VLLM_ROCM_USE_AITER unset unless you test it (ROCm/aiter#3294)",
                     source=t.features.provenance.source,
+                )
+            )
+        if quant in MXFP4_QUANT and t.features.mxfp4 != "none":
+            src = t.features.mxfp4_source
+            native = t.features.mxfp4 == "native"
+            out.append(
+                Warning(
+                    code="mxfp4-native" if native else "mxfp4-emulated",
+                    severity="info",
+                    message=f"{quant} on {t.name} runs on native MX (microscaling) compute"
+                    if native
+                    else f"{quant} on {t.name} runs weight-only: vLLM dequantizes the MXFP4 weights, since {t.name} has no MX compute",
+                    hint="nothing to do; MXFP4 checkpoints run at full speed here"
+                    if native
+                    else "expect less speed than on gfx950 (MI350X/MI355X); the checkpoint itself runs unchanged",
+                    source=src.source,
                 )
             )
         if (quant in FP8_QUANT or (request.kv_cache_dtype or "").startswith("fp8")) and t.features.fp8:
@@ -801,6 +858,8 @@ def node_warnings(m: Matrix, node: Node, request: Request, plan: Evaluation | No
             )
         )
     out.extend(host_os_warnings(m, node, targets))
+    out.extend(kernel_floor_warnings(node, targets))
+    out.extend(unified_memory_warnings(node, targets))
     problems = list(node.problems)
     if node.gpus:
         # A node file written before the probe checked partitions still gets the check.
@@ -809,6 +868,72 @@ def node_warnings(m: Matrix, node: Node, request: Request, plan: Evaluation | No
         problems += [p for p in partition_problems(node.gpus) if p not in problems]
     for p in problems:
         out.append(Warning(code=p.code, message=p.message, hint=p.hint, source="probe"))
+    return out
+
+
+def _kernel_version(text: str | None) -> tuple[int, int] | None:
+    """ "6.8.0-45-generic" -> (6, 8); None when it is not a kernel release."""
+    parts = (text or "").split("-")[0].split(".")
+    if len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit():
+        return None
+    return int(parts[0]), int(parts[1])
+
+
+def kernel_floor_warnings(node: Node, targets: list[GfxTarget]) -> list[Warning]:
+    """AMD's documented Linux releases and kernel floors for GPUs that have them (Ryzen AI Max:
+    the inbox driver, so the kernel is the driver), checked against the node's OS and kernel."""
+    out: list[Warning] = []
+    for t in targets:
+        floors = t.kernel_floors
+        if not floors:
+            continue
+        listed = ", ".join(f"{f.os} (kernel {f.flavour} or newer)" for f in floors)
+        source = "; ".join(dict.fromkeys(f.provenance.source for f in floors))
+        who = t.products[0].name if t.products else t.name
+        if not node.os:
+            out.append(Warning(code="kernel-floor-unchecked", severity="info",
+                               message=f"AMD supports {t.name} ({who}) on Linux only on {listed}; this node's OS is unknown",
+                               hint="give --os (e.g. ubuntu-24.04) or run `rocm-vllm probe` on the node", source=source))
+            continue
+        floor = next((f for f in floors if _os_listed(node.os, (f.os,))), None)
+        if floor is None:
+            out.append(Warning(code="os-unlisted-for-gpu",
+                               message=f"AMD supports {t.name} ({who}) on Linux only on {listed}; this host runs {node.os}",
+                               hint=f"move the host to {floors[0].os} with kernel {floors[0].flavour} or newer", source=source))
+            continue
+        have = _kernel_version(node.kernel)
+        need = _kernel_version(floor.min_kernel)
+        if have is None or need is None:
+            out.append(Warning(code="kernel-floor-unchecked", severity="info",
+                               message=f"AMD supports {t.name} on {floor.os} from kernel {floor.flavour}; this node's kernel is unknown",
+                               hint=f"check `uname -r` is {floor.min_kernel} or newer", source=floor.provenance.source))
+        elif have < need:
+            out.append(Warning(code="kernel-too-old",
+                               message=f"{t.name} ({who}) needs kernel {floor.flavour} or newer on {floor.os} per AMD; "
+                               f"this host runs {node.kernel}",
+                               hint=f"install the {floor.flavour} kernel (Ubuntu: the linux-oem-24.04 kernel series) and reboot"
+                               if floor.flavour.startswith("OEM") else f"install kernel {floor.min_kernel} or newer and reboot",
+                               source=floor.provenance.source))
+    return out
+
+
+def unified_memory_warnings(node: Node, targets: list[GfxTarget]) -> list[Warning]:
+    """APUs take GPU memory from system RAM through GTT; vLLM sizes its KV cache from what that allows."""
+    out: list[Warning] = []
+    for t in targets:
+        if not t.unified_memory_source:
+            continue
+        out.append(
+            Warning(
+                code="apu-unified-memory",
+                severity="info",
+                message=f"{t.name} is an APU: its GPU memory is system RAM mapped through GTT, not a VRAM pool, "
+                "so how much vLLM can use for weights and KV cache depends on the GTT limit",
+                hint="size the GTT limit (ttm pages_limit) for the model weights plus KV cache, leaving RAM for the OS, "
+                "and keep the BIOS VRAM carve-out small; check what the GPU then reports before choosing --gpu-memory-utilization",
+                source=t.unified_memory_source,
+            )
+        )
     return out
 
 
@@ -988,7 +1113,11 @@ def solve(matrix: Matrix, node: Node, request: Request, reporter: Reporter | Non
             missing = _missing_releases(unread)
             verdict = "unknown"
         elif fixable:
-            host_fix = fixable[0]
+            # The best release, on whichever of its stacks asks the smallest host change
+            # (v0.33.0 on amdgpu 6.1: its rocm72 image needs 6.4, its default rocm100 one 30.10).
+            best = fixable[0].candidate
+            same = [e for e in fixable if e.candidate.vllm == best.vllm and e.candidate.kind == best.kind]
+            host_fix = min(same, key=lambda e: (e.candidate.rocm or Version("0"), _rank(e, request.prefer)))
             verdict = "blocked_host_fix"
         else:
             verdict = "unsupported"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -30,8 +31,9 @@ def test_mi300x_done_when() -> None:
     assert plan["kind"] == "image" and plan["image"].startswith("vllm/vllm-openai-rocm:") and "gfx942" in plan["arch"]
     assert plan["env"] == {"VLLM_ROCM_USE_AITER": "1"}
     aiter = [w for w in data["warnings"] if w["code"] == "aiter-off-by-default"]
-    assert aiter and set(aiter[0]) == {"code", "message", "hint", "severity", "source"}
+    assert aiter and set(aiter[0]) == {"code", "message", "hint", "severity", "source", "env", "applied_by_plan"}
     assert "VLLM_ROCM_USE_AITER=1" in aiter[0]["hint"]
+    assert aiter[0]["env"] == {"VLLM_ROCM_USE_AITER": "1"} and aiter[0]["applied_by_plan"] is True
 
 
 def test_gfx906_done_when() -> None:
@@ -47,7 +49,7 @@ def test_old_driver_done_when() -> None:
     code, data = check_json("--gfx", "gfx942", "--driver", "6.1.3", "--vllm", ">=0.23,<0.25")
     assert code == 1 and data["verdict"] == "blocked_host_fix"
     fix = data["host_fix"]["fixes"][0]
-    assert "5.7-6.4" in fix["message"] and fix["fix"]["host"] and "30.30" in fix["fix"]["text"]
+    assert "5.7-6.4" in fix["message"] and fix["fix"]["host"] and fix["fix"]["value"] == "6.4" and fix["fix"]["direction"] == "upgrade"
 
 
 def test_fp8_gfx90a_done_when() -> None:
@@ -165,15 +167,19 @@ def test_matrix_validate_show_graph() -> None:
     assert ok.exit_code == 0 and ok.stdout.startswith("ok: ")
     shown = run_cli("matrix", "show", "drivers")
     assert shown.exit_code == 0 and "30.30.x" in shown.stdout
-    data = json.loads(run_cli("matrix", "show", "vllm", "--json").stdout)
-    v0100 = next(r for r in data if r["version"] == "0.10.0")
+    doc = json.loads(run_cli("matrix", "show", "vllm", "--json").stdout)
+    assert doc["schema_version"] == 1 and doc["table"] == "vllm"
+    v0100 = next(r for r in doc["records"] if r["version"] == "0.10.0")
     assert v0100["pins"]["aiter"] == {"repo": "ROCm/aiter", "ref": "916bf3c"}
     for table in ("rocm", "gfx", "wheels", "images", "nodes", "os"):
         assert run_cli("matrix", "show", table).exit_code == 0
     assert run_cli("matrix", "show", "nope").exit_code == 2
     dot = run_cli("matrix", "graph", "--format", "dot")
     assert dot.exit_code == 0 and dot.stdout.startswith("digraph")
-    assert json.loads(run_cli("matrix", "graph", "--format", "json").stdout)["edges"]
+    graph = json.loads(run_cli("matrix", "graph", "--format", "json").stdout)
+    assert graph["edges"] and graph["schema_version"] == 1
+    valid = json.loads(run_cli("matrix", "validate", "--json").stdout)
+    assert valid["schema_version"] == 1 and valid["overlay"]["active"] is False
 
 
 def test_check_path_does_not_import_heavy_modules() -> None:
@@ -266,3 +272,44 @@ def test_json_errors_are_json() -> None:
     assert data["error"]["exit_code"] == 2
     assert data["error"]["hint"]
     assert result.stderr.startswith("error: ")
+
+
+def _complete(words: str) -> list[str]:
+    script = Path(sys.executable).parent / "rocm-vllm"
+    env = {**os.environ, "_ROCM_VLLM_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(len(words.split()) - 1)}
+    proc = subprocess.run([str(script)], capture_output=True, text=True, env=env, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.split()
+
+
+def test_shell_completion_completes_option_values() -> None:
+    """issue 11, item 15: --gfx, --example and --format values complete."""
+    assert "gfx942" in _complete("rocm-vllm check --gfx gfx94")
+    assert _complete("rocm-vllm check --gfx gfx942,gfx95") == ["gfx942,gfx950"]
+    assert "mi300x-8" in _complete("rocm-vllm image --example mi3")
+    assert _complete("rocm-vllm image --format co") == ["compose"]
+    assert _complete("rocm-vllm matrix graph --format d") == ["dot"]
+
+
+def test_dash_h_is_help_everywhere() -> None:
+    for args in ([], ["check"], ["probe"], ["image"], ["dockerfile"], ["matrix"], ["matrix", "show"], ["matrix", "refresh"]):
+        result = run_cli(*args, "-h")
+        assert result.exit_code == 0 and "Usage:" in result.stdout, args
+
+
+def test_matrix_refresh_help_is_wrapped_by_paragraph() -> None:
+    from typer.testing import CliRunner
+
+    from resolver.cli import app
+
+    result = CliRunner().invoke(app, ["matrix", "refresh", "--help"], env={"COLUMNS": "80", "NO_COLOR": "1"}, terminal_width=80)
+    lines = [ln.strip(" │") for ln in result.stdout.splitlines()]
+    # A line break inside a sentence left single words alone on a line ("With", "installed").
+    assert not [ln for ln in lines if ln in ("With", "installed", "ROCM_VLLM_GITHUB_API,")]
+    assert any(ln.startswith("With --write the changes go to the overlay") for ln in lines)
+
+
+def test_dockerfile_json_has_schema_version() -> None:
+    result = run_cli("dockerfile", "--gfx", "gfx942", "--driver", "30.30.3", "--vllm", "0.10.0", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["schema_version"] == 1

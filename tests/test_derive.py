@@ -67,9 +67,9 @@ def test_quantization_gate_is_one_step_about_the_gpu() -> None:
 def test_driver_hint_is_checked_by_solving_again() -> None:
     d = decide("gfx942", driver="6.1.3", vllm=">=0.23,<0.25")
     driver = next(h for h in d.hints if h.kind == "driver")
-    assert "30.30.x" in driver.text
+    assert "6.4.x" in driver.text
     assert "then vllm/vllm-openai-rocm:v0.24.0" in driver.text
-    again = decide("gfx942", driver="30.30.0", vllm=">=0.23,<0.25")
+    again = decide("gfx942", driver="6.4.0", vllm=">=0.23,<0.25")
     assert again.exit_code == 0
     assert again.plan is not None
     assert again.plan.label == "vllm/vllm-openai-rocm:v0.24.0"
@@ -149,3 +149,70 @@ def test_any_decision_derives_round_trips_and_renders(
     assert text == render_derivation(d)
     assert "  Because " in text
     assert d.ok == (d.verdict in ("supported", "supported_with_warnings", "source_build_required"))
+
+
+def test_driver_hint_is_the_smallest_forward_move() -> None:
+    # amdgpu 31.10 runs ROCm 7.11/7.14 only; 31.40 (newer, same stream) runs ROCm 7.2 and 10.0: never
+    # send the host back to 30.30.
+    d = decide("gfx942", driver="31.10.0")
+    driver = next(h for h in d.hints if h.kind == "driver")
+    assert driver.text.startswith("upgrade the host's amdgpu driver to 31.40.x"), driver.text
+    assert "30.30" not in driver.text
+
+
+def test_a_host_hint_that_alone_does_not_unlock_is_not_printed_alone() -> None:
+    # RHEL 8.10 has glibc 2.28: Python 3.12 alone still leaves the wheel blocked; only both together open it.
+    d = decide("gfx942", os="rhel-8.10", prefer="wheel", python="3.11")
+    host = [h for h in d.hints if h.kind in ("python", "os")]
+    assert len(host) == 1, [h.text for h in d.hints]
+    assert "Python 3.12" in host[0].text and "glibc >= 2.35" in host[0].text and "each alone is not enough" in host[0].text
+    # ... and the combined change, solved again, does open the wheel.
+    again = solve(M, from_flags(gfx="gfx942", gpus=None, driver=None, os="rhel-8.10", rocm=None, python="3.12").with_overrides(glibc="2.35"),
+                  Request(prefer="wheel"))
+    assert again.plan is not None and again.plan.candidate.kind == "wheel"
+
+
+def test_every_host_hint_unlocks_what_it_promises() -> None:
+    """Property over several nodes: each driver/python/os hint, applied alone, solves to a plan."""
+    cases = [
+        {"gfx": "gfx942", "driver": "6.1.3", "vllm": ">=0.23,<0.25"},
+        {"gfx": "gfx942", "driver": "31.10.0"},
+        {"gfx": "gfx942", "python": "3.11", "prefer": "wheel"},
+        {"gfx": "gfx942", "os": "rhel-8.10", "prefer": "wheel"},
+        {"gfx": "gfx950", "driver": "6.1.3", "vllm": "==0.16.0"},
+    ]
+    checked = 0
+    for case in cases:
+        d = decide(**case)  # type: ignore[arg-type]
+        for h in d.hints:
+            if not h.changes:
+                continue
+            node = from_flags(gfx=str(case["gfx"]), gpus=None, driver=case.get("driver"), os=case.get("os"), rocm=None, python=case.get("python"))
+            fields = {"driver": "driver_version", "python": "python", "os": "glibc"}
+            changes = {fields[k]: (v + ".0" if k == "driver" else v) for k, v in h.changes}
+            request = Request(vllm=parse_spec(str(case["vllm"])) if case.get("vllm") else None, prefer=case.get("prefer"))  # type: ignore[arg-type]
+            again = solve(M, node.with_overrides(**changes), request)
+            assert again.plan is not None and again.exit_code == 0, (case, h.text)
+            assert again.plan.candidate.label == h.then, (case, h.text, again.plan.candidate.label)
+            checked += 1
+    assert checked >= 4
+
+
+def test_aiter_note_is_worded_by_plan_kind() -> None:
+    wheel = solve(M, from_flags(gfx="gfx942", gpus=None, driver="30.30.3", os="ubuntu-22.04", rocm=None, python="3.12"), Request(prefer="wheel"))
+    assert wheel.plan is not None and wheel.plan.candidate.kind == "wheel"
+    note = next(w for w in wheel.warnings if w.code == "aiter-off-by-default")
+    assert not note.applied_by_plan and dict(note.env) == {"VLLM_ROCM_USE_AITER": "1"}
+    assert "rocm-vllm image" not in note.hint
+    image = solve(M, from_flags(gfx="gfx942", gpus=None, driver="30.30.3", os=None, rocm=None, python=None), Request())
+    note = next(w for w in image.warnings if w.code == "aiter-off-by-default")
+    assert image.plan is not None and image.plan.candidate.kind == "image" and note.applied_by_plan
+
+
+def test_driver_hint_says_downgrade_only_when_nothing_newer_runs_it() -> None:
+    # amdgpu 31.50 runs ROCm 7.0-10.0; vLLM 0.10.1 exists only on ROCm 6.4: every driver that runs
+    # it is older, so the nearest one (30.30) is a downgrade, and the hint says so.
+    d = decide("gfx942", driver="31.50.0", vllm="==0.10.1")
+    driver = next(h for h in d.hints if h.kind == "driver")
+    assert driver.text.startswith("downgrade the host's amdgpu driver to 30.30.x"), driver.text
+    assert dict(driver.changes) == {"driver": "30.30"}

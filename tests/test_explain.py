@@ -33,7 +33,8 @@ CASES: dict[str, tuple[list[str], int]] = {
     "gfx1102-override": (["--gfx", "gfx1102"], 1),
     "gfx1031-override-hint": (["--gfx", "gfx1031"], 1),
     "fp8-on-gfx90a": (["--gfx", "gfx90a", "--quantization", "fp8"], 1),
-    "mxfp4-on-gfx942": (["--gfx", "gfx942", "--quantization", "mxfp4"], 1),
+    "mxfp8-on-gfx942": (["--gfx", "gfx942", "--quantization", "mxfp8"], 1),
+    "mxfp4-on-gfx1100": (["--gfx", "gfx1100", "--quantization", "mxfp4"], 1),
     "kv-fp8-on-gfx1100": (["--gfx", "gfx1100", "--kv-cache-dtype", "fp8"], 1),
     "wheel-old-glibc": (["--gfx", "gfx942", "--prefer", "wheel", "--os", "rhel-8.10"], 0),
     "wheel-wrong-python": (["--gfx", "gfx942", "--python", "3.11", "--prefer", "wheel"], 0),
@@ -45,6 +46,7 @@ CASES: dict[str, tuple[list[str], int]] = {
     "ok-mi300x-x8": (["--gfx", "gfx942", "--gpus", "8", "--driver", "30.30.3"], 0),
     "ok-strix-halo": (["--example", "strix-halo"], 0),
     "ok-amd-image-old-driver": (["--gfx", "gfx942", "--driver", "6.1.0"], 0),
+    "ok-mxfp4-weight-only-on-gfx942": (["--gfx", "gfx942", "--driver", "30.30.3", "--quantization", "mxfp4"], 0),
 }
 
 # The issue's "done when": each prints a chain starting with "Because", names sources, ends in hints.
@@ -52,7 +54,7 @@ DONE_WHEN = ("old-driver", "gfx906-unsupported", "gfx1030-source-only", "fp8-on-
 
 
 def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, list(args), env={"NO_COLOR": "1"}, catch_exceptions=False)
+    result = CliRunner().invoke(app, list(args), env={"NO_COLOR": "1", "COLUMNS": "100"}, catch_exceptions=False)
     return result.exit_code, result.stdout
 
 
@@ -102,7 +104,8 @@ def test_old_driver_names_fixes() -> None:
     _, text = explain("old-driver")
     flat = " ".join(text.split())
     assert "amdgpu 6.1.x supports ROCm user space 5.7-6.4" in flat
-    assert "upgrade the host's amdgpu driver to 30.30.x" in flat
+    # The smallest forward move that runs ROCm 7.2: 6.4.x (AMD's table: 6.4 runs user space 6.1-7.2).
+    assert "upgrade the host's amdgpu driver to 6.4.x" in flat
     assert "pick vLLM <= 0.10.1" in flat
     assert "rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909" in flat
 
@@ -145,7 +148,7 @@ def test_amd_image_success_explains_the_newer_images_it_skipped() -> None:
     flat = " ".join(text.split())
     assert "the 10 vllm/vllm-openai-rocm images" in flat
     assert "none of them runs on amdgpu 6.1.x" in flat
-    assert "hint: upgrade the host's amdgpu driver to 30.30.x" in flat
+    assert "hint: upgrade the host's amdgpu driver to 6.4.x" in flat
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -200,3 +203,57 @@ def test_json_path_does_not_import_rich() -> None:
         "assert not [m for m in sys.modules if m == 'rich' or m.startswith('rich.')], 'rich imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _commands(d: Derivation) -> list[str]:
+    return [f"$ {h.command}" for h in d.hints if h.command] + list(d.plan.commands if d.plan else ())
+
+
+def test_rich_never_wraps_commands_on_a_narrow_terminal() -> None:
+    """issue 11, item 12: at 60 columns every `$ rocm-vllm ...` command is still one line."""
+    import io
+
+    from rich.console import Console
+
+    for name in ("old-driver", "wheel-old-glibc", "ok-mi300x-x8", "no-driver-info"):
+        _, data = run("check", *CASES[name][0], "--json")
+        d = Derivation.from_json(json.loads(data)["derivation"])
+        out = io.StringIO()
+        render_rich(d, Console(file=out, width=60, force_terminal=False, color_system=None, highlight=False, soft_wrap=False))
+        lines = [line.strip() for line in out.getvalue().splitlines()]
+        commands = _commands(d)
+        assert commands, name
+        for command in commands:
+            assert command.strip() in lines, (name, command)
+
+
+def test_plain_prose_follows_the_width_and_commands_stay_whole() -> None:
+    for name in ("old-driver", "wheel-old-glibc", "no-driver-info"):
+        _, data = run("check", *CASES[name][0], "--json")
+        d = Derivation.from_json(json.loads(data)["derivation"])
+        text = render_derivation(d, width=60)
+        lines = text.splitlines()
+        commands = [c.strip() for c in _commands(d)]
+        for command in commands:
+            assert command in [line.strip() for line in lines], (name, command)
+        prose = [line for line in lines if line.strip() not in commands and len(line.split()) > 1]
+        # Unbreakable identifiers (image refs, URLs, commits) may run over; prose does not.
+        long = [line for line in prose if len(line) > 60 and not re.search(r"https?:|@|rocm/vllm:|vllm-openai-rocm:", line)]
+        assert not long, long
+    # The short form wraps too: no 300-column source lines at 80 columns.
+    code, text = run_env({"COLUMNS": "80"}, "check", "--gfx", "gfx942", "--quantization", "mxfp8", "--driver", "30.30.3")
+    assert code == 1
+    assert max(len(line) for line in text.splitlines() if not line.startswith("    ")) <= 80
+
+
+def test_inline_commands_in_prose_are_not_split() -> None:
+    from resolver.explain import _fill
+
+    text = "hint: choose an artifact built for gfx1030, or build from source: `rocm-vllm dockerfile --gfx gfx1030`"
+    lines = _fill(text, "", "  ", 40)
+    assert any("`rocm-vllm dockerfile --gfx gfx1030`" in line for line in lines), lines
+
+
+def run_env(env: dict[str, str], *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, list(args), env={"NO_COLOR": "1", **env}, catch_exceptions=False)
+    return result.exit_code, result.stdout

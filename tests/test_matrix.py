@@ -320,6 +320,29 @@ def test_the_compiled_matrix_key_covers_every_data_file() -> None:
     assert shipped == set(resources.MATRIX_FILES)
 
 
+def test_driver_windows_are_sorted_by_version() -> None:
+    """issue 11, item 15: "7.11" prints before "10.0" (the frozen 30.20 row lists 7.11 last)."""
+    for d in matrix.load().drivers:
+        assert list(d.user_space) == sorted(d.user_space, key=Version), d.series
+    from .helpers import run_cli
+
+    shown = run_cli("matrix", "show", "drivers").stdout
+    row = next(line for line in shown.splitlines() if line.startswith("30.20.x"))
+    assert row.index("7.11") < row.index("10.0")
+
+
+def test_shipped_data_has_sourced_apu_floors_and_module_pairs() -> None:
+    live = matrix.load_dir(LIVE_MATRIX)
+    strix = next(g for g in live.gfx if g.name == "gfx1151")
+    floors = {f.os: f.min_kernel for f in strix.kernel_floors}
+    assert floors == {"ubuntu-24.04": "6.17", "ubuntu-26.04": "7.0"}
+    assert all("os-support.yaml" in f.provenance.source for f in strix.kernel_floors)
+    assert "strixhalo" in strix.unified_memory_source
+    paired = live.driver_for_module("6.19.14")
+    assert paired is not None and paired.series == "31.40" and "gpu-operator" in paired.module_versions_source
+    assert live.driver_for_module("6.16.6") is None
+
+
 # --- the schema: unknown keys are refused --------------------------------------------------------
 
 

@@ -54,8 +54,8 @@ def test_old_driver_blocks_new_vllm_and_names_window_and_fix() -> None:
     reason = d.host_fix.reasons[0]
     assert reason.code == "driver-window"
     assert "5.7-6.4" in reason.message
-    assert reason.fix is not None and reason.fix.host and "30.30" in reason.fix.text
-    assert "upgrade the host's amdgpu driver to 30.30.x" in reason.hint
+    assert reason.fix is not None and reason.fix.host and reason.fix.value == "6.4" and reason.fix.direction == "upgrade"
+    assert "upgrade the host's amdgpu driver to 6.4.x" in reason.hint
 
 
 def test_fp8_on_gfx90a_is_unsupported_by_the_gate() -> None:
@@ -65,10 +65,33 @@ def test_fp8_on_gfx90a_is_unsupported_by_the_gate() -> None:
     assert "hardware FP8" in d.blockers[0].message
 
 
-def test_mxfp4_needs_gfx950() -> None:
-    assert decide("gfx942", driver="30.30.3", quantization="mxfp4").verdict == "unsupported"
+def test_mx_compute_needs_gfx950_but_mxfp4_weights_run_emulated() -> None:
+    # MXFP8 needs MX compute: gfx950 only.
+    assert decide("gfx942", driver="30.30.3", quantization="mxfp8").verdict == "unsupported"
     ok = decide("gfx950", driver="30.30.3", quantization="mxfp4")
     assert ok.verdict == "supported" and ok.plan is not None
+    assert "mxfp4-native" in codes(ok)
+    # vLLM's gpt-oss recipe lists MI300x/MI325x (gfx942) and Radeon AI PRO R9700 (gfx1201): weight-only.
+    for gfx in ("gfx942", "gfx1201"):
+        for quant in ("mxfp4", "gpt_oss_mxfp4"):
+            d = decide(gfx, driver="30.30.3", quantization=quant)
+            assert d.exit_code == 0 and d.plan is not None, (gfx, quant, d.verdict)
+            w = next(w for w in d.warnings if w.code == "mxfp4-emulated")
+            assert "recipes" in w.source and "MI300x" in w.source
+    # No source says gfx1100 runs MXFP4 at all.
+    d = decide("gfx1100", driver="30.30.3", quantization="mxfp4")
+    assert d.verdict == "unsupported" and [r.code for r in d.blockers] == ["mx-unsupported"]
+
+
+def test_mxfp4_support_is_a_sourced_fact_of_the_shipped_data() -> None:
+    from tests.conftest import LIVE_MATRIX
+
+    live = matrix.load_dir(LIVE_MATRIX)
+    gates = {g.name: g.features for g in live.gfx}
+    assert gates["gfx950"].mxfp4 == "native" and gates["gfx950"].mx
+    for gfx in ("gfx942", "gfx1201"):
+        assert gates[gfx].mxfp4 == "emulated" and not gates[gfx].mx
+        assert "GPT-OSS.md" in gates[gfx].mxfp4_source.source
 
 
 def test_fp8_on_gfx942_warns_about_fnuz() -> None:
@@ -220,3 +243,29 @@ def test_gpu_footnotes_intersect_and_reach_rocm_7_2() -> None:
     # 7.1.0's footnotes together leave neither Rocky 9 nor Debian 12 for gfx950.
     allowed = older.message.split(" only on ")[1].split(";")[0]
     assert "rocky-9" not in allowed and "debian-12" not in allowed and "ubuntu-24.04.3" in allowed
+
+
+def test_strix_halo_kernel_floor_and_unified_memory() -> None:
+    """issue 11, item 10: AMD documents Ryzen AI Max (gfx1151) on Ubuntu 24.04.4 with the OEM 6.17 kernel
+    and on Ubuntu 26.04 (7.0); the node's kernel is checked against it, and APUs get GTT sizing advice."""
+    def node(os: str | None, kernel: str | None) -> Node:
+        from dataclasses import replace
+
+        return replace(from_flags(gfx="gfx1151", gpus=None, driver=None, os=os, rocm=None, python="3.12"), kernel=kernel)
+
+    old = solve(M, node("ubuntu-24.04", "6.8.0-45-generic"), Request())
+    w = next(w for w in old.warnings if w.code == "kernel-too-old")
+    assert w.severity == "warning" and "OEM 6.17" in w.message and "os-support.yaml" in w.source
+    assert old.verdict == "supported_with_warnings"
+    ok = solve(M, node("ubuntu-24.04", "6.17.0-1008-oem"), Request())
+    assert "kernel-too-old" not in codes(ok)
+    assert "kernel-too-old" not in codes(solve(M, node("ubuntu-26.04", "7.0.0-10-generic"), Request()))
+    other = solve(M, node("rhel-9.4", "5.14.0-427.el9.x86_64"), Request())
+    assert "os-unlisted-for-gpu" in codes(other)
+    unknown = solve(M, node("ubuntu-24.04", None), Request())
+    assert "kernel-floor-unchecked" in codes(unknown)
+    apu = next(w for w in old.warnings if w.code == "apu-unified-memory")
+    assert "GTT" in apu.message and "strixhalo" in apu.source
+    # A discrete GPU gets neither.
+    mi300 = decide("gfx942", driver="30.30.3", os="ubuntu-24.04")
+    assert not codes(mi300) & {"kernel-too-old", "apu-unified-memory", "kernel-floor-unchecked"}

@@ -13,14 +13,18 @@ import typer
 from resolver import __version__
 from resolver.cli import check, dockerfile, image, matrix_cmd, probe, refresh
 
+# `-h` is `--help` everywhere (subcommands inherit it from the root context).
+HELP: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
+
 app = typer.Typer(
     name="rocm-vllm",
     help="Can this AMD GPU node run vLLM, and exactly how?",
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
+    context_settings=HELP,
 )
-matrix_app = typer.Typer(help="Inspect, check and update the compatibility data.", no_args_is_help=True)
+matrix_app = typer.Typer(help="Inspect, check and update the compatibility data.", no_args_is_help=True, context_settings=HELP)
 app.add_typer(matrix_app, name="matrix")
 
 for module in (check, probe, image, dockerfile, matrix_cmd, refresh):

@@ -19,8 +19,46 @@ R = TypeVar("R")
 
 NODE_PANEL = "Node (default: probe this machine)"
 
+
+def _matrix_or_none() -> Any:
+    """The data for completion; None when it cannot be loaded (completion then offers nothing)."""
+    from resolver import matrix
+
+    try:
+        return matrix.load()
+    except ResolverError:
+        return None
+
+
+def complete_gfx(incomplete: str) -> list[str]:
+    """Shell completion for --gfx: the gfx targets the data knows; after a comma, the next one."""
+    m = _matrix_or_none()
+    done, _, last = incomplete.rpartition(",")
+    prefix = f"{done}," if done else ""
+    names = sorted(g.name for g in m.gfx) if m is not None else []
+    return [prefix + name for name in names if name.startswith(last)]
+
+
+def complete_example(incomplete: str) -> list[str]:
+    """Shell completion for --example: the embedded example nodes."""
+    m = _matrix_or_none()
+    return [e.name for e in m.examples if e.name.startswith(incomplete)] if m is not None else []
+
+
+def completer(*values: str) -> Callable[[str], list[str]]:
+    """Shell completion for an option with a fixed set of values (--format)."""
+
+    def complete(incomplete: str) -> list[str]:
+        return [v for v in values if v.startswith(incomplete)]
+
+    return complete
+
+
 GfxOpt = Annotated[
-    str | None, typer.Option("--gfx", help="gfx target(s), comma-separated: gfx942 or gfx942,gfx950.", rich_help_panel=NODE_PANEL)
+    str | None,
+    typer.Option(
+        "--gfx", help="gfx target(s), comma-separated: gfx942 or gfx942,gfx950.", rich_help_panel=NODE_PANEL, autocompletion=complete_gfx
+    ),
 ]
 GpusOpt = Annotated[int | None, typer.Option("--gpus", help="Number of GPUs vLLM may use.", rich_help_panel=NODE_PANEL)]
 DriverOpt = Annotated[
@@ -38,7 +76,12 @@ RocminfoOpt = Annotated[
 ]
 ExampleOpt = Annotated[
     list[str] | None,
-    typer.Option("--example", help="An embedded example node (see `rocm-vllm matrix show nodes`).", rich_help_panel=NODE_PANEL),
+    typer.Option(
+        "--example",
+        help="An embedded example node (see `rocm-vllm matrix show nodes`).",
+        rich_help_panel=NODE_PANEL,
+        autocompletion=complete_example,
+    ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output (stable schema, see docs/).")]
 
@@ -137,3 +180,19 @@ def emit_json(data: Any) -> None:
 
 def use_color() -> bool:
     return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+DEFAULT_WIDTH = 100
+
+
+def terminal_width() -> int:
+    """Where prose wraps: COLUMNS when set, else the terminal's width when stdout is one, else 100.
+    Commands are never wrapped, whatever this says."""
+    import shutil
+
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return max(int(columns), 40)
+    if sys.stdout.isatty():
+        return max(shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns, 40)
+    return DEFAULT_WIDTH

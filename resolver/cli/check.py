@@ -20,6 +20,7 @@ from resolver.cli._common import (
     emit_json,
     handle_errors,
     resolve_node,
+    terminal_width,
     use_color,
 )
 
@@ -93,11 +94,11 @@ def check(
         else:
             from resolver.explain import render_derivation
 
-            typer.echo(render_derivation(derivation), nl=False)
+            typer.echo(render_derivation(derivation, width=terminal_width()), nl=False)
     else:
         from resolver.explain import render
 
-        typer.echo(render(decision, m, color=use_color(), verbose=verbose), nl=False)
+        typer.echo(render(decision, m, color=use_color(), verbose=verbose, width=terminal_width()), nl=False)
     raise typer.Exit(decision.exit_code)
 
 

@@ -68,7 +68,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             typer.Option(
                 "--registry-mirror",
                 envvar="ROCM_VLLM_REGISTRY",
-                help="Pull the FROM and # syntax= images through this Docker Hub mirror: HOST[:PORT][/PREFIX].",
+                help="Pull the FROM and # syntax= images through this Docker Hub mirror: HOST, HOST:PORT or HOST/PREFIX.",
                 rich_help_panel=BUILD_PANEL,
             ),
         ] = None,
@@ -117,7 +117,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             df.write_atomic(output, text)
             typer.echo(f"wrote {output}", err=True)
         if json_out:
-            data = plan.to_json()
+            data = {"schema_version": 1, **plan.to_json()}
             data["output"] = str(output) if output is not None else None
             data["tag"] = image_tag if build else None
             emit_json(data)

@@ -18,6 +18,7 @@ from resolver.cli._common import (
     PythonOpt,
     RocminfoOpt,
     RocmOpt,
+    completer,
     emit_json,
     handle_errors,
     resolve_node,
@@ -80,7 +81,8 @@ def image(
         ),
     ] = False,
     fmt: Annotated[
-        str, typer.Option("--format", help="docker, podman or compose.", rich_help_panel=RUN_PANEL)
+        str,
+        typer.Option("--format", help="docker, podman or compose.", rich_help_panel=RUN_PANEL, autocompletion=completer("docker", "podman", "compose")),
     ] = "docker",
     port: Annotated[
         int,

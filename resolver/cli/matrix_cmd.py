@@ -6,9 +6,10 @@ from typing import Annotated, Any
 
 import typer
 
-from resolver.cli._common import JsonOpt, emit_json, handle_errors
+from resolver.cli._common import JsonOpt, completer, emit_json, handle_errors
 
 TABLES = ("rocm", "drivers", "gfx", "vllm", "wheels", "images", "nodes", "os")
+SCHEMA_VERSION = 1  # of every `matrix ... --json` document
 
 
 def _rows(m: Any, table: str) -> tuple[list[str], list[list[str]], list[dict[str, Any]]]:
@@ -31,17 +32,22 @@ def _rows(m: Any, table: str) -> tuple[list[str], list[list[str]], list[dict[str
         recs = m.drivers
         rows = [[d.series + ".x", ", ".join(d.user_space), d.paired_rocm or "-", conf(d.provenance)] for d in recs]
         data = [{"series": d.series, "user_space": list(d.user_space), "paired_rocm": d.paired_rocm,
+                 "module_versions": list(d.module_versions), "module_versions_source": d.module_versions_source or None,
                  "source": src(d.provenance), "confidence": conf(d.provenance)} for d in recs]
     elif table == "gfx":
-        header = ["gfx", "arch", "vllm", "aiter", "fp8", "mx", "products"]
+        header = ["gfx", "arch", "vllm", "aiter", "fp8", "mx", "mxfp4", "products"]
         recs = m.gfx
         rows = [[t.name, t.arch, t.vllm_status, t.features.aiter,
-                 (t.features.fp8_format or "yes") if t.features.fp8 else "no", "yes" if t.features.mx else "no",
+                 (t.features.fp8_format or "yes") if t.features.fp8 else "no", "yes" if t.features.mx else "no", t.features.mxfp4,
                  "; ".join(dict.fromkeys(p.name for p in t.products))[:70]] for t in recs]
         data = [{"name": t.name, "arch": t.arch, "families": list(t.families), "vllm_status": t.vllm_status,
                  "vllm_note": t.vllm_note, "override": t.override,
                  "features": {"aiter": t.features.aiter, "fp8": t.features.fp8, "fp8_format": t.features.fp8_format,
-                              "mx": t.features.mx, "custom_allreduce": t.features.custom_allreduce},
+                              "mx": t.features.mx, "custom_allreduce": t.features.custom_allreduce,
+                              "mxfp4": t.features.mxfp4, "mxfp4_source": t.features.mxfp4_source.source},
+                 "kernel_floors": [{"os": f.os, "min_kernel": f.min_kernel, "flavour": f.flavour, "source": f.provenance.source}
+                                   for f in t.kernel_floors],
+                 "unified_memory_source": t.unified_memory_source or None,
                  "products": [{"name": p.name, "family": p.family, "pci_device_id": p.pci_device_id,
                                "pci_revision": p.pci_revision, "first_rocm": p.first_rocm} for p in t.products],
                  "env": dict(t.env), "source": src(t.provenance), "confidence": conf(t.provenance)} for t in recs]
@@ -132,7 +138,7 @@ def _add_origin(table: str, header: list[str], rows: list[list[str]], data: list
 
 @handle_errors
 def show(
-    table: Annotated[str, typer.Argument(help=f"One of: {', '.join(TABLES)}.")],
+    table: Annotated[str, typer.Argument(help=f"One of: {', '.join(TABLES)}.", autocompletion=completer(*TABLES))],
     json_out: JsonOpt = False,
     origin: Annotated[bool, typer.Option("--origin", help="Say which facts came from a refresh, from where and when.")] = False,
 ) -> None:
@@ -146,29 +152,40 @@ def show(
     if origin:
         _add_origin(table, header, rows, data)
     if json_out:
-        emit_json(data)
+        emit_json({"schema_version": SCHEMA_VERSION, "table": table, "records": data})
     else:
         typer.echo(format_table(header, rows), nl=False)
 
 
 @handle_errors
 def validate(json_out: JsonOpt = False) -> None:
-    """Load every data file and check its invariants (exit 3 names the broken record)."""
-    from resolver import matrix, resources
+    """Load every data file and check its invariants (exit 3 names the broken record). When a
+    refreshed-data overlay is active, the data with it laid over is checked too, and said so."""
+    from resolver import matrix, overlay, resources
 
     m = matrix.load_dir(resources.matrix_dir())
     counts = {"rocm": len(m.rocm), "os": len(m.os), "drivers": len(m.drivers), "gfx": len(m.gfx), "vllm": len(m.vllm),
               "wheels": len(m.wheels), "images": len(m.images), "nodes": len(m.examples)}
+    layer = overlay.read() if overlay.stamp() is not None else {}
+    laid = {file: len(records) for file, records in layer.items() if records}
+    active = bool(laid)
+    if active:
+        matrix.load()  # the data every command uses: embedded plus overlay, checked the same way
+    info = {"active": active, "path": str(overlay.overlay_path()) if active else None, "records": laid}
     if json_out:
-        emit_json({"valid": True, "directory": str(resources.matrix_dir()), "records": counts})
+        emit_json({"schema_version": SCHEMA_VERSION, "valid": True, "directory": str(resources.matrix_dir()),
+                   "records": counts, "overlay": info})
     else:
         typer.echo(f"ok: {sum(counts.values())} records in {resources.matrix_dir()} (" +
                    ", ".join(f"{k} {v}" for k, v in counts.items()) + ")")
+        if active:
+            typer.echo(f"overlay active: {overlay.overlay_path()} lays {sum(laid.values())} refreshed record(s) over it "
+                       f"({', '.join(f'{k} {v}' for k, v in laid.items())}); every command uses them, and they check out")
 
 
 @handle_errors
 def graph(
-    fmt: Annotated[str, typer.Option("--format", help="json or dot.")] = "json",
+    fmt: Annotated[str, typer.Option("--format", help="json or dot.", autocompletion=completer("json", "dot"))] = "json",
     gfx: Annotated[str | None, typer.Option("--gfx", help="Only what concerns this gfx target.")] = None,
     vllm: Annotated[str | None, typer.Option("--vllm", help="Only vLLM releases in this spec (e.g. '>=0.30').")] = None,
     stack: Annotated[str | None, typer.Option("--stack", help="Only this ROCm stack variant (e.g. rocm72).")] = None,
@@ -192,7 +209,7 @@ def graph(
             g, gfx=check_gfx_name(gfx) if gfx else None, vllm=parse_spec(vllm) if vllm else None, stack=stack
         )
     if fmt == "json":
-        emit_json(graph_mod.to_json(g))
+        emit_json({"schema_version": SCHEMA_VERSION, **graph_mod.to_json(g)})
     else:
         typer.echo(graph_mod.to_dot(g), nl=False)
 

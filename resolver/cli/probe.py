@@ -136,7 +136,7 @@ def render(node: Any) -> str:
             + (f", {device['marketing_name']}" if device.get("marketing_name") else "")
         )
     facts = [
-        ("driver", node.driver_version or _module(node.host or {})),
+        ("driver", _release(node) or _module(node.host or {})),
         ("ROCm", node.rocm_version),
         ("override", node.hsa_override_gfx_version),
         ("OS", node.os),
@@ -184,6 +184,14 @@ def _flush(run: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
         return run
     first, last = run[0], run[-1]
     return [(f"{first[0]}-{last[0]}", *first[1:])]
+
+
+def _release(node: Any) -> str | None:
+    """The AMD GPU Driver release and the source that named it (amdgpu-dkms package, ...)."""
+    if not node.driver_version:
+        return None
+    source = (node.host or {}).get("driver_release_source")
+    return f"{node.driver_version} (from {source})" if source else str(node.driver_version)
 
 
 def _module(host: dict[str, object]) -> str | None:

@@ -12,8 +12,22 @@ if TYPE_CHECKING:
     from resolver.refresh.runner import Outcome
 
 
+# Paragraphs are single lines: the help renderer keeps hard line breaks inside a paragraph, which
+# printed "With" and "installed" alone on their lines at 80 columns.
+REFRESH_HELP = (
+    "Compare the data with upstream (vLLM sdists, images, wheels, ROCm releases).\n\n"
+    "Prints what would change and exits 1 when something did (0 when nothing did). "
+    "With --write the changes go to the overlay in ROCM_VLLM_DATA_DIR (never into the installed package) "
+    "and every command uses them from then on.\n\n"
+    "vLLM releases are read from their sdists on the package index pip is configured with "
+    "(or ROCM_VLLM_INDEX_URL), verified against the index's sha256 and cached by it.\n\n"
+    "Other base URLs: ROCM_VLLM_GITHUB_API, ROCM_VLLM_GITHUB_RAW, ROCM_VLLM_REGISTRY, ROCM_VLLM_WHEELS; "
+    "GITHUB_TOKEN is used when set."
+)
+
+
 def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
-    @matrix_app.command("refresh")
+    @matrix_app.command("refresh", help=REFRESH_HELP)
     @handle_errors
     def refresh_cmd(
         source: Annotated[
@@ -38,17 +52,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         ] = None,
         json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     ) -> None:
-        """Compare the data with upstream (vLLM sdists, images, wheels, ROCm releases).
-
-        Prints what would change and exits 1 when something did (0 when nothing did). With
-        --write the changes go to the overlay in ROCM_VLLM_DATA_DIR (never into the installed
-        package) and every command uses them from then on.
-
-        vLLM releases are read from their sdists on the package index pip is configured with
-        (or ROCM_VLLM_INDEX_URL), verified against the index's sha256 and cached by it. Other
-        base URLs: ROCM_VLLM_GITHUB_API, ROCM_VLLM_GITHUB_RAW, ROCM_VLLM_REGISTRY,
-        ROCM_VLLM_WHEELS; GITHUB_TOKEN is used when set.
-        """
+        # The help text lives in REFRESH_HELP: one line per paragraph, so the terminal wraps it.
         from resolver.refresh import diff
         from resolver.refresh.runner import refresh
 
@@ -58,7 +62,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         else:
             outcome = _with_progress(sources or None, write, tag)
         if json_out:
-            doc = diff.to_json(outcome.changes, outcome.refused)
+            doc = {"schema_version": 1, **diff.to_json(outcome.changes, outcome.refused)}
             doc.update(
                 {
                     "written": str(outcome.written) if outcome.written else None,

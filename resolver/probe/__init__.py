@@ -14,6 +14,7 @@ from pathlib import Path
 
 from resolver.errors import ProbeError
 from resolver.node import Node, Problem
+from resolver.probe import driver as driver_mod
 from resolver.probe import enumerator, smi, sysfs, tools
 from resolver.probe import host as hostmod
 from resolver.probe import rocminfo as rocminfo_mod
@@ -217,6 +218,12 @@ def probe_live(
     host["driver_kind"] = view.facts.get("driver_kind") or host.get("driver_kind")
     if view.facts.get("partition_inferred"):
         host["partition_inferred"] = True
+    # The AMD GPU Driver release, read where it is (package, module version AMD pairs, tools).
+    reading = driver_mod.read(root, environ, run_tools=run_tools, module_releases=module_release)
+    host["driver"] = reading.to_json()
+    module = reading.module_version or node.driver_version
+    if reading.release is not None:
+        host["driver_release_source"] = reading.source
     node = replace(
         node,
         os=facts.os,
@@ -224,7 +231,7 @@ def probe_live(
         glibc=facts.glibc,
         python=facts.python,
         rocm_version=facts.rocm_version,
-        driver_version=node.driver_version,
+        driver_version=reading.release or module,
         host=host,
         origin="probe",
     )
@@ -352,25 +359,53 @@ def _finish(node: Node, problems: list[Problem]) -> Node:
     return _module_version_is_not_a_release(replace(node, problems=tuple(problems)))
 
 
+def module_release(module_version: str) -> str | None:
+    """The AMD GPU Driver release AMD's data pairs a kernel module version with (drivers.toml
+    ``module_versions``), as a series ("31.40"); None when no AMD source pairs them."""
+    from resolver import matrix
+    from resolver.errors import ResolverError
+
+    try:
+        found = matrix.load().driver_for_module(module_version.split("-")[0])
+    except ResolverError:
+        return None
+    return found.series if found is not None else None
+
+
 def _module_version_is_not_a_release(node: Node) -> Node:
     """Tools report the amdgpu kernel module's own version (``/sys/module/amdgpu/version``,
     rocminfo's "ROCk module version", amd-smi's driver version), e.g. 6.16.6. AMD's
-    driver/user-space table speaks of AMD GPU Driver releases (30.30.3, 6.4.x), and no AMD table
-    maps one to the other, so the module version is kept as a host fact and ``driver_version``
-    (the release every decision uses) stays unknown until the user gives ``--driver``."""
+    driver/user-space table speaks of AMD GPU Driver releases (30.30.3, 6.4.x). A module version
+    becomes a release only where AMD's data pairs the two (``module_release``), or when the live
+    probe read the release itself (the amdgpu-dkms package: ``host.driver_release_source``);
+    otherwise the module version is kept as a host fact, ``driver_version`` stays unknown and a
+    problem says which sources were asked."""
+    if node.host.get("driver_release_source"):
+        return node
     module = node.driver_version
-    if module is None:
+    if module is None:  # nothing reported a version; check/image say the release is unknown
         return node
     host = {**node.host, "amdgpu_module_version": module}
+    paired = module_release(module)
+    if paired is not None:
+        host["driver_release_source"] = "amdgpu module version (AMD's data pairs it with a release)"
+        return replace(node, driver_version=paired, host=host)
     problems = list(node.problems)
     if node.gpus:
-        problems.append(
-            Problem(
-                code="driver-release-unknown",
-                message=f"the amdgpu kernel module reports version {module}, which is not an AMD GPU Driver "
-                "release number; which ROCm user space it runs cannot be read from it",
-                hint="pass the release you installed to check/image/dockerfile, e.g. --driver 30.30.3 "
-                "(the amdgpu-install version)",
-            )
-        )
+        problems.append(_release_unknown(node, module))
     return replace(node, driver_version=None, host=host, problems=tuple(problems))
+
+
+def _release_unknown(node: Node, module: str) -> Problem:
+    tried = (node.host.get("driver") or {}).get("tried") or []
+    asked = f" (asked: {', '.join(tried)})" if tried else ""
+    message = (
+        f"the amdgpu kernel module reports version {module}, which no AMD data pairs with an AMD GPU Driver "
+        f"release, so which ROCm user space it runs cannot be read from it{asked}"
+    )
+    return Problem(
+        code="driver-release-unknown",
+        message=message,
+        hint="pass the release you installed to check/image/dockerfile, e.g. --driver 30.30.3 "
+        "(the amdgpu-install version)",
+    )

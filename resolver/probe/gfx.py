@@ -169,8 +169,10 @@ def product_for_pci(
         norm = _norm_name(hint)
         matching = [n for n in names if _norm_name(n) == norm]
         if not matching:
-            matching = [n for n in sorted(names, key=len, reverse=True) if _norm_name(n) in norm]
-        if matching:
+            # Whole-word matches only, and only one: "MI250X/MI250" (libdrm's name for 740c) names
+            # both, so it picks neither.
+            matching = [n for n in names if re.search(rf"(?<![a-z0-9]){re.escape(_norm_name(n))}(?![a-z0-9])", norm)]
+        if len(matching) == 1:
             return matching[0]
     return " / ".join(names)
 

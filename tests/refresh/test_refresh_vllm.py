@@ -128,6 +128,12 @@ def test_new_release_is_shown_as_a_diff_then_written_to_the_overlay(
     assert again.exit_code == 0, again.output
     assert "nothing changed" in again.output
 
+    # `matrix validate` says the overlay is active (issue 11, item 15), in words and in JSON.
+    validated = runner.invoke(app, ["matrix", "validate"])
+    assert validated.exit_code == 0 and f"overlay active: {overlay.overlay_path()}" in validated.stdout
+    doc = json.loads(runner.invoke(app, ["matrix", "validate", "--json"]).stdout)
+    assert doc["overlay"]["active"] is True and doc["overlay"]["records"]["vllm.toml"] >= 1
+
 
 def test_json_output_lists_changes_and_request_counts(
     upstream: Upstream, matrix_copy: Path

@@ -1,0 +1,138 @@
+"""Which AMD GPU Driver release is installed on this machine, read where it is.
+
+Sources, in the order they are asked (the first that gives a release answers):
+
+- the ``amdgpu-dkms`` package (``dpkg-query`` or ``rpm -q``): its version carries the kernel
+  module version and, after it, the release the package was built for, e.g.
+  ``1:6.16.6.30300000-2238411.24.04`` -> module 6.16.6, release 30.30.0, or
+  ``1:5.18.13.50403-1538762.22.04`` -> module 5.18.13, release 5.4.3 (``amdgpu-install 5.4.50403``);
+- ``/sys/module/amdgpu/version``, ``amd-smi version`` (``amdgpu version:``) and ``modinfo amdgpu``
+  (``version:``): the loaded module's own version (6.16.6). That is a release only where AMD's
+  data pairs the two (``matrix/drivers.toml`` ``module_versions``); otherwise the module version
+  is kept and the release stays unknown, and the probe says so.
+
+Every tool runs with a timeout; a missing or hung tool says nothing. Pure parsing lives in
+``parse_package_version``, ``parse_amd_smi_version`` and ``parse_modinfo`` for tests.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from resolver.probe import tools
+from resolver.probe.sysfs import read_text
+
+TIMEOUT = 10.0
+
+# "1:6.16.6.30300000-2238411.24.04" (deb) or "6.16.6.30300000" (rpm VERSION): module, release code.
+_PACKAGE = re.compile(r"^(?:\d+:)?(?P<module>\d+\.\d+\.\d+)\.(?P<code>\d{5}|\d{8})(?:[-+~].*)?$")
+_MODULE = re.compile(r"^\d+\.\d+(?:\.\d+)*$")
+
+
+@dataclass(slots=True)
+class DriverReading:
+    """What the sources said. ``source`` names the one that gave ``release`` (or, without a
+    release, the module version); ``tried`` lists every source asked, in order."""
+
+    release: str | None = None
+    module_version: str | None = None
+    source: str | None = None
+    package_version: str | None = None
+    tried: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "release": self.release,
+            "module_version": self.module_version,
+            "source": self.source,
+            "package_version": self.package_version,
+            "tried": list(self.tried),
+        }
+
+
+def release_from_code(code: str) -> str | None:
+    """The release a package version's code names: 5 digits (ROCm-numbered drivers up to 6.4,
+    ``60400`` -> 6.4.0) or 8 digits (AMD GPU Driver 30.x and later, ``30100100`` -> 30.10.1)."""
+    if len(code) == 5:
+        return f"{int(code[0])}.{int(code[1:3])}.{int(code[3:5])}"
+    if len(code) == 8:
+        return f"{int(code[0:2])}.{int(code[2:4])}.{int(code[4:6])}"
+    return None
+
+
+def parse_package_version(text: str) -> tuple[str | None, str | None]:
+    """(module version, release) from an amdgpu-dkms package version; Nones when it is not one."""
+    match = _PACKAGE.match(text.strip())
+    if match is None:
+        return None, None
+    return match.group("module"), release_from_code(match.group("code"))
+
+
+def parse_amd_smi_version(text: str) -> str | None:
+    """``amd-smi version``: "... | amdgpu version: 6.14.14 | ..." (older: "Driver version")."""
+    match = re.search(r"(?:amdgpu|driver) version:\s*([0-9][0-9.]*)", text, re.IGNORECASE)
+    return match.group(1).rstrip(".") if match else None
+
+
+def parse_modinfo(text: str) -> str | None:
+    """``modinfo amdgpu``: the ``version:`` line a DKMS build has (the in-tree module has none)."""
+    match = re.search(r"^version:\s*(\S+)\s*$", text, re.MULTILINE)
+    return match.group(1) if match and _MODULE.match(match.group(1)) else None
+
+
+def read(
+    root: Path,
+    env: Mapping[str, str],
+    *,
+    run_tools: bool = True,
+    module_releases: Callable[[str], str | None] | None = None,
+) -> DriverReading:
+    """Ask each source in turn. ``module_releases`` maps a module version to the release AMD's
+    data pairs it with (``None``: unknown)."""
+    reading = DriverReading()
+    lookup = module_releases or (lambda _v: None)
+    if run_tools:
+        for label, tool, args in (
+            ("amdgpu-dkms package (dpkg-query)", "dpkg-query", ["-W", "-f=${Version}", "amdgpu-dkms"]),
+            ("amdgpu-dkms package (rpm)", "rpm", ["-q", "--qf", "%{VERSION}", "amdgpu-dkms"]),
+        ):
+            out = tools.run(tool, args, env, timeout=TIMEOUT)
+            if out is None:
+                continue
+            reading.tried.append(label)
+            module, release = parse_package_version(out)
+            if module is None:
+                continue
+            reading.package_version = out.strip()
+            reading.module_version = reading.module_version or module
+            if release is not None:
+                reading.release, reading.source = release, label
+                return reading
+    candidates: list[tuple[str, Callable[[], str | None]]] = [
+        ("/sys/module/amdgpu/version", lambda: _clean(read_text(root / "sys/module/amdgpu/version"))),
+    ]
+    if run_tools:
+        candidates += [
+            ("amd-smi version", lambda: parse_amd_smi_version(tools.run("amd-smi", ["version"], env, timeout=TIMEOUT) or "")),
+            ("modinfo amdgpu", lambda: parse_modinfo(tools.run("modinfo", ["amdgpu"], env, timeout=TIMEOUT) or "")),
+        ]
+    for label, ask in candidates:
+        reading.tried.append(label)
+        module = ask()
+        if module is None:
+            continue
+        release = lookup(module)
+        if release is not None:
+            reading.module_version, reading.release, reading.source = module, release, label
+            return reading
+        if reading.module_version is None:
+            reading.module_version, reading.source = module, label
+    return reading
+
+
+def _clean(text: str | None) -> str | None:
+    value = (text or "").strip()
+    return value if _MODULE.match(value) else None
