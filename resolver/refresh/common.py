@@ -117,6 +117,19 @@ class Source:
     def read(self) -> SourceResult:
         raise NotImplementedError
 
+    def known_releases(self) -> dict[Any, dict[str, Any]]:
+        """The vLLM releases in the data in use, by Version (records whose version does not parse
+        are left to the loader to refuse)."""
+        from packaging.version import InvalidVersion, Version
+
+        known: dict[Any, dict[str, Any]] = {}
+        for rec in self.current.get("vllm.toml", []):
+            try:
+                known[Version(str(rec.get("version")))] = rec
+            except InvalidVersion:
+                continue
+        return known
+
     def github_tags(self, repo: str, result: SourceResult, *, need_sha: bool) -> list[tuple[str, str]]:
         """(tag, commit sha) for every tag of ``repo`` from the GitHub API, following pagination.
 

@@ -408,12 +408,7 @@ class SdistSource(Source):
         self.base = endpoints.index or index_url()
 
     def _wanted(self, listed: list[IndexFile]) -> list[IndexFile]:
-        known: dict[Version, dict[str, Any]] = {}
-        for rec in self.current.get("vllm.toml", []):
-            try:
-                known[Version(str(rec.get("version")))] = rec
-            except InvalidVersion:
-                continue
+        known = self.known_releases()
         oldest = min(known) if known else None
         out = []
         for f in listed:

@@ -89,12 +89,7 @@ class VllmSource(Source):
     def _wanted(
         self, tags: list[tuple[str, str]], result: SourceResult
     ) -> list[tuple[str, str, Version]]:
-        known: dict[Version, dict[str, Any]] = {}
-        for rec in self.current.get("vllm.toml", []):
-            try:
-                known[Version(str(rec.get("version")))] = rec
-            except InvalidVersion:
-                continue
+        known = self.known_releases()
         oldest = min(known) if known else None
         wanted = []
         for name, sha in tags:
