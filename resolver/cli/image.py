@@ -79,7 +79,12 @@ def image(
         ),
     ] = False,
     fmt: Annotated[
-        str, typer.Option("--format", help="docker, podman or compose.", rich_help_panel=RUN_PANEL)
+        str,
+        typer.Option(
+            "--format",
+            help="docker, podman, compose or apptainer (also Singularity: exec command and .def file).",
+            rich_help_panel=RUN_PANEL,
+        ),
     ] = "docker",
     port: Annotated[
         int,
@@ -117,10 +122,10 @@ def image(
     from resolver.runcmd import FORMATS, render
     from resolver.versions import parse_spec
 
-    if fmt not in FORMATS:
+    if fmt not in (*FORMATS, "apptainer"):
         raise UsageError(
-            f"--format {fmt!r} is not one of {', '.join(FORMATS)}",
-            hint="use --format docker, podman or compose",
+            f"--format {fmt!r} is not one of {', '.join(FORMATS)}, apptainer",
+            hint="use --format docker, podman, compose or apptainer",
         )
     device_ids = _parse_devices(devices)
     from resolver.runcmd import RunSpec
@@ -176,9 +181,19 @@ def image(
         hf_cache=hf_cache,
     )
     warnings += images.tensor_parallel_warnings(spec.tensor_parallel)
-    rendered = render(spec, fmt)
     out.update(_image_json(chosen, ref, reg.url))
-    out.update(rendered.to_json())
+    file_text: str | None
+    if fmt == "apptainer":
+        from resolver import apptainer
+
+        run = apptainer.run_command(spec)
+        file_text = apptainer.definition(spec, labels={"org.rocm-vllm.vllm": str(chosen.vllm)})
+        out.update(run.to_json())
+        out["definition"] = file_text
+    else:
+        rendered = render(spec, fmt)  # type: ignore[arg-type]
+        file_text = rendered.file_text
+        out.update(rendered.to_json())
     problems: list[Any] = []
 
     if pull or smoke:
@@ -199,7 +214,7 @@ def image(
     if json_out:
         emit_json(out)
     else:
-        _print_text(out, rendered.file_text)
+        _print_text(out, file_text, definition=fmt == "apptainer")
     # Same exit as `check` for the same verdict (an unofficial image is printed, but is not a yes).
     raise typer.Exit(1 if problems else decision.exit_code)
 
@@ -358,7 +373,7 @@ def _finish(out: dict[str, Any], json_out: bool, *, exit_code: int) -> None:
     raise typer.Exit(exit_code)
 
 
-def _print_text(out: dict[str, Any], compose_text: str | None) -> None:
+def _print_text(out: dict[str, Any], compose_text: str | None, *, definition: bool = False) -> None:
     echo = typer.echo
     label = (
         "official vLLM image"
@@ -388,7 +403,11 @@ def _print_text(out: dict[str, Any], compose_text: str | None) -> None:
     if out["run_args"] and "--model" not in out["run_args"] and compose_text is None:
         echo("  no --model given: vLLM serves its default model; add --model ORG/NAME")
     echo("")
-    if compose_text is not None:
+    if compose_text is not None and definition:
+        echo("# vllm.def (apptainer build vllm.sif vllm.def; then apptainer run vllm.sif)")
+        echo(compose_text, nl=False)
+        echo(f"# or straight from the registry: {out['run_command']}")
+    elif compose_text is not None:
         echo("# compose.yaml")
         echo(compose_text, nl=False)
         echo(f"# then: {out['run_command']}")
