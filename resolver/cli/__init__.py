@@ -11,7 +11,7 @@ from typing import Any
 import typer
 
 from resolver import __version__
-from resolver.cli import check, dockerfile, image, matrix_cmd, probe, refresh
+from resolver.cli import check, dockerfile, fleet, image, matrix_cmd, probe, refresh
 
 app = typer.Typer(
     name="rocm-vllm",
@@ -23,7 +23,7 @@ app = typer.Typer(
 matrix_app = typer.Typer(help="Inspect, check and update the compatibility data.", no_args_is_help=True)
 app.add_typer(matrix_app, name="matrix")
 
-for module in (check, probe, image, dockerfile, matrix_cmd, refresh):
+for module in (check, probe, image, dockerfile, fleet, matrix_cmd, refresh):
     module.register(app, matrix_app)
 
 

@@ -70,7 +70,7 @@ def expand(text: str) -> list[str]:
 def _ranges(numbers: list[int], width: int) -> str:
     spans: list[str] = []
     start = prev = numbers[0]
-    for n in numbers[1:] + [None]:  # type: ignore[list-item]
+    for n in [*numbers[1:], None]:
         if n is not None and n == prev + 1:
             prev = n
             continue

@@ -71,8 +71,10 @@ def _counts(labels: dict[str, str], prop: str) -> dict[str, int]:
 
 
 def _capacity(node: dict[str, Any]) -> tuple[str, int]:
-    status = node.get("status") if isinstance(node.get("status"), dict) else {}
-    capacity = status.get("capacity") if isinstance(status.get("capacity"), dict) else {}
+    status = node.get("status")
+    capacity: Any = status.get("capacity") if isinstance(status, dict) else None
+    if not isinstance(capacity, dict):
+        capacity = {}
     amd = {k: v for k, v in capacity.items() if k.startswith("amd.com/") and k != "amd.com/gpu.memory"}
     for key in (GPU_RESOURCE, *sorted(amd)):
         value = amd.get(key)
@@ -134,7 +136,7 @@ def _node(labels: dict[str, str], resource: str, count: int) -> tuple[Node, str 
     gfx_by_id = {i: gfx_for_pci(i) for i in ids}
     if not ids and not product_label:
         why = "no AMD GPU labels (deploy AMD's node labeller with -device-id)"
-        return Node(logical_gpu_count=count, physical_gpu_count=count, host=host, origin="kubernetes"), why if count else why
+        return Node(logical_gpu_count=count, physical_gpu_count=count, host=host, origin="kubernetes"), why
     unknown = [i for i, g in gfx_by_id.items() if g is None]
     targets = sorted({g for g in gfx_by_id.values() if g})
     if unknown or not targets:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from resolver.errors import InputError
 from resolver.fleet import hostlist
 from resolver.fleet.reports import NodeReport, mark_duplicates
 from resolver.model import Matrix
@@ -68,7 +69,7 @@ def _series(text: str | None) -> str | None:
         return None
     try:
         return driver_series(text)
-    except Exception:  # a value the series parser does not know stays as written
+    except InputError:  # a value the series parser does not know stays as written
         return text
 
 
@@ -177,8 +178,6 @@ def group_reports(reports: Iterable[NodeReport]) -> tuple[list[Group], list[Node
 
 
 def _decide(m: Matrix, group: Group, request: Request) -> None:
-    from resolver.errors import InputError
-
     if group.fingerprint.unplaced is not None:
         group.error = group.fingerprint.unplaced
         return

@@ -79,7 +79,8 @@ def _files(inputs: Sequence[str]) -> list[Path]:
     for text in inputs:
         path = Path(text)
         if any(ch in text for ch in "*?["):
-            matched = sorted(Path(p) for p in glob.glob(text, recursive=True))
+            # A user's absolute or relative pattern: Path.glob takes only relative ones.
+            matched = sorted(Path(p) for p in glob.glob(text, recursive=True))  # noqa: PTH207
             if not matched:
                 raise InputError(f"{text}: the pattern matches no file", hint="quote the pattern, or check the directory")
             files += [p for p in matched if p.is_file()]

@@ -110,7 +110,7 @@ def srun_args(nodes: Sequence[str], probe: Sequence[str], *, timeout: float, par
     ]
     if partition:
         args.append(f"--partition={partition}")
-    return args + ["sh", "-c", _WRAPPER, "rocm-vllm-probe", *probe]
+    return [*args, "sh", "-c", _WRAPPER, "rocm-vllm-probe", *probe]
 
 
 def _by_task(text: str) -> dict[str, list[str]]:
