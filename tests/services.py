@@ -21,8 +21,8 @@ import tempfile
 import threading
 import time
 import uuid
-from dataclasses import dataclass
 from collections.abc import Iterator
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Self
@@ -421,8 +421,7 @@ def slurm(nodes: tuple[str, ...] = SLURM_NODES) -> Iterator[SlurmCluster]:
     finally:
         for proc in reversed(procs):
             _stop(proc)
-        if not os.environ.get("RV_KEEP"):
-            shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def _wait_path(path: Path, proc: subprocess.Popen[bytes], log: Path, what: str, timeout: float = 20) -> None:
@@ -447,7 +446,7 @@ def _wait_idle(cluster: SlurmCluster, procs: list[subprocess.Popen[bytes]], log:
                 where = cluster.root / f"slurmd-{name}.log" if name else log
                 raise ServiceError(f"{' '.join(args)} exited with {proc.returncode}:\n{_log_tail(where)}")
         run = subprocess.run(
-            [sinfo, "-h", "-N", "-o", "%N %t"], env=cluster.env, capture_output=True, text=True, timeout=10
+            [sinfo, "-h", "-N", "-o", "%N %t"], env=cluster.env, capture_output=True, text=True, timeout=10, check=False
         )
         states = run.stdout.strip()
         idle = {line.split()[0] for line in states.splitlines() if line.split()[1:] == ["idle"]}
