@@ -25,7 +25,7 @@ from resolver.versions import driver_series
 SCHEMA_VERSION = 1
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@dataclass(frozen=True, slots=True)
 class Fingerprint:
     gfx: tuple[str, ...]
     logical_gpus: int
@@ -172,7 +172,7 @@ def group_reports(reports: Iterable[NodeReport]) -> tuple[list[Group], list[Node
             failed.append(r)
             continue
         buckets.setdefault(fingerprint(r.node, r.reason), []).append(r)
-    ordered = sorted(buckets.items(), key=lambda kv: (-len(kv[1]), kv[0].unplaced is not None, kv[0]))
+    ordered = sorted(buckets.items(), key=lambda kv: (-len(kv[1]), kv[0].unplaced is not None, repr(kv[0])))
     groups = [Group(id=f"g{i}", fingerprint=fp, reports=rs) for i, (fp, rs) in enumerate(ordered, 1)]
     return groups, failed
 
