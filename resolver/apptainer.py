@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
+from pathlib import Path
 
 from resolver.runcmd import RunSpec
 
@@ -66,15 +67,23 @@ def _serve(spec: RunSpec) -> list[str]:
     return args + list(spec.extra_args)
 
 
-def run_command(spec: RunSpec, *, binary: str = "apptainer") -> ApptainerRun:
-    """``apptainer exec`` for the spec (HF_TOKEN passes through from the caller's environment)."""
-    words = [binary, "exec", "--writable-tmpfs", "--bind", f"{spec.hf_cache}:{CONTAINER_HF_CACHE}"]
+def words(spec: RunSpec, *, binary: str = "apptainer") -> list[str]:
+    """``apptainer exec`` for the spec, ``~`` left for the shell (HF_TOKEN passes through from
+    the caller's environment: Apptainer keeps the host environment unless --cleanenv)."""
+    out = [binary, "exec", "--writable-tmpfs", "--bind", f"{spec.hf_cache}:{CONTAINER_HF_CACHE}"]
     for item in _env(spec):
-        words += ["--env", item]
-    words.append(f"docker://{oci_ref(spec.image)}")
-    words += _serve(spec)
-    text = " ".join(w if w.startswith("~/") and shlex.quote(w[1:]) == w[1:] else shlex.quote(w) for w in words)
-    return ApptainerRun(tuple(words), text)
+        out += ["--env", item]
+    out.append(f"docker://{oci_ref(spec.image)}")
+    return out + _serve(spec)
+
+
+def run_command(spec: RunSpec, *, binary: str = "apptainer", home: str | None = None) -> ApptainerRun:
+    """The command as one shell line (``~`` for the shell) and as argv (``~`` expanded)."""
+    raw = words(spec, binary=binary)
+    home_dir = home if home is not None else str(Path.home())
+    args = tuple(home_dir + w[1:] if w.startswith("~/") else w for w in raw)
+    text = " ".join(w if w.startswith("~/") and shlex.quote(w[1:]) == w[1:] else shlex.quote(w) for w in raw)
+    return ApptainerRun(args, text)
 
 
 def definition(spec: RunSpec, *, labels: dict[str, str] | None = None) -> str:

@@ -40,6 +40,8 @@ def _reports(inputs: list[str] | None, slurm: str | None, kube: str | None, prob
     given = [name for name, value in (("files", inputs), ("--slurm", slurm), ("--kube", kube)) if value]
     if not given:
         raise UsageError("no nodes given", hint="give probe JSON files or a directory, --slurm PARTITION|NODELIST, or --kube FILE|-")
+    if probe_command is not None and not slurm:
+        raise UsageError("--probe-command is for --slurm", hint="add --slurm PARTITION|NODELIST")
     reports: list[Any] = []
     if inputs:
         from resolver.fleet.reports import read_reports
@@ -49,8 +51,6 @@ def _reports(inputs: list[str] | None, slurm: str | None, kube: str | None, prob
         from resolver.fleet import slurm as slurm_mod
 
         reports += slurm_mod.gather(slurm, probe=slurm_mod.probe_command(probe_command), timeout=timeout)
-    elif probe_command is not None:
-        raise UsageError("--probe-command is for --slurm", hint="add --slurm PARTITION|NODELIST")
     if kube:
         from resolver.fleet.kube import read_nodes
 

@@ -101,9 +101,9 @@ def container_words(m: Matrix, group: Group, opts: Options) -> list[str] | None:
         return None
     spec = _spec(m, group, image, opts)
     if opts.engine in ("apptainer", "singularity"):
-        from resolver.apptainer import run_command
+        from resolver.apptainer import words
 
-        return list(run_command(spec, binary=opts.engine).args)
+        return words(spec, binary=opts.engine)
     from resolver.runcmd import run_words
 
     return run_words(spec, "podman" if opts.engine == "podman" else "docker")

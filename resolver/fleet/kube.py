@@ -109,8 +109,12 @@ def _node(labels: dict[str, str], resource: str, count: int) -> tuple[Node, str 
 
     device_ids = _values(labels, "device-id")
     per_id = _counts(labels, "device-id")
-    main = labels.get("amd.com/gpu.device-id") or labels.get("beta.amd.com/gpu.device-id")
-    if main and per_id and main not in per_id:
+    singles = {key: labels[key] for key in ("amd.com/gpu.device-id", "beta.amd.com/gpu.device-id") if labels.get(key)}
+    if len(set(singles.values())) > 1:
+        said = "; ".join(f"{k} says {v}" for k, v in singles.items())
+        raise Contradiction(f"the labels disagree on device-id: {said}")
+    main = next(iter(singles.values()), None)
+    if main and per_id and set(per_id) != {main}:
         raise Contradiction(f"amd.com/gpu.device-id says {main} but the count labels list {', '.join(sorted(per_id))}")
     ids = sorted(set(device_ids) | set(per_id))
     family = _one(labels, "family")

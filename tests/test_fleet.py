@@ -1,0 +1,240 @@
+"""Fleet planning from probe reports: host lists, reading reports, grouping by fingerprint, the
+main plan and how other groups join it, the output directory, and the CLI's bad-input answers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from resolver import matrix
+from resolver.errors import InputError
+from resolver.fleet import hostlist
+from resolver.fleet.artifacts import Options, render_all, write_dir
+from resolver.fleet.plan import fingerprint, plan_fleet
+from resolver.fleet.reports import read_reports
+from resolver.solve import Request
+from tests.helpers import run_cli
+
+FIXTURES = Path(__file__).parent / "probe" / "fixtures"
+MI300X = FIXTURES / "rocminfo-gfx942-mi300x-4gpu-thamada.txt"
+MI50 = FIXTURES / "rocminfo-gfx906-mi50-8gpu-delaunay-regression.txt"
+
+
+def _probe(path: Path, **extra: object) -> dict[str, object]:
+    from resolver.probe import probe_files
+
+    data: dict[str, object] = json.loads(json.dumps(probe_files(rocminfo=path).to_json()))
+    data.update(extra)
+    return data
+
+
+@pytest.fixture
+def reports_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "reports"
+    d.mkdir()
+    mi300x, mi50 = _probe(MI300X), _probe(MI50)
+    for i in range(1, 5):
+        (d / f"gpu{i:03d}.json").write_text(json.dumps(mi300x))
+    # Two more MI300X nodes on an old driver: a group of their own that a driver update lets join.
+    for i in (5, 6):
+        (d / f"gpu{i:03d}.json").write_text(json.dumps({**mi300x, "driver_version": "6.1.3"}))
+    (d / "gpu007.json").write_text(json.dumps(mi50))
+    return d
+
+
+# --- host lists -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("names", "text"),
+    [
+        (["gpu001", "gpu002", "gpu003", "gpu007"], "gpu[001-003,007]"),
+        (["n1", "n2", "n3", "n10"], "n[1-3,10]"),
+        (["a098", "a099", "a100", "a101"], "a[098-101]"),
+        (["login", "gpu1"], "login,gpu1"),
+        (["x001", "x7"], "x001,x7"),
+        (["r1n1", "r1n2", "r2n1"], "r1n[1-2],r2n1"),
+    ],
+)
+def test_compress(names: list[str], text: str) -> None:
+    assert hostlist.compress(names) == text
+    assert sorted(hostlist.expand(text)) == sorted(names)
+
+
+@given(st.lists(st.tuples(st.sampled_from(["gpu", "n", "mi300-", "c1r"]), st.integers(0, 2000), st.sampled_from([0, 3, 4])), max_size=60))
+def test_compress_expand_round_trip(parts: list[tuple[str, int, int]]) -> None:
+    names = list(dict.fromkeys(f"{p}{n:0{w}d}" for p, n, w in parts))
+    assert sorted(hostlist.expand(hostlist.compress(names))) == sorted(names)
+
+
+@pytest.mark.parametrize("bad", ["gpu[3-1]", "gpu[a-b]", "gpu[1-2", "bad name", "gpu[0-2000000]"])
+def test_expand_refuses(bad: str) -> None:
+    with pytest.raises(InputError):
+        hostlist.expand(bad)
+
+
+# --- reports and grouping -------------------------------------------------------------------
+
+
+def test_reports_name_nodes_and_list_what_cannot_be_read(tmp_path: Path) -> None:
+    (tmp_path / "a.json").write_text(json.dumps(_probe(MI300X, hostname="node-a")))
+    (tmp_path / "b.json").write_text("{not json")
+    (tmp_path / "c.json").write_text(json.dumps({"gpus": "eight"}))
+    (tmp_path / "d.json").write_text(json.dumps(_probe(MI300X, tool={"name": "rocm-vllm", "version": "0.0.9"})))
+    reports = {r.name: r for r in read_reports([str(tmp_path)])}
+    assert set(reports) == {"node-a", "b", "c", "d"}
+    assert reports["node-a"].status == "ok"
+    assert reports["b"].status == "failed" and reports["b"].reason == "not valid JSON (line 1, column 2)"
+    assert reports["c"].status == "failed" and "'gpus' must be list" in (reports["c"].reason or "")
+    assert reports["d"].notes == ("written by rocm-vllm 0.0.9, read by 0.1.0: fields may differ",)
+
+
+def test_missing_inputs_are_bad_input(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no such file or directory"):
+        read_reports([str(tmp_path / "nope")])
+    with pytest.raises(InputError, match="matches no file"):
+        read_reports([str(tmp_path / "*.json")])
+
+
+def test_groups_are_decided_once_and_join_the_main_plan(reports_dir: Path) -> None:
+    m = matrix.load()
+    fleet = plan_fleet(m, read_reports([str(reports_dir)]), Request())
+    by_nodes = {g.hostlist: g for g in fleet.groups}
+    assert set(by_nodes) == {"gpu[001-004]", "gpu[005-006]", "gpu007"}
+    assert fleet.main_plan is not None and fleet.main_nodes == 4
+    assert by_nodes["gpu[001-004]"].join is not None and by_nodes["gpu[001-004]"].join.status == "on-plan"
+    old = by_nodes["gpu[005-006]"]
+    assert old.join is not None and old.join.status == "host-fix"
+    assert old.join.fixes and all("driver" in f for f in old.join.fixes)
+    mi50 = by_nodes["gpu007"]
+    assert mi50.join is not None and mi50.join.status == "blocked"
+    assert fleet.exit_code == 1
+
+
+def test_fingerprint_ignores_what_does_not_change_the_decision() -> None:
+    from dataclasses import replace
+
+    from resolver.node import from_json
+
+    node = from_json(_probe(MI300X), where="x")
+    other = replace(node, kernel="6.8.0-31-generic", host={"numa_balancing": 1})
+    assert fingerprint(node) == fingerprint(other)
+    assert fingerprint(node) != fingerprint(replace(node, driver_version="6.1.3"))
+    assert fingerprint(replace(node, driver_version="6.1.3")) == fingerprint(replace(node, driver_version="6.1.5"))
+
+
+def test_duplicate_names_are_listed_not_planned(tmp_path: Path) -> None:
+    for stem in ("x", "y"):
+        (tmp_path / f"{stem}.json").write_text(json.dumps(_probe(MI300X, hostname="gpu001")))
+    (tmp_path / "z.json").write_text(json.dumps(_probe(MI300X, hostname="gpu002")))
+    fleet = plan_fleet(matrix.load(), read_reports([str(tmp_path)]), Request())
+    assert [g.hostlist for g in fleet.groups] == ["gpu002"]
+    assert sorted(r.source.rsplit("/", 1)[1] for r in fleet.failed) == ["x.json", "y.json"]
+    assert all("duplicate node name 'gpu001'" in (r.reason or "") for r in fleet.failed)
+
+
+# --- output directory -------------------------------------------------------------------------
+
+
+def test_output_directory_is_all_or_nothing(reports_dir: Path, tmp_path: Path) -> None:
+    m = matrix.load()
+    fleet = plan_fleet(m, read_reports([str(reports_dir)]), Request())
+    files = render_all(m, fleet, Options(model="Qwen/Qwen3-8B"))
+    assert set(files) >= {"fleet.json", "fleet.txt", "slurm/g1.sbatch", "kubernetes/g1.yaml"}
+    out = tmp_path / "out"
+    write_dir(out, files)
+    assert (out / "slurm" / "g1.sbatch").stat().st_mode & 0o111
+    with pytest.raises(InputError, match="not empty"):
+        write_dir(out, files)
+
+    class Boom(dict[str, str]):
+        def items(self):  # type: ignore[override]
+            yield "fleet.json", "{}"
+            raise OSError(28, "No space left on device")
+
+    with pytest.raises(InputError, match="No space left"):
+        write_dir(out, Boom(), force=True)
+    assert (out / "slurm" / "g1.sbatch").exists()  # the old directory is intact
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "reports"]  # no temporary left
+    write_dir(out, {"fleet.json": "{}"}, force=True)
+    assert sorted(p.name for p in out.iterdir()) == ["fleet.json"]  # replaced, not merged
+
+
+def test_sbatch_script_engines(reports_dir: Path) -> None:
+    m = matrix.load()
+    fleet = plan_fleet(m, read_reports([str(reports_dir)]), Request())
+    docker = render_all(m, fleet, Options())["slurm/g1.sbatch"]
+    assert "#SBATCH --nodelist=gpu[001-004]" in docker and "#SBATCH --nodes=4" in docker
+    assert "#SBATCH --gpus-per-node=4" in docker
+    assert '"$CONTAINER" run --rm --name vllm-g1 --device /dev/kfd --device /dev/dri --group-add video' in docker
+    podman = render_all(m, fleet, Options(engine="podman", constraint="mi300x"))["slurm/g1.sbatch"]
+    assert "#SBATCH --constraint=mi300x" in podman and "--nodelist" not in podman
+    assert "--group-add keep-groups" in podman and "docker.io/vllm/vllm-openai-rocm" in podman
+    apptainer = render_all(m, fleet, Options(engine="apptainer"))["slurm/g1.sbatch"]
+    assert '"$CONTAINER" exec --writable-tmpfs --bind "$HOME"/.cache/huggingface:/hf-cache' in apptainer
+    assert "docker://vllm/vllm-openai-rocm:v0.24.0 vllm serve" in apptainer
+    for script in (docker, podman, apptainer):
+        assert subprocess.run(["bash", "-n"], input=script, text=True, check=False).returncode == 0
+
+
+# --- the command line ---------------------------------------------------------------------------
+
+
+def test_cli_plan_json_schema(reports_dir: Path) -> None:
+    import jsonschema
+
+    result = run_cli("fleet", "plan", str(reports_dir), "--json")
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    schema = json.loads((Path(__file__).parents[1] / "docs" / "fleet.schema.json").read_text())
+    jsonschema.validate(data, schema)
+    assert data["schema_version"] == 1
+    assert [g["nodes"] for g in data["groups"]] == ["gpu[001-004]", "gpu[005-006]", "gpu007"]
+
+
+def test_cli_text_table(reports_dir: Path) -> None:
+    result = run_cli("fleet", "plan", str(reports_dir))
+    assert result.exit_code == 1
+    assert "g2     gpu[005-006]  2" in result.stdout
+    assert "main plan: vllm/vllm-openai-rocm:v0.24.0  (4 of 7 nodes run it as they are)" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["fleet", "plan"], "error: no nodes given"),
+        (["fleet", "plan", "nope.json"], "error: nope.json: no such file or directory"),
+        (["fleet", "plan", "x", "--engine", "lxc"], "error: --engine 'lxc' is not one of"),
+        (["fleet", "plan", "x", "--shm-size", "lots"], "error: --shm-size 'lots' is not a size"),
+        (["fleet", "plan", "x", "--probe-command", "probe"], "error: --probe-command is for --slurm"),
+    ],
+)
+def test_cli_bad_input_is_one_error_and_a_hint(args: list[str], message: str, tmp_path: Path) -> None:
+    result = run_cli(*args)
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith(message), result.stderr
+    assert lines[1].startswith("hint: ") and len(lines) == 2
+
+
+def test_cli_output_dir_not_written_on_bad_input(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = run_cli("fleet", "plan", str(tmp_path / "missing"), "-o", str(out))
+    assert result.exit_code == 2 and not out.exists()
+
+
+def test_repeated_node_option_is_refused() -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "resolver", "check", "--node", "a.json", "--node=b.json"], capture_output=True, text=True, check=False
+    )
+    assert run.returncode == 2
+    assert run.stderr.splitlines() == [
+        "error: --node given 2 times (a.json, b.json); a command decides for one value",
+        "hint: for many nodes: rocm-vllm fleet plan FILE... (see `rocm-vllm fleet plan --help`)",
+    ]
