@@ -2,7 +2,7 @@
 
 Library code raises these; only ``resolver.cli`` turns them into output and an exit status.
 Exit codes (also in docs/exit-codes.md): 0 a path exists, 1 no path / something changed,
-2 bad usage or bad input, 3 a broken data file, 4 a registry or upstream HTTP failure,
+2 bad usage or bad input, 3 a broken data file, 4 a registry, upstream HTTP or Slurm failure,
 5 a Docker Engine failure.
 """
 
@@ -74,6 +74,14 @@ class RegistryError(ResolverError):
 
     exit_code = 4
     reference = "registry"
+
+
+class SlurmError(ResolverError):
+    """Slurm's own tools failed: no sinfo/srun on PATH, no controller answering (exit 4, like
+    another service that did not answer)."""
+
+    exit_code = 4
+    reference = "slurm"
 
 
 class DockerEngineError(ResolverError):

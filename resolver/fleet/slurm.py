@@ -16,7 +16,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from resolver.errors import InputError, ResolverError, UsageError
+from resolver.errors import InputError, SlurmError, UsageError
 from resolver.fleet import hostlist
 from resolver.fleet.reports import NodeReport, report_from_json
 
@@ -26,13 +26,6 @@ _WRAPPER = f'printf "{MARKER}%s\\n" "$SLURMD_NODENAME"; exec "$@"'
 DEFAULT_PROBE = ("rocm-vllm", "probe", "--json")
 # Node states in which srun cannot run a task (sinfo %t short forms; "*" = not responding).
 _UNUSABLE = ("down", "drain", "drng", "fail", "failg", "maint", "futr", "futu", "inval", "boot", "pow_dn", "powr_dn", "unk")
-
-
-class SlurmError(ResolverError):
-    """Slurm's own tools failed (no controller, srun missing)."""
-
-    exit_code = 4
-    reference = "slurm"
 
 
 @dataclass(frozen=True, slots=True)
