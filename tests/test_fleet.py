@@ -238,3 +238,19 @@ def test_repeated_node_option_is_refused() -> None:
         "error: --node given 2 times (a.json, b.json); a command decides for one value",
         "hint: for many nodes: rocm-vllm fleet plan FILE... (see `rocm-vllm fleet plan --help`)",
     ]
+
+
+@pytest.mark.registry
+@pytest.mark.docker
+def test_digest_pins_each_group_image_once(shim_images, reports_dir: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """--digest asks the (loopback) registry for the image's manifest digest; the scripts and
+    manifests then pull it by digest from that registry."""
+    out = tmp_path / "out"
+    result = run_cli("fleet", "plan", str(reports_dir), "--digest", "--registry", shim_images.registry, "-o", str(out), "--json")
+    assert result.exit_code == 1, result.stderr
+    pushed = shim_images.official
+    expected = f"{pushed.name}:v0.24.0@{pushed.digest}"
+    g1 = json.loads(result.stdout)["groups"][0]
+    assert g1["image"] == {"ref": expected, "digest": pushed.digest}
+    assert expected in (out / "slurm" / "g1.sbatch").read_text()
+    assert f'image: "{expected}"' in (out / "kubernetes" / "g1.yaml").read_text()

@@ -79,6 +79,8 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         probe_command: ProbeCmdOpt = None,
         timeout: TimeoutOpt = 120.0,
         vllm: Annotated[str | None, typer.Option("--vllm", help="vLLM version or PEP 440 spec (default: newest that fits).")] = None,
+        digest: Annotated[bool, typer.Option("--digest", help="Pin each group's image to its manifest digest (asks the registry once per image).", rich_help_panel=OUT_PANEL)] = False,
+        registry: Annotated[str | None, typer.Option("--registry", envvar="ROCM_VLLM_REGISTRY", help="Registry or mirror base URL for the images (default: Docker Hub).", rich_help_panel=OUT_PANEL)] = None,
         out_dir: Annotated[Path | None, typer.Option("--output", "-o", help="Write fleet.json, fleet.txt, slurm/*.sbatch and kubernetes/*.yaml here (all or nothing).", rich_help_panel=OUT_PANEL)] = None,
         force: Annotated[bool, typer.Option("--force", help="Replace a non-empty -o directory.", rich_help_panel=OUT_PANEL)] = False,
         engine: Annotated[str, typer.Option("--engine", help="Container engine in the batch scripts: docker, podman, apptainer, singularity.", rich_help_panel=OUT_PANEL)] = "docker",
@@ -110,6 +112,20 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         reports = _reports(inputs, slurm, kube, probe_command, timeout)
         m = matrix.load()
         fleet = plan_fleet(m, reports, request)
+        if digest or registry:
+            from resolver.fleet.plan import pin_images
+            from resolver.registry import DigestCache, RegistryClient, parse_registry
+
+            reg = parse_registry(registry)
+            if digest:
+                for warning in pin_images(fleet, RegistryClient(reg, cache=DigestCache())):
+                    fleet.notes.append(("registry", warning.message))
+            else:
+                from resolver.images import image_ref
+
+                for g in fleet.groups:
+                    if g.image is not None and g.image.plan is not None and g.image.plan.candidate.image is not None:
+                        g.ref = image_ref(g.image.plan.candidate.image, reg)
         if out_dir is not None:
             write_dir(out_dir, render_all(m, fleet, opts), force=force)
         if json_out:

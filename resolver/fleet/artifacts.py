@@ -70,6 +70,8 @@ class Options:
 
 
 def _image(group: Group) -> ContainerImage | None:
+    if group.pinned is not None:
+        return group.pinned
     d = group.image
     if d is None or d.plan is None:
         return None
@@ -83,8 +85,9 @@ def _spec(m: Matrix, group: Group, image: ContainerImage, opts: Options) -> Any:
     assert group.image is not None
     env, _warnings = serving_env(m, group.representative, group.image)
     gpus = group.representative.logical_gpu_count or len(group.representative.gpus)
+    ref = group.ref or (image.ref if image.digest is None or "@" in image.ref else f"{image.ref}@{image.digest}")
     return RunSpec(
-        image=image.ref if image.digest is None or "@" in image.ref else f"{image.ref}@{image.digest}",
+        image=ref,
         entrypoint=image.entrypoint,
         model=opts.model,
         port=opts.port,

@@ -17,7 +17,7 @@ from typing import Any
 from resolver.errors import InputError
 from resolver.fleet import hostlist
 from resolver.fleet.reports import NodeReport, mark_duplicates
-from resolver.model import Matrix
+from resolver.model import ContainerImage, Matrix
 from resolver.node import Node
 from resolver.solve import OK_VERDICTS, Decision, Evaluation, Request, solve
 from resolver.versions import driver_series
@@ -114,6 +114,8 @@ class Group:
     error: str | None = None  # the solver refused the facts (e.g. no GPU): the group is unknown
     join: Join | None = None
     image: Decision | None = None  # the image decision the artifacts run (None: no image path)
+    pinned: ContainerImage | None = None  # that image with its registry digest (fleet plan --digest)
+    ref: str | None = None  # what docker/podman/kubelet pull: mirror host, @digest when pinned
 
     @property
     def names(self) -> list[str]:
@@ -197,6 +199,26 @@ def _decide(m: Matrix, group: Group, request: Request) -> None:
             group.image = image if image.plan is not None and image.plan.candidate.image is not None else None
 
 
+def pin_images(fleet: FleetPlan, client: Any) -> list[Any]:
+    """Ask the registry once per distinct image for its manifest digest and put it on every group
+    that runs it (``resolver.images.pin``); returns the warnings (a digest that moved)."""
+    from resolver.images import image_ref, pin
+
+    done: dict[tuple[str, str], Any] = {}
+    warnings: list[Any] = []
+    for g in fleet.groups:
+        image = g.image.plan.candidate.image if g.image is not None and g.image.plan is not None else None
+        if image is None:
+            continue
+        key = (image.repo, image.tag)
+        if key not in done:
+            done[key] = pin(image, client)
+            warnings += done[key].warnings
+        g.pinned = done[key].image
+        g.ref = image_ref(done[key].image, client.registry)
+    return warnings
+
+
 def _join(group: Group, label: str) -> Join:
     d = group.decision
     if d is None:
@@ -247,7 +269,7 @@ def group_json(g: Group, m: Matrix) -> dict[str, Any]:
     from resolver.report import candidate_json, reason_json, warning_json
 
     d = g.decision
-    image = g.image.plan.candidate.image if g.image is not None and g.image.plan is not None else None
+    image = g.pinned or (g.image.plan.candidate.image if g.image is not None and g.image.plan is not None else None)
     return {
         "id": g.id,
         "nodes": g.hostlist,
@@ -256,7 +278,7 @@ def group_json(g: Group, m: Matrix) -> dict[str, Any]:
         "verdict": g.verdict,
         "exit_code": d.exit_code if d is not None else 6,
         "plan": candidate_json(d.plan.candidate) if d is not None and d.plan is not None else None,
-        "image": {"ref": image.ref, "digest": image.digest} if image is not None else None,
+        "image": {"ref": g.ref or image.ref, "digest": image.digest} if image is not None else None,
         "warnings": [warning_json(w) for w in d.warnings] if d is not None else [],
         "blockers": [reason_json(r) for r in d.blockers] if d is not None else [],
         "host_fix": [r.fix.text for r in d.host_fix.reasons if r.fix] if d is not None and d.host_fix else None,
