@@ -22,7 +22,7 @@ MI300X = FIXTURES / "rocminfo-gfx942-mi300x-4gpu-thamada.txt"
 MI210 = FIXTURES / "sysfs" / "kfd-gfx90a-mi210-8gpu-k8sdp"
 
 
-def _probe_script(tmp: Path, *, broken: str | None = None) -> Path:
+def _probe_script(tmp: Path, *, broken: str | None = None, hung: str | None = None) -> Path:
     """What srun runs on each node: the real probe on that node's recorded inputs."""
     probe = f"{sys.executable} -m resolver probe --json"
     lines = [
@@ -35,7 +35,9 @@ def _probe_script(tmp: Path, *, broken: str | None = None) -> Path:
     ]
     if broken:
         lines.insert(2, f'  {broken}) echo "{{not json"; echo "amdgpu: probe crashed" >&2; exit 1 ;;')
-    path = tmp / ("probe-broken.sh" if broken else "probe.sh")
+    if hung:
+        lines.insert(2, f"  {hung}) exec sleep 120 ;;")
+    path = tmp / ("probe-broken.sh" if broken else "probe-hung.sh" if hung else "probe.sh")
     path.write_text("\n".join(lines) + "\n")
     path.chmod(0o755)
     return path
@@ -78,6 +80,19 @@ def test_nodes_that_fail_are_listed_with_why(slurm_cluster: SlurmCluster, tmp_pa
     assert set(failed) == {"n2"}
     assert "not JSON" in failed["n2"]["reason"] and "probe crashed" in failed["n2"]["reason"]
     assert sorted(g["nodes"] for g in data["groups"]) == ["n1", "n3"]
+
+
+def test_a_hung_probe_is_stopped_and_listed(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    import time
+
+    probe = _probe_script(tmp_path, hung="n3")
+    start = time.monotonic()
+    run = _cli(slurm_cluster, "fleet", "plan", "--slurm", "gpu", "--probe-command", str(probe), "--timeout", "8", "--json", cwd=tmp_path)
+    assert time.monotonic() - start < 30
+    assert run.returncode == 1, run.stderr
+    data = json.loads(run.stdout)
+    assert [(f["name"], f["reason"]) for f in data["failed"]] == [("n3", "the probe did not answer within 3s; it was stopped")]
+    assert [g["nodes"] for g in data["groups"]] == ["n[1-2]"]
 
 
 def test_gather_writes_one_report_per_node(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:

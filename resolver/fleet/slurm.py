@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
+import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,8 +23,15 @@ from resolver.fleet import hostlist
 from resolver.fleet.reports import NodeReport, report_from_json
 
 MARKER = "@rocm-vllm-node "
-# Every task first names the node it runs on (slurmd sets SLURMD_NODENAME), then runs the probe.
-_WRAPPER = f'printf "{MARKER}%s\\n" "$SLURMD_NODENAME"; exec "$@"'
+# Every task first names the node it runs on (slurmd sets SLURMD_NODENAME), then runs the probe,
+# under coreutils' timeout where the node has it ($0 is the per-task limit in seconds), so a hung
+# probe ends its own task and srun returns in time.
+_WRAPPER = (
+    f'printf "{MARKER}%s\\n" "$SLURMD_NODENAME"; '
+    'if command -v timeout >/dev/null 2>&1; then exec timeout -k 5 "$0" "$@"; fi; exec "$@"'
+)
+TIMED_OUT = 124  # timeout(1)'s exit status
+_EXITED_RE = re.compile(r"srun: error: (\S+): tasks? [0-9,\-]+: Exited with exit code (\d+)")
 DEFAULT_PROBE = ("rocm-vllm", "probe", "--json")
 # Node states in which srun cannot run a task (sinfo %t short forms; "*" = not responding).
 _UNUSABLE = ("down", "drain", "drng", "fail", "failg", "maint", "futr", "futu", "inval", "boot", "pow_dn", "powr_dn", "unk")
@@ -103,7 +112,8 @@ def srun_args(nodes: Sequence[str], probe: Sequence[str], *, timeout: float, par
     ]
     if partition:
         args.append(f"--partition={partition}")
-    return [*args, "sh", "-c", _WRAPPER, "rocm-vllm-probe", *probe]
+    task_limit = str(max(1, int(timeout) - 5))
+    return [*args, "sh", "-c", _WRAPPER, task_limit, *probe]
 
 
 def _by_task(text: str) -> dict[str, list[str]]:
@@ -115,9 +125,10 @@ def _by_task(text: str) -> dict[str, list[str]]:
     return tasks
 
 
-def parse_output(stdout: str, stderr: str, nodes: Sequence[str]) -> list[NodeReport]:
+def parse_output(stdout: str, stderr: str, nodes: Sequence[str], *, timeout: float | None = None) -> list[NodeReport]:
     """The reports in ``srun --label`` output: each task's lines after its node marker."""
     out_tasks, err_tasks = _by_task(stdout), _by_task(stderr)
+    exits = {m.group(1): int(m.group(2)) for m in _EXITED_RE.finditer(stderr)}
     answered: dict[str, NodeReport] = {}
     for task, lines in out_tasks.items():
         if not lines or not lines[0].startswith(MARKER):
@@ -126,8 +137,13 @@ def parse_output(stdout: str, stderr: str, nodes: Sequence[str]) -> list[NodeRep
         body = "\n".join(lines[1:]).strip()
         source = f"srun:{name}"
         errors = " | ".join(e.strip() for e in err_tasks.get(task, []) if e.strip())[-300:]
+        if exits.get(name) == TIMED_OUT:
+            limit = f" within {max(1, int(timeout or 0) - 5)}s" if timeout else ""
+            answered[name] = NodeReport(name=name, source=source, reason=f"the probe did not answer{limit}; it was stopped")
+            continue
         if not body:
-            answered[name] = NodeReport(name=name, source=source, reason="the probe printed nothing" + (f": {errors}" if errors else ""))
+            status = f" (exit {exits[name]})" if name in exits else ""
+            answered[name] = NodeReport(name=name, source=source, reason=f"the probe printed nothing{status}" + (f": {errors}" if errors else ""))
             continue
         try:
             data = json.loads(body)
@@ -138,7 +154,9 @@ def parse_output(stdout: str, stderr: str, nodes: Sequence[str]) -> list[NodeRep
             )
             continue
         answered[name] = report_from_json(data, name=name, source=source)
-    general = " | ".join(line.strip() for line in stderr.splitlines() if line.strip() and not line.split(":", 1)[0].strip().isdigit())
+    general = " | ".join(
+        line.strip() for line in stderr.splitlines() if line.strip() and not line.split(":", 1)[0].strip().isdigit() and not _EXITED_RE.match(line.strip())
+    )
     reports = []
     for node in nodes:
         if node in answered:
@@ -172,15 +190,26 @@ def gather(
         return skipped
     args = srun_args(usable, probe, timeout=timeout, partition=resolved.partition)
     environment = dict(env if env is not None else os.environ)
-    try:
-        run = subprocess.run(args, env=environment, capture_output=True, text=True, timeout=timeout + 15, check=False)
-        stdout, stderr = run.stdout, run.stderr
-    except subprocess.TimeoutExpired as exc:
-        stdout = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        stderr = (exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")) + f"\ntimed out after {timeout:g}s"
-    reports = parse_output(stdout, stderr, usable)
+    stdout, stderr = _srun(args, environment, timeout + 15)
+    reports = parse_output(stdout, stderr, usable, timeout=timeout)
     order = {n: i for i, n in enumerate(resolved.nodes)}
     return sorted(reports + skipped, key=lambda r: order.get(r.name, len(order)))
+
+
+def _srun(args: list[str], env: dict[str, str], limit: float) -> tuple[str, str]:
+    """Run srun; past ``limit`` seconds it gets SIGINT twice (srun's "cancel the step"), then SIGKILL."""
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        return proc.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        for _ in range(2):
+            proc.send_signal(signal.SIGINT)
+        try:
+            out, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        return out, err + f"\nsrun did not finish within {limit:g}s"
 
 
 def probe_command(text: str | None) -> tuple[str, ...]:
