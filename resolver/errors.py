@@ -84,6 +84,13 @@ class SlurmError(ResolverError):
     reference = "slurm"
 
 
+class KubectlError(ResolverError):
+    """kubectl is missing or could not list the cluster's nodes (exit 4, like another service)."""
+
+    exit_code = 4
+    reference = "kubectl"
+
+
 class DockerEngineError(ResolverError):
     """The Docker Engine is not reachable or an engine operation failed."""
 

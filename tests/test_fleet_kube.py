@@ -171,3 +171,30 @@ def test_cli_reads_stdin(tmp_path: Path) -> None:
     data = json.loads(result.stdout)
     assert data["nodes"] == {"total": 6, "planned": 5, "unknown": 1, "failed": 0}
     assert sorted(p.name for p in (out / "kubernetes").iterdir()) == [f"g{i}.yaml" for i in range(1, 6)]
+
+
+def test_kube_kubectl_asks_the_current_cluster(tmp_path: Path) -> None:
+    """`--kube kubectl` runs `kubectl get nodes -o json`; a stand-in kubectl on PATH answers
+    with a recorded node list (no API server is installable here)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import FROZEN_MATRIX
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    recorded = RECORDED / "nodes-mi355x-dpx-spx-gpuop555.json"
+    (bin_dir / "kubectl").write_text(f'#!/bin/sh\n[ "$*" = "get nodes -o json" ] || exit 9\ncat {recorded}\n')
+    (bin_dir / "kubectl").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "ROCM_VLLM_MATRIX_DIR": str(FROZEN_MATRIX)}
+    run = subprocess.run([sys.executable, "-m", "resolver", "fleet", "plan", "--kube", "kubectl", "--json"], env=env, cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr
+    assert sorted(g["nodes"] for g in json.loads(run.stdout)["groups"]) == ["node-a", "node-b"]
+    (bin_dir / "kubectl").write_text('#!/bin/sh\necho "error: You must be logged in to the server (Unauthorized)" >&2\nexit 1\n')
+    run = subprocess.run([sys.executable, "-m", "resolver", "fleet", "plan", "--kube", "kubectl"], env=env, cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert run.returncode == 4
+    assert run.stderr.splitlines() == [
+        "error: kubectl get nodes failed: error: You must be logged in to the server (Unauthorized)",
+        "hint: check the current context (`kubectl config current-context`) and your access",
+    ]

@@ -23,7 +23,11 @@ SlurmOpt = Annotated[
 ]
 KubeOpt = Annotated[
     str | None,
-    typer.Option("--kube", help="`kubectl get nodes -o json` output: a file, or - for stdin.", rich_help_panel=INPUT_PANEL),
+    typer.Option(
+        "--kube",
+        help="`kubectl get nodes -o json` output: a file, - for stdin, or `kubectl` to ask the cluster of the current kubeconfig.",
+        rich_help_panel=INPUT_PANEL,
+    ),
 ]
 ProbeCmdOpt = Annotated[
     str | None,
@@ -52,10 +56,14 @@ def _reports(inputs: list[str] | None, slurm: str | None, kube: str | None, prob
 
         reports += slurm_mod.gather(slurm, probe=slurm_mod.probe_command(probe_command), timeout=timeout)
     if kube:
-        from resolver.fleet.kube import read_nodes
+        from resolver.fleet.kube import cluster_nodes, read_nodes
 
         if kube == "-":
             text, where = sys.stdin.read(), "stdin"
+        elif kube == "kubectl":
+            if Path(kube).exists():
+                raise UsageError("--kube kubectl: a file named kubectl is here too", hint="write --kube ./kubectl for the file")
+            text, where = cluster_nodes(), "kubectl get nodes"
         else:
             path = Path(kube)
             try:

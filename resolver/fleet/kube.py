@@ -185,6 +185,26 @@ def _node(labels: dict[str, str], resource: str, count: int) -> tuple[Node, str 
     )
 
 
+def cluster_nodes(*, timeout: float = 60) -> str:
+    """``kubectl get nodes -o json`` against the current kubeconfig context."""
+    import shutil
+    import subprocess
+
+    from resolver.errors import KubectlError
+
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        raise KubectlError("kubectl is not on PATH", hint="install kubectl, or save the list elsewhere and give --kube FILE")
+    try:
+        run = subprocess.run([kubectl, "get", "nodes", "-o", "json"], capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise KubectlError(f"kubectl get nodes did not answer within {timeout:g}s", hint="check the cluster (`kubectl cluster-info`)") from None
+    if run.returncode != 0:
+        last = (run.stderr.strip().splitlines() or [f"exit {run.returncode}"])[-1]
+        raise KubectlError(f"kubectl get nodes failed: {last[:300]}", hint="check the current context (`kubectl config current-context`) and your access")
+    return run.stdout
+
+
 def read_nodes(text: str, *, where: str) -> list[NodeReport]:
     """``kubectl get nodes -o json`` (a List) or ``kubectl get node NAME -o json`` (one Node)."""
     try:
