@@ -254,3 +254,32 @@ def test_digest_pins_each_group_image_once(shim_images, reports_dir: Path, tmp_p
     assert g1["image"] == {"ref": expected, "digest": pushed.digest}
     assert expected in (out / "slurm" / "g1.sbatch").read_text()
     assert f'image: "{expected}"' in (out / "kubernetes" / "g1.yaml").read_text()
+
+
+def test_ten_thousand_nodes_are_decided_once_per_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scale property bench/fleet.py measures: 10,000 reports of 50 kinds cost at most two
+    solver runs per kind (the plan, and the image path when the plan is not an image)."""
+    import itertools
+
+    from resolver.fleet import plan as plan_mod
+    from resolver.fleet.reports import NodeReport
+    from resolver.node import from_flags
+
+    calls = 0
+    real = plan_mod.solve
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        nonlocal calls
+        calls += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(plan_mod, "solve", counting)
+    kinds = [
+        from_flags(gfx=g, gpus=n, driver=d, os="ubuntu-22.04", rocm=None, python="3.12")
+        for g, n, d in itertools.product(("gfx942", "gfx90a", "gfx950", "gfx1100", "gfx1201"), (1, 8), ("30.30.3", "30.10.1", "6.4.3", "6.2.4", "6.1.3"))
+    ]
+    reports = [NodeReport(name=f"gpu{i + 1:05d}", source="bench", node=kinds[i % 50]) for i in range(10_000)]
+    fleet = plan_fleet(matrix.load(), reports, Request())
+    assert len(fleet.groups) == 50 and all(len(g.reports) == 200 for g in fleet.groups)
+    assert calls <= 100
+    assert all(len(hostlist.expand(g.hostlist)) == 200 for g in fleet.groups)
