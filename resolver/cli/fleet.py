@@ -165,7 +165,10 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         files: dict[str, str] = {}
         for r in reports:
             if r.node is not None:
-                files[f"{r.name}.json"] = json.dumps({**r.node.to_json(), "hostname": r.name}, indent=2) + "\n"
+                from resolver import __version__
+
+                data = {**r.node.to_json(), "hostname": r.name, "tool": {"name": "rocm-vllm", "version": __version__}}
+                files[f"{r.name}.json"] = json.dumps(data, indent=2) + "\n"
         failed = [r for r in reports if r.node is None]
         files["gather.json"] = json.dumps({"schema_version": 1, "target": slurm, "nodes": [r.to_json() for r in reports]}, indent=2) + "\n"
         write_dir(out_dir, files, force=force)

@@ -89,7 +89,9 @@ def resolve_target(target: str, *, env: Mapping[str, str] | None = None, timeout
             f"--slurm {target}: neither a partition nor nodes Slurm knows ({hostlist.compress(unknown)})",
             hint=f"partitions: {', '.join(sorted(partitions)) or 'none'}; nodes: {hostlist.compress(states) or 'none'}",
         )
-    return Target(tuple(named_nodes), states, None)
+    # srun without --partition asks the default partition: name one that holds every node.
+    holding = [p for p, members in partitions.items() if set(named_nodes) <= set(members)]
+    return Target(tuple(named_nodes), states, holding[0] if len(holding) == 1 else None)
 
 
 def _usable(state: str) -> bool:
