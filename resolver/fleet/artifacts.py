@@ -218,10 +218,6 @@ def _selector(group: Group) -> tuple[dict[str, str], list[dict[str, Any]], str]:
     return common, expressions, resource
 
 
-def _quantity(text: str) -> str:
-    return text
-
-
 def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
     image = _image(group)
     if image is None:
@@ -277,7 +273,7 @@ def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
     }
     pod_spec["containers"] = [container]
     pod_spec["volumes"] = [
-        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": _quantity(opts.shm_size)}},
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": opts.shm_size}},
         {"name": "hf-cache", "emptyDir": {}},
     ]
     metadata: dict[str, Any] = {"name": name, "labels": labels}
