@@ -283,3 +283,28 @@ def test_ten_thousand_nodes_are_decided_once_per_fingerprint(monkeypatch: pytest
     assert len(fleet.groups) == 50 and all(len(g.reports) == 200 for g in fleet.groups)
     assert calls <= 100
     assert all(len(hostlist.expand(g.hostlist)) == 200 for g in fleet.groups)
+
+
+def test_rich_table_says_what_the_text_says(reports_dir: Path) -> None:
+    from rich.console import Console
+
+    from resolver.fleet.plan import render_rich, render_text
+
+    fleet = plan_fleet(matrix.load(), read_reports([str(reports_dir)]), Request())
+    console = Console(width=200, record=True, color_system=None)
+    render_rich(fleet, console)
+    text = console.export_text()
+    assert "main plan: vllm/vllm-openai-rocm:v0.24.0  (4 of 7 nodes run it as they are)" in text
+    for g in fleet.groups:
+        assert g.hostlist in text and g.verdict in text
+    assert render_text(fleet).split("\n\n", 2)[2].strip() in text
+
+
+def test_slurm_tools_missing_is_exit_4(tmp_path: Path) -> None:
+    import os
+
+    env = {**os.environ, "PATH": str(tmp_path)}
+    run = subprocess.run([sys.executable, "-m", "resolver", "fleet", "gather", "--slurm", "gpu", "-o", str(tmp_path / "out")], env=env, capture_output=True, text=True, check=False)
+    assert run.returncode == 4
+    assert run.stderr.splitlines()[0] == "error: sinfo is not on PATH"
+    assert not (tmp_path / "out").exists()

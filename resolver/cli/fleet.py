@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from resolver.cli._common import JsonOpt, emit_json, handle_errors
+from resolver.cli._common import JsonOpt, emit_json, handle_errors, use_color
 
 INPUT_PANEL = "Nodes"
 OUT_PANEL = "Output"
@@ -138,10 +138,15 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             write_dir(out_dir, render_all(m, fleet, opts), force=force)
         if json_out:
             emit_json(fleet_json(fleet, m))
+        elif use_color():
+            from resolver.explain import rich_console
+            from resolver.fleet.plan import render_rich
+
+            render_rich(fleet, rich_console())
         else:
             typer.echo(render_text(fleet), nl=False)
-            if out_dir is not None:
-                typer.echo(f"\nwrote {out_dir}: fleet.json, fleet.txt, slurm/*.sbatch, kubernetes/*.yaml")
+        if out_dir is not None and not json_out:
+            typer.echo(f"\nwrote {out_dir}: fleet.json, fleet.txt, slurm/*.sbatch, kubernetes/*.yaml")
         raise typer.Exit(fleet.exit_code)
 
     @fleet_app.command("gather")

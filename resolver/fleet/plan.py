@@ -306,6 +306,55 @@ def fleet_json(fleet: FleetPlan, m: Matrix) -> dict[str, Any]:
     }
 
 
+def _join_text(g: Group) -> str:
+    if g.join is None:
+        return "-"
+    return {
+        "on-plan": "on it",
+        "as-is": "can run it as is",
+        "host-fix": "; ".join(g.join.fixes),
+        "blocked": "cannot: " + "; ".join(g.join.reasons[:2]),
+        "unknown": "unknown",
+    }[g.join.status]
+
+
+def _row(g: Group) -> tuple[str, str, str, str, str, str]:
+    plan = g.plan.candidate.label if g.plan is not None else "-"
+    return (g.id, g.hostlist, str(len(g.reports)), g.verdict, plan, _join_text(g))
+
+
+_RICH_STYLE = {
+    "supported": "bold green",
+    "supported_with_warnings": "bold yellow",
+    "source_build_required": "bold yellow",
+    "unofficial_only": "bold magenta",
+    "blocked_host_fix": "bold red",
+    "unsupported": "bold red",
+    "unknown": "bold blue",
+}
+
+
+def render_rich(fleet: FleetPlan, console: Any) -> None:
+    """The same answer for a terminal: a table with coloured verdicts, then the details."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    total = fleet.node_count
+    console.print(f"[dim]fleet:[/dim] {total} node(s) in {len(fleet.groups)} group(s), {len(fleet.failed)} without a usable report")
+    if fleet.main_plan:
+        console.print(f"[dim]main plan:[/dim] [bold]{escape(fleet.main_plan)}[/bold]  ({fleet.main_nodes} of {total} nodes run it as they are)")
+    table = Table(show_lines=False, header_style="bold")
+    for column in ("group", "nodes", "n", "verdict", "plan", "to join the main plan"):
+        table.add_column(column, justify="right" if column == "n" else "left")
+    for g in fleet.groups:
+        gid, nodes, n, verdict, plan, join = _row(g)
+        table.add_row(gid, escape(nodes), n, f"[{_RICH_STYLE.get(verdict, 'bold')}]{verdict}[/]", escape(plan), escape(join))
+    console.print(table)
+    details = render_text(fleet).split("\n\n", 2)
+    if len(details) > 2:
+        console.print(escape(details[2].rstrip("\n")))
+
+
 def render_text(fleet: FleetPlan) -> str:
     lines: list[str] = []
     total = fleet.node_count
@@ -314,18 +363,7 @@ def render_text(fleet: FleetPlan) -> str:
         lines.append(f"main plan: {fleet.main_plan}  ({fleet.main_nodes} of {total} nodes run it as they are)")
     lines.append("")
     rows = [("group", "nodes", "n", "verdict", "plan", "to join the main plan")]
-    for g in fleet.groups:
-        plan = g.plan.candidate.label if g.plan is not None else "-"
-        join = "-"
-        if g.join is not None:
-            join = {
-                "on-plan": "on it",
-                "as-is": "can run it as is",
-                "host-fix": "; ".join(g.join.fixes),
-                "blocked": "cannot: " + "; ".join(g.join.reasons[:2]),
-                "unknown": "unknown",
-            }[g.join.status]
-        rows.append((g.id, g.hostlist, str(len(g.reports)), g.verdict, plan, join))
+    rows += [_row(g) for g in fleet.groups]
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]) - 1)]
     for row in rows:
         lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])) + "  " + row[-1])
