@@ -308,3 +308,28 @@ def test_slurm_tools_missing_is_exit_4(tmp_path: Path) -> None:
     assert run.returncode == 4
     assert run.stderr.splitlines()[0] == "error: sinfo is not on PATH"
     assert not (tmp_path / "out").exists()
+
+
+def test_group_without_an_image_says_how_to_build(tmp_path: Path) -> None:
+    from resolver.fleet.plan import render_text
+    from resolver.fleet.reports import NodeReport
+    from resolver.node import from_flags
+
+    node = from_flags(gfx="gfx908", gpus=4, driver="30.30.3", os="ubuntu-22.04", rocm=None, python=None)
+    m = matrix.load()
+    fleet = plan_fleet(m, [NodeReport(name=f"mi100-{i}", source="x", node=node) for i in (1, 2)], Request())
+    (g,) = fleet.groups
+    assert g.verdict == "unofficial_only" and g.image is None
+    text = render_text(fleet)
+    assert "  no prebuilt image fits: no batch script or manifest; the plan is vLLM" in text
+    assert "rocm-vllm dockerfile --gfx gfx908 --gpus 4 --driver 30.30.3" in text
+    assert not [k for k in render_all(m, fleet, Options()) if k.startswith(("slurm/", "kubernetes/"))]
+
+
+def test_driver_for_nodes_without_one(reports_dir: Path) -> None:
+    result = run_cli("fleet", "plan", str(reports_dir), "--driver", "30.30.3", "--json")
+    data = json.loads(result.stdout)
+    drivers = {g["nodes"]: g["fingerprint"]["driver_series"] for g in data["groups"]}
+    assert drivers == {"gpu[001-004]": "30.30", "gpu[005-006]": "6.1", "gpu007": "30.30"}
+    bad = run_cli("fleet", "plan", str(reports_dir), "--driver", "latest")
+    assert bad.exit_code == 2 and bad.stderr.startswith("error: --driver 'latest' is not an amdgpu driver version")

@@ -87,6 +87,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         probe_command: ProbeCmdOpt = None,
         timeout: TimeoutOpt = 120.0,
         vllm: Annotated[str | None, typer.Option("--vllm", help="vLLM version or PEP 440 spec (default: newest that fits).")] = None,
+        driver: Annotated[str | None, typer.Option("--driver", help="amdgpu driver release (e.g. 30.30.3) for nodes whose report does not name one (live probes read only the kernel module version).", rich_help_panel=INPUT_PANEL)] = None,
         digest: Annotated[bool, typer.Option("--digest", help="Pin each group's image to its manifest digest (asks the registry once per image).", rich_help_panel=OUT_PANEL)] = False,
         registry: Annotated[str | None, typer.Option("--registry", envvar="ROCM_VLLM_REGISTRY", help="Registry or mirror base URL for the images (default: Docker Hub).", rich_help_panel=OUT_PANEL)] = None,
         out_dir: Annotated[Path | None, typer.Option("--output", "-o", help="Write fleet.json, fleet.txt, slurm/*.sbatch and kubernetes/*.yaml here (all or nothing).", rich_help_panel=OUT_PANEL)] = None,
@@ -116,8 +117,16 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             time=time_limit, shm_size=shm_size, namespace=namespace,
         )
         opts.check()
+        if driver is not None:
+            from resolver.versions import driver_series
+
+            driver_series(driver)
         request = Request(vllm=parse_spec(vllm) if vllm else None)
         reports = _reports(inputs, slurm, kube, probe_command, timeout)
+        if driver is not None:
+            from resolver.fleet.plan import with_driver
+
+            reports = with_driver(reports, driver)
         m = matrix.load()
         fleet = plan_fleet(m, reports, request)
         if digest or registry:

@@ -19,6 +19,7 @@ from resolver.fleet import hostlist
 from resolver.fleet.reports import NodeReport, mark_duplicates
 from resolver.model import ContainerImage, Matrix
 from resolver.node import Node
+from resolver.report import plan_commands
 from resolver.solve import OK_VERDICTS, Decision, Evaluation, Request, solve
 from resolver.versions import driver_series
 
@@ -238,6 +239,20 @@ def _join(group: Group, label: str) -> Join:
     return Join("blocked", reasons=(f"{label} is not a candidate for {'+'.join(group.fingerprint.gfx) or 'these GPUs'}",))
 
 
+def with_driver(reports: Sequence[NodeReport], driver: str) -> list[NodeReport]:
+    """``--driver RELEASE`` for every node whose report does not name its driver release (live
+    probes read only the kernel module's version, which no AMD table maps to a release)."""
+    from dataclasses import replace
+
+    driver_series(driver)  # a bad value is an InputError before anything else happens
+    out = []
+    for r in reports:
+        if r.node is not None and r.node.driver_version is None:
+            r = replace(r, node=replace(r.node, driver_version=driver, overrides=(*r.node.overrides, ("--driver", driver))))
+        out.append(r)
+    return out
+
+
 def plan_fleet(m: Matrix, reports: Sequence[NodeReport], request: Request) -> FleetPlan:
     """Group, decide each group once, pick the plan that covers the most nodes, and say for
     every other group what would let it join."""
@@ -377,6 +392,9 @@ def render_text(fleet: FleetPlan) -> str:
         elif g.decision.host_fix is not None:
             fixes = [r.fix.text for r in g.decision.host_fix.reasons if r.fix]
             lines.append(f"  host fix for its own best plan ({g.decision.host_fix.candidate.label}): {'; '.join(fixes)}")
+        elif g.plan is not None and g.image is None:
+            lines.append(f"  no prebuilt image fits: no batch script or manifest; the plan is {g.plan.candidate.label}")
+            lines += [f"    {cmd}" for cmd in plan_commands(g.plan, g.representative)]
     if fleet.failed:
         lines.append("")
         lines.append("nodes without a usable report:")
