@@ -333,3 +333,22 @@ def test_driver_for_nodes_without_one(reports_dir: Path) -> None:
     assert drivers == {"gpu[001-004]": "30.30", "gpu[005-006]": "6.1", "gpu007": "30.30"}
     bad = run_cli("fleet", "plan", str(reports_dir), "--driver", "latest")
     assert bad.exit_code == 2 and bad.stderr.startswith("error: --driver 'latest' is not an amdgpu driver version")
+
+
+def test_reports_that_differ_only_by_hostname_read_alike(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from resolver.fleet.reports import report_from_json
+
+    data = _probe(MI300X)
+    for name in ("gpu001", "gpu002", "gpu003"):
+        (tmp_path / f"{name}.json").write_text(json.dumps({**data, "hostname": name}, indent=2))
+    (tmp_path / "gpu004.json").write_text(json.dumps({**data, "hostname": "gpu004", "gpus": "x"}, indent=2))
+    reports = read_reports([str(tmp_path)])
+    assert [r.name for r in reports] == ["gpu001", "gpu002", "gpu003", "gpu004"]
+    for r in reports[:3]:
+        parsed = report_from_json(json.loads(Path(r.source).read_text()), name=r.name, source=r.source)
+        assert r == parsed
+        assert r.node is not None and r.node.origin == f"file:{r.source}"
+    assert reports[3].status == "failed"  # same length, other content: parsed, not reused
+    assert replace(reports[1], name="gpu001", source=reports[0].source, node=reports[0].node) == reports[0]

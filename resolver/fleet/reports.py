@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import glob
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -96,11 +97,20 @@ def _files(inputs: Sequence[str]) -> list[Path]:
     return files
 
 
+# A report's "hostname" member as probe --json writes it (a JSON string without escapes).
+_HOSTNAME_RE = re.compile(rb'"hostname": *"([A-Za-z0-9._-]{1,253})"')
+
+
 def read_reports(inputs: Sequence[str]) -> list[NodeReport]:
     """Probe JSON files, directories of them (``*.json``) or globs. The node's name is the
     ``hostname`` the report carries, else the file's stem. An unreadable or unparsable file is a
-    failed report naming why."""
+    failed report naming why.
+
+    Nodes of one kind write the same report but for their host name: a file whose bytes, with the
+    ``hostname`` member blanked, equal an earlier file's is not parsed again (its node is the
+    earlier one's with this file as origin). That halves the reading of a large fleet."""
     reports: list[NodeReport] = []
+    seen: dict[bytes, NodeReport] = {}
     for path in _files(inputs):
         source = str(path)
         try:
@@ -112,6 +122,14 @@ def read_reports(inputs: Sequence[str]) -> list[NodeReport]:
         if len(raw) > _MAX_REPORT:
             reports.append(NodeReport(name=path.stem, source=source, reason="larger than 16 MiB, not a probe report"))
             continue
+        matches = _HOSTNAME_RE.findall(raw)
+        key = _HOSTNAME_RE.sub(b'"hostname": ""', raw) if len(matches) == 1 else None
+        earlier = seen.get(key) if key is not None else None
+        if earlier is not None and earlier.node is not None:
+            name = matches[0].decode()
+            node = replace(earlier.node, origin=f"file:{source}")
+            reports.append(replace(earlier, name=name, source=source, node=node))
+            continue
         try:
             data = json.loads(raw.decode("utf-8"))
         except UnicodeDecodeError:
@@ -122,7 +140,10 @@ def read_reports(inputs: Sequence[str]) -> list[NodeReport]:
             continue
         hostname = data.get("hostname") if isinstance(data, dict) else None
         name = hostname if isinstance(hostname, str) and hostname else path.stem
-        reports.append(report_from_json(data, name=name, source=source))
+        report = report_from_json(data, name=name, source=source)
+        if key is not None and report.node is not None and name == matches[0].decode():
+            seen[key] = report
+        reports.append(report)
     return reports
 
 
