@@ -352,3 +352,19 @@ def test_reports_that_differ_only_by_hostname_read_alike(tmp_path: Path) -> None
         assert r.node is not None and r.node.origin == f"file:{r.source}"
     assert reports[3].status == "failed"  # same length, other content: parsed, not reused
     assert replace(reports[1], name="gpu001", source=reports[0].source, node=reports[0].node) == reports[0]
+
+
+def test_srun_output_is_read_per_task() -> None:
+    """srun --label output as the test cluster prints it (task ids, not node names, label lines)."""
+    from resolver.fleet.slurm import MARKER, parse_output
+
+    report = json.dumps(_probe(MI300X))
+    stdout = "\n".join(
+        [f"1: {MARKER}n2", *(f"1: {line}" for line in report.splitlines()), f"0: {MARKER}n1", "0: {not json", f"2: {MARKER}n3"]
+    )
+    stderr = "0: Traceback: boom\nsrun: error: n1: task 0: Exited with exit code 1\nsrun: error: n3: task 2: Exited with exit code 124\n"
+    reports = {r.name: r for r in parse_output(stdout, stderr, ["n1", "n2", "n3", "n4"], timeout=60)}
+    assert reports["n2"].status == "ok"
+    assert reports["n1"].reason == "the probe's output is not JSON (line 1): Traceback: boom"
+    assert reports["n3"].reason == "the probe did not answer within 55s; it was stopped"
+    assert reports["n4"].reason == "no answer from its task"
