@@ -104,7 +104,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
     ) -> None:
         """Group nodes by fingerprint, decide each group once, and say how the rest join the main
         plan (exit 0: every node has a supported plan; 1: some do not or did not report; 2: bad
-        input; 4: Slurm failed; 6: only unknowns)."""
+        input; 4: Slurm or kubectl failed; 6: only unknowns)."""
         from resolver import matrix
         from resolver.fleet.artifacts import Options, render_all, write_dir
         from resolver.fleet.plan import fleet_json, plan_fleet, render_text
