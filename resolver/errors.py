@@ -2,7 +2,7 @@
 
 Library code raises these; only ``resolver.cli`` turns them into output and an exit status.
 Exit codes (also in docs/exit-codes.md): 0 a path exists, 1 no path / something changed,
-2 bad usage or bad input, 3 a broken data file, 4 a registry or upstream HTTP failure,
+2 bad usage or bad input, 3 a broken data file, 4 a registry, upstream HTTP or Slurm failure,
 5 a Docker Engine failure.
 """
 
@@ -81,6 +81,21 @@ class RegistryUnreachableError(RegistryError):
     failure after which a cached digest may stand in, said as such."""
 
     reference = "registry-unreachable"
+
+
+class SlurmError(ResolverError):
+    """Slurm's own tools failed: no sinfo/srun on PATH, no controller answering (exit 4, like
+    another service that did not answer)."""
+
+    exit_code = 4
+    reference = "slurm"
+
+
+class KubectlError(ResolverError):
+    """kubectl is missing or could not list the cluster's nodes (exit 4, like another service)."""
+
+    exit_code = 4
+    reference = "kubectl"
 
 
 class DockerEngineError(ResolverError):

@@ -209,3 +209,8 @@ def _quote(word: str) -> str:
 
 def _expand_home(word: str, home: str) -> str:
     return home + word[1:] if word.startswith("~/") else word
+
+
+def run_words(spec: RunSpec, fmt: Literal["docker", "podman"]) -> list[str]:
+    """The ``docker run`` / ``podman run`` words with ``~`` left for the shell (batch scripts)."""
+    return _run_words(spec, fmt)

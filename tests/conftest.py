@@ -83,6 +83,16 @@ def docker_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def slurm_cluster() -> Iterator[services.SlurmCluster]:
+    """Three slurmd (n1, n2, n3) and a slurmctld on this machine, with their own munged."""
+    cluster, cm = _start(services.slurm())
+    try:
+        yield cluster
+    finally:
+        cm.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="session")
 def registry_storage(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return Path(tmp_path_factory.mktemp("registry-data"))
 

@@ -22,6 +22,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Self
@@ -369,3 +370,154 @@ def silent_port() -> Iterator[int]:
 
 def services_skipped() -> bool:
     return os.environ.get(SKIP_ENV) == "1"
+
+
+@dataclass(frozen=True)
+class SlurmCluster:
+    """A running test cluster: ``env`` carries SLURM_CONF for srun/sbatch/sinfo."""
+
+    conf: Path
+    partition: str
+    nodes: tuple[str, ...]
+    root: Path
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "SLURM_CONF": str(self.conf)}
+
+
+SLURM_NODES = ("n1", "n2", "n3")
+SLURM_GPUS_PER_NODE = 4
+
+
+@contextlib.contextmanager
+def slurm(nodes: tuple[str, ...] = SLURM_NODES) -> Iterator[SlurmCluster]:
+    """A real Slurm cluster on this machine (Debian's slurm-wlm and munge, run as root): one
+    ``munged`` with its own key and socket, one ``slurmctld`` and one ``slurmd -N NAME`` per node,
+    all on private ports with state, spool, pid and log files under a temporary directory. Each
+    node declares ``gpu`` generic resources (a count, no device files) so that ``--gpus-per-node``
+    is accepted as on a real GPU partition. Stops what it started, by pid."""
+    munged, slurmctld, slurmd = _need("munged"), _need("slurmctld"), _need("slurmd")
+    _need("srun")
+    if os.geteuid() != 0:
+        raise ServiceError("the Slurm test cluster runs as root (slurmd forks jobs as any user)")
+    root = Path(tempfile.mkdtemp(prefix="rvs-", dir="/tmp"))
+    host = socket.gethostname().split(".")[0]
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        key = root / "munge.key"
+        key.write_bytes(os.urandom(1024))
+        key.chmod(0o400)
+        msock = root / "munge.sock"
+        mlog = root / "munged.log"
+        procs.append(
+            subprocess.Popen(
+                [munged, "--foreground", f"--key-file={key}", f"--socket={msock}",
+                 f"--pid-file={root / 'munged.pid'}", f"--log-file={mlog}",
+                 f"--seed-file={root / 'munge.seed'}", "--force"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        )
+        _wait_path(msock, procs[-1], mlog, "munged")
+        ctld_port = free_port()
+        ports = [free_port() for _ in nodes]
+        partition = "gpu"
+        lines = [
+            "ClusterName=rvtest",
+            f"SlurmctldHost={host}",
+            f"SlurmctldPort={ctld_port}",
+            "AuthType=auth/munge",
+            f"AuthInfo=socket={msock}",
+            "CryptoType=crypto/munge",
+            "SlurmUser=root",
+            "SlurmdUser=root",
+            f"StateSaveLocation={root / 'state'}",
+            f"SlurmdSpoolDir={root / 'spool'}/%n",
+            f"SlurmctldPidFile={root / 'slurmctld.pid'}",
+            f"SlurmdPidFile={root / 'slurmd-%n.pid'}",
+            f"SlurmctldLogFile={root / 'slurmctld.log'}",
+            f"SlurmdLogFile={root / 'slurmd-%n.log'}",
+            "ProctrackType=proctrack/linuxproc",
+            "TaskPlugin=task/none",
+            "JobAcctGatherType=jobacct_gather/none",
+            "SelectType=select/cons_tres",
+            "SelectTypeParameters=CR_Core",
+            "ReturnToService=2",
+            "MpiDefault=none",
+            "SwitchType=switch/none",
+            "SchedulerType=sched/backfill",
+            "GresTypes=gpu",
+            "SlurmdTimeout=30",
+            "InactiveLimit=0",
+            "KillWait=5",
+        ]
+        for name, port in zip(nodes, ports, strict=True):
+            lines.append(
+                f"NodeName={name} NodeHostname={host} NodeAddr=127.0.0.1 Port={port} CPUs=1 "
+                f"Gres=gpu:{SLURM_GPUS_PER_NODE} State=UNKNOWN"
+            )
+        lines.append(f"PartitionName={partition} Nodes={','.join(nodes)} Default=YES MaxTime=10 State=UP")
+        (root / "state").mkdir()
+        for name in nodes:
+            (root / "spool" / name).mkdir(parents=True)
+        conf = root / "slurm.conf"
+        conf.write_text("\n".join(lines) + "\n")
+        (root / "gres.conf").write_text(
+            # Stand-in device files (a node's /dev/dri/renderD*): Slurm counts a gpu gres by its
+            # files; with task/none nothing confines a job to them.
+            f"AutoDetect=off\nName=gpu File=/dev/tty[0-{SLURM_GPUS_PER_NODE - 1}]\n"
+        )
+        env = {**os.environ, "SLURM_CONF": str(conf)}
+        clog = root / "slurmctld.log"
+        procs.append(
+            subprocess.Popen(
+                [slurmctld, "-D", "-i"], env=env, stdout=subprocess.DEVNULL,
+                stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        )
+        for name in nodes:
+            procs.append(
+                subprocess.Popen(
+                    [slurmd, "-D", "-N", name], env=env, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.STDOUT, start_new_session=True,
+                )
+            )
+        cluster = SlurmCluster(conf=conf, partition=partition, nodes=nodes, root=root)
+        _wait_idle(cluster, procs, clog)
+        yield cluster
+    finally:
+        for proc in reversed(procs):
+            _stop(proc)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _wait_path(path: Path, proc: subprocess.Popen[bytes], log: Path, what: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if proc.poll() is not None:
+            raise ServiceError(f"{what} exited with {proc.returncode}:\n{_log_tail(log)}")
+        if time.monotonic() > deadline:
+            raise ServiceError(f"{what} did not start within {timeout:.0f}s:\n{_log_tail(log)}")
+        time.sleep(0.1)
+
+
+def _wait_idle(cluster: SlurmCluster, procs: list[subprocess.Popen[bytes]], log: Path, timeout: float = 60) -> None:
+    sinfo = _need("sinfo")
+    deadline = time.monotonic() + timeout
+    states = ""
+    while time.monotonic() < deadline:
+        for proc in procs:
+            if proc.poll() is not None:
+                args = [str(a) for a in proc.args]  # type: ignore[union-attr]
+                name = args[args.index("-N") + 1] if "-N" in args else None
+                where = cluster.root / f"slurmd-{name}.log" if name else log
+                raise ServiceError(f"{' '.join(args)} exited with {proc.returncode}:\n{_log_tail(where)}")
+        run = subprocess.run(
+            [sinfo, "-h", "-N", "-o", "%N %t"], env=cluster.env, capture_output=True, text=True, timeout=10, check=False
+        )
+        states = run.stdout.strip()
+        idle = {line.split()[0] for line in states.splitlines() if line.split()[1:] == ["idle"]}
+        if idle >= set(cluster.nodes):
+            return
+        time.sleep(0.3)
+    raise ServiceError(f"Slurm nodes not idle within {timeout:.0f}s ({states!r}):\n{_log_tail(log)}")

@@ -32,6 +32,7 @@ PLACES: dict[str, str] = {
     "resolver.partitions": "data",
     "resolver.credentials": "workflows",
     "resolver.parallel": "workflows",
+    "resolver.apptainer": "workflows",
     "resolver.solve": "solve",
     "resolver.derive": "explain",
     "resolver.explain": "explain",

@@ -11,7 +11,7 @@ from typing import Any
 import typer
 
 from resolver import __version__
-from resolver.cli import check, dockerfile, image, matrix_cmd, probe, refresh
+from resolver.cli import check, dockerfile, fleet, image, matrix_cmd, probe, refresh
 
 # `-h` is `--help` everywhere (subcommands inherit it from the root context).
 HELP: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
@@ -27,7 +27,7 @@ app = typer.Typer(
 matrix_app = typer.Typer(help="Inspect, check and update the compatibility data.", no_args_is_help=True, context_settings=HELP)
 app.add_typer(matrix_app, name="matrix")
 
-for module in (check, probe, image, dockerfile, matrix_cmd, refresh):
+for module in (check, probe, image, dockerfile, fleet, matrix_cmd, refresh):
     module.register(app, matrix_app)
 
 
@@ -50,6 +50,15 @@ def main() -> None:
     import sys
 
     click_exception = _click_exception()
+    repeated = _repeated(sys.argv[1:])
+    if repeated is not None:
+        # Click keeps the last of a repeated option: `--node a.json --node b.json` would decide
+        # for b alone and say nothing. One node per command; many nodes are a fleet.
+        name, values = repeated
+        print(f"error: {name} given {len(values)} times ({', '.join(values)}); a command decides for one value", file=sys.stderr)
+        hint = "for many nodes: rocm-vllm fleet plan FILE... (see `rocm-vllm fleet plan --help`)" if name in ("--node", "--rocminfo", "--example") else f"give {name} once"
+        print(f"hint: {hint}", file=sys.stderr)
+        sys.exit(2)
 
     try:
         code = app(standalone_mode=False)
@@ -67,6 +76,27 @@ def main() -> None:
         print("aborted", file=sys.stderr)
         sys.exit(130)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+# Options that take one value: giving one twice is refused rather than silently keeping the last.
+SINGLE_VALUED = ("--node", "--rocminfo", "--example", "--gfx", "--gpus", "--driver", "--os", "--rocm", "--python", "--vllm")
+
+
+def _repeated(argv: list[str]) -> tuple[str, list[str]] | None:
+    seen: dict[str, list[str]] = {}
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--":
+            break
+        name, eq, value = word.partition("=")
+        if name in SINGLE_VALUED:
+            if not eq:
+                value = argv[i + 1] if i + 1 < len(argv) else ""
+                i += 1
+            seen.setdefault(name, []).append(value)
+        i += 1
+    return next(((n, v) for n, v in seen.items() if len(v) > 1), None)
 
 
 def _click_exception() -> type[Exception]:

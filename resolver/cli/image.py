@@ -82,7 +82,12 @@ def image(
     ] = False,
     fmt: Annotated[
         str,
-        typer.Option("--format", help="docker, podman or compose.", rich_help_panel=RUN_PANEL, autocompletion=completer("docker", "podman", "compose")),
+        typer.Option(
+            "--format",
+            help="docker, podman, compose or apptainer (also Singularity: the .def file; its exec command on stderr).",
+            rich_help_panel=RUN_PANEL,
+            autocompletion=completer("docker", "podman", "compose", "apptainer"),
+        ),
     ] = "docker",
     port: Annotated[
         int,
@@ -129,10 +134,10 @@ def image(
     from resolver.runcmd import FORMATS, render
     from resolver.versions import parse_spec
 
-    if fmt not in FORMATS:
+    if fmt not in (*FORMATS, "apptainer"):
         raise UsageError(
-            f"--format {fmt!r} is not one of {', '.join(FORMATS)}",
-            hint="use --format docker, podman or compose",
+            f"--format {fmt!r} is not one of {', '.join(FORMATS)}, apptainer",
+            hint="use --format docker, podman, compose or apptainer",
         )
     device_ids = _parse_devices(devices)
     from resolver.runcmd import RunSpec
@@ -196,10 +201,23 @@ def image(
         hf_cache=hf_cache,
         placed=placed,
     )
-    compose_file = output.name if output is not None and fmt == "compose" else "compose.yaml"
-    rendered = render(spec, fmt, compose_file=compose_file)
     out.update(_image_json(chosen, ref, reg.url))
-    out.update(rendered.to_json())
+    artifact: str
+    file_text: str | None
+    if fmt == "apptainer":
+        from resolver import apptainer
+
+        run = apptainer.run_command(spec)
+        # The artifact is the .def file (what `> vllm.def` should hold); the exec command goes to stderr.
+        file_text = apptainer.definition(spec, labels={"org.rocm-vllm.vllm": str(chosen.vllm)})
+        artifact = file_text
+        out.update(run.to_json())
+        out["definition"] = file_text
+    else:
+        compose_file = output.name if output is not None and fmt == "compose" else "compose.yaml"
+        rendered = render(spec, fmt, compose_file=compose_file)  # type: ignore[arg-type]
+        file_text, artifact = rendered.file_text, rendered.artifact
+        out.update(rendered.to_json())
     out["parallel"] = {
         "devices": list(placed.devices) if placed.devices is not None else None,
         "tensor_parallel_size": placed.tensor_parallel,
@@ -230,14 +248,14 @@ def image(
     if output is not None:
         from resolver.atomic import write_output
 
-        write_output(output, rendered.artifact)
+        write_output(output, artifact)
     if json_out:
         emit_json(out)
     else:
         # stdout carries only the artifact (redirectable as is); everything else goes to stderr.
-        _print_text(out, rendered.file_text, output)
+        _print_text(out, file_text, output, definition=fmt == "apptainer")
         if output is None:
-            typer.echo(rendered.artifact, nl=False)
+            typer.echo(artifact, nl=False)
     # Same exit as `check` for the same verdict (an unofficial image is printed, but is not a yes).
     raise typer.Exit(1 if problems else decision.exit_code)
 
@@ -419,7 +437,7 @@ def _finish(out: dict[str, Any], json_out: bool, *, exit_code: int) -> None:
     raise typer.Exit(exit_code)
 
 
-def _print_text(out: dict[str, Any], compose_text: str | None, output: Path | None) -> None:
+def _print_text(out: dict[str, Any], compose_text: str | None, output: Path | None, *, definition: bool = False) -> None:
     """The commentary, on stderr: what the image is, warnings, problems, and where the artifact went."""
 
     def echo(text: str) -> None:
@@ -453,9 +471,12 @@ def _print_text(out: dict[str, Any], compose_text: str | None, output: Path | No
     if out["run_args"] and "--model" not in out["run_args"] and compose_text is None:
         echo("  no --model given: vLLM serves its default model; add --model ORG/NAME")
     if output is not None:
-        what = "compose file" if compose_text is not None else "run command"
+        what = "definition file" if definition else "compose file" if compose_text is not None else "run command"
         echo(f"wrote the {what} to {output}")
-    if compose_text is not None:
+    if definition:
+        echo("then: apptainer build vllm.sif vllm.def && apptainer run vllm.sif")
+        echo(f"  or straight from the registry: {out['run_command']}")
+    elif compose_text is not None:
         echo(f"then: {out['run_command']}")
 
 

@@ -70,7 +70,15 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         else:
             node = probe_mod.probe_live()
         if json_out:
-            emit_json(node.to_json())
+            data = node.to_json()
+            from resolver import __version__
+
+            data["tool"] = {"name": "rocm-vllm", "version": __version__}
+            if node.origin == "probe":  # a saved output's host is not this machine
+                import socket
+
+                data["hostname"] = socket.gethostname().split(".")[0]
+            emit_json(data)
         else:
             typer.echo(render(node))
 

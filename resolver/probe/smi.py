@@ -96,6 +96,8 @@ def _amd_json(data: Any, view: SourceView) -> None:
             continue
         flat: dict[str, str] = {}
         _flatten(record, flat)
+        if not flat:
+            continue  # an empty object describes no GPU
         view.gpus.append(_amd_gpu(flat, view))
 
 

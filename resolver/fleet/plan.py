@@ -1,0 +1,406 @@
+"""Group a fleet's nodes by fingerprint, decide each group once, and say how the others can join
+the plan that covers the most nodes.
+
+The fingerprint is what the decision depends on: the gfx targets, the logical and physical GPU
+counts and partition modes, the driver series (the amdgpu module version where the release is
+unknown), the OS, the host ROCm and the host Python. Nodes with the same fingerprint get the
+same decision, so 10,000 nodes of 50 kinds cost 50 solver runs. Host-local problems a probe
+found (a missing group membership, NUMA balancing) stay listed with their node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from resolver.errors import InputError
+from resolver.fleet import hostlist
+from resolver.fleet.reports import NodeReport, mark_duplicates
+from resolver.model import ContainerImage, Matrix
+from resolver.node import Node
+from resolver.report import plan_commands
+from resolver.solve import OK_VERDICTS, Decision, Evaluation, Request, solve
+from resolver.versions import driver_series
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Fingerprint:
+    gfx: tuple[str, ...]
+    logical_gpus: int
+    physical_gpus: int
+    partitions: tuple[str, ...]  # "CPX/NPS4" per distinct mode, sorted
+    driver: str | None  # "30.30" (release series) or "module 6.8" (kernel module series)
+    os: str | None
+    rocm: str | None
+    python: str | None
+    override: str | None  # HSA_OVERRIDE_GFX_VERSION
+    unplaced: str | None = None  # why labels could not place the node (an unknown group)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "gfx_targets": list(self.gfx),
+            "logical_gpu_count": self.logical_gpus,
+            "physical_gpu_count": self.physical_gpus,
+            "partitions": list(self.partitions),
+            "driver_series": self.driver,
+            "os": self.os,
+            "rocm": self.rocm,
+            "python": self.python,
+            "hsa_override_gfx_version": self.override,
+            "unplaced": self.unplaced,
+        }
+
+    def short(self) -> str:
+        gpus = f"{'+'.join(self.gfx) or '?'} x{self.logical_gpus}"
+        if self.partitions:
+            gpus += f" {','.join(self.partitions)}"
+        rest = [f"driver {self.driver}" if self.driver else "driver ?", self.os or "os ?"]
+        if self.rocm:
+            rest.append(f"ROCm {self.rocm}")
+        if self.python:
+            rest.append(f"py {self.python}")
+        return ", ".join([gpus, *rest])
+
+
+def _series(text: str | None) -> str | None:
+    if not text:
+        return None
+    try:
+        return driver_series(text)
+    except InputError:  # a value the series parser does not know stays as written
+        return text
+
+
+def fingerprint(node: Node, unplaced: str | None = None) -> Fingerprint:
+    modes = sorted({"/".join(p for p in (g.partition.compute, g.partition.memory) if p) for g in node.gpus if g.partition} - {""})
+    module = node.host.get("amdgpu_module_version") if isinstance(node.host, dict) else None
+    driver = _series(node.driver_version) or (f"module {_series(module)}" if isinstance(module, str) and module else None)
+    rocm = node.rocm_version
+    return Fingerprint(
+        gfx=tuple(node.gfx_targets),
+        logical_gpus=node.logical_gpu_count,
+        physical_gpus=node.physical_gpu_count,
+        partitions=tuple(modes),
+        driver=driver,
+        os=node.os,
+        rocm=rocm,
+        python=node.python,
+        override=node.hsa_override_gfx_version,
+        unplaced=unplaced,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Join:
+    """What a group needs to run the fleet's main plan: nothing (``as_is``), host changes
+    (``fixes``), or it cannot (``blocked`` with the reasons)."""
+
+    status: str  # "on-plan" | "as-is" | "host-fix" | "blocked" | "unknown"
+    fixes: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "fixes": list(self.fixes), "reasons": list(self.reasons)}
+
+
+@dataclass(slots=True)
+class Group:
+    id: str
+    fingerprint: Fingerprint
+    reports: list[NodeReport]
+    decision: Decision | None = None
+    error: str | None = None  # the solver refused the facts (e.g. no GPU): the group is unknown
+    join: Join | None = None
+    image: Decision | None = None  # the image decision the artifacts run (None: no image path)
+    pinned: ContainerImage | None = None  # that image with its registry digest (fleet plan --digest)
+    ref: str | None = None  # what docker/podman/kubelet pull: mirror host, @digest when pinned
+
+    @property
+    def names(self) -> list[str]:
+        return [r.name for r in self.reports]
+
+    @property
+    def hostlist(self) -> str:
+        return hostlist.compress(self.names)
+
+    @property
+    def representative(self) -> Node:
+        node = self.reports[0].node
+        assert node is not None
+        return node
+
+    @property
+    def verdict(self) -> str:
+        if self.decision is None:
+            return "unknown"
+        return self.decision.verdict
+
+    @property
+    def plan(self) -> Evaluation | None:
+        return self.decision.plan if self.decision is not None else None
+
+
+@dataclass(slots=True)
+class FleetPlan:
+    groups: list[Group]
+    failed: list[NodeReport]
+    request: Request
+    main_plan: str | None = None  # the candidate label the most nodes can run
+    main_nodes: int = 0
+    notes: list[tuple[str, str]] = field(default_factory=list)  # (node, note)
+
+    @property
+    def node_count(self) -> int:
+        return sum(len(g.reports) for g in self.groups) + len(self.failed)
+
+    @property
+    def exit_code(self) -> int:
+        """0: every reported node has a supported plan; 1: some cannot run vLLM or failed to
+        report; 6: nothing is wrong except that the data cannot place some nodes."""
+        if self.failed or any(g.decision is not None and g.decision.verdict not in OK_VERDICTS and g.verdict != "unknown" for g in self.groups):
+            return 1
+        if any(g.verdict == "unknown" for g in self.groups):
+            return 6
+        return 0
+
+
+def group_reports(reports: Iterable[NodeReport]) -> tuple[list[Group], list[NodeReport]]:
+    buckets: dict[Fingerprint, list[NodeReport]] = {}
+    failed: list[NodeReport] = []
+    for r in mark_duplicates(reports):
+        if r.node is None:
+            failed.append(r)
+            continue
+        buckets.setdefault(fingerprint(r.node, r.reason), []).append(r)
+    ordered = sorted(buckets.items(), key=lambda kv: (-len(kv[1]), kv[0].unplaced is not None, repr(kv[0])))
+    groups = [Group(id=f"g{i}", fingerprint=fp, reports=rs) for i, (fp, rs) in enumerate(ordered, 1)]
+    return groups, failed
+
+
+def _decide(m: Matrix, group: Group, request: Request) -> None:
+    if group.fingerprint.unplaced is not None:
+        group.error = group.fingerprint.unplaced
+        return
+    try:
+        group.decision = solve(m, group.representative, request)
+    except InputError as exc:
+        group.error = exc.message
+        return
+    if group.decision.verdict in OK_VERDICTS or group.decision.verdict == "unofficial_only":
+        from resolver.images import IMAGE_PATHS
+
+        if group.plan is not None and group.plan.candidate.kind == "image":
+            group.image = group.decision
+        else:
+            image_request = Request(vllm=request.vllm, quantization=request.quantization, kv_cache_dtype=request.kv_cache_dtype, paths=IMAGE_PATHS)
+            image = solve(m, group.representative, image_request)
+            group.image = image if image.plan is not None and image.plan.candidate.image is not None else None
+
+
+def pin_images(fleet: FleetPlan, client: Any) -> list[Any]:
+    """Ask the registry once per distinct image for its manifest digest and put it on every group
+    that runs it (``resolver.images.pin``); returns the warnings (a digest that moved)."""
+    from resolver.images import image_ref, pin
+
+    done: dict[tuple[str, str], Any] = {}
+    warnings: list[Any] = []
+    for g in fleet.groups:
+        image = g.image.plan.candidate.image if g.image is not None and g.image.plan is not None else None
+        if image is None:
+            continue
+        key = (image.repo, image.tag)
+        if key not in done:
+            done[key] = pin(image, client)
+            warnings += done[key].warnings
+        g.pinned = done[key].image
+        g.ref = image_ref(done[key].image, client.registry)
+    return warnings
+
+
+def _join(group: Group, label: str) -> Join:
+    d = group.decision
+    if d is None:
+        return Join("unknown", reasons=(group.error or "not decided",))
+    if d.plan is not None and d.plan.candidate.label == label:
+        return Join("on-plan")
+    for ev in d.alternatives:
+        if ev.candidate.label == label:
+            return Join("as-is")
+    for ev in d.rejected:
+        if ev.candidate.label != label:
+            continue
+        if ev.host_fixable:
+            fixes = tuple(dict.fromkeys(r.fix.text for r in ev.reasons if r.fix is not None))
+            return Join("host-fix", fixes=fixes)
+        return Join("blocked", reasons=tuple(dict.fromkeys(r.message for r in ev.reasons)))
+    return Join("blocked", reasons=(f"{label} is not a candidate for {'+'.join(group.fingerprint.gfx) or 'these GPUs'}",))
+
+
+def with_driver(reports: Sequence[NodeReport], driver: str) -> list[NodeReport]:
+    """``--driver RELEASE`` for every node whose report does not name its driver release (live
+    probes read only the kernel module's version, which no AMD table maps to a release)."""
+    from dataclasses import replace
+
+    driver_series(driver)  # a bad value is an InputError before anything else happens
+    out = []
+    for r in reports:
+        if r.node is not None and r.node.driver_version is None:
+            r = replace(r, node=replace(r.node, driver_version=driver, overrides=(*r.node.overrides, ("--driver", driver))))
+        out.append(r)
+    return out
+
+
+def plan_fleet(m: Matrix, reports: Sequence[NodeReport], request: Request) -> FleetPlan:
+    """Group, decide each group once, pick the plan that covers the most nodes, and say for
+    every other group what would let it join."""
+    groups, failed = group_reports(reports)
+    for g in groups:
+        _decide(m, g, request)
+    coverage: dict[str, int] = {}
+    for g in groups:
+        if g.plan is not None and g.verdict in OK_VERDICTS:
+            coverage[g.plan.candidate.label] = coverage.get(g.plan.candidate.label, 0) + len(g.reports)
+    fleet = FleetPlan(groups=groups, failed=failed, request=request)
+    if coverage:
+        # Most nodes first; among equals the plan the largest group chose (groups are ordered).
+        first_seen = {label: i for i, label in reversed(list(enumerate(g.plan.candidate.label for g in groups if g.plan is not None)))}
+        label = max(coverage, key=lambda k: (coverage[k], -first_seen.get(k, 0)))
+        fleet.main_plan, fleet.main_nodes = label, coverage[label]
+        for g in groups:
+            g.join = _join(g, label)
+    for g in groups:
+        for r in g.reports:
+            fleet.notes += [(r.name, n) for n in r.notes]
+    return fleet
+
+
+# --- plain data and text ------------------------------------------------------------------------
+
+
+def group_json(g: Group, m: Matrix) -> dict[str, Any]:
+    from resolver.report import candidate_json, reason_json, warning_json
+
+    d = g.decision
+    image = g.pinned or (g.image.plan.candidate.image if g.image is not None and g.image.plan is not None else None)
+    return {
+        "id": g.id,
+        "nodes": g.hostlist,
+        "node_count": len(g.reports),
+        "fingerprint": g.fingerprint.to_json(),
+        "verdict": g.verdict,
+        "exit_code": d.exit_code if d is not None else 6,
+        "plan": candidate_json(d.plan.candidate) if d is not None and d.plan is not None else None,
+        "image": {"ref": g.ref or image.ref, "digest": image.digest} if image is not None else None,
+        "warnings": [warning_json(w) for w in d.warnings] if d is not None else [],
+        "blockers": [reason_json(r) for r in d.blockers] if d is not None else [],
+        "host_fix": [r.fix.text for r in d.host_fix.reasons if r.fix] if d is not None and d.host_fix else None,
+        "missing": [f.detail for f in d.missing] if d is not None else ([g.error] if g.error else []),
+        "join": g.join.to_json() if g.join is not None else None,
+        "sources": sorted({r.source.split(":", 1)[0] if r.source.startswith(("srun:", "kubernetes:")) else "file" for r in g.reports}),
+    }
+
+
+def fleet_json(fleet: FleetPlan, m: Matrix) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "exit_code": fleet.exit_code,
+        "request": {"vllm": str(fleet.request.vllm) if fleet.request.vllm is not None else None},
+        "nodes": {
+            "total": fleet.node_count,
+            "planned": sum(len(g.reports) for g in fleet.groups if g.decision is not None),
+            "unknown": sum(len(g.reports) for g in fleet.groups if g.decision is None),
+            "failed": len(fleet.failed),
+        },
+        "main_plan": {"label": fleet.main_plan, "node_count": fleet.main_nodes} if fleet.main_plan else None,
+        "groups": [group_json(g, m) for g in fleet.groups],
+        "failed": [r.to_json() for r in fleet.failed],
+        "notes": [{"node": n, "note": note} for n, note in fleet.notes],
+    }
+
+
+def _join_text(g: Group) -> str:
+    if g.join is None:
+        return "-"
+    return {
+        "on-plan": "on it",
+        "as-is": "can run it as is",
+        "host-fix": "; ".join(g.join.fixes),
+        "blocked": "cannot: " + "; ".join(g.join.reasons[:2]),
+        "unknown": "unknown",
+    }[g.join.status]
+
+
+def _row(g: Group) -> tuple[str, str, str, str, str, str]:
+    plan = g.plan.candidate.label if g.plan is not None else "-"
+    return (g.id, g.hostlist, str(len(g.reports)), g.verdict, plan, _join_text(g))
+
+
+_RICH_STYLE = {
+    "supported": "bold green",
+    "supported_with_warnings": "bold yellow",
+    "source_build_required": "bold yellow",
+    "unofficial_only": "bold magenta",
+    "blocked_host_fix": "bold red",
+    "unsupported": "bold red",
+    "unknown": "bold blue",
+}
+
+
+def render_rich(fleet: FleetPlan, console: Any) -> None:
+    """The same answer for a terminal: a table with coloured verdicts, then the details."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    total = fleet.node_count
+    console.print(f"[dim]fleet:[/dim] {total} node(s) in {len(fleet.groups)} group(s), {len(fleet.failed)} without a usable report")
+    if fleet.main_plan:
+        console.print(f"[dim]main plan:[/dim] [bold]{escape(fleet.main_plan)}[/bold]  ({fleet.main_nodes} of {total} nodes run it as they are)")
+    table = Table(show_lines=False, header_style="bold")
+    for column in ("group", "nodes", "n", "verdict", "plan", "to join the main plan"):
+        table.add_column(column, justify="right" if column == "n" else "left")
+    for g in fleet.groups:
+        gid, nodes, n, verdict, plan, join = _row(g)
+        table.add_row(gid, escape(nodes), n, f"[{_RICH_STYLE.get(verdict, 'bold')}]{verdict}[/]", escape(plan), escape(join))
+    console.print(table)
+    details = render_text(fleet).split("\n\n", 2)
+    if len(details) > 2:
+        console.print(escape(details[2].rstrip("\n")))
+
+
+def render_text(fleet: FleetPlan) -> str:
+    lines: list[str] = []
+    total = fleet.node_count
+    lines.append(f"fleet: {total} node(s) in {len(fleet.groups)} group(s), {len(fleet.failed)} without a usable report")
+    if fleet.main_plan:
+        lines.append(f"main plan: {fleet.main_plan}  ({fleet.main_nodes} of {total} nodes run it as they are)")
+    lines.append("")
+    rows = [("group", "nodes", "n", "verdict", "plan", "to join the main plan")]
+    rows += [_row(g) for g in fleet.groups]
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]) - 1)]
+    for row in rows:
+        lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])) + "  " + row[-1])
+    lines.append("")
+    for g in fleet.groups:
+        lines.append(f"{g.id}: {g.fingerprint.short()}")
+        if g.decision is None:
+            lines.append(f"  unknown: {g.error}")
+        elif g.decision.missing:
+            lines += [f"  unknown: {f.detail}" for f in g.decision.missing]
+        elif g.decision.host_fix is not None:
+            fixes = [r.fix.text for r in g.decision.host_fix.reasons if r.fix]
+            lines.append(f"  host fix for its own best plan ({g.decision.host_fix.candidate.label}): {'; '.join(fixes)}")
+        elif g.plan is not None and g.image is None:
+            lines.append(f"  no prebuilt image fits: no batch script or manifest; the plan is {g.plan.candidate.label}")
+            lines += [f"    {cmd}" for cmd in plan_commands(g.plan, g.representative)]
+    if fleet.failed:
+        lines.append("")
+        lines.append("nodes without a usable report:")
+        lines += [f"  {r.name} ({r.source}): {r.reason}" for r in fleet.failed]
+    if fleet.notes:
+        lines.append("")
+        lines.append("notes:")
+        lines += [f"  {n}: {note}" for n, note in fleet.notes]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,226 @@
+"""Gather probe reports from a Slurm cluster: ``srun`` runs ``rocm-vllm probe --json`` once on
+every node of a partition or node list (one task per node) and each node's answer is read back.
+
+Nodes the controller reports down, drained or not responding are not asked; they are listed with
+their state. A node whose task prints nothing usable is listed with what it printed on stderr.
+Everything runs under one time limit; a node that has not answered by then is listed as such.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from resolver.errors import InputError, SlurmError, UsageError
+from resolver.fleet import hostlist
+from resolver.fleet.reports import NodeReport, report_from_json
+
+MARKER = "@rocm-vllm-node "
+# Every task first names the node it runs on (slurmd sets SLURMD_NODENAME), then runs the probe,
+# under coreutils' timeout where the node has it ($0 is the per-task limit in seconds), so a hung
+# probe ends its own task and srun returns in time.
+_WRAPPER = (
+    f'printf "{MARKER}%s\\n" "$SLURMD_NODENAME"; '
+    'if command -v timeout >/dev/null 2>&1; then exec timeout -k 5 "$0" "$@"; fi; exec "$@"'
+)
+TIMED_OUT = 124  # timeout(1)'s exit status
+_EXITED_RE = re.compile(r"srun: error: (\S+): tasks? [0-9,\-]+: Exited with exit code (\d+)")
+DEFAULT_PROBE = ("rocm-vllm", "probe", "--json")
+# Node states in which srun cannot run a task (sinfo %t short forms; "*" = not responding).
+_UNUSABLE = ("down", "drain", "drng", "fail", "failg", "maint", "futr", "futu", "inval", "boot", "pow_dn", "powr_dn", "unk")
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    nodes: tuple[str, ...]  # every node asked about, in order
+    states: dict[str, str]  # node -> sinfo state
+    partition: str | None
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        raise SlurmError(f"{name} is not on PATH", hint="run on a Slurm login node, or install Slurm's client tools (Debian: slurm-client)")
+    return path
+
+
+def _run(args: Sequence[str], env: Mapping[str, str] | None, timeout: float) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(list(args), env=dict(env) if env is not None else None, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise SlurmError(f"{args[0]} did not answer within {timeout:.0f}s", hint="check that slurmctld is up (`sinfo`)") from None
+
+
+def resolve_target(target: str, *, env: Mapping[str, str] | None = None, timeout: float = 30) -> Target:
+    """``target`` is a partition name or a node list; a name that is both is refused."""
+    run = _run([_tool("sinfo"), "-h", "-N", "-o", "%N|%P|%t"], env, timeout)
+    if run.returncode != 0:
+        raise SlurmError(f"sinfo failed: {run.stderr.strip() or run.returncode}", hint="check that slurmctld is up and SLURM_CONF points at its slurm.conf")
+    states: dict[str, str] = {}
+    partitions: dict[str, list[str]] = {}
+    for line in run.stdout.splitlines():
+        parts = line.strip().split("|")
+        if len(parts) != 3:
+            continue
+        node, part, state = parts
+        states[node] = state
+        partitions.setdefault(part.rstrip("*"), []).append(node)
+    if target.startswith("partition="):
+        name = target.split("=", 1)[1]
+        if name not in partitions:
+            raise InputError(f"--slurm {target}: no such partition", hint=f"partitions: {', '.join(sorted(partitions)) or 'none'}")
+        return Target(tuple(dict.fromkeys(partitions[name])), states, name)
+    is_partition = target in partitions
+    named_nodes = hostlist.expand(target)
+    if is_partition and all(n in states for n in named_nodes):
+        raise UsageError(f"--slurm {target}: names both a partition and a node", hint=f"say which: --slurm partition={target}, or the node as {target},")
+    if is_partition:
+        return Target(tuple(dict.fromkeys(partitions[target])), states, target)
+    unknown = [n for n in named_nodes if n not in states]
+    if unknown:
+        raise InputError(
+            f"--slurm {target}: neither a partition nor nodes Slurm knows ({hostlist.compress(unknown)})",
+            hint=f"partitions: {', '.join(sorted(partitions)) or 'none'}; nodes: {hostlist.compress(states) or 'none'}",
+        )
+    # srun without --partition asks the default partition: name one that holds every node.
+    holding = [p for p, members in partitions.items() if set(named_nodes) <= set(members)]
+    return Target(tuple(named_nodes), states, holding[0] if len(holding) == 1 else None)
+
+
+def _usable(state: str) -> bool:
+    return not state.endswith("*") and not any(state.startswith(s) for s in _UNUSABLE)
+
+
+def srun_args(nodes: Sequence[str], probe: Sequence[str], *, timeout: float, partition: str | None) -> list[str]:
+    minutes = max(1, int(timeout // 60) + 1)
+    args = [
+        _tool("srun"),
+        f"--nodelist={hostlist.compress(nodes)}",
+        f"--nodes={len(nodes)}",
+        f"--ntasks={len(nodes)}",
+        "--ntasks-per-node=1",
+        "--label",
+        "--kill-on-bad-exit=0",
+        f"--immediate={max(1, int(timeout))}",
+        f"--time={minutes}",
+        "--job-name=rocm-vllm-probe",
+    ]
+    if partition:
+        args.append(f"--partition={partition}")
+    task_limit = str(max(1, int(timeout) - 5))
+    return [*args, "sh", "-c", _WRAPPER, task_limit, *probe]
+
+
+def _by_task(text: str) -> dict[str, list[str]]:
+    tasks: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        label, sep, rest = line.partition(": ")
+        if sep and label.strip().isdigit():
+            tasks.setdefault(label.strip(), []).append(rest)
+    return tasks
+
+
+def parse_output(stdout: str, stderr: str, nodes: Sequence[str], *, timeout: float | None = None) -> list[NodeReport]:
+    """The reports in ``srun --label`` output: each task's lines after its node marker."""
+    out_tasks, err_tasks = _by_task(stdout), _by_task(stderr)
+    exits = {m.group(1): int(m.group(2)) for m in _EXITED_RE.finditer(stderr)}
+    answered: dict[str, NodeReport] = {}
+    for task, lines in out_tasks.items():
+        if not lines or not lines[0].startswith(MARKER):
+            continue
+        name = lines[0][len(MARKER):].strip()
+        body = "\n".join(lines[1:]).strip()
+        source = f"srun:{name}"
+        errors = " | ".join(e.strip() for e in err_tasks.get(task, []) if e.strip())[-300:]
+        if exits.get(name) == TIMED_OUT:
+            limit = f" within {max(1, int(timeout or 0) - 5)}s" if timeout else ""
+            answered[name] = NodeReport(name=name, source=source, reason=f"the probe did not answer{limit}; it was stopped")
+            continue
+        if not body:
+            status = f" (exit {exits[name]})" if name in exits else ""
+            answered[name] = NodeReport(name=name, source=source, reason=f"the probe printed nothing{status}" + (f": {errors}" if errors else ""))
+            continue
+        try:
+            data = json.loads(body)
+        except json.JSONDecodeError as exc:
+            answered[name] = NodeReport(
+                name=name, source=source,
+                reason=f"the probe's output is not JSON (line {exc.lineno})" + (f": {errors}" if errors else ""),
+            )
+            continue
+        answered[name] = report_from_json(data, name=name, source=source)
+    general = " | ".join(
+        line.strip() for line in stderr.splitlines() if line.strip() and not line.split(":", 1)[0].strip().isdigit() and not _EXITED_RE.match(line.strip())
+    )
+    reports = []
+    for node in nodes:
+        if node in answered:
+            reports.append(answered[node])
+        else:
+            why = "no answer from its task" + (f" (srun: {general[-300:]})" if general else "")
+            reports.append(NodeReport(name=node, source=f"srun:{node}", reason=why))
+    return reports
+
+
+def gather(
+    target: str,
+    *,
+    probe: Sequence[str] = DEFAULT_PROBE,
+    timeout: float = 120,
+    env: Mapping[str, str] | None = None,
+) -> list[NodeReport]:
+    """Every node of ``target`` (a partition or node list), probed through one ``srun``."""
+    if timeout <= 0:
+        raise UsageError(f"--timeout {timeout:g} must be positive", hint="give seconds, e.g. --timeout 120")
+    if not probe:
+        raise UsageError("--probe-command is empty", hint="e.g. --probe-command 'rocm-vllm probe --json'")
+    resolved = resolve_target(target, env=env)
+    usable = [n for n in resolved.nodes if _usable(resolved.states.get(n, "unk"))]
+    skipped = [
+        NodeReport(name=n, source=f"srun:{n}", reason=f"Slurm state {resolved.states.get(n, 'unknown')}: not asked")
+        for n in resolved.nodes
+        if n not in usable
+    ]
+    if not usable:
+        return skipped
+    args = srun_args(usable, probe, timeout=timeout, partition=resolved.partition)
+    environment = dict(env if env is not None else os.environ)
+    stdout, stderr = _srun(args, environment, timeout + 15)
+    reports = parse_output(stdout, stderr, usable, timeout=timeout)
+    order = {n: i for i, n in enumerate(resolved.nodes)}
+    return sorted(reports + skipped, key=lambda r: order.get(r.name, len(order)))
+
+
+def _srun(args: list[str], env: dict[str, str], limit: float) -> tuple[str, str]:
+    """Run srun; past ``limit`` seconds it gets SIGINT twice (srun's "cancel the step"), then SIGKILL."""
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        return proc.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        for _ in range(2):
+            proc.send_signal(signal.SIGINT)
+        try:
+            out, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        return out, err + f"\nsrun did not finish within {limit:g}s"
+
+
+def probe_command(text: str | None) -> tuple[str, ...]:
+    if text is None:
+        return DEFAULT_PROBE
+    try:
+        words = tuple(shlex.split(text))
+    except ValueError as exc:
+        raise UsageError(f"--probe-command {text!r}: {exc}", hint="quote it as a shell command line") from None
+    if not words:
+        raise UsageError("--probe-command is empty", hint="e.g. --probe-command 'rocm-vllm probe --json'")
+    return words

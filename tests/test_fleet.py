@@ -1,0 +1,370 @@
+"""Fleet planning from probe reports: host lists, reading reports, grouping by fingerprint, the
+main plan and how other groups join it, the output directory, and the CLI's bad-input answers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from resolver import matrix
+from resolver.errors import InputError
+from resolver.fleet import hostlist
+from resolver.fleet.artifacts import Options, render_all, write_dir
+from resolver.fleet.plan import fingerprint, plan_fleet
+from resolver.fleet.reports import read_reports
+from resolver.solve import Request
+from tests.helpers import run_cli
+
+FIXTURES = Path(__file__).parent / "probe" / "fixtures"
+MI300X = FIXTURES / "rocminfo-gfx942-mi300x-4gpu-thamada.txt"
+MI50 = FIXTURES / "rocminfo-gfx906-mi50-8gpu-delaunay-regression.txt"
+
+
+def _probe(path: Path, **extra: object) -> dict[str, object]:
+    from resolver.probe import probe_files
+
+    data: dict[str, object] = json.loads(json.dumps(probe_files(rocminfo=path).to_json()))
+    data.update(extra)
+    return data
+
+
+@pytest.fixture
+def reports_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "reports"
+    d.mkdir()
+    mi300x, mi50 = _probe(MI300X), _probe(MI50)
+    for i in range(1, 5):
+        (d / f"gpu{i:03d}.json").write_text(json.dumps(mi300x))
+    # Two more MI300X nodes on an old driver: a group of their own that a driver update lets join.
+    for i in (5, 6):
+        (d / f"gpu{i:03d}.json").write_text(json.dumps({**mi300x, "driver_version": "6.1.3"}))
+    (d / "gpu007.json").write_text(json.dumps(mi50))
+    return d
+
+
+# --- host lists -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("names", "text"),
+    [
+        (["gpu001", "gpu002", "gpu003", "gpu007"], "gpu[001-003,007]"),
+        (["n1", "n2", "n3", "n10"], "n[1-3,10]"),
+        (["a098", "a099", "a100", "a101"], "a[098-101]"),
+        (["login", "gpu1"], "login,gpu1"),
+        (["x001", "x7"], "x001,x7"),
+        (["r1n1", "r1n2", "r2n1"], "r1n[1-2],r2n1"),
+    ],
+)
+def test_compress(names: list[str], text: str) -> None:
+    assert hostlist.compress(names) == text
+    assert sorted(hostlist.expand(text)) == sorted(names)
+
+
+@given(st.lists(st.tuples(st.sampled_from(["gpu", "n", "mi300-", "c1r"]), st.integers(0, 2000), st.sampled_from([0, 3, 4])), max_size=60))
+def test_compress_expand_round_trip(parts: list[tuple[str, int, int]]) -> None:
+    names = list(dict.fromkeys(f"{p}{n:0{w}d}" for p, n, w in parts))
+    assert sorted(hostlist.expand(hostlist.compress(names))) == sorted(names)
+
+
+@pytest.mark.parametrize("bad", ["gpu[3-1]", "gpu[a-b]", "gpu[1-2", "bad name", "gpu[0-2000000]"])
+def test_expand_refuses(bad: str) -> None:
+    with pytest.raises(InputError):
+        hostlist.expand(bad)
+
+
+# --- reports and grouping -------------------------------------------------------------------
+
+
+def test_reports_name_nodes_and_list_what_cannot_be_read(tmp_path: Path) -> None:
+    (tmp_path / "a.json").write_text(json.dumps(_probe(MI300X, hostname="node-a")))
+    (tmp_path / "b.json").write_text("{not json")
+    (tmp_path / "c.json").write_text(json.dumps({"gpus": "eight"}))
+    (tmp_path / "d.json").write_text(json.dumps(_probe(MI300X, tool={"name": "rocm-vllm", "version": "0.0.9"})))
+    reports = {r.name: r for r in read_reports([str(tmp_path)])}
+    assert set(reports) == {"node-a", "b", "c", "d"}
+    assert reports["node-a"].status == "ok"
+    assert reports["b"].status == "failed" and reports["b"].reason == "not valid JSON (line 1, column 2)"
+    assert reports["c"].status == "failed" and "'gpus' must be list" in (reports["c"].reason or "")
+    assert reports["d"].notes == ("written by rocm-vllm 0.0.9, read by 0.1.0: fields may differ",)
+
+
+def test_missing_inputs_are_bad_input(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no such file or directory"):
+        read_reports([str(tmp_path / "nope")])
+    with pytest.raises(InputError, match="matches no file"):
+        read_reports([str(tmp_path / "*.json")])
+
+
+def test_groups_are_decided_once_and_join_the_main_plan(reports_dir: Path) -> None:
+    m = matrix.load()
+    fleet = plan_fleet(m, read_reports([str(reports_dir)]), Request())
+    by_nodes = {g.hostlist: g for g in fleet.groups}
+    assert set(by_nodes) == {"gpu[001-004]", "gpu[005-006]", "gpu007"}
+    assert fleet.main_plan is not None and fleet.main_nodes == 4
+    assert by_nodes["gpu[001-004]"].join is not None and by_nodes["gpu[001-004]"].join.status == "on-plan"
+    old = by_nodes["gpu[005-006]"]
+    assert old.join is not None and old.join.status == "host-fix"
+    assert old.join.fixes and all("driver" in f for f in old.join.fixes)
+    mi50 = by_nodes["gpu007"]
+    assert mi50.join is not None and mi50.join.status == "blocked"
+    assert fleet.exit_code == 1
+
+
+def test_fingerprint_ignores_what_does_not_change_the_decision() -> None:
+    from dataclasses import replace
+
+    from resolver.node import from_json
+
+    node = from_json(_probe(MI300X), where="x")
+    other = replace(node, kernel="6.8.0-31-generic", host={"numa_balancing": 1})
+    assert fingerprint(node) == fingerprint(other)
+    assert fingerprint(node) != fingerprint(replace(node, driver_version="6.1.3"))
+    assert fingerprint(replace(node, driver_version="6.1.3")) == fingerprint(replace(node, driver_version="6.1.5"))
+
+
+def test_duplicate_names_are_listed_not_planned(tmp_path: Path) -> None:
+    for stem in ("x", "y"):
+        (tmp_path / f"{stem}.json").write_text(json.dumps(_probe(MI300X, hostname="gpu001")))
+    (tmp_path / "z.json").write_text(json.dumps(_probe(MI300X, hostname="gpu002")))
+    fleet = plan_fleet(matrix.load(), read_reports([str(tmp_path)]), Request())
+    assert [g.hostlist for g in fleet.groups] == ["gpu002"]
+    assert sorted(r.source.rsplit("/", 1)[1] for r in fleet.failed) == ["x.json", "y.json"]
+    assert all("duplicate node name 'gpu001'" in (r.reason or "") for r in fleet.failed)
+
+
+# --- output directory -------------------------------------------------------------------------
+
+
+def test_output_directory_is_all_or_nothing(reports_dir: Path, tmp_path: Path) -> None:
+    m = matrix.load()
+    fleet = plan_fleet(m, read_reports([str(reports_dir)]), Request())
+    files = render_all(m, fleet, Options(model="Qwen/Qwen3-8B"))
+    assert set(files) >= {"fleet.json", "fleet.txt", "slurm/g1.sbatch", "kubernetes/g1.yaml"}
+    out = tmp_path / "out"
+    write_dir(out, files)
+    assert (out / "slurm" / "g1.sbatch").stat().st_mode & 0o111
+    with pytest.raises(InputError, match="not empty"):
+        write_dir(out, files)
+
+    class Boom(dict[str, str]):
+        def items(self):  # type: ignore[override]
+            yield "fleet.json", "{}"
+            raise OSError(28, "No space left on device")
+
+    with pytest.raises(InputError, match="No space left"):
+        write_dir(out, Boom(), force=True)
+    assert (out / "slurm" / "g1.sbatch").exists()  # the old directory is intact
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "reports"]  # no temporary left
+    write_dir(out, {"fleet.json": "{}"}, force=True)
+    assert sorted(p.name for p in out.iterdir()) == ["fleet.json"]  # replaced, not merged
+
+
+def test_sbatch_script_engines(reports_dir: Path) -> None:
+    m = matrix.load()
+    fleet = plan_fleet(m, read_reports([str(reports_dir)]), Request())
+    docker = render_all(m, fleet, Options())["slurm/g1.sbatch"]
+    assert "#SBATCH --nodelist=gpu[001-004]" in docker and "#SBATCH --nodes=4" in docker
+    assert "#SBATCH --gpus-per-node=4" in docker
+    assert '"$CONTAINER" run --rm --name vllm-g1 --device /dev/kfd --device /dev/dri --group-add video' in docker
+    podman = render_all(m, fleet, Options(engine="podman", constraint="mi300x"))["slurm/g1.sbatch"]
+    assert "#SBATCH --constraint=mi300x" in podman and "--nodelist" not in podman
+    assert "--group-add keep-groups" in podman and "docker.io/vllm/vllm-openai-rocm" in podman
+    apptainer = render_all(m, fleet, Options(engine="apptainer"))["slurm/g1.sbatch"]
+    assert '"$CONTAINER" exec --writable-tmpfs --bind "$HOME"/.cache/huggingface:/hf-cache' in apptainer
+    assert "docker://vllm/vllm-openai-rocm:v0.24.0 vllm serve" in apptainer
+    for script in (docker, podman, apptainer):
+        assert subprocess.run(["bash", "-n"], input=script, text=True, check=False).returncode == 0
+
+
+# --- the command line ---------------------------------------------------------------------------
+
+
+def test_cli_plan_json_schema(reports_dir: Path) -> None:
+    import jsonschema
+
+    result = run_cli("fleet", "plan", str(reports_dir), "--json")
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    schema = json.loads((Path(__file__).parents[1] / "docs" / "fleet.schema.json").read_text())
+    jsonschema.validate(data, schema)
+    assert data["schema_version"] == 1
+    assert [g["nodes"] for g in data["groups"]] == ["gpu[001-004]", "gpu[005-006]", "gpu007"]
+
+
+def test_cli_text_table(reports_dir: Path) -> None:
+    result = run_cli("fleet", "plan", str(reports_dir))
+    assert result.exit_code == 1
+    assert "g2     gpu[005-006]  2" in result.stdout
+    assert "main plan: vllm/vllm-openai-rocm:v0.24.0  (4 of 7 nodes run it as they are)" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["fleet", "plan"], "error: no nodes given"),
+        (["fleet", "plan", "nope.json"], "error: nope.json: no such file or directory"),
+        (["fleet", "plan", "x", "--engine", "lxc"], "error: --engine 'lxc' is not one of"),
+        (["fleet", "plan", "x", "--shm-size", "lots"], "error: --shm-size 'lots' is not a size"),
+        (["fleet", "plan", "x", "--probe-command", "probe"], "error: --probe-command is for --slurm"),
+    ],
+)
+def test_cli_bad_input_is_one_error_and_a_hint(args: list[str], message: str, tmp_path: Path) -> None:
+    result = run_cli(*args)
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith(message), result.stderr
+    assert lines[1].startswith("hint: ") and len(lines) == 2
+
+
+def test_cli_output_dir_not_written_on_bad_input(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = run_cli("fleet", "plan", str(tmp_path / "missing"), "-o", str(out))
+    assert result.exit_code == 2 and not out.exists()
+
+
+def test_repeated_node_option_is_refused() -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "resolver", "check", "--node", "a.json", "--node=b.json"], capture_output=True, text=True, check=False
+    )
+    assert run.returncode == 2
+    assert run.stderr.splitlines() == [
+        "error: --node given 2 times (a.json, b.json); a command decides for one value",
+        "hint: for many nodes: rocm-vllm fleet plan FILE... (see `rocm-vllm fleet plan --help`)",
+    ]
+
+
+@pytest.mark.registry
+@pytest.mark.docker
+def test_digest_pins_each_group_image_once(shim_images, reports_dir: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """--digest asks the (loopback) registry for the image's manifest digest; the scripts and
+    manifests then pull it by digest from that registry."""
+    out = tmp_path / "out"
+    result = run_cli("fleet", "plan", str(reports_dir), "--digest", "--registry", shim_images.registry, "-o", str(out), "--json")
+    assert result.exit_code == 1, result.stderr
+    pushed = shim_images.official
+    expected = f"{pushed.name}:v0.24.0@{pushed.digest}"
+    g1 = json.loads(result.stdout)["groups"][0]
+    assert g1["image"] == {"ref": expected, "digest": pushed.digest}
+    assert expected in (out / "slurm" / "g1.sbatch").read_text()
+    assert f'image: "{expected}"' in (out / "kubernetes" / "g1.yaml").read_text()
+
+
+def test_ten_thousand_nodes_are_decided_once_per_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scale property bench/fleet.py measures: 10,000 reports of 50 kinds cost at most two
+    solver runs per kind (the plan, and the image path when the plan is not an image)."""
+    import itertools
+
+    from resolver.fleet import plan as plan_mod
+    from resolver.fleet.reports import NodeReport
+    from resolver.node import from_flags
+
+    calls = 0
+    real = plan_mod.solve
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        nonlocal calls
+        calls += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(plan_mod, "solve", counting)
+    kinds = [
+        from_flags(gfx=g, gpus=n, driver=d, os="ubuntu-22.04", rocm=None, python="3.12")
+        for g, n, d in itertools.product(("gfx942", "gfx90a", "gfx950", "gfx1100", "gfx1201"), (1, 8), ("30.30.3", "30.10.1", "6.4.3", "6.2.4", "6.1.3"))
+    ]
+    reports = [NodeReport(name=f"gpu{i + 1:05d}", source="bench", node=kinds[i % 50]) for i in range(10_000)]
+    fleet = plan_fleet(matrix.load(), reports, Request())
+    assert len(fleet.groups) == 50 and all(len(g.reports) == 200 for g in fleet.groups)
+    assert calls <= 100
+    assert all(len(hostlist.expand(g.hostlist)) == 200 for g in fleet.groups)
+
+
+def test_rich_table_says_what_the_text_says(reports_dir: Path) -> None:
+    from rich.console import Console
+
+    from resolver.fleet.plan import render_rich, render_text
+
+    fleet = plan_fleet(matrix.load(), read_reports([str(reports_dir)]), Request())
+    console = Console(width=200, record=True, color_system=None)
+    render_rich(fleet, console)
+    text = console.export_text()
+    assert "main plan: vllm/vllm-openai-rocm:v0.24.0  (4 of 7 nodes run it as they are)" in text
+    for g in fleet.groups:
+        assert g.hostlist in text and g.verdict in text
+    assert render_text(fleet).split("\n\n", 2)[2].strip() in text
+
+
+def test_slurm_tools_missing_is_exit_4(tmp_path: Path) -> None:
+    import os
+
+    env = {**os.environ, "PATH": str(tmp_path)}
+    run = subprocess.run([sys.executable, "-m", "resolver", "fleet", "gather", "--slurm", "gpu", "-o", str(tmp_path / "out")], env=env, capture_output=True, text=True, check=False)
+    assert run.returncode == 4
+    assert run.stderr.splitlines()[0] == "error: sinfo is not on PATH"
+    assert not (tmp_path / "out").exists()
+
+
+def test_group_without_an_image_says_how_to_build(tmp_path: Path) -> None:
+    from resolver.fleet.plan import render_text
+    from resolver.fleet.reports import NodeReport
+    from resolver.node import from_flags
+
+    node = from_flags(gfx="gfx908", gpus=4, driver="30.30.3", os="ubuntu-22.04", rocm=None, python=None)
+    m = matrix.load()
+    fleet = plan_fleet(m, [NodeReport(name=f"mi100-{i}", source="x", node=node) for i in (1, 2)], Request())
+    (g,) = fleet.groups
+    assert g.verdict == "unofficial_only" and g.image is None
+    text = render_text(fleet)
+    assert "  no prebuilt image fits: no batch script or manifest; the plan is vLLM" in text
+    assert "rocm-vllm dockerfile --gfx gfx908 --gpus 4 --driver 30.30.3" in text
+    assert not [k for k in render_all(m, fleet, Options()) if k.startswith(("slurm/", "kubernetes/"))]
+
+
+def test_driver_for_nodes_without_one(reports_dir: Path) -> None:
+    result = run_cli("fleet", "plan", str(reports_dir), "--driver", "30.30.3", "--json")
+    data = json.loads(result.stdout)
+    drivers = {g["nodes"]: g["fingerprint"]["driver_series"] for g in data["groups"]}
+    assert drivers == {"gpu[001-004]": "30.30", "gpu[005-006]": "6.1", "gpu007": "30.30"}
+    bad = run_cli("fleet", "plan", str(reports_dir), "--driver", "latest")
+    assert bad.exit_code == 2 and bad.stderr.startswith("error: --driver 'latest' is not an amdgpu driver version")
+
+
+def test_reports_that_differ_only_by_hostname_read_alike(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from resolver.fleet.reports import report_from_json
+
+    data = _probe(MI300X)
+    for name in ("gpu001", "gpu002", "gpu003"):
+        (tmp_path / f"{name}.json").write_text(json.dumps({**data, "hostname": name}, indent=2))
+    (tmp_path / "gpu004.json").write_text(json.dumps({**data, "hostname": "gpu004", "gpus": "x"}, indent=2))
+    reports = read_reports([str(tmp_path)])
+    assert [r.name for r in reports] == ["gpu001", "gpu002", "gpu003", "gpu004"]
+    for r in reports[:3]:
+        parsed = report_from_json(json.loads(Path(r.source).read_text()), name=r.name, source=r.source)
+        assert r == parsed
+        assert r.node is not None and r.node.origin == f"file:{r.source}"
+    assert reports[3].status == "failed"  # same length, other content: parsed, not reused
+    assert replace(reports[1], name="gpu001", source=reports[0].source, node=reports[0].node) == reports[0]
+
+
+def test_srun_output_is_read_per_task() -> None:
+    """srun --label output as the test cluster prints it (task ids, not node names, label lines)."""
+    from resolver.fleet.slurm import MARKER, parse_output
+
+    report = json.dumps(_probe(MI300X))
+    stdout = "\n".join(
+        [f"1: {MARKER}n2", *(f"1: {line}" for line in report.splitlines()), f"0: {MARKER}n1", "0: {not json", f"2: {MARKER}n3"]
+    )
+    stderr = "0: Traceback: boom\nsrun: error: n1: task 0: Exited with exit code 1\nsrun: error: n3: task 2: Exited with exit code 124\n"
+    reports = {r.name: r for r in parse_output(stdout, stderr, ["n1", "n2", "n3", "n4"], timeout=60)}
+    assert reports["n2"].status == "ok"
+    assert reports["n1"].reason == "the probe's output is not JSON (line 1): Traceback: boom"
+    assert reports["n3"].reason == "the probe did not answer within 55s; it was stopped"
+    assert reports["n4"].reason == "no answer from its task"

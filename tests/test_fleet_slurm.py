@@ -1,0 +1,185 @@
+"""Fleets through a real Slurm cluster: three slurmd on this machine (tests/services.py), each
+node's probe reading a different recorded rocminfo or KFD sysfs tree (chosen by
+$SLURMD_NODENAME), gathered through real srun fan-out, planned into groups, and the generated
+batch script run by real sbatch with a stand-in container command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FROZEN_MATRIX
+from tests.services import SlurmCluster
+
+pytestmark = pytest.mark.slurm
+
+FIXTURES = Path(__file__).parent / "probe" / "fixtures"
+MI300X = FIXTURES / "rocminfo-gfx942-mi300x-4gpu-thamada.txt"
+MI210 = FIXTURES / "sysfs" / "kfd-gfx90a-mi210-8gpu-k8sdp"
+
+
+def _probe_script(tmp: Path, *, broken: str | None = None, hung: str | None = None) -> Path:
+    """What srun runs on each node: the real probe on that node's recorded inputs."""
+    probe = f"{sys.executable} -m resolver probe --json"
+    lines = [
+        "#!/bin/sh",
+        'case "$SLURMD_NODENAME" in',
+        f"  n1|n2) exec {probe} --rocminfo {MI300X} ;;",
+        f"  n3) exec {probe} --sysfs {MI210} ;;",
+        "esac",
+        'echo "no recorded inputs for $SLURMD_NODENAME" >&2; exit 3',
+    ]
+    if broken:
+        lines.insert(2, f'  {broken}) echo "{{not json"; echo "amdgpu: probe crashed" >&2; exit 1 ;;')
+    if hung:
+        lines.insert(2, f"  {hung}) exec sleep 120 ;;")
+    path = tmp / ("probe-broken.sh" if broken else "probe-hung.sh" if hung else "probe.sh")
+    path.write_text("\n".join(lines) + "\n")
+    path.chmod(0o755)
+    return path
+
+
+def _cli(cluster: SlurmCluster, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**cluster.env, "ROCM_VLLM_MATRIX_DIR": str(FROZEN_MATRIX)}
+    return subprocess.run(
+        [sys.executable, "-m", "resolver", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_gather_and_plan_a_partition(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    probe = _probe_script(tmp_path)
+    out = tmp_path / "plan"
+    run = _cli(
+        slurm_cluster, "fleet", "plan", "--slurm", slurm_cluster.partition, "--probe-command", str(probe),
+        "--timeout", "60", "--time", "00:05:00", "--model", "Qwen/Qwen3-8B", "-o", str(out), "--json", cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr + run.stdout
+    data = json.loads(run.stdout)
+    assert data["nodes"] == {"total": 3, "planned": 3, "unknown": 0, "failed": 0}
+    groups = {g["nodes"]: g for g in data["groups"]}
+    assert set(groups) == {"n[1-2]", "n3"}
+    assert groups["n[1-2]"]["fingerprint"]["gfx_targets"] == ["gfx942"]
+    assert groups["n[1-2]"]["fingerprint"]["logical_gpu_count"] == 4
+    assert groups["n3"]["fingerprint"]["gfx_targets"] == ["gfx90a"]
+    assert groups["n3"]["fingerprint"]["logical_gpu_count"] == 8
+    assert data["main_plan"]["node_count"] == 3
+    assert {g["join"]["status"] for g in data["groups"]} == {"on-plan"}
+    assert sorted(p.name for p in (out / "slurm").iterdir()) == ["g1.sbatch", "g2.sbatch"]
+
+
+def test_nodes_that_fail_are_listed_with_why(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    probe = _probe_script(tmp_path, broken="n2")
+    run = _cli(slurm_cluster, "fleet", "plan", "--slurm", "n[1-3]", "--probe-command", str(probe), "--timeout", "60", "--json", cwd=tmp_path)
+    assert run.returncode == 1, run.stderr
+    data = json.loads(run.stdout)
+    failed = {f["name"]: f for f in data["failed"]}
+    assert set(failed) == {"n2"}
+    assert "not JSON" in failed["n2"]["reason"] and "probe crashed" in failed["n2"]["reason"]
+    assert sorted(g["nodes"] for g in data["groups"]) == ["n1", "n3"]
+
+
+def test_a_hung_probe_is_stopped_and_listed(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    import time
+
+    probe = _probe_script(tmp_path, hung="n3")
+    start = time.monotonic()
+    run = _cli(slurm_cluster, "fleet", "plan", "--slurm", "gpu", "--probe-command", str(probe), "--timeout", "8", "--json", cwd=tmp_path)
+    assert time.monotonic() - start < 30
+    assert run.returncode == 1, run.stderr
+    data = json.loads(run.stdout)
+    assert [(f["name"], f["reason"]) for f in data["failed"]] == [("n3", "the probe did not answer within 3s; it was stopped")]
+    assert [g["nodes"] for g in data["groups"]] == ["n[1-2]"]
+
+
+def test_gather_writes_one_report_per_node(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    probe = _probe_script(tmp_path)
+    out = tmp_path / "reports"
+    run = _cli(slurm_cluster, "fleet", "gather", "--slurm", "n[1-3]", "--probe-command", str(probe), "-o", str(out), cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["gather.json", "n1.json", "n2.json", "n3.json"]
+    # The saved reports plan like the live fan-out.
+    plan = _cli(slurm_cluster, "fleet", "plan", str(out / "n*.json"), "--json", cwd=tmp_path)
+    assert plan.returncode == 0, plan.stderr
+    assert sorted(g["nodes"] for g in json.loads(plan.stdout)["groups"]) == ["n3", "n[1-2]"]
+
+
+def test_unknown_target_and_dead_controller(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    run = _cli(slurm_cluster, "fleet", "plan", "--slurm", "gpu[001-004]", cwd=tmp_path)
+    assert run.returncode == 2
+    assert run.stderr.startswith("error: --slurm gpu[001-004]: neither a partition nor nodes Slurm knows")
+    assert "hint: partitions: gpu; nodes: n[1-3]" in run.stderr
+
+
+def test_generated_sbatch_runs_under_slurm(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    """The group's script, submitted as written; the container engine is a stand-in that records
+    the node it ran on, the GPUs Slurm gave it and its arguments (docker cannot run the image here)."""
+    probe = _probe_script(tmp_path)
+    out = tmp_path / "plan"
+    run = _cli(
+        slurm_cluster, "fleet", "plan", "--slurm", "n[1-2]", "--probe-command", str(probe), "--time", "00:05:00",
+        "--model", "Qwen/Qwen3-8B", "-o", str(out), cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr
+    script = out / "slurm" / "g1.sbatch"
+    text = script.read_text()
+    assert "#SBATCH --nodelist=n[1-2]" in text and "#SBATCH --gpus-per-node=4" in text
+    standin = tmp_path / "docker-standin"
+    standin.write_text('#!/bin/sh\necho "ran on $SLURMD_NODENAME gpus=${SLURM_GPUS_ON_NODE:-?} args: $*"\n')
+    standin.chmod(0o755)
+    env = {**slurm_cluster.env, "CONTAINER": str(standin)}
+    submit = subprocess.run(
+        ["sbatch", "--wait", "--parsable", str(script)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=90, check=False
+    )
+    assert submit.returncode == 0, submit.stderr
+    job = submit.stdout.strip().split(";")[0]
+    output = (tmp_path / f"vllm-g1-{job}.out").read_text()
+    lines = sorted(line for line in output.splitlines() if line.startswith("ran on"))
+    assert [line.split(" args:")[0] for line in lines] == ["ran on n1 gpus=4", "ran on n2 gpus=4"]
+    args = lines[0].split(" args: ", 1)[1].split()
+    assert args[:2] == ["run", "--rm"]
+    assert args[args.index("--device"):args.index("--device") + 2] == ["--device", "/dev/kfd"]
+    assert "vllm/vllm-openai-rocm:v0.24.0" in args
+    assert args[-4:] == ["--model", "Qwen/Qwen3-8B", "--tensor-parallel-size", "4"]
+
+
+def test_sbatch_test_only_accepts_every_group_script(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    probe = _probe_script(tmp_path)
+    out = tmp_path / "plan"
+    run = _cli(slurm_cluster, "fleet", "plan", "--slurm", "gpu", "--probe-command", str(probe), "--time", "00:05:00", "-o", str(out), cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    for script in sorted((out / "slurm").iterdir()):
+        check = subprocess.run(["sbatch", "--test-only", str(script)], env=slurm_cluster.env, cwd=tmp_path, capture_output=True, text=True, timeout=30, check=False)
+        gpus = int(next(line for line in script.read_text().splitlines() if "--gpus-per-node" in line).split("=")[1])
+        if gpus <= 4:  # the test nodes declare 4 GPUs each
+            assert check.returncode == 0, check.stderr
+            assert "to start at" in check.stderr
+        else:
+            assert check.returncode != 0
+
+
+def test_scontrol_agrees_with_our_hostlists(slurm_cluster: SlurmCluster) -> None:
+    from resolver.fleet import hostlist
+
+    for text in ("n[1-3]", "gpu[001-003,007],login1", "a[098-101]"):
+        names = subprocess.run(["scontrol", "show", "hostnames", text], env=slurm_cluster.env, capture_output=True, text=True, timeout=10, check=True).stdout.split()
+        assert hostlist.expand(text) == names
+        back = subprocess.run(["scontrol", "show", "hostlist", ",".join(names)], env=slurm_cluster.env, capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+        assert hostlist.expand(hostlist.compress(names)) == hostlist.expand(back)
+
+
+def test_drained_node_is_listed_not_asked(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    probe = _probe_script(tmp_path)
+    scontrol = ["scontrol", "update", "nodename=n3"]
+    subprocess.run([*scontrol, "state=drain", "reason=fleet-test"], env=slurm_cluster.env, check=True, timeout=10)
+    try:
+        run = _cli(slurm_cluster, "fleet", "plan", "--slurm", "gpu", "--probe-command", str(probe), "--json", cwd=tmp_path)
+    finally:
+        subprocess.run([*scontrol, "state=resume"], env=slurm_cluster.env, check=True, timeout=10)
+    assert run.returncode == 1, run.stderr
+    data = json.loads(run.stdout)
+    assert [(f["name"], f["reason"].split(":")[0]) for f in data["failed"]] == [("n3", "Slurm state drain")]
+    assert [g["nodes"] for g in data["groups"]] == ["n[1-2]"]
