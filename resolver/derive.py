@@ -682,17 +682,17 @@ def _apply_fixes(ctx: _Context, reasons: Sequence[Reason]) -> tuple[Node, Reques
         if fix is None:
             return None
         if fix.kind == "driver":
-            m = re.search(r"(\d+\.\d+)\.x", fix.text)
+            m = re.search(r"([0-9]+\.[0-9]+)\.x", fix.text)
             if m is None:
                 return None
             node = replace(node, driver_version=f"{m.group(1)}.0")
         elif fix.kind == "python":
-            m = re.search(r"Python (\d+\.\d+)", fix.text)
+            m = re.search(r"Python ([0-9]+\.[0-9]+)", fix.text)
             if m is None:
                 return None
             node = replace(node, python=m.group(1))
         elif fix.kind == "os":
-            m = re.search(r"glibc >= ([\d.]+)", fix.text)
+            m = re.search(r"glibc >= ([0-9.]+)", fix.text)
             if m is None:
                 return None
             node = replace(node, glibc=m.group(1))

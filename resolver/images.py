@@ -7,7 +7,6 @@ candidate kinds restricted to images, so there is no second solver here.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from resolver import bounded
 from resolver.model import ContainerImage, Matrix
 from resolver.node import Node
 from resolver.solve import Decision, Request, Warning, solve
@@ -216,7 +216,7 @@ def smoke(
 def _last_json(text: str) -> dict[str, Any] | None:
     for line in reversed(text.strip().splitlines()):
         try:
-            data = json.loads(line)
+            data = bounded.loads_json(line)
         except ValueError:
             continue
         if isinstance(data, dict):
@@ -224,7 +224,7 @@ def _last_json(text: str) -> dict[str, Any] | None:
     return None
 
 
-_LEADING_VERSION = re.compile(r"^\d+(?:\.\d+)*")
+_LEADING_VERSION = re.compile(r"^[0-9]+(?:\.[0-9]+)*")
 
 
 def _release(text: str | None) -> tuple[int, ...] | None:

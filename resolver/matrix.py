@@ -19,7 +19,7 @@ from typing import Any, TypeVar, cast
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from resolver import atomic, resources
+from resolver import atomic, bounded, resources
 from resolver.errors import MatrixError, UnsafeValueError
 from resolver.model import (
     COMPONENTS,
@@ -46,6 +46,7 @@ from resolver.model import (
 from resolver.safety import is_safe
 
 T = TypeVar("T")
+MAX_DATA_FILE = 16 * bounded.MiB  # the largest data file is ~100 KiB
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\x85]")
 
 
@@ -174,8 +175,7 @@ def _read(
 ) -> list[Record]:
     path = directory / name
     try:
-        with path.open("rb") as fh:
-            doc = tomllib.load(fh)
+        doc = bounded.load_toml(path, MAX_DATA_FILE)
     except FileNotFoundError:
         raise MatrixError(
             f"{name}: data file not found in {directory}",

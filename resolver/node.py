@@ -11,11 +11,13 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from resolver import bounded
 from resolver.errors import InputError
 from resolver.versions import check_gfx_name, driver_series, python_minor, split_os
 
 # More logical GPUs than any node has (8 MI300X in CPX mode are 64); guards memory and nonsense.
 MAX_GPUS = 1024
+MAX_NODE_FILE = 16 * bounded.MiB  # a probe JSON is a few KiB
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -212,7 +214,7 @@ def from_json(data: Any, *, where: str) -> Node:
 
 def read_node_file(path: Path) -> Node:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = bounded.read_text(path, MAX_NODE_FILE)
     except FileNotFoundError:
         raise InputError(f"--node {path}: no such file", hint="write it with `rocm-vllm probe --json > node.json`") from None
     except UnicodeDecodeError:
@@ -220,10 +222,15 @@ def read_node_file(path: Path) -> Node:
     except OSError as exc:
         raise InputError(f"--node {path}: cannot read it ({exc.strerror or exc.__class__.__name__})", hint="check the path and its permissions") from None
     try:
-        data = json.loads(text)
+        data = bounded.loads_json(text)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"--node {path}: not valid JSON (line {exc.lineno}, column {exc.colno})",
+            hint="write it with `rocm-vllm probe --json > node.json`",
+        ) from None
+    except ValueError as exc:  # nested too deep, NaN, a number past the int-string limit
+        raise InputError(
+            f"--node {path}: not a probe JSON file ({exc})",
             hint="write it with `rocm-vllm probe --json > node.json`",
         ) from None
     return from_json(data, where=str(path))

@@ -14,19 +14,19 @@ from __future__ import annotations
 
 import json
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from packaging.version import InvalidVersion, Version
 
-from resolver import atomic, resources
+from resolver import atomic, bounded, resources
 from resolver.errors import MatrixError
 
 ENV_DATA_DIR: Final = "ROCM_VLLM_DATA_DIR"
 OVERLAY_NAME: Final = "overlay.json"
 FORMAT: Final = 1
+MAX_OVERLAY: Final = 64 * bounded.MiB
 
 # The data files refresh can add to, and the array-of-tables key each keeps its records in.
 TABLES: Final[dict[str, str]] = {
@@ -88,15 +88,18 @@ def read(path: Path | None = None) -> dict[str, list[dict[str, Any]]]:
     """The overlay's records by data file; empty when there is no overlay."""
     path = path or overlay_path()
     try:
-        text = path.read_text(encoding="utf-8")
+        text = bounded.read_text(path, MAX_OVERLAY)
     except FileNotFoundError:
         return {}
     except OSError as exc:
         raise _broken(path, f"cannot be read ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise _broken(path, "is not UTF-8 text") from None
     try:
-        doc = json.loads(text)
-    except ValueError:
-        raise _broken(path, "is not valid JSON") from None
+        doc = bounded.loads_json(text)
+    except ValueError as exc:
+        detail = f" ({exc})" if isinstance(exc, bounded.TooDeepError) else ""
+        raise _broken(path, f"is not valid JSON{detail}") from None
     if (
         not isinstance(doc, dict)
         or doc.get("format") != FORMAT
@@ -143,9 +146,8 @@ def embedded_raw(file: str, directory: Path | None = None) -> list[dict[str, Any
     """The records of one embedded data file as plain TOML tables."""
     path = (directory or resources.matrix_dir()) / file
     try:
-        with path.open("rb") as fh:
-            doc = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        doc = bounded.load_toml(path, MAX_OVERLAY)
+    except (OSError, ValueError) as exc:
         raise MatrixError(f"{file}: cannot be read ({exc})", hint=f"fix matrix/{file}") from None
     table = "gfx" if file == "gfx.toml" else TABLES.get(file, "")
     items = doc.get(table, [])

@@ -15,7 +15,7 @@ from resolver.probe.facts import GpuFact, SourceView
 from resolver.probe.text import clean, hex_in_parens, int_value, size_to_bytes
 from resolver.versions import gfx_base_name
 
-_AGENT_RE = re.compile(r"^\s*Agent\s+\d+\s*$")
+_AGENT_RE = re.compile(r"^\s*Agent\s+[0-9]+\s*$")
 _FIELD_RE = re.compile(r"^(\s*)([A-Za-z][A-Za-z0-9 .()/_-]*?)\s*:{1,2}\s*(.*)$")
 _ROCK_VERSION_RE = re.compile(r"ROCk module version\s+(\S+)\s+is loaded")
 _KFD_ERR_RE = re.compile(r"Unable to open /dev/kfd read-write:\s*(.+)$")
@@ -289,7 +289,7 @@ def _check_overrides(view: SourceView) -> None:
             )
 
 
-_HIP_LINE_RE = re.compile(r"^\[GPU (\d+)\]\s+(.*?)\s*$")
+_HIP_LINE_RE = re.compile(r"^\[GPU ([0-9]{1,9})\]\s+(.*?)\s*$")
 
 
 def _hip_device_query(lines: list[str], view: SourceView) -> None:

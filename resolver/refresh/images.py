@@ -28,9 +28,9 @@ from resolver.refresh.http import HttpClient, Response, parse_link_next
 from resolver.safety import is_safe
 
 MANIFEST_TYPES = "application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json"
-_VER = r"\d+(?:\.\d+){1,3}(?:\.post\d+)?"
-_FAMILY = re.compile(r"^(?:cdna|rdna|navi|mi\d+[a-z]*|gfx[0-9a-fA-FxX]{3,4}-[a-z]+)$")
-_DATE = re.compile(r"^\d{8}$")
+_VER = r"[0-9]+(?:\.[0-9]+){1,3}(?:\.post[0-9]+)?"
+_FAMILY = re.compile(r"^(?:cdna|rdna|navi|mi[0-9]+[a-z]*|gfx[0-9a-fA-FxX]{3,4}-[a-z]+)$")
+_DATE = re.compile(r"^[0-9]{8}$")
 _CHALLENGE = re.compile(r'(\w+)="([^"]*)"')
 
 
@@ -55,9 +55,9 @@ def parse_rocm_vllm_tag(tag: str) -> dict[str, str] | None:
             continue
         if m2 := re.fullmatch(rf"vllm({_VER})", tok):
             out["vllm"] = m2.group(1)
-        elif m2 := re.fullmatch(r"py(3\.\d{1,2})", tok):
+        elif m2 := re.fullmatch(r"py(3\.[0-9]{1,2})", tok):
             out["python"] = m2.group(1)
-        elif m2 := re.fullmatch(r"ubuntu(\d+\.\d+)", tok):
+        elif m2 := re.fullmatch(r"ubuntu([0-9]+\.[0-9]+)", tok):
             out["os"] = f"ubuntu-{m2.group(1)}"
         elif _FAMILY.match(tok) and "family_tag" not in out:
             out["family_tag"] = tok

@@ -29,7 +29,7 @@ from urllib.parse import urljoin
 
 from packaging.version import InvalidVersion, Version
 
-from resolver import atomic
+from resolver import atomic, bounded
 from resolver.errors import RegistryError
 from resolver.refresh import dockerfile_parse
 from resolver.refresh.common import Candidate, Endpoints, Progress, Source, SourceResult
@@ -154,7 +154,7 @@ def list_sdists(client: HttpClient, base: str, result: SourceResult) -> list[Ind
             url=full,
             sha256=sha,
             size=size if isinstance(size, int) and not isinstance(size, bool) else None,
-            uploaded=uploaded[:10] if isinstance(uploaded, str) and re.match(r"\d{4}-\d\d-\d\d", uploaded) else None,
+            uploaded=uploaded[:10] if isinstance(uploaded, str) and re.match(r"[0-9]{4}-[0-9][0-9]-[0-9][0-9]", uploaded) else None,
         )
     return [out[v] for v in sorted(out)]
 
@@ -445,9 +445,8 @@ class SdistSource(Source):
         if path is None:
             return None
         try:
-            with path.open("rb") as fh:
-                doc = json.loads(fh.read(MAX_FILES * MAX_MEMBER_BYTES))
-        except (OSError, ValueError, RecursionError):
+            doc = bounded.loads_json(bounded.read_bytes(path, MAX_FILES * MAX_MEMBER_BYTES))
+        except (OSError, ValueError):
             return None
         files = doc.get("files") if isinstance(doc, dict) and doc.get("sha256") == sha else None
         if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
