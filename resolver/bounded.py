@@ -25,9 +25,9 @@ from typing import Any, Final
 MiB: Final = 1024 * 1024
 # Deeper than any real probe JSON, overlay or TOML data file (they nest 5-6 levels).
 MAX_DEPTH: Final = 64
-MAX_INT_DIGITS: Final = 18  # below 2**63: nothing the tool reads is a bigger number
+MAX_INT_DIGITS: Final = 20  # 2**64 - 1 (a KFD unique_id) has 20 digits
 
-_ASCII_INT = re.compile(r"[0-9]{1,18}")
+_ASCII_INT = re.compile(r"[0-9]{1,20}")
 _ASCII_HEX = re.compile(r"(?:0[xX])?[0-9a-fA-F]{1,16}")
 
 

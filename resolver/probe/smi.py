@@ -20,8 +20,9 @@ from resolver.versions import smi_misprint
 
 _AMD_GPU_RE = re.compile(r"^\s*GPU:\s*([0-9]{1,9})\s*$")
 _AMD_OTHER_RE = re.compile(r"^([A-Z][A-Z_]*):\s*[0-9]+\s*$")
-_KV_RE = re.compile(r"^\s*([A-Z][A-Z0-9_ ]*?)\s*:\s*(.*?)\s*$")
-_ROCM_SMI_KV_RE = re.compile(r"^\s*(?:GPU|card)\[([0-9]{1,9})\]\s*:\s*([^:]+?)\s*:\s*(.*?)\s*$")
+# Linear time (see rocminfo._FIELD_RE): no lazy group followed by \s*.
+_KV_RE = re.compile(r"^\s*+([A-Z](?:[A-Z0-9_]|[ ]++(?=[A-Z0-9_]))*+)\s*+:\s*+((?:.*\S)?)\s*$")
+_ROCM_SMI_KV_RE = re.compile(r"^\s*+(?:GPU|card)\[([0-9]{1,9})\]\s*+:\s*+([^:\s](?:[^:\s]|\s++(?=[^:\s]))*+)\s*+:\s*+((?:.*\S)?)\s*$")
 _AMD_HEADER_RE = re.compile(r"AMD-SMI\s+(\S+)\s+amdgpu version:\s*(\S+)\s+ROCm version:\s*(\S+)")
 _BDF_ROW_RE = re.compile(
     r"^\|\s*([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7])\s+(.*?)\s*\|", re.IGNORECASE

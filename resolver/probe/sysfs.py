@@ -47,7 +47,7 @@ def properties(text: str | None) -> dict[str, int]:
     props: dict[str, int] = {}
     for line in (text or "").splitlines():
         parts = line.split()
-        if len(parts) == 2 and re.fullmatch(r"-?[0-9]{1,18}", parts[1]):
+        if len(parts) == 2 and re.fullmatch(r"-?[0-9]{1,20}", parts[1]):
             props[parts[0]] = int(parts[1])
     return props
 

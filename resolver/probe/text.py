@@ -10,9 +10,19 @@ from resolver import bounded
 _ANSI_RE = re.compile(r"(?:\x1b|\bESC)\[[0-9;?]*[A-Za-z]")
 _OTHER_CTRL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # tmux copy-mode shows "[12/345]" at the right edge of the first line of the pane.
-_TMUX_RE = re.compile(r"\s*\[[0-9]+/[0-9]+\]\s*$")
+# Matched against the last 48 characters only: an unanchored `\s*...$` search is quadratic in a
+# long run of blanks.
+_TMUX_RE = re.compile(r"\[[0-9]{1,20}/[0-9]{1,20}\]\Z")
 _QUOTE_RE = re.compile(r"^(?:>\s?)+")
 _NUM_RE = re.compile(r"^\s*([0-9]+)\s*(?:\((0x[0-9a-fA-F]+)\))?")
+
+
+def _strip_tmux(line: str) -> str:
+    stripped = line.rstrip()
+    if not stripped.endswith("]"):
+        return line
+    match = _TMUX_RE.search(stripped[-48:])
+    return stripped[: len(stripped) - (match.end() - match.start())].rstrip() if match else line
 
 
 def clean(text: str) -> list[str]:
@@ -21,7 +31,7 @@ def clean(text: str) -> list[str]:
     lines = []
     for raw in text.split("\n"):
         line = _OTHER_CTRL_RE.sub("", raw.replace("\t", "    "))
-        line = _TMUX_RE.sub("", line)
+        line = _strip_tmux(line)
         line = _QUOTE_RE.sub("", line)
         lines.append(line.rstrip())
     return lines
