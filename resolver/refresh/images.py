@@ -74,6 +74,9 @@ def parse_rocm_vllm_tag(tag: str) -> dict[str, str] | None:
     return out
 
 
+MAX_TAGS = 1000  # per image repository; the real repos have a few hundred
+
+
 class ImagesSource(Source):
     name = "images"
 
@@ -141,6 +144,14 @@ class ImagesSource(Source):
                     f"{url}: the tag list has no 'tags' array", hint="check ROCM_VLLM_REGISTRY"
                 )
             for tag in items:
+                if len(tags) >= MAX_TAGS:
+                    # Every tag costs a HEAD request and maybe a record: a registry that lists
+                    # thousands is not one of the image repos this tool knows.
+                    result.refuse(
+                        f"image repo {repo}",
+                        f"lists more than {MAX_TAGS} tags; only the first {MAX_TAGS} were read",
+                    )
+                    return tags
                 if isinstance(tag, str) and is_safe("image_tag", tag):
                     tags.append(tag)
                 else:

@@ -78,6 +78,7 @@ class VllmSource(Source):
         progress: Progress | None = None,
     ) -> None:
         super().__init__(client, endpoints, current, progress=progress)
+        self._cached: set[str] = set()  # URLs answered from the HTTP cache (named in refusals)
         self.forced = set(tags or [])
 
     # --- tags -------------------------------------------------------------------------------
@@ -129,6 +130,8 @@ class VllmSource(Source):
         )
         # A file at a full commit sha never changes: answered from the cache once read.
         resp = self.client.get(url, headers=headers, immutable=True)
+        if resp.from_cache:
+            self._cached.add(url)
         return (resp.text() if resp.ok else None), url
 
     def read_tag(
@@ -162,6 +165,12 @@ class VllmSource(Source):
         record = build_record(version, sha, layout, facts, cmake_text)
         problem = _missing(record)
         if problem:
+            cached = [u for u in urls if u in self._cached]
+            if cached and self.client.cache_dir is not None:
+                problem += (
+                    f" (read from the HTTP cache: {', '.join(cached)}; delete "
+                    f"{self.client.cache_dir} to read the files again)"
+                )
             result.refuse(f"vllm {tag}", problem)
             return None
         record["source"] = f"{VLLM_REPO}@{tag} ({sha[:10]}): " + ", ".join(urls)
