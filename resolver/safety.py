@@ -26,7 +26,7 @@ PATTERNS: Final[dict[str, re.Pattern[str]]] = {
     "version": re.compile(r"^[0-9]+(?:\.[0-9]+){0,3}(?:[a-z0-9.+-]{0,40})$"),
     "env_name": re.compile(r"^[A-Z][A-Z0-9_]{0,63}$"),
     "env_value": re.compile(r"^[A-Za-z0-9_.,:;=/+-]{0,200}$"),
-    "url": re.compile(r"^https?://[A-Za-z0-9.-]+(?::[0-9]+)?(?:/[A-Za-z0-9._~%/+-]*)?$"),
+    "url": re.compile(r"^https?://(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%/+-]*)?$"),
 }
 
 
