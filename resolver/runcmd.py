@@ -31,8 +31,8 @@ CONTAINER_HF_CACHE = "/root/.cache/huggingface"
 _VISIBILITY_VARS = frozenset(
     {"ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"}
 )
-_MODEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,255}$")
-_PATH_RE = re.compile(r"^(~|/)[A-Za-z0-9._/+-]*$")
+_MODEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,255}\Z")
+_PATH_RE = re.compile(r"^(~|/)[A-Za-z0-9._/+-]*\Z")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

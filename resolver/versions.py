@@ -13,10 +13,10 @@ from packaging.version import InvalidVersion, Version
 
 from resolver.errors import InputError
 
-_DRIVER_RE = re.compile(r"^\s*([0-9]{1,3})\.([0-9]{1,3})(?:\.([0-9]{1,6}))?(?:[-.+~][0-9A-Za-z.+~-]*)?\s*$")
-_GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
-_OS_RE = re.compile(r"^([a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)*)-([0-9]+(?:\.[0-9]+){0,2})$")
-_PY_RE = re.compile(r"^3\.([0-9]{1,2})(?:\.[0-9]+)?$")
+_DRIVER_RE = re.compile(r"^\s*([0-9]{1,3})\.([0-9]{1,3})(?:\.([0-9]{1,6}))?(?:[-.+~][0-9A-Za-z.+~-]*)?\s*\Z")
+_GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}\Z")
+_OS_RE = re.compile(r"^([a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)*)-([0-9]+(?:\.[0-9]+){0,2})\Z")
+_PY_RE = re.compile(r"^3\.([0-9]{1,2})(?:\.[0-9]+)?\Z")
 
 
 def parse_version(text: str, *, what: str) -> Version:
@@ -77,12 +77,12 @@ def driver_series(text: str) -> str:
 
 
 # How rocminfo and the compilers print a target: ``amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-``.
-_TARGET_ID_RE = re.compile(r"^(?:amdgcn-amd-amdhsa--)?(gfx[0-9a-f]{3,5})((?::[a-z0-9_]+[+-])*)$")
+_TARGET_ID_RE = re.compile(r"^(?:amdgcn-amd-amdhsa--)?(gfx[0-9a-f]{3,5})((?::[a-z0-9_]+[+-])*)\Z")
 # rocm_smi_lib / amd-smi before ROCm 6.4 built the name in decimal and, when the minor digit is 0,
 # multiplied the major by another 10: gfx908 -> "gfx9008", gfx90a -> "gfx9010", gfx1101 -> "gfx11001"
 # (ROCm/amdsmi CHANGELOG, amd_smi_lib for ROCm 6.4.0, resolved issues). No real target has a
 # 4-digit name starting with 6-9 or a 5-digit name, so those are read back as major, 0, stepping.
-_SMI_MISPRINT_RE = re.compile(r"^gfx(?:([6-9])|(1[0-2]))0([0-9][0-9])$")
+_SMI_MISPRINT_RE = re.compile(r"^gfx(?:([6-9])|(1[0-2]))0([0-9][0-9])\Z")
 
 
 def smi_misprint(name: str) -> str | None:

@@ -11,15 +11,15 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-_GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
+_GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}\Z")
 # amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-  /  gfx942:sramecc+:xnack-
 _FULL_TARGET_RE = re.compile(r"(gfx[0-9a-f]{3,4})((?::[a-z]+[+-])*)", re.IGNORECASE)
-_OVERRIDE_RE = re.compile(r"^\s*([0-9]{1,2})\.([0-9]{1,3})\.([0-9]{1,3})\s*$")
+_OVERRIDE_RE = re.compile(r"^\s*([0-9]{1,2})\.([0-9]{1,3})\.([0-9]{1,3})\s*\Z")
 
 # MI300-class targets: the only ones whose KFD nodes can be compute partitions.
 PARTITIONABLE = frozenset({"gfx940", "gfx941", "gfx942", "gfx950"})
 # Generic ISA names (gfx11-generic, gfx9-4-generic) are never an agent's target.
-GENERIC_RE = re.compile(r"^gfx[0-9]+(?:-[0-9]+)*-generic$")
+GENERIC_RE = re.compile(r"^gfx[0-9]+(?:-[0-9]+)*-generic\Z")
 
 
 def is_gfx_name(text: str | None) -> bool:

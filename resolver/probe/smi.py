@@ -18,11 +18,11 @@ from resolver.probe.facts import GpuFact, SourceView
 from resolver.probe.text import clean, size_to_bytes
 from resolver.versions import smi_misprint
 
-_AMD_GPU_RE = re.compile(r"^\s*GPU:\s*([0-9]{1,9})\s*$")
-_AMD_OTHER_RE = re.compile(r"^([A-Z][A-Z_]*):\s*[0-9]+\s*$")
+_AMD_GPU_RE = re.compile(r"^\s*GPU:\s*([0-9]{1,9})\s*\Z")
+_AMD_OTHER_RE = re.compile(r"^([A-Z][A-Z_]*):\s*[0-9]+\s*\Z")
 # Linear time (see rocminfo._FIELD_RE): no lazy group followed by \s*.
-_KV_RE = re.compile(r"^\s*+([A-Z](?:[A-Z0-9_]|[ ]++(?=[A-Z0-9_]))*+)\s*+:\s*+((?:.*\S)?)\s*$")
-_ROCM_SMI_KV_RE = re.compile(r"^\s*+(?:GPU|card)\[([0-9]{1,9})\]\s*+:\s*+([^:\s](?:[^:\s]|\s++(?=[^:\s]))*+)\s*+:\s*+((?:.*\S)?)\s*$")
+_KV_RE = re.compile(r"^\s*+([A-Z](?:[A-Z0-9_]|[ ]++(?=[A-Z0-9_]))*+)\s*+:\s*+((?:.*\S)?)\s*\Z")
+_ROCM_SMI_KV_RE = re.compile(r"^\s*+(?:GPU|card)\[([0-9]{1,9})\]\s*+:\s*+([^:\s](?:[^:\s]|\s++(?=[^:\s]))*+)\s*+:\s*+((?:.*\S)?)\s*\Z")
 _AMD_HEADER_RE = re.compile(r"AMD-SMI\s+(\S+)\s+amdgpu version:\s*(\S+)\s+ROCm version:\s*(\S+)")
 _BDF_ROW_RE = re.compile(
     r"^\|\s*([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7])\s+(.*?)\s*\|", re.IGNORECASE
@@ -171,7 +171,7 @@ def _amd_gpu(kv: dict[str, str], view: SourceView) -> GpuFact:
 
 
 _AMD_UUID_RE = re.compile(
-    r"^([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{4})-([0-9a-f]{4})-1[0-9a-f]{3}-[89ab][0-9a-f]([0-9a-f]{2})-([0-9a-f]{4})([0-9a-f]{8})$"
+    r"^([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{4})-([0-9a-f]{4})-1[0-9a-f]{3}-[89ab][0-9a-f]([0-9a-f]{2})-([0-9a-f]{4})([0-9a-f]{8})\Z"
 )
 
 
@@ -234,7 +234,7 @@ def parse_rocm_smi(text: str) -> SourceView:
     return _finish(view, "rocm-smi")
 
 
-_CARD_RE = re.compile(r"^card([0-9]{1,9})$")
+_CARD_RE = re.compile(r"^card([0-9]{1,9})\Z")
 
 
 def _rocm_smi_json(data: dict[str, Any], view: SourceView) -> None:
@@ -293,9 +293,9 @@ _CARD_ROW_RE = re.compile(r"^card[0-9]+,")
 
 
 # "vram Total Memory (MiB)" (Hygon's rocm-smi), "VRAM Total Memory (B)" (AMD's)
-_VRAM_KEY_RE = re.compile(r"^vram total memory \((b|kib|kb|mib|mb|gib|gb)\)$")
+_VRAM_KEY_RE = re.compile(r"^vram total memory \((b|kib|kb|mib|mb|gib|gb)\)\Z")
 _VRAM_FACTOR = {"b": 1, "kib": 1024, "kb": 1024, "mib": 1024**2, "mb": 1024**2, "gib": 1024**3, "gb": 1024**3}
-_HEXISH_RE = re.compile(r"^0x[0-9a-fA-F]+$")
+_HEXISH_RE = re.compile(r"^0x[0-9a-fA-F]+\Z")
 
 
 def _rocm_smi_gpu(kv: dict[str, str], view: SourceView) -> GpuFact | None:

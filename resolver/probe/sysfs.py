@@ -82,8 +82,8 @@ def parse(root: Path) -> SourceView:
 
 
 DRM_CLASS = "sys/class/drm"
-_DRM_NAME_RE = re.compile(r"^(?:card|renderD)([0-9]+)$")
-_BDF_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+_DRM_NAME_RE = re.compile(r"^(?:card|renderD)([0-9]+)\Z")
+_BDF_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]\Z")
 _VENDORS = {0x1002: "amd", 0x10DE: "nvidia", 0x8086: "intel", 0x1D94: "hygon"}
 
 

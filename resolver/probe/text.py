@@ -60,7 +60,7 @@ def size_to_bytes(text: str | None) -> int | None:
     if not text:
         return None
     match = re.match(
-        r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(?:\(0x[0-9a-fA-F]+\))?\s*([KMGT]i?B|B)?\s*$",
+        r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(?:\(0x[0-9a-fA-F]+\))?\s*([KMGT]i?B|B)?\s*\Z",
         text.strip(),
         re.IGNORECASE,
     )

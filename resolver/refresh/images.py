@@ -29,8 +29,8 @@ from resolver.safety import is_safe
 
 MANIFEST_TYPES = "application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json"
 _VER = r"[0-9]+(?:\.[0-9]+){1,3}(?:\.post[0-9]+)?"
-_FAMILY = re.compile(r"^(?:cdna|rdna|navi|mi[0-9]+[a-z]*|gfx[0-9a-fA-FxX]{3,4}-[a-z]+)$")
-_DATE = re.compile(r"^[0-9]{8}$")
+_FAMILY = re.compile(r"^(?:cdna|rdna|navi|mi[0-9]+[a-z]*|gfx[0-9a-fA-FxX]{3,4}-[a-z]+)\Z")
+_DATE = re.compile(r"^[0-9]{8}\Z")
 _CHALLENGE = re.compile(r'(\w+)="([^"]*)"')
 
 

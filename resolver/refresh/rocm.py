@@ -19,7 +19,7 @@ from resolver.refresh.common import (
     today,
 )
 
-_ROCM_TAG = re.compile(r"^rocm-([0-9]+\.[0-9]+(?:\.[0-9]+){0,2})$")
+_ROCM_TAG = re.compile(r"^rocm-([0-9]+\.[0-9]+(?:\.[0-9]+){0,2})\Z")
 
 
 class RocmSource(Source):

@@ -25,10 +25,10 @@ from resolver.refresh.common import (
 )
 from resolver.refresh.http import HttpClient
 
-_RELEASE_TAG = re.compile(r"^v[0-9]+\.[0-9]+\.[0-9]+(?:\.[0-9]+|\.post[0-9]+|rc[0-9]+|\.dev[0-9]+)?$")
+_RELEASE_TAG = re.compile(r"^v[0-9]+\.[0-9]+\.[0-9]+(?:\.[0-9]+|\.post[0-9]+|rc[0-9]+|\.dev[0-9]+)?\Z")
 _ROCM_IN_TAG = re.compile(r"(?:^|rocm)([0-9]+\.[0-9]+(?:\.[0-9]+)?)(?=[-_]|$)")
 _PY_IN_TAG = re.compile(r"py(3\.[0-9]{1,2})(?=[-_]|$)")
-_PY = re.compile(r"^3\.[0-9]{1,2}$")
+_PY = re.compile(r"^3\.[0-9]{1,2}\Z")
 
 # ARG names vLLM's ROCm Dockerfiles use for each component: (ref ARG, repo ARG).
 COMPONENT_ARGS: dict[str, tuple[str, str]] = {

@@ -18,9 +18,9 @@ from packaging.version import InvalidVersion, Version
 
 from resolver.refresh.common import Candidate, Source, SourceResult, today
 
-_VARIANT = re.compile(r"^rocm([0-9]{2,4})$")
+_VARIANT = re.compile(r"^rocm([0-9]{2,4})\Z")
 _MANYLINUX = re.compile(r"^manylinux_([0-9]+)_([0-9]+)_")
-_CPYTHON = re.compile(r"^cp3([0-9]{1,2})$")
+_CPYTHON = re.compile(r"^cp3([0-9]{1,2})\Z")
 
 
 class _Links(HTMLParser):
