@@ -302,8 +302,8 @@ def _gfx(rec: Record) -> GfxTarget:
         ),
         vllm_status=cast(Any, rec.choice("vllm_status", ("official", "buildable", "unsupported"))),
         vllm_note=rec.opt_text("vllm_note") or "",
-        override=rec.opt_text("override"),
-        override_target=rec.opt_text("override_target"),
+        override=_opt_safe(rec, "override", "gfx_override"),
+        override_target=_opt_safe(rec, "override_target", "gfx"),
         env=tuple(env),
         provenance=rec.provenance(),
     )
@@ -340,6 +340,11 @@ def _base_image(rec: Record) -> str | None:
 def stack_variant(rocm: Version | None) -> str:
     """Upstream's name for a ROCm stack: rocm{major}{minor} (.buildkite/scripts/rocm/stack.sh)."""
     return f"rocm{rocm.major}{rocm.minor}" if rocm is not None else "default"
+
+
+def _opt_safe(rec: Record, field: str, kind: str) -> str | None:
+    value = rec.opt_text(field)
+    return rec.safe(field, kind, value) if value else None
 
 
 def _opt_version(rec: Record, field: str) -> str | None:
@@ -415,7 +420,7 @@ def _wheel(rec: Record) -> WheelVariant:
     return WheelVariant(
         name=rec.text("name"),
         rocm=cast(Version, rec.version("rocm")),
-        python=rec.strings("python", required=True),
+        python=tuple(rec.safe("python", "python", p) for p in rec.strings("python", required=True)),
         glibc_min=cast(Version, rec.version("glibc_min")),
         vllm=spec,
         includes_nightlies=rec.flag("includes_nightlies"),
@@ -437,7 +442,7 @@ def _image(rec: Record) -> ContainerImage:
         rocm=rec.version("rocm", required=False),
         stream=cast(Any, rec.choice("stream", STREAMS, "legacy")),
         vllm=rec.version("vllm", required=False),
-        python=rec.opt_text("python"),
+        python=_opt_safe(rec, "python", "version"),
         torch=rec.opt_text("torch"),
         arch=rec.strings("arch"),
         family_tag=rec.opt_text("family_tag"),
@@ -457,7 +462,7 @@ def _example(rec: Record) -> ExampleNode:
         product=rec.text("product"),
         driver=rec.opt_text("driver"),
         os=rec.opt_text("os"),
-        python=rec.opt_text("python"),
+        python=_opt_safe(rec, "python", "version"),
         rocm=rec.opt_text("rocm"),
         provenance=rec.provenance(),
     )

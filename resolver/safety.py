@@ -24,6 +24,9 @@ PATTERNS: Final[dict[str, re.Pattern[str]]] = {
     "digest": re.compile(r"^sha256:[0-9a-f]{64}\Z"),
     "gfx": re.compile(r"^gfx[0-9a-f]{3,4}\Z"),
     "version": re.compile(r"^[0-9]+(?:\.[0-9]+){0,3}(?:[a-z0-9.+-]{0,40})\Z"),
+    # a CPython minor as uv/pip take it, and HSA_OVERRIDE_GFX_VERSION's major.minor.stepping
+    "python": re.compile(r"^3\.[0-9]{1,2}\Z"),
+    "gfx_override": re.compile(r"^[0-9]{1,2}\.[0-9]{1,3}\.[0-9]{1,3}\Z"),
     "env_name": re.compile(r"^[A-Z][A-Z0-9_]{0,63}\Z"),
     "env_value": re.compile(r"^[A-Za-z0-9_.,:;=/+-]{0,200}\Z"),
     "url": re.compile(r"^https?://(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%/+-]*)?\Z"),
