@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import pickle
+import json
 import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
@@ -172,7 +172,8 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
 
 def _read(
     directory: Path, name: str, key: str, extra: Mapping[str, list[dict[str, Any]]] | None = None
-) -> list[Record]:
+) -> list[dict[str, Any]]:
+    """The raw tables of one data file, with the overlay's records for it laid over them."""
     path = directory / name
     try:
         doc = bounded.load_toml(path, MAX_DATA_FILE)
@@ -196,6 +197,10 @@ def _read(
         from resolver import overlay
 
         items = overlay.merge(name, items, extra[name])
+    return cast(list[dict[str, Any]], items)
+
+
+def _records(name: str, key: str, items: list[Any]) -> list[Record]:
     records = []
     for i, item in enumerate(items):
         if not isinstance(item, dict):
@@ -562,15 +567,41 @@ def load_dir(directory: Path, extra: Mapping[str, list[dict[str, Any]]] | None =
     """Read and check every data file in ``directory``, with ``extra`` records (the refreshed-data
     overlay, by file name) laid over them by key."""
 
+    return _from_raw(_read_all(directory, extra))
+
+
+_KEYS: dict[str, str] = {
+    "rocm.toml": "release",
+    "os.toml": "os",
+    "drivers.toml": "driver",
+    "gfx.toml": "gfx",
+    "vllm.toml": "release",
+    "wheels.toml": "variant",
+    "images.toml": "image",
+    "nodes.toml": "example",
+}
+
+
+def _read_all(directory: Path, extra: Mapping[str, list[dict[str, Any]]] | None) -> dict[str, list[Any]]:
+    return {name: _read(directory, name, key, extra) for name, key in _KEYS.items()}
+
+
+def _from_raw(raw: Mapping[str, list[Any]]) -> Matrix:
+    """Build and check the matrix from raw tables: the one path both the TOML files and the
+    compiled cache go through, so a cache entry is validated exactly like the data."""
+
+    def recs(name: str) -> list[Record]:
+        return _records(name, _KEYS[name], raw[name])
+
     m = Matrix(
-        rocm=_build(_read(directory, "rocm.toml", "release", extra), _rocm),
-        os=_build(_read(directory, "os.toml", "os", extra), _os),
-        drivers=_build(_read(directory, "drivers.toml", "driver", extra), _driver),
-        gfx=_build(_read(directory, "gfx.toml", "gfx", extra), _gfx),
-        vllm=_build(_read(directory, "vllm.toml", "release", extra), _vllm),
-        wheels=_build(_read(directory, "wheels.toml", "variant", extra), _wheel),
-        images=_build(_read(directory, "images.toml", "image", extra), _image),
-        examples=_build(_read(directory, "nodes.toml", "example", extra), _example),
+        rocm=_build(recs("rocm.toml"), _rocm),
+        os=_build(recs("os.toml"), _os),
+        drivers=_build(recs("drivers.toml"), _driver),
+        gfx=_build(recs("gfx.toml"), _gfx),
+        vllm=_build(recs("vllm.toml"), _vllm),
+        wheels=_build(recs("wheels.toml"), _wheel),
+        images=_build(recs("images.toml"), _image),
+        examples=_build(recs("nodes.toml"), _example),
     )
     check_invariants(m)
     return m
@@ -585,8 +616,8 @@ def _compiled_path(directory: Path, overlay_stamp: tuple[str, int, int] | None) 
     from resolver import __version__
 
     h = hashlib.sha256(f"{__version__}|{directory}|{overlay_stamp}".encode())
-    # The record classes and their builder are part of the key: a pickle of an older shape of
-    # them must never be read back (a development checkout changes them without a new version).
+    # The builders are part of the key: an entry written by an older shape of them is not read
+    # back (a development checkout changes them without a new version).
     code = [Path(__file__), Path(__file__).with_name("model.py")]
     for path in [*(directory / name for name in resources.MATRIX_FILES), *code]:
         try:
@@ -594,23 +625,37 @@ def _compiled_path(directory: Path, overlay_stamp: tuple[str, int, int] | None) 
         except OSError:
             return None
         h.update(f"|{path.name}:{st.st_size}:{st.st_mtime_ns}".encode())
-    return resources.cache_dir() / "matrix" / f"{h.hexdigest()[:32]}.pickle"
+    return resources.cache_dir() / "matrix" / f"{h.hexdigest()[:32]}.json"
+
+
+_COMPILED_FORMAT = 1
+_MAX_COMPILED = 32 * bounded.MiB
 
 
 def _read_compiled(path: Path) -> Matrix | None:
-    # The cache is the user's own directory, written only by this function's partner below.
+    """The matrix from a cache entry, or None (missing, damaged, or not valid data).
+
+    The entry is plain JSON of the raw tables (never a pickle: a crafted file in a shared or
+    CI-restored cache dir must not run code), rebuilt and checked by the same builders as the
+    TOML files; what it saves is the TOML parse, the larger half of loading."""
     try:
-        with path.open("rb") as fh:
-            m = pickle.load(fh)
-    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
+        doc = bounded.loads_json(bounded.read_bytes(path, _MAX_COMPILED))
+    except (OSError, ValueError):
         return None
-    return m if isinstance(m, Matrix) else None
+    files = doc.get("files") if isinstance(doc, dict) and doc.get("format") == _COMPILED_FORMAT else None
+    if not isinstance(files, dict) or set(files) != set(_KEYS) or not all(isinstance(v, list) for v in files.values()):
+        return None
+    try:
+        return _from_raw(files)
+    except (MatrixError, ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError):
+        return None  # the data files are read again; their own errors name file and field
 
 
-def _write_compiled(path: Path, m: Matrix) -> None:
+def _write_compiled(path: Path, raw: Mapping[str, list[Any]]) -> None:
     """Best effort: a read-only or full cache dir only costs speed."""
-    with contextlib.suppress(OSError):
-        atomic.write_atomic(path, pickle.dumps(m, protocol=pickle.HIGHEST_PROTOCOL))
+    with contextlib.suppress(OSError, ValueError, TypeError):
+        text = json.dumps({"format": _COMPILED_FORMAT, "files": raw}, separators=(",", ":"))
+        atomic.write_atomic(path, text)
 
 
 @functools.cache
@@ -621,9 +666,10 @@ def _load_cached(directory: str, overlay_stamp: tuple[str, int, int] | None) -> 
     if compiled is not None and (m := _read_compiled(compiled)) is not None:
         return m
     extra = overlay.read(Path(overlay_stamp[0])) if overlay_stamp else None
-    m = load_dir(Path(directory), extra)
+    raw = _read_all(Path(directory), extra)
+    m = _from_raw(raw)
     if compiled is not None:
-        _write_compiled(compiled, m)
+        _write_compiled(compiled, raw)
     return m
 
 
