@@ -12,14 +12,14 @@ kept; the outer timer is restored when an inner one ends.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from types import FrameType
-from typing import Final
+import warnings
+from types import FrameType, TracebackType
+from typing import Any, Final, Self
 
 ENV: Final = "ROCM_VLLM_HTTP_DEADLINE"
 
@@ -40,27 +40,50 @@ def configured(default: float) -> float:
     return value if 0 < value < 86400 else default
 
 
-@contextmanager
-def within(seconds: float) -> Iterator[None]:
-    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-    if not usable or seconds <= 0:
-        yield
-        return
-    outer_left, _ = signal.getitimer(signal.ITIMER_REAL)
-    if outer_left and outer_left <= seconds:
-        yield  # an enclosing deadline ends first: it is the one that fires
-        return
+class within:
+    """Arm the timer for ``seconds`` (see the module docstring)."""
 
-    def _expired(signum: int, frame: FrameType | None) -> None:
-        raise DeadlineExceeded(seconds)
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.armed = False
+        self.outer_left = 0.0
+        self.started = 0.0
+        self.previous: Any = None
 
-    started = time.monotonic()
-    previous = signal.signal(signal.SIGALRM, _expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
+    def __enter__(self) -> Self:
+        usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+        if not usable or self.seconds <= 0:
+            return self
+        self.outer_left, _ = signal.getitimer(signal.ITIMER_REAL)
+        if self.outer_left and self.outer_left <= self.seconds:
+            return self  # an enclosing deadline ends first: it is the one that fires
+        seconds = self.seconds
+
+        def _expired(signum: int, frame: FrameType | None) -> None:
+            raise DeadlineExceeded(seconds)
+
+        self.started = time.monotonic()
+        self.previous = signal.signal(signal.SIGALRM, _expired)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        self.armed = True
+        return self
+
+    def __exit__(self, typ: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if not self.armed:
+            return
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-        if outer_left:
-            signal.setitimer(signal.ITIMER_REAL, max(0.001, outer_left - (time.monotonic() - started)))
+        signal.signal(signal.SIGALRM, self.previous)
+        if self.outer_left:
+            left = self.outer_left - (time.monotonic() - self.started)
+            signal.setitimer(signal.ITIMER_REAL, max(0.001, left))
+        if isinstance(exc, DeadlineExceeded):
+            # The interrupted frames may hold a half-open socket (a connect cut short): drop them
+            # now so it is closed here, quietly, not reported as unclosed at a later collection.
+            del tb
+            seen: BaseException | None = exc
+            while seen is not None:
+                seen.__traceback__ = None
+                seen = seen.__context__
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ResourceWarning)
+                gc.collect()

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from resolver import bounded
 from resolver.model import ContainerImage, Matrix
@@ -235,7 +235,7 @@ def _release(text: str | None) -> tuple[int, ...] | None:
         return None
     try:
         return Version(match.group(0)).release
-    except InvalidVersion:
+    except ValueError:
         return None
 
 

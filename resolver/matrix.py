@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 from resolver import atomic, bounded, resources
 from resolver.errors import MatrixError, UnsafeValueError
@@ -107,7 +107,7 @@ class Record:
             return None
         try:
             return Version(value)
-        except InvalidVersion:
+        except ValueError:
             raise self.fail(field, f"{value!r} is not a version") from None
 
     def choice(self, field: str, options: Iterable[str], default: str | None = None) -> str:
@@ -420,7 +420,7 @@ def _wheel(rec: Record) -> WheelVariant:
     spec_text = rec.opt_text("vllm")
     try:
         spec = SpecifierSet(spec_text) if spec_text is not None else None
-    except InvalidSpecifier:
+    except ValueError:
         raise rec.fail("vllm", f"{spec_text!r} is not a PEP 440 specifier") from None
     return WheelVariant(
         name=rec.text("name"),

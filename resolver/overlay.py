@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from resolver import atomic, bounded, resources
 from resolver.errors import InputError, MatrixError
@@ -83,7 +83,7 @@ def record_key(file: str, record: dict[str, Any]) -> str:
     raw = str(record.get("version"))
     try:
         return str(Version(raw))
-    except InvalidVersion:
+    except ValueError:
         return raw
 
 

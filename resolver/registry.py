@@ -177,6 +177,9 @@ class RegistryClient:
         self._tokens: dict[str, str] = {}
 
     # -- public -------------------------------------------------------------------------------
+    def close(self) -> None:
+        self.session.close()
+
     def resolve(self, repo: str, tag: str, *, use_cache: bool = True) -> ResolvedDigest:
         require_safe("image_repo", repo, where="image repository")
         require_safe("image_tag", tag, where="image tag")

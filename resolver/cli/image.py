@@ -153,7 +153,11 @@ def image(
     if digest:
         from resolver.registry import DigestCache, RegistryClient
 
-        pinned = images.pin(chosen, RegistryClient(reg, cache=DigestCache()))
+        client = RegistryClient(reg, cache=DigestCache())
+        try:
+            pinned = images.pin(chosen, client)
+        finally:
+            client.close()
         chosen = pinned.image
         warnings += pinned.warnings
         out["digest_source"] = {

@@ -12,7 +12,7 @@ import re
 from typing import Any
 from urllib.parse import urlencode
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from resolver.errors import RegistryError
 from resolver.refresh.common import (
@@ -69,7 +69,7 @@ def parse_rocm_vllm_tag(tag: str) -> dict[str, str] | None:
     for field_name in ("rocm", "vllm"):
         try:
             Version(out[field_name])
-        except InvalidVersion:
+        except ValueError:
             return None
     return out
 
@@ -238,7 +238,7 @@ class ImagesSource(Source):
 def _version_key(value: Any) -> str:
     try:
         return str(Version(str(value)))
-    except InvalidVersion:
+    except ValueError:
         return str(value)
 
 
@@ -299,7 +299,7 @@ def _amd(
 def _sortable(value: Any) -> Version:
     try:
         return Version(str(value))
-    except InvalidVersion:
+    except ValueError:
         return Version("0")
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urljoin
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from resolver import atomic, bounded
 from resolver.errors import RegistryError
@@ -132,7 +132,7 @@ def list_sdists(client: HttpClient, base: str, result: SourceResult) -> list[Ind
             continue  # a wheel, or not vLLM's
         try:
             version = Version(m.group("version"))
-        except InvalidVersion:
+        except ValueError:
             result.refuse(f"sdist {name[:80]!r}", "is not a PEP 440 version")
             continue
         if version.is_prerelease or version.is_devrelease or item.get("yanked"):
@@ -288,7 +288,7 @@ def read_release(sdist: IndexFile, files: Mapping[str, str]) -> tuple[dict[str, 
             stack["layout"] = sf.layout
         try:
             rocm = Version(rocm_text) if rocm_text else None
-        except InvalidVersion:
+        except ValueError:
             rocm = None
         if rocm is None or not rec.get("arch") or not rec.get("base_image"):
             missing = "ROCm version" if rocm is None else "arch list" if not rec.get("arch") else "base image"
@@ -400,7 +400,7 @@ class SdistSource(Source):
         for rec in self.current.get("vllm.toml", []):
             try:
                 known[Version(str(rec.get("version")))] = rec
-            except InvalidVersion:
+            except ValueError:
                 continue
         oldest = min(known) if known else None
         out = []

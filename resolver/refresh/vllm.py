@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from resolver.refresh import dockerfile_parse
 from resolver.refresh.common import (
@@ -94,7 +94,7 @@ class VllmSource(Source):
         for rec in self.current.get("vllm.toml", []):
             try:
                 known[Version(str(rec.get("version")))] = rec
-            except InvalidVersion:
+            except ValueError:
                 continue
         oldest = min(known) if known else None
         wanted = []
@@ -104,7 +104,7 @@ class VllmSource(Source):
                 continue
             try:
                 version = Version(name[1:])
-            except InvalidVersion:
+            except ValueError:
                 result.refuse(f"tag {name}", "is not a PEP 440 version")
                 continue
             if name in self.forced:

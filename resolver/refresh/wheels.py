@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from resolver.refresh.common import Candidate, Source, SourceResult, today
 
@@ -55,7 +55,7 @@ class WheelsSource(Source):
         for name in wheel_files(resp.text()):
             try:
                 project, version, _build, tags = parse_wheel_filename(name)
-            except (InvalidWheelFilename, InvalidVersion):
+            except (InvalidWheelFilename, ValueError):
                 result.refuse(f"wheel {name[:80]!r}", "is not a valid wheel file name")
                 continue
             if project != "vllm" or not version.local:
@@ -153,7 +153,7 @@ def match_rocm(variant: str, rocm_versions: list[str]) -> str | None:
     for text in rocm_versions:
         try:
             v = Version(text)
-        except InvalidVersion:
+        except ValueError:
             continue
         parts = [*v.release, 0, 0][:3]
         if "".join(str(p) for p in parts).startswith(digits):
