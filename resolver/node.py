@@ -163,7 +163,9 @@ def from_json(data: Any, *, where: str) -> Node:
                 compute_units=_opt(g, "compute_units", int, where),
                 vram_bytes=_opt(g, "vram_bytes", int, where),
                 unique_id=_opt(g, "unique_id", str, where),
-                partition=Partition(compute=part.get("compute"), memory=part.get("memory"))
+                partition=Partition(
+                    compute=_opt(part, "compute", str, where), memory=_opt(part, "memory", str, where)
+                )
                 if isinstance(part, dict)
                 else None,
                 integrated=bool(g.get("integrated", False)),
