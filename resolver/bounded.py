@@ -137,8 +137,10 @@ def loads_toml(text: str, *, max_depth: int = MAX_DEPTH) -> dict[str, Any]:
         value = tomllib.loads(text)
     except RecursionError:
         raise tomllib.TOMLDecodeError(f"nested deeper than {max_depth} levels") from None
-    except TooDeepError as exc:  # pragma: no cover - defensive
-        raise tomllib.TOMLDecodeError(str(exc)) from None
+    except tomllib.TOMLDecodeError:
+        raise
+    except ValueError as exc:  # a number past the int-string limit (not a TOMLDecodeError)
+        raise tomllib.TOMLDecodeError(str(exc).split(";", 1)[0]) from None
     try:
         check_depth(value, max_depth)
     except TooDeepError as exc:

@@ -253,12 +253,12 @@ def _driver(rec: Record) -> DriverSeries:
     user_space = rec.strings("user_space", required=True)
     for field_value in (series, *user_space):
         parts = field_value.split(".")
-        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        if len(parts) != 2 or not all(bounded.ascii_int(p, max_digits=4) is not None and p == p.strip() for p in parts):
             raise rec.fail("series/user_space", f"{field_value!r} is not a MAJOR.MINOR series")
     return DriverSeries(
         series=series,
         user_space=user_space,
-        paired_rocm=rec.opt_text("paired_rocm"),
+        paired_rocm=_opt_safe(rec, "paired_rocm", "version"),
         provenance=rec.provenance(),
     )
 

@@ -23,7 +23,7 @@ PATTERNS: Final[dict[str, re.Pattern[str]]] = {
     "image_tag": re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z"),
     "digest": re.compile(r"^sha256:[0-9a-f]{64}\Z"),
     "gfx": re.compile(r"^gfx[0-9a-f]{3,4}\Z"),
-    "version": re.compile(r"^[0-9]+(?:\.[0-9]+){0,3}(?:[a-z0-9.+-]{0,40})\Z"),
+    "version": re.compile(r"^[0-9]{1,9}(?:\.[0-9]{1,9}){0,3}(?:[a-z0-9.+-]{0,40})\Z"),
     # a CPython minor as uv/pip take it, and HSA_OVERRIDE_GFX_VERSION's major.minor.stepping
     "python": re.compile(r"^3\.[0-9]{1,2}\Z"),
     "gfx_override": re.compile(r"^[0-9]{1,2}\.[0-9]{1,3}\.[0-9]{1,3}\Z"),
