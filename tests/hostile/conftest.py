@@ -130,10 +130,8 @@ def scripted_server() -> Iterator[Scripted]:
             path = self.path.split("?", 1)[0]
             state.hits.append(f"{self.command} {self.path}")
             script = state.routes.get(path) or state.routes.get("*")
-            try:
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 (script or reply(404, b"no route"))(self)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
 
         do_HEAD = do_GET
 

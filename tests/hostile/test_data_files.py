@@ -173,11 +173,11 @@ def test_overlay_write_to_read_only_dir(tmp_path: Path) -> None:
     try:
         if os.access(ro, os.W_OK):
             pytest.skip("running as a user that can write anywhere (root)")
-        with pytest.raises(Exception) as caught:
-            overlay.write({"rocm.toml": [{"version": "7.2.3", "source": "x"}]}, written_at="now", path=ro / "overlay.json")
         from resolver.errors import InputError
 
-        assert isinstance(caught.value, InputError) and caught.value.exit_code == 2
+        with pytest.raises(InputError) as caught:
+            overlay.write({"rocm.toml": [{"version": "7.2.3", "source": "x"}]}, written_at="now", path=ro / "overlay.json")
+        assert caught.value.exit_code == 2
     finally:
         ro.chmod(0o700)
 
