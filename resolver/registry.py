@@ -44,6 +44,7 @@ MANIFEST_ACCEPT = (
 )
 _CHALLENGE_RE = re.compile(r'(\w+)="([^"]*)"')
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+_sleep = time.sleep  # one place for tests to stop retries from waiting
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,7 +289,7 @@ class RegistryClient:
         last: str = ""
         for attempt in range(self.retries):
             if attempt:
-                time.sleep(self.backoff * 2 ** (attempt - 1))
+                _sleep(min(self.backoff * 2 ** (attempt - 1), 30.0))
             try:
                 with self.session.request(
                     method, url, timeout=self.timeout, allow_redirects=True, stream=True, **kwargs

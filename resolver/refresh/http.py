@@ -26,6 +26,7 @@ DEFAULT_TIMEOUT: tuple[float, float] = (5.0, 30.0)  # connect, read
 DEFAULT_DEADLINE = 120.0  # one get(), retries and sleeps included (ROCM_VLLM_HTTP_DEADLINE)
 MAX_BODY = 32 * 1024 * 1024  # an API page, index page or data file; sdists use download()
 MAX_RETRY_AFTER = 30.0  # a Retry-After of an hour is not honoured for an hour
+_sleep = time.sleep  # one place for tests to stop retries from waiting
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 USER_AGENT = "rocm-vllm-resolver (matrix refresh)"
 _KEPT_HEADERS = ("etag", "last-modified", "link", "content-type", "docker-content-digest", "date")
@@ -79,7 +80,7 @@ class HttpClient:
     timeout: tuple[float, float] = DEFAULT_TIMEOUT
     retries: int = 3
     backoff: float = 0.5
-    sleep: Callable[[float], None] = time.sleep
+    sleep: Callable[[float], None] | None = None  # None: _sleep (time.sleep)
     sent: list[SentRequest] = field(default_factory=list)
     deadline: float | None = None  # seconds per get(); None: ROCM_VLLM_HTTP_DEADLINE or 120
     max_body: int = MAX_BODY
@@ -198,7 +199,7 @@ class HttpClient:
         last_problem = ""
         for attempt in range(self.retries + 1):
             if attempt:
-                self.sleep(self._delay(attempt, None))
+                (self.sleep or _sleep)(self._delay(attempt, None))
             started = time.monotonic()
             digest = hashlib.sha256()
             chunks: list[bytes] = []
@@ -265,7 +266,7 @@ class HttpClient:
         last_retry_after: str | None = None
         for attempt in range(self.retries + 1):
             if attempt:
-                self.sleep(self._delay(attempt, last_retry_after))
+                (self.sleep or _sleep)(self._delay(attempt, last_retry_after))
             last_retry_after = None
             try:
                 with self.session.request(

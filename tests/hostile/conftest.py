@@ -85,8 +85,11 @@ def assert_clean(o: Outcome, allowed: frozenset[int] = DOCUMENTED - {70}) -> Non
 def _no_sleep_in_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     """Retries back off with time.sleep: the hostile suite never waits for them."""
     from resolver import registry
+    from resolver.refresh import http
 
-    monkeypatch.setattr(registry.time, "sleep", lambda _s: None)
+    slept: list[float] = []
+    monkeypatch.setattr(registry, "_sleep", slept.append)
+    monkeypatch.setattr(http, "_sleep", slept.append)
 
 
 # --- a scripted loopback HTTP server ------------------------------------------------------------
@@ -143,7 +146,7 @@ def scripted_server() -> Iterator[Scripted]:
 
     server = Server(("127.0.0.1", 0), Handler)
     state.base = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield state
