@@ -196,12 +196,15 @@ class RegistryClient:
             with deadline.within(limit):
                 digest, media_type = self._manifest_digest(repo, tag)
         except deadline.DeadlineExceeded:
-            self.session.close()
             raise RegistryError(
                 f"{self.registry.image_name(repo)}:{tag}: {self.registry.url} did not answer within {limit:g} s",
                 hint=f"the registry is too slow or stalls; retry later, use --registry with a closer mirror, "
                 f"or raise {deadline.ENV}; without --digest the image is chosen offline",
             ) from None
+        finally:
+            # One lookup is a handful of requests: keep no connection open after it (a caller
+            # that never calls close() must not leak sockets).
+            self.session.close()
         if self.cache is not None:
             self.cache.put(key, digest, media_type)
         return ResolvedDigest(repo, tag, digest, media_type, self.registry.url, False)

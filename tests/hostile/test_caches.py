@@ -158,3 +158,26 @@ def test_check_with_an_unusable_cache_dir(tmp_path: Path) -> None:
     o = cli(["check", "--gfx", "gfx942", "--quiet"], env={"ROCM_VLLM_CACHE_DIR": str(blocker / "cache")})
     assert_clean(o)
     assert o.code in (0, 1)
+
+
+def test_a_release_refused_from_cached_files_names_the_cache(tmp_path: Path) -> None:
+    """Files at a commit are answered from the cache for ever: when what they say makes a release
+    unreadable, the refusal says the files came from the cache and how to read them again."""
+    from packaging.version import Version
+
+    from resolver.refresh.common import Endpoints, SourceResult
+    from resolver.refresh.vllm import VllmSource
+
+    sha = "a" * 40
+    with scripted_server() as srv:
+        srv.routes["*"] = reply(200, b"FROM rocm/dev-ubuntu-22.04:6.3\n")  # no pins: unusable
+        ep = Endpoints(github_api=srv.base, github_raw=srv.base)
+        reasons = []
+        for _ in range(2):
+            client = HttpClient(cache_dir=tmp_path, retries=0, sleep=lambda _s: None, deadline=5)
+            result = SourceResult("vllm")
+            assert VllmSource(client, ep, {}).read_tag("v0.10.0", sha, Version("0.10.0"), result) is None
+            client.close()
+            reasons.append(result.refused[0].reason)
+    assert "HTTP cache" not in reasons[0]
+    assert "read from the HTTP cache" in reasons[1] and str(tmp_path) in reasons[1]
