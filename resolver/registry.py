@@ -350,15 +350,15 @@ def _read_capped(response: requests.Response, what: str) -> None:
     """Read the body into ``response`` (its ``.content``), refusing more than ``MAX_BODY``."""
     chunks: list[bytes] = []
     size = 0
-    if response.request.method != "HEAD":
-        for chunk in response.iter_content(chunk_size=1 << 16):
-            size += len(chunk)
-            if size > MAX_BODY:
-                raise RegistryError(
-                    f"{response.url}: the answer for {what} is larger than {MAX_BODY // (1024 * 1024)} MiB",
-                    hint="this is not an OCI registry (or a proxy sends an endless body); check --registry",
-                )
-            chunks.append(chunk)
+    # Read even a HEAD answer's (empty) body: that is what lets the connection close cleanly.
+    for chunk in response.iter_content(chunk_size=1 << 16):
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise RegistryError(
+                f"{response.url}: the answer for {what} is larger than {MAX_BODY // (1024 * 1024)} MiB",
+                hint="this is not an OCI registry (or a proxy sends an endless body); check --registry",
+            )
+        chunks.append(chunk)
     response._content = b"".join(chunks)
     response._content_consumed = True
 

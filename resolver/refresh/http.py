@@ -297,10 +297,8 @@ class HttpClient:
 
     def _body(self, r: Any, method: str, url: str) -> bytes:
         """The body, at most ``max_body`` bytes (a longer or endless body is refused)."""
-        if method == "HEAD":
-            return b""
         declared = _int_header(r.headers.get("Content-Length"))
-        if declared is not None and declared > self.max_body:
+        if method != "HEAD" and declared is not None and declared > self.max_body:
             raise RegistryError(
                 f"{method} {url}: {declared} bytes is more than the {self.max_body} allowed",
                 hint="the upstream answered with something far larger than any page it serves; check the base URL",
