@@ -88,8 +88,8 @@ def _no_sleep_in_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     from resolver.refresh import http
 
     slept: list[float] = []
-    monkeypatch.setattr(registry, "_sleep", slept.append)
-    monkeypatch.setattr(http, "_sleep", slept.append)
+    monkeypatch.setattr(registry, "_sleep", slept.append, raising=False)
+    monkeypatch.setattr(http, "_sleep", slept.append, raising=False)
 
 
 # --- a scripted loopback HTTP server ------------------------------------------------------------
