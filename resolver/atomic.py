@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
+import time
 from pathlib import Path
+
+# A writer killed between mkstemp and rename (kill -9, power loss) leaves its temp file behind;
+# the next write into the same directory removes such leftovers once they are this old (no live
+# writer takes that long for the files this tool writes).
+STALE_AFTER = 15 * 60.0
+# What mkstemp(prefix=".NAME.", suffix=".tmp") makes: 8 random characters from [a-z0-9_].
+_TEMP_RE = re.compile(r"\..+\.[a-z0-9_]{8}\.tmp\Z", re.DOTALL)
 
 
 def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None, make_parent: bool = True) -> None:
@@ -28,6 +37,27 @@ def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None, make
         with contextlib.suppress(OSError):
             Path(tmp).unlink()
         raise
+    sweep_stale(path.parent)
+
+
+def sweep_stale(directory: Path, *, older_than: float = STALE_AFTER, now: float | None = None) -> list[Path]:
+    """Remove this module's leftover temp files (``.NAME.XXXXXXXX.tmp``) older than
+    ``older_than`` seconds from ``directory``; returns what was removed. Never raises."""
+    removed: list[Path] = []
+    cutoff = (time.time() if now is None else now) - older_than
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not _TEMP_RE.fullmatch(entry.name):
+            continue
+        with contextlib.suppress(OSError):
+            st = entry.stat(follow_symlinks=False)
+            if entry.is_file(follow_symlinks=False) and st.st_mtime < cutoff:
+                Path(entry.path).unlink()
+                removed.append(Path(entry.path))
+    return removed
 
 
 def write_output(path: Path, text: str) -> None:

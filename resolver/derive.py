@@ -12,6 +12,7 @@ into words; ``to_json``/``from_json`` carry it through ``check --json`` unchange
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -780,7 +781,7 @@ def _hints(ctx: _Context, plan: Evaluation | None, better: Sequence[Evaluation])
                 kind="driver",
                 text=f"the amdgpu driver is {what}, so whether it runs ROCm {rocm} was not checked: "
                 "give the AMD GPU Driver release you installed (the amdgpu-install version) with --driver",
-                command=f"rocm-vllm check {_node_flags(ctx.node)} --driver 30.30.3",
+                command=shlex.join(["rocm-vllm", "check", *_node_argv(ctx.node), "--driver", "30.30.3"]),
             )
         )
     # 2. Request changes: an older vLLM, no quantization, a source build.
@@ -788,7 +789,7 @@ def _hints(ctx: _Context, plan: Evaluation | None, better: Sequence[Evaluation])
         again = _ok_plan(_resolve(ctx, request=replace(ctx.request, vllm=None)))
         if again is not None:
             c = again.candidate
-            cmd = f"rocm-vllm check {_node_flags(ctx.node)} --vllm =={c.vllm}"
+            cmd = shlex.join(["rocm-vllm", "check", *_node_argv(ctx.node), "--vllm", f"=={c.vllm}"])
             lead = "or keep this host as it is and pick" if "driver" in seen_kinds else "pick"
             add(Hint(kind="vllm", text=f"{lead} vLLM <= {c.vllm}, the newest that fits it: {c.label} ({c.channel})", command=cmd))
     gate = [r for r in ctx.d.blockers if r.code in GATE_CODES]
@@ -804,7 +805,7 @@ def _hints(ctx: _Context, plan: Evaluation | None, better: Sequence[Evaluation])
             src = d.plan if d is not None and d.plan is not None else None
         if src is not None:
             gfx = ",".join(ctx.node.gfx_targets)
-            cmd = f"rocm-vllm dockerfile --gfx {gfx} --vllm {src.candidate.vllm} -o Dockerfile.vllm-rocm"
+            cmd = shlex.join(["rocm-vllm", "dockerfile", "--gfx", gfx, "--vllm", str(src.candidate.vllm), "-o", "Dockerfile.vllm-rocm"])
             add(
                 Hint(
                     kind="source-build",
@@ -834,7 +835,7 @@ def _hints(ctx: _Context, plan: Evaluation | None, better: Sequence[Evaluation])
                 unofficial=True,
                 text=f"unofficial: HSA_OVERRIDE_GFX_VERSION={t.override} makes the runtime load {t.override_target} code on {name}{build}; "
                 "risk: crashes or wrong results, so test outputs before serving",
-                command=f"export HSA_OVERRIDE_GFX_VERSION={t.override}",
+                command=shlex.join(["export", f"HSA_OVERRIDE_GFX_VERSION={t.override}"]),
             )
         )
     if not ok_now:
@@ -869,7 +870,7 @@ def _host_hint(ctx: _Context, reasons: Sequence[Reason], node: Node, again: Eval
             verbs.append("fits")
         elif fix.kind == "python":
             parts.append(f"use {fix.text} for the venv")
-            command = f"uv venv --python {node.python}"
+            command = shlex.join(["uv", "venv", "--python", str(node.python)])
             verbs.append("installs")
         elif fix.kind == "os":
             parts.append(f"use {fix.text} (Ubuntu 22.04 has 2.35)")
@@ -884,12 +885,10 @@ def _host_hint(ctx: _Context, reasons: Sequence[Reason], node: Node, again: Eval
     return Hint(kind=kind, text=f"{lead}: then {_then(again)} {verb}", command=command, changes=tuple(changes), then=again.candidate.label)
 
 
-def _node_flags(node: Node) -> str:
-    import shlex
-
+def _node_argv(node: Node) -> list[str]:
     from resolver.report import node_flags
 
-    return shlex.join(node_flags(node))
+    return list(node_flags(node))
 
 
 # --- the derivation --------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from typing import Any, Final
 from packaging.version import Version
 
 from resolver import atomic, resources
-from resolver.errors import InputError, UnknownGfxError, UsageError
+from resolver.errors import InputError, UnknownGfxError, UnsafeValueError, UsageError
 from resolver.model import ComponentPin, Matrix, RocmStack, VllmRelease
 from resolver.node import Node
 from resolver.safety import require_safe
@@ -309,6 +309,7 @@ def plan_dockerfile(
     allow_preview: bool = False,
     allow_moving_refs: bool = False,
     registry_mirror: str | None = None,
+    allow_any_base: bool = False,
 ) -> DockerfilePlan:
     """Decide the whole file: refuse what cannot be built, narrow every arch list to the targets,
     leave out components whose gates exclude them (with a warning), check the driver.
@@ -361,6 +362,8 @@ def plan_dockerfile(
 
     # Base image: pinned by the release; its ROCm must be one the host driver runs.
     base_image = _safe_image(st.base_image or "", where=f"{where}: base_image")
+    if not allow_any_base:
+        check_base_allowed(base_image, where=f"{where}: base_image")
     rocm = st.rocm
     assert rocm is not None  # _require_known
     driver = _check_driver(matrix, node, rocm, warnings)
@@ -536,6 +539,30 @@ def _check_driver(matrix: Matrix, node: Node, rocm: Version, warnings: list[str]
             "or pick a vLLM release whose base ROCm this driver runs",
         )
     return DriverCheck(version=node.driver_version, series=drv_series, runs_base_rocm=True)
+
+
+# Where a generated FROM may point: Docker Hub's ROCm and vLLM namespaces and the distribution
+# images TheRock builds start from. The data (and a refresh's raw host) is not trusted to pick
+# another registry; --allow-any-base-image lifts this for a user who mirrors base images.
+ALLOWED_BASE_REPOS: Final[tuple[str, ...]] = ("rocm/*", "vllm/*", "ubuntu", "debian", "almalinux", "rockylinux")
+
+
+def check_base_allowed(image: str, *, where: str) -> None:
+    repo = image.partition(":")[0].removeprefix("docker.io/").removeprefix("library/")
+    first = repo.split("/", 1)[0]
+    if "/" in repo and ("." in first or ":" in first or first == "localhost"):
+        allowed = False  # another registry host
+    else:
+        allowed = any(
+            repo == pattern or (pattern.endswith("/*") and repo.startswith(pattern[:-1]))
+            for pattern in ALLOWED_BASE_REPOS
+        )
+    if not allowed:
+        raise UnsafeValueError(
+            f"{where}: {image!r} is not an allowed base image (allowed: {', '.join(ALLOWED_BASE_REPOS)} on Docker Hub)",
+            hint="fix the data (rocm-vllm matrix refresh reads it from upstream), or pass "
+            "--allow-any-base-image if you mean to build from this image",
+        )
 
 
 def _safe_image(image: str, *, where: str) -> str:

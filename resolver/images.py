@@ -7,7 +7,6 @@ candidate kinds restricted to images, so there is no second solver here.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -15,8 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
+from resolver import bounded
 from resolver.model import ContainerImage, Matrix
 from resolver.node import Node
 from resolver.solve import Decision, Request, Warning, solve
@@ -242,7 +242,7 @@ def smoke(
 def _last_json(text: str) -> dict[str, Any] | None:
     for line in reversed(text.strip().splitlines()):
         try:
-            data = json.loads(line)
+            data = bounded.loads_json(line)
         except ValueError:
             continue
         if isinstance(data, dict):
@@ -250,7 +250,7 @@ def _last_json(text: str) -> dict[str, Any] | None:
     return None
 
 
-_LEADING_VERSION = re.compile(r"^\d+(?:\.\d+)*")
+_LEADING_VERSION = re.compile(r"^[0-9]+(?:\.[0-9]+)*")
 
 
 def _release(text: str | None) -> tuple[int, ...] | None:
@@ -261,7 +261,7 @@ def _release(text: str | None) -> tuple[int, ...] | None:
         return None
     try:
         return Version(match.group(0)).release
-    except InvalidVersion:
+    except ValueError:
         return None
 
 

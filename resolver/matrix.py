@@ -9,17 +9,17 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import pickle
+import json
 import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
-from resolver import atomic, resources
+from resolver import atomic, bounded, resources
 from resolver.errors import MatrixError, UnsafeValueError
 from resolver.model import (
     COMPONENTS,
@@ -48,6 +48,7 @@ from resolver.model import (
 from resolver.safety import is_safe
 
 T = TypeVar("T")
+MAX_DATA_FILE = 16 * bounded.MiB  # the largest data file is ~100 KiB
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\x85]")
 
 
@@ -108,7 +109,7 @@ class Record:
             return None
         try:
             return Version(value)
-        except InvalidVersion:
+        except ValueError:
             raise self.fail(field, f"{value!r} is not a version") from None
 
     def choice(self, field: str, options: Iterable[str], default: str | None = None) -> str:
@@ -173,11 +174,11 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
 
 def _read(
     directory: Path, name: str, key: str, extra: Mapping[str, list[dict[str, Any]]] | None = None
-) -> list[Record]:
+) -> list[dict[str, Any]]:
+    """The raw tables of one data file, with the overlay's records for it laid over them."""
     path = directory / name
     try:
-        with path.open("rb") as fh:
-            doc = tomllib.load(fh)
+        doc = bounded.load_toml(path, MAX_DATA_FILE)
     except FileNotFoundError:
         raise MatrixError(
             f"{name}: data file not found in {directory}",
@@ -198,6 +199,10 @@ def _read(
         from resolver import overlay
 
         items = overlay.merge(name, items, extra[name])
+    return cast(list[dict[str, Any]], items)
+
+
+def _records(name: str, key: str, items: list[Any]) -> list[Record]:
     records = []
     for i, item in enumerate(items):
         if not isinstance(item, dict):
@@ -276,7 +281,7 @@ def _driver(rec: Record) -> DriverSeries:
     user_space = rec.strings("user_space", required=True)
     for field_value in (series, *user_space):
         parts = field_value.split(".")
-        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        if len(parts) != 2 or not all(bounded.ascii_int(p, max_digits=4) is not None and p == p.strip() for p in parts):
             raise rec.fail("series/user_space", f"{field_value!r} is not a MAJOR.MINOR series")
     modules = rec.strings("module_versions")
     modules_source = rec.opt_text("module_versions_source") or ""
@@ -286,7 +291,7 @@ def _driver(rec: Record) -> DriverSeries:
         series=series,
         # By number, so every window prints in order: "7.11" before "10.0", never "10.0, 7.11".
         user_space=tuple(sorted(user_space, key=lambda v: tuple(int(p) for p in v.split(".")))),
-        paired_rocm=rec.opt_text("paired_rocm"),
+        paired_rocm=_opt_safe(rec, "paired_rocm", "version"),
         provenance=rec.provenance(),
         module_versions=modules,
         module_versions_source=modules_source,
@@ -353,8 +358,8 @@ def _gfx(rec: Record) -> GfxTarget:
         ),
         vllm_status=cast(Any, rec.choice("vllm_status", ("official", "buildable", "unsupported"))),
         vllm_note=rec.opt_text("vllm_note") or "",
-        override=rec.opt_text("override"),
-        override_target=rec.opt_text("override_target"),
+        override=_opt_safe(rec, "override", "gfx_override"),
+        override_target=_opt_safe(rec, "override_target", "gfx"),
         env=tuple(env),
         provenance=rec.provenance(),
         kernel_floors=tuple(_kernel_floor(k, rec) for k in rec.tables("kernel_floor")),
@@ -401,6 +406,11 @@ def _base_image(rec: Record) -> str | None:
 def stack_variant(rocm: Version | None) -> str:
     """Upstream's name for a ROCm stack: rocm{major}{minor} (.buildkite/scripts/rocm/stack.sh)."""
     return f"rocm{rocm.major}{rocm.minor}" if rocm is not None else "default"
+
+
+def _opt_safe(rec: Record, field: str, kind: str) -> str | None:
+    value = rec.opt_text(field)
+    return rec.safe(field, kind, value) if value else None
 
 
 def _opt_version(rec: Record, field: str) -> str | None:
@@ -471,12 +481,12 @@ def _wheel(rec: Record) -> WheelVariant:
     spec_text = rec.opt_text("vllm")
     try:
         spec = SpecifierSet(spec_text) if spec_text is not None else None
-    except InvalidSpecifier:
+    except ValueError:
         raise rec.fail("vllm", f"{spec_text!r} is not a PEP 440 specifier") from None
     return WheelVariant(
         name=rec.text("name"),
         rocm=cast(Version, rec.version("rocm")),
-        python=rec.strings("python", required=True),
+        python=tuple(rec.safe("python", "python", p) for p in rec.strings("python", required=True)),
         glibc_min=cast(Version, rec.version("glibc_min")),
         vllm=spec,
         includes_nightlies=rec.flag("includes_nightlies"),
@@ -498,7 +508,7 @@ def _image(rec: Record) -> ContainerImage:
         rocm=rec.version("rocm", required=False),
         stream=cast(Any, rec.choice("stream", STREAMS, "legacy")),
         vllm=rec.version("vllm", required=False),
-        python=rec.opt_text("python"),
+        python=_opt_safe(rec, "python", "version"),
         torch=rec.opt_text("torch"),
         arch=rec.strings("arch"),
         family_tag=rec.opt_text("family_tag"),
@@ -518,7 +528,7 @@ def _example(rec: Record) -> ExampleNode:
         product=rec.text("product"),
         driver=rec.opt_text("driver"),
         os=rec.opt_text("os"),
-        python=rec.opt_text("python"),
+        python=_opt_safe(rec, "python", "version"),
         rocm=rec.opt_text("rocm"),
         provenance=rec.provenance(),
     )
@@ -618,15 +628,41 @@ def load_dir(directory: Path, extra: Mapping[str, list[dict[str, Any]]] | None =
     """Read and check every data file in ``directory``, with ``extra`` records (the refreshed-data
     overlay, by file name) laid over them by key."""
 
+    return _from_raw(_read_all(directory, extra))
+
+
+_KEYS: dict[str, str] = {
+    "rocm.toml": "release",
+    "os.toml": "os",
+    "drivers.toml": "driver",
+    "gfx.toml": "gfx",
+    "vllm.toml": "release",
+    "wheels.toml": "variant",
+    "images.toml": "image",
+    "nodes.toml": "example",
+}
+
+
+def _read_all(directory: Path, extra: Mapping[str, list[dict[str, Any]]] | None) -> dict[str, list[Any]]:
+    return {name: _read(directory, name, key, extra) for name, key in _KEYS.items()}
+
+
+def _from_raw(raw: Mapping[str, list[Any]]) -> Matrix:
+    """Build and check the matrix from raw tables: the one path both the TOML files and the
+    compiled cache go through, so a cache entry is validated exactly like the data."""
+
+    def recs(name: str) -> list[Record]:
+        return _records(name, _KEYS[name], raw[name])
+
     m = Matrix(
-        rocm=_build(_read(directory, "rocm.toml", "release", extra), _rocm),
-        os=_build(_read(directory, "os.toml", "os", extra), _os),
-        drivers=_build(_read(directory, "drivers.toml", "driver", extra), _driver),
-        gfx=_build(_read(directory, "gfx.toml", "gfx", extra), _gfx),
-        vllm=_build(_read(directory, "vllm.toml", "release", extra), _vllm),
-        wheels=_build(_read(directory, "wheels.toml", "variant", extra), _wheel),
-        images=_build(_read(directory, "images.toml", "image", extra), _image),
-        examples=_build(_read(directory, "nodes.toml", "example", extra), _example),
+        rocm=_build(recs("rocm.toml"), _rocm),
+        os=_build(recs("os.toml"), _os),
+        drivers=_build(recs("drivers.toml"), _driver),
+        gfx=_build(recs("gfx.toml"), _gfx),
+        vllm=_build(recs("vllm.toml"), _vllm),
+        wheels=_build(recs("wheels.toml"), _wheel),
+        images=_build(recs("images.toml"), _image),
+        examples=_build(recs("nodes.toml"), _example),
     )
     check_invariants(m)
     return m
@@ -641,8 +677,8 @@ def _compiled_path(directory: Path, overlay_stamp: tuple[str, int, int] | None) 
     from resolver import __version__
 
     h = hashlib.sha256(f"{__version__}|{directory}|{overlay_stamp}".encode())
-    # The record classes and their builder are part of the key: a pickle of an older shape of
-    # them must never be read back (a development checkout changes them without a new version).
+    # The builders are part of the key: an entry written by an older shape of them is not read
+    # back (a development checkout changes them without a new version).
     code = [Path(__file__), Path(__file__).with_name("model.py")]
     for path in [*(directory / name for name in resources.MATRIX_FILES), *code]:
         try:
@@ -650,23 +686,37 @@ def _compiled_path(directory: Path, overlay_stamp: tuple[str, int, int] | None) 
         except OSError:
             return None
         h.update(f"|{path.name}:{st.st_size}:{st.st_mtime_ns}".encode())
-    return resources.cache_dir() / "matrix" / f"{h.hexdigest()[:32]}.pickle"
+    return resources.cache_dir() / "matrix" / f"{h.hexdigest()[:32]}.json"
+
+
+_COMPILED_FORMAT = 1
+_MAX_COMPILED = 32 * bounded.MiB
 
 
 def _read_compiled(path: Path) -> Matrix | None:
-    # The cache is the user's own directory, written only by this function's partner below.
+    """The matrix from a cache entry, or None (missing, damaged, or not valid data).
+
+    The entry is plain JSON of the raw tables (never a pickle: a crafted file in a shared or
+    CI-restored cache dir must not run code), rebuilt and checked by the same builders as the
+    TOML files; what it saves is the TOML parse, the larger half of loading."""
     try:
-        with path.open("rb") as fh:
-            m = pickle.load(fh)
-    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
+        doc = bounded.loads_json(bounded.read_bytes(path, _MAX_COMPILED))
+    except (OSError, ValueError):
         return None
-    return m if isinstance(m, Matrix) else None
+    files = doc.get("files") if isinstance(doc, dict) and doc.get("format") == _COMPILED_FORMAT else None
+    if not isinstance(files, dict) or set(files) != set(_KEYS) or not all(isinstance(v, list) for v in files.values()):
+        return None
+    try:
+        return _from_raw(files)
+    except (MatrixError, ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError):
+        return None  # the data files are read again; their own errors name file and field
 
 
-def _write_compiled(path: Path, m: Matrix) -> None:
+def _write_compiled(path: Path, raw: Mapping[str, list[Any]]) -> None:
     """Best effort: a read-only or full cache dir only costs speed."""
-    with contextlib.suppress(OSError):
-        atomic.write_atomic(path, pickle.dumps(m, protocol=pickle.HIGHEST_PROTOCOL))
+    with contextlib.suppress(OSError, ValueError, TypeError):
+        text = json.dumps({"format": _COMPILED_FORMAT, "files": raw}, separators=(",", ":"))
+        atomic.write_atomic(path, text)
 
 
 @functools.cache
@@ -677,9 +727,10 @@ def _load_cached(directory: str, overlay_stamp: tuple[str, int, int] | None) -> 
     if compiled is not None and (m := _read_compiled(compiled)) is not None:
         return m
     extra = overlay.read(Path(overlay_stamp[0])) if overlay_stamp else None
-    m = load_dir(Path(directory), extra)
+    raw = _read_all(Path(directory), extra)
+    m = _from_raw(raw)
     if compiled is not None:
-        _write_compiled(compiled, m)
+        _write_compiled(compiled, raw)
     return m
 
 

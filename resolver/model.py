@@ -172,7 +172,7 @@ class GfxTarget:
 
 # A ref that names one state of a repository: a commit (7-40 hex) or a release-like tag
 # (v1.2.3, 2.9.0, v0.1.10.post2, rocm-6.4.1). Anything else (main, a feature branch) moves.
-_FIXED_REF = re.compile(r"(?:[0-9a-f]{7,40}|[A-Za-z_-]*v?\d+(?:\.\d+)+(?:[.-]?(?:post|rc|a|b)\d+)?)\Z")
+_FIXED_REF = re.compile(r"(?:[0-9a-f]{7,40}|[A-Za-z_-]*v?[0-9]+(?:\.[0-9]+)+(?:[.-]?(?:post|rc|a|b)[0-9]+)?)\Z")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -11,11 +11,13 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from resolver import bounded
 from resolver.errors import InputError
 from resolver.versions import check_gfx_name, driver_series, python_minor, split_os
 
 # More logical GPUs than any node has (8 MI300X in CPX mode are 64); guards memory and nonsense.
 MAX_GPUS = 1024
+MAX_NODE_FILE = 16 * bounded.MiB  # a probe JSON is a few KiB
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -161,7 +163,9 @@ def from_json(data: Any, *, where: str) -> Node:
                 compute_units=_opt(g, "compute_units", int, where),
                 vram_bytes=_opt(g, "vram_bytes", int, where),
                 unique_id=_opt(g, "unique_id", str, where),
-                partition=Partition(compute=part.get("compute"), memory=part.get("memory"))
+                partition=Partition(
+                    compute=_opt(part, "compute", str, where), memory=_opt(part, "memory", str, where)
+                )
                 if isinstance(part, dict)
                 else None,
                 integrated=bool(g.get("integrated", False)),
@@ -212,7 +216,7 @@ def from_json(data: Any, *, where: str) -> Node:
 
 def read_node_file(path: Path) -> Node:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = bounded.read_text(path, MAX_NODE_FILE)
     except FileNotFoundError:
         raise InputError(f"--node {path}: no such file", hint="write it with `rocm-vllm probe --json > node.json`") from None
     except UnicodeDecodeError:
@@ -220,10 +224,15 @@ def read_node_file(path: Path) -> Node:
     except OSError as exc:
         raise InputError(f"--node {path}: cannot read it ({exc.strerror or exc.__class__.__name__})", hint="check the path and its permissions") from None
     try:
-        data = json.loads(text)
+        data = bounded.loads_json(text)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"--node {path}: not valid JSON (line {exc.lineno}, column {exc.colno})",
+            hint="write it with `rocm-vllm probe --json > node.json`",
+        ) from None
+    except ValueError as exc:  # nested too deep, NaN, a number past the int-string limit
+        raise InputError(
+            f"--node {path}: not a probe JSON file ({exc})",
             hint="write it with `rocm-vllm probe --json > node.json`",
         ) from None
     return from_json(data, where=str(path))

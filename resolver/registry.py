@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import re
 import time
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from resolver import atomic, resources
+from resolver import atomic, bounded, deadline, resources
 from resolver.errors import RegistryError, RegistryUnreachableError, UsageError
 from resolver.safety import is_safe, require_safe
 
@@ -60,6 +61,7 @@ MANIFEST_ACCEPT = (
 )
 _CHALLENGE_RE = re.compile(r'(\w+)="([^"]*)"')
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+_sleep = time.sleep  # one place for tests to stop retries from waiting
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,18 +151,24 @@ class DigestCache:
 
     def _load(self) -> dict[str, Any]:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = bounded.loads_json(bounded.read_bytes(self.path, 16 * bounded.MiB))
         except (OSError, ValueError):
             return {}  # a missing or damaged cache is only a cache miss
         return data if isinstance(data, dict) else {}
 
     def get(self, key: str) -> dict[str, Any] | None:
+        """A fresh entry whose digest is a well-formed sha256 digest (the cache is a file anyone
+        with the user's rights can edit: what it says is checked before it is printed)."""
         entry = self._load().get(key)
-        if not isinstance(entry, dict) or not isinstance(entry.get("digest"), str):
+        if not isinstance(entry, dict) or not is_safe("digest", entry.get("digest") or ""):
             return None
-        if time.time() - float(entry.get("at", 0)) > self.ttl:
+        at = entry.get("at", 0)
+        if isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at):
             return None
-        return entry
+        if not 0 <= time.time() - at <= self.ttl:  # expired, or stamped in the future
+            return None
+        media_type = entry.get("media_type")
+        return {"digest": entry["digest"], "media_type": media_type if isinstance(media_type, str) else None, "at": at}
 
     def put(self, key: str, digest: str, media_type: str | None) -> None:
         data = self._load()
@@ -176,6 +184,7 @@ class RegistryClient:
         registry: Registry,
         *,
         timeout: float = 10.0,
+        deadline: float = 60.0,
         retries: int = 3,
         backoff: float = 0.5,
         cache: DigestCache | None = None,
@@ -186,6 +195,7 @@ class RegistryClient:
 
         self.registry = registry
         self.timeout = timeout
+        self.deadline = deadline  # seconds for one resolve(), retries included
         self.retries = max(1, retries)
         self.backoff = backoff
         self.cache = cache
@@ -204,17 +214,34 @@ class RegistryClient:
         return self._credentials
 
     # -- public -------------------------------------------------------------------------------
+    def close(self) -> None:
+        self.session.close()
+
     def resolve(self, repo: str, tag: str, *, use_cache: bool = True) -> ResolvedDigest:
         require_safe("image_repo", repo, where="image repository")
         require_safe("image_tag", tag, where="image tag")
         key = f"{self.registry.url}/{self.registry.repository(repo)}:{tag}"
+        limit = deadline.configured(self.deadline)
         try:
-            digest, media_type = self._manifest_digest(repo, tag)
-        except RegistryUnreachableError as exc:
-            # Only an unreachable registry lets the cache answer; a denied tag (404/401) is final.
+            with deadline.within(limit):
+                digest, media_type = self._manifest_digest(repo, tag)
+        except (RegistryUnreachableError, deadline.DeadlineExceeded) as exc:
+            # Only an unreachable (or stalled) registry lets the cache answer; a denied tag
+            # (404/401) is final.
+            unreachable = (
+                exc.message
+                if isinstance(exc, RegistryUnreachableError)
+                else f"{self.registry.url} did not answer within {limit:g} s"
+            )
             hit = self.cache.get(key) if use_cache and self.cache is not None else None
             if hit is None:
-                raise
+                if isinstance(exc, RegistryUnreachableError):
+                    raise
+                raise RegistryError(
+                    f"{self.registry.image_name(repo)}:{tag}: {unreachable}",
+                    hint=f"the registry is too slow or stalls; retry later, use --registry with a closer mirror, "
+                    f"or raise {deadline.ENV}; without --digest the image is chosen offline",
+                ) from None
             return ResolvedDigest(
                 repo,
                 tag,
@@ -223,8 +250,12 @@ class RegistryClient:
                 self.registry.url,
                 True,
                 cached_at=float(hit.get("at", 0)),
-                unreachable=exc.message,
+                unreachable=unreachable,
             )
+        finally:
+            # One lookup is a handful of requests: keep no connection open after it (a caller
+            # that never calls close() must not leak sockets).
+            self.session.close()
         if self.cache is not None:
             self.cache.put(key, digest, media_type)
         return ResolvedDigest(repo, tag, digest, media_type, self.registry.url, False)
@@ -327,7 +358,7 @@ class RegistryClient:
                 "(credentials are read from the Docker config), or use --registry with a mirror",
             )
         try:
-            body = response.json()
+            body = bounded.loads_json(response.content)
         except ValueError:
             body = None
         token = body.get("token") or body.get("access_token") if isinstance(body, dict) else None
@@ -351,18 +382,19 @@ class RegistryClient:
         last: str = ""
         for attempt in range(self.retries):
             if attempt:
-                time.sleep(self.backoff * 2 ** (attempt - 1))
+                _sleep(min(self.backoff * 2 ** (attempt - 1), 30.0))
             try:
-                response = self.session.request(
-                    method, url, timeout=self.timeout, allow_redirects=True, **kwargs
-                )
+                with self.session.request(
+                    method, url, timeout=self.timeout, allow_redirects=True, stream=True, **kwargs
+                ) as response:
+                    _read_capped(response, what)
             except requests.Timeout:
                 last = f"timed out after {self.timeout:g}s"
                 continue
             except requests.ConnectionError as exc:
                 last = f"connection failed ({_short(exc)})"
                 continue
-            except requests.RequestException as exc:
+            except (requests.RequestException, ValueError) as exc:
                 # A redirect to file://, a malformed URL or header: not worth retrying.
                 raise RegistryError(
                     f"registry {self.registry.url}: request for {what} failed: {_short(exc)}",
@@ -408,6 +440,26 @@ class RegistryClient:
         )
 
 
+MAX_BODY = 4 * 1024 * 1024  # a manifest, an error page or a token reply is a few KiB
+
+
+def _read_capped(response: requests.Response, what: str) -> None:
+    """Read the body into ``response`` (its ``.content``), refusing more than ``MAX_BODY``."""
+    chunks: list[bytes] = []
+    size = 0
+    # Read even a HEAD answer's (empty) body: that is what lets the connection close cleanly.
+    for chunk in response.iter_content(chunk_size=1 << 16):
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise RegistryError(
+                f"{response.url}: the answer for {what} is larger than {MAX_BODY // (1024 * 1024)} MiB",
+                hint="this is not an OCI registry (or a proxy sends an endless body); check --registry",
+            )
+        chunks.append(chunk)
+    response._content = b"".join(chunks)
+    response._content_consumed = True
+
+
 def _media_type(value: str | None) -> str | None:
     return value.split(";", 1)[0].strip() if value else None
 
@@ -425,8 +477,8 @@ _MANIFEST_TYPES = frozenset(
 def _is_manifest(body: bytes, media_type: str | None) -> bool:
     """A JSON object with a schemaVersion, of a manifest media type (by header or by body)."""
     try:
-        doc = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+        doc = bounded.loads_json(body)
+    except ValueError:
         return False
     if not isinstance(doc, dict) or "schemaVersion" not in doc:
         return False

@@ -59,7 +59,7 @@ def plan_steps(ev: Evaluation, node: Node) -> list[tuple[str, str]]:
         py = c.wheel.python[0]
         index = f"https://wheels.vllm.ai/rocm/{c.vllm}/{c.wheel.name}"
         return [
-            (f"uv venv --python {py} .venv && . .venv/bin/activate", ""),
+            (shlex.join(["uv", "venv", "--python", py, ".venv"]) + " && . .venv/bin/activate", ""),
             (shlex.join(["uv", "pip", "install", f"vllm=={c.vllm}+{c.wheel.name}", "--extra-index-url", index]), ""),
             (
                 "python -c 'import torch; assert torch.version.hip and not torch.version.cuda, torch.__version__'",

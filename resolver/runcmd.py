@@ -31,8 +31,8 @@ CONTAINER_HF_CACHE = "/root/.cache/huggingface"
 _VISIBILITY_VARS = frozenset(
     {"ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"}
 )
-_MODEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,255}$")
-_PATH_RE = re.compile(r"^(~|/)[A-Za-z0-9._/+-]*$")
+_MODEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,255}\Z")
+_PATH_RE = re.compile(r"^(~|/)[A-Za-z0-9._/+-]*\Z")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -54,12 +54,24 @@ class RunSpec:
             raise UsageError(
                 f"--port {self.port} is not a TCP port", hint="give a port between 1 and 65535"
             )
-        if self.model is not None and not _MODEL_RE.match(self.model):
+        if self.model is not None and not _MODEL_RE.fullmatch(self.model):
             raise UsageError(
                 f"--model {self.model!r} is not a model id or path",
                 hint="give a Hugging Face id (org/name) or an absolute path without spaces or shell characters",
             )
-        if not _PATH_RE.match(self.hf_cache):
+        if self.hf_cache.startswith("~") and not self.hf_cache.startswith("~/") and self.hf_cache != "~":
+            # ~user/x: the shell would expand it, but a quoted word is not; expand it here.
+            try:
+                expanded = str(Path(self.hf_cache).expanduser())
+            except RuntimeError:  # no such user
+                expanded = self.hf_cache
+            if expanded == self.hf_cache or not expanded.startswith("/"):
+                raise UsageError(
+                    f"Hugging Face cache path {self.hf_cache!r} names an unknown user",
+                    hint="give an absolute path, or one under ~/ or ~USER/ for a user of this machine",
+                )
+            object.__setattr__(self, "hf_cache", expanded)
+        if not _PATH_RE.fullmatch(self.hf_cache):
             raise UsageError(
                 f"Hugging Face cache path {self.hf_cache!r} is not usable",
                 hint="give an absolute path or one under ~/ without spaces or shell characters",

@@ -13,20 +13,23 @@ from resolver.errors import UnsafeInputError, UnsafeValueError
 
 PATTERNS: Final[dict[str, re.Pattern[str]]] = {
     # GitHub owner/name
-    "repo": re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$"),
+    "repo": re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}\Z"),
     # git commit, tag or branch: no spaces, no shell or Dockerfile metacharacters, no "..".
-    "ref": re.compile(r"^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._/+-]{0,127}$"),
+    "ref": re.compile(r"^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._/+-]{0,127}\Z"),
     # OCI repository path (registry host optional) and tag, per the distribution spec grammar.
     "image_repo": re.compile(
-        r"^(?:[a-z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*$"
+        r"^(?:[a-z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*\Z"
     ),
-    "image_tag": re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"),
-    "digest": re.compile(r"^sha256:[0-9a-f]{64}$"),
-    "gfx": re.compile(r"^gfx[0-9a-f]{3,4}$"),
-    "version": re.compile(r"^[0-9]+(?:\.[0-9]+){0,3}(?:[a-z0-9.+-]{0,40})$"),
-    "env_name": re.compile(r"^[A-Z][A-Z0-9_]{0,63}$"),
-    "env_value": re.compile(r"^[A-Za-z0-9_.,:;=/+-]{0,200}$"),
-    "url": re.compile(r"^https?://[A-Za-z0-9.-]+(?::[0-9]+)?(?:/[A-Za-z0-9._~%/+-]*)?$"),
+    "image_tag": re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z"),
+    "digest": re.compile(r"^sha256:[0-9a-f]{64}\Z"),
+    "gfx": re.compile(r"^gfx[0-9a-f]{3,4}\Z"),
+    "version": re.compile(r"^[0-9]{1,9}(?:\.[0-9]{1,9}){0,3}(?:[a-z0-9.+-]{0,40})\Z"),
+    # a CPython minor as uv/pip take it, and HSA_OVERRIDE_GFX_VERSION's major.minor.stepping
+    "python": re.compile(r"^3\.[0-9]{1,2}\Z"),
+    "gfx_override": re.compile(r"^[0-9]{1,2}\.[0-9]{1,3}\.[0-9]{1,3}\Z"),
+    "env_name": re.compile(r"^[A-Z][A-Z0-9_]{0,63}\Z"),
+    "env_value": re.compile(r"^[A-Za-z0-9_.,:;=/+-]{0,200}\Z"),
+    "url": re.compile(r"^https?://(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%/+-]*)?\Z"),
 }
 
 

@@ -8,6 +8,7 @@ carries the facts it rests on with their sources, so ``resolver.explain`` can sa
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
@@ -1182,7 +1183,7 @@ def _missing_releases(unread: list[Evaluation]) -> tuple[MissingFact, ...]:
             kind="release",
             subject=v,
             detail=f"vLLM {v}: {what} are not in the data",
-            fetch=f"rocm-vllm matrix refresh --source sdist --tag {v} --write",
+            fetch=shlex.join(["rocm-vllm", "matrix", "refresh", "--source", "sdist", "--tag", v, "--write"]),
             source=e.candidate.release.provenance.source if e.candidate.release else "",
         )
     return tuple(out.values())

@@ -8,22 +8,28 @@ from __future__ import annotations
 
 import re
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 from resolver.errors import InputError
 
-_DRIVER_RE = re.compile(r"^\s*(\d{1,3})\.(\d{1,3})(?:\.(\d{1,6}))?(?:[-.+~][0-9A-Za-z.+~-]*)?\s*$")
-_GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
-_OS_RE = re.compile(r"^([a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)*)-(\d+(?:\.\d+){0,2})$")
-_PY_RE = re.compile(r"^3\.(\d{1,2})(?:\.\d+)?$")
+MAX_VERSION_TEXT = 64
+_DRIVER_RE = re.compile(r"^\s*([0-9]{1,3})\.([0-9]{1,3})(?:\.([0-9]{1,6}))?(?:[-.+~][0-9A-Za-z.+~-]*)?\s*\Z")
+_GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}\Z")
+_OS_RE = re.compile(r"^([a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)*)-([0-9]+(?:\.[0-9]+){0,2})\Z")
+_PY_RE = re.compile(r"^3\.([0-9]{1,2})(?:\.[0-9]+)?\Z")
 
 
 def parse_version(text: str, *, what: str) -> Version:
-    """Parse a PEP 440 version given by a user; a bad one is an ``InputError``."""
+    """Parse a PEP 440 version given by a user; a bad one is an ``InputError``.
+
+    Bounded: a version of more than 64 characters, or with non-ASCII digits, is refused (packaging
+    reads "٣" as 3, and a 5,000-digit release segment raises past Python's int-string limit)."""
     try:
+        if not isinstance(text, str) or len(text) > MAX_VERSION_TEXT or not text.isascii():
+            raise ValueError(text)
         return Version(text.strip().lstrip("v"))
-    except (InvalidVersion, AttributeError):
+    except (ValueError, AttributeError):
         raise InputError(
             f"{what} {text!r} is not a version",
             hint=f"write {what} as numbers separated by dots, for example 7.2.3",
@@ -33,6 +39,11 @@ def parse_version(text: str, *, what: str) -> Version:
 def parse_spec(text: str) -> SpecifierSet:
     """Parse ``--vllm``: a PEP 440 specifier, or a bare version meaning ``==version``."""
     raw = text.strip()
+    if len(raw) > 4 * MAX_VERSION_TEXT or not raw.isascii():
+        raise InputError(
+            f"--vllm {text[:80]!r} is not a version or PEP 440 specifier",
+            hint="use a version (0.24.0) or a specifier such as '>=0.20' or '==0.10.*' (ASCII, short)",
+        )
     if raw.lower() in ("latest", "newest", "stable"):
         raise InputError(f"--vllm {text!r} is not a version", hint="leave --vllm out to get the newest release that fits")
     if (raw and raw[0].isdigit()) or (raw.startswith("v") and raw[1:2].isdigit()):
@@ -40,15 +51,21 @@ def parse_spec(text: str) -> SpecifierSet:
         if not bare.endswith(".*"):  # 0.24.* means ==0.24.*
             try:
                 Version(bare)
-            except InvalidVersion:
+            except ValueError:
                 raise InputError(
                     f"--vllm {text!r} is not a version or PEP 440 specifier",
                     hint="use a vLLM version (0.24.0), a wildcard (0.24.*) or a specifier such as '>=0.20'",
                 ) from None
         raw = f"=={bare}"
     try:
-        return SpecifierSet(raw)
-    except InvalidSpecifier:
+        spec = SpecifierSet(raw)
+        for item in spec:  # parse every version now: packaging defers it to the first comparison
+            if len(item.version) > MAX_VERSION_TEXT:
+                raise ValueError(item.version)
+            if not item.version.endswith(".*"):
+                Version(item.version)
+        return spec
+    except ValueError:
         raise InputError(
             f"--vllm {text!r} is not a version or PEP 440 specifier",
             hint="use a version (0.24.0) or a specifier such as '>=0.20' or '==0.10.*'",
@@ -77,12 +94,12 @@ def driver_series(text: str) -> str:
 
 
 # How rocminfo and the compilers print a target: ``amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-``.
-_TARGET_ID_RE = re.compile(r"^(?:amdgcn-amd-amdhsa--)?(gfx[0-9a-f]{3,5})((?::[a-z0-9_]+[+-])*)$")
+_TARGET_ID_RE = re.compile(r"^(?:amdgcn-amd-amdhsa--)?(gfx[0-9a-f]{3,5})((?::[a-z0-9_]+[+-])*)\Z")
 # rocm_smi_lib / amd-smi before ROCm 6.4 built the name in decimal and, when the minor digit is 0,
 # multiplied the major by another 10: gfx908 -> "gfx9008", gfx90a -> "gfx9010", gfx1101 -> "gfx11001"
 # (ROCm/amdsmi CHANGELOG, amd_smi_lib for ROCm 6.4.0, resolved issues). No real target has a
 # 4-digit name starting with 6-9 or a 5-digit name, so those are read back as major, 0, stepping.
-_SMI_MISPRINT_RE = re.compile(r"^gfx(?:([6-9])|(1[0-2]))0(\d\d)$")
+_SMI_MISPRINT_RE = re.compile(r"^gfx(?:([6-9])|(1[0-2]))0([0-9][0-9])\Z")
 
 
 def smi_misprint(name: str) -> str | None:

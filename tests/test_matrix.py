@@ -289,7 +289,7 @@ def test_compiled_matrix_is_reused_and_invalidated(tmp_path: Path, monkeypatch: 
     first = matrix.load()
     from resolver import resources
 
-    entries = list((resources.cache_dir() / "matrix").glob("*.pickle"))
+    entries = list((resources.cache_dir() / "matrix").glob("*.json"))
     assert len(entries) == 1
     matrix._load_cached.cache_clear()
 
@@ -297,15 +297,15 @@ def test_compiled_matrix_is_reused_and_invalidated(tmp_path: Path, monkeypatch: 
         raise AssertionError("the TOML was parsed again")
 
     with monkeypatch.context() as mp:
-        mp.setattr(matrix, "load_dir", no_parsing)
+        mp.setattr(matrix.bounded, "load_toml", no_parsing)
         assert matrix.load() == first  # read back from the compiled file
     # An edit makes a new entry with the new facts; a corrupt entry is ignored, not trusted.
     text = (d / "nodes.toml").read_text().replace('description = "8x AMD Instinct MI300X', 'description = "Eight MI300X', 1)
     (d / "nodes.toml").write_text(text)
     matrix._load_cached.cache_clear()
     assert matrix.load().example("mi300x-8").description.startswith("Eight MI300X")  # type: ignore[union-attr]
-    for entry in (resources.cache_dir() / "matrix").glob("*.pickle"):
-        entry.write_bytes(b"not a pickle")
+    for entry in (resources.cache_dir() / "matrix").glob("*.json"):
+        entry.write_bytes(b"not JSON")
     matrix._load_cached.cache_clear()
     assert matrix.load().example("mi300x-8").description.startswith("Eight MI300X")  # type: ignore[union-attr]
     matrix._load_cached.cache_clear()

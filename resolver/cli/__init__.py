@@ -75,6 +75,17 @@ def main() -> None:
     except typer.Abort:
         print("aborted", file=sys.stderr)
         sys.exit(130)
+    except KeyboardInterrupt:
+        print("aborted", file=sys.stderr)
+        sys.exit(130)
+    except Exception as bug:  # noqa: BLE001 - the last line of defence: a bug, never a traceback
+        from resolver import crash
+
+        report = crash.save_report(bug, sys.argv)
+        print(f"error: internal error ({crash.one_line(bug)})", file=sys.stderr)
+        where = f"a crash report is saved in {report}" if report else "no crash report could be saved"
+        print(f"hint: this is a bug in rocm-vllm; {where}: please attach it to an issue", file=sys.stderr)
+        sys.exit(crash.EXIT_INTERNAL)
     sys.exit(code if isinstance(code, int) else 0)
 
 

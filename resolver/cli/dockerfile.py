@@ -88,6 +88,13 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         allow_moving_refs: Annotated[
             bool, typer.Option("--allow-moving-refs", help="Build a stack whose upstream pins name a branch (not reproducible).")
         ] = False,
+        allow_any_base_image: Annotated[
+            bool,
+            typer.Option(
+                "--allow-any-base-image",
+                help="Accept a base image outside the allow-list (rocm/*, vllm/*, ubuntu, debian, almalinux, rockylinux on Docker Hub).",
+            ),
+        ] = False,
     ) -> None:
         """A source-build Dockerfile for the node's gfx targets only, with every component pinned."""
         from resolver import dockerfile as df
@@ -107,6 +114,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         plan = df.plan_dockerfile(
             m, node, release, vllm_repo=vllm_repo, vllm_ref=vllm_ref, max_jobs=max_jobs, stack=chosen,
             allow_preview=allow_preview, allow_moving_refs=allow_moving_refs, registry_mirror=registry_mirror,
+            allow_any_base=allow_any_base_image,
         )
         image_tag = df.image_tag(plan, tag)  # checked now, so a bad --tag fails before any output
         text = df.render(plan)

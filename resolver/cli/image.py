@@ -171,7 +171,11 @@ def image(
     if digest:
         from resolver.registry import DigestCache, RegistryClient
 
-        pinned = images.pin(chosen, RegistryClient(reg, cache=DigestCache()))
+        client = RegistryClient(reg, cache=DigestCache())
+        try:
+            pinned = images.pin(chosen, client)
+        finally:
+            client.close()
         chosen = pinned.image
         warnings += pinned.warnings
         resolved = pinned.resolved
@@ -298,15 +302,16 @@ def _iso(epoch: float | None) -> str | None:
 
 
 def _parse_devices(text: str | None) -> tuple[int, ...] | None:
+    from resolver.bounded import ascii_int
     from resolver.errors import UsageError
+    from resolver.node import MAX_GPUS
 
     if text is None:
         return None
-    try:
-        ids = tuple(int(p) for p in text.split(",") if p.strip())
-    except ValueError:
-        ids = ()
-    if not ids or any(i < 0 for i in ids) or len(set(ids)) != len(ids):
+    # ASCII digits only: int() reads "1_0" as 10 and "٣" as 3, and a 5,000-digit index raises.
+    parsed = [ascii_int(p, max_digits=4) for p in text.split(",") if p.strip()]
+    ids = tuple(i for i in parsed if i is not None)
+    if not ids or len(ids) != len(parsed) or any(i >= MAX_GPUS for i in ids) or len(set(ids)) != len(ids):
         raise UsageError(
             f"--devices {text!r} is not a list of GPU indices",
             hint="give distinct indices such as 0,1,2,3",

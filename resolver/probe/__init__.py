@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from resolver import bounded
 from resolver.errors import ProbeError
 from resolver.node import Node, Problem
 from resolver.probe import driver as driver_mod
@@ -33,8 +34,17 @@ def _read(path: Path, flag: str) -> str:
                 f"{flag} {path}: is a directory, not a file",
                 hint=f"give {flag} the saved output file",
             )
-        with path.open("rb") as handle:
-            data = handle.read(_MAX_INPUT + 1)
+        data = bounded.read_bytes(path, _MAX_INPUT)
+    except bounded.TooLargeError:
+        raise ProbeError(
+            f"{flag} {path}: larger than 64 MiB, not a tool output",
+            hint=f"give {flag} the saved output file",
+        ) from None
+    except bounded.NotRegularFileError as exc:
+        raise ProbeError(
+            f"{flag} {path}: {exc.strerror}",
+            hint=f"save the tool's output to a file first (e.g. rocminfo > out.txt) and give {flag} that file",
+        ) from None
     except FileNotFoundError:
         raise ProbeError(f"{flag} {path}: no such file", hint="check the path") from None
     except PermissionError:
@@ -46,11 +56,6 @@ def _read(path: Path, flag: str) -> str:
             f"{flag} {path}: cannot read it ({exc.strerror or exc.__class__.__name__})",
             hint="check the path",
         ) from None
-    if len(data) > _MAX_INPUT:
-        raise ProbeError(
-            f"{flag} {path}: larger than 64 MiB, not a tool output",
-            hint=f"give {flag} the saved output file",
-        )
     return data.decode("utf-8", errors="replace")
 
 

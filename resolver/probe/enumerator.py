@@ -15,7 +15,7 @@ from resolver.probe.text import clean
 from resolver.versions import gfx_base_name
 
 _CPU = "gfx000"
-_LINE_RE = re.compile(r"^\s*(\S+)\s*$")
+_LINE_RE = re.compile(r"^\s*(\S+)\s*\Z")
 
 
 def parse(text: str) -> SourceView:

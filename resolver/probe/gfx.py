@@ -11,15 +11,15 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-_GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
+_GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}\Z")
 # amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-  /  gfx942:sramecc+:xnack-
 _FULL_TARGET_RE = re.compile(r"(gfx[0-9a-f]{3,4})((?::[a-z]+[+-])*)", re.IGNORECASE)
-_OVERRIDE_RE = re.compile(r"^\s*(\d{1,2})\.(\d{1,3})\.(\d{1,3})\s*$")
+_OVERRIDE_RE = re.compile(r"^\s*([0-9]{1,2})\.([0-9]{1,3})\.([0-9]{1,3})\s*\Z")
 
 # MI300-class targets: the only ones whose KFD nodes can be compute partitions.
 PARTITIONABLE = frozenset({"gfx940", "gfx941", "gfx942", "gfx950"})
 # Generic ISA names (gfx11-generic, gfx9-4-generic) are never an agent's target.
-GENERIC_RE = re.compile(r"^gfx\d+(?:-\d+)*-generic$")
+GENERIC_RE = re.compile(r"^gfx[0-9]+(?:-[0-9]+)*-generic\Z")
 
 
 def is_gfx_name(text: str | None) -> bool:
@@ -86,6 +86,8 @@ def pci_id(value: str | int | None) -> str | None:
         number = value
     else:
         text = value.strip().lower()
+        if not text.isascii() or len(text) > 18:
+            return None
         try:
             number = (
                 int(text, 16)
@@ -199,7 +201,7 @@ def gfx_for_name(name: str | None) -> str | None:
         # 32GB]": the products named inside, when those the data knows agree on one target
         found: set[str] = set()
         for part in inner.group(1).split("/"):
-            found |= _names().get(_norm_name(re.sub(r"\b\d+\s*GB\b", "", part)), frozenset())
+            found |= _names().get(_norm_name(re.sub(r"\b[0-9]+\s*GB\b", "", part)), frozenset())
         targets = frozenset(found)
     return next(iter(targets)) if len(targets) == 1 else None
 

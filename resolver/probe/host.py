@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from resolver import bounded
 from resolver.node import Problem
 from resolver.probe.sysfs import read_text
 
@@ -67,7 +68,7 @@ def gather(
     _identity(facts, env)
     _devices(root, facts, check_access)
     numa = read_text(root / "proc/sys/kernel/numa_balancing")
-    facts.host["numa_balancing"] = int(numa.strip()) if numa and numa.strip().isdigit() else None
+    facts.host["numa_balancing"] = bounded.ascii_int(numa)
     cmdline = read_text(root / "proc/cmdline") or ""
     facts.host["iommu"], facts.host["kernel_cmdline_iommu"] = iommu_mode(cmdline)
     if sockets:
@@ -85,7 +86,7 @@ def os_id(text: str | None) -> str | None:
             key, _, value = line.partition("=")
             values[key.strip()] = value.strip().strip("\"'")
     ident, version = values.get("ID", "").lower(), values.get("VERSION_ID", "")
-    match = re.match(r"^\d+(?:\.\d+)?", version)
+    match = re.match(r"^[0-9]+(?:\.[0-9]+)?", version)
     if not ident or not re.fullmatch(r"[a-z][a-z0-9-]*", ident) or not match:
         return None
     return f"{ident}-{match.group(0)}"
@@ -130,13 +131,13 @@ def rocm_installs(root: Path) -> list[dict[str, str]]:
 def _version_file(path: Path) -> str | None:
     for name in (".info/version", ".info/version-rocm", ".info/version-dev"):
         text = read_text(path / name)
-        if text and (match := re.match(r"^\s*(\d+\.\d+(?:\.\d+)?)", text)):
+        if text and (match := re.match(r"^\s*([0-9]+\.[0-9]+(?:\.[0-9]+)?)", text)):
             return match.group(1)
     return None
 
 
 def _version_from_name(name: str) -> str | None:
-    match = re.fullmatch(r"(?:rocm|core)-(\d+\.\d+(?:\.\d+)?)", name)
+    match = re.fullmatch(r"(?:rocm|core)-([0-9]+\.[0-9]+(?:\.[0-9]+)?)", name)
     return match.group(1) if match else None
 
 
@@ -224,7 +225,7 @@ def _devices(root: Path, facts: HostFacts, check_access: bool) -> None:
         )
 
 
-_NVRM_RE = re.compile(r"Kernel Module\s+(?:for\s+\S+\s+)?(\d+\.\d+(?:\.\d+)?)")
+_NVRM_RE = re.compile(r"Kernel Module\s+(?:for\s+\S+\s+)?([0-9]+\.[0-9]+(?:\.[0-9]+)?)")
 
 
 def nvidia_devices(root: Path) -> list[dict[str, Any]]:
@@ -234,8 +235,8 @@ def nvidia_devices(root: Path) -> list[dict[str, Any]]:
     version_text = read_text(root / "proc/driver/nvidia/version") or ""
     match = _NVRM_RE.search(version_text)
     nodes = sorted(
-        (p.name for p in (root / "dev").glob("nvidia[0-9]*") if p.name[6:].isdigit()),
-        key=lambda n: int(n[6:]),
+        (p.name for p in (root / "dev").glob("nvidia[0-9]*") if bounded.ascii_int(p.name[6:]) is not None),
+        key=lambda n: bounded.ascii_int(n[6:]) or 0,
     )
     if not (match or nodes or (root / "sys/module/nvidia").is_dir()):
         return []

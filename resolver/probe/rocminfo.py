@@ -15,11 +15,13 @@ from resolver.probe.facts import GpuFact, SourceView
 from resolver.probe.text import clean, hex_in_parens, int_value, size_to_bytes
 from resolver.versions import gfx_base_name
 
-_AGENT_RE = re.compile(r"^\s*Agent\s+\d+\s*$")
-_FIELD_RE = re.compile(r"^(\s*)([A-Za-z][A-Za-z0-9 .()/_-]*?)\s*:{1,2}\s*(.*)$")
+_AGENT_RE = re.compile(r"^\s*Agent\s+[0-9]+\s*\Z")
+# Linear time on any line: the name may hold inner blanks but cannot end in one (possessive), so
+# a long run of blanks is not retried at every position (a lazy name + \s* was quadratic).
+_FIELD_RE = re.compile(r"^(\s*+)([A-Za-z](?:[A-Za-z0-9.()/_-]|[ ]++(?=[A-Za-z0-9.()/_-]))*+)\s*+:{1,2}\s*+(.*)\Z")
 _ROCK_VERSION_RE = re.compile(r"ROCk module version\s+(\S+)\s+is loaded")
-_KFD_ERR_RE = re.compile(r"Unable to open /dev/kfd read-write:\s*(.+)$")
-_NOT_MEMBER_RE = re.compile(r"(\S+) is not member of \"?(\w+)\"? group")
+_KFD_ERR_RE = re.compile(r"Unable to open /dev/kfd read-write:\s*(.+)\Z")
+_NOT_MEMBER_RE = re.compile(r"(?<!\S)(\S++) is not member of \"?(\w+)\"? group")
 _FLAT_NAME_RE = re.compile(r"(?<![\w-])Name:\s+(gfx[0-9a-f]{3,4})(?![\w-])")
 _FLAT_MARKETING_RE = re.compile(
     r"Marketing Name:\s+(.*?)(?=\s{2,}|\s+(?:Name|Uuid|Vendor Name):|$)"
@@ -289,7 +291,7 @@ def _check_overrides(view: SourceView) -> None:
             )
 
 
-_HIP_LINE_RE = re.compile(r"^\[GPU (\d+)\]\s+(.*?)\s*$")
+_HIP_LINE_RE = re.compile(r"^\[GPU ([0-9]{1,9})\]\s++((?:.*\S)?)\s*\Z")
 
 
 def _hip_device_query(lines: list[str], view: SourceView) -> None:

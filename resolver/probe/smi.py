@@ -9,19 +9,20 @@ replaced by the PCI id's target and reported.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
+from resolver import bounded
 from resolver.probe import gfx as gfxmod
 from resolver.probe.facts import GpuFact, SourceView
 from resolver.probe.text import clean, size_to_bytes
 from resolver.versions import smi_misprint
 
-_AMD_GPU_RE = re.compile(r"^\s*GPU:\s*(\d+)\s*$")
-_AMD_OTHER_RE = re.compile(r"^([A-Z][A-Z_]*):\s*\d+\s*$")
-_KV_RE = re.compile(r"^\s*([A-Z][A-Z0-9_ ]*?)\s*:\s*(.*?)\s*$")
-_ROCM_SMI_KV_RE = re.compile(r"^\s*(?:GPU|card)\[(\d+)\]\s*:\s*([^:]+?)\s*:\s*(.*?)\s*$")
+_AMD_GPU_RE = re.compile(r"^\s*GPU:\s*([0-9]{1,9})\s*\Z")
+_AMD_OTHER_RE = re.compile(r"^([A-Z][A-Z_]*):\s*[0-9]+\s*\Z")
+# Linear time (see rocminfo._FIELD_RE): no lazy group followed by \s*.
+_KV_RE = re.compile(r"^\s*+([A-Z](?:[A-Z0-9_]|[ ]++(?=[A-Z0-9_]))*+)\s*+:\s*+((?:.*\S)?)\s*\Z")
+_ROCM_SMI_KV_RE = re.compile(r"^\s*+(?:GPU|card)\[([0-9]{1,9})\]\s*+:\s*+([^:\s](?:[^:\s]|\s++(?=[^:\s]))*+)\s*+:\s*+((?:.*\S)?)\s*\Z")
 _AMD_HEADER_RE = re.compile(r"AMD-SMI\s+(\S+)\s+amdgpu version:\s*(\S+)\s+ROCm version:\s*(\S+)")
 _BDF_ROW_RE = re.compile(
     r"^\|\s*([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7])\s+(.*?)\s*\|", re.IGNORECASE
@@ -35,8 +36,8 @@ def parse_amd_smi(text: str) -> SourceView:
     stripped = text.strip()
     if stripped.startswith(("{", "[")):
         try:
-            data = json.loads(stripped)
-        except json.JSONDecodeError:
+            data = bounded.loads_json(stripped)
+        except ValueError:
             data = None
         if isinstance(data, dict) and any(_CARD_RE.match(str(k)) for k in data):
             return parse_rocm_smi(text)  # a `rocm-smi --json` given as amd-smi output: read it as such
@@ -47,9 +48,9 @@ def parse_amd_smi(text: str) -> SourceView:
     header = next((m for m in (_AMD_HEADER_RE.search(line) for line in lines) if m), None)
     if header:
         view.facts["amd_smi_version"] = header.group(1)
-        if re.match(r"^\d+\.\d+", header.group(2)):
+        if re.match(r"^[0-9]+\.[0-9]+", header.group(2)):
             view.driver_version = header.group(2)
-        view.rocm_version = header.group(3) if re.match(r"^\d+\.\d+", header.group(3)) else None
+        view.rocm_version = header.group(3) if re.match(r"^[0-9]+\.[0-9]+", header.group(3)) else None
     blocks: dict[int, dict[str, str]] = {}
     current: dict[str, str] | None = None
     sections: list[tuple[int, str]] = []  # (indent, NAME) of the enclosing "NAME:" lines
@@ -129,7 +130,7 @@ def _amd_gpu(kv: dict[str, str], view: SourceView) -> GpuFact:
     rev = _value(kv.get("REV_ID"))
     gpu.pci_revision = rev.lower().removeprefix("0x").zfill(2) if rev else None
     cus = _value(kv.get("NUM_COMPUTE_UNITS"))
-    gpu.compute_units = int(cus) if cus and cus.isdigit() else None
+    gpu.compute_units = bounded.ascii_int(cus)
     target = (_value(kv.get("TARGET_GRAPHICS_VERSION")) or "").lower()
     if target and smi_misprint(target):
         _smi_target(target, gpu, view)
@@ -166,13 +167,13 @@ def _amd_gpu(kv: dict[str, str], view: SourceView) -> GpuFact:
     )
     gpu.vram_bytes = size_to_bytes(size)
     version = _value(kv.get("DRIVER.VERSION") or kv.get("DRIVER.DRIVER_VERSION") or kv.get("DRIVER_VERSION"))
-    if version and re.match(r"^\d+\.\d+", version) and view.driver_version is None:
+    if version and re.match(r"^[0-9]+\.[0-9]+", version) and view.driver_version is None:
         view.driver_version = version
     return gpu
 
 
 _AMD_UUID_RE = re.compile(
-    r"^([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{4})-([0-9a-f]{4})-1[0-9a-f]{3}-[89ab][0-9a-f]([0-9a-f]{2})-([0-9a-f]{4})([0-9a-f]{8})$"
+    r"^([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{4})-([0-9a-f]{4})-1[0-9a-f]{3}-[89ab][0-9a-f]([0-9a-f]{2})-([0-9a-f]{4})([0-9a-f]{8})\Z"
 )
 
 
@@ -200,8 +201,8 @@ def parse_rocm_smi(text: str) -> SourceView:
     stripped = text.strip()
     if stripped.startswith(("{", "[")):
         try:
-            data = json.loads(stripped)
-        except (json.JSONDecodeError, RecursionError):
+            data = bounded.loads_json(stripped)
+        except ValueError:
             data = None
         if isinstance(data, dict) and not any(_CARD_RE.match(str(k)) for k in data) and (
             "gpu_data" in data or "gpu" in data
@@ -235,7 +236,7 @@ def parse_rocm_smi(text: str) -> SourceView:
     return _finish(view, "rocm-smi")
 
 
-_CARD_RE = re.compile(r"^card(\d+)$")
+_CARD_RE = re.compile(r"^card([0-9]{1,9})\Z")
 
 
 def _rocm_smi_json(data: dict[str, Any], view: SourceView) -> None:
@@ -244,7 +245,7 @@ def _rocm_smi_json(data: dict[str, Any], view: SourceView) -> None:
     system = data.get("system")
     if isinstance(system, dict):
         version = system.get("Driver version") or system.get("Driver Version")
-        if isinstance(version, str) and re.match(r"^\d+\.\d+", version.strip()):
+        if isinstance(version, str) and re.match(r"^[0-9]+\.[0-9]+", version.strip()):
             view.driver_version = version.strip()
     cards = sorted(
         ((int(m.group(1)), value) for key, value in data.items() if (m := _CARD_RE.match(str(key)))),
@@ -290,13 +291,13 @@ def _csv(lines: list[str], view: SourceView) -> bool:
     return True
 
 
-_CARD_ROW_RE = re.compile(r"^card\d+,")
+_CARD_ROW_RE = re.compile(r"^card[0-9]+,")
 
 
 # "vram Total Memory (MiB)" (Hygon's rocm-smi), "VRAM Total Memory (B)" (AMD's)
-_VRAM_KEY_RE = re.compile(r"^vram total memory \((b|kib|kb|mib|mb|gib|gb)\)$")
+_VRAM_KEY_RE = re.compile(r"^vram total memory \((b|kib|kb|mib|mb|gib|gb)\)\Z")
 _VRAM_FACTOR = {"b": 1, "kib": 1024, "kb": 1024, "mib": 1024**2, "mb": 1024**2, "gib": 1024**3, "gb": 1024**3}
-_HEXISH_RE = re.compile(r"^0x[0-9a-fA-F]+$")
+_HEXISH_RE = re.compile(r"^0x[0-9a-fA-F]+\Z")
 
 
 def _rocm_smi_gpu(kv: dict[str, str], view: SourceView) -> GpuFact | None:
@@ -335,8 +336,8 @@ def _rocm_smi_vram(kv: dict[str, str]) -> int | None:
     for key, raw in kv.items():
         match = _VRAM_KEY_RE.match(key)
         value = _value(raw)
-        if match and value and re.fullmatch(r"\d+", value):
-            return int(value) * _VRAM_FACTOR[match.group(1)]
+        if match and value and (number := bounded.ascii_int(value)) is not None:
+            return number * _VRAM_FACTOR[match.group(1)]
     return None
 
 
@@ -397,13 +398,13 @@ def _concise(lines: list[str], view: SourceView) -> None:
             continue
         if not in_table or line.startswith("="):
             continue
-        if re.match(r"^\d+\s", line):
+        if re.match(r"^[0-9]+\s", line):
             gpu = GpuFact()
             did = re.search(r"\b0x([0-9a-fA-F]{4})\b", line)
             gpu.pci_device_id = gfxmod.pci_id("0x" + did.group(1)) if did else None
             rev = re.search(r"\[0x[0-9a-fA-F]{4}\s*:\s*0x([0-9a-fA-F]{1,2})\]", line)
             gpu.pci_revision = rev.group(1).lower().zfill(2) if rev else None
-            part = re.search(r"\b(NPS\d|N/A),\s*(SPX|DPX|TPX|QPX|CPX|N/A)\b", line)
+            part = re.search(r"\b(NPS[0-9]|N/A),\s*(SPX|DPX|TPX|QPX|CPX|N/A)\b", line)
             if part:
                 gpu.memory_partition = _choice(part.group(1), _MEM_PARTITIONS)
                 gpu.compute_partition = _choice(part.group(2), _PARTITIONS)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from resolver import bounded
 from resolver.probe import gfx as gfxmod
 from resolver.probe.facts import GpuFact, SourceView
 
@@ -29,9 +30,14 @@ _SRAMECC_TARGETS = frozenset({"gfx906", "gfx908", "gfx90a", "gfx940", "gfx941", 
 _MAX_CU_PER_XCD = 40
 
 
+_MAX_ATTR = 1024 * 1024  # a sysfs attribute is at most a page; a copy's file is refused past this
+
+
 def read_text(path: Path) -> str | None:
+    """A sysfs (or /proc, /etc) file's text, or None when it is missing, unreadable, not a
+    regular file (a FIFO or a link to /dev/zero in a copied tree) or larger than 1 MiB."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        return bounded.read_text(path, _MAX_ATTR, errors="replace")
     except (OSError, ValueError):
         return None
 
@@ -41,7 +47,7 @@ def properties(text: str | None) -> dict[str, int]:
     props: dict[str, int] = {}
     for line in (text or "").splitlines():
         parts = line.split()
-        if len(parts) == 2 and re.fullmatch(r"-?\d+", parts[1]):
+        if len(parts) == 2 and re.fullmatch(r"-?[0-9]{1,20}", parts[1]):
             props[parts[0]] = int(parts[1])
     return props
 
@@ -76,8 +82,8 @@ def parse(root: Path) -> SourceView:
 
 
 DRM_CLASS = "sys/class/drm"
-_DRM_NAME_RE = re.compile(r"^(?:card|renderD)(\d+)$")
-_BDF_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+_DRM_NAME_RE = re.compile(r"^(?:card|renderD)([0-9]+)\Z")
+_BDF_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]\Z")
 _VENDORS = {0x1002: "amd", 0x10DE: "nvidia", 0x8086: "intel", 0x1D94: "hygon"}
 
 
@@ -117,10 +123,9 @@ def _int_attr(directory: Path, name: str) -> int | None:
     value = _attr(directory, name)
     if value is None:
         return None
-    try:
-        return int(value, 16) if value.lower().startswith("0x") else int(value)
-    except ValueError:
-        return None
+    if value.lower().startswith("0x"):
+        return bounded.ascii_hex_int(value)
+    return bounded.ascii_int(value)
 
 
 def drm_devices(root: Path) -> list[DrmDevice]:

@@ -91,7 +91,7 @@ def now() -> str:
     return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
-_SHA = re.compile(r"^[0-9a-f]{40}$")
+_SHA = re.compile(r"^[0-9a-f]{40}\Z")
 
 
 class Source:
@@ -120,13 +120,13 @@ class Source:
     def known_releases(self) -> dict[Any, dict[str, Any]]:
         """The vLLM releases in the data in use, by Version (records whose version does not parse
         are left to the loader to refuse)."""
-        from packaging.version import InvalidVersion, Version
+        from packaging.version import Version
 
         known: dict[Any, dict[str, Any]] = {}
         for rec in self.current.get("vllm.toml", []):
             try:
                 known[Version(str(rec.get("version")))] = rec
-            except InvalidVersion:
+            except ValueError:  # InvalidVersion, or digits past Python's int-string limit
                 continue
         return known
 

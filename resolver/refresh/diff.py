@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from resolver.refresh.common import Refusal
 
@@ -66,7 +66,7 @@ def _norm(name: str, value: Any) -> Any:
     if name in VERSION_FIELDS:
         try:
             return Version(str(value))
-        except InvalidVersion:
+        except ValueError:
             return value
     return value
 

@@ -10,6 +10,7 @@ Failures become ``RegistryError`` (exit 4) with the URL in the message; nothing 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
@@ -18,10 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from resolver import atomic
+from resolver import atomic, bounded, deadline
 from resolver.errors import RegistryError
 
 DEFAULT_TIMEOUT: tuple[float, float] = (5.0, 30.0)  # connect, read
+DEFAULT_DEADLINE = 120.0  # one get(), retries and sleeps included (ROCM_VLLM_HTTP_DEADLINE)
+MAX_BODY = 32 * 1024 * 1024  # an API page, index page or data file; sdists use download()
+MAX_RETRY_AFTER = 30.0  # a Retry-After of an hour is not honoured for an hour
+_sleep = time.sleep  # one place for tests to stop retries from waiting
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 USER_AGENT = "rocm-vllm-resolver (matrix refresh)"
 _KEPT_HEADERS = ("etag", "last-modified", "link", "content-type", "docker-content-digest", "date")
@@ -44,10 +49,16 @@ class Response:
 
     def json(self) -> Any:
         try:
-            return json.loads(self.body)
-        except (ValueError, UnicodeDecodeError):
+            return bounded.loads_json(self.body)
+        except ValueError as exc:  # not JSON, not UTF-8, nested too deep, a number too long
+            detail = f" ({exc})" if isinstance(exc, bounded.TooDeepError) else ""
+            cached = (
+                " (answered from the HTTP cache: delete the cache dir to read it again)"
+                if self.from_cache
+                else ""
+            )
             raise RegistryError(
-                f"{self.url}: the response is not valid JSON",
+                f"{self.url}: the response is not valid JSON{detail}{cached}",
                 hint="the upstream answered with something else (a proxy page?); retry later "
                 "or point the base URL at a working mirror",
             ) from None
@@ -73,8 +84,10 @@ class HttpClient:
     timeout: tuple[float, float] = DEFAULT_TIMEOUT
     retries: int = 3
     backoff: float = 0.5
-    sleep: Callable[[float], None] = time.sleep
+    sleep: Callable[[float], None] | None = None  # None: _sleep (time.sleep)
     sent: list[SentRequest] = field(default_factory=list)
+    deadline: float | None = None  # seconds per get(); None: ROCM_VLLM_HTTP_DEADLINE or 120
+    max_body: int = MAX_BODY
 
     def __post_init__(self) -> None:
         import requests  # only refresh needs requests; keep it off the check path
@@ -97,7 +110,30 @@ class HttpClient:
         method: str = "GET",
         allow: frozenset[int] = frozenset({404}),
     ) -> Response:
-        """Fetch ``url``; statuses in ``allow`` are returned, any other failure raises."""
+        """Fetch ``url``; statuses in ``allow`` are returned, any other failure raises.
+
+        The whole call (retries and their sleeps included) ends within the client's deadline."""
+        limit = self.deadline if self.deadline is not None else deadline.configured(DEFAULT_DEADLINE)
+        try:
+            with deadline.within(limit):
+                return self._get(url, headers=headers, immutable=immutable, method=method, allow=allow)
+        except deadline.DeadlineExceeded:
+            self.session.close()  # the interrupted connection is not reused
+            raise RegistryError(
+                f"{method} {url}: not finished within {limit:g} s",
+                hint=f"the server is too slow or stalls; retry later, use a closer mirror, or raise "
+                f"{deadline.ENV}",
+            ) from None
+
+    def _get(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None,
+        immutable: bool,
+        method: str,
+        allow: frozenset[int],
+    ) -> Response:
         key = self._key(method, url, headers)
         cached = self._cache_read(key)
         if immutable and cached is not None:
@@ -135,7 +171,7 @@ class HttpClient:
         *,
         sha256: str,
         max_bytes: int,
-        deadline: float = 900.0,
+        deadline_s: float = 900.0,
         progress: Callable[[int, int], None] | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> bytes:
@@ -144,11 +180,30 @@ class HttpClient:
         Not kept in the response cache (the caller caches what it extracted, keyed by the hash).
         Bounded in size and in total time, whatever the server's pacing; connection failures are
         retried like ``get``. A hash mismatch is an upstream failure: nothing is returned."""
+        try:
+            with deadline.within(deadline.configured(deadline_s) if self.deadline is None else self.deadline):
+                return self._download(url, sha256, max_bytes, deadline_s, progress, headers)
+        except deadline.DeadlineExceeded as exc:
+            self.session.close()
+            raise RegistryError(
+                f"GET {url}: not finished within {exc.seconds:g} s",
+                hint="the server is too slow; retry later or use a closer mirror",
+            ) from None
+
+    def _download(
+        self,
+        url: str,
+        sha256: str,
+        max_bytes: int,
+        deadline: float,
+        progress: Callable[[int, int], None] | None,
+        headers: Mapping[str, str] | None,
+    ) -> bytes:
         req = self._requests
         last_problem = ""
         for attempt in range(self.retries + 1):
             if attempt:
-                self.sleep(self._delay(attempt, None))
+                (self.sleep or _sleep)(self._delay(attempt, None))
             started = time.monotonic()
             digest = hashlib.sha256()
             chunks: list[bytes] = []
@@ -190,8 +245,8 @@ class HttpClient:
                 self.sent.append(SentRequest("GET", url, False, 0))
                 last_problem = _short(exc)
                 continue
-            except req.RequestException as exc:
-                raise RegistryError(f"GET {url} failed: {_short(exc)}", hint=_hint_for(0)) from None
+            except (req.RequestException, ValueError) as exc:
+                raise _request_failed("GET", url, exc) from None
             if digest.hexdigest() != sha256:
                 raise IntegrityError(
                     f"GET {url}: sha256 {digest.hexdigest()[:16]}... does not match the index's "
@@ -215,15 +270,21 @@ class HttpClient:
         last_retry_after: str | None = None
         for attempt in range(self.retries + 1):
             if attempt:
-                self.sleep(self._delay(attempt, last_retry_after))
+                (self.sleep or _sleep)(self._delay(attempt, last_retry_after))
             last_retry_after = None
             try:
-                r = self.session.request(method, url, headers=dict(headers), timeout=self.timeout)
-                body = r.content  # reads the whole body; a short body raises here
+                with self.session.request(
+                    method, url, headers=dict(headers), timeout=self.timeout, stream=True
+                ) as r:
+                    body = self._body(r, method, url)  # a short body raises here
             except (req.Timeout, req.ConnectionError, req.exceptions.ChunkedEncodingError) as exc:
                 self.sent.append(SentRequest(method, url, conditional, 0))
                 last_problem = _short(exc)
                 continue
+            except (req.RequestException, ValueError) as exc:
+                # A malformed base URL, a redirect to file:// or in a loop, a header value (a
+                # GITHUB_TOKEN) that is not header-safe: retrying cannot help.
+                raise _request_failed(method, url, exc) from None
             status = r.status_code
             self.sent.append(SentRequest(method, url, conditional, status))
             if status in RETRY_STATUSES:
@@ -238,10 +299,31 @@ class HttpClient:
             "ROCM_VLLM_WHEELS) to a mirror",
         )
 
+    def _body(self, r: Any, method: str, url: str) -> bytes:
+        """The body, at most ``max_body`` bytes (a longer or endless body is refused)."""
+        declared = _int_header(r.headers.get("Content-Length"))
+        if method != "HEAD" and declared is not None and declared > self.max_body:
+            raise RegistryError(
+                f"{method} {url}: {declared} bytes is more than the {self.max_body} allowed",
+                hint="the upstream answered with something far larger than any page it serves; check the base URL",
+            )
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in r.iter_content(chunk_size=1 << 16):
+            size += len(chunk)
+            if size > self.max_body:
+                raise RegistryError(
+                    f"{method} {url}: more than {self.max_body} bytes",
+                    hint="the upstream sends an endless or oversized body; check the base URL",
+                )
+            chunks.append(chunk)
+        return b"".join(chunks)
+
     def _delay(self, attempt: int, retry_after: str | None) -> float:
-        if retry_after and retry_after.isdigit():
-            return min(float(retry_after), 60.0)
-        return float(self.backoff * (2 ** (attempt - 1)))
+        seconds = bounded.ascii_int(retry_after, max_digits=9)
+        if seconds is not None:
+            return float(min(seconds, MAX_RETRY_AFTER))
+        return float(min(self.backoff * (2 ** (attempt - 1)), MAX_RETRY_AFTER))
 
     # --- cache ------------------------------------------------------------------------------
 
@@ -254,19 +336,40 @@ class HttpClient:
             return None
         path = self.cache_dir / f"{key}.json"
         try:
-            meta = json.loads(path.read_text(encoding="utf-8"))
-            body = (self.cache_dir / f"{key}.body").read_bytes()
-            return Response(meta["url"], int(meta["status"]), dict(meta["headers"]), body, True)
-        except (OSError, ValueError, KeyError, TypeError):
+            meta = bounded.loads_json(bounded.read_bytes(path, 1024 * 1024))
+            body = bounded.read_bytes(self.cache_dir / f"{key}.body", self.max_body)
+        except (OSError, ValueError):
             return None  # a missing or damaged entry is simply not cached
+        if not isinstance(meta, dict):
+            return None
+        url, status, headers = meta.get("url"), meta.get("status"), meta.get("headers")
+        if (
+            not isinstance(url, str)
+            or not isinstance(status, int)
+            or not 100 <= status <= 599
+            or not isinstance(headers, dict)
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items())
+            # A truncated or altered body (a crash mid-write, a full disk, a hand edit) would be
+            # served forever: each entry carries its body's hash and a mismatch is refetched.
+            or meta.get("sha256") != hashlib.sha256(body).hexdigest()
+        ):
+            return None
+        return Response(url, status, headers, body, True)
 
     def _cache_write(self, key: str, resp: Response) -> None:
         if self.cache_dir is None:
             return
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
-        meta = {"url": resp.url, "status": resp.status, "headers": dict(resp.headers)}
-        atomic.write_atomic(self.cache_dir / f"{key}.body", resp.body)
-        atomic.write_atomic(self.cache_dir / f"{key}.json", json.dumps(meta).encode())
+        meta = {
+            "url": resp.url,
+            "status": resp.status,
+            "headers": dict(resp.headers),
+            "sha256": hashlib.sha256(resp.body).hexdigest(),
+        }
+        # A read-only or full cache dir costs a request next time, nothing else.
+        with contextlib.suppress(OSError):
+            self.cache_dir.mkdir(parents=True, exist_ok=True)
+            atomic.write_atomic(self.cache_dir / f"{key}.body", resp.body)
+            atomic.write_atomic(self.cache_dir / f"{key}.json", json.dumps(meta).encode())
 
 
 def _pick(headers: Mapping[str, str]) -> dict[str, str]:
@@ -281,6 +384,15 @@ def _int_header(value: str | None) -> int | None:
     if value is None or not value.isascii() or not value.isdigit() or len(value) > 18:
         return None
     return int(value)
+
+
+def _request_failed(method: str, url: str, exc: BaseException) -> RegistryError:
+    return RegistryError(
+        f"{method} {url} failed: {_short(exc)}",
+        hint="check the source's base URL (ROCM_VLLM_GITHUB_API, ROCM_VLLM_GITHUB_RAW, "
+        "ROCM_VLLM_REGISTRY, ROCM_VLLM_WHEELS, ROCM_VLLM_INDEX_URL: an http(s) URL that does not "
+        "redirect elsewhere) and GITHUB_TOKEN (a token, nothing else)",
+    )
 
 
 def _short(exc: BaseException) -> str:

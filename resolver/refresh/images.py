@@ -12,7 +12,7 @@ import re
 from typing import Any
 from urllib.parse import urlencode
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from resolver.errors import RegistryError
 from resolver.refresh.common import (
@@ -28,9 +28,9 @@ from resolver.refresh.http import HttpClient, Response, parse_link_next
 from resolver.safety import is_safe
 
 MANIFEST_TYPES = "application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json"
-_VER = r"\d+(?:\.\d+){1,3}(?:\.post\d+)?"
-_FAMILY = re.compile(r"^(?:cdna|rdna|navi|mi\d+[a-z]*|gfx[0-9a-fA-FxX]{3,4}-[a-z]+)$")
-_DATE = re.compile(r"^\d{8}$")
+_VER = r"[0-9]+(?:\.[0-9]+){1,3}(?:\.post[0-9]+)?"
+_FAMILY = re.compile(r"^(?:cdna|rdna|navi|mi[0-9]+[a-z]*|gfx[0-9a-fA-FxX]{3,4}-[a-z]+)\Z")
+_DATE = re.compile(r"^[0-9]{8}\Z")
 _CHALLENGE = re.compile(r'(\w+)="([^"]*)"')
 
 
@@ -55,9 +55,9 @@ def parse_rocm_vllm_tag(tag: str) -> dict[str, str] | None:
             continue
         if m2 := re.fullmatch(rf"vllm({_VER})", tok):
             out["vllm"] = m2.group(1)
-        elif m2 := re.fullmatch(r"py(3\.\d{1,2})", tok):
+        elif m2 := re.fullmatch(r"py(3\.[0-9]{1,2})", tok):
             out["python"] = m2.group(1)
-        elif m2 := re.fullmatch(r"ubuntu(\d+\.\d+)", tok):
+        elif m2 := re.fullmatch(r"ubuntu([0-9]+\.[0-9]+)", tok):
             out["os"] = f"ubuntu-{m2.group(1)}"
         elif _FAMILY.match(tok) and "family_tag" not in out:
             out["family_tag"] = tok
@@ -69,9 +69,12 @@ def parse_rocm_vllm_tag(tag: str) -> dict[str, str] | None:
     for field_name in ("rocm", "vllm"):
         try:
             Version(out[field_name])
-        except InvalidVersion:
+        except ValueError:
             return None
     return out
+
+
+MAX_TAGS = 1000  # per image repository; the real repos have a few hundred
 
 
 class ImagesSource(Source):
@@ -141,6 +144,14 @@ class ImagesSource(Source):
                     f"{url}: the tag list has no 'tags' array", hint="check ROCM_VLLM_REGISTRY"
                 )
             for tag in items:
+                if len(tags) >= MAX_TAGS:
+                    # Every tag costs a HEAD request and maybe a record: a registry that lists
+                    # thousands is not one of the image repos this tool knows.
+                    result.refuse(
+                        f"image repo {repo}",
+                        f"lists more than {MAX_TAGS} tags; only the first {MAX_TAGS} were read",
+                    )
+                    return tags
                 if isinstance(tag, str) and is_safe("image_tag", tag):
                     tags.append(tag)
                 else:
@@ -227,7 +238,7 @@ class ImagesSource(Source):
 def _version_key(value: Any) -> str:
     try:
         return str(Version(str(value)))
-    except InvalidVersion:
+    except ValueError:
         return str(value)
 
 
@@ -288,7 +299,7 @@ def _amd(
 def _sortable(value: Any) -> Version:
     try:
         return Version(str(value))
-    except InvalidVersion:
+    except ValueError:
         return Version("0")
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from resolver.refresh.common import (
     ROCM_REPO,
@@ -19,7 +19,7 @@ from resolver.refresh.common import (
     today,
 )
 
-_ROCM_TAG = re.compile(r"^rocm-(\d+\.\d+(?:\.\d+){0,2})$")
+_ROCM_TAG = re.compile(r"^rocm-([0-9]+\.[0-9]+(?:\.[0-9]+){0,2})\Z")
 
 
 class RocmSource(Source):
@@ -31,7 +31,7 @@ class RocmSource(Source):
         for rec in self.current.get("rocm.toml", []):
             try:
                 known[Version(str(rec.get("version")))] = str(rec.get("stream"))
-            except InvalidVersion:
+            except ValueError:
                 continue
         oldest = min(known) if known else None
         for name, _sha in self.github_tags(ROCM_REPO, result, need_sha=False):

@@ -160,11 +160,11 @@ def _check(cand: Candidate, working: dict[str, list[dict[str, Any]]]) -> str | N
 
 
 def _same_version(a: str, b: str) -> bool:
-    from packaging.version import InvalidVersion, Version
+    from packaging.version import Version
 
     try:
         return Version(a) == Version(b)
-    except InvalidVersion:
+    except ValueError:
         return False
 
 

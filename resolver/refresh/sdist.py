@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urljoin
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
-from resolver import atomic
+from resolver import atomic, bounded
 from resolver.errors import RegistryError
 from resolver.refresh import dockerfile_parse
 from resolver.refresh.common import Candidate, Endpoints, Progress, Source, SourceResult
@@ -132,7 +132,7 @@ def list_sdists(client: HttpClient, base: str, result: SourceResult) -> list[Ind
             continue  # a wheel, or not vLLM's
         try:
             version = Version(m.group("version"))
-        except InvalidVersion:
+        except ValueError:
             result.refuse(f"sdist {name[:80]!r}", "is not a PEP 440 version")
             continue
         if version.is_prerelease or version.is_devrelease or item.get("yanked"):
@@ -154,7 +154,7 @@ def list_sdists(client: HttpClient, base: str, result: SourceResult) -> list[Ind
             url=full,
             sha256=sha,
             size=size if isinstance(size, int) and not isinstance(size, bool) else None,
-            uploaded=uploaded[:10] if isinstance(uploaded, str) and re.match(r"\d{4}-\d\d-\d\d", uploaded) else None,
+            uploaded=uploaded[:10] if isinstance(uploaded, str) and re.match(r"[0-9]{4}-[0-9][0-9]-[0-9][0-9]", uploaded) else None,
         )
     return [out[v] for v in sorted(out)]
 
@@ -288,7 +288,7 @@ def read_release(sdist: IndexFile, files: Mapping[str, str]) -> tuple[dict[str, 
             stack["layout"] = sf.layout
         try:
             rocm = Version(rocm_text) if rocm_text else None
-        except InvalidVersion:
+        except ValueError:
             rocm = None
         if rocm is None or not rec.get("arch") or not rec.get("base_image"):
             missing = "ROCm version" if rocm is None else "arch list" if not rec.get("arch") else "base image"
@@ -456,9 +456,8 @@ class SdistSource(Source):
         if path is None:
             return None
         try:
-            with path.open("rb") as fh:
-                doc = json.loads(fh.read(MAX_FILES * MAX_MEMBER_BYTES))
-        except (OSError, ValueError, RecursionError):
+            doc = bounded.loads_json(bounded.read_bytes(path, MAX_FILES * MAX_MEMBER_BYTES))
+        except (OSError, ValueError):
             return None
         files = doc.get("files") if isinstance(doc, dict) and doc.get("sha256") == sha else None
         if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from resolver.refresh import dockerfile_parse
 from resolver.refresh.common import (
@@ -25,10 +25,10 @@ from resolver.refresh.common import (
 )
 from resolver.refresh.http import HttpClient
 
-_RELEASE_TAG = re.compile(r"^v\d+\.\d+\.\d+(?:\.\d+|\.post\d+|rc\d+|\.dev\d+)?$")
-_ROCM_IN_TAG = re.compile(r"(?:^|rocm)(\d+\.\d+(?:\.\d+)?)(?=[-_]|$)")
-_PY_IN_TAG = re.compile(r"py(3\.\d{1,2})(?=[-_]|$)")
-_PY = re.compile(r"^3\.\d{1,2}$")
+_RELEASE_TAG = re.compile(r"^v[0-9]+\.[0-9]+\.[0-9]+(?:\.[0-9]+|\.post[0-9]+|rc[0-9]+|\.dev[0-9]+)?\Z")
+_ROCM_IN_TAG = re.compile(r"(?:^|rocm)([0-9]+\.[0-9]+(?:\.[0-9]+)?)(?=[-_]|$)")
+_PY_IN_TAG = re.compile(r"py(3\.[0-9]{1,2})(?=[-_]|$)")
+_PY = re.compile(r"^3\.[0-9]{1,2}\Z")
 
 # ARG names vLLM's ROCm Dockerfiles use for each component: (ref ARG, repo ARG).
 COMPONENT_ARGS: dict[str, tuple[str, str]] = {
@@ -78,6 +78,7 @@ class VllmSource(Source):
         progress: Progress | None = None,
     ) -> None:
         super().__init__(client, endpoints, current, progress=progress)
+        self._cached: set[str] = set()  # URLs answered from the HTTP cache (named in refusals)
         self.forced = set(tags or [])
 
     # --- tags -------------------------------------------------------------------------------
@@ -98,7 +99,7 @@ class VllmSource(Source):
                 continue
             try:
                 version = Version(name[1:])
-            except InvalidVersion:
+            except ValueError:
                 result.refuse(f"tag {name}", "is not a PEP 440 version")
                 continue
             if name in self.forced:
@@ -124,6 +125,8 @@ class VllmSource(Source):
         )
         # A file at a full commit sha never changes: answered from the cache once read.
         resp = self.client.get(url, headers=headers, immutable=True)
+        if resp.from_cache:
+            self._cached.add(url)
         return (resp.text() if resp.ok else None), url
 
     def read_tag(
@@ -157,6 +160,12 @@ class VllmSource(Source):
         record = build_record(version, sha, layout, facts, cmake_text)
         problem = _missing(record)
         if problem:
+            cached = [u for u in urls if u in self._cached]
+            if cached and self.client.cache_dir is not None:
+                problem += (
+                    f" (read from the HTTP cache: {', '.join(cached)}; delete "
+                    f"{self.client.cache_dir} to read the files again)"
+                )
             result.refuse(f"vllm {tag}", problem)
             return None
         record["source"] = f"{VLLM_REPO}@{tag} ({sha[:10]}): " + ", ".join(urls)

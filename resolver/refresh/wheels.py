@@ -14,13 +14,13 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from resolver.refresh.common import Candidate, Source, SourceResult, today
 
-_VARIANT = re.compile(r"^rocm(\d{2,4})$")
-_MANYLINUX = re.compile(r"^manylinux_(\d+)_(\d+)_")
-_CPYTHON = re.compile(r"^cp3(\d{1,2})$")
+_VARIANT = re.compile(r"^rocm([0-9]{2,4})\Z")
+_MANYLINUX = re.compile(r"^manylinux_([0-9]+)_([0-9]+)_")
+_CPYTHON = re.compile(r"^cp3([0-9]{1,2})\Z")
 
 
 class _Links(HTMLParser):
@@ -55,7 +55,7 @@ class WheelsSource(Source):
         for name in wheel_files(resp.text()):
             try:
                 project, version, _build, tags = parse_wheel_filename(name)
-            except (InvalidWheelFilename, InvalidVersion):
+            except (InvalidWheelFilename, ValueError):
                 result.refuse(f"wheel {name[:80]!r}", "is not a valid wheel file name")
                 continue
             if project != "vllm" or not version.local:
@@ -153,7 +153,7 @@ def match_rocm(variant: str, rocm_versions: list[str]) -> str | None:
     for text in rocm_versions:
         try:
             v = Version(text)
-        except InvalidVersion:
+        except ValueError:
             continue
         parts = [*v.release, 0, 0][:3]
         if "".join(str(p) for p in parts).startswith(digits):
