@@ -23,6 +23,7 @@ from resolver.errors import InputError, ResolverError
 from resolver.model import CONFIDENCES, Matrix
 from resolver.node import Node
 from resolver.solve import MXFP4_QUANT, Decision, Evaluation, Fact, Reason, Request, rank, solve
+from resolver.steps import node_flags, plan_commands
 from resolver.versions import driver_series, series
 
 DERIVATION_VERSION = 1
@@ -886,8 +887,6 @@ def _host_hint(ctx: _Context, reasons: Sequence[Reason], node: Node, again: Eval
 
 
 def _node_argv(node: Node) -> list[str]:
-    from resolver.report import node_flags
-
     return list(node_flags(node))
 
 
@@ -932,8 +931,6 @@ def _unknown(decision: Decision, matrix: Matrix) -> Derivation:
 
 def derive(decision: Decision, matrix: Matrix) -> Derivation:
     """Explain ``decision`` as numbered steps of sourced facts, then hints."""
-    from resolver.report import plan_commands
-
     if decision.verdict == "unknown":
         return _unknown(decision, matrix)
     ctx = _Context(decision, matrix)

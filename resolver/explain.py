@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from resolver.derive import Derivation, Premise, Step, describe_node
 from resolver.model import Matrix
 from resolver.node import Node
-from resolver.report import plan_commands
 from resolver.solve import Decision, Evaluation, Reason, Warning
+from resolver.steps import plan_commands
 
 if TYPE_CHECKING:
     from rich.console import Console

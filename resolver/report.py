@@ -3,89 +3,15 @@ commands a plan tells the user to run."""
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
+from resolver.derive import derive
 from resolver.model import Matrix
 from resolver.node import Node
 from resolver.solve import Candidate, Decision, Evaluation, Reason, Warning
+from resolver.steps import plan_steps
 
 SCHEMA_VERSION = 1
-
-
-def _source_flags(node: Node) -> list[str] | None:
-    if node.origin.startswith("example:"):
-        return ["--example", node.origin.split(":", 1)[1]]
-    if node.origin.startswith("file:"):
-        source = node.origin.split(":", 1)[1]
-        kind, _, path = source.partition(":")
-        if kind == "rocminfo" and "," not in path:
-            return ["--rocminfo", path]
-        if kind not in ("rocminfo", "amd-smi", "rocm-smi", "sysfs"):
-            return ["--node", source]
-    return None
-
-
-def _node_flags(node: Node) -> list[str]:
-    """Flags that describe ``node`` to a follow-up command: its source, then the flags that were
-    laid over it (``--example mi300x-8 --gpus 2`` stays a 2-GPU node in the next command)."""
-    base = _source_flags(node)
-    if base is not None:
-        return base + [part for flag, value in node.overrides for part in (flag, value)]
-    flags = ["--gfx", ",".join(node.gfx_targets)]
-    if node.logical_gpu_count:
-        flags += ["--gpus", str(node.logical_gpu_count)]
-    if node.driver_version:
-        flags += ["--driver", node.driver_version]
-    return flags
-
-
-node_flags = _node_flags  # public name for resolver.derive's hints
-
-
-def plan_steps(ev: Evaluation, node: Node) -> list[tuple[str, str]]:
-    """What to run for this path: (copy-pasteable shell line, why) pairs; ``why`` may be empty."""
-    c = ev.candidate
-    flags = _node_flags(node)
-    if c.kind == "image" and c.image is not None:
-        return [
-            (shlex.join(["docker", "pull", c.image.ref]), ""),
-            (
-                shlex.join(["rocm-vllm", "image", *flags, "--vllm", f"=={c.vllm}", "--digest"]),
-                "pin by digest, print the docker run command",
-            ),
-        ]
-    if c.kind == "wheel" and c.wheel is not None:
-        py = c.wheel.python[0]
-        index = f"https://wheels.vllm.ai/rocm/{c.vllm}/{c.wheel.name}"
-        return [
-            (shlex.join(["uv", "venv", "--python", py, ".venv"]) + " && . .venv/bin/activate", ""),
-            (shlex.join(["uv", "pip", "install", f"vllm=={c.vllm}+{c.wheel.name}", "--extra-index-url", index]), ""),
-            (
-                "python -c 'import torch; assert torch.version.hip and not torch.version.cuda, torch.__version__'",
-                "a CUDA wheel must not have slipped in",
-            ),
-        ]
-    gfx = ",".join(node.gfx_targets)
-    stack: list[str] = []
-    if c.stack is not None and c.release is not None and len(c.release.stacks) > 1:
-        stack = ["--stack", c.stack.variant]
-        if c.stack.preview:
-            stack.append("--allow-preview")
-        if c.stack.moving_pins:
-            stack.append("--allow-moving-refs")
-    return [
-        (
-            shlex.join(["rocm-vllm", "dockerfile", *flags, "--vllm", str(c.vllm), *stack, "-o", "Dockerfile.vllm-rocm"]),
-            f"built for {gfx} only" if gfx else "",
-        ),
-        (shlex.join(["env", "DOCKER_BUILDKIT=1", "docker", "build", "-f", "Dockerfile.vllm-rocm", "-t", f"vllm-rocm:{c.vllm}", "."]), ""),
-    ]
-
-
-def plan_commands(ev: Evaluation, node: Node) -> list[str]:
-    """The plan's steps as text lines, each with its reason as a shell comment."""
-    return [f"{cmd}   # {why}" if why else cmd for cmd, why in plan_steps(ev, node)]
 
 
 def candidate_json(c: Candidate) -> dict[str, Any]:
@@ -155,7 +81,6 @@ def _stream(m: Matrix, c: Candidate) -> str | None:
 
 
 def decision_json(d: Decision, m: Matrix) -> dict[str, Any]:
-    from resolver.derive import derive  # derive imports this module for plan commands
 
     return {
         "schema_version": SCHEMA_VERSION,

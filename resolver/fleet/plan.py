@@ -19,8 +19,8 @@ from resolver.fleet import hostlist
 from resolver.fleet.reports import NodeReport, mark_duplicates
 from resolver.model import ContainerImage, Matrix
 from resolver.node import Node
-from resolver.report import plan_commands
 from resolver.solve import OK_VERDICTS, Decision, Evaluation, Request, solve
+from resolver.steps import plan_commands
 from resolver.versions import driver_series
 
 SCHEMA_VERSION = 1
