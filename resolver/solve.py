@@ -349,7 +349,12 @@ class MatrixProvider:
                 Warning(
                     code="low-confidence",
                     severity="info",
-                    message=f"{cand.label}: facts are {cand.confidence}, not read at the release tag",
+                    message=(
+                        f"{cand.label}: the tag and its contents are {cand.confidence} (from the release's "
+                        "pipeline or a docs page), not confirmed at the registry"
+                        if cand.image
+                        else f"{cand.label}: facts are {cand.confidence}, not read at the release itself"
+                    ),
                     hint="pin and verify it: `rocm-vllm image` with the same node flags, plus --digest --smoke"
                     if cand.image
                     else f"read them exactly from the sdist: `rocm-vllm matrix refresh --source sdist --tag {cand.vllm}`",
