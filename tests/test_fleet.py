@@ -368,3 +368,32 @@ def test_srun_output_is_read_per_task() -> None:
     assert reports["n1"].reason == "the probe's output is not JSON (line 1): Traceback: boom"
     assert reports["n3"].reason == "the probe did not answer within 55s; it was stopped"
     assert reports["n4"].reason == "no answer from its task"
+
+
+def test_hostile_reports_are_listed_without_hanging(tmp_path: Path) -> None:
+    """A FIFO among the reports, a report nested 100,000 deep, a huge number: each is a node
+    without a usable report (exit 1), never a hang or a traceback."""
+    import os
+
+    os.mkfifo(tmp_path / "fifo.json")
+    (tmp_path / "deep.json").write_text("[" * 100_000)
+    (tmp_path / "huge.json").write_text('{"gpus": [], "x": ' + "9" * 5000 + "}")
+    reports = {r.name: r for r in read_reports([str(tmp_path)])}
+    assert "regular file" in (reports["fifo"].reason or "")
+    assert "deeper than" in (reports["deep"].reason or "")
+    assert reports["huge"].node is None and reports["huge"].reason
+    result = run_cli("fleet", "plan", str(tmp_path))
+    assert result.exit_code == 1 and "Traceback" not in result.output
+
+
+def test_hostile_kube_inputs_are_bad_input(tmp_path: Path) -> None:
+    import os
+
+    os.mkfifo(tmp_path / "nodes.json")
+    for path in (str(tmp_path / "nodes.json"), "/dev/zero"):
+        result = run_cli("fleet", "plan", "--kube", path)
+        assert result.exit_code == 2 and "not a regular file" in result.stderr
+    deep = tmp_path / "deep.json"
+    deep.write_text("{" + '"a":{' * 10_000 + "}" * 10_001)
+    result = run_cli("fleet", "plan", "--kube", str(deep))
+    assert result.exit_code == 2 and "Traceback" not in result.output

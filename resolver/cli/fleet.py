@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from resolver import bounded
 from resolver.cli._common import JsonOpt, emit_json, handle_errors, use_color
 
 INPUT_PANEL = "Nodes"
@@ -59,7 +60,9 @@ def _reports(inputs: list[str] | None, slurm: str | None, kube: str | None, prob
         from resolver.fleet.kube import cluster_nodes, read_nodes
 
         if kube == "-":
-            text, where = sys.stdin.read(), "stdin"
+            text, where = sys.stdin.read(_MAX_NODE_LIST + 1), "stdin"
+            if len(text) > _MAX_NODE_LIST:
+                raise InputError("--kube -: more than 64 MiB on stdin", hint="give the output of `kubectl get nodes -o json`")
         elif kube == "kubectl":
             if Path(kube).exists():
                 raise UsageError("--kube kubectl: a file named kubectl is here too", hint="write --kube ./kubectl for the file")
@@ -67,11 +70,15 @@ def _reports(inputs: list[str] | None, slurm: str | None, kube: str | None, prob
         else:
             path = Path(kube)
             try:
-                text, where = path.read_text(encoding="utf-8"), str(path)
+                # Regular files only, size-capped: a FIFO or /dev/zero must not hang the plan.
+                text, where = bounded.read_text(path, _MAX_NODE_LIST), str(path)
             except (OSError, UnicodeDecodeError) as exc:
                 raise InputError(f"--kube {kube}: cannot read it ({getattr(exc, 'strerror', None) or type(exc).__name__})", hint="save it with `kubectl get nodes -o json > nodes.json`") from None
         reports += read_nodes(text, where=where)
     return reports
+
+
+_MAX_NODE_LIST = 64 * 1024 * 1024  # kubectl's node list for thousands of nodes is a few MiB
 
 
 def register(app: typer.Typer, matrix_app: typer.Typer) -> None:

@@ -20,6 +20,7 @@ import json
 import re
 from typing import Any
 
+from resolver import bounded
 from resolver.errors import InputError
 from resolver.fleet.reports import NodeReport
 from resolver.node import Gpu, Node, Partition
@@ -208,12 +209,14 @@ def cluster_nodes(*, timeout: float = 60) -> str:
 def read_nodes(text: str, *, where: str) -> list[NodeReport]:
     """``kubectl get nodes -o json`` (a List) or ``kubectl get node NAME -o json`` (one Node)."""
     try:
-        data = json.loads(text)
+        data = bounded.loads_json(text)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"{where}: not valid JSON (line {exc.lineno}, column {exc.colno})",
             hint="give the output of `kubectl get nodes -o json`",
         ) from None
+    except ValueError as exc:  # nested too deep, NaN, a number past the int-string limit
+        raise InputError(f"{where}: not a usable node list ({exc})", hint="give the output of `kubectl get nodes -o json`") from None
     if isinstance(data, dict) and data.get("kind") == "Node":
         items: Any = [data]
     elif isinstance(data, dict) and isinstance(data.get("items"), list):

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from resolver import __version__
+from resolver import __version__, bounded
 from resolver.errors import InputError
 from resolver.node import Node, from_json
 
@@ -114,13 +114,16 @@ def read_reports(inputs: Sequence[str]) -> list[NodeReport]:
     for path in _files(inputs):
         source = str(path)
         try:
-            with path.open("rb") as fh:
-                raw = fh.read(_MAX_REPORT + 1)
+            # Regular files only (a FIFO in the directory must not hang the fleet), size-capped.
+            raw = bounded.read_bytes(path, _MAX_REPORT)
+        except bounded.TooLargeError:
+            reports.append(NodeReport(name=path.stem, source=source, reason="larger than 16 MiB, not a probe report"))
+            continue
+        except bounded.NotRegularFileError as exc:
+            reports.append(NodeReport(name=path.stem, source=source, reason=f"not a regular file ({exc.strerror})"))
+            continue
         except OSError as exc:
             reports.append(NodeReport(name=path.stem, source=source, reason=f"cannot read it ({exc.strerror or type(exc).__name__})"))
-            continue
-        if len(raw) > _MAX_REPORT:
-            reports.append(NodeReport(name=path.stem, source=source, reason="larger than 16 MiB, not a probe report"))
             continue
         matches = _HOSTNAME_RE.findall(raw)
         key = _HOSTNAME_RE.sub(b'"hostname": ""', raw) if len(matches) == 1 else None
@@ -131,12 +134,15 @@ def read_reports(inputs: Sequence[str]) -> list[NodeReport]:
             reports.append(replace(earlier, name=name, source=source, node=node))
             continue
         try:
-            data = json.loads(raw.decode("utf-8"))
+            data = bounded.loads_json(raw.decode("utf-8"))
         except UnicodeDecodeError:
             reports.append(NodeReport(name=path.stem, source=source, reason="not UTF-8 text"))
             continue
         except json.JSONDecodeError as exc:
             reports.append(NodeReport(name=path.stem, source=source, reason=f"not valid JSON (line {exc.lineno}, column {exc.colno})"))
+            continue
+        except ValueError as exc:  # nested too deep, NaN, a number past the int-string limit
+            reports.append(NodeReport(name=path.stem, source=source, reason=f"not a usable JSON report ({exc})"))
             continue
         hostname = data.get("hostname") if isinstance(data, dict) else None
         name = hostname if isinstance(hostname, str) and hostname else path.stem

@@ -18,6 +18,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from resolver import bounded
 from resolver.errors import InputError, SlurmError, UsageError
 from resolver.fleet import hostlist
 from resolver.fleet.reports import NodeReport, report_from_json
@@ -148,12 +149,15 @@ def parse_output(stdout: str, stderr: str, nodes: Sequence[str], *, timeout: flo
             answered[name] = NodeReport(name=name, source=source, reason=f"the probe printed nothing{status}" + (f": {errors}" if errors else ""))
             continue
         try:
-            data = json.loads(body)
+            data = bounded.loads_json(body)
         except json.JSONDecodeError as exc:
             answered[name] = NodeReport(
                 name=name, source=source,
                 reason=f"the probe's output is not JSON (line {exc.lineno})" + (f": {errors}" if errors else ""),
             )
+            continue
+        except ValueError as exc:  # nested too deep, NaN, a number past the int-string limit
+            answered[name] = NodeReport(name=name, source=source, reason=f"the probe's output is not a usable report ({exc})")
             continue
         answered[name] = report_from_json(data, name=name, source=source)
     general = " | ".join(
