@@ -76,31 +76,40 @@ class MatrixProvider:
         return spec is None or spec.contains(version, prereleases=True)
 
     def candidates(self) -> Iterator[Candidate]:
-        releases = {r.version: r for r in self.m.vllm}
+        """Every path the request allows: images, then wheels, then source builds."""
         if self._wanted("image"):
-            for img in self.m.images:
-                if img.vllm is not None and self._in_spec(img.vllm):
-                    rel = releases.get(img.vllm)
-                    stack = rel.stack_named(img.stack) if rel is not None and img.stack else None
-                    yield Candidate(kind="image", vllm=img.vllm, rocm=img.rocm, image=img, release=rel, stack=stack)
+            yield from self._image_candidates()
         if self._wanted("wheel"):
-            for wheel in self.m.wheels:
-                if wheel.status != "release" or wheel.vllm is None:
-                    continue
-                for rel in self.m.vllm:
-                    if wheel.vllm.contains(rel.version) and self._in_spec(rel.version):
-                        yield Candidate(kind="wheel", vllm=rel.version, rocm=wheel.rocm, wheel=wheel, release=rel)
+            yield from self._wheel_candidates()
         if self._wanted("source"):
-            for rel in self.m.vllm:
-                if not self._in_spec(rel.version):
-                    continue
-                if not rel.stacks:
-                    yield Candidate(kind="source", vllm=rel.version, rocm=None, release=rel)
-                # Each ROCm stack is its own path: the host's driver may run one and not another.
-                for st in rel.stacks:
-                    yield Candidate(kind="source", vllm=rel.version, rocm=st.rocm, release=rel, stack=st)
+            yield from self._source_candidates()
 
-    # checks --------------------------------------------------------------------------------
+    def _image_candidates(self) -> Iterator[Candidate]:
+        releases = {r.version: r for r in self.m.vllm}
+        for img in self.m.images:
+            if img.vllm is not None and self._in_spec(img.vllm):
+                rel = releases.get(img.vllm)
+                stack = rel.stack_named(img.stack) if rel is not None and img.stack else None
+                yield Candidate(kind="image", vllm=img.vllm, rocm=img.rocm, image=img, release=rel, stack=stack)
+
+    def _wheel_candidates(self) -> Iterator[Candidate]:
+        for wheel in self.m.wheels:
+            if wheel.status != "release" or wheel.vllm is None:
+                continue
+            for rel in self.m.vllm:
+                if wheel.vllm.contains(rel.version) and self._in_spec(rel.version):
+                    yield Candidate(kind="wheel", vllm=rel.version, rocm=wheel.rocm, wheel=wheel, release=rel)
+
+    def _source_candidates(self) -> Iterator[Candidate]:
+        for rel in self.m.vllm:
+            if not self._in_spec(rel.version):
+                continue
+            if not rel.stacks:
+                yield Candidate(kind="source", vllm=rel.version, rocm=None, release=rel)
+            # Each ROCm stack is its own path: the host's driver may run one and not another.
+            for st in rel.stacks:
+                yield Candidate(kind="source", vllm=rel.version, rocm=st.rocm, release=rel, stack=st)
+
     # evaluation ----------------------------------------------------------------------------
 
     def evaluate(self, cand: Candidate) -> Evaluation:
