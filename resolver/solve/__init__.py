@@ -1,0 +1,233 @@
+"""Node facts + request -> a verdict with a plan, or failures as data. Pure: no I/O, no printing.
+
+Shape (resolvelib): a ``MatrixProvider`` (``provider``) lists candidate paths (official image,
+AMD image, wheel, source build) and says why each one cannot be used (``checks``, one function per
+reason code) and what to watch for (``advisories``, ``host``); ``solve`` here ranks them (``rank``),
+reports progress through a ``Reporter`` whose hooks do nothing by default, and decides the
+verdict of the ``Decision``. Every reason carries the facts it rests on with their sources, so
+``resolver.explain`` can say "Because ...". The records are in ``types``.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterator
+
+from packaging.version import Version
+
+from resolver.errors import InputError
+from resolver.model import Matrix
+from resolver.node import Node
+from resolver.solve.advisories import newer_unknown, node_warnings, stack_choice
+from resolver.solve.host import host_os_warnings, kernel_floor_warnings, unified_memory_warnings
+from resolver.solve.provider import MatrixProvider
+from resolver.solve.rank import _rank, rank
+from resolver.solve.types import (
+    FP8_QUANT,
+    GATES_SOURCE_FALLBACK,
+    KINDS,
+    MX_QUANT,
+    MXFP4_QUANT,
+    OK_VERDICTS,
+    OTHER_QUANT,
+    UNKNOWN_CODES,
+    UNKNOWN_EXIT,
+    Candidate,
+    Decision,
+    Evaluation,
+    Fact,
+    Fix,
+    Kind,
+    MissingFact,
+    Reason,
+    Reporter,
+    Request,
+    Severity,
+    Verdict,
+    Warning,
+)
+
+__all__ = [
+    "FP8_QUANT",
+    "GATES_SOURCE_FALLBACK",
+    "KINDS",
+    "MXFP4_QUANT",
+    "MX_QUANT",
+    "OK_VERDICTS",
+    "OTHER_QUANT",
+    "UNKNOWN_CODES",
+    "UNKNOWN_EXIT",
+    "Candidate",
+    "Decision",
+    "Evaluation",
+    "Fact",
+    "Fix",
+    "Kind",
+    "MatrixProvider",
+    "MissingFact",
+    "Reason",
+    "Reporter",
+    "Request",
+    "Severity",
+    "Verdict",
+    "Warning",
+    "host_os_warnings",
+    "kernel_floor_warnings",
+    "node_warnings",
+    "rank",
+    "solve",
+    "unified_memory_warnings",
+]
+
+
+def _validate_request(request: Request) -> None:
+    quant = (request.quantization or "").lower()
+    if quant and quant not in FP8_QUANT | MX_QUANT | OTHER_QUANT:
+        known = ", ".join(sorted(FP8_QUANT | MX_QUANT | OTHER_QUANT))
+        raise InputError(f"--quantization {request.quantization!r} is not a method vLLM's ROCm platform lists", hint=f"one of: {known}")
+    kv = (request.kv_cache_dtype or "").lower()
+    if kv and kv not in ("auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16", "float16"):
+        raise InputError(f"--kv-cache-dtype {request.kv_cache_dtype!r} is not a KV cache dtype", hint="use auto, fp8, fp8_e4m3 or fp8_e5m2")
+
+
+def solve(matrix: Matrix, node: Node, request: Request, reporter: Reporter | None = None) -> Decision:
+    """Weigh every candidate path for ``node`` and decide."""
+    reporter = reporter or Reporter()
+    _validate_request(request)
+    if not node.gfx_targets:
+        # Say why, when the probe knows: "permission denied on /dev/kfd" needs another fix than "no GPU".
+        cause = next((p for p in node.problems if p.code != "no-gpu"), None)
+        raise InputError(
+            "the node has no AMD GPU to decide for" + (f": {cause.message}" if cause else ""),
+            hint=(f"{cause.hint}; or " if cause else "")
+            + "describe the node with --gfx (e.g. --gfx gfx942), --example NAME, or --node FILE from `rocm-vllm probe --json`",
+        )
+    unknown_gfx = [g for g in node.gfx_targets if matrix.gfx_target(g) is None]
+    if unknown_gfx:
+        known = ", ".join(sorted(g.name for g in matrix.gfx))
+        unknown_targets = tuple(
+            MissingFact(
+                kind="gfx",
+                subject=g,
+                detail=f"{g} is not a gfx target the compatibility data knows (known: {known})",
+                fetch=None,
+                source="matrix/gfx.toml",
+            )
+            for g in unknown_gfx
+        )
+        problems = [Warning(code=p.code, message=p.message, hint=p.hint, source="probe") for p in node.problems]
+        return Decision(verdict="unknown", node=node, request=request, plan=None, warnings=tuple(problems),
+                        rejected=(), alternatives=(), missing=unknown_targets)
+    provider = MatrixProvider(matrix, node, request)
+    evaluations: list[Evaluation] = []
+    for cand in provider.candidates():
+        reporter.considering(cand)
+        ev = provider.evaluate(cand)
+        (reporter.accepting(cand) if ev.ok else reporter.rejecting(cand, ev.reasons))
+        evaluations.append(ev)
+    if not evaluations:
+        spec = str(request.vllm) if request.vllm else "any"
+        raise InputError(
+            f"no vLLM release in the data matches --vllm {spec!r}",
+            hint=f"known releases: {matrix.vllm[0].version} to {matrix.vllm[-1].version}" if matrix.vllm else "the data has no vLLM releases",
+        )
+    ranked = sorted(evaluations, key=lambda e: _rank(e, request.prefer))
+    accepted = [e for e in ranked if e.ok]
+    official = [e for e in accepted if not e.unofficial]
+    rejected = tuple(e for e in ranked if not e.ok)
+    blockers = _common_reasons(rejected) if not accepted else ()
+
+    plan: Evaluation | None
+    host_fix: Evaluation | None = None
+    missing: tuple[MissingFact, ...] = ()  # set for "unknown"
+    if official:
+        plan = official[0]
+        prebuilt_ok = any(e.candidate.kind != "source" for e in official)
+        verdict: Verdict = "supported" if prebuilt_ok else "source_build_required"
+    elif accepted:
+        plan = accepted[0]
+        verdict = "unofficial_only"
+    else:
+        plan = None
+        fixable = [e for e in rejected if e.host_fixable]
+        # A release whose facts are unknown might run here: the honest answer is "unknown".
+        unread = [e for e in rejected if {r.code for r in e.reasons} <= UNKNOWN_CODES]
+        if unread:
+            missing = _missing_releases(unread)
+            verdict = "unknown"
+        elif fixable:
+            # The best release, on whichever of its stacks asks the smallest host change
+            # (v0.33.0 on amdgpu 6.1: its rocm72 image needs 6.4, its default rocm100 one 30.10).
+            best = fixable[0].candidate
+            same = [e for e in fixable if e.candidate.vllm == best.vllm and e.candidate.kind == best.kind]
+            host_fix = min(same, key=lambda e: (e.candidate.rocm or Version("0"), _rank(e, request.prefer)))
+            verdict = "blocked_host_fix"
+        else:
+            verdict = "unsupported"
+
+    warnings = list(plan.warnings if plan else ())
+    warnings += stack_choice(plan, rejected)
+    warnings += node_warnings(matrix, node, request, plan)
+    warnings += newer_unknown(matrix, request, plan)
+    warnings = list(dict.fromkeys(warnings))
+    if verdict == "supported" and any(w.severity == "warning" for w in warnings):
+        verdict = "supported_with_warnings"
+    alternatives = tuple(_distinct_alternatives(accepted, plan))
+    return Decision(
+        verdict=verdict,
+        node=node,
+        request=request,
+        plan=plan,
+        warnings=tuple(warnings),
+        rejected=rejected,
+        alternatives=alternatives,
+        blockers=blockers,
+        host_fix=host_fix,
+        missing=missing,
+    )
+
+
+
+def _missing_releases(unread: list[Evaluation]) -> tuple[MissingFact, ...]:
+    out: dict[str, MissingFact] = {}
+    for e in unread:
+        v = str(e.candidate.vllm)
+        if v in out:
+            continue
+        what = "which GPUs its artifacts are built for" if any(r.code == "artifact-facts-unknown" for r in e.reasons) else "its ROCm build files (base ROCm, arch list, pins)"
+        out[v] = MissingFact(
+            kind="release",
+            subject=v,
+            detail=f"vLLM {v}: {what} are not in the data",
+            fetch=shlex.join(["rocm-vllm", "matrix", "refresh", "--source", "sdist", "--tag", v, "--write"]),
+            source=e.candidate.release.provenance.source if e.candidate.release else "",
+        )
+    return tuple(out.values())
+
+
+def _common_reasons(rejected: tuple[Evaluation, ...]) -> tuple[Reason, ...]:
+    """Reason codes that stop every candidate: the root causes worth leading with."""
+    # A release whose facts are unknown fails for that reason alone; it says nothing about the node.
+    rejected = tuple(e for e in rejected if not {r.code for r in e.reasons} <= UNKNOWN_CODES)
+    if not rejected:
+        return ()
+    common = set.intersection(*({r.code for r in e.reasons} for e in rejected))
+    seen: dict[str, Reason] = {}
+    for e in rejected:
+        for r in e.reasons:
+            if r.code in common and r.code not in seen:
+                seen[r.code] = r
+    return tuple(seen.values())
+
+
+def _distinct_alternatives(accepted: list[Evaluation], plan: Evaluation | None) -> Iterator[Evaluation]:
+    """One alternative per channel (besides the plan), newest first."""
+    seen: set[str] = set()
+    if plan is not None:
+        seen.add(plan.candidate.channel)
+    for e in accepted:
+        ch = e.candidate.channel
+        if ch not in seen:
+            seen.add(ch)
+            yield e
+

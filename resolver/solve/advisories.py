@@ -1,0 +1,373 @@
+"""Advisories: warnings that do not stop a path but say what to watch for, as small rules.
+
+Candidate rules (image channel, ROCm stack, AMD's gfx list, confidence) run for every candidate;
+node rules (AITER, FP8/MX formats, mixed GPUs, partitions, overrides, probe problems, and the host
+checks of ``resolver.solve.host``) and decision rules (stack choice, newer unknown releases) run
+once for the decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from packaging.version import Version
+
+from resolver.model import ContainerImage, GfxTarget, Matrix, RocmStack
+from resolver.node import Node
+from resolver.solve.checks import shipped
+from resolver.solve.host import host_os_warnings, kernel_floor_warnings, unified_memory_warnings
+from resolver.solve.types import FP8_QUANT, MXFP4_QUANT, Candidate, Evaluation, Request, Warning
+
+# --- candidate rules --------------------------------------------------------------------------
+
+
+def candidate_warnings(cand: Candidate, record_source: str) -> list[Warning]:
+    """The warnings about a candidate's own record: its image channel, its stack, its confidence."""
+    out: list[Warning] = []
+    if cand.image is not None:
+        out.extend(image_warnings(cand.image))
+    if cand.stack is not None:
+        out.extend(stack_warnings(cand, cand.stack))
+    out.extend(low_confidence(cand, record_source))
+    return out
+
+
+def rocm_lists_gfx(m: Matrix, targets: Iterable[GfxTarget], cand: Candidate) -> list[Warning]:
+    """``rocm-lacks-gfx``: the artifact ships code for a GPU AMD's matrix for its ROCm omits."""
+    assert cand.rocm is not None
+    rocm = m.rocm_for(cand.rocm)
+    if rocm is None or not rocm.gfx:
+        return []
+    return [
+        Warning(
+            code="rocm-lacks-gfx",
+            message=f"AMD's matrix for {rocm.label} does not list {t.name}; {cand.label} ships code for it anyway",
+            hint=f"expect less testing on {t.name}; AMD lists it from {_first_listing(m, t.name)}",
+            source=rocm.provenance.source,
+        )
+        for t in targets
+        if t.name not in rocm.gfx and t.name in shipped(cand)[0]
+    ]
+
+
+def _first_listing(m: Matrix, gfx: str) -> str:
+    listed = sorted(r.version for r in m.rocm if gfx in r.gfx)
+    return f"ROCm {listed[0]}" if listed else "no ROCm release in the data"
+
+
+def image_warnings(image: ContainerImage) -> list[Warning]:
+    """``deprecated-channel`` and ``amd-image``."""
+    out: list[Warning] = []
+    if image.deprecated:
+        out.append(
+            Warning(
+                code="deprecated-channel",
+                message=f"{image.repo} is deprecated in vLLM's docs; {image.ref} is used only because nothing newer fits",
+                hint="prefer vllm/vllm-openai-rocm when the node allows it",
+                source=image.provenance.source,
+            )
+        )
+    elif not image.official:
+        out.append(
+            Warning(
+                code="amd-image",
+                severity="info",
+                message=f"{image.repo} is AMD's channel (vLLM's docs call it deprecated since v0.19); its entrypoint is a shell",
+                hint="run `vllm serve` explicitly in it (`rocm-vllm image` writes the command)",
+                source=image.provenance.source,
+            )
+        )
+    return out
+
+
+def stack_warnings(cand: Candidate, stack: RocmStack) -> list[Warning]:
+    """``preview-rocm`` for a stack on a nightly; ``unpinned-ref`` for a source build on moving pins."""
+    out: list[Warning] = []
+    if stack.preview:
+        out.append(
+            Warning(
+                code="preview-rocm",
+                message=f"{cand.label} builds on {stack.label}, a ROCm nightly or preview, not a release",
+                hint="prefer a stack on a released ROCm; use this one only to try the GPU it exists for",
+                source=stack.provenance.source,
+            )
+        )
+    moving = stack.moving_pins
+    if moving and cand.kind == "source":
+        refs = ", ".join(f"{p.component} {p.repo}@{p.ref}" for p in moving)
+        out.append(
+            Warning(
+                code="unpinned-ref",
+                message=f"{cand.label}: upstream pins {refs} to a moving branch, so the build is not reproducible",
+                hint="pin a commit yourself (rocm-vllm dockerfile refuses this stack unless --allow-moving-refs)",
+                source=stack.provenance.source,
+            )
+        )
+    return out
+
+
+def low_confidence(cand: Candidate, record_source: str) -> list[Warning]:
+    """``low-confidence``: the candidate's facts were inferred, not read at the release or registry."""
+    if cand.confidence not in ("inferred", "release-branch", "unknown"):
+        return []
+    return [
+        Warning(
+            code="low-confidence",
+            severity="info",
+            message=(
+                f"{cand.label}: the tag and its contents are {cand.confidence} (from the release's "
+                "pipeline or a docs page), not confirmed at the registry"
+                if cand.image
+                else f"{cand.label}: facts are {cand.confidence}, not read at the release itself"
+            ),
+            hint="pin and verify it: `rocm-vllm image` with the same node flags, plus --digest --smoke"
+            if cand.image
+            else f"read them exactly from the sdist: `rocm-vllm matrix refresh --source sdist --tag {cand.vllm}`",
+            source=record_source,
+        )
+    ]
+
+
+# --- node rules -------------------------------------------------------------------------------
+
+
+def node_warnings(m: Matrix, node: Node, request: Request, plan: Evaluation | None) -> list[Warning]:
+    """Every node-level advisory for ``plan`` (or for no plan), in a fixed order."""
+    out: list[Warning] = []
+    targets = [t for t in (m.gfx_target(n) for n in node.gfx_targets) if t is not None]
+    quant = (request.quantization or "").lower()
+    fp8_asked = quant in FP8_QUANT or (request.kv_cache_dtype or "").startswith("fp8")
+    for t in targets:
+        out.extend(aiter(t, plan))
+        out.extend(mxfp4(t, quant))
+        out.extend(fp8_format(t, fp8_asked))
+    out.extend(mixed_fp8_formats(targets, fp8_asked))
+    out.extend(mixed_gfx(targets))
+    out.extend(rdna_multi_gpu(node, targets))
+    out.extend(cpx_partition(node))
+    out.extend(override_not_needed(node, targets))
+    out.extend(unofficial_override(plan))
+    out.extend(host_os_warnings(m, node, targets))
+    out.extend(kernel_floor_warnings(node, targets))
+    out.extend(unified_memory_warnings(node, targets))
+    out.extend(probe_problems(node))
+    return out
+
+
+def aiter(t: GfxTarget, plan: Evaluation | None) -> list[Warning]:
+    """``aiter-off-by-default`` (full AITER support) and ``aiter-partial`` (Triton kernels only)."""
+    if t.features.aiter == "full" and (plan is None or plan.candidate.vllm >= Version("0.8.2")):
+        kind = plan.candidate.kind if plan is not None else None
+        by_image = kind == "image"
+        hint = {
+            "image": "set VLLM_ROCM_USE_AITER=1 (the run command from `rocm-vllm image` does)",
+            "wheel": "export VLLM_ROCM_USE_AITER=1 before `vllm serve`: nothing sets it for a wheel install",
+            "source": "pass -e VLLM_ROCM_USE_AITER=1 to `docker run` of the built image: the Dockerfile does not set it",
+        }.get(kind or "", "set VLLM_ROCM_USE_AITER=1 where vLLM runs")
+        return [
+            Warning(
+                code="aiter-off-by-default",
+                severity="info",
+                message=f"AITER kernels are off by default in vLLM; on {t.name} they are much faster",
+                hint=hint,
+                source="vllm-project/vllm vllm/envs.py (VLLM_ROCM_USE_AITER default False); vllm-project/vllm#56945",
+                env=(("VLLM_ROCM_USE_AITER", "1"),),
+                applied_by_plan=by_image,
+            )
+        ]
+    if t.features.aiter == "triton-only":
+        return [
+            Warning(
+                code="aiter-partial",
+                severity="info",
+                message=f"on {t.name} only AITER's Triton kernels apply; the AITER package itself fails there",
+                hint="leave VLLM_ROCM_USE_AITER unset unless you test it (ROCm/aiter#3294)",
+                source=t.features.provenance.source,
+            )
+        ]
+    return []
+
+
+def mxfp4(t: GfxTarget, quant: str) -> list[Warning]:
+    """``mxfp4-native`` / ``mxfp4-emulated``: how an MXFP4 checkpoint runs on this GPU."""
+    if quant not in MXFP4_QUANT or t.features.mxfp4 == "none":
+        return []
+    src = t.features.mxfp4_source
+    native = t.features.mxfp4 == "native"
+    return [
+        Warning(
+            code="mxfp4-native" if native else "mxfp4-emulated",
+            severity="info",
+            message=f"{quant} on {t.name} runs on native MX (microscaling) compute"
+            if native
+            else f"{quant} on {t.name} runs weight-only: vLLM dequantizes the MXFP4 weights, since {t.name} has no MX compute",
+            hint="nothing to do; MXFP4 checkpoints run at full speed here"
+            if native
+            else "expect less speed than on gfx950 (MI350X/MI355X); the checkpoint itself runs unchanged",
+            source=src.source,
+        )
+    ]
+
+
+def fp8_format(t: GfxTarget, fp8_asked: bool) -> list[Warning]:
+    """``fp8-format``: which FP8 encoding this GPU uses, when FP8 is asked for."""
+    if not (fp8_asked and t.features.fp8):
+        return []
+    fmt = "e4m3fnuz (FNUZ)" if t.features.fp8_format == "fnuz" else "e4m3fn (OCP)"
+    return [
+        Warning(
+            code="fp8-format",
+            severity="info",
+            message=f"FP8 on {t.name} uses {fmt}",
+            hint="OCP-format checkpoints are rescaled to FNUZ at load on gfx942; do not hard-code fnuz for gfx950"
+            if t.features.fp8_format == "fnuz"
+            else "checkpoints in OCP e4m3fn run natively",
+            source=t.features.provenance.source,
+        )
+    ]
+
+
+def mixed_fp8_formats(targets: list[GfxTarget], fp8_asked: bool) -> list[Warning]:
+    """``mixed-fp8-formats``: FNUZ and OCP GPUs in one node while FP8 is asked for."""
+    formats = {t.features.fp8_format for t in targets if t.features.fp8}
+    if len(formats) <= 1 or not fp8_asked:
+        return []
+    return [
+        Warning(
+            code="mixed-fp8-formats",
+            message="this node mixes FNUZ (gfx942) and OCP FP8 targets; vLLM reads the arch of device 0 only",
+            hint="run one vLLM instance per GPU type (HIP_VISIBLE_DEVICES), never one across both",
+            source="ROCm/aiter#3807; vllm-project/vllm vllm/platforms/rocm.py@001eda31",
+        )
+    ]
+
+
+def mixed_gfx(targets: list[GfxTarget]) -> list[Warning]:
+    """``mixed-gfx``: several GPU types in one node."""
+    if len(targets) <= 1:
+        return []
+    return [
+        Warning(
+            code="mixed-gfx",
+            message=f"this node has several GPU types ({', '.join(t.name for t in targets)}); vLLM assumes one",
+            hint="pin each vLLM instance to one GPU type with HIP_VISIBLE_DEVICES",
+            source="vllm-project/vllm vllm/platforms/rocm.py@001eda31 (arch read from device 0)",
+        )
+    ]
+
+
+def rdna_multi_gpu(node: Node, targets: list[GfxTarget]) -> list[Warning]:
+    """``rdna-multi-gpu``: several Radeon GPUs, whose RCCL peer-to-peer has hung."""
+    gpus = node.logical_gpu_count or len(node.gpus)
+    if gpus <= 1 or not any(t.arch.startswith("RDNA") for t in targets):
+        return []
+    return [
+        Warning(
+            code="rdna-multi-gpu",
+            message="multi-GPU Radeon setups have hung in RCCL peer-to-peer collectives",
+            hint="if tensor-parallel start-up hangs: NCCL_P2P_DISABLE=1 and --disable-custom-all-reduce",
+            source="ROCm/vllm#390; ROCm/rocm-systems#11348",
+        )
+    ]
+
+
+def cpx_partition(node: Node) -> list[Warning]:
+    """``cpx-partition``: GPUs in CPX mode, where tensor parallelism has produced garbage."""
+    if not any(g.partition and (g.partition.compute or "").upper() == "CPX" for g in node.gpus):
+        return []
+    return [
+        Warning(
+            code="cpx-partition",
+            message="GPUs are in CPX partition mode; tensor parallelism across CPX partitions has produced garbage output",
+            hint="use SPX/NPS1 for TP, or one TP=1 replica per partition (vllm-project/vllm#20125)",
+            source="vllm-project/vllm#20125",
+        )
+    ]
+
+
+def override_not_needed(node: Node, targets: list[GfxTarget]) -> list[Warning]:
+    """``override-not-needed``: HSA_OVERRIDE_GFX_VERSION set for a GPU vLLM supports as it is."""
+    if not (node.hsa_override_gfx_version and any(t.vllm_status == "official" for t in targets)):
+        return []
+    return [
+        Warning(
+            code="override-not-needed",
+            message=f"HSA_OVERRIDE_GFX_VERSION={node.hsa_override_gfx_version} is set, but the GPU is supported as it is",
+            hint="unset HSA_OVERRIDE_GFX_VERSION; vLLM's feature gates follow the real gfx anyway",
+            source="vllm-project/vllm vllm/platforms/rocm.py@001eda31 (arch from amdsmi)",
+        )
+    ]
+
+
+def unofficial_override(plan: Evaluation | None) -> list[Warning]:
+    """``unofficial-override``: the plan relies on HSA_OVERRIDE_GFX_VERSION."""
+    if plan is None or not plan.override:
+        return []
+    return [
+        Warning(
+            code="unofficial-override",
+            message=f"this path relies on HSA_OVERRIDE_GFX_VERSION={plan.override}; the runtime loads another GPU's code",
+            hint="unofficial: it can crash or compute wrong results; test outputs before serving",
+            source="ROCm/ROCm#2500; ROCm/rocm-systems PR #5686",
+        )
+    ]
+
+
+def probe_problems(node: Node) -> list[Warning]:
+    """The probe's problems, and partition problems of a node file written before the probe checked them."""
+    problems = list(node.problems)
+    if node.gpus:
+        # A node file written before the probe checked partitions still gets the check.
+        from resolver.partitions import partition_problems
+
+        problems += [p for p in partition_problems(node.gpus) if p not in problems]
+    return [Warning(code=p.code, message=p.message, hint=p.hint, source="probe") for p in problems]
+
+
+# --- decision rules ---------------------------------------------------------------------------
+
+
+def stack_choice(plan: Evaluation | None, rejected: tuple[Evaluation, ...]) -> list[Warning]:
+    """Say which stack the plan is on and why, when it is not the release's default one."""
+    if plan is None or plan.candidate.stack is None or plan.candidate.stack.default:
+        return []
+    c = plan.candidate
+    mine = plan.candidate.stack
+    default = next(
+        (e for e in rejected if e.candidate.vllm == c.vllm and e.candidate.kind == c.kind
+         and e.candidate.stack is not None and e.candidate.stack.default),
+        None,
+    )
+    if default is None or default.candidate.stack is None:
+        return []
+    d = default.candidate.stack
+    why = default.reasons[0]
+    return [
+        Warning(
+            code="stack-not-default",
+            severity="info",
+            message=f"vLLM {c.vllm} is planned on its {mine.variant} stack (ROCm {mine.rocm}): "
+            f"its default {d.variant} stack (ROCm {d.rocm}) does not fit here: {why.message}",
+            hint=why.hint,
+            source=why.source,
+        )
+    ]
+
+
+def newer_unknown(m: Matrix, request: Request, plan: Evaluation | None) -> list[Warning]:
+    """``newer-releases-unknown``: releases newer than the plan whose ROCm facts were never read."""
+    if plan is None or (request.vllm is not None and len(request.vllm) and all(s.operator == "==" for s in request.vllm)):
+        return []
+    newer = [r.version for r in m.vllm if not r.known and r.version > plan.candidate.vllm and (request.vllm is None or request.vllm.contains(r.version))]
+    if not newer:
+        return []
+    return [
+        Warning(
+            code="newer-releases-unknown",
+            severity="info",
+            message=f"{len(newer)} newer vLLM release(s) ({min(newer)} to {max(newer)}) have no ROCm facts in the data; "
+            "some may fit this node too",
+            hint="run `rocm-vllm matrix refresh` to read newer releases",
+            source="pypi.org/project/vllm; matrix/vllm.toml",
+        )
+    ]

@@ -1,0 +1,433 @@
+"""What stops one candidate: one function per reason code, each with its message, facts, hint and fix.
+
+``MatrixProvider.evaluate`` calls them; each returns a ``Reason`` (or ``None`` when the check
+passes). Checks that cannot be made say so with a ``Warning`` (driver unknown, Python or glibc
+unknown) instead of stopping the path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+from packaging.version import Version
+
+from resolver.model import DriverSeries, GfxTarget, Matrix, RocmRelease, WheelVariant
+from resolver.node import Node
+from resolver.solve.types import (
+    FP8_QUANT,
+    MX_QUANT,
+    MXFP4_QUANT,
+    Candidate,
+    Fact,
+    Fix,
+    Reason,
+    Request,
+    Warning,
+)
+from resolver.versions import driver_series, series
+
+# --- unknown facts: release-facts-unknown, artifact-facts-unknown -----------------------------
+
+
+def release_facts_unknown(cand: Candidate) -> Reason:
+    """``release-facts-unknown``: the release exists, its ROCm build files were never read."""
+    src = cand.release.provenance.source if cand.release else "matrix/vllm.toml"
+    return Reason(
+        code="release-facts-unknown",
+        message=f"vLLM {cand.vllm}: its ROCm base, arch list and component pins are not in the data",
+        facts=(Fact(text=f"vLLM {cand.vllm} exists but its ROCm build files were never read", source=src, confidence="unknown"),),
+        hint=f"run `rocm-vllm matrix refresh --source sdist --tag {cand.vllm} --write` to read them from its sdist",
+        fix=Fix(kind="data", text=f"refresh the data (`rocm-vllm matrix refresh --source sdist --tag {cand.vllm} --write`)", host=False),
+    )
+
+
+def artifact_facts_unknown(cand: Candidate, src: str) -> Reason:
+    """``artifact-facts-unknown``: the artifact exists, its arch list was never read."""
+    return Reason(
+        code="artifact-facts-unknown",
+        message=f"{cand.label}: which GPUs it is built for is not in the data",
+        facts=(Fact(text=f"{cand.label} exists; its arch list was never read", source=src, confidence="unknown"),),
+        hint="run `rocm-vllm matrix refresh` to read it, or check it yourself with `rocm-vllm image --smoke`",
+        fix=Fix(kind="data", text="refresh the data (`rocm-vllm matrix refresh --write`)", host=False),
+    )
+
+
+# --- the GPU: gfx-unsupported, gfx-not-shipped ------------------------------------------------
+
+
+def shipped(cand: Candidate) -> tuple[tuple[str, ...], str]:
+    """The gfx targets the candidate's artifact carries code for, and where the data says so."""
+    if cand.image is not None:
+        return cand.image.arch, cand.image.provenance.source
+    if cand.wheel is not None:
+        return cand.wheel.arch, cand.wheel.provenance.source
+    assert cand.release is not None
+    if cand.stack is not None:
+        return cand.stack.arch, cand.stack.provenance.source
+    return cand.release.arch, cand.release.provenance.source
+
+
+def gfx_check(cand: Candidate, target: GfxTarget) -> tuple[Reason | None, bool, str | None]:
+    """Does the candidate run on ``target``? (reason, unofficial, HSA override it relies on)."""
+    arch, src = shipped(cand)
+    if target.name in arch:
+        return None, False, None
+    if target.vllm_status == "unsupported":
+        return gfx_unsupported(cand, target, arch, src), False, None
+    if not arch:
+        return artifact_facts_unknown(cand, src), False, None
+    # A near target the runtime can be told to load (HSA_OVERRIDE_GFX_VERSION): unofficial.
+    if target.override and target.override_target in arch and cand.kind != "source":
+        return None, True, target.override
+    if cand.kind == "source" and cand.release is not None and target.name in cand.release.cmake_arch:
+        return None, True, None
+    return gfx_not_shipped(cand, target, arch, src), False, None
+
+
+def _arch_text(arch: tuple[str, ...]) -> str:
+    return ", ".join(arch) if arch else "an unknown arch list"
+
+
+def gfx_unsupported(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], src: str) -> Reason:
+    """``gfx-unsupported``: the artifact lacks the target and vLLM does not support it at all."""
+    arch_text = _arch_text(arch)
+    return Reason(
+        code="gfx-unsupported",
+        message=f"{cand.label} ships code for {arch_text}, not {target.name}; vLLM does not support {target.name}",
+        facts=(
+            Fact(text=f"{cand.label} is built for {arch_text}", source=src, confidence=cand.confidence),
+            Fact(text=f"{target.name}: {target.vllm_note}", source=target.provenance.source, confidence=target.provenance.confidence),
+        ),
+        hint=gfx_hint(target),
+    )
+
+
+def gfx_unsupported_by_vllm(target: GfxTarget) -> Reason:
+    """``gfx-unsupported`` for a release whose facts are unknown: what the GPU lacks holds anyway."""
+    return Reason(
+        code="gfx-unsupported",
+        message=f"vLLM does not support {target.name}",
+        facts=(Fact(text=f"{target.name}: {target.vllm_note}", source=target.provenance.source,
+                    confidence=target.provenance.confidence),),
+        hint=gfx_hint(target),
+    )
+
+
+def gfx_not_shipped(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], src: str) -> Reason:
+    """``gfx-not-shipped``: the artifact carries no code for the target; another artifact may."""
+    arch_text = _arch_text(arch)
+    return Reason(
+        code="gfx-not-shipped",
+        message=f"{cand.label} ships code for {arch_text}, not {target.name} (expect 'HIP error: invalid device function')",
+        facts=(Fact(text=f"{cand.label} is built for {arch_text}", source=src, confidence=cand.confidence),),
+        hint=f"choose an artifact built for {target.name}, or build from source: "
+        f"`rocm-vllm dockerfile --gfx {target.name}`",
+        fix=Fix(kind="gfx", text=f"an artifact built for {target.name}", host=False),
+    )
+
+
+def gfx_hint(target: GfxTarget) -> str:
+    if target.override:
+        return (
+            f"unofficial: HSA_OVERRIDE_GFX_VERSION={target.override} makes the runtime load {target.override_target} "
+            "code; it can crash or compute wrong results"
+        )
+    if target.name == "gfx906":
+        return "community fork nlzy/vllm-gfx906 (unofficial), or llama.cpp; vLLM upstream will not run on gfx906"
+    return "no vLLM path exists for this GPU; consider llama.cpp (ROCm or Vulkan) instead"
+
+
+# --- feature gates: fp8-unsupported, mx-unsupported, kv-fp8-unsupported -----------------------
+
+
+def gate_checks(targets: Iterable[GfxTarget], request: Request) -> list[Reason]:
+    """The request's quantization and KV cache dtype against each GPU's feature gates."""
+    reasons: list[Reason] = []
+    quant = (request.quantization or "").lower() or None
+    kv = (request.kv_cache_dtype or "").lower() or None
+    for target in targets:
+        gates = target.features
+        fact = Fact(
+            text=f"{target.name}: FP8 {'yes (' + str(gates.fp8_format) + ')' if gates.fp8 else 'no'}, MX formats {'yes' if gates.mx else 'no'}",
+            source=gates.provenance.source,
+            confidence=gates.provenance.confidence,
+        )
+        found = (fp8_unsupported(quant, target, fact), mx_unsupported(quant, target, fact), kv_fp8_unsupported(kv, target, fact))
+        reasons.extend(r for r in found if r is not None)
+    return reasons
+
+
+def fp8_unsupported(quant: str | None, target: GfxTarget, fact: Fact) -> Reason | None:
+    """``fp8-unsupported``: an FP8 quantization on a GPU without hardware FP8."""
+    if quant not in FP8_QUANT or target.features.fp8:
+        return None
+    return Reason(
+        code="fp8-unsupported",
+        message=f"{quant} quantization needs hardware FP8, which {target.name} ({target.arch}) does not have",
+        facts=(fact,),
+        hint="use a BF16/FP16 checkpoint or an AWQ/GPTQ int4 one on this GPU",
+        fix=Fix(kind="quantization", text="a BF16/FP16 or AWQ/GPTQ checkpoint", host=False),
+    )
+
+
+def mx_unsupported(quant: str | None, target: GfxTarget, fact: Fact) -> Reason | None:
+    """``mx-unsupported``: an MX quantization on a GPU without MX compute (and, for MXFP4, no
+    source saying vLLM runs it weight-only there)."""
+    gates = target.features
+    mx_blocked = (quant in MXFP4_QUANT and gates.mxfp4 == "none") or (quant in MX_QUANT - MXFP4_QUANT and not gates.mx)
+    if not mx_blocked:
+        return None
+    what = (
+        "MX (microscaling) compute, which only gfx950-class GPUs have, and no source says vLLM runs it "
+        f"weight-only on {target.name}"
+        if quant in MXFP4_QUANT
+        else f"MX (microscaling) compute, which only gfx950-class GPUs have; {target.name} does not"
+    )
+    return Reason(
+        code="mx-unsupported",
+        message=f"{quant} needs {what}",
+        facts=(fact,),
+        hint="use an FP8 or BF16 checkpoint of the model" if gates.fp8 else "use a BF16/FP16 or AWQ/GPTQ checkpoint",
+        fix=Fix(kind="quantization", text="a non-MX checkpoint", host=False),
+    )
+
+
+def kv_fp8_unsupported(kv: str | None, target: GfxTarget, fact: Fact) -> Reason | None:
+    """``kv-fp8-unsupported``: an FP8 KV cache on a GPU without hardware FP8."""
+    if kv is None or not kv.startswith("fp8") or target.features.fp8:
+        return None
+    return Reason(
+        code="kv-fp8-unsupported",
+        message=f"--kv-cache-dtype {kv} needs hardware FP8, which {target.name} does not have",
+        facts=(fact,),
+        hint="use --kv-cache-dtype auto",
+        fix=Fix(kind="quantization", text="--kv-cache-dtype auto", host=False),
+    )
+
+
+# --- the driver window: driver-window ---------------------------------------------------------
+
+
+def driver_check(
+    m: Matrix, node: Node, driver: DriverSeries | None, cand: Candidate, record_source: str
+) -> tuple[Reason | None, list[Warning]]:
+    """Does the host's amdgpu driver run the candidate's ROCm user space?"""
+    assert cand.rocm is not None
+    rocm = m.rocm_for(cand.rocm)
+    warnings = driver_warnings(node, driver, cand, rocm)
+    if node.driver_version is None or driver is None:
+        return None, warnings
+    if rocm is not None and rocm.stream == "therock-preview":
+        return preview_driver_window(driver, cand, rocm, record_source), warnings
+    return driver_window(m, driver, cand, record_source), warnings
+
+
+def driver_warnings(node: Node, driver: DriverSeries | None, cand: Candidate, rocm: RocmRelease | None) -> list[Warning]:
+    """``preview-rocm`` for a preview ROCm; ``driver-unchecked``/``unknown-driver`` when the
+    driver check cannot be made."""
+    warnings: list[Warning] = []
+    if rocm is not None and rocm.stream == "therock-preview":
+        warnings.append(
+            Warning(
+                code="preview-rocm",
+                message=f"{cand.label} runs on {rocm.label}, a technology preview with no upgrade path from 7.2.x",
+                hint="prefer an artifact on a production ROCm (7.2.x legacy or 7.14+/10.x TheRock)",
+                source=rocm.provenance.source,
+            )
+        )
+    if node.driver_version is None:
+        warnings.append(
+            Warning(
+                code="driver-unchecked",
+                message=f"the host's AMD GPU Driver release is unknown, so nobody checked that it runs ROCm {cand.rocm}",
+                hint="give it with --driver (the amdgpu-install version, e.g. 30.30.3); "
+                "inbox distro drivers are not in AMD's driver/user-space table",
+            )
+        )
+    elif driver is None:
+        warnings.append(
+            Warning(
+                code="unknown-driver",
+                message=f"amdgpu driver {node.driver_version} is not in AMD's driver/user-space table; "
+                f"cannot check that it runs ROCm {cand.rocm}",
+                hint="give the AMD GPU driver release (e.g. 30.30.3); inbox distro drivers are not in AMD's table",
+            )
+        )
+    return warnings
+
+
+def driver_window(m: Matrix, driver: DriverSeries, cand: Candidate, record_source: str) -> Reason | None:
+    """``driver-window``: the driver series does not run the candidate's ROCm (AMD's table)."""
+    assert cand.rocm is not None
+    if driver.runs(cand.rocm):
+        return None
+    good = list(m.drivers_running(cand.rocm))
+    window = _window(driver.user_space)
+    return Reason(
+        code="driver-window",
+        message=f"{cand.label} ships ROCm {cand.rocm}, but amdgpu {driver.series}.x runs ROCm user space {window} only",
+        facts=(
+            Fact(text=f"{cand.label} ships ROCm {cand.rocm}", source=record_source, confidence=cand.confidence),
+            Fact(
+                text=f"amdgpu {driver.series}.x supports ROCm user space {window}",
+                source=driver.provenance.source,
+                confidence=driver.provenance.confidence,
+            ),
+        ),
+        hint=_driver_hint(driver, cand.rocm, good),
+        fix=_driver_fix(driver, cand.rocm, good) if good else None,
+    )
+
+
+def preview_driver_window(driver: DriverSeries, cand: Candidate, rocm: RocmRelease, record_source: str) -> Reason | None:
+    """``driver-window`` for a preview: previews are not rows of AMD's table; their release notes
+    list the drivers they support."""
+    listed = {driver_series(d.strip().replace(".x", ".0")) for d in (rocm.kmd_at_release or "").split(",") if d.strip()}
+    if driver.series in listed:
+        return None
+    known = f"its release notes list amdgpu {rocm.kmd_at_release}" if listed else "AMD states no driver support for it here"
+    return Reason(
+        code="driver-window",
+        message=f"{cand.label} ships {rocm.label}; {known}, not {driver.series}.x",
+        facts=(
+            Fact(text=f"{cand.label} ships {rocm.label}", source=record_source, confidence=cand.confidence),
+            Fact(text=f"{rocm.label}: {known}", source=rocm.provenance.source, confidence=rocm.provenance.confidence),
+        ),
+        hint="prefer an artifact on a production ROCm release, whose driver support AMD tabulates",
+        fix=None,
+    )
+
+
+def _best_driver(
+    driver: DriverSeries | None, rocm: Version, good: list[DriverSeries]
+) -> tuple[str, Literal["upgrade", "downgrade"]]:
+    """The smallest move from the host's driver to one that runs ``rocm``: the oldest series
+    newer than the host's; only when none is newer, the newest older one (a downgrade)."""
+    here = _series_key(driver.series) if driver is not None else None
+    if here is None:
+        paired = [d for d in good if d.paired_rocm and series(Version(d.paired_rocm)) == series(rocm)]
+        return (paired[0] if paired else good[0]).series, "upgrade"
+    forward = [d for d in good if _series_key(d.series) > here]
+    if forward:
+        return min(forward, key=lambda d: _series_key(d.series)).series, "upgrade"
+    return max(good, key=lambda d: _series_key(d.series)).series, "downgrade"
+
+
+def _driver_fix(driver: DriverSeries | None, rocm: Version, good: list[DriverSeries]) -> Fix:
+    best, direction = _best_driver(driver, rocm, good)
+    return Fix(kind="driver", text=f"amdgpu driver {best}.x", host=True, value=best, direction=direction)
+
+
+def _driver_hint(driver: DriverSeries | None, rocm: Version, good: list[DriverSeries]) -> str:
+    if not good:
+        return f"no amdgpu driver in AMD's table runs ROCm {series(rocm)}"
+    best, direction = _best_driver(driver, rocm, good)
+    others = ", ".join(d.series + ".x" for d in sorted(good, key=lambda d: _series_key(d.series)) if d.series != best)
+    return f"{direction} the host's amdgpu driver to {best}.x" + (f" (also running ROCm {series(rocm)}: {others})" if others else "")
+
+
+def _series_key(value: str) -> tuple[int, ...]:
+    """ "30.30" -> (30, 30): driver series sort by number ("6.4" before "30.10")."""
+    return tuple(int(p) for p in value.split(".") if p.isdigit())
+
+
+def _window(user_space: Iterable[str]) -> str:
+    items = sorted(user_space, key=lambda s: tuple(int(p) for p in s.split(".")))
+    return f"{items[0]}-{items[-1]}" if len(items) > 1 else items[0]
+
+
+# --- wheels: python-mismatch, glibc-too-old ---------------------------------------------------
+
+
+def wheel_checks(
+    node: Node, wheel: WheelVariant, glibc: Version | None, glibc_src: str
+) -> tuple[list[Reason], list[Warning]]:
+    """A wheel against the node's Python, glibc (``glibc``, from ``glibc_src``) and host ROCm."""
+    reasons: list[Reason] = []
+    warnings: list[Warning] = []
+    for r, w in (python_check(node, wheel), glibc_check(node, wheel, glibc, glibc_src)):
+        reasons.extend(r)
+        warnings.extend(w)
+    warnings.extend(host_rocm_shadowing(node, wheel))
+    return reasons, warnings
+
+
+def python_check(node: Node, wheel: WheelVariant) -> tuple[list[Reason], list[Warning]]:
+    """``python-mismatch`` (or ``python-unknown`` when the node's Python is not known)."""
+    src = wheel.provenance.source
+    py = node.python
+    wanted = " or ".join(wheel.python)
+    if py is None:
+        return [], [
+            Warning(
+                code="python-unknown",
+                message=f"the node's Python is unknown; {wheel.name} wheels exist for CPython {wanted} only",
+                hint=f"create the venv with that Python: `uv venv --python {wheel.python[0]}`",
+                source=src,
+            )
+        ]
+    if py in wheel.python:
+        return [], []
+    return [
+        Reason(
+            code="python-mismatch",
+            message=f"{wheel.name} wheels are built for CPython {wanted}; on Python {py} pip silently installs the CUDA wheel from PyPI",
+            facts=(
+                Fact(text=f"{wheel.name} wheels exist for CPython {wanted} only", source=src, confidence=wheel.provenance.confidence),
+                Fact(text="other Pythons fall back to the CUDA wheel", source="vllm-project/vllm#44660"),
+            ),
+            hint=f"use Python {wheel.python[0]} for the venv: `uv venv --python {wheel.python[0]}`",
+            fix=Fix(kind="python", text=f"Python {wheel.python[0]}", host=True, value=wheel.python[0]),
+        )
+    ], []
+
+
+def glibc_check(
+    node: Node, wheel: WheelVariant, glibc: Version | None, glibc_src: str
+) -> tuple[list[Reason], list[Warning]]:
+    """``glibc-too-old`` (or ``glibc-unknown`` when the host's glibc is not known)."""
+    src = wheel.provenance.source
+    if glibc is None:
+        return [], [
+            Warning(
+                code="glibc-unknown",
+                message=f"the host's glibc is unknown; {wheel.name} wheels need glibc >= {wheel.glibc_min}",
+                hint="give --os (e.g. ubuntu-22.04) or check `ldd --version`",
+                source=src,
+            )
+        ]
+    if glibc >= wheel.glibc_min:
+        return [], []
+    return [
+        Reason(
+            code="glibc-too-old",
+            message=f"{wheel.name} wheels need glibc >= {wheel.glibc_min}; this host has {glibc}",
+            facts=(
+                Fact(text=f"{wheel.name} wheels need glibc >= {wheel.glibc_min}", source=src, confidence=wheel.provenance.confidence),
+                Fact(text=f"{node.os or 'the host'} ships glibc {glibc}", source=glibc_src or "probe"),
+            ),
+            hint=f"use the container image instead, or a host OS with glibc >= {wheel.glibc_min} (Ubuntu 22.04 has 2.35)",
+            fix=Fix(kind="os", text=f"a host OS with glibc >= {wheel.glibc_min}", host=True, value=str(wheel.glibc_min)),
+        )
+    ], []
+
+
+def host_rocm_shadowing(node: Node, wheel: WheelVariant) -> list[Warning]:
+    """``host-rocm-shadowing``: the host's ROCm libraries may shadow the wheel's."""
+    if not node.rocm_version or wheel.rocm is None:
+        return []
+    try:
+        host_rocm = Version(node.rocm_version)
+    except Exception:  # noqa: BLE001 - unparsable probe value: nothing to compare
+        return []
+    if series(host_rocm) == series(wheel.rocm):
+        return []
+    return [
+        Warning(
+            code="host-rocm-shadowing",
+            message=f"the host has ROCm {host_rocm}; the {wheel.name} wheel's torch brings ROCm {wheel.rocm} libraries",
+            hint="keep /opt/rocm*/lib off LD_LIBRARY_PATH in the venv (ROCm/rocm-libraries#4547)",
+            source="ROCm/rocm-libraries#4547",
+        )
+    ]

@@ -1,0 +1,156 @@
+"""The provider: a thin adapter from the matrix and the node to the solver's questions.
+
+``MatrixProvider`` reads the node's facts (its gfx targets, driver series, glibc), lists the
+candidate paths (every image, wheel and source build per ROCm stack of the requested releases),
+and evaluates each one by calling the checks (``resolver.solve.checks``) and the candidate
+advisories (``resolver.solve.advisories``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from packaging.version import Version
+
+from resolver.errors import UnknownGfxError
+from resolver.model import DriverSeries, GfxTarget, Matrix
+from resolver.node import Node
+from resolver.solve import advisories, checks
+from resolver.solve.types import Candidate, Evaluation, Kind, Reason, Request, Warning
+from resolver.versions import driver_series
+
+
+class MatrixProvider:
+    """Answers the solver's questions from the matrix: which paths exist, and what stops each."""
+
+    def __init__(self, matrix: Matrix, node: Node, request: Request) -> None:
+        self.m = matrix
+        self.node = node
+        self.request = request
+        self.targets = self._targets()
+        self.driver = self._driver()
+
+    # node facts ----------------------------------------------------------------------------
+
+    def _targets(self) -> tuple[GfxTarget, ...]:
+        out = []
+        for name in self.node.gfx_targets:
+            target = self.m.gfx_target(name)
+            if target is None:
+                known = ", ".join(sorted(g.name for g in self.m.gfx))
+                raise UnknownGfxError(
+                    f"gfx target {name!r} is not in the compatibility data",
+                    hint=f"known targets: {known}",
+                )
+            out.append(target)
+        return tuple(out)
+
+    def _driver(self) -> DriverSeries | None:
+        if not self.node.driver_version:
+            return None
+        return self.m.driver(driver_series(self.node.driver_version))
+
+    def glibc(self) -> tuple[Version | None, str]:
+        if self.node.glibc:
+            try:
+                return Version(self.node.glibc), "the node's glibc"
+            except Exception:  # noqa: BLE001 - a probe string we cannot parse is simply unknown
+                return None, ""
+        if self.node.os:
+            base = ".".join(self.node.os.split(".")[:2])
+            os_rel = self.m.os_release(base) or self.m.os_release(self.node.os.split(".")[0])
+            if os_rel is None and "-" in self.node.os:
+                family, _, ver = self.node.os.partition("-")
+                os_rel = self.m.os_release(f"{family}-{ver.split('.')[0]}")
+            if os_rel is not None and os_rel.glibc is not None:
+                return os_rel.glibc, os_rel.provenance.source
+        return None, ""
+
+    # candidates ----------------------------------------------------------------------------
+
+    def _wanted(self, kind: Kind) -> bool:
+        return self.request.paths is None or kind in self.request.paths
+
+    def _in_spec(self, version: Version) -> bool:
+        spec = self.request.vllm
+        return spec is None or spec.contains(version, prereleases=True)
+
+    def candidates(self) -> Iterator[Candidate]:
+        """Every path the request allows: images, then wheels, then source builds."""
+        if self._wanted("image"):
+            yield from self._image_candidates()
+        if self._wanted("wheel"):
+            yield from self._wheel_candidates()
+        if self._wanted("source"):
+            yield from self._source_candidates()
+
+    def _image_candidates(self) -> Iterator[Candidate]:
+        releases = {r.version: r for r in self.m.vllm}
+        for img in self.m.images:
+            if img.vllm is not None and self._in_spec(img.vllm):
+                rel = releases.get(img.vllm)
+                stack = rel.stack_named(img.stack) if rel is not None and img.stack else None
+                yield Candidate(kind="image", vllm=img.vllm, rocm=img.rocm, image=img, release=rel, stack=stack)
+
+    def _wheel_candidates(self) -> Iterator[Candidate]:
+        for wheel in self.m.wheels:
+            if wheel.status != "release" or wheel.vllm is None:
+                continue
+            for rel in self.m.vllm:
+                if wheel.vllm.contains(rel.version) and self._in_spec(rel.version):
+                    yield Candidate(kind="wheel", vllm=rel.version, rocm=wheel.rocm, wheel=wheel, release=rel)
+
+    def _source_candidates(self) -> Iterator[Candidate]:
+        for rel in self.m.vllm:
+            if not self._in_spec(rel.version):
+                continue
+            if not rel.stacks:
+                yield Candidate(kind="source", vllm=rel.version, rocm=None, release=rel)
+            # Each ROCm stack is its own path: the host's driver may run one and not another.
+            for st in rel.stacks:
+                yield Candidate(kind="source", vllm=rel.version, rocm=st.rocm, release=rel, stack=st)
+
+    # evaluation ----------------------------------------------------------------------------
+
+    def evaluate(self, cand: Candidate) -> Evaluation:
+        """What stops ``cand`` here (reasons), what to watch for (warnings), and whether it is official."""
+        if cand.kind == "source" and (cand.release is None or not cand.release.known):
+            return self._evaluate_unread(cand)
+        reasons: list[Reason] = []
+        warnings: list[Warning] = []
+        unofficial = False
+        override: str | None = None
+        record = cand.record
+        record_source = record.provenance.source if record else "matrix/vllm.toml"
+        for target in self.targets:
+            r, unoff, ovr = checks.gfx_check(cand, target)
+            if r is not None:
+                reasons.append(r)
+            unofficial |= unoff
+            override = override or ovr
+        reasons.extend(checks.gate_checks(self.targets, self.request))
+        if cand.rocm is not None:
+            r_drv, w_drv = checks.driver_check(self.m, self.node, self.driver, cand, record_source)
+            if r_drv is not None:
+                reasons.append(r_drv)
+            warnings.extend(w_drv)
+            warnings.extend(advisories.rocm_lists_gfx(self.m, self.targets, cand))
+        if cand.kind == "wheel" and cand.wheel is not None:
+            r_w, w_w = checks.wheel_checks(self.node, cand.wheel, *self.glibc())
+            reasons.extend(r_w)
+            warnings.extend(w_w)
+        warnings.extend(advisories.candidate_warnings(cand, record_source))
+        # A build on a ROCm nightly is for trying a GPU, not an official path.
+        unofficial |= cand.stack is not None and cand.stack.preview
+        shipped = checks.shipped(cand)[0]
+        cmake_only = cand.kind == "source" and any(t.name not in shipped for t in self.targets)
+        return Evaluation(candidate=cand, reasons=tuple(reasons), warnings=tuple(warnings), unofficial=unofficial,
+                          override=override, cmake_only=cmake_only)
+
+    def _evaluate_unread(self, cand: Candidate) -> Evaluation:
+        """A release whose build files were never read: unknown, except what the GPU itself lacks,
+        which holds whatever the release pins (a definite no)."""
+        reasons = [checks.release_facts_unknown(cand)]
+        reasons += [checks.gfx_unsupported_by_vllm(t) for t in self.targets if t.vllm_status == "unsupported"]
+        reasons.extend(checks.gate_checks(self.targets, self.request))
+        return Evaluation(candidate=cand, reasons=tuple(reasons), warnings=())

@@ -1,0 +1,53 @@
+"""The solver's order of preference among evaluated candidates (lower is better)."""
+
+from __future__ import annotations
+
+from packaging.version import Version
+
+from resolver.solve.types import Evaluation, Kind
+
+
+def _rank(e: Evaluation, prefer: Kind | None) -> tuple[object, ...]:
+    c = e.candidate
+    preview = c.stack is not None and c.stack.preview
+    if c.kind == "source":
+        # A stack that ships the target (even a preview one) before a build CMake merely accepts.
+        group = 4 if e.cmake_only else 3 if preview else 2
+    elif c.image is not None and (c.image.deprecated or c.image.stream == "therock-preview" or preview):
+        group = 1
+    else:
+        group = 0
+    if prefer is not None and c.kind == prefer:
+        group = -1
+    channel = 0 if (c.image is not None and c.image.official) else 1 if c.image is not None else 2
+    # Within one release: its default stack before the others, and an image's plain tag
+    # (v0.33.0) before the same image's stack alias (v0.33.0-rocm100).
+    stack_order = 0 if c.stack is None or c.stack.default else 1
+    tag_len = len(c.image.tag) if c.image is not None else 0
+    # vLLM's own images before AMD's before wheels; the newest release within each channel.
+    return (group, int(e.unofficial), channel, _neg(c.vllm), stack_order, tag_len)
+
+
+def rank(e: Evaluation, prefer: Kind | None) -> tuple[object, ...]:
+    """The solver's order of preference (lower is better); ``resolver.derive`` explains by it."""
+    return _rank(e, prefer)
+
+
+class _Neg:
+    __slots__ = ("v",)
+
+    def __init__(self, v: Version) -> None:
+        self.v = v
+
+    def __lt__(self, other: _Neg) -> bool:
+        return self.v > other.v
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Neg) and self.v == other.v
+
+    def __hash__(self) -> int:
+        return hash(self.v)
+
+
+def _neg(v: Version) -> _Neg:
+    return _Neg(v)

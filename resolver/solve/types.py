@@ -1,0 +1,216 @@
+"""The solver's vocabulary: the frozen records a decision is made of, and the verdict and kind literals.
+
+Nothing here decides anything; ``resolver.solve.provider`` builds candidates and evaluations,
+``resolver.solve.checks`` and ``resolver.solve.advisories`` make reasons and warnings, and
+``resolver.solve.solve`` makes the ``Decision``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from resolver.model import (
+    Confidence,
+    ContainerImage,
+    RocmStack,
+    VllmRelease,
+    WheelVariant,
+)
+from resolver.node import Node
+
+Kind = Literal["image", "wheel", "source"]
+KINDS: tuple[Kind, ...] = ("image", "wheel", "source")
+Severity = Literal["info", "warning"]
+Verdict = Literal[
+    "supported",
+    "supported_with_warnings",
+    "source_build_required",
+    "unofficial_only",
+    "unsupported",
+    "blocked_host_fix",
+    "unknown",
+]
+# `unknown`: the answer depends on facts the data does not have (never reported as unsupported).
+UNKNOWN_EXIT = 6
+UNKNOWN_CODES: frozenset[str] = frozenset({"release-facts-unknown", "artifact-facts-unknown"})
+OK_VERDICTS: frozenset[str] = frozenset({"supported", "supported_with_warnings", "source_build_required"})
+
+FP8_QUANT = frozenset({"fp8", "fbgemm_fp8", "ptpc_fp8", "fp8_per_tensor", "fp8_per_block", "fp8_per_channel", "deepseek_v4_fp8"})
+MX_QUANT = frozenset({"mxfp4", "mxfp8", "gpt_oss_mxfp4"})
+# MXFP4 checkpoints also run without MX compute (weight-only dequantization) where a source says so.
+MXFP4_QUANT = frozenset({"mxfp4", "gpt_oss_mxfp4"})
+# Quantizations vLLM's ROCm platform lists (vllm/platforms/rocm.py@017e9f4448) without a per-arch gate here.
+OTHER_QUANT = frozenset(
+    {"awq", "gptq", "awq_marlin", "gptq_marlin", "compressed-tensors", "quark", "torchao", "inc", "modelopt", "modelopt_fp4", "online", "bitsandbytes"}
+)
+GATES_SOURCE_FALLBACK = "matrix/gfx.toml feature gates"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Request:
+    """What the user asks for: a vLLM range, a quantization, a KV cache dtype, a preferred path kind."""
+
+    vllm: SpecifierSet | None = None
+    quantization: str | None = None
+    kv_cache_dtype: str | None = None
+    prefer: Kind | None = None
+    paths: frozenset[str] | None = None  # restrict candidate kinds, e.g. {"image"}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Fact:
+    """One sourced statement a decision rests on."""
+
+    text: str
+    source: str
+    confidence: Confidence = "exact"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Fix:
+    """The smallest change that would remove a reason. ``host`` fixes change the machine."""
+
+    kind: Literal["driver", "python", "os", "vllm", "quantization", "gfx", "data"]
+    text: str
+    host: bool
+    # The changed fact itself, for code that re-solves with the fix applied (never parse ``text``):
+    # driver -> the amdgpu series ("30.30"), python -> "3.12", os -> the glibc floor ("2.35").
+    value: str | None = None
+    # driver only: "upgrade", or "downgrade" when every driver that runs it is older than the host's.
+    direction: Literal["upgrade", "downgrade"] | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Reason:
+    """Why one candidate cannot be used here: a code, its message, the facts it rests on, a hint, a fix."""
+
+    code: str
+    message: str
+    facts: tuple[Fact, ...]
+    hint: str
+    fix: Fix | None = None
+
+    @property
+    def source(self) -> str:
+        return "; ".join(dict.fromkeys(f.source for f in self.facts))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Warning:
+    """An advisory about a candidate or the node: it does not stop a path, it says what to watch for."""
+
+    code: str
+    message: str
+    hint: str
+    severity: Severity = "warning"
+    source: str = ""
+    env: tuple[tuple[str, str], ...] = ()  # the environment the advice asks for, if any
+    applied_by_plan: bool = False  # the plan's own run command (`rocm-vllm image`) already sets ``env``
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Candidate:
+    """One way to run a vLLM release here: an image, a wheel, or a source build on one ROCm stack."""
+
+    kind: Kind
+    vllm: Version
+    rocm: Version | None
+    release: VllmRelease | None = None
+    image: ContainerImage | None = None
+    wheel: WheelVariant | None = None
+    stack: RocmStack | None = None  # the release's ROCm stack this path builds on, where known
+
+    @property
+    def label(self) -> str:
+        if self.image is not None:
+            return self.image.ref
+        if self.wheel is not None:
+            return f"vllm=={self.vllm}+{self.wheel.name} (wheel)"
+        if self.stack is not None and self.release is not None and len(self.release.stacks) > 1:
+            return f"vLLM {self.vllm} from source ({self.stack.variant} stack)"
+        return f"vLLM {self.vllm} from source"
+
+    @property
+    def channel(self) -> str:
+        if self.image is not None:
+            if self.image.official:
+                return "official image"
+            return "deprecated image" if self.image.deprecated else "AMD image"
+        return "wheel" if self.kind == "wheel" else "source build"
+
+    @property
+    def record(self) -> ContainerImage | WheelVariant | RocmStack | VllmRelease | None:
+        """The record this path rests on (a source build: its stack, else its release)."""
+        return self.image or self.wheel or (self.stack if self.kind == "source" else None) or self.release
+
+    @property
+    def confidence(self) -> Confidence:
+        record = self.record
+        return record.provenance.confidence if record else "unknown"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Evaluation:
+    """A candidate with what stops it (``reasons``) and what to watch for (``warnings``)."""
+
+    candidate: Candidate
+    reasons: tuple[Reason, ...]
+    warnings: tuple[Warning, ...]
+    unofficial: bool = False  # works only off the supported path (source build for an unshipped gfx, override)
+    override: str | None = None  # HSA_OVERRIDE_GFX_VERSION this path relies on
+    cmake_only: bool = False  # a source build for a gfx its stack does not ship (CMake accepts it; nothing more)
+
+    @property
+    def ok(self) -> bool:
+        return not self.reasons
+
+    @property
+    def host_fixable(self) -> bool:
+        return bool(self.reasons) and all(r.fix is not None and r.fix.host for r in self.reasons)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MissingFact:
+    """A fact the answer depends on that the data does not hold, and how to get it."""
+
+    kind: Literal["gfx", "release"]
+    subject: str  # "gfx1299", "0.34.0"
+    detail: str
+    fetch: str | None  # the command that reads it from upstream, where one exists
+    source: str = ""  # where the data says the subject exists
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Decision:
+    """The answer for a node and a request: the verdict, the plan, the rejected paths and why."""
+
+    verdict: Verdict
+    node: Node
+    request: Request
+    plan: Evaluation | None
+    warnings: tuple[Warning, ...]
+    rejected: tuple[Evaluation, ...]
+    alternatives: tuple[Evaluation, ...]
+    blockers: tuple[Reason, ...] = ()  # reasons shared by every candidate (the root causes)
+    host_fix: Evaluation | None = None  # the closest path a host change would open
+    missing: tuple[MissingFact, ...] = ()  # with verdict "unknown": what the data lacks
+
+    @property
+    def exit_code(self) -> int:
+        if self.verdict == "unknown":
+            return UNKNOWN_EXIT
+        return 0 if self.verdict in OK_VERDICTS else 1
+
+
+class Reporter:
+    """Progress hooks; the default does nothing (the CLI may print with ``--verbose``)."""
+
+    def considering(self, candidate: Candidate) -> None: ...
+
+    def rejecting(self, candidate: Candidate, reasons: tuple[Reason, ...]) -> None: ...
+
+    def accepting(self, candidate: Candidate) -> None: ...
