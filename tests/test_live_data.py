@@ -86,3 +86,14 @@ def test_readme_first_command_answers_from_the_shipped_data(fmt: str) -> None:
         assert plan["vllm"] == "0.33.0"
     else:
         assert "vllm/vllm-openai-rocm:v0.33.0" in result.stdout
+
+
+def test_wheels_of_0_33_0_follow_the_stacks_too() -> None:
+    node = from_flags(gfx="gfx942", gpus=None, driver="30.30.3", os="ubuntu-24.04", rocm=None, python="3.12")
+    d = solve(M, node, Request(prefer="wheel"))
+    assert d.plan is not None and d.plan.candidate.wheel is not None
+    assert d.plan.candidate.label == "vllm==0.33.0+rocm100 (wheel)"
+    older = from_flags(gfx="gfx942", gpus=None, driver="6.4.3", os="ubuntu-24.04", rocm=None, python="3.12")
+    d = solve(M, older, Request(prefer="wheel"))
+    assert d.plan is not None and d.plan.candidate.label == "vllm==0.33.0+rocm72 (wheel)"
+    assert any(w.code == "stack-not-default" for w in d.warnings)

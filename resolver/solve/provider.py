@@ -98,7 +98,9 @@ class MatrixProvider:
                 continue
             for rel in self.m.vllm:
                 if wheel.vllm.contains(rel.version) and self._in_spec(rel.version):
-                    yield Candidate(kind="wheel", vllm=rel.version, rocm=wheel.rocm, wheel=wheel, release=rel)
+                    # The release pipeline names a stack's wheels after it (rocm100, rocm72).
+                    stack = rel.stack_named(wheel.name)
+                    yield Candidate(kind="wheel", vllm=rel.version, rocm=wheel.rocm, wheel=wheel, release=rel, stack=stack)
 
     def _source_candidates(self) -> Iterator[Candidate]:
         for rel in self.m.vllm:
