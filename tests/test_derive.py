@@ -1,4 +1,4 @@
-"""resolver.derive: decisions become numbered, sourced, deterministic derivations with checked hints."""
+"""resolver.explain.derive: decisions become numbered, sourced, deterministic derivations with checked hints."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from resolver import matrix
-from resolver.derive import HINT_ORDER, Derivation, derive
 from resolver.errors import InputError, UnknownGfxError
-from resolver.explain import render_derivation
+from resolver.explain import HINT_ORDER, Derivation, derive, render_derivation
 from resolver.node import from_flags
 from resolver.solve import Request, solve
 from resolver.versions import parse_spec

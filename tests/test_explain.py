@@ -19,8 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from resolver.cli import app
-from resolver.derive import Derivation
-from resolver.explain import render_derivation, render_rich
+from resolver.explain import Derivation, render_derivation, render_rich
 
 GOLDEN = Path(__file__).parent / "golden" / "explain"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
@@ -201,6 +200,7 @@ def test_json_path_does_not_import_rich() -> None:
         "r = CliRunner().invoke(app, ['check', '--gfx', 'gfx942', '--driver', '6.1.3', '--vllm', '>=0.23,<0.25', '--json'])\n"
         "assert r.exit_code == 1, r.output\n"
         "assert not [m for m in sys.modules if m == 'rich' or m.startswith('rich.')], 'rich imported'\n"
+        "assert not {'resolver.explain.text', 'resolver.explain.rich'} & set(sys.modules), 'renderers imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -247,7 +247,7 @@ def test_plain_prose_follows_the_width_and_commands_stay_whole() -> None:
 
 
 def test_inline_commands_in_prose_are_not_split() -> None:
-    from resolver.explain import _fill
+    from resolver.explain.text import _fill
 
     text = "hint: choose an artifact built for gfx1030, or build from source: `rocm-vllm dockerfile --gfx gfx1030`"
     lines = _fill(text, "", "  ", 40)

@@ -78,13 +78,13 @@ def check(
     )
     decision = solve(m, node, request)
     if json_out:
-        from resolver.report import decision_json
+        from resolver.explain import decision_json
 
         emit_json(decision_json(decision, m))
     elif quiet:
         typer.echo(decision.verdict)
     elif explain:
-        from resolver.derive import derive
+        from resolver.explain import derive
 
         derivation = derive(decision, m)
         if use_color():

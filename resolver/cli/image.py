@@ -244,7 +244,7 @@ def image(
         finally:
             engine.close()
 
-    from resolver.report import warning_json
+    from resolver.explain import warning_json
 
     out["warnings"] = [warning_json(w) for w in dict.fromkeys(warnings)]
     out["problems"] = [warning_json(p) for p in problems]
@@ -320,7 +320,7 @@ def _parse_devices(text: str | None) -> tuple[int, ...] | None:
 
 
 def _base_json(decision: Any, m: Any) -> dict[str, Any]:
-    from resolver.report import candidate_json, reason_json, warning_json
+    from resolver.explain import candidate_json, reason_json, warning_json
 
     return {
         "schema_version": 1,

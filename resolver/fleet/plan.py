@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from resolver.errors import InputError
+from resolver.explain import plan_commands
 from resolver.fleet import hostlist
 from resolver.fleet.reports import NodeReport, mark_duplicates
 from resolver.model import ContainerImage, Matrix
 from resolver.node import Node
 from resolver.solve import OK_VERDICTS, Decision, Evaluation, Request, solve
-from resolver.steps import plan_commands
 from resolver.versions import driver_series
 
 SCHEMA_VERSION = 1
@@ -281,7 +281,7 @@ def plan_fleet(m: Matrix, reports: Sequence[NodeReport], request: Request) -> Fl
 
 
 def group_json(g: Group, m: Matrix) -> dict[str, Any]:
-    from resolver.report import candidate_json, reason_json, warning_json
+    from resolver.explain import candidate_json, reason_json, warning_json
 
     d = g.decision
     image = g.pinned or (g.image.plan.candidate.image if g.image is not None and g.image.plan is not None else None)

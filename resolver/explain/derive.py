@@ -5,8 +5,8 @@ The shape follows PubGrub's derivation trees as uv reports them: each step is "B
 <conclusion>", a step used later is cited by its number "(1)", only facts that took part appear,
 and hints come apart from the proof. Rejected candidates are grouped (one step for "the 6
 vllm/vllm-openai-rocm images for vLLM 0.20.0 to 0.24.0", not six), and everything is sorted so
-that the same decision always gives the same text. ``resolver.explain`` turns a ``Derivation``
-into words; ``to_json``/``from_json`` carry it through ``check --json`` unchanged.
+that the same decision always gives the same text. The records are in ``derivation``; ``text``
+and ``rich`` turn a ``Derivation`` into words.
 """
 
 from __future__ import annotations
@@ -15,18 +15,16 @@ import re
 import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from packaging.version import Version
 
-from resolver.errors import InputError, ResolverError
+from resolver.errors import ResolverError
+from resolver.explain.derivation import Derivation, Hint, Note, PlanSummary, Premise, Step
+from resolver.explain.steps import node_flags, plan_commands
 from resolver.model import CONFIDENCES, Matrix
 from resolver.node import Node
 from resolver.solve import MXFP4_QUANT, Decision, Evaluation, Fact, Reason, Request, rank, solve
-from resolver.steps import node_flags, plan_commands
 from resolver.versions import driver_series, series
-
-DERIVATION_VERSION = 1
 
 # Candidate-level reason codes, most fundamental first: the one a rejected candidate is filed under.
 CODE_ORDER: tuple[str, ...] = (
@@ -46,195 +44,6 @@ GATE_CODES: frozenset[str] = frozenset({"fp8-unsupported", "mx-unsupported", "kv
 HINT_ORDER: tuple[str, ...] = ("driver", "vllm", "image", "quantization", "source-build", "python", "os", "data", "override", "other")
 
 _CONF_RANK: dict[str, int] = {c: i for i, c in enumerate(CONFIDENCES)}
-
-
-# --- the records -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Premise:
-    """One fact a step rests on, with every source it came from and how sure that source is."""
-
-    text: str
-    sources: tuple[str, ...]
-    confidence: str = "exact"
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Step:
-    """ "Because <premises> [and (cites)], <conclusion>." Numbered from 1."""
-
-    number: int
-    premises: tuple[Premise, ...]
-    conclusion: str
-    cites: tuple[int, ...] = ()
-    codes: tuple[str, ...] = ()
-    subjects: tuple[str, ...] = ()  # the candidates it covers (labels), for --json readers
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Hint:
-    kind: str  # driver, vllm, image, quantization, source-build, python, os, data, override, other
-    text: str
-    unofficial: bool = False
-    command: str | None = None
-    # Host hints: the node facts the hint changes, e.g. (("driver", "31.40"),), and the plan that
-    # solving again with all of them gave (a hint is printed only when that plan exists).
-    changes: tuple[tuple[str, str], ...] = ()
-    then: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Note:
-    severity: str  # "warning" | "info"
-    message: str
-    hint: str
-    source: str = ""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class PlanSummary:
-    channel: str
-    label: str
-    vllm: str
-    rocm: str | None
-    confidence: str
-    unofficial: bool
-    override: str | None
-    commands: tuple[str, ...]
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Derivation:
-    verdict: str
-    exit_code: int
-    node: str  # one line: "gfx942 x8 · amdgpu 30.30.3   [flags]"
-    request: str  # "vLLM >=0.20, fp8 quantization" or "" for defaults
-    headline: str
-    steps: tuple[Step, ...]
-    conclusion: str
-    confidence: str | None = None  # weakest fact under the plan (successes)
-    confidence_note: str = ""
-    plan: PlanSummary | None = None
-    hints: tuple[Hint, ...] = ()
-    notes: tuple[Note, ...] = ()
-    alternatives: tuple[str, ...] = ()
-    version: int = DERIVATION_VERSION
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == 0
-
-    def sources(self) -> list[str]:
-        """Every source in order of first citation: the numbering the text uses ([1], [2], ...)."""
-        return list(dict.fromkeys(s for step in self.steps for p in step.premises for s in p.sources))
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "version": self.version,
-            "verdict": self.verdict,
-            "exit_code": self.exit_code,
-            "node": self.node,
-            "request": self.request,
-            "headline": self.headline,
-            "steps": [
-                {
-                    "number": s.number,
-                    "premises": [{"text": p.text, "sources": list(p.sources), "confidence": p.confidence} for p in s.premises],
-                    "cites": list(s.cites),
-                    "conclusion": s.conclusion,
-                    "codes": list(s.codes),
-                    "subjects": list(s.subjects),
-                }
-                for s in self.steps
-            ],
-            "conclusion": self.conclusion,
-            "confidence": self.confidence,
-            "confidence_note": self.confidence_note,
-            "plan": None
-            if self.plan is None
-            else {
-                "channel": self.plan.channel,
-                "label": self.plan.label,
-                "vllm": self.plan.vllm,
-                "rocm": self.plan.rocm,
-                "confidence": self.plan.confidence,
-                "unofficial": self.plan.unofficial,
-                "override": self.plan.override,
-                "commands": list(self.plan.commands),
-            },
-            "hints": [
-                {"kind": h.kind, "text": h.text, "unofficial": h.unofficial, "command": h.command, "changes": dict(h.changes), "then": h.then}
-                for h in self.hints
-            ],
-            "notes": [{"severity": n.severity, "message": n.message, "hint": n.hint, "source": n.source} for n in self.notes],
-            "alternatives": list(self.alternatives),
-            "sources": self.sources(),
-        }
-
-    @classmethod
-    def from_json(cls, data: Any) -> Derivation:
-        """Read back what ``to_json`` wrote; a wrong shape is an ``InputError``, not a traceback."""
-        try:
-            plan = data["plan"]
-            return cls(
-                version=int(data["version"]),
-                verdict=str(data["verdict"]),
-                exit_code=int(data["exit_code"]),
-                node=str(data["node"]),
-                request=str(data["request"]),
-                headline=str(data["headline"]),
-                steps=tuple(
-                    Step(
-                        number=int(s["number"]),
-                        premises=tuple(
-                            Premise(text=str(p["text"]), sources=tuple(map(str, p["sources"])), confidence=str(p["confidence"]))
-                            for p in s["premises"]
-                        ),
-                        cites=tuple(int(c) for c in s["cites"]),
-                        conclusion=str(s["conclusion"]),
-                        codes=tuple(map(str, s["codes"])),
-                        subjects=tuple(map(str, s["subjects"])),
-                    )
-                    for s in data["steps"]
-                ),
-                conclusion=str(data["conclusion"]),
-                confidence=None if data["confidence"] is None else str(data["confidence"]),
-                confidence_note=str(data["confidence_note"]),
-                plan=None
-                if plan is None
-                else PlanSummary(
-                    channel=str(plan["channel"]),
-                    label=str(plan["label"]),
-                    vllm=str(plan["vllm"]),
-                    rocm=None if plan["rocm"] is None else str(plan["rocm"]),
-                    confidence=str(plan["confidence"]),
-                    unofficial=bool(plan["unofficial"]),
-                    override=None if plan["override"] is None else str(plan["override"]),
-                    commands=tuple(map(str, plan["commands"])),
-                ),
-                hints=tuple(
-                    Hint(
-                        kind=str(h["kind"]),
-                        text=str(h["text"]),
-                        unofficial=bool(h["unofficial"]),
-                        command=h["command"],
-                        changes=tuple((str(k), str(v)) for k, v in dict(h.get("changes") or {}).items()),
-                        then=None if h.get("then") is None else str(h["then"]),
-                    )
-                    for h in data["hints"]
-                ),
-                notes=tuple(
-                    Note(severity=str(n["severity"]), message=str(n["message"]), hint=str(n["hint"]), source=str(n["source"]))
-                    for n in data["notes"]
-                ),
-                alternatives=tuple(map(str, data["alternatives"])),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(
-                f"not a derivation object ({exc.__class__.__name__}: {exc})",
-                hint="pass the 'derivation' value of `rocm-vllm check --json`",
-            ) from None
 
 
 # --- words for nodes and requests ------------------------------------------------------------

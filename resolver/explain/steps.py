@@ -1,8 +1,7 @@
 """What to run for a plan: the copy-pasteable commands (pull and pin an image, install a wheel,
 write and build a Dockerfile), and the flags that describe the node to a follow-up command.
 
-Shared by the explanation (``resolver.derive``), the renderers (``resolver.explain``,
-``resolver.report``) and fleets; every command is built from argv with ``shlex.join``.
+Shared by the explanation (``derive``), the renderers (``text``, ``report``) and fleets; every command is built from argv with ``shlex.join``.
 """
 
 from __future__ import annotations
@@ -40,7 +39,7 @@ def _node_flags(node: Node) -> list[str]:
     return flags
 
 
-node_flags = _node_flags  # public name for resolver.derive's hints
+node_flags = _node_flags  # public name for derive's hints
 
 
 def plan_steps(ev: Evaluation, node: Node) -> list[tuple[str, str]]:

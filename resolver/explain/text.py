@@ -1,9 +1,9 @@
-"""A ``Decision`` in words: the verdict, the plan, why, and what would change the answer.
+"""A ``Decision`` in plain text: the verdict, the plan, why, and what would change the answer.
 
 ``render`` is the short form ``check`` prints; ``render_derivation`` is ``check --explain``: the
-numbered "Because ..." chain of a ``resolver.derive.Derivation``, its hints and its sources, built
-only from the derivation so that the JSON form renders to the same text. ``render_rich`` is the
-same content for a terminal (rich is imported only there). Pure string building: the CLI prints.
+numbered "Because ..." chain of a ``Derivation``, its hints and its sources, built only from the
+derivation so that the JSON form renders to the same text. ``rich`` is the same content for a
+terminal. Pure string building: the CLI prints.
 """
 
 from __future__ import annotations
@@ -11,18 +11,15 @@ from __future__ import annotations
 import re
 import textwrap
 from collections import Counter
-from typing import TYPE_CHECKING, Any
 
-from resolver.derive import Derivation, Premise, Step, describe_node
+from resolver.explain.derivation import Derivation, Premise, Step
+from resolver.explain.derive import describe_node
+from resolver.explain.steps import plan_commands
 from resolver.model import Matrix
 from resolver.node import Node
 from resolver.solve import Decision, Evaluation, Reason, Warning
-from resolver.steps import plan_commands
 
-if TYPE_CHECKING:
-    from rich.console import Console
-
-__all__ = ["describe_node", "render", "render_derivation", "render_rich"]
+__all__ = ["cited_sources", "render", "render_derivation", "step_sentence"]
 
 _STYLE = {
     "supported": "32",
@@ -222,87 +219,3 @@ def render_derivation(d: Derivation, width: int = WIDTH) -> str:
         for s, i in numbers.items():
             lines += _fill(f"[{i}] {s}", "  ", "      ", width)
     return "\n".join(lines) + "\n"
-
-
-_RICH_STYLE = {
-    "supported": "bold green",
-    "supported_with_warnings": "bold yellow",
-    "source_build_required": "bold cyan",
-    "unofficial_only": "bold magenta",
-    "unsupported": "bold red",
-    "blocked_host_fix": "bold red",
-    "unknown": "bold blue",
-}
-
-
-def render_rich(d: Derivation, console: Console) -> None:
-    """The same explanation for a terminal: coloured verdict, the chain, tables for plan and sources."""
-    from rich.markup import escape
-    from rich.padding import Padding
-    from rich.table import Table
-    from rich.text import Text
-
-    numbers = {s: i for i, s in enumerate(cited_sources(d), 1)}
-    style = _RICH_STYLE.get(d.verdict, "bold")
-    head = Text.assemble(("verdict: ", "dim"), (d.verdict, style), (f"  (exit {d.exit_code})", "dim"))
-    console.print(head)
-    console.print(Text.assemble(("node: ", "dim"), d.node))
-    if d.request:
-        console.print(Text.assemble(("request: ", "dim"), d.request))
-    console.print()
-    mark = ("✔ ", "green") if d.ok else ("✘ ", "red")
-    console.print(Text.assemble(mark, (d.headline, "bold")))
-    numbered = True  # the conclusion cites steps by number
-    for i, step in enumerate(d.steps):
-        console.print(Padding(Text(step_sentence(step, numbers, first=i == 0, numbered=numbered)), (0, 0, 0, 2)))
-    console.print(Padding(Text(d.conclusion, style="bold"), (0, 0, 0, 2)))
-    if d.confidence is not None:
-        console.print(Padding(Text(f"confidence: {d.confidence}: {d.confidence_note}", style="dim"), (0, 0, 0, 2)))
-    if d.hints:
-        console.print()
-        for h in d.hints:
-            console.print(Text.assemble(("hint: ", "bold cyan"), (h.text, "magenta" if h.unofficial else "")))
-            if h.command:  # soft_wrap: printed whole, however narrow the terminal (copy-paste)
-                console.print(Text(f"      $ {h.command}", style="bold"), soft_wrap=True)
-    if d.plan is not None:
-        p = d.plan
-        table = Table(title="plan" + (" (unofficial)" if p.unofficial else ""), show_header=False, title_justify="left", expand=False)
-        table.add_column(style="dim")
-        table.add_column()
-        table.add_row("path", f"{p.channel} {escape(p.label)}")
-        table.add_row("vLLM", p.vllm + (f" on ROCm {p.rocm}" if p.rocm else ""))
-        table.add_row("confidence", p.confidence)
-        if p.override:
-            table.add_row("needs", f"HSA_OVERRIDE_GFX_VERSION={p.override}")
-        console.print()
-        console.print(table)
-        console.print(Text("  run:", style="dim"))
-        for c in p.commands:  # outside the table: a table cell would wrap the command
-            console.print(Text(f"    {c}", style="bold"), soft_wrap=True)
-    if d.alternatives:
-        console.print()
-        console.print(Text("alternatives:", style="dim"))
-        for a in d.alternatives:
-            console.print(Padding(Text(a), (0, 0, 0, 2)))
-    if d.notes:
-        console.print()
-        console.print(Text("warnings:" if any(n.severity == "warning" for n in d.notes) else "notes:", style="dim"))
-        for n in d.notes:
-            sym = ("! ", "bold yellow") if n.severity == "warning" else ("i ", "blue")
-            console.print(Text.assemble(sym, n.message))
-            console.print(Padding(Text.assemble(("hint: ", "cyan"), n.hint), (0, 0, 0, 4)))
-    if numbers:
-        table = Table(title="sources", title_justify="left", show_header=False, expand=False)
-        table.add_column(justify="right", style="dim")
-        table.add_column()
-        for s, i in numbers.items():
-            table.add_row(f"[{i}]", escape(s))
-        console.print()
-        console.print(table)
-
-
-def rich_console(*, width: int | None = None, force_terminal: bool | None = None) -> Any:
-    """A rich Console for stdout (imported here so that no other path pays for rich)."""
-    from rich.console import Console
-
-    return Console(width=width, force_terminal=force_terminal, highlight=False, soft_wrap=False)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from resolver.derive import derive
+from resolver.explain.derive import derive
+from resolver.explain.steps import plan_steps
 from resolver.model import Matrix
 from resolver.node import Node
 from resolver.solve import Candidate, Decision, Evaluation, Reason, Warning
-from resolver.steps import plan_steps
 
 SCHEMA_VERSION = 1
 
