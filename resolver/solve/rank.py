@@ -29,7 +29,7 @@ def _rank(e: Evaluation, prefer: Kind | None) -> tuple[object, ...]:
 
 
 def rank(e: Evaluation, prefer: Kind | None) -> tuple[object, ...]:
-    """The solver's order of preference (lower is better); ``resolver.derive`` explains by it."""
+    """The solver's order of preference (lower is better); ``resolver.explain`` explains by it."""
     return _rank(e, prefer)
 
 
