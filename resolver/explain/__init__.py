@@ -1,12 +1,12 @@
 """A ``Decision`` in words: the verdict, the plan, why (numbered "Because ..." steps with sources),
 and what would change the answer. Pure: no I/O, no printing; the CLI prints.
 
-``derive`` turns a ``Decision`` into a ``Derivation`` (the records are in ``derivation``; hints
-are re-checked by solving again); ``steps`` says which commands a plan runs; ``text`` renders the
-short form and the derivation as plain text, ``rich`` the derivation for a terminal (rich itself is
-imported only when it renders); ``report`` gives the ``check --json`` object. Every name callers
-use is re-exported here; the renderers' (``text``, ``rich``) on first use, so that ``check --json``
-loads no more than it needs.
+``derive`` turns a ``Decision`` into a ``Derivation`` (the records are in ``derivation``): the
+steps from ``chain``, the hints from ``hints`` (each re-checked by solving again). ``steps`` says
+which commands a plan runs; ``text`` renders the short form and the derivation as plain text,
+``rich`` the derivation for a terminal (rich itself is imported only when it renders); ``report``
+gives the ``check --json`` object. Every name callers use is re-exported here; the renderers'
+(``text``, ``rich``) on first use, so that ``check --json`` loads no more than it needs.
 """
 
 from __future__ import annotations
@@ -14,6 +14,15 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from resolver.explain.chain import (
+    CODE_ORDER,
+    GATE_CODES,
+    HEDGED,
+    HINT_ORDER,
+    UNKNOWN_CODES,
+    describe_node,
+    describe_request,
+)
 from resolver.explain.derivation import (
     DERIVATION_VERSION,
     Derivation,
@@ -23,16 +32,7 @@ from resolver.explain.derivation import (
     Premise,
     Step,
 )
-from resolver.explain.derive import (
-    CODE_ORDER,
-    GATE_CODES,
-    HEDGED,
-    HINT_ORDER,
-    UNKNOWN_CODES,
-    derive,
-    describe_node,
-    describe_request,
-)
+from resolver.explain.derive import derive
 from resolver.explain.report import (
     SCHEMA_VERSION,
     candidate_json,

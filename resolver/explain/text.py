@@ -12,8 +12,8 @@ import re
 import textwrap
 from collections import Counter
 
+from resolver.explain.chain import describe_node
 from resolver.explain.derivation import Derivation, Premise, Step
-from resolver.explain.derive import describe_node
 from resolver.explain.steps import plan_commands
 from resolver.model import Matrix
 from resolver.node import Node
