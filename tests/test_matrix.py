@@ -384,3 +384,14 @@ def test_a_typo_in_a_field_name_is_refused_with_its_place(tmp_path: Path, file: 
     with pytest.raises(MatrixError, match=re.escape(message)) as info:
         matrix.load_dir(d)
     assert info.value.exit_code == 3 and info.value.message.startswith(f"{file}: ")
+
+
+def test_every_release_and_stack_names_its_own_source() -> None:
+    """A stack's facts come from its own Dockerfiles: the record says where, not only its parent."""
+    import tomllib
+
+    doc = tomllib.loads((LIVE_MATRIX / "vllm.toml").read_text())
+    for rel in doc["release"]:
+        assert rel.get("source"), rel["version"]
+        for stack in rel.get("stack", []):
+            assert stack.get("source"), (rel["version"], stack.get("variant"))
