@@ -44,6 +44,7 @@ from resolver.model import (
     RocmStack,
     VllmRelease,
     WheelVariant,
+    stack_variant,
 )
 from resolver.safety import is_safe
 
@@ -401,11 +402,6 @@ def _base_image(rec: Record) -> str | None:
         rec.safe("base_image", "image_repo", repo)
         rec.safe("base_image", "image_tag", tag)
     return base_image
-
-
-def stack_variant(rocm: Version | None) -> str:
-    """Upstream's name for a ROCm stack: rocm{major}{minor} (.buildkite/scripts/rocm/stack.sh)."""
-    return f"rocm{rocm.major}{rocm.minor}" if rocm is not None else "default"
 
 
 def _opt_safe(rec: Record, field: str, kind: str) -> str | None:

@@ -187,6 +187,11 @@ class ComponentPin:
         return not _FIXED_REF.match(self.ref)
 
 
+def stack_variant(rocm: Version | None) -> str:
+    """Upstream's name for a ROCm stack: rocm{major}{minor} (.buildkite/scripts/rocm/stack.sh)."""
+    return f"rocm{rocm.major}{rocm.minor}" if rocm is not None else "default"
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RocmStack:
     """One ROCm build of a vLLM release: its base Dockerfile pair and what it pins.

@@ -97,3 +97,10 @@ def test_wheels_of_0_33_0_follow_the_stacks_too() -> None:
     d = solve(M, older, Request(prefer="wheel"))
     assert d.plan is not None and d.plan.candidate.label == "vllm==0.33.0+rocm72 (wheel)"
     assert any(w.code == "stack-not-default" for w in d.warnings)
+
+
+def test_host_fix_is_the_smallest_change_that_opens_the_best_release() -> None:
+    d = decide("gfx942", "6.1.3", vllm=">=0.20")
+    assert d.verdict == "blocked_host_fix" and d.host_fix is not None
+    c = d.host_fix.candidate
+    assert c.vllm == Version("0.33.0") and c.image is not None and c.image.tag == "v0.33.0-rocm72"

@@ -9,8 +9,6 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import replace
 
-from packaging.version import Version
-
 from resolver.errors import ResolverError
 from resolver.explain.chain import (
     GATE_CODES,
@@ -22,6 +20,7 @@ from resolver.explain.derivation import Hint
 from resolver.explain.steps import node_flags
 from resolver.node import Node
 from resolver.solve import Decision, Evaluation, Reason, Request, rank, solve
+from resolver.solve.rank import fix_order
 from resolver.versions import driver_series, series
 
 
@@ -82,14 +81,8 @@ def _hints(ctx: _Context, plan: Evaluation | None, better: Sequence[Evaluation])
             return None
         return applied[0], again
 
-    # The best release first, and of it the stack whose ROCm asks the smallest host change (v0.33.0
-    # on amdgpu 6.1: its rocm72 image needs 6.4, its default rocm100 one 30.10).
-    fixable = [e for e in better if e.host_fixable]
-    top = [e for e in fixable if fixable and e.candidate.vllm == fixable[0].candidate.vllm]
-    top.sort(key=lambda e: e.candidate.rocm or Version("0"))
-    for e in [*top, *(e for e in better if e not in top)]:
-        if not e.host_fixable:
-            continue
+    # The solver's order for offering host fixes (solve.rank.fix_order), the same it picks host_fix by.
+    for e in fix_order(better):
         together = opens(e.reasons)
         if together is None:
             continue

@@ -31,6 +31,7 @@ from packaging.version import Version
 
 from resolver import atomic, bounded
 from resolver.errors import RegistryError
+from resolver.model import stack_variant
 from resolver.refresh import dockerfile_parse
 from resolver.refresh.common import Candidate, Endpoints, Progress, Source, SourceResult
 from resolver.refresh.http import HttpClient, IntegrityError
@@ -223,7 +224,7 @@ def _variant(stack: _StackFiles, rocm: Version | None) -> str:
         suffix = stack.base.rsplit("_base", 1)[1].lstrip("_")
         if suffix and not suffix.isdigit():
             return suffix
-    return f"rocm{rocm.major}{rocm.minor}" if rocm is not None else "default"
+    return stack_variant(rocm)
 
 
 def _published(files: Mapping[str, str], bases: list[str]) -> tuple[str | None, dict[str, bool]]:

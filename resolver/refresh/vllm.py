@@ -13,6 +13,7 @@ from typing import Any
 
 from packaging.version import Version
 
+from resolver.model import stack_variant
 from resolver.refresh import dockerfile_parse
 from resolver.refresh.common import (
     VLLM_REPO,
@@ -203,7 +204,7 @@ def with_stack(flat: dict[str, Any], dockerfile: str) -> dict[str, Any]:
     """The record in the data's shape: release facts on top, the build in one default stack."""
     record = {k: v for k, v in flat.items() if k not in STACK_FIELDS}
     rocm = Version(str(flat["rocm"]))
-    stack: dict[str, Any] = {"variant": f"rocm{rocm.major}{rocm.minor}", "dockerfile": dockerfile, "default": True}
+    stack: dict[str, Any] = {"variant": stack_variant(rocm), "dockerfile": dockerfile, "default": True}
     stack.update({k: flat[k] for k in STACK_FIELDS if k in flat})
     record["stack"] = [stack]
     return record

@@ -13,15 +13,13 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterator
 
-from packaging.version import Version
-
 from resolver.errors import InputError
 from resolver.model import Matrix
 from resolver.node import Node
 from resolver.solve.advisories import newer_unknown, node_warnings, stack_choice
 from resolver.solve.host import host_os_warnings, kernel_floor_warnings, unified_memory_warnings
 from resolver.solve.provider import MatrixProvider
-from resolver.solve.rank import _rank, rank
+from resolver.solve.rank import _rank, fix_order, rank
 from resolver.solve.types import (
     FP8_QUANT,
     GATES_SOURCE_FALLBACK,
@@ -156,11 +154,7 @@ def solve(matrix: Matrix, node: Node, request: Request, reporter: Reporter | Non
             missing = _missing_releases(unread)
             verdict = "unknown"
         elif fixable:
-            # The best release, on whichever of its stacks asks the smallest host change
-            # (v0.33.0 on amdgpu 6.1: its rocm72 image needs 6.4, its default rocm100 one 30.10).
-            best = fixable[0].candidate
-            same = [e for e in fixable if e.candidate.vllm == best.vllm and e.candidate.kind == best.kind]
-            host_fix = min(same, key=lambda e: (e.candidate.rocm or Version("0"), _rank(e, request.prefer)))
+            host_fix = fix_order(fixable)[0]
             verdict = "blocked_host_fix"
         else:
             verdict = "unsupported"

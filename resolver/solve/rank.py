@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from packaging.version import Version
 
 from resolver.solve.types import Evaluation, Kind
@@ -51,3 +53,18 @@ class _Neg:
 
 def _neg(v: Version) -> _Neg:
     return _Neg(v)
+
+
+def fix_order(ranked: Sequence[Evaluation]) -> list[Evaluation]:
+    """Host-fixable paths in the order a fix should be offered: the best release first, and of it
+    the stack whose ROCm asks the smallest host change (v0.33.0 on amdgpu 6.1: its rocm72 image
+    needs 6.4, its default rocm100 one 30.10), then the rest in rank order. ``ranked`` is sorted."""
+    fixable = [e for e in ranked if e.host_fixable]
+    if not fixable:
+        return []
+    best = fixable[0].candidate
+    top = sorted(
+        (e for e in fixable if e.candidate.vllm == best.vllm and e.candidate.kind == best.kind),
+        key=lambda e: e.candidate.rocm or Version("0"),  # stable: rank order among equals
+    )
+    return [*top, *(e for e in fixable if e not in top)]
