@@ -8,7 +8,6 @@ from typing import Annotated, Any
 
 import typer
 
-from resolver import bounded
 from resolver.cli._common import JsonOpt, emit_json, handle_errors, use_color
 
 INPUT_PANEL = "Nodes"
@@ -68,6 +67,8 @@ def _reports(inputs: list[str] | None, slurm: str | None, kube: str | None, prob
                 raise UsageError("--kube kubectl: a file named kubectl is here too", hint="write --kube ./kubectl for the file")
             text, where = cluster_nodes(), "kubectl get nodes"
         else:
+            from resolver import bounded  # only here: keep CLI start-up free of it
+
             path = Path(kube)
             try:
                 # Regular files only, size-capped: a FIFO or /dev/zero must not hang the plan.
