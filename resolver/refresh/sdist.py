@@ -227,8 +227,23 @@ def _variant(stack: _StackFiles, rocm: Version | None) -> str:
     return stack_variant(rocm)
 
 
-def _published(files: Mapping[str, str], bases: list[str]) -> tuple[str | None, dict[str, bool]]:
-    """(the default stack's base file, {base file: owns the plain tag}) from the release scripts.
+@dataclass(frozen=True, slots=True)
+class _Publishing:
+    """What the release scripts publish: the default stack and which base files get images."""
+
+    default: str | None  # the default stack's base file
+    owners: dict[str, bool]  # base file -> owns the plain v<version> tag
+    per_stack: bool  # v0.33+: every published stack also gets v<version>-<variant>
+
+    def tags(self, version: Version, base: str | None, variant: str) -> list[str]:
+        if base not in self.owners and not (base is None and self.owners):
+            return []
+        plain = [f"v{version}"] if self.owners.get(base or "", True) else []
+        return plain + ([f"v{version}-{variant}"] if self.per_stack else [])
+
+
+def _published(files: Mapping[str, str], bases: list[str]) -> _Publishing:
+    """The default stack and the image tags of each stack, from the release scripts.
 
     v0.33 publishes one image family per stack (``publish_rocm_stack FILE DEFAULT``); before, one
     ROCm image tagged ``v<version>`` was built from docker/Dockerfile.rocm_base, if any."""
@@ -238,12 +253,11 @@ def _published(files: Mapping[str, str], bases: list[str]) -> tuple[str | None, 
     )
     calls = {path: flag == "1" for path, flag in _PUBLISH_STACK.findall(scripts) if path in bases}
     if calls:
-        default = next((p for p, d in calls.items() if d), None)
-        return default, calls
+        return _Publishing(next((p for p, d in calls.items() if d), None), calls, per_stack=True)
     main = "docker/Dockerfile.rocm_base" if "docker/Dockerfile.rocm_base" in bases else (bases[0] if bases else None)
     if _PLAIN_TAG in scripts and main is not None:
-        return main, {main: True}
-    return main, {}
+        return _Publishing(main, {main: True}, per_stack=False)
+    return _Publishing(main, {}, per_stack=False)
 
 
 def read_release(sdist: IndexFile, files: Mapping[str, str]) -> tuple[dict[str, Any] | None, list[dict[str, Any]], str]:
@@ -255,7 +269,8 @@ def read_release(sdist: IndexFile, files: Mapping[str, str]) -> tuple[dict[str, 
     if not layouts:
         return None, [], "no ROCm Dockerfile in the sdist (looked in docker/ and the root)"
     bases = [s.base for s in layouts if s.base]
-    default_base, published = _published(files, bases)
+    publishing = _published(files, bases)
+    default_base = publishing.default
     cmake = files.get("CMakeLists.txt")
     cmake_arch = dockerfile_parse.cmake_hip_archs(cmake) if cmake else None
     stacks: list[dict[str, Any]] = []
@@ -309,15 +324,7 @@ def read_release(sdist: IndexFile, files: Mapping[str, str]) -> tuple[dict[str, 
         for key in ("python", "arch", "aiter_arch", "pins"):
             if rec.get(key):
                 stack[key] = rec[key]
-        tags: list[str] = []
-        if sf.base in published or (sf.base is None and published):
-            owns_plain = published.get(sf.base or "", True)
-            multi = len(published) > 1 or any(c for c in _PUBLISH_STACK.findall(
-                files.get(".buildkite/scripts/publish-release-images.sh", "")))
-            if owns_plain:
-                tags.append(f"v{ver}")
-            if multi:
-                tags.append(f"v{ver}-{variant}")
+        tags = publishing.tags(ver, sf.base, variant)
         if tags:
             stack["images"] = tags
         stack["source"] = f"{where} " + ", ".join(p for p in (sf.base, sf.app) if p and p in files)
