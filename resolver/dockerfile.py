@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from packaging.version import Version
 
-from resolver import atomic, resources
+from resolver import resources
 from resolver.errors import InputError, UnknownGfxError, UnsafeValueError, UsageError
 from resolver.model import ComponentPin, Matrix, RocmStack, VllmRelease
 from resolver.node import Node
@@ -230,15 +230,10 @@ def find_release(matrix: Matrix, version: str) -> VllmRelease:
     return release
 
 
-def pick_release(matrix: Matrix, node: Node, gfx: tuple[str, ...] | None = None) -> VllmRelease:
-    """Without ``--vllm``: the release the solver would build from source for this node (newest
-    with known pins that builds every target and whose base ROCm the driver runs); failing that,
-    the newest known release, whose plan then fails with the precise reason."""
-    return pick(matrix, node, gfx)[0]
-
-
 def pick(matrix: Matrix, node: Node, gfx: tuple[str, ...] | None = None) -> tuple[VllmRelease, RocmStack | None]:
-    """The release and stack the solver would build from source for this node (see pick_release)."""
+    """Without ``--vllm``: the release and stack the solver would build from source for this node
+    (newest with known pins that builds every target and whose base ROCm the driver runs); failing
+    that, the newest known release, whose plan then fails with the precise reason."""
     from dataclasses import replace
 
     from resolver.solve import Request, solve
@@ -782,14 +777,6 @@ def render_template(path: Path, values: dict[str, str]) -> str:
             hint="reinstall rocm-vllm-resolver",
         ) from None
     return _Fragment(text).substitute(values)
-
-
-# --- writing ----------------------------------------------------------------------------------
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """``-o FILE``: see ``resolver.atomic.write_output``."""
-    atomic.write_output(path, text)
 
 
 # --- building ---------------------------------------------------------------------------------

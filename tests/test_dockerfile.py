@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 from resolver import dockerfile as df
 from resolver import matrix as matrix_mod
 from resolver import resources
+from resolver.atomic import write_output
 from resolver.cli import app
 from resolver.errors import InputError, UnsafeInputError, UnsafeValueError, UsageError
 from resolver.model import ComponentPin, Matrix
@@ -555,8 +556,8 @@ def test_output_to_devices_writes_into_them_and_never_replaces_them(m: Matrix, t
 
     plan = plan_for(m, "0.10.0", "gfx942", "30.30.3")
     before = Path("/dev/null").stat()
-    df.write_atomic(Path("/dev/null"), df.render(plan))
+    write_output(Path("/dev/null"), df.render(plan))
     after = Path("/dev/null").stat()
     assert stat.S_ISCHR(after.st_mode) and (after.st_ino, after.st_rdev) == (before.st_ino, before.st_rdev)
     with pytest.raises(InputError, match="Is a directory"):
-        df.write_atomic(tmp_path, "x")
+        write_output(tmp_path, "x")

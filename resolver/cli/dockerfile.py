@@ -122,7 +122,9 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         for warning in plan.warnings:
             typer.echo(f"warning: {warning}", err=True)
         if output is not None:
-            df.write_atomic(output, text)
+            from resolver.atomic import write_output
+
+            write_output(output, text)
             typer.echo(f"wrote {output}", err=True)
         if json_out:
             data = {"schema_version": 1, **plan.to_json()}

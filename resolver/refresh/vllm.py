@@ -210,15 +210,6 @@ def with_stack(flat: dict[str, Any], dockerfile: str) -> dict[str, Any]:
     return record
 
 
-def flatten(record: dict[str, Any]) -> dict[str, Any]:
-    """The default stack's build facts laid onto the release (the pre-stack shape), for comparing."""
-    stacks = record.get("stack") or []
-    default = next((s for s in stacks if s.get("default")), stacks[0] if stacks else {})
-    out = {k: v for k, v in record.items() if k != "stack"}
-    out.update({k: default[k] for k in STACK_FIELDS if k in default})
-    return out
-
-
 def _missing(record: dict[str, Any]) -> str | None:
     for field_name in ("base_image", "rocm", "arch"):
         if not record.get(field_name):

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from resolver import matrix, overlay
 from resolver.cli import app
 from resolver.refresh.runner import refresh
-from resolver.refresh.vllm import flatten
+from resolver.refresh.vllm import STACK_FIELDS
 
 from .conftest import REPO_MATRIX, drop_records
 from .server import Upstream
@@ -34,6 +34,15 @@ FIELDS = (
     "pins",
 )
 runner = CliRunner()
+
+
+def flatten(record: dict[str, Any]) -> dict[str, Any]:
+    """The default stack's build facts laid onto the release (the pre-stack shape), for comparing."""
+    stacks = record.get("stack") or []
+    default = next((s for s in stacks if s.get("default")), stacks[0] if stacks else {})
+    out = {k: v for k, v in record.items() if k != "stack"}
+    out.update({k: default[k] for k in STACK_FIELDS if k in default})
+    return out
 
 
 def curated() -> dict[str, dict[str, Any]]:
