@@ -53,7 +53,9 @@ def _time(cmd: list[str]) -> float:
     proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
     elapsed = time.perf_counter() - start
     if proc.returncode not in (0, 1, 6):
-        raise SystemExit(f"{' '.join(cmd[:3])} failed ({proc.returncode}): {proc.stderr.decode()[-400:]}")
+        raise SystemExit(
+            f"{' '.join(cmd[:3])} failed ({proc.returncode}): {proc.stderr.decode()[-400:]}"
+        )
     return elapsed
 
 
@@ -69,7 +71,17 @@ def main() -> None:
         kinds = write_reports(reports, args.nodes)
         out = Path(tmp) / "out"
         fleet = [*_exe(), "fleet", "plan", str(reports), "--json", "-o", str(out), "--force"]
-        check = [*_exe(), "check", "--gfx", "gfx942", "--gpus", "8", "--driver", "30.30.3", "--json"]
+        check = [
+            *_exe(),
+            "check",
+            "--gfx",
+            "gfx942",
+            "--gpus",
+            "8",
+            "--driver",
+            "30.30.3",
+            "--json",
+        ]
         _time(fleet), _time(check)  # warm the OS file cache
         a: list[float] = []
         b: list[float] = []
@@ -79,7 +91,9 @@ def main() -> None:
         groups = len(json.loads((out / "fleet.json").read_text())["groups"])
     ma, mb = statistics.median(a), statistics.median(b)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    print(f"fleet plan: median {ma * 1000:7.0f} ms over {runs} runs  ({args.nodes} reports, {kinds} fingerprints -> {groups} groups, -o DIR)")
+    print(
+        f"fleet plan: median {ma * 1000:7.0f} ms over {runs} runs  ({args.nodes} reports, {kinds} fingerprints -> {groups} groups, -o DIR)"
+    )
     print(f"one check : median {mb * 1000:7.0f} ms over {runs} runs")
     print(f"ratio     : {ma / mb:.1f}  (fleet plan / one cold check; {cpus} CPUs)")
 

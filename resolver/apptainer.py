@@ -34,7 +34,12 @@ class ApptainerRun:
     command: str
 
     def to_json(self) -> dict[str, object]:
-        return {"format": "apptainer", "run_command": self.command, "run_args": list(self.args), "compose": None}
+        return {
+            "format": "apptainer",
+            "run_command": self.command,
+            "run_args": list(self.args),
+            "compose": None,
+        }
 
 
 def oci_ref(image: str) -> str:
@@ -53,7 +58,11 @@ def _env(spec: RunSpec) -> list[str]:
     env = [f"HF_HOME={CONTAINER_HF_CACHE}"]
     if spec.devices:
         env.append("HIP_VISIBLE_DEVICES=" + ",".join(str(d) for d in spec.devices))
-    env += [f"{k}={v}" for k, v in spec.env if k not in ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")]
+    env += [
+        f"{k}={v}"
+        for k, v in spec.env
+        if k not in ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
+    ]
     return env
 
 
@@ -77,12 +86,16 @@ def words(spec: RunSpec, *, binary: str = "apptainer") -> list[str]:
     return out + _serve(spec)
 
 
-def run_command(spec: RunSpec, *, binary: str = "apptainer", home: str | None = None) -> ApptainerRun:
+def run_command(
+    spec: RunSpec, *, binary: str = "apptainer", home: str | None = None
+) -> ApptainerRun:
     """The command as one shell line (``~`` for the shell) and as argv (``~`` expanded)."""
     raw = words(spec, binary=binary)
     home_dir = home if home is not None else str(Path.home())
     args = tuple(home_dir + w[1:] if w.startswith("~/") else w for w in raw)
-    text = " ".join(w if w.startswith("~/") and shlex.quote(w[1:]) == w[1:] else shlex.quote(w) for w in raw)
+    text = " ".join(
+        w if w.startswith("~/") and shlex.quote(w[1:]) == w[1:] else shlex.quote(w) for w in raw
+    )
     return ApptainerRun(args, text)
 
 

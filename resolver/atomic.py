@@ -17,7 +17,9 @@ STALE_AFTER = 15 * 60.0
 _TEMP_RE = re.compile(r"\..+\.[a-z0-9_]{8}\.tmp\Z", re.DOTALL)
 
 
-def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None, make_parent: bool = True) -> None:
+def write_atomic(
+    path: Path, data: bytes | str, *, mode: int | None = None, make_parent: bool = True
+) -> None:
     """Write to a temporary file next to ``path``, fsync it, then rename it over ``path``.
 
     Creates the parent directory unless told not to (a user's ``-o DIR/FILE`` should not invent
@@ -40,7 +42,9 @@ def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None, make
     sweep_stale(path.parent)
 
 
-def sweep_stale(directory: Path, *, older_than: float = STALE_AFTER, now: float | None = None) -> list[Path]:
+def sweep_stale(
+    directory: Path, *, older_than: float = STALE_AFTER, now: float | None = None
+) -> list[Path]:
     """Remove this module's leftover temp files (``.NAME.XXXXXXXX.tmp``) older than
     ``older_than`` seconds from ``directory``; returns what was removed. Never raises."""
     removed: list[Path] = []

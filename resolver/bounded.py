@@ -54,7 +54,13 @@ class TooDeepError(ValueError):
 
 
 def _size(limit: int) -> str:
-    return f"{limit // MiB} MiB" if limit >= MiB else f"{limit // 1024} KiB" if limit >= 1024 else f"{limit} bytes"
+    return (
+        f"{limit // MiB} MiB"
+        if limit >= MiB
+        else f"{limit // 1024} KiB"
+        if limit >= 1024
+        else f"{limit} bytes"
+    )
 
 
 def _kind(mode: int) -> str:

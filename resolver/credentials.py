@@ -29,7 +29,12 @@ from pathlib import Path
 from resolver.errors import InputError, RegistryError
 
 # Docker Hub is stored under its v1 index URL (what `docker login` writes), whatever host is asked.
-DOCKER_HUB_KEYS = ("https://index.docker.io/v1/", "index.docker.io", "docker.io", "registry-1.docker.io")
+DOCKER_HUB_KEYS = (
+    "https://index.docker.io/v1/",
+    "index.docker.io",
+    "docker.io",
+    "registry-1.docker.io",
+)
 _HELPER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 IDENTITY_TOKEN_USER = "<token>"
 
@@ -131,7 +136,11 @@ def _store_lookup(
 ) -> Credentials | None:
     # docker asks the store with the server key it logged in with: the auths key, else the host.
     auths = config.get("auths")
-    servers = [k for k in auths if isinstance(k, str) and _host_of(k) in keys] if isinstance(auths, dict) else []
+    servers = (
+        [k for k in auths if isinstance(k, str) and _host_of(k) in keys]
+        if isinstance(auths, dict)
+        else []
+    )
     for server in servers or sorted(keys):
         found = _from_helper(store, server, env, f"credsStore in {path}", missing_ok=True)
         if found is not None:
@@ -211,4 +220,6 @@ def _from_helper(
             hint=f"run `echo {server} | {binary} get` by hand (it prints the secret: do it privately)",
         )
     user = data.get("Username")
-    return Credentials(user if isinstance(user, str) else "", data["Secret"], f"{source} ({binary})")
+    return Credentials(
+        user if isinstance(user, str) else "", data["Secret"], f"{source} ({binary})"
+    )

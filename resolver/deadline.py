@@ -51,7 +51,9 @@ class within:
         self.previous: Any = None
 
     def __enter__(self) -> Self:
-        usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+        usable = (
+            hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+        )
         if not usable or self.seconds <= 0:
             return self
         self.outer_left, _ = signal.getitimer(signal.ITIMER_REAL)
@@ -68,7 +70,9 @@ class within:
         self.armed = True
         return self
 
-    def __exit__(self, typ: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, typ: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if not self.armed:
             return
         signal.setitimer(signal.ITIMER_REAL, 0)

@@ -82,7 +82,17 @@ _STAGE_OF: Final[dict[str, str]] = {
 }
 # Stages in build order, per layout family. amdsmi and vllm have no pin (amdsmi is built from the
 # base image's /opt/rocm/share/amd_smi, vLLM from VLLM_REPO@VLLM_BRANCH).
-_TWO_STAGE_ORDER: Final = ("hipblas_common", "hipblaslt", "rccl", "triton", "amdsmi", "pytorch", "fa", "aiter", "mori")
+_TWO_STAGE_ORDER: Final = (
+    "hipblas_common",
+    "hipblaslt",
+    "rccl",
+    "triton",
+    "amdsmi",
+    "pytorch",
+    "fa",
+    "aiter",
+    "mori",
+)
 _SINGLE_STAGE_ORDER: Final = ("amdsmi", "fa", "triton")
 # Stages whose output is .deb packages (installed with dpkg); the rest produce wheels.
 _DEB_STAGES: Final = frozenset({"hipblas_common", "hipblaslt", "rccl"})
@@ -205,7 +215,13 @@ class DockerfilePlan:
             "provenance": {"source": self.source, "confidence": self.confidence},
             "warnings": list(self.warnings),
             **(
-                {"therock": {"torch": self.torch, "torch_extras": list(self.torch_extras), "wheel_index": self.wheel_index}}
+                {
+                    "therock": {
+                        "torch": self.torch,
+                        "torch_extras": list(self.torch_extras),
+                        "wheel_index": self.wheel_index,
+                    }
+                }
                 if self.layout == "therock-wheels"
                 else {}
             ),
@@ -230,7 +246,9 @@ def find_release(matrix: Matrix, version: str) -> VllmRelease:
     return release
 
 
-def pick(matrix: Matrix, node: Node, gfx: tuple[str, ...] | None = None) -> tuple[VllmRelease, RocmStack | None]:
+def pick(
+    matrix: Matrix, node: Node, gfx: tuple[str, ...] | None = None
+) -> tuple[VllmRelease, RocmStack | None]:
     """Without ``--vllm``: the release and stack the solver would build from source for this node
     (newest with known pins that builds every target and whose base ROCm the driver runs); failing
     that, the newest known release, whose plan then fails with the precise reason."""
@@ -240,7 +258,10 @@ def pick(matrix: Matrix, node: Node, gfx: tuple[str, ...] | None = None) -> tupl
 
     known = [r for r in matrix.vllm if r.known]
     if not known:
-        raise UsageError("no vLLM release in the data has known ROCm build pins", hint="rocm-vllm matrix refresh --source sdist")
+        raise UsageError(
+            "no vLLM release in the data has known ROCm build pins",
+            hint="rocm-vllm matrix refresh --source sdist",
+        )
     target_node = replace(node, gfx_targets=gfx) if gfx else node
     decision = solve(matrix, target_node, Request(paths=frozenset({"source"})))
     if decision.plan is not None and decision.plan.candidate.release is not None:
@@ -248,7 +269,9 @@ def pick(matrix: Matrix, node: Node, gfx: tuple[str, ...] | None = None) -> tupl
     return max(known, key=lambda r: r.version), None
 
 
-def choose_stack(matrix: Matrix, node: Node, release: VllmRelease, variant: str | None) -> RocmStack:
+def choose_stack(
+    matrix: Matrix, node: Node, release: VllmRelease, variant: str | None
+) -> RocmStack:
     """``--stack VARIANT``, else the stack of this release the solver would build on for this node
     (the default one unless the host's driver cannot run it), else the default stack."""
     from dataclasses import replace as _replace
@@ -270,7 +293,11 @@ def choose_stack(matrix: Matrix, node: Node, release: VllmRelease, variant: str 
     if len(release.stacks) == 1 or not node.gfx_targets:
         return release.stack
     try:
-        decision = solve(matrix, _replace(node), Request(vllm=SpecifierSet(f"=={release.version}"), paths=frozenset({"source"})))
+        decision = solve(
+            matrix,
+            _replace(node),
+            Request(vllm=SpecifierSet(f"=={release.version}"), paths=frozenset({"source"})),
+        )
     except InputError:
         return release.stack
     if decision.plan is not None and decision.plan.candidate.stack is not None:
@@ -279,7 +306,12 @@ def choose_stack(matrix: Matrix, node: Node, release: VllmRelease, variant: str 
 
 
 def _require_known(release: VllmRelease) -> None:
-    if not release.known or not release.pins or release.layout is None or release.base_image is None:
+    if (
+        not release.known
+        or not release.pins
+        or release.layout is None
+        or release.base_image is None
+    ):
         raise UsageError(
             f"vLLM {release.version}: its ROCm build pins are not recorded "
             f"(confidence: {release.provenance.confidence})",
@@ -324,7 +356,9 @@ def plan_dockerfile(
             f"or pick another stack: {', '.join(s.variant for s in release.stacks if not s.preview) or 'none'}",
         )
     if st.preview:
-        warnings.append(f"ROCm {st.rocm} is a nightly/preview build: for trying the GPU, not for production")
+        warnings.append(
+            f"ROCm {st.rocm} is a nightly/preview build: for trying the GPU, not for production"
+        )
 
     # Targets: the node's gfx list, or a fleet's list given explicitly.
     raw_targets = tuple(gfx_override) if gfx_override else node.gfx_targets
@@ -333,7 +367,9 @@ def plan_dockerfile(
             "the node has no gfx target to build for",
             hint="describe it with --gfx gfx942 (or gfx942,gfx950 for a fleet), --node FILE or --example NAME",
         )
-    targets = tuple(sorted({require_safe("gfx", t.strip().lower(), where="--gfx") for t in raw_targets}))
+    targets = tuple(
+        sorted({require_safe("gfx", t.strip().lower(), where="--gfx") for t in raw_targets})
+    )
     for t in targets:
         target = matrix.gfx_target(t)
         if target is None:
@@ -343,11 +379,18 @@ def plan_dockerfile(
             )
         if t not in release.cmake_arch or target.vllm_status == "unsupported":
             able = [str(r.version) for r in matrix.vllm if r.known and t in r.cmake_arch]
-            why = "vLLM's CMake does not accept it" if t not in release.cmake_arch else target.vllm_note or "unsupported"
+            why = (
+                "vLLM's CMake does not accept it"
+                if t not in release.cmake_arch
+                else target.vllm_note or "unsupported"
+            )
             raise UsageError(
                 f"vLLM {release.version} cannot be built for {t}: {why}",
-                hint=(f"releases whose build accepts {t}: {_some(able)}" if able and target.vllm_status != "unsupported"
-                      else f"{t} is not supported by vLLM on ROCm; drop it from --gfx"),
+                hint=(
+                    f"releases whose build accepts {t}: {_some(able)}"
+                    if able and target.vllm_status != "unsupported"
+                    else f"{t} is not supported by vLLM on ROCm; drop it from --gfx"
+                ),
             )
         if t not in st.arch:
             warnings.append(
@@ -392,9 +435,7 @@ def plan_dockerfile(
     fa_arch = tuple(t for t in targets if t in FA_CK_ARCHS)
     # matrix/vllm.toml aiter_arch: AITER_ROCM_ARCH, or the literal GPU_ARCHS of v0.8.2-v0.10.x.
     aiter_source = st.aiter_arch
-    aiter_arch = tuple(
-        t for t in targets if t in aiter_source and _aiter_gate(matrix, t) == "full"
-    )
+    aiter_arch = tuple(t for t in targets if t in aiter_source and _aiter_gate(matrix, t) == "full")
     mori_arch = tuple(t for t in targets if t in MORI_ARCHS)
 
     def leave_out(component: str, reason: str) -> None:
@@ -402,7 +443,9 @@ def plan_dockerfile(
         if pin is None:
             return
         pins.remove(pin)
-        omitted.append(OmittedComponent(component=component, repo=pin.repo, ref=pin.ref, reason=reason))
+        omitted.append(
+            OmittedComponent(component=component, repo=pin.repo, ref=pin.ref, reason=reason)
+        )
         warnings.append(f"{component} is left out: {reason}")
 
     if not fa_arch:
@@ -429,9 +472,14 @@ def plan_dockerfile(
             if aiter_arch:
                 warnings.append(f"AITER is built for {';'.join(aiter_arch)} only; {t}: {why}")
         if not aiter_arch:
-            leave_out("aiter", f"no target passes its gate ({'; '.join(f'{t}: {_aiter_gate(matrix, t)}' for t in targets)})")
+            leave_out(
+                "aiter",
+                f"no target passes its gate ({'; '.join(f'{t}: {_aiter_gate(matrix, t)}' for t in targets)})",
+            )
     if st.pin("mori") is not None and not mori_arch:
-        leave_out("mori", f"upstream builds it for {';'.join(sorted(MORI_ARCHS))} only (MORI_GPU_ARCHS)")
+        leave_out(
+            "mori", f"upstream builds it for {';'.join(sorted(MORI_ARCHS))} only (MORI_GPU_ARCHS)"
+        )
 
     if st.layout == "single-stage":
         warnings.append(
@@ -456,7 +504,9 @@ def plan_dockerfile(
     # No default baked in from the machine that writes the file: the build host decides.
     jobs = max_jobs
     if jobs is not None and jobs < 1:
-        raise InputError(f"--max-jobs {jobs} must be at least 1", hint="give the number of parallel compile jobs")
+        raise InputError(
+            f"--max-jobs {jobs} must be at least 1", hint="give the number of parallel compile jobs"
+        )
     mirror = parse_mirror(registry_mirror)
 
     stage_order = _SINGLE_STAGE_ORDER if st.layout == "single-stage" else _TWO_STAGE_ORDER
@@ -489,9 +539,12 @@ def plan_dockerfile(
         torch=_safe_python(st.torch) if st.torch else None,
         torch_extras=tuple(
             f"{name}=={require_safe('version', v, where=f'{where}: {name}')}"
-            for name, v in (("torchvision", st.torchvision), ("torchaudio", st.torchaudio)) if v
+            for name, v in (("torchvision", st.torchvision), ("torchaudio", st.torchaudio))
+            if v
         ),
-        wheel_index=require_safe("url", st.wheel_index, where=f"{where}: wheel_index") if st.wheel_index else None,
+        wheel_index=require_safe("url", st.wheel_index, where=f"{where}: wheel_index")
+        if st.wheel_index
+        else None,
         moving_refs=tuple(f"{p.component}@{p.ref}" for p in moving),
         stack_note=(
             f"{st.variant} (ROCm {st.rocm}{', the default' if st.default else ''}); the release also has "
@@ -505,7 +558,11 @@ def plan_dockerfile(
 
 def _some(versions: list[str]) -> str:
     """A list of release versions, shortened to its first and last ones when long."""
-    return ", ".join(versions) if len(versions) <= 6 else f"{versions[0]}, {versions[1]}, ..., {versions[-1]}"
+    return (
+        ", ".join(versions)
+        if len(versions) <= 6
+        else f"{versions[0]}, {versions[1]}, ..., {versions[-1]}"
+    )
 
 
 def _aiter_gate(matrix: Matrix, gfx: str) -> str:
@@ -523,7 +580,9 @@ def _check_driver(matrix: Matrix, node: Node, rocm: Version, warnings: list[str]
     drv_series = driver_series(node.driver_version)
     drv = matrix.driver(drv_series)
     if drv is None:
-        warnings.append(f"amdgpu driver series {drv_series} is not in the data: cannot check it runs ROCm {rocm}")
+        warnings.append(
+            f"amdgpu driver series {drv_series} is not in the data: cannot check it runs ROCm {rocm}"
+        )
         return DriverCheck(version=node.driver_version, series=drv_series, runs_base_rocm=None)
     if not drv.runs(rocm):
         would = [d.series for d in matrix.drivers_running(rocm)]
@@ -539,7 +598,14 @@ def _check_driver(matrix: Matrix, node: Node, rocm: Version, warnings: list[str]
 # Where a generated FROM may point: Docker Hub's ROCm and vLLM namespaces and the distribution
 # images TheRock builds start from. The data (and a refresh's raw host) is not trusted to pick
 # another registry; --allow-any-base-image lifts this for a user who mirrors base images.
-ALLOWED_BASE_REPOS: Final[tuple[str, ...]] = ("rocm/*", "vllm/*", "ubuntu", "debian", "almalinux", "rockylinux")
+ALLOWED_BASE_REPOS: Final[tuple[str, ...]] = (
+    "rocm/*",
+    "vllm/*",
+    "ubuntu",
+    "debian",
+    "almalinux",
+    "rockylinux",
+)
 
 
 def check_base_allowed(image: str, *, where: str) -> None:
@@ -648,16 +714,26 @@ def _header(plan: DockerfilePlan) -> str:
             f"{plan.driver.version} (series {plan.driver.series})."
         )
     else:
-        lines.append(f"# Base image ROCm {plan.rocm}: NOT checked against the host's amdgpu driver.")
+        lines.append(
+            f"# Base image ROCm {plan.rocm}: NOT checked against the host's amdgpu driver."
+        )
     for o in plan.omitted:
         lines.append(f"# Left out: {o.component} ({o.repo}@{o.ref}): {o.reason}.")
     if plan.registry_mirror:
-        lines.append(f"# Docker Hub images (the base image, the # syntax= frontend) come through {plan.registry_mirror}.")
+        lines.append(
+            f"# Docker Hub images (the base image, the # syntax= frontend) come through {plan.registry_mirror}."
+        )
     if plan.max_jobs is None:
-        lines.append("# MAX_JOBS: --build-arg MAX_JOBS=N, else the build host's CPUs and memory decide.")
-    lines.append('# The image runs `vllm serve` (ENTRYPOINT), as vllm/vllm-openai-rocm does: docker run IMAGE --model M.')
+        lines.append(
+            "# MAX_JOBS: --build-arg MAX_JOBS=N, else the build host's CPUs and memory decide."
+        )
+    lines.append(
+        "# The image runs `vllm serve` (ENTRYPOINT), as vllm/vllm-openai-rocm does: docker run IMAGE --model M."
+    )
     lines.append("# Upstream may also apply patches (cherry-picks) that the data does not record;")
-    lines.append("# this file builds exactly the pinned refs. Needs BuildKit (cache and bind mounts).")
+    lines.append(
+        "# this file builds exactly the pinned refs. Needs BuildKit (cache and bind mounts)."
+    )
     # Free text from data (sources, reasons) must stay inside its comment line: a line break in
     # it would start a live instruction.
     return "\n".join(_CONTROL.sub(" ", line) for line in lines)
@@ -678,15 +754,20 @@ def _label_lines(plan: DockerfilePlan) -> str:
 
 
 def _stage_args(plan: DockerfilePlan) -> str:
-    return "\n".join(
-        f"ARG {_ARG_NAMES[p.component]}_REPO\nARG {_ARG_NAMES[p.component]}_BRANCH" for p in plan.pins
-    ) + "\nARG VLLM_REPO\nARG VLLM_BRANCH"
+    return (
+        "\n".join(
+            f"ARG {_ARG_NAMES[p.component]}_REPO\nARG {_ARG_NAMES[p.component]}_BRANCH"
+            for p in plan.pins
+        )
+        + "\nARG VLLM_REPO\nARG VLLM_BRANCH"
+    )
 
 
 def _mounts(plan: DockerfilePlan, *, debs: bool) -> str:
     stages = [s for s in plan.stages if (s in _DEB_STAGES) == debs]
     return "".join(
-        f"    --mount=type=bind,from=build_{s},source=/app/install,target=/install/{s} \\\n" for s in stages
+        f"    --mount=type=bind,from=build_{s},source=/app/install,target=/install/{s} \\\n"
+        for s in stages
     )
 
 
@@ -711,7 +792,9 @@ def template_values(plan: DockerfilePlan, root: Path | None = None) -> dict[str,
         "base_image": plan.base_image_ref,
         "syntax_image": plan.syntax_image,
         "python": plan.python or "3",
-        "max_jobs_arg": f"ARG MAX_JOBS={plan.max_jobs}" if plan.max_jobs is not None else "ARG MAX_JOBS",
+        "max_jobs_arg": f"ARG MAX_JOBS={plan.max_jobs}"
+        if plan.max_jobs is not None
+        else "ARG MAX_JOBS",
         "pytorch_rocm_arch": ";".join(plan.pytorch_rocm_arch),
         "fa_arch": ";".join(plan.fa_arch),
         "aiter_arch": ";".join(plan.aiter_arch),
@@ -730,7 +813,9 @@ def template_values(plan: DockerfilePlan, root: Path | None = None) -> dict[str,
         "wheel_index": plan.wheel_index or "",
     }
     if plan.layout != "single-stage" and plan.pin("pytorch"):
-        values["torch_wheels"] = render_template(root / "two-stage" / "torch-wheels.Dockerfile.in", values).strip("\n")
+        values["torch_wheels"] = render_template(
+            root / "two-stage" / "torch-wheels.Dockerfile.in", values
+        ).strip("\n")
     if "hipblas_common" in plan.stages:
         values["hipblas_common_install"] = render_template(
             root / "two-stage" / "hipblas-common-install.Dockerfile.in", values
@@ -750,7 +835,9 @@ def _fragment_names(plan: DockerfilePlan) -> list[str]:
             continue
         names.append(f"common/{stage}" if stage in common else f"{family}/{stage}")
         if stage == "pytorch":
-            names += [f"{family}/pytorch-{extra}" for extra in ("vision", "audio") if plan.pin(extra)]
+            names += [
+                f"{family}/pytorch-{extra}" for extra in ("vision", "audio") if plan.pin(extra)
+            ]
     names += [f"{family}/vllm", f"{family}/final"]
     if any(s in _DEB_STAGES for s in plan.stages):
         names.append("common/final-debs")
@@ -762,7 +849,10 @@ def render(plan: DockerfilePlan, *, templates: Path | None = None) -> str:
     """The Dockerfile text: the plan's fragments, in order, with the plan's values filled in."""
     root = templates or resources.dockerfiles_dir()
     values = template_values(plan, root)
-    parts = [render_template(root / f"{name}.Dockerfile.in", values).strip("\n") for name in _fragment_names(plan)]
+    parts = [
+        render_template(root / f"{name}.Dockerfile.in", values).strip("\n")
+        for name in _fragment_names(plan)
+    ]
     text = "\n\n".join(parts) + "\n"
     return re.sub(r"\n{3,}", "\n\n", text)
 

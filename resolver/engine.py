@@ -235,8 +235,12 @@ class DockerEngine:
                 params["networkmode"] = "none"
             # docker-py has no public call that speaks BuildKit; its private helpers do the HTTP.
             response = api._post(
-                api._url("/build"), params=params, data=context,
-                headers={"Content-Type": "application/tar"}, stream=True, timeout=None,
+                api._url("/build"),
+                params=params,
+                data=context,
+                headers={"Content-Type": "application/tar"},
+                stream=True,
+                timeout=None,
             )
             api._raise_for_status(response)
             for event in api._stream_helper(response, decode=True):
@@ -250,7 +254,11 @@ class DockerEngine:
                 if "stream" in event and str(event["stream"]).strip():
                     on_progress(str(event["stream"]).rstrip("\n"))
                 aux = event.get("aux")
-                if event.get("id") == "moby.image.id" and isinstance(aux, dict) and isinstance(aux.get("ID"), str):
+                if (
+                    event.get("id") == "moby.image.id"
+                    and isinstance(aux, dict)
+                    and isinstance(aux.get("ID"), str)
+                ):
                     image_id = aux["ID"]
         if image_id is None:
             image_id = self.inspect_image(tag).id

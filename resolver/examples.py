@@ -12,13 +12,17 @@ def example_node(name: str) -> Node:
     ex = m.example(name)
     if ex is None:
         names = ", ".join(e.name for e in m.examples)
-        raise InputError(f"--example {name!r} is not an embedded example", hint=f"choose one of: {names}")
+        raise InputError(
+            f"--example {name!r} is not an embedded example", hint=f"choose one of: {names}"
+        )
+
     def is_apu(name: str) -> bool:
         target = m.gfx_target(name)
         return target is not None and target.families == ("ryzen-apu",)
 
     gpus = tuple(
-        Gpu(gfx=ex.gfx[i % len(ex.gfx)], product=ex.product, apu=is_apu(ex.gfx[i % len(ex.gfx)])) for i in range(ex.gpus)
+        Gpu(gfx=ex.gfx[i % len(ex.gfx)], product=ex.product, apu=is_apu(ex.gfx[i % len(ex.gfx)]))
+        for i in range(ex.gpus)
     )
     return Node(
         gpus=gpus,

@@ -167,7 +167,13 @@ class Record:
 
 
 def _kind_name(kind: type | tuple[type, ...]) -> str:
-    names = {str: "a string", bool: "true or false", list: "a list", dict: "a table", int: "a number"}
+    names = {
+        str: "a string",
+        bool: "true or false",
+        list: "a list",
+        dict: "a table",
+        int: "a number",
+    }
     if isinstance(kind, tuple):
         return " or ".join(names.get(k, k.__name__) for k in kind)
     return names.get(kind, kind.__name__)
@@ -187,7 +193,9 @@ def _read(
         ) from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         detail = exc if isinstance(exc, tomllib.TOMLDecodeError) else "not UTF-8 text"
-        raise MatrixError(f"{name}: not valid TOML ({detail})", hint=f"fix the syntax of matrix/{name}") from None
+        raise MatrixError(
+            f"{name}: not valid TOML ({detail})", hint=f"fix the syntax of matrix/{name}"
+        ) from None
     except OSError as exc:
         raise MatrixError(
             f"{name}: cannot read it ({exc.strerror or exc.__class__.__name__})",
@@ -195,7 +203,9 @@ def _read(
         ) from None
     items = doc.get(key, [])
     if not isinstance(items, list):
-        raise MatrixError(f"{name}: '{key}' must be an array of tables ([[{key}]])", hint=f"fix matrix/{name}")
+        raise MatrixError(
+            f"{name}: '{key}' must be an array of tables ([[{key}]])", hint=f"fix matrix/{name}"
+        )
     if extra and extra.get(name):
         from resolver import overlay
 
@@ -208,7 +218,13 @@ def _records(name: str, key: str, items: list[Any]) -> list[Record]:
     for i, item in enumerate(items):
         if not isinstance(item, dict):
             raise MatrixError(f"{name}: {key}[{i}] must be a table", hint=f"fix matrix/{name}")
-        ident = item.get("version") or item.get("name") or item.get("id") or item.get("series") or item.get("tag")
+        ident = (
+            item.get("version")
+            or item.get("name")
+            or item.get("id")
+            or item.get("series")
+            or item.get("tag")
+        )
         label = f"{key}[{i}]" + (f" ({ident})" if isinstance(ident, str) else "")
         _check_keys(name, item, (), label)
         records.append(Record(item, name, label))
@@ -229,7 +245,8 @@ def _check_keys(file: str, table: dict[str, Any], path: tuple[str, ...], label: 
 
             close = difflib.get_close_matches(key, sorted(known), n=1)
             raise MatrixError(
-                f"{file}: {label}: unknown field '{where}'" + (f" (did you mean '{'.'.join((*path, close[0]))}'?)" if close else ""),
+                f"{file}: {label}: unknown field '{where}'"
+                + (f" (did you mean '{'.'.join((*path, close[0]))}'?)" if close else ""),
                 hint=f"fix the record in matrix/{file}; its fields are listed in docs/matrix.schema.json",
             )
         if isinstance(value, dict):
@@ -282,12 +299,16 @@ def _driver(rec: Record) -> DriverSeries:
     user_space = rec.strings("user_space", required=True)
     for field_value in (series, *user_space):
         parts = field_value.split(".")
-        if len(parts) != 2 or not all(bounded.ascii_int(p, max_digits=4) is not None and p == p.strip() for p in parts):
+        if len(parts) != 2 or not all(
+            bounded.ascii_int(p, max_digits=4) is not None and p == p.strip() for p in parts
+        ):
             raise rec.fail("series/user_space", f"{field_value!r} is not a MAJOR.MINOR series")
     modules = rec.strings("module_versions")
     modules_source = rec.opt_text("module_versions_source") or ""
     if modules and not modules_source:
-        raise rec.fail("module_versions_source", "is required with module_versions (where AMD pairs them)")
+        raise rec.fail(
+            "module_versions_source", "is required with module_versions (where AMD pairs them)"
+        )
     return DriverSeries(
         series=series,
         # By number, so every window prints in order: "7.11" before "10.0", never "10.0, 7.11".
@@ -323,7 +344,9 @@ def _gfx(rec: Record) -> GfxTarget:
     for key, value in (env_table.data if env_table else {}).items():
         if not isinstance(value, str):
             raise rec.fail(f"env.{key}", "must be a string")
-        env.append((rec.safe(f"env.{key}", "env_name", key), rec.safe(f"env.{key}", "env_value", value)))
+        env.append(
+            (rec.safe(f"env.{key}", "env_name", key), rec.safe(f"env.{key}", "env_value", value))
+        )
     fp8 = feats.flag("fp8")
     fp8_format = feats.opt_text("fp8_format")
     if fp8 and fp8_format not in ("fnuz", "ocp"):
@@ -336,9 +359,14 @@ def _gfx(rec: Record) -> GfxTarget:
         raise feats.fail("mxfp4", "is 'native' exactly when mx = true (native MX compute)")
     mxfp4_src = feats.opt_text("mxfp4_source")
     if mxfp4 == "emulated" and not mxfp4_src:
-        raise feats.fail("mxfp4_source", "is required when mxfp4 = 'emulated' (where it says MXFP4 runs)")
+        raise feats.fail(
+            "mxfp4_source", "is required when mxfp4 = 'emulated' (where it says MXFP4 runs)"
+        )
     mxfp4_prov = (
-        Provenance(source=mxfp4_src, confidence=cast(Any, feats.choice("mxfp4_confidence", CONFIDENCES, "exact")))
+        Provenance(
+            source=mxfp4_src,
+            confidence=cast(Any, feats.choice("mxfp4_confidence", CONFIDENCES, "exact")),
+        )
         if mxfp4_src
         else None
     )
@@ -373,7 +401,12 @@ def _kernel_floor(rec: Record, parent: Record) -> KernelFloor:
     parts = floor.split(".")
     if len(parts) != 2 or not all(p.isdigit() for p in parts):
         raise rec.fail("min_kernel", f"{floor!r} is not a MAJOR.MINOR kernel version")
-    return KernelFloor(os=rec.text("os"), min_kernel=floor, flavour=rec.opt_text("flavour") or floor, provenance=rec.sub_provenance(parent))
+    return KernelFloor(
+        os=rec.text("os"),
+        min_kernel=floor,
+        flavour=rec.opt_text("flavour") or floor,
+        provenance=rec.sub_provenance(parent),
+    )
 
 
 def _pins(rec: Record) -> tuple[ComponentPin, ...]:
@@ -383,8 +416,12 @@ def _pins(rec: Record) -> tuple[ComponentPin, ...]:
         where = f"pins.{component}"
         if component not in COMPONENTS:
             raise rec.fail(where, f"is not a known component ({', '.join(COMPONENTS)})")
-        if not isinstance(value, dict) or set(value) - {"repo", "ref"} or not {"repo", "ref"} <= set(value):
-            raise rec.fail(where, "must be a table { repo = \"owner/name\", ref = \"...\" }")
+        if (
+            not isinstance(value, dict)
+            or set(value) - {"repo", "ref"}
+            or not {"repo", "ref"} <= set(value)
+        ):
+            raise rec.fail(where, 'must be a table { repo = "owner/name", ref = "..." }')
         pins.append(
             ComponentPin(
                 component=component,
@@ -417,7 +454,13 @@ def _opt_version(rec: Record, field: str) -> str | None:
 def _stack(st: Record, parent: Record, *, default: bool) -> RocmStack:
     rocm = st.version("rocm", required=False)
     therock = st.opt_text("layout") == "therock-wheels"
-    stream = "therock-preview" if rocm is not None and rocm.is_prerelease else "therock" if therock else "legacy"
+    stream = (
+        "therock-preview"
+        if rocm is not None and rocm.is_prerelease
+        else "therock"
+        if therock
+        else "legacy"
+    )
     wheel_index = st.opt_text("wheel_index")
     python = st.opt_text("python")
     return RocmStack(
@@ -448,13 +491,22 @@ def _vllm(rec: Record) -> VllmRelease:
     if tables:
         for field_name in ("rocm", "base_image", "layout", "arch", "aiter_arch", "pins", "python"):
             if field_name in rec.data:
-                raise rec.fail(field_name, "belongs in a [[release.stack]] table when the release has stacks")
+                raise rec.fail(
+                    field_name, "belongs in a [[release.stack]] table when the release has stacks"
+                )
         defaults = [t for t in tables if t.flag("default")]
         if len(defaults) != 1:
-            raise rec.fail("stack", f"needs exactly one stack with default = true, not {len(defaults)}")
+            raise rec.fail(
+                "stack", f"needs exactly one stack with default = true, not {len(defaults)}"
+            )
         ordered = [defaults[0], *(t for t in tables if t is not defaults[0])]
         stacks = tuple(_stack(t, rec, default=t is defaults[0]) for t in ordered)
-        _unique(stacks, lambda s: s.variant, "vllm.toml", f"stack variant in release {rec.data.get('version')}")
+        _unique(
+            stacks,
+            lambda s: s.variant,
+            "vllm.toml",
+            f"stack variant in release {rec.data.get('version')}",
+        )
     elif "rocm" in rec.data or "base_image" in rec.data:
         stacks = (_stack(rec, rec, default=True),)
     else:
@@ -549,17 +601,29 @@ def _unique(items: Iterable[T], key: Callable[[T], object], file: str, what: str
     for item in items:
         k = key(item)
         if k in seen:
-            raise MatrixError(f"{file}: duplicate {what} {k}", hint=f"keep one record per {what} in matrix/{file}")
+            raise MatrixError(
+                f"{file}: duplicate {what} {k}", hint=f"keep one record per {what} in matrix/{file}"
+            )
         seen.add(k)
 
 
 def check_invariants(m: Matrix) -> None:
-    for file, records in (("rocm.toml", m.rocm), ("os.toml", m.os), ("drivers.toml", m.drivers), ("gfx.toml", m.gfx),
-                          ("vllm.toml", m.vllm), ("wheels.toml", m.wheels), ("images.toml", m.images),
-                          ("nodes.toml", m.examples)):
+    for file, records in (
+        ("rocm.toml", m.rocm),
+        ("os.toml", m.os),
+        ("drivers.toml", m.drivers),
+        ("gfx.toml", m.gfx),
+        ("vllm.toml", m.vllm),
+        ("wheels.toml", m.wheels),
+        ("images.toml", m.images),
+        ("nodes.toml", m.examples),
+    ):
         if not records:
             # An emptied file would silently turn every answer into "nothing fits".
-            raise MatrixError(f"{file}: no records", hint=f"restore matrix/{file}; every data file holds at least one record")
+            raise MatrixError(
+                f"{file}: no records",
+                hint=f"restore matrix/{file}; every data file holds at least one record",
+            )
     _unique(m.rocm, lambda r: r.version, "rocm.toml", "release")
     _unique(m.os, lambda o: o.id, "os.toml", "OS id")
     _unique(m.drivers, lambda d: d.series, "drivers.toml", "series")
@@ -602,7 +666,7 @@ def check_invariants(m: Matrix) -> None:
             raise MatrixError(
                 f"vllm.toml: release {v.version}: field 'rocm' is missing but confidence is "
                 f"{v.provenance.confidence!r}",
-                hint="give the base ROCm, or mark the release confidence = \"unknown\"",
+                hint='give the base ROCm, or mark the release confidence = "unknown"',
             )
     for w in m.wheels:
         gfx_known(w.arch, "wheels.toml", f"variant {w.name}", "arch")
@@ -639,7 +703,9 @@ _KEYS: dict[str, str] = {
 }
 
 
-def _read_all(directory: Path, extra: Mapping[str, list[dict[str, Any]]] | None) -> dict[str, list[Any]]:
+def _read_all(
+    directory: Path, extra: Mapping[str, list[dict[str, Any]]] | None
+) -> dict[str, list[Any]]:
     return {name: _read(directory, name, key, extra) for name, key in _KEYS.items()}
 
 
@@ -699,12 +765,28 @@ def _read_compiled(path: Path) -> Matrix | None:
         doc = bounded.loads_json(bounded.read_bytes(path, _MAX_COMPILED))
     except (OSError, ValueError):
         return None
-    files = doc.get("files") if isinstance(doc, dict) and doc.get("format") == _COMPILED_FORMAT else None
-    if not isinstance(files, dict) or set(files) != set(_KEYS) or not all(isinstance(v, list) for v in files.values()):
+    files = (
+        doc.get("files")
+        if isinstance(doc, dict) and doc.get("format") == _COMPILED_FORMAT
+        else None
+    )
+    if (
+        not isinstance(files, dict)
+        or set(files) != set(_KEYS)
+        or not all(isinstance(v, list) for v in files.values())
+    ):
         return None
     try:
         return _from_raw(files)
-    except (MatrixError, ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError):
+    except (
+        MatrixError,
+        ValueError,
+        TypeError,
+        AttributeError,
+        KeyError,
+        IndexError,
+        RecursionError,
+    ):
         return None  # the data files are read again; their own errors name file and field
 
 

@@ -31,7 +31,12 @@ MXFP4_SUPPORT: tuple[Mxfp4Support, ...] = ("native", "emulated", "none")
 Fp8Format = Literal["fnuz", "ocp"]
 Entrypoint = Literal["vllm-serve", "shell"]
 Layout = Literal["single-stage", "two-stage-root", "two-stage-docker", "therock-wheels"]
-LAYOUTS: tuple[Layout, ...] = ("single-stage", "two-stage-root", "two-stage-docker", "therock-wheels")
+LAYOUTS: tuple[Layout, ...] = (
+    "single-stage",
+    "two-stage-root",
+    "two-stage-docker",
+    "therock-wheels",
+)
 WheelStatus = Literal["release", "nightly", "legacy"]
 
 # Component keys a vLLM release can pin; a release has only the ones it builds.
@@ -172,7 +177,9 @@ class GfxTarget:
 
 # A ref that names one state of a repository: a commit (7-40 hex) or a release-like tag
 # (v1.2.3, 2.9.0, v0.1.10.post2, rocm-6.4.1). Anything else (main, a feature branch) moves.
-_FIXED_REF = re.compile(r"(?:[0-9a-f]{7,40}|[A-Za-z_-]*v?[0-9]+(?:\.[0-9]+)+(?:[.-]?(?:post|rc|a|b)[0-9]+)?)\Z")
+_FIXED_REF = re.compile(
+    r"(?:[0-9a-f]{7,40}|[A-Za-z_-]*v?[0-9]+(?:\.[0-9]+)+(?:[.-]?(?:post|rc|a|b)[0-9]+)?)\Z"
+)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -200,7 +207,9 @@ class RocmStack:
     gfx1250 stack on a TheRock nightly); v0.33 builds TheRock ROCm 10.0 by default and keeps a
     ROCm 7.2 stack as ``rocm72`` images and wheels."""
 
-    variant: str  # upstream's name: rocm{major}{minor} (stack.sh), or the Dockerfile suffix (gfx1250)
+    variant: (
+        str  # upstream's name: rocm{major}{minor} (stack.sh), or the Dockerfile suffix (gfx1250)
+    )
     dockerfile: str | None  # the base Dockerfile upstream builds it from
     default: bool  # owns the plain v<version> image tag
     layout: Layout
@@ -221,7 +230,9 @@ class RocmStack:
     @property
     def preview(self) -> bool:
         """Built on a ROCm nightly or preview: not a release anyone should pin production to."""
-        return self.stream == "therock-preview" or (self.rocm is not None and self.rocm.is_prerelease)
+        return self.stream == "therock-preview" or (
+            self.rocm is not None and self.rocm.is_prerelease
+        )
 
     @property
     def moving_pins(self) -> tuple[ComponentPin, ...]:
@@ -373,7 +384,11 @@ class Matrix:
         exact = self.rocm_release(version)
         if exact is not None:
             return exact
-        same = [r for r in self.rocm if (r.version.major, r.version.minor) == (version.major, version.minor)]
+        same = [
+            r
+            for r in self.rocm
+            if (r.version.major, r.version.minor) == (version.major, version.minor)
+        ]
         return max(same, key=lambda r: r.version) if same else None
 
     def rocm_label(self, version: Version) -> str:
@@ -393,7 +408,9 @@ class Matrix:
     def drivers_running(self, rocm: Version) -> tuple[DriverSeries, ...]:
         """Driver series whose user-space window holds ``rocm``, newest first."""
         good = (d for d in self.drivers if d.runs(rocm))
-        return tuple(sorted(good, key=lambda d: tuple(int(p) for p in d.series.split(".")), reverse=True))
+        return tuple(
+            sorted(good, key=lambda d: tuple(int(p) for p in d.series.split(".")), reverse=True)
+        )
 
     def os_release(self, os_id: str) -> OsRelease | None:
         return next((o for o in self.os if o.id == os_id), None)

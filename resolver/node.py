@@ -102,7 +102,9 @@ def from_flags(
     if gfx:
         targets = tuple(sorted({check_gfx_name(t) for t in gfx.split(",") if t.strip()}))
     if gpus is not None and gpus < 1:
-        raise InputError(f"--gpus {gpus} must be at least 1", hint="give the number of GPUs vLLM may use")
+        raise InputError(
+            f"--gpus {gpus} must be at least 1", hint="give the number of GPUs vLLM may use"
+        )
     if gpus is not None and gpus > MAX_GPUS:
         raise InputError(
             f"--gpus {gpus} is more GPUs than one node holds",
@@ -149,11 +151,15 @@ def _opt(data: dict[str, Any], key: str, kind: type, where: str) -> Any:
 def from_json(data: Any, *, where: str) -> Node:
     """Read the JSON that ``probe --json`` writes; any shape error is an ``InputError``."""
     if not isinstance(data, dict):
-        raise InputError(f"{where}: not a probe JSON object", hint="write it with `rocm-vllm probe --json`")
+        raise InputError(
+            f"{where}: not a probe JSON object", hint="write it with `rocm-vllm probe --json`"
+        )
     gpus = []
     for i, g in enumerate(_opt(data, "gpus", list, where) or []):
         if not isinstance(g, dict) or not isinstance(g.get("gfx"), str):
-            raise InputError(f"{where}: gpus[{i}] has no 'gfx'", hint="write it with `rocm-vllm probe --json`")
+            raise InputError(
+                f"{where}: gpus[{i}] has no 'gfx'", hint="write it with `rocm-vllm probe --json`"
+            )
         part = g.get("partition")
         gpus.append(
             Gpu(
@@ -164,7 +170,8 @@ def from_json(data: Any, *, where: str) -> Node:
                 vram_bytes=_opt(g, "vram_bytes", int, where),
                 unique_id=_opt(g, "unique_id", str, where),
                 partition=Partition(
-                    compute=_opt(part, "compute", str, where), memory=_opt(part, "memory", str, where)
+                    compute=_opt(part, "compute", str, where),
+                    memory=_opt(part, "memory", str, where),
                 )
                 if isinstance(part, dict)
                 else None,
@@ -182,7 +189,9 @@ def from_json(data: Any, *, where: str) -> Node:
         targets = sorted({g.gfx for g in gpus if not g.integrated})
     problems = []
     for p in _opt(data, "problems", list, where) or []:
-        if isinstance(p, dict) and all(isinstance(p.get(k), str) for k in ("code", "message", "hint")):
+        if isinstance(p, dict) and all(
+            isinstance(p.get(k), str) for k in ("code", "message", "hint")
+        ):
             problems.append(Problem(code=p["code"], message=p["message"], hint=p["hint"]))
     os_id = _opt(data, "os", str, where)
     gfx_targets = tuple(check_gfx_name(t) for t in targets if isinstance(t, str))
@@ -192,10 +201,14 @@ def from_json(data: Any, *, where: str) -> Node:
             f"{where}: gfx_targets {', '.join(gfx_targets)} disagree with the GPUs listed ({', '.join(sorted(listed))})",
             hint="write the file with `rocm-vllm probe --json > node.json`, or fix gfx_targets by hand",
         )
-    counts = {k: _opt(data, k, int, where) or 0 for k in ("physical_gpu_count", "logical_gpu_count")}
+    counts = {
+        k: _opt(data, k, int, where) or 0 for k in ("physical_gpu_count", "logical_gpu_count")
+    }
     for key, value in counts.items():
         if not 0 <= value <= MAX_GPUS:
-            raise InputError(f"{where}: '{key}' is {value}", hint=f"a node has 0 to {MAX_GPUS} GPUs")
+            raise InputError(
+                f"{where}: '{key}' is {value}", hint=f"a node has 0 to {MAX_GPUS} GPUs"
+            )
     return Node(
         gpus=tuple(gpus),
         gfx_targets=gfx_targets,
@@ -218,11 +231,20 @@ def read_node_file(path: Path) -> Node:
     try:
         text = bounded.read_text(path, MAX_NODE_FILE)
     except FileNotFoundError:
-        raise InputError(f"--node {path}: no such file", hint="write it with `rocm-vllm probe --json > node.json`") from None
+        raise InputError(
+            f"--node {path}: no such file",
+            hint="write it with `rocm-vllm probe --json > node.json`",
+        ) from None
     except UnicodeDecodeError:
-        raise InputError(f"--node {path}: not UTF-8 text", hint="write it with `rocm-vllm probe --json > node.json`") from None
+        raise InputError(
+            f"--node {path}: not UTF-8 text",
+            hint="write it with `rocm-vllm probe --json > node.json`",
+        ) from None
     except OSError as exc:
-        raise InputError(f"--node {path}: cannot read it ({exc.strerror or exc.__class__.__name__})", hint="check the path and its permissions") from None
+        raise InputError(
+            f"--node {path}: cannot read it ({exc.strerror or exc.__class__.__name__})",
+            hint="check the path and its permissions",
+        ) from None
     try:
         data = bounded.loads_json(text)
     except json.JSONDecodeError as exc:
@@ -250,13 +272,30 @@ def merge_flags(base: Node, flag_node: Node, flags: dict[str, Any]) -> Node:
         # Another GPU type on the same node: keep its GPU count unless --gpus says otherwise.
         count = flags.get("gpus") or base.logical_gpu_count or len(flag_node.gfx_targets)
         targets = flag_node.gfx_targets
-        changes.update(gpus=tuple(Gpu(gfx=targets[i % len(targets)]) for i in range(count)), gfx_targets=targets)
-        changes.update(physical_gpu_count=flags.get("gpus") or base.physical_gpu_count or count, logical_gpu_count=count)
+        changes.update(
+            gpus=tuple(Gpu(gfx=targets[i % len(targets)]) for i in range(count)),
+            gfx_targets=targets,
+        )
+        changes.update(
+            physical_gpu_count=flags.get("gpus") or base.physical_gpu_count or count,
+            logical_gpu_count=count,
+        )
     elif flags.get("gpus") is not None:
         changes.update(logical_gpu_count=flags["gpus"])
-    names = {"gfx": "--gfx", "gpus": "--gpus", "driver": "--driver", "os": "--os", "rocm": "--rocm", "python": "--python"}
+    names = {
+        "gfx": "--gfx",
+        "gpus": "--gpus",
+        "driver": "--driver",
+        "os": "--os",
+        "rocm": "--rocm",
+        "python": "--python",
+    }
     given = tuple((names[k], str(v)) for k, v in flags.items() if v is not None and k in names)
     merged = base.with_overrides(**changes)
-    if flag_node.driver_version:  # --driver answers what the probe could not read: no "pass --driver" left
-        merged = replace(merged, problems=tuple(p for p in merged.problems if p.code != "driver-release-unknown"))
+    if (
+        flag_node.driver_version
+    ):  # --driver answers what the probe could not read: no "pass --driver" left
+        merged = replace(
+            merged, problems=tuple(p for p in merged.problems if p.code != "driver-release-unknown")
+        )
     return replace(merged, overrides=given)

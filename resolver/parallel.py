@@ -35,6 +35,7 @@ VLLM_HEADS_CHECK = (
 )
 CPX_SOURCE = "vllm-project/vllm#20125"
 
+
 @dataclass(frozen=True, slots=True)
 class Placement:
     devices: tuple[int, ...] | None  # HIP_VISIBLE_DEVICES, None: every GPU the container sees
@@ -45,8 +46,6 @@ class Placement:
     heads_source: str | None  # the config.json they were read from
     warnings: tuple[Warning, ...] = ()
     kv_heads: int | None = None  # its key/value heads (GQA), when the config says
-
-
 
 
 def model_heads(model: str | None, hf_cache: str) -> tuple[int, int | None, str] | None:
@@ -170,7 +169,9 @@ def place(
                 source=CPX_SOURCE,
             )
         )
-        return Placement(replica, 1, offered, offered, heads, heads_source, tuple(warnings), kv_heads)
+        return Placement(
+            replica, 1, offered, offered, heads, heads_source, tuple(warnings), kv_heads
+        )
 
     gpus = len(devices) if devices is not None else offered
     if gpus < 1:
@@ -190,7 +191,11 @@ def place(
                 code="tensor-parallel-size",
                 message=f"--tensor-parallel-size {tp} uses {tp} of {gpus} GPUs: {why}",
                 hint="serve another replica on the other GPUs with --devices, or use pipeline parallelism"
-                + ("" if heads else "; give --model with its config.json on this machine (a path or in --hf-cache) to size it exactly"),
+                + (
+                    ""
+                    if heads
+                    else "; give --model with its config.json on this machine (a path or in --hf-cache) to size it exactly"
+                ),
                 source=VLLM_HEADS_CHECK,
             )
         )

@@ -48,6 +48,7 @@ def docker_config_credentials(host: str) -> Credentials | None:
 
     return lookup(host)
 
+
 DOCKER_HUB = "https://registry-1.docker.io"
 REGISTRY_ENV = "ROCM_VLLM_REGISTRY"
 
@@ -168,7 +169,11 @@ class DigestCache:
         if not 0 <= time.time() - at <= self.ttl:  # expired, or stamped in the future
             return None
         media_type = entry.get("media_type")
-        return {"digest": entry["digest"], "media_type": media_type if isinstance(media_type, str) else None, "at": at}
+        return {
+            "digest": entry["digest"],
+            "media_type": media_type if isinstance(media_type, str) else None,
+            "at": at,
+        }
 
     def put(self, key: str, digest: str, media_type: str | None) -> None:
         data = self._load()
@@ -337,11 +342,20 @@ class RegistryClient:
         creds = self.credentials()
         if creds is not None and creds.identity_token:
             # OAuth2 refresh-token grant (docker/distribution token spec), as `docker login` left it.
-            form = {**query, "grant_type": "refresh_token", "refresh_token": creds.secret, "client_id": "rocm-vllm"}
+            form = {
+                **query,
+                "grant_type": "refresh_token",
+                "refresh_token": creds.secret,
+                "client_id": "rocm-vllm",
+            }
             response = self._request("POST", realm, data=form, what=f"token for {repo}")
         elif creds is not None:
             response = self._request(
-                "GET", realm, params=query, headers={"Authorization": f"Basic {creds.basic()}"}, what=f"token for {repo}"
+                "GET",
+                realm,
+                params=query,
+                headers={"Authorization": f"Basic {creds.basic()}"},
+                what=f"token for {repo}",
             )
         else:
             response = self._request("GET", realm, params=query, what=f"token for {repo}")

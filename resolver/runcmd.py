@@ -59,7 +59,11 @@ class RunSpec:
                 f"--model {self.model!r} is not a model id or path",
                 hint="give a Hugging Face id (org/name) or an absolute path without spaces or shell characters",
             )
-        if self.hf_cache.startswith("~") and not self.hf_cache.startswith("~/") and self.hf_cache != "~":
+        if (
+            self.hf_cache.startswith("~")
+            and not self.hf_cache.startswith("~/")
+            and self.hf_cache != "~"
+        ):
             # ~user/x: the shell would expand it, but a quoted word is not; expand it here.
             try:
                 expanded = str(Path(self.hf_cache).expanduser())
@@ -107,7 +111,11 @@ class Rendered:
 
 
 def render(
-    spec: RunSpec, fmt: Format = "docker", *, home: str | None = None, compose_file: str = "compose.yaml"
+    spec: RunSpec,
+    fmt: Format = "docker",
+    *,
+    home: str | None = None,
+    compose_file: str = "compose.yaml",
 ) -> Rendered:
     if fmt not in FORMATS:
         raise UsageError(

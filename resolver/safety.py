@@ -29,7 +29,9 @@ PATTERNS: Final[dict[str, re.Pattern[str]]] = {
     "gfx_override": re.compile(r"^[0-9]{1,2}\.[0-9]{1,3}\.[0-9]{1,3}\Z"),
     "env_name": re.compile(r"^[A-Z][A-Z0-9_]{0,63}\Z"),
     "env_value": re.compile(r"^[A-Za-z0-9_.,:;=/+-]{0,200}\Z"),
-    "url": re.compile(r"^https?://(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%/+-]*)?\Z"),
+    "url": re.compile(
+        r"^https?://(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%/+-]*)?\Z"
+    ),
 }
 
 

@@ -45,12 +45,26 @@ def _table(fields: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, 
 
 _OS_RESTRICTION = _table({"gfx": STRS, "products": STRS, "os": STRS}, ("os",))
 _PRODUCT = _table(
-    {"name": STR, "family": STR, "pci_device_id": STR, "pci_revision": STR, "first_rocm": STR, "compute_units": INT},
+    {
+        "name": STR,
+        "family": STR,
+        "pci_device_id": STR,
+        "pci_revision": STR,
+        "first_rocm": STR,
+        "compute_units": INT,
+    },
     ("name",),
 )
 _FEATURES = _table(
-    {"aiter": STR, "fp8": BOOL, "fp8_format": STR, "mx": BOOL, "mxfp4": {"enum": ["native", "emulated", "none"]},
-     "mxfp4_source": STR, "custom_allreduce": BOOL}
+    {
+        "aiter": STR,
+        "fp8": BOOL,
+        "fp8_format": STR,
+        "mx": BOOL,
+        "mxfp4": {"enum": ["native", "emulated", "none"]},
+        "mxfp4_source": STR,
+        "custom_allreduce": BOOL,
+    }
 )
 _KERNEL_FLOOR = _table({"os": STR, "min_kernel": STR, "flavour": STR}, ("os", "min_kernel"))
 _STACK_FIELDS: dict[str, Any] = {
@@ -78,27 +92,53 @@ TABLES: Final[dict[str, tuple[str, dict[str, Any]]]] = {
     "rocm.toml": (
         "release",
         _table(
-            {"version": STR, "stream": STR, "date": STR, "gfx": STRS, "os": STRS, "pytorch": STRS,
-             "kmd_at_release": STR, "os_restriction": {"type": "array", "items": _OS_RESTRICTION}},
+            {
+                "version": STR,
+                "stream": STR,
+                "date": STR,
+                "gfx": STRS,
+                "os": STRS,
+                "pytorch": STRS,
+                "kmd_at_release": STR,
+                "os_restriction": {"type": "array", "items": _OS_RESTRICTION},
+            },
             ("version", "stream", "source"),
         ),
     ),
-    "os.toml": ("os", _table({"id": STR, "name": STR, "glibc": STR, "kernels": STRS}, ("id", "name", "source"))),
+    "os.toml": (
+        "os",
+        _table({"id": STR, "name": STR, "glibc": STR, "kernels": STRS}, ("id", "name", "source")),
+    ),
     "drivers.toml": (
         "driver",
         _table(
-            {"series": STR, "user_space": STRS, "paired_rocm": STR, "module_versions": STRS,
-             "module_versions_source": STR},
+            {
+                "series": STR,
+                "user_space": STRS,
+                "paired_rocm": STR,
+                "module_versions": STRS,
+                "module_versions_source": STR,
+            },
             ("series", "user_space", "source"),
         ),
     ),
     "gfx.toml": (
         "gfx",
         _table(
-            {"name": STR, "arch": STR, "families": STRS, "vllm_status": STR, "vllm_note": STR, "override": STR,
-             "override_target": STR, "features": _FEATURES, "env": ENV_MAP,
-             "product": {"type": "array", "items": _PRODUCT}, "unified_memory_source": STR,
-             "kernel_floor": {"type": "array", "items": _KERNEL_FLOOR}},
+            {
+                "name": STR,
+                "arch": STR,
+                "families": STRS,
+                "vllm_status": STR,
+                "vllm_note": STR,
+                "override": STR,
+                "override_target": STR,
+                "features": _FEATURES,
+                "env": ENV_MAP,
+                "product": {"type": "array", "items": _PRODUCT},
+                "unified_memory_source": STR,
+                "kernel_floor": {"type": "array", "items": _KERNEL_FLOOR},
+            },
             ("name", "arch", "families", "features", "vllm_status", "source"),
         ),
     ),
@@ -106,34 +146,74 @@ TABLES: Final[dict[str, tuple[str, dict[str, Any]]]] = {
         "release",
         _table(
             # The pre-stack shape keeps the default stack's fields on the release itself.
-            {"version": STR, "date": STR, "tag_commit": STR, "sdist_sha256": STR, "cmake_arch": STRS,
-             **{k: v for k, v in _STACK_FIELDS.items() if k in ("layout", "base_image", "rocm", "python", "arch",
-                                                                "aiter_arch", "pins")},
-             "stack": {"type": "array", "items": _STACK}},
+            {
+                "version": STR,
+                "date": STR,
+                "tag_commit": STR,
+                "sdist_sha256": STR,
+                "cmake_arch": STRS,
+                **{
+                    k: v
+                    for k, v in _STACK_FIELDS.items()
+                    if k in ("layout", "base_image", "rocm", "python", "arch", "aiter_arch", "pins")
+                },
+                "stack": {"type": "array", "items": _STACK},
+            },
             ("version", "source"),
         ),
     ),
     "wheels.toml": (
         "variant",
         _table(
-            {"name": STR, "rocm": STR, "python": STRS, "glibc_min": STR, "vllm": STR, "includes_nightlies": BOOL,
-             "index_url": STR, "status": STR, "arch": STRS},
+            {
+                "name": STR,
+                "rocm": STR,
+                "python": STRS,
+                "glibc_min": STR,
+                "vllm": STR,
+                "includes_nightlies": BOOL,
+                "index_url": STR,
+                "status": STR,
+                "arch": STRS,
+            },
             ("name", "rocm", "python", "glibc_min", "index_url", "status", "source"),
         ),
     ),
     "images.toml": (
         "image",
         _table(
-            {"repo": STR, "tag": STR, "digest": STR, "rocm": STR, "stream": STR, "vllm": STR, "python": STR,
-             "torch": STR, "arch": STRS, "family_tag": STR, "entrypoint": STR, "deprecated": BOOL, "stack": STR},
+            {
+                "repo": STR,
+                "tag": STR,
+                "digest": STR,
+                "rocm": STR,
+                "stream": STR,
+                "vllm": STR,
+                "python": STR,
+                "torch": STR,
+                "arch": STRS,
+                "family_tag": STR,
+                "entrypoint": STR,
+                "deprecated": BOOL,
+                "stack": STR,
+            },
             ("repo", "tag", "entrypoint", "source"),
         ),
     ),
     "nodes.toml": (
         "example",
         _table(
-            {"name": STR, "description": STR, "gfx": STRS, "gpus": INT, "product": STR, "driver": STR, "os": STR,
-             "python": STR, "rocm": STR},
+            {
+                "name": STR,
+                "description": STR,
+                "gfx": STRS,
+                "gpus": INT,
+                "product": STR,
+                "driver": STR,
+                "os": STR,
+                "python": STR,
+                "rocm": STR,
+            },
             ("name", "description", "gfx", "gpus", "product", "source"),
         ),
     ),
@@ -160,7 +240,11 @@ def json_schema() -> dict[str, Any]:
         "title": "rocm-vllm-resolver data files (matrix/*.toml, read as JSON)",
         "type": "object",
         "properties": {
-            file: {"type": "object", "properties": {key: {"type": "array", "items": rec}}, "additionalProperties": False}
+            file: {
+                "type": "object",
+                "properties": {key: {"type": "array", "items": rec}},
+                "additionalProperties": False,
+            }
             for file, (key, rec) in TABLES.items()
         },
     }

@@ -14,7 +14,9 @@ from packaging.version import Version
 from resolver.errors import InputError
 
 MAX_VERSION_TEXT = 64
-_DRIVER_RE = re.compile(r"^\s*([0-9]{1,3})\.([0-9]{1,3})(?:\.([0-9]{1,6}))?(?:[-.+~][0-9A-Za-z.+~-]*)?\s*\Z")
+_DRIVER_RE = re.compile(
+    r"^\s*([0-9]{1,3})\.([0-9]{1,3})(?:\.([0-9]{1,6}))?(?:[-.+~][0-9A-Za-z.+~-]*)?\s*\Z"
+)
 _GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}\Z")
 _OS_RE = re.compile(r"^([a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)*)-([0-9]+(?:\.[0-9]+){0,2})\Z")
 _PY_RE = re.compile(r"^3\.([0-9]{1,2})(?:\.[0-9]+)?\Z")
@@ -45,7 +47,10 @@ def parse_spec(text: str) -> SpecifierSet:
             hint="use a version (0.24.0) or a specifier such as '>=0.20' or '==0.10.*' (ASCII, short)",
         )
     if raw.lower() in ("latest", "newest", "stable"):
-        raise InputError(f"--vllm {text!r} is not a version", hint="leave --vllm out to get the newest release that fits")
+        raise InputError(
+            f"--vllm {text!r} is not a version",
+            hint="leave --vllm out to get the newest release that fits",
+        )
     if (raw and raw[0].isdigit()) or (raw.startswith("v") and raw[1:2].isdigit()):
         bare = raw.lstrip("v")
         if not bare.endswith(".*"):  # 0.24.* means ==0.24.*

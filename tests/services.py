@@ -164,7 +164,12 @@ def registry(
             f"    rootcertbundle: {token_auth.cert}",
         ]
     if htpasswd is not None:
-        config += ["auth:", "  htpasswd:", "    realm: rocm-vllm-test-basic", f"    path: {htpasswd}"]
+        config += [
+            "auth:",
+            "  htpasswd:",
+            "    realm: rocm-vllm-test-basic",
+            f"    path: {htpasswd}",
+        ]
     (root / "config.yml").write_text("\n".join(config) + "\n")
     log = root / "registry.log"
     with log.open("wb") as out:
@@ -201,7 +206,10 @@ def write_htpasswd(path: Path, users: dict[str, str]) -> Path:
     made with Python's ``bcrypt`` (apache2-utils' htpasswd -B writes the same)."""
     import bcrypt
 
-    lines = [f"{user}:{bcrypt.hashpw(pw.encode(), bcrypt.gensalt(rounds=5)).decode()}" for user, pw in users.items()]
+    lines = [
+        f"{user}:{bcrypt.hashpw(pw.encode(), bcrypt.gensalt(rounds=5)).decode()}"
+        for user, pw in users.items()
+    ]
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -268,7 +276,9 @@ class TokenServer:
         self._x5c = base64.b64encode(der).decode()
         self._openssl = openssl
         self.requests: list[dict[str, list[str]]] = []
-        self.users: list[str | None] = []  # the Basic-auth user of each token request (None: anonymous)
+        self.users: list[
+            str | None
+        ] = []  # the Basic-auth user of each token request (None: anonymous)
         self.refresh_token = "refresh-" + uuid.uuid4().hex  # the identity token it accepts
         server = self
 
@@ -296,7 +306,9 @@ class TokenServer:
                 length = int(self.headers.get("Content-Length", "0"))
                 form = parse_qs(self.rfile.read(length).decode())
                 server.requests.append(form)
-                server.users.append("<refresh-token>" if form.get("grant_type") == ["refresh_token"] else None)
+                server.users.append(
+                    "<refresh-token>" if form.get("grant_type") == ["refresh_token"] else None
+                )
                 if form.get("refresh_token") != [server.refresh_token]:
                     self.send_response(401)
                     self.send_header("Content-Length", "0")
@@ -412,10 +424,19 @@ def slurm(nodes: tuple[str, ...] = SLURM_NODES) -> Iterator[SlurmCluster]:
         mlog = root / "munged.log"
         procs.append(
             subprocess.Popen(
-                [munged, "--foreground", f"--key-file={key}", f"--socket={msock}",
-                 f"--pid-file={root / 'munged.pid'}", f"--log-file={mlog}",
-                 f"--seed-file={root / 'munge.seed'}", "--force"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True,
+                [
+                    munged,
+                    "--foreground",
+                    f"--key-file={key}",
+                    f"--socket={msock}",
+                    f"--pid-file={root / 'munged.pid'}",
+                    f"--log-file={mlog}",
+                    f"--seed-file={root / 'munge.seed'}",
+                    "--force",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
         )
         _wait_path(msock, procs[-1], mlog, "munged")
@@ -456,7 +477,9 @@ def slurm(nodes: tuple[str, ...] = SLURM_NODES) -> Iterator[SlurmCluster]:
                 f"NodeName={name} NodeHostname={host} NodeAddr=127.0.0.1 Port={port} CPUs=1 "
                 f"Gres=gpu:{SLURM_GPUS_PER_NODE} State=UNKNOWN"
             )
-        lines.append(f"PartitionName={partition} Nodes={','.join(nodes)} Default=YES MaxTime=10 State=UP")
+        lines.append(
+            f"PartitionName={partition} Nodes={','.join(nodes)} Default=YES MaxTime=10 State=UP"
+        )
         (root / "state").mkdir()
         for name in nodes:
             (root / "spool" / name).mkdir(parents=True)
@@ -471,15 +494,21 @@ def slurm(nodes: tuple[str, ...] = SLURM_NODES) -> Iterator[SlurmCluster]:
         clog = root / "slurmctld.log"
         procs.append(
             subprocess.Popen(
-                [slurmctld, "-D", "-i"], env=env, stdout=subprocess.DEVNULL,
-                stderr=subprocess.STDOUT, start_new_session=True,
+                [slurmctld, "-D", "-i"],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
         )
         for name in nodes:
             procs.append(
                 subprocess.Popen(
-                    [slurmd, "-D", "-N", name], env=env, stdout=subprocess.DEVNULL,
-                    stderr=subprocess.STDOUT, start_new_session=True,
+                    [slurmd, "-D", "-N", name],
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
                 )
             )
         cluster = SlurmCluster(conf=conf, partition=partition, nodes=nodes, root=root)
@@ -491,7 +520,9 @@ def slurm(nodes: tuple[str, ...] = SLURM_NODES) -> Iterator[SlurmCluster]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _wait_path(path: Path, proc: subprocess.Popen[bytes], log: Path, what: str, timeout: float = 20) -> None:
+def _wait_path(
+    path: Path, proc: subprocess.Popen[bytes], log: Path, what: str, timeout: float = 20
+) -> None:
     deadline = time.monotonic() + timeout
     while not path.exists():
         if proc.poll() is not None:
@@ -501,7 +532,9 @@ def _wait_path(path: Path, proc: subprocess.Popen[bytes], log: Path, what: str, 
         time.sleep(0.1)
 
 
-def _wait_idle(cluster: SlurmCluster, procs: list[subprocess.Popen[bytes]], log: Path, timeout: float = 60) -> None:
+def _wait_idle(
+    cluster: SlurmCluster, procs: list[subprocess.Popen[bytes]], log: Path, timeout: float = 60
+) -> None:
     sinfo = _need("sinfo")
     deadline = time.monotonic() + timeout
     states = ""
@@ -511,13 +544,22 @@ def _wait_idle(cluster: SlurmCluster, procs: list[subprocess.Popen[bytes]], log:
                 args = [str(a) for a in proc.args]  # type: ignore[union-attr]
                 name = args[args.index("-N") + 1] if "-N" in args else None
                 where = cluster.root / f"slurmd-{name}.log" if name else log
-                raise ServiceError(f"{' '.join(args)} exited with {proc.returncode}:\n{_log_tail(where)}")
+                raise ServiceError(
+                    f"{' '.join(args)} exited with {proc.returncode}:\n{_log_tail(where)}"
+                )
         run = subprocess.run(
-            [sinfo, "-h", "-N", "-o", "%N %t"], env=cluster.env, capture_output=True, text=True, timeout=10, check=False
+            [sinfo, "-h", "-N", "-o", "%N %t"],
+            env=cluster.env,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
         )
         states = run.stdout.strip()
         idle = {line.split()[0] for line in states.splitlines() if line.split()[1:] == ["idle"]}
         if idle >= set(cluster.nodes):
             return
         time.sleep(0.3)
-    raise ServiceError(f"Slurm nodes not idle within {timeout:.0f}s ({states!r}):\n{_log_tail(log)}")
+    raise ServiceError(
+        f"Slurm nodes not idle within {timeout:.0f}s ({states!r}):\n{_log_tail(log)}"
+    )

@@ -17,11 +17,61 @@ from resolver.runcmd import RunSpec
 from tests.helpers import run_cli
 
 # Header keywords and bootstrap agents from the user guide; the agents that pull OCI images need From.
-BOOTSTRAP_AGENTS = {"library", "docker", "shub", "oras", "localimage", "yum", "dnf", "zypper", "debootstrap", "arch", "busybox", "scratch", "docker-daemon", "docker-archive", "oci", "oci-archive"}
-HEADER_KEYWORDS = {"Bootstrap", "From", "Stage", "Registry", "Namespace", "Include", "MirrorURL", "OSVersion", "Fingerprints"}
-SECTIONS = {"setup", "files", "environment", "post", "runscript", "startscript", "test", "labels", "help", "arguments"}
+BOOTSTRAP_AGENTS = {
+    "library",
+    "docker",
+    "shub",
+    "oras",
+    "localimage",
+    "yum",
+    "dnf",
+    "zypper",
+    "debootstrap",
+    "arch",
+    "busybox",
+    "scratch",
+    "docker-daemon",
+    "docker-archive",
+    "oci",
+    "oci-archive",
+}
+HEADER_KEYWORDS = {
+    "Bootstrap",
+    "From",
+    "Stage",
+    "Registry",
+    "Namespace",
+    "Include",
+    "MirrorURL",
+    "OSVersion",
+    "Fingerprints",
+}
+SECTIONS = {
+    "setup",
+    "files",
+    "environment",
+    "post",
+    "runscript",
+    "startscript",
+    "test",
+    "labels",
+    "help",
+    "arguments",
+}
 # `apptainer exec` options used here and their number of values (apptainer exec --help).
-EXEC_OPTIONS = {"--bind": 1, "-B": 1, "--env": 1, "--env-file": 1, "--writable-tmpfs": 0, "--cleanenv": 0, "-e": 0, "--contain": 0, "--rocm": 0, "--home": 1, "--pwd": 1}
+EXEC_OPTIONS = {
+    "--bind": 1,
+    "-B": 1,
+    "--env": 1,
+    "--env-file": 1,
+    "--writable-tmpfs": 0,
+    "--cleanenv": 0,
+    "-e": 0,
+    "--contain": 0,
+    "--rocm": 0,
+    "--home": 1,
+    "--pwd": 1,
+}
 # The distribution reference grammar (distribution/reference): name[:tag][@digest].
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 REFERENCE = re.compile(
@@ -94,8 +144,16 @@ def test_definition_follows_the_grammar() -> None:
     env = "\n".join(sections["environment"])
     assert "export VLLM_ROCM_USE_AITER=1" in env and "export HF_HOME=/hf-cache" in env
     for section in ("environment", "runscript"):
-        assert subprocess.run(["sh", "-n"], input="\n".join(sections[section]), text=True, check=False).returncode == 0
-    assert sections["runscript"][0].strip() == 'exec vllm serve --model Qwen/Qwen3-8B --tensor-parallel-size 8 --port 8000 "$@"'
+        assert (
+            subprocess.run(
+                ["sh", "-n"], input="\n".join(sections[section]), text=True, check=False
+            ).returncode
+            == 0
+        )
+    assert (
+        sections["runscript"][0].strip()
+        == 'exec vllm serve --model Qwen/Qwen3-8B --tensor-parallel-size 8 --port 8000 "$@"'
+    )
 
 
 def test_exec_command_follows_the_usage() -> None:
@@ -103,9 +161,17 @@ def test_exec_command_follows_the_usage() -> None:
     assert shlex.split(run.command.replace("~/", "/home/u/")) == list(run.args)
     options, container, command = parse_exec(list(run.args))
     assert options["--bind"] == ["/home/u/.cache/huggingface:/hf-cache"]
-    assert options["--env"] == ["HF_HOME=/hf-cache", "HIP_VISIBLE_DEVICES=0,1", "VLLM_ROCM_USE_AITER=1"]
-    assert "--writable-tmpfs" in options and "--rocm" not in options  # the image's own ROCm, not the host's
-    assert container.startswith("docker://") and REFERENCE.match(container.removeprefix("docker://"))
+    assert options["--env"] == [
+        "HF_HOME=/hf-cache",
+        "HIP_VISIBLE_DEVICES=0,1",
+        "VLLM_ROCM_USE_AITER=1",
+    ]
+    assert (
+        "--writable-tmpfs" in options and "--rocm" not in options
+    )  # the image's own ROCm, not the host's
+    assert container.startswith("docker://") and REFERENCE.match(
+        container.removeprefix("docker://")
+    )
     assert command[:2] == ["vllm", "serve"]
 
 
@@ -113,8 +179,14 @@ def test_exec_command_follows_the_usage() -> None:
     ("ref", "expected"),
     [
         ("vllm/vllm-openai-rocm:v0.24.0", "vllm/vllm-openai-rocm:v0.24.0"),
-        ("rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909@sha256:" + "cd" * 32, "rocm/vllm@sha256:" + "cd" * 32),
-        ("127.0.0.1:5000/vllm/vllm-openai-rocm:v1@sha256:" + "ef" * 32, "127.0.0.1:5000/vllm/vllm-openai-rocm@sha256:" + "ef" * 32),
+        (
+            "rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909@sha256:" + "cd" * 32,
+            "rocm/vllm@sha256:" + "cd" * 32,
+        ),
+        (
+            "127.0.0.1:5000/vllm/vllm-openai-rocm:v1@sha256:" + "ef" * 32,
+            "127.0.0.1:5000/vllm/vllm-openai-rocm@sha256:" + "ef" * 32,
+        ),
     ],
 )
 def test_oci_ref_keeps_one_of_tag_and_digest(ref: str, expected: str) -> None:
@@ -123,7 +195,16 @@ def test_oci_ref_keeps_one_of_tag_and_digest(ref: str, expected: str) -> None:
 
 
 def test_image_format_apptainer() -> None:
-    result = run_cli("image", "--example", "mi300x-8", "--format", "apptainer", "--model", "Qwen/Qwen3-8B", "--json")
+    result = run_cli(
+        "image",
+        "--example",
+        "mi300x-8",
+        "--format",
+        "apptainer",
+        "--model",
+        "Qwen/Qwen3-8B",
+        "--json",
+    )
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["format"] == "apptainer"
@@ -134,11 +215,16 @@ def test_image_format_apptainer() -> None:
     assert header["From"] == data["image"]
     text = run_cli("image", "--example", "mi300x-8", "--format", "apptainer")
     # stdout is exactly the .def file (`> vllm.def` works); the exec command is commentary on stderr.
-    assert text.stdout.startswith("Bootstrap: docker\n") and parse_definition(text.stdout)[0]["From"] == data["image"]
+    assert (
+        text.stdout.startswith("Bootstrap: docker\n")
+        and parse_definition(text.stdout)[0]["From"] == data["image"]
+    )
     assert "or straight from the registry: apptainer exec" in text.stderr
 
 
 def test_image_format_unknown() -> None:
     result = run_cli("image", "--example", "mi300x-8", "--format", "lxc")
     assert result.exit_code == 2
-    assert result.stderr.splitlines()[1] == "hint: use --format docker, podman, compose or apptainer"
+    assert (
+        result.stderr.splitlines()[1] == "hint: use --format docker, podman, compose or apptainer"
+    )

@@ -48,10 +48,14 @@ def test_steps_once_then_logs_then_errors() -> None:
     # BuildKit repeats a vertex as its state changes; it is announced once.
     assert p.feed(_status(_vertex("sha256:a", "[final 2/3] RUN --mount=type=cache make"))) == []
     assert p.feed(_status(_log("sha256:a", "compiling\nlinking\n"))) == ["  compiling", "  linking"]
-    assert p.feed(_status(_vertex("sha256:b", "[base 1/2] COPY busybox /bin/busybox", cached=True))) == [
-        "[base 1/2] COPY busybox /bin/busybox  (cached)"
-    ]
-    lines = p.feed(_status(_vertex("sha256:a", "[final 2/3] RUN --mount=type=cache make", error="exit code: 2")))
+    assert p.feed(
+        _status(_vertex("sha256:b", "[base 1/2] COPY busybox /bin/busybox", cached=True))
+    ) == ["[base 1/2] COPY busybox /bin/busybox  (cached)"]
+    lines = p.feed(
+        _status(
+            _vertex("sha256:a", "[final 2/3] RUN --mount=type=cache make", error="exit code: 2")
+        )
+    )
     assert lines == ["ERROR [final 2/3] RUN --mount=type=cache make: exit code: 2"]
     assert p.errors == ["[final 2/3] RUN --mount=type=cache make: exit code: 2"]
 

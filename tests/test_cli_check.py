@@ -13,8 +13,19 @@ import pytest
 
 from .helpers import copy_matrix, run_cli
 
-JSON_KEYS = {"schema_version", "verdict", "exit_code", "node", "request", "plan", "warnings", "blockers", "host_fix",
-             "reasons", "alternatives"}
+JSON_KEYS = {
+    "schema_version",
+    "verdict",
+    "exit_code",
+    "node",
+    "request",
+    "plan",
+    "warnings",
+    "blockers",
+    "host_fix",
+    "reasons",
+    "alternatives",
+}
 
 
 def check_json(*args: str) -> tuple[int, dict]:  # type: ignore[type-arg]
@@ -23,15 +34,29 @@ def check_json(*args: str) -> tuple[int, dict]:  # type: ignore[type-arg]
 
 
 def test_mi300x_done_when() -> None:
-    code, data = check_json("--gfx", "gfx942", "--gpus", "8", "--driver", "30.30.3", "--os", "ubuntu-22.04")
+    code, data = check_json(
+        "--gfx", "gfx942", "--gpus", "8", "--driver", "30.30.3", "--os", "ubuntu-22.04"
+    )
     assert code == 0 and data["exit_code"] == 0
     assert set(data) >= JSON_KEYS
     assert data["verdict"] in ("supported", "supported_with_warnings")
     plan = data["plan"]
-    assert plan["kind"] == "image" and plan["image"].startswith("vllm/vllm-openai-rocm:") and "gfx942" in plan["arch"]
+    assert (
+        plan["kind"] == "image"
+        and plan["image"].startswith("vllm/vllm-openai-rocm:")
+        and "gfx942" in plan["arch"]
+    )
     assert plan["env"] == {"VLLM_ROCM_USE_AITER": "1"}
     aiter = [w for w in data["warnings"] if w["code"] == "aiter-off-by-default"]
-    assert aiter and set(aiter[0]) == {"code", "message", "hint", "severity", "source", "env", "applied_by_plan"}
+    assert aiter and set(aiter[0]) == {
+        "code",
+        "message",
+        "hint",
+        "severity",
+        "source",
+        "env",
+        "applied_by_plan",
+    }
     assert "VLLM_ROCM_USE_AITER=1" in aiter[0]["hint"]
     assert aiter[0]["env"] == {"VLLM_ROCM_USE_AITER": "1"} and aiter[0]["applied_by_plan"] is True
 
@@ -49,7 +74,12 @@ def test_old_driver_done_when() -> None:
     code, data = check_json("--gfx", "gfx942", "--driver", "6.1.3", "--vllm", ">=0.23,<0.25")
     assert code == 1 and data["verdict"] == "blocked_host_fix"
     fix = data["host_fix"]["fixes"][0]
-    assert "5.7-6.4" in fix["message"] and fix["fix"]["host"] and fix["fix"]["value"] == "6.4" and fix["fix"]["direction"] == "upgrade"
+    assert (
+        "5.7-6.4" in fix["message"]
+        and fix["fix"]["host"]
+        and fix["fix"]["value"] == "6.4"
+        and fix["fix"]["direction"] == "upgrade"
+    )
 
 
 def test_fp8_gfx90a_done_when() -> None:
@@ -75,13 +105,25 @@ def test_quiet_prints_only_the_verdict() -> None:
     ("args", "message"),
     [
         (["--gfx", "banana"], "error: 'banana' is not a gfx target name"),
-        (["--gfx", "gfx942", "--driver", "new"], "error: --driver 'new' is not an amdgpu driver version"),
-        (["--gfx", "gfx942", "--vllm", ">>1"], "error: --vllm '>>1' is not a version or PEP 440 specifier"),
+        (
+            ["--gfx", "gfx942", "--driver", "new"],
+            "error: --driver 'new' is not an amdgpu driver version",
+        ),
+        (
+            ["--gfx", "gfx942", "--vllm", ">>1"],
+            "error: --vllm '>>1' is not a version or PEP 440 specifier",
+        ),
         (["--gfx", "gfx942", "--os", "windows"], "error: --os 'windows' is not an OS id"),
         (["--gfx", "gfx942", "--prefer", "conda"], "error: --prefer 'conda' is not a path kind"),
-        (["--node", "/nonexistent/node.json"], "error: --node /nonexistent/node.json: no such file"),
+        (
+            ["--node", "/nonexistent/node.json"],
+            "error: --node /nonexistent/node.json: no such file",
+        ),
         (["--example", "dgx"], "error: --example 'dgx' is not an embedded example"),
-        (["--example", "mi300x-8", "--node", "x.json"], "error: --node and --example both describe the node"),
+        (
+            ["--example", "mi300x-8", "--node", "x.json"],
+            "error: --node and --example both describe the node",
+        ),
     ],
 )
 def test_bad_input_exits_2_with_one_line_and_hint(args: list[str], message: str) -> None:
@@ -96,15 +138,23 @@ def test_bad_input_exits_2_with_one_line_and_hint(args: list[str], message: str)
 @pytest.mark.parametrize("command", ["check", "image", "dockerfile"])
 @pytest.mark.parametrize(
     ("flag", "values"),
-    [("--node", ["a.json", "b.json"]), ("--rocminfo", ["a.txt", "b.txt"]), ("--example", ["mi300x-8", "mi210-4"])],
+    [
+        ("--node", ["a.json", "b.json"]),
+        ("--rocminfo", ["a.txt", "b.txt"]),
+        ("--example", ["mi300x-8", "mi210-4"]),
+    ],
 )
-def test_a_repeated_node_flag_is_refused_not_the_last_kept(command: str, flag: str, values: list[str]) -> None:
+def test_a_repeated_node_flag_is_refused_not_the_last_kept(
+    command: str, flag: str, values: list[str]
+) -> None:
     """Click keeps the last of a repeated option: `--node a.json --node b.json` would decide for b only."""
     args = [a for v in values for a in (flag, v)]
     result = run_cli(command, *args)
     assert result.exit_code == 2, result.output
     lines = result.stderr.splitlines()
-    assert len(lines) == 2 and lines[0].startswith(f"error: {flag} {values[0]} {flag} {values[1]}: ")
+    assert len(lines) == 2 and lines[0].startswith(
+        f"error: {flag} {values[0]} {flag} {values[1]}: "
+    )
     assert f"{flag} was given 2 times" in lines[0]
     assert lines[1].startswith("hint: ") and "fleet" in lines[1]
     assert result.stdout == ""
@@ -119,31 +169,52 @@ def test_unknown_gfx_is_verdict_unknown_exit_6_not_an_error() -> None:
     assert (quiet.exit_code, quiet.stdout) == (6, "unknown\n")
     data = json.loads(run_cli("check", "--gfx", "gfx1234", "--json").stdout)
     assert data["verdict"] == "unknown" and data["exit_code"] == 6
-    assert data["missing"] == [{"kind": "gfx", "subject": "gfx1234", "detail": data["missing"][0]["detail"], "fetch": None}]
+    assert data["missing"] == [
+        {"kind": "gfx", "subject": "gfx1234", "detail": data["missing"][0]["detail"], "fetch": None}
+    ]
 
 
 def test_image_for_an_unknown_gfx_exits_6_and_names_what_is_missing() -> None:
     result = run_cli("image", "--gfx", "gfx1234")
-    assert result.exit_code == 6 and "gfx1234 is not a gfx target" in result.stderr and result.stdout == ""
+    assert (
+        result.exit_code == 6
+        and "gfx1234 is not a gfx target" in result.stderr
+        and result.stdout == ""
+    )
 
 
 def test_unknown_release_is_verdict_unknown_with_the_fetch_command() -> None:
-    result = run_cli("check", "--gfx", "gfx942", "--vllm", "==0.30.0", "--json")  # frozen data: never read
+    result = run_cli(
+        "check", "--gfx", "gfx942", "--vllm", "==0.30.0", "--json"
+    )  # frozen data: never read
     data = json.loads(result.stdout)
     assert result.exit_code == 6 and data["verdict"] == "unknown"
-    assert data["missing"][0]["fetch"] == "rocm-vllm matrix refresh --source sdist --tag 0.30.0 --write"
+    assert (
+        data["missing"][0]["fetch"]
+        == "rocm-vllm matrix refresh --source sdist --tag 0.30.0 --write"
+    )
 
 
 def test_unreadable_node_file(tmp_path: Path) -> None:
     bad = tmp_path / "node.json"
     bad.write_text("{ nope")
     result = run_cli("check", "--node", str(bad))
-    assert result.exit_code == 2 and "not valid JSON" in result.stderr and "Traceback" not in result.stderr
+    assert (
+        result.exit_code == 2
+        and "not valid JSON" in result.stderr
+        and "Traceback" not in result.stderr
+    )
 
 
 def test_node_file_from_probe_json(tmp_path: Path) -> None:
-    node = {"gpus": [{"gfx": "gfx942"}] * 8, "gfx_targets": ["gfx942"], "physical_gpu_count": 8, "logical_gpu_count": 8,
-            "driver_version": "30.30.3", "os": "ubuntu-22.04"}
+    node = {
+        "gpus": [{"gfx": "gfx942"}] * 8,
+        "gfx_targets": ["gfx942"],
+        "physical_gpu_count": 8,
+        "logical_gpu_count": 8,
+        "driver_version": "30.30.3",
+        "os": "ubuntu-22.04",
+    }
     path = tmp_path / "node.json"
     path.write_text(json.dumps(node))
     code, data = check_json("--node", str(path))
@@ -153,13 +224,21 @@ def test_node_file_from_probe_json(tmp_path: Path) -> None:
 
 def test_broken_data_dir_exits_3(tmp_path: Path) -> None:
     d = copy_matrix(tmp_path)
-    (d / "images.toml").write_text((d / "images.toml").read_text().replace('arch = ["gfx942"]', 'arch = ["gfx9999"]', 1))
+    (d / "images.toml").write_text(
+        (d / "images.toml").read_text().replace('arch = ["gfx942"]', 'arch = ["gfx9999"]', 1)
+    )
     proc = subprocess.run(
         [sys.executable, "-m", "resolver", "check", "--gfx", "gfx942"],
-        capture_output=True, text=True, env={"ROCM_VLLM_MATRIX_DIR": str(d), "PATH": "/usr/bin:/bin"}, check=False,
+        capture_output=True,
+        text=True,
+        env={"ROCM_VLLM_MATRIX_DIR": str(d), "PATH": "/usr/bin:/bin"},
+        check=False,
     )
     assert proc.returncode == 3
-    assert proc.stderr.startswith("error: images.toml: image rocm/vllm:") and "Traceback" not in proc.stderr
+    assert (
+        proc.stderr.startswith("error: images.toml: image rocm/vllm:")
+        and "Traceback" not in proc.stderr
+    )
 
 
 def test_matrix_validate_show_graph() -> None:
@@ -199,7 +278,10 @@ def test_follow_up_commands_keep_the_flags_laid_over_an_example() -> None:
     code, data = check_json("--example", "mi300x-8", "--gpus", "2")
     assert code == 0 and data["node"]["overrides"] == {"--gpus": "2"}
     image_cmd = data["plan"]["commands"][1]
-    assert image_cmd.startswith("rocm-vllm image --example mi300x-8 --gpus 2 ") and "#" not in image_cmd
+    assert (
+        image_cmd.startswith("rocm-vllm image --example mi300x-8 --gpus 2 ")
+        and "#" not in image_cmd
+    )
     # Running the printed command decides for the same node: tensor parallel 2, not the example's 8.
     args = shlex.split(image_cmd)[1:]
     ran = run_cli(*args[: args.index("--digest")], "--json")
@@ -234,13 +316,20 @@ def test_absurd_gpu_count_is_refused_quickly() -> None:
 @pytest.mark.parametrize(
     ("args", "first_line"),
     [
-        (["check", "--gpus", "abc"], "error: Invalid value for '--gpus': 'abc' is not a valid int."),
+        (
+            ["check", "--gpus", "abc"],
+            "error: Invalid value for '--gpus': 'abc' is not a valid int.",
+        ),
         (["check", "--bogus"], "error: No such option: --bogus"),
         (["nope"], "error: No such command 'nope'."),
     ],
 )
-def test_usage_errors_from_the_console_script_are_one_line_plus_hint(args: list[str], first_line: str) -> None:
-    proc = subprocess.run([sys.executable, "-m", "resolver", *args], capture_output=True, text=True, check=False)
+def test_usage_errors_from_the_console_script_are_one_line_plus_hint(
+    args: list[str], first_line: str
+) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "resolver", *args], capture_output=True, text=True, check=False
+    )
     lines = proc.stderr.splitlines()
     assert proc.returncode == 2 and len(lines) == 2, proc.stderr
     assert lines[0].startswith(first_line) and lines[1].startswith("hint: see `")
@@ -248,7 +337,9 @@ def test_usage_errors_from_the_console_script_are_one_line_plus_hint(args: list[
 
 def test_console_script_help_and_exit_codes() -> None:
     def run(*args: str) -> int:
-        return subprocess.run([sys.executable, "-m", "resolver", *args], capture_output=True, check=False).returncode
+        return subprocess.run(
+            [sys.executable, "-m", "resolver", *args], capture_output=True, check=False
+        ).returncode
 
     assert run("check", "--help") == 0 and run() == 0
     assert run("check", "--gfx", "gfx942", "-q") == 0 and run("check", "--gfx", "gfx906", "-q") == 1
@@ -276,7 +367,12 @@ def test_json_errors_are_json() -> None:
 
 def _complete(words: str) -> list[str]:
     script = Path(sys.executable).parent / "rocm-vllm"
-    env = {**os.environ, "_ROCM_VLLM_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(len(words.split()) - 1)}
+    env = {
+        **os.environ,
+        "_ROCM_VLLM_COMPLETE": "complete_bash",
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(len(words.split()) - 1),
+    }
     proc = subprocess.run([str(script)], capture_output=True, text=True, env=env, check=False)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.split()
@@ -292,7 +388,16 @@ def test_shell_completion_completes_option_values() -> None:
 
 
 def test_dash_h_is_help_everywhere() -> None:
-    for args in ([], ["check"], ["probe"], ["image"], ["dockerfile"], ["matrix"], ["matrix", "show"], ["matrix", "refresh"]):
+    for args in (
+        [],
+        ["check"],
+        ["probe"],
+        ["image"],
+        ["dockerfile"],
+        ["matrix"],
+        ["matrix", "show"],
+        ["matrix", "refresh"],
+    ):
         result = run_cli(*args, "-h")
         assert result.exit_code == 0 and "Usage:" in result.stdout, args
 
@@ -302,7 +407,12 @@ def test_matrix_refresh_help_is_wrapped_by_paragraph() -> None:
 
     from resolver.cli import app
 
-    result = CliRunner().invoke(app, ["matrix", "refresh", "--help"], env={"COLUMNS": "80", "NO_COLOR": "1"}, terminal_width=80)
+    result = CliRunner().invoke(
+        app,
+        ["matrix", "refresh", "--help"],
+        env={"COLUMNS": "80", "NO_COLOR": "1"},
+        terminal_width=80,
+    )
     lines = [ln.strip(" │") for ln in result.stdout.splitlines()]
     # A line break inside a sentence left single words alone on a line ("With", "installed").
     assert not [ln for ln in lines if ln in ("With", "installed", "ROCM_VLLM_GITHUB_API,")]
@@ -310,6 +420,8 @@ def test_matrix_refresh_help_is_wrapped_by_paragraph() -> None:
 
 
 def test_dockerfile_json_has_schema_version() -> None:
-    result = run_cli("dockerfile", "--gfx", "gfx942", "--driver", "30.30.3", "--vllm", "0.10.0", "--json")
+    result = run_cli(
+        "dockerfile", "--gfx", "gfx942", "--driver", "30.30.3", "--vllm", "0.10.0", "--json"
+    )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["schema_version"] == 1

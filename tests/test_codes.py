@@ -25,4 +25,6 @@ def test_every_emitted_code_is_documented() -> None:
     codes = emitted_codes()
     assert len(codes) > 40  # the scan itself works
     missing = sorted(c for c in codes if f"`{c}`" not in docs)
-    assert missing == [], "document these codes (docs/verdicts.md, docs/probe.md, ...): " + ", ".join(missing)
+    assert missing == [], (
+        "document these codes (docs/verdicts.md, docs/probe.md, ...): " + ", ".join(missing)
+    )

@@ -77,14 +77,18 @@ def test_cred_helpers_and_creds_store_speak_the_helper_protocol(tmp_path: Path) 
     assert creds is not None and (creds.username, creds.secret) == ("helper-user", "helper-secret")
     assert "docker-credential-rvtest" in creds.source
     assert (bin_dir / "asked.log").read_text() == "get r.example\n"
-    store = write_config(tmp_path / "b", {"credsStore": "rvtest", "auths": {"r.example": {}}}) | {"PATH": path}
+    store = write_config(tmp_path / "b", {"credsStore": "rvtest", "auths": {"r.example": {}}}) | {
+        "PATH": path
+    }
     found = lookup("r.example", env=store)
     assert found is not None and found.username == "helper-user" and "credsStore" in found.source
     assert lookup("unknown.example", env=store) is None  # the helper says: not found
 
 
 def test_a_missing_helper_and_a_broken_config_are_clean_errors(tmp_path: Path) -> None:
-    env = write_config(tmp_path / "a", {"credHelpers": {"r.example": "nosuchhelper"}}) | {"PATH": "/nonexistent"}
+    env = write_config(tmp_path / "a", {"credHelpers": {"r.example": "nosuchhelper"}}) | {
+        "PATH": "/nonexistent"
+    }
     with pytest.raises(RegistryError, match="docker-credential-nosuchhelper"):
         lookup("r.example", env=env)
     (tmp_path / "b").mkdir()
@@ -106,14 +110,21 @@ def test_a_secret_is_never_in_repr_or_str() -> None:
 
 
 def _client(url: str, env: dict[str, str]) -> RegistryClient:
-    return RegistryClient(parse_registry(url), backoff=0.05, credentials=lambda host: lookup(host, env=env))
+    return RegistryClient(
+        parse_registry(url), backoff=0.05, credentials=lambda host: lookup(host, env=env)
+    )
 
 
 @pytest.mark.registry
-def test_basic_auth_registry_without_credentials_says_docker_login(basic_registry: str, shim_images, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_basic_auth_registry_without_credentials_says_docker_login(
+    basic_registry: str, shim_images, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     import requests
 
-    assert requests.head(f"{basic_registry}/v2/{OFFICIAL}/manifests/v0.24.0", timeout=5).status_code == 401
+    assert (
+        requests.head(f"{basic_registry}/v2/{OFFICIAL}/manifests/v0.24.0", timeout=5).status_code
+        == 401
+    )
     with pytest.raises(RegistryError) as err:
         _client(basic_registry, {"DOCKER_CONFIG": str(tmp_path)}).resolve(OFFICIAL, "v0.24.0")
     assert "wants a login (Basic auth)" in err.value.message
@@ -121,7 +132,9 @@ def test_basic_auth_registry_without_credentials_says_docker_login(basic_registr
 
 
 @pytest.mark.registry
-def test_basic_auth_with_auths_from_the_docker_config(basic_registry: str, shim_images, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_basic_auth_with_auths_from_the_docker_config(
+    basic_registry: str, shim_images, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     env = write_config(tmp_path, auths(host_of(basic_registry)))
     got = _client(basic_registry, env).resolve(OFFICIAL, "v0.24.0")
     assert got.digest == shim_images.official.digest
@@ -133,14 +146,18 @@ def test_basic_auth_with_a_cred_helper(basic_registry: str, shim_images, tmp_pat
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     services.credential_helper(bin_dir, "rvtest", {host: (BASIC_USER, BASIC_PASSWORD)})
-    env = write_config(tmp_path / "cfg", {"credHelpers": {host: "rvtest"}}) | {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+    env = write_config(tmp_path / "cfg", {"credHelpers": {host: "rvtest"}}) | {
+        "PATH": f"{bin_dir}:/usr/bin:/bin"
+    }
     got = _client(basic_registry, env).resolve(OFFICIAL, "v0.20.0")
     assert got.digest == shim_images.index.digest
     assert (bin_dir / "asked.log").read_text() == f"get {host}\n"
 
 
 @pytest.mark.registry
-def test_wrong_password_is_refused_and_never_shown(basic_registry: str, shim_images, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_wrong_password_is_refused_and_never_shown(
+    basic_registry: str, shim_images, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     env = write_config(tmp_path, auths(host_of(basic_registry), password="wrong-pass-xyz"))
     with pytest.raises(RegistryError) as err:
         _client(basic_registry, env).resolve(OFFICIAL, "v0.24.0")
@@ -154,7 +171,9 @@ def test_wrong_password_is_refused_and_never_shown(basic_registry: str, shim_ima
 
 
 @pytest.mark.registry
-def test_token_flow_sends_the_credentials_to_the_token_server(token_registry, shim_images, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_token_flow_sends_the_credentials_to_the_token_server(
+    token_registry, shim_images, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     url, tokens = token_registry
     env = write_config(tmp_path, auths(host_of(url)))
     before = len(tokens.users)
@@ -166,46 +185,73 @@ def test_token_flow_sends_the_credentials_to_the_token_server(token_registry, sh
 
 
 @pytest.mark.registry
-def test_identity_token_uses_the_refresh_token_grant(token_registry, shim_images, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_identity_token_uses_the_refresh_token_grant(
+    token_registry, shim_images, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     url, tokens = token_registry
-    env = write_config(tmp_path / "ok", {"auths": {host_of(url): {"identitytoken": tokens.refresh_token}}})
+    env = write_config(
+        tmp_path / "ok", {"auths": {host_of(url): {"identitytoken": tokens.refresh_token}}}
+    )
     assert _client(url, env).resolve(OFFICIAL, "v0.24.0").digest == shim_images.official.digest
     form = tokens.requests[-1]
     assert form["grant_type"] == ["refresh_token"] and form["service"] == [tokens.service]
     assert form["scope"] == [f"repository:{OFFICIAL}:pull"]
-    stale = write_config(tmp_path / "stale", {"auths": {host_of(url): {"identitytoken": "refresh-expired"}}})
+    stale = write_config(
+        tmp_path / "stale", {"auths": {host_of(url): {"identitytoken": "refresh-expired"}}}
+    )
     with pytest.raises(RegistryError) as err:
         _client(url, stale).resolve(OFFICIAL, "v0.24.0")
-    assert "refused the credentials" in err.value.message and "refresh-expired" not in err.value.message
+    assert (
+        "refused the credentials" in err.value.message
+        and "refresh-expired" not in err.value.message
+    )
 
 
 # --- through the CLI: --digest and --pull, no secret in any output ---------------------------------
 
 
 def _cli(*args: str, env: dict[str, str]) -> Any:
-    return CliRunner().invoke(app, ["image", *args], env={"NO_COLOR": "1", "ROCM_VLLM_REGISTRY": "", **env})
+    return CliRunner().invoke(
+        app, ["image", *args], env={"NO_COLOR": "1", "ROCM_VLLM_REGISTRY": "", **env}
+    )
 
 
 @pytest.mark.registry
-def test_image_digest_through_a_private_mirror(basic_registry: str, shim_images, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_image_digest_through_a_private_mirror(
+    basic_registry: str, shim_images, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     env = write_config(tmp_path, auths(host_of(basic_registry)))
     for extra in ((), ("--json",)):
         result = _cli(*MI300X_X8, "--registry", basic_registry, "--digest", *extra, env=env)
         assert result.exit_code == 0, result.output
         assert shim_images.official.digest in result.stdout
         assert BASIC_PASSWORD not in result.stdout + result.stderr
-        assert base64.b64encode(f"{BASIC_USER}:{BASIC_PASSWORD}".encode()).decode() not in result.stdout + result.stderr
-    denied = _cli(*MI300X_X8, "--registry", basic_registry, "--digest", env={"DOCKER_CONFIG": str(tmp_path / "empty")})
+        assert (
+            base64.b64encode(f"{BASIC_USER}:{BASIC_PASSWORD}".encode()).decode()
+            not in result.stdout + result.stderr
+        )
+    denied = _cli(
+        *MI300X_X8,
+        "--registry",
+        basic_registry,
+        "--digest",
+        env={"DOCKER_CONFIG": str(tmp_path / "empty")},
+    )
     assert denied.exit_code == 4
     assert denied.stderr.startswith("error: ") and "docker login" in denied.stderr
 
 
 @pytest.mark.docker
-def test_image_pull_through_a_private_mirror(basic_registry: str, shim_images, docker_url: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_image_pull_through_a_private_mirror(
+    basic_registry: str, shim_images, docker_url: str, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     env = write_config(tmp_path, auths(host_of(basic_registry))) | {"DOCKER_HOST": docker_url}
     result = _cli(*MI300X_X8, "--registry", basic_registry, "--digest", "--pull", "--json", env=env)
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert out["pull"]["verified"] is True
-    assert f"{host_of(basic_registry)}/{OFFICIAL}@{shim_images.official.digest}" in out["pull"]["repo_digests"]
+    assert (
+        f"{host_of(basic_registry)}/{OFFICIAL}@{shim_images.official.digest}"
+        in out["pull"]["repo_digests"]
+    )
     assert BASIC_PASSWORD not in result.stdout + result.stderr

@@ -18,10 +18,24 @@ from resolver.versions import parse_spec
 M = matrix.load()
 
 
-def decide(gfx: str, *, driver: str | None = None, vllm: str | None = None, quantization: str | None = None,
-           kv: str | None = None, prefer: str | None = None, os: str | None = None, python: str | None = None) -> Derivation:
+def decide(
+    gfx: str,
+    *,
+    driver: str | None = None,
+    vllm: str | None = None,
+    quantization: str | None = None,
+    kv: str | None = None,
+    prefer: str | None = None,
+    os: str | None = None,
+    python: str | None = None,
+) -> Derivation:
     node = from_flags(gfx=gfx, gpus=None, driver=driver, os=os, rocm=None, python=python)
-    request = Request(vllm=parse_spec(vllm) if vllm else None, quantization=quantization, kv_cache_dtype=kv, prefer=prefer)  # type: ignore[arg-type]
+    request = Request(
+        vllm=parse_spec(vllm) if vllm else None,
+        quantization=quantization,
+        kv_cache_dtype=kv,
+        prefer=prefer,
+    )  # type: ignore[arg-type]
     return derive(solve(M, node, request), M)
 
 
@@ -35,12 +49,17 @@ def test_steps_are_numbered_in_order_and_cite_only_earlier_steps() -> None:
 
 
 def test_rejected_candidates_are_grouped_not_listed_one_by_one() -> None:
-    decision = solve(M, from_flags(gfx="gfx942", gpus=None, driver="6.1.3", os=None, rocm=None, python=None),
-                     Request(vllm=parse_spec(">=0.23,<0.25")))
+    decision = solve(
+        M,
+        from_flags(gfx="gfx942", gpus=None, driver="6.1.3", os=None, rocm=None, python=None),
+        Request(vllm=parse_spec(">=0.23,<0.25")),
+    )
     d = derive(decision, M)
     assert len(d.steps) < len(decision.rejected)
     covered = [label for s in d.steps for label in s.subjects]
-    assert sorted(covered) == sorted(e.candidate.label for e in decision.rejected), "every rejected candidate is in one step"
+    assert sorted(covered) == sorted(e.candidate.label for e in decision.rejected), (
+        "every rejected candidate is in one step"
+    )
     official = next(s for s in d.steps if any("vllm/vllm-openai-rocm" in x for x in s.subjects))
     assert official.premises[0].text.startswith("the ")
     assert " vllm/vllm-openai-rocm images for vLLM " in official.premises[0].text
@@ -48,10 +67,17 @@ def test_rejected_candidates_are_grouped_not_listed_one_by_one() -> None:
 
 def test_every_premise_names_its_sources_and_confidence() -> None:
     d = decide("gfx942", driver="6.1.3", vllm=">=0.23,<0.25")
-    driver_premise = next(p for s in d.steps for p in s.premises if p.text.startswith("amdgpu 6.1.x"))
+    driver_premise = next(
+        p for s in d.steps for p in s.premises if p.text.startswith("amdgpu 6.1.x")
+    )
     assert driver_premise.sources
     assert "ROCm/amdgpu-docs" in driver_premise.sources[0]
-    assert {p.confidence for s in d.steps for p in s.premises} <= {"exact", "release-branch", "inferred", "unknown"}
+    assert {p.confidence for s in d.steps for p in s.premises} <= {
+        "exact",
+        "release-branch",
+        "inferred",
+        "unknown",
+    }
     assert set(d.sources()) == {src for s in d.steps for p in s.premises for src in p.sources}
 
 
@@ -75,7 +101,11 @@ def test_driver_hint_is_checked_by_solving_again() -> None:
 
 
 def test_hints_follow_the_documented_order() -> None:
-    for d in (decide("gfx942", driver="6.1.3", vllm=">=0.23,<0.25"), decide("gfx1031"), decide("gfx942", vllm="==0.30.0")):
+    for d in (
+        decide("gfx942", driver="6.1.3", vllm=">=0.23,<0.25"),
+        decide("gfx1031"),
+        decide("gfx942", vllm="==0.30.0"),
+    ):
         kinds = [h.kind for h in d.hints]
         assert kinds == sorted(kinds, key=HINT_ORDER.index)
 
@@ -84,7 +114,9 @@ def test_unofficial_hints_are_flagged() -> None:
     d = decide("gfx1031")
     override = [h for h in d.hints if h.kind == "override"]
     assert override
-    assert all(h.unofficial and h.text.startswith("unofficial:") and "risk" in h.text for h in override)
+    assert all(
+        h.unofficial and h.text.startswith("unofficial:") and "risk" in h.text for h in override
+    )
     official = decide("gfx942", driver="6.1.3", vllm=">=0.23,<0.25")
     assert not any(h.unofficial for h in official.hints)
 
@@ -133,10 +165,22 @@ DRIVERS = [None, "5.7.1", "6.1.3", "6.4.1", "30.10.2", "30.30.3", "31.50.0", "6.
     python=st.sampled_from([None, "3.11", "3.12"]),
 )
 def test_any_decision_derives_round_trips_and_renders(
-    gfx: list[str], driver: str | None, vllm: str | None, quantization: str | None, prefer: str | None, python: str | None
+    gfx: list[str],
+    driver: str | None,
+    vllm: str | None,
+    quantization: str | None,
+    prefer: str | None,
+    python: str | None,
 ) -> None:
     try:
-        d = decide(",".join(gfx), driver=driver, vllm=vllm, quantization=quantization, prefer=prefer, python=python)
+        d = decide(
+            ",".join(gfx),
+            driver=driver,
+            vllm=vllm,
+            quantization=quantization,
+            prefer=prefer,
+            python=python,
+        )
     except (InputError, UnknownGfxError):
         return  # e.g. no release in the data matches the spec: a usage error, not a derivation
     assert d.steps, "every verdict has at least one step"
@@ -164,10 +208,19 @@ def test_a_host_hint_that_alone_does_not_unlock_is_not_printed_alone() -> None:
     d = decide("gfx942", os="rhel-8.10", prefer="wheel", python="3.11")
     host = [h for h in d.hints if h.kind in ("python", "os")]
     assert len(host) == 1, [h.text for h in d.hints]
-    assert "Python 3.12" in host[0].text and "glibc >= 2.35" in host[0].text and "each alone is not enough" in host[0].text
+    assert (
+        "Python 3.12" in host[0].text
+        and "glibc >= 2.35" in host[0].text
+        and "each alone is not enough" in host[0].text
+    )
     # ... and the combined change, solved again, does open the wheel.
-    again = solve(M, from_flags(gfx="gfx942", gpus=None, driver=None, os="rhel-8.10", rocm=None, python="3.12").with_overrides(glibc="2.35"),
-                  Request(prefer="wheel"))
+    again = solve(
+        M,
+        from_flags(
+            gfx="gfx942", gpus=None, driver=None, os="rhel-8.10", rocm=None, python="3.12"
+        ).with_overrides(glibc="2.35"),
+        Request(prefer="wheel"),
+    )
     assert again.plan is not None and again.plan.candidate.kind == "wheel"
 
 
@@ -186,10 +239,20 @@ def test_every_host_hint_unlocks_what_it_promises() -> None:
         for h in d.hints:
             if not h.changes:
                 continue
-            node = from_flags(gfx=str(case["gfx"]), gpus=None, driver=case.get("driver"), os=case.get("os"), rocm=None, python=case.get("python"))
+            node = from_flags(
+                gfx=str(case["gfx"]),
+                gpus=None,
+                driver=case.get("driver"),
+                os=case.get("os"),
+                rocm=None,
+                python=case.get("python"),
+            )
             fields = {"driver": "driver_version", "python": "python", "os": "glibc"}
             changes = {fields[k]: (v + ".0" if k == "driver" else v) for k, v in h.changes}
-            request = Request(vllm=parse_spec(str(case["vllm"])) if case.get("vllm") else None, prefer=case.get("prefer"))  # type: ignore[arg-type]
+            request = Request(
+                vllm=parse_spec(str(case["vllm"])) if case.get("vllm") else None,
+                prefer=case.get("prefer"),
+            )  # type: ignore[arg-type]
             again = solve(M, node.with_overrides(**changes), request)
             assert again.plan is not None and again.exit_code == 0, (case, h.text)
             assert again.plan.candidate.label == h.then, (case, h.text, again.plan.candidate.label)
@@ -198,12 +261,22 @@ def test_every_host_hint_unlocks_what_it_promises() -> None:
 
 
 def test_aiter_note_is_worded_by_plan_kind() -> None:
-    wheel = solve(M, from_flags(gfx="gfx942", gpus=None, driver="30.30.3", os="ubuntu-22.04", rocm=None, python="3.12"), Request(prefer="wheel"))
+    wheel = solve(
+        M,
+        from_flags(
+            gfx="gfx942", gpus=None, driver="30.30.3", os="ubuntu-22.04", rocm=None, python="3.12"
+        ),
+        Request(prefer="wheel"),
+    )
     assert wheel.plan is not None and wheel.plan.candidate.kind == "wheel"
     note = next(w for w in wheel.warnings if w.code == "aiter-off-by-default")
     assert not note.applied_by_plan and dict(note.env) == {"VLLM_ROCM_USE_AITER": "1"}
     assert "rocm-vllm image" not in note.hint
-    image = solve(M, from_flags(gfx="gfx942", gpus=None, driver="30.30.3", os=None, rocm=None, python=None), Request())
+    image = solve(
+        M,
+        from_flags(gfx="gfx942", gpus=None, driver="30.30.3", os=None, rocm=None, python=None),
+        Request(),
+    )
     note = next(w for w in image.warnings if w.code == "aiter-off-by-default")
     assert image.plan is not None and image.plan.candidate.kind == "image" and note.applied_by_plan
 

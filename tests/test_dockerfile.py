@@ -44,13 +44,24 @@ CASES: list[tuple[str, str, str, str | None]] = [
     ("v0.10.0-gfx942", "0.10.0", "gfx942", "30.30.3"),  # the issue's acceptance case
     ("v0.16.0-gfx1151", "0.16.0", "gfx1151", None),  # APU without an AMD driver version
     ("v0.23.0-gfx1201", "0.23.0", "gfx1201", "30.30.3"),  # 2026, RDNA4
-    ("v0.24.0-gfx942-gfx950", "0.24.0", "gfx942,gfx950", "30.30.3"),  # 2026, mixed MI300/MI355 fleet
+    (
+        "v0.24.0-gfx942-gfx950",
+        "0.24.0",
+        "gfx942,gfx950",
+        "30.30.3",
+    ),  # 2026, mixed MI300/MI355 fleet
 ]
 
 # Live data (matrix/): one per ROCm stack of the newest release, and a TheRock gfx1250 preview.
 LIVE_CASES: list[tuple[str, str, str, str | None, str | None]] = [
     ("v0.33.0-rocm100-gfx942", "0.33.0", "gfx942", "30.30.3", None),  # TheRock default stack
-    ("v0.33.0-rocm72-gfx942", "0.33.0", "gfx942", "6.4.3", None),  # the stack an amdgpu 6.4 host runs
+    (
+        "v0.33.0-rocm72-gfx942",
+        "0.33.0",
+        "gfx942",
+        "6.4.3",
+        None,
+    ),  # the stack an amdgpu 6.4 host runs
     ("v0.32.0-gfx1100", "0.32.0", "gfx1100", "30.30.3", None),
 ]
 
@@ -64,7 +75,9 @@ def m() -> Matrix:
 
 def plan_for(m: Matrix, version: str, gfx: str, driver: str | None, **kw: Any) -> df.DockerfilePlan:
     node = from_flags(gfx=gfx, gpus=None, driver=driver, os=None, rocm=None, python=None)
-    return df.plan_dockerfile(m, node, df.find_release(m, version), max_jobs=kw.pop("max_jobs", None), **kw)
+    return df.plan_dockerfile(
+        m, node, df.find_release(m, version), max_jobs=kw.pop("max_jobs", None), **kw
+    )
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> Any:
@@ -74,8 +87,12 @@ def cli(*args: str, env: dict[str, str] | None = None) -> Any:
 # --- golden files -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("name", "version", "gfx", "driver", "stack"), LIVE_CASES, ids=[c[0] for c in LIVE_CASES])
-def test_golden_live_stacks(name: str, version: str, gfx: str, driver: str | None, stack: str | None) -> None:
+@pytest.mark.parametrize(
+    ("name", "version", "gfx", "driver", "stack"), LIVE_CASES, ids=[c[0] for c in LIVE_CASES]
+)
+def test_golden_live_stacks(
+    name: str, version: str, gfx: str, driver: str | None, stack: str | None
+) -> None:
     live = matrix_mod.load_dir(LIVE_MATRIX)
     node = from_flags(gfx=gfx, gpus=None, driver=driver, os=None, rocm=None, python=None)
     release = df.find_release(live, version)
@@ -104,7 +121,9 @@ def test_stack_follows_the_host_driver_and_refuses_previews_and_branches() -> No
         df.plan_dockerfile(live, node, release, stack=preview)
     with pytest.raises(UsageError, match="moving branch"):
         df.plan_dockerfile(live, node, release, stack=preview, allow_preview=True)
-    plan = df.plan_dockerfile(live, node, release, stack=preview, allow_preview=True, allow_moving_refs=True)
+    plan = df.plan_dockerfile(
+        live, node, release, stack=preview, allow_preview=True, allow_moving_refs=True
+    )
     assert plan.moving_refs and "NOT REPRODUCIBLE" in df.render(plan)
 
 
@@ -116,14 +135,27 @@ def test_every_known_stack_of_every_release_plans_and_renders() -> None:
         if not release.known:
             continue
         for stack in release.stacks:
-            gfx = next((g for g in stack.arch if g in release.cmake_arch and live.gfx_target(g) is not None
-                        and live.gfx_target(g).vllm_status != "unsupported"), None)  # type: ignore[union-attr]
+            gfx = next(
+                (
+                    g
+                    for g in stack.arch
+                    if g in release.cmake_arch
+                    and live.gfx_target(g) is not None
+                    and live.gfx_target(g).vllm_status != "unsupported"
+                ),
+                None,
+            )  # type: ignore[union-attr]
             if gfx is None:
                 continue
             node = from_flags(gfx=gfx, gpus=None, driver=None, os=None, rocm=None, python=None)
-            plan = df.plan_dockerfile(live, node, release, stack=stack, allow_preview=True, allow_moving_refs=True)
+            plan = df.plan_dockerfile(
+                live, node, release, stack=stack, allow_preview=True, allow_moving_refs=True
+            )
             text = df.render(plan)
-            assert text.startswith("# syntax=docker/dockerfile:1") and f"FROM {stack.base_image} AS base" in text
+            assert (
+                text.startswith("# syntax=docker/dockerfile:1")
+                and f"FROM {stack.base_image} AS base" in text
+            )
             count += 1
     assert count >= 60
 
@@ -139,7 +171,9 @@ def test_golden(m: Matrix, name: str, version: str, gfx: str, driver: str | None
         file.write_text(text)
         plan_file.write_text(plan_json)
     assert text == file.read_text(), f"{file.name} differs; UPDATE_GOLDEN=1 regenerates it"
-    assert plan_json == plan_file.read_text(), f"{plan_file.name} differs; UPDATE_GOLDEN=1 regenerates it"
+    assert plan_json == plan_file.read_text(), (
+        f"{plan_file.name} differs; UPDATE_GOLDEN=1 regenerates it"
+    )
 
 
 @pytest.mark.parametrize("name", [c[0] for c in CASES])
@@ -147,7 +181,9 @@ def test_hadolint_finds_nothing(name: str) -> None:
     """No error-level finding (the bar), and in fact no warning or info either."""
     result = subprocess.run(
         [HADOLINT, "--no-color", "-f", "json", str(GOLDEN / f"{name}.Dockerfile")],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     findings = json.loads(result.stdout or "[]")
     assert [f for f in findings if f["level"] == "error"] == []
@@ -164,7 +200,9 @@ def _file_pins(text: str) -> dict[str, tuple[str, str]]:
 
 
 @pytest.mark.parametrize(("name", "version", "gfx", "driver"), CASES, ids=[c[0] for c in CASES])
-def test_pins_equal_the_data(m: Matrix, name: str, version: str, gfx: str, driver: str | None) -> None:
+def test_pins_equal_the_data(
+    m: Matrix, name: str, version: str, gfx: str, driver: str | None
+) -> None:
     """Every pin the release has is in the file (repo and ref verbatim), or listed as left out."""
     release = df.find_release(m, version)
     text = (GOLDEN / f"{name}.Dockerfile").read_text()
@@ -231,15 +269,45 @@ def _one_line_error(result: Any) -> str:
 @pytest.mark.parametrize(
     ("args", "code", "message", "hint"),
     [
-        (["--vllm", "0.10.0", "--gfx", "gfx906"], 2, "cannot be built for gfx906", "not supported by vLLM"),
+        (
+            ["--vllm", "0.10.0", "--gfx", "gfx906"],
+            2,
+            "cannot be built for gfx906",
+            "not supported by vLLM",
+        ),
         (["--vllm", "0.10.0", "--gfx", "gfx1151"], 2, "CMake does not accept it", "0.11.1"),
-        (["--vllm", "0.17.0", "--gfx", "gfx942"], 2, "pins are not recorded", "matrix refresh --source sdist --tag 0.17.0"),
+        (
+            ["--vllm", "0.17.0", "--gfx", "gfx942"],
+            2,
+            "pins are not recorded",
+            "matrix refresh --source sdist --tag 0.17.0",
+        ),
         (["--vllm", "0.99.0", "--gfx", "gfx942"], 2, "not in the data", "known ROCm build pins"),
-        (["--vllm", "0.6.6.post1", "--gfx", "gfx942", "--driver", "30.30.3"], 2, "ROCm 6.2 does not run", "6.4"),
+        (
+            ["--vllm", "0.6.6.post1", "--gfx", "gfx942", "--driver", "30.30.3"],
+            2,
+            "ROCm 6.2 does not run",
+            "6.4",
+        ),
         # Flags are the user's input: exit 2 (unsafe values in the data are exit 3, tested below).
-        (["--vllm", "0.10.0", "--gfx", "gfx942", "--vllm-ref", "v1; curl x|sh"], 2, "--vllm-ref", "shell"),
-        (["--vllm", "0.10.0", "--gfx", "gfx942", "--vllm-repo", "a/b c"], 2, "--vllm-repo", "shell"),
-        (["--vllm", "0.10.0", "--gfx", "gfx942", "--build", "--tag", "x:y;rm"], 2, "--tag", "shell"),
+        (
+            ["--vllm", "0.10.0", "--gfx", "gfx942", "--vllm-ref", "v1; curl x|sh"],
+            2,
+            "--vllm-ref",
+            "shell",
+        ),
+        (
+            ["--vllm", "0.10.0", "--gfx", "gfx942", "--vllm-repo", "a/b c"],
+            2,
+            "--vllm-repo",
+            "shell",
+        ),
+        (
+            ["--vllm", "0.10.0", "--gfx", "gfx942", "--build", "--tag", "x:y;rm"],
+            2,
+            "--tag",
+            "shell",
+        ),
         (["--vllm", "0.10.0", "--gfx", "gfx942", "--max-jobs", "0"], 2, "--max-jobs 0", "parallel"),
     ],
 )
@@ -267,7 +335,9 @@ def test_missing_driver_is_a_warning_not_a_refusal() -> None:
     assert "NOT checked against the host's amdgpu driver" in result.stdout
 
 
-def test_hostile_ref_in_data_is_refused_by_the_loader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hostile_ref_in_data_is_refused_by_the_loader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     data = tmp_path / "matrix"
     shutil.copytree(resources.matrix_dir(), data)
     vllm_toml = data / "vllm.toml"
@@ -288,7 +358,9 @@ def test_hostile_ref_reaching_the_plan_is_refused_again(m: Matrix) -> None:
     bad_stack = dataclasses.replace(
         release.stack,
         pins=tuple(
-            ComponentPin(component=p.component, repo=p.repo, ref="v1; curl x|sh") if p.component == "aiter" else p
+            ComponentPin(component=p.component, repo=p.repo, ref="v1; curl x|sh")
+            if p.component == "aiter"
+            else p
             for p in release.pins
         ),
     )
@@ -298,7 +370,14 @@ def test_hostile_ref_reaching_the_plan_is_refused_again(m: Matrix) -> None:
         df.plan_dockerfile(m, node, bad)
     with pytest.raises(UnsafeValueError, match="base_image"):
         df.plan_dockerfile(
-            m, node, dataclasses.replace(release, stacks=(dataclasses.replace(release.stack, base_image="rocm/x:1 AS y\nRUN curl x"),))
+            m,
+            node,
+            dataclasses.replace(
+                release,
+                stacks=(
+                    dataclasses.replace(release.stack, base_image="rocm/x:1 AS y\nRUN curl x"),
+                ),
+            ),
         )
 
 
@@ -332,7 +411,14 @@ def test_rdna_build_leaves_out_what_its_gates_exclude(m: Matrix) -> None:
 
 def test_fleet_builds_every_component_for_both_targets(m: Matrix) -> None:
     plan = plan_for(m, "0.24.0", "gfx950,gfx942", "30.30.3")
-    assert plan.gfx == plan.pytorch_rocm_arch == plan.fa_arch == plan.aiter_arch == plan.mori_arch == ("gfx942", "gfx950")
+    assert (
+        plan.gfx
+        == plan.pytorch_rocm_arch
+        == plan.fa_arch
+        == plan.aiter_arch
+        == plan.mori_arch
+        == ("gfx942", "gfx950")
+    )
     assert plan.omitted == ()
     assert not any("unofficial" in w for w in plan.warnings)
 
@@ -340,7 +426,9 @@ def test_fleet_builds_every_component_for_both_targets(m: Matrix) -> None:
 def test_unofficial_target_is_built_with_a_warning(m: Matrix) -> None:
     plan = plan_for(m, "0.10.0", "gfx908", "30.30.3")
     assert plan.pytorch_rocm_arch == ("gfx908",)
-    assert any("gfx908 is not in vLLM 0.10.0's shipped" in w and "unofficial" in w for w in plan.warnings)
+    assert any(
+        "gfx908 is not in vLLM 0.10.0's shipped" in w and "unofficial" in w for w in plan.warnings
+    )
 
 
 def test_fork_and_ref(m: Matrix) -> None:
@@ -353,7 +441,11 @@ def test_fork_and_ref(m: Matrix) -> None:
 def test_unknown_gfx_and_empty_node(m: Matrix) -> None:
     release = df.find_release(m, "0.10.0")
     with pytest.raises(UsageError):
-        df.plan_dockerfile(m, from_flags(gfx="gfx942", gpus=None, driver="6.0.1", os=None, rocm=None, python=None), release)
+        df.plan_dockerfile(
+            m,
+            from_flags(gfx="gfx942", gpus=None, driver="6.0.1", os=None, rocm=None, python=None),
+            release,
+        )
     result = cli("--vllm", "0.10.0", "--gfx", "gfx1234")
     assert result.exit_code == 2
     assert "gfx1234 is not a gfx target the data knows" in _one_line_error(result)
@@ -390,7 +482,9 @@ def test_output_into_a_missing_directory_fails_cleanly(tmp_path: Path) -> None:
 
 
 def test_dry_run_build_prints_the_file_without_an_engine() -> None:
-    result = cli("--vllm", "0.10.0", "--gfx", "gfx942", "--driver", "30.30.3", "--build", "--dry-run")
+    result = cli(
+        "--vllm", "0.10.0", "--gfx", "gfx942", "--driver", "30.30.3", "--build", "--dry-run"
+    )
     assert result.exit_code == 0, result.stderr
     assert result.stdout == (GOLDEN / "v0.10.0-gfx942.Dockerfile").read_text()
 
@@ -406,7 +500,9 @@ def test_max_jobs_is_not_baked_in_from_the_generating_machine(m: Matrix) -> None
     assert plan_for(m, "0.10.0", "gfx942", "30.30.3").to_json()["max_jobs"] is None
     assert df.build_args(plan_for(m, "0.10.0", "gfx942", "30.30.3")) == {}
     explicit = plan_for(m, "0.10.0", "gfx942", "30.30.3", max_jobs=6)
-    assert "\nARG MAX_JOBS=6\n" in df.render(explicit) and df.build_args(explicit) == {"MAX_JOBS": "6"}
+    assert "\nARG MAX_JOBS=6\n" in df.render(explicit) and df.build_args(explicit) == {
+        "MAX_JOBS": "6"
+    }
 
 
 def _max_jobs_script(text: str, tmp_path: Path) -> Path:
@@ -414,16 +510,26 @@ def _max_jobs_script(text: str, tmp_path: Path) -> Path:
     run = re.search(r"(printf '%s\\n' \\\n.*?> /etc/rocm-vllm/max-jobs.sh)", text, flags=re.DOTALL)
     assert run, "the build stage writes /etc/rocm-vllm/max-jobs.sh"
     script = tmp_path / "max-jobs.sh"
-    subprocess.run(["bash", "-c", run.group(1).replace("/etc/rocm-vllm/max-jobs.sh", str(script))], check=True)
+    subprocess.run(
+        ["bash", "-c", run.group(1).replace("/etc/rocm-vllm/max-jobs.sh", str(script))], check=True
+    )
     return script
 
 
-def test_max_jobs_defaults_to_what_the_build_host_bears_at_build_time(m: Matrix, tmp_path: Path) -> None:
+def test_max_jobs_defaults_to_what_the_build_host_bears_at_build_time(
+    m: Matrix, tmp_path: Path
+) -> None:
     text = df.render(plan_for(m, "0.24.0", "gfx942", "30.30.3"))
     assert "BASH_ENV=/etc/rocm-vllm/max-jobs.sh" in text
     script = _max_jobs_script(text, tmp_path)
     env = {k: v for k, v in os.environ.items() if k != "MAX_JOBS"} | {"BASH_ENV": str(script)}
-    show = ["bash", "-o", "pipefail", "-c", 'echo "${MAX_JOBS}"']  # how the base stage's SHELL runs a RUN
+    show = [
+        "bash",
+        "-o",
+        "pipefail",
+        "-c",
+        'echo "${MAX_JOBS}"',
+    ]  # how the base stage's SHELL runs a RUN
     cpus = os.cpu_count() or 1
     mem_jobs = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (4 * 1024**3)
     got = subprocess.run(show, env=env, capture_output=True, text=True, check=True).stdout.strip()
@@ -431,7 +537,9 @@ def test_max_jobs_defaults_to_what_the_build_host_bears_at_build_time(m: Matrix,
     # The build argument reaches later stages as ROCM_VLLM_MAX_JOBS (ENV); in build_base as MAX_JOBS.
     for name in ("MAX_JOBS", "ROCM_VLLM_MAX_JOBS"):
         for value in ("", "3"):
-            out = subprocess.run(show, env={**env, name: value}, capture_output=True, text=True, check=True)
+            out = subprocess.run(
+                show, env={**env, name: value}, capture_output=True, text=True, check=True
+            )
             assert out.stdout.strip() == (value or got)
 
 
@@ -456,7 +564,9 @@ def test_registry_mirror_rewrites_from_and_syntax(m: Matrix, mirror: str, expect
     assert text.startswith(f"# syntax={expect}/docker/dockerfile:1\n")
     assert f"FROM {expect}/rocm/dev-ubuntu-22.04:6.3.1-complete AS base" in text
     assert plan.to_json()["registry_mirror"] == expect
-    assert plan.to_json()["base_image"] == "rocm/dev-ubuntu-22.04:6.3.1-complete"  # the upstream name stays
+    assert (
+        plan.to_json()["base_image"] == "rocm/dev-ubuntu-22.04:6.3.1-complete"
+    )  # the upstream name stays
     assert f"come through {expect}" in text
     # Official library images get their library/ path at a mirror.
     assert df.mirror_image("ubuntu:24.04", expect) == f"{expect}/library/ubuntu:24.04"
@@ -464,7 +574,9 @@ def test_registry_mirror_rewrites_from_and_syntax(m: Matrix, mirror: str, expect
 
 
 def test_registry_mirror_from_the_environment_and_flag_validation(tmp_path: Path) -> None:
-    result = cli("--vllm", "0.10.0", "--gfx", "gfx942", env={"ROCM_VLLM_REGISTRY": "mirror.example"})
+    result = cli(
+        "--vllm", "0.10.0", "--gfx", "gfx942", env={"ROCM_VLLM_REGISTRY": "mirror.example"}
+    )
     assert result.exit_code == 0, result.stderr
     assert result.stdout.startswith("# syntax=mirror.example/docker/dockerfile:1\n")
     for bad in ("ftp://x", "mirror.example/a b", "mirror;rm -rf /", "HTTP://x/$(id)"):
@@ -505,13 +617,17 @@ def test_standin_template_uses_the_real_values(m: Matrix) -> None:
 
 
 @pytest.mark.docker
-def test_build_through_the_engine(request: pytest.FixtureRequest, m: Matrix, tmp_path: Path) -> None:
+def test_build_through_the_engine(
+    request: pytest.FixtureRequest, m: Matrix, tmp_path: Path
+) -> None:
     """`--build`'s engine call, for real, with a busybox stand-in for the heavy template: the image
     carries the OCI labels, every pin and the gfx list."""
     try:
         engine = request.getfixturevalue("docker_engine")
     except pytest.FixtureLookupError:
-        pytest.skip("the docker_engine fixture comes with resolver/engine.py (images helper); runs after merge")
+        pytest.skip(
+            "the docker_engine fixture comes with resolver/engine.py (images helper); runs after merge"
+        )
     busybox = shutil.which("busybox")
     if busybox is None:
         pytest.skip("busybox-static is not installed")
@@ -545,19 +661,26 @@ def test_free_text_from_data_cannot_start_a_line(m: Matrix) -> None:
     comment; the loader refuses it too (tests/test_matrix.py)."""
     from dataclasses import replace
 
-    plan = replace(plan_for(m, "0.24.0", "gfx942", "30.30.3"), source="upstream\nRUN curl evil|sh\r\n# x")
+    plan = replace(
+        plan_for(m, "0.24.0", "gfx942", "30.30.3"), source="upstream\nRUN curl evil|sh\r\n# x"
+    )
     text = df.render(plan)
     assert not any(line.startswith("RUN curl") for line in text.splitlines())
     assert "upstream RUN curl evil|sh" in text
 
 
-def test_output_to_devices_writes_into_them_and_never_replaces_them(m: Matrix, tmp_path: Path) -> None:
+def test_output_to_devices_writes_into_them_and_never_replaces_them(
+    m: Matrix, tmp_path: Path
+) -> None:
     import stat
 
     plan = plan_for(m, "0.10.0", "gfx942", "30.30.3")
     before = Path("/dev/null").stat()
     write_output(Path("/dev/null"), df.render(plan))
     after = Path("/dev/null").stat()
-    assert stat.S_ISCHR(after.st_mode) and (after.st_ino, after.st_rdev) == (before.st_ino, before.st_rdev)
+    assert stat.S_ISCHR(after.st_mode) and (after.st_ino, after.st_rdev) == (
+        before.st_ino,
+        before.st_rdev,
+    )
     with pytest.raises(InputError, match="Is a directory"):
         write_output(tmp_path, "x")

@@ -92,7 +92,9 @@ def test_build_with_build_args_and_run_step(engine: DockerEngine, tmp_path: Path
         on_progress=lines.append,
     )
     assert image_id.startswith("sha256:")
-    assert '[2/2] RUN echo "hello" > /greeting' in lines, lines  # BuildKit's step names, args expanded
+    assert '[2/2] RUN echo "hello" > /greeting' in lines, (
+        lines
+    )  # BuildKit's step names, args expanded
     assert not (ctx / "Dockerfile").exists()  # the generated Dockerfile stays out of the context
     out = engine.run("rocm-vllm-test/build:1", [])
     assert out.stdout.strip() == "hello"
@@ -103,7 +105,9 @@ def test_build_failure_is_an_engine_error(engine: DockerEngine, tmp_path: Path) 
     from tests import shims
 
     ctx = shims.context(tmp_path / "ctx")
-    with pytest.raises(DockerEngineError, match=r"build rocm-vllm-test/fail:1: .*RUN exit 7.*exit code: 7"):
+    with pytest.raises(
+        DockerEngineError, match=r"build rocm-vllm-test/fail:1: .*RUN exit 7.*exit code: 7"
+    ):
         engine.build(
             dockerfile_text="FROM scratch\nCOPY busybox /bin/sh\nRUN exit 7\n",
             context_dir=ctx,

@@ -45,15 +45,26 @@ CASES: dict[str, tuple[list[str], int]] = {
     "ok-mi300x-x8": (["--gfx", "gfx942", "--gpus", "8", "--driver", "30.30.3"], 0),
     "ok-strix-halo": (["--example", "strix-halo"], 0),
     "ok-amd-image-old-driver": (["--gfx", "gfx942", "--driver", "6.1.0"], 0),
-    "ok-mxfp4-weight-only-on-gfx942": (["--gfx", "gfx942", "--driver", "30.30.3", "--quantization", "mxfp4"], 0),
+    "ok-mxfp4-weight-only-on-gfx942": (
+        ["--gfx", "gfx942", "--driver", "30.30.3", "--quantization", "mxfp4"],
+        0,
+    ),
 }
 
 # The "done when": each prints a chain starting with "Because", names sources, ends in hints.
-DONE_WHEN = ("old-driver", "gfx906-unsupported", "gfx1030-source-only", "fp8-on-gfx90a", "wheel-old-glibc")
+DONE_WHEN = (
+    "old-driver",
+    "gfx906-unsupported",
+    "gfx1030-source-only",
+    "fp8-on-gfx90a",
+    "wheel-old-glibc",
+)
 
 
 def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, list(args), env={"NO_COLOR": "1", "COLUMNS": "100"}, catch_exceptions=False)
+    result = CliRunner().invoke(
+        app, list(args), env={"NO_COLOR": "1", "COLUMNS": "100"}, catch_exceptions=False
+    )
     return result.exit_code, result.stdout
 
 
@@ -71,7 +82,9 @@ def test_golden(name: str) -> None:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(path)  # atomic: a half-written golden never exists
-    assert path.exists(), f"missing golden {path.name}: run UPDATE_GOLDEN=1 python -m pytest tests/test_explain.py"
+    assert path.exists(), (
+        f"missing golden {path.name}: run UPDATE_GOLDEN=1 python -m pytest tests/test_explain.py"
+    )
     assert text == path.read_text(encoding="utf-8")
 
 
@@ -120,7 +133,11 @@ def test_gfx1030_hint_and_plan_are_unofficial_source_build() -> None:
 
 def test_override_hint_is_marked_unofficial_with_risk() -> None:
     _, text = explain("gfx1031-override-hint")
-    hint = next(line for line in text.splitlines() if "HSA_OVERRIDE_GFX_VERSION=10.3.0" in line and line.startswith("hint:"))
+    hint = next(
+        line
+        for line in text.splitlines()
+        if "HSA_OVERRIDE_GFX_VERSION=10.3.0" in line and line.startswith("hint:")
+    )
     assert hint.startswith("hint: unofficial:")
     assert "risk" in text
     assert "wrong results" in text
@@ -166,7 +183,14 @@ def test_rich_output_has_the_same_words() -> None:
     _, text = explain("old-driver")
     _, out = run("check", *CASES["old-driver"][0], "--json")
     derivation = Derivation.from_json(json.loads(out)["derivation"])
-    console = Console(file=io.StringIO(), width=120, force_terminal=True, color_system="truecolor", record=True, highlight=False)
+    console = Console(
+        file=io.StringIO(),
+        width=120,
+        force_terminal=True,
+        color_system="truecolor",
+        record=True,
+        highlight=False,
+    )
     render_rich(derivation, console)
     rich_text = console.export_text(clear=False)
     styled = console.export_text(styles=True)
@@ -206,7 +230,9 @@ def test_json_path_does_not_import_rich() -> None:
 
 
 def _commands(d: Derivation) -> list[str]:
-    return [f"$ {h.command}" for h in d.hints if h.command] + list(d.plan.commands if d.plan else ())
+    return [f"$ {h.command}" for h in d.hints if h.command] + list(
+        d.plan.commands if d.plan else ()
+    )
 
 
 def test_rich_never_wraps_commands_on_a_narrow_terminal() -> None:
@@ -219,7 +245,17 @@ def test_rich_never_wraps_commands_on_a_narrow_terminal() -> None:
         _, data = run("check", *CASES[name][0], "--json")
         d = Derivation.from_json(json.loads(data)["derivation"])
         out = io.StringIO()
-        render_rich(d, Console(file=out, width=60, force_terminal=False, color_system=None, highlight=False, soft_wrap=False))
+        render_rich(
+            d,
+            Console(
+                file=out,
+                width=60,
+                force_terminal=False,
+                color_system=None,
+                highlight=False,
+                soft_wrap=False,
+            ),
+        )
         lines = [line.strip() for line in out.getvalue().splitlines()]
         commands = _commands(d)
         assert commands, name
@@ -238,10 +274,23 @@ def test_plain_prose_follows_the_width_and_commands_stay_whole() -> None:
             assert command in [line.strip() for line in lines], (name, command)
         prose = [line for line in lines if line.strip() not in commands and len(line.split()) > 1]
         # Unbreakable identifiers (image refs, URLs, commits) may run over; prose does not.
-        long = [line for line in prose if len(line) > 60 and not re.search(r"https?:|@|rocm/vllm:|vllm-openai-rocm:", line)]
+        long = [
+            line
+            for line in prose
+            if len(line) > 60 and not re.search(r"https?:|@|rocm/vllm:|vllm-openai-rocm:", line)
+        ]
         assert not long, long
     # The short form wraps too: no 300-column source lines at 80 columns.
-    code, text = run_env({"COLUMNS": "80"}, "check", "--gfx", "gfx942", "--quantization", "mxfp8", "--driver", "30.30.3")
+    code, text = run_env(
+        {"COLUMNS": "80"},
+        "check",
+        "--gfx",
+        "gfx942",
+        "--quantization",
+        "mxfp8",
+        "--driver",
+        "30.30.3",
+    )
     assert code == 1
     assert max(len(line) for line in text.splitlines() if not line.startswith("    ")) <= 80
 
@@ -255,5 +304,7 @@ def test_inline_commands_in_prose_are_not_split() -> None:
 
 
 def run_env(env: dict[str, str], *args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, list(args), env={"NO_COLOR": "1", **env}, catch_exceptions=False)
+    result = CliRunner().invoke(
+        app, list(args), env={"NO_COLOR": "1", **env}, catch_exceptions=False
+    )
     return result.exit_code, result.stdout

@@ -67,7 +67,16 @@ def test_compress(names: list[str], text: str) -> None:
     assert sorted(hostlist.expand(text)) == sorted(names)
 
 
-@given(st.lists(st.tuples(st.sampled_from(["gpu", "n", "mi300-", "c1r"]), st.integers(0, 2000), st.sampled_from([0, 3, 4])), max_size=60))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["gpu", "n", "mi300-", "c1r"]),
+            st.integers(0, 2000),
+            st.sampled_from([0, 3, 4]),
+        ),
+        max_size=60,
+    )
+)
 def test_compress_expand_round_trip(parts: list[tuple[str, int, int]]) -> None:
     names = list(dict.fromkeys(f"{p}{n:0{w}d}" for p, n, w in parts))
     assert sorted(hostlist.expand(hostlist.compress(names))) == sorted(names)
@@ -86,11 +95,16 @@ def test_reports_name_nodes_and_list_what_cannot_be_read(tmp_path: Path) -> None
     (tmp_path / "a.json").write_text(json.dumps(_probe(MI300X, hostname="node-a")))
     (tmp_path / "b.json").write_text("{not json")
     (tmp_path / "c.json").write_text(json.dumps({"gpus": "eight"}))
-    (tmp_path / "d.json").write_text(json.dumps(_probe(MI300X, tool={"name": "rocm-vllm", "version": "0.0.9"})))
+    (tmp_path / "d.json").write_text(
+        json.dumps(_probe(MI300X, tool={"name": "rocm-vllm", "version": "0.0.9"}))
+    )
     reports = {r.name: r for r in read_reports([str(tmp_path)])}
     assert set(reports) == {"node-a", "b", "c", "d"}
     assert reports["node-a"].status == "ok"
-    assert reports["b"].status == "failed" and reports["b"].reason == "not valid JSON (line 1, column 2)"
+    assert (
+        reports["b"].status == "failed"
+        and reports["b"].reason == "not valid JSON (line 1, column 2)"
+    )
     assert reports["c"].status == "failed" and "'gpus' must be list" in (reports["c"].reason or "")
     assert reports["d"].notes == ("written by rocm-vllm 0.0.9, read by 0.1.0: fields may differ",)
 
@@ -108,7 +122,10 @@ def test_groups_are_decided_once_and_join_the_main_plan(reports_dir: Path) -> No
     by_nodes = {g.hostlist: g for g in fleet.groups}
     assert set(by_nodes) == {"gpu[001-004]", "gpu[005-006]", "gpu007"}
     assert fleet.main_plan is not None and fleet.main_nodes == 4
-    assert by_nodes["gpu[001-004]"].join is not None and by_nodes["gpu[001-004]"].join.status == "on-plan"
+    assert (
+        by_nodes["gpu[001-004]"].join is not None
+        and by_nodes["gpu[001-004]"].join.status == "on-plan"
+    )
     old = by_nodes["gpu[005-006]"]
     assert old.join is not None and old.join.status == "host-fix"
     assert old.join.fixes and all("driver" in f for f in old.join.fixes)
@@ -126,7 +143,9 @@ def test_fingerprint_ignores_what_does_not_change_the_decision() -> None:
     other = replace(node, kernel="6.8.0-31-generic", host={"numa_balancing": 1})
     assert fingerprint(node) == fingerprint(other)
     assert fingerprint(node) != fingerprint(replace(node, driver_version="6.1.3"))
-    assert fingerprint(replace(node, driver_version="6.1.3")) == fingerprint(replace(node, driver_version="6.1.5"))
+    assert fingerprint(replace(node, driver_version="6.1.3")) == fingerprint(
+        replace(node, driver_version="6.1.5")
+    )
 
 
 def test_duplicate_names_are_listed_not_planned(tmp_path: Path) -> None:
@@ -172,12 +191,18 @@ def test_sbatch_script_engines(reports_dir: Path) -> None:
     docker = render_all(m, fleet, Options())["slurm/g1.sbatch"]
     assert "#SBATCH --nodelist=gpu[001-004]" in docker and "#SBATCH --nodes=4" in docker
     assert "#SBATCH --gpus-per-node=4" in docker
-    assert '"$CONTAINER" run --rm --name vllm-g1 --device /dev/kfd --device /dev/dri --group-add video' in docker
+    assert (
+        '"$CONTAINER" run --rm --name vllm-g1 --device /dev/kfd --device /dev/dri --group-add video'
+        in docker
+    )
     podman = render_all(m, fleet, Options(engine="podman", constraint="mi300x"))["slurm/g1.sbatch"]
     assert "#SBATCH --constraint=mi300x" in podman and "--nodelist" not in podman
     assert "--group-add keep-groups" in podman and "docker.io/vllm/vllm-openai-rocm" in podman
     apptainer = render_all(m, fleet, Options(engine="apptainer"))["slurm/g1.sbatch"]
-    assert '"$CONTAINER" exec --writable-tmpfs --bind "$HOME"/.cache/huggingface:/hf-cache' in apptainer
+    assert (
+        '"$CONTAINER" exec --writable-tmpfs --bind "$HOME"/.cache/huggingface:/hf-cache'
+        in apptainer
+    )
     assert "docker://vllm/vllm-openai-rocm:v0.24.0 vllm serve" in apptainer
     for script in (docker, podman, apptainer):
         assert subprocess.run(["bash", "-n"], input=script, text=True, check=False).returncode == 0
@@ -202,7 +227,10 @@ def test_cli_text_table(reports_dir: Path) -> None:
     result = run_cli("fleet", "plan", str(reports_dir))
     assert result.exit_code == 1
     assert "g2     gpu[005-006]  2" in result.stdout
-    assert "main plan: vllm/vllm-openai-rocm:v0.24.0  (4 of 7 nodes run it as they are)" in result.stdout
+    assert (
+        "main plan: vllm/vllm-openai-rocm:v0.24.0  (4 of 7 nodes run it as they are)"
+        in result.stdout
+    )
 
 
 @pytest.mark.parametrize(
@@ -212,10 +240,15 @@ def test_cli_text_table(reports_dir: Path) -> None:
         (["fleet", "plan", "nope.json"], "error: nope.json: no such file or directory"),
         (["fleet", "plan", "x", "--engine", "lxc"], "error: --engine 'lxc' is not one of"),
         (["fleet", "plan", "x", "--shm-size", "lots"], "error: --shm-size 'lots' is not a size"),
-        (["fleet", "plan", "x", "--probe-command", "probe"], "error: --probe-command is for --slurm"),
+        (
+            ["fleet", "plan", "x", "--probe-command", "probe"],
+            "error: --probe-command is for --slurm",
+        ),
     ],
 )
-def test_cli_bad_input_is_one_error_and_a_hint(args: list[str], message: str, tmp_path: Path) -> None:
+def test_cli_bad_input_is_one_error_and_a_hint(
+    args: list[str], message: str, tmp_path: Path
+) -> None:
     result = run_cli(*args)
     assert result.exit_code == 2
     lines = result.stderr.splitlines()
@@ -231,7 +264,10 @@ def test_cli_output_dir_not_written_on_bad_input(tmp_path: Path) -> None:
 
 def test_repeated_node_option_is_refused() -> None:
     run = subprocess.run(
-        [sys.executable, "-m", "resolver", "check", "--node", "a.json", "--node=b.json"], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "resolver", "check", "--node", "a.json", "--node=b.json"],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert run.returncode == 2
     assert run.stderr.splitlines() == [
@@ -246,7 +282,17 @@ def test_digest_pins_each_group_image_once(shim_images, reports_dir: Path, tmp_p
     """--digest asks the (loopback) registry for the image's manifest digest; the scripts and
     manifests then pull it by digest from that registry."""
     out = tmp_path / "out"
-    result = run_cli("fleet", "plan", str(reports_dir), "--digest", "--registry", shim_images.registry, "-o", str(out), "--json")
+    result = run_cli(
+        "fleet",
+        "plan",
+        str(reports_dir),
+        "--digest",
+        "--registry",
+        shim_images.registry,
+        "-o",
+        str(out),
+        "--json",
+    )
     assert result.exit_code == 1, result.stderr
     pushed = shim_images.official
     expected = f"{pushed.name}:v0.24.0@{pushed.digest}"
@@ -256,7 +302,9 @@ def test_digest_pins_each_group_image_once(shim_images, reports_dir: Path, tmp_p
     assert f'image: "{expected}"' in (out / "kubernetes" / "g1.yaml").read_text()
 
 
-def test_ten_thousand_nodes_are_decided_once_per_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ten_thousand_nodes_are_decided_once_per_fingerprint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The scale property bench/fleet.py measures: 10,000 reports of 50 kinds cost at most two
     solver runs per kind (the plan, and the image path when the plan is not an image)."""
     import itertools
@@ -276,9 +324,16 @@ def test_ten_thousand_nodes_are_decided_once_per_fingerprint(monkeypatch: pytest
     monkeypatch.setattr(plan_mod, "solve", counting)
     kinds = [
         from_flags(gfx=g, gpus=n, driver=d, os="ubuntu-22.04", rocm=None, python="3.12")
-        for g, n, d in itertools.product(("gfx942", "gfx90a", "gfx950", "gfx1100", "gfx1201"), (1, 8), ("30.30.3", "30.10.1", "6.4.3", "6.2.4", "6.1.3"))
+        for g, n, d in itertools.product(
+            ("gfx942", "gfx90a", "gfx950", "gfx1100", "gfx1201"),
+            (1, 8),
+            ("30.30.3", "30.10.1", "6.4.3", "6.2.4", "6.1.3"),
+        )
     ]
-    reports = [NodeReport(name=f"gpu{i + 1:05d}", source="bench", node=kinds[i % 50]) for i in range(10_000)]
+    reports = [
+        NodeReport(name=f"gpu{i + 1:05d}", source="bench", node=kinds[i % 50])
+        for i in range(10_000)
+    ]
     fleet = plan_fleet(matrix.load(), reports, Request())
     assert len(fleet.groups) == 50 and all(len(g.reports) == 200 for g in fleet.groups)
     assert calls <= 100
@@ -304,7 +359,23 @@ def test_slurm_tools_missing_is_exit_4(tmp_path: Path) -> None:
     import os
 
     env = {**os.environ, "PATH": str(tmp_path)}
-    run = subprocess.run([sys.executable, "-m", "resolver", "fleet", "gather", "--slurm", "gpu", "-o", str(tmp_path / "out")], env=env, capture_output=True, text=True, check=False)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "resolver",
+            "fleet",
+            "gather",
+            "--slurm",
+            "gpu",
+            "-o",
+            str(tmp_path / "out"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert run.returncode == 4
     assert run.stderr.splitlines()[0] == "error: sinfo is not on PATH"
     assert not (tmp_path / "out").exists()
@@ -315,15 +386,21 @@ def test_group_without_an_image_says_how_to_build(tmp_path: Path) -> None:
     from resolver.fleet.reports import NodeReport
     from resolver.node import from_flags
 
-    node = from_flags(gfx="gfx908", gpus=4, driver="30.30.3", os="ubuntu-22.04", rocm=None, python=None)
+    node = from_flags(
+        gfx="gfx908", gpus=4, driver="30.30.3", os="ubuntu-22.04", rocm=None, python=None
+    )
     m = matrix.load()
-    fleet = plan_fleet(m, [NodeReport(name=f"mi100-{i}", source="x", node=node) for i in (1, 2)], Request())
+    fleet = plan_fleet(
+        m, [NodeReport(name=f"mi100-{i}", source="x", node=node) for i in (1, 2)], Request()
+    )
     (g,) = fleet.groups
     assert g.verdict == "unofficial_only" and g.image is None
     text = render_text(fleet)
     assert "  no prebuilt image fits: no batch script or manifest; the plan is vLLM" in text
     assert "rocm-vllm dockerfile --gfx gfx908 --gpus 4 --driver 30.30.3" in text
-    assert not [k for k in render_all(m, fleet, Options()) if k.startswith(("slurm/", "kubernetes/"))]
+    assert not [
+        k for k in render_all(m, fleet, Options()) if k.startswith(("slurm/", "kubernetes/"))
+    ]
 
 
 def test_driver_for_nodes_without_one(reports_dir: Path) -> None:
@@ -332,7 +409,9 @@ def test_driver_for_nodes_without_one(reports_dir: Path) -> None:
     drivers = {g["nodes"]: g["fingerprint"]["driver_series"] for g in data["groups"]}
     assert drivers == {"gpu[001-004]": "30.30", "gpu[005-006]": "6.1", "gpu007": "30.30"}
     bad = run_cli("fleet", "plan", str(reports_dir), "--driver", "latest")
-    assert bad.exit_code == 2 and bad.stderr.startswith("error: --driver 'latest' is not an amdgpu driver version")
+    assert bad.exit_code == 2 and bad.stderr.startswith(
+        "error: --driver 'latest' is not an amdgpu driver version"
+    )
 
 
 def test_reports_that_differ_only_by_hostname_read_alike(tmp_path: Path) -> None:
@@ -343,15 +422,22 @@ def test_reports_that_differ_only_by_hostname_read_alike(tmp_path: Path) -> None
     data = _probe(MI300X)
     for name in ("gpu001", "gpu002", "gpu003"):
         (tmp_path / f"{name}.json").write_text(json.dumps({**data, "hostname": name}, indent=2))
-    (tmp_path / "gpu004.json").write_text(json.dumps({**data, "hostname": "gpu004", "gpus": "x"}, indent=2))
+    (tmp_path / "gpu004.json").write_text(
+        json.dumps({**data, "hostname": "gpu004", "gpus": "x"}, indent=2)
+    )
     reports = read_reports([str(tmp_path)])
     assert [r.name for r in reports] == ["gpu001", "gpu002", "gpu003", "gpu004"]
     for r in reports[:3]:
-        parsed = report_from_json(json.loads(Path(r.source).read_text()), name=r.name, source=r.source)
+        parsed = report_from_json(
+            json.loads(Path(r.source).read_text()), name=r.name, source=r.source
+        )
         assert r == parsed
         assert r.node is not None and r.node.origin == f"file:{r.source}"
     assert reports[3].status == "failed"  # same length, other content: parsed, not reused
-    assert replace(reports[1], name="gpu001", source=reports[0].source, node=reports[0].node) == reports[0]
+    assert (
+        replace(reports[1], name="gpu001", source=reports[0].source, node=reports[0].node)
+        == reports[0]
+    )
 
 
 def test_srun_output_is_read_per_task() -> None:
@@ -360,10 +446,18 @@ def test_srun_output_is_read_per_task() -> None:
 
     report = json.dumps(_probe(MI300X))
     stdout = "\n".join(
-        [f"1: {MARKER}n2", *(f"1: {line}" for line in report.splitlines()), f"0: {MARKER}n1", "0: {not json", f"2: {MARKER}n3"]
+        [
+            f"1: {MARKER}n2",
+            *(f"1: {line}" for line in report.splitlines()),
+            f"0: {MARKER}n1",
+            "0: {not json",
+            f"2: {MARKER}n3",
+        ]
     )
     stderr = "0: Traceback: boom\nsrun: error: n1: task 0: Exited with exit code 1\nsrun: error: n3: task 2: Exited with exit code 124\n"
-    reports = {r.name: r for r in parse_output(stdout, stderr, ["n1", "n2", "n3", "n4"], timeout=60)}
+    reports = {
+        r.name: r for r in parse_output(stdout, stderr, ["n1", "n2", "n3", "n4"], timeout=60)
+    }
     assert reports["n2"].status == "ok"
     assert reports["n1"].reason == "the probe's output is not JSON (line 1): Traceback: boom"
     assert reports["n3"].reason == "the probe did not answer within 55s; it was stopped"

@@ -46,7 +46,9 @@ def test_every_recorded_file_has_its_source() -> None:
         ("nodes-mi355x-dpx-spx-gpuop555.json", "node-b", ("gfx950",), 8, {"SPX"}),
     ],
 )
-def test_labels_place_the_node(file: str, name: str, gfx: tuple[str, ...], gpus: int, partitions: set[str]) -> None:
+def test_labels_place_the_node(
+    file: str, name: str, gfx: tuple[str, ...], gpus: int, partitions: set[str]
+) -> None:
     reports = {r.name: r for r in read_nodes((RECORDED / file).read_text(), where=file)}
     report = reports[name]
     assert report.status == "ok", report.reason
@@ -59,7 +61,10 @@ def test_labels_place_the_node(file: str, name: str, gfx: tuple[str, ...], gpus:
 def test_unplaceable_node_is_unknown_not_dropped() -> None:
     (report,) = read_nodes((RECORDED / "nodes-vega8-beta-only-k8sdp42.json").read_text(), where="x")
     assert report.status == "unknown"
-    assert report.reason == "PCI device id 1638 is not a GPU the compatibility data knows; the node cannot be placed from its labels"
+    assert (
+        report.reason
+        == "PCI device id 1638 is not a GPU the compatibility data knows; the node cannot be placed from its labels"
+    )
     fleet = plan_fleet(matrix.load(), [report], Request())
     assert [(g.hostlist, g.verdict) for g in fleet.groups] == [("vega8-node", "unknown")]
     assert fleet.exit_code == 6
@@ -77,24 +82,66 @@ def _node(labels: dict[str, str], capacity: dict[str, str] | None = None) -> str
 @pytest.mark.parametrize(
     ("labels", "capacity", "why"),
     [
-        ({"beta.amd.com/gpu.device-id": "74a1"}, None, "the labels disagree on device-id: amd.com/gpu.device-id says 74b5; beta"),
-        ({"beta.amd.com/gpu.device-id.74a1": "8"}, None, "amd.com/gpu.device-id says 74b5 but the count labels list 74a1, 74b5"),
-        ({"amd.com/gpu.family": "NV", "beta.amd.com/gpu.family": "NV", "beta.amd.com/gpu.family.AI": "0"}, None, "the labels disagree on family"),
-        ({"beta.amd.com/gpu.vram": "192G"}, None, "the labels disagree on vram: amd.com/gpu.vram say 191G; beta.amd.com/gpu.vram say 192G"),
-        ({"amd.com/compute-memory-partition": "cpx_nps4"}, {"amd.com/spx_nps1": "8"}, "capacity offers amd.com/spx_nps1 but amd.com/compute-memory-partition is cpx_nps4"),
-        ({"amd.com/compute-memory-partition": "xpx_nps9"}, None, "amd.com/compute-memory-partition=xpx_nps9 is not"),
+        (
+            {"beta.amd.com/gpu.device-id": "74a1"},
+            None,
+            "the labels disagree on device-id: amd.com/gpu.device-id says 74b5; beta",
+        ),
+        (
+            {"beta.amd.com/gpu.device-id.74a1": "8"},
+            None,
+            "amd.com/gpu.device-id says 74b5 but the count labels list 74a1, 74b5",
+        ),
+        (
+            {
+                "amd.com/gpu.family": "NV",
+                "beta.amd.com/gpu.family": "NV",
+                "beta.amd.com/gpu.family.AI": "0",
+            },
+            None,
+            "the labels disagree on family",
+        ),
+        (
+            {"beta.amd.com/gpu.vram": "192G"},
+            None,
+            "the labels disagree on vram: amd.com/gpu.vram say 191G; beta.amd.com/gpu.vram say 192G",
+        ),
+        (
+            {"amd.com/compute-memory-partition": "cpx_nps4"},
+            {"amd.com/spx_nps1": "8"},
+            "capacity offers amd.com/spx_nps1 but amd.com/compute-memory-partition is cpx_nps4",
+        ),
+        (
+            {"amd.com/compute-memory-partition": "xpx_nps9"},
+            None,
+            "amd.com/compute-memory-partition=xpx_nps9 is not",
+        ),
     ],
 )
-def test_contradicting_labels_are_listed_with_why(labels: dict[str, str], capacity: dict[str, str] | None, why: str) -> None:
+def test_contradicting_labels_are_listed_with_why(
+    labels: dict[str, str], capacity: dict[str, str] | None, why: str
+) -> None:
     (report,) = read_nodes(_node(labels, capacity), where="x")
     assert report.status == "failed"
     assert report.reason is not None and report.reason.startswith(why), report.reason
 
 
 def test_family_contradicting_device_id() -> None:
-    labels = {k: v for k, v in json.loads(_node({}))["items"][0]["metadata"]["labels"].items() if "family" not in k}
+    labels = {
+        k: v
+        for k, v in json.loads(_node({}))["items"][0]["metadata"]["labels"].items()
+        if "family" not in k
+    }
     labels["amd.com/gpu.family"] = "NV"
-    doc = {"kind": "List", "items": [{"metadata": {"name": "n", "labels": labels}, "status": {"capacity": {"amd.com/gpu": "8"}}}]}
+    doc = {
+        "kind": "List",
+        "items": [
+            {
+                "metadata": {"name": "n", "labels": labels},
+                "status": {"capacity": {"amd.com/gpu": "8"}},
+            }
+        ],
+    }
     (report,) = read_nodes(json.dumps(doc), where="x")
     assert report.reason == "amd.com/gpu.family=NV contradicts device id 74b5 (gfx942)"
 
@@ -105,7 +152,10 @@ def test_partition_resource_and_no_device_plugin() -> None:
     doc["items"][1]["status"]["capacity"] = {"cpu": "192"}
     a, b = read_nodes(json.dumps(doc), where="x")
     assert a.status == "ok" and a.resource == "amd.com/dpx_nps1"
-    assert b.status == "unknown" and b.reason == "the node offers no amd.com/gpu (is AMD's device plugin running on it?)"
+    assert (
+        b.status == "unknown"
+        and b.reason == "the node offers no amd.com/gpu (is AMD's device plugin running on it?)"
+    )
 
 
 def test_bad_node_lists_are_bad_input() -> None:
@@ -126,7 +176,13 @@ def test_recorded_cluster_plans_into_groups_and_valid_manifests(tmp_path: Path) 
     fleet = plan_fleet(m, reports, Request())
     verdicts = {g.hostlist: g.verdict for g in fleet.groups}
     assert verdicts["vega8-node"] == "unknown"
-    assert {k for k, v in verdicts.items() if v != "unknown"} == {"master-1", "aks-mi300x-0", "mi300x-cpx-0", "node-a", "node-b"}
+    assert {k for k, v in verdicts.items() if v != "unknown"} == {
+        "master-1",
+        "aks-mi300x-0",
+        "mi300x-cpx-0",
+        "node-a",
+        "node-b",
+    }
     files = render_all(m, fleet, Options(model="Qwen/Qwen3-8B", shm_size="32Gi", namespace="llm"))
     manifests = {k: v for k, v in files.items() if k.startswith("kubernetes/")}
     assert len(manifests) == 5  # every placed group; none for the unknown one
@@ -157,7 +213,9 @@ def test_invalid_manifest_is_caught_by_the_validator() -> None:
     import yaml
 
     m = matrix.load()
-    fleet = plan_fleet(m, read_nodes((RECORDED / "nodes-mi300x-gpuop266.json").read_text(), where="x"), Request())
+    fleet = plan_fleet(
+        m, read_nodes((RECORDED / "nodes-mi300x-gpuop266.json").read_text(), where="x"), Request()
+    )
     deployment = next(yaml.safe_load_all(render_all(m, fleet, Options())["kubernetes/g1.yaml"]))
     deployment["spec"]["template"]["spec"]["containers"][0]["readinesProbe"] = {}
     with pytest.raises(kubernetes_validate.ValidationError):
@@ -166,11 +224,22 @@ def test_invalid_manifest_is_caught_by_the_validator() -> None:
 
 def test_cli_reads_stdin(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    result = run_cli("fleet", "plan", "--kube", "-", "-o", str(out), "--json", input_text=json.dumps(_all_items()))
+    result = run_cli(
+        "fleet",
+        "plan",
+        "--kube",
+        "-",
+        "-o",
+        str(out),
+        "--json",
+        input_text=json.dumps(_all_items()),
+    )
     assert result.exit_code == 6, result.stderr
     data = json.loads(result.stdout)
     assert data["nodes"] == {"total": 6, "planned": 5, "unknown": 1, "failed": 0}
-    assert sorted(p.name for p in (out / "kubernetes").iterdir()) == [f"g{i}.yaml" for i in range(1, 6)]
+    assert sorted(p.name for p in (out / "kubernetes").iterdir()) == [
+        f"g{i}.yaml" for i in range(1, 6)
+    ]
 
 
 def test_kube_kubectl_asks_the_current_cluster(tmp_path: Path) -> None:
@@ -185,14 +254,36 @@ def test_kube_kubectl_asks_the_current_cluster(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     recorded = RECORDED / "nodes-mi355x-dpx-spx-gpuop555.json"
-    (bin_dir / "kubectl").write_text(f'#!/bin/sh\n[ "$*" = "get nodes -o json" ] || exit 9\ncat {recorded}\n')
+    (bin_dir / "kubectl").write_text(
+        f'#!/bin/sh\n[ "$*" = "get nodes -o json" ] || exit 9\ncat {recorded}\n'
+    )
     (bin_dir / "kubectl").chmod(0o755)
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "ROCM_VLLM_MATRIX_DIR": str(FROZEN_MATRIX)}
-    run = subprocess.run([sys.executable, "-m", "resolver", "fleet", "plan", "--kube", "kubectl", "--json"], env=env, cwd=tmp_path, capture_output=True, text=True, check=False)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "ROCM_VLLM_MATRIX_DIR": str(FROZEN_MATRIX),
+    }
+    run = subprocess.run(
+        [sys.executable, "-m", "resolver", "fleet", "plan", "--kube", "kubectl", "--json"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert run.returncode == 0, run.stderr
     assert sorted(g["nodes"] for g in json.loads(run.stdout)["groups"]) == ["node-a", "node-b"]
-    (bin_dir / "kubectl").write_text('#!/bin/sh\necho "error: You must be logged in to the server (Unauthorized)" >&2\nexit 1\n')
-    run = subprocess.run([sys.executable, "-m", "resolver", "fleet", "plan", "--kube", "kubectl"], env=env, cwd=tmp_path, capture_output=True, text=True, check=False)
+    (bin_dir / "kubectl").write_text(
+        '#!/bin/sh\necho "error: You must be logged in to the server (Unauthorized)" >&2\nexit 1\n'
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "resolver", "fleet", "plan", "--kube", "kubectl"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert run.returncode == 4
     assert run.stderr.splitlines() == [
         "error: kubectl get nodes failed: error: You must be logged in to the server (Unauthorized)",

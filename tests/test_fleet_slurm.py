@@ -34,7 +34,9 @@ def _probe_script(tmp: Path, *, broken: str | None = None, hung: str | None = No
         'echo "no recorded inputs for $SLURMD_NODENAME" >&2; exit 3',
     ]
     if broken:
-        lines.insert(2, f'  {broken}) echo "{{not json"; echo "amdgpu: probe crashed" >&2; exit 1 ;;')
+        lines.insert(
+            2, f'  {broken}) echo "{{not json"; echo "amdgpu: probe crashed" >&2; exit 1 ;;'
+        )
     if hung:
         lines.insert(2, f"  {hung}) exec sleep 120 ;;")
     path = tmp / ("probe-broken.sh" if broken else "probe-hung.sh" if hung else "probe.sh")
@@ -46,7 +48,13 @@ def _probe_script(tmp: Path, *, broken: str | None = None, hung: str | None = No
 def _cli(cluster: SlurmCluster, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**cluster.env, "ROCM_VLLM_MATRIX_DIR": str(FROZEN_MATRIX)}
     return subprocess.run(
-        [sys.executable, "-m", "resolver", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, "-m", "resolver", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 
@@ -54,8 +62,23 @@ def test_gather_and_plan_a_partition(slurm_cluster: SlurmCluster, tmp_path: Path
     probe = _probe_script(tmp_path)
     out = tmp_path / "plan"
     run = _cli(
-        slurm_cluster, "fleet", "plan", "--slurm", slurm_cluster.partition, "--probe-command", str(probe),
-        "--timeout", "60", "--time", "00:05:00", "--model", "Qwen/Qwen3-8B", "-o", str(out), "--json", cwd=tmp_path,
+        slurm_cluster,
+        "fleet",
+        "plan",
+        "--slurm",
+        slurm_cluster.partition,
+        "--probe-command",
+        str(probe),
+        "--timeout",
+        "60",
+        "--time",
+        "00:05:00",
+        "--model",
+        "Qwen/Qwen3-8B",
+        "-o",
+        str(out),
+        "--json",
+        cwd=tmp_path,
     )
     assert run.returncode == 0, run.stderr + run.stdout
     data = json.loads(run.stdout)
@@ -73,7 +96,19 @@ def test_gather_and_plan_a_partition(slurm_cluster: SlurmCluster, tmp_path: Path
 
 def test_nodes_that_fail_are_listed_with_why(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
     probe = _probe_script(tmp_path, broken="n2")
-    run = _cli(slurm_cluster, "fleet", "plan", "--slurm", "n[1-3]", "--probe-command", str(probe), "--timeout", "60", "--json", cwd=tmp_path)
+    run = _cli(
+        slurm_cluster,
+        "fleet",
+        "plan",
+        "--slurm",
+        "n[1-3]",
+        "--probe-command",
+        str(probe),
+        "--timeout",
+        "60",
+        "--json",
+        cwd=tmp_path,
+    )
     assert run.returncode == 1, run.stderr
     data = json.loads(run.stdout)
     failed = {f["name"]: f for f in data["failed"]}
@@ -87,18 +122,43 @@ def test_a_hung_probe_is_stopped_and_listed(slurm_cluster: SlurmCluster, tmp_pat
 
     probe = _probe_script(tmp_path, hung="n3")
     start = time.monotonic()
-    run = _cli(slurm_cluster, "fleet", "plan", "--slurm", "gpu", "--probe-command", str(probe), "--timeout", "8", "--json", cwd=tmp_path)
+    run = _cli(
+        slurm_cluster,
+        "fleet",
+        "plan",
+        "--slurm",
+        "gpu",
+        "--probe-command",
+        str(probe),
+        "--timeout",
+        "8",
+        "--json",
+        cwd=tmp_path,
+    )
     assert time.monotonic() - start < 30
     assert run.returncode == 1, run.stderr
     data = json.loads(run.stdout)
-    assert [(f["name"], f["reason"]) for f in data["failed"]] == [("n3", "the probe did not answer within 3s; it was stopped")]
+    assert [(f["name"], f["reason"]) for f in data["failed"]] == [
+        ("n3", "the probe did not answer within 3s; it was stopped")
+    ]
     assert [g["nodes"] for g in data["groups"]] == ["n[1-2]"]
 
 
 def test_gather_writes_one_report_per_node(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
     probe = _probe_script(tmp_path)
     out = tmp_path / "reports"
-    run = _cli(slurm_cluster, "fleet", "gather", "--slurm", "n[1-3]", "--probe-command", str(probe), "-o", str(out), cwd=tmp_path)
+    run = _cli(
+        slurm_cluster,
+        "fleet",
+        "gather",
+        "--slurm",
+        "n[1-3]",
+        "--probe-command",
+        str(probe),
+        "-o",
+        str(out),
+        cwd=tmp_path,
+    )
     assert run.returncode == 0, run.stderr
     assert sorted(p.name for p in out.iterdir()) == ["gather.json", "n1.json", "n2.json", "n3.json"]
     # The saved reports plan like the live fan-out.
@@ -110,7 +170,9 @@ def test_gather_writes_one_report_per_node(slurm_cluster: SlurmCluster, tmp_path
 def test_unknown_target_and_dead_controller(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
     run = _cli(slurm_cluster, "fleet", "plan", "--slurm", "gpu[001-004]", cwd=tmp_path)
     assert run.returncode == 2
-    assert run.stderr.startswith("error: --slurm gpu[001-004]: neither a partition nor nodes Slurm knows")
+    assert run.stderr.startswith(
+        "error: --slurm gpu[001-004]: neither a partition nor nodes Slurm knows"
+    )
     assert "hint: partitions: gpu; nodes: n[1-3]" in run.stderr
 
 
@@ -120,19 +182,39 @@ def test_generated_sbatch_runs_under_slurm(slurm_cluster: SlurmCluster, tmp_path
     probe = _probe_script(tmp_path)
     out = tmp_path / "plan"
     run = _cli(
-        slurm_cluster, "fleet", "plan", "--slurm", "n[1-2]", "--probe-command", str(probe), "--time", "00:05:00",
-        "--model", "Qwen/Qwen3-8B", "-o", str(out), cwd=tmp_path,
+        slurm_cluster,
+        "fleet",
+        "plan",
+        "--slurm",
+        "n[1-2]",
+        "--probe-command",
+        str(probe),
+        "--time",
+        "00:05:00",
+        "--model",
+        "Qwen/Qwen3-8B",
+        "-o",
+        str(out),
+        cwd=tmp_path,
     )
     assert run.returncode == 0, run.stderr
     script = out / "slurm" / "g1.sbatch"
     text = script.read_text()
     assert "#SBATCH --nodelist=n[1-2]" in text and "#SBATCH --gpus-per-node=4" in text
     standin = tmp_path / "docker-standin"
-    standin.write_text('#!/bin/sh\necho "ran on $SLURMD_NODENAME gpus=${SLURM_GPUS_ON_NODE:-?} args: $*"\n')
+    standin.write_text(
+        '#!/bin/sh\necho "ran on $SLURMD_NODENAME gpus=${SLURM_GPUS_ON_NODE:-?} args: $*"\n'
+    )
     standin.chmod(0o755)
     env = {**slurm_cluster.env, "CONTAINER": str(standin)}
     submit = subprocess.run(
-        ["sbatch", "--wait", "--parsable", str(script)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=90, check=False
+        ["sbatch", "--wait", "--parsable", str(script)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
     )
     assert submit.returncode == 0, submit.stderr
     job = submit.stdout.strip().split(";")[0]
@@ -141,19 +223,46 @@ def test_generated_sbatch_runs_under_slurm(slurm_cluster: SlurmCluster, tmp_path
     assert [line.split(" args:")[0] for line in lines] == ["ran on n1 gpus=4", "ran on n2 gpus=4"]
     args = lines[0].split(" args: ", 1)[1].split()
     assert args[:2] == ["run", "--rm"]
-    assert args[args.index("--device"):args.index("--device") + 2] == ["--device", "/dev/kfd"]
+    assert args[args.index("--device") : args.index("--device") + 2] == ["--device", "/dev/kfd"]
     assert "vllm/vllm-openai-rocm:v0.24.0" in args
     assert args[-4:] == ["--model", "Qwen/Qwen3-8B", "--tensor-parallel-size", "4"]
 
 
-def test_sbatch_test_only_accepts_every_group_script(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+def test_sbatch_test_only_accepts_every_group_script(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
     probe = _probe_script(tmp_path)
     out = tmp_path / "plan"
-    run = _cli(slurm_cluster, "fleet", "plan", "--slurm", "gpu", "--probe-command", str(probe), "--time", "00:05:00", "-o", str(out), cwd=tmp_path)
+    run = _cli(
+        slurm_cluster,
+        "fleet",
+        "plan",
+        "--slurm",
+        "gpu",
+        "--probe-command",
+        str(probe),
+        "--time",
+        "00:05:00",
+        "-o",
+        str(out),
+        cwd=tmp_path,
+    )
     assert run.returncode == 0, run.stderr
     for script in sorted((out / "slurm").iterdir()):
-        check = subprocess.run(["sbatch", "--test-only", str(script)], env=slurm_cluster.env, cwd=tmp_path, capture_output=True, text=True, timeout=30, check=False)
-        gpus = int(next(line for line in script.read_text().splitlines() if "--gpus-per-node" in line).split("=")[1])
+        check = subprocess.run(
+            ["sbatch", "--test-only", str(script)],
+            env=slurm_cluster.env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        gpus = int(
+            next(
+                line for line in script.read_text().splitlines() if "--gpus-per-node" in line
+            ).split("=")[1]
+        )
         if gpus <= 4:  # the test nodes declare 4 GPUs each
             assert check.returncode == 0, check.stderr
             assert "to start at" in check.stderr
@@ -165,21 +274,52 @@ def test_scontrol_agrees_with_our_hostlists(slurm_cluster: SlurmCluster) -> None
     from resolver.fleet import hostlist
 
     for text in ("n[1-3]", "gpu[001-003,007],login1", "a[098-101]"):
-        names = subprocess.run(["scontrol", "show", "hostnames", text], env=slurm_cluster.env, capture_output=True, text=True, timeout=10, check=True).stdout.split()
+        names = subprocess.run(
+            ["scontrol", "show", "hostnames", text],
+            env=slurm_cluster.env,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.split()
         assert hostlist.expand(text) == names
-        back = subprocess.run(["scontrol", "show", "hostlist", ",".join(names)], env=slurm_cluster.env, capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+        back = subprocess.run(
+            ["scontrol", "show", "hostlist", ",".join(names)],
+            env=slurm_cluster.env,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
         assert hostlist.expand(hostlist.compress(names)) == hostlist.expand(back)
 
 
 def test_drained_node_is_listed_not_asked(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
     probe = _probe_script(tmp_path)
     scontrol = ["scontrol", "update", "nodename=n3"]
-    subprocess.run([*scontrol, "state=drain", "reason=fleet-test"], env=slurm_cluster.env, check=True, timeout=10)
+    subprocess.run(
+        [*scontrol, "state=drain", "reason=fleet-test"],
+        env=slurm_cluster.env,
+        check=True,
+        timeout=10,
+    )
     try:
-        run = _cli(slurm_cluster, "fleet", "plan", "--slurm", "gpu", "--probe-command", str(probe), "--json", cwd=tmp_path)
+        run = _cli(
+            slurm_cluster,
+            "fleet",
+            "plan",
+            "--slurm",
+            "gpu",
+            "--probe-command",
+            str(probe),
+            "--json",
+            cwd=tmp_path,
+        )
     finally:
         subprocess.run([*scontrol, "state=resume"], env=slurm_cluster.env, check=True, timeout=10)
     assert run.returncode == 1, run.stderr
     data = json.loads(run.stdout)
-    assert [(f["name"], f["reason"].split(":")[0]) for f in data["failed"]] == [("n3", "Slurm state drain")]
+    assert [(f["name"], f["reason"].split(":")[0]) for f in data["failed"]] == [
+        ("n3", "Slurm state drain")
+    ]
     assert [g["nodes"] for g in data["groups"]] == ["n[1-2]"]

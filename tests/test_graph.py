@@ -61,5 +61,7 @@ def test_stacks_of_the_newest_release_and_filters() -> None:
     assert "rocm:7.2.3" in sub and "vllm:0.33.0" in sub and "rocm:10.0.0" not in sub
     assert all(a["source"] for _, _, a in sub.edges(data=True))
     only_1250 = graph.subgraph(live, gfx="gfx1250")
-    assert {n for n, a in only_1250.nodes(data=True) if a["type"] == "stack"} >= {"stack:0.33.0:gfx1250"}
+    assert {n for n, a in only_1250.nodes(data=True) if a["type"] == "stack"} >= {
+        "stack:0.33.0:gfx1250"
+    }
     assert not any(n.startswith("image:") for n in only_1250)

@@ -127,7 +127,10 @@ def test_output_file_is_written_atomically_and_stdout_stays_empty(
     result = cli(*MI300X_X8, "--driver", "30.30.3", "--format", fmt, "-o", str(target))
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
-    assert f"wrote the {'compose file' if fmt == 'compose' else 'run command'} to {target}" in result.stderr
+    assert (
+        f"wrote the {'compose file' if fmt == 'compose' else 'run command'} to {target}"
+        in result.stderr
+    )
     _, out = cli_json(*MI300X_X8, "--driver", "30.30.3", "--format", fmt, "-o", str(tmp_path / "j"))
     assert out["output"] == str(tmp_path / "j")
     if fmt == "compose":
@@ -147,7 +150,9 @@ def test_output_into_a_missing_directory_is_bad_input(tmp_path: Path) -> None:
 
 
 def test_no_image_prints_nothing_on_stdout() -> None:
-    result = cli("--gfx", "gfx1030", "--driver", "30.30.3", "--vllm", "<0.28", "--format", "compose")
+    result = cli(
+        "--gfx", "gfx1030", "--driver", "30.30.3", "--vllm", "<0.28", "--format", "compose"
+    )
     assert result.exit_code == 1
     assert result.stdout == ""
     assert result.stderr.startswith("no verified image fits this node")
@@ -300,21 +305,36 @@ def test_digest_asks_the_registry_before_a_stale_cache(shim_images, tmp_path: Pa
     key = f"{shim_images.registry}/vllm/vllm-openai-rocm:v0.24.0"
     DigestCache(cache_dir / "digests.json").put(key, shim_images.mismatched.digest, None)
     code, out = cli_json(
-        *MI300X_X8, "--driver", "30.30.3", "--registry", shim_images.registry, "--digest",
+        *MI300X_X8,
+        "--driver",
+        "30.30.3",
+        "--registry",
+        shim_images.registry,
+        "--digest",
         env={"ROCM_VLLM_CACHE_DIR": str(cache_dir)},
     )
     assert code == 0
     assert out["digest"] == shim_images.official.digest
-    assert out["digest_source"]["cached"] is False and out["digest_source"]["cache_age_seconds"] is None
+    assert (
+        out["digest_source"]["cached"] is False
+        and out["digest_source"]["cache_age_seconds"] is None
+    )
 
 
 @pytest.mark.registry
-def test_digest_of_a_tag_the_registry_denies_is_an_error_not_the_cache(shim_images, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_digest_of_a_tag_the_registry_denies_is_an_error_not_the_cache(
+    shim_images, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     cache_dir = tmp_path / "cache"
     key = f"{shim_images.registry}/vllm/vllm-openai-rocm:v0.19.0"  # v0.19.0 is not pushed
     DigestCache(cache_dir / "digests.json").put(key, "sha256:" + "e" * 64, None)
     result = cli(
-        *MI300X_X8, "--vllm", "0.19.0", "--registry", shim_images.registry, "--digest",
+        *MI300X_X8,
+        "--vllm",
+        "0.19.0",
+        "--registry",
+        shim_images.registry,
+        "--digest",
         env={"ROCM_VLLM_CACHE_DIR": str(cache_dir)},
     )
     assert result.exit_code == 4
@@ -341,7 +361,10 @@ def test_unreachable_registry_pins_from_the_cache_and_says_so(tmp_path: Path) ->
     assert out["digest"] == "sha256:" + "f" * 64
     source = out["digest_source"]
     assert source["cached"] is True and 2 * 3600 <= source["cache_age_seconds"] < 2 * 3600 + 600
-    assert source["cached_at"].endswith("+00:00") and "did not answer" in source["registry_unreachable"]
+    assert (
+        source["cached_at"].endswith("+00:00")
+        and "did not answer" in source["registry_unreachable"]
+    )
     assert "digest-from-cache" in [w["code"] for w in out["warnings"]]
     text = cli(*args, env=env)
     assert text.exit_code == 0

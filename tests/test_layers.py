@@ -71,7 +71,9 @@ def imports() -> nx.DiGraph:
                 if node.level:  # relative import
                     parts = package.split(".")
                     base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
-                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
+                targets = [
+                    f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names
+                ]
             elif isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             for t in targets:
@@ -81,7 +83,9 @@ def imports() -> nx.DiGraph:
 
 
 def place(module: str) -> str:
-    best = max((p for p in PLACES if module == p or module.startswith(p + ".")), key=len, default=None)
+    best = max(
+        (p for p in PLACES if module == p or module.startswith(p + ".")), key=len, default=None
+    )
     assert best is not None, f"{module} has no layer: add it to PLACES (and docs/architecture.md)"
     return PLACES[best]
 

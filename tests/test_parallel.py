@@ -50,7 +50,9 @@ def cpx_node_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_cpx_node_gets_one_tp1_replica_not_tp63(cpx_node_file: Path) -> None:
-    code, out, _ = image_json("--node", str(cpx_node_file), "--driver", "30.30.3", "--model", "org/m")
+    code, out, _ = image_json(
+        "--node", str(cpx_node_file), "--driver", "30.30.3", "--model", "org/m"
+    )
     assert code == 0, out
     assert "--tensor-parallel-size" not in out["run_args"]
     assert serve_args(out) == ["--model", "org/m"]
@@ -70,10 +72,17 @@ def test_cpx_node_gets_one_tp1_replica_not_tp63(cpx_node_file: Path) -> None:
 
 
 def test_cpx_replica_on_a_chosen_partition(cpx_node_file: Path) -> None:
-    code, out, _ = image_json("--node", str(cpx_node_file), "--driver", "30.30.3", "--devices", "5", "--port", "8005")
+    code, out, _ = image_json(
+        "--node", str(cpx_node_file), "--driver", "30.30.3", "--devices", "5", "--port", "8005"
+    )
     assert code == 0
-    assert "HIP_VISIBLE_DEVICES=5" in out["run_args"] and "--tensor-parallel-size" not in out["run_args"]
-    assert out["run_args"][out["run_args"].index("--name") + 1] == "vllm-5"  # replicas do not collide
+    assert (
+        "HIP_VISIBLE_DEVICES=5" in out["run_args"]
+        and "--tensor-parallel-size" not in out["run_args"]
+    )
+    assert (
+        out["run_args"][out["run_args"].index("--name") + 1] == "vllm-5"
+    )  # replicas do not collide
     assert "-p" in out["run_args"] and "8005:8005" in out["run_args"]
 
 
@@ -87,7 +96,11 @@ def test_cpx_refuses_one_replica_across_partitions(cpx_node_file: Path) -> None:
     assert lines[1].startswith("hint: ") and "TP=1 replica per partition" in lines[1]
     assert result.stdout == ""
     node = from_flags(gfx="gfx942", gpus=None, driver=None, os=None, rocm=None, python=None)
-    cpx = replace(node, gpus=tuple(Gpu(gfx="gfx942", partition=Partition(compute="CPX")) for _ in range(8)), logical_gpu_count=8)
+    cpx = replace(
+        node,
+        gpus=tuple(Gpu(gfx="gfx942", partition=Partition(compute="CPX")) for _ in range(8)),
+        logical_gpu_count=8,
+    )
     with pytest.raises(UsageError):
         place(cpx, devices=(0, 1), model=None, hf_cache="/nonexistent")
 
@@ -100,7 +113,11 @@ def test_missing_partition_is_a_problem_in_the_probe() -> None:
 
 
 def test_full_cpx_node_and_one_partition_alone_are_not_problems() -> None:
-    full = [Gpu(gfx="gfx942", unique_id=f"u{d}", partition=Partition(compute="CPX")) for d in range(2) for _ in range(8)]
+    full = [
+        Gpu(gfx="gfx942", unique_id=f"u{d}", partition=Partition(compute="CPX"))
+        for d in range(2)
+        for _ in range(8)
+    ]
     assert partition_problems(full) == []
     # A container given one partition on purpose sees only that one: no peers, no problem.
     assert partition_problems(full[:1]) == []
@@ -113,7 +130,9 @@ def test_full_cpx_node_and_one_partition_alone_are_not_problems() -> None:
 def test_igpu_is_hidden_in_the_run_command() -> None:
     code, out, _ = image_json("--rocminfo", str(IGPU_ROCMINFO), "--driver", "30.30.3")
     assert code == 0, out
-    assert "HIP_VISIBLE_DEVICES=0" in out["run_args"]  # gfx1201 is device 0, the gfx1036 iGPU device 1
+    assert (
+        "HIP_VISIBLE_DEVICES=0" in out["run_args"]
+    )  # gfx1201 is device 0, the gfx1036 iGPU device 1
     assert out["parallel"]["devices"] == [0]
     assert "integrated-gpu-hidden" in [w["code"] for w in out["warnings"]]
 
@@ -137,13 +156,24 @@ def test_igpu_listed_first_is_skipped_by_index() -> None:
 @pytest.mark.parametrize(
     ("gpus", "heads", "kv", "tp"),
     [
-        (8, None, None, 8), (6, None, None, 4), (3, None, None, 2), (1, None, None, 1),
-        (8, 40, None, 8), (8, 28, None, 7), (6, 48, None, 6), (8, 25, None, 5),
+        (8, None, None, 8),
+        (6, None, None, 4),
+        (3, None, None, 2),
+        (1, None, None, 1),
+        (8, 40, None, 8),
+        (8, 28, None, 7),
+        (6, 48, None, 6),
+        (8, 25, None, 5),
         (8, 28, 4, 4),  # Qwen2.5-7B: 7 divides 28 heads, but not 4 KV heads, nor does 4 divide 7
-        (8, 64, 8, 8), (8, 32, 2, 8), (6, 48, 8, 4), (8, 14, 2, 2),
+        (8, 64, 8, 8),
+        (8, 32, 2, 8),
+        (6, 48, 8, 4),
+        (8, 14, 2, 2),
     ],
 )
-def test_tensor_parallel_size_is_one_vllm_accepts(gpus: int, heads: int | None, kv: int | None, tp: int) -> None:
+def test_tensor_parallel_size_is_one_vllm_accepts(
+    gpus: int, heads: int | None, kv: int | None, tp: int
+) -> None:
     assert tensor_parallel_size(gpus, heads, kv) == tp
     if heads:
         assert heads % tp == 0
@@ -160,10 +190,23 @@ def _hf_cache_with(root: Path, model: str, config: dict[str, Any]) -> Path:
 
 
 def test_heads_are_read_from_the_hf_cache_and_size_tp(tmp_path: Path) -> None:
-    cache = _hf_cache_with(tmp_path / "hf", "org/m28", {"num_attention_heads": 28, "num_key_value_heads": 4})
+    cache = _hf_cache_with(
+        tmp_path / "hf", "org/m28", {"num_attention_heads": 28, "num_key_value_heads": 4}
+    )
     config = str(cache / "hub/models--org--m28/snapshots/abc123/config.json")
     assert model_heads("org/m28", str(cache)) == (28, 4, config)
-    code, out, _ = image_json("--gfx", "gfx942", "--gpus", "8", "--driver", "30.30.3", "--model", "org/m28", "--hf-cache", str(cache))
+    code, out, _ = image_json(
+        "--gfx",
+        "gfx942",
+        "--gpus",
+        "8",
+        "--driver",
+        "30.30.3",
+        "--model",
+        "org/m28",
+        "--hf-cache",
+        str(cache),
+    )
     assert code == 0
     assert serve_args(out) == ["--model", "org/m28", "--tensor-parallel-size", "4"]
     assert (out["parallel"]["attention_heads"], out["parallel"]["kv_heads"]) == (28, 4)

@@ -165,7 +165,10 @@ def test_a_stale_cached_digest_never_beats_the_registry(shim_images, tmp_path: P
     DigestCache(tmp_path / "digests.json").put(key, shim_images.mismatched.digest, None)
     got = client(shim_images.registry, tmp_path).resolve(OFFICIAL, "v0.24.0")
     assert (got.digest, got.from_cache) == (shim_images.official.digest, False)
-    assert json.loads((tmp_path / "digests.json").read_text())[key]["digest"] == shim_images.official.digest
+    assert (
+        json.loads((tmp_path / "digests.json").read_text())[key]["digest"]
+        == shim_images.official.digest
+    )
 
 
 @pytest.mark.registry
@@ -282,10 +285,18 @@ def _resolve_against(status: int, headers: dict[str, str], body: bytes) -> str:
 
 
 def test_no_digest_header_hashes_a_real_manifest_body() -> None:
-    manifest = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": []}).encode()
+    manifest = json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.index.v1+json",
+            "manifests": [],
+        }
+    ).encode()
     import hashlib
 
-    digest = _resolve_against(200, {"Content-Type": "application/vnd.oci.image.index.v1+json"}, manifest)
+    digest = _resolve_against(
+        200, {"Content-Type": "application/vnd.oci.image.index.v1+json"}, manifest
+    )
     assert digest == "sha256:" + hashlib.sha256(manifest).hexdigest()
 
 
@@ -293,12 +304,18 @@ def test_no_digest_header_hashes_a_real_manifest_body() -> None:
     ("headers", "body", "message"),
     [
         ({}, b"", "sent no digest and no manifest"),
-        ({"Content-Type": "text/html"}, b"<html>proxy login</html>", "sent no digest and no manifest"),
+        (
+            {"Content-Type": "text/html"},
+            b"<html>proxy login</html>",
+            "sent no digest and no manifest",
+        ),
         ({"Docker-Content-Digest": "sha256:abc;rm -rf /"}, b"", "sent a malformed digest"),
         ({"Location": "file:///etc/passwd"}, b"", "request for .* failed"),
     ],
 )
-def test_broken_answers_are_registry_errors_never_pinned(headers: dict[str, str], body: bytes, message: str) -> None:
+def test_broken_answers_are_registry_errors_never_pinned(
+    headers: dict[str, str], body: bytes, message: str
+) -> None:
     status = 302 if "Location" in headers else 200
     with pytest.raises(RegistryError, match=message) as info:
         _resolve_against(status, headers, body)

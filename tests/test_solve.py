@@ -14,8 +14,16 @@ from resolver.versions import parse_spec
 M = matrix.load()
 
 
-def decide(gfx: str, *, gpus: int | None = None, driver: str | None = None, os: str | None = None,
-           python: str | None = None, rocm: str | None = None, **req: object) -> Decision:
+def decide(
+    gfx: str,
+    *,
+    gpus: int | None = None,
+    driver: str | None = None,
+    os: str | None = None,
+    python: str | None = None,
+    rocm: str | None = None,
+    **req: object,
+) -> Decision:
     node = from_flags(gfx=gfx, gpus=gpus, driver=driver, os=os, rocm=rocm, python=python)
     if isinstance(req.get("vllm"), str):
         req["vllm"] = parse_spec(str(req["vllm"]))
@@ -54,7 +62,12 @@ def test_old_driver_blocks_new_vllm_and_names_window_and_fix() -> None:
     reason = d.host_fix.reasons[0]
     assert reason.code == "driver-window"
     assert "5.7-6.4" in reason.message
-    assert reason.fix is not None and reason.fix.host and reason.fix.value == "6.4" and reason.fix.direction == "upgrade"
+    assert (
+        reason.fix is not None
+        and reason.fix.host
+        and reason.fix.value == "6.4"
+        and reason.fix.direction == "upgrade"
+    )
     assert "upgrade the host's amdgpu driver to 6.4.x" in reason.hint
 
 
@@ -156,7 +169,10 @@ def test_unknown_release_is_unknown_not_unsupported_with_the_fetch_command() -> 
 def test_image_with_unknown_contents_is_not_chosen() -> None:
     d = decide("gfx942", driver="30.30.3", vllm="==0.28.0")
     assert d.verdict == "unknown" and d.plan is None
-    assert {r.code for e in d.rejected for r in e.reasons} == {"artifact-facts-unknown", "release-facts-unknown"}
+    assert {r.code for e in d.rejected for r in e.reasons} == {
+        "artifact-facts-unknown",
+        "release-facts-unknown",
+    }
 
 
 def test_what_the_gpu_lacks_is_a_definite_no_even_for_unknown_releases() -> None:
@@ -184,8 +200,13 @@ def test_inbox_driver_version_is_flagged_unknown() -> None:
 
 def test_node_level_warnings_from_probe_facts() -> None:
     node = Node(
-        gpus=tuple(Gpu(gfx="gfx942", partition=Partition(compute="CPX", memory="NPS4")) for _ in range(64)),
-        gfx_targets=("gfx942",), physical_gpu_count=8, logical_gpu_count=64, driver_version="30.30.3",
+        gpus=tuple(
+            Gpu(gfx="gfx942", partition=Partition(compute="CPX", memory="NPS4")) for _ in range(64)
+        ),
+        gfx_targets=("gfx942",),
+        physical_gpu_count=8,
+        logical_gpu_count=64,
+        driver_version="30.30.3",
     )
     d = solve(M, node, Request())
     assert "cpx-partition" in codes(d)
@@ -232,14 +253,28 @@ def test_host_os_checked_against_the_drivers_rocm_and_gpu_footnotes() -> None:
     assert "os-not-supported" in codes(decide("gfx942", driver="30.20.1", os="centos-7"))
     rdna = decide("gfx1201", driver="30.10.2", os="rhel-8.10")
     w = next(w for w in rdna.warnings if w.code == "os-not-supported-for-gpu")
-    assert "gfx1201" in w.message and "rhel-8.10" in w.message and "compatibility-matrix.rst" in w.source
-    assert not {"os-not-supported", "os-not-supported-for-gpu"} & codes(decide("gfx942", driver="30.30.3", os="ubuntu-22.04"))
+    assert (
+        "gfx1201" in w.message
+        and "rhel-8.10" in w.message
+        and "compatibility-matrix.rst" in w.source
+    )
+    assert not {"os-not-supported", "os-not-supported-for-gpu"} & codes(
+        decide("gfx942", driver="30.30.3", os="ubuntu-22.04")
+    )
 
 
 def test_gpu_footnotes_intersect_and_reach_rocm_7_2() -> None:
-    w = next(w for w in decide("gfx950", driver="30.30.3", os="rhel-8.10").warnings if w.code == "os-not-supported-for-gpu")
+    w = next(
+        w
+        for w in decide("gfx950", driver="30.30.3", os="rhel-8.10").warnings
+        if w.code == "os-not-supported-for-gpu"
+    )
     assert "ROCm 7.2.0" in w.message and "rhel-8.10" not in w.message.split(";")[0]
-    older = next(w for w in decide("gfx950", driver="30.20.1", os="rocky-9").warnings if w.code == "os-not-supported-for-gpu")
+    older = next(
+        w
+        for w in decide("gfx950", driver="30.20.1", os="rocky-9").warnings
+        if w.code == "os-not-supported-for-gpu"
+    )
     # 7.1.0's footnotes together leave neither Rocky 9 nor Debian 12 for gfx950.
     allowed = older.message.split(" only on ")[1].split(";")[0]
     assert "rocky-9" not in allowed and "debian-12" not in allowed and "ubuntu-24.04.3" in allowed
@@ -248,10 +283,14 @@ def test_gpu_footnotes_intersect_and_reach_rocm_7_2() -> None:
 def test_strix_halo_kernel_floor_and_unified_memory() -> None:
     """issue 11, item 10: AMD documents Ryzen AI Max (gfx1151) on Ubuntu 24.04.4 with the OEM 6.17 kernel
     and on Ubuntu 26.04 (7.0); the node's kernel is checked against it, and APUs get GTT sizing advice."""
+
     def node(os: str | None, kernel: str | None) -> Node:
         from dataclasses import replace
 
-        return replace(from_flags(gfx="gfx1151", gpus=None, driver=None, os=os, rocm=None, python="3.12"), kernel=kernel)
+        return replace(
+            from_flags(gfx="gfx1151", gpus=None, driver=None, os=os, rocm=None, python="3.12"),
+            kernel=kernel,
+        )
 
     old = solve(M, node("ubuntu-24.04", "6.8.0-45-generic"), Request())
     w = next(w for w in old.warnings if w.code == "kernel-too-old")
@@ -259,7 +298,9 @@ def test_strix_halo_kernel_floor_and_unified_memory() -> None:
     assert old.verdict == "supported_with_warnings"
     ok = solve(M, node("ubuntu-24.04", "6.17.0-1008-oem"), Request())
     assert "kernel-too-old" not in codes(ok)
-    assert "kernel-too-old" not in codes(solve(M, node("ubuntu-26.04", "7.0.0-10-generic"), Request()))
+    assert "kernel-too-old" not in codes(
+        solve(M, node("ubuntu-26.04", "7.0.0-10-generic"), Request())
+    )
     other = solve(M, node("rhel-9.4", "5.14.0-427.el9.x86_64"), Request())
     assert "os-unlisted-for-gpu" in codes(other)
     unknown = solve(M, node("ubuntu-24.04", None), Request())

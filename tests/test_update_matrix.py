@@ -70,4 +70,8 @@ def test_fold_replaces_a_record_in_place(tmp_path: Path) -> None:
     changed = {**NEW, "version": "0.32.0", "note": "re-read"}
     text = script.fold(data / "vllm.toml", "vllm.toml", [changed])
     assert text.count('version = "0.32.0"') == 1 and 'note = "re-read"' in text
-    assert text.index('version = "0.31.0"') < text.index('version = "0.32.0"') < text.index('version = "0.33.0"')
+    assert (
+        text.index('version = "0.31.0"')
+        < text.index('version = "0.32.0"')
+        < text.index('version = "0.33.0"')
+    )

@@ -21,7 +21,13 @@ from resolver.versions import (
 
 @pytest.mark.parametrize(
     ("text", "series"),
-    [("30.30.3", "30.30"), ("6.1.3", "6.1"), ("6.4", "6.4"), ("6.10.5-2119913.22.04", "6.10"), ("31.40.1", "31.40")],
+    [
+        ("30.30.3", "30.30"),
+        ("6.1.3", "6.1"),
+        ("6.4", "6.4"),
+        ("6.10.5-2119913.22.04", "6.10"),
+        ("31.40.1", "31.40"),
+    ],
 )
 def test_driver_series(text: str, series: str) -> None:
     assert driver_series(text) == series
@@ -49,7 +55,14 @@ def test_os_and_python_and_gfx() -> None:
 
 @given(st.text(max_size=40))
 def test_parsers_raise_only_input_errors(text: str) -> None:
-    for parse in (driver_series, parse_spec, split_os, python_minor, check_gfx_name, lambda t: parse_version(t, what="--rocm")):
+    for parse in (
+        driver_series,
+        parse_spec,
+        split_os,
+        python_minor,
+        check_gfx_name,
+        lambda t: parse_version(t, what="--rocm"),
+    ):
         try:
             parse(text)
         except InputError as exc:

@@ -24,7 +24,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings=HELP,
 )
-matrix_app = typer.Typer(help="Inspect, check and update the compatibility data.", no_args_is_help=True, context_settings=HELP)
+matrix_app = typer.Typer(
+    help="Inspect, check and update the compatibility data.",
+    no_args_is_help=True,
+    context_settings=HELP,
+)
 app.add_typer(matrix_app, name="matrix")
 
 for module in (check, probe, image, dockerfile, fleet, matrix_cmd, refresh):
@@ -39,7 +43,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version."
+    ),
 ) -> None:
     """Can this AMD GPU node run vLLM, and exactly how?"""
 
@@ -55,8 +61,15 @@ def main() -> None:
         # Click keeps the last of a repeated option: `--node a.json --node b.json` would decide
         # for b alone and say nothing. One node per command; many nodes are a fleet.
         name, values = repeated
-        print(f"error: {name} given {len(values)} times ({', '.join(values)}); a command decides for one value", file=sys.stderr)
-        hint = "for many nodes: rocm-vllm fleet plan FILE... (see `rocm-vllm fleet plan --help`)" if name in ("--node", "--rocminfo", "--example") else f"give {name} once"
+        print(
+            f"error: {name} given {len(values)} times ({', '.join(values)}); a command decides for one value",
+            file=sys.stderr,
+        )
+        hint = (
+            "for many nodes: rocm-vllm fleet plan FILE... (see `rocm-vllm fleet plan --help`)"
+            if name in ("--node", "--rocminfo", "--example")
+            else f"give {name} once"
+        )
         print(f"hint: {hint}", file=sys.stderr)
         sys.exit(2)
 
@@ -83,14 +96,30 @@ def main() -> None:
 
         report = crash.save_report(bug, sys.argv)
         print(f"error: internal error ({crash.one_line(bug)})", file=sys.stderr)
-        where = f"a crash report is saved in {report}" if report else "no crash report could be saved"
-        print(f"hint: this is a bug in rocm-vllm; {where}: please attach it to an issue", file=sys.stderr)
+        where = (
+            f"a crash report is saved in {report}" if report else "no crash report could be saved"
+        )
+        print(
+            f"hint: this is a bug in rocm-vllm; {where}: please attach it to an issue",
+            file=sys.stderr,
+        )
         sys.exit(crash.EXIT_INTERNAL)
     sys.exit(code if isinstance(code, int) else 0)
 
 
 # Options that take one value: giving one twice is refused rather than silently keeping the last.
-SINGLE_VALUED = ("--node", "--rocminfo", "--example", "--gfx", "--gpus", "--driver", "--os", "--rocm", "--python", "--vllm")
+SINGLE_VALUED = (
+    "--node",
+    "--rocminfo",
+    "--example",
+    "--gfx",
+    "--gpus",
+    "--driver",
+    "--os",
+    "--rocm",
+    "--python",
+    "--vllm",
+)
 
 
 def _repeated(argv: list[str]) -> tuple[str, list[str]] | None:

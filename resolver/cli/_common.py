@@ -57,22 +57,48 @@ def completer(*values: str) -> Callable[[str], list[str]]:
 GfxOpt = Annotated[
     str | None,
     typer.Option(
-        "--gfx", help="gfx target(s), comma-separated: gfx942 or gfx942,gfx950.", rich_help_panel=NODE_PANEL, autocompletion=complete_gfx
+        "--gfx",
+        help="gfx target(s), comma-separated: gfx942 or gfx942,gfx950.",
+        rich_help_panel=NODE_PANEL,
+        autocompletion=complete_gfx,
     ),
 ]
-GpusOpt = Annotated[int | None, typer.Option("--gpus", help="Number of GPUs vLLM may use.", rich_help_panel=NODE_PANEL)]
-DriverOpt = Annotated[
-    str | None, typer.Option("--driver", help="amdgpu driver version, e.g. 30.30.3 or 6.4.1.", rich_help_panel=NODE_PANEL)
+GpusOpt = Annotated[
+    int | None,
+    typer.Option("--gpus", help="Number of GPUs vLLM may use.", rich_help_panel=NODE_PANEL),
 ]
-OsOpt = Annotated[str | None, typer.Option("--os", help="Host OS as ID-VERSION, e.g. ubuntu-22.04.", rich_help_panel=NODE_PANEL)]
-RocmOpt = Annotated[str | None, typer.Option("--rocm", help="ROCm installed on the host, e.g. 7.2.3.", rich_help_panel=NODE_PANEL)]
-PythonOpt = Annotated[str | None, typer.Option("--python", help="Host Python for wheels, e.g. 3.12.", rich_help_panel=NODE_PANEL)]
+DriverOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--driver", help="amdgpu driver version, e.g. 30.30.3 or 6.4.1.", rich_help_panel=NODE_PANEL
+    ),
+]
+OsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--os", help="Host OS as ID-VERSION, e.g. ubuntu-22.04.", rich_help_panel=NODE_PANEL
+    ),
+]
+RocmOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--rocm", help="ROCm installed on the host, e.g. 7.2.3.", rich_help_panel=NODE_PANEL
+    ),
+]
+PythonOpt = Annotated[
+    str | None,
+    typer.Option("--python", help="Host Python for wheels, e.g. 3.12.", rich_help_panel=NODE_PANEL),
+]
 # Lists, so that a repeated flag is seen and refused (click keeps the last value silently).
 NodeFileOpt = Annotated[
-    list[Path] | None, typer.Option("--node", help="Probe JSON written by `rocm-vllm probe --json`.", rich_help_panel=NODE_PANEL)
+    list[Path] | None,
+    typer.Option(
+        "--node", help="Probe JSON written by `rocm-vllm probe --json`.", rich_help_panel=NODE_PANEL
+    ),
 ]
 RocminfoOpt = Annotated[
-    list[Path] | None, typer.Option("--rocminfo", help="A saved `rocminfo` output.", rich_help_panel=NODE_PANEL)
+    list[Path] | None,
+    typer.Option("--rocminfo", help="A saved `rocminfo` output.", rich_help_panel=NODE_PANEL),
 ]
 ExampleOpt = Annotated[
     list[str] | None,
@@ -83,7 +109,9 @@ ExampleOpt = Annotated[
         autocompletion=complete_example,
     ),
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output (stable schema, see docs/).")]
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Machine-readable output (stable schema, see docs/).")
+]
 
 
 def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
@@ -135,11 +163,31 @@ def resolve_node(
     rocminfo_path: Path | None = _only_one("--rocminfo", rocminfo)
     example_name: str | None = _only_one("--example", example)
 
-    sources = [name for name, value in (("--node", node_path), ("--rocminfo", rocminfo_path), ("--example", example_name)) if value]
+    sources = [
+        name
+        for name, value in (
+            ("--node", node_path),
+            ("--rocminfo", rocminfo_path),
+            ("--example", example_name),
+        )
+        if value
+    ]
     if len(sources) > 1:
-        raise UsageError(f"{' and '.join(sources)} both describe the node", hint="give only one of --node, --rocminfo, --example")
-    flags: dict[str, Any] = {"gfx": gfx, "gpus": gpus, "driver": driver, "os": os_id, "rocm": rocm, "python": python}
-    flag_node = node_mod.from_flags(gfx=gfx, gpus=gpus, driver=driver, os=os_id, rocm=rocm, python=python)
+        raise UsageError(
+            f"{' and '.join(sources)} both describe the node",
+            hint="give only one of --node, --rocminfo, --example",
+        )
+    flags: dict[str, Any] = {
+        "gfx": gfx,
+        "gpus": gpus,
+        "driver": driver,
+        "os": os_id,
+        "rocm": rocm,
+        "python": python,
+    }
+    flag_node = node_mod.from_flags(
+        gfx=gfx, gpus=gpus, driver=driver, os=os_id, rocm=rocm, python=python
+    )
     if node_path is not None:
         base = node_mod.read_node_file(node_path)
     elif rocminfo_path is not None:
@@ -168,7 +216,7 @@ def _only_one(flag: str, value: object) -> Any:
         shown = " ".join(f"{flag} {v}" for v in values)
         raise UsageError(
             f"{shown}: one command decides for one node, and {flag} was given {len(values)} times",
-            hint=f"run the command once per node (for f in a.json b.json; do rocm-vllm check {flag} \"$f\"; done); "
+            hint=f'run the command once per node (for f in a.json b.json; do rocm-vllm check {flag} "$f"; done); '
             "deciding for a fleet in one run is not supported yet",
         )
     return values[0] if values else None

@@ -39,22 +39,39 @@ def check(
     rocminfo: RocminfoOpt = None,
     example: ExampleOpt = None,
     vllm: Annotated[
-        str | None, typer.Option("--vllm", help="vLLM version or PEP 440 spec (default: newest that fits).", rich_help_panel=REQUEST_PANEL)
+        str | None,
+        typer.Option(
+            "--vllm",
+            help="vLLM version or PEP 440 spec (default: newest that fits).",
+            rich_help_panel=REQUEST_PANEL,
+        ),
     ] = None,
     quantization: Annotated[
-        str | None, typer.Option("--quantization", help="fp8, mxfp4, awq, gptq, ...", rich_help_panel=REQUEST_PANEL)
+        str | None,
+        typer.Option(
+            "--quantization", help="fp8, mxfp4, awq, gptq, ...", rich_help_panel=REQUEST_PANEL
+        ),
     ] = None,
     kv_cache_dtype: Annotated[
-        str | None, typer.Option("--kv-cache-dtype", help="auto, fp8, fp8_e4m3, fp8_e5m2.", rich_help_panel=REQUEST_PANEL)
+        str | None,
+        typer.Option(
+            "--kv-cache-dtype", help="auto, fp8, fp8_e4m3, fp8_e5m2.", rich_help_panel=REQUEST_PANEL
+        ),
     ] = None,
     prefer: Annotated[
-        str | None, typer.Option("--prefer", help="image, wheel or source.", rich_help_panel=REQUEST_PANEL)
+        str | None,
+        typer.Option("--prefer", help="image, wheel or source.", rich_help_panel=REQUEST_PANEL),
     ] = None,
     json_out: JsonOpt = False,
     explain: Annotated[
-        bool, typer.Option("--explain", "-e", help="Why, step by step: the facts with their sources, then hints.")
+        bool,
+        typer.Option(
+            "--explain", "-e", help="Why, step by step: the facts with their sources, then hints."
+        ),
     ] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List every rejected candidate.")] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="List every rejected candidate.")
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict.")] = False,
 ) -> None:
     """Decide whether the node can run vLLM and how (exit 0: yes, 1: no, 2: bad input)."""
@@ -64,11 +81,20 @@ def check(
     from resolver.versions import parse_spec
 
     if prefer is not None and prefer not in KINDS:
-        raise UsageError(f"--prefer {prefer!r} is not a path kind", hint="use --prefer image, wheel or source")
+        raise UsageError(
+            f"--prefer {prefer!r} is not a path kind", hint="use --prefer image, wheel or source"
+        )
     m = matrix.load()
     node = resolve_node(
-        gfx=gfx, gpus=gpus, driver=driver, os_id=os_id, rocm=rocm, python=python,
-        node_file=node_file, rocminfo=rocminfo, example=example,
+        gfx=gfx,
+        gpus=gpus,
+        driver=driver,
+        os_id=os_id,
+        rocm=rocm,
+        python=python,
+        node_file=node_file,
+        rocminfo=rocminfo,
+        example=example,
     )
     request = Request(
         vllm=parse_spec(vllm) if vllm else None,
@@ -98,7 +124,10 @@ def check(
     else:
         from resolver.explain import render
 
-        typer.echo(render(decision, m, color=use_color(), verbose=verbose, width=terminal_width()), nl=False)
+        typer.echo(
+            render(decision, m, color=use_color(), verbose=verbose, width=terminal_width()),
+            nl=False,
+        )
     raise typer.Exit(decision.exit_code)
 
 

@@ -40,20 +40,32 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         rocminfo: RocminfoOpt = None,
         example: ExampleOpt = None,
         vllm: Annotated[
-            str | None, typer.Option("--vllm", help="vLLM release to build, e.g. 0.10.0 (default: newest that fits).")
+            str | None,
+            typer.Option(
+                "--vllm", help="vLLM release to build, e.g. 0.10.0 (default: newest that fits)."
+            ),
         ] = None,
         vllm_repo: Annotated[
-            str | None, typer.Option("--vllm-repo", help="Build vLLM from this GitHub fork (owner/name).")
+            str | None,
+            typer.Option("--vllm-repo", help="Build vLLM from this GitHub fork (owner/name)."),
         ] = None,
         vllm_ref: Annotated[
             str | None, typer.Option("--vllm-ref", help="Build vLLM at this branch, tag or commit.")
         ] = None,
         output: Annotated[
-            Path | None, typer.Option("-o", "--output", help="Write the Dockerfile here (atomically) instead of stdout.")
+            Path | None,
+            typer.Option(
+                "-o", "--output", help="Write the Dockerfile here (atomically) instead of stdout."
+            ),
         ] = None,
         json_out: JsonOpt = False,
         dry_run: Annotated[
-            bool, typer.Option("--dry-run", help="With --build: print the Dockerfile, do not build.", rich_help_panel=BUILD_PANEL)
+            bool,
+            typer.Option(
+                "--dry-run",
+                help="With --build: print the Dockerfile, do not build.",
+                rich_help_panel=BUILD_PANEL,
+            ),
         ] = False,
         max_jobs: Annotated[
             int | None,
@@ -73,20 +85,34 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             ),
         ] = None,
         build: Annotated[
-            bool, typer.Option("--build", help="Build the image through the Docker Engine.", rich_help_panel=BUILD_PANEL)
+            bool,
+            typer.Option(
+                "--build",
+                help="Build the image through the Docker Engine.",
+                rich_help_panel=BUILD_PANEL,
+            ),
         ] = False,
         tag: Annotated[
-            str | None, typer.Option("--tag", help="Image name:tag for --build.", rich_help_panel=BUILD_PANEL)
+            str | None,
+            typer.Option("--tag", help="Image name:tag for --build.", rich_help_panel=BUILD_PANEL),
         ] = None,
         stack: Annotated[
             str | None,
-            typer.Option("--stack", help="The release's ROCm stack to build, e.g. rocm72 (default: the one the host's driver runs)."),
+            typer.Option(
+                "--stack",
+                help="The release's ROCm stack to build, e.g. rocm72 (default: the one the host's driver runs).",
+            ),
         ] = None,
         allow_preview: Annotated[
-            bool, typer.Option("--allow-preview", help="Build a stack whose ROCm is a nightly/preview.")
+            bool,
+            typer.Option("--allow-preview", help="Build a stack whose ROCm is a nightly/preview."),
         ] = False,
         allow_moving_refs: Annotated[
-            bool, typer.Option("--allow-moving-refs", help="Build a stack whose upstream pins name a branch (not reproducible).")
+            bool,
+            typer.Option(
+                "--allow-moving-refs",
+                help="Build a stack whose upstream pins name a branch (not reproducible).",
+            ),
         ] = False,
         allow_any_base_image: Annotated[
             bool,
@@ -101,8 +127,15 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         from resolver import matrix as matrix_mod
 
         node = resolve_node(
-            gfx=gfx, gpus=gpus, driver=driver, os_id=os_id, rocm=rocm, python=python,
-            node_file=node_file, rocminfo=rocminfo, example=example,
+            gfx=gfx,
+            gpus=gpus,
+            driver=driver,
+            os_id=os_id,
+            rocm=rocm,
+            python=python,
+            node_file=node_file,
+            rocminfo=rocminfo,
+            example=example,
         )
         m = matrix_mod.load()
         if vllm:
@@ -112,8 +145,16 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             release, picked = df.pick(m, node)
             chosen = df.choose_stack(m, node, release, stack) if stack or picked is None else picked
         plan = df.plan_dockerfile(
-            m, node, release, vllm_repo=vllm_repo, vllm_ref=vllm_ref, max_jobs=max_jobs, stack=chosen,
-            allow_preview=allow_preview, allow_moving_refs=allow_moving_refs, registry_mirror=registry_mirror,
+            m,
+            node,
+            release,
+            vllm_repo=vllm_repo,
+            vllm_ref=vllm_ref,
+            max_jobs=max_jobs,
+            stack=chosen,
+            allow_preview=allow_preview,
+            allow_moving_refs=allow_moving_refs,
+            registry_mirror=registry_mirror,
             allow_any_base=allow_any_base_image,
         )
         image_tag = df.image_tag(plan, tag)  # checked now, so a bad --tag fails before any output

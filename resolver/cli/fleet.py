@@ -15,11 +15,18 @@ OUT_PANEL = "Output"
 
 InputsArg = Annotated[
     list[str] | None,
-    typer.Argument(help="Probe JSON files (`rocm-vllm probe --json` on each node), directories of them, or globs.", show_default=False),
+    typer.Argument(
+        help="Probe JSON files (`rocm-vllm probe --json` on each node), directories of them, or globs.",
+        show_default=False,
+    ),
 ]
 SlurmOpt = Annotated[
     str | None,
-    typer.Option("--slurm", help="Probe every node of a Slurm partition or node list through srun (gpu, gpu[001-128], partition=gpu).", rich_help_panel=INPUT_PANEL),
+    typer.Option(
+        "--slurm",
+        help="Probe every node of a Slurm partition or node list through srun (gpu, gpu[001-128], partition=gpu).",
+        rich_help_panel=INPUT_PANEL,
+    ),
 ]
 KubeOpt = Annotated[
     str | None,
@@ -31,19 +38,37 @@ KubeOpt = Annotated[
 ]
 ProbeCmdOpt = Annotated[
     str | None,
-    typer.Option("--probe-command", help="What srun runs on each node (default: rocm-vllm probe --json).", rich_help_panel=INPUT_PANEL),
+    typer.Option(
+        "--probe-command",
+        help="What srun runs on each node (default: rocm-vllm probe --json).",
+        rich_help_panel=INPUT_PANEL,
+    ),
 ]
 TimeoutOpt = Annotated[
-    float, typer.Option("--timeout", help="Seconds the whole srun fan-out may take.", rich_help_panel=INPUT_PANEL)
+    float,
+    typer.Option(
+        "--timeout", help="Seconds the whole srun fan-out may take.", rich_help_panel=INPUT_PANEL
+    ),
 ]
 
 
-def _reports(inputs: list[str] | None, slurm: str | None, kube: str | None, probe_command: str | None, timeout: float) -> list[Any]:
+def _reports(
+    inputs: list[str] | None,
+    slurm: str | None,
+    kube: str | None,
+    probe_command: str | None,
+    timeout: float,
+) -> list[Any]:
     from resolver.errors import InputError, UsageError
 
-    given = [name for name, value in (("files", inputs), ("--slurm", slurm), ("--kube", kube)) if value]
+    given = [
+        name for name, value in (("files", inputs), ("--slurm", slurm), ("--kube", kube)) if value
+    ]
     if not given:
-        raise UsageError("no nodes given", hint="give probe JSON files or a directory, --slurm PARTITION|NODELIST, or --kube FILE|-")
+        raise UsageError(
+            "no nodes given",
+            hint="give probe JSON files or a directory, --slurm PARTITION|NODELIST, or --kube FILE|-",
+        )
     if probe_command is not None and not slurm:
         raise UsageError("--probe-command is for --slurm", hint="add --slurm PARTITION|NODELIST")
     reports: list[Any] = []
@@ -54,17 +79,25 @@ def _reports(inputs: list[str] | None, slurm: str | None, kube: str | None, prob
     if slurm:
         from resolver.fleet import slurm as slurm_mod
 
-        reports += slurm_mod.gather(slurm, probe=slurm_mod.probe_command(probe_command), timeout=timeout)
+        reports += slurm_mod.gather(
+            slurm, probe=slurm_mod.probe_command(probe_command), timeout=timeout
+        )
     if kube:
         from resolver.fleet.kube import cluster_nodes, read_nodes
 
         if kube == "-":
             text, where = sys.stdin.read(_MAX_NODE_LIST + 1), "stdin"
             if len(text) > _MAX_NODE_LIST:
-                raise InputError("--kube -: more than 64 MiB on stdin", hint="give the output of `kubectl get nodes -o json`")
+                raise InputError(
+                    "--kube -: more than 64 MiB on stdin",
+                    hint="give the output of `kubectl get nodes -o json`",
+                )
         elif kube == "kubectl":
             if Path(kube).exists():
-                raise UsageError("--kube kubectl: a file named kubectl is here too", hint="write --kube ./kubectl for the file")
+                raise UsageError(
+                    "--kube kubectl: a file named kubectl is here too",
+                    hint="write --kube ./kubectl for the file",
+                )
             text, where = cluster_nodes(), "kubectl get nodes"
         else:
             from resolver import bounded  # only here: keep CLI start-up free of it
@@ -74,7 +107,10 @@ def _reports(inputs: list[str] | None, slurm: str | None, kube: str | None, prob
                 # Regular files only, size-capped: a FIFO or /dev/zero must not hang the plan.
                 text, where = bounded.read_text(path, _MAX_NODE_LIST), str(path)
             except (OSError, UnicodeDecodeError) as exc:
-                raise InputError(f"--kube {kube}: cannot read it ({getattr(exc, 'strerror', None) or type(exc).__name__})", hint="save it with `kubectl get nodes -o json > nodes.json`") from None
+                raise InputError(
+                    f"--kube {kube}: cannot read it ({getattr(exc, 'strerror', None) or type(exc).__name__})",
+                    hint="save it with `kubectl get nodes -o json > nodes.json`",
+                ) from None
         reports += read_nodes(text, where=where)
     return reports
 
@@ -83,7 +119,10 @@ _MAX_NODE_LIST = 64 * 1024 * 1024  # kubectl's node list for thousands of nodes 
 
 
 def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
-    fleet_app = typer.Typer(help="Many nodes: group them, plan once per group, write sbatch scripts and manifests.", no_args_is_help=True)
+    fleet_app = typer.Typer(
+        help="Many nodes: group them, plan once per group, write sbatch scripts and manifests.",
+        no_args_is_help=True,
+    )
     app.add_typer(fleet_app, name="fleet")
 
     @fleet_app.command("plan")
@@ -94,20 +133,100 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         kube: KubeOpt = None,
         probe_command: ProbeCmdOpt = None,
         timeout: TimeoutOpt = 120.0,
-        vllm: Annotated[str | None, typer.Option("--vllm", help="vLLM version or PEP 440 spec (default: newest that fits).")] = None,
-        driver: Annotated[str | None, typer.Option("--driver", help="amdgpu driver release (e.g. 30.30.3) for nodes whose report does not name one (live probes read only the kernel module version).", rich_help_panel=INPUT_PANEL)] = None,
-        digest: Annotated[bool, typer.Option("--digest", help="Pin each group's image to its manifest digest (asks the registry once per image).", rich_help_panel=OUT_PANEL)] = False,
-        registry: Annotated[str | None, typer.Option("--registry", envvar="ROCM_VLLM_REGISTRY", help="Registry or mirror base URL for the images (default: Docker Hub).", rich_help_panel=OUT_PANEL)] = None,
-        out_dir: Annotated[Path | None, typer.Option("--output", "-o", help="Write fleet.json, fleet.txt, slurm/*.sbatch and kubernetes/*.yaml here (all or nothing).", rich_help_panel=OUT_PANEL)] = None,
-        force: Annotated[bool, typer.Option("--force", help="Replace a non-empty -o directory.", rich_help_panel=OUT_PANEL)] = False,
-        engine: Annotated[str, typer.Option("--engine", help="Container engine in the batch scripts: docker, podman, apptainer, singularity.", rich_help_panel=OUT_PANEL)] = "docker",
-        model: Annotated[str | None, typer.Option("--model", help="Model the servers load (Hugging Face id or path).", rich_help_panel=OUT_PANEL)] = None,
-        port: Annotated[int, typer.Option("--port", help="Port vLLM serves on.", rich_help_panel=OUT_PANEL)] = 8000,
-        constraint: Annotated[str | None, typer.Option("--constraint", help="sbatch --constraint (node features) instead of the group's node list.", rich_help_panel=OUT_PANEL)] = None,
-        partition: Annotated[str | None, typer.Option("--partition", help="sbatch --partition.", rich_help_panel=OUT_PANEL)] = None,
-        time_limit: Annotated[str, typer.Option("--time", help="sbatch --time.", rich_help_panel=OUT_PANEL)] = "04:00:00",
-        shm_size: Annotated[str, typer.Option("--shm-size", help="/dev/shm size in the pods (Kubernetes quantity).", rich_help_panel=OUT_PANEL)] = "16Gi",
-        namespace: Annotated[str | None, typer.Option("--namespace", help="Namespace of the manifests.", rich_help_panel=OUT_PANEL)] = None,
+        vllm: Annotated[
+            str | None,
+            typer.Option(
+                "--vllm", help="vLLM version or PEP 440 spec (default: newest that fits)."
+            ),
+        ] = None,
+        driver: Annotated[
+            str | None,
+            typer.Option(
+                "--driver",
+                help="amdgpu driver release (e.g. 30.30.3) for nodes whose report does not name one (live probes read only the kernel module version).",
+                rich_help_panel=INPUT_PANEL,
+            ),
+        ] = None,
+        digest: Annotated[
+            bool,
+            typer.Option(
+                "--digest",
+                help="Pin each group's image to its manifest digest (asks the registry once per image).",
+                rich_help_panel=OUT_PANEL,
+            ),
+        ] = False,
+        registry: Annotated[
+            str | None,
+            typer.Option(
+                "--registry",
+                envvar="ROCM_VLLM_REGISTRY",
+                help="Registry or mirror base URL for the images (default: Docker Hub).",
+                rich_help_panel=OUT_PANEL,
+            ),
+        ] = None,
+        out_dir: Annotated[
+            Path | None,
+            typer.Option(
+                "--output",
+                "-o",
+                help="Write fleet.json, fleet.txt, slurm/*.sbatch and kubernetes/*.yaml here (all or nothing).",
+                rich_help_panel=OUT_PANEL,
+            ),
+        ] = None,
+        force: Annotated[
+            bool,
+            typer.Option(
+                "--force", help="Replace a non-empty -o directory.", rich_help_panel=OUT_PANEL
+            ),
+        ] = False,
+        engine: Annotated[
+            str,
+            typer.Option(
+                "--engine",
+                help="Container engine in the batch scripts: docker, podman, apptainer, singularity.",
+                rich_help_panel=OUT_PANEL,
+            ),
+        ] = "docker",
+        model: Annotated[
+            str | None,
+            typer.Option(
+                "--model",
+                help="Model the servers load (Hugging Face id or path).",
+                rich_help_panel=OUT_PANEL,
+            ),
+        ] = None,
+        port: Annotated[
+            int, typer.Option("--port", help="Port vLLM serves on.", rich_help_panel=OUT_PANEL)
+        ] = 8000,
+        constraint: Annotated[
+            str | None,
+            typer.Option(
+                "--constraint",
+                help="sbatch --constraint (node features) instead of the group's node list.",
+                rich_help_panel=OUT_PANEL,
+            ),
+        ] = None,
+        partition: Annotated[
+            str | None,
+            typer.Option("--partition", help="sbatch --partition.", rich_help_panel=OUT_PANEL),
+        ] = None,
+        time_limit: Annotated[
+            str, typer.Option("--time", help="sbatch --time.", rich_help_panel=OUT_PANEL)
+        ] = "04:00:00",
+        shm_size: Annotated[
+            str,
+            typer.Option(
+                "--shm-size",
+                help="/dev/shm size in the pods (Kubernetes quantity).",
+                rich_help_panel=OUT_PANEL,
+            ),
+        ] = "16Gi",
+        namespace: Annotated[
+            str | None,
+            typer.Option(
+                "--namespace", help="Namespace of the manifests.", rich_help_panel=OUT_PANEL
+            ),
+        ] = None,
         json_out: JsonOpt = False,
     ) -> None:
         """Group nodes by fingerprint, decide each group once, and say how the rest join the main
@@ -121,8 +240,13 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
 
         opts = Options(
             engine=engine,  # type: ignore[arg-type]  # checked by Options.check
-            model=model, port=port, constraint=constraint, partition=partition,
-            time=time_limit, shm_size=shm_size, namespace=namespace,
+            model=model,
+            port=port,
+            constraint=constraint,
+            partition=partition,
+            time=time_limit,
+            shm_size=shm_size,
+            namespace=namespace,
         )
         opts.check()
         if driver is not None:
@@ -149,7 +273,11 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
                 from resolver.images import image_ref
 
                 for g in fleet.groups:
-                    if g.image is not None and g.image.plan is not None and g.image.plan.candidate.image is not None:
+                    if (
+                        g.image is not None
+                        and g.image.plan is not None
+                        and g.image.plan.candidate.image is not None
+                    ):
                         g.ref = image_ref(g.image.plan.candidate.image, reg)
         if out_dir is not None:
             write_dir(out_dir, render_all(m, fleet, opts), force=force)
@@ -163,17 +291,31 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         else:
             typer.echo(render_text(fleet), nl=False)
         if out_dir is not None and not json_out:
-            typer.echo(f"\nwrote {out_dir}: fleet.json, fleet.txt, slurm/*.sbatch, kubernetes/*.yaml")
+            typer.echo(
+                f"\nwrote {out_dir}: fleet.json, fleet.txt, slurm/*.sbatch, kubernetes/*.yaml"
+            )
         raise typer.Exit(fleet.exit_code)
 
     @fleet_app.command("gather")
     @handle_errors
     def gather(
-        slurm: Annotated[str, typer.Option("--slurm", help="A Slurm partition or node list (gpu, gpu[001-128], partition=gpu).")],
-        out_dir: Annotated[Path, typer.Option("--output", "-o", help="Directory for NODE.json reports (all or nothing).")],
+        slurm: Annotated[
+            str,
+            typer.Option(
+                "--slurm", help="A Slurm partition or node list (gpu, gpu[001-128], partition=gpu)."
+            ),
+        ],
+        out_dir: Annotated[
+            Path,
+            typer.Option(
+                "--output", "-o", help="Directory for NODE.json reports (all or nothing)."
+            ),
+        ],
         probe_command: ProbeCmdOpt = None,
         timeout: TimeoutOpt = 120.0,
-        force: Annotated[bool, typer.Option("--force", help="Replace a non-empty -o directory.")] = False,
+        force: Annotated[
+            bool, typer.Option("--force", help="Replace a non-empty -o directory.")
+        ] = False,
         json_out: JsonOpt = False,
     ) -> None:
         """Run `probe --json` on every node through srun and save each node's report (exit 0: all
@@ -183,21 +325,42 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         from resolver.fleet import slurm as slurm_mod
         from resolver.fleet.artifacts import write_dir
 
-        reports = slurm_mod.gather(slurm, probe=slurm_mod.probe_command(probe_command), timeout=timeout)
+        reports = slurm_mod.gather(
+            slurm, probe=slurm_mod.probe_command(probe_command), timeout=timeout
+        )
         files: dict[str, str] = {}
         for r in reports:
             if r.node is not None:
                 from resolver import __version__
 
-                data = {**r.node.to_json(), "hostname": r.name, "tool": {"name": "rocm-vllm", "version": __version__}}
+                data = {
+                    **r.node.to_json(),
+                    "hostname": r.name,
+                    "tool": {"name": "rocm-vllm", "version": __version__},
+                }
                 files[f"{r.name}.json"] = json.dumps(data, indent=2) + "\n"
         failed = [r for r in reports if r.node is None]
-        files["gather.json"] = json.dumps({"schema_version": 1, "target": slurm, "nodes": [r.to_json() for r in reports]}, indent=2) + "\n"
+        files["gather.json"] = (
+            json.dumps(
+                {"schema_version": 1, "target": slurm, "nodes": [r.to_json() for r in reports]},
+                indent=2,
+            )
+            + "\n"
+        )
         write_dir(out_dir, files, force=force)
         if json_out:
-            emit_json({"schema_version": 1, "target": slurm, "output": str(out_dir), "nodes": [r.to_json() for r in reports]})
+            emit_json(
+                {
+                    "schema_version": 1,
+                    "target": slurm,
+                    "output": str(out_dir),
+                    "nodes": [r.to_json() for r in reports],
+                }
+            )
         else:
-            typer.echo(f"{len(reports) - len(failed)} of {len(reports)} node(s) answered; reports in {out_dir}")
+            typer.echo(
+                f"{len(reports) - len(failed)} of {len(reports)} node(s) answered; reports in {out_dir}"
+            )
             for r in failed:
                 typer.echo(f"  {r.name}: {r.reason}")
         raise typer.Exit(1 if failed else 0)

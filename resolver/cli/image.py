@@ -283,7 +283,9 @@ def _engine_steps(
         name, tag = reg.image_name(chosen.repo), chosen.tag
         creds = lookup(reg.host)  # the same Docker config credentials --digest used; never printed
         auth = creds.engine_auth() if creds is not None else None
-        report = _pull_with_progress(engine, images, name, tag, chosen.digest, quiet=quiet, auth=auth)
+        report = _pull_with_progress(
+            engine, images, name, tag, chosen.digest, quiet=quiet, auth=auth
+        )
         out["pull"] = report.to_json()
         problems += report.problems
     if smoke:
@@ -311,7 +313,12 @@ def _parse_devices(text: str | None) -> tuple[int, ...] | None:
     # ASCII digits only: int() reads "1_0" as 10 and "٣" as 3, and a 5,000-digit index raises.
     parsed = [ascii_int(p, max_digits=4) for p in text.split(",") if p.strip()]
     ids = tuple(i for i in parsed if i is not None)
-    if not ids or len(ids) != len(parsed) or any(i >= MAX_GPUS for i in ids) or len(set(ids)) != len(ids):
+    if (
+        not ids
+        or len(ids) != len(parsed)
+        or any(i >= MAX_GPUS for i in ids)
+        or len(set(ids)) != len(ids)
+    ):
         raise UsageError(
             f"--devices {text!r} is not a list of GPU indices",
             hint="give distinct indices such as 0,1,2,3",
@@ -340,7 +347,8 @@ def _base_json(decision: Any, m: Any) -> dict[str, Any]:
         "warnings": [warning_json(w) for w in decision.warnings],
         "blockers": [reason_json(r) for r in decision.blockers],
         "missing": [
-            {"kind": f.kind, "subject": f.subject, "detail": f.detail, "fetch": f.fetch} for f in decision.missing
+            {"kind": f.kind, "subject": f.subject, "detail": f.detail, "fetch": f.fetch}
+            for f in decision.missing
         ],
         "rejected": [
             {
@@ -442,7 +450,9 @@ def _finish(out: dict[str, Any], json_out: bool, *, exit_code: int) -> None:
     raise typer.Exit(exit_code)
 
 
-def _print_text(out: dict[str, Any], compose_text: str | None, output: Path | None, *, definition: bool = False) -> None:
+def _print_text(
+    out: dict[str, Any], compose_text: str | None, output: Path | None, *, definition: bool = False
+) -> None:
     """The commentary, on stderr: what the image is, warnings, problems, and where the artifact went."""
 
     def echo(text: str) -> None:
@@ -476,7 +486,13 @@ def _print_text(out: dict[str, Any], compose_text: str | None, output: Path | No
     if out["run_args"] and "--model" not in out["run_args"] and compose_text is None:
         echo("  no --model given: vLLM serves its default model; add --model ORG/NAME")
     if output is not None:
-        what = "definition file" if definition else "compose file" if compose_text is not None else "run command"
+        what = (
+            "definition file"
+            if definition
+            else "compose file"
+            if compose_text is not None
+            else "run command"
+        )
         echo(f"wrote the {what} to {output}")
     if definition:
         echo("then: apptainer build vllm.sif vllm.def && apptainer run vllm.sif")

@@ -14,6 +14,7 @@ SCHEMA_VERSION = 1  # of every `matrix ... --json` document
 
 def _rows(m: Any, table: str) -> tuple[list[str], list[list[str]], list[dict[str, Any]]]:
     """Header, text rows and JSON records for one table."""
+
     def conf(p: Any) -> str:
         return str(p.confidence)
 
@@ -23,82 +24,270 @@ def _rows(m: Any, table: str) -> tuple[list[str], list[list[str]], list[dict[str
     if table == "rocm":
         header = ["version", "stream", "date", "gfx", "confidence"]
         recs = m.rocm
-        rows = [[str(r.version), r.stream, r.date or "?", ",".join(r.gfx) or "?", conf(r.provenance)] for r in recs]
-        data = [{"version": str(r.version), "stream": r.stream, "date": r.date, "gfx": list(r.gfx), "os": list(r.os),
-                 "os_restrictions": [{"gfx": list(o.gfx), "products": list(o.products), "os": list(o.os), "note": o.note} for o in r.os_restrictions],
-                 "pytorch": list(r.pytorch), "source": src(r.provenance), "confidence": conf(r.provenance)} for r in recs]
+        rows = [
+            [str(r.version), r.stream, r.date or "?", ",".join(r.gfx) or "?", conf(r.provenance)]
+            for r in recs
+        ]
+        data = [
+            {
+                "version": str(r.version),
+                "stream": r.stream,
+                "date": r.date,
+                "gfx": list(r.gfx),
+                "os": list(r.os),
+                "os_restrictions": [
+                    {
+                        "gfx": list(o.gfx),
+                        "products": list(o.products),
+                        "os": list(o.os),
+                        "note": o.note,
+                    }
+                    for o in r.os_restrictions
+                ],
+                "pytorch": list(r.pytorch),
+                "source": src(r.provenance),
+                "confidence": conf(r.provenance),
+            }
+            for r in recs
+        ]
     elif table == "drivers":
         header = ["amdgpu", "runs ROCm user space", "released with", "confidence"]
         recs = m.drivers
-        rows = [[d.series + ".x", ", ".join(d.user_space), d.paired_rocm or "-", conf(d.provenance)] for d in recs]
-        data = [{"series": d.series, "user_space": list(d.user_space), "paired_rocm": d.paired_rocm,
-                 "module_versions": list(d.module_versions), "module_versions_source": d.module_versions_source or None,
-                 "source": src(d.provenance), "confidence": conf(d.provenance)} for d in recs]
+        rows = [
+            [d.series + ".x", ", ".join(d.user_space), d.paired_rocm or "-", conf(d.provenance)]
+            for d in recs
+        ]
+        data = [
+            {
+                "series": d.series,
+                "user_space": list(d.user_space),
+                "paired_rocm": d.paired_rocm,
+                "module_versions": list(d.module_versions),
+                "module_versions_source": d.module_versions_source or None,
+                "source": src(d.provenance),
+                "confidence": conf(d.provenance),
+            }
+            for d in recs
+        ]
     elif table == "gfx":
         header = ["gfx", "arch", "vllm", "aiter", "fp8", "mx", "mxfp4", "products"]
         recs = m.gfx
-        rows = [[t.name, t.arch, t.vllm_status, t.features.aiter,
-                 (t.features.fp8_format or "yes") if t.features.fp8 else "no", "yes" if t.features.mx else "no", t.features.mxfp4,
-                 "; ".join(dict.fromkeys(p.name for p in t.products))[:70]] for t in recs]
-        data = [{"name": t.name, "arch": t.arch, "families": list(t.families), "vllm_status": t.vllm_status,
-                 "vllm_note": t.vllm_note, "override": t.override,
-                 "features": {"aiter": t.features.aiter, "fp8": t.features.fp8, "fp8_format": t.features.fp8_format,
-                              "mx": t.features.mx, "custom_allreduce": t.features.custom_allreduce,
-                              "mxfp4": t.features.mxfp4, "mxfp4_source": t.features.mxfp4_source.source},
-                 "kernel_floors": [{"os": f.os, "min_kernel": f.min_kernel, "flavour": f.flavour, "source": f.provenance.source}
-                                   for f in t.kernel_floors],
-                 "unified_memory_source": t.unified_memory_source or None,
-                 "products": [{"name": p.name, "family": p.family, "pci_device_id": p.pci_device_id,
-                               "pci_revision": p.pci_revision, "first_rocm": p.first_rocm} for p in t.products],
-                 "env": dict(t.env), "source": src(t.provenance), "confidence": conf(t.provenance)} for t in recs]
+        rows = [
+            [
+                t.name,
+                t.arch,
+                t.vllm_status,
+                t.features.aiter,
+                (t.features.fp8_format or "yes") if t.features.fp8 else "no",
+                "yes" if t.features.mx else "no",
+                t.features.mxfp4,
+                "; ".join(dict.fromkeys(p.name for p in t.products))[:70],
+            ]
+            for t in recs
+        ]
+        data = [
+            {
+                "name": t.name,
+                "arch": t.arch,
+                "families": list(t.families),
+                "vllm_status": t.vllm_status,
+                "vllm_note": t.vllm_note,
+                "override": t.override,
+                "features": {
+                    "aiter": t.features.aiter,
+                    "fp8": t.features.fp8,
+                    "fp8_format": t.features.fp8_format,
+                    "mx": t.features.mx,
+                    "custom_allreduce": t.features.custom_allreduce,
+                    "mxfp4": t.features.mxfp4,
+                    "mxfp4_source": t.features.mxfp4_source.source,
+                },
+                "kernel_floors": [
+                    {
+                        "os": f.os,
+                        "min_kernel": f.min_kernel,
+                        "flavour": f.flavour,
+                        "source": f.provenance.source,
+                    }
+                    for f in t.kernel_floors
+                ],
+                "unified_memory_source": t.unified_memory_source or None,
+                "products": [
+                    {
+                        "name": p.name,
+                        "family": p.family,
+                        "pci_device_id": p.pci_device_id,
+                        "pci_revision": p.pci_revision,
+                        "first_rocm": p.first_rocm,
+                    }
+                    for p in t.products
+                ],
+                "env": dict(t.env),
+                "source": src(t.provenance),
+                "confidence": conf(t.provenance),
+            }
+            for t in recs
+        ]
     elif table == "vllm":
         header = ["vllm", "rocm", "stacks", "python", "arch (shipped)", "pins", "confidence"]
         recs = m.vllm
-        rows = [[str(v.version), str(v.rocm) if v.rocm else "?",
-                 ",".join(s.variant + ("*" if s.default and len(v.stacks) > 1 else "") for s in v.stacks) or "?",
-                 v.python or "?", ",".join(v.arch) or "?",
-                 ",".join(p.component for p in v.pins) or "-", conf(v.provenance)] for v in recs]
-        data = [{"version": str(v.version), "date": v.date, "tag_commit": v.tag_commit, "layout": v.layout,
-                 "base_image": v.base_image, "rocm": str(v.rocm) if v.rocm else None, "python": v.python,
-                 "arch": list(v.arch), "aiter_arch": list(v.aiter_arch), "cmake_arch": list(v.cmake_arch),
-                 "pins": {p.component: {"repo": p.repo, "ref": p.ref} for p in v.pins},
-                 "sdist_sha256": v.sdist_sha256,
-                 "stacks": [{"variant": s.variant, "default": s.default, "dockerfile": s.dockerfile,
-                             "layout": s.layout, "stream": s.stream, "preview": s.preview,
-                             "base_image": s.base_image, "rocm": str(s.rocm) if s.rocm else None,
-                             "python": s.python, "torch": s.torch, "arch": list(s.arch),
-                             "aiter_arch": list(s.aiter_arch), "images": list(s.images),
-                             "pins": {p.component: {"repo": p.repo, "ref": p.ref, "moving": p.moving} for p in s.pins},
-                             "source": s.provenance.source} for s in v.stacks],
-                 "source": src(v.provenance), "confidence": conf(v.provenance)} for v in recs]
+        rows = [
+            [
+                str(v.version),
+                str(v.rocm) if v.rocm else "?",
+                ",".join(
+                    s.variant + ("*" if s.default and len(v.stacks) > 1 else "") for s in v.stacks
+                )
+                or "?",
+                v.python or "?",
+                ",".join(v.arch) or "?",
+                ",".join(p.component for p in v.pins) or "-",
+                conf(v.provenance),
+            ]
+            for v in recs
+        ]
+        data = [
+            {
+                "version": str(v.version),
+                "date": v.date,
+                "tag_commit": v.tag_commit,
+                "layout": v.layout,
+                "base_image": v.base_image,
+                "rocm": str(v.rocm) if v.rocm else None,
+                "python": v.python,
+                "arch": list(v.arch),
+                "aiter_arch": list(v.aiter_arch),
+                "cmake_arch": list(v.cmake_arch),
+                "pins": {p.component: {"repo": p.repo, "ref": p.ref} for p in v.pins},
+                "sdist_sha256": v.sdist_sha256,
+                "stacks": [
+                    {
+                        "variant": s.variant,
+                        "default": s.default,
+                        "dockerfile": s.dockerfile,
+                        "layout": s.layout,
+                        "stream": s.stream,
+                        "preview": s.preview,
+                        "base_image": s.base_image,
+                        "rocm": str(s.rocm) if s.rocm else None,
+                        "python": s.python,
+                        "torch": s.torch,
+                        "arch": list(s.arch),
+                        "aiter_arch": list(s.aiter_arch),
+                        "images": list(s.images),
+                        "pins": {
+                            p.component: {"repo": p.repo, "ref": p.ref, "moving": p.moving}
+                            for p in s.pins
+                        },
+                        "source": s.provenance.source,
+                    }
+                    for s in v.stacks
+                ],
+                "source": src(v.provenance),
+                "confidence": conf(v.provenance),
+            }
+            for v in recs
+        ]
     elif table == "wheels":
         header = ["variant", "rocm", "python", "glibc>=", "vllm", "status"]
         recs = m.wheels
-        rows = [[w.name, str(w.rocm), ",".join(w.python), str(w.glibc_min), str(w.vllm) if w.vllm else "?", w.status] for w in recs]
-        data = [{"name": w.name, "rocm": str(w.rocm), "python": list(w.python), "glibc_min": str(w.glibc_min),
-                 "vllm": str(w.vllm) if w.vllm else None, "index_url": w.index_url, "status": w.status, "arch": list(w.arch),
-                 "source": src(w.provenance), "confidence": conf(w.provenance)} for w in recs]
+        rows = [
+            [
+                w.name,
+                str(w.rocm),
+                ",".join(w.python),
+                str(w.glibc_min),
+                str(w.vllm) if w.vllm else "?",
+                w.status,
+            ]
+            for w in recs
+        ]
+        data = [
+            {
+                "name": w.name,
+                "rocm": str(w.rocm),
+                "python": list(w.python),
+                "glibc_min": str(w.glibc_min),
+                "vllm": str(w.vllm) if w.vllm else None,
+                "index_url": w.index_url,
+                "status": w.status,
+                "arch": list(w.arch),
+                "source": src(w.provenance),
+                "confidence": conf(w.provenance),
+            }
+            for w in recs
+        ]
     elif table == "images":
         header = ["image", "rocm", "vllm", "arch", "entry", "confidence"]
         recs = m.images
-        rows = [[i.ref + (" (deprecated)" if i.deprecated else ""), str(i.rocm) if i.rocm else "?", str(i.vllm) if i.vllm else "?",
-                 ",".join(i.arch), i.entrypoint, conf(i.provenance)] for i in recs]
-        data = [{"repo": i.repo, "tag": i.tag, "digest": i.digest, "rocm": str(i.rocm) if i.rocm else None, "stream": i.stream,
-                 "vllm": str(i.vllm) if i.vllm else None, "python": i.python, "torch": i.torch, "arch": list(i.arch),
-                 "family_tag": i.family_tag, "entrypoint": i.entrypoint, "deprecated": i.deprecated,
-                 "source": src(i.provenance), "confidence": conf(i.provenance)} for i in recs]
+        rows = [
+            [
+                i.ref + (" (deprecated)" if i.deprecated else ""),
+                str(i.rocm) if i.rocm else "?",
+                str(i.vllm) if i.vllm else "?",
+                ",".join(i.arch),
+                i.entrypoint,
+                conf(i.provenance),
+            ]
+            for i in recs
+        ]
+        data = [
+            {
+                "repo": i.repo,
+                "tag": i.tag,
+                "digest": i.digest,
+                "rocm": str(i.rocm) if i.rocm else None,
+                "stream": i.stream,
+                "vllm": str(i.vllm) if i.vllm else None,
+                "python": i.python,
+                "torch": i.torch,
+                "arch": list(i.arch),
+                "family_tag": i.family_tag,
+                "entrypoint": i.entrypoint,
+                "deprecated": i.deprecated,
+                "source": src(i.provenance),
+                "confidence": conf(i.provenance),
+            }
+            for i in recs
+        ]
     elif table == "nodes":
         header = ["example", "gfx", "gpus", "driver", "os", "description"]
         recs = m.examples
-        rows = [[e.name, ",".join(e.gfx), str(e.gpus), e.driver or "-", e.os or "-", e.description] for e in recs]
-        data = [{"name": e.name, "description": e.description, "gfx": list(e.gfx), "gpus": e.gpus, "product": e.product,
-                 "driver": e.driver, "os": e.os, "python": e.python, "source": src(e.provenance)} for e in recs]
+        rows = [
+            [e.name, ",".join(e.gfx), str(e.gpus), e.driver or "-", e.os or "-", e.description]
+            for e in recs
+        ]
+        data = [
+            {
+                "name": e.name,
+                "description": e.description,
+                "gfx": list(e.gfx),
+                "gpus": e.gpus,
+                "product": e.product,
+                "driver": e.driver,
+                "os": e.os,
+                "python": e.python,
+                "source": src(e.provenance),
+            }
+            for e in recs
+        ]
     else:
         header = ["os", "name", "glibc", "kernels"]
         recs = m.os
-        rows = [[o.id, o.name, str(o.glibc) if o.glibc else "?", ", ".join(o.kernels)] for o in recs]
-        data = [{"id": o.id, "name": o.name, "glibc": str(o.glibc) if o.glibc else None, "kernels": list(o.kernels),
-                 "source": src(o.provenance), "confidence": conf(o.provenance)} for o in recs]
+        rows = [
+            [o.id, o.name, str(o.glibc) if o.glibc else "?", ", ".join(o.kernels)] for o in recs
+        ]
+        data = [
+            {
+                "id": o.id,
+                "name": o.name,
+                "glibc": str(o.glibc) if o.glibc else None,
+                "kernels": list(o.kernels),
+                "source": src(o.provenance),
+                "confidence": conf(o.provenance),
+            }
+            for o in recs
+        ]
     return header, rows, data
 
 
@@ -106,7 +295,10 @@ def format_table(header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    lines += [
+        "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -119,7 +311,9 @@ _OVERLAY_KEYS = {
 }
 
 
-def _add_origin(table: str, header: list[str], rows: list[list[str]], data: list[dict[str, Any]]) -> None:
+def _add_origin(
+    table: str, header: list[str], rows: list[list[str]], data: list[dict[str, Any]]
+) -> None:
     """Say, per record, whether it is embedded or came from a refresh (which URL, when)."""
     from resolver import overlay
 
@@ -129,7 +323,11 @@ def _add_origin(table: str, header: list[str], rows: list[list[str]], data: list
     for row, rec in zip(rows, data, strict=True):
         origin = origins.get((file, str(key_of(rec)))) if file else None
         if origin is not None and origin.overlay:
-            rec["origin"] = {"overlay": True, "source_url": origin.source_url, "read_at": origin.read_at}
+            rec["origin"] = {
+                "overlay": True,
+                "source_url": origin.source_url,
+                "read_at": origin.read_at,
+            }
             row.append(f"refreshed {origin.read_at or '?'}")
         else:
             rec["origin"] = {"overlay": False, "source_url": rec.get("source"), "read_at": None}
@@ -138,9 +336,14 @@ def _add_origin(table: str, header: list[str], rows: list[list[str]], data: list
 
 @handle_errors
 def show(
-    table: Annotated[str, typer.Argument(help=f"One of: {', '.join(TABLES)}.", autocompletion=completer(*TABLES))],
+    table: Annotated[
+        str, typer.Argument(help=f"One of: {', '.join(TABLES)}.", autocompletion=completer(*TABLES))
+    ],
     json_out: JsonOpt = False,
-    origin: Annotated[bool, typer.Option("--origin", help="Say which facts came from a refresh, from where and when.")] = False,
+    origin: Annotated[
+        bool,
+        typer.Option("--origin", help="Say which facts came from a refresh, from where and when."),
+    ] = False,
 ) -> None:
     """Show one data table."""
     from resolver import matrix
@@ -164,31 +367,63 @@ def validate(json_out: JsonOpt = False) -> None:
     from resolver import matrix, overlay, resources
 
     m = matrix.load_dir(resources.matrix_dir())
-    counts = {"rocm": len(m.rocm), "os": len(m.os), "drivers": len(m.drivers), "gfx": len(m.gfx), "vllm": len(m.vllm),
-              "wheels": len(m.wheels), "images": len(m.images), "nodes": len(m.examples)}
+    counts = {
+        "rocm": len(m.rocm),
+        "os": len(m.os),
+        "drivers": len(m.drivers),
+        "gfx": len(m.gfx),
+        "vllm": len(m.vllm),
+        "wheels": len(m.wheels),
+        "images": len(m.images),
+        "nodes": len(m.examples),
+    }
     layer = overlay.read() if overlay.stamp() is not None else {}
     laid = {file: len(records) for file, records in layer.items() if records}
     active = bool(laid)
     if active:
         matrix.load()  # the data every command uses: embedded plus overlay, checked the same way
-    info = {"active": active, "path": str(overlay.overlay_path()) if active else None, "records": laid}
+    info = {
+        "active": active,
+        "path": str(overlay.overlay_path()) if active else None,
+        "records": laid,
+    }
     if json_out:
-        emit_json({"schema_version": SCHEMA_VERSION, "valid": True, "directory": str(resources.matrix_dir()),
-                   "records": counts, "overlay": info})
+        emit_json(
+            {
+                "schema_version": SCHEMA_VERSION,
+                "valid": True,
+                "directory": str(resources.matrix_dir()),
+                "records": counts,
+                "overlay": info,
+            }
+        )
     else:
-        typer.echo(f"ok: {sum(counts.values())} records in {resources.matrix_dir()} (" +
-                   ", ".join(f"{k} {v}" for k, v in counts.items()) + ")")
+        typer.echo(
+            f"ok: {sum(counts.values())} records in {resources.matrix_dir()} ("
+            + ", ".join(f"{k} {v}" for k, v in counts.items())
+            + ")"
+        )
         if active:
-            typer.echo(f"overlay active: {overlay.overlay_path()} lays {sum(laid.values())} refreshed record(s) over it "
-                       f"({', '.join(f'{k} {v}' for k, v in laid.items())}); every command uses them, and they check out")
+            typer.echo(
+                f"overlay active: {overlay.overlay_path()} lays {sum(laid.values())} refreshed record(s) over it "
+                f"({', '.join(f'{k} {v}' for k, v in laid.items())}); every command uses them, and they check out"
+            )
 
 
 @handle_errors
 def graph(
-    fmt: Annotated[str, typer.Option("--format", help="json or dot.", autocompletion=completer("json", "dot"))] = "json",
-    gfx: Annotated[str | None, typer.Option("--gfx", help="Only what concerns this gfx target.")] = None,
-    vllm: Annotated[str | None, typer.Option("--vllm", help="Only vLLM releases in this spec (e.g. '>=0.30').")] = None,
-    stack: Annotated[str | None, typer.Option("--stack", help="Only this ROCm stack variant (e.g. rocm72).")] = None,
+    fmt: Annotated[
+        str, typer.Option("--format", help="json or dot.", autocompletion=completer("json", "dot"))
+    ] = "json",
+    gfx: Annotated[
+        str | None, typer.Option("--gfx", help="Only what concerns this gfx target.")
+    ] = None,
+    vllm: Annotated[
+        str | None, typer.Option("--vllm", help="Only vLLM releases in this spec (e.g. '>=0.30').")
+    ] = None,
+    stack: Annotated[
+        str | None, typer.Option("--stack", help="Only this ROCm stack variant (e.g. rocm72).")
+    ] = None,
 ) -> None:
     """The compatibility graph built from the data (networkx), as JSON or Graphviz DOT.
 
@@ -200,13 +435,18 @@ def graph(
     from resolver.versions import parse_spec
 
     if fmt not in ("json", "dot"):
-        raise UsageError(f"--format {fmt!r} is not supported", hint="use --format json or --format dot")
+        raise UsageError(
+            f"--format {fmt!r} is not supported", hint="use --format json or --format dot"
+        )
     g = graph_mod.build(matrix.load())
     if gfx or vllm or stack:
         from resolver.versions import check_gfx_name
 
         g = graph_mod.subgraph(
-            g, gfx=check_gfx_name(gfx) if gfx else None, vllm=parse_spec(vllm) if vllm else None, stack=stack
+            g,
+            gfx=check_gfx_name(gfx) if gfx else None,
+            vllm=parse_spec(vllm) if vllm else None,
+            stack=stack,
         )
     if fmt == "json":
         emit_json({"schema_version": SCHEMA_VERSION, **graph_mod.to_json(g)})

@@ -133,8 +133,7 @@ def render(node: Any) -> str:
     others = (node.host or {}).get("other_devices") or []
     if others:
         lines.append(
-            "Also found (not resolved by this tool): "
-            + ", ".join(_other(d) for d in others)
+            "Also found (not resolved by this tool): " + ", ".join(_other(d) for d in others)
         )
     unidentified = (node.host or {}).get("unidentified_gpus") or []
     for device in unidentified:

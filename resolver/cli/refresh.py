@@ -47,7 +47,8 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         tag: Annotated[
             list[str] | None,
             typer.Option(
-                "--tag", help="Re-read this vLLM release (0.33.0 or v0.33.0) even if the data has it exactly (repeatable)."
+                "--tag",
+                help="Re-read this vLLM release (0.33.0 or v0.33.0) even if the data has it exactly (repeatable).",
             ),
         ] = None,
         json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,

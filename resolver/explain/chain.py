@@ -36,7 +36,18 @@ UNKNOWN_CODES = frozenset({"artifact-facts-unknown", "release-facts-unknown"})
 HEDGED = frozenset({"driver-unchecked"})
 # Request gates: they stop every candidate alike, so one step about the GPU says it all.
 GATE_CODES: frozenset[str] = frozenset({"fp8-unsupported", "mx-unsupported", "kv-fp8-unsupported"})
-HINT_ORDER: tuple[str, ...] = ("driver", "vllm", "image", "quantization", "source-build", "python", "os", "data", "override", "other")
+HINT_ORDER: tuple[str, ...] = (
+    "driver",
+    "vllm",
+    "image",
+    "quantization",
+    "source-build",
+    "python",
+    "os",
+    "data",
+    "override",
+    "other",
+)
 
 _CONF_RANK: dict[str, int] = {c: i for i, c in enumerate(CONFIDENCES)}
 
@@ -49,7 +60,9 @@ def describe_node(node: Node) -> str:
     count = node.logical_gpu_count or len(node.gpus)
     gfx = ",".join(node.gfx_targets) or "no GPU"
     parts.append(f"{gfx} x{count}" if count else gfx)
-    parts.append(f"amdgpu {node.driver_version}" if node.driver_version else "amdgpu driver unknown")
+    parts.append(
+        f"amdgpu {node.driver_version}" if node.driver_version else "amdgpu driver unknown"
+    )
     if node.os:
         parts.append(node.os)
     if node.python:
@@ -169,10 +182,25 @@ class _Builder:
     def __init__(self) -> None:
         self.steps: list[Step] = []
 
-    def add(self, premises: Sequence[Premise], conclusion: str, *, cites: Sequence[int] = (), codes: Sequence[str] = (), subjects: Sequence[str] = ()) -> int:
+    def add(
+        self,
+        premises: Sequence[Premise],
+        conclusion: str,
+        *,
+        cites: Sequence[int] = (),
+        codes: Sequence[str] = (),
+        subjects: Sequence[str] = (),
+    ) -> int:
         number = len(self.steps) + 1
         self.steps.append(
-            Step(number=number, premises=tuple(premises), conclusion=conclusion, cites=tuple(cites), codes=tuple(codes), subjects=tuple(subjects))
+            Step(
+                number=number,
+                premises=tuple(premises),
+                conclusion=conclusion,
+                cites=tuple(cites),
+                codes=tuple(codes),
+                subjects=tuple(subjects),
+            )
         )
         return number
 
@@ -183,7 +211,11 @@ def _merge(facts: Iterable[Fact]) -> list[Premise]:
     for f in facts:
         texts.setdefault(f.text, []).append(f)
     return [
-        Premise(text=t, sources=tuple(dict.fromkeys(f.source for f in fs if f.source)), confidence=_weakest(f.confidence for f in fs))
+        Premise(
+            text=t,
+            sources=tuple(dict.fromkeys(f.source for f in fs if f.source)),
+            confidence=_weakest(f.confidence for f in fs),
+        )
         for t, fs in texts.items()
     ]
 
@@ -194,7 +226,11 @@ class _Context:
         self.m = matrix
         self.node = decision.node
         self.request = decision.request
-        self.driver = matrix.driver(driver_series(decision.node.driver_version)) if decision.node.driver_version else None
+        self.driver = (
+            matrix.driver(driver_series(decision.node.driver_version))
+            if decision.node.driver_version
+            else None
+        )
         self.said: set[str] = set()  # remarks already made once
 
     def rocm_text(self, versions: Iterable[Version]) -> str:
@@ -208,10 +244,20 @@ class _Context:
         return f"{labels[0]} to {labels[1].removeprefix('ROCm ')}"
 
     def glibc_text(self) -> str:
-        return f"glibc {self.node.glibc}" if self.node.glibc else f"{self.node.os or 'this host'}'s glibc"
+        return (
+            f"glibc {self.node.glibc}"
+            if self.node.glibc
+            else f"{self.node.os or 'this host'}'s glibc"
+        )
 
 
-def _member_premise(ctx: _Context, code: str, subject: _Subject, members: Sequence[Evaluation], facts: Sequence[Fact]) -> Premise | None:
+def _member_premise(
+    ctx: _Context,
+    code: str,
+    subject: _Subject,
+    members: Sequence[Evaluation],
+    facts: Sequence[Fact],
+) -> Premise | None:
     """One premise that stands for the candidate-specific facts of every member."""
     sources = tuple(dict.fromkeys(f.source for f in facts if f.source))
     conf = _weakest(f.confidence for f in facts)
@@ -220,8 +266,14 @@ def _member_premise(ctx: _Context, code: str, subject: _Subject, members: Sequen
         rocms = [c.rocm for c in cands if c.rocm is not None]
         if not rocms:
             return None
-        verb = subject.verb("builds on", "build on") if all(c.kind == "source" for c in cands) else subject.verb("ships", "ship")
-        return Premise(text=f"{subject.text} {verb} {ctx.rocm_text(rocms)}", sources=sources, confidence=conf)
+        verb = (
+            subject.verb("builds on", "build on")
+            if all(c.kind == "source" for c in cands)
+            else subject.verb("ships", "ship")
+        )
+        return Premise(
+            text=f"{subject.text} {verb} {ctx.rocm_text(rocms)}", sources=sources, confidence=conf
+        )
     if code in ("gfx-not-shipped", "gfx-unsupported") and all(c.kind == "source" for c in cands):
         accepted: list[str] = []
         for c in cands:
@@ -229,33 +281,57 @@ def _member_premise(ctx: _Context, code: str, subject: _Subject, members: Sequen
                 accepted += [a for a in c.release.cmake_arch if a not in accepted]
         listed = ", ".join(accepted) if accepted else "no known arch list"
         verb = subject.verb("accepts", "accept")
-        return Premise(text=f"{subject.text} {verb} {listed} only (CMake HIP_SUPPORTED_ARCHS)", sources=sources, confidence=conf)
+        return Premise(
+            text=f"{subject.text} {verb} {listed} only (CMake HIP_SUPPORTED_ARCHS)",
+            sources=sources,
+            confidence=conf,
+        )
     if code in ("gfx-not-shipped", "gfx-unsupported"):
         arch: list[str] = []
         for c in cands:
             record = c.record
             arch += [a for a in getattr(record, "arch", ()) if a not in arch]
         built = ", ".join(arch) if arch else "an unknown arch list"
-        return Premise(text=f"{subject.text} {subject.verb('is', 'are')} built for {built} only", sources=sources, confidence=conf)
+        return Premise(
+            text=f"{subject.text} {subject.verb('is', 'are')} built for {built} only",
+            sources=sources,
+            confidence=conf,
+        )
     if code == "artifact-facts-unknown":
         verb = subject.verb("exists", "exist")
-        return Premise(text=f"{subject.text} {verb}, but {subject.verb('its arch list was', 'their arch lists were')} never read", sources=sources, confidence=conf)
+        return Premise(
+            text=f"{subject.text} {verb}, but {subject.verb('its arch list was', 'their arch lists were')} never read",
+            sources=sources,
+            confidence=conf,
+        )
     if code == "release-facts-unknown":
         verb = subject.verb("exists", "exist")
-        return Premise(text=f"{subject.text} {verb}, but {subject.verb('its', 'their')} ROCm build files were never read", sources=sources, confidence=conf)
+        return Premise(
+            text=f"{subject.text} {verb}, but {subject.verb('its', 'their')} ROCm build files were never read",
+            sources=sources,
+            confidence=conf,
+        )
     return None
 
 
-def _conclusion(ctx: _Context, code: str, subject: _Subject, about: str, *, named: bool = True) -> str:
+def _conclusion(
+    ctx: _Context, code: str, subject: _Subject, about: str, *, named: bool = True
+) -> str:
     if not named:  # "none of them" needs its subject in the premises; else name it here
         text = _conclusion(ctx, code, _Subject("", False), about)
-        return f"{subject.text} " + text.removeprefix("it ").replace("does not", subject.verb("does not", "do not"), 1)
+        return f"{subject.text} " + text.removeprefix("it ").replace(
+            "does not", subject.verb("does not", "do not"), 1
+        )
     gfx = about or ",".join(ctx.node.gfx_targets)
     if code == "driver-window":
         drv = f"amdgpu {ctx.driver.series}.x" if ctx.driver else "this host's amdgpu driver"
         return subject.none(f"runs on {drv}") if subject.plural else f"it does not run on {drv}"
     if code == "gfx-not-shipped":
-        text = subject.none(f"carries code for {gfx}") if subject.plural else f"it carries no code for {gfx}"
+        text = (
+            subject.none(f"carries code for {gfx}")
+            if subject.plural
+            else f"it carries no code for {gfx}"
+        )
         if "hip-error" not in ctx.said:  # the symptom users search for, said once
             ctx.said.add("hip-error")
             text += " (it would fail with 'HIP error: invalid device function')"
@@ -264,13 +340,23 @@ def _conclusion(ctx: _Context, code: str, subject: _Subject, about: str, *, name
         return subject.none(f"can run on {gfx}") if subject.plural else f"it cannot run on {gfx}"
     if code == "python-mismatch":
         pred = f"installs on Python {ctx.node.python}"
-        return (subject.none(pred) if subject.plural else f"it does not install on Python {ctx.node.python}") + (
-            " (pip would silently take the CUDA wheel from PyPI)"
-        )
+        return (
+            subject.none(pred)
+            if subject.plural
+            else f"it does not install on Python {ctx.node.python}"
+        ) + (" (pip would silently take the CUDA wheel from PyPI)")
     if code == "glibc-too-old":
-        return subject.none(f"loads on {ctx.glibc_text()}") if subject.plural else f"it does not load on {ctx.glibc_text()}"
+        return (
+            subject.none(f"loads on {ctx.glibc_text()}")
+            if subject.plural
+            else f"it does not load on {ctx.glibc_text()}"
+        )
     if code in UNKNOWN_CODES:
-        return subject.none("can be checked for this node") if subject.plural else "it cannot be checked for this node"
+        return (
+            subject.none("can be checked for this node")
+            if subject.plural
+            else "it cannot be checked for this node"
+        )
     return subject.none("can be used here") if subject.plural else "it cannot be used here"
 
 
@@ -282,7 +368,9 @@ def _explain_rejected(ctx: _Context, b: _Builder, rejected: Sequence[Evaluation]
         order, group = _group_of(e)
         r = _primary(e, blockers)
         code_order = CODE_ORDER.index(r.code) if r.code in CODE_ORDER else len(CODE_ORDER)
-        buckets.setdefault((order, group, code_order, r.code, _about(r, ctx.node)), []).append((e, r))
+        buckets.setdefault((order, group, code_order, r.code, _about(r, ctx.node)), []).append(
+            (e, r)
+        )
     numbers: list[int] = []
     for (_, group, _, code, about), items in sorted(buckets.items(), key=lambda kv: kv[0]):
         members = sorted((e for e, _ in items), key=lambda e: (e.candidate.vllm, e.candidate.label))
@@ -309,22 +397,46 @@ def _explain_rejected(ctx: _Context, b: _Builder, rejected: Sequence[Evaluation]
     return numbers
 
 
-def _unsupported_step(ctx: _Context, b: _Builder, reason: Reason, rejected: Sequence[Evaluation]) -> int:
+def _unsupported_step(
+    ctx: _Context, b: _Builder, reason: Reason, rejected: Sequence[Evaluation]
+) -> int:
     """A GPU vLLM does not support at all: the target's own record says it; one step covers every path."""
     gfx = _about(reason, ctx.node) or ",".join(ctx.node.gfx_targets)
     target = ctx.m.gfx_target(gfx)
-    if target is not None:  # the target's own record, worded as a sentence rather than "gfx906: ..."
+    if (
+        target is not None
+    ):  # the target's own record, worded as a sentence rather than "gfx906: ..."
         note = target.vllm_note.rstrip(".")
-        text = note if note.startswith(f"vLLM does not support {gfx}") else f"vLLM does not support {gfx} ({note})"
-        facts = [Fact(text=text, source=target.provenance.source, confidence=target.provenance.confidence)]
+        text = (
+            note
+            if note.startswith(f"vLLM does not support {gfx}")
+            else f"vLLM does not support {gfx} ({note})"
+        )
+        facts = [
+            Fact(
+                text=text, source=target.provenance.source, confidence=target.provenance.confidence
+            )
+        ]
     else:
-        facts = [f for e in rejected for r in e.reasons if r.code == "gfx-unsupported" for f in r.facts if e.candidate.label not in f.text]
+        facts = [
+            f
+            for e in rejected
+            for r in e.reasons
+            if r.code == "gfx-unsupported"
+            for f in r.facts
+            if e.candidate.label not in f.text
+        ]
     checked = [e for e in rejected if not {r.code for r in e.reasons} <= UNKNOWN_CODES]
-    kinds = sorted({e.candidate.kind for e in checked}, key=lambda k: ("image", "wheel", "source").index(k))
+    kinds = sorted(
+        {e.candidate.kind for e in checked}, key=lambda k: ("image", "wheel", "source").index(k)
+    )
     names = {"image": "images", "wheel": "wheels", "source": "source builds"}
     premises = [
         *_merge(facts),
-        Premise(text=f"none of the {len(checked)} {_join([names[k] for k in kinds], 'or')} in the data is built for {gfx}", sources=()),
+        Premise(
+            text=f"none of the {len(checked)} {_join([names[k] for k in kinds], 'or')} in the data is built for {gfx}",
+            sources=(),
+        ),
     ]
     return b.add(premises, f"no vLLM path runs on {gfx}", codes=("gfx-unsupported",))
 
@@ -340,11 +452,27 @@ def _gate_step(ctx: _Context, b: _Builder, reasons: Sequence[Reason]) -> int:
             continue
         g = t.features
         has = f"has hardware FP8 ({g.fp8_format})" if g.fp8 else "has no hardware FP8"
-        mx = " and MX formats" if g.mx else (" but no MX formats" if g.fp8 else " and no MX formats")
-        premises.append(Premise(text=f"{name} ({t.arch}) {has}{mx}", sources=(g.provenance.source,), confidence=g.provenance.confidence))
-    premises.append(Premise(text=_gate_premise(reasons, (ctx.request.quantization or "").lower()), sources=(), confidence="exact"))
+        mx = (
+            " and MX formats" if g.mx else (" but no MX formats" if g.fp8 else " and no MX formats")
+        )
+        premises.append(
+            Premise(
+                text=f"{name} ({t.arch}) {has}{mx}",
+                sources=(g.provenance.source,),
+                confidence=g.provenance.confidence,
+            )
+        )
+    premises.append(
+        Premise(
+            text=_gate_premise(reasons, (ctx.request.quantization or "").lower()),
+            sources=(),
+            confidence="exact",
+        )
+    )
     things = []
-    if ctx.request.quantization and any(r.code in ("fp8-unsupported", "mx-unsupported") for r in reasons):
+    if ctx.request.quantization and any(
+        r.code in ("fp8-unsupported", "mx-unsupported") for r in reasons
+    ):
         things.append(f"{ctx.request.quantization} quantization")
     if ctx.request.kv_cache_dtype and any(r.code == "kv-fp8-unsupported" for r in reasons):
         things.append(f"an {ctx.request.kv_cache_dtype} KV cache")
@@ -361,7 +489,9 @@ def _gate_premise(reasons: Sequence[Reason], quant: str = "") -> str:
         if r.code == "fp8-unsupported":
             needs.append("FP8 quantization needs hardware FP8")
         elif r.code == "mx-unsupported" and quant in MXFP4_QUANT:
-            needs.append("MXFP4 needs MX compute (a gfx950-class GPU) or a source saying vLLM runs it weight-only on the GPU")
+            needs.append(
+                "MXFP4 needs MX compute (a gfx950-class GPU) or a source saying vLLM runs it weight-only on the GPU"
+            )
         elif r.code == "mx-unsupported":
             needs.append("MX (microscaling) formats need a gfx950-class GPU")
         elif r.code == "kv-fp8-unsupported":
@@ -382,7 +512,9 @@ def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
     arch = tuple(getattr(record, "arch", ()) or ())
     native = [g for g in ctx.node.gfx_targets if g in arch]
     if native:
-        premises.append(Premise(text=f"{c.label} is built for {_join(native)}", sources=rsrc, confidence=rconf))
+        premises.append(
+            Premise(text=f"{c.label} is built for {_join(native)}", sources=rsrc, confidence=rconf)
+        )
     hedge = ""
     for name in ctx.node.gfx_targets:
         target = ctx.m.gfx_target(name)
@@ -390,7 +522,11 @@ def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
             continue
         if ev.override and target.override and target.override_target in arch:
             premises.append(
-                Premise(text=f"{c.label} is built for {target.override_target} but not {name}", sources=rsrc, confidence=rconf)
+                Premise(
+                    text=f"{c.label} is built for {target.override_target} but not {name}",
+                    sources=rsrc,
+                    confidence=rconf,
+                )
             )
             premises.append(
                 Premise(
@@ -409,7 +545,11 @@ def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
             )
     if c.rocm is not None:
         verb = "builds on" if c.kind == "source" else "ships"
-        premises.append(Premise(text=f"{c.label} {verb} {ctx.rocm_text([c.rocm])}", sources=rsrc, confidence=rconf))
+        premises.append(
+            Premise(
+                text=f"{c.label} {verb} {ctx.rocm_text([c.rocm])}", sources=rsrc, confidence=rconf
+            )
+        )
         if ctx.driver is not None and ctx.driver.runs(c.rocm):
             premises.append(
                 Premise(
@@ -421,12 +561,18 @@ def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
         elif ctx.driver is None:
             good = list(reversed(ctx.m.drivers_running(c.rocm)))  # oldest first reads as a range
             listed = ", ".join(f"{d.series}.x" for d in good) or "a driver the data does not know"
-            known = "unknown" if ctx.node.driver_version is None else f"{ctx.node.driver_version}, which AMD's table does not list"
+            known = (
+                "unknown"
+                if ctx.node.driver_version is None
+                else f"{ctx.node.driver_version}, which AMD's table does not list"
+            )
             premises.append(
                 Premise(
                     text=f"the host's amdgpu driver is {known}; ROCm {series(c.rocm)} user space needs amdgpu {listed}",
                     sources=tuple(dict.fromkeys(d.provenance.source for d in good))[:1],
-                    confidence=_weakest(d.provenance.confidence for d in good) if good else "unknown",
+                    confidence=_weakest(d.provenance.confidence for d in good)
+                    if good
+                    else "unknown",
                 )
             )
             hedge = f" if its amdgpu driver runs ROCm {series(c.rocm)}"
@@ -446,7 +592,8 @@ def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
                 fmt = f" ({t.features.fp8_format})" if t.features.fp8_format else ""
                 premises.append(
                     Premise(
-                        text=f"{name} has hardware FP8{fmt}" + (" and MX formats" if t.features.mx else ""),
+                        text=f"{name} has hardware FP8{fmt}"
+                        + (" and MX formats" if t.features.mx else ""),
                         sources=(t.features.provenance.source,),
                         confidence=t.features.provenance.confidence,
                     )

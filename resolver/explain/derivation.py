@@ -100,7 +100,9 @@ class Derivation:
 
     def sources(self) -> list[str]:
         """Every source in order of first citation: the numbering the text uses ([1], [2], ...)."""
-        return list(dict.fromkeys(s for step in self.steps for p in step.premises for s in p.sources))
+        return list(
+            dict.fromkeys(s for step in self.steps for p in step.premises for s in p.sources)
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -113,7 +115,10 @@ class Derivation:
             "steps": [
                 {
                     "number": s.number,
-                    "premises": [{"text": p.text, "sources": list(p.sources), "confidence": p.confidence} for p in s.premises],
+                    "premises": [
+                        {"text": p.text, "sources": list(p.sources), "confidence": p.confidence}
+                        for p in s.premises
+                    ],
                     "cites": list(s.cites),
                     "conclusion": s.conclusion,
                     "codes": list(s.codes),
@@ -137,10 +142,20 @@ class Derivation:
                 "commands": list(self.plan.commands),
             },
             "hints": [
-                {"kind": h.kind, "text": h.text, "unofficial": h.unofficial, "command": h.command, "changes": dict(h.changes), "then": h.then}
+                {
+                    "kind": h.kind,
+                    "text": h.text,
+                    "unofficial": h.unofficial,
+                    "command": h.command,
+                    "changes": dict(h.changes),
+                    "then": h.then,
+                }
                 for h in self.hints
             ],
-            "notes": [{"severity": n.severity, "message": n.message, "hint": n.hint, "source": n.source} for n in self.notes],
+            "notes": [
+                {"severity": n.severity, "message": n.message, "hint": n.hint, "source": n.source}
+                for n in self.notes
+            ],
             "alternatives": list(self.alternatives),
             "sources": self.sources(),
         }
@@ -161,7 +176,11 @@ class Derivation:
                     Step(
                         number=int(s["number"]),
                         premises=tuple(
-                            Premise(text=str(p["text"]), sources=tuple(map(str, p["sources"])), confidence=str(p["confidence"]))
+                            Premise(
+                                text=str(p["text"]),
+                                sources=tuple(map(str, p["sources"])),
+                                confidence=str(p["confidence"]),
+                            )
                             for p in s["premises"]
                         ),
                         cites=tuple(int(c) for c in s["cites"]),
@@ -192,13 +211,20 @@ class Derivation:
                         text=str(h["text"]),
                         unofficial=bool(h["unofficial"]),
                         command=h["command"],
-                        changes=tuple((str(k), str(v)) for k, v in dict(h.get("changes") or {}).items()),
+                        changes=tuple(
+                            (str(k), str(v)) for k, v in dict(h.get("changes") or {}).items()
+                        ),
                         then=None if h.get("then") is None else str(h["then"]),
                     )
                     for h in data["hints"]
                 ),
                 notes=tuple(
-                    Note(severity=str(n["severity"]), message=str(n["message"]), hint=str(n["hint"]), source=str(n["source"]))
+                    Note(
+                        severity=str(n["severity"]),
+                        message=str(n["message"]),
+                        hint=str(n["hint"]),
+                        source=str(n["source"]),
+                    )
                     for n in data["notes"]
                 ),
                 alternatives=tuple(map(str, data["alternatives"])),

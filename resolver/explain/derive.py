@@ -46,10 +46,21 @@ def _unknown(decision: Decision, matrix: Matrix) -> Derivation:
     hints: list[Hint] = []
     for m in decision.missing:
         if m.fetch:
-            hints.append(Hint(kind="data", text=f"read the facts of vLLM {m.subject} from its sdist", command=m.fetch))
+            hints.append(
+                Hint(
+                    kind="data",
+                    text=f"read the facts of vLLM {m.subject} from its sdist",
+                    command=m.fetch,
+                )
+            )
         elif m.kind == "gfx":
-            hints.append(Hint(kind="data", text=f"check the name {m.subject} (rocminfo | grep gfx prints it); "
-                              "a GPU newer than this data needs a newer rocm-vllm-resolver"))
+            hints.append(
+                Hint(
+                    kind="data",
+                    text=f"check the name {m.subject} (rocminfo | grep gfx prints it); "
+                    "a GPU newer than this data needs a newer rocm-vllm-resolver",
+                )
+            )
     if decision.rejected:  # what is known still helps: the newest release that does fit, if any
         known = _hints(_Context(decision, matrix), None, list(decision.rejected))
         hints += [h for h in known if h.kind != "data" and h.text not in {x.text for x in hints}]
@@ -64,7 +75,10 @@ def _unknown(decision: Decision, matrix: Matrix) -> Derivation:
         steps=tuple(b.steps),
         conclusion=f"So, by {refs}, the answer is unknown (not unsupported).",
         hints=tuple(hints),
-        notes=tuple(Note(severity=w.severity, message=w.message, hint=w.hint, source=w.source) for w in decision.warnings),
+        notes=tuple(
+            Note(severity=w.severity, message=w.message, hint=w.hint, source=w.source)
+            for w in decision.warnings
+        ),
     )
 
 
@@ -94,7 +108,11 @@ def derive(decision: Decision, matrix: Matrix) -> Derivation:
         else:
             tail = f"no path runs {wanted} on this node"
             headline = f"No path runs {wanted} on this node."
-        conclusion = f"So, because {refs} cover every candidate, {tail}." if len(cited) > 1 else f"So {tail}."
+        conclusion = (
+            f"So, because {refs} cover every candidate, {tail}."
+            if len(cited) > 1
+            else f"So {tail}."
+        )
         confidence = None
         confidence_note = ""
     else:
@@ -104,22 +122,37 @@ def derive(decision: Decision, matrix: Matrix) -> Derivation:
             e
             for e in decision.rejected
             if rank(e, prefer) < my_rank
-            and not ({r.code for r in e.reasons} <= UNKNOWN_CODES and e.candidate.vllm < plan.candidate.vllm)
+            and not (
+                {r.code for r in e.reasons} <= UNKNOWN_CODES
+                and e.candidate.vllm < plan.candidate.vllm
+            )
         ]
         cited = _explain_rejected(ctx, b, better)
         premises, conclusion_text = _plan_premises(ctx, plan)
-        n = b.add(premises, conclusion_text, cites=(), codes=("plan",), subjects=(plan.candidate.label,))
+        n = b.add(
+            premises, conclusion_text, cites=(), codes=("plan",), subjects=(plan.candidate.label,)
+        )
         why = _why_this(ctx, plan)
         # Warnings that qualify the verdict belong in the chain, not only in the notes.
         serious = [w for w in decision.warnings if w.severity == "warning" and w.code not in HEDGED]
         if serious:
-            w_premises = [Premise(text=w.message, sources=(w.source,) if w.source else (), confidence="exact") for w in serious]
-            k = b.add(w_premises, f"{plan.candidate.label} runs here only with the warnings below heeded", cites=(n,), codes=tuple(w.code for w in serious))
+            w_premises = [
+                Premise(text=w.message, sources=(w.source,) if w.source else (), confidence="exact")
+                for w in serious
+            ]
+            k = b.add(
+                w_premises,
+                f"{plan.candidate.label} runs here only with the warnings below heeded",
+                cites=(n,),
+                codes=tuple(w.code for w in serious),
+            )
             why += f"; by ({k}), heed the warnings"
         if cited:
             refs = _join([f"({k})" for k in cited])
             verb = "rule" if len(cited) > 1 else "rules"
-            conclusion = f"So, because {refs} {verb} out the paths ranked above it and ({n}) holds, {why}."
+            conclusion = (
+                f"So, because {refs} {verb} out the paths ranked above it and ({n}) holds, {why}."
+            )
         else:
             conclusion = f"So, by ({n}), {why}."
         if decision.verdict == "unofficial_only":
@@ -127,13 +160,21 @@ def derive(decision: Decision, matrix: Matrix) -> Derivation:
         elif decision.verdict == "source_build_required":
             headline = f"{wanted} runs on this node when built from source."
         else:
-            headline = f"{wanted} runs on this node: {plan.candidate.channel} {plan.candidate.label}."
+            headline = (
+                f"{wanted} runs on this node: {plan.candidate.channel} {plan.candidate.label}."
+            )
         plan_step = b.steps[n - 1]
         confidence = _weakest(p.confidence for p in plan_step.premises)
         confidence_note = _CONF_NOTE.get(confidence, "")
     hints = _hints(ctx, plan, better)
     if plan is not None:  # what to do about each warning the chain relied on
-        hints += [Hint(kind="other", text=w.hint, unofficial=w.hint.startswith("unofficial")) for w in decision.warnings if w.severity == "warning" and w.code not in HEDGED and w.hint not in {h.text for h in hints}]
+        hints += [
+            Hint(kind="other", text=w.hint, unofficial=w.hint.startswith("unofficial"))
+            for w in decision.warnings
+            if w.severity == "warning"
+            and w.code not in HEDGED
+            and w.hint not in {h.text for h in hints}
+        ]
     notes = tuple(
         Note(severity=w.severity, message=w.message, hint=w.hint, source=w.source)
         for w in sorted(decision.warnings, key=lambda w: w.severity != "warning")
@@ -164,5 +205,7 @@ def derive(decision: Decision, matrix: Matrix) -> Derivation:
         plan=plan_summary,
         hints=tuple(hints),
         notes=notes,
-        alternatives=tuple(f"{e.candidate.channel}: {e.candidate.label}" for e in decision.alternatives),
+        alternatives=tuple(
+            f"{e.candidate.channel}: {e.candidate.label}" for e in decision.alternatives
+        ),
     )

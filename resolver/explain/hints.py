@@ -24,7 +24,9 @@ from resolver.solve.rank import fix_order
 from resolver.versions import driver_series, series
 
 
-def _resolve(ctx: _Context, node: Node | None = None, request: Request | None = None) -> Decision | None:
+def _resolve(
+    ctx: _Context, node: Node | None = None, request: Request | None = None
+) -> Decision | None:
     try:
         return solve(ctx.m, node or ctx.node, request or ctx.request)
     except ResolverError:
@@ -77,7 +79,10 @@ def _hints(ctx: _Context, plan: Evaluation | None, better: Sequence[Evaluation])
         if applied is None:
             return None
         again = _ok_plan(_resolve(ctx, *applied))
-        if again is None or (plan is not None and not rank(again, ctx.request.prefer) < rank(plan, ctx.request.prefer)):
+        if again is None or (
+            plan is not None
+            and not rank(again, ctx.request.prefer) < rank(plan, ctx.request.prefer)
+        ):
             return None
         return applied[0], again
 
@@ -99,13 +104,19 @@ def _hints(ctx: _Context, plan: Evaluation | None, better: Sequence[Evaluation])
     ok_now = plan is not None and ctx.d.exit_code == 0
     if plan is not None and plan.candidate.rocm is not None and ctx.driver is None:
         rocm = series(plan.candidate.rocm)
-        what = "unknown" if ctx.node.driver_version is None else f"{ctx.node.driver_version}, not in AMD's table"
+        what = (
+            "unknown"
+            if ctx.node.driver_version is None
+            else f"{ctx.node.driver_version}, not in AMD's table"
+        )
         add(
             Hint(
                 kind="driver",
                 text=f"the amdgpu driver is {what}, so whether it runs ROCm {rocm} was not checked: "
                 "give the AMD GPU Driver release you installed (the amdgpu-install version) with --driver",
-                command=shlex.join(["rocm-vllm", "check", *_node_argv(ctx.node), "--driver", "30.30.3"]),
+                command=shlex.join(
+                    ["rocm-vllm", "check", *_node_argv(ctx.node), "--driver", "30.30.3"]
+                ),
             )
         )
     # 2. Request changes: an older vLLM, no quantization, a source build.
@@ -115,10 +126,18 @@ def _hints(ctx: _Context, plan: Evaluation | None, better: Sequence[Evaluation])
             c = again.candidate
             cmd = shlex.join(["rocm-vllm", "check", *_node_argv(ctx.node), "--vllm", f"=={c.vllm}"])
             lead = "or keep this host as it is and pick" if "driver" in seen_kinds else "pick"
-            add(Hint(kind="vllm", text=f"{lead} vLLM <= {c.vllm}, the newest that fits it: {c.label} ({c.channel})", command=cmd))
+            add(
+                Hint(
+                    kind="vllm",
+                    text=f"{lead} vLLM <= {c.vllm}, the newest that fits it: {c.label} ({c.channel})",
+                    command=cmd,
+                )
+            )
     gate = [r for r in ctx.d.blockers if r.code in GATE_CODES]
     if gate:
-        again = _ok_plan(_resolve(ctx, request=replace(ctx.request, quantization=None, kv_cache_dtype=None)))
+        again = _ok_plan(
+            _resolve(ctx, request=replace(ctx.request, quantization=None, kv_cache_dtype=None))
+        )
         for r in gate:
             tail = f"; without it, {_then(again)} runs" if again is not None else ""
             add(Hint(kind="quantization", text=f"{r.hint}{tail}"))
@@ -129,21 +148,56 @@ def _hints(ctx: _Context, plan: Evaluation | None, better: Sequence[Evaluation])
             src = d.plan if d is not None and d.plan is not None else None
         if src is not None:
             gfx = ",".join(ctx.node.gfx_targets)
-            cmd = shlex.join(["rocm-vllm", "dockerfile", "--gfx", gfx, "--vllm", str(src.candidate.vllm), "-o", "Dockerfile.vllm-rocm"])
+            cmd = shlex.join(
+                [
+                    "rocm-vllm",
+                    "dockerfile",
+                    "--gfx",
+                    gfx,
+                    "--vllm",
+                    str(src.candidate.vllm),
+                    "-o",
+                    "Dockerfile.vllm-rocm",
+                ]
+            )
             add(
                 Hint(
                     kind="source-build",
                     text=f"build vLLM {src.candidate.vllm} from source for {gfx} only"
-                    + (" (unofficial: vLLM accepts this target in CMake but ships and tests no artifact for it)" if src.unofficial else ""),
+                    + (
+                        " (unofficial: vLLM accepts this target in CMake but ships and tests no artifact for it)"
+                        if src.unofficial
+                        else ""
+                    ),
                     unofficial=src.unofficial,
                     command=cmd,
                 )
             )
     node_level = any(r.code in GATE_CODES or r.code == "gfx-unsupported" for r in ctx.d.blockers)
-    if any(r.code == "release-facts-unknown" for e in ctx.d.rejected for r in e.reasons) and not ok_now and not node_level:
-        add(Hint(kind="data", text="read the missing releases' build facts from upstream", command="rocm-vllm matrix refresh --source sdist"))
-    if any(r.code == "artifact-facts-unknown" for e in ctx.d.rejected for r in e.reasons) and not ok_now and not node_level:
-        add(Hint(kind="data", text="read the unknown images' arch lists from upstream, or try one with `rocm-vllm image --smoke`", command="rocm-vllm matrix refresh"))
+    if (
+        any(r.code == "release-facts-unknown" for e in ctx.d.rejected for r in e.reasons)
+        and not ok_now
+        and not node_level
+    ):
+        add(
+            Hint(
+                kind="data",
+                text="read the missing releases' build facts from upstream",
+                command="rocm-vllm matrix refresh --source sdist",
+            )
+        )
+    if (
+        any(r.code == "artifact-facts-unknown" for e in ctx.d.rejected for r in e.reasons)
+        and not ok_now
+        and not node_level
+    ):
+        add(
+            Hint(
+                kind="data",
+                text="read the unknown images' arch lists from upstream, or try one with `rocm-vllm image --smoke`",
+                command="rocm-vllm matrix refresh",
+            )
+        )
     # 3. Unofficial routes, each with its risk.
     for name in ctx.node.gfx_targets:
         t = ctx.m.gfx_target(name)
@@ -152,7 +206,11 @@ def _hints(ctx: _Context, plan: Evaluation | None, better: Sequence[Evaluation])
         if plan is not None and plan.override == t.override:
             continue
         # Without any plan, no prebuilt artifact carries the near target's code either: it needs a build for it.
-        build = f" in a build for {t.override_target} (`rocm-vllm dockerfile --gfx {t.override_target}`)" if plan is None else ""
+        build = (
+            f" in a build for {t.override_target} (`rocm-vllm dockerfile --gfx {t.override_target}`)"
+            if plan is None
+            else ""
+        )
         add(
             Hint(
                 kind="override",
@@ -165,11 +223,17 @@ def _hints(ctx: _Context, plan: Evaluation | None, better: Sequence[Evaluation])
     if not ok_now:
         for e in ctx.d.rejected:
             for r in e.reasons:
-                if r.code == "gfx-unsupported" and r.fix is None and not ("override" in seen_kinds and "HSA_OVERRIDE" in r.hint):
+                if (
+                    r.code == "gfx-unsupported"
+                    and r.fix is None
+                    and not ("override" in seen_kinds and "HSA_OVERRIDE" in r.hint)
+                ):
                     add(Hint(kind="other", text=r.hint, unofficial="unofficial" in r.hint))
             if any(h.kind == "other" for h in hints):
                 break
-    return sorted(hints, key=lambda h: HINT_ORDER.index(h.kind) if h.kind in HINT_ORDER else len(HINT_ORDER))
+    return sorted(
+        hints, key=lambda h: HINT_ORDER.index(h.kind) if h.kind in HINT_ORDER else len(HINT_ORDER)
+    )
 
 
 def _host_hint(ctx: _Context, reasons: Sequence[Reason], node: Node, again: Evaluation) -> Hint:
@@ -206,7 +270,13 @@ def _host_hint(ctx: _Context, reasons: Sequence[Reason], node: Node, again: Eval
     if len(parts) > 1:
         lead += " (each alone is not enough)"
     verb = " and ".join(dict.fromkeys(verbs)) or "fits"
-    return Hint(kind=kind, text=f"{lead}: then {_then(again)} {verb}", command=command, changes=tuple(changes), then=again.candidate.label)
+    return Hint(
+        kind=kind,
+        text=f"{lead}: then {_then(again)} {verb}",
+        command=command,
+        changes=tuple(changes),
+        then=again.candidate.label,
+    )
 
 
 def _node_argv(node: Node) -> list[str]:

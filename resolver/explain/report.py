@@ -37,16 +37,32 @@ def reason_json(r: Reason) -> dict[str, Any]:
         "message": r.message,
         "hint": r.hint,
         "source": r.source,
-        "facts": [{"text": f.text, "source": f.source, "confidence": f.confidence} for f in r.facts],
-        "fix": {"kind": r.fix.kind, "text": r.fix.text, "host": r.fix.host, "value": r.fix.value, "direction": r.fix.direction}
+        "facts": [
+            {"text": f.text, "source": f.source, "confidence": f.confidence} for f in r.facts
+        ],
+        "fix": {
+            "kind": r.fix.kind,
+            "text": r.fix.text,
+            "host": r.fix.host,
+            "value": r.fix.value,
+            "direction": r.fix.direction,
+        }
         if r.fix
         else None,
     }
 
 
 def warning_json(w: Warning) -> dict[str, Any]:
-    out: dict[str, Any] = {"code": w.code, "message": w.message, "hint": w.hint, "severity": w.severity, "source": w.source}
-    if w.env:  # advice that asks for environment variables says which, and whether the plan sets them
+    out: dict[str, Any] = {
+        "code": w.code,
+        "message": w.message,
+        "hint": w.hint,
+        "severity": w.severity,
+        "source": w.source,
+    }
+    if (
+        w.env
+    ):  # advice that asks for environment variables says which, and whether the plan sets them
         out["env"] = dict(w.env)
         out["applied_by_plan"] = w.applied_by_plan
     return out
@@ -54,7 +70,15 @@ def warning_json(w: Warning) -> dict[str, Any]:
 
 def plan_json(ev: Evaluation, node: Node, m: Matrix) -> dict[str, Any]:
     c = ev.candidate
-    arch = c.image.arch if c.image else c.wheel.arch if c.wheel else c.release.arch if c.release else ()
+    arch = (
+        c.image.arch
+        if c.image
+        else c.wheel.arch
+        if c.wheel
+        else c.release.arch
+        if c.release
+        else ()
+    )
     env: dict[str, str] = {}
     for name in node.gfx_targets:
         target = m.gfx_target(name)
@@ -64,7 +88,15 @@ def plan_json(ev: Evaluation, node: Node, m: Matrix) -> dict[str, Any]:
     return {
         **candidate_json(c),
         "rocm_stream": _stream(m, c),
-        "python": (c.image.python if c.image else c.wheel.python[0] if c.wheel else c.release.python if c.release else None),
+        "python": (
+            c.image.python
+            if c.image
+            else c.wheel.python[0]
+            if c.wheel
+            else c.release.python
+            if c.release
+            else None
+        ),
         "arch": list(arch),
         "unofficial": ev.unofficial,
         "override": ev.override,
@@ -97,7 +129,8 @@ def decision_json(d: Decision, m: Matrix) -> dict[str, Any]:
         "warnings": [warning_json(w) for w in d.warnings],
         "blockers": [reason_json(r) for r in d.blockers],
         "missing": [
-            {"kind": f.kind, "subject": f.subject, "detail": f.detail, "fetch": f.fetch} for f in d.missing
+            {"kind": f.kind, "subject": f.subject, "detail": f.detail, "fetch": f.fetch}
+            for f in d.missing
         ],
         "host_fix": {
             "candidate": candidate_json(d.host_fix.candidate),
@@ -106,7 +139,11 @@ def decision_json(d: Decision, m: Matrix) -> dict[str, Any]:
         if d.host_fix
         else None,
         "reasons": [
-            {"candidate": candidate_json(e.candidate), "reasons": [reason_json(r) for r in e.reasons]} for e in d.rejected
+            {
+                "candidate": candidate_json(e.candidate),
+                "reasons": [reason_json(r) for r in e.reasons],
+            }
+            for e in d.rejected
         ],
         "alternatives": [plan_json(e, d.node, m) for e in d.alternatives],
         "derivation": derive(d, m).to_json(),

@@ -37,7 +37,9 @@ def render_rich(d: Derivation, console: Console) -> None:
 
     numbers = {s: i for i, s in enumerate(cited_sources(d), 1)}
     style = _RICH_STYLE.get(d.verdict, "bold")
-    head = Text.assemble(("verdict: ", "dim"), (d.verdict, style), (f"  (exit {d.exit_code})", "dim"))
+    head = Text.assemble(
+        ("verdict: ", "dim"), (d.verdict, style), (f"  (exit {d.exit_code})", "dim")
+    )
     console.print(head)
     console.print(Text.assemble(("node: ", "dim"), d.node))
     if d.request:
@@ -47,19 +49,34 @@ def render_rich(d: Derivation, console: Console) -> None:
     console.print(Text.assemble(mark, (d.headline, "bold")))
     numbered = True  # the conclusion cites steps by number
     for i, step in enumerate(d.steps):
-        console.print(Padding(Text(step_sentence(step, numbers, first=i == 0, numbered=numbered)), (0, 0, 0, 2)))
+        console.print(
+            Padding(
+                Text(step_sentence(step, numbers, first=i == 0, numbered=numbered)), (0, 0, 0, 2)
+            )
+        )
     console.print(Padding(Text(d.conclusion, style="bold"), (0, 0, 0, 2)))
     if d.confidence is not None:
-        console.print(Padding(Text(f"confidence: {d.confidence}: {d.confidence_note}", style="dim"), (0, 0, 0, 2)))
+        console.print(
+            Padding(
+                Text(f"confidence: {d.confidence}: {d.confidence_note}", style="dim"), (0, 0, 0, 2)
+            )
+        )
     if d.hints:
         console.print()
         for h in d.hints:
-            console.print(Text.assemble(("hint: ", "bold cyan"), (h.text, "magenta" if h.unofficial else "")))
+            console.print(
+                Text.assemble(("hint: ", "bold cyan"), (h.text, "magenta" if h.unofficial else ""))
+            )
             if h.command:  # soft_wrap: printed whole, however narrow the terminal (copy-paste)
                 console.print(Text(f"      $ {h.command}", style="bold"), soft_wrap=True)
     if d.plan is not None:
         p = d.plan
-        table = Table(title="plan" + (" (unofficial)" if p.unofficial else ""), show_header=False, title_justify="left", expand=False)
+        table = Table(
+            title="plan" + (" (unofficial)" if p.unofficial else ""),
+            show_header=False,
+            title_justify="left",
+            expand=False,
+        )
         table.add_column(style="dim")
         table.add_column()
         table.add_row("path", f"{p.channel} {escape(p.label)}")
@@ -79,7 +96,12 @@ def render_rich(d: Derivation, console: Console) -> None:
             console.print(Padding(Text(a), (0, 0, 0, 2)))
     if d.notes:
         console.print()
-        console.print(Text("warnings:" if any(n.severity == "warning" for n in d.notes) else "notes:", style="dim"))
+        console.print(
+            Text(
+                "warnings:" if any(n.severity == "warning" for n in d.notes) else "notes:",
+                style="dim",
+            )
+        )
         for n in d.notes:
             sym = ("! ", "bold yellow") if n.severity == "warning" else ("i ", "blue")
             console.print(Text.assemble(sym, n.message))

@@ -59,7 +59,19 @@ def plan_steps(ev: Evaluation, node: Node) -> list[tuple[str, str]]:
         index = f"https://wheels.vllm.ai/rocm/{c.vllm}/{c.wheel.name}"
         return [
             (shlex.join(["uv", "venv", "--python", py, ".venv"]) + " && . .venv/bin/activate", ""),
-            (shlex.join(["uv", "pip", "install", f"vllm=={c.vllm}+{c.wheel.name}", "--extra-index-url", index]), ""),
+            (
+                shlex.join(
+                    [
+                        "uv",
+                        "pip",
+                        "install",
+                        f"vllm=={c.vllm}+{c.wheel.name}",
+                        "--extra-index-url",
+                        index,
+                    ]
+                ),
+                "",
+            ),
             (
                 "python -c 'import torch; assert torch.version.hip and not torch.version.cuda, torch.__version__'",
                 "a CUDA wheel must not have slipped in",
@@ -75,10 +87,36 @@ def plan_steps(ev: Evaluation, node: Node) -> list[tuple[str, str]]:
             stack.append("--allow-moving-refs")
     return [
         (
-            shlex.join(["rocm-vllm", "dockerfile", *flags, "--vllm", str(c.vllm), *stack, "-o", "Dockerfile.vllm-rocm"]),
+            shlex.join(
+                [
+                    "rocm-vllm",
+                    "dockerfile",
+                    *flags,
+                    "--vllm",
+                    str(c.vllm),
+                    *stack,
+                    "-o",
+                    "Dockerfile.vllm-rocm",
+                ]
+            ),
             f"built for {gfx} only" if gfx else "",
         ),
-        (shlex.join(["env", "DOCKER_BUILDKIT=1", "docker", "build", "-f", "Dockerfile.vllm-rocm", "-t", f"vllm-rocm:{c.vllm}", "."]), ""),
+        (
+            shlex.join(
+                [
+                    "env",
+                    "DOCKER_BUILDKIT=1",
+                    "docker",
+                    "build",
+                    "-f",
+                    "Dockerfile.vllm-rocm",
+                    "-t",
+                    f"vllm-rocm:{c.vllm}",
+                    ".",
+                ]
+            ),
+            "",
+        ),
     ]
 
 

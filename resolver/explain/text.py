@@ -47,7 +47,10 @@ def _paint(text: str, code: str, color: bool) -> str:
 
 def _plan_lines(ev: Evaluation, m: Matrix, node: Node, width: int = WIDTH) -> list[str]:
     c = ev.candidate
-    lines = [f"plan: {c.channel} {c.image.ref if c.image else c.label}" + ("  (unofficial)" if ev.unofficial else "")]
+    lines = [
+        f"plan: {c.channel} {c.image.ref if c.image else c.label}"
+        + ("  (unofficial)" if ev.unofficial else "")
+    ]
     detail = [f"vLLM {c.vllm}"]
     if c.rocm is not None:
         detail.append(f"on {m.rocm_label(c.rocm)}")
@@ -62,7 +65,12 @@ def _plan_lines(ev: Evaluation, m: Matrix, node: Node, width: int = WIDTH) -> li
         arch = getattr(record, "arch", ())
         if arch:
             lines.append(f"  built for {', '.join(arch)}")
-        lines += _fill(f"confidence: {record.provenance.confidence} · source: {record.provenance.source}", "  ", "    ", width)
+        lines += _fill(
+            f"confidence: {record.provenance.confidence} · source: {record.provenance.source}",
+            "  ",
+            "    ",
+            width,
+        )
     lines.append("  run:")
     lines += [f"    {cmd}" for cmd in plan_commands(ev, node)]
     return lines
@@ -88,7 +96,9 @@ def _reason_lines(r: Reason, indent: str = "  ", width: int = WIDTH) -> list[str
     return lines
 
 
-def render(d: Decision, m: Matrix, *, color: bool = False, verbose: bool = False, width: int = WIDTH) -> str:
+def render(
+    d: Decision, m: Matrix, *, color: bool = False, verbose: bool = False, width: int = WIDTH
+) -> str:
     """The short form. Prose wraps at ``width`` (the CLI passes the terminal's); commands, the
     plan's run lines and ``fetch:`` lines are printed whole so they copy and paste."""
     lines = [
@@ -113,7 +123,12 @@ def render(d: Decision, m: Matrix, *, color: bool = False, verbose: bool = False
             lines += _reason_lines(r, width=width)
         if d.host_fix is not None:
             lines.append("")
-            lines += _fill(f"what would fix it: {'; '.join(r.fix.text for r in d.host_fix.reasons if r.fix)}", "", "  ", width)
+            lines += _fill(
+                f"what would fix it: {'; '.join(r.fix.text for r in d.host_fix.reasons if r.fix)}",
+                "",
+                "  ",
+                width,
+            )
             lines.append(f"  then: {d.host_fix.candidate.label}")
     lines += _warning_lines(d.warnings, color, width)
     if d.alternatives:
@@ -122,7 +137,15 @@ def render(d: Decision, m: Matrix, *, color: bool = False, verbose: bool = False
     if d.rejected:
         counts = Counter(r.code for e in d.rejected for r in e.reasons)
         common = ", ".join(f"{code} ({n})" for code, n in counts.most_common(4))
-        lines += ["", *_fill(f"rejected: {len(d.rejected)} other candidate(s); most common reasons: {common}", "", "  ", width)]
+        lines += [
+            "",
+            *_fill(
+                f"rejected: {len(d.rejected)} other candidate(s); most common reasons: {common}",
+                "",
+                "  ",
+                width,
+            ),
+        ]
         if verbose:
             for e in d.rejected:
                 lines.append(f"  {e.candidate.label}:")
@@ -141,7 +164,9 @@ MAX_CITED = 3  # a premise standing for 40 releases cites its first sources; --j
 
 def cited_sources(d: Derivation) -> list[str]:
     """The sources the text cites, in order of first citation: the [n] numbering."""
-    return list(dict.fromkeys(s for step in d.steps for p in step.premises for s in p.sources[:MAX_CITED]))
+    return list(
+        dict.fromkeys(s for step in d.steps for p in step.premises for s in p.sources[:MAX_CITED])
+    )
 
 
 def _cite(p: Premise, numbers: dict[str, int]) -> str:
@@ -183,13 +208,18 @@ def render_derivation(d: Derivation, width: int = WIDTH) -> str:
     """The plain-text explanation (golden files are this form, at the default width). Prose wraps
     at ``width``; ``$ command`` lines and the plan's run lines never wrap."""
     numbers = {s: i for i, s in enumerate(cited_sources(d), 1)}
-    lines = [f"verdict: {d.verdict}  (exit {d.exit_code})", *_fill(f"node: {d.node}", "", "  ", width)]
+    lines = [
+        f"verdict: {d.verdict}  (exit {d.exit_code})",
+        *_fill(f"node: {d.node}", "", "  ", width),
+    ]
     if d.request:
         lines += _fill(f"request: {d.request}", "", "  ", width)
     lines += ["", *_fill(d.headline, "", width=width)]
     numbered = True  # the conclusion cites steps by number
     for i, step in enumerate(d.steps):
-        lines += _fill(step_sentence(step, numbers, first=i == 0, numbered=numbered), "  ", "    ", width)
+        lines += _fill(
+            step_sentence(step, numbers, first=i == 0, numbered=numbered), "  ", "    ", width
+        )
     lines += _fill(d.conclusion, "  ", "    ", width)
     if d.confidence is not None:
         lines += _fill(f"confidence: {d.confidence}: {d.confidence_note}", "  ", "    ", width)
@@ -202,7 +232,11 @@ def render_derivation(d: Derivation, width: int = WIDTH) -> str:
     if d.plan is not None:
         p = d.plan
         lines += ["", f"plan: {p.channel} {p.label}" + ("  (unofficial)" if p.unofficial else "")]
-        detail = f"vLLM {p.vllm}" + (f" on ROCm {p.rocm}" if p.rocm else "") + f" · confidence: {p.confidence}"
+        detail = (
+            f"vLLM {p.vllm}"
+            + (f" on ROCm {p.rocm}" if p.rocm else "")
+            + f" · confidence: {p.confidence}"
+        )
         if p.override:
             detail += f" · needs HSA_OVERRIDE_GFX_VERSION={p.override}"
         lines += [f"  {detail}", "  run:"]
@@ -212,7 +246,9 @@ def render_derivation(d: Derivation, width: int = WIDTH) -> str:
     if d.notes:
         lines += ["", "warnings:" if any(n.severity == "warning" for n in d.notes) else "notes:"]
         for n in d.notes:
-            lines += _fill(f"{'!' if n.severity == 'warning' else 'i'} {n.message}", "  ", "    ", width)
+            lines += _fill(
+                f"{'!' if n.severity == 'warning' else 'i'} {n.message}", "  ", "    ", width
+            )
             lines += _fill(f"hint: {n.hint}", "    ", "      ", width)
     if numbers:
         lines += ["", "sources:"]

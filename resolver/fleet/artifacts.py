@@ -53,20 +53,45 @@ class Options:
 
     def check(self) -> None:
         if self.engine not in ENGINES:
-            raise UsageError(f"--engine {self.engine!r} is not one of {', '.join(ENGINES)}", hint="use --engine docker, podman, apptainer or singularity")
+            raise UsageError(
+                f"--engine {self.engine!r} is not one of {', '.join(ENGINES)}",
+                hint="use --engine docker, podman, apptainer or singularity",
+            )
         if self.constraint is not None and not _FEATURE_RE.match(self.constraint):
-            raise UsageError(f"--constraint {self.constraint!r} is not a Slurm feature expression", hint="e.g. --constraint mi300x or 'mi300x&ib'")
+            raise UsageError(
+                f"--constraint {self.constraint!r} is not a Slurm feature expression",
+                hint="e.g. --constraint mi300x or 'mi300x&ib'",
+            )
         if self.partition is not None and not re.match(r"^[A-Za-z0-9_.-]{1,64}$", self.partition):
-            raise UsageError(f"--partition {self.partition!r} is not a partition name", hint="letters, digits, - _ .")
+            raise UsageError(
+                f"--partition {self.partition!r} is not a partition name",
+                hint="letters, digits, - _ .",
+            )
         if not re.match(r"^(\d+-)?\d{1,3}(:\d{2}){0,2}$", self.time):
-            raise UsageError(f"--time {self.time!r} is not a Slurm time limit", hint="e.g. 04:00:00 or 1-00:00:00")
+            raise UsageError(
+                f"--time {self.time!r} is not a Slurm time limit",
+                hint="e.g. 04:00:00 or 1-00:00:00",
+            )
         if not _SHM_RE.match(self.shm_size):
-            raise UsageError(f"--shm-size {self.shm_size!r} is not a size", hint="e.g. 16Gi or 512Mi")
-        if self.namespace is not None and not re.match(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", self.namespace):
-            raise UsageError(f"--namespace {self.namespace!r} is not a Kubernetes namespace name", hint="lower-case letters, digits and -")
+            raise UsageError(
+                f"--shm-size {self.shm_size!r} is not a size", hint="e.g. 16Gi or 512Mi"
+            )
+        if self.namespace is not None and not re.match(
+            r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", self.namespace
+        ):
+            raise UsageError(
+                f"--namespace {self.namespace!r} is not a Kubernetes namespace name",
+                hint="lower-case letters, digits and -",
+            )
         from resolver.runcmd import RunSpec
 
-        RunSpec(image="check", entrypoint="vllm-serve", model=self.model, port=self.port, hf_cache=self.hf_cache)
+        RunSpec(
+            image="check",
+            entrypoint="vllm-serve",
+            model=self.model,
+            port=self.port,
+            hf_cache=self.hf_cache,
+        )
 
 
 def _image(group: Group) -> ContainerImage | None:
@@ -85,7 +110,9 @@ def _spec(m: Matrix, group: Group, image: ContainerImage, opts: Options) -> Any:
     assert group.image is not None
     env, _warnings = serving_env(m, group.representative, group.image)
     gpus = group.representative.logical_gpu_count or len(group.representative.gpus)
-    ref = group.ref or (image.ref if image.digest is None or "@" in image.ref else f"{image.ref}@{image.digest}")
+    ref = group.ref or (
+        image.ref if image.digest is None or "@" in image.ref else f"{image.ref}@{image.digest}"
+    )
     return RunSpec(
         image=ref,
         entrypoint=image.entrypoint,
@@ -208,7 +235,9 @@ def _selector(group: Group) -> tuple[dict[str, str], list[dict[str, Any]], str]:
             if len(values) == 1 and first.get(key):
                 common[key] = first[key]
     if not common:
-        ids = {g.pci_device_id for r in group.reports if r.node for g in r.node.gpus if g.pci_device_id}
+        ids = {
+            g.pci_device_id for r in group.reports if r.node for g in r.node.gpus if g.pci_device_id
+        }
         if len(ids) == 1:
             common["amd.com/gpu.device-id"] = ids.pop()
     names = sorted({r.name for r in group.reports})
@@ -225,7 +254,11 @@ def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
     spec = _spec(m, group, image, opts)
     gpus = group.representative.logical_gpu_count or len(group.representative.gpus) or 1
     name = f"vllm-{group.id}"
-    labels = {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": name, "app.kubernetes.io/managed-by": "rocm-vllm"}
+    labels = {
+        "app.kubernetes.io/name": "vllm",
+        "app.kubernetes.io/instance": name,
+        "app.kubernetes.io/managed-by": "rocm-vllm",
+    }
     node_selector, expressions, resource = _selector(group)
     serve = []
     if spec.model:
@@ -240,7 +273,10 @@ def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
     else:
         container["args"] = serve
     env: list[dict[str, Any]] = [
-        {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token", "optional": True}}},
+        {
+            "name": "HF_TOKEN",
+            "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token", "optional": True}},
+        },
     ]
     env += [{"name": k, "value": v} for k, v in spec.env]
     probe = {"httpGet": {"path": "/health", "port": "http"}}
@@ -256,18 +292,28 @@ def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
                 {"name": "dshm", "mountPath": "/dev/shm"},
                 {"name": "hf-cache", "mountPath": "/root/.cache/huggingface"},
             ],
-            "securityContext": {"capabilities": {"add": ["SYS_PTRACE"]}, "seccompProfile": {"type": "Unconfined"}},
+            "securityContext": {
+                "capabilities": {"add": ["SYS_PTRACE"]},
+                "seccompProfile": {"type": "Unconfined"},
+            },
         }
     )
     pod_spec: dict[str, Any] = {}
     if node_selector:
         pod_spec["nodeSelector"] = node_selector
     pod_spec["affinity"] = {
-        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": expressions}]}},
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": expressions}]
+            }
+        },
         # One server per node: each takes every GPU of its node.
         "podAntiAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": [
-                {"labelSelector": {"matchLabels": {"app.kubernetes.io/instance": name}}, "topologyKey": "kubernetes.io/hostname"}
+                {
+                    "labelSelector": {"matchLabels": {"app.kubernetes.io/instance": name}},
+                    "topologyKey": "kubernetes.io/hostname",
+                }
             ]
         },
     }
@@ -306,7 +352,9 @@ def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
             "ports": [{"name": "http", "port": opts.port, "targetPort": "http", "protocol": "TCP"}],
         },
     }
-    header = f"# rocm-vllm fleet plan, group {group.id} ({group.hostlist}): {group.fingerprint.short()}"
+    header = (
+        f"# rocm-vllm fleet plan, group {group.id} ({group.hostlist}): {group.fingerprint.short()}"
+    )
     return "\n".join([header, "---", *_yaml(deployment), "---", *_yaml(service)]) + "\n"
 
 
@@ -336,11 +384,18 @@ def write_dir(target: Path, files: Mapping[str, str], *, force: bool = False) ->
     (then swapped, never merged); on any failure nothing is left behind."""
     target = target.absolute()
     if target.exists() and not target.is_dir():
-        raise InputError(f"-o {target}: exists and is not a directory", hint="give a directory path")
+        raise InputError(
+            f"-o {target}: exists and is not a directory", hint="give a directory path"
+        )
     if target.is_dir() and any(target.iterdir()) and not force:
-        raise InputError(f"-o {target}: the directory is not empty", hint="give a new directory, or --force to replace it")
+        raise InputError(
+            f"-o {target}: the directory is not empty",
+            hint="give a new directory, or --force to replace it",
+        )
     if not target.parent.is_dir():
-        raise InputError(f"-o {target}: {target.parent} does not exist", hint="create the parent directory first")
+        raise InputError(
+            f"-o {target}: {target.parent} does not exist", hint="create the parent directory first"
+        )
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
         for rel, text in files.items():
@@ -365,7 +420,10 @@ def write_dir(target: Path, files: Mapping[str, str], *, force: bool = False) ->
     except OSError as exc:
         with contextlib.suppress(OSError):
             shutil.rmtree(tmp)
-        raise InputError(f"-o {target}: cannot write it ({exc.strerror or type(exc).__name__})", hint="check the path and its permissions") from None
+        raise InputError(
+            f"-o {target}: cannot write it ({exc.strerror or type(exc).__name__})",
+            hint="check the path and its permissions",
+        ) from None
     except BaseException:
         with contextlib.suppress(OSError):
             shutil.rmtree(tmp)

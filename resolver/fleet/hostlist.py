@@ -45,25 +45,38 @@ def expand(text: str) -> list[str]:
         match = _BRACKET_RE.match(part)
         if match is None:
             if not _NAME_RE.match(part):
-                raise InputError(f"{part!r} is not a host name or host list", hint="write names like gpu[001-004],gpu010")
+                raise InputError(
+                    f"{part!r} is not a host name or host list",
+                    hint="write names like gpu[001-004],gpu010",
+                )
             out[part] = None
             continue
         prefix, body, suffix = match.groups()
         for item in body.split(","):
             lo, sep, hi = item.partition("-")
             if not lo.isdigit() or (sep and not hi.isdigit()):
-                raise InputError(f"{part!r}: {item!r} is not a number or range", hint="write ranges like [001-004]")
+                raise InputError(
+                    f"{part!r}: {item!r} is not a number or range",
+                    hint="write ranges like [001-004]",
+                )
             start, end = int(lo), int(hi) if sep else int(lo)
             if end < start or end - start > MAX_HOSTS:
-                raise InputError(f"{part!r}: range {item!r} is empty or too large", hint="write ranges low-high")
+                raise InputError(
+                    f"{part!r}: range {item!r} is empty or too large", hint="write ranges low-high"
+                )
             width = len(lo)
             for n in range(start, end + 1):
                 name = f"{prefix}{n:0{width}d}{suffix}"
                 if not _NAME_RE.match(name):
-                    raise InputError(f"{part!r} makes {name!r}, not a host name", hint="check the prefix and suffix")
+                    raise InputError(
+                        f"{part!r} makes {name!r}, not a host name",
+                        hint="check the prefix and suffix",
+                    )
                 out[name] = None
         if len(out) > MAX_HOSTS:
-            raise InputError("the host list names more than a million hosts", hint="give a smaller node list")
+            raise InputError(
+                "the host list names more than a million hosts", hint="give a smaller node list"
+            )
     return list(out)
 
 
@@ -74,7 +87,9 @@ def _ranges(numbers: list[int], width: int) -> str:
         if n is not None and n == prev + 1:
             prev = n
             continue
-        spans.append(f"{start:0{width}d}" if start == prev else f"{start:0{width}d}-{prev:0{width}d}")
+        spans.append(
+            f"{start:0{width}d}" if start == prev else f"{start:0{width}d}-{prev:0{width}d}"
+        )
         if n is not None:
             start = prev = n
     return ",".join(spans)

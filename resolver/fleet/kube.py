@@ -31,7 +31,13 @@ GPU_RESOURCE = "amd.com/gpu"
 _PARTITION_RE = re.compile(r"^(spx|dpx|tpx|qpx|cpx)_(nps1|nps2|nps4|nps8)$")
 _VRAM_RE = re.compile(r"^(\d+)G$")
 # The labeller's family acronym (libdrm's family names) and the gfx major it covers.
-_FAMILY_GFX = {"AI": ("gfx9",), "RV": ("gfx9",), "NV": ("gfx10", "gfx11", "gfx12"), "VGH": ("gfx10",), "YC": ("gfx10",)}
+_FAMILY_GFX = {
+    "AI": ("gfx9",),
+    "RV": ("gfx9",),
+    "NV": ("gfx10", "gfx11", "gfx12"),
+    "VGH": ("gfx10",),
+    "YC": ("gfx10",),
+}
 MAX_NODES = 100_000
 
 
@@ -49,14 +55,16 @@ def _values(labels: dict[str, str], prop: str) -> dict[str, set[str]]:
             found.setdefault(labels[key], set()).add(key)
         for k in labels:
             if k.startswith(key + "."):
-                found.setdefault(k[len(key) + 1:], set()).add(k)
+                found.setdefault(k[len(key) + 1 :], set()).add(k)
     return found
 
 
 def _one(labels: dict[str, str], prop: str) -> str | None:
     values = _values(labels, prop)
     if len(values) > 1:
-        said = "; ".join(f"{', '.join(sorted(keys))} say {value}" for value, keys in sorted(values.items()))
+        said = "; ".join(
+            f"{', '.join(sorted(keys))} say {value}" for value, keys in sorted(values.items())
+        )
         raise Contradiction(f"the labels disagree on {prop}: {said}")
     return next(iter(values), None)
 
@@ -67,7 +75,7 @@ def _counts(labels: dict[str, str], prop: str) -> dict[str, int]:
     key = f"beta.amd.com/gpu.{prop}."
     for k, v in labels.items():
         if k.startswith(key) and v.isdigit():
-            out[k[len(key):]] = int(v)
+            out[k[len(key) :]] = int(v)
     return out
 
 
@@ -76,7 +84,9 @@ def _capacity(node: dict[str, Any]) -> tuple[str, int]:
     capacity: Any = status.get("capacity") if isinstance(status, dict) else None
     if not isinstance(capacity, dict):
         capacity = {}
-    amd = {k: v for k, v in capacity.items() if k.startswith("amd.com/") and k != "amd.com/gpu.memory"}
+    amd = {
+        k: v for k, v in capacity.items() if k.startswith("amd.com/") and k != "amd.com/gpu.memory"
+    }
     for key in (GPU_RESOURCE, *sorted(amd)):
         value = amd.get(key)
         if isinstance(value, str) and value.isdigit() and int(value) > 0:
@@ -89,7 +99,9 @@ def _capacity(node: dict[str, Any]) -> tuple[str, int]:
 def node_report(item: Any, *, index: int) -> NodeReport:
     """One item of ``kubectl get nodes -o json``."""
     if not isinstance(item, dict) or not isinstance(item.get("metadata"), dict):
-        return NodeReport(name=f"items[{index}]", source=f"kubernetes:items[{index}]", reason="not a Node object")
+        return NodeReport(
+            name=f"items[{index}]", source=f"kubernetes:items[{index}]", reason="not a Node object"
+        )
     meta = item["metadata"]
     name = meta.get("name") if isinstance(meta.get("name"), str) else f"items[{index}]"
     source = f"kubernetes:{name}"
@@ -100,8 +112,12 @@ def node_report(item: Any, *, index: int) -> NodeReport:
     try:
         node, unplaced = _node(labels, resource, count)
     except Contradiction as exc:
-        return NodeReport(name=name, source=source, reason=str(exc), labels=amd_labels, resource=resource)
-    return NodeReport(name=name, source=source, node=node, reason=unplaced, labels=amd_labels, resource=resource)
+        return NodeReport(
+            name=name, source=source, reason=str(exc), labels=amd_labels, resource=resource
+        )
+    return NodeReport(
+        name=name, source=source, node=node, reason=unplaced, labels=amd_labels, resource=resource
+    )
 
 
 def _node(labels: dict[str, str], resource: str, count: int) -> tuple[Node, str | None]:
@@ -110,13 +126,19 @@ def _node(labels: dict[str, str], resource: str, count: int) -> tuple[Node, str 
 
     device_ids = _values(labels, "device-id")
     per_id = _counts(labels, "device-id")
-    singles = {key: labels[key] for key in ("amd.com/gpu.device-id", "beta.amd.com/gpu.device-id") if labels.get(key)}
+    singles = {
+        key: labels[key]
+        for key in ("amd.com/gpu.device-id", "beta.amd.com/gpu.device-id")
+        if labels.get(key)
+    }
     if len(set(singles.values())) > 1:
         said = "; ".join(f"{k} says {v}" for k, v in singles.items())
         raise Contradiction(f"the labels disagree on device-id: {said}")
     main = next(iter(singles.values()), None)
     if main and per_id and set(per_id) != {main}:
-        raise Contradiction(f"amd.com/gpu.device-id says {main} but the count labels list {', '.join(sorted(per_id))}")
+        raise Contradiction(
+            f"amd.com/gpu.device-id says {main} but the count labels list {', '.join(sorted(per_id))}"
+        )
     ids = sorted(set(device_ids) | set(per_id))
     family = _one(labels, "family")
     cu_text = _one(labels, "cu-count")
@@ -128,9 +150,15 @@ def _node(labels: dict[str, str], resource: str, count: int) -> tuple[Node, str 
     if partition_text:
         match = _PARTITION_RE.match(partition_text.lower())
         if match is None:
-            raise Contradiction(f"{PARTITION_LABEL}={partition_text} is not a compute_memory partition mode")
+            raise Contradiction(
+                f"{PARTITION_LABEL}={partition_text} is not a compute_memory partition mode"
+            )
         partition = Partition(compute=match.group(1).upper(), memory=match.group(2).upper())
-    if resource != GPU_RESOURCE and partition_text and resource != f"amd.com/{partition_text.lower()}":
+    if (
+        resource != GPU_RESOURCE
+        and partition_text
+        and resource != f"amd.com/{partition_text.lower()}"
+    ):
         raise Contradiction(f"capacity offers {resource} but {PARTITION_LABEL} is {partition_text}")
     cu = int(cu_text) if cu_text and cu_text.isdigit() else None
     vram_match = _VRAM_RE.match(vram_text or "")
@@ -141,17 +169,26 @@ def _node(labels: dict[str, str], resource: str, count: int) -> tuple[Node, str 
     gfx_by_id = {i: gfx_for_pci(i) for i in ids}
     if not ids and not product_label:
         why = "no AMD GPU labels (deploy AMD's node labeller with -device-id)"
-        return Node(logical_gpu_count=count, physical_gpu_count=count, host=host, origin="kubernetes"), why
+        return Node(
+            logical_gpu_count=count, physical_gpu_count=count, host=host, origin="kubernetes"
+        ), why
     unknown = [i for i, g in gfx_by_id.items() if g is None]
     targets = sorted({g for g in gfx_by_id.values() if g})
     if unknown or not targets:
         what = f"PCI device id {', '.join(unknown)}" if unknown else f"product {product_label}"
         return (
-            Node(logical_gpu_count=count, physical_gpu_count=count, host={**host, "pci_device_ids": ids}, origin="kubernetes"),
+            Node(
+                logical_gpu_count=count,
+                physical_gpu_count=count,
+                host={**host, "pci_device_ids": ids},
+                origin="kubernetes",
+            ),
             f"{what} is not a GPU the compatibility data knows; the node cannot be placed from its labels",
         )
     if family in _FAMILY_GFX and not all(t.startswith(_FAMILY_GFX[family]) for t in targets):
-        raise Contradiction(f"amd.com/gpu.family={family} contradicts device id {', '.join(ids)} ({', '.join(targets)})")
+        raise Contradiction(
+            f"amd.com/gpu.family={family} contradicts device id {', '.join(ids)} ({', '.join(targets)})"
+        )
     if count == 0:
         return (
             Node(gfx_targets=tuple(targets), host=host, origin="kubernetes"),
@@ -161,7 +198,14 @@ def _node(labels: dict[str, str], resource: str, count: int) -> tuple[Node, str 
     if len(ids) == 1:
         product = product_for_pci(ids[0], compute_units=cu)
         gpus = [
-            Gpu(gfx=check_gfx_name(targets[0]), product=product, pci_device_id=ids[0], compute_units=cu, vram_bytes=vram, partition=partition)
+            Gpu(
+                gfx=check_gfx_name(targets[0]),
+                product=product,
+                pci_device_id=ids[0],
+                compute_units=cu,
+                vram_bytes=vram,
+                partition=partition,
+            )
             for _ in range(count)
         ]
     else:
@@ -169,7 +213,9 @@ def _node(labels: dict[str, str], resource: str, count: int) -> tuple[Node, str 
         for i in ids:
             gfx = gfx_by_id[i]
             assert gfx is not None
-            gpus += [Gpu(gfx=gfx, pci_device_id=i, partition=partition) for _ in range(per_id.get(i, 0))]
+            gpus += [
+                Gpu(gfx=gfx, pci_device_id=i, partition=partition) for _ in range(per_id.get(i, 0))
+            ]
     # Partitions per physical GPU differ by product (MI300X CPX: 8, MI300A CPX: 6): the labels do
     # not say how many physical GPUs a partitioned node has, so that count stays unknown (0).
     physical = count if partition is None or partition.compute == "SPX" else 0
@@ -195,14 +241,29 @@ def cluster_nodes(*, timeout: float = 60) -> str:
 
     kubectl = shutil.which("kubectl")
     if kubectl is None:
-        raise KubectlError("kubectl is not on PATH", hint="install kubectl, or save the list elsewhere and give --kube FILE")
+        raise KubectlError(
+            "kubectl is not on PATH",
+            hint="install kubectl, or save the list elsewhere and give --kube FILE",
+        )
     try:
-        run = subprocess.run([kubectl, "get", "nodes", "-o", "json"], capture_output=True, text=True, timeout=timeout, check=False)
+        run = subprocess.run(
+            [kubectl, "get", "nodes", "-o", "json"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
-        raise KubectlError(f"kubectl get nodes did not answer within {timeout:g}s", hint="check the cluster (`kubectl cluster-info`)") from None
+        raise KubectlError(
+            f"kubectl get nodes did not answer within {timeout:g}s",
+            hint="check the cluster (`kubectl cluster-info`)",
+        ) from None
     if run.returncode != 0:
         last = (run.stderr.strip().splitlines() or [f"exit {run.returncode}"])[-1]
-        raise KubectlError(f"kubectl get nodes failed: {last[:300]}", hint="check the current context (`kubectl config current-context`) and your access")
+        raise KubectlError(
+            f"kubectl get nodes failed: {last[:300]}",
+            hint="check the current context (`kubectl config current-context`) and your access",
+        )
     return run.stdout
 
 
@@ -216,13 +277,19 @@ def read_nodes(text: str, *, where: str) -> list[NodeReport]:
             hint="give the output of `kubectl get nodes -o json`",
         ) from None
     except ValueError as exc:  # nested too deep, NaN, a number past the int-string limit
-        raise InputError(f"{where}: not a usable node list ({exc})", hint="give the output of `kubectl get nodes -o json`") from None
+        raise InputError(
+            f"{where}: not a usable node list ({exc})",
+            hint="give the output of `kubectl get nodes -o json`",
+        ) from None
     if isinstance(data, dict) and data.get("kind") == "Node":
         items: Any = [data]
     elif isinstance(data, dict) and isinstance(data.get("items"), list):
         items = data["items"]
     else:
-        raise InputError(f"{where}: not a Kubernetes node list", hint="give the output of `kubectl get nodes -o json`")
+        raise InputError(
+            f"{where}: not a Kubernetes node list",
+            hint="give the output of `kubectl get nodes -o json`",
+        )
     if len(items) > MAX_NODES:
         raise InputError(f"{where}: more than {MAX_NODES} nodes", hint="split the list")
     return [node_report(item, index=i) for i, item in enumerate(items)]

@@ -75,9 +75,18 @@ def _series(text: str | None) -> str | None:
 
 
 def fingerprint(node: Node, unplaced: str | None = None) -> Fingerprint:
-    modes = sorted({"/".join(p for p in (g.partition.compute, g.partition.memory) if p) for g in node.gpus if g.partition} - {""})
+    modes = sorted(
+        {
+            "/".join(p for p in (g.partition.compute, g.partition.memory) if p)
+            for g in node.gpus
+            if g.partition
+        }
+        - {""}
+    )
     module = node.host.get("amdgpu_module_version") if isinstance(node.host, dict) else None
-    driver = _series(node.driver_version) or (f"module {_series(module)}" if isinstance(module, str) and module else None)
+    driver = _series(node.driver_version) or (
+        f"module {_series(module)}" if isinstance(module, str) and module else None
+    )
     rocm = node.rocm_version
     return Fingerprint(
         gfx=tuple(node.gfx_targets),
@@ -115,7 +124,9 @@ class Group:
     error: str | None = None  # the solver refused the facts (e.g. no GPU): the group is unknown
     join: Join | None = None
     image: Decision | None = None  # the image decision the artifacts run (None: no image path)
-    pinned: ContainerImage | None = None  # that image with its registry digest (fleet plan --digest)
+    pinned: ContainerImage | None = (
+        None  # that image with its registry digest (fleet plan --digest)
+    )
     ref: str | None = None  # what docker/podman/kubelet pull: mirror host, @digest when pinned
 
     @property
@@ -160,7 +171,12 @@ class FleetPlan:
     def exit_code(self) -> int:
         """0: every reported node has a supported plan; 1: some cannot run vLLM or failed to
         report; 6: nothing is wrong except that the data cannot place some nodes."""
-        if self.failed or any(g.decision is not None and g.decision.verdict not in OK_VERDICTS and g.verdict != "unknown" for g in self.groups):
+        if self.failed or any(
+            g.decision is not None
+            and g.decision.verdict not in OK_VERDICTS
+            and g.verdict != "unknown"
+            for g in self.groups
+        ):
             return 1
         if any(g.verdict == "unknown" for g in self.groups):
             return 6
@@ -175,8 +191,12 @@ def group_reports(reports: Iterable[NodeReport]) -> tuple[list[Group], list[Node
             failed.append(r)
             continue
         buckets.setdefault(fingerprint(r.node, r.reason), []).append(r)
-    ordered = sorted(buckets.items(), key=lambda kv: (-len(kv[1]), kv[0].unplaced is not None, repr(kv[0])))
-    groups = [Group(id=f"g{i}", fingerprint=fp, reports=rs) for i, (fp, rs) in enumerate(ordered, 1)]
+    ordered = sorted(
+        buckets.items(), key=lambda kv: (-len(kv[1]), kv[0].unplaced is not None, repr(kv[0]))
+    )
+    groups = [
+        Group(id=f"g{i}", fingerprint=fp, reports=rs) for i, (fp, rs) in enumerate(ordered, 1)
+    ]
     return groups, failed
 
 
@@ -195,9 +215,16 @@ def _decide(m: Matrix, group: Group, request: Request) -> None:
         if group.plan is not None and group.plan.candidate.kind == "image":
             group.image = group.decision
         else:
-            image_request = Request(vllm=request.vllm, quantization=request.quantization, kv_cache_dtype=request.kv_cache_dtype, paths=IMAGE_PATHS)
+            image_request = Request(
+                vllm=request.vllm,
+                quantization=request.quantization,
+                kv_cache_dtype=request.kv_cache_dtype,
+                paths=IMAGE_PATHS,
+            )
             image = solve(m, group.representative, image_request)
-            group.image = image if image.plan is not None and image.plan.candidate.image is not None else None
+            group.image = (
+                image if image.plan is not None and image.plan.candidate.image is not None else None
+            )
 
 
 def pin_images(fleet: FleetPlan, client: Any) -> list[Any]:
@@ -208,7 +235,11 @@ def pin_images(fleet: FleetPlan, client: Any) -> list[Any]:
     done: dict[tuple[str, str], Any] = {}
     warnings: list[Any] = []
     for g in fleet.groups:
-        image = g.image.plan.candidate.image if g.image is not None and g.image.plan is not None else None
+        image = (
+            g.image.plan.candidate.image
+            if g.image is not None and g.image.plan is not None
+            else None
+        )
         if image is None:
             continue
         key = (image.repo, image.tag)
@@ -236,7 +267,12 @@ def _join(group: Group, label: str) -> Join:
             fixes = tuple(dict.fromkeys(r.fix.text for r in ev.reasons if r.fix is not None))
             return Join("host-fix", fixes=fixes)
         return Join("blocked", reasons=tuple(dict.fromkeys(r.message for r in ev.reasons)))
-    return Join("blocked", reasons=(f"{label} is not a candidate for {'+'.join(group.fingerprint.gfx) or 'these GPUs'}",))
+    return Join(
+        "blocked",
+        reasons=(
+            f"{label} is not a candidate for {'+'.join(group.fingerprint.gfx) or 'these GPUs'}",
+        ),
+    )
 
 
 def with_driver(reports: Sequence[NodeReport], driver: str) -> list[NodeReport]:
@@ -248,7 +284,14 @@ def with_driver(reports: Sequence[NodeReport], driver: str) -> list[NodeReport]:
     out = []
     for r in reports:
         if r.node is not None and r.node.driver_version is None:
-            r = replace(r, node=replace(r.node, driver_version=driver, overrides=(*r.node.overrides, ("--driver", driver))))
+            r = replace(
+                r,
+                node=replace(
+                    r.node,
+                    driver_version=driver,
+                    overrides=(*r.node.overrides, ("--driver", driver)),
+                ),
+            )
         out.append(r)
     return out
 
@@ -262,11 +305,18 @@ def plan_fleet(m: Matrix, reports: Sequence[NodeReport], request: Request) -> Fl
     coverage: dict[str, int] = {}
     for g in groups:
         if g.plan is not None and g.verdict in OK_VERDICTS:
-            coverage[g.plan.candidate.label] = coverage.get(g.plan.candidate.label, 0) + len(g.reports)
+            coverage[g.plan.candidate.label] = coverage.get(g.plan.candidate.label, 0) + len(
+                g.reports
+            )
     fleet = FleetPlan(groups=groups, failed=failed, request=request)
     if coverage:
         # Most nodes first; among equals the plan the largest group chose (groups are ordered).
-        first_seen = {label: i for i, label in reversed(list(enumerate(g.plan.candidate.label for g in groups if g.plan is not None)))}
+        first_seen = {
+            label: i
+            for i, label in reversed(
+                list(enumerate(g.plan.candidate.label for g in groups if g.plan is not None))
+            )
+        }
         label = max(coverage, key=lambda k: (coverage[k], -first_seen.get(k, 0)))
         fleet.main_plan, fleet.main_nodes = label, coverage[label]
         for g in groups:
@@ -284,7 +334,9 @@ def group_json(g: Group, m: Matrix) -> dict[str, Any]:
     from resolver.explain import candidate_json, reason_json, warning_json
 
     d = g.decision
-    image = g.pinned or (g.image.plan.candidate.image if g.image is not None and g.image.plan is not None else None)
+    image = g.pinned or (
+        g.image.plan.candidate.image if g.image is not None and g.image.plan is not None else None
+    )
     return {
         "id": g.id,
         "nodes": g.hostlist,
@@ -296,10 +348,21 @@ def group_json(g: Group, m: Matrix) -> dict[str, Any]:
         "image": {"ref": g.ref or image.ref, "digest": image.digest} if image is not None else None,
         "warnings": [warning_json(w) for w in d.warnings] if d is not None else [],
         "blockers": [reason_json(r) for r in d.blockers] if d is not None else [],
-        "host_fix": [r.fix.text for r in d.host_fix.reasons if r.fix] if d is not None and d.host_fix else None,
-        "missing": [f.detail for f in d.missing] if d is not None else ([g.error] if g.error else []),
+        "host_fix": [r.fix.text for r in d.host_fix.reasons if r.fix]
+        if d is not None and d.host_fix
+        else None,
+        "missing": [f.detail for f in d.missing]
+        if d is not None
+        else ([g.error] if g.error else []),
         "join": g.join.to_json() if g.join is not None else None,
-        "sources": sorted({r.source.split(":", 1)[0] if r.source.startswith(("srun:", "kubernetes:")) else "file" for r in g.reports}),
+        "sources": sorted(
+            {
+                r.source.split(":", 1)[0]
+                if r.source.startswith(("srun:", "kubernetes:"))
+                else "file"
+                for r in g.reports
+            }
+        ),
     }
 
 
@@ -314,7 +377,9 @@ def fleet_json(fleet: FleetPlan, m: Matrix) -> dict[str, Any]:
             "unknown": sum(len(g.reports) for g in fleet.groups if g.decision is None),
             "failed": len(fleet.failed),
         },
-        "main_plan": {"label": fleet.main_plan, "node_count": fleet.main_nodes} if fleet.main_plan else None,
+        "main_plan": {"label": fleet.main_plan, "node_count": fleet.main_nodes}
+        if fleet.main_plan
+        else None,
         "groups": [group_json(g, m) for g in fleet.groups],
         "failed": [r.to_json() for r in fleet.failed],
         "notes": [{"node": n, "note": note} for n, note in fleet.notes],
@@ -355,15 +420,26 @@ def render_rich(fleet: FleetPlan, console: Any) -> None:
     from rich.table import Table
 
     total = fleet.node_count
-    console.print(f"[dim]fleet:[/dim] {total} node(s) in {len(fleet.groups)} group(s), {len(fleet.failed)} without a usable report")
+    console.print(
+        f"[dim]fleet:[/dim] {total} node(s) in {len(fleet.groups)} group(s), {len(fleet.failed)} without a usable report"
+    )
     if fleet.main_plan:
-        console.print(f"[dim]main plan:[/dim] [bold]{escape(fleet.main_plan)}[/bold]  ({fleet.main_nodes} of {total} nodes run it as they are)")
+        console.print(
+            f"[dim]main plan:[/dim] [bold]{escape(fleet.main_plan)}[/bold]  ({fleet.main_nodes} of {total} nodes run it as they are)"
+        )
     table = Table(show_lines=False, header_style="bold")
     for column in ("group", "nodes", "n", "verdict", "plan", "to join the main plan"):
         table.add_column(column, justify="right" if column == "n" else "left")
     for g in fleet.groups:
         gid, nodes, n, verdict, plan, join = _row(g)
-        table.add_row(gid, escape(nodes), n, f"[{_RICH_STYLE.get(verdict, 'bold')}]{verdict}[/]", escape(plan), escape(join))
+        table.add_row(
+            gid,
+            escape(nodes),
+            n,
+            f"[{_RICH_STYLE.get(verdict, 'bold')}]{verdict}[/]",
+            escape(plan),
+            escape(join),
+        )
     console.print(table)
     details = render_text(fleet).split("\n\n", 2)
     if len(details) > 2:
@@ -373,15 +449,21 @@ def render_rich(fleet: FleetPlan, console: Any) -> None:
 def render_text(fleet: FleetPlan) -> str:
     lines: list[str] = []
     total = fleet.node_count
-    lines.append(f"fleet: {total} node(s) in {len(fleet.groups)} group(s), {len(fleet.failed)} without a usable report")
+    lines.append(
+        f"fleet: {total} node(s) in {len(fleet.groups)} group(s), {len(fleet.failed)} without a usable report"
+    )
     if fleet.main_plan:
-        lines.append(f"main plan: {fleet.main_plan}  ({fleet.main_nodes} of {total} nodes run it as they are)")
+        lines.append(
+            f"main plan: {fleet.main_plan}  ({fleet.main_nodes} of {total} nodes run it as they are)"
+        )
     lines.append("")
     rows = [("group", "nodes", "n", "verdict", "plan", "to join the main plan")]
     rows += [_row(g) for g in fleet.groups]
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]) - 1)]
     for row in rows:
-        lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])) + "  " + row[-1])
+        lines.append(
+            "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])) + "  " + row[-1]
+        )
     lines.append("")
     for g in fleet.groups:
         lines.append(f"{g.id}: {g.fingerprint.short()}")
@@ -391,9 +473,13 @@ def render_text(fleet: FleetPlan) -> str:
             lines += [f"  unknown: {f.detail}" for f in g.decision.missing]
         elif g.decision.host_fix is not None:
             fixes = [r.fix.text for r in g.decision.host_fix.reasons if r.fix]
-            lines.append(f"  host fix for its own best plan ({g.decision.host_fix.candidate.label}): {'; '.join(fixes)}")
+            lines.append(
+                f"  host fix for its own best plan ({g.decision.host_fix.candidate.label}): {'; '.join(fixes)}"
+            )
         elif g.plan is not None and g.image is None:
-            lines.append(f"  no prebuilt image fits: no batch script or manifest; the plan is {g.plan.candidate.label}")
+            lines.append(
+                f"  no prebuilt image fits: no batch script or manifest; the plan is {g.plan.candidate.label}"
+            )
             lines += [f"    {cmd}" for cmd in plan_commands(g.plan, g.representative)]
     if fleet.failed:
         lines.append("")

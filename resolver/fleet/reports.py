@@ -45,7 +45,13 @@ class NodeReport:
         return "unknown" if self.reason else "ok"
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "source": self.source, "status": self.status, "reason": self.reason, "notes": list(self.notes)}
+        return {
+            "name": self.name,
+            "source": self.source,
+            "status": self.status,
+            "reason": self.reason,
+            "notes": list(self.notes),
+        }
 
 
 def tool_notes(data: dict[str, Any]) -> tuple[str, ...]:
@@ -65,12 +71,19 @@ def report_from_json(data: Any, *, name: str | None, source: str) -> NodeReport:
     try:
         node = from_json(data, where=source)
     except InputError as exc:
-        return NodeReport(name=fallback, source=source, reason=f"not a usable probe report: {exc.message}")
+        return NodeReport(
+            name=fallback, source=source, reason=f"not a usable probe report: {exc.message}"
+        )
     assert isinstance(data, dict)  # from_json accepted it
     reported = data.get("hostname")
     node_name = name or (reported if isinstance(reported, str) and reported else None) or fallback
     notes = tool_notes(data)
-    if name and isinstance(reported, str) and reported and reported.split(".")[0] != name.split(".")[0]:
+    if (
+        name
+        and isinstance(reported, str)
+        and reported
+        and reported.split(".")[0] != name.split(".")[0]
+    ):
         notes += (f"the report names its host {reported!r}",)
     return NodeReport(name=node_name, source=source, node=node, notes=notes)
 
@@ -83,17 +96,26 @@ def _files(inputs: Sequence[str]) -> list[Path]:
             # A user's absolute or relative pattern: Path.glob takes only relative ones.
             matched = sorted(Path(p) for p in glob.glob(text, recursive=True))  # noqa: PTH207
             if not matched:
-                raise InputError(f"{text}: the pattern matches no file", hint="quote the pattern, or check the directory")
+                raise InputError(
+                    f"{text}: the pattern matches no file",
+                    hint="quote the pattern, or check the directory",
+                )
             files += [p for p in matched if p.is_file()]
         elif path.is_dir():
             found = sorted(path.glob("*.json"))
             if not found:
-                raise InputError(f"{text}: a directory without *.json probe reports", hint="write them with `rocm-vllm probe --json > NODE.json` or `rocm-vllm fleet gather`")
+                raise InputError(
+                    f"{text}: a directory without *.json probe reports",
+                    hint="write them with `rocm-vllm probe --json > NODE.json` or `rocm-vllm fleet gather`",
+                )
             files += found
         elif path.is_file():
             files.append(path)
         else:
-            raise InputError(f"{text}: no such file or directory", hint="give probe JSON files, a directory of them, or a glob")
+            raise InputError(
+                f"{text}: no such file or directory",
+                hint="give probe JSON files, a directory of them, or a glob",
+            )
     return files
 
 
@@ -117,13 +139,27 @@ def read_reports(inputs: Sequence[str]) -> list[NodeReport]:
             # Regular files only (a FIFO in the directory must not hang the fleet), size-capped.
             raw = bounded.read_bytes(path, _MAX_REPORT)
         except bounded.TooLargeError:
-            reports.append(NodeReport(name=path.stem, source=source, reason="larger than 16 MiB, not a probe report"))
+            reports.append(
+                NodeReport(
+                    name=path.stem, source=source, reason="larger than 16 MiB, not a probe report"
+                )
+            )
             continue
         except bounded.NotRegularFileError as exc:
-            reports.append(NodeReport(name=path.stem, source=source, reason=f"not a regular file ({exc.strerror})"))
+            reports.append(
+                NodeReport(
+                    name=path.stem, source=source, reason=f"not a regular file ({exc.strerror})"
+                )
+            )
             continue
         except OSError as exc:
-            reports.append(NodeReport(name=path.stem, source=source, reason=f"cannot read it ({exc.strerror or type(exc).__name__})"))
+            reports.append(
+                NodeReport(
+                    name=path.stem,
+                    source=source,
+                    reason=f"cannot read it ({exc.strerror or type(exc).__name__})",
+                )
+            )
             continue
         matches = _HOSTNAME_RE.findall(raw)
         key = _HOSTNAME_RE.sub(b'"hostname": ""', raw) if len(matches) == 1 else None
@@ -139,10 +175,20 @@ def read_reports(inputs: Sequence[str]) -> list[NodeReport]:
             reports.append(NodeReport(name=path.stem, source=source, reason="not UTF-8 text"))
             continue
         except json.JSONDecodeError as exc:
-            reports.append(NodeReport(name=path.stem, source=source, reason=f"not valid JSON (line {exc.lineno}, column {exc.colno})"))
+            reports.append(
+                NodeReport(
+                    name=path.stem,
+                    source=source,
+                    reason=f"not valid JSON (line {exc.lineno}, column {exc.colno})",
+                )
+            )
             continue
         except ValueError as exc:  # nested too deep, NaN, a number past the int-string limit
-            reports.append(NodeReport(name=path.stem, source=source, reason=f"not a usable JSON report ({exc})"))
+            reports.append(
+                NodeReport(
+                    name=path.stem, source=source, reason=f"not a usable JSON report ({exc})"
+                )
+            )
             continue
         hostname = data.get("hostname") if isinstance(data, dict) else None
         name = hostname if isinstance(hostname, str) and hostname else path.stem
@@ -164,7 +210,13 @@ def mark_duplicates(reports: Iterable[NodeReport]) -> list[NodeReport]:
     for r in items:
         others = [s for s in sources[r.name] if s != r.source] or sources[r.name][1:]
         if len(sources[r.name]) > 1:
-            out.append(replace(r, node=None, reason=f"duplicate node name {r.name!r}: also reported by {', '.join(others)}"))
+            out.append(
+                replace(
+                    r,
+                    node=None,
+                    reason=f"duplicate node name {r.name!r}: also reported by {', '.join(others)}",
+                )
+            )
         else:
             out.append(r)
     return out

@@ -35,7 +35,21 @@ TIMED_OUT = 124  # timeout(1)'s exit status
 _EXITED_RE = re.compile(r"srun: error: (\S+): tasks? [0-9,\-]+: Exited with exit code (\d+)")
 DEFAULT_PROBE = ("rocm-vllm", "probe", "--json")
 # Node states in which srun cannot run a task (sinfo %t short forms; "*" = not responding).
-_UNUSABLE = ("down", "drain", "drng", "fail", "failg", "maint", "futr", "futu", "inval", "boot", "pow_dn", "powr_dn", "unk")
+_UNUSABLE = (
+    "down",
+    "drain",
+    "drng",
+    "fail",
+    "failg",
+    "maint",
+    "futr",
+    "futu",
+    "inval",
+    "boot",
+    "pow_dn",
+    "powr_dn",
+    "unk",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,22 +62,42 @@ class Target:
 def _tool(name: str) -> str:
     path = shutil.which(name)
     if path is None:
-        raise SlurmError(f"{name} is not on PATH", hint="run on a Slurm login node, or install Slurm's client tools (Debian: slurm-client)")
+        raise SlurmError(
+            f"{name} is not on PATH",
+            hint="run on a Slurm login node, or install Slurm's client tools (Debian: slurm-client)",
+        )
     return path
 
 
-def _run(args: Sequence[str], env: Mapping[str, str] | None, timeout: float) -> subprocess.CompletedProcess[str]:
+def _run(
+    args: Sequence[str], env: Mapping[str, str] | None, timeout: float
+) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run(list(args), env=dict(env) if env is not None else None, capture_output=True, text=True, timeout=timeout, check=False)
+        return subprocess.run(
+            list(args),
+            env=dict(env) if env is not None else None,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
-        raise SlurmError(f"{args[0]} did not answer within {timeout:.0f}s", hint="check that slurmctld is up (`sinfo`)") from None
+        raise SlurmError(
+            f"{args[0]} did not answer within {timeout:.0f}s",
+            hint="check that slurmctld is up (`sinfo`)",
+        ) from None
 
 
-def resolve_target(target: str, *, env: Mapping[str, str] | None = None, timeout: float = 30) -> Target:
+def resolve_target(
+    target: str, *, env: Mapping[str, str] | None = None, timeout: float = 30
+) -> Target:
     """``target`` is a partition name or a node list; a name that is both is refused."""
     run = _run([_tool("sinfo"), "-h", "-N", "-o", "%N|%P|%t"], env, timeout)
     if run.returncode != 0:
-        raise SlurmError(f"sinfo failed: {run.stderr.strip() or run.returncode}", hint="check that slurmctld is up and SLURM_CONF points at its slurm.conf")
+        raise SlurmError(
+            f"sinfo failed: {run.stderr.strip() or run.returncode}",
+            hint="check that slurmctld is up and SLURM_CONF points at its slurm.conf",
+        )
     states: dict[str, str] = {}
     partitions: dict[str, list[str]] = {}
     for line in run.stdout.splitlines():
@@ -76,12 +110,18 @@ def resolve_target(target: str, *, env: Mapping[str, str] | None = None, timeout
     if target.startswith("partition="):
         name = target.split("=", 1)[1]
         if name not in partitions:
-            raise InputError(f"--slurm {target}: no such partition", hint=f"partitions: {', '.join(sorted(partitions)) or 'none'}")
+            raise InputError(
+                f"--slurm {target}: no such partition",
+                hint=f"partitions: {', '.join(sorted(partitions)) or 'none'}",
+            )
         return Target(tuple(dict.fromkeys(partitions[name])), states, name)
     is_partition = target in partitions
     named_nodes = hostlist.expand(target)
     if is_partition and all(n in states for n in named_nodes):
-        raise UsageError(f"--slurm {target}: names both a partition and a node", hint=f"say which: --slurm partition={target}, or the node as {target},")
+        raise UsageError(
+            f"--slurm {target}: names both a partition and a node",
+            hint=f"say which: --slurm partition={target}, or the node as {target},",
+        )
     if is_partition:
         return Target(tuple(dict.fromkeys(partitions[target])), states, target)
     unknown = [n for n in named_nodes if n not in states]
@@ -99,7 +139,9 @@ def _usable(state: str) -> bool:
     return not state.endswith("*") and not any(state.startswith(s) for s in _UNUSABLE)
 
 
-def srun_args(nodes: Sequence[str], probe: Sequence[str], *, timeout: float, partition: str | None) -> list[str]:
+def srun_args(
+    nodes: Sequence[str], probe: Sequence[str], *, timeout: float, partition: str | None
+) -> list[str]:
     minutes = max(1, int(timeout // 60) + 1)
     args = [
         _tool("srun"),
@@ -128,7 +170,9 @@ def _by_task(text: str) -> dict[str, list[str]]:
     return tasks
 
 
-def parse_output(stdout: str, stderr: str, nodes: Sequence[str], *, timeout: float | None = None) -> list[NodeReport]:
+def parse_output(
+    stdout: str, stderr: str, nodes: Sequence[str], *, timeout: float | None = None
+) -> list[NodeReport]:
     """The reports in ``srun --label`` output: each task's lines after its node marker."""
     out_tasks, err_tasks = _by_task(stdout), _by_task(stderr)
     exits = {m.group(1): int(m.group(2)) for m in _EXITED_RE.finditer(stderr)}
@@ -136,32 +180,48 @@ def parse_output(stdout: str, stderr: str, nodes: Sequence[str], *, timeout: flo
     for task, lines in out_tasks.items():
         if not lines or not lines[0].startswith(MARKER):
             continue
-        name = lines[0][len(MARKER):].strip()
+        name = lines[0][len(MARKER) :].strip()
         body = "\n".join(lines[1:]).strip()
         source = f"srun:{name}"
         errors = " | ".join(e.strip() for e in err_tasks.get(task, []) if e.strip())[-300:]
         if exits.get(name) == TIMED_OUT:
             limit = f" within {max(1, int(timeout or 0) - 5)}s" if timeout else ""
-            answered[name] = NodeReport(name=name, source=source, reason=f"the probe did not answer{limit}; it was stopped")
+            answered[name] = NodeReport(
+                name=name, source=source, reason=f"the probe did not answer{limit}; it was stopped"
+            )
             continue
         if not body:
             status = f" (exit {exits[name]})" if name in exits else ""
-            answered[name] = NodeReport(name=name, source=source, reason=f"the probe printed nothing{status}" + (f": {errors}" if errors else ""))
+            answered[name] = NodeReport(
+                name=name,
+                source=source,
+                reason=f"the probe printed nothing{status}" + (f": {errors}" if errors else ""),
+            )
             continue
         try:
             data = bounded.loads_json(body)
         except json.JSONDecodeError as exc:
             answered[name] = NodeReport(
-                name=name, source=source,
-                reason=f"the probe's output is not JSON (line {exc.lineno})" + (f": {errors}" if errors else ""),
+                name=name,
+                source=source,
+                reason=f"the probe's output is not JSON (line {exc.lineno})"
+                + (f": {errors}" if errors else ""),
             )
             continue
         except ValueError as exc:  # nested too deep, NaN, a number past the int-string limit
-            answered[name] = NodeReport(name=name, source=source, reason=f"the probe's output is not a usable report ({exc})")
+            answered[name] = NodeReport(
+                name=name,
+                source=source,
+                reason=f"the probe's output is not a usable report ({exc})",
+            )
             continue
         answered[name] = report_from_json(data, name=name, source=source)
     general = " | ".join(
-        line.strip() for line in stderr.splitlines() if line.strip() and not line.split(":", 1)[0].strip().isdigit() and not _EXITED_RE.match(line.strip())
+        line.strip()
+        for line in stderr.splitlines()
+        if line.strip()
+        and not line.split(":", 1)[0].strip().isdigit()
+        and not _EXITED_RE.match(line.strip())
     )
     reports = []
     for node in nodes:
@@ -182,13 +242,21 @@ def gather(
 ) -> list[NodeReport]:
     """Every node of ``target`` (a partition or node list), probed through one ``srun``."""
     if timeout <= 0:
-        raise UsageError(f"--timeout {timeout:g} must be positive", hint="give seconds, e.g. --timeout 120")
+        raise UsageError(
+            f"--timeout {timeout:g} must be positive", hint="give seconds, e.g. --timeout 120"
+        )
     if not probe:
-        raise UsageError("--probe-command is empty", hint="e.g. --probe-command 'rocm-vllm probe --json'")
+        raise UsageError(
+            "--probe-command is empty", hint="e.g. --probe-command 'rocm-vllm probe --json'"
+        )
     resolved = resolve_target(target, env=env)
     usable = [n for n in resolved.nodes if _usable(resolved.states.get(n, "unk"))]
     skipped = [
-        NodeReport(name=n, source=f"srun:{n}", reason=f"Slurm state {resolved.states.get(n, 'unknown')}: not asked")
+        NodeReport(
+            name=n,
+            source=f"srun:{n}",
+            reason=f"Slurm state {resolved.states.get(n, 'unknown')}: not asked",
+        )
         for n in resolved.nodes
         if n not in usable
     ]
@@ -204,7 +272,9 @@ def gather(
 
 def _srun(args: list[str], env: dict[str, str], limit: float) -> tuple[str, str]:
     """Run srun; past ``limit`` seconds it gets SIGINT twice (srun's "cancel the step"), then SIGKILL."""
-    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         return proc.communicate(timeout=limit)
     except subprocess.TimeoutExpired:
@@ -224,7 +294,11 @@ def probe_command(text: str | None) -> tuple[str, ...]:
     try:
         words = tuple(shlex.split(text))
     except ValueError as exc:
-        raise UsageError(f"--probe-command {text!r}: {exc}", hint="quote it as a shell command line") from None
+        raise UsageError(
+            f"--probe-command {text!r}: {exc}", hint="quote it as a shell command line"
+        ) from None
     if not words:
-        raise UsageError("--probe-command is empty", hint="e.g. --probe-command 'rocm-vllm probe --json'")
+        raise UsageError(
+            "--probe-command is empty", hint="e.g. --probe-command 'rocm-vllm probe --json'"
+        )
     return words

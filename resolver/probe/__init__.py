@@ -278,7 +278,9 @@ def _tool_views(env: Mapping[str, str]) -> list[SourceView]:
 
 # Problems whose fixes load or install the AMD driver: wrong advice on a machine whose GPU is
 # another vendor's.
-_AMD_DRIVER_ADVICE = frozenset({"amdgpu-not-loaded", "no-kfd", "kfd-missing", "no-gpu-agent-enumerator"})
+_AMD_DRIVER_ADVICE = frozenset(
+    {"amdgpu-not-loaded", "no-kfd", "kfd-missing", "no-gpu-agent-enumerator"}
+)
 
 
 def _not_amd(node: Node, problems: list[Problem]) -> list[Problem]:
@@ -288,7 +290,9 @@ def _not_amd(node: Node, problems: list[Problem]) -> list[Problem]:
     if node.logical_gpu_count or not others:
         return problems
     found = ", ".join(_describe(d) for d in _group(others))
-    kept = [p for p in problems if p.code not in _AMD_DRIVER_ADVICE and not p.code.startswith("no-gpu")]
+    kept = [
+        p for p in problems if p.code not in _AMD_DRIVER_ADVICE and not p.code.startswith("no-gpu")
+    ]
     vendors = {d.get("vendor") for d in others}
     hint = "rocm-vllm decides only for AMD GPUs (ROCm): run it on an AMD GPU node"
     if "nvidia" in vendors:
@@ -312,7 +316,9 @@ _ACCELERATOR_VENDORS = frozenset({"nvidia", "hygon"})
 
 
 def _accelerators(node: Node) -> list[dict[str, object]]:
-    return [d for d in node.host.get("other_devices") or [] if d.get("vendor") in _ACCELERATOR_VENDORS]
+    return [
+        d for d in node.host.get("other_devices") or [] if d.get("vendor") in _ACCELERATOR_VENDORS
+    ]
 
 
 def _group(devices: list[dict[str, object]]) -> list[tuple[dict[str, object], int]]:
@@ -334,7 +340,10 @@ _VENDOR_NAMES = {"nvidia": "NVIDIA", "hygon": "Hygon", "intel": "Intel", "amd": 
 def _describe(group: tuple[dict[str, object], int]) -> str:
     device, count = group
     vendor = str(device.get("vendor") or "unknown-vendor")
-    words = [f"{count} x" if count > 1 else "a" if vendor != "intel" else "an", _VENDOR_NAMES.get(vendor, vendor)]
+    words = [
+        f"{count} x" if count > 1 else "a" if vendor != "intel" else "an",
+        _VENDOR_NAMES.get(vendor, vendor),
+    ]
     words.append(str(device.get("kind") or "GPU"))
     details = [str(v) for v in (device.get("name"), device.get("gfx")) if v]
     if device.get("driver") and vendor == "nvidia":

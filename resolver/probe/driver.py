@@ -96,7 +96,11 @@ def read(
     lookup = module_releases or (lambda _v: None)
     if run_tools:
         for label, tool, args in (
-            ("amdgpu-dkms package (dpkg-query)", "dpkg-query", ["-W", "-f=${Version}", "amdgpu-dkms"]),
+            (
+                "amdgpu-dkms package (dpkg-query)",
+                "dpkg-query",
+                ["-W", "-f=${Version}", "amdgpu-dkms"],
+            ),
             ("amdgpu-dkms package (rpm)", "rpm", ["-q", "--qf", "%{VERSION}", "amdgpu-dkms"]),
         ):
             out = tools.run(tool, args, env, timeout=TIMEOUT)
@@ -112,12 +116,23 @@ def read(
                 reading.release, reading.source = release, label
                 return reading
     candidates: list[tuple[str, Callable[[], str | None]]] = [
-        ("/sys/module/amdgpu/version", lambda: _clean(read_text(root / "sys/module/amdgpu/version"))),
+        (
+            "/sys/module/amdgpu/version",
+            lambda: _clean(read_text(root / "sys/module/amdgpu/version")),
+        ),
     ]
     if run_tools:
         candidates += [
-            ("amd-smi version", lambda: parse_amd_smi_version(tools.run("amd-smi", ["version"], env, timeout=TIMEOUT) or "")),
-            ("modinfo amdgpu", lambda: parse_modinfo(tools.run("modinfo", ["amdgpu"], env, timeout=TIMEOUT) or "")),
+            (
+                "amd-smi version",
+                lambda: parse_amd_smi_version(
+                    tools.run("amd-smi", ["version"], env, timeout=TIMEOUT) or ""
+                ),
+            ),
+            (
+                "modinfo amdgpu",
+                lambda: parse_modinfo(tools.run("modinfo", ["amdgpu"], env, timeout=TIMEOUT) or ""),
+            ),
         ]
     for label, ask in candidates:
         reading.tried.append(label)

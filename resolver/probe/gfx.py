@@ -173,7 +173,11 @@ def product_for_pci(
         if not matching:
             # Whole-word matches only, and only one: "MI250X/MI250" (libdrm's name for 740c) names
             # both, so it picks neither.
-            matching = [n for n in names if re.search(rf"(?<![a-z0-9]){re.escape(_norm_name(n))}(?![a-z0-9])", norm)]
+            matching = [
+                n
+                for n in names
+                if re.search(rf"(?<![a-z0-9]){re.escape(_norm_name(n))}(?![a-z0-9])", norm)
+            ]
         if len(matching) == 1:
             return matching[0]
     return " / ".join(names)

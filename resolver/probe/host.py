@@ -235,7 +235,11 @@ def nvidia_devices(root: Path) -> list[dict[str, Any]]:
     version_text = read_text(root / "proc/driver/nvidia/version") or ""
     match = _NVRM_RE.search(version_text)
     nodes = sorted(
-        (p.name for p in (root / "dev").glob("nvidia[0-9]*") if bounded.ascii_int(p.name[6:]) is not None),
+        (
+            p.name
+            for p in (root / "dev").glob("nvidia[0-9]*")
+            if bounded.ascii_int(p.name[6:]) is not None
+        ),
         key=lambda n: bounded.ascii_int(n[6:]) or 0,
     )
     if not (match or nodes or (root / "sys/module/nvidia").is_dir()):

@@ -18,7 +18,9 @@ from resolver.versions import gfx_base_name
 _AGENT_RE = re.compile(r"^\s*Agent\s+[0-9]+\s*\Z")
 # Linear time on any line: the name may hold inner blanks but cannot end in one (possessive), so
 # a long run of blanks is not retried at every position (a lazy name + \s* was quadratic).
-_FIELD_RE = re.compile(r"^(\s*+)([A-Za-z](?:[A-Za-z0-9.()/_-]|[ ]++(?=[A-Za-z0-9.()/_-]))*+)\s*+:{1,2}\s*+(.*)\Z")
+_FIELD_RE = re.compile(
+    r"^(\s*+)([A-Za-z](?:[A-Za-z0-9.()/_-]|[ ]++(?=[A-Za-z0-9.()/_-]))*+)\s*+:{1,2}\s*+(.*)\Z"
+)
 _ROCK_VERSION_RE = re.compile(r"ROCk module version\s+(\S+)\s+is loaded")
 _KFD_ERR_RE = re.compile(r"Unable to open /dev/kfd read-write:\s*(.+)\Z")
 _NOT_MEMBER_RE = re.compile(r"(?<!\S)(\S++) is not member of \"?(\w+)\"? group")
@@ -156,7 +158,9 @@ def _name_blocks(lines: list[str]) -> list[list[str]]:
         return []
     depth = min(d for _, d in starts)
     cuts = [i for i, d in starts if d == depth]
-    return [lines[a : (cuts[n + 1] if n + 1 < len(cuts) else len(lines))] for n, a in enumerate(cuts)]
+    return [
+        lines[a : (cuts[n + 1] if n + 1 < len(cuts) else len(lines))] for n, a in enumerate(cuts)
+    ]
 
 
 def _agent(block: list[str], view: SourceView) -> GpuFact | None:
@@ -237,7 +241,9 @@ def _dcu(fields: dict[str, str], isas: list[str], vram: int | None, view: Source
     features = next((f for f in (gfxmod.split_target(i) for i in isas) if f), None)
     view.facts.setdefault("other_devices", []).append(
         {
-            "vendor": "hygon" if "hygon" in fields.get("Vendor Name", "").lower() else fields.get("Vendor Name", "").strip() or None,
+            "vendor": "hygon"
+            if "hygon" in fields.get("Vendor Name", "").lower()
+            else fields.get("Vendor Name", "").strip() or None,
             "kind": "DCU",
             "gfx": name if gfxmod.is_gfx_name(name) else (features.gfx if features else None),
             "name": (fields.get("Marketing Name") or "").strip() or None,

@@ -22,7 +22,9 @@ _AMD_GPU_RE = re.compile(r"^\s*GPU:\s*([0-9]{1,9})\s*\Z")
 _AMD_OTHER_RE = re.compile(r"^([A-Z][A-Z_]*):\s*[0-9]+\s*\Z")
 # Linear time (see rocminfo._FIELD_RE): no lazy group followed by \s*.
 _KV_RE = re.compile(r"^\s*+([A-Z](?:[A-Z0-9_]|[ ]++(?=[A-Z0-9_]))*+)\s*+:\s*+((?:.*\S)?)\s*\Z")
-_ROCM_SMI_KV_RE = re.compile(r"^\s*+(?:GPU|card)\[([0-9]{1,9})\]\s*+:\s*+([^:\s](?:[^:\s]|\s++(?=[^:\s]))*+)\s*+:\s*+((?:.*\S)?)\s*\Z")
+_ROCM_SMI_KV_RE = re.compile(
+    r"^\s*+(?:GPU|card)\[([0-9]{1,9})\]\s*+:\s*+([^:\s](?:[^:\s]|\s++(?=[^:\s]))*+)\s*+:\s*+((?:.*\S)?)\s*\Z"
+)
 _AMD_HEADER_RE = re.compile(r"AMD-SMI\s+(\S+)\s+amdgpu version:\s*(\S+)\s+ROCm version:\s*(\S+)")
 _BDF_ROW_RE = re.compile(
     r"^\|\s*([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7])\s+(.*?)\s*\|", re.IGNORECASE
@@ -40,7 +42,9 @@ def parse_amd_smi(text: str) -> SourceView:
         except ValueError:
             data = None
         if isinstance(data, dict) and any(_CARD_RE.match(str(k)) for k in data):
-            return parse_rocm_smi(text)  # a `rocm-smi --json` given as amd-smi output: read it as such
+            return parse_rocm_smi(
+                text
+            )  # a `rocm-smi --json` given as amd-smi output: read it as such
         if data is not None:
             _amd_json(data, view)
             return _finish(view, "amd-smi")
@@ -50,7 +54,9 @@ def parse_amd_smi(text: str) -> SourceView:
         view.facts["amd_smi_version"] = header.group(1)
         if re.match(r"^[0-9]+\.[0-9]+", header.group(2)):
             view.driver_version = header.group(2)
-        view.rocm_version = header.group(3) if re.match(r"^[0-9]+\.[0-9]+", header.group(3)) else None
+        view.rocm_version = (
+            header.group(3) if re.match(r"^[0-9]+\.[0-9]+", header.group(3)) else None
+        )
     blocks: dict[int, dict[str, str]] = {}
     current: dict[str, str] | None = None
     sections: list[tuple[int, str]] = []  # (indent, NAME) of the enclosing "NAME:" lines
@@ -166,7 +172,9 @@ def _amd_gpu(kv: dict[str, str], view: SourceView) -> GpuFact:
         kv.get("VRAM.SIZE") or kv.get("VRAM.VRAM_SIZE") or kv.get("VRAM_SIZE") or kv.get("SIZE")
     )
     gpu.vram_bytes = size_to_bytes(size)
-    version = _value(kv.get("DRIVER.VERSION") or kv.get("DRIVER.DRIVER_VERSION") or kv.get("DRIVER_VERSION"))
+    version = _value(
+        kv.get("DRIVER.VERSION") or kv.get("DRIVER.DRIVER_VERSION") or kv.get("DRIVER_VERSION")
+    )
     if version and re.match(r"^[0-9]+\.[0-9]+", version) and view.driver_version is None:
         view.driver_version = version
     return gpu
@@ -204,8 +212,10 @@ def parse_rocm_smi(text: str) -> SourceView:
             data = bounded.loads_json(stripped)
         except ValueError:
             data = None
-        if isinstance(data, dict) and not any(_CARD_RE.match(str(k)) for k in data) and (
-            "gpu_data" in data or "gpu" in data
+        if (
+            isinstance(data, dict)
+            and not any(_CARD_RE.match(str(k)) for k in data)
+            and ("gpu_data" in data or "gpu" in data)
         ):
             return parse_amd_smi(text)  # an `amd-smi --json` given as rocm-smi output
         if isinstance(data, dict):
@@ -248,7 +258,11 @@ def _rocm_smi_json(data: dict[str, Any], view: SourceView) -> None:
         if isinstance(version, str) and re.match(r"^[0-9]+\.[0-9]+", version.strip()):
             view.driver_version = version.strip()
     cards = sorted(
-        ((int(m.group(1)), value) for key, value in data.items() if (m := _CARD_RE.match(str(key)))),
+        (
+            (int(m.group(1)), value)
+            for key, value in data.items()
+            if (m := _CARD_RE.match(str(key)))
+        ),
         key=lambda item: item[0],
     )
     for _, record in cards:
@@ -296,7 +310,15 @@ _CARD_ROW_RE = re.compile(r"^card[0-9]+,")
 
 # "vram Total Memory (MiB)" (Hygon's rocm-smi), "VRAM Total Memory (B)" (AMD's)
 _VRAM_KEY_RE = re.compile(r"^vram total memory \((b|kib|kb|mib|mb|gib|gb)\)\Z")
-_VRAM_FACTOR = {"b": 1, "kib": 1024, "kb": 1024, "mib": 1024**2, "mb": 1024**2, "gib": 1024**3, "gb": 1024**3}
+_VRAM_FACTOR = {
+    "b": 1,
+    "kib": 1024,
+    "kb": 1024,
+    "mib": 1024**2,
+    "mb": 1024**2,
+    "gib": 1024**3,
+    "gb": 1024**3,
+}
 _HEXISH_RE = re.compile(r"^0x[0-9a-fA-F]+\Z")
 
 
@@ -313,7 +335,9 @@ def _rocm_smi_gpu(kv: dict[str, str], view: SourceView) -> GpuFact | None:
     gpu.marketing_name = next((n for n in names if n and not _HEXISH_RE.match(n)), None)
     gpu.pci_device_id = gfxmod.pci_id(_value(kv.get("device id") or kv.get("gpu id")))
     rev = _value(kv.get("device rev"))
-    gpu.pci_revision = rev.lower().removeprefix("0x").zfill(2) if rev and _HEXISH_RE.match(rev) else None
+    gpu.pci_revision = (
+        rev.lower().removeprefix("0x").zfill(2) if rev and _HEXISH_RE.match(rev) else None
+    )
     _smi_target(_value(kv.get("gfx version")), gpu, view)
     gpu.unique_id = _unique_id(_value(kv.get("unique id")))
     gpu.compute_partition = _choice(

@@ -173,8 +173,10 @@ def drm_devices(root: Path) -> list[DrmDevice]:
                 vram_vendor=_attr(directory, "mem_info_vram_vendor"),
                 gtt_total=_int_attr(directory, "mem_info_gtt_total"),
                 board_info=(directory / "board_info").exists(),
-                compute_partition=(_attr(directory, "current_compute_partition") or "").upper() or None,
-                memory_partition=(_attr(directory, "current_memory_partition") or "").upper() or None,
+                compute_partition=(_attr(directory, "current_compute_partition") or "").upper()
+                or None,
+                memory_partition=(_attr(directory, "current_memory_partition") or "").upper()
+                or None,
                 product_name=_attr(directory, "product_name"),
             )
         )
@@ -217,7 +219,13 @@ def integrated_by_memory(device: DrmDevice) -> bool | None:
     if device.vram_vendor or device.board_info:
         return False
     vram, gtt = device.vram_total, device.gtt_total
-    if vram is not None and gtt is not None and vram <= 4 << 30 and gtt >= 8 << 30 and gtt >= 4 * vram:
+    if (
+        vram is not None
+        and gtt is not None
+        and vram <= 4 << 30
+        and gtt >= 8 << 30
+        and gtt >= 4 * vram
+    ):
         return True
     return None
 
@@ -232,7 +240,9 @@ def _apply_drm(devices: list[DrmDevice], view: SourceView) -> None:
     if not view.gpus:
         # No KFD topology (no ROCm-capable kernel driver, or a copy without it): DRM alone.
         for device in amd:
-            gpu = GpuFact(pci_device_id=device.device_id, pci_revision=device.revision, bdf=device.bdf)
+            gpu = GpuFact(
+                pci_device_id=device.device_id, pci_revision=device.revision, bdf=device.bdf
+            )
             gpu.gfx = gpu.runtime_gfx = gfxmod.gfx_for_pci(device.device_id)
             _fill(gpu, device, alone=True)
             view.gpus.append(gpu)

@@ -130,7 +130,9 @@ class Source:
                 continue
         return known
 
-    def github_tags(self, repo: str, result: SourceResult, *, need_sha: bool) -> list[tuple[str, str]]:
+    def github_tags(
+        self, repo: str, result: SourceResult, *, need_sha: bool
+    ) -> list[tuple[str, str]]:
         """(tag, commit sha) for every tag of ``repo`` from the GitHub API, following pagination.
 
         Names must be safe git refs; with ``need_sha`` a tag without a 40-hex commit is refused,
@@ -161,7 +163,9 @@ class Source:
                     result.refuse(f"tag {name[:60]!r}", "is not an acceptable git ref")
                     continue
                 if need_sha and not _SHA.match(str(sha)):
-                    result.refuse(f"tag {name}", f"commit {str(sha)[:60]!r} is not a 40-hex commit sha")
+                    result.refuse(
+                        f"tag {name}", f"commit {str(sha)[:60]!r} is not a 40-hex commit sha"
+                    )
                     continue
                 out.append((name, sha if isinstance(sha, str) and _SHA.match(sha) else ""))
             url = parse_link_next(resp.headers.get("link"))

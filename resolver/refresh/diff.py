@@ -132,7 +132,10 @@ def _summary(record: dict[str, Any]) -> list[str]:
         if isinstance(stack, dict):
             head = f"stack {stack.get('variant')}" + (" (default)" if stack.get("default") else "")
             lines.append(head + ":")
-            lines += [f"  {line}" for line in _summary({k: v for k, v in stack.items() if k != "source"})[:-1]]
+            lines += [
+                f"  {line}"
+                for line in _summary({k: v for k, v in stack.items() if k != "source"})[:-1]
+            ]
     lines.append(f"source: {record.get('source')}")
     return lines
 

@@ -24,7 +24,9 @@ class DockerfileFacts:
     args: dict[str, str] = field(default_factory=dict)  # first default of each ARG (and ENV)
     froms: list[str] = field(default_factory=list)  # FROM images, ARGs expanded
     clones: list[str] = field(default_factory=list)  # literal URLs given to `git clone`
-    aiter_build_archs: list[str] = field(default_factory=list)  # literal GPU_ARCHS on AITER's build line
+    aiter_build_archs: list[str] = field(
+        default_factory=list
+    )  # literal GPU_ARCHS on AITER's build line
 
 
 def logical_lines(text: str) -> list[str]:

@@ -113,10 +113,14 @@ class HttpClient:
         """Fetch ``url``; statuses in ``allow`` are returned, any other failure raises.
 
         The whole call (retries and their sleeps included) ends within the client's deadline."""
-        limit = self.deadline if self.deadline is not None else deadline.configured(DEFAULT_DEADLINE)
+        limit = (
+            self.deadline if self.deadline is not None else deadline.configured(DEFAULT_DEADLINE)
+        )
         try:
             with deadline.within(limit):
-                return self._get(url, headers=headers, immutable=immutable, method=method, allow=allow)
+                return self._get(
+                    url, headers=headers, immutable=immutable, method=method, allow=allow
+                )
         except deadline.DeadlineExceeded:
             self.session.close()  # the interrupted connection is not reused
             raise RegistryError(
@@ -181,7 +185,9 @@ class HttpClient:
         Bounded in size and in total time, whatever the server's pacing; connection failures are
         retried like ``get``. A hash mismatch is an upstream failure: nothing is returned."""
         try:
-            with deadline.within(deadline.configured(deadline_s) if self.deadline is None else self.deadline):
+            with deadline.within(
+                deadline.configured(deadline_s) if self.deadline is None else self.deadline
+            ):
                 return self._download(url, sha256, max_bytes, deadline_s, progress, headers)
         except deadline.DeadlineExceeded as exc:
             self.session.close()

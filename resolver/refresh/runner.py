@@ -127,7 +127,9 @@ def _source(
     progress: Progress | None,
 ) -> VllmSource | SdistSource | ImagesSource | WheelsSource | RocmSource:
     if name == "sdist":
-        return SdistSource(http, ep, current, cache=sdist_cache_dir(), versions=tags, progress=progress)
+        return SdistSource(
+            http, ep, current, cache=sdist_cache_dir(), versions=tags, progress=progress
+        )
     if name == "vllm":
         return VllmSource(http, ep, current, tags=tags, progress=progress)
     if name == "images":

@@ -105,7 +105,10 @@ def _pip_config_files(env: Mapping[str, str]) -> list[Path]:
     home = Path(env.get("HOME", "~")).expanduser()
     xdg_dirs = env.get("XDG_CONFIG_DIRS", "/etc/xdg").split(":")
     files = [Path(d) / "pip" / "pip.conf" for d in xdg_dirs if d] + [Path("/etc/pip.conf")]
-    files += [home / ".pip" / "pip.conf", Path(env.get("XDG_CONFIG_HOME", home / ".config")) / "pip" / "pip.conf"]
+    files += [
+        home / ".pip" / "pip.conf",
+        Path(env.get("XDG_CONFIG_HOME", home / ".config")) / "pip" / "pip.conf",
+    ]
     if env.get("VIRTUAL_ENV"):
         files.append(Path(env["VIRTUAL_ENV"]) / "pip.conf")
     return files
@@ -141,7 +144,9 @@ def list_sdists(client: HttpClient, base: str, result: SourceResult) -> list[Ind
             continue
         sha = hashes.get("sha256") if isinstance(hashes, dict) else None
         if not isinstance(sha, str) or not _SHA256.fullmatch(sha):
-            result.refuse(f"sdist {name}", "the index gives no sha256 for it (nothing to verify against)")
+            result.refuse(
+                f"sdist {name}", "the index gives no sha256 for it (nothing to verify against)"
+            )
             continue
         full = urljoin(page, url)
         if not full.startswith(("https://", "http://")):
@@ -155,7 +160,9 @@ def list_sdists(client: HttpClient, base: str, result: SourceResult) -> list[Ind
             url=full,
             sha256=sha,
             size=size if isinstance(size, int) and not isinstance(size, bool) else None,
-            uploaded=uploaded[:10] if isinstance(uploaded, str) and re.match(r"[0-9]{4}-[0-9][0-9]-[0-9][0-9]", uploaded) else None,
+            uploaded=uploaded[:10]
+            if isinstance(uploaded, str) and re.match(r"[0-9]{4}-[0-9][0-9]-[0-9][0-9]", uploaded)
+            else None,
         )
     return [out[v] for v in sorted(out)]
 
@@ -179,9 +186,13 @@ def read_members(data: bytes) -> dict[str, str]:
                 if first != top or not _WANTED.fullmatch(rest):
                     continue
                 if not member.isfile():
-                    raise ArchiveError(f"member {name[:80]!r} is a link or special file, not a file")
+                    raise ArchiveError(
+                        f"member {name[:80]!r} is a link or special file, not a file"
+                    )
                 if member.size > MAX_MEMBER_BYTES:
-                    raise ArchiveError(f"member {name[:80]!r} claims {member.size} bytes (limit {MAX_MEMBER_BYTES})")
+                    raise ArchiveError(
+                        f"member {name[:80]!r} claims {member.size} bytes (limit {MAX_MEMBER_BYTES})"
+                    )
                 fh = tar.extractfile(member)
                 raw = fh.read(MAX_MEMBER_BYTES + 1) if fh is not None else b""
                 if len(files) >= MAX_FILES:
@@ -205,7 +216,11 @@ class _StackFiles:
 
 
 def _stack_files(files: Mapping[str, str]) -> list[_StackFiles]:
-    bases = sorted(p for p in files if re.fullmatch(r"docker/Dockerfile\.rocm[A-Za-z0-9_]*_base[A-Za-z0-9_]*", p))
+    bases = sorted(
+        p
+        for p in files
+        if re.fullmatch(r"docker/Dockerfile\.rocm[A-Za-z0-9_]*_base[A-Za-z0-9_]*", p)
+    )
     if bases:
         # upstream's rule (.buildkite/scripts/rocm/stack.sh): the app file is the base name
         # without "_base" (Dockerfile.rocm_72_base -> Dockerfile.rocm_72).
@@ -249,18 +264,29 @@ def _published(files: Mapping[str, str], bases: list[str]) -> _Publishing:
     ROCm image tagged ``v<version>`` was built from docker/Dockerfile.rocm_base, if any."""
     scripts = "\n".join(
         files.get(f".buildkite/scripts/{n}.sh", "")
-        for n in ("publish-release-images", "annotate-rocm-release", "annotate-release", "push-release-images-dockerhub")
+        for n in (
+            "publish-release-images",
+            "annotate-rocm-release",
+            "annotate-release",
+            "push-release-images-dockerhub",
+        )
     )
     calls = {path: flag == "1" for path, flag in _PUBLISH_STACK.findall(scripts) if path in bases}
     if calls:
         return _Publishing(next((p for p, d in calls.items() if d), None), calls, per_stack=True)
-    main = "docker/Dockerfile.rocm_base" if "docker/Dockerfile.rocm_base" in bases else (bases[0] if bases else None)
+    main = (
+        "docker/Dockerfile.rocm_base"
+        if "docker/Dockerfile.rocm_base" in bases
+        else (bases[0] if bases else None)
+    )
     if _PLAIN_TAG in scripts and main is not None:
         return _Publishing(main, {main: True}, per_stack=False)
     return _Publishing(main, {}, per_stack=False)
 
 
-def read_release(sdist: IndexFile, files: Mapping[str, str]) -> tuple[dict[str, Any] | None, list[dict[str, Any]], str]:
+def read_release(
+    sdist: IndexFile, files: Mapping[str, str]
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]], str]:
     """(vllm.toml record or None, images.toml records, why None) for one release's files."""
     ver = sdist.version
     tag = f"sha256:{sdist.sha256[:12]}"
@@ -289,8 +315,11 @@ def read_release(sdist: IndexFile, files: Mapping[str, str]) -> tuple[dict[str, 
             # TheRock: ROCm and PyTorch come as wheels; the SDK version is the stack's ROCm.
             rocm_text = sdk
             stack["layout"] = "therock-wheels"
-            for arg, key in (("TORCH_VERSION", "torch"), ("TORCHVISION_VERSION", "torchvision"),
-                             ("TORCHAUDIO_VERSION", "torchaudio")):
+            for arg, key in (
+                ("TORCH_VERSION", "torch"),
+                ("TORCHVISION_VERSION", "torchvision"),
+                ("TORCHAUDIO_VERSION", "torchaudio"),
+            ):
                 if args.get(arg):
                     stack[key] = args[arg]
             index = args.get("ROCM_RELEASE_WHEELS_MULTIARCH_URL", "").strip()
@@ -307,9 +336,19 @@ def read_release(sdist: IndexFile, files: Mapping[str, str]) -> tuple[dict[str, 
         except ValueError:
             rocm = None
         if rocm is None or not rec.get("arch") or not rec.get("base_image"):
-            missing = "ROCm version" if rocm is None else "arch list" if not rec.get("arch") else "base image"
+            missing = (
+                "ROCm version"
+                if rocm is None
+                else "arch list"
+                if not rec.get("arch")
+                else "base image"
+            )
             if sf.base == default_base or len(layouts) == 1:
-                return None, [], f"{sf.base or sf.app}: no {missing} (file truncated or layout changed?)"
+                return (
+                    None,
+                    [],
+                    f"{sf.base or sf.app}: no {missing} (file truncated or layout changed?)",
+                )
             continue  # a side stack upstream is still shaping; the release stands without it
         variant = _variant(sf, rocm)
         is_default = sf.base == default_base if default_base else sf is layouts[0]
@@ -343,16 +382,25 @@ def read_release(sdist: IndexFile, files: Mapping[str, str]) -> tuple[dict[str, 
     record["sdist_sha256"] = sdist.sha256
     if cmake_arch:
         record["cmake_arch"] = cmake_arch
-    read = [p for p in ("CMakeLists.txt", "vllm/_version.py", ".buildkite/release-pipeline.yaml") if p in files]
+    read = [
+        p
+        for p in ("CMakeLists.txt", "vllm/_version.py", ".buildkite/release-pipeline.yaml")
+        if p in files
+    ]
     record["source"] = f"{where} " + ", ".join(read)
     record["stack"] = stacks
     return record, images, ""
 
 
-def _image_record(ver: Version, tag: str, stack: Mapping[str, Any], where: str, files: Mapping[str, str]) -> dict[str, Any]:
+def _image_record(
+    ver: Version, tag: str, stack: Mapping[str, Any], where: str, files: Mapping[str, str]
+) -> dict[str, Any]:
     script = next(
-        (f".buildkite/scripts/{n}.sh" for n in ("publish-release-images", "annotate-rocm-release")
-         if "vllm/vllm-openai-rocm:" in files.get(f".buildkite/scripts/{n}.sh", "")),
+        (
+            f".buildkite/scripts/{n}.sh"
+            for n in ("publish-release-images", "annotate-rocm-release")
+            if "vllm/vllm-openai-rocm:" in files.get(f".buildkite/scripts/{n}.sh", "")
+        ),
         ".buildkite/scripts",
     )
     rec: dict[str, Any] = {
@@ -436,7 +484,10 @@ class SdistSource(Source):
         if cached is not None:
             return cached
         if sdist.size is not None and sdist.size > MAX_SDIST_BYTES:
-            result.refuse(f"vllm {sdist.version}", f"the index lists {sdist.size} bytes (limit {MAX_SDIST_BYTES})")
+            result.refuse(
+                f"vllm {sdist.version}",
+                f"the index lists {sdist.size} bytes (limit {MAX_SDIST_BYTES})",
+            )
             return None
 
         def bytes_progress(done: int, total: int) -> None:
@@ -444,7 +495,9 @@ class SdistSource(Source):
                 self.progress(f"vllm {sdist.version} sdist", done, total or sdist.size or 0)
 
         try:
-            data = self.client.download(sdist.url, sha256=sdist.sha256, max_bytes=MAX_SDIST_BYTES, progress=bytes_progress)
+            data = self.client.download(
+                sdist.url, sha256=sdist.sha256, max_bytes=MAX_SDIST_BYTES, progress=bytes_progress
+            )
         except IntegrityError as exc:
             result.refuse(f"vllm {sdist.version} sdist", exc.message)
             return None
@@ -468,7 +521,9 @@ class SdistSource(Source):
         except (OSError, ValueError):
             return None
         files = doc.get("files") if isinstance(doc, dict) and doc.get("sha256") == sha else None
-        if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+        if not isinstance(files, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in files.items()
+        ):
             return None  # damaged: read the sdist again
         return files
 
@@ -499,5 +554,7 @@ class SdistSource(Source):
                 continue
             result.candidates.append(Candidate("vllm.toml", str(sdist.version), record))
             for img in images:
-                result.candidates.append(Candidate("images.toml", f"{img['repo']}:{img['tag']}", img))
+                result.candidates.append(
+                    Candidate("images.toml", f"{img['repo']}:{img['tag']}", img)
+                )
         return result

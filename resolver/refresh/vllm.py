@@ -26,7 +26,9 @@ from resolver.refresh.common import (
 )
 from resolver.refresh.http import HttpClient
 
-_RELEASE_TAG = re.compile(r"^v[0-9]+\.[0-9]+\.[0-9]+(?:\.[0-9]+|\.post[0-9]+|rc[0-9]+|\.dev[0-9]+)?\Z")
+_RELEASE_TAG = re.compile(
+    r"^v[0-9]+\.[0-9]+\.[0-9]+(?:\.[0-9]+|\.post[0-9]+|rc[0-9]+|\.dev[0-9]+)?\Z"
+)
 _ROCM_IN_TAG = re.compile(r"(?:^|rocm)([0-9]+\.[0-9]+(?:\.[0-9]+)?)(?=[-_]|$)")
 _PY_IN_TAG = re.compile(r"py(3\.[0-9]{1,2})(?=[-_]|$)")
 _PY = re.compile(r"^3\.[0-9]{1,2}\Z")
@@ -197,14 +199,26 @@ def _read_exactly(rec: dict[str, Any], sha: str) -> bool:
     return bool(rec.get("sdist_sha256")) or (bool(commit) and sha.startswith(commit))
 
 
-STACK_FIELDS: tuple[str, ...] = ("layout", "base_image", "rocm", "python", "arch", "aiter_arch", "pins")
+STACK_FIELDS: tuple[str, ...] = (
+    "layout",
+    "base_image",
+    "rocm",
+    "python",
+    "arch",
+    "aiter_arch",
+    "pins",
+)
 
 
 def with_stack(flat: dict[str, Any], dockerfile: str) -> dict[str, Any]:
     """The record in the data's shape: release facts on top, the build in one default stack."""
     record = {k: v for k, v in flat.items() if k not in STACK_FIELDS}
     rocm = Version(str(flat["rocm"]))
-    stack: dict[str, Any] = {"variant": stack_variant(rocm), "dockerfile": dockerfile, "default": True}
+    stack: dict[str, Any] = {
+        "variant": stack_variant(rocm),
+        "dockerfile": dockerfile,
+        "default": True,
+    }
     stack.update({k: flat[k] for k in STACK_FIELDS if k in flat})
     record["stack"] = [stack]
     return record

@@ -82,13 +82,21 @@ def _validate_request(request: Request) -> None:
     quant = (request.quantization or "").lower()
     if quant and quant not in FP8_QUANT | MX_QUANT | OTHER_QUANT:
         known = ", ".join(sorted(FP8_QUANT | MX_QUANT | OTHER_QUANT))
-        raise InputError(f"--quantization {request.quantization!r} is not a method vLLM's ROCm platform lists", hint=f"one of: {known}")
+        raise InputError(
+            f"--quantization {request.quantization!r} is not a method vLLM's ROCm platform lists",
+            hint=f"one of: {known}",
+        )
     kv = (request.kv_cache_dtype or "").lower()
     if kv and kv not in ("auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16", "float16"):
-        raise InputError(f"--kv-cache-dtype {request.kv_cache_dtype!r} is not a KV cache dtype", hint="use auto, fp8, fp8_e4m3 or fp8_e5m2")
+        raise InputError(
+            f"--kv-cache-dtype {request.kv_cache_dtype!r} is not a KV cache dtype",
+            hint="use auto, fp8, fp8_e4m3 or fp8_e5m2",
+        )
 
 
-def solve(matrix: Matrix, node: Node, request: Request, reporter: Reporter | None = None) -> Decision:
+def solve(
+    matrix: Matrix, node: Node, request: Request, reporter: Reporter | None = None
+) -> Decision:
     """Weigh every candidate path for ``node`` and decide."""
     reporter = reporter or Reporter()
     _validate_request(request)
@@ -113,9 +121,20 @@ def solve(matrix: Matrix, node: Node, request: Request, reporter: Reporter | Non
             )
             for g in unknown_gfx
         )
-        problems = [Warning(code=p.code, message=p.message, hint=p.hint, source="probe") for p in node.problems]
-        return Decision(verdict="unknown", node=node, request=request, plan=None, warnings=tuple(problems),
-                        rejected=(), alternatives=(), missing=unknown_targets)
+        problems = [
+            Warning(code=p.code, message=p.message, hint=p.hint, source="probe")
+            for p in node.problems
+        ]
+        return Decision(
+            verdict="unknown",
+            node=node,
+            request=request,
+            plan=None,
+            warnings=tuple(problems),
+            rejected=(),
+            alternatives=(),
+            missing=unknown_targets,
+        )
     provider = MatrixProvider(matrix, node, request)
     evaluations: list[Evaluation] = []
     for cand in provider.candidates():
@@ -127,7 +146,9 @@ def solve(matrix: Matrix, node: Node, request: Request, reporter: Reporter | Non
         spec = str(request.vllm) if request.vllm else "any"
         raise InputError(
             f"no vLLM release in the data matches --vllm {spec!r}",
-            hint=f"known releases: {matrix.vllm[0].version} to {matrix.vllm[-1].version}" if matrix.vllm else "the data has no vLLM releases",
+            hint=f"known releases: {matrix.vllm[0].version} to {matrix.vllm[-1].version}"
+            if matrix.vllm
+            else "the data has no vLLM releases",
         )
     ranked = sorted(evaluations, key=lambda e: _rank(e, request.prefer))
     accepted = [e for e in ranked if e.ok]
@@ -181,19 +202,24 @@ def solve(matrix: Matrix, node: Node, request: Request, reporter: Reporter | Non
     )
 
 
-
 def _missing_releases(unread: list[Evaluation]) -> tuple[MissingFact, ...]:
     out: dict[str, MissingFact] = {}
     for e in unread:
         v = str(e.candidate.vllm)
         if v in out:
             continue
-        what = "which GPUs its artifacts are built for" if any(r.code == "artifact-facts-unknown" for r in e.reasons) else "its ROCm build files (base ROCm, arch list, pins)"
+        what = (
+            "which GPUs its artifacts are built for"
+            if any(r.code == "artifact-facts-unknown" for r in e.reasons)
+            else "its ROCm build files (base ROCm, arch list, pins)"
+        )
         out[v] = MissingFact(
             kind="release",
             subject=v,
             detail=f"vLLM {v}: {what} are not in the data",
-            fetch=shlex.join(["rocm-vllm", "matrix", "refresh", "--source", "sdist", "--tag", v, "--write"]),
+            fetch=shlex.join(
+                ["rocm-vllm", "matrix", "refresh", "--source", "sdist", "--tag", v, "--write"]
+            ),
             source=e.candidate.release.provenance.source if e.candidate.release else "",
         )
     return tuple(out.values())
@@ -214,7 +240,9 @@ def _common_reasons(rejected: tuple[Evaluation, ...]) -> tuple[Reason, ...]:
     return tuple(seen.values())
 
 
-def _distinct_alternatives(accepted: list[Evaluation], plan: Evaluation | None) -> Iterator[Evaluation]:
+def _distinct_alternatives(
+    accepted: list[Evaluation], plan: Evaluation | None
+) -> Iterator[Evaluation]:
     """One alternative per channel (besides the plan), newest first."""
     seen: set[str] = set()
     if plan is not None:
@@ -224,4 +252,3 @@ def _distinct_alternatives(accepted: list[Evaluation], plan: Evaluation | None) 
         if ch not in seen:
             seen.add(ch)
             yield e
-

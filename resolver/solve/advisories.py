@@ -131,7 +131,9 @@ def low_confidence(cand: Candidate, record_source: str) -> list[Warning]:
 # --- node rules -------------------------------------------------------------------------------
 
 
-def node_warnings(m: Matrix, node: Node, request: Request, plan: Evaluation | None) -> list[Warning]:
+def node_warnings(
+    m: Matrix, node: Node, request: Request, plan: Evaluation | None
+) -> list[Warning]:
     """Every node-level advisory for ``plan`` (or for no plan), in a fixed order."""
     out: list[Warning] = []
     targets = [t for t in (m.gfx_target(n) for n in node.gfx_targets) if t is not None]
@@ -334,8 +336,14 @@ def stack_choice(plan: Evaluation | None, rejected: tuple[Evaluation, ...]) -> l
     c = plan.candidate
     mine = plan.candidate.stack
     default = next(
-        (e for e in rejected if e.candidate.vllm == c.vllm and e.candidate.kind == c.kind
-         and e.candidate.stack is not None and e.candidate.stack.default),
+        (
+            e
+            for e in rejected
+            if e.candidate.vllm == c.vllm
+            and e.candidate.kind == c.kind
+            and e.candidate.stack is not None
+            and e.candidate.stack.default
+        ),
         None,
     )
     if default is None or default.candidate.stack is None:
@@ -356,9 +364,19 @@ def stack_choice(plan: Evaluation | None, rejected: tuple[Evaluation, ...]) -> l
 
 def newer_unknown(m: Matrix, request: Request, plan: Evaluation | None) -> list[Warning]:
     """``newer-releases-unknown``: releases newer than the plan whose ROCm facts were never read."""
-    if plan is None or (request.vllm is not None and len(request.vllm) and all(s.operator == "==" for s in request.vllm)):
+    if plan is None or (
+        request.vllm is not None
+        and len(request.vllm)
+        and all(s.operator == "==" for s in request.vllm)
+    ):
         return []
-    newer = [r.version for r in m.vllm if not r.known and r.version > plan.candidate.vllm and (request.vllm is None or request.vllm.contains(r.version))]
+    newer = [
+        r.version
+        for r in m.vllm
+        if not r.known
+        and r.version > plan.candidate.vllm
+        and (request.vllm is None or request.vllm.contains(r.version))
+    ]
     if not newer:
         return []
     return [

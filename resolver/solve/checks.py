@@ -36,9 +36,19 @@ def release_facts_unknown(cand: Candidate) -> Reason:
     return Reason(
         code="release-facts-unknown",
         message=f"vLLM {cand.vllm}: its ROCm base, arch list and component pins are not in the data",
-        facts=(Fact(text=f"vLLM {cand.vllm} exists but its ROCm build files were never read", source=src, confidence="unknown"),),
+        facts=(
+            Fact(
+                text=f"vLLM {cand.vllm} exists but its ROCm build files were never read",
+                source=src,
+                confidence="unknown",
+            ),
+        ),
         hint=f"run `rocm-vllm matrix refresh --source sdist --tag {cand.vllm} --write` to read them from its sdist",
-        fix=Fix(kind="data", text=f"refresh the data (`rocm-vllm matrix refresh --source sdist --tag {cand.vllm} --write`)", host=False),
+        fix=Fix(
+            kind="data",
+            text=f"refresh the data (`rocm-vllm matrix refresh --source sdist --tag {cand.vllm} --write`)",
+            host=False,
+        ),
     )
 
 
@@ -47,9 +57,17 @@ def artifact_facts_unknown(cand: Candidate, src: str) -> Reason:
     return Reason(
         code="artifact-facts-unknown",
         message=f"{cand.label}: which GPUs it is built for is not in the data",
-        facts=(Fact(text=f"{cand.label} exists; its arch list was never read", source=src, confidence="unknown"),),
+        facts=(
+            Fact(
+                text=f"{cand.label} exists; its arch list was never read",
+                source=src,
+                confidence="unknown",
+            ),
+        ),
         hint="run `rocm-vllm matrix refresh` to read it, or check it yourself with `rocm-vllm image --smoke`",
-        fix=Fix(kind="data", text="refresh the data (`rocm-vllm matrix refresh --write`)", host=False),
+        fix=Fix(
+            kind="data", text="refresh the data (`rocm-vllm matrix refresh --write`)", host=False
+        ),
     )
 
 
@@ -80,7 +98,11 @@ def gfx_check(cand: Candidate, target: GfxTarget) -> tuple[Reason | None, bool, 
     # A near target the runtime can be told to load (HSA_OVERRIDE_GFX_VERSION): unofficial.
     if target.override and target.override_target in arch and cand.kind != "source":
         return None, True, target.override
-    if cand.kind == "source" and cand.release is not None and target.name in cand.release.cmake_arch:
+    if (
+        cand.kind == "source"
+        and cand.release is not None
+        and target.name in cand.release.cmake_arch
+    ):
         return None, True, None
     return gfx_not_shipped(cand, target, arch, src), False, None
 
@@ -96,8 +118,16 @@ def gfx_unsupported(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], s
         code="gfx-unsupported",
         message=f"{cand.label} ships code for {arch_text}, not {target.name}; vLLM does not support {target.name}",
         facts=(
-            Fact(text=f"{cand.label} is built for {arch_text}", source=src, confidence=cand.confidence),
-            Fact(text=f"{target.name}: {target.vllm_note}", source=target.provenance.source, confidence=target.provenance.confidence),
+            Fact(
+                text=f"{cand.label} is built for {arch_text}",
+                source=src,
+                confidence=cand.confidence,
+            ),
+            Fact(
+                text=f"{target.name}: {target.vllm_note}",
+                source=target.provenance.source,
+                confidence=target.provenance.confidence,
+            ),
         ),
         hint=gfx_hint(target),
     )
@@ -108,8 +138,13 @@ def gfx_unsupported_by_vllm(target: GfxTarget) -> Reason:
     return Reason(
         code="gfx-unsupported",
         message=f"vLLM does not support {target.name}",
-        facts=(Fact(text=f"{target.name}: {target.vllm_note}", source=target.provenance.source,
-                    confidence=target.provenance.confidence),),
+        facts=(
+            Fact(
+                text=f"{target.name}: {target.vllm_note}",
+                source=target.provenance.source,
+                confidence=target.provenance.confidence,
+            ),
+        ),
         hint=gfx_hint(target),
     )
 
@@ -120,7 +155,13 @@ def gfx_not_shipped(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], s
     return Reason(
         code="gfx-not-shipped",
         message=f"{cand.label} ships code for {arch_text}, not {target.name} (expect 'HIP error: invalid device function')",
-        facts=(Fact(text=f"{cand.label} is built for {arch_text}", source=src, confidence=cand.confidence),),
+        facts=(
+            Fact(
+                text=f"{cand.label} is built for {arch_text}",
+                source=src,
+                confidence=cand.confidence,
+            ),
+        ),
         hint=f"choose an artifact built for {target.name}, or build from source: "
         f"`rocm-vllm dockerfile --gfx {target.name}`",
         fix=Fix(kind="gfx", text=f"an artifact built for {target.name}", host=False),
@@ -153,7 +194,11 @@ def gate_checks(targets: Iterable[GfxTarget], request: Request) -> list[Reason]:
             source=gates.provenance.source,
             confidence=gates.provenance.confidence,
         )
-        found = (fp8_unsupported(quant, target, fact), mx_unsupported(quant, target, fact), kv_fp8_unsupported(kv, target, fact))
+        found = (
+            fp8_unsupported(quant, target, fact),
+            mx_unsupported(quant, target, fact),
+            kv_fp8_unsupported(kv, target, fact),
+        )
         reasons.extend(r for r in found if r is not None)
     return reasons
 
@@ -175,7 +220,9 @@ def mx_unsupported(quant: str | None, target: GfxTarget, fact: Fact) -> Reason |
     """``mx-unsupported``: an MX quantization on a GPU without MX compute (and, for MXFP4, no
     source saying vLLM runs it weight-only there)."""
     gates = target.features
-    mx_blocked = (quant in MXFP4_QUANT and gates.mxfp4 == "none") or (quant in MX_QUANT - MXFP4_QUANT and not gates.mx)
+    mx_blocked = (quant in MXFP4_QUANT and gates.mxfp4 == "none") or (
+        quant in MX_QUANT - MXFP4_QUANT and not gates.mx
+    )
     if not mx_blocked:
         return None
     what = (
@@ -188,7 +235,9 @@ def mx_unsupported(quant: str | None, target: GfxTarget, fact: Fact) -> Reason |
         code="mx-unsupported",
         message=f"{quant} needs {what}",
         facts=(fact,),
-        hint="use an FP8 or BF16 checkpoint of the model" if gates.fp8 else "use a BF16/FP16 or AWQ/GPTQ checkpoint",
+        hint="use an FP8 or BF16 checkpoint of the model"
+        if gates.fp8
+        else "use a BF16/FP16 or AWQ/GPTQ checkpoint",
         fix=Fix(kind="quantization", text="a non-MX checkpoint", host=False),
     )
 
@@ -223,7 +272,9 @@ def driver_check(
     return driver_window(m, driver, cand, record_source), warnings
 
 
-def driver_warnings(node: Node, driver: DriverSeries | None, cand: Candidate, rocm: RocmRelease | None) -> list[Warning]:
+def driver_warnings(
+    node: Node, driver: DriverSeries | None, cand: Candidate, rocm: RocmRelease | None
+) -> list[Warning]:
     """``preview-rocm`` for a preview ROCm; ``driver-unchecked``/``unknown-driver`` when the
     driver check cannot be made."""
     warnings: list[Warning] = []
@@ -257,7 +308,9 @@ def driver_warnings(node: Node, driver: DriverSeries | None, cand: Candidate, ro
     return warnings
 
 
-def driver_window(m: Matrix, driver: DriverSeries, cand: Candidate, record_source: str) -> Reason | None:
+def driver_window(
+    m: Matrix, driver: DriverSeries, cand: Candidate, record_source: str
+) -> Reason | None:
     """``driver-window``: the driver series does not run the candidate's ROCm (AMD's table)."""
     assert cand.rocm is not None
     if driver.runs(cand.rocm):
@@ -268,7 +321,11 @@ def driver_window(m: Matrix, driver: DriverSeries, cand: Candidate, record_sourc
         code="driver-window",
         message=f"{cand.label} ships ROCm {cand.rocm}, but amdgpu {driver.series}.x runs ROCm user space {window} only",
         facts=(
-            Fact(text=f"{cand.label} ships ROCm {cand.rocm}", source=record_source, confidence=cand.confidence),
+            Fact(
+                text=f"{cand.label} ships ROCm {cand.rocm}",
+                source=record_source,
+                confidence=cand.confidence,
+            ),
             Fact(
                 text=f"amdgpu {driver.series}.x supports ROCm user space {window}",
                 source=driver.provenance.source,
@@ -280,19 +337,37 @@ def driver_window(m: Matrix, driver: DriverSeries, cand: Candidate, record_sourc
     )
 
 
-def preview_driver_window(driver: DriverSeries, cand: Candidate, rocm: RocmRelease, record_source: str) -> Reason | None:
+def preview_driver_window(
+    driver: DriverSeries, cand: Candidate, rocm: RocmRelease, record_source: str
+) -> Reason | None:
     """``driver-window`` for a preview: previews are not rows of AMD's table; their release notes
     list the drivers they support."""
-    listed = {driver_series(d.strip().replace(".x", ".0")) for d in (rocm.kmd_at_release or "").split(",") if d.strip()}
+    listed = {
+        driver_series(d.strip().replace(".x", ".0"))
+        for d in (rocm.kmd_at_release or "").split(",")
+        if d.strip()
+    }
     if driver.series in listed:
         return None
-    known = f"its release notes list amdgpu {rocm.kmd_at_release}" if listed else "AMD states no driver support for it here"
+    known = (
+        f"its release notes list amdgpu {rocm.kmd_at_release}"
+        if listed
+        else "AMD states no driver support for it here"
+    )
     return Reason(
         code="driver-window",
         message=f"{cand.label} ships {rocm.label}; {known}, not {driver.series}.x",
         facts=(
-            Fact(text=f"{cand.label} ships {rocm.label}", source=record_source, confidence=cand.confidence),
-            Fact(text=f"{rocm.label}: {known}", source=rocm.provenance.source, confidence=rocm.provenance.confidence),
+            Fact(
+                text=f"{cand.label} ships {rocm.label}",
+                source=record_source,
+                confidence=cand.confidence,
+            ),
+            Fact(
+                text=f"{rocm.label}: {known}",
+                source=rocm.provenance.source,
+                confidence=rocm.provenance.confidence,
+            ),
         ),
         hint="prefer an artifact on a production ROCm release, whose driver support AMD tabulates",
         fix=None,
@@ -306,7 +381,9 @@ def _best_driver(
     newer than the host's; only when none is newer, the newest older one (a downgrade)."""
     here = _series_key(driver.series) if driver is not None else None
     if here is None:
-        paired = [d for d in good if d.paired_rocm and series(Version(d.paired_rocm)) == series(rocm)]
+        paired = [
+            d for d in good if d.paired_rocm and series(Version(d.paired_rocm)) == series(rocm)
+        ]
         return (paired[0] if paired else good[0]).series, "upgrade"
     forward = [d for d in good if _series_key(d.series) > here]
     if forward:
@@ -316,15 +393,23 @@ def _best_driver(
 
 def _driver_fix(driver: DriverSeries | None, rocm: Version, good: list[DriverSeries]) -> Fix:
     best, direction = _best_driver(driver, rocm, good)
-    return Fix(kind="driver", text=f"amdgpu driver {best}.x", host=True, value=best, direction=direction)
+    return Fix(
+        kind="driver", text=f"amdgpu driver {best}.x", host=True, value=best, direction=direction
+    )
 
 
 def _driver_hint(driver: DriverSeries | None, rocm: Version, good: list[DriverSeries]) -> str:
     if not good:
         return f"no amdgpu driver in AMD's table runs ROCm {series(rocm)}"
     best, direction = _best_driver(driver, rocm, good)
-    others = ", ".join(d.series + ".x" for d in sorted(good, key=lambda d: _series_key(d.series)) if d.series != best)
-    return f"{direction} the host's amdgpu driver to {best}.x" + (f" (also running ROCm {series(rocm)}: {others})" if others else "")
+    others = ", ".join(
+        d.series + ".x"
+        for d in sorted(good, key=lambda d: _series_key(d.series))
+        if d.series != best
+    )
+    return f"{direction} the host's amdgpu driver to {best}.x" + (
+        f" (also running ROCm {series(rocm)}: {others})" if others else ""
+    )
 
 
 def _series_key(value: str) -> tuple[int, ...]:
@@ -374,11 +459,20 @@ def python_check(node: Node, wheel: WheelVariant) -> tuple[list[Reason], list[Wa
             code="python-mismatch",
             message=f"{wheel.name} wheels are built for CPython {wanted}; on Python {py} pip silently installs the CUDA wheel from PyPI",
             facts=(
-                Fact(text=f"{wheel.name} wheels exist for CPython {wanted} only", source=src, confidence=wheel.provenance.confidence),
-                Fact(text="other Pythons fall back to the CUDA wheel", source="vllm-project/vllm#44660"),
+                Fact(
+                    text=f"{wheel.name} wheels exist for CPython {wanted} only",
+                    source=src,
+                    confidence=wheel.provenance.confidence,
+                ),
+                Fact(
+                    text="other Pythons fall back to the CUDA wheel",
+                    source="vllm-project/vllm#44660",
+                ),
             ),
             hint=f"use Python {wheel.python[0]} for the venv: `uv venv --python {wheel.python[0]}`",
-            fix=Fix(kind="python", text=f"Python {wheel.python[0]}", host=True, value=wheel.python[0]),
+            fix=Fix(
+                kind="python", text=f"Python {wheel.python[0]}", host=True, value=wheel.python[0]
+            ),
         )
     ], []
 
@@ -404,11 +498,22 @@ def glibc_check(
             code="glibc-too-old",
             message=f"{wheel.name} wheels need glibc >= {wheel.glibc_min}; this host has {glibc}",
             facts=(
-                Fact(text=f"{wheel.name} wheels need glibc >= {wheel.glibc_min}", source=src, confidence=wheel.provenance.confidence),
-                Fact(text=f"{node.os or 'the host'} ships glibc {glibc}", source=glibc_src or "probe"),
+                Fact(
+                    text=f"{wheel.name} wheels need glibc >= {wheel.glibc_min}",
+                    source=src,
+                    confidence=wheel.provenance.confidence,
+                ),
+                Fact(
+                    text=f"{node.os or 'the host'} ships glibc {glibc}", source=glibc_src or "probe"
+                ),
             ),
             hint=f"use the container image instead, or a host OS with glibc >= {wheel.glibc_min} (Ubuntu 22.04 has 2.35)",
-            fix=Fix(kind="os", text=f"a host OS with glibc >= {wheel.glibc_min}", host=True, value=str(wheel.glibc_min)),
+            fix=Fix(
+                kind="os",
+                text=f"a host OS with glibc >= {wheel.glibc_min}",
+                host=True,
+                value=str(wheel.glibc_min),
+            ),
         )
     ], []
 

@@ -32,29 +32,51 @@ def kernel_floor_warnings(node: Node, targets: list[GfxTarget]) -> list[Warning]
         source = "; ".join(dict.fromkeys(f.provenance.source for f in floors))
         who = t.products[0].name if t.products else t.name
         if not node.os:
-            out.append(Warning(code="kernel-floor-unchecked", severity="info",
-                               message=f"AMD supports {t.name} ({who}) on Linux only on {listed}; this node's OS is unknown",
-                               hint="give --os (e.g. ubuntu-24.04) or run `rocm-vllm probe` on the node", source=source))
+            out.append(
+                Warning(
+                    code="kernel-floor-unchecked",
+                    severity="info",
+                    message=f"AMD supports {t.name} ({who}) on Linux only on {listed}; this node's OS is unknown",
+                    hint="give --os (e.g. ubuntu-24.04) or run `rocm-vllm probe` on the node",
+                    source=source,
+                )
+            )
             continue
         floor = next((f for f in floors if _os_listed(node.os, (f.os,))), None)
         if floor is None:
-            out.append(Warning(code="os-unlisted-for-gpu",
-                               message=f"AMD supports {t.name} ({who}) on Linux only on {listed}; this host runs {node.os}",
-                               hint=f"move the host to {floors[0].os} with kernel {floors[0].flavour} or newer", source=source))
+            out.append(
+                Warning(
+                    code="os-unlisted-for-gpu",
+                    message=f"AMD supports {t.name} ({who}) on Linux only on {listed}; this host runs {node.os}",
+                    hint=f"move the host to {floors[0].os} with kernel {floors[0].flavour} or newer",
+                    source=source,
+                )
+            )
             continue
         have = _kernel_version(node.kernel)
         need = _kernel_version(floor.min_kernel)
         if have is None or need is None:
-            out.append(Warning(code="kernel-floor-unchecked", severity="info",
-                               message=f"AMD supports {t.name} on {floor.os} from kernel {floor.flavour}; this node's kernel is unknown",
-                               hint=f"check `uname -r` is {floor.min_kernel} or newer", source=floor.provenance.source))
+            out.append(
+                Warning(
+                    code="kernel-floor-unchecked",
+                    severity="info",
+                    message=f"AMD supports {t.name} on {floor.os} from kernel {floor.flavour}; this node's kernel is unknown",
+                    hint=f"check `uname -r` is {floor.min_kernel} or newer",
+                    source=floor.provenance.source,
+                )
+            )
         elif have < need:
-            out.append(Warning(code="kernel-too-old",
-                               message=f"{t.name} ({who}) needs kernel {floor.flavour} or newer on {floor.os} per AMD; "
-                               f"this host runs {node.kernel}",
-                               hint=f"install the {floor.flavour} kernel (Ubuntu: the linux-oem-24.04 kernel series) and reboot"
-                               if floor.flavour.startswith("OEM") else f"install kernel {floor.min_kernel} or newer and reboot",
-                               source=floor.provenance.source))
+            out.append(
+                Warning(
+                    code="kernel-too-old",
+                    message=f"{t.name} ({who}) needs kernel {floor.flavour} or newer on {floor.os} per AMD; "
+                    f"this host runs {node.kernel}",
+                    hint=f"install the {floor.flavour} kernel (Ubuntu: the linux-oem-24.04 kernel series) and reboot"
+                    if floor.flavour.startswith("OEM")
+                    else f"install kernel {floor.min_kernel} or newer and reboot",
+                    source=floor.provenance.source,
+                )
+            )
     return out
 
 
@@ -80,7 +102,10 @@ def unified_memory_warnings(node: Node, targets: list[GfxTarget]) -> list[Warnin
 
 def _os_listed(os_id: str, listed: tuple[str, ...]) -> bool:
     """``ubuntu-22.04`` is listed by ``ubuntu-22.04.5``; ``rhel-9.4`` by ``rhel-9.4``."""
-    return any(entry == os_id or entry.startswith(os_id + ".") or os_id.startswith(entry + ".") for entry in listed)
+    return any(
+        entry == os_id or entry.startswith(os_id + ".") or os_id.startswith(entry + ".")
+        for entry in listed
+    )
 
 
 def host_os_warnings(m: Matrix, node: Node, targets: list[GfxTarget]) -> list[Warning]:
@@ -111,7 +136,11 @@ def host_os_warnings(m: Matrix, node: Node, targets: list[GfxTarget]) -> list[Wa
         return out
     for t in targets:
         # Several footnotes can apply to one GPU; together they allow only what each allows.
-        applicable = [r for r in rocm.os_restrictions if t.name in r.gfx and (not r.products or bool(products & set(r.products)))]
+        applicable = [
+            r
+            for r in rocm.os_restrictions
+            if t.name in r.gfx and (not r.products or bool(products & set(r.products)))
+        ]
         if not applicable:
             continue
         allowed = [entry for entry in rocm.os if all(_os_listed(entry, r.os) for r in applicable)]
@@ -123,8 +152,11 @@ def host_os_warnings(m: Matrix, node: Node, targets: list[GfxTarget]) -> list[Wa
                     message=f"AMD supports {who} on {rocm.label} only on {', '.join(allowed) or 'no listed OS'}; "
                     f"this host runs {node.os}",
                     hint="move the host to one of those OS releases, or expect an untested combination",
-                    source="; ".join(dict.fromkeys(r.provenance.source for r in applicable if not _os_listed(node.os, r.os))),
+                    source="; ".join(
+                        dict.fromkeys(
+                            r.provenance.source for r in applicable if not _os_listed(node.os, r.os)
+                        )
+                    ),
                 )
             )
     return out
-

@@ -90,7 +90,9 @@ class MatrixProvider:
             if img.vllm is not None and self._in_spec(img.vllm):
                 rel = releases.get(img.vllm)
                 stack = rel.stack_named(img.stack) if rel is not None and img.stack else None
-                yield Candidate(kind="image", vllm=img.vllm, rocm=img.rocm, image=img, release=rel, stack=stack)
+                yield Candidate(
+                    kind="image", vllm=img.vllm, rocm=img.rocm, image=img, release=rel, stack=stack
+                )
 
     def _wheel_candidates(self) -> Iterator[Candidate]:
         for wheel in self.m.wheels:
@@ -100,7 +102,14 @@ class MatrixProvider:
                 if wheel.vllm.contains(rel.version) and self._in_spec(rel.version):
                     # The release pipeline names a stack's wheels after it (rocm100, rocm72).
                     stack = rel.stack_named(wheel.name)
-                    yield Candidate(kind="wheel", vllm=rel.version, rocm=wheel.rocm, wheel=wheel, release=rel, stack=stack)
+                    yield Candidate(
+                        kind="wheel",
+                        vllm=rel.version,
+                        rocm=wheel.rocm,
+                        wheel=wheel,
+                        release=rel,
+                        stack=stack,
+                    )
 
     def _source_candidates(self) -> Iterator[Candidate]:
         for rel in self.m.vllm:
@@ -110,7 +119,9 @@ class MatrixProvider:
                 yield Candidate(kind="source", vllm=rel.version, rocm=None, release=rel)
             # Each ROCm stack is its own path: the host's driver may run one and not another.
             for st in rel.stacks:
-                yield Candidate(kind="source", vllm=rel.version, rocm=st.rocm, release=rel, stack=st)
+                yield Candidate(
+                    kind="source", vllm=rel.version, rocm=st.rocm, release=rel, stack=st
+                )
 
     # evaluation ----------------------------------------------------------------------------
 
@@ -146,13 +157,23 @@ class MatrixProvider:
         unofficial |= cand.stack is not None and cand.stack.preview
         shipped = checks.shipped(cand)[0]
         cmake_only = cand.kind == "source" and any(t.name not in shipped for t in self.targets)
-        return Evaluation(candidate=cand, reasons=tuple(reasons), warnings=tuple(warnings), unofficial=unofficial,
-                          override=override, cmake_only=cmake_only)
+        return Evaluation(
+            candidate=cand,
+            reasons=tuple(reasons),
+            warnings=tuple(warnings),
+            unofficial=unofficial,
+            override=override,
+            cmake_only=cmake_only,
+        )
 
     def _evaluate_unread(self, cand: Candidate) -> Evaluation:
         """A release whose build files were never read: unknown, except what the GPU itself lacks,
         which holds whatever the release pins (a definite no)."""
         reasons = [checks.release_facts_unknown(cand)]
-        reasons += [checks.gfx_unsupported_by_vllm(t) for t in self.targets if t.vllm_status == "unsupported"]
+        reasons += [
+            checks.gfx_unsupported_by_vllm(t)
+            for t in self.targets
+            if t.vllm_status == "unsupported"
+        ]
         reasons.extend(checks.gate_checks(self.targets, self.request))
         return Evaluation(candidate=cand, reasons=tuple(reasons), warnings=())

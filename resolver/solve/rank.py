@@ -15,7 +15,9 @@ def _rank(e: Evaluation, prefer: Kind | None) -> tuple[object, ...]:
     if c.kind == "source":
         # A stack that ships the target (even a preview one) before a build CMake merely accepts.
         group = 4 if e.cmake_only else 3 if preview else 2
-    elif c.image is not None and (c.image.deprecated or c.image.stream == "therock-preview" or preview):
+    elif c.image is not None and (
+        c.image.deprecated or c.image.stream == "therock-preview" or preview
+    ):
         group = 1
     else:
         group = 0

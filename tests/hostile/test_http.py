@@ -23,12 +23,29 @@ from .conftest import HOSTILE, assert_clean, cli, drip, endless, reply, scripted
 statuses = st.sampled_from([200, 200, 200, 204, 301, 302, 304, 401, 404, 429, 500, 503])
 bodies = st.one_of(
     st.binary(max_size=100),
-    st.sampled_from([b"[" * 100_000, b'{"a": ' + b"9" * 5000 + b"}", b"NaN", b"\xff\xfe", b'{"tags": ' + b"[" * 2000 + b"}"]),
-    st.builds(lambda v: json.dumps(v).encode(), st.recursive(st.one_of(st.none(), st.integers(), st.text(max_size=8)), lambda i: st.lists(i, max_size=3), max_leaves=8)),
+    st.sampled_from(
+        [
+            b"[" * 100_000,
+            b'{"a": ' + b"9" * 5000 + b"}",
+            b"NaN",
+            b"\xff\xfe",
+            b'{"tags": ' + b"[" * 2000 + b"}",
+        ]
+    ),
+    st.builds(
+        lambda v: json.dumps(v).encode(),
+        st.recursive(
+            st.one_of(st.none(), st.integers(), st.text(max_size=8)),
+            lambda i: st.lists(i, max_size=3),
+            max_leaves=8,
+        ),
+    ),
 )
 header_values = st.one_of(
     st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=30),
-    st.sampled_from(["3600", "99999999999999999999999", "-1", "1e9", "Wed, 21 Oct 2099 07:28:00 GMT", "٣", "0"]),
+    st.sampled_from(
+        ["3600", "99999999999999999999999", "-1", "1e9", "Wed, 21 Oct 2099 07:28:00 GMT", "٣", "0"]
+    ),
 )
 
 
@@ -37,13 +54,22 @@ header_values = st.one_of(
     status=statuses,
     body=bodies,
     retry_after=st.one_of(st.none(), header_values),
-    location=st.one_of(st.none(), st.sampled_from(["file:///etc/passwd", "/loop", "http://[::1", "gopher://x/", "//"])),
+    location=st.one_of(
+        st.none(),
+        st.sampled_from(["file:///etc/passwd", "/loop", "http://[::1", "gopher://x/", "//"]),
+    ),
     content_length=st.one_of(st.none(), st.sampled_from(["0", "5", "99999999999", "-3", "x"])),
 )
 @example(status=429, body=b"", retry_after="3600", location=None, content_length=None)
 @example(status=302, body=b"", retry_after=None, location="file:///etc/passwd", content_length=None)
 @example(status=302, body=b"", retry_after=None, location="/loop", content_length=None)
-def test_any_answer(status: int, body: bytes, retry_after: str | None, location: str | None, content_length: str | None) -> None:
+def test_any_answer(
+    status: int,
+    body: bytes,
+    retry_after: str | None,
+    location: str | None,
+    content_length: str | None,
+) -> None:
     headers = {}
     if retry_after is not None:
         headers["Retry-After"] = retry_after
@@ -56,7 +82,9 @@ def test_any_answer(status: int, body: bytes, retry_after: str | None, location:
             srv.routes["/x"] = _lying(status, body, {**headers, "Content-Length": content_length})
         else:
             srv.routes["/x"] = reply(status, body, headers)
-        client = HttpClient(cache_dir=None, timeout=(1.0, 0.5), retries=2, sleep=slept.append, deadline=5)
+        client = HttpClient(
+            cache_dir=None, timeout=(1.0, 0.5), retries=2, sleep=slept.append, deadline=5
+        )
         started = time.monotonic()
         try:
             client.get_json(f"{srv.base}/x")
@@ -94,7 +122,9 @@ def test_retry_after_is_capped() -> None:
 def test_dripping_server_hits_the_deadline() -> None:
     with scripted_server() as srv:
         srv.routes["/x"] = drip(every=0.5, stop=srv.stop)
-        client = HttpClient(cache_dir=None, timeout=(2.0, 30.0), retries=3, sleep=lambda _s: None, deadline=2)
+        client = HttpClient(
+            cache_dir=None, timeout=(2.0, 30.0), retries=3, sleep=lambda _s: None, deadline=2
+        )
         started = time.monotonic()
         with pytest.raises(RegistryError, match="not finished within 2 s"):
             client.get(f"{srv.base}/x")
@@ -105,7 +135,9 @@ def test_dripping_server_hits_the_deadline() -> None:
 def test_endless_body_is_capped() -> None:
     with scripted_server() as srv:
         srv.routes["/x"] = endless(stop=srv.stop)
-        client = HttpClient(cache_dir=None, retries=0, sleep=lambda _s: None, deadline=20, max_body=1 << 20)
+        client = HttpClient(
+            cache_dir=None, retries=0, sleep=lambda _s: None, deadline=20, max_body=1 << 20
+        )
         with pytest.raises(RegistryError, match="more than"):
             client.get(f"{srv.base}/x")
         client.close()
@@ -114,7 +146,10 @@ def test_endless_body_is_capped() -> None:
 def test_refresh_against_a_dripping_server_ends_at_the_deadline() -> None:
     with scripted_server() as srv:
         srv.routes["*"] = drip(every=2.0, stop=srv.stop)
-        o = cli(["matrix", "refresh", "--source", "vllm"], env={"ROCM_VLLM_GITHUB_API": srv.base, "ROCM_VLLM_HTTP_DEADLINE": "2"})
+        o = cli(
+            ["matrix", "refresh", "--source", "vllm"],
+            env={"ROCM_VLLM_GITHUB_API": srv.base, "ROCM_VLLM_HTTP_DEADLINE": "2"},
+        )
     assert_clean(o)
     assert o.code == 4 and "within 2 s" in o.err and o.seconds < 5, str(o)
 
@@ -122,7 +157,10 @@ def test_refresh_against_a_dripping_server_ends_at_the_deadline() -> None:
 def test_image_digest_against_a_dripping_registry_ends_at_the_deadline() -> None:
     with scripted_server() as srv:
         srv.routes["*"] = drip(every=2.0, stop=srv.stop)
-        o = cli(["image", "--gfx", "gfx942", "--registry", srv.base, "--digest"], env={"ROCM_VLLM_HTTP_DEADLINE": "2"})
+        o = cli(
+            ["image", "--gfx", "gfx942", "--registry", srv.base, "--digest"],
+            env={"ROCM_VLLM_HTTP_DEADLINE": "2"},
+        )
     assert_clean(o)
     assert o.code == 4 and "within 2 s" in o.err and o.seconds < 5, str(o)
 
@@ -130,7 +168,10 @@ def test_image_digest_against_a_dripping_registry_ends_at_the_deadline() -> None
 def test_image_digest_against_an_endless_registry() -> None:
     with scripted_server() as srv:
         srv.routes["*"] = endless(stop=srv.stop)
-        o = cli(["image", "--gfx", "gfx942", "--registry", srv.base, "--digest"], env={"ROCM_VLLM_HTTP_DEADLINE": "8"})
+        o = cli(
+            ["image", "--gfx", "gfx942", "--registry", srv.base, "--digest"],
+            env={"ROCM_VLLM_HTTP_DEADLINE": "8"},
+        )
     assert_clean(o)
     assert o.code == 4, str(o)
 
@@ -150,12 +191,16 @@ def test_image_digest_against_an_endless_registry() -> None:
 def test_refresh_request_failures_are_exit_4(env: dict[str, str], needle: str) -> None:
     with scripted_server() as srv:
         srv.routes["*"] = reply(200, b"[]")
-        o = cli(["matrix", "refresh", "--source", "vllm"], env={"ROCM_VLLM_GITHUB_API": srv.base, **env})
+        o = cli(
+            ["matrix", "refresh", "--source", "vllm"], env={"ROCM_VLLM_GITHUB_API": srv.base, **env}
+        )
     assert_clean(o)
     assert o.code == 4 and needle in o.err, str(o)
 
 
-@pytest.mark.parametrize("target", ["file:///etc/passwd", "/loop"], ids=["file-redirect", "redirect-loop"])
+@pytest.mark.parametrize(
+    "target", ["file:///etc/passwd", "/loop"], ids=["file-redirect", "redirect-loop"]
+)
 def test_refresh_redirects_are_exit_4(target: str) -> None:
     with scripted_server() as srv:
         srv.routes["/loop"] = reply(302, b"", {"Location": "/loop"})
@@ -168,7 +213,9 @@ def test_refresh_redirects_are_exit_4(target: str) -> None:
 def test_tag_lists_are_capped() -> None:
     tags = [f"t{i}" for i in range(5000)]
     with scripted_server() as srv:
-        srv.routes["/v2/rocm/vllm/tags/list"] = reply(200, json.dumps({"name": "rocm/vllm", "tags": tags}).encode())
+        srv.routes["/v2/rocm/vllm/tags/list"] = reply(
+            200, json.dumps({"name": "rocm/vllm", "tags": tags}).encode()
+        )
         client = HttpClient(cache_dir=None, retries=0, sleep=lambda _s: None, deadline=10)
         source = ImagesSource(client, Endpoints(registry=srv.base), {}, repos=("rocm/vllm",))
         result = SourceResult("images")
@@ -180,13 +227,21 @@ def test_tag_lists_are_capped() -> None:
 
 @pytest.mark.parametrize(
     "token_body",
-    [b"[" * 100_000, b'{"token": ' + b"9" * 5000 + b"}", b"\xff", b'{"token": ["x"]}', b"x" * (5 * 1024 * 1024)],
+    [
+        b"[" * 100_000,
+        b'{"token": ' + b"9" * 5000 + b"}",
+        b"\xff",
+        b'{"token": ["x"]}',
+        b"x" * (5 * 1024 * 1024),
+    ],
     ids=["deep", "huge-int", "binary", "wrong-type", "huge"],
 )
 def test_registry_token_replies(token_body: bytes) -> None:
     with scripted_server() as srv:
         srv.routes["/token"] = reply(200, token_body)
-        srv.routes["*"] = reply(401, b"", {"WWW-Authenticate": f'Bearer realm="{srv.base}/token",service="x"'})
+        srv.routes["*"] = reply(
+            401, b"", {"WWW-Authenticate": f'Bearer realm="{srv.base}/token",service="x"'}
+        )
         client = RegistryClient(Registry(srv.base), retries=1, deadline=5)
         with pytest.raises(RegistryError) as caught:
             client.resolve("vllm/vllm-openai-rocm", "v0.24.0", use_cache=False)
@@ -195,8 +250,13 @@ def test_registry_token_replies(token_body: bytes) -> None:
 
 
 @settings(HOSTILE, max_examples=15)
-@given(challenge=st.one_of(header_values, st.builds(lambda r, s: f'Bearer realm="{r}",service="{s}"', header_values, header_values)),
-       digest=st.one_of(st.none(), header_values, st.just("sha256:" + "a" * 64 + "\n")))
+@given(
+    challenge=st.one_of(
+        header_values,
+        st.builds(lambda r, s: f'Bearer realm="{r}",service="{s}"', header_values, header_values),
+    ),
+    digest=st.one_of(st.none(), header_values, st.just("sha256:" + "a" * 64 + "\n")),
+)
 def test_registry_any_challenge_and_digest(challenge: str, digest: str | None) -> None:
     with scripted_server() as srv:
         headers = {"WWW-Authenticate": challenge}

@@ -22,14 +22,51 @@ FIXTURES = Path(__file__).resolve().parent.parent / "probe" / "fixtures"
 # --- --node JSON ------------------------------------------------------------------------------
 
 json_scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.integers(min_value=10**30, max_value=10**40),
-    st.floats(allow_nan=False), st.text(max_size=20),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(min_value=10**30, max_value=10**40),
+    st.floats(allow_nan=False),
+    st.text(max_size=20),
 )
-json_values = st.recursive(json_scalars, lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)), max_leaves=20)
-NODE_KEYS = ["gpus", "gfx_targets", "physical_gpu_count", "logical_gpu_count", "hsa_override_gfx_version",
-             "rocm_version", "driver_version", "os", "kernel", "glibc", "python", "problems", "host"]
-GPU_KEYS = ["gfx", "product", "pci_device_id", "compute_units", "vram_bytes", "unique_id", "partition",
-            "integrated", "runtime_gfx", "xnack", "sramecc", "apu", "marketing_name", "pci_bdf"]
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+NODE_KEYS = [
+    "gpus",
+    "gfx_targets",
+    "physical_gpu_count",
+    "logical_gpu_count",
+    "hsa_override_gfx_version",
+    "rocm_version",
+    "driver_version",
+    "os",
+    "kernel",
+    "glibc",
+    "python",
+    "problems",
+    "host",
+]
+GPU_KEYS = [
+    "gfx",
+    "product",
+    "pci_device_id",
+    "compute_units",
+    "vram_bytes",
+    "unique_id",
+    "partition",
+    "integrated",
+    "runtime_gfx",
+    "xnack",
+    "sramecc",
+    "apu",
+    "marketing_name",
+    "pci_bdf",
+]
 
 
 @st.composite
@@ -37,7 +74,9 @@ def node_docs(draw: st.DrawFn) -> object:
     """Probe JSON with the right keys and any values: the wrong type anywhere."""
     gpu = draw(st.fixed_dictionaries({}, optional={k: json_values for k in GPU_KEYS}))
     if draw(st.booleans()):
-        gpu["gfx"] = draw(st.sampled_from(["gfx942", "gfx90a", "GFX942", "gfx9010", "gfx942:sramecc+", "gfx٩٤٢"]))
+        gpu["gfx"] = draw(
+            st.sampled_from(["gfx942", "gfx90a", "GFX942", "gfx9010", "gfx942:sramecc+", "gfx٩٤٢"])
+        )
     doc = draw(st.fixed_dictionaries({}, optional={k: json_values for k in NODE_KEYS}))
     doc["gpus"] = draw(st.one_of(st.just([gpu] * draw(st.integers(0, 3))), json_values))
     return doc
@@ -46,13 +85,27 @@ def node_docs(draw: st.DrawFn) -> object:
 @HOSTILE
 @given(doc=node_docs())
 @example(doc={"gpus": [{"gfx": "gfx942", "partition": []}]})
-@example(doc={"gpus": [{"gfx": "gfx942", "partition": {"compute": 5, "memory": ["x"]}}], "gfx_targets": ["gfx942"]})
+@example(
+    doc={
+        "gpus": [{"gfx": "gfx942", "partition": {"compute": 5, "memory": ["x"]}}],
+        "gfx_targets": ["gfx942"],
+    }
+)
 @example(doc={"gpus": [{"gfx": "gfx942"}], "host": {"groups": 7, "render_gid": "x", "numa": [[]]}})
-@example(doc={"gpus": [{"gfx": "gfx942", "vram_bytes": 10**40, "compute_units": -5}], "logical_gpu_count": 10**30})
+@example(
+    doc={
+        "gpus": [{"gfx": "gfx942", "vram_bytes": 10**40, "compute_units": -5}],
+        "logical_gpu_count": 10**30,
+    }
+)
 @example(doc={"gpus": "gfx942", "problems": [{"code": 1}], "os": "ubuntu-٢٢.04", "python": "3.٣"})
 def test_node_json_any_shape(doc: object, tmp_path_factory: pytest.TempPathFactory) -> None:
     path = write(tmp_path_factory.mktemp("node") / "node.json", json.dumps(doc))
-    for command in (["check", "--node", str(path), "--json"], ["image", "--node", str(path)], ["dockerfile", "--node", str(path)]):
+    for command in (
+        ["check", "--node", str(path), "--json"],
+        ["image", "--node", str(path)],
+        ["dockerfile", "--node", str(path)],
+    ):
         assert_clean(cli(command))
 
 
@@ -109,13 +162,19 @@ def test_probe_file_special_files(flag: str, tmp_path: Path) -> None:
 def _sysfs_copy(tmp_path: Path) -> Path:
     import shutil
 
-    src = next(p for p in sorted((FIXTURES / "sysfs").iterdir()) if (p / "sys").is_dir() or (p / "topology").is_dir())
+    src = next(
+        p
+        for p in sorted((FIXTURES / "sysfs").iterdir())
+        if (p / "sys").is_dir() or (p / "topology").is_dir()
+    )
     dest = tmp_path / "sysfs"
     shutil.copytree(src, dest, symlinks=True)
     return dest
 
 
-@pytest.mark.parametrize("kind", ["fifo", "dev-zero-link", "huge-number", "superscript", "deep-dir-loop"])
+@pytest.mark.parametrize(
+    "kind", ["fifo", "dev-zero-link", "huge-number", "superscript", "deep-dir-loop"]
+)
 def test_sysfs_hostile_files(kind: str, tmp_path: Path) -> None:
     root = _sysfs_copy(tmp_path)
     props = sorted(root.rglob("properties"))
@@ -141,15 +200,36 @@ def test_sysfs_hostile_files(kind: str, tmp_path: Path) -> None:
 # --- probe texts: any content, linear time ----------------------------------------------------
 
 FRAGMENTS = [
-    "Agent 1", "*******", "  Name:                    gfx942", "  Marketing Name:          AMD Instinct MI300X",
-    "  Compute Unit:            304", "GPU: 0", "    TARGET_GRAPHICS_VERSION: gfx942", "    NUM_COMPUTE_UNITS: ²",
-    "GPU[0]\t\t: Card Series: \t\tAMD Instinct", "GPU[0] : VRAM Total Memory (B): " + "9" * 400,
-    "card0,0x74a1,gfx942", "  Size:                    " + "9" * 400 + "(0x0) KB", "gfx942", "gfx000",
-    "ESC[37m", "\x1b[0m", "> > quoted", "[1/2]", "ROCk module version 6.10.5 is loaded",
-    "[GPU 0] gfx942: AMD GCN Arch Name", "user is not member of \"render\" group",
+    "Agent 1",
+    "*******",
+    "  Name:                    gfx942",
+    "  Marketing Name:          AMD Instinct MI300X",
+    "  Compute Unit:            304",
+    "GPU: 0",
+    "    TARGET_GRAPHICS_VERSION: gfx942",
+    "    NUM_COMPUTE_UNITS: ²",
+    "GPU[0]\t\t: Card Series: \t\tAMD Instinct",
+    "GPU[0] : VRAM Total Memory (B): " + "9" * 400,
+    "card0,0x74a1,gfx942",
+    "  Size:                    " + "9" * 400 + "(0x0) KB",
+    "gfx942",
+    "gfx000",
+    "ESC[37m",
+    "\x1b[0m",
+    "> > quoted",
+    "[1/2]",
+    "ROCk module version 6.10.5 is loaded",
+    "[GPU 0] gfx942: AMD GCN Arch Name",
+    'user is not member of "render" group',
 ]
-long_line = st.builds(lambda ch, n: ch * n, st.sampled_from([" ", "a", "A ", "a:", "GPU[0] : ", "\t", "[", "-", "1 ", "Name: gfx942 "]), st.integers(1000, 20_000))
-probe_text = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=40), long_line), max_size=12).map("\n".join)
+long_line = st.builds(
+    lambda ch, n: ch * n,
+    st.sampled_from([" ", "a", "A ", "a:", "GPU[0] : ", "\t", "[", "-", "1 ", "Name: gfx942 "]),
+    st.integers(1000, 20_000),
+)
+probe_text = st.lists(
+    st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=40), long_line), max_size=12
+).map("\n".join)
 
 
 @HOSTILE
@@ -163,8 +243,16 @@ def test_text_parsers_any_content(text: str) -> None:
 
 @pytest.mark.parametrize(
     "line",
-    ["A" + " " * 80_000 + "x", "A:" + " " * 80_000 + "x", "GPU[0] : " + " " * 80_000 + "x", "GPU[0] : a" + " " * 80_000 + "x",
-     "x" * 80_000, " " * 80_000 + "[1/2] x", "Name:" + " " * 80_000 + "gfx", "[GPU 0]" + " " * 80_000 + "x"],
+    [
+        "A" + " " * 80_000 + "x",
+        "A:" + " " * 80_000 + "x",
+        "GPU[0] : " + " " * 80_000 + "x",
+        "GPU[0] : a" + " " * 80_000 + "x",
+        "x" * 80_000,
+        " " * 80_000 + "[1/2] x",
+        "Name:" + " " * 80_000 + "gfx",
+        "[GPU 0]" + " " * 80_000 + "x",
+    ],
     ids=["blanks", "colon-blanks", "smi-kv", "smi-kv-value", "one-word", "tmux", "name", "hip"],
 )
 def test_long_single_line_parses_fast(line: str) -> None:
@@ -176,15 +264,21 @@ def test_long_single_line_parses_fast(line: str) -> None:
 
 @HOSTILE
 @given(text=probe_text, flag=st.sampled_from(["--rocminfo", "--amd-smi", "--rocm-smi"]))
-def test_probe_files_through_the_cli(text: str, flag: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_probe_files_through_the_cli(
+    text: str, flag: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     path = write(tmp_path_factory.mktemp("probe") / "out.txt", text)
     assert_clean(cli(["probe", flag, str(path), "--json"]))
 
 
 @pytest.mark.parametrize(
     "text",
-    ["[" * 100_000, '{"card0": ' + "{" * 50_000, '{"gpu_data": [{"gpu": 0, "asic": {"num_compute_units": ' + "9" * 5000 + "}}]}",
-     '[{"gpu": 0, "vram": {"size": {"value": 1e999}}}]'],
+    [
+        "[" * 100_000,
+        '{"card0": ' + "{" * 50_000,
+        '{"gpu_data": [{"gpu": 0, "asic": {"num_compute_units": ' + "9" * 5000 + "}}]}",
+        '[{"gpu": 0, "vram": {"size": {"value": 1e999}}}]',
+    ],
     ids=["deep", "deep-card", "huge-int", "inf"],
 )
 def test_smi_json_structure(text: str) -> None:

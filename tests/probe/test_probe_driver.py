@@ -55,17 +55,31 @@ def test_tool_outputs() -> None:
     line = "AMDSMI Tool: 25.5.1+5b3f5a3 | AMDSMI Library version: 25.5.1 | ROCm version: 6.4.2 | amdgpu version: 6.12.12 |"
     assert driver.parse_amd_smi_version(line) == "6.12.12"
     # the in-tree driver: amd-smi prints a word, not a version (ROCm/ROCm#5902)
-    assert driver.parse_amd_smi_version((FIXTURES / "amd-smi-default-gfx1151-strixhalo-rocm5902.txt").read_text()) is None
+    assert (
+        driver.parse_amd_smi_version(
+            (FIXTURES / "amd-smi-default-gfx1151-strixhalo-rocm5902.txt").read_text()
+        )
+        is None
+    )
     modinfo = "filename:       /lib/modules/6.8.0-60-generic/updates/dkms/amdgpu.ko.zst\nversion:        6.16.6\nlicense:        GPL and additional rights\n"
     assert driver.parse_modinfo(modinfo) == "6.16.6"
-    assert driver.parse_modinfo("filename: /lib/modules/6.17.0/kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko.zst\n") is None
+    assert (
+        driver.parse_modinfo(
+            "filename: /lib/modules/6.17.0/kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko.zst\n"
+        )
+        is None
+    )
 
 
 def test_live_probe_reads_the_release_from_the_dkms_package(tmp_path: Path) -> None:
     root = _gpu_root(tmp_path, "6.16.6")
     bin_dir = tmp_path / "bin"
     _tool(bin_dir, "dpkg-query", "1:6.16.6.30300000-2238411.24.04")
-    node = probe_live(root=root, env={"PATH": str(bin_dir)}, check_access=False, )
+    node = probe_live(
+        root=root,
+        env={"PATH": str(bin_dir)},
+        check_access=False,
+    )
     assert node.driver_version == "30.30.0"
     assert node.host["driver_release_source"] == "amdgpu-dkms package (dpkg-query)"
     assert node.host["driver"]["module_version"] == "6.16.6"
@@ -88,8 +102,14 @@ def test_live_probe_maps_a_module_version_only_where_amd_pairs_it(tmp_path: Path
 
 def test_modinfo_answers_when_sysfs_has_no_version(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
-    _tool(bin_dir, "modinfo", "filename: /lib/modules/x/updates/dkms/amdgpu.ko\nversion:        6.19.14\n")
-    node = probe_live(root=_gpu_root(tmp_path, None), env={"PATH": str(bin_dir)}, check_access=False)
+    _tool(
+        bin_dir,
+        "modinfo",
+        "filename: /lib/modules/x/updates/dkms/amdgpu.ko\nversion:        6.19.14\n",
+    )
+    node = probe_live(
+        root=_gpu_root(tmp_path, None), env={"PATH": str(bin_dir)}, check_access=False
+    )
     assert node.driver_version == "31.40" and node.host["driver"]["source"] == "modinfo amdgpu"
 
 
@@ -97,8 +117,13 @@ def test_check_with_rocminfo_and_driver_does_not_ask_for_driver() -> None:
     fixture = FIXTURES / "rocminfo-gfx1151-strixhalo-dkms-rocm5817.txt"
     without = CliRunner().invoke(app, ["check", "--rocminfo", str(fixture)], env={"NO_COLOR": "1"})
     assert "--driver 30.30.3" in without.stdout
-    given = CliRunner().invoke(app, ["check", "--rocminfo", str(fixture), "--driver", "30.30.3"], env={"NO_COLOR": "1"})
-    assert "driver-release-unknown" not in given.stdout and "pass the release you installed" not in given.stdout
+    given = CliRunner().invoke(
+        app, ["check", "--rocminfo", str(fixture), "--driver", "30.30.3"], env={"NO_COLOR": "1"}
+    )
+    assert (
+        "driver-release-unknown" not in given.stdout
+        and "pass the release you installed" not in given.stdout
+    )
     assert "the amdgpu kernel module reports version" not in given.stdout
 
 
@@ -109,7 +134,9 @@ def test_probe_json_with_driver_facts_validates(tmp_path: Path) -> None:
 
     bin_dir = tmp_path / "bin"
     _tool(bin_dir, "dpkg-query", "1:6.16.6.30300000-2238411.24.04")
-    node = probe_live(root=_gpu_root(tmp_path, "6.16.6"), env={"PATH": str(bin_dir)}, check_access=False)
+    node = probe_live(
+        root=_gpu_root(tmp_path, "6.16.6"), env={"PATH": str(bin_dir)}, check_access=False
+    )
     schema = json.loads((Path(__file__).parents[2] / "docs/probe.schema.json").read_text())
     jsonschema.validate(json.loads(json.dumps(node.to_json())), schema)
 
@@ -119,5 +146,7 @@ def test_probe_text_says_which_source_named_the_release(tmp_path: Path) -> None:
 
     bin_dir = tmp_path / "bin"
     _tool(bin_dir, "dpkg-query", "1:6.16.6.30300000-2238411.24.04")
-    node = probe_live(root=_gpu_root(tmp_path, "6.16.6"), env={"PATH": str(bin_dir)}, check_access=False)
+    node = probe_live(
+        root=_gpu_root(tmp_path, "6.16.6"), env={"PATH": str(bin_dir)}, check_access=False
+    )
     assert "30.30.0 (from amdgpu-dkms package (dpkg-query))" in render(node)

@@ -179,7 +179,11 @@ CASES: dict[str, tuple[tuple[str, ...], int, int, dict[str, Any]]] = {
         ("gfx942",),
         1,
         1,
-        {"product": "Instinct MI300A", "pci_device_id": "74a0", "marketing_name": "AMD Instinct MI300A"},
+        {
+            "product": "Instinct MI300A",
+            "pci_device_id": "74a0",
+            "marketing_name": "AMD Instinct MI300A",
+        },
     ),
     # rocm_agent_enumerator: one name per agent, gfx000 for the CPU (older ROCm only)
     "agent-enumerator-gfx942-mi300x-8gpu-iree22283.txt": (("gfx942",), 8, 8, {"gfx": "gfx942"}),
@@ -262,8 +266,13 @@ def test_npu_and_cpu_agents_never_count() -> None:
 
 
 def test_in_tree_driver_has_no_version_but_dkms_does() -> None:
-    assert _probe("rocminfo-gfx942-mi300x-4gpu-thamada.txt").host.get("amdgpu_module_version") is None
-    assert _probe("rocminfo-gfx90a-mi250-fragment-aiter179.txt").host.get("amdgpu_module_version") == "6.10.5"
+    assert (
+        _probe("rocminfo-gfx942-mi300x-4gpu-thamada.txt").host.get("amdgpu_module_version") is None
+    )
+    assert (
+        _probe("rocminfo-gfx90a-mi250-fragment-aiter179.txt").host.get("amdgpu_module_version")
+        == "6.10.5"
+    )
 
 
 def test_flattened_paste_says_the_count_may_be_incomplete() -> None:
@@ -327,7 +336,9 @@ def test_amd_smi_blocks_that_are_not_gpus_are_ignored() -> None:
 def test_amd_smi_market_name_gives_the_target_without_a_pci_id() -> None:
     from resolver.probe import smi
 
-    partition = (FIXTURES / "amd-smi-static-partition-mi308x-cpx-nps4-amdsmi-changelog.txt").read_text()
+    partition = (
+        FIXTURES / "amd-smi-static-partition-mi308x-cpx-nps4-amdsmi-changelog.txt"
+    ).read_text()
     asic = (FIXTURES / "amd-smi-static-asic-gfx942-mi308x-cpx-amdsmi-changelog.txt").read_text()
     # the --asic block without its DEVICE_ID / TARGET lines: MARKET_NAME MI308X alone names gfx942
     named_only = "\n".join(
@@ -479,7 +490,11 @@ def test_sysfs_accepts_a_bare_copy_of_the_kfd_directory(sub: str) -> None:
     """`cp -r /sys/class/kfd/kfd copy` (or just its topology/) is read like a whole tree."""
     root = FIXTURES / "sysfs" / "kfd-gfx942-mi300x-8gpu-cpx-k8sdp"
     node = probe_files(sysfs=root / sub if sub else root)
-    assert (node.gfx_targets, node.logical_gpu_count, node.physical_gpu_count) == (("gfx942",), 63, 8)
+    assert (node.gfx_targets, node.logical_gpu_count, node.physical_gpu_count) == (
+        ("gfx942",),
+        63,
+        8,
+    )
 
 
 def test_agent_enumerator_with_only_the_cpu_is_no_gpu() -> None:

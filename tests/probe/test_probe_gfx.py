@@ -70,7 +70,10 @@ def test_mi250_without_revision_is_not_guessed_to_be_mi250x() -> None:
     """issue 11, item 10: 740c is MI250X and MI250; libdrm's name "AMD Instinct MI250X/MI250" names both."""
     from resolver.probe.gfx import product_for_pci
 
-    assert product_for_pci("740c", None, "AMD Instinct MI250X/MI250") == "Instinct MI250X / Instinct MI250"
+    assert (
+        product_for_pci("740c", None, "AMD Instinct MI250X/MI250")
+        == "Instinct MI250X / Instinct MI250"
+    )
     assert product_for_pci("740c", None, None) == "Instinct MI250X / Instinct MI250"
     assert product_for_pci("740c", "01", "AMD Instinct MI250X/MI250") == "Instinct MI250X"
     assert product_for_pci("740c", None, "AMD Instinct MI250") == "Instinct MI250"

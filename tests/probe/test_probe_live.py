@@ -171,7 +171,9 @@ def test_live_reads_rocm_smi_json_and_the_agent_enumerator_on_path(tmp_path: Pat
     assert node.host["gpu_sources"][0]["vram_bytes"] == "rocm-smi"
     assert "no-gpu" not in [p.code for p in node.problems]
     # without the tools on PATH the same root has no GPU
-    assert probe_live(root=root, env={"PATH": str(tmp_path / "empty")}, check_access=False).gpus == ()
+    assert (
+        probe_live(root=root, env={"PATH": str(tmp_path / "empty")}, check_access=False).gpus == ()
+    )
 
 
 def _nvidia_root(tmp_path: Path) -> Path:
@@ -197,7 +199,9 @@ def test_nvidia_host_says_what_it_found_and_suggests_no_amdgpu(tmp_path: Path) -
     assert first.code == "not-an-amd-gpu"
     assert "NVIDIA" in first.message and "580.95.05" in first.message
     assert all("modprobe" not in p.hint and "amdgpu-install" not in p.hint for p in node.problems)
-    assert [d["device_node"] for d in node.host["other_devices"]] == [f"/dev/nvidia{i}" for i in range(8)]
+    assert [d["device_node"] for d in node.host["other_devices"]] == [
+        f"/dev/nvidia{i}" for i in range(8)
+    ]
     assert "no-gpu" not in [p.code for p in node.problems]
 
 

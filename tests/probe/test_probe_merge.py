@@ -44,7 +44,12 @@ def test_disagreeing_counts_are_a_problem_not_a_wipe(tmp_path: Path) -> None:
     assert node.logical_gpu_count == 4
     assert [g.pci_bdf for g in node.gpus] == list(BDFS)
     assert "gpu-count-differs" in [p.code for p in node.problems]
-    assert [s["bdf"] for s in node.host["gpu_sources"]] == ["amd-smi", "amd-smi", "rocminfo", "rocminfo"]
+    assert [s["bdf"] for s in node.host["gpu_sources"]] == [
+        "amd-smi",
+        "amd-smi",
+        "rocminfo",
+        "rocminfo",
+    ]
 
 
 def test_the_kernel_view_is_never_added_to(make_root: Callable[[str], Path]) -> None:

@@ -121,7 +121,10 @@ ROWS: dict[str, Row] = {
     # slurm-monitor: rocm-smi --csv from ROCm 5 to 6.x; the peer asserts the GPU count and the
     # first GPU's VRAM (and, for the reduced "detect" CSV, model and VRAM)
     "slurm-monitor/rocm-smi-csv-v1": Row(
-        _slurm("rocm-smi-csv-v1.csv"), 1, ("gfx906",), ((None, "2490210172fc1a88", 17163091968, "gfx906"),)
+        _slurm("rocm-smi-csv-v1.csv"),
+        1,
+        ("gfx906",),
+        ((None, "2490210172fc1a88", 17163091968, "gfx906"),),
     ),
     "slurm-monitor/rocm-smi-csv-v1dot4": Row(
         _slurm("rocm-smi-csv-v1dot4.csv"),
@@ -142,7 +145,10 @@ ROWS: dict[str, Row] = {
         ),
     ),
     "slurm-monitor/rocm-smi-csv-v2dot3": Row(
-        _slurm("rocm-smi-csv-v2dot3.csv"), 1, ("gfx908",), (("738c", "19645d9a01fc11bd", MI100, "gfx908"),)
+        _slurm("rocm-smi-csv-v2dot3.csv"),
+        1,
+        ("gfx908",),
+        (("738c", "19645d9a01fc11bd", MI100, "gfx908"),),
     ),
     "slurm-monitor/rocm-smi-csv-v2dot3dot1": Row(
         _slurm("rocm-smi-csv-v2dot3dot1.csv"),

@@ -67,7 +67,9 @@ def test_json_like_amd_smi_never_raises(data: bytes) -> None:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=30),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4)
+    ),
     max_leaves=20,
 )
 rocm_smi_keys = st.sampled_from(
@@ -90,7 +92,17 @@ rocm_smi_keys = st.sampled_from(
     ]
 ) | st.text(max_size=20)
 rocm_smi_values = st.sampled_from(
-    ["0x74a1", "N/A", "gfx9010", "gfx11001", "0x", "34342961152", "CPX", "0000:1E:00.0", "Chengdu Haiguang"]
+    [
+        "0x74a1",
+        "N/A",
+        "gfx9010",
+        "gfx11001",
+        "0x",
+        "34342961152",
+        "CPX",
+        "0000:1E:00.0",
+        "Chengdu Haiguang",
+    ]
 ) | st.text(max_size=20)
 rocm_smi_docs = st.dictionaries(
     st.sampled_from(["card0", "card1", "card12", "system", "cardX"]) | st.text(max_size=8),
@@ -110,7 +122,15 @@ def test_rocm_smi_json_never_raises(doc: dict[str, object]) -> None:
 
 
 @settings(max_examples=200)
-@given(st.lists(st.sampled_from(["gfx000", "gfx90a", "gfx942:sramecc+:xnack-", "gfx9010", "gfx11-generic", ""]) | st.text(max_size=30), max_size=20).map("\n".join))
+@given(
+    st.lists(
+        st.sampled_from(
+            ["gfx000", "gfx90a", "gfx942:sramecc+:xnack-", "gfx9010", "gfx11-generic", ""]
+        )
+        | st.text(max_size=30),
+        max_size=20,
+    ).map("\n".join)
+)
 def test_agent_enumerator_never_raises(text: str) -> None:
     view = enumerator.parse(text)
     assert all(gfx.is_gfx_name(g.gfx) for g in view.gpus)
@@ -133,7 +153,18 @@ drm_attrs = st.dictionaries(
             "product_name",
         ]
     ),
-    st.sampled_from(["0x1002", "0x10de", "0x74a1", "17163091968", "CPX", "DRIVER=amdgpu\nPCI_SLOT_NAME=0000:03:00.0", ""]) | st.text(max_size=40),
+    st.sampled_from(
+        [
+            "0x1002",
+            "0x10de",
+            "0x74a1",
+            "17163091968",
+            "CPX",
+            "DRIVER=amdgpu\nPCI_SLOT_NAME=0000:03:00.0",
+            "",
+        ]
+    )
+    | st.text(max_size=40),
     max_size=11,
 )
 
@@ -155,7 +186,10 @@ def test_drm_sysfs_never_raises(cards: list[dict[str, str]]) -> None:
 
 
 @settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
-@given(st.binary(max_size=3000), st.sampled_from(["rocminfo", "amd_smi", "rocm_smi", "agent_enumerator"]))
+@given(
+    st.binary(max_size=3000),
+    st.sampled_from(["rocminfo", "amd_smi", "rocm_smi", "agent_enumerator"]),
+)
 def test_file_probe_raises_only_project_errors(data: bytes, flag: str) -> None:
     import tempfile
 

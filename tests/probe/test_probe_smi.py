@@ -54,7 +54,15 @@ def test_json_key_variants(keys: dict[str, str], expected: tuple[object, ...]) -
 
 def test_json_partitions() -> None:
     view = smi.parse_rocm_smi(
-        json.dumps({"card0": {"Device ID": "0x74a1", "Compute Partition": "CPX", "Memory Partition": "NPS4"}})
+        json.dumps(
+            {
+                "card0": {
+                    "Device ID": "0x74a1",
+                    "Compute Partition": "CPX",
+                    "Memory Partition": "NPS4",
+                }
+            }
+        )
     )
     assert (view.gpus[0].compute_partition, view.gpus[0].memory_partition) == ("CPX", "NPS4")
 
@@ -77,7 +85,9 @@ def test_vram_is_kept_when_no_target_is_named(tmp_path: Path) -> None:
     """A device no source names a target for still counts, keeps its VRAM, and the node is not
     called GPU-less."""
     path = tmp_path / "rocm-smi.txt"
-    path.write_text("GPU[0]\t\t: Device ID: 0x6861\nGPU[0]\t\t: VRAM Total Memory (B): 17163091968\n")
+    path.write_text(
+        "GPU[0]\t\t: Device ID: 0x6861\nGPU[0]\t\t: VRAM Total Memory (B): 17163091968\n"
+    )
     node = probe_files(rocm_smi=path)
     assert node.logical_gpu_count == 1
     assert node.gpus == ()

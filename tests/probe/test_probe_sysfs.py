@@ -113,6 +113,11 @@ def test_a_hygon_kfd_node_is_found_but_not_resolved(tmp_path: Path) -> None:
     node = probe_files(sysfs=tmp_path)
     assert node.logical_gpu_count == 0
     device = node.host["other_devices"][0]
-    assert (device["vendor"], device["kind"], device["gfx"], device["compute_units"]) == ("hygon", "DCU", "gfx928", 12)
+    assert (device["vendor"], device["kind"], device["gfx"], device["compute_units"]) == (
+        "hygon",
+        "DCU",
+        "gfx928",
+        12,
+    )
     assert device["unique_id"] == "7100fa8866904061"
     assert node.problems[0].code == "not-an-amd-gpu"

@@ -71,8 +71,14 @@ def sdist_index_page() -> bytes:
         sliced = RECORDED / "sdist" / f["filename"]
         if sliced.is_file():
             data = sliced.read_bytes()
-            files.append({**f, "url": f"../../files/{f['filename']}", "size": len(data),
-                          "hashes": {"sha256": hashlib.sha256(data).hexdigest()}})
+            files.append(
+                {
+                    **f,
+                    "url": f"../../files/{f['filename']}",
+                    "size": len(data),
+                    "hashes": {"sha256": hashlib.sha256(data).hexdigest()},
+                }
+            )
     page["files"] = files
     return json.dumps(page).encode()
 

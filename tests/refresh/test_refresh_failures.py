@@ -94,7 +94,10 @@ def test_hostile_ref_in_a_dockerfile_is_refused_and_named(
     result = runner.invoke(app, ["matrix", "refresh", "--source", "vllm", "--write"])
     assert result.exit_code == 0, result.output  # nothing acceptable changed
     assert "refused (1, never written):" in result.output
-    assert "[vllm] vllm.toml 0.10.0: vllm.toml: 0.10.0.stack[0]: field 'pins.triton.ref'" in result.output
+    assert (
+        "[vllm] vllm.toml 0.10.0: vllm.toml: 0.10.0.stack[0]: field 'pins.triton.ref'"
+        in result.output
+    )
     assert not overlay.overlay_path().exists()
 
 

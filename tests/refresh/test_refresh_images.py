@@ -82,9 +82,7 @@ def test_registry_tags_and_digests_become_image_records(registry: str, matrix_co
         assert rec["source"].endswith(f"/v2/rocm/vllm/manifests/{tag}")
     cdna = by_key["rocm/vllm:rocm7.14.0_cdna_ubuntu24.04_py3.14_pytorch_2.11.0_vllm_0.23.0"].record
     assert cdna["stream"] == "therock"
-    assert (
-        "arch" not in cdna
-    )  # every curated "cdna" image was removed: no arch list to carry over
+    assert "arch" not in cdna  # every curated "cdna" image was removed: no arch list to carry over
     # Every command now sees the digest.
     images = {(i.repo, i.tag): i for i in matrix.load().images}
     assert (

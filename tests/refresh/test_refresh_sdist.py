@@ -31,7 +31,9 @@ from .conftest import REPO_MATRIX
 from .server import RECORDED, Upstream
 
 runner = CliRunner()
-SLICED = sorted(p.name[len("vllm-") : -len(".tar.gz")] for p in (RECORDED / "sdist").glob("vllm-*.tar.gz"))
+SLICED = sorted(
+    p.name[len("vllm-") : -len(".tar.gz")] for p in (RECORDED / "sdist").glob("vllm-*.tar.gz")
+)
 
 
 def shipped(file: str, key: str) -> list[dict[str, Any]]:
@@ -65,7 +67,10 @@ def source(upstream: Upstream, versions: list[str] | None = None) -> sdist.Sdist
 def test_index_url_follows_the_override_then_pip(tmp_path: Path) -> None:
     conf = tmp_path / "pip.conf"
     conf.write_text("[global]\nindex-url = https://mirror.example/pypi/simple/\n")
-    assert sdist.index_url({"ROCM_VLLM_INDEX_URL": "http://127.0.0.1:1/simple/"}) == "http://127.0.0.1:1/simple"
+    assert (
+        sdist.index_url({"ROCM_VLLM_INDEX_URL": "http://127.0.0.1:1/simple/"})
+        == "http://127.0.0.1:1/simple"
+    )
     assert sdist.index_url({"PIP_INDEX_URL": "https://devpi.local/root/pypi/+simple/"}) == (
         "https://devpi.local/root/pypi/+simple"
     )
@@ -101,7 +106,9 @@ def test_refreshing_from_recorded_sdists_reproduces_the_shipped_records(upstream
 def test_every_shipped_release_with_an_sdist_is_known() -> None:
     """No shipped release is `unknown` except where the index has no sdist for it."""
     page = json.loads((RECORDED / "sdist" / "pypi-simple-vllm.json").read_text())
-    with_sdist = {str(Version(f["filename"][len("vllm-") : -len(".tar.gz")])) for f in page["files"]}
+    with_sdist = {
+        str(Version(f["filename"][len("vllm-") : -len(".tar.gz")])) for f in page["files"]
+    }
     for rec in shipped("vllm.toml", "release"):
         if rec.get("confidence") == "unknown":
             assert str(Version(rec["version"])) not in with_sdist, rec["version"]
@@ -113,7 +120,9 @@ def test_newest_release_has_its_stacks(upstream: Upstream) -> None:
     stacks = {s["variant"]: s for s in rec["stack"]}
     assert list(stacks) == ["rocm100", "rocm72", "gfx1250"]
     assert stacks["rocm100"]["default"] and stacks["rocm100"]["layout"] == "therock-wheels"
-    assert stacks["rocm100"]["rocm"] == "10.0.0" and stacks["rocm100"]["torch"] == "2.13.0+rocm10.0.0"
+    assert (
+        stacks["rocm100"]["rocm"] == "10.0.0" and stacks["rocm100"]["torch"] == "2.13.0+rocm10.0.0"
+    )
     assert stacks["rocm100"]["images"] == ["v0.33.0", "v0.33.0-rocm100"]
     assert stacks["rocm72"]["rocm"] == "7.2.3" and stacks["rocm72"]["images"] == ["v0.33.0-rocm72"]
     assert "images" not in stacks["gfx1250"]  # built, never published
@@ -130,7 +139,9 @@ def test_a_release_is_downloaded_once_then_read_from_the_cache(upstream: Upstrea
     assert [c.key for c in again.candidates if c.file == "vllm.toml"] == ["0.25.0"]
 
 
-def test_cli_refresh_shows_the_diff_and_writes_the_overlay(upstream: Upstream, matrix_copy: Path) -> None:
+def test_cli_refresh_shows_the_diff_and_writes_the_overlay(
+    upstream: Upstream, matrix_copy: Path
+) -> None:
     from .conftest import drop_records
 
     drop_records(matrix_copy / "vllm.toml", "version", {"0.33.0"})
@@ -139,7 +150,9 @@ def test_cli_refresh_shows_the_diff_and_writes_the_overlay(upstream: Upstream, m
     assert "+ 0.33.0  new (exact)" in result.output and "stack rocm100 (default):" in result.output
     written = runner.invoke(app, ["matrix", "refresh", "--source", "sdist", "--write"])
     assert written.exit_code == 0, written.output
-    check = runner.invoke(app, ["check", "--gfx", "gfx942", "--driver", "30.30.3", "--vllm", "==0.33.0", "--quiet"])
+    check = runner.invoke(
+        app, ["check", "--gfx", "gfx942", "--driver", "30.30.3", "--vllm", "==0.33.0", "--quiet"]
+    )
     assert check.exit_code == 0 and check.output.strip() in ("supported", "supported_with_warnings")
 
 
@@ -169,7 +182,9 @@ def _real(version: str) -> dict[str, bytes]:
         }
 
 
-def _serve_one(upstream: Upstream, body: bytes, *, listed_sha: str | None = None, version: str = "9.9.9") -> None:
+def _serve_one(
+    upstream: Upstream, body: bytes, *, listed_sha: str | None = None, version: str = "9.9.9"
+) -> None:
     name = f"vllm-{version}.tar.gz"
     upstream.overrides[f"/files/{name}"] = body
     page = {
@@ -193,11 +208,19 @@ def _good_files(version: str = "9.9.9") -> list[tuple[tarfile.TarInfo, bytes]]:
 
 
 def _refresh_refuses(upstream: Upstream, why: str) -> None:
-    before = set(Path(overlay.overlay_path()).parent.glob("*")) if overlay.overlay_path().parent.exists() else set()
+    before = (
+        set(Path(overlay.overlay_path()).parent.glob("*"))
+        if overlay.overlay_path().parent.exists()
+        else set()
+    )
     outcome = refresh(["sdist"], write=True)
     assert not outcome.changes and outcome.written is None
     assert any(why in r.reason for r in outcome.refused), outcome.refused
-    after = set(overlay.overlay_path().parent.glob("*")) if overlay.overlay_path().parent.exists() else set()
+    after = (
+        set(overlay.overlay_path().parent.glob("*"))
+        if overlay.overlay_path().parent.exists()
+        else set()
+    )
     assert after == before, "nothing written, no temp files left"
 
 
@@ -222,7 +245,12 @@ def test_symlink_member_is_refused(upstream: Upstream) -> None:
     link = tarfile.TarInfo("vllm-9.9.9/CMakeLists.txt")
     link.type = tarfile.SYMTYPE
     link.linkname = "/etc/passwd"
-    _serve_one(upstream, _targz([*(m for m in _good_files() if not m[0].name.endswith("CMakeLists.txt")), (link, None)]))
+    _serve_one(
+        upstream,
+        _targz(
+            [*(m for m in _good_files() if not m[0].name.endswith("CMakeLists.txt")), (link, None)]
+        ),
+    )
     _refresh_refuses(upstream, "is a link or special file")
 
 
@@ -236,7 +264,10 @@ def test_member_claiming_two_gigabytes_is_refused_before_reading(upstream: Upstr
 
 
 def test_path_traversal_member_is_refused(upstream: Upstream) -> None:
-    _serve_one(upstream, _targz([_file("vllm-9.9.9/../../etc/cron.d/x", b"* * * * * root x\n"), *_good_files()]))
+    _serve_one(
+        upstream,
+        _targz([_file("vllm-9.9.9/../../etc/cron.d/x", b"* * * * * root x\n"), *_good_files()]),
+    )
     _refresh_refuses(upstream, "unsafe path")
 
 
@@ -259,9 +290,22 @@ def test_listing_skips_prereleases_yanked_and_wheels(upstream: Upstream) -> None
     page = {
         "files": [
             {"filename": "vllm-1.0.0rc1.tar.gz", "url": "x", "hashes": {"sha256": "a" * 64}},
-            {"filename": "vllm-1.0.0.tar.gz", "url": "x", "hashes": {"sha256": "a" * 64}, "yanked": "broken"},
-            {"filename": "vllm-1.0.0-cp38-abi3-manylinux1_x86_64.whl", "url": "x", "hashes": {"sha256": "a" * 64}},
-            {"filename": "vllm-1.0.1.tar.gz", "url": "file:///etc/passwd", "hashes": {"sha256": "a" * 64}},
+            {
+                "filename": "vllm-1.0.0.tar.gz",
+                "url": "x",
+                "hashes": {"sha256": "a" * 64},
+                "yanked": "broken",
+            },
+            {
+                "filename": "vllm-1.0.0-cp38-abi3-manylinux1_x86_64.whl",
+                "url": "x",
+                "hashes": {"sha256": "a" * 64},
+            },
+            {
+                "filename": "vllm-1.0.1.tar.gz",
+                "url": "file:///etc/passwd",
+                "hashes": {"sha256": "a" * 64},
+            },
             {"filename": "vllm-1.0.2.tar.gz", "url": "x", "hashes": {}},
         ]
     }
@@ -269,7 +313,10 @@ def test_listing_skips_prereleases_yanked_and_wheels(upstream: Upstream) -> None
     result = SourceResult("sdist")
     listed = sdist.list_sdists(HttpClient(), Endpoints.from_env().index or "", result)
     assert listed == []
-    assert {r.what for r in result.refused} == {"sdist vllm-1.0.1.tar.gz", "sdist vllm-1.0.2.tar.gz"}
+    assert {r.what for r in result.refused} == {
+        "sdist vllm-1.0.1.tar.gz",
+        "sdist vllm-1.0.2.tar.gz",
+    }
 
 
 @pytest.mark.parametrize("version", ["0.16.0", "0.27.0", "0.33.0"])

@@ -121,12 +121,27 @@ def test_new_release_is_shown_as_a_diff_then_written_to_the_overlay(
     assert origin.read_at
 
     # Every other command now sees the refreshed release.
-    checked = runner.invoke(app, ["check", "--gfx", "gfx942", "--driver", "30.30.3", "--vllm", "==0.10.0",
-                                  "--prefer", "source", "--json"])
+    checked = runner.invoke(
+        app,
+        [
+            "check",
+            "--gfx",
+            "gfx942",
+            "--driver",
+            "30.30.3",
+            "--vllm",
+            "==0.10.0",
+            "--prefer",
+            "source",
+            "--json",
+        ],
+    )
     assert checked.exit_code == 0, checked.output
     plan = json.loads(checked.stdout)["plan"]
     assert (plan["kind"], plan["vllm"], plan["confidence"]) == ("source", "0.10.0", "exact")
-    built = runner.invoke(app, ["dockerfile", "--gfx", "gfx942", "--driver", "30.30.3", "--vllm", "0.10.0"])
+    built = runner.invoke(
+        app, ["dockerfile", "--gfx", "gfx942", "--driver", "30.30.3", "--vllm", "0.10.0"]
+    )
     assert built.exit_code == 0, built.output
     assert "ARG AITER_BRANCH=916bf3c" in built.stdout
     shown_origin = runner.invoke(app, ["matrix", "show", "vllm", "--origin"])
@@ -139,7 +154,9 @@ def test_new_release_is_shown_as_a_diff_then_written_to_the_overlay(
 
     # `matrix validate` says the overlay is active (issue 11, item 15), in words and in JSON.
     validated = runner.invoke(app, ["matrix", "validate"])
-    assert validated.exit_code == 0 and f"overlay active: {overlay.overlay_path()}" in validated.stdout
+    assert (
+        validated.exit_code == 0 and f"overlay active: {overlay.overlay_path()}" in validated.stdout
+    )
     doc = json.loads(runner.invoke(app, ["matrix", "validate", "--json"]).stdout)
     assert doc["overlay"]["active"] is True and doc["overlay"]["records"]["vllm.toml"] >= 1
 
