@@ -247,7 +247,7 @@ def test_every_host_hint_unlocks_what_it_promises() -> None:
                 rocm=None,
                 python=case.get("python"),
             )
-            fields = {"driver": "driver_version", "python": "python", "os": "glibc"}
+            fields = {"driver": "driver_version", "python": "python", "glibc": "glibc"}
             changes = {fields[k]: (v + ".0" if k == "driver" else v) for k, v in h.changes}
             request = Request(
                 vllm=parse_spec(str(case["vllm"])) if case.get("vllm") else None,

@@ -9,6 +9,7 @@ from resolver import matrix
 from resolver.errors import InputError
 from resolver.node import Gpu, Node, Partition, from_flags
 from resolver.solve import Decision, Request, solve
+from resolver.solve.types import HostChange
 from resolver.versions import parse_spec
 
 M = matrix.load()
@@ -65,8 +66,7 @@ def test_old_driver_blocks_new_vllm_and_names_window_and_fix() -> None:
     assert (
         reason.fix is not None
         and reason.fix.host
-        and reason.fix.value == "6.4"
-        and reason.fix.direction == "upgrade"
+        and reason.fix.change == HostChange(kind="driver", value="6.4", direction="upgrade")
     )
     assert "upgrade the host's amdgpu driver to 6.4.x" in reason.hint
 

@@ -9,12 +9,12 @@ same text. Also the words for nodes and requests, and the plan's own step. Pure.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from packaging.version import Version
 
+from resolver.codes import UNKNOWN_CODES, ReasonCode
 from resolver.explain.derivation import Premise, Step
 from resolver.model import CONFIDENCES, Matrix
 from resolver.node import Node
@@ -22,7 +22,7 @@ from resolver.solve import MXFP4_QUANT, Decision, Evaluation, Fact, Reason, Requ
 from resolver.versions import driver_series, series
 
 # Candidate-level reason codes, most fundamental first: the one a rejected candidate is filed under.
-CODE_ORDER: tuple[str, ...] = (
+CODE_ORDER: tuple[ReasonCode, ...] = (
     "gfx-unsupported",
     "gfx-not-shipped",
     "driver-window",
@@ -31,11 +31,8 @@ CODE_ORDER: tuple[str, ...] = (
     "artifact-facts-unknown",
     "release-facts-unknown",
 )
-UNKNOWN_CODES = frozenset({"artifact-facts-unknown", "release-facts-unknown"})
 # Warnings the chain already states as a hedge on the plan's own step ("... if its amdgpu driver runs").
 HEDGED = frozenset({"driver-unchecked"})
-# Request gates: they stop every candidate alike, so one step about the GPU says it all.
-GATE_CODES: frozenset[str] = frozenset({"fp8-unsupported", "mx-unsupported", "kv-fp8-unsupported"})
 HINT_ORDER: tuple[str, ...] = (
     "driver",
     "vllm",
@@ -134,10 +131,6 @@ class _Subject:
     def verb(self, singular: str, plural: str) -> str:
         return plural if self.plural else singular
 
-    def none(self, predicate_singular: str) -> str:
-        """ "none of them <predicate>" (callers word the singular "it does not ..." themselves)."""
-        return f"none of them {predicate_singular}" if self.plural else f"it {predicate_singular}"
-
 
 def _subject(group: str, members: Sequence[Evaluation]) -> _Subject:
     cands = [e.candidate for e in members]
@@ -164,7 +157,7 @@ def _subject(group: str, members: Sequence[Evaluation]) -> _Subject:
 
 def _about(reason: Reason, node: Node) -> str:
     """The node's gfx target a reason is about, if it names one (several for mixed nodes)."""
-    named = [g for g in node.gfx_targets if re.search(rf"\b{re.escape(g)}\b", reason.message)]
+    named = [g for g in node.gfx_targets if g in reason.gfx]
     return ",".join(named)
 
 
@@ -314,50 +307,66 @@ def _member_premise(
     return None
 
 
-def _conclusion(
-    ctx: _Context, code: str, subject: _Subject, about: str, *, named: bool = True
-) -> str:
-    if not named:  # "none of them" needs its subject in the premises; else name it here
-        text = _conclusion(ctx, code, _Subject("", False), about)
-        return f"{subject.text} " + text.removeprefix("it ").replace(
-            "does not", subject.verb("does not", "do not"), 1
-        )
+@dataclass(frozen=True, slots=True)
+class _Predicate:
+    """What a reason code says of its subject, in each form a conclusion needs."""
+
+    positive: str  # "runs on amdgpu 6.1.x", for "none of them ..."
+    negative: str  # "does not run on amdgpu 6.1.x", for "it ..." or a named singular subject
+    negative_plural: str  # "do not run on amdgpu 6.1.x", for a named plural subject
+    tail: str = ""  # said after any form
+
+
+def _predicate(ctx: _Context, code: str, about: str) -> _Predicate:
     gfx = about or ",".join(ctx.node.gfx_targets)
     if code == "driver-window":
         drv = f"amdgpu {ctx.driver.series}.x" if ctx.driver else "this host's amdgpu driver"
-        return subject.none(f"runs on {drv}") if subject.plural else f"it does not run on {drv}"
+        return _Predicate(f"runs on {drv}", f"does not run on {drv}", f"do not run on {drv}")
     if code == "gfx-not-shipped":
-        text = (
-            subject.none(f"carries code for {gfx}")
-            if subject.plural
-            else f"it carries no code for {gfx}"
-        )
+        tail = ""
         if "hip-error" not in ctx.said:  # the symptom users search for, said once
             ctx.said.add("hip-error")
-            text += " (it would fail with 'HIP error: invalid device function')"
-        return text
+            tail = " (it would fail with 'HIP error: invalid device function')"
+        return _Predicate(
+            f"carries code for {gfx}",
+            f"carries no code for {gfx}",
+            f"carry no code for {gfx}",
+            tail,
+        )
     if code == "gfx-unsupported":
-        return subject.none(f"can run on {gfx}") if subject.plural else f"it cannot run on {gfx}"
+        return _Predicate(f"can run on {gfx}", f"cannot run on {gfx}", f"cannot run on {gfx}")
     if code == "python-mismatch":
-        pred = f"installs on Python {ctx.node.python}"
-        return (
-            subject.none(pred)
-            if subject.plural
-            else f"it does not install on Python {ctx.node.python}"
-        ) + (" (pip would silently take the CUDA wheel from PyPI)")
+        py = f"Python {ctx.node.python}"
+        return _Predicate(
+            f"installs on {py}",
+            f"does not install on {py}",
+            f"do not install on {py}",
+            " (pip would silently take the CUDA wheel from PyPI)",
+        )
     if code == "glibc-too-old":
-        return (
-            subject.none(f"loads on {ctx.glibc_text()}")
-            if subject.plural
-            else f"it does not load on {ctx.glibc_text()}"
+        glibc = ctx.glibc_text()
+        return _Predicate(
+            f"loads on {glibc}", f"does not load on {glibc}", f"do not load on {glibc}"
         )
     if code in UNKNOWN_CODES:
-        return (
-            subject.none("can be checked for this node")
-            if subject.plural
-            else "it cannot be checked for this node"
-        )
-    return subject.none("can be used here") if subject.plural else "it cannot be used here"
+        what = "be checked for this node"
+        return _Predicate(f"can {what}", f"cannot {what}", f"cannot {what}")
+    return _Predicate("can be used here", "cannot be used here", "cannot be used here")
+
+
+def _conclusion(
+    ctx: _Context, code: str, subject: _Subject, about: str, *, named: bool = True
+) -> str:
+    """The step's conclusion about ``subject``; with ``named`` false the premises do not name the
+    subject ("none of them" would have nothing to refer to), so the conclusion names it."""
+    p = _predicate(ctx, code, about)
+    if not named:
+        body = f"{subject.text} {p.negative_plural if subject.plural else p.negative}"
+    elif subject.plural:
+        body = f"none of them {p.positive}"
+    else:
+        body = f"it {p.negative}"
+    return body + p.tail
 
 
 def _explain_rejected(ctx: _Context, b: _Builder, rejected: Sequence[Evaluation]) -> list[int]:
@@ -380,7 +389,7 @@ def _explain_rejected(ctx: _Context, b: _Builder, rejected: Sequence[Evaluation]
         shared: list[Fact] = []
         for e, r in items:
             for f in r.facts:
-                mine = e.candidate.label in f.text or code == "release-facts-unknown"
+                mine = f.about == e.candidate.label
                 (specific if mine else shared).append(f)
         premises: list[Premise] = []
         summary = _member_premise(ctx, code, subject, members, specific) if specific else None
@@ -424,7 +433,7 @@ def _unsupported_step(
             for r in e.reasons
             if r.code == "gfx-unsupported"
             for f in r.facts
-            if e.candidate.label not in f.text
+            if f.about != e.candidate.label
         ]
     checked = [e for e in rejected if not {r.code for r in e.reasons} <= UNKNOWN_CODES]
     kinds = sorted(

@@ -10,6 +10,7 @@ from resolver.explain.steps import plan_steps
 from resolver.model import Matrix
 from resolver.node import Node
 from resolver.solve import Candidate, Decision, Evaluation, Reason, Warning
+from resolver.solve.whatif import WhatIf
 
 SCHEMA_VERSION = 1
 
@@ -44,8 +45,8 @@ def reason_json(r: Reason) -> dict[str, Any]:
             "kind": r.fix.kind,
             "text": r.fix.text,
             "host": r.fix.host,
-            "value": r.fix.value,
-            "direction": r.fix.direction,
+            "value": r.fix.change.value if r.fix.change else None,
+            "direction": r.fix.change.direction if r.fix.change else None,
         }
         if r.fix
         else None,
@@ -112,8 +113,8 @@ def _stream(m: Matrix, c: Candidate) -> str | None:
     return rel.stream if rel else None
 
 
-def decision_json(d: Decision, m: Matrix) -> dict[str, Any]:
-
+def decision_json(d: Decision, m: Matrix, what_if: WhatIf | None = None) -> dict[str, Any]:
+    """The ``check --json`` object; its derivation words ``what_if`` (searched here if not given)."""
     return {
         "schema_version": SCHEMA_VERSION,
         "verdict": d.verdict,
@@ -146,5 +147,5 @@ def decision_json(d: Decision, m: Matrix) -> dict[str, Any]:
             for e in d.rejected
         ],
         "alternatives": [plan_json(e, d.node, m) for e in d.alternatives],
-        "derivation": derive(d, m).to_json(),
+        "derivation": derive(d, m, what_if).to_json(),
     }

@@ -13,6 +13,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterator
 
+from resolver.codes import UNKNOWN_CODES
 from resolver.errors import InputError
 from resolver.model import Matrix
 from resolver.node import Node
@@ -28,7 +29,6 @@ from resolver.solve.types import (
     MXFP4_QUANT,
     OK_VERDICTS,
     OTHER_QUANT,
-    UNKNOWN_CODES,
     UNKNOWN_EXIT,
     Candidate,
     Decision,

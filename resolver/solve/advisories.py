@@ -310,6 +310,7 @@ def unofficial_override(plan: Evaluation | None) -> list[Warning]:
             code="unofficial-override",
             message=f"this path relies on HSA_OVERRIDE_GFX_VERSION={plan.override}; the runtime loads another GPU's code",
             hint="unofficial: it can crash or compute wrong results; test outputs before serving",
+            unofficial=True,
             source="ROCm/ROCm#2500; ROCm/rocm-systems PR #5686",
         )
     ]

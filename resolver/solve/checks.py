@@ -21,6 +21,7 @@ from resolver.solve.types import (
     Candidate,
     Fact,
     Fix,
+    HostChange,
     Reason,
     Request,
     Warning,
@@ -41,6 +42,7 @@ def release_facts_unknown(cand: Candidate) -> Reason:
                 text=f"vLLM {cand.vllm} exists but its ROCm build files were never read",
                 source=src,
                 confidence="unknown",
+                about=cand.label,
             ),
         ),
         hint=f"run `rocm-vllm matrix refresh --source sdist --tag {cand.vllm} --write` to read them from its sdist",
@@ -62,6 +64,7 @@ def artifact_facts_unknown(cand: Candidate, src: str) -> Reason:
                 text=f"{cand.label} exists; its arch list was never read",
                 source=src,
                 confidence="unknown",
+                about=cand.label,
             ),
         ),
         hint="run `rocm-vllm matrix refresh` to read it, or check it yourself with `rocm-vllm image --smoke`",
@@ -122,6 +125,7 @@ def gfx_unsupported(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], s
                 text=f"{cand.label} is built for {arch_text}",
                 source=src,
                 confidence=cand.confidence,
+                about=cand.label,
             ),
             Fact(
                 text=f"{target.name}: {target.vllm_note}",
@@ -130,6 +134,9 @@ def gfx_unsupported(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], s
             ),
         ),
         hint=gfx_hint(target),
+        gfx=(target.name,),
+        unofficial=bool(target.override or target.alternative),
+        override=target.override,
     )
 
 
@@ -146,6 +153,9 @@ def gfx_unsupported_by_vllm(target: GfxTarget) -> Reason:
             ),
         ),
         hint=gfx_hint(target),
+        gfx=(target.name,),
+        unofficial=bool(target.override or target.alternative),
+        override=target.override,
     )
 
 
@@ -160,11 +170,13 @@ def gfx_not_shipped(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], s
                 text=f"{cand.label} is built for {arch_text}",
                 source=src,
                 confidence=cand.confidence,
+                about=cand.label,
             ),
         ),
         hint=f"choose an artifact built for {target.name}, or build from source: "
         f"`rocm-vllm dockerfile --gfx {target.name}`",
         fix=Fix(kind="gfx", text=f"an artifact built for {target.name}", host=False),
+        gfx=(target.name,),
     )
 
 
@@ -174,8 +186,8 @@ def gfx_hint(target: GfxTarget) -> str:
             f"unofficial: HSA_OVERRIDE_GFX_VERSION={target.override} makes the runtime load {target.override_target} "
             "code; it can crash or compute wrong results"
         )
-    if target.name == "gfx906":
-        return "community fork nlzy/vllm-gfx906 (unofficial), or llama.cpp; vLLM upstream will not run on gfx906"
+    if target.alternative:
+        return target.alternative
     return "no vLLM path exists for this GPU; consider llama.cpp (ROCm or Vulkan) instead"
 
 
@@ -213,6 +225,7 @@ def fp8_unsupported(quant: str | None, target: GfxTarget, fact: Fact) -> Reason 
         facts=(fact,),
         hint="use a BF16/FP16 checkpoint or an AWQ/GPTQ int4 one on this GPU",
         fix=Fix(kind="quantization", text="a BF16/FP16 or AWQ/GPTQ checkpoint", host=False),
+        gfx=(target.name,),
     )
 
 
@@ -239,6 +252,7 @@ def mx_unsupported(quant: str | None, target: GfxTarget, fact: Fact) -> Reason |
         if gates.fp8
         else "use a BF16/FP16 or AWQ/GPTQ checkpoint",
         fix=Fix(kind="quantization", text="a non-MX checkpoint", host=False),
+        gfx=(target.name,),
     )
 
 
@@ -252,6 +266,7 @@ def kv_fp8_unsupported(kv: str | None, target: GfxTarget, fact: Fact) -> Reason 
         facts=(fact,),
         hint="use --kv-cache-dtype auto",
         fix=Fix(kind="quantization", text="--kv-cache-dtype auto", host=False),
+        gfx=(target.name,),
     )
 
 
@@ -325,6 +340,7 @@ def driver_window(
                 text=f"{cand.label} ships ROCm {cand.rocm}",
                 source=record_source,
                 confidence=cand.confidence,
+                about=cand.label,
             ),
             Fact(
                 text=f"amdgpu {driver.series}.x supports ROCm user space {window}",
@@ -362,6 +378,7 @@ def preview_driver_window(
                 text=f"{cand.label} ships {rocm.label}",
                 source=record_source,
                 confidence=cand.confidence,
+                about=cand.label,
             ),
             Fact(
                 text=f"{rocm.label}: {known}",
@@ -394,7 +411,10 @@ def _best_driver(
 def _driver_fix(driver: DriverSeries | None, rocm: Version, good: list[DriverSeries]) -> Fix:
     best, direction = _best_driver(driver, rocm, good)
     return Fix(
-        kind="driver", text=f"amdgpu driver {best}.x", host=True, value=best, direction=direction
+        kind="driver",
+        text=f"amdgpu driver {best}.x",
+        host=True,
+        change=HostChange(kind="driver", value=best, direction=direction),
     )
 
 
@@ -471,7 +491,10 @@ def python_check(node: Node, wheel: WheelVariant) -> tuple[list[Reason], list[Wa
             ),
             hint=f"use Python {wheel.python[0]} for the venv: `uv venv --python {wheel.python[0]}`",
             fix=Fix(
-                kind="python", text=f"Python {wheel.python[0]}", host=True, value=wheel.python[0]
+                kind="python",
+                text=f"Python {wheel.python[0]}",
+                host=True,
+                change=HostChange(kind="python", value=wheel.python[0]),
             ),
         )
     ], []
@@ -512,7 +535,7 @@ def glibc_check(
                 kind="os",
                 text=f"a host OS with glibc >= {wheel.glibc_min}",
                 host=True,
-                value=str(wheel.glibc_min),
+                change=HostChange(kind="glibc", value=str(wheel.glibc_min)),
             ),
         )
     ], []
