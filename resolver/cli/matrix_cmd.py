@@ -425,7 +425,7 @@ def graph(
         str | None, typer.Option("--stack", help="Only this ROCm stack variant (e.g. rocm72).")
     ] = None,
 ) -> None:
-    """The compatibility graph built from the data (networkx), as JSON or Graphviz DOT.
+    """The compatibility graph built from the data, as JSON or Graphviz DOT.
 
     Every edge keeps the source and confidence of the record it comes from; --gfx, --vllm and
     --stack cut it down to a readable picture."""
