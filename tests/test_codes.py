@@ -7,7 +7,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CODE = re.compile(r"""\bcode=["']([a-z0-9][a-z0-9-]*)["']""")
-# Problems made positionally: Problem("code", ...) and view.problem("code", ...), on one line or the next.
+# Problems made positionally: Problem("code", ...) and view.problem("code", ...), on one line or the
+# next.
 POSITIONAL = re.compile(r"""\b(?:Problem|problem)\(\s*f?["']([a-z0-9][a-z0-9{}_-]*)["']""")
 
 

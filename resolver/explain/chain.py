@@ -31,7 +31,8 @@ CODE_ORDER: tuple[ReasonCode, ...] = (
     "artifact-facts-unknown",
     "release-facts-unknown",
 )
-# Warnings the chain already states as a hedge on the plan's own step ("... if its amdgpu driver runs").
+# Warnings the chain already states as a hedge on the plan's own step ("... if its amdgpu driver
+# runs").
 HEDGED = frozenset({"driver-unchecked"})
 HINT_ORDER: tuple[str, ...] = (
     "driver",
@@ -293,14 +294,16 @@ def _member_premise(
     if code == "artifact-facts-unknown":
         verb = subject.verb("exists", "exist")
         return Premise(
-            text=f"{subject.text} {verb}, but {subject.verb('its arch list was', 'their arch lists were')} never read",
+            text=f"{subject.text} {verb}, but "
+            f"{subject.verb('its arch list was', 'their arch lists were')} never read",
             sources=sources,
             confidence=conf,
         )
     if code == "release-facts-unknown":
         verb = subject.verb("exists", "exist")
         return Premise(
-            text=f"{subject.text} {verb}, but {subject.verb('its', 'their')} ROCm build files were never read",
+            text=f"{subject.text} {verb}, but {subject.verb('its', 'their')} ROCm build files were "
+            "never read",
             sources=sources,
             confidence=conf,
         )
@@ -409,7 +412,8 @@ def _explain_rejected(ctx: _Context, b: _Builder, rejected: Sequence[Evaluation]
 def _unsupported_step(
     ctx: _Context, b: _Builder, reason: Reason, rejected: Sequence[Evaluation]
 ) -> int:
-    """A GPU vLLM does not support at all: the target's own record says it; one step covers every path."""
+    """A GPU vLLM does not support at all: the target's own record says it; one step covers every
+    path."""
     gfx = _about(reason, ctx.node) or ",".join(ctx.node.gfx_targets)
     target = ctx.m.gfx_target(gfx)
     if (
@@ -443,7 +447,8 @@ def _unsupported_step(
     premises = [
         *_merge(facts),
         Premise(
-            text=f"none of the {len(checked)} {_join([names[k] for k in kinds], 'or')} in the data is built for {gfx}",
+            text=f"none of the {len(checked)} {_join([names[k] for k in kinds], 'or')} in the data "
+            f"is built for {gfx}",
             sources=(),
         ),
     ]
@@ -499,7 +504,8 @@ def _gate_premise(reasons: Sequence[Reason], quant: str = "") -> str:
             needs.append("FP8 quantization needs hardware FP8")
         elif r.code == "mx-unsupported" and quant in MXFP4_QUANT:
             needs.append(
-                "MXFP4 needs MX compute (a gfx950-class GPU) or a source saying vLLM runs it weight-only on the GPU"
+                "MXFP4 needs MX compute (a gfx950-class GPU) or a source saying vLLM runs it "
+                "weight-only on the GPU"
             )
         elif r.code == "mx-unsupported":
             needs.append("MX (microscaling) formats need a gfx950-class GPU")
@@ -539,7 +545,8 @@ def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
             )
             premises.append(
                 Premise(
-                    text=f"{name} runs {target.override_target} code when HSA_OVERRIDE_GFX_VERSION={target.override} is set (unofficial)",
+                    text=f"{name} runs {target.override_target} code when "
+                    f"HSA_OVERRIDE_GFX_VERSION={target.override} is set (unofficial)",
                     sources=(target.provenance.source,),
                     confidence=target.provenance.confidence,
                 )
@@ -547,7 +554,8 @@ def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
         elif c.kind == "source" and c.release is not None and name in c.release.cmake_arch:
             premises.append(
                 Premise(
-                    text=f"vLLM {c.vllm}'s CMake accepts {name} (HIP_SUPPORTED_ARCHS), though vLLM ships no artifact for it",
+                    text=f"vLLM {c.vllm}'s CMake accepts {name} (HIP_SUPPORTED_ARCHS), though vLLM "
+                    "ships no artifact for it",
                     sources=tuple(dict.fromkeys((*rsrc, target.provenance.source))),
                     confidence=_weakest((rconf, target.provenance.confidence)),
                 )
@@ -562,7 +570,8 @@ def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
         if ctx.driver is not None and ctx.driver.runs(c.rocm):
             premises.append(
                 Premise(
-                    text=f"amdgpu {ctx.driver.series}.x runs ROCm user space {', '.join(ctx.driver.user_space)}",
+                    text=f"amdgpu {ctx.driver.series}.x runs ROCm user space "
+                    f"{', '.join(ctx.driver.user_space)}",
                     sources=(ctx.driver.provenance.source,),
                     confidence=ctx.driver.provenance.confidence,
                 )
@@ -577,7 +586,8 @@ def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
             )
             premises.append(
                 Premise(
-                    text=f"the host's amdgpu driver is {known}; ROCm {series(c.rocm)} user space needs amdgpu {listed}",
+                    text=f"the host's amdgpu driver is {known}; ROCm {series(c.rocm)} user space "
+                    f"needs amdgpu {listed}",
                     sources=tuple(dict.fromkeys(d.provenance.source for d in good))[:1],
                     confidence=_weakest(d.provenance.confidence for d in good)
                     if good
@@ -589,7 +599,8 @@ def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
         w = c.wheel
         premises.append(
             Premise(
-                text=f"{w.name} wheels exist for CPython {' or '.join(w.python)} and need glibc >= {w.glibc_min}",
+                text=f"{w.name} wheels exist for CPython {' or '.join(w.python)} and need glibc >= "
+                f"{w.glibc_min}",
                 sources=(w.provenance.source,),
                 confidence=w.provenance.confidence,
             )
@@ -614,7 +625,8 @@ def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
                 src = t.features.mxfp4_source
                 premises.append(
                     Premise(
-                        text=f"vLLM runs MXFP4 checkpoints on {name} weight-only (dequantized; {name} has no MX compute)",
+                        text=f"vLLM runs MXFP4 checkpoints on {name} weight-only (dequantized; "
+                        f"{name} has no MX compute)",
                         sources=(src.source,),
                         confidence=src.confidence,
                     )
@@ -633,13 +645,17 @@ def _why_this(ctx: _Context, ev: Evaluation) -> str:
         )
     if c.kind == "source" and ev.unofficial:
         return (
-            f"no prebuilt artifact carries code for {gfx}, so the plan builds vLLM {c.vllm} from source for it: "
+            f"no prebuilt artifact carries code for {gfx}, so the plan builds vLLM {c.vllm} from "
+            "source for it: "
             "unofficial, since vLLM ships and tests nothing for this target"
         )
     if ctx.request.prefer and c.kind != ctx.request.prefer:
         return f"no {ctx.request.prefer} fits, so the plan falls back to the {c.channel}"
     if c.kind == "source":
-        return "no prebuilt image or wheel fits, so the plan builds vLLM from source for this node's GPUs only"
+        return (
+            "no prebuilt image or wheel fits, so the plan builds vLLM from source for this "
+            "node's GPUs only"
+        )
     article = "an" if c.channel[0].lower() in "aeiou" else "a"
     return f"it is the newest vLLM release ({c.vllm}) with {article} {c.channel} that fits"
 
@@ -647,6 +663,7 @@ def _why_this(ctx: _Context, ev: Evaluation) -> str:
 _CONF_NOTE = {
     "exact": "every fact above was read at a release tag or in AMD's published tables",
     "release-branch": "the weakest fact above was read on a release branch, not at the tag",
-    "inferred": "the weakest fact above is inferred, e.g. an image's contents from its build scripts",
+    "inferred": "the weakest fact above is inferred, e.g. an image's contents from its build "
+    "scripts",
     "unknown": "a fact above is unknown; treat the plan as a guess until verified",
 }

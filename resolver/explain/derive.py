@@ -39,7 +39,8 @@ def _unknown(decision: Decision, matrix: Matrix, found: WhatIf) -> Derivation:
     for m in decision.missing:
         b.add(
             [Premise(text=m.detail, sources=(m.source,) if m.source else (), confidence="unknown")],
-            f"whether {wanted} runs on this node depends on facts about {m.subject} the data does not hold",
+            f"whether {wanted} runs on this node depends on facts about {m.subject} the data does "
+            "not hold",
             codes=(f"missing-{m.kind}",),
             subjects=(m.subject,),
         )

@@ -114,7 +114,8 @@ def _stream(m: Matrix, c: Candidate) -> str | None:
 
 
 def decision_json(d: Decision, m: Matrix, what_if: WhatIf | None = None) -> dict[str, Any]:
-    """The ``check --json`` object; its derivation words ``what_if`` (searched here if not given)."""
+    """The ``check --json`` object; its derivation words ``what_if`` (searched here if not
+    given)."""
     return {
         "schema_version": SCHEMA_VERSION,
         "verdict": d.verdict,

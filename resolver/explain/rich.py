@@ -29,7 +29,8 @@ _RICH_STYLE = {
 
 
 def render_rich(d: Derivation, console: Console) -> None:
-    """The same explanation for a terminal: coloured verdict, the chain, tables for plan and sources."""
+    """The same explanation for a terminal: coloured verdict, the chain, tables for plan and
+    sources."""
     from rich.markup import escape
     from rich.padding import Padding
     from rich.table import Table

@@ -1,4 +1,5 @@
-"""What stops one candidate: one function per reason code, each with its message, facts, hint and fix.
+"""What stops one candidate: one function per reason code, each with its message, facts, hint and
+fix.
 
 ``MatrixProvider.evaluate`` calls them; each returns a ``Reason`` (or ``None`` when the check
 passes). Checks that cannot be made say so with a ``Warning`` (driver unknown, Python or glibc
@@ -36,7 +37,8 @@ def release_facts_unknown(cand: Candidate) -> Reason:
     src = cand.release.provenance.source if cand.release else "matrix/vllm.toml"
     return Reason(
         code="release-facts-unknown",
-        message=f"vLLM {cand.vllm}: its ROCm base, arch list and component pins are not in the data",
+        message=f"vLLM {cand.vllm}: its ROCm base, arch list and component pins are not in the "
+        "data",
         facts=(
             Fact(
                 text=f"vLLM {cand.vllm} exists but its ROCm build files were never read",
@@ -45,10 +47,12 @@ def release_facts_unknown(cand: Candidate) -> Reason:
                 about=cand.label,
             ),
         ),
-        hint=f"run `rocm-vllm matrix refresh --source sdist --tag {cand.vllm} --write` to read them from its sdist",
+        hint=f"run `rocm-vllm matrix refresh --source sdist --tag {cand.vllm} --write` to read "
+        "them from its sdist",
         fix=Fix(
             kind="data",
-            text=f"refresh the data (`rocm-vllm matrix refresh --source sdist --tag {cand.vllm} --write`)",
+            text=f"refresh the data (`rocm-vllm matrix refresh --source sdist --tag {cand.vllm} "
+            "--write`)",
             host=False,
         ),
     )
@@ -67,7 +71,8 @@ def artifact_facts_unknown(cand: Candidate, src: str) -> Reason:
                 about=cand.label,
             ),
         ),
-        hint="run `rocm-vllm matrix refresh` to read it, or check it yourself with `rocm-vllm image --smoke`",
+        hint="run `rocm-vllm matrix refresh` to read it, or check it yourself with `rocm-vllm "
+        "image --smoke`",
         fix=Fix(
             kind="data", text="refresh the data (`rocm-vllm matrix refresh --write`)", host=False
         ),
@@ -119,7 +124,8 @@ def gfx_unsupported(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], s
     arch_text = _arch_text(arch)
     return Reason(
         code="gfx-unsupported",
-        message=f"{cand.label} ships code for {arch_text}, not {target.name}; vLLM does not support {target.name}",
+        message=f"{cand.label} ships code for {arch_text}, not {target.name}; vLLM does not "
+        f"support {target.name}",
         facts=(
             Fact(
                 text=f"{cand.label} is built for {arch_text}",
@@ -141,7 +147,8 @@ def gfx_unsupported(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], s
 
 
 def gfx_unsupported_by_vllm(target: GfxTarget) -> Reason:
-    """``gfx-unsupported`` for a release whose facts are unknown: what the GPU lacks holds anyway."""
+    """``gfx-unsupported`` for a release whose facts are unknown: what the GPU lacks holds
+    anyway."""
     return Reason(
         code="gfx-unsupported",
         message=f"vLLM does not support {target.name}",
@@ -164,7 +171,8 @@ def gfx_not_shipped(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], s
     arch_text = _arch_text(arch)
     return Reason(
         code="gfx-not-shipped",
-        message=f"{cand.label} ships code for {arch_text}, not {target.name} (expect 'HIP error: invalid device function')",
+        message=f"{cand.label} ships code for {arch_text}, not {target.name} (expect 'HIP error: "
+        "invalid device function')",
         facts=(
             Fact(
                 text=f"{cand.label} is built for {arch_text}",
@@ -183,7 +191,8 @@ def gfx_not_shipped(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], s
 def gfx_hint(target: GfxTarget) -> str:
     if target.override:
         return (
-            f"unofficial: HSA_OVERRIDE_GFX_VERSION={target.override} makes the runtime load {target.override_target} "
+            f"unofficial: HSA_OVERRIDE_GFX_VERSION={target.override} makes the runtime load "
+            f"{target.override_target} "
             "code; it can crash or compute wrong results"
         )
     if target.alternative:
@@ -202,7 +211,9 @@ def gate_checks(targets: Iterable[GfxTarget], request: Request) -> list[Reason]:
     for target in targets:
         gates = target.features
         fact = Fact(
-            text=f"{target.name}: FP8 {'yes (' + str(gates.fp8_format) + ')' if gates.fp8 else 'no'}, MX formats {'yes' if gates.mx else 'no'}",
+            text=f"{target.name}: FP8 "
+            f"{'yes (' + str(gates.fp8_format) + ')' if gates.fp8 else 'no'}, MX formats "
+            f"{'yes' if gates.mx else 'no'}",
             source=gates.provenance.source,
             confidence=gates.provenance.confidence,
         )
@@ -221,7 +232,8 @@ def fp8_unsupported(quant: str | None, target: GfxTarget, fact: Fact) -> Reason 
         return None
     return Reason(
         code="fp8-unsupported",
-        message=f"{quant} quantization needs hardware FP8, which {target.name} ({target.arch}) does not have",
+        message=f"{quant} quantization needs hardware FP8, which {target.name} ({target.arch}) "
+        "does not have",
         facts=(fact,),
         hint="use a BF16/FP16 checkpoint or an AWQ/GPTQ int4 one on this GPU",
         fix=Fix(kind="quantization", text="a BF16/FP16 or AWQ/GPTQ checkpoint", host=False),
@@ -239,7 +251,8 @@ def mx_unsupported(quant: str | None, target: GfxTarget, fact: Fact) -> Reason |
     if not mx_blocked:
         return None
     what = (
-        "MX (microscaling) compute, which only gfx950-class GPUs have, and no source says vLLM runs it "
+        "MX (microscaling) compute, which only gfx950-class GPUs have, and no source says vLLM "
+        "runs it "
         f"weight-only on {target.name}"
         if quant in MXFP4_QUANT
         else f"MX (microscaling) compute, which only gfx950-class GPUs have; {target.name} does not"
@@ -297,7 +310,8 @@ def driver_warnings(
         warnings.append(
             Warning(
                 code="preview-rocm",
-                message=f"{cand.label} runs on {rocm.label}, a technology preview with no upgrade path from 7.2.x",
+                message=f"{cand.label} runs on {rocm.label}, a technology preview with no upgrade "
+                "path from 7.2.x",
                 hint="prefer an artifact on a production ROCm (7.2.x legacy or 7.14+/10.x TheRock)",
                 source=rocm.provenance.source,
             )
@@ -306,7 +320,8 @@ def driver_warnings(
         warnings.append(
             Warning(
                 code="driver-unchecked",
-                message=f"the host's AMD GPU Driver release is unknown, so nobody checked that it runs ROCm {cand.rocm}",
+                message="the host's AMD GPU Driver release is unknown, so nobody checked that it "
+                f"runs ROCm {cand.rocm}",
                 hint="give it with --driver (the amdgpu-install version, e.g. 30.30.3); "
                 "inbox distro drivers are not in AMD's driver/user-space table",
             )
@@ -315,9 +330,11 @@ def driver_warnings(
         warnings.append(
             Warning(
                 code="unknown-driver",
-                message=f"amdgpu driver {node.driver_version} is not in AMD's driver/user-space table; "
+                message=f"amdgpu driver {node.driver_version} is not in AMD's driver/user-space "
+                "table; "
                 f"cannot check that it runs ROCm {cand.rocm}",
-                hint="give the AMD GPU driver release (e.g. 30.30.3); inbox distro drivers are not in AMD's table",
+                hint="give the AMD GPU driver release (e.g. 30.30.3); inbox distro drivers are not "
+                "in AMD's table",
             )
         )
     return warnings
@@ -334,7 +351,8 @@ def driver_window(
     window = _window(driver.user_space)
     return Reason(
         code="driver-window",
-        message=f"{cand.label} ships ROCm {cand.rocm}, but amdgpu {driver.series}.x runs ROCm user space {window} only",
+        message=f"{cand.label} ships ROCm {cand.rocm}, but amdgpu {driver.series}.x runs ROCm user "
+        f"space {window} only",
         facts=(
             Fact(
                 text=f"{cand.label} ships ROCm {cand.rocm}",
@@ -467,7 +485,8 @@ def python_check(node: Node, wheel: WheelVariant) -> tuple[list[Reason], list[Wa
         return [], [
             Warning(
                 code="python-unknown",
-                message=f"the node's Python is unknown; {wheel.name} wheels exist for CPython {wanted} only",
+                message=f"the node's Python is unknown; {wheel.name} wheels exist for CPython "
+                f"{wanted} only",
                 hint=f"create the venv with that Python: `uv venv --python {wheel.python[0]}`",
                 source=src,
             )
@@ -477,7 +496,8 @@ def python_check(node: Node, wheel: WheelVariant) -> tuple[list[Reason], list[Wa
     return [
         Reason(
             code="python-mismatch",
-            message=f"{wheel.name} wheels are built for CPython {wanted}; on Python {py} pip silently installs the CUDA wheel from PyPI",
+            message=f"{wheel.name} wheels are built for CPython {wanted}; on Python {py} pip "
+            "silently installs the CUDA wheel from PyPI",
             facts=(
                 Fact(
                     text=f"{wheel.name} wheels exist for CPython {wanted} only",
@@ -509,7 +529,8 @@ def glibc_check(
         return [], [
             Warning(
                 code="glibc-unknown",
-                message=f"the host's glibc is unknown; {wheel.name} wheels need glibc >= {wheel.glibc_min}",
+                message=f"the host's glibc is unknown; {wheel.name} wheels need glibc >= "
+                f"{wheel.glibc_min}",
                 hint="give --os (e.g. ubuntu-22.04) or check `ldd --version`",
                 source=src,
             )
@@ -530,7 +551,8 @@ def glibc_check(
                     text=f"{node.os or 'the host'} ships glibc {glibc}", source=glibc_src or "probe"
                 ),
             ),
-            hint=f"use the container image instead, or a host OS with glibc >= {wheel.glibc_min} (Ubuntu 22.04 has 2.35)",
+            hint=f"use the container image instead, or a host OS with glibc >= {wheel.glibc_min} "
+            "(Ubuntu 22.04 has 2.35)",
             fix=Fix(
                 kind="os",
                 text=f"a host OS with glibc >= {wheel.glibc_min}",
@@ -554,7 +576,8 @@ def host_rocm_shadowing(node: Node, wheel: WheelVariant) -> list[Warning]:
     return [
         Warning(
             code="host-rocm-shadowing",
-            message=f"the host has ROCm {host_rocm}; the {wheel.name} wheel's torch brings ROCm {wheel.rocm} libraries",
+            message=f"the host has ROCm {host_rocm}; the {wheel.name} wheel's torch brings ROCm "
+            f"{wheel.rocm} libraries",
             hint="keep /opt/rocm*/lib off LD_LIBRARY_PATH in the venv (ROCm/rocm-libraries#4547)",
             source="ROCm/rocm-libraries#4547",
         )

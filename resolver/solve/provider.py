@@ -126,7 +126,8 @@ class MatrixProvider:
     # evaluation ----------------------------------------------------------------------------
 
     def evaluate(self, cand: Candidate) -> Evaluation:
-        """What stops ``cand`` here (reasons), what to watch for (warnings), and whether it is official."""
+        """What stops ``cand`` here (reasons), what to watch for (warnings), and whether it is
+        official."""
         if cand.kind == "source" and (cand.release is None or not cand.release.known):
             return self._evaluate_unread(cand)
         reasons: list[Reason] = []

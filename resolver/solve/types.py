@@ -1,4 +1,5 @@
-"""The solver's vocabulary: the frozen records a decision is made of, and the verdict and kind literals.
+"""The solver's vocabulary: the frozen records a decision is made of, and the verdict and kind
+literals.
 
 Nothing here decides anything; ``resolver.solve.provider`` builds candidates and evaluations,
 ``resolver.solve.checks`` and ``resolver.solve.advisories`` make reasons and warnings, and
@@ -55,7 +56,8 @@ FP8_QUANT = frozenset(
 MX_QUANT = frozenset({"mxfp4", "mxfp8", "gpt_oss_mxfp4"})
 # MXFP4 checkpoints also run without MX compute (weight-only dequantization) where a source says so.
 MXFP4_QUANT = frozenset({"mxfp4", "gpt_oss_mxfp4"})
-# Quantizations vLLM's ROCm platform lists (vllm/platforms/rocm.py@017e9f4448) without a per-arch gate here.
+# Quantizations vLLM's ROCm platform lists (vllm/platforms/rocm.py@017e9f4448) without a per-arch
+# gate here.
 OTHER_QUANT = frozenset(
     {
         "awq",
@@ -77,7 +79,8 @@ GATES_SOURCE_FALLBACK = "matrix/gfx.toml feature gates"
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Request:
-    """What the user asks for: a vLLM range, a quantization, a KV cache dtype, a preferred path kind."""
+    """What the user asks for: a vLLM range, a quantization, a KV cache dtype, a preferred path
+    kind."""
 
     vllm: SpecifierSet | None = None
     quantization: str | None = None
@@ -103,7 +106,8 @@ HostChangeKind = Literal["driver", "python", "glibc", "os", "rocm"]
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class HostChange:
-    """One change to the host, as data: the what-if search applies it to a ``Node`` and solves again.
+    """One change to the host, as data: the what-if search applies it to a ``Node`` and solves
+    again.
 
     ``driver`` is an amdgpu series ("30.30"), ``python`` a CPython version ("3.12"), ``glibc`` a
     floor ("2.35"), ``os`` an OS id ("ubuntu-22.04"), ``rocm`` a host ROCm version ("7.2.1").
@@ -111,7 +115,8 @@ class HostChange:
 
     kind: HostChangeKind
     value: str
-    # driver only: "upgrade", or "downgrade" when every driver that runs it is older than the host's.
+    # driver only: "upgrade", or "downgrade" when every driver that runs it is older than the
+    # host's.
     direction: Literal["upgrade", "downgrade"] | None = None
 
     def apply(self, node: Node) -> Node:
@@ -161,7 +166,8 @@ class Reason:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Warning:
-    """An advisory about a candidate or the node: it does not stop a path, it says what to watch for."""
+    """An advisory about a candidate or the node: it does not stop a path, it says what to watch
+    for."""
 
     code: AdvisoryCode | str  # ``str``: a probe problem passed through (``resolver.node.Problem``)
     message: str
@@ -176,7 +182,8 @@ class Warning:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Candidate:
-    """One way to run a vLLM release here: an image, a wheel, or a source build on one ROCm stack."""
+    """One way to run a vLLM release here: an image, a wheel, or a source build on one ROCm
+    stack."""
 
     kind: Kind
     vllm: Version
