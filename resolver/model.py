@@ -147,7 +147,8 @@ class FeatureGates:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class KernelFloor:
-    """AMD supports this GPU on ``os`` (an os id, e.g. "ubuntu-24.04") from kernel ``min_kernel`` on."""
+    """AMD supports this GPU on ``os`` (an os id, e.g. "ubuntu-24.04") from kernel ``min_kernel``
+    on."""
 
     os: str
     min_kernel: str  # MAJOR.MINOR, e.g. "6.17"

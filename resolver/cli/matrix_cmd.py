@@ -405,8 +405,9 @@ def validate(json_out: JsonOpt = False) -> None:
         )
         if active:
             typer.echo(
-                f"overlay active: {overlay.overlay_path()} lays {sum(laid.values())} refreshed record(s) over it "
-                f"({', '.join(f'{k} {v}' for k, v in laid.items())}); every command uses them, and they check out"
+                f"overlay active: {overlay.overlay_path()} lays {sum(laid.values())} refreshed "
+                f"record(s) over it ({', '.join(f'{k} {v}' for k, v in laid.items())}); every "
+                "command uses them, and they check out"
             )
 
 

@@ -19,7 +19,8 @@ RocmSmiOpt = Annotated[
     list[Path] | None,
     typer.Option(
         "--rocm-smi",
-        help="A saved `rocm-smi` output: text (`--showproductname`, `-a`, concise) or `--json`; repeatable.",
+        help="A saved `rocm-smi` output: text (`--showproductname`, `-a`, concise) or `--json`; "
+        "repeatable.",
     ),
 ]
 AgentEnumeratorOpt = Annotated[
@@ -33,8 +34,8 @@ SysfsOpt = Annotated[
     Path | None,
     typer.Option(
         "--sysfs",
-        help="Read ROOT/sys/class/kfd/..., ROOT/sys/class/drm/... and ROOT/sys/module/amdgpu/... as if "
-        "ROOT were /; ROOT may also be a copy of /sys itself.",
+        help="Read ROOT/sys/class/kfd/..., ROOT/sys/class/drm/... and ROOT/sys/module/amdgpu/... "
+        "as if ROOT were /; ROOT may also be a copy of /sys itself.",
     ),
 ]
 RocminfoFileOpt = Annotated[

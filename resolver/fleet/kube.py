@@ -137,7 +137,8 @@ def _node(labels: dict[str, str], resource: str, count: int) -> tuple[Node, str 
     main = next(iter(singles.values()), None)
     if main and per_id and set(per_id) != {main}:
         raise Contradiction(
-            f"amd.com/gpu.device-id says {main} but the count labels list {', '.join(sorted(per_id))}"
+            f"amd.com/gpu.device-id says {main} but the count labels list "
+            f"{', '.join(sorted(per_id))}"
         )
     ids = sorted(set(device_ids) | set(per_id))
     family = _one(labels, "family")
@@ -183,11 +184,15 @@ def _node(labels: dict[str, str], resource: str, count: int) -> tuple[Node, str 
                 host={**host, "pci_device_ids": ids},
                 origin="kubernetes",
             ),
-            f"{what} is not a GPU the compatibility data knows; the node cannot be placed from its labels",
+            (
+                f"{what} is not a GPU the compatibility data knows; the node cannot be placed from "
+                "its labels"
+            ),
         )
     if family in _FAMILY_GFX and not all(t.startswith(_FAMILY_GFX[family]) for t in targets):
         raise Contradiction(
-            f"amd.com/gpu.family={family} contradicts device id {', '.join(ids)} ({', '.join(targets)})"
+            f"amd.com/gpu.family={family} contradicts device id {', '.join(ids)} "
+            f"({', '.join(targets)})"
         )
     if count == 0:
         return (

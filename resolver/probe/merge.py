@@ -82,9 +82,10 @@ def merge(
         problems.append(
             Problem(
                 code="partial-input",
-                message=f"the {base.source} input is a filtered or flattened paste: it names the gfx targets "
-                "but may not list every GPU",
-                hint="save the whole output (rocminfo > rocminfo.txt) or run `rocm-vllm probe --json` on the node",
+                message=f"the {base.source} input is a filtered or flattened paste: it names the "
+                "gfx targets but may not list every GPU",
+                hint="save the whole output (rocminfo > rocminfo.txt) or run "
+                "`rocm-vllm probe --json` on the node",
             )
         )
     for fact in facts:
@@ -101,7 +102,8 @@ def merge(
             Problem(
                 code="gpu-target-unknown",
                 message=f"{len(unknown)} GPU(s) listed without a gfx target or a known PCI id",
-                hint="add an output that names the target: `rocminfo`, `amd-smi static --asic`, or --sysfs ROOT",
+                hint="add an output that names the target: `rocminfo`, `amd-smi static --asic`, or "
+                "--sysfs ROOT",
             )
         )
     driver = next((v.driver_version for v in ordered if v.driver_version), None)
@@ -148,7 +150,8 @@ def other_devices(views: Sequence[SourceView]) -> list[dict[str, Any]]:
     """Accelerators that are not AMD GPUs (a Hygon DCU, an NVIDIA or Intel GPU), one per device
     across sources (matched by unique id, else PCI address), later sources filling gaps."""
     out: list[dict[str, Any]] = []
-    # rocminfo first: its Marketing Name is the product's, rocm-smi's card series a PCI-database name
+    # rocminfo first: its Marketing Name is the product's, rocm-smi's card series a PCI-database
+    # name
     for view in sorted(views, key=lambda v: v.source != "rocminfo"):
         for device in view.facts.get("other_devices") or []:
             same = next(
@@ -253,10 +256,13 @@ def _enrich(
             problems.append(
                 Problem(
                     code="gfx-override",
-                    message=f"the runtime (rocminfo) reports {extra.runtime_gfx} for a device that {base.source} "
-                    f"says is {fact.gfx}: HSA_OVERRIDE_GFX_VERSION={gfxmod.to_override(extra.runtime_gfx)} is in effect",
-                    hint=f"this runs {fact.gfx} hardware with code built for {extra.runtime_gfx} (unsupported); "
-                    f"prefer a build for {fact.gfx} and unset HSA_OVERRIDE_GFX_VERSION",
+                    message=f"the runtime (rocminfo) reports {extra.runtime_gfx} for a device that "
+                    f"{base.source} says is {fact.gfx}: "
+                    f"HSA_OVERRIDE_GFX_VERSION={gfxmod.to_override(extra.runtime_gfx)} "
+                    "is in effect",
+                    hint=f"this runs {fact.gfx} hardware with code built for {extra.runtime_gfx} "
+                    f"(unsupported); prefer a build for {fact.gfx} and unset "
+                    "HSA_OVERRIDE_GFX_VERSION",
                 )
             )
     mine = sorted({f.gfx for f in facts if f.gfx})
@@ -268,7 +274,8 @@ def _enrich(
         problems.append(
             Problem(
                 code="sources-disagree",
-                message=f"{base.source} says {', '.join(mine) or 'no GPU'} but {other.source} says {', '.join(theirs)}",
+                message=f"{base.source} says {', '.join(mine) or 'no GPU'} but {other.source} says "
+                f"{', '.join(theirs)}",
                 hint="the inputs may come from different machines; probe each node on its own",
             )
         )
@@ -277,11 +284,13 @@ def _enrich(
         problems.append(
             Problem(
                 code="gpu-count-differs",
-                message=f"{base.source} lists {len(facts)} GPU agent(s), {other.source} lists {len(other.gpus)}",
-                hint="the runtime drops GPUs whose /dev/dri/renderD* it cannot open: check the container's "
-                "--device list, cgroups and ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES"
+                message=f"{base.source} lists {len(facts)} GPU agent(s), {other.source} lists "
+                f"{len(other.gpus)}",
+                hint="the runtime drops GPUs whose /dev/dri/renderD* it cannot open: check the "
+                "container's --device list, cgroups and ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES"
                 if hidden
-                else "the inputs may come from different machines or times; probe each node on its own",
+                else "the inputs may come from different machines or times; probe each node on its "
+                "own",
             )
         )
 
@@ -305,7 +314,8 @@ def _apply_env_override(
             problems.append(
                 Problem(
                     code="gfx-override-invalid",
-                    message=f"HSA_OVERRIDE_GFX_VERSION={own!r} is not major.minor.stepping; the runtime ignores it",
+                    message=f"HSA_OVERRIDE_GFX_VERSION={own!r} is not major.minor.stepping; the "
+                    "runtime ignores it",
                     hint="unset it, or write it as three decimal numbers, e.g. 11.0.0 for gfx1100",
                 )
             )
@@ -315,9 +325,10 @@ def _apply_env_override(
             problems.append(
                 Problem(
                     code="gfx-override",
-                    message=f"HSA_OVERRIDE_GFX_VERSION={own} makes the runtime treat this {fact.gfx} as {target}",
-                    hint=f"unsupported unless the two are binary compatible; prefer a build for {fact.gfx} "
-                    "and `unset HSA_OVERRIDE_GFX_VERSION`",
+                    message=f"HSA_OVERRIDE_GFX_VERSION={own} makes the runtime treat this "
+                    f"{fact.gfx} as {target}",
+                    hint="unsupported unless the two are binary compatible; prefer a build for "
+                    f"{fact.gfx} and `unset HSA_OVERRIDE_GFX_VERSION`",
                 )
             )
     return value
@@ -354,9 +365,11 @@ def _gpus(facts: list[GpuFact], has_discrete: bool, problems: list[Problem]) -> 
             problems.append(
                 Problem(
                     code="integrated-gpu-present",
-                    message=f"an integrated GPU ({fact.gfx}) sits beside the discrete GPU(s); it is not counted",
-                    hint="hide it from ROCm so ranks map to the discrete GPUs: set ROCR_VISIBLE_DEVICES / "
-                    "HIP_VISIBLE_DEVICES to the discrete GPUs, or disable the iGPU in the BIOS",
+                    message=f"an integrated GPU ({fact.gfx}) sits beside the discrete GPU(s); it "
+                    "is not counted",
+                    hint="hide it from ROCm so ranks map to the discrete GPUs: set "
+                    "ROCR_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES to the discrete GPUs, or disable "
+                    "the iGPU in the BIOS",
                 )
             )
     return gpus

@@ -184,7 +184,8 @@ def drm_devices(root: Path) -> list[DrmDevice]:
 
 
 def _drm_order(path: Path) -> tuple[bool, int]:
-    """card0, card1, ... before renderD128, ...: a render node of a card already seen adds nothing."""
+    """card0, card1, ... before renderD128, ...: a render node of a card already seen adds
+    nothing."""
     match = _DRM_NAME_RE.match(path.name)
     return (not path.name.startswith("card"), int(match.group(1)) if match else 0)
 
@@ -345,8 +346,8 @@ def _gpu(root: Path, node: Path, view: SourceView) -> GpuFact | None:
         if target is None:
             view.problem(
                 "gpu-target-unknown",
-                f"sysfs: KFD node {node.name} (PCI id {gpu.pci_device_id or '?'}) has no gfx_target_version "
-                "and the PCI id is not in the data",
+                f"sysfs: KFD node {node.name} (PCI id {gpu.pci_device_id or '?'}) has no "
+                "gfx_target_version and the PCI id is not in the data",
                 "give --rocminfo FILE as well, or pass --gfx",
             )
     gpu.gfx = gpu.runtime_gfx = target
