@@ -74,8 +74,10 @@ def plan_steps(ev: Evaluation, node: Node) -> list[tuple[str, str]]:
                 "",
             ),
             (
-                "python -c 'import torch; assert torch.version.hip and not torch.version.cuda, "
-                "torch.__version__'",
+                (
+                    "python -c 'import torch; assert torch.version.hip and not torch.version.cuda, "
+                    "torch.__version__'"
+                ),
                 "a CUDA wheel must not have slipped in",
             ),
         ]
