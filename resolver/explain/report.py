@@ -38,6 +38,10 @@ def reason_json(r: Reason) -> dict[str, Any]:
         "message": r.message,
         "hint": r.hint,
         "source": r.source,
+        # What it is about, as data: the node's gfx targets, the release and stack it rejects.
+        "gfx": list(r.gfx),
+        "release": str(r.release) if r.release is not None else None,
+        "stack": r.stack,
         "facts": [
             {"text": f.text, "source": f.source, "confidence": f.confidence} for f in r.facts
         ],

@@ -9,9 +9,11 @@ advisories (``resolver.solve.advisories``).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 from packaging.version import Version
 
+from resolver.codes import GATE_CODES
 from resolver.errors import UnknownGfxError
 from resolver.model import DriverSeries, GfxTarget, Matrix
 from resolver.node import Node
@@ -160,7 +162,7 @@ class MatrixProvider:
         cmake_only = cand.kind == "source" and any(t.name not in shipped for t in self.targets)
         return Evaluation(
             candidate=cand,
-            reasons=tuple(reasons),
+            reasons=_about(cand, reasons),
             warnings=tuple(warnings),
             unofficial=unofficial,
             override=override,
@@ -177,4 +179,13 @@ class MatrixProvider:
             if t.vllm_status == "unsupported"
         ]
         reasons.extend(checks.gate_checks(self.targets, self.request))
-        return Evaluation(candidate=cand, reasons=tuple(reasons), warnings=())
+        return Evaluation(candidate=cand, reasons=_about(cand, reasons), warnings=())
+
+
+def _about(cand: Candidate, reasons: list[Reason]) -> tuple[Reason, ...]:
+    """The reasons, each saying which release and stack it rejects (the feature gates are about
+    the GPU, whatever the path)."""
+    stack = cand.stack.variant if cand.stack is not None else None
+    return tuple(
+        r if r.code in GATE_CODES else replace(r, release=cand.vllm, stack=stack) for r in reasons
+    )

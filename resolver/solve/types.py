@@ -154,6 +154,10 @@ class Reason:
     hint: str
     fix: Fix | None = None
     gfx: tuple[str, ...] = ()  # the node's gfx targets the reason is about
+    # The release and stack variant of the path it rejects (``None`` for what a GPU lacks
+    # whatever the path: the feature gates).
+    release: Version | None = None
+    stack: str | None = None
     # The hint is an unofficial route (a community fork, an HSA override), with ``override`` the
     # HSA_OVERRIDE_GFX_VERSION it names, if any.
     unofficial: bool = False
