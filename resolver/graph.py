@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from resolver.model import Matrix
+from resolver.model import Matrix, Provenance
 
 Relation = Literal["supports", "runs-on", "built-with", "pins", "requires"]
 
@@ -82,8 +82,8 @@ def build(m: Matrix) -> Graph:
     def node(node_id: str, kind: str, **attrs: Any) -> str:
         return g.add_node(node_id, type=kind, **{k: v for k, v in attrs.items() if v is not None})
 
-    def edge(a: str, b: str, relation: Relation, source: str, confidence: str = "exact") -> None:
-        g.add_edge(Edge(a, b, relation, source, confidence))
+    def edge(a: str, b: str, relation: Relation, prov: Provenance) -> None:
+        g.add_edge(Edge(a, b, relation, prov.source, prov.confidence))
 
     for t in m.gfx:
         node(
@@ -100,7 +100,7 @@ def build(m: Matrix) -> Graph:
             f"rocm:{r.version}", "rocm", version=str(r.version), stream=r.stream, date=r.date
         )
         for name in r.gfx:
-            edge(rid, f"gfx:{name}", "supports", r.provenance.source, r.provenance.confidence)
+            edge(rid, f"gfx:{name}", "supports", r.provenance)
         for os_id in r.os:
             base = ".".join(os_id.split(".")[:2]) if os_id.count(".") > 1 else os_id
             target = next((o.id for o in m.os if base == o.id or base.startswith(o.id + ".")), None)
@@ -108,18 +108,12 @@ def build(m: Matrix) -> Graph:
                 family, _, ver = os_id.partition("-")
                 target = next((o.id for o in m.os if o.id == f"{family}-{ver.split('.')[0]}"), None)
             if target is not None:
-                edge(rid, f"os:{target}", "runs-on", r.provenance.source, r.provenance.confidence)
+                edge(rid, f"os:{target}", "runs-on", r.provenance)
     for d in m.drivers:
         did = node(f"driver:{d.series}", "driver", series=d.series)
         for r in m.rocm:
             if d.runs(r.version):
-                edge(
-                    did,
-                    f"rocm:{r.version}",
-                    "supports",
-                    d.provenance.source,
-                    d.provenance.confidence,
-                )
+                edge(did, f"rocm:{r.version}", "supports", d.provenance)
 
     def rocm_node(version: Any) -> str:
         rel = m.rocm_release(version)
@@ -143,11 +137,11 @@ def build(m: Matrix) -> Graph:
                 layout=st.layout,
                 base_image=st.base_image,
             )
-            edge(vid, sid, "built-with", prov.source, prov.confidence)
+            edge(vid, sid, "built-with", prov)
             if st.rocm is not None:
-                edge(sid, rocm_node(st.rocm), "built-with", prov.source, prov.confidence)
+                edge(sid, rocm_node(st.rocm), "built-with", prov)
             for name in st.arch:
-                edge(sid, f"gfx:{name}", "supports", prov.source, prov.confidence)
+                edge(sid, f"gfx:{name}", "supports", prov)
             for p in st.pins:
                 pid = node(
                     f"pin:{p.component}:{p.repo}@{p.ref}",
@@ -157,7 +151,7 @@ def build(m: Matrix) -> Graph:
                     ref=p.ref,
                     moving=p.moving,
                 )
-                edge(sid, pid, "pins", prov.source, prov.confidence)
+                edge(sid, pid, "pins", prov)
     for i in m.images:
         iid = node(
             f"image:{i.repo}:{i.tag}",
@@ -169,25 +163,13 @@ def build(m: Matrix) -> Graph:
         )
         if i.vllm is not None:
             node(f"vllm:{i.vllm}", "vllm", version=str(i.vllm))
-            edge(iid, f"vllm:{i.vllm}", "built-with", i.provenance.source, i.provenance.confidence)
+            edge(iid, f"vllm:{i.vllm}", "built-with", i.provenance)
             if i.stack is not None and f"stack:{i.vllm}:{i.stack}" in g:
-                edge(
-                    iid,
-                    f"stack:{i.vllm}:{i.stack}",
-                    "built-with",
-                    i.provenance.source,
-                    i.provenance.confidence,
-                )
+                edge(iid, f"stack:{i.vllm}:{i.stack}", "built-with", i.provenance)
         if i.rocm is not None:
-            edge(
-                iid,
-                f"rocm:{m.rocm_release(i.rocm).version}",  # type: ignore[union-attr]
-                "built-with",
-                i.provenance.source,
-                i.provenance.confidence,
-            )
+            edge(iid, rocm_node(i.rocm), "built-with", i.provenance)
         for name in i.arch:
-            edge(iid, f"gfx:{name}", "supports", i.provenance.source, i.provenance.confidence)
+            edge(iid, f"gfx:{name}", "supports", i.provenance)
     for w in m.wheels:
         wid = node(
             f"wheel:{w.name}",
@@ -196,27 +178,15 @@ def build(m: Matrix) -> Graph:
             glibc_min=str(w.glibc_min),
             status=w.status,
         )
-        edge(
-            wid,
-            f"rocm:{m.rocm_release(w.rocm).version}",  # type: ignore[union-attr]
-            "built-with",
-            w.provenance.source,
-            w.provenance.confidence,
-        )
+        edge(wid, rocm_node(w.rocm), "built-with", w.provenance)
         for v in m.vllm:
             if w.vllm is not None and w.vllm.contains(v.version):
-                edge(
-                    wid,
-                    f"vllm:{v.version}",
-                    "built-with",
-                    w.provenance.source,
-                    w.provenance.confidence,
-                )
+                edge(wid, f"vllm:{v.version}", "built-with", w.provenance)
         for name in w.arch:
-            edge(wid, f"gfx:{name}", "supports", w.provenance.source, w.provenance.confidence)
+            edge(wid, f"gfx:{name}", "supports", w.provenance)
         for o in m.os:
             if o.glibc is not None and o.glibc >= w.glibc_min:
-                edge(wid, f"os:{o.id}", "requires", w.provenance.source, w.provenance.confidence)
+                edge(wid, f"os:{o.id}", "requires", w.provenance)
     return g
 
 

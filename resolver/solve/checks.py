@@ -29,6 +29,17 @@ from resolver.solve.types import (
 )
 from resolver.versions import driver_series, series
 
+
+def _about_path(cand: Candidate, text: str, source: str) -> Fact:
+    """A fact about the candidate itself (the chain files it under the candidate)."""
+    return Fact(text=text, source=source, confidence=cand.confidence, about=cand.label)
+
+
+def _from_record(text: str, record: GfxTarget | DriverSeries | RocmRelease | WheelVariant) -> Fact:
+    """A fact a data record states, with that record's source and confidence."""
+    return Fact(text=text, source=record.provenance.source, confidence=record.provenance.confidence)
+
+
 # --- unknown facts: release-facts-unknown, artifact-facts-unknown -----------------------------
 
 
@@ -127,17 +138,8 @@ def gfx_unsupported(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], s
         message=f"{cand.label} ships code for {arch_text}, not {target.name}; vLLM does not "
         f"support {target.name}",
         facts=(
-            Fact(
-                text=f"{cand.label} is built for {arch_text}",
-                source=src,
-                confidence=cand.confidence,
-                about=cand.label,
-            ),
-            Fact(
-                text=f"{target.name}: {target.vllm_note}",
-                source=target.provenance.source,
-                confidence=target.provenance.confidence,
-            ),
+            _about_path(cand, f"{cand.label} is built for {arch_text}", src),
+            _from_record(f"{target.name}: {target.vllm_note}", target),
         ),
         hint=gfx_hint(target),
         gfx=(target.name,),
@@ -152,13 +154,7 @@ def gfx_unsupported_by_vllm(target: GfxTarget) -> Reason:
     return Reason(
         code="gfx-unsupported",
         message=f"vLLM does not support {target.name}",
-        facts=(
-            Fact(
-                text=f"{target.name}: {target.vllm_note}",
-                source=target.provenance.source,
-                confidence=target.provenance.confidence,
-            ),
-        ),
+        facts=(_from_record(f"{target.name}: {target.vllm_note}", target),),
         hint=gfx_hint(target),
         gfx=(target.name,),
         unofficial=bool(target.override or target.alternative),
@@ -173,14 +169,7 @@ def gfx_not_shipped(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], s
         code="gfx-not-shipped",
         message=f"{cand.label} ships code for {arch_text}, not {target.name} (expect 'HIP error: "
         "invalid device function')",
-        facts=(
-            Fact(
-                text=f"{cand.label} is built for {arch_text}",
-                source=src,
-                confidence=cand.confidence,
-                about=cand.label,
-            ),
-        ),
+        facts=(_about_path(cand, f"{cand.label} is built for {arch_text}", src),),
         hint=f"choose an artifact built for {target.name}, or build from source: "
         f"`rocm-vllm dockerfile --gfx {target.name}`",
         fix=Fix(kind="gfx", text=f"an artifact built for {target.name}", host=False),
@@ -354,17 +343,8 @@ def driver_window(
         message=f"{cand.label} ships ROCm {cand.rocm}, but amdgpu {driver.series}.x runs ROCm user "
         f"space {window} only",
         facts=(
-            Fact(
-                text=f"{cand.label} ships ROCm {cand.rocm}",
-                source=record_source,
-                confidence=cand.confidence,
-                about=cand.label,
-            ),
-            Fact(
-                text=f"amdgpu {driver.series}.x supports ROCm user space {window}",
-                source=driver.provenance.source,
-                confidence=driver.provenance.confidence,
-            ),
+            _about_path(cand, f"{cand.label} ships ROCm {cand.rocm}", record_source),
+            _from_record(f"amdgpu {driver.series}.x supports ROCm user space {window}", driver),
         ),
         hint=_driver_hint(driver, cand.rocm, good),
         fix=_driver_fix(driver, cand.rocm, good) if good else None,
@@ -392,17 +372,8 @@ def preview_driver_window(
         code="driver-window",
         message=f"{cand.label} ships {rocm.label}; {known}, not {driver.series}.x",
         facts=(
-            Fact(
-                text=f"{cand.label} ships {rocm.label}",
-                source=record_source,
-                confidence=cand.confidence,
-                about=cand.label,
-            ),
-            Fact(
-                text=f"{rocm.label}: {known}",
-                source=rocm.provenance.source,
-                confidence=rocm.provenance.confidence,
-            ),
+            _about_path(cand, f"{cand.label} ships {rocm.label}", record_source),
+            _from_record(f"{rocm.label}: {known}", rocm),
         ),
         hint="prefer an artifact on a production ROCm release, whose driver support AMD tabulates",
         fix=None,
@@ -499,11 +470,7 @@ def python_check(node: Node, wheel: WheelVariant) -> tuple[list[Reason], list[Wa
             message=f"{wheel.name} wheels are built for CPython {wanted}; on Python {py} pip "
             "silently installs the CUDA wheel from PyPI",
             facts=(
-                Fact(
-                    text=f"{wheel.name} wheels exist for CPython {wanted} only",
-                    source=src,
-                    confidence=wheel.provenance.confidence,
-                ),
+                _from_record(f"{wheel.name} wheels exist for CPython {wanted} only", wheel),
                 Fact(
                     text="other Pythons fall back to the CUDA wheel",
                     source="vllm-project/vllm#44660",
@@ -542,11 +509,7 @@ def glibc_check(
             code="glibc-too-old",
             message=f"{wheel.name} wheels need glibc >= {wheel.glibc_min}; this host has {glibc}",
             facts=(
-                Fact(
-                    text=f"{wheel.name} wheels need glibc >= {wheel.glibc_min}",
-                    source=src,
-                    confidence=wheel.provenance.confidence,
-                ),
+                _from_record(f"{wheel.name} wheels need glibc >= {wheel.glibc_min}", wheel),
                 Fact(
                     text=f"{node.os or 'the host'} ships glibc {glibc}", source=glibc_src or "probe"
                 ),
