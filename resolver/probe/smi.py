@@ -35,20 +35,44 @@ _MEM_PARTITIONS = {"NPS1", "NPS2", "NPS4", "NPS8"}
 
 def parse_amd_smi(text: str) -> SourceView:
     view = SourceView(source="amd-smi")
-    stripped = text.strip()
-    if stripped.startswith(("{", "[")):
-        try:
-            data = bounded.loads_json(stripped)
-        except ValueError:
-            data = None
-        if isinstance(data, dict) and any(_CARD_RE.match(str(k)) for k in data):
-            return parse_rocm_smi(
-                text
-            )  # a `rocm-smi --json` given as amd-smi output: read it as such
-        if data is not None:
-            _amd_json(data, view)
-            return _finish(view, "amd-smi")
+    if (as_json := _amd_smi_json(text, view)) is not None:
+        return as_json
     lines = clean(text)
+    header = _amd_header(lines, view)
+    blocks = _amd_text_blocks(lines)
+    if blocks:
+        for index in sorted(blocks):
+            view.gpus.append(_amd_gpu(blocks[index], view))
+    elif header:
+        for line in lines:
+            if row := _BDF_ROW_RE.match(line):
+                view.gpus.append(
+                    GpuFact(bdf=row.group(1).lower(), marketing_name=row.group(2) or None)
+                )
+    return _finish(view, "amd-smi")
+
+
+def _amd_smi_json(text: str, view: SourceView) -> SourceView | None:
+    """The finished view when ``text`` is JSON (amd-smi's, or rocm-smi's given as amd-smi
+    output); None when it is not JSON, so the text form is read instead."""
+    stripped = text.strip()
+    if not stripped.startswith(("{", "[")):
+        return None
+    try:
+        data = bounded.loads_json(stripped)
+    except ValueError:
+        return None
+    if isinstance(data, dict) and any(_CARD_RE.match(str(k)) for k in data):
+        # a `rocm-smi --json` given as amd-smi output: read it as such
+        return parse_rocm_smi(text)
+    if data is None:
+        return None
+    _amd_json(data, view)
+    return _finish(view, "amd-smi")
+
+
+def _amd_header(lines: list[str], view: SourceView) -> re.Match[str] | None:
+    """The table header's amd-smi, driver and ROCm versions, into the view."""
     header = next((m for m in (_AMD_HEADER_RE.search(line) for line in lines) if m), None)
     if header:
         view.facts["amd_smi_version"] = header.group(1)
@@ -57,6 +81,12 @@ def parse_amd_smi(text: str) -> SourceView:
         view.rocm_version = (
             header.group(3) if re.match(r"^[0-9]+\.[0-9]+", header.group(3)) else None
         )
+    return header
+
+
+def _amd_text_blocks(lines: list[str]) -> dict[int, dict[str, str]]:
+    """The text form's ``GPU: n`` blocks -> their keys, as ``KEY`` and ``SECTION.KEY`` (the first
+    value of each wins)."""
     blocks: dict[int, dict[str, str]] = {}
     current: dict[str, str] | None = None
     sections: list[tuple[int, str]] = []  # (indent, NAME) of the enclosing "NAME:" lines
@@ -82,16 +112,7 @@ def parse_amd_smi(text: str) -> SourceView:
         if sections:
             current.setdefault(f"{sections[-1][1]}.{key}", kv.group(2))
         current.setdefault(key, kv.group(2))
-    if blocks:
-        for index in sorted(blocks):
-            view.gpus.append(_amd_gpu(blocks[index], view))
-    elif header:
-        for line in lines:
-            if row := _BDF_ROW_RE.match(line):
-                view.gpus.append(
-                    GpuFact(bdf=row.group(1).lower(), marketing_name=row.group(2) or None)
-                )
-    return _finish(view, "amd-smi")
+    return blocks
 
 
 def _amd_json(data: Any, view: SourceView) -> None:
@@ -151,7 +172,10 @@ def _amd_gpu(kv: dict[str, str], view: SourceView) -> GpuFact:
             "amd-smi-bad-target",
             f"amd-smi printed TARGET_GRAPHICS_VERSION {target!r}, not a gfx target"
             + (f"; the PCI id {gpu.pci_device_id} says {physical}" if physical else ""),
-            "amd-smi before ROCm 6.4 misprints gfx targets (gfx9008 for gfx908); use a newer amd-smi or --sysfs",
+            (
+                "amd-smi before ROCm 6.4 misprints gfx targets (gfx9008 for gfx908); use a newer "
+                "amd-smi or --sysfs"
+            ),
         )
     gpu.compute_partition = _choice(
         kv.get("COMPUTE_PARTITION") or kv.get("ACCELERATOR_PARTITION"), _PARTITIONS
@@ -386,7 +410,8 @@ def _smi_target(target: str | None, gpu: GpuFact, view: SourceView) -> None:
         gpu.gfx = gpu.runtime_gfx = fixed
         view.problem(
             "smi-misprinted-target",
-            f"{view.source} printed the target as {name!r}, a known misprint of {fixed} (rocm_smi_lib before "
+            f"{view.source} printed the target as {name!r}, a known misprint of {fixed} "
+            "(rocm_smi_lib before "
             f"ROCm 6.4 writes the stepping in decimal and pads the major); read as {fixed}",
             "nothing to do; a newer rocm-smi/amd-smi (ROCm >= 6.4) prints the name right",
         )
@@ -451,7 +476,10 @@ def _finish(view: SourceView, tool: str) -> SourceView:
         view.problem(
             f"no-gpu-{tool}",
             f"the {tool} output lists no GPU",
-            f"save the whole output of `{tool} static` (or `{tool} --showproductname`) run on the node"
+            (
+                f"save the whole output of `{tool} static` (or `{tool} --showproductname`) run "
+                "on the node"
+            )
             if tool == "amd-smi"
             else "save the whole output of `rocm-smi --showproductname` run on the node",
         )
