@@ -321,8 +321,7 @@ def _require_known(release: VllmRelease) -> None:
             f"vLLM {release.version}: its ROCm build pins are not recorded "
             f"(confidence: {release.provenance.confidence})",
             hint=f"rocm-vllm matrix refresh --source sdist --tag {release.version} reads them "
-            "from its sdist; "
-            "or pick a release with known pins (rocm-vllm matrix show vllm)",
+            "from its sdist; or pick a release with known pins (rocm-vllm matrix show vllm)",
         )
 
 
@@ -684,8 +683,7 @@ def _check_driver(matrix: Matrix, node: Node, rocm: Version, warnings: list[str]
     if not node.driver_version:
         warnings.append(
             "the node gave no amdgpu driver version: cannot check that its driver runs ROCm "
-            f"{rocm} "
-            "user space (give --driver, e.g. 30.30.3)"
+            f"{rocm} user space (give --driver, e.g. 30.30.3)"
         )
         return DriverCheck(version=None, series=None, runs_base_rocm=None)
     drv_series = driver_series(node.driver_version)

@@ -99,7 +99,9 @@ def _reports(
             slurm, probe=slurm_mod.probe_command(probe_command), timeout=timeout
         )
     if kube:
+        from resolver import matrix
         from resolver.fleet.kube import cluster_nodes, read_nodes
+        from resolver.probe.gfx import GfxTable
 
         if kube == "-":
             text, where = sys.stdin.read(_MAX_NODE_LIST + 1), "stdin"
@@ -130,7 +132,7 @@ def _reports(
                     ),
                     hint="save it with `kubectl get nodes -o json > nodes.json`",
                 ) from None
-        reports += read_nodes(text, where=where)
+        reports += read_nodes(text, where=where, gfx_table=GfxTable.of(matrix.load().gfx))
     return reports
 
 

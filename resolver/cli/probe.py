@@ -19,7 +19,10 @@ RocmSmiOpt = Annotated[
     list[Path] | None,
     typer.Option(
         "--rocm-smi",
-        help="A saved `rocm-smi` output: text (`--showproductname`, `-a`, concise) or `--json`; repeatable.",
+        help=(
+            "A saved `rocm-smi` output: text (`--showproductname`, `-a`, concise) or `--json`; "
+            "repeatable."
+        ),
     ),
 ]
 AgentEnumeratorOpt = Annotated[
@@ -33,8 +36,8 @@ SysfsOpt = Annotated[
     Path | None,
     typer.Option(
         "--sysfs",
-        help="Read ROOT/sys/class/kfd/..., ROOT/sys/class/drm/... and ROOT/sys/module/amdgpu/... as if "
-        "ROOT were /; ROOT may also be a copy of /sys itself.",
+        help="Read ROOT/sys/class/kfd/..., ROOT/sys/class/drm/... and ROOT/sys/module/amdgpu/... "
+        "as if ROOT were /; ROOT may also be a copy of /sys itself.",
     ),
 ]
 RocminfoFileOpt = Annotated[
@@ -57,6 +60,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
 
         Without options this probes this machine; with saved outputs it reads those instead.
         """
+        from resolver import matrix
         from resolver import probe as probe_mod
 
         if any(v for v in (rocminfo, amd_smi, rocm_smi, sysfs, agent_enumerator)):
@@ -66,9 +70,10 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
                 rocm_smi=rocm_smi,
                 sysfs=sysfs,
                 agent_enumerator=agent_enumerator,
+                matrix=matrix.load(),
             )
         else:
-            node = probe_mod.probe_live()
+            node = probe_mod.probe_live(matrix=matrix.load())
         if json_out:
             data = node.to_json()
             from resolver import __version__

@@ -17,6 +17,7 @@ from typing import Any
 from resolver.node import Gpu, Node, Partition, Problem
 from resolver.probe import gfx as gfxmod
 from resolver.probe.facts import GpuFact, SourceView
+from resolver.probe.gfx import GfxTable
 
 PRIORITY = ("sysfs", "amd-smi", "rocm-smi", "rocminfo", "rocm_agent_enumerator")
 # Fields a GPU record reports, with the source that said each (``host.gpu_sources``).
@@ -49,7 +50,11 @@ _FILL = (
 
 
 def merge(
-    views: Sequence[SourceView], *, origin: str, env: Mapping[str, str] | None = None
+    views: Sequence[SourceView],
+    *,
+    origin: str,
+    gfx_table: GfxTable,
+    env: Mapping[str, str] | None = None,
 ) -> tuple[Node, list[Problem]]:
     """The merged node (without host facts) and the problems found, in source order."""
     ordered = sorted(
@@ -82,15 +87,18 @@ def merge(
         problems.append(
             Problem(
                 code="partial-input",
-                message=f"the {base.source} input is a filtered or flattened paste: it names the gfx targets "
-                "but may not list every GPU",
-                hint="save the whole output (rocminfo > rocminfo.txt) or run `rocm-vllm probe --json` on the node",
+                message=f"the {base.source} input is a filtered or flattened paste: it names the "
+                "gfx targets but may not list every GPU",
+                hint=(
+                    "save the whole output (rocminfo > rocminfo.txt) or run `rocm-vllm probe "
+                    "--json` on the node"
+                ),
             )
         )
     for fact in facts:
-        fact.apu = bool(fact.apu) or gfxmod.is_apu_target(fact.gfx)
+        fact.apu = bool(fact.apu) or gfxmod.is_apu_target(gfx_table, fact.gfx)
     has_discrete = any(not f.apu for f in facts)
-    gpus = _gpus(facts, has_discrete, problems)
+    gpus = _gpus(facts, has_discrete, problems, gfx_table)
     counted = [g for g in gpus if not g.integrated]
     # Devices whose target no source states still count: the node has them.
     counted_facts = [(i, f) for i, f in enumerate(facts) if not (f.apu and has_discrete)]
@@ -101,7 +109,10 @@ def merge(
             Problem(
                 code="gpu-target-unknown",
                 message=f"{len(unknown)} GPU(s) listed without a gfx target or a known PCI id",
-                hint="add an output that names the target: `rocminfo`, `amd-smi static --asic`, or --sysfs ROOT",
+                hint=(
+                    "add an output that names the target: `rocminfo`, `amd-smi static --asic`, "
+                    "or --sysfs ROOT"
+                ),
             )
         )
     driver = next((v.driver_version for v in ordered if v.driver_version), None)
@@ -148,7 +159,8 @@ def other_devices(views: Sequence[SourceView]) -> list[dict[str, Any]]:
     """Accelerators that are not AMD GPUs (a Hygon DCU, an NVIDIA or Intel GPU), one per device
     across sources (matched by unique id, else PCI address), later sources filling gaps."""
     out: list[dict[str, Any]] = []
-    # rocminfo first: its Marketing Name is the product's, rocm-smi's card series a PCI-database name
+    # rocminfo first: its Marketing Name is the product's, rocm-smi's card series a PCI-database
+    # name
     for view in sorted(views, key=lambda v: v.source != "rocminfo"):
         for device in view.facts.get("other_devices") or []:
             same = next(
@@ -253,10 +265,13 @@ def _enrich(
             problems.append(
                 Problem(
                     code="gfx-override",
-                    message=f"the runtime (rocminfo) reports {extra.runtime_gfx} for a device that {base.source} "
-                    f"says is {fact.gfx}: HSA_OVERRIDE_GFX_VERSION={gfxmod.to_override(extra.runtime_gfx)} is in effect",
-                    hint=f"this runs {fact.gfx} hardware with code built for {extra.runtime_gfx} (unsupported); "
-                    f"prefer a build for {fact.gfx} and unset HSA_OVERRIDE_GFX_VERSION",
+                    message=f"the runtime (rocminfo) reports {extra.runtime_gfx} for a device "
+                    f"that {base.source} says is {fact.gfx}: "
+                    f"HSA_OVERRIDE_GFX_VERSION={gfxmod.to_override(extra.runtime_gfx)} "
+                    "is in effect",
+                    hint=f"this runs {fact.gfx} hardware with code built for {extra.runtime_gfx} "
+                    f"(unsupported); prefer a build for {fact.gfx} and unset "
+                    "HSA_OVERRIDE_GFX_VERSION",
                 )
             )
     mine = sorted({f.gfx for f in facts if f.gfx})
@@ -268,7 +283,10 @@ def _enrich(
         problems.append(
             Problem(
                 code="sources-disagree",
-                message=f"{base.source} says {', '.join(mine) or 'no GPU'} but {other.source} says {', '.join(theirs)}",
+                message=(
+                    f"{base.source} says {', '.join(mine) or 'no GPU'} but {other.source} says "
+                    f"{', '.join(theirs)}"
+                ),
                 hint="the inputs may come from different machines; probe each node on its own",
             )
         )
@@ -277,11 +295,17 @@ def _enrich(
         problems.append(
             Problem(
                 code="gpu-count-differs",
-                message=f"{base.source} lists {len(facts)} GPU agent(s), {other.source} lists {len(other.gpus)}",
-                hint="the runtime drops GPUs whose /dev/dri/renderD* it cannot open: check the container's "
-                "--device list, cgroups and ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES"
+                message=(
+                    f"{base.source} lists {len(facts)} GPU agent(s), {other.source} lists "
+                    f"{len(other.gpus)}"
+                ),
+                hint="the runtime drops GPUs whose /dev/dri/renderD* it cannot open: check the "
+                "container's --device list, cgroups and ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES"
                 if hidden
-                else "the inputs may come from different machines or times; probe each node on its own",
+                else (
+                    "the inputs may come from different machines or times; probe each node on "
+                    "its own"
+                ),
             )
         )
 
@@ -305,7 +329,10 @@ def _apply_env_override(
             problems.append(
                 Problem(
                     code="gfx-override-invalid",
-                    message=f"HSA_OVERRIDE_GFX_VERSION={own!r} is not major.minor.stepping; the runtime ignores it",
+                    message=(
+                        f"HSA_OVERRIDE_GFX_VERSION={own!r} is not major.minor.stepping; the "
+                        "runtime ignores it"
+                    ),
                     hint="unset it, or write it as three decimal numbers, e.g. 11.0.0 for gfx1100",
                 )
             )
@@ -315,17 +342,22 @@ def _apply_env_override(
             problems.append(
                 Problem(
                     code="gfx-override",
-                    message=f"HSA_OVERRIDE_GFX_VERSION={own} makes the runtime treat this {fact.gfx} as {target}",
-                    hint=f"unsupported unless the two are binary compatible; prefer a build for {fact.gfx} "
-                    "and `unset HSA_OVERRIDE_GFX_VERSION`",
+                    message=(
+                        f"HSA_OVERRIDE_GFX_VERSION={own} makes the runtime treat this {fact.gfx} "
+                        f"as {target}"
+                    ),
+                    hint="unsupported unless the two are binary compatible; prefer a build for "
+                    f"{fact.gfx} and `unset HSA_OVERRIDE_GFX_VERSION`",
                 )
             )
     return value
 
 
-def _gpus(facts: list[GpuFact], has_discrete: bool, problems: list[Problem]) -> list[Gpu]:
+def _gpus(
+    facts: list[GpuFact], has_discrete: bool, problems: list[Problem], gfx_table: GfxTable
+) -> list[Gpu]:
     usable = _with_gfx(facts)
-    products = _products(facts)
+    products = _products(facts, gfx_table)
     gpus = []
     for fact in usable:
         assert fact.gfx is not None
@@ -354,9 +386,13 @@ def _gpus(facts: list[GpuFact], has_discrete: bool, problems: list[Problem]) -> 
             problems.append(
                 Problem(
                     code="integrated-gpu-present",
-                    message=f"an integrated GPU ({fact.gfx}) sits beside the discrete GPU(s); it is not counted",
-                    hint="hide it from ROCm so ranks map to the discrete GPUs: set ROCR_VISIBLE_DEVICES / "
-                    "HIP_VISIBLE_DEVICES to the discrete GPUs, or disable the iGPU in the BIOS",
+                    message=(
+                        f"an integrated GPU ({fact.gfx}) sits beside the discrete GPU(s); it is "
+                        "not counted"
+                    ),
+                    hint="hide it from ROCm so ranks map to the discrete GPUs: set "
+                    "ROCR_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES to the discrete GPUs, or disable "
+                    "the iGPU in the BIOS",
                 )
             )
     return gpus
@@ -377,11 +413,11 @@ def _device_cus(facts: list[GpuFact]) -> dict[int, int | None]:
     return totals
 
 
-def _products(facts: list[GpuFact]) -> dict[int, str | None]:
+def _products(facts: list[GpuFact], gfx_table: GfxTable) -> dict[int, str | None]:
     """Product per fact. A device whose CU total fits no product (a partition missing from the
     capture) takes the product its siblings with the same PCI id resolved to, when they agree."""
     totals = _device_cus(facts)
-    out = {id(f): _product(f, totals[id(f)]) for f in facts}
+    out = {id(f): _product(f, gfx_table, totals[id(f)]) for f in facts}
     by_id: dict[str, set[str]] = {}
     for fact in facts:
         name = out[id(fact)]
@@ -395,9 +431,9 @@ def _products(facts: list[GpuFact]) -> dict[int, str | None]:
     return out
 
 
-def _product(fact: GpuFact, device_cus: int | None = None) -> str | None:
+def _product(fact: GpuFact, gfx_table: GfxTable, device_cus: int | None = None) -> str | None:
     product = gfxmod.product_for_pci(
-        fact.pci_device_id, fact.pci_revision, fact.marketing_name, device_cus
+        gfx_table, fact.pci_device_id, fact.pci_revision, fact.marketing_name, device_cus
     )
     if product:
         return product

@@ -12,6 +12,7 @@ import re
 
 from resolver.probe import gfx as gfxmod
 from resolver.probe.facts import GpuFact, SourceView
+from resolver.probe.gfx import GfxTable
 from resolver.probe.text import clean, hex_in_parens, int_value, size_to_bytes
 from resolver.versions import gfx_base_name
 
@@ -36,7 +37,7 @@ GROUP_HINT = (
 )
 
 
-def parse(text: str) -> SourceView:
+def parse(text: str, *, gfx_table: GfxTable) -> SourceView:
     view = SourceView(source="rocminfo")
     lines = clean(text)
     _header(lines, view)
@@ -59,7 +60,7 @@ def parse(text: str) -> SourceView:
             view.facts["partial"] = True
     else:
         _flat(lines, view)
-    _check_overrides(view)
+    _check_overrides(view, gfx_table)
     if (
         not view.gpus
         and not view.facts.get("other_devices")
@@ -305,11 +306,11 @@ def _flat(lines: list[str], view: SourceView) -> None:
         view.facts["partial"] = True
 
 
-def _check_overrides(view: SourceView) -> None:
+def _check_overrides(view: SourceView, gfx_table: GfxTable) -> None:
     """rocminfo prints the runtime's target. When the chip id says another one, an
     HSA_OVERRIDE_GFX_VERSION was in effect: keep the physical target and flag it."""
     for gpu in view.gpus:
-        physical = gfxmod.gfx_for_pci(gpu.pci_device_id)
+        physical = gfxmod.gfx_for_pci(gfx_table, gpu.pci_device_id)
         if gpu.gfx is None and physical:
             gpu.gfx = physical
             continue
@@ -320,12 +321,10 @@ def _check_overrides(view: SourceView) -> None:
             view.problem(
                 "gfx-override",
                 f"rocminfo reports {gpu.runtime_gfx} for a {physical} device (PCI id "
-                f"{gpu.pci_device_id}): "
-                f"HSA_OVERRIDE_GFX_VERSION={override} is in effect",
+                f"{gpu.pci_device_id}): HSA_OVERRIDE_GFX_VERSION={override} is in effect",
                 f"this runs {physical} hardware with code built for {gpu.runtime_gfx} "
-                "(unsupported, may crash); "
-                f"prefer a build for {physical}, or keep the override explicitly: "
-                f"HSA_OVERRIDE_GFX_VERSION={override}",
+                f"(unsupported, may crash); prefer a build for {physical}, or keep the override "
+                f"explicitly: HSA_OVERRIDE_GFX_VERSION={override}",
             )
 
 
