@@ -92,7 +92,8 @@ def main() -> None:
     ma, mb = statistics.median(a), statistics.median(b)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(
-        f"fleet plan: median {ma * 1000:7.0f} ms over {runs} runs  ({args.nodes} reports, {kinds} fingerprints -> {groups} groups, -o DIR)"
+        f"fleet plan: median {ma * 1000:7.0f} ms over {runs} runs  ({args.nodes} reports, {kinds} "
+        f"fingerprints -> {groups} groups, -o DIR)"
     )
     print(f"one check : median {mb * 1000:7.0f} ms over {runs} runs")
     print(f"ratio     : {ma / mb:.1f}  (fleet plan / one cold check; {cpus} CPUs)")

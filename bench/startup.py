@@ -48,7 +48,8 @@ def main() -> None:
     ma, mb = statistics.median(a), statistics.median(b)
     print(f"check   : median {ma * 1000:7.1f} ms over {runs} runs  ({' '.join(check[-8:])})")
     print(
-        f"baseline: median {mb * 1000:7.1f} ms over {runs} runs  (python -c 'import networkx, typer')"
+        f"baseline: median {mb * 1000:7.1f} ms over {runs} runs  "
+        "(python -c 'import networkx, typer')"
     )
     print(f"ratio   : {ma / mb:.2f}  (target <= 1.5)")
 

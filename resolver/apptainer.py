@@ -118,7 +118,10 @@ def definition(spec: RunSpec, *, labels: dict[str, str] | None = None) -> str:
         "%help",
         "    vLLM for AMD GPUs, written by rocm-vllm.",
         "    Build: apptainer build vllm.sif vllm.def",
-        f"    Serve: apptainer run --writable-tmpfs --bind {spec.hf_cache}:{CONTAINER_HF_CACHE} vllm.sif",
+        (
+            "    Serve: apptainer run --writable-tmpfs --bind "
+            f"{spec.hf_cache}:{CONTAINER_HF_CACHE} vllm.sif"
+        ),
         "",
     ]
     return "\n".join(lines)

@@ -30,7 +30,8 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
 
 
 def _fields(buf: bytes) -> Iterator[tuple[int, int | bytes]]:
-    """(field number, value) for each field of one protobuf message; varints as int, bytes as bytes."""
+    """(field number, value) for each field of one protobuf message; varints as int, bytes as
+    bytes."""
     pos = 0
     while pos < len(buf):
         key, pos = _varint(buf, pos)

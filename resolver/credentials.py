@@ -90,8 +90,10 @@ def _read_config(path: Path) -> dict[str, object]:
         return {}
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(
-            f"cannot read the Docker config {path} ({getattr(exc, 'strerror', None) or exc.__class__.__name__})",
-            hint="fix its permissions, or point DOCKER_CONFIG at a directory with a readable config.json",
+            f"cannot read the Docker config {path} "
+            f"({getattr(exc, 'strerror', None) or exc.__class__.__name__})",
+            hint="fix its permissions, or point DOCKER_CONFIG at a directory with a readable "
+            "config.json",
         ) from None
     try:
         data = json.loads(text)
@@ -177,7 +179,8 @@ def _from_auth_entry(entry: dict[str, object], source: str) -> Credentials | Non
 def _from_helper(
     name: str, server: str, env: Mapping[str, str], source: str, *, missing_ok: bool = False
 ) -> Credentials | None:
-    """``docker-credential-NAME get`` with ``server`` on stdin (docker-credential-helpers protocol)."""
+    """``docker-credential-NAME get`` with ``server`` on stdin (docker-credential-helpers
+    protocol)."""
     if not _HELPER_NAME.match(name):
         raise InputError(
             f"credential helper name {name!r} in {source} is not a plain name",
@@ -217,7 +220,8 @@ def _from_helper(
     if not isinstance(data, dict) or not isinstance(data.get("Secret"), str):
         raise RegistryError(
             f"credential helper {binary} answered for {server} without Username/Secret JSON",
-            hint=f"run `echo {server} | {binary} get` by hand (it prints the secret: do it privately)",
+            hint=f"run `echo {server} | {binary} get` by hand (it prints the secret: do it "
+            "privately)",
         )
     user = data.get("Username")
     return Credentials(

@@ -125,9 +125,13 @@ class DockerEngine:
         auth: dict[str, str] | None = None,
     ) -> ImageInfo:
         """Pull ``ref`` (by digest when it has one, else by tag), reporting each stream event.
-        ``auth`` is the engine's ``auth_config`` (user/password or identitytoken) for a private registry."""
+        ``auth`` is the engine's ``auth_config`` (user/password or identitytoken) for a private
+        registry."""
         name, tag, digest = split_ref(ref)
-        hint = "check the name and the registry; a loopback or plain-HTTP registry must be an insecure-registry of dockerd"
+        hint = (
+            "check the name and the registry; a loopback or plain-HTTP registry must be an "
+            "insecure-registry of dockerd"
+        )
         with self._errors(f"pull {ref}", hint):
             for event in self.client.api.pull(
                 name, tag=digest or tag or "latest", stream=True, decode=True, auth_config=auth
@@ -177,7 +181,10 @@ class DockerEngine:
             extra.update(
                 ipc_mode="host", cap_add=["SYS_PTRACE"], security_opt=["seccomp=unconfined"]
             )
-        hint = "check that the image runs on this engine (docker run --rm IMAGE) and that /dev/kfd, /dev/dri exist for GPU runs"
+        hint = (
+            "check that the image runs on this engine (docker run --rm IMAGE) and that "
+            "/dev/kfd, /dev/dri exist for GPU runs"
+        )
         with self._errors(f"run {ref}", hint):
             container = self.client.containers.create(
                 ref,
@@ -216,7 +223,10 @@ class DockerEngine:
         so a generated file never lands in the user's tree."""
         from resolver.buildkit import Progress
 
-        hint = "read the build output above; `DOCKER_BUILDKIT=1 docker build` with the same Dockerfile shows the same error"
+        hint = (
+            "read the build output above; `DOCKER_BUILDKIT=1 docker build` with the same "
+            "Dockerfile shows the same error"
+        )
         image_id: str | None = None
         progress = Progress()
         api = self.client.api

@@ -9,22 +9,81 @@ image/wheel -> vLLM), ``pins`` (vLLM -> component pin), ``requires`` (wheel -> O
 
 from __future__ import annotations
 
-from typing import Any
-
-import networkx as nx
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from resolver.model import Matrix
 
+Relation = Literal["supports", "runs-on", "built-with", "pins", "requires"]
 
-def build(m: Matrix) -> nx.MultiDiGraph:
-    g = nx.MultiDiGraph()
 
-    def node(node_id: str, kind: str, **attrs: Any) -> str:
-        g.add_node(node_id, type=kind, **{k: v for k, v in attrs.items() if v is not None})
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """One relation between two records, with the source and confidence of the record it is from."""
+
+    src: str
+    dst: str
+    relation: Relation
+    source: str
+    confidence: str = "exact"
+
+
+class Graph:
+    """Nodes (id -> attributes, ``type`` always set) and edges, at most one per (src, dst,
+    relation). A few hundred nodes: plain dicts, no graph library (networkx took 240 ms to import
+    for a view the decision path never uses)."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, dict[str, Any]] = {}
+        self._out: dict[str, dict[tuple[str, str], Edge]] = {}
+
+    def add_node(self, node_id: str, **attrs: Any) -> str:
+        """Add a node or merge ``attrs`` into the one there."""
+        self.nodes.setdefault(node_id, {}).update(attrs)
         return node_id
 
-    def edge(a: str, b: str, relation: str, source: str, confidence: str = "exact") -> None:
-        g.add_edge(a, b, key=relation, relation=relation, source=source, confidence=confidence)
+    def add_edge(self, edge: Edge) -> None:
+        """Add an edge (a later one with the same src, dst and relation replaces it)."""
+        for end in (edge.src, edge.dst):
+            self.nodes.setdefault(end, {})
+        self._out.setdefault(edge.src, {})[(edge.dst, edge.relation)] = edge
+
+    @property
+    def edges(self) -> list[Edge]:
+        return [e for out in self._out.values() for e in out.values()]
+
+    def out_edges(self, node_id: str) -> list[Edge]:
+        return list(self._out.get(node_id, {}).values())
+
+    def has_edge(self, src: str, dst: str, relation: Relation | None = None) -> bool:
+        out = self._out.get(src, {})
+        if relation is not None:
+            return (dst, relation) in out
+        return any(d == dst for d, _ in out)
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self.nodes
+
+    def subgraph(self, keep: set[str]) -> Graph:
+        """The nodes in ``keep`` and the edges between them."""
+        sub = Graph()
+        for n in keep:
+            sub.add_node(n, **self.nodes[n])
+        for e in self.edges:
+            if e.src in keep and e.dst in keep:
+                sub.add_edge(e)
+        return sub
+
+
+def build(m: Matrix) -> Graph:
+    """The graph of the data: every record a typed node, every relation an edge with its source."""
+    g = Graph()
+
+    def node(node_id: str, kind: str, **attrs: Any) -> str:
+        return g.add_node(node_id, type=kind, **{k: v for k, v in attrs.items() if v is not None})
+
+    def edge(a: str, b: str, relation: Relation, source: str, confidence: str = "exact") -> None:
+        g.add_edge(Edge(a, b, relation, source, confidence))
 
     for t in m.gfx:
         node(
@@ -111,7 +170,7 @@ def build(m: Matrix) -> nx.MultiDiGraph:
         if i.vllm is not None:
             node(f"vllm:{i.vllm}", "vllm", version=str(i.vllm))
             edge(iid, f"vllm:{i.vllm}", "built-with", i.provenance.source, i.provenance.confidence)
-            if i.stack is not None and g.has_node(f"stack:{i.vllm}:{i.stack}"):
+            if i.stack is not None and f"stack:{i.vllm}:{i.stack}" in g:
                 edge(
                     iid,
                     f"stack:{i.vllm}:{i.stack}",
@@ -165,80 +224,85 @@ _ARTIFACTS = ("vllm", "stack", "image", "wheel")
 
 
 def subgraph(
-    g: nx.MultiDiGraph, *, gfx: str | None = None, vllm: Any = None, stack: str | None = None
-) -> nx.MultiDiGraph:
+    g: Graph, *, gfx: str | None = None, vllm: Any = None, stack: str | None = None
+) -> Graph:
     """The part of the graph about one GPU, a vLLM spec and/or a stack variant: the artifacts that
     match (for ``gfx``, an image, wheel or stack whose own arch list holds it; a release through its
     stacks) and everything they reach, every edge keeping its source and confidence."""
-    keep: set[str] = set()
-    for n, attrs in g.nodes(data=True):
-        kind = attrs["type"]
-        if kind not in _ARTIFACTS:
-            continue
-        version = (
-            attrs.get("version") if kind == "vllm" else n.split(":")[1] if kind == "stack" else None
-        )
-        if (
-            vllm is not None
-            and kind in ("vllm", "stack")
-            and (version is None or not vllm.contains(version, prereleases=True))
-        ):
-            continue
-        if stack is not None and kind == "stack" and attrs.get("variant") != stack:
-            continue
-        if stack is not None and kind == "vllm":
-            continue  # reached through its matching stacks
-        if (
-            stack is not None
-            and kind in ("image", "wheel")
-            and not any(
-                b.startswith("stack:") and g.nodes[b].get("variant") == stack
-                for _, b in g.out_edges(n)
-            )
-        ):
-            continue
-        # An artifact's own arch list decides (a release is kept through its stacks).
-        supported = {b for _, b, k in g.out_edges(n, keys=True) if k == "supports"}
-        if gfx is not None and kind != "vllm" and f"gfx:{gfx}" not in supported:
-            continue
-        releases = [b.split(":", 1)[1] for _, b in g.out_edges(n) if b.startswith("vllm:")]
-        if (
-            vllm is not None
-            and kind in ("image", "wheel")
-            and not any(vllm.contains(r, prereleases=True) for r in releases)
-        ):
-            continue
-        keep.add(n)
+    keep = {n for n in g.nodes if _matches(g, n, gfx=gfx, vllm=vllm, stack=stack)}
     if stack is not None or gfx is not None:
         keep |= {
-            a
-            for a, b in g.edges()
-            if g.nodes[a]["type"] == "vllm" and b in keep and g.nodes[b]["type"] == "stack"
+            e.src
+            for e in g.edges
+            if g.nodes[e.src].get("type") == "vllm"
+            and e.dst in keep
+            and g.nodes[e.dst].get("type") == "stack"
         }
     reach: set[str] = set(keep)
     for n in keep:
-        reach |= {b for _, b in g.out_edges(n) if g.nodes[b]["type"] not in _ARTIFACTS or b in keep}
-    out: nx.MultiDiGraph = g.subgraph(reach).copy()
-    return out
+        reach |= {
+            e.dst
+            for e in g.out_edges(n)
+            if g.nodes[e.dst].get("type") not in _ARTIFACTS or e.dst in keep
+        }
+    return g.subgraph(reach)
 
 
-def to_json(g: nx.MultiDiGraph) -> dict[str, Any]:
+def _matches(g: Graph, n: str, *, gfx: str | None, vllm: Any, stack: str | None) -> bool:
+    """Is artifact ``n`` one the filters keep?"""
+    attrs = g.nodes[n]
+    kind = attrs.get("type")
+    if kind not in _ARTIFACTS:
+        return False
+    out = g.out_edges(n)
+    if vllm is not None and kind in ("vllm", "stack"):
+        version = attrs.get("version") if kind == "vllm" else n.split(":")[1]
+        if version is None or not vllm.contains(version, prereleases=True):
+            return False
+    if stack is not None:
+        if kind == "vllm":
+            return False  # reached through its matching stacks
+        if kind == "stack" and attrs.get("variant") != stack:
+            return False
+        if kind in ("image", "wheel") and not any(
+            g.nodes[e.dst].get("type") == "stack" and g.nodes[e.dst].get("variant") == stack
+            for e in out
+        ):
+            return False
+    # An artifact's own arch list decides (a release is kept through its stacks).
+    if gfx is not None and kind != "vllm" and not g.has_edge(n, f"gfx:{gfx}", "supports"):
+        return False
+    if vllm is not None and kind in ("image", "wheel"):
+        releases = [e.dst.split(":", 1)[1] for e in out if e.dst.startswith("vllm:")]
+        return any(vllm.contains(r, prereleases=True) for r in releases)
+    return True
+
+
+def to_json(g: Graph) -> dict[str, Any]:
     return {
-        "nodes": [{"id": n, **attrs} for n, attrs in sorted(g.nodes(data=True))],
+        "nodes": [{"id": n, **attrs} for n, attrs in sorted(g.nodes.items())],
         "edges": [
-            {"from": a, "to": b, **attrs}
-            for a, b, attrs in sorted(
-                g.edges(data=True), key=lambda e: (e[0], e[1], e[2]["relation"])
-            )
+            {
+                "from": e.src,
+                "to": e.dst,
+                "relation": e.relation,
+                "source": e.source,
+                "confidence": e.confidence,
+            }
+            for e in _sorted_edges(g)
         ],
     }
+
+
+def _sorted_edges(g: Graph) -> list[Edge]:
+    return sorted(g.edges, key=lambda e: (e.src, e.dst, e.relation))
 
 
 def _dot_id(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def to_dot(g: nx.MultiDiGraph) -> str:
+def to_dot(g: Graph) -> str:
     shapes = {
         "rocm": "box",
         "driver": "hexagon",
@@ -250,9 +314,9 @@ def to_dot(g: nx.MultiDiGraph) -> str:
         "os": "cylinder",
     }
     lines = ["digraph compatibility {", "  rankdir=LR;"]
-    for n, attrs in sorted(g.nodes(data=True)):
+    for n, attrs in sorted(g.nodes.items()):
         lines.append(f"  {_dot_id(n)} [shape={shapes.get(attrs.get('type', ''), 'plaintext')}];")
-    for a, b, attrs in sorted(g.edges(data=True), key=lambda e: (e[0], e[1], e[2]["relation"])):
-        lines.append(f"  {_dot_id(a)} -> {_dot_id(b)} [label={_dot_id(attrs['relation'])}];")
+    for e in _sorted_edges(g):
+        lines.append(f"  {_dot_id(e.src)} -> {_dot_id(e.dst)} [label={_dot_id(e.relation)}];")
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -77,8 +77,10 @@ def pin(image: ContainerImage, client: RegistryClient) -> Pinned:
         warnings.append(
             Warning(
                 code="digest-changed",
-                message=f"{image.repo}:{image.tag} now resolves to {resolved.digest}, not the {image.digest} in the data",
-                hint="the tag was re-pushed; `rocm-vllm matrix refresh --source images` records the new digest",
+                message=f"{image.repo}:{image.tag} now resolves to {resolved.digest}, not the "
+                f"{image.digest} in the data",
+                hint="the tag was re-pushed; `rocm-vllm matrix refresh --source images` records "
+                "the new digest",
                 source=f"{resolved.registry} (manifest HEAD)",
             )
         )
@@ -86,9 +88,11 @@ def pin(image: ContainerImage, client: RegistryClient) -> Pinned:
         warnings.append(
             Warning(
                 code="digest-from-cache",
-                message=f"{image.repo}:{image.tag}: digest {resolved.digest} is from the local cache, "
-                f"{format_age(resolved.age_seconds() or 0)} old; the registry was not reachable ({resolved.unreachable})",
-                hint="the tag may have moved since; pin again with --digest once the registry answers",
+                message=f"{image.repo}:{image.tag}: digest {resolved.digest} is from the local "
+                f"cache, {format_age(resolved.age_seconds() or 0)} old; the registry was not "
+                f"reachable ({resolved.unreachable})",
+                hint="the tag may have moved since; pin again with --digest once the registry "
+                "answers",
                 source=f"{resolved.registry} (cached answer)",
             )
         )
@@ -152,7 +156,8 @@ def pull_verified(
         problems.append(
             Warning(
                 code="digest-mismatch",
-                message=f"pulled {name}:{tag} has digest {', '.join(sorted(local)) or 'none'}, not the pinned {expected}",
+                message=f"pulled {name}:{tag} has digest {', '.join(sorted(local)) or 'none'}, not "
+                f"the pinned {expected}",
                 hint="the tag moved or the mirror serves other content; pull by digest "
                 f"({name}@{expected}) or re-pin with --digest after checking why",
                 source="docker image inspect (RepoDigests)",
@@ -229,7 +234,8 @@ def smoke(
             Warning(
                 code="smoke-failed",
                 message=f"the smoke command in {ref} exited {result.exit_code}: {tail[0][:200]}",
-                hint="run it by hand: docker run --rm --entrypoint python3 IMAGE -c 'import vllm, torch'",
+                hint="run it by hand: docker run --rm --entrypoint python3 IMAGE "
+                "-c 'import vllm, torch'",
                 source="smoke test",
             )
         )
@@ -286,7 +292,8 @@ def _compare(
             out.append(
                 Warning(
                     code=f"smoke-no-{key}",
-                    message=f"{ref}: the smoke test found no {key} version (the data says {claimed[key]})",
+                    message=f"{ref}: the smoke test found no {key} version (the data says "
+                    f"{claimed[key]})",
                     hint="the image may not be what the data describes; inspect it by hand",
                     source="smoke test",
                 )
@@ -295,7 +302,8 @@ def _compare(
             out.append(
                 Warning(
                     code=f"smoke-{key}-mismatch",
-                    message=f"{ref}: {key} is {got_text} inside the image, the data says {claimed[key]}",
+                    message=f"{ref}: {key} is {got_text} inside the image, the data says "
+                    f"{claimed[key]}",
                     hint="the data is wrong or the tag moved; fix matrix/images.toml or run "
                     "`rocm-vllm matrix refresh --source images`",
                     source="smoke test",
@@ -330,7 +338,8 @@ def serving_env(
             warnings.append(
                 Warning(
                     code="env-not-common",
-                    message=f"{key} is recommended for some of this node's GPU types only; left out of the run command",
+                    message=f"{key} is recommended for some of this node's GPU types only; left "
+                    "out of the run command",
                     hint="run one instance per GPU type with --devices and set it where it applies",
                     source="matrix/gfx.toml",
                 )

@@ -396,6 +396,7 @@ def _gfx(rec: Record) -> GfxTarget:
         provenance=rec.provenance(),
         kernel_floors=tuple(_kernel_floor(k, rec) for k in rec.tables("kernel_floor")),
         unified_memory_source=rec.opt_text("unified_memory_source") or "",
+        alternative=rec.opt_text("alternative") or "",
     )
 
 

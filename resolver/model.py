@@ -147,7 +147,8 @@ class FeatureGates:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class KernelFloor:
-    """AMD supports this GPU on ``os`` (an os id, e.g. "ubuntu-24.04") from kernel ``min_kernel`` on."""
+    """AMD supports this GPU on ``os`` (an os id, e.g. "ubuntu-24.04") from kernel ``min_kernel``
+    on."""
 
     os: str
     min_kernel: str  # MAJOR.MINOR, e.g. "6.17"
@@ -173,6 +174,9 @@ class GfxTarget:
     kernel_floors: tuple[KernelFloor, ...] = ()
     # Where AMD says how an APU's GPU memory (GTT over system RAM) is sized; "" for discrete GPUs.
     unified_memory_source: str = ""
+    # The route people take where vLLM upstream does not run (a community fork), as the data's
+    # sources word it; "" where the data names none.
+    alternative: str = ""
 
 
 # A ref that names one state of a repository: a commit (7-40 hex) or a release-like tag

@@ -198,8 +198,10 @@ def from_json(data: Any, *, where: str) -> Node:
     listed = {g.gfx for g in gpus}
     if gpus and not set(gfx_targets) <= listed:
         raise InputError(
-            f"{where}: gfx_targets {', '.join(gfx_targets)} disagree with the GPUs listed ({', '.join(sorted(listed))})",
-            hint="write the file with `rocm-vllm probe --json > node.json`, or fix gfx_targets by hand",
+            f"{where}: gfx_targets {', '.join(gfx_targets)} disagree with the GPUs listed "
+            f"({', '.join(sorted(listed))})",
+            hint="write the file with `rocm-vllm probe --json > node.json`, or fix gfx_targets by "
+            "hand",
         )
     counts = {
         k: _opt(data, k, int, where) or 0 for k in ("physical_gpu_count", "logical_gpu_count")

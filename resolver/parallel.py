@@ -30,8 +30,8 @@ from resolver.partitions import _compute_mode
 from resolver.solve import Warning
 
 VLLM_HEADS_CHECK = (
-    "vllm-project/vllm vllm/config: ModelConfig.verify_with_parallel_config raises 'Total number of "
-    "attention heads (N) must be divisible by tensor parallel size (M)'"
+    "vllm-project/vllm vllm/config: ModelConfig.verify_with_parallel_config raises 'Total number "
+    "of attention heads (N) must be divisible by tensor parallel size (M)'"
 )
 CPX_SOURCE = "vllm-project/vllm#20125"
 
@@ -105,7 +105,8 @@ def fits(tp: int, heads: int, kv_heads: int | None = None) -> bool:
 
 
 def tensor_parallel_size(gpus: int, heads: int | None, kv_heads: int | None = None) -> int:
-    """The largest size <= gpus vLLM accepts for the heads; heads unknown: the largest power of two."""
+    """The largest size <= gpus vLLM accepts for the heads; heads unknown: the largest power of
+    two."""
     if gpus < 1:
         return 1
     if heads:
@@ -128,8 +129,8 @@ def place(
             warnings.append(
                 Warning(
                     code="integrated-gpu-chosen",
-                    message=f"--devices includes {', '.join(map(str, chosen_igpus))}: the integrated GPU "
-                    f"({listed[chosen_igpus[0]].gfx}), not a discrete one",
+                    message=f"--devices includes {', '.join(map(str, chosen_igpus))}: the "
+                    f"integrated GPU ({listed[chosen_igpus[0]].gfx}), not a discrete one",
                     hint=f"choose the discrete GPUs: --devices {','.join(map(str, discrete))}",
                     source="probe (KFD node order)",
                 )
@@ -139,8 +140,9 @@ def place(
         warnings.append(
             Warning(
                 code="integrated-gpu-hidden",
-                message=f"the run command sets HIP_VISIBLE_DEVICES={','.join(map(str, devices))}: the integrated GPU "
-                f"({', '.join(sorted({listed[i].gfx for i in igpus}))}, device {', '.join(map(str, igpus))}) is hidden from vLLM",
+                message=f"the run command sets HIP_VISIBLE_DEVICES={','.join(map(str, devices))}: "
+                f"the integrated GPU ({', '.join(sorted({listed[i].gfx for i in igpus}))}, device "
+                f"{', '.join(map(str, igpus))}) is hidden from vLLM",
                 hint="give --devices to choose other GPUs",
                 severity="info",
                 source="probe (KFD node order = HIP device order)",
@@ -153,18 +155,22 @@ def place(
     if any(_compute_mode(g) == "CPX" for g in counted or listed):
         if devices is not None and len(devices) > 1:
             raise UsageError(
-                f"--devices {','.join(map(str, devices))} would split one vLLM across {len(devices)} CPX partitions; "
-                "tensor parallelism across CPX partitions has produced garbage output",
-                hint="run one TP=1 replica per partition (--devices 0 --port 8000, --devices 1 --port 8001, ...), "
-                "or switch the GPUs to SPX (amd-smi set --compute-partition SPX) for tensor parallelism",
+                f"--devices {','.join(map(str, devices))} would split one vLLM across "
+                f"{len(devices)} CPX partitions; tensor parallelism across CPX partitions has "
+                "produced garbage output",
+                hint="run one TP=1 replica per partition (--devices 0 --port 8000, --devices 1 "
+                "--port 8001, ...), or switch the GPUs to SPX (amd-smi set --compute-partition "
+                "SPX) for tensor parallelism",
             )
         replica = devices if devices is not None else ((discrete or [0])[0],)
         warnings.append(
             Warning(
                 code="cpx-one-replica-per-partition",
-                message=f"CPX mode: the run command serves one TP=1 replica on partition {replica[0]} of {offered}",
-                hint="start one per partition: the same command with --devices N --port 800N for each N "
-                "(the container is named vllm-N); for tensor parallelism switch the GPUs to SPX",
+                message="CPX mode: the run command serves one TP=1 replica on partition "
+                f"{replica[0]} of {offered}",
+                hint="start one per partition: the same command with --devices N --port 800N for "
+                "each N (the container is named vllm-N); for tensor parallelism switch the GPUs to "
+                "SPX",
                 severity="info",
                 source=CPX_SOURCE,
             )
@@ -181,20 +187,25 @@ def place(
         if heads:
             kv = f" and {kv_heads} KV heads" if kv_heads else ""
             why = (
-                f"the model has {heads} attention heads{kv} ({heads_source}); {tp} is the largest size "
-                f"up to {gpus} that vLLM accepts for them"
+                f"the model has {heads} attention heads{kv} ({heads_source}); {tp} is the largest "
+                f"size up to {gpus} that vLLM accepts for them"
             )
         else:
-            why = f"{tp} is the largest power of two up to {gpus} (the model's head count is not known here; nearly every model's is a power of two)"
+            why = (
+                f"{tp} is the largest power of two up to {gpus} (the model's head count is not "
+                "known here; nearly every model's is a power of two)"
+            )
         warnings.append(
             Warning(
                 code="tensor-parallel-size",
                 message=f"--tensor-parallel-size {tp} uses {tp} of {gpus} GPUs: {why}",
-                hint="serve another replica on the other GPUs with --devices, or use pipeline parallelism"
+                hint="serve another replica on the other GPUs with --devices, or use pipeline "
+                "parallelism"
                 + (
                     ""
                     if heads
-                    else "; give --model with its config.json on this machine (a path or in --hf-cache) to size it exactly"
+                    else "; give --model with its config.json on this machine (a path or in "
+                    "--hf-cache) to size it exactly"
                 ),
                 source=VLLM_HEADS_CHECK,
             )

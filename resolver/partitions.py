@@ -42,11 +42,13 @@ def partition_problems(gpus: tuple[Gpu, ...] | list[Gpu]) -> list[Problem]:
             problems.append(
                 Problem(
                     code="partition-missing",
-                    message=f"GPU {where} ({first.product or first.gfx}) shows {len(members)} of its "
-                    f"{expected} {mode} partitions: {expected - len(members)} missing from what ROCm sees",
-                    hint="check `amd-smi partition` and `dmesg | grep amdgpu` on the node: 64 or more partitions "
-                    "can exceed the kernel's limit of 64 DRM device nodes (8 GPUs in CPX lose one; use DPX/QPX), "
-                    "or a partition is hidden by ROCR_VISIBLE_DEVICES, a container's device list or a failed XCD",
+                    message=f"GPU {where} ({first.product or first.gfx}) shows {len(members)} of "
+                    f"its {expected} {mode} partitions: {expected - len(members)} missing from "
+                    "what ROCm sees",
+                    hint="check `amd-smi partition` and `dmesg | grep amdgpu` on the node: 64 or "
+                    "more partitions can exceed the kernel's limit of 64 DRM device nodes (8 GPUs "
+                    "in CPX lose one; use DPX/QPX), or a partition is hidden by "
+                    "ROCR_VISIBLE_DEVICES, a container's device list or a failed XCD",
                 )
             )
     return problems

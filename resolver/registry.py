@@ -6,8 +6,9 @@ fetches a pull token from the realm (with the user's Docker credentials for that
 there are any, else anonymously) and asks again. A ``Basic`` challenge (a registry with htpasswd
 auth, Artifactory, Harbor robot accounts) is answered with the credentials. Credentials come
 from the user's Docker config (``resolver.credentials``) and are never printed. Registries
-without auth (a local mirror, an air-gapped site) answer directly. The digest is the ``Docker-Content-Digest``
-header, or the sha256 of the manifest body when a registry omits the header.
+without auth (a local mirror, an air-gapped site) answer directly. The digest is the
+``Docker-Content-Digest`` header, or the sha256 of the manifest body when a registry omits the
+header.
 
 The registry is always asked first: a tag moves, and a tag the registry denies (404, 401/403) is
 an error, never answered from a cache. Resolved digests are kept on disk (``digests.json`` under
@@ -244,8 +245,9 @@ class RegistryClient:
                     raise
                 raise RegistryError(
                     f"{self.registry.image_name(repo)}:{tag}: {unreachable}",
-                    hint=f"the registry is too slow or stalls; retry later, use --registry with a closer mirror, "
-                    f"or raise {deadline.ENV}; without --digest the image is chosen offline",
+                    hint="the registry is too slow or stalls; retry later, use --registry with a "
+                    f"closer mirror, or raise {deadline.ENV}; without --digest the image is chosen "
+                    "offline",
                 ) from None
             return ResolvedDigest(
                 repo,
@@ -278,13 +280,15 @@ class RegistryClient:
             media_type = _media_type(response.headers.get("Content-Type"))
             if not _is_manifest(response.content, media_type):
                 raise RegistryError(
-                    f"{self.registry.image_name(repo)}:{tag}: {self.registry.url} sent no digest and no manifest",
+                    f"{self.registry.image_name(repo)}:{tag}: {self.registry.url} sent no digest "
+                    "and no manifest",
                     hint="the URL may be a web proxy, not an OCI registry; check --registry",
                 )
             digest = "sha256:" + hashlib.sha256(response.content).hexdigest()
         if not is_safe("digest", digest):
             raise RegistryError(
-                f"{self.registry.image_name(repo)}:{tag}: {self.registry.url} sent a malformed digest {digest[:80]!r}",
+                f"{self.registry.image_name(repo)}:{tag}: {self.registry.url} sent a malformed "
+                f"digest {digest[:80]!r}",
                 hint="the registry or a proxy in between is misbehaving; check --registry",
             )
         return digest, media_type
@@ -307,24 +311,26 @@ class RegistryClient:
             creds = self.credentials()
             if creds is None:
                 raise RegistryError(
-                    f"{self.registry.url} wants a login (Basic auth) for {repo}, and the Docker config has "
-                    f"no credentials for {self.registry.host}",
-                    hint=f"docker login {self.registry.host} (read from $DOCKER_CONFIG/config.json or "
-                    "~/.docker/config.json: auths, credHelpers, credsStore)",
+                    f"{self.registry.url} wants a login (Basic auth) for {repo}, and the Docker "
+                    f"config has no credentials for {self.registry.host}",
+                    hint=f"docker login {self.registry.host} (read from $DOCKER_CONFIG/config.json "
+                    "or ~/.docker/config.json: auths, credHelpers, credsStore)",
                 )
             if creds.identity_token:
                 raise RegistryError(
-                    f"{self.registry.url} wants a password (Basic auth) for {repo}; the Docker config has "
-                    f"only an identity token for {self.registry.host} ({creds.source})",
-                    hint=f"docker login {self.registry.host} with a user name and password or access token",
+                    f"{self.registry.url} wants a password (Basic auth) for {repo}; the Docker "
+                    f"config has only an identity token for {self.registry.host} ({creds.source})",
+                    hint=f"docker login {self.registry.host} with a user name and password or "
+                    "access token",
                 )
             return f"Basic {creds.basic()}"
         if scheme == "bearer":
             return f"Bearer {self._token(challenge, scope, repo)}"
         raise RegistryError(
-            f"{self.registry.url} wants {scheme or 'unknown'} authentication for {repo}, which is not supported",
-            hint="only Basic and Bearer (token) auth are: use a mirror that offers them, or pin the digest by hand "
-            "in matrix/images.toml",
+            f"{self.registry.url} wants {scheme or 'unknown'} authentication for {repo}, which is "
+            "not supported",
+            hint="only Basic and Bearer (token) auth are: use a mirror that offers them, or pin "
+            "the digest by hand in matrix/images.toml",
         )
 
     def _token(self, challenge: str, scope: str, repo: str) -> str:
@@ -341,7 +347,8 @@ class RegistryClient:
             query["service"] = params["service"]
         creds = self.credentials()
         if creds is not None and creds.identity_token:
-            # OAuth2 refresh-token grant (docker/distribution token spec), as `docker login` left it.
+            # OAuth2 refresh-token grant (docker/distribution token spec), as `docker login` left
+            # it.
             form = {
                 **query,
                 "grant_type": "refresh_token",
@@ -362,14 +369,16 @@ class RegistryClient:
         if response.status_code != 200:
             if creds is not None:
                 raise RegistryError(
-                    f"token server {realm} refused the credentials for {self.registry.host} from {creds.source} "
-                    f"(HTTP {response.status_code}) for {repo}",
+                    f"token server {realm} refused the credentials for {self.registry.host} from "
+                    f"{creds.source} (HTTP {response.status_code}) for {repo}",
                     hint=f"log in again: docker login {self.registry.host}",
                 )
             raise RegistryError(
-                f"token server {realm} refused an anonymous pull token for {repo} (HTTP {response.status_code})",
-                hint=f"the repository may be private or misspelled; for a private one, docker login {self.registry.host} "
-                "(credentials are read from the Docker config), or use --registry with a mirror",
+                f"token server {realm} refused an anonymous pull token for {repo} (HTTP "
+                f"{response.status_code})",
+                hint="the repository may be private or misspelled; for a private one, docker "
+                f"login {self.registry.host} (credentials are read from the Docker config), or use "
+                "--registry with a mirror",
             )
         try:
             body = bounded.loads_json(response.content)
@@ -379,7 +388,8 @@ class RegistryClient:
         if not isinstance(token, str) or not token:
             raise RegistryError(
                 f"token server {realm} answered without a token",
-                hint="the registry's auth service is misbehaving; retry later or use --registry with a mirror",
+                hint="the registry's auth service is misbehaving; retry later or use --registry "
+                "with a mirror",
             )
         return token
 
@@ -390,7 +400,8 @@ class RegistryClient:
         return self._request(method, self.registry.url + path, headers=headers, what=path)
 
     def _request(self, method: str, url: str, *, what: str, **kwargs: Any) -> requests.Response:
-        """One HTTP call with retries: connection errors, timeouts, 429 and 5xx back off and retry."""
+        """One HTTP call with retries: connection errors, timeouts, 429 and 5xx back off and
+        retry."""
         import requests
 
         last: str = ""
@@ -419,9 +430,10 @@ class RegistryClient:
                 continue
             return response
         raise RegistryUnreachableError(
-            f"registry {self.registry.url} did not answer for {what}: {last} ({self.retries} tries)",
-            hint=f"check the network or proxy (HTTPS_PROXY), or point --registry / {REGISTRY_ENV} at a reachable "
-            "mirror; without --digest the image is chosen offline",
+            f"registry {self.registry.url} did not answer for {what}: {last} ({self.retries} "
+            "tries)",
+            hint=f"check the network or proxy (HTTPS_PROXY), or point --registry / {REGISTRY_ENV} "
+            "at a reachable mirror; without --digest the image is chosen offline",
         )
 
     def _raise_for(self, response: requests.Response, repo: str, path: str) -> None:
@@ -433,20 +445,23 @@ class RegistryClient:
             raise RegistryError(
                 f"{where}: {path.rsplit('/', 1)[-1]} not found at {self.registry.url}",
                 hint="the tag may not be published (the matrix can list a tag before it exists); "
-                "check the tag, try --vllm for another release, or run `rocm-vllm matrix refresh --source images`",
+                "check the tag, try --vllm for another release, or run "
+                "`rocm-vllm matrix refresh --source images`",
             )
         if code in (401, 403):
             creds = self._credentials if self._looked_up else None
             if creds is not None:
                 raise RegistryError(
-                    f"{where}: {self.registry.url} refused the credentials for {self.registry.host} "
-                    f"from {creds.source} (HTTP {code})",
-                    hint=f"log in again (docker login {self.registry.host}), or check that this account may pull {where}",
+                    f"{where}: {self.registry.url} refused the credentials for "
+                    f"{self.registry.host} from {creds.source} (HTTP {code})",
+                    hint=f"log in again (docker login {self.registry.host}), or check that this "
+                    f"account may pull {where}",
                 )
             raise RegistryError(
                 f"{where}: {self.registry.url} refused anonymous access (HTTP {code})",
-                hint=f"the repository may be private or misspelled; docker login {self.registry.host} "
-                "(credentials are read from the Docker config), or use a mirror that allows anonymous pulls (--registry URL)",
+                hint="the repository may be private or misspelled; docker login "
+                f"{self.registry.host} (credentials are read from the Docker config), or use a "
+                "mirror that allows anonymous pulls (--registry URL)",
             )
         raise RegistryError(
             f"{where}: {self.registry.url} answered HTTP {code}",
@@ -466,8 +481,10 @@ def _read_capped(response: requests.Response, what: str) -> None:
         size += len(chunk)
         if size > MAX_BODY:
             raise RegistryError(
-                f"{response.url}: the answer for {what} is larger than {MAX_BODY // (1024 * 1024)} MiB",
-                hint="this is not an OCI registry (or a proxy sends an endless body); check --registry",
+                f"{response.url}: the answer for {what} is larger than {MAX_BODY // (1024 * 1024)} "
+                "MiB",
+                hint="this is not an OCI registry (or a proxy sends an endless body); check "
+                "--registry",
             )
         chunks.append(chunk)
     response._content = b"".join(chunks)

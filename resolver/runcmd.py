@@ -1,4 +1,5 @@
-"""The command that serves vLLM from a chosen image: ``docker run``, ``podman run`` or a compose service.
+"""The command that serves vLLM from a chosen image: ``docker run``, ``podman run`` or a compose
+service.
 
 Flags follow vLLM's ROCm docs (v0.15+ official image: ``--device /dev/kfd --device /dev/dri
 --group-add=video --ipc=host --cap-add=SYS_PTRACE --security-opt seccomp=unconfined``, the HF
@@ -57,7 +58,8 @@ class RunSpec:
         if self.model is not None and not _MODEL_RE.fullmatch(self.model):
             raise UsageError(
                 f"--model {self.model!r} is not a model id or path",
-                hint="give a Hugging Face id (org/name) or an absolute path without spaces or shell characters",
+                hint="give a Hugging Face id (org/name) or an absolute path without spaces or "
+                "shell characters",
             )
         if (
             self.hf_cache.startswith("~")
@@ -72,7 +74,8 @@ class RunSpec:
             if expanded == self.hf_cache or not expanded.startswith("/"):
                 raise UsageError(
                     f"Hugging Face cache path {self.hf_cache!r} names an unknown user",
-                    hint="give an absolute path, or one under ~/ or ~USER/ for a user of this machine",
+                    hint="give an absolute path, or one under ~/ or ~USER/ for a user of this "
+                    "machine",
                 )
             object.__setattr__(self, "hf_cache", expanded)
         if not _PATH_RE.fullmatch(self.hf_cache):

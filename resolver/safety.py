@@ -47,7 +47,8 @@ def require_safe(kind: str, value: str, *, where: str) -> str:
         if where.startswith("--"):  # a flag: the user's input (exit 2), not broken data (exit 3)
             raise UnsafeInputError(
                 f"{where}: {shown} is not an acceptable {kind.replace('_', ' ')}",
-                hint="only plain names, versions, commits and tags are accepted (no shell or Dockerfile syntax)",
+                hint="only plain names, versions, commits and tags are accepted (no shell or "
+                "Dockerfile syntax)",
             )
         raise UnsafeValueError(
             f"{where}: {shown} is not an acceptable {kind.replace('_', ' ')}",

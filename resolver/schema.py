@@ -137,6 +137,7 @@ TABLES: Final[dict[str, tuple[str, dict[str, Any]]]] = {
                 "env": ENV_MAP,
                 "product": {"type": "array", "items": _PRODUCT},
                 "unified_memory_source": STR,
+                "alternative": STR,
                 "kernel_floor": {"type": "array", "items": _KERNEL_FLOOR},
             },
             ("name", "arch", "families", "features", "vllm_status", "source"),

@@ -1,7 +1,8 @@
 """Version parsing shared by the data loader, the CLI and the probe.
 
 ROCm numbering jumps (7.2.4 -> 7.9..7.13 previews -> 7.14 -> 10.0), so a ROCm version is always
-compared as a parsed ``Version`` and paired with its stream from ``matrix/rocm.toml``, never as text.
+compared as a parsed ``Version`` and paired with its stream from ``matrix/rocm.toml``, never as
+text.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ def parse_spec(text: str) -> SpecifierSet:
     if len(raw) > 4 * MAX_VERSION_TEXT or not raw.isascii():
         raise InputError(
             f"--vllm {text[:80]!r} is not a version or PEP 440 specifier",
-            hint="use a version (0.24.0) or a specifier such as '>=0.20' or '==0.10.*' (ASCII, short)",
+            hint="use a version (0.24.0) or a specifier such as '>=0.20' or '==0.10.*' (ASCII, "
+            "short)",
         )
     if raw.lower() in ("latest", "newest", "stable"):
         raise InputError(
@@ -59,7 +61,8 @@ def parse_spec(text: str) -> SpecifierSet:
             except ValueError:
                 raise InputError(
                     f"--vllm {text!r} is not a version or PEP 440 specifier",
-                    hint="use a vLLM version (0.24.0), a wildcard (0.24.*) or a specifier such as '>=0.20'",
+                    hint="use a vLLM version (0.24.0), a wildcard (0.24.*) or a specifier such as "
+                    "'>=0.20'",
                 ) from None
         raw = f"=={bare}"
     try:
@@ -93,7 +96,8 @@ def driver_series(text: str) -> str:
         raise InputError(
             f"--driver {text!r} is not an amdgpu driver version",
             hint="give the AMD GPU driver release, e.g. 30.30.3 or 6.4.1 "
-            "(the amdgpu-install version; /sys/module/amdgpu/version is the kernel module's own number)",
+            "(the amdgpu-install version; /sys/module/amdgpu/version is the kernel module's own "
+            "number)",
         )
     return f"{int(match.group(1))}.{int(match.group(2))}"
 
@@ -101,7 +105,8 @@ def driver_series(text: str) -> str:
 # How rocminfo and the compilers print a target: ``amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-``.
 _TARGET_ID_RE = re.compile(r"^(?:amdgcn-amd-amdhsa--)?(gfx[0-9a-f]{3,5})((?::[a-z0-9_]+[+-])*)\Z")
 # rocm_smi_lib / amd-smi before ROCm 6.4 built the name in decimal and, when the minor digit is 0,
-# multiplied the major by another 10: gfx908 -> "gfx9008", gfx90a -> "gfx9010", gfx1101 -> "gfx11001"
+# multiplied the major by another 10: gfx908 -> "gfx9008", gfx90a -> "gfx9010", gfx1101 ->
+# "gfx11001"
 # (ROCm/amdsmi CHANGELOG, amd_smi_lib for ROCm 6.4.0, resolved issues). No real target has a
 # 4-digit name starting with 6-9 or a 5-digit name, so those are read back as major, 0, stepping.
 _SMI_MISPRINT_RE = re.compile(r"^gfx(?:([6-9])|(1[0-2]))0([0-9][0-9])\Z")
@@ -153,7 +158,8 @@ def split_os(text: str) -> tuple[str, str]:
     if not match:
         raise InputError(
             f"--os {text!r} is not an OS id",
-            hint="write the os-release ID and VERSION_ID joined by '-', e.g. ubuntu-22.04 or rhel-9.4",
+            hint="write the os-release ID and VERSION_ID joined by '-', e.g. ubuntu-22.04 or "
+            "rhel-9.4",
         )
     return match.group(1), match.group(2)
 

@@ -27,7 +27,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-golden",
         action="store_true",
-        help="rewrite the golden files (explanations, Dockerfiles, run commands) from the current output",
+        help="rewrite the golden files (explanations, Dockerfiles, run commands) from the current "
+        "output",
     )
 
 

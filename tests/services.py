@@ -137,7 +137,8 @@ def registry(
     """A CNCF distribution registry on 127.0.0.1; yields ``http://127.0.0.1:PORT``.
 
     Two registries may share one ``storage`` directory: one open for pushes, one behind token auth
-    (``token_auth``) or basic auth (``htpasswd``: a bcrypt htpasswd file, see ``write_htpasswd``)."""
+    (``token_auth``) or basic auth (``htpasswd``: a bcrypt htpasswd file, see
+    ``write_htpasswd``)."""
     binary = _need("docker-registry")
     root = Path(tempfile.mkdtemp(prefix="rvr-", dir="/tmp"))
     storage = storage or root / "data"
@@ -228,7 +229,8 @@ def credential_helper(directory: Path, name: str, answers: dict[str, tuple[str, 
         f"answers = {json.dumps({k: list(v) for k, v in answers.items()})}\n"
         "server = sys.stdin.read().strip()\n"
         "log = pathlib.Path(__file__).with_name('asked.log')\n"
-        "log.write_text((log.read_text() if log.exists() else '') + sys.argv[1] + ' ' + server + '\\n')\n"
+        "log.write_text((log.read_text() if log.exists() else '') "
+        "+ sys.argv[1] + ' ' + server + '\\n')\n"
         "if sys.argv[1:] != ['get'] or server not in answers:\n"
         "    print('credentials not found in native keychain'); sys.exit(1)\n"
         "user, secret = answers[server]\n"
@@ -302,7 +304,8 @@ class TokenServer:
 
             def do_POST(self) -> None:
                 """The OAuth2 refresh-token grant (what `docker login` with a token leaves: an
-                identity token); access_token in the answer, as the distribution token spec has it."""
+                identity token); access_token in the answer, as the distribution token spec has
+                it."""
                 length = int(self.headers.get("Content-Length", "0"))
                 form = parse_qs(self.rfile.read(length).decode())
                 server.requests.append(form)

@@ -20,7 +20,11 @@ from resolver.engine import DockerEngine
 
 BUSYBOX = Path("/bin/busybox")
 
-PYTHON3_SHIM = '#!/bin/sh\n# stands in for python3 -c SMOKE_SCRIPT: print the versions baked in at build time\necho "$SHIM_VERSIONS"\n'
+PYTHON3_SHIM = (
+    "#!/bin/sh\n"
+    "# stands in for python3 -c SMOKE_SCRIPT: print the versions baked in at build time\n"
+    'echo "$SHIM_VERSIONS"\n'
+)
 VLLM_SHIM = '#!/bin/sh\necho "vllm-shim $*"\n'
 
 DOCKERFILE = """\

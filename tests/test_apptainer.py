@@ -16,7 +16,8 @@ from resolver.apptainer import definition, oci_ref, run_command
 from resolver.runcmd import RunSpec
 from tests.helpers import run_cli
 
-# Header keywords and bootstrap agents from the user guide; the agents that pull OCI images need From.
+# Header keywords and bootstrap agents from the user guide; the agents that pull OCI images need
+# From.
 BOOTSTRAP_AGENTS = {
     "library",
     "docker",
@@ -214,7 +215,8 @@ def test_image_format_apptainer() -> None:
     header, _sections = parse_definition(data["definition"])
     assert header["From"] == data["image"]
     text = run_cli("image", "--example", "mi300x-8", "--format", "apptainer")
-    # stdout is exactly the .def file (`> vllm.def` works); the exec command is commentary on stderr.
+    # stdout is exactly the .def file (`> vllm.def` works); the exec command is commentary on
+    # stderr.
     assert (
         text.stdout.startswith("Bootstrap: docker\n")
         and parse_definition(text.stdout)[0]["From"] == data["image"]

@@ -1,4 +1,5 @@
-"""BuildKit trace decoding: readable lines from real-shaped StatusResponse payloads; never raises."""
+"""BuildKit trace decoding: readable lines from real-shaped StatusResponse payloads; never
+raises."""
 
 from __future__ import annotations
 

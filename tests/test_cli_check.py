@@ -147,7 +147,8 @@ def test_bad_input_exits_2_with_one_line_and_hint(args: list[str], message: str)
 def test_a_repeated_node_flag_is_refused_not_the_last_kept(
     command: str, flag: str, values: list[str]
 ) -> None:
-    """Click keeps the last of a repeated option: `--node a.json --node b.json` would decide for b only."""
+    """Click keeps the last of a repeated option: `--node a.json --node b.json` would decide for b
+    only."""
     args = [a for v in values for a in (flag, v)]
     result = run_cli(command, *args)
     assert result.exit_code == 2, result.output

@@ -7,7 +7,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CODE = re.compile(r"""\bcode=["']([a-z0-9][a-z0-9-]*)["']""")
-# Problems made positionally: Problem("code", ...) and view.problem("code", ...), on one line or the next.
+# Problems made positionally: Problem("code", ...) and view.problem("code", ...), on one line or the
+# next.
 POSITIONAL = re.compile(r"""\b(?:Problem|problem)\(\s*f?["']([a-z0-9][a-z0-9{}_-]*)["']""")
 
 
@@ -28,3 +29,64 @@ def test_every_emitted_code_is_documented() -> None:
     assert missing == [], (
         "document these codes (docs/verdicts.md, docs/probe.md, ...): " + ", ".join(missing)
     )
+
+
+def test_every_reason_and_advisory_code_is_one_literal_and_documented() -> None:
+    from resolver.codes import ADVISORY_CODES, REASON_CODES
+
+    docs = (ROOT / "docs" / "verdicts.md").read_text()
+    listed = REASON_CODES + ADVISORY_CODES
+    assert len(set(listed)) == len(listed) and set(REASON_CODES).isdisjoint(ADVISORY_CODES)
+    missing = sorted(c for c in listed if f"`{c}`" not in docs)
+    assert missing == [], "document these codes in docs/verdicts.md: " + ", ".join(missing)
+
+
+def test_the_solver_emits_no_reason_or_advisory_code_outside_the_literals() -> None:
+    # mypy checks each Reason(code=...) against ReasonCode; this catches a code built another way.
+    from resolver.codes import ADVISORY_CODES, REASON_CODES
+
+    found: set[str] = set()
+    for path in (ROOT / "resolver" / "solve").rglob("*.py"):
+        found |= set(CODE.findall(path.read_text()))
+    assert found, "the scan itself works"
+    assert sorted(found - set(REASON_CODES) - set(ADVISORY_CODES)) == []
+
+
+def test_explain_and_solve_read_no_prose_back() -> None:
+    """Pass structure, never prose: no regex and no substring test over the tool's own messages
+    in the layers that decide and word (``message``, ``hint``, ``text``, ``label`` fields)."""
+    import ast
+
+    prose = {"message", "hint", "text", "label", "detail"}
+    string_ops = {"startswith", "endswith", "split", "rsplit", "partition", "find", "index"}
+    string_ops |= {"removeprefix", "removesuffix", "replace"}
+    offences: list[str] = []
+    for layer in ("solve", "explain"):
+        for path in sorted((ROOT / "resolver" / layer).rglob("*.py")):
+            tree = ast.parse(path.read_text())
+            where = path.relative_to(ROOT)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import | ast.ImportFrom):
+                    names = [a.name for a in node.names]
+                    module = getattr(node, "module", None)
+                    # text.py finds `inline commands` to keep them unwrapped: layout, not data.
+                    if ("re" in names or module == "re") and path.name != "text.py":
+                        offences.append(f"{where}:{node.lineno} imports re")
+                if isinstance(node, ast.Compare) and any(
+                    isinstance(op, ast.In | ast.NotIn) for op in node.ops
+                ):
+                    # `x in r.hint` is a substring test; `h.text in seen` (a set) is not.
+                    for side in node.comparators:
+                        if isinstance(side, ast.Attribute) and side.attr in prose:
+                            offences.append(f"{where}:{node.lineno} `in` over .{side.attr}")
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in string_ops
+                    and isinstance(node.func.value, ast.Attribute)
+                    and node.func.value.attr in prose
+                ):
+                    offences.append(
+                        f"{where}:{node.lineno} .{node.func.value.attr}.{node.func.attr}()"
+                    )
+    assert offences == []

@@ -167,7 +167,7 @@ def test_wrong_password_is_refused_and_never_shown(
     assert err.value.exit_code == 4
 
 
-# --- token auth with credentials (the Docker Hub / Harbor flow) -------------------------------------
+# --- token auth with credentials (the Docker Hub / Harbor flow) -----------------------------------
 
 
 @pytest.mark.registry
@@ -207,7 +207,7 @@ def test_identity_token_uses_the_refresh_token_grant(
     )
 
 
-# --- through the CLI: --digest and --pull, no secret in any output ---------------------------------
+# --- through the CLI: --digest and --pull, no secret in any output --------------------------------
 
 
 def _cli(*args: str, env: dict[str, str]) -> Any:

@@ -1,4 +1,5 @@
-"""resolver.explain.derive: decisions become numbered, sourced, deterministic derivations with checked hints."""
+"""resolver.explain.derive: decisions become numbered, sourced, deterministic derivations with
+checked hints."""
 
 from __future__ import annotations
 
@@ -195,7 +196,8 @@ def test_any_decision_derives_round_trips_and_renders(
 
 
 def test_driver_hint_is_the_smallest_forward_move() -> None:
-    # amdgpu 31.10 runs ROCm 7.11/7.14 only; 31.40 (newer, same stream) runs ROCm 7.2 and 10.0: never
+    # amdgpu 31.10 runs ROCm 7.11/7.14 only; 31.40 (newer, same stream) runs ROCm 7.2 and 10.0:
+    # never
     # send the host back to 30.30.
     d = decide("gfx942", driver="31.10.0")
     driver = next(h for h in d.hints if h.kind == "driver")
@@ -204,7 +206,8 @@ def test_driver_hint_is_the_smallest_forward_move() -> None:
 
 
 def test_a_host_hint_that_alone_does_not_unlock_is_not_printed_alone() -> None:
-    # RHEL 8.10 has glibc 2.28: Python 3.12 alone still leaves the wheel blocked; only both together open it.
+    # RHEL 8.10 has glibc 2.28: Python 3.12 alone still leaves the wheel blocked; only both together
+    # open it.
     d = decide("gfx942", os="rhel-8.10", prefer="wheel", python="3.11")
     host = [h for h in d.hints if h.kind in ("python", "os")]
     assert len(host) == 1, [h.text for h in d.hints]
@@ -247,7 +250,7 @@ def test_every_host_hint_unlocks_what_it_promises() -> None:
                 rocm=None,
                 python=case.get("python"),
             )
-            fields = {"driver": "driver_version", "python": "python", "os": "glibc"}
+            fields = {"driver": "driver_version", "python": "python", "glibc": "glibc"}
             changes = {fields[k]: (v + ".0" if k == "driver" else v) for k, v in h.changes}
             request = Request(
                 vllm=parse_spec(str(case["vllm"])) if case.get("vllm") else None,

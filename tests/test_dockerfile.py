@@ -1,7 +1,8 @@
 """`rocm-vllm dockerfile`: golden files per era and node type, hadolint, pins equal to the data,
 refusals with exit codes, unsafe values, atomic output, and a real build of a stand-in template.
 
-Regenerate the golden files after an intended change with ``UPDATE_GOLDEN=1 pytest tests/test_dockerfile.py``.
+Regenerate the golden files after an intended change with ``UPDATE_GOLDEN=1 pytest
+tests/test_dockerfile.py``.
 """
 
 from __future__ import annotations
@@ -128,7 +129,8 @@ def test_stack_follows_the_host_driver_and_refuses_previews_and_branches() -> No
 
 
 def test_every_known_stack_of_every_release_plans_and_renders() -> None:
-    """`dockerfile` builds every known release's stacks (previews and branches allowed explicitly)."""
+    """`dockerfile` builds every known release's stacks (previews and branches allowed
+    explicitly)."""
     live = matrix_mod.load_dir(LIVE_MATRIX)
     count = 0
     for release in live.vllm:
@@ -461,7 +463,7 @@ def test_without_vllm_the_newest_fitting_release_is_chosen() -> None:
     assert json.loads(result.stdout)["base_rocm"] in {"7.0", "6.3.1"}
 
 
-# --- output ----------------------------------------------------------------------------------------
+# --- output ---------------------------------------------------------------------------------------
 
 
 def test_output_file_is_written_atomically(tmp_path: Path) -> None:
@@ -489,7 +491,7 @@ def test_dry_run_build_prints_the_file_without_an_engine() -> None:
     assert result.stdout == (GOLDEN / "v0.10.0-gfx942.Dockerfile").read_text()
 
 
-# --- what the file leaves to the build host, and where it pulls from (issue 11.13) -----------------
+# --- what the file leaves to the build host, and where it pulls from (issue 11.13) ----------------
 
 
 def test_max_jobs_is_not_baked_in_from_the_generating_machine(m: Matrix) -> None:
@@ -534,7 +536,8 @@ def test_max_jobs_defaults_to_what_the_build_host_bears_at_build_time(
     mem_jobs = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (4 * 1024**3)
     got = subprocess.run(show, env=env, capture_output=True, text=True, check=True).stdout.strip()
     assert int(got) == max(1, min(cpus, mem_jobs))
-    # The build argument reaches later stages as ROCM_VLLM_MAX_JOBS (ENV); in build_base as MAX_JOBS.
+    # The build argument reaches later stages as ROCM_VLLM_MAX_JOBS (ENV); in build_base as
+    # MAX_JOBS.
     for name in ("MAX_JOBS", "ROCM_VLLM_MAX_JOBS"):
         for value in ("", "3"):
             out = subprocess.run(
@@ -602,7 +605,7 @@ def test_default_tag_says_what_the_image_is(m: Matrix) -> None:
     assert df.image_tag(plan, "127.0.0.1:5000/me/vllm") == "127.0.0.1:5000/me/vllm:latest"
 
 
-# --- a real build -----------------------------------------------------------------------------------
+# --- a real build ---------------------------------------------------------------------------------
 
 
 STANDIN = GOLDEN / "standin" / "standin.Dockerfile.in"
@@ -626,7 +629,8 @@ def test_build_through_the_engine(
         engine = request.getfixturevalue("docker_engine")
     except pytest.FixtureLookupError:
         pytest.skip(
-            "the docker_engine fixture comes with resolver/engine.py (images helper); runs after merge"
+            "the docker_engine fixture comes with resolver/engine.py (images helper); runs after "
+            "merge"
         )
     busybox = shutil.which("busybox")
     if busybox is None:

@@ -51,7 +51,8 @@ CASES: dict[str, tuple[list[str], int]] = {
     ),
 }
 
-# The issue's "done when": each prints a chain starting with "Because", names sources, ends in hints.
+# The issue's "done when": each prints a chain starting with "Because", names sources, ends in
+# hints.
 DONE_WHEN = (
     "old-driver",
     "gfx906-unsupported",
@@ -116,7 +117,8 @@ def test_old_driver_names_fixes() -> None:
     _, text = explain("old-driver")
     flat = " ".join(text.split())
     assert "amdgpu 6.1.x supports ROCm user space 5.7-6.4" in flat
-    # The smallest forward move that runs ROCm 7.2: 6.4.x (AMD's table: 6.4 runs user space 6.1-7.2).
+    # The smallest forward move that runs ROCm 7.2: 6.4.x (AMD's table: 6.4 runs user space
+    # 6.1-7.2).
     assert "upgrade the host's amdgpu driver to 6.4.x" in flat
     assert "pick vLLM <= 0.10.1" in flat
     assert "rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909" in flat
@@ -221,10 +223,13 @@ def test_json_path_does_not_import_rich() -> None:
         "import sys\n"
         "from typer.testing import CliRunner\n"
         "from resolver.cli import app\n"
-        "r = CliRunner().invoke(app, ['check', '--gfx', 'gfx942', '--driver', '6.1.3', '--vllm', '>=0.23,<0.25', '--json'])\n"
+        "r = CliRunner().invoke(app, ['check', '--gfx', 'gfx942', '--driver', '6.1.3', '--vllm', "
+        "'>=0.23,<0.25', '--json'])\n"
         "assert r.exit_code == 1, r.output\n"
-        "assert not [m for m in sys.modules if m == 'rich' or m.startswith('rich.')], 'rich imported'\n"
-        "assert not {'resolver.explain.text', 'resolver.explain.rich'} & set(sys.modules), 'renderers imported'\n"
+        "assert not [m for m in sys.modules if m == 'rich' or m.startswith('rich.')], 'rich "
+        "imported'\n"
+        "assert not {'resolver.explain.text', 'resolver.explain.rich'} & set(sys.modules), "
+        "'renderers imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -298,7 +303,10 @@ def test_plain_prose_follows_the_width_and_commands_stay_whole() -> None:
 def test_inline_commands_in_prose_are_not_split() -> None:
     from resolver.explain.text import _fill
 
-    text = "hint: choose an artifact built for gfx1030, or build from source: `rocm-vllm dockerfile --gfx gfx1030`"
+    text = (
+        "hint: choose an artifact built for gfx1030, or build from source: `rocm-vllm "
+        "dockerfile --gfx gfx1030`"
+    )
     lines = _fill(text, "", "  ", 40)
     assert any("`rocm-vllm dockerfile --gfx gfx1030`" in line for line in lines), lines
 

@@ -457,7 +457,10 @@ def test_srun_output_is_read_per_task() -> None:
             f"2: {MARKER}n3",
         ]
     )
-    stderr = "0: Traceback: boom\nsrun: error: n1: task 0: Exited with exit code 1\nsrun: error: n3: task 2: Exited with exit code 124\n"
+    stderr = (
+        "0: Traceback: boom\nsrun: error: n1: task 0: Exited with exit code 1\n"
+        "srun: error: n3: task 2: Exited with exit code 124\n"
+    )
     reports = {
         r.name: r for r in parse_output(stdout, stderr, ["n1", "n2", "n3", "n4"], timeout=60)
     }

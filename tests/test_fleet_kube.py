@@ -71,7 +71,8 @@ def test_unplaceable_node_is_unknown_not_dropped() -> None:
     assert report.status == "unknown"
     assert (
         report.reason
-        == "PCI device id 1638 is not a GPU the compatibility data knows; the node cannot be placed from its labels"
+        == "PCI device id 1638 is not a GPU the compatibility data knows; the node cannot be "
+        "placed from its labels"
     )
     fleet = plan_fleet(matrix.load(), [report], Request())
     assert [(g.hostlist, g.verdict) for g in fleet.groups] == [("vega8-node", "unknown")]
@@ -112,7 +113,10 @@ def _node(labels: dict[str, str], capacity: dict[str, str] | None = None) -> str
         (
             {"beta.amd.com/gpu.vram": "192G"},
             None,
-            "the labels disagree on vram: amd.com/gpu.vram say 191G; beta.amd.com/gpu.vram say 192G",
+            (
+                "the labels disagree on vram: amd.com/gpu.vram say 191G; beta.amd.com/gpu.vram say "
+                "192G"
+            ),
         ),
         (
             {"amd.com/compute-memory-partition": "cpx_nps4"},
@@ -298,6 +302,9 @@ def test_kube_kubectl_asks_the_current_cluster(tmp_path: Path) -> None:
     )
     assert run.returncode == 4
     assert run.stderr.splitlines() == [
-        "error: kubectl get nodes failed: error: You must be logged in to the server (Unauthorized)",
+        (
+            "error: kubectl get nodes failed: error: You must be logged in to the server "
+            "(Unauthorized)"
+        ),
         "hint: check the current context (`kubectl config current-context`) and your access",
     ]

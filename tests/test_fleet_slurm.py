@@ -178,7 +178,8 @@ def test_unknown_target_and_dead_controller(slurm_cluster: SlurmCluster, tmp_pat
 
 def test_generated_sbatch_runs_under_slurm(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
     """The group's script, submitted as written; the container engine is a stand-in that records
-    the node it ran on, the GPUs Slurm gave it and its arguments (docker cannot run the image here)."""
+    the node it ran on, the GPUs Slurm gave it and its arguments (docker cannot run the image
+    here)."""
     probe = _probe_script(tmp_path)
     out = tmp_path / "plan"
     run = _cli(

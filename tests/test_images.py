@@ -159,7 +159,8 @@ def test_no_image_prints_nothing_on_stdout() -> None:
 
 
 def test_no_image_for_an_unshipped_gfx() -> None:
-    # Bounded below v0.28.0, whose image the frozen data lists without an arch list (that is "unknown").
+    # Bounded below v0.28.0, whose image the frozen data lists without an arch list (that is
+    # "unknown").
     code, out = cli_json("--gfx", "gfx1030", "--driver", "30.30.3", "--vllm", "<0.28")
     assert code == 1
     assert out["image"] is None and out["run_command"] is None
@@ -191,7 +192,7 @@ def test_bad_flags_are_usage_errors() -> None:
         assert "hint: " in result.stderr
 
 
-# --- against the loopback registry and engine -------------------------------------------------------
+# --- against the loopback registry and engine -----------------------------------------------------
 
 
 @pytest.mark.registry

@@ -42,7 +42,10 @@ def test_wheel_install_ships_matrix_and_dockerfiles(
         [
             str(py),
             "-c",
-            "from resolver import resources; print(resources.matrix_dir()); print(resources.dockerfiles_dir())",
+            (
+                "from resolver import resources; print(resources.matrix_dir()); "
+                "print(resources.dockerfiles_dir())"
+            ),
         ],
         cwd=tmp_path,
         capture_output=True,

@@ -178,7 +178,8 @@ def test_amd_vllm_tags_are_the_ones_amd_lists() -> None:
 
 
 def test_arch_lists_read_from_family_names_are_not_exact() -> None:
-    # AMD publishes no arch list for rocm/vllm images; a list derived from a family name is inferred.
+    # AMD publishes no arch list for rocm/vllm images; a list derived from a family name is
+    # inferred.
     for img in M.images:
         if img.repo == "rocm/vllm" and img.arch:
             assert img.provenance.confidence != "exact", f"{img.tag}: arch list claims exact"
@@ -219,7 +220,8 @@ def test_cmake_accepting_gfx906_does_not_make_it_supported() -> None:
         *(a for w in M.wheels for a in w.arch),
     ]
     assert "gfx906" not in shipped
-    # The verdict cites why (Triton, AMD's deprecation, the maintainers' pointer), not a comment-only PR.
+    # The verdict cites why (Triton, AMD's deprecation, the maintainers' pointer), not a
+    # comment-only PR.
     assert "triton" in g906.provenance.source.lower() and "22458" in g906.provenance.source
 
 

@@ -125,7 +125,7 @@ def test_full_cpx_node_and_one_partition_alone_are_not_problems() -> None:
     assert [p.code for p in partition_problems(full[:-1])] == ["partition-missing"]
 
 
-# --- iGPU beside a discrete GPU ---------------------------------------------------------------------
+# --- iGPU beside a discrete GPU -------------------------------------------------------------------
 
 
 def test_igpu_is_hidden_in_the_run_command() -> None:
@@ -151,7 +151,7 @@ def test_igpu_listed_first_is_skipped_by_index() -> None:
     assert [w.code for w in chosen.warnings] == ["integrated-gpu-chosen"]
 
 
-# --- tensor-parallel size and heads ----------------------------------------------------------------
+# --- tensor-parallel size and heads ---------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

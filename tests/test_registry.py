@@ -119,7 +119,7 @@ def test_unsafe_tag_is_refused_before_any_request() -> None:
         client("http://127.0.0.1:9").resolve(OFFICIAL, "v1;rm -rf /")
 
 
-# --- token auth (the Docker Hub flow) --------------------------------------------------------------
+# --- token auth (the Docker Hub flow) -------------------------------------------------------------
 
 
 @pytest.mark.registry

@@ -9,6 +9,7 @@ from resolver import matrix
 from resolver.errors import InputError
 from resolver.node import Gpu, Node, Partition, from_flags
 from resolver.solve import Decision, Request, solve
+from resolver.solve.types import HostChange
 from resolver.versions import parse_spec
 
 M = matrix.load()
@@ -65,8 +66,7 @@ def test_old_driver_blocks_new_vllm_and_names_window_and_fix() -> None:
     assert (
         reason.fix is not None
         and reason.fix.host
-        and reason.fix.value == "6.4"
-        and reason.fix.direction == "upgrade"
+        and reason.fix.change == HostChange(kind="driver", value="6.4", direction="upgrade")
     )
     assert "upgrade the host's amdgpu driver to 6.4.x" in reason.hint
 
@@ -84,7 +84,8 @@ def test_mx_compute_needs_gfx950_but_mxfp4_weights_run_emulated() -> None:
     ok = decide("gfx950", driver="30.30.3", quantization="mxfp4")
     assert ok.verdict == "supported" and ok.plan is not None
     assert "mxfp4-native" in codes(ok)
-    # vLLM's gpt-oss recipe lists MI300x/MI325x (gfx942) and Radeon AI PRO R9700 (gfx1201): weight-only.
+    # vLLM's gpt-oss recipe lists MI300x/MI325x (gfx942) and Radeon AI PRO R9700 (gfx1201):
+    # weight-only.
     for gfx in ("gfx942", "gfx1201"):
         for quant in ("mxfp4", "gpt_oss_mxfp4"):
             d = decide(gfx, driver="30.30.3", quantization=quant)
@@ -281,8 +282,9 @@ def test_gpu_footnotes_intersect_and_reach_rocm_7_2() -> None:
 
 
 def test_strix_halo_kernel_floor_and_unified_memory() -> None:
-    """issue 11, item 10: AMD documents Ryzen AI Max (gfx1151) on Ubuntu 24.04.4 with the OEM 6.17 kernel
-    and on Ubuntu 26.04 (7.0); the node's kernel is checked against it, and APUs get GTT sizing advice."""
+    """issue 11, item 10: AMD documents Ryzen AI Max (gfx1151) on Ubuntu 24.04.4 with the OEM 6.17
+    kernel and on Ubuntu 26.04 (7.0); the node's kernel is checked against it, and APUs get GTT
+    sizing advice."""
 
     def node(os: str | None, kernel: str | None) -> Node:
         from dataclasses import replace

@@ -1,4 +1,5 @@
-"""scripts/update-matrix folds refreshed records into matrix/*.toml and keeps the files' comments."""
+"""scripts/update-matrix folds refreshed records into matrix/*.toml and keeps the files'
+comments."""
 
 from __future__ import annotations
 

@@ -62,7 +62,8 @@ def main() -> None:
         # for b alone and say nothing. One node per command; many nodes are a fleet.
         name, values = repeated
         print(
-            f"error: {name} given {len(values)} times ({', '.join(values)}); a command decides for one value",
+            f"error: {name} given {len(values)} times ({', '.join(values)}); a command decides for "
+            "one value",
             file=sys.stderr,
         )
         hint = (

@@ -218,8 +218,8 @@ def _only_one(flag: str, value: object) -> Any:
         shown = " ".join(f"{flag} {v}" for v in values)
         raise UsageError(
             f"{shown}: one command decides for one node, and {flag} was given {len(values)} times",
-            hint="run the command once per node "
-            f'(for f in a.json b.json; do rocm-vllm check {flag} "$f"; done); '
+            hint="run the command once per node (for f in a.json b.json; do rocm-vllm check "
+            f'{flag} "$f"; done); '
             "deciding for a fleet in one run is not supported yet",
         )
     return values[0] if values else None

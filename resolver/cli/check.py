@@ -103,16 +103,21 @@ def check(
         prefer=prefer,
     )
     decision = solve(m, node, request)
+    if json_out or explain:
+        # The solve stage's what-if search (host changes, an older vLLM, ...); explain words it.
+        from resolver.solve.whatif import better_than, search
+
+        what_if = search(m, decision, better_than(decision))
     if json_out:
         from resolver.explain import decision_json
 
-        emit_json(decision_json(decision, m))
+        emit_json(decision_json(decision, m, what_if))
     elif quiet:
         typer.echo(decision.verdict)
     elif explain:
         from resolver.explain import derive
 
-        derivation = derive(decision, m)
+        derivation = derive(decision, m, what_if)
         if use_color():
             from resolver.explain import render_rich, rich_console
 

@@ -71,7 +71,8 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             int | None,
             typer.Option(
                 "--max-jobs",
-                help="Bake N in as ARG MAX_JOBS's default (default: none; the build host's CPUs and memory decide at build time).",
+                help="Bake N in as ARG MAX_JOBS's default (default: none; the build host's CPUs "
+                "and memory decide at build time).",
                 rich_help_panel=BUILD_PANEL,
             ),
         ] = None,
@@ -80,7 +81,8 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             typer.Option(
                 "--registry-mirror",
                 envvar="ROCM_VLLM_REGISTRY",
-                help="Pull the FROM and # syntax= images through this Docker Hub mirror: HOST, HOST:PORT or HOST/PREFIX.",
+                help="Pull the FROM and # syntax= images through this Docker Hub mirror: HOST, "
+                "HOST:PORT or HOST/PREFIX.",
                 rich_help_panel=BUILD_PANEL,
             ),
         ] = None,
@@ -100,7 +102,8 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             str | None,
             typer.Option(
                 "--stack",
-                help="The release's ROCm stack to build, e.g. rocm72 (default: the one the host's driver runs).",
+                help="The release's ROCm stack to build, e.g. rocm72 (default: the one the host's "
+                "driver runs).",
             ),
         ] = None,
         allow_preview: Annotated[
@@ -118,11 +121,13 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             bool,
             typer.Option(
                 "--allow-any-base-image",
-                help="Accept a base image outside the allow-list (rocm/*, vllm/*, ubuntu, debian, almalinux, rockylinux on Docker Hub).",
+                help="Accept a base image outside the allow-list (rocm/*, vllm/*, ubuntu, debian, "
+                "almalinux, rockylinux on Docker Hub).",
             ),
         ] = False,
     ) -> None:
-        """A source-build Dockerfile for the node's gfx targets only, with every component pinned."""
+        """A source-build Dockerfile for the node's gfx targets only, with every component \
+pinned."""
         from resolver import dockerfile as df
         from resolver import matrix as matrix_mod
 

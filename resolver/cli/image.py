@@ -1,4 +1,5 @@
-"""`rocm-vllm image`: the verified image for the node, pinned by digest on request, and its run command."""
+"""`rocm-vllm image`: the verified image for the node, pinned by digest on request, and its run
+command."""
 
 from __future__ import annotations
 
@@ -84,7 +85,8 @@ def image(
         str,
         typer.Option(
             "--format",
-            help="docker, podman, compose or apptainer (also Singularity: the .def file; its exec command on stderr).",
+            help="docker, podman, compose or apptainer (also Singularity: the .def file; its exec "
+            "command on stderr).",
             rich_help_panel=RUN_PANEL,
             autocompletion=completer("docker", "podman", "compose", "apptainer"),
         ),
@@ -122,13 +124,15 @@ def image(
         typer.Option(
             "-o",
             "--output",
-            help="Write the run command (or compose.yaml) to this file, atomically, instead of stdout.",
+            help="Write the run command (or compose.yaml) to this file, atomically, instead of "
+            "stdout.",
             rich_help_panel=RUN_PANEL,
         ),
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Pick the verified vLLM image for the node and print how to run it (exit 0: found, 1: none or a failed check)."""
+    """Pick the verified vLLM image for the node and print how to run it (exit 0: found, 1: none \
+or a failed check)."""
     from resolver import images, matrix
     from resolver.errors import UsageError
     from resolver.runcmd import FORMATS, render
@@ -212,7 +216,8 @@ def image(
         from resolver import apptainer
 
         run = apptainer.run_command(spec)
-        # The artifact is the .def file (what `> vllm.def` should hold); the exec command goes to stderr.
+        # The artifact is the .def file (what `> vllm.def` should hold); the exec command goes to
+        # stderr.
         file_text = apptainer.definition(spec, labels={"org.rocm-vllm.vllm": str(chosen.vllm)})
         artifact = file_text
         out.update(run.to_json())
@@ -453,7 +458,8 @@ def _finish(out: dict[str, Any], json_out: bool, *, exit_code: int) -> None:
 def _print_text(
     out: dict[str, Any], compose_text: str | None, output: Path | None, *, definition: bool = False
 ) -> None:
-    """The commentary, on stderr: what the image is, warnings, problems, and where the artifact went."""
+    """The commentary, on stderr: what the image is, warnings, problems, and where the artifact
+    went."""
 
     def echo(text: str) -> None:
         typer.echo(text, err=True)
@@ -465,7 +471,8 @@ def _print_text(
     )
     echo(f"image: {out['image']}")
     echo(
-        f"  {label}; vLLM {out['vllm']}, ROCm {out['rocm']}, torch {out['torch'] or 'unknown'}; facts {out['confidence']}"
+        f"  {label}; vLLM {out['vllm']}, ROCm {out['rocm']}, torch {out['torch'] or 'unknown'}; "
+        f"facts {out['confidence']}"
     )
     echo(f"  source: {out['source']}")
     if out["digest"] is None:
@@ -476,7 +483,8 @@ def _print_text(
     if out.get("smoke"):
         found = out["smoke"]["found"]
         echo(
-            f"smoke: vllm {found['vllm']}, torch {found['torch']}, rocm {found['rocm'] or found['hip']}"
+            f"smoke: vllm {found['vllm']}, torch {found['torch']}, rocm "
+            f"{found['rocm'] or found['hip']}"
         )
     for w in out["warnings"]:
         kind = "warning" if w["severity"] == "warning" else "note"

@@ -405,8 +405,9 @@ def validate(json_out: JsonOpt = False) -> None:
         )
         if active:
             typer.echo(
-                f"overlay active: {overlay.overlay_path()} lays {sum(laid.values())} refreshed record(s) over it "
-                f"({', '.join(f'{k} {v}' for k, v in laid.items())}); every command uses them, and they check out"
+                f"overlay active: {overlay.overlay_path()} lays {sum(laid.values())} refreshed "
+                f"record(s) over it ({', '.join(f'{k} {v}' for k, v in laid.items())}); every "
+                "command uses them, and they check out"
             )
 
 
@@ -425,7 +426,7 @@ def graph(
         str | None, typer.Option("--stack", help="Only this ROCm stack variant (e.g. rocm72).")
     ] = None,
 ) -> None:
-    """The compatibility graph built from the data (networkx), as JSON or Graphviz DOT.
+    """The compatibility graph built from the data, as JSON or Graphviz DOT.
 
     Every edge keeps the source and confidence of the record it comes from; --gfx, --vllm and
     --stack cut it down to a readable picture."""

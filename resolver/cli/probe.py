@@ -19,10 +19,8 @@ RocmSmiOpt = Annotated[
     list[Path] | None,
     typer.Option(
         "--rocm-smi",
-        help=(
-            "A saved `rocm-smi` output: text (`--showproductname`, `-a`, concise) or `--json`; "
-            "repeatable."
-        ),
+        help="A saved `rocm-smi` output: text (`--showproductname`, `-a`, concise) or `--json`; "
+        "repeatable.",
     ),
 ]
 AgentEnumeratorOpt = Annotated[

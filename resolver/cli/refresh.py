@@ -1,4 +1,5 @@
-"""CLI for ``rocm-vllm matrix refresh``: diff the data in use against upstream; ``--write`` saves it."""
+"""CLI for ``rocm-vllm matrix refresh``: diff the data in use against upstream; ``--write`` saves
+it."""
 
 from __future__ import annotations
 
@@ -17,12 +18,12 @@ if TYPE_CHECKING:
 REFRESH_HELP = (
     "Compare the data with upstream (vLLM sdists, images, wheels, ROCm releases).\n\n"
     "Prints what would change and exits 1 when something did (0 when nothing did). "
-    "With --write the changes go to the overlay in ROCM_VLLM_DATA_DIR (never into the installed package) "
-    "and every command uses them from then on.\n\n"
+    "With --write the changes go to the overlay in ROCM_VLLM_DATA_DIR (never into the installed "
+    "package) and every command uses them from then on.\n\n"
     "vLLM releases are read from their sdists on the package index pip is configured with "
     "(or ROCM_VLLM_INDEX_URL), verified against the index's sha256 and cached by it.\n\n"
-    "Other base URLs: ROCM_VLLM_GITHUB_API, ROCM_VLLM_GITHUB_RAW, ROCM_VLLM_REGISTRY, ROCM_VLLM_WHEELS; "
-    "GITHUB_TOKEN is used when set."
+    "Other base URLs: ROCM_VLLM_GITHUB_API, ROCM_VLLM_GITHUB_RAW, ROCM_VLLM_REGISTRY, "
+    "ROCM_VLLM_WHEELS; GITHUB_TOKEN is used when set."
 )
 
 
@@ -34,8 +35,9 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             list[str] | None,
             typer.Option(
                 "--source",
-                help="Upstream to read: sdist (vLLM releases from the package index), images, wheels, "
-                "rocm, or vllm (files at GitHub tags) (repeatable; default: rocm, sdist, images, wheels).",
+                help="Upstream to read: sdist (vLLM releases from the package index), images, "
+                "wheels, rocm, or vllm (files at GitHub tags) (repeatable; default: rocm, sdist, "
+                "images, wheels).",
             ),
         ] = None,
         write: Annotated[
@@ -48,7 +50,8 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             list[str] | None,
             typer.Option(
                 "--tag",
-                help="Re-read this vLLM release (0.33.0 or v0.33.0) even if the data has it exactly (repeatable).",
+                help="Re-read this vLLM release (0.33.0 or v0.33.0) even if the data has it "
+                "exactly (repeatable).",
             ),
         ] = None,
         json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,

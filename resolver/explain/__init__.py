@@ -2,11 +2,12 @@
 and what would change the answer. Pure: no I/O, no printing; the CLI prints.
 
 ``derive`` turns a ``Decision`` into a ``Derivation`` (the records are in ``derivation``): the
-steps from ``chain``, the hints from ``hints`` (each re-checked by solving again). ``steps`` says
-which commands a plan runs; ``text`` renders the short form and the derivation as plain text,
-``rich`` the derivation for a terminal (rich itself is imported only when it renders); ``report``
-gives the ``check --json`` object. Every name callers use is re-exported here; the renderers'
-(``text``, ``rich``) on first use, so that ``check --json`` loads no more than it needs.
+steps from ``chain``, the hints from ``hints`` (the wording of the solve stage's what-if
+search). ``steps`` says which commands a plan runs; ``text`` renders the short form and the
+derivation as plain text, ``rich`` the derivation for a terminal (rich itself is imported only
+when it renders); ``report`` gives the ``check --json`` object. Every name callers use is
+re-exported here; the renderers' (``text``, ``rich``) on first use, so that ``check --json``
+loads no more than it needs.
 """
 
 from __future__ import annotations
@@ -16,10 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from resolver.explain.chain import (
     CODE_ORDER,
-    GATE_CODES,
     HEDGED,
     HINT_ORDER,
-    UNKNOWN_CODES,
     describe_node,
     describe_request,
 )
@@ -69,12 +68,10 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "CODE_ORDER",
     "DERIVATION_VERSION",
-    "GATE_CODES",
     "HEDGED",
     "HINT_ORDER",
     "MAX_CITED",
     "SCHEMA_VERSION",
-    "UNKNOWN_CODES",
     "WIDTH",
     "Derivation",
     "Hint",

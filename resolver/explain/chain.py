@@ -9,12 +9,12 @@ same text. Also the words for nodes and requests, and the plan's own step. Pure.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from packaging.version import Version
 
+from resolver.codes import UNKNOWN_CODES, ReasonCode
 from resolver.explain.derivation import Premise, Step
 from resolver.model import CONFIDENCES, Matrix
 from resolver.node import Node
@@ -22,7 +22,7 @@ from resolver.solve import MXFP4_QUANT, Decision, Evaluation, Fact, Reason, Requ
 from resolver.versions import driver_series, series
 
 # Candidate-level reason codes, most fundamental first: the one a rejected candidate is filed under.
-CODE_ORDER: tuple[str, ...] = (
+CODE_ORDER: tuple[ReasonCode, ...] = (
     "gfx-unsupported",
     "gfx-not-shipped",
     "driver-window",
@@ -31,11 +31,9 @@ CODE_ORDER: tuple[str, ...] = (
     "artifact-facts-unknown",
     "release-facts-unknown",
 )
-UNKNOWN_CODES = frozenset({"artifact-facts-unknown", "release-facts-unknown"})
-# Warnings the chain already states as a hedge on the plan's own step ("... if its amdgpu driver runs").
+# Warnings the chain already states as a hedge on the plan's own step ("... if its amdgpu driver
+# runs").
 HEDGED = frozenset({"driver-unchecked"})
-# Request gates: they stop every candidate alike, so one step about the GPU says it all.
-GATE_CODES: frozenset[str] = frozenset({"fp8-unsupported", "mx-unsupported", "kv-fp8-unsupported"})
 HINT_ORDER: tuple[str, ...] = (
     "driver",
     "vllm",
@@ -134,10 +132,6 @@ class _Subject:
     def verb(self, singular: str, plural: str) -> str:
         return plural if self.plural else singular
 
-    def none(self, predicate_singular: str) -> str:
-        """ "none of them <predicate>" (callers word the singular "it does not ..." themselves)."""
-        return f"none of them {predicate_singular}" if self.plural else f"it {predicate_singular}"
-
 
 def _subject(group: str, members: Sequence[Evaluation]) -> _Subject:
     cands = [e.candidate for e in members]
@@ -164,7 +158,7 @@ def _subject(group: str, members: Sequence[Evaluation]) -> _Subject:
 
 def _about(reason: Reason, node: Node) -> str:
     """The node's gfx target a reason is about, if it names one (several for mixed nodes)."""
-    named = [g for g in node.gfx_targets if re.search(rf"\b{re.escape(g)}\b", reason.message)]
+    named = [g for g in node.gfx_targets if g in reason.gfx]
     return ",".join(named)
 
 
@@ -300,64 +294,82 @@ def _member_premise(
     if code == "artifact-facts-unknown":
         verb = subject.verb("exists", "exist")
         return Premise(
-            text=f"{subject.text} {verb}, but {subject.verb('its arch list was', 'their arch lists were')} never read",
+            text=f"{subject.text} {verb}, but "
+            f"{subject.verb('its arch list was', 'their arch lists were')} never read",
             sources=sources,
             confidence=conf,
         )
     if code == "release-facts-unknown":
         verb = subject.verb("exists", "exist")
         return Premise(
-            text=f"{subject.text} {verb}, but {subject.verb('its', 'their')} ROCm build files were never read",
+            text=f"{subject.text} {verb}, but {subject.verb('its', 'their')} ROCm build files were "
+            "never read",
             sources=sources,
             confidence=conf,
         )
     return None
 
 
-def _conclusion(
-    ctx: _Context, code: str, subject: _Subject, about: str, *, named: bool = True
-) -> str:
-    if not named:  # "none of them" needs its subject in the premises; else name it here
-        text = _conclusion(ctx, code, _Subject("", False), about)
-        return f"{subject.text} " + text.removeprefix("it ").replace(
-            "does not", subject.verb("does not", "do not"), 1
-        )
+@dataclass(frozen=True, slots=True)
+class _Predicate:
+    """What a reason code says of its subject, in each form a conclusion needs."""
+
+    positive: str  # "runs on amdgpu 6.1.x", for "none of them ..."
+    negative: str  # "does not run on amdgpu 6.1.x", for "it ..." or a named singular subject
+    negative_plural: str  # "do not run on amdgpu 6.1.x", for a named plural subject
+    tail: str = ""  # said after any form
+
+
+def _predicate(ctx: _Context, code: str, about: str) -> _Predicate:
     gfx = about or ",".join(ctx.node.gfx_targets)
     if code == "driver-window":
         drv = f"amdgpu {ctx.driver.series}.x" if ctx.driver else "this host's amdgpu driver"
-        return subject.none(f"runs on {drv}") if subject.plural else f"it does not run on {drv}"
+        return _Predicate(f"runs on {drv}", f"does not run on {drv}", f"do not run on {drv}")
     if code == "gfx-not-shipped":
-        text = (
-            subject.none(f"carries code for {gfx}")
-            if subject.plural
-            else f"it carries no code for {gfx}"
-        )
+        tail = ""
         if "hip-error" not in ctx.said:  # the symptom users search for, said once
             ctx.said.add("hip-error")
-            text += " (it would fail with 'HIP error: invalid device function')"
-        return text
+            tail = " (it would fail with 'HIP error: invalid device function')"
+        return _Predicate(
+            f"carries code for {gfx}",
+            f"carries no code for {gfx}",
+            f"carry no code for {gfx}",
+            tail,
+        )
     if code == "gfx-unsupported":
-        return subject.none(f"can run on {gfx}") if subject.plural else f"it cannot run on {gfx}"
+        return _Predicate(f"can run on {gfx}", f"cannot run on {gfx}", f"cannot run on {gfx}")
     if code == "python-mismatch":
-        pred = f"installs on Python {ctx.node.python}"
-        return (
-            subject.none(pred)
-            if subject.plural
-            else f"it does not install on Python {ctx.node.python}"
-        ) + (" (pip would silently take the CUDA wheel from PyPI)")
+        py = f"Python {ctx.node.python}"
+        return _Predicate(
+            f"installs on {py}",
+            f"does not install on {py}",
+            f"do not install on {py}",
+            " (pip would silently take the CUDA wheel from PyPI)",
+        )
     if code == "glibc-too-old":
-        return (
-            subject.none(f"loads on {ctx.glibc_text()}")
-            if subject.plural
-            else f"it does not load on {ctx.glibc_text()}"
+        glibc = ctx.glibc_text()
+        return _Predicate(
+            f"loads on {glibc}", f"does not load on {glibc}", f"do not load on {glibc}"
         )
     if code in UNKNOWN_CODES:
-        return (
-            subject.none("can be checked for this node")
-            if subject.plural
-            else "it cannot be checked for this node"
-        )
-    return subject.none("can be used here") if subject.plural else "it cannot be used here"
+        what = "be checked for this node"
+        return _Predicate(f"can {what}", f"cannot {what}", f"cannot {what}")
+    return _Predicate("can be used here", "cannot be used here", "cannot be used here")
+
+
+def _conclusion(
+    ctx: _Context, code: str, subject: _Subject, about: str, *, named: bool = True
+) -> str:
+    """The step's conclusion about ``subject``; with ``named`` false the premises do not name the
+    subject ("none of them" would have nothing to refer to), so the conclusion names it."""
+    p = _predicate(ctx, code, about)
+    if not named:
+        body = f"{subject.text} {p.negative_plural if subject.plural else p.negative}"
+    elif subject.plural:
+        body = f"none of them {p.positive}"
+    else:
+        body = f"it {p.negative}"
+    return body + p.tail
 
 
 def _explain_rejected(ctx: _Context, b: _Builder, rejected: Sequence[Evaluation]) -> list[int]:
@@ -380,7 +392,7 @@ def _explain_rejected(ctx: _Context, b: _Builder, rejected: Sequence[Evaluation]
         shared: list[Fact] = []
         for e, r in items:
             for f in r.facts:
-                mine = e.candidate.label in f.text or code == "release-facts-unknown"
+                mine = f.about == e.candidate.label
                 (specific if mine else shared).append(f)
         premises: list[Premise] = []
         summary = _member_premise(ctx, code, subject, members, specific) if specific else None
@@ -400,7 +412,8 @@ def _explain_rejected(ctx: _Context, b: _Builder, rejected: Sequence[Evaluation]
 def _unsupported_step(
     ctx: _Context, b: _Builder, reason: Reason, rejected: Sequence[Evaluation]
 ) -> int:
-    """A GPU vLLM does not support at all: the target's own record says it; one step covers every path."""
+    """A GPU vLLM does not support at all: the target's own record says it; one step covers every
+    path."""
     gfx = _about(reason, ctx.node) or ",".join(ctx.node.gfx_targets)
     target = ctx.m.gfx_target(gfx)
     if (
@@ -424,7 +437,7 @@ def _unsupported_step(
             for r in e.reasons
             if r.code == "gfx-unsupported"
             for f in r.facts
-            if e.candidate.label not in f.text
+            if f.about != e.candidate.label
         ]
     checked = [e for e in rejected if not {r.code for r in e.reasons} <= UNKNOWN_CODES]
     kinds = sorted(
@@ -434,7 +447,8 @@ def _unsupported_step(
     premises = [
         *_merge(facts),
         Premise(
-            text=f"none of the {len(checked)} {_join([names[k] for k in kinds], 'or')} in the data is built for {gfx}",
+            text=f"none of the {len(checked)} {_join([names[k] for k in kinds], 'or')} in the data "
+            f"is built for {gfx}",
             sources=(),
         ),
     ]
@@ -490,7 +504,8 @@ def _gate_premise(reasons: Sequence[Reason], quant: str = "") -> str:
             needs.append("FP8 quantization needs hardware FP8")
         elif r.code == "mx-unsupported" and quant in MXFP4_QUANT:
             needs.append(
-                "MXFP4 needs MX compute (a gfx950-class GPU) or a source saying vLLM runs it weight-only on the GPU"
+                "MXFP4 needs MX compute (a gfx950-class GPU) or a source saying vLLM runs it "
+                "weight-only on the GPU"
             )
         elif r.code == "mx-unsupported":
             needs.append("MX (microscaling) formats need a gfx950-class GPU")
@@ -530,7 +545,8 @@ def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
             )
             premises.append(
                 Premise(
-                    text=f"{name} runs {target.override_target} code when HSA_OVERRIDE_GFX_VERSION={target.override} is set (unofficial)",
+                    text=f"{name} runs {target.override_target} code when "
+                    f"HSA_OVERRIDE_GFX_VERSION={target.override} is set (unofficial)",
                     sources=(target.provenance.source,),
                     confidence=target.provenance.confidence,
                 )
@@ -538,7 +554,8 @@ def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
         elif c.kind == "source" and c.release is not None and name in c.release.cmake_arch:
             premises.append(
                 Premise(
-                    text=f"vLLM {c.vllm}'s CMake accepts {name} (HIP_SUPPORTED_ARCHS), though vLLM ships no artifact for it",
+                    text=f"vLLM {c.vllm}'s CMake accepts {name} (HIP_SUPPORTED_ARCHS), though vLLM "
+                    "ships no artifact for it",
                     sources=tuple(dict.fromkeys((*rsrc, target.provenance.source))),
                     confidence=_weakest((rconf, target.provenance.confidence)),
                 )
@@ -553,7 +570,8 @@ def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
         if ctx.driver is not None and ctx.driver.runs(c.rocm):
             premises.append(
                 Premise(
-                    text=f"amdgpu {ctx.driver.series}.x runs ROCm user space {', '.join(ctx.driver.user_space)}",
+                    text=f"amdgpu {ctx.driver.series}.x runs ROCm user space "
+                    f"{', '.join(ctx.driver.user_space)}",
                     sources=(ctx.driver.provenance.source,),
                     confidence=ctx.driver.provenance.confidence,
                 )
@@ -568,7 +586,8 @@ def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
             )
             premises.append(
                 Premise(
-                    text=f"the host's amdgpu driver is {known}; ROCm {series(c.rocm)} user space needs amdgpu {listed}",
+                    text=f"the host's amdgpu driver is {known}; ROCm {series(c.rocm)} user space "
+                    f"needs amdgpu {listed}",
                     sources=tuple(dict.fromkeys(d.provenance.source for d in good))[:1],
                     confidence=_weakest(d.provenance.confidence for d in good)
                     if good
@@ -580,7 +599,8 @@ def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
         w = c.wheel
         premises.append(
             Premise(
-                text=f"{w.name} wheels exist for CPython {' or '.join(w.python)} and need glibc >= {w.glibc_min}",
+                text=f"{w.name} wheels exist for CPython {' or '.join(w.python)} and need glibc >= "
+                f"{w.glibc_min}",
                 sources=(w.provenance.source,),
                 confidence=w.provenance.confidence,
             )
@@ -605,7 +625,8 @@ def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
                 src = t.features.mxfp4_source
                 premises.append(
                     Premise(
-                        text=f"vLLM runs MXFP4 checkpoints on {name} weight-only (dequantized; {name} has no MX compute)",
+                        text=f"vLLM runs MXFP4 checkpoints on {name} weight-only (dequantized; "
+                        f"{name} has no MX compute)",
                         sources=(src.source,),
                         confidence=src.confidence,
                     )
@@ -624,13 +645,17 @@ def _why_this(ctx: _Context, ev: Evaluation) -> str:
         )
     if c.kind == "source" and ev.unofficial:
         return (
-            f"no prebuilt artifact carries code for {gfx}, so the plan builds vLLM {c.vllm} from source for it: "
+            f"no prebuilt artifact carries code for {gfx}, so the plan builds vLLM {c.vllm} from "
+            "source for it: "
             "unofficial, since vLLM ships and tests nothing for this target"
         )
     if ctx.request.prefer and c.kind != ctx.request.prefer:
         return f"no {ctx.request.prefer} fits, so the plan falls back to the {c.channel}"
     if c.kind == "source":
-        return "no prebuilt image or wheel fits, so the plan builds vLLM from source for this node's GPUs only"
+        return (
+            "no prebuilt image or wheel fits, so the plan builds vLLM from source for this "
+            "node's GPUs only"
+        )
     article = "an" if c.channel[0].lower() in "aeiou" else "a"
     return f"it is the newest vLLM release ({c.vllm}) with {article} {c.channel} that fits"
 
@@ -638,6 +663,7 @@ def _why_this(ctx: _Context, ev: Evaluation) -> str:
 _CONF_NOTE = {
     "exact": "every fact above was read at a release tag or in AMD's published tables",
     "release-branch": "the weakest fact above was read on a release branch, not at the tag",
-    "inferred": "the weakest fact above is inferred, e.g. an image's contents from its build scripts",
+    "inferred": "the weakest fact above is inferred, e.g. an image's contents from its build "
+    "scripts",
     "unknown": "a fact above is unknown; treat the plan as a guess until verified",
 }

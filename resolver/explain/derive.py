@@ -6,12 +6,11 @@ into words; ``to_json``/``from_json`` carry it through ``check --json`` unchange
 
 from __future__ import annotations
 
+from resolver.codes import GATE_CODES
 from resolver.explain.chain import (
     _CONF_NOTE,
-    GATE_CODES,
     HEDGED,
     HINT_ORDER,
-    UNKNOWN_CODES,
     _Builder,
     _Context,
     _explain_rejected,
@@ -29,17 +28,19 @@ from resolver.explain.derivation import Derivation, Hint, Note, PlanSummary, Pre
 from resolver.explain.hints import _hints
 from resolver.explain.steps import plan_commands
 from resolver.model import Matrix
-from resolver.solve import Decision, Evaluation, rank
+from resolver.solve import Decision
+from resolver.solve.whatif import WhatIf, better_than, search
 
 
-def _unknown(decision: Decision, matrix: Matrix) -> Derivation:
+def _unknown(decision: Decision, matrix: Matrix, found: WhatIf) -> Derivation:
     """The data lacks what the answer depends on: say what, and how to get it; never "no"."""
     wanted = _wanted(decision.request)
     b = _Builder()
     for m in decision.missing:
         b.add(
             [Premise(text=m.detail, sources=(m.source,) if m.source else (), confidence="unknown")],
-            f"whether {wanted} runs on this node depends on facts about {m.subject} the data does not hold",
+            f"whether {wanted} runs on this node depends on facts about {m.subject} the data does "
+            "not hold",
             codes=(f"missing-{m.kind}",),
             subjects=(m.subject,),
         )
@@ -62,7 +63,7 @@ def _unknown(decision: Decision, matrix: Matrix) -> Derivation:
                 )
             )
     if decision.rejected:  # what is known still helps: the newest release that does fit, if any
-        known = _hints(_Context(decision, matrix), None, list(decision.rejected))
+        known = _hints(_Context(decision, matrix), None, found)
         hints += [h for h in known if h.kind != "data" and h.text not in {x.text for x in hints}]
     hints.sort(key=lambda h: HINT_ORDER.index(h.kind))
     refs = _join([f"({s.number})" for s in b.steps])
@@ -82,18 +83,19 @@ def _unknown(decision: Decision, matrix: Matrix) -> Derivation:
     )
 
 
-def derive(decision: Decision, matrix: Matrix) -> Derivation:
-    """Explain ``decision`` as numbered steps of sourced facts, then hints."""
+def derive(decision: Decision, matrix: Matrix, what_if: WhatIf | None = None) -> Derivation:
+    """Explain ``decision`` as numbered steps of sourced facts, then hints: the wording of
+    ``what_if``, the solve stage's what-if search (run here when the caller did not)."""
+    better = better_than(decision)
+    found = what_if if what_if is not None else search(matrix, decision, better)
     if decision.verdict == "unknown":
-        return _unknown(decision, matrix)
+        return _unknown(decision, matrix, found)
     ctx = _Context(decision, matrix)
     b = _Builder()
     plan = decision.plan
-    prefer = decision.request.prefer
     wanted = _wanted(decision.request)
     if plan is None:
         gate = [r for r in decision.blockers if r.code in GATE_CODES]
-        better: list[Evaluation] = list(decision.rejected)
         unsupported = [r for r in decision.blockers if r.code == "gfx-unsupported"]
         if gate:
             cited = [_gate_step(ctx, b, gate)]
@@ -116,17 +118,6 @@ def derive(decision: Decision, matrix: Matrix) -> Derivation:
         confidence = None
         confidence_note = ""
     else:
-        my_rank = rank(plan, prefer)
-        # Releases we know nothing about say nothing about older plans.
-        better = [
-            e
-            for e in decision.rejected
-            if rank(e, prefer) < my_rank
-            and not (
-                {r.code for r in e.reasons} <= UNKNOWN_CODES
-                and e.candidate.vllm < plan.candidate.vllm
-            )
-        ]
         cited = _explain_rejected(ctx, b, better)
         premises, conclusion_text = _plan_premises(ctx, plan)
         n = b.add(
@@ -166,10 +157,10 @@ def derive(decision: Decision, matrix: Matrix) -> Derivation:
         plan_step = b.steps[n - 1]
         confidence = _weakest(p.confidence for p in plan_step.premises)
         confidence_note = _CONF_NOTE.get(confidence, "")
-    hints = _hints(ctx, plan, better)
+    hints = _hints(ctx, plan, found)
     if plan is not None:  # what to do about each warning the chain relied on
         hints += [
-            Hint(kind="other", text=w.hint, unofficial=w.hint.startswith("unofficial"))
+            Hint(kind="other", text=w.hint, unofficial=w.unofficial)
             for w in decision.warnings
             if w.severity == "warning"
             and w.code not in HEDGED

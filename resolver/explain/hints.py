@@ -1,17 +1,15 @@
-"""Hints: the smallest changes that would give a (better) plan, each re-checked by solving again
-(host changes: driver, Python, glibc; request changes: an older vLLM, no quantization, a source
-build; unofficial routes with their risk), and their wording. They come apart from the proof.
+"""Hints: the wording of the what-if search's result (``resolver.solve.whatif``: host changes,
+an older vLLM, no quantization, a source build, each solved again there), plus the routes the
+data names (unofficial overrides and forks, with their risk) and data refreshes. They come apart
+from the proof. Nothing here solves.
 """
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
-from dataclasses import replace
 
-from resolver.errors import ResolverError
+from resolver.codes import GATE_CODES
 from resolver.explain.chain import (
-    GATE_CODES,
     HINT_ORDER,
     _Context,
     _join,
@@ -19,263 +17,223 @@ from resolver.explain.chain import (
 from resolver.explain.derivation import Hint
 from resolver.explain.steps import node_flags
 from resolver.node import Node
-from resolver.solve import Decision, Evaluation, Reason, Request, rank, solve
-from resolver.solve.rank import fix_order
+from resolver.solve import Evaluation
+from resolver.solve.whatif import HostRoute, WhatIf
 from resolver.versions import driver_series, series
-
-
-def _resolve(
-    ctx: _Context, node: Node | None = None, request: Request | None = None
-) -> Decision | None:
-    try:
-        return solve(ctx.m, node or ctx.node, request or ctx.request)
-    except ResolverError:
-        return None
-
-
-def _ok_plan(d: Decision | None) -> Evaluation | None:
-    return d.plan if d is not None and d.plan is not None and d.exit_code == 0 else None
-
-
-def _apply_fixes(ctx: _Context, reasons: Sequence[Reason]) -> tuple[Node, Request] | None:
-    """The node and request with each reason's fix applied, where the fix is something we can model."""
-    node, request = ctx.node, ctx.request
-    for r in reasons:
-        fix = r.fix
-        if fix is None:
-            return None
-        if fix.kind == "driver" and fix.value:
-            node = replace(node, driver_version=f"{fix.value}.0")
-        elif fix.kind == "python" and fix.value:
-            node = replace(node, python=fix.value)
-        elif fix.kind == "os" and fix.value:
-            node = replace(node, glibc=fix.value)
-        elif fix.kind == "quantization":
-            request = replace(request, quantization=None, kv_cache_dtype=None)
-        else:
-            return None
-    return node, request
 
 
 def _then(ev: Evaluation) -> str:
     c = ev.candidate
     rocm = f" on ROCm {c.rocm}" if c.rocm is not None else ""
-    return f"{c.label.removesuffix(' (wheel)')} ({c.channel}{rocm})"
+    return f"{c.name} ({c.channel}{rocm})"
 
 
-def _hints(ctx: _Context, plan: Evaluation | None, better: Sequence[Evaluation]) -> list[Hint]:
+def _hints(ctx: _Context, plan: Evaluation | None, found: WhatIf) -> list[Hint]:
+    """The hints for ``ctx``'s decision: what the what-if search ``found``, then the routes and
+    refreshes the data names, in ``HINT_ORDER``."""
     hints: list[Hint] = []
-    seen_kinds: set[str] = set()
 
-    def add(h: Hint) -> None:
-        if h.text not in {x.text for x in hints}:
+    def add(h: Hint | None) -> None:
+        if h is not None and h.text not in {x.text for x in hints}:
             hints.append(h)
-            seen_kinds.add(h.kind)
 
-    # 1. Host changes that open a better path than today's (driver, Python, glibc). Each hint is the
-    # change re-solved: one fix alone where it is enough, else the fixes together.
-    def opens(reasons: Sequence[Reason]) -> tuple[Node, Evaluation] | None:
-        applied = _apply_fixes(ctx, reasons)
-        if applied is None:
-            return None
-        again = _ok_plan(_resolve(ctx, *applied))
-        if again is None or (
-            plan is not None
-            and not rank(again, ctx.request.prefer) < rank(plan, ctx.request.prefer)
-        ):
-            return None
-        return applied[0], again
-
-    # The solver's order for offering host fixes (solve.rank.fix_order), the same it picks host_fix by.
-    for e in fix_order(better):
-        together = opens(e.reasons)
-        if together is None:
-            continue
-        fixes = [r for r in e.reasons if r.fix is not None and r.fix.kind not in seen_kinds]
-        alone = [(r, opened) for r in fixes if (opened := opens([r])) is not None]
-        if alone:
-            for r, (fixed, unlocked) in alone:
-                add(_host_hint(ctx, [r], fixed, unlocked))
-        elif fixes:
-            add(_host_hint(ctx, fixes, *together))
-        if {"driver", "python", "os"} & seen_kinds:
-            break
-
+    for route in found.host:
+        add(_host_hint(ctx, route))
     ok_now = plan is not None and ctx.d.exit_code == 0
-    if plan is not None and plan.candidate.rocm is not None and ctx.driver is None:
-        rocm = series(plan.candidate.rocm)
-        what = (
-            "unknown"
-            if ctx.node.driver_version is None
-            else f"{ctx.node.driver_version}, not in AMD's table"
-        )
-        add(
-            Hint(
-                kind="driver",
-                text=f"the amdgpu driver is {what}, so whether it runs ROCm {rocm} was not checked: "
-                "give the AMD GPU Driver release you installed (the amdgpu-install version) with --driver",
-                command=shlex.join(
-                    ["rocm-vllm", "check", *_node_argv(ctx.node), "--driver", "30.30.3"]
-                ),
-            )
-        )
-    # 2. Request changes: an older vLLM, no quantization, a source build.
-    if ctx.request.vllm is not None and str(ctx.request.vllm) and not ok_now:
-        again = _ok_plan(_resolve(ctx, request=replace(ctx.request, vllm=None)))
-        if again is not None:
-            c = again.candidate
-            cmd = shlex.join(["rocm-vllm", "check", *_node_argv(ctx.node), "--vllm", f"=={c.vllm}"])
-            lead = "or keep this host as it is and pick" if "driver" in seen_kinds else "pick"
-            add(
-                Hint(
-                    kind="vllm",
-                    text=f"{lead} vLLM <= {c.vllm}, the newest that fits it: {c.label} ({c.channel})",
-                    command=cmd,
-                )
-            )
-    gate = [r for r in ctx.d.blockers if r.code in GATE_CODES]
-    if gate:
-        again = _ok_plan(
-            _resolve(ctx, request=replace(ctx.request, quantization=None, kv_cache_dtype=None))
-        )
-        for r in gate:
-            tail = f"; without it, {_then(again)} runs" if again is not None else ""
-            add(Hint(kind="quantization", text=f"{r.hint}{tail}"))
-    if plan is None or (plan.unofficial and plan.candidate.kind != "source"):
-        src = _ok_plan(_resolve(ctx, request=replace(ctx.request, paths=frozenset({"source"}))))
-        if src is None:
-            d = _resolve(ctx, request=replace(ctx.request, paths=frozenset({"source"})))
-            src = d.plan if d is not None and d.plan is not None else None
-        if src is not None:
-            gfx = ",".join(ctx.node.gfx_targets)
-            cmd = shlex.join(
-                [
-                    "rocm-vllm",
-                    "dockerfile",
-                    "--gfx",
-                    gfx,
-                    "--vllm",
-                    str(src.candidate.vllm),
-                    "-o",
-                    "Dockerfile.vllm-rocm",
-                ]
-            )
-            add(
-                Hint(
-                    kind="source-build",
-                    text=f"build vLLM {src.candidate.vllm} from source for {gfx} only"
-                    + (
-                        " (unofficial: vLLM accepts this target in CMake but ships and tests no artifact for it)"
-                        if src.unofficial
-                        else ""
-                    ),
-                    unofficial=src.unofficial,
-                    command=cmd,
-                )
-            )
+    add(_unknown_driver_hint(ctx, plan))
+    add(_older_vllm_hint(ctx, found, driver_hint=any(h.kind == "driver" for h in hints)))
+    for h in _quantization_hints(ctx, found):
+        add(h)
+    add(_source_hint(ctx, found))
+    for h in _data_hints(ctx, ok_now):
+        add(h)
+    for h in _override_hints(ctx, plan):
+        add(h)
+    if not ok_now:
+        overridden = any(h.kind == "override" for h in hints)
+        for h in _other_routes(ctx, overridden):
+            add(h)
+    return sorted(hints, key=_order)
+
+
+def _order(h: Hint) -> int:
+    return HINT_ORDER.index(h.kind) if h.kind in HINT_ORDER else len(HINT_ORDER)
+
+
+def _unknown_driver_hint(ctx: _Context, plan: Evaluation | None) -> Hint | None:
+    """The driver is not in AMD's table (or not known): say which flag makes the check."""
+    if plan is None or plan.candidate.rocm is None or ctx.driver is not None:
+        return None
+    rocm = series(plan.candidate.rocm)
+    what = (
+        "unknown"
+        if ctx.node.driver_version is None
+        else f"{ctx.node.driver_version}, not in AMD's table"
+    )
+    return Hint(
+        kind="driver",
+        text=f"the amdgpu driver is {what}, so whether it runs ROCm {rocm} was not checked: "
+        "give the AMD GPU Driver release you installed (the amdgpu-install version) with --driver",
+        command=shlex.join(["rocm-vllm", "check", *_node_argv(ctx.node), "--driver", "30.30.3"]),
+    )
+
+
+def _older_vllm_hint(ctx: _Context, found: WhatIf, *, driver_hint: bool) -> Hint | None:
+    if found.older_vllm is None:
+        return None
+    c = found.older_vllm.candidate
+    cmd = shlex.join(["rocm-vllm", "check", *_node_argv(ctx.node), "--vllm", f"=={c.vllm}"])
+    lead = "or keep this host as it is and pick" if driver_hint else "pick"
+    return Hint(
+        kind="vllm",
+        text=f"{lead} vLLM <= {c.vllm}, the newest that fits it: {c.label} ({c.channel})",
+        command=cmd,
+    )
+
+
+def _quantization_hints(ctx: _Context, found: WhatIf) -> list[Hint]:
+    again = found.without_quantization
+    tail = f"; without it, {_then(again)} runs" if again is not None else ""
+    return [
+        Hint(kind="quantization", text=f"{r.hint}{tail}")
+        for r in ctx.d.blockers
+        if r.code in GATE_CODES
+    ]
+
+
+def _source_hint(ctx: _Context, found: WhatIf) -> Hint | None:
+    src = found.source_build
+    if src is None:
+        return None
+    gfx = ",".join(ctx.node.gfx_targets)
+    cmd = shlex.join(
+        [
+            "rocm-vllm",
+            "dockerfile",
+            "--gfx",
+            gfx,
+            "--vllm",
+            str(src.candidate.vllm),
+            "-o",
+            "Dockerfile.vllm-rocm",
+        ]
+    )
+    unofficial = (
+        " (unofficial: vLLM accepts this target in CMake but ships and tests no artifact for it)"
+    )
+    return Hint(
+        kind="source-build",
+        text=f"build vLLM {src.candidate.vllm} from source for {gfx} only"
+        + (unofficial if src.unofficial else ""),
+        unofficial=src.unofficial,
+        command=cmd,
+    )
+
+
+def _data_hints(ctx: _Context, ok_now: bool) -> list[Hint]:
+    """Facts the data lacks that rejected paths depend on (not when the GPU itself is the cause)."""
     node_level = any(r.code in GATE_CODES or r.code == "gfx-unsupported" for r in ctx.d.blockers)
-    if (
-        any(r.code == "release-facts-unknown" for e in ctx.d.rejected for r in e.reasons)
-        and not ok_now
-        and not node_level
-    ):
-        add(
+    if ok_now or node_level:
+        return []
+    codes = {r.code for e in ctx.d.rejected for r in e.reasons}
+    hints: list[Hint] = []
+    if "release-facts-unknown" in codes:
+        hints.append(
             Hint(
                 kind="data",
                 text="read the missing releases' build facts from upstream",
                 command="rocm-vllm matrix refresh --source sdist",
             )
         )
-    if (
-        any(r.code == "artifact-facts-unknown" for e in ctx.d.rejected for r in e.reasons)
-        and not ok_now
-        and not node_level
-    ):
-        add(
+    if "artifact-facts-unknown" in codes:
+        hints.append(
             Hint(
                 kind="data",
-                text="read the unknown images' arch lists from upstream, or try one with `rocm-vllm image --smoke`",
+                text="read the unknown images' arch lists from upstream, "
+                "or try one with `rocm-vllm image --smoke`",
                 command="rocm-vllm matrix refresh",
             )
         )
-    # 3. Unofficial routes, each with its risk.
+    return hints
+
+
+def _override_hints(ctx: _Context, plan: Evaluation | None) -> list[Hint]:
+    """Unofficial routes the data names for near targets (HSA_OVERRIDE_GFX_VERSION), with risk."""
+    hints: list[Hint] = []
     for name in ctx.node.gfx_targets:
         t = ctx.m.gfx_target(name)
         if t is None or not t.override or t.vllm_status == "official":
             continue
         if plan is not None and plan.override == t.override:
             continue
-        # Without any plan, no prebuilt artifact carries the near target's code either: it needs a build for it.
+        # Without any plan, no prebuilt artifact carries the near target's code either: it needs
+        # a build for it.
         build = (
-            f" in a build for {t.override_target} (`rocm-vllm dockerfile --gfx {t.override_target}`)"
+            f" in a build for {t.override_target} "
+            f"(`rocm-vllm dockerfile --gfx {t.override_target}`)"
             if plan is None
             else ""
         )
-        add(
+        hints.append(
             Hint(
                 kind="override",
                 unofficial=True,
-                text=f"unofficial: HSA_OVERRIDE_GFX_VERSION={t.override} makes the runtime load {t.override_target} code on {name}{build}; "
+                text=f"unofficial: HSA_OVERRIDE_GFX_VERSION={t.override} makes the runtime load "
+                f"{t.override_target} code on {name}{build}; "
                 "risk: crashes or wrong results, so test outputs before serving",
                 command=shlex.join(["export", f"HSA_OVERRIDE_GFX_VERSION={t.override}"]),
             )
         )
-    if not ok_now:
-        for e in ctx.d.rejected:
-            for r in e.reasons:
-                if (
-                    r.code == "gfx-unsupported"
-                    and r.fix is None
-                    and not ("override" in seen_kinds and "HSA_OVERRIDE" in r.hint)
-                ):
-                    add(Hint(kind="other", text=r.hint, unofficial="unofficial" in r.hint))
-            if any(h.kind == "other" for h in hints):
-                break
-    return sorted(
-        hints, key=lambda h: HINT_ORDER.index(h.kind) if h.kind in HINT_ORDER else len(HINT_ORDER)
-    )
+    return hints
 
 
-def _host_hint(ctx: _Context, reasons: Sequence[Reason], node: Node, again: Evaluation) -> Hint:
-    """One hint for host changes that, applied together, were re-solved to open ``again``."""
+def _other_routes(ctx: _Context, overridden: bool) -> list[Hint]:
+    """The route a GPU vLLM does not support has in the data (a fork, llama.cpp): the first one."""
+    for e in ctx.d.rejected:
+        hints = [
+            Hint(kind="other", text=r.hint, unofficial=r.unofficial)
+            for r in e.reasons
+            if r.code == "gfx-unsupported"
+            and r.fix is None
+            and not (overridden and r.override is not None)
+        ]
+        if hints:
+            return hints
+    return []
+
+
+def _host_hint(ctx: _Context, route: HostRoute) -> Hint:
+    """One hint for host changes that, applied together, were solved again to open a plan."""
     parts: list[str] = []
-    kinds: list[str] = []
     command: str | None = None
     verbs: list[str] = []
-    changes: list[tuple[str, str]] = []
-    for r in reasons:
-        fix = r.fix
-        assert fix is not None
-        kinds.append(fix.kind)
-        if fix.value:
-            changes.append((fix.kind, fix.value))
-        if fix.kind == "driver":
-            part = f"{fix.direction or 'upgrade'} the host's amdgpu driver to {fix.value}.x"
-            paired = ctx.m.driver(driver_series(node.driver_version or ""))
+    for change in route.changes:
+        if change.kind == "driver":
+            part = f"{change.direction or 'upgrade'} the host's amdgpu driver to {change.value}.x"
+            paired = ctx.m.driver(driver_series(route.node.driver_version or ""))
             if paired is not None and paired.paired_rocm:
                 part += f" (AMD released it with ROCm {paired.paired_rocm})"
             parts.append(part)
             verbs.append("fits")
-        elif fix.kind == "python":
-            parts.append(f"use {fix.text} for the venv")
-            command = shlex.join(["uv", "venv", "--python", str(node.python)])
+        elif change.kind == "python":
+            parts.append(f"use Python {change.value} for the venv")
+            command = shlex.join(["uv", "venv", "--python", str(route.node.python)])
             verbs.append("installs")
-        elif fix.kind == "os":
-            parts.append(f"use {fix.text} (Ubuntu 22.04 has 2.35)")
+        elif change.kind == "glibc":
+            parts.append(f"use a host OS with glibc >= {change.value} (Ubuntu 22.04 has 2.35)")
             verbs.append("loads")
-        else:
-            parts.append(fix.text)
+    kinds = [r.fix.kind for r in route.reasons if r.fix is not None]
     kind = max(kinds, key=lambda k: HINT_ORDER.index(k) if k in HINT_ORDER else len(HINT_ORDER))
     lead = _join(parts)
-    if len(parts) > 1:
+    if route.together:
         lead += " (each alone is not enough)"
     verb = " and ".join(dict.fromkeys(verbs)) or "fits"
     return Hint(
         kind=kind,
-        text=f"{lead}: then {_then(again)} {verb}",
+        text=f"{lead}: then {_then(route.opens)} {verb}",
         command=command,
-        changes=tuple(changes),
-        then=again.candidate.label,
+        changes=tuple((c.kind, c.value) for c in route.changes),
+        then=route.opens.candidate.label,
     )
 
 

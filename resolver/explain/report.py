@@ -10,6 +10,7 @@ from resolver.explain.steps import plan_steps
 from resolver.model import Matrix
 from resolver.node import Node
 from resolver.solve import Candidate, Decision, Evaluation, Reason, Warning
+from resolver.solve.whatif import WhatIf
 
 SCHEMA_VERSION = 1
 
@@ -37,6 +38,10 @@ def reason_json(r: Reason) -> dict[str, Any]:
         "message": r.message,
         "hint": r.hint,
         "source": r.source,
+        # What it is about, as data: the node's gfx targets, the release and stack it rejects.
+        "gfx": list(r.gfx),
+        "release": str(r.release) if r.release is not None else None,
+        "stack": r.stack,
         "facts": [
             {"text": f.text, "source": f.source, "confidence": f.confidence} for f in r.facts
         ],
@@ -44,8 +49,8 @@ def reason_json(r: Reason) -> dict[str, Any]:
             "kind": r.fix.kind,
             "text": r.fix.text,
             "host": r.fix.host,
-            "value": r.fix.value,
-            "direction": r.fix.direction,
+            "value": r.fix.change.value if r.fix.change else None,
+            "direction": r.fix.change.direction if r.fix.change else None,
         }
         if r.fix
         else None,
@@ -112,8 +117,9 @@ def _stream(m: Matrix, c: Candidate) -> str | None:
     return rel.stream if rel else None
 
 
-def decision_json(d: Decision, m: Matrix) -> dict[str, Any]:
-
+def decision_json(d: Decision, m: Matrix, what_if: WhatIf | None = None) -> dict[str, Any]:
+    """The ``check --json`` object; its derivation words ``what_if`` (searched here if not
+    given)."""
     return {
         "schema_version": SCHEMA_VERSION,
         "verdict": d.verdict,
@@ -146,5 +152,5 @@ def decision_json(d: Decision, m: Matrix) -> dict[str, Any]:
             for e in d.rejected
         ],
         "alternatives": [plan_json(e, d.node, m) for e in d.alternatives],
-        "derivation": derive(d, m).to_json(),
+        "derivation": derive(d, m, what_if).to_json(),
     }

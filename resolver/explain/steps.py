@@ -1,7 +1,8 @@
 """What to run for a plan: the copy-pasteable commands (pull and pin an image, install a wheel,
 write and build a Dockerfile), and the flags that describe the node to a follow-up command.
 
-Shared by the explanation (``derive``), the renderers (``text``, ``report``) and fleets; every command is built from argv with ``shlex.join``.
+Shared by the explanation (``derive``), the renderers (``text``, ``report``) and fleets; every
+command is built from argv with ``shlex.join``.
 """
 
 from __future__ import annotations
@@ -73,7 +74,10 @@ def plan_steps(ev: Evaluation, node: Node) -> list[tuple[str, str]]:
                 "",
             ),
             (
-                "python -c 'import torch; assert torch.version.hip and not torch.version.cuda, torch.__version__'",
+                (
+                    "python -c 'import torch; assert torch.version.hip and not torch.version.cuda, "
+                    "torch.__version__'"
+                ),
                 "a CUDA wheel must not have slipped in",
             ),
         ]

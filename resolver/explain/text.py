@@ -180,7 +180,8 @@ def _cite(p: Premise, numbers: dict[str, int]) -> str:
 
 
 def step_sentence(step: Step, numbers: dict[str, int], *, first: bool, numbered: bool) -> str:
-    """ "Because <premises>, <conclusion>. (n)" -- the words of one step, shared by both renderers."""
+    """ "Because <premises>, <conclusion>. (n)" -- the words of one step, shared by both
+    renderers."""
     premises = [_cite(p, numbers) for p in step.premises]
     premises += [f"({c})" for c in step.cites]
     if len(premises) > 1:

@@ -168,6 +168,7 @@ def sbatch_script(m: Matrix, group: Group, opts: Options) -> str | None:
         lines.append(f"#SBATCH --nodes={nodes}")
     if opts.partition:
         lines.append(f"#SBATCH --partition={opts.partition}")
+    unpinned = "not pinned by digest: run `rocm-vllm image --digest` on a node to pin it"
     lines += [
         "#SBATCH --ntasks-per-node=1",
         f"#SBATCH --gpus-per-node={gpus}",
@@ -175,8 +176,11 @@ def sbatch_script(m: Matrix, group: Group, opts: Options) -> str | None:
         f"#SBATCH --time={opts.time}",
         f"#SBATCH --output=vllm-{group.id}-%j.out",
         f"# rocm-vllm fleet plan, group {group.id}: {group.fingerprint.short()}",
-        f"# verdict {group.decision.verdict}; image {image.ref} (vLLM {image.vllm}, ROCm {image.rocm})",
-        f"# {'digest ' + image.digest if image.digest else 'not pinned by digest: run `rocm-vllm image --digest` on a node to pin it'}",
+        (
+            f"# verdict {group.decision.verdict}; image {image.ref} (vLLM {image.vllm}, ROCm "
+            f"{image.rocm})"
+        ),
+        f"# {'digest ' + image.digest if image.digest else unpinned}",
         "set -euo pipefail",
         # Each task serves on its own node; the engine sees every GPU Slurm gave the job.
         f'CONTAINER="${{CONTAINER:-{words[0]}}}"',

@@ -188,8 +188,8 @@ def _node(
                 origin="kubernetes",
             ),
             (
-                f"{what} is not a GPU the compatibility data knows; the node cannot be placed "
-                "from its labels"
+                f"{what} is not a GPU the compatibility data knows; the node cannot be placed from "
+                "its labels"
             ),
         )
     if family in _FAMILY_GFX and not all(t.startswith(_FAMILY_GFX[family]) for t in targets):

@@ -421,11 +421,13 @@ def render_rich(fleet: FleetPlan, console: Any) -> None:
 
     total = fleet.node_count
     console.print(
-        f"[dim]fleet:[/dim] {total} node(s) in {len(fleet.groups)} group(s), {len(fleet.failed)} without a usable report"
+        f"[dim]fleet:[/dim] {total} node(s) in {len(fleet.groups)} group(s), {len(fleet.failed)} "
+        "without a usable report"
     )
     if fleet.main_plan:
         console.print(
-            f"[dim]main plan:[/dim] [bold]{escape(fleet.main_plan)}[/bold]  ({fleet.main_nodes} of {total} nodes run it as they are)"
+            f"[dim]main plan:[/dim] [bold]{escape(fleet.main_plan)}[/bold]  ({fleet.main_nodes} of "
+            f"{total} nodes run it as they are)"
         )
     table = Table(show_lines=False, header_style="bold")
     for column in ("group", "nodes", "n", "verdict", "plan", "to join the main plan"):
@@ -450,11 +452,13 @@ def render_text(fleet: FleetPlan) -> str:
     lines: list[str] = []
     total = fleet.node_count
     lines.append(
-        f"fleet: {total} node(s) in {len(fleet.groups)} group(s), {len(fleet.failed)} without a usable report"
+        f"fleet: {total} node(s) in {len(fleet.groups)} group(s), {len(fleet.failed)} without a "
+        "usable report"
     )
     if fleet.main_plan:
         lines.append(
-            f"main plan: {fleet.main_plan}  ({fleet.main_nodes} of {total} nodes run it as they are)"
+            f"main plan: {fleet.main_plan}  ({fleet.main_nodes} of {total} nodes run it as they "
+            "are)"
         )
     lines.append("")
     rows = [("group", "nodes", "n", "verdict", "plan", "to join the main plan")]
@@ -474,11 +478,13 @@ def render_text(fleet: FleetPlan) -> str:
         elif g.decision.host_fix is not None:
             fixes = [r.fix.text for r in g.decision.host_fix.reasons if r.fix]
             lines.append(
-                f"  host fix for its own best plan ({g.decision.host_fix.candidate.label}): {'; '.join(fixes)}"
+                f"  host fix for its own best plan ({g.decision.host_fix.candidate.label}): "
+                f"{'; '.join(fixes)}"
             )
         elif g.plan is not None and g.image is None:
             lines.append(
-                f"  no prebuilt image fits: no batch script or manifest; the plan is {g.plan.candidate.label}"
+                "  no prebuilt image fits: no batch script or manifest; the plan is "
+                f"{g.plan.candidate.label}"
             )
             lines += [f"    {cmd}" for cmd in plan_commands(g.plan, g.representative)]
     if fleet.failed:

@@ -34,7 +34,8 @@ class NodeReport:
     reason: str | None = None  # failed: why there is no node; unknown: why it cannot be placed
     notes: tuple[str, ...] = ()  # listed with the node, e.g. another tool version wrote it
     # What identifies the node to a scheduler: Kubernetes labels of a labelled node, the
-    # amd.com resource it offers (``amd.com/gpu`` or a partition resource such as ``amd.com/cpx_nps4``).
+    # amd.com resource it offers (``amd.com/gpu`` or a partition resource such as
+    # ``amd.com/cpx_nps4``).
     labels: dict[str, str] = field(default_factory=dict)
     resource: str = "amd.com/gpu"
 
@@ -106,7 +107,8 @@ def _files(inputs: Sequence[str]) -> list[Path]:
             if not found:
                 raise InputError(
                     f"{text}: a directory without *.json probe reports",
-                    hint="write them with `rocm-vllm probe --json > NODE.json` or `rocm-vllm fleet gather`",
+                    hint="write them with `rocm-vllm probe --json > NODE.json` or "
+                    "`rocm-vllm fleet gather`",
                 )
             files += found
         elif path.is_file():

@@ -64,7 +64,8 @@ def _tool(name: str) -> str:
     if path is None:
         raise SlurmError(
             f"{name} is not on PATH",
-            hint="run on a Slurm login node, or install Slurm's client tools (Debian: slurm-client)",
+            hint="run on a Slurm login node, or install Slurm's client tools "
+            "(Debian: slurm-client)",
         )
     return path
 
@@ -127,8 +128,10 @@ def resolve_target(
     unknown = [n for n in named_nodes if n not in states]
     if unknown:
         raise InputError(
-            f"--slurm {target}: neither a partition nor nodes Slurm knows ({hostlist.compress(unknown)})",
-            hint=f"partitions: {', '.join(sorted(partitions)) or 'none'}; nodes: {hostlist.compress(states) or 'none'}",
+            f"--slurm {target}: neither a partition nor nodes Slurm knows "
+            f"({hostlist.compress(unknown)})",
+            hint=f"partitions: {', '.join(sorted(partitions)) or 'none'}; nodes: "
+            f"{hostlist.compress(states) or 'none'}",
         )
     # srun without --partition asks the default partition: name one that holds every node.
     holding = [p for p, members in partitions.items() if set(named_nodes) <= set(members)]
@@ -271,7 +274,8 @@ def gather(
 
 
 def _srun(args: list[str], env: dict[str, str], limit: float) -> tuple[str, str]:
-    """Run srun; past ``limit`` seconds it gets SIGINT twice (srun's "cancel the step"), then SIGKILL."""
+    """Run srun; past ``limit`` seconds it gets SIGINT twice (srun's "cancel the step"), then
+    SIGKILL."""
     proc = subprocess.Popen(
         args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )

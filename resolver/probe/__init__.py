@@ -46,10 +46,8 @@ def _read(path: Path, flag: str) -> str:
     except bounded.NotRegularFileError as exc:
         raise ProbeError(
             f"{flag} {path}: {exc.strerror}",
-            hint=(
-                "save the tool's output to a file first (e.g. rocminfo > out.txt) and give "
-                f"{flag} that file"
-            ),
+            hint="save the tool's output to a file first (e.g. rocminfo > out.txt) and give "
+            f"{flag} that file",
         ) from None
     except FileNotFoundError:
         raise ProbeError(f"{flag} {path}: no such file", hint="check the path") from None
@@ -109,10 +107,8 @@ def probe_files(
     if not views:
         raise ProbeError(
             "no probe input given",
-            hint=(
-                "give --rocminfo FILE, --amd-smi FILE, --rocm-smi FILE, --agent-enumerator FILE "
-                "or --sysfs ROOT"
-            ),
+            hint="give --rocminfo FILE, --amd-smi FILE, --rocm-smi FILE, --agent-enumerator FILE "
+            "or --sysfs ROOT",
         )
     views = _combine_same_source(views)
     node, problems = merge(views, origin="file:" + ",".join(names), gfx_table=gfx_table)
@@ -157,8 +153,9 @@ def _sysfs_view(root: Path, gfx_table: GfxTable) -> SourceView:
     if not _found_anything(view):
         view.problem(
             "no-kfd-topology",
-            f"--sysfs {root}: no KFD topology or DRM device under {root} (looked for "
-            "sys/class/kfd/kfd/topology/nodes, class/kfd/kfd/topology/nodes, sys/class/drm)",
+            f"--sysfs {root}: no KFD topology or DRM device under {root} "
+            "(looked for sys/class/kfd/kfd/topology/nodes, class/kfd/kfd/topology/nodes, "
+            "sys/class/drm)",
             "copy /sys/class/kfd/kfd/topology from the node (cp -rL), keeping the "
             "sys/class/kfd/kfd path, or give --sysfs a copy of /sys itself",
         )
@@ -279,14 +276,10 @@ def probe_live(
         problems.append(
             Problem(
                 code="no-container-engine",
-                message=(
-                    "no Docker or Podman daemon answers on this machine: the image path cannot "
-                    "run here"
-                ),
-                hint=(
-                    "install Docker Engine and start it (`sudo systemctl enable --now docker`), "
-                    "or use the source build"
-                ),
+                message="no Docker or Podman daemon answers on this machine: the image path cannot "
+                "run here",
+                hint="install Docker Engine and start it (`sudo systemctl enable --now docker`), "
+                "or use the source build",
             )
         )
     return _finish(node, problems, matrix)

@@ -51,7 +51,8 @@ class SourceView:
     driver_version: str | None = None
     rocm_version: str | None = None
     amdgpu_loaded: bool | None = None
-    # Some sources (a flattened one-line paste) list targets but cannot tell how many GPUs there are.
+    # Some sources (a flattened one-line paste) list targets but cannot tell how many GPUs there
+    # are.
     count_exact: bool = True
     facts: dict[str, Any] = field(default_factory=dict)
 

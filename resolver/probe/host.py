@@ -27,7 +27,10 @@ from resolver import bounded
 from resolver.node import Problem
 from resolver.probe.sysfs import read_text
 
-GROUP_HINT = "sudo usermod -aG render,video $USER, then log out and back in (in a container: --group-add video --group-add render)"
+GROUP_HINT = (
+    "sudo usermod -aG render,video $USER, then log out and back in (in a container: "
+    "--group-add video --group-add render)"
+)
 
 
 @dataclass(slots=True)
@@ -52,9 +55,10 @@ def gather(
         facts.problems.append(
             Problem(
                 code="wsl",
-                message=f"this is WSL (kernel {facts.kernel}): ROCm there exposes only RDNA3/RDNA4 GPUs, and vLLM's "
-                "amdsmi-based device detection is not supported on it",
-                hint="run vLLM on native Linux; on WSL treat any result as experimental (ROCm/vllm#339)",
+                message=f"this is WSL (kernel {facts.kernel}): ROCm there exposes only RDNA3/RDNA4 "
+                "GPUs, and vLLM's amdsmi-based device detection is not supported on it",
+                hint="run vLLM on native Linux; on WSL treat any result as experimental "
+                "(ROCm/vllm#339)",
             )
         )
     facts.glibc = _glibc()
@@ -219,7 +223,8 @@ def _devices(root: Path, facts: HostFacts, check_access: bool) -> None:
         facts.problems.append(
             Problem(
                 code="not-in-gpu-group",
-                message=f"user {facts.host.get('user')} is not in the {' and '.join(sorted(missing))} group(s)",
+                message=f"user {facts.host.get('user')} is not in the "
+                f"{' and '.join(sorted(missing))} group(s)",
                 hint=GROUP_HINT,
             )
         )
@@ -231,7 +236,8 @@ _NVRM_RE = re.compile(r"Kernel Module\s+(?:for\s+\S+\s+)?([0-9]+\.[0-9]+(?:\.[0-
 def nvidia_devices(root: Path) -> list[dict[str, Any]]:
     """An NVIDIA GPU seen without any NVIDIA tool: the kernel module's version file
     (``/proc/driver/nvidia/version``), its device nodes (``/dev/nvidia0``...) or the loaded module
-    (``/sys/module/nvidia``). One entry per ``/dev/nvidiaN`` (at least one when any sign is there)."""
+    (``/sys/module/nvidia``). One entry per ``/dev/nvidiaN`` (at least one when any sign is
+    there)."""
     version_text = read_text(root / "proc/driver/nvidia/version") or ""
     match = _NVRM_RE.search(version_text)
     nodes = sorted(

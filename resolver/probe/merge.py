@@ -89,10 +89,8 @@ def merge(
                 code="partial-input",
                 message=f"the {base.source} input is a filtered or flattened paste: it names the "
                 "gfx targets but may not list every GPU",
-                hint=(
-                    "save the whole output (rocminfo > rocminfo.txt) or run `rocm-vllm probe "
-                    "--json` on the node"
-                ),
+                hint="save the whole output (rocminfo > rocminfo.txt) or run "
+                "`rocm-vllm probe --json` on the node",
             )
         )
     for fact in facts:
@@ -109,10 +107,8 @@ def merge(
             Problem(
                 code="gpu-target-unknown",
                 message=f"{len(unknown)} GPU(s) listed without a gfx target or a known PCI id",
-                hint=(
-                    "add an output that names the target: `rocminfo`, `amd-smi static --asic`, "
-                    "or --sysfs ROOT"
-                ),
+                hint="add an output that names the target: `rocminfo`, `amd-smi static --asic`, or "
+                "--sysfs ROOT",
             )
         )
     driver = next((v.driver_version for v in ordered if v.driver_version), None)
@@ -265,8 +261,8 @@ def _enrich(
             problems.append(
                 Problem(
                     code="gfx-override",
-                    message=f"the runtime (rocminfo) reports {extra.runtime_gfx} for a device "
-                    f"that {base.source} says is {fact.gfx}: "
+                    message=f"the runtime (rocminfo) reports {extra.runtime_gfx} for a device that "
+                    f"{base.source} says is {fact.gfx}: "
                     f"HSA_OVERRIDE_GFX_VERSION={gfxmod.to_override(extra.runtime_gfx)} "
                     "is in effect",
                     hint=f"this runs {fact.gfx} hardware with code built for {extra.runtime_gfx} "
@@ -283,10 +279,8 @@ def _enrich(
         problems.append(
             Problem(
                 code="sources-disagree",
-                message=(
-                    f"{base.source} says {', '.join(mine) or 'no GPU'} but {other.source} says "
-                    f"{', '.join(theirs)}"
-                ),
+                message=f"{base.source} says {', '.join(mine) or 'no GPU'} but {other.source} says "
+                f"{', '.join(theirs)}",
                 hint="the inputs may come from different machines; probe each node on its own",
             )
         )
@@ -295,17 +289,13 @@ def _enrich(
         problems.append(
             Problem(
                 code="gpu-count-differs",
-                message=(
-                    f"{base.source} lists {len(facts)} GPU agent(s), {other.source} lists "
-                    f"{len(other.gpus)}"
-                ),
+                message=f"{base.source} lists {len(facts)} GPU agent(s), {other.source} lists "
+                f"{len(other.gpus)}",
                 hint="the runtime drops GPUs whose /dev/dri/renderD* it cannot open: check the "
                 "container's --device list, cgroups and ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES"
                 if hidden
-                else (
-                    "the inputs may come from different machines or times; probe each node on "
-                    "its own"
-                ),
+                else "the inputs may come from different machines or times; probe each node on its "
+                "own",
             )
         )
 
@@ -329,10 +319,8 @@ def _apply_env_override(
             problems.append(
                 Problem(
                     code="gfx-override-invalid",
-                    message=(
-                        f"HSA_OVERRIDE_GFX_VERSION={own!r} is not major.minor.stepping; the "
-                        "runtime ignores it"
-                    ),
+                    message=f"HSA_OVERRIDE_GFX_VERSION={own!r} is not major.minor.stepping; the "
+                    "runtime ignores it",
                     hint="unset it, or write it as three decimal numbers, e.g. 11.0.0 for gfx1100",
                 )
             )
@@ -342,10 +330,8 @@ def _apply_env_override(
             problems.append(
                 Problem(
                     code="gfx-override",
-                    message=(
-                        f"HSA_OVERRIDE_GFX_VERSION={own} makes the runtime treat this {fact.gfx} "
-                        f"as {target}"
-                    ),
+                    message=f"HSA_OVERRIDE_GFX_VERSION={own} makes the runtime treat this "
+                    f"{fact.gfx} as {target}",
                     hint="unsupported unless the two are binary compatible; prefer a build for "
                     f"{fact.gfx} and `unset HSA_OVERRIDE_GFX_VERSION`",
                 )
@@ -386,10 +372,8 @@ def _gpus(
             problems.append(
                 Problem(
                     code="integrated-gpu-present",
-                    message=(
-                        f"an integrated GPU ({fact.gfx}) sits beside the discrete GPU(s); it is "
-                        "not counted"
-                    ),
+                    message=f"an integrated GPU ({fact.gfx}) sits beside the discrete GPU(s); it "
+                    "is not counted",
                     hint="hide it from ROCm so ranks map to the discrete GPUs: set "
                     "ROCR_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES to the discrete GPUs, or disable "
                     "the iGPU in the BIOS",

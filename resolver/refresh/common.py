@@ -1,4 +1,5 @@
-"""Types shared by the refresh sources: where upstream lives, what a source found, what it refused."""
+"""Types shared by the refresh sources: where upstream lives, what a source found, what it
+refused."""
 
 from __future__ import annotations
 

@@ -167,7 +167,8 @@ def render(
         out.append(f"wrote {len(changes)} record(s) to {target}")
     else:
         out.append(
-            f"{len(changes)} record(s) differ from the data in use; run with --write to save them to {target}"
+            f"{len(changes)} record(s) differ from the data in use; run with --write to save them "
+            f"to {target}"
         )
     return "\n".join(out)
 

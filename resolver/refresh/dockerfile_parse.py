@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 _GITHUB_URL = re.compile(r"^https://github\.com/([^/\s]+)/([^/\s]+?)(?:\.git)?/?\Z")
 _CMAKE_HIP = re.compile(r'set\(\s*HIP_SUPPORTED_ARCHS\s+"([^"]*)"', re.IGNORECASE)
-# Before AITER_ROCM_ARCH existed (v0.8.2-v0.10.x) AITER was built with a literal list on its RUN line.
+# Before AITER_ROCM_ARCH existed (v0.8.2-v0.10.x) AITER was built with a literal list on its RUN
+# line.
 _LITERAL_GPU_ARCHS = re.compile(r"\bGPU_ARCHS=[\"']?([A-Za-z0-9;]+)[\"']?(?=\s)")
 
 

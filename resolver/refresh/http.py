@@ -1,4 +1,5 @@
-"""One HTTP session for every upstream source: timeouts, retries, conditional requests, a disk cache.
+"""One HTTP session for every upstream source: timeouts, retries, conditional requests, a disk
+cache.
 
 Why a cache: a refresh reads dozens of pages and files. Mutable resources (API pages, tag lists,
 index pages) are revalidated with ``If-None-Match`` / ``If-Modified-Since``, so a repeat costs a 304
@@ -125,8 +126,8 @@ class HttpClient:
             self.session.close()  # the interrupted connection is not reused
             raise RegistryError(
                 f"{method} {url}: not finished within {limit:g} s",
-                hint=f"the server is too slow or stalls; retry later, use a closer mirror, or raise "
-                f"{deadline.ENV}",
+                hint="the server is too slow or stalls; retry later, use a closer mirror, or "
+                f"raise {deadline.ENV}",
             ) from None
 
     def _get(
@@ -230,7 +231,8 @@ class HttpClient:
                     if total is not None and total > max_bytes:
                         raise IntegrityError(
                             f"GET {url}: {total} bytes is more than the {max_bytes} allowed",
-                            hint="the index lists a file far larger than any release; check the mirror",
+                            hint="the index lists a file far larger than any release; check the "
+                            "mirror",
                         )
                     for chunk in r.iter_content(chunk_size=1 << 16):
                         size += len(chunk)
@@ -257,8 +259,8 @@ class HttpClient:
                 raise IntegrityError(
                     f"GET {url}: sha256 {digest.hexdigest()[:16]}... does not match the index's "
                     f"{sha256[:16]}...",
-                    hint="the download was altered or truncated, or the mirror serves another file; "
-                    "nothing was read from it",
+                    hint="the download was altered or truncated, or the mirror serves another "
+                    "file; nothing was read from it",
                 )
             return b"".join(chunks)
         raise RegistryError(
@@ -311,7 +313,8 @@ class HttpClient:
         if method != "HEAD" and declared is not None and declared > self.max_body:
             raise RegistryError(
                 f"{method} {url}: {declared} bytes is more than the {self.max_body} allowed",
-                hint="the upstream answered with something far larger than any page it serves; check the base URL",
+                hint="the upstream answered with something far larger than any page it serves; "
+                "check the base URL",
             )
         chunks: list[bytes] = []
         size = 0
@@ -408,7 +411,10 @@ def _short(exc: BaseException) -> str:
 
 def _hint_for(status: int) -> str:
     if status in (401, 403):
-        return "the upstream refused the request; set GITHUB_TOKEN for GitHub, or check registry access"
+        return (
+            "the upstream refused the request; set GITHUB_TOKEN for GitHub, or check registry "
+            "access"
+        )
     return "check the base URL of this source (see rocm-vllm matrix refresh --help)"
 
 

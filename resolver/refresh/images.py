@@ -27,7 +27,12 @@ from resolver.refresh.common import (
 from resolver.refresh.http import HttpClient, Response, parse_link_next
 from resolver.safety import is_safe
 
-MANIFEST_TYPES = "application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json"
+MANIFEST_TYPES = (
+    "application/vnd.oci.image.index.v1+json, "
+    "application/vnd.docker.distribution.manifest.list.v2+json, "
+    "application/vnd.oci.image.manifest.v1+json, "
+    "application/vnd.docker.distribution.manifest.v2+json"
+)
 _VER = r"[0-9]+(?:\.[0-9]+){1,3}(?:\.post[0-9]+)?"
 _FAMILY = re.compile(r"^(?:cdna|rdna|navi|mi[0-9]+[a-z]*|gfx[0-9a-fA-FxX]{3,4}-[a-z]+)\Z")
 _DATE = re.compile(r"^[0-9]{8}\Z")
@@ -38,7 +43,8 @@ def parse_rocm_vllm_tag(tag: str) -> dict[str, str] | None:
     """``rocm6.4.1_vllm_0.10.1_20250909`` -> {rocm, vllm, ...}; None for tags in no release scheme.
 
     Seen schemes: rocm<R>_vllm_<V>_<date>, rocm<R>_instinct_vllm<V>_<date>,
-    rocm<R>_<family>_ubuntu<U>_py<P>_vllm_<V>, rocm<R>_<family>_ubuntu<U>_py<P>_pytorch_<T>_vllm_<V>.
+    rocm<R>_<family>_ubuntu<U>_py<P>_vllm_<V>,
+    rocm<R>_<family>_ubuntu<U>_py<P>_pytorch_<T>_vllm_<V>.
     """
     tokens = tag.split("_")
     m = re.fullmatch(rf"rocm({_VER})", tokens[0]) if tokens else None
@@ -112,7 +118,8 @@ class ImagesSource(Source):
         return resp
 
     def _token(self, repo: str, challenge: str) -> str:
-        """Docker Hub's anonymous pull token (``WWW-Authenticate: Bearer realm=...,service=...``)."""
+        """Docker Hub's anonymous pull token
+        (``WWW-Authenticate: Bearer realm=...,service=...``)."""
         params = dict(_CHALLENGE.findall(challenge))
         realm = params.pop("realm", "")
         if not challenge.lower().startswith("bearer") or not is_safe("url", realm):
@@ -260,12 +267,14 @@ def _official(tag: str, releases: dict[str, dict[str, Any]]) -> dict[str, Any] |
                 rec[field_name] = release[field_name]
         rec["confidence"] = "inferred"
         rec["note"] = (
-            f"Tag and digest read from the registry; ROCm, Python and arch from vllm.toml release {version}."
+            "Tag and digest read from the registry; ROCm, Python and arch from vllm.toml release "
+            f"{version}."
         )
     else:
         rec["confidence"] = "inferred"
         rec["note"] = (
-            f"Tag and digest read from the registry; vllm.toml does not know release {version}'s build yet."
+            f"Tag and digest read from the registry; vllm.toml does not know release {version}'s "
+            "build yet."
         )
     return rec
 
@@ -287,7 +296,8 @@ def _amd(
     if same:
         rec["arch"] = list(same[0]["arch"])
         rec["note"] = (
-            f"Tag and digest read from the registry; arch list carried over from {repo}:{same[0].get('tag')} (same family)."
+            "Tag and digest read from the registry; arch list carried over from "
+            f"{repo}:{same[0].get('tag')} (same family)."
         )
     else:
         rec["note"] = "Tag and digest read from the registry; AMD publishes no arch list for it."

@@ -50,8 +50,8 @@ class RocmSource(Source):
                 "os": [],
                 "source": f"{self.ep.github_api}/repos/{ROCM_REPO}/tags (tag {name})",
                 "confidence": "inferred",
-                "note": f"The release exists (tag {name}); stream inferred from neighbouring releases; "
-                "supported GPUs and OS not read yet (see AMD's compatibility matrix).",
+                "note": f"The release exists (tag {name}); stream inferred from neighbouring "
+                "releases; supported GPUs and OS not read yet (see AMD's compatibility matrix).",
                 "read_at": today(),
             }
             known[version] = stream

@@ -124,7 +124,8 @@ class WheelsSource(Source):
                     "index_url": f"{self.ep.wheels}/",
                     "status": "release" if releases else "nightly",
                     "confidence": "inferred",
-                    "note": f"Found on the wheel index; ROCm {rocm} matched from the variant name; arch list not published.",
+                    "note": f"Found on the wheel index; ROCm {rocm} matched from the variant name; "
+                    "arch list not published.",
                 }
             )
         record["source"] = url

@@ -13,6 +13,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterator
 
+from resolver.codes import UNKNOWN_CODES
 from resolver.errors import InputError
 from resolver.model import Matrix
 from resolver.node import Node
@@ -28,7 +29,6 @@ from resolver.solve.types import (
     MXFP4_QUANT,
     OK_VERDICTS,
     OTHER_QUANT,
-    UNKNOWN_CODES,
     UNKNOWN_EXIT,
     Candidate,
     Decision,
@@ -101,12 +101,14 @@ def solve(
     reporter = reporter or Reporter()
     _validate_request(request)
     if not node.gfx_targets:
-        # Say why, when the probe knows: "permission denied on /dev/kfd" needs another fix than "no GPU".
+        # Say why, when the probe knows: "permission denied on /dev/kfd" needs another fix than "no
+        # GPU".
         cause = next((p for p in node.problems if p.code != "no-gpu"), None)
         raise InputError(
             "the node has no AMD GPU to decide for" + (f": {cause.message}" if cause else ""),
             hint=(f"{cause.hint}; or " if cause else "")
-            + "describe the node with --gfx (e.g. --gfx gfx942), --example NAME, or --node FILE from `rocm-vllm probe --json`",
+            + "describe the node with --gfx (e.g. --gfx gfx942), --example NAME, or --node FILE "
+            "from `rocm-vllm probe --json`",
         )
     unknown_gfx = [g for g in node.gfx_targets if matrix.gfx_target(g) is None]
     if unknown_gfx:

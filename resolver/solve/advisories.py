@@ -41,7 +41,8 @@ def rocm_lists_gfx(m: Matrix, targets: Iterable[GfxTarget], cand: Candidate) -> 
     return [
         Warning(
             code="rocm-lacks-gfx",
-            message=f"AMD's matrix for {rocm.label} does not list {t.name}; {cand.label} ships code for it anyway",
+            message=f"AMD's matrix for {rocm.label} does not list {t.name}; {cand.label} ships "
+            "code for it anyway",
             hint=f"expect less testing on {t.name}; AMD lists it from {_first_listing(m, t.name)}",
             source=rocm.provenance.source,
         )
@@ -62,7 +63,8 @@ def image_warnings(image: ContainerImage) -> list[Warning]:
         out.append(
             Warning(
                 code="deprecated-channel",
-                message=f"{image.repo} is deprecated in vLLM's docs; {image.ref} is used only because nothing newer fits",
+                message=f"{image.repo} is deprecated in vLLM's docs; {image.ref} is used only "
+                "because nothing newer fits",
                 hint="prefer vllm/vllm-openai-rocm when the node allows it",
                 source=image.provenance.source,
             )
@@ -72,7 +74,8 @@ def image_warnings(image: ContainerImage) -> list[Warning]:
             Warning(
                 code="amd-image",
                 severity="info",
-                message=f"{image.repo} is AMD's channel (vLLM's docs call it deprecated since v0.19); its entrypoint is a shell",
+                message=f"{image.repo} is AMD's channel (vLLM's docs call it deprecated since "
+                "v0.19); its entrypoint is a shell",
                 hint="run `vllm serve` explicitly in it (`rocm-vllm image` writes the command)",
                 source=image.provenance.source,
             )
@@ -81,14 +84,17 @@ def image_warnings(image: ContainerImage) -> list[Warning]:
 
 
 def stack_warnings(cand: Candidate, stack: RocmStack) -> list[Warning]:
-    """``preview-rocm`` for a stack on a nightly; ``unpinned-ref`` for a source build on moving pins."""
+    """``preview-rocm`` for a stack on a nightly; ``unpinned-ref`` for a source build on moving
+    pins."""
     out: list[Warning] = []
     if stack.preview:
         out.append(
             Warning(
                 code="preview-rocm",
-                message=f"{cand.label} builds on {stack.label}, a ROCm nightly or preview, not a release",
-                hint="prefer a stack on a released ROCm; use this one only to try the GPU it exists for",
+                message=f"{cand.label} builds on {stack.label}, a ROCm nightly or preview, not a "
+                "release",
+                hint="prefer a stack on a released ROCm; use this one only to try the GPU it "
+                "exists for",
                 source=stack.provenance.source,
             )
         )
@@ -98,8 +104,10 @@ def stack_warnings(cand: Candidate, stack: RocmStack) -> list[Warning]:
         out.append(
             Warning(
                 code="unpinned-ref",
-                message=f"{cand.label}: upstream pins {refs} to a moving branch, so the build is not reproducible",
-                hint="pin a commit yourself (rocm-vllm dockerfile refuses this stack unless --allow-moving-refs)",
+                message=f"{cand.label}: upstream pins {refs} to a moving branch, so the build is "
+                "not reproducible",
+                hint="pin a commit yourself (rocm-vllm dockerfile refuses this stack unless "
+                "--allow-moving-refs)",
                 source=stack.provenance.source,
             )
         )
@@ -107,7 +115,8 @@ def stack_warnings(cand: Candidate, stack: RocmStack) -> list[Warning]:
 
 
 def low_confidence(cand: Candidate, record_source: str) -> list[Warning]:
-    """``low-confidence``: the candidate's facts were inferred, not read at the release or registry."""
+    """``low-confidence``: the candidate's facts were inferred, not read at the release or
+    registry."""
     if cand.confidence not in ("inferred", "release-branch", "unknown"):
         return []
     return [
@@ -120,9 +129,11 @@ def low_confidence(cand: Candidate, record_source: str) -> list[Warning]:
                 if cand.image
                 else f"{cand.label}: facts are {cand.confidence}, not read at the release itself"
             ),
-            hint="pin and verify it: `rocm-vllm image` with the same node flags, plus --digest --smoke"
+            hint="pin and verify it: `rocm-vllm image` with the same node flags, plus --digest "
+            "--smoke"
             if cand.image
-            else f"read them exactly from the sdist: `rocm-vllm matrix refresh --source sdist --tag {cand.vllm}`",
+            else "read them exactly from the sdist: `rocm-vllm matrix refresh --source sdist "
+            f"--tag {cand.vllm}`",
             source=record_source,
         )
     ]
@@ -163,16 +174,20 @@ def aiter(t: GfxTarget, plan: Evaluation | None) -> list[Warning]:
         by_image = kind == "image"
         hint = {
             "image": "set VLLM_ROCM_USE_AITER=1 (the run command from `rocm-vllm image` does)",
-            "wheel": "export VLLM_ROCM_USE_AITER=1 before `vllm serve`: nothing sets it for a wheel install",
-            "source": "pass -e VLLM_ROCM_USE_AITER=1 to `docker run` of the built image: the Dockerfile does not set it",
+            "wheel": "export VLLM_ROCM_USE_AITER=1 before `vllm serve`: nothing sets it for a "
+            "wheel install",
+            "source": "pass -e VLLM_ROCM_USE_AITER=1 to `docker run` of the built image: the "
+            "Dockerfile does not set it",
         }.get(kind or "", "set VLLM_ROCM_USE_AITER=1 where vLLM runs")
         return [
             Warning(
                 code="aiter-off-by-default",
                 severity="info",
-                message=f"AITER kernels are off by default in vLLM; on {t.name} they are much faster",
+                message=f"AITER kernels are off by default in vLLM; on {t.name} they are much "
+                "faster",
                 hint=hint,
-                source="vllm-project/vllm vllm/envs.py (VLLM_ROCM_USE_AITER default False); vllm-project/vllm#56945",
+                source="vllm-project/vllm vllm/envs.py (VLLM_ROCM_USE_AITER default False); "
+                "vllm-project/vllm#56945",
                 env=(("VLLM_ROCM_USE_AITER", "1"),),
                 applied_by_plan=by_image,
             )
@@ -182,7 +197,8 @@ def aiter(t: GfxTarget, plan: Evaluation | None) -> list[Warning]:
             Warning(
                 code="aiter-partial",
                 severity="info",
-                message=f"on {t.name} only AITER's Triton kernels apply; the AITER package itself fails there",
+                message=f"on {t.name} only AITER's Triton kernels apply; the AITER package itself "
+                "fails there",
                 hint="leave VLLM_ROCM_USE_AITER unset unless you test it (ROCm/aiter#3294)",
                 source=t.features.provenance.source,
             )
@@ -202,10 +218,12 @@ def mxfp4(t: GfxTarget, quant: str) -> list[Warning]:
             severity="info",
             message=f"{quant} on {t.name} runs on native MX (microscaling) compute"
             if native
-            else f"{quant} on {t.name} runs weight-only: vLLM dequantizes the MXFP4 weights, since {t.name} has no MX compute",
+            else f"{quant} on {t.name} runs weight-only: vLLM dequantizes the MXFP4 weights, since "
+            f"{t.name} has no MX compute",
             hint="nothing to do; MXFP4 checkpoints run at full speed here"
             if native
-            else "expect less speed than on gfx950 (MI350X/MI355X); the checkpoint itself runs unchanged",
+            else "expect less speed than on gfx950 (MI350X/MI355X); the checkpoint itself runs "
+            "unchanged",
             source=src.source,
         )
     ]
@@ -221,7 +239,8 @@ def fp8_format(t: GfxTarget, fp8_asked: bool) -> list[Warning]:
             code="fp8-format",
             severity="info",
             message=f"FP8 on {t.name} uses {fmt}",
-            hint="OCP-format checkpoints are rescaled to FNUZ at load on gfx942; do not hard-code fnuz for gfx950"
+            hint="OCP-format checkpoints are rescaled to FNUZ at load on gfx942; do not hard-code "
+            "fnuz for gfx950"
             if t.features.fp8_format == "fnuz"
             else "checkpoints in OCP e4m3fn run natively",
             source=t.features.provenance.source,
@@ -237,7 +256,8 @@ def mixed_fp8_formats(targets: list[GfxTarget], fp8_asked: bool) -> list[Warning
     return [
         Warning(
             code="mixed-fp8-formats",
-            message="this node mixes FNUZ (gfx942) and OCP FP8 targets; vLLM reads the arch of device 0 only",
+            message="this node mixes FNUZ (gfx942) and OCP FP8 targets; vLLM reads the arch of "
+            "device 0 only",
             hint="run one vLLM instance per GPU type (HIP_VISIBLE_DEVICES), never one across both",
             source="ROCm/aiter#3807; vllm-project/vllm vllm/platforms/rocm.py@001eda31",
         )
@@ -251,7 +271,8 @@ def mixed_gfx(targets: list[GfxTarget]) -> list[Warning]:
     return [
         Warning(
             code="mixed-gfx",
-            message=f"this node has several GPU types ({', '.join(t.name for t in targets)}); vLLM assumes one",
+            message=f"this node has several GPU types ({', '.join(t.name for t in targets)}); vLLM "
+            "assumes one",
             hint="pin each vLLM instance to one GPU type with HIP_VISIBLE_DEVICES",
             source="vllm-project/vllm vllm/platforms/rocm.py@001eda31 (arch read from device 0)",
         )
@@ -267,7 +288,8 @@ def rdna_multi_gpu(node: Node, targets: list[GfxTarget]) -> list[Warning]:
         Warning(
             code="rdna-multi-gpu",
             message="multi-GPU Radeon setups have hung in RCCL peer-to-peer collectives",
-            hint="if tensor-parallel start-up hangs: NCCL_P2P_DISABLE=1 and --disable-custom-all-reduce",
+            hint="if tensor-parallel start-up hangs: NCCL_P2P_DISABLE=1 and "
+            "--disable-custom-all-reduce",
             source="ROCm/vllm#390; ROCm/rocm-systems#11348",
         )
     ]
@@ -280,7 +302,8 @@ def cpx_partition(node: Node) -> list[Warning]:
     return [
         Warning(
             code="cpx-partition",
-            message="GPUs are in CPX partition mode; tensor parallelism across CPX partitions has produced garbage output",
+            message="GPUs are in CPX partition mode; tensor parallelism across CPX partitions has "
+            "produced garbage output",
             hint="use SPX/NPS1 for TP, or one TP=1 replica per partition (vllm-project/vllm#20125)",
             source="vllm-project/vllm#20125",
         )
@@ -294,7 +317,8 @@ def override_not_needed(node: Node, targets: list[GfxTarget]) -> list[Warning]:
     return [
         Warning(
             code="override-not-needed",
-            message=f"HSA_OVERRIDE_GFX_VERSION={node.hsa_override_gfx_version} is set, but the GPU is supported as it is",
+            message=f"HSA_OVERRIDE_GFX_VERSION={node.hsa_override_gfx_version} is set, but the GPU "
+            "is supported as it is",
             hint="unset HSA_OVERRIDE_GFX_VERSION; vLLM's feature gates follow the real gfx anyway",
             source="vllm-project/vllm vllm/platforms/rocm.py@001eda31 (arch from amdsmi)",
         )
@@ -308,15 +332,18 @@ def unofficial_override(plan: Evaluation | None) -> list[Warning]:
     return [
         Warning(
             code="unofficial-override",
-            message=f"this path relies on HSA_OVERRIDE_GFX_VERSION={plan.override}; the runtime loads another GPU's code",
+            message=f"this path relies on HSA_OVERRIDE_GFX_VERSION={plan.override}; the runtime "
+            "loads another GPU's code",
             hint="unofficial: it can crash or compute wrong results; test outputs before serving",
+            unofficial=True,
             source="ROCm/ROCm#2500; ROCm/rocm-systems PR #5686",
         )
     ]
 
 
 def probe_problems(node: Node) -> list[Warning]:
-    """The probe's problems, and partition problems of a node file written before the probe checked them."""
+    """The probe's problems, and partition problems of a node file written before the probe checked
+    them."""
     problems = list(node.problems)
     if node.gpus:
         # A node file written before the probe checked partitions still gets the check.
@@ -383,7 +410,8 @@ def newer_unknown(m: Matrix, request: Request, plan: Evaluation | None) -> list[
         Warning(
             code="newer-releases-unknown",
             severity="info",
-            message=f"{len(newer)} newer vLLM release(s) ({min(newer)} to {max(newer)}) have no ROCm facts in the data; "
+            message=f"{len(newer)} newer vLLM release(s) ({min(newer)} to {max(newer)}) have no "
+            "ROCm facts in the data; "
             "some may fit this node too",
             hint="run `rocm-vllm matrix refresh` to read newer releases",
             source="pypi.org/project/vllm; matrix/vllm.toml",

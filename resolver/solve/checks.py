@@ -1,4 +1,5 @@
-"""What stops one candidate: one function per reason code, each with its message, facts, hint and fix.
+"""What stops one candidate: one function per reason code, each with its message, facts, hint and
+fix.
 
 ``MatrixProvider.evaluate`` calls them; each returns a ``Reason`` (or ``None`` when the check
 passes). Checks that cannot be made say so with a ``Warning`` (driver unknown, Python or glibc
@@ -21,6 +22,7 @@ from resolver.solve.types import (
     Candidate,
     Fact,
     Fix,
+    HostChange,
     Reason,
     Request,
     Warning,
@@ -35,18 +37,22 @@ def release_facts_unknown(cand: Candidate) -> Reason:
     src = cand.release.provenance.source if cand.release else "matrix/vllm.toml"
     return Reason(
         code="release-facts-unknown",
-        message=f"vLLM {cand.vllm}: its ROCm base, arch list and component pins are not in the data",
+        message=f"vLLM {cand.vllm}: its ROCm base, arch list and component pins are not in the "
+        "data",
         facts=(
             Fact(
                 text=f"vLLM {cand.vllm} exists but its ROCm build files were never read",
                 source=src,
                 confidence="unknown",
+                about=cand.label,
             ),
         ),
-        hint=f"run `rocm-vllm matrix refresh --source sdist --tag {cand.vllm} --write` to read them from its sdist",
+        hint=f"run `rocm-vllm matrix refresh --source sdist --tag {cand.vllm} --write` to read "
+        "them from its sdist",
         fix=Fix(
             kind="data",
-            text=f"refresh the data (`rocm-vllm matrix refresh --source sdist --tag {cand.vllm} --write`)",
+            text=f"refresh the data (`rocm-vllm matrix refresh --source sdist --tag {cand.vllm} "
+            "--write`)",
             host=False,
         ),
     )
@@ -62,9 +68,11 @@ def artifact_facts_unknown(cand: Candidate, src: str) -> Reason:
                 text=f"{cand.label} exists; its arch list was never read",
                 source=src,
                 confidence="unknown",
+                about=cand.label,
             ),
         ),
-        hint="run `rocm-vllm matrix refresh` to read it, or check it yourself with `rocm-vllm image --smoke`",
+        hint="run `rocm-vllm matrix refresh` to read it, or check it yourself with `rocm-vllm "
+        "image --smoke`",
         fix=Fix(
             kind="data", text="refresh the data (`rocm-vllm matrix refresh --write`)", host=False
         ),
@@ -116,12 +124,14 @@ def gfx_unsupported(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], s
     arch_text = _arch_text(arch)
     return Reason(
         code="gfx-unsupported",
-        message=f"{cand.label} ships code for {arch_text}, not {target.name}; vLLM does not support {target.name}",
+        message=f"{cand.label} ships code for {arch_text}, not {target.name}; vLLM does not "
+        f"support {target.name}",
         facts=(
             Fact(
                 text=f"{cand.label} is built for {arch_text}",
                 source=src,
                 confidence=cand.confidence,
+                about=cand.label,
             ),
             Fact(
                 text=f"{target.name}: {target.vllm_note}",
@@ -130,11 +140,15 @@ def gfx_unsupported(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], s
             ),
         ),
         hint=gfx_hint(target),
+        gfx=(target.name,),
+        unofficial=bool(target.override or target.alternative),
+        override=target.override,
     )
 
 
 def gfx_unsupported_by_vllm(target: GfxTarget) -> Reason:
-    """``gfx-unsupported`` for a release whose facts are unknown: what the GPU lacks holds anyway."""
+    """``gfx-unsupported`` for a release whose facts are unknown: what the GPU lacks holds
+    anyway."""
     return Reason(
         code="gfx-unsupported",
         message=f"vLLM does not support {target.name}",
@@ -146,6 +160,9 @@ def gfx_unsupported_by_vllm(target: GfxTarget) -> Reason:
             ),
         ),
         hint=gfx_hint(target),
+        gfx=(target.name,),
+        unofficial=bool(target.override or target.alternative),
+        override=target.override,
     )
 
 
@@ -154,28 +171,32 @@ def gfx_not_shipped(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], s
     arch_text = _arch_text(arch)
     return Reason(
         code="gfx-not-shipped",
-        message=f"{cand.label} ships code for {arch_text}, not {target.name} (expect 'HIP error: invalid device function')",
+        message=f"{cand.label} ships code for {arch_text}, not {target.name} (expect 'HIP error: "
+        "invalid device function')",
         facts=(
             Fact(
                 text=f"{cand.label} is built for {arch_text}",
                 source=src,
                 confidence=cand.confidence,
+                about=cand.label,
             ),
         ),
         hint=f"choose an artifact built for {target.name}, or build from source: "
         f"`rocm-vllm dockerfile --gfx {target.name}`",
         fix=Fix(kind="gfx", text=f"an artifact built for {target.name}", host=False),
+        gfx=(target.name,),
     )
 
 
 def gfx_hint(target: GfxTarget) -> str:
     if target.override:
         return (
-            f"unofficial: HSA_OVERRIDE_GFX_VERSION={target.override} makes the runtime load {target.override_target} "
+            f"unofficial: HSA_OVERRIDE_GFX_VERSION={target.override} makes the runtime load "
+            f"{target.override_target} "
             "code; it can crash or compute wrong results"
         )
-    if target.name == "gfx906":
-        return "community fork nlzy/vllm-gfx906 (unofficial), or llama.cpp; vLLM upstream will not run on gfx906"
+    if target.alternative:
+        return target.alternative
     return "no vLLM path exists for this GPU; consider llama.cpp (ROCm or Vulkan) instead"
 
 
@@ -190,7 +211,9 @@ def gate_checks(targets: Iterable[GfxTarget], request: Request) -> list[Reason]:
     for target in targets:
         gates = target.features
         fact = Fact(
-            text=f"{target.name}: FP8 {'yes (' + str(gates.fp8_format) + ')' if gates.fp8 else 'no'}, MX formats {'yes' if gates.mx else 'no'}",
+            text=f"{target.name}: FP8 "
+            f"{'yes (' + str(gates.fp8_format) + ')' if gates.fp8 else 'no'}, MX formats "
+            f"{'yes' if gates.mx else 'no'}",
             source=gates.provenance.source,
             confidence=gates.provenance.confidence,
         )
@@ -209,10 +232,12 @@ def fp8_unsupported(quant: str | None, target: GfxTarget, fact: Fact) -> Reason 
         return None
     return Reason(
         code="fp8-unsupported",
-        message=f"{quant} quantization needs hardware FP8, which {target.name} ({target.arch}) does not have",
+        message=f"{quant} quantization needs hardware FP8, which {target.name} ({target.arch}) "
+        "does not have",
         facts=(fact,),
         hint="use a BF16/FP16 checkpoint or an AWQ/GPTQ int4 one on this GPU",
         fix=Fix(kind="quantization", text="a BF16/FP16 or AWQ/GPTQ checkpoint", host=False),
+        gfx=(target.name,),
     )
 
 
@@ -226,7 +251,8 @@ def mx_unsupported(quant: str | None, target: GfxTarget, fact: Fact) -> Reason |
     if not mx_blocked:
         return None
     what = (
-        "MX (microscaling) compute, which only gfx950-class GPUs have, and no source says vLLM runs it "
+        "MX (microscaling) compute, which only gfx950-class GPUs have, and no source says vLLM "
+        "runs it "
         f"weight-only on {target.name}"
         if quant in MXFP4_QUANT
         else f"MX (microscaling) compute, which only gfx950-class GPUs have; {target.name} does not"
@@ -239,6 +265,7 @@ def mx_unsupported(quant: str | None, target: GfxTarget, fact: Fact) -> Reason |
         if gates.fp8
         else "use a BF16/FP16 or AWQ/GPTQ checkpoint",
         fix=Fix(kind="quantization", text="a non-MX checkpoint", host=False),
+        gfx=(target.name,),
     )
 
 
@@ -252,6 +279,7 @@ def kv_fp8_unsupported(kv: str | None, target: GfxTarget, fact: Fact) -> Reason 
         facts=(fact,),
         hint="use --kv-cache-dtype auto",
         fix=Fix(kind="quantization", text="--kv-cache-dtype auto", host=False),
+        gfx=(target.name,),
     )
 
 
@@ -282,7 +310,8 @@ def driver_warnings(
         warnings.append(
             Warning(
                 code="preview-rocm",
-                message=f"{cand.label} runs on {rocm.label}, a technology preview with no upgrade path from 7.2.x",
+                message=f"{cand.label} runs on {rocm.label}, a technology preview with no upgrade "
+                "path from 7.2.x",
                 hint="prefer an artifact on a production ROCm (7.2.x legacy or 7.14+/10.x TheRock)",
                 source=rocm.provenance.source,
             )
@@ -291,7 +320,8 @@ def driver_warnings(
         warnings.append(
             Warning(
                 code="driver-unchecked",
-                message=f"the host's AMD GPU Driver release is unknown, so nobody checked that it runs ROCm {cand.rocm}",
+                message="the host's AMD GPU Driver release is unknown, so nobody checked that it "
+                f"runs ROCm {cand.rocm}",
                 hint="give it with --driver (the amdgpu-install version, e.g. 30.30.3); "
                 "inbox distro drivers are not in AMD's driver/user-space table",
             )
@@ -300,9 +330,11 @@ def driver_warnings(
         warnings.append(
             Warning(
                 code="unknown-driver",
-                message=f"amdgpu driver {node.driver_version} is not in AMD's driver/user-space table; "
+                message=f"amdgpu driver {node.driver_version} is not in AMD's driver/user-space "
+                "table; "
                 f"cannot check that it runs ROCm {cand.rocm}",
-                hint="give the AMD GPU driver release (e.g. 30.30.3); inbox distro drivers are not in AMD's table",
+                hint="give the AMD GPU driver release (e.g. 30.30.3); inbox distro drivers are not "
+                "in AMD's table",
             )
         )
     return warnings
@@ -319,12 +351,14 @@ def driver_window(
     window = _window(driver.user_space)
     return Reason(
         code="driver-window",
-        message=f"{cand.label} ships ROCm {cand.rocm}, but amdgpu {driver.series}.x runs ROCm user space {window} only",
+        message=f"{cand.label} ships ROCm {cand.rocm}, but amdgpu {driver.series}.x runs ROCm user "
+        f"space {window} only",
         facts=(
             Fact(
                 text=f"{cand.label} ships ROCm {cand.rocm}",
                 source=record_source,
                 confidence=cand.confidence,
+                about=cand.label,
             ),
             Fact(
                 text=f"amdgpu {driver.series}.x supports ROCm user space {window}",
@@ -362,6 +396,7 @@ def preview_driver_window(
                 text=f"{cand.label} ships {rocm.label}",
                 source=record_source,
                 confidence=cand.confidence,
+                about=cand.label,
             ),
             Fact(
                 text=f"{rocm.label}: {known}",
@@ -394,7 +429,10 @@ def _best_driver(
 def _driver_fix(driver: DriverSeries | None, rocm: Version, good: list[DriverSeries]) -> Fix:
     best, direction = _best_driver(driver, rocm, good)
     return Fix(
-        kind="driver", text=f"amdgpu driver {best}.x", host=True, value=best, direction=direction
+        kind="driver",
+        text=f"amdgpu driver {best}.x",
+        host=True,
+        change=HostChange(kind="driver", value=best, direction=direction),
     )
 
 
@@ -447,7 +485,8 @@ def python_check(node: Node, wheel: WheelVariant) -> tuple[list[Reason], list[Wa
         return [], [
             Warning(
                 code="python-unknown",
-                message=f"the node's Python is unknown; {wheel.name} wheels exist for CPython {wanted} only",
+                message=f"the node's Python is unknown; {wheel.name} wheels exist for CPython "
+                f"{wanted} only",
                 hint=f"create the venv with that Python: `uv venv --python {wheel.python[0]}`",
                 source=src,
             )
@@ -457,7 +496,8 @@ def python_check(node: Node, wheel: WheelVariant) -> tuple[list[Reason], list[Wa
     return [
         Reason(
             code="python-mismatch",
-            message=f"{wheel.name} wheels are built for CPython {wanted}; on Python {py} pip silently installs the CUDA wheel from PyPI",
+            message=f"{wheel.name} wheels are built for CPython {wanted}; on Python {py} pip "
+            "silently installs the CUDA wheel from PyPI",
             facts=(
                 Fact(
                     text=f"{wheel.name} wheels exist for CPython {wanted} only",
@@ -471,7 +511,10 @@ def python_check(node: Node, wheel: WheelVariant) -> tuple[list[Reason], list[Wa
             ),
             hint=f"use Python {wheel.python[0]} for the venv: `uv venv --python {wheel.python[0]}`",
             fix=Fix(
-                kind="python", text=f"Python {wheel.python[0]}", host=True, value=wheel.python[0]
+                kind="python",
+                text=f"Python {wheel.python[0]}",
+                host=True,
+                change=HostChange(kind="python", value=wheel.python[0]),
             ),
         )
     ], []
@@ -486,7 +529,8 @@ def glibc_check(
         return [], [
             Warning(
                 code="glibc-unknown",
-                message=f"the host's glibc is unknown; {wheel.name} wheels need glibc >= {wheel.glibc_min}",
+                message=f"the host's glibc is unknown; {wheel.name} wheels need glibc >= "
+                f"{wheel.glibc_min}",
                 hint="give --os (e.g. ubuntu-22.04) or check `ldd --version`",
                 source=src,
             )
@@ -507,12 +551,13 @@ def glibc_check(
                     text=f"{node.os or 'the host'} ships glibc {glibc}", source=glibc_src or "probe"
                 ),
             ),
-            hint=f"use the container image instead, or a host OS with glibc >= {wheel.glibc_min} (Ubuntu 22.04 has 2.35)",
+            hint=f"use the container image instead, or a host OS with glibc >= {wheel.glibc_min} "
+            "(Ubuntu 22.04 has 2.35)",
             fix=Fix(
                 kind="os",
                 text=f"a host OS with glibc >= {wheel.glibc_min}",
                 host=True,
-                value=str(wheel.glibc_min),
+                change=HostChange(kind="glibc", value=str(wheel.glibc_min)),
             ),
         )
     ], []
@@ -531,7 +576,8 @@ def host_rocm_shadowing(node: Node, wheel: WheelVariant) -> list[Warning]:
     return [
         Warning(
             code="host-rocm-shadowing",
-            message=f"the host has ROCm {host_rocm}; the {wheel.name} wheel's torch brings ROCm {wheel.rocm} libraries",
+            message=f"the host has ROCm {host_rocm}; the {wheel.name} wheel's torch brings ROCm "
+            f"{wheel.rocm} libraries",
             hint="keep /opt/rocm*/lib off LD_LIBRARY_PATH in the venv (ROCm/rocm-libraries#4547)",
             source="ROCm/rocm-libraries#4547",
         )

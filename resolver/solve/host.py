@@ -36,7 +36,8 @@ def kernel_floor_warnings(node: Node, targets: list[GfxTarget]) -> list[Warning]
                 Warning(
                     code="kernel-floor-unchecked",
                     severity="info",
-                    message=f"AMD supports {t.name} ({who}) on Linux only on {listed}; this node's OS is unknown",
+                    message=f"AMD supports {t.name} ({who}) on Linux only on {listed}; this node's "
+                    "OS is unknown",
                     hint="give --os (e.g. ubuntu-24.04) or run `rocm-vllm probe` on the node",
                     source=source,
                 )
@@ -47,8 +48,10 @@ def kernel_floor_warnings(node: Node, targets: list[GfxTarget]) -> list[Warning]
             out.append(
                 Warning(
                     code="os-unlisted-for-gpu",
-                    message=f"AMD supports {t.name} ({who}) on Linux only on {listed}; this host runs {node.os}",
-                    hint=f"move the host to {floors[0].os} with kernel {floors[0].flavour} or newer",
+                    message=f"AMD supports {t.name} ({who}) on Linux only on {listed}; this host "
+                    f"runs {node.os}",
+                    hint=f"move the host to {floors[0].os} with kernel {floors[0].flavour} or "
+                    "newer",
                     source=source,
                 )
             )
@@ -60,7 +63,8 @@ def kernel_floor_warnings(node: Node, targets: list[GfxTarget]) -> list[Warning]
                 Warning(
                     code="kernel-floor-unchecked",
                     severity="info",
-                    message=f"AMD supports {t.name} on {floor.os} from kernel {floor.flavour}; this node's kernel is unknown",
+                    message=f"AMD supports {t.name} on {floor.os} from kernel {floor.flavour}; "
+                    "this node's kernel is unknown",
                     hint=f"check `uname -r` is {floor.min_kernel} or newer",
                     source=floor.provenance.source,
                 )
@@ -69,9 +73,11 @@ def kernel_floor_warnings(node: Node, targets: list[GfxTarget]) -> list[Warning]
             out.append(
                 Warning(
                     code="kernel-too-old",
-                    message=f"{t.name} ({who}) needs kernel {floor.flavour} or newer on {floor.os} per AMD; "
+                    message=f"{t.name} ({who}) needs kernel {floor.flavour} or newer on {floor.os} "
+                    "per AMD; "
                     f"this host runs {node.kernel}",
-                    hint=f"install the {floor.flavour} kernel (Ubuntu: the linux-oem-24.04 kernel series) and reboot"
+                    hint=f"install the {floor.flavour} kernel (Ubuntu: the linux-oem-24.04 kernel "
+                    "series) and reboot"
                     if floor.flavour.startswith("OEM")
                     else f"install kernel {floor.min_kernel} or newer and reboot",
                     source=floor.provenance.source,
@@ -81,7 +87,8 @@ def kernel_floor_warnings(node: Node, targets: list[GfxTarget]) -> list[Warning]
 
 
 def unified_memory_warnings(node: Node, targets: list[GfxTarget]) -> list[Warning]:
-    """APUs take GPU memory from system RAM through GTT; vLLM sizes its KV cache from what that allows."""
+    """APUs take GPU memory from system RAM through GTT; vLLM sizes its KV cache from what that
+    allows."""
     out: list[Warning] = []
     for t in targets:
         if not t.unified_memory_source:
@@ -90,10 +97,13 @@ def unified_memory_warnings(node: Node, targets: list[GfxTarget]) -> list[Warnin
             Warning(
                 code="apu-unified-memory",
                 severity="info",
-                message=f"{t.name} is an APU: its GPU memory is system RAM mapped through GTT, not a VRAM pool, "
+                message=f"{t.name} is an APU: its GPU memory is system RAM mapped through GTT, not "
+                "a VRAM pool, "
                 "so how much vLLM can use for weights and KV cache depends on the GTT limit",
-                hint="size the GTT limit (ttm pages_limit) for the model weights plus KV cache, leaving RAM for the OS, "
-                "and keep the BIOS VRAM carve-out small; check what the GPU then reports before choosing --gpu-memory-utilization",
+                hint="size the GTT limit (ttm pages_limit) for the model weights plus KV cache, "
+                "leaving RAM for the OS, "
+                "and keep the BIOS VRAM carve-out small; check what the GPU then reports before "
+                "choosing --gpu-memory-utilization",
                 source=t.unified_memory_source,
             )
         )
@@ -149,9 +159,11 @@ def host_os_warnings(m: Matrix, node: Node, targets: list[GfxTarget]) -> list[Wa
             out.append(
                 Warning(
                     code="os-not-supported-for-gpu",
-                    message=f"AMD supports {who} on {rocm.label} only on {', '.join(allowed) or 'no listed OS'}; "
+                    message=f"AMD supports {who} on {rocm.label} only on "
+                    f"{', '.join(allowed) or 'no listed OS'}; "
                     f"this host runs {node.os}",
-                    hint="move the host to one of those OS releases, or expect an untested combination",
+                    hint="move the host to one of those OS releases, or expect an untested "
+                    "combination",
                     source="; ".join(
                         dict.fromkeys(
                             r.provenance.source for r in applicable if not _os_listed(node.os, r.os)

@@ -9,9 +9,11 @@ advisories (``resolver.solve.advisories``).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 from packaging.version import Version
 
+from resolver.codes import GATE_CODES
 from resolver.errors import UnknownGfxError
 from resolver.model import DriverSeries, GfxTarget, Matrix
 from resolver.node import Node
@@ -126,7 +128,8 @@ class MatrixProvider:
     # evaluation ----------------------------------------------------------------------------
 
     def evaluate(self, cand: Candidate) -> Evaluation:
-        """What stops ``cand`` here (reasons), what to watch for (warnings), and whether it is official."""
+        """What stops ``cand`` here (reasons), what to watch for (warnings), and whether it is
+        official."""
         if cand.kind == "source" and (cand.release is None or not cand.release.known):
             return self._evaluate_unread(cand)
         reasons: list[Reason] = []
@@ -159,7 +162,7 @@ class MatrixProvider:
         cmake_only = cand.kind == "source" and any(t.name not in shipped for t in self.targets)
         return Evaluation(
             candidate=cand,
-            reasons=tuple(reasons),
+            reasons=_about(cand, reasons),
             warnings=tuple(warnings),
             unofficial=unofficial,
             override=override,
@@ -176,4 +179,13 @@ class MatrixProvider:
             if t.vllm_status == "unsupported"
         ]
         reasons.extend(checks.gate_checks(self.targets, self.request))
-        return Evaluation(candidate=cand, reasons=tuple(reasons), warnings=())
+        return Evaluation(candidate=cand, reasons=_about(cand, reasons), warnings=())
+
+
+def _about(cand: Candidate, reasons: list[Reason]) -> tuple[Reason, ...]:
+    """The reasons, each saying which release and stack it rejects (the feature gates are about
+    the GPU, whatever the path)."""
+    stack = cand.stack.variant if cand.stack is not None else None
+    return tuple(
+        r if r.code in GATE_CODES else replace(r, release=cand.vllm, stack=stack) for r in reasons
+    )

@@ -1,4 +1,5 @@
-"""The solver's vocabulary: the frozen records a decision is made of, and the verdict and kind literals.
+"""The solver's vocabulary: the frozen records a decision is made of, and the verdict and kind
+literals.
 
 Nothing here decides anything; ``resolver.solve.provider`` builds candidates and evaluations,
 ``resolver.solve.checks`` and ``resolver.solve.advisories`` make reasons and warnings, and
@@ -7,12 +8,13 @@ Nothing here decides anything; ``resolver.solve.provider`` builds candidates and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from resolver.codes import AdvisoryCode, ReasonCode
 from resolver.model import (
     Confidence,
     ContainerImage,
@@ -36,7 +38,6 @@ Verdict = Literal[
 ]
 # `unknown`: the answer depends on facts the data does not have (never reported as unsupported).
 UNKNOWN_EXIT = 6
-UNKNOWN_CODES: frozenset[str] = frozenset({"release-facts-unknown", "artifact-facts-unknown"})
 OK_VERDICTS: frozenset[str] = frozenset(
     {"supported", "supported_with_warnings", "source_build_required"}
 )
@@ -55,7 +56,8 @@ FP8_QUANT = frozenset(
 MX_QUANT = frozenset({"mxfp4", "mxfp8", "gpt_oss_mxfp4"})
 # MXFP4 checkpoints also run without MX compute (weight-only dequantization) where a source says so.
 MXFP4_QUANT = frozenset({"mxfp4", "gpt_oss_mxfp4"})
-# Quantizations vLLM's ROCm platform lists (vllm/platforms/rocm.py@017e9f4448) without a per-arch gate here.
+# Quantizations vLLM's ROCm platform lists (vllm/platforms/rocm.py@017e9f4448) without a per-arch
+# gate here.
 OTHER_QUANT = frozenset(
     {
         "awq",
@@ -77,7 +79,8 @@ GATES_SOURCE_FALLBACK = "matrix/gfx.toml feature gates"
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Request:
-    """What the user asks for: a vLLM range, a quantization, a KV cache dtype, a preferred path kind."""
+    """What the user asks for: a vLLM range, a quantization, a KV cache dtype, a preferred path
+    kind."""
 
     vllm: SpecifierSet | None = None
     quantization: str | None = None
@@ -93,31 +96,72 @@ class Fact:
     text: str
     source: str
     confidence: Confidence = "exact"
+    # The candidate (its label) this fact is about; ``None`` for a fact shared by many candidates
+    # (a driver's window, a GPU's gates), so the explanation can group facts without reading text.
+    about: str | None = None
+
+
+HostChangeKind = Literal["driver", "python", "glibc", "os", "rocm"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HostChange:
+    """One change to the host, as data: the what-if search applies it to a ``Node`` and solves
+    again.
+
+    ``driver`` is an amdgpu series ("30.30"), ``python`` a CPython version ("3.12"), ``glibc`` a
+    floor ("2.35"), ``os`` an OS id ("ubuntu-22.04"), ``rocm`` a host ROCm version ("7.2.1").
+    """
+
+    kind: HostChangeKind
+    value: str
+    # driver only: "upgrade", or "downgrade" when every driver that runs it is older than the
+    # host's.
+    direction: Literal["upgrade", "downgrade"] | None = None
+
+    def apply(self, node: Node) -> Node:
+        """The node as it would be after this change."""
+        if self.kind == "driver":
+            return replace(node, driver_version=f"{self.value}.0")
+        if self.kind == "python":
+            return replace(node, python=self.value)
+        if self.kind == "glibc":
+            return replace(node, glibc=self.value)
+        if self.kind == "os":
+            return replace(node, os=self.value)
+        return replace(node, rocm_version=self.value)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Fix:
-    """The smallest change that would remove a reason. ``host`` fixes change the machine."""
+    """The smallest change that would remove a reason. ``host`` fixes change the machine and say
+    how in ``change``; the others change the request or the data."""
 
     kind: Literal["driver", "python", "os", "vllm", "quantization", "gfx", "data"]
     text: str
     host: bool
-    # The changed fact itself, for code that re-solves with the fix applied (never parse ``text``):
-    # driver -> the amdgpu series ("30.30"), python -> "3.12", os -> the glibc floor ("2.35").
-    value: str | None = None
-    # driver only: "upgrade", or "downgrade" when every driver that runs it is older than the host's.
-    direction: Literal["upgrade", "downgrade"] | None = None
+    change: HostChange | None = None  # host fixes: the change itself (never parse ``text``)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Reason:
-    """Why one candidate cannot be used here: a code, its message, the facts it rests on, a hint, a fix."""
+    """Why one candidate cannot be used here: a code, its message, the facts it rests on, a hint,
+    a fix, and what it is about (as data, for code that groups or words reasons)."""
 
-    code: str
+    code: ReasonCode
     message: str
     facts: tuple[Fact, ...]
     hint: str
     fix: Fix | None = None
+    gfx: tuple[str, ...] = ()  # the node's gfx targets the reason is about
+    # The release and stack variant of the path it rejects (``None`` for what a GPU lacks
+    # whatever the path: the feature gates).
+    release: Version | None = None
+    stack: str | None = None
+    # The hint is an unofficial route (a community fork, an HSA override), with ``override`` the
+    # HSA_OVERRIDE_GFX_VERSION it names, if any.
+    unofficial: bool = False
+    override: str | None = None
 
     @property
     def source(self) -> str:
@@ -126,22 +170,24 @@ class Reason:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Warning:
-    """An advisory about a candidate or the node: it does not stop a path, it says what to watch for."""
+    """An advisory about a candidate or the node: it does not stop a path, it says what to watch
+    for."""
 
-    code: str
+    code: AdvisoryCode | str  # ``str``: a probe problem passed through (``resolver.node.Problem``)
     message: str
     hint: str
     severity: Severity = "warning"
     source: str = ""
     env: tuple[tuple[str, str], ...] = ()  # the environment the advice asks for, if any
-    applied_by_plan: bool = (
-        False  # the plan's own run command (`rocm-vllm image`) already sets ``env``
-    )
+    # the plan's own run command (`rocm-vllm image`) already sets ``env``
+    applied_by_plan: bool = False
+    unofficial: bool = False  # the advice is an unofficial route (its hint says the risk)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Candidate:
-    """One way to run a vLLM release here: an image, a wheel, or a source build on one ROCm stack."""
+    """One way to run a vLLM release here: an image, a wheel, or a source build on one ROCm
+    stack."""
 
     kind: Kind
     vllm: Version
@@ -153,10 +199,18 @@ class Candidate:
 
     @property
     def label(self) -> str:
+        """The path as a user names it: an image ref, a wheel pin, a source build."""
+        if self.wheel is not None:
+            return f"{self.name} (wheel)"
+        return self.name
+
+    @property
+    def name(self) -> str:
+        """The label without its kind: a wheel is ``vllm==0.24.0+rocm700``."""
         if self.image is not None:
             return self.image.ref
         if self.wheel is not None:
-            return f"vllm=={self.vllm}+{self.wheel.name} (wheel)"
+            return f"vllm=={self.vllm}+{self.wheel.name}"
         if self.stack is not None and self.release is not None and len(self.release.stacks) > 1:
             return f"vLLM {self.vllm} from source ({self.stack.variant} stack)"
         return f"vLLM {self.vllm} from source"

@@ -46,7 +46,10 @@ class Outcome:
 
     def __str__(self) -> str:
         argv = [a if len(a) < 120 else f"{a[:60]}...({len(a)} chars)" for a in self.argv]
-        return f"{argv!r} -> exit {self.code} in {self.seconds:.2f}s\nstdout: {self.out[-800:]}\nstderr: {self.err[-800:]}"
+        return (
+            f"{argv!r} -> exit {self.code} in {self.seconds:.2f}s\nstdout: {self.out[-800:]}\n"
+            f"stderr: {self.err[-800:]}"
+        )
 
 
 def cli(argv: list[str], *, env: dict[str, str] | None = None) -> Outcome:

@@ -231,7 +231,8 @@ overlay_docs = st.one_of(
     + b'"}]}}'
 )
 @example(
-    content=b'{"format": 1, "files": {"wheels.toml": [{"name": "rocm723", "python": ["3.12; id"]}]}}'
+    content=b'{"format": 1, "files": '
+    b'{"wheels.toml": [{"name": "rocm723", "python": ["3.12; id"]}]}}'
 )
 def test_overlay_any_content(content: bytes, tmp_path_factory: pytest.TempPathFactory) -> None:
     data = tmp_path_factory.mktemp("data")

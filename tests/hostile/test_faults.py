@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def _writer(path: Path, tag: str, rounds: int, start_at: float) -> subprocess.Popen[bytes]:
+    record = f'{{"repo": "rocm/vllm", "tag": "{tag}-" + str(i), "source": "test"}}'
     code = textwrap.dedent(f"""
         import time
         from pathlib import Path
@@ -30,7 +31,7 @@ def _writer(path: Path, tag: str, rounds: int, start_at: float) -> subprocess.Po
         while time.time() < {start_at}:
             pass
         for i in range({rounds}):
-            overlay.write({{"images.toml": [{{"repo": "rocm/vllm", "tag": "{tag}-" + str(i), "source": "test"}}]}},
+            overlay.write({{"images.toml": [{record}]}},
                           written_at="now", path=Path({str(path)!r}))
     """)
     return subprocess.Popen([sys.executable, "-c", code], cwd=ROOT)

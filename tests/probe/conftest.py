@@ -1,4 +1,5 @@
-"""Shared helpers for the probe tests: fixture paths and sysfs roots built from the fixture trees."""
+"""Shared helpers for the probe tests: fixture paths and sysfs roots built from the fixture
+trees."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""issue 11, item 6: the AMD GPU Driver release is read where it is, and the probe says which source answered."""
+"""issue 11, item 6: the AMD GPU Driver release is read where it is, and the probe says which source
+answered."""
 
 from __future__ import annotations
 
@@ -30,8 +31,8 @@ def _gpu_root(tmp_path: Path, module_version: str | None) -> Path:
     node = root / "sys/class/kfd/kfd/topology/nodes/1"
     node.mkdir(parents=True)
     (node / "properties").write_text(
-        "simd_count 1216\ngfx_target_version 90402\nvendor_id 4098\ndevice_id 29857\nlocation_id 256\ndomain 0\n"
-        "unique_id 1\nnum_xcc 8\narray_count 32\nsimd_per_cu 4\n"
+        "simd_count 1216\ngfx_target_version 90402\nvendor_id 4098\ndevice_id 29857\n"
+        "location_id 256\ndomain 0\nunique_id 1\nnum_xcc 8\narray_count 32\nsimd_per_cu 4\n"
     )
     (node / "gpu_id").write_text("1\n")
     (node / "name").write_text("gfx942\n")
@@ -53,7 +54,10 @@ def test_package_versions_carry_the_release() -> None:
 
 
 def test_tool_outputs() -> None:
-    line = "AMDSMI Tool: 25.5.1+5b3f5a3 | AMDSMI Library version: 25.5.1 | ROCm version: 6.4.2 | amdgpu version: 6.12.12 |"
+    line = (
+        "AMDSMI Tool: 25.5.1+5b3f5a3 | AMDSMI Library version: 25.5.1 | ROCm version: 6.4.2 | "
+        "amdgpu version: 6.12.12 |"
+    )
     assert driver.parse_amd_smi_version(line) == "6.12.12"
     # the in-tree driver: amd-smi prints a word, not a version (ROCm/ROCm#5902)
     assert (
@@ -62,7 +66,10 @@ def test_tool_outputs() -> None:
         )
         is None
     )
-    modinfo = "filename:       /lib/modules/6.8.0-60-generic/updates/dkms/amdgpu.ko.zst\nversion:        6.16.6\nlicense:        GPL and additional rights\n"
+    modinfo = (
+        "filename:       /lib/modules/6.8.0-60-generic/updates/dkms/amdgpu.ko.zst\n"
+        "version:        6.16.6\nlicense:        GPL and additional rights\n"
+    )
     assert driver.parse_modinfo(modinfo) == "6.16.6"
     assert (
         driver.parse_modinfo(

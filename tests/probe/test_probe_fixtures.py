@@ -152,7 +152,8 @@ CASES: dict[str, tuple[tuple[str, ...], int, int, dict[str, Any]]] = {
             "pci_bdf": "0000:01:00.0",
         },
     ),
-    # an AMD engineer's `amd-smi static` on an MI350X: 0x75a0 is MI350X (libdrm amdgpu.ids, IFWI name)
+    # an AMD engineer's `amd-smi static` on an MI350X: 0x75a0 is MI350X (libdrm amdgpu.ids, IFWI
+    # name)
     "amd-smi-static-gfx950-mi350x-rocmsystems2987.txt": (
         ("gfx950",),
         1,
@@ -500,8 +501,8 @@ def test_sysfs_wins_and_disagreement_is_a_problem(make_root: Callable[[str], Pat
 
 
 def test_module_version_is_kept_apart_from_the_driver_release() -> None:
-    """The kernel module's version (6.16.6) is not an AMD GPU Driver release (30.30.x): it is kept as
-    a host fact, the release stays unknown, and a problem says how to give it."""
+    """The kernel module's version (6.16.6) is not an AMD GPU Driver release (30.30.x): it is kept
+    as a host fact, the release stays unknown, and a problem says how to give it."""
     node = _probe("rocminfo-gfx1201-with-igpu-gfx1036-rocm5861.txt")
     assert node.driver_version is None and node.host["amdgpu_module_version"] == "6.16.6"
     problem = next(p for p in node.problems if p.code == "driver-release-unknown")

@@ -73,7 +73,8 @@ def test_pci_lookups_come_from_the_matrix() -> None:
 
 
 def test_mi250_without_revision_is_not_guessed_to_be_mi250x() -> None:
-    """issue 11, item 10: 740c is MI250X and MI250; libdrm's name "AMD Instinct MI250X/MI250" names both."""
+    """issue 11, item 10: 740c is MI250X and MI250; libdrm's name "AMD Instinct MI250X/MI250" names
+    both."""
     from resolver.probe.gfx import product_for_pci
 
     assert (

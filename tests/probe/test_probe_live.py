@@ -195,7 +195,8 @@ def _nvidia_root(tmp_path: Path) -> Path:
     (root / "proc/driver/nvidia").mkdir(parents=True)
     (root / "proc/driver/nvidia/version").write_text(
         "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  "
-        "(dvs-builder@U22-I3-AE18-23-3)  Tue Sep 23 09:55:41 UTC 2025\nGCC version:  gcc version 12.3.0\n"
+        "(dvs-builder@U22-I3-AE18-23-3)  Tue Sep 23 09:55:41 UTC 2025\n"
+        "GCC version:  gcc version 12.3.0\n"
     )
     (root / "dev").mkdir()
     for index in range(8):

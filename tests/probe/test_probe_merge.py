@@ -18,7 +18,8 @@ BDFS = ("0000:26:00.0", "0000:46:00.0", "0000:65:00.0", "0000:85:00.0")
 
 def _amd_smi_list(tmp_path: Path, bdfs: tuple[str, ...]) -> Path:
     blocks = [
-        f"GPU: {i}\n    BDF: {bdf}\n    UUID: <redacted>\n    KFD_ID: {4000 + i}\n    NODE_ID: {i + 2}\n    PARTITION_ID: 0\n"
+        f"GPU: {i}\n    BDF: {bdf}\n    UUID: <redacted>\n    KFD_ID: {4000 + i}\n"
+        f"    NODE_ID: {i + 2}\n    PARTITION_ID: 0\n"
         for i, bdf in enumerate(bdfs)
     ]
     path = tmp_path / "amd-smi-list.txt"

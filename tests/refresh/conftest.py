@@ -54,7 +54,8 @@ def matrix_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def drop_records(path: Path, field: str, values: set[str]) -> None:
-    """Remove the [[table]] blocks whose ``field = "value"`` is in ``values`` (subtables included)."""
+    """Remove the [[table]] blocks whose ``field = "value"`` is in ``values`` (subtables
+    included)."""
     text = path.read_text()
     blocks = re.split(r"(?m)^(?=\[\[[a-z_]+\]\])", text)  # a record with its [[x.sub]] tables
     kept = [

@@ -1,4 +1,5 @@
-"""The user-data overlay: merged by key over the embedded data, written atomically, cheap when absent."""
+"""The user-data overlay: merged by key over the embedded data, written atomically, cheap when
+absent."""
 
 from __future__ import annotations
 

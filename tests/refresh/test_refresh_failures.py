@@ -102,7 +102,10 @@ def test_hostile_ref_in_a_dockerfile_is_refused_and_named(
 
 
 def test_hostile_and_bogus_tag_names_are_refused(upstream: Upstream, matrix_copy: Path) -> None:
-    page = '[{"name": "v0.99.0$(reboot)", "commit": {"sha": "%s"}}, {"name": "v0.99.1", "commit": {"sha": "x; rm"}}]'
+    page = (
+        '[{"name": "v0.99.0$(reboot)", "commit": {"sha": "%s"}}, {"name": "v0.99.1", "commit": '
+        '{"sha": "x; rm"}}]'
+    )
     upstream.overrides[TAGS] = (page % ("a" * 40)).encode()
     outcome = refresh(["vllm"])
     whats = {r.what for r in outcome.refused}

@@ -37,7 +37,8 @@ runner = CliRunner()
 
 
 def flatten(record: dict[str, Any]) -> dict[str, Any]:
-    """The default stack's build facts laid onto the release (the pre-stack shape), for comparing."""
+    """The default stack's build facts laid onto the release (the pre-stack shape), for
+    comparing."""
     stacks = record.get("stack") or []
     default = next((s for s in stacks if s.get("default")), stacks[0] if stacks else {})
     out = {k: v for k, v in record.items() if k != "stack"}

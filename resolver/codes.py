@@ -1,0 +1,75 @@
+"""Every code a decision can carry, as one ``Literal`` each: why a path is rejected (``ReasonCode``)
+and what a decision advises (``AdvisoryCode``).
+
+Code branches on these, never on message text; ``tests/test_codes.py`` proves that
+``docs/verdicts.md`` lists each one and that nothing emits a code outside them.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+# Why one candidate cannot be used here (``resolver.solve.checks``, one function per code).
+ReasonCode = Literal[
+    "gfx-unsupported",
+    "gfx-not-shipped",
+    "fp8-unsupported",
+    "mx-unsupported",
+    "kv-fp8-unsupported",
+    "driver-window",
+    "python-mismatch",
+    "glibc-too-old",
+    "release-facts-unknown",
+    "artifact-facts-unknown",
+]
+
+# What a decision advises about a candidate or the node (``resolver.solve.advisories``,
+# ``resolver.solve.checks`` for checks that could not be made, ``resolver.solve.host``).
+AdvisoryCode = Literal[
+    "aiter-off-by-default",
+    "aiter-partial",
+    "amd-image",
+    "apu-unified-memory",
+    "cpx-one-replica-per-partition",
+    "cpx-partition",
+    "deprecated-channel",
+    "driver-unchecked",
+    "fp8-format",
+    "glibc-unknown",
+    "host-rocm-shadowing",
+    "integrated-gpu-chosen",
+    "integrated-gpu-hidden",
+    "kernel-floor-unchecked",
+    "kernel-too-old",
+    "low-confidence",
+    "mixed-fp8-formats",
+    "mixed-gfx",
+    "mxfp4-native",
+    "newer-releases-unknown",
+    "os-not-supported",
+    "os-not-supported-for-gpu",
+    "os-unlisted-for-gpu",
+    "override-not-needed",
+    "preview-rocm",
+    "python-unknown",
+    "rdna-multi-gpu",
+    "rocm-lacks-gfx",
+    "stack-not-default",
+    "tensor-parallel-size",
+    "unknown-driver",
+    "unofficial-override",
+    "unpinned-ref",
+]
+
+REASON_CODES: tuple[ReasonCode, ...] = get_args(ReasonCode)
+ADVISORY_CODES: tuple[AdvisoryCode, ...] = get_args(AdvisoryCode)
+
+# Reasons that depend on facts the data does not hold: the verdict is ``unknown``, never
+# ``unsupported``.
+UNKNOWN_CODES: frozenset[ReasonCode] = frozenset(
+    {"release-facts-unknown", "artifact-facts-unknown"}
+)
+# The request's quantization or KV cache dtype against the GPU's feature gates.
+GATE_CODES: frozenset[ReasonCode] = frozenset(
+    {"fp8-unsupported", "mx-unsupported", "kv-fp8-unsupported"}
+)
