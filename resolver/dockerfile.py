@@ -166,7 +166,10 @@ class DockerfilePlan:
             ("org.opencontainers.image.title", "vllm-rocm"),
             (
                 "org.opencontainers.image.description",
-                f"vLLM {self.vllm_version} built from source for {','.join(self.gfx)} on {self.base_image}",
+                (
+                    f"vLLM {self.vllm_version} built from source for {','.join(self.gfx)} on "
+                    f"{self.base_image}"
+                ),
             ),
             ("org.opencontainers.image.version", self.vllm_version),
             ("org.opencontainers.image.source", f"https://github.com/{self.vllm_repo}"),
@@ -240,7 +243,9 @@ def find_release(matrix: Matrix, version: str) -> VllmRelease:
         known = [str(r.version) for r in matrix.vllm if r.known]
         raise InputError(
             f"vLLM {wanted} is not in the data",
-            hint=f"releases with known ROCm build pins: {_some(known)} (rocm-vllm matrix show vllm)",
+            hint=(
+                f"releases with known ROCm build pins: {_some(known)} (rocm-vllm matrix show vllm)"
+            ),
         )
     _require_known(release)
     return release
@@ -315,8 +320,8 @@ def _require_known(release: VllmRelease) -> None:
         raise UsageError(
             f"vLLM {release.version}: its ROCm build pins are not recorded "
             f"(confidence: {release.provenance.confidence})",
-            hint=f"rocm-vllm matrix refresh --source sdist --tag {release.version} reads them from its sdist; "
-            "or pick a release with known pins (rocm-vllm matrix show vllm)",
+            hint=f"rocm-vllm matrix refresh --source sdist --tag {release.version} reads them "
+            "from its sdist; or pick a release with known pins (rocm-vllm matrix show vllm)",
         )
 
 
@@ -349,54 +354,8 @@ def plan_dockerfile(
     assert st is not None  # _require_known
     where = f"vllm.toml: release {release.version} stack {st.variant}"
     warnings: list[str] = []
-    if st.preview and not allow_preview:
-        raise UsageError(
-            f"vLLM {release.version}'s {st.variant} stack builds on ROCm {st.rocm}, a nightly/preview, not a release",
-            hint="pass --allow-preview to build it anyway (for trying the GPU it exists for), "
-            f"or pick another stack: {', '.join(s.variant for s in release.stacks if not s.preview) or 'none'}",
-        )
-    if st.preview:
-        warnings.append(
-            f"ROCm {st.rocm} is a nightly/preview build: for trying the GPU, not for production"
-        )
-
-    # Targets: the node's gfx list, or a fleet's list given explicitly.
-    raw_targets = tuple(gfx_override) if gfx_override else node.gfx_targets
-    if not raw_targets:
-        raise InputError(
-            "the node has no gfx target to build for",
-            hint="describe it with --gfx gfx942 (or gfx942,gfx950 for a fleet), --node FILE or --example NAME",
-        )
-    targets = tuple(
-        sorted({require_safe("gfx", t.strip().lower(), where="--gfx") for t in raw_targets})
-    )
-    for t in targets:
-        target = matrix.gfx_target(t)
-        if target is None:
-            raise UnknownGfxError(
-                f"{t} is not a gfx target the data knows",
-                hint="see rocm-vllm matrix show gfx for the known targets",
-            )
-        if t not in release.cmake_arch or target.vllm_status == "unsupported":
-            able = [str(r.version) for r in matrix.vllm if r.known and t in r.cmake_arch]
-            why = (
-                "vLLM's CMake does not accept it"
-                if t not in release.cmake_arch
-                else target.vllm_note or "unsupported"
-            )
-            raise UsageError(
-                f"vLLM {release.version} cannot be built for {t}: {why}",
-                hint=(
-                    f"releases whose build accepts {t}: {_some(able)}"
-                    if able and target.vllm_status != "unsupported"
-                    else f"{t} is not supported by vLLM on ROCm; drop it from --gfx"
-                ),
-            )
-        if t not in st.arch:
-            warnings.append(
-                f"{t} is not in vLLM {release.version}'s shipped PYTORCH_ROCM_ARCH "
-                f"({';'.join(st.arch)}): its CMake accepts it, but the build is unofficial and untested upstream"
-            )
+    _check_preview(release, st, allow_preview, warnings)
+    targets = _targets(matrix, node, release, st, gfx_override, warnings)
 
     # Base image: pinned by the release; its ROCm must be one the host driver runs.
     base_image = _safe_image(st.base_image or "", where=f"{where}: base_image")
@@ -407,99 +366,14 @@ def plan_dockerfile(
     driver = _check_driver(matrix, node, rocm, warnings)
 
     # Components: every pin is checked; gates decide which ones are built.
-    pins: list[ComponentPin] = []
+    pins = _safe_pins(st, where)
+    moving = _check_moving(release, st, allow_moving_refs, warnings)
     omitted: list[OmittedComponent] = []
-    for p in st.pins:
-        pins.append(
-            ComponentPin(
-                component=p.component,
-                repo=require_safe("repo", p.repo, where=f"{where}: pins.{p.component}.repo"),
-                ref=require_safe("ref", p.ref, where=f"{where}: pins.{p.component}.ref"),
-            )
-        )
-
-    # Only refs that passed the safety check above are judged (a hostile one is refused as such).
-    moving = st.moving_pins
-    if moving and not allow_moving_refs:
-        refs = ", ".join(f"{p.component} {p.repo}@{p.ref}" for p in moving)
-        raise UsageError(
-            f"vLLM {release.version}'s {st.variant} stack pins {refs} to a moving branch: the build would not be reproducible",
-            hint="pass --allow-moving-refs to build what the branch holds today (the file says so), or pick another stack",
-        )
-    if moving:
-        warnings.append(
-            "NOT REPRODUCIBLE: upstream pins "
-            + ", ".join(f"{p.component} to branch {p.ref}" for p in moving)
-            + "; the build takes whatever the branch holds today"
-        )
-    fa_arch = tuple(t for t in targets if t in FA_CK_ARCHS)
-    # matrix/vllm.toml aiter_arch: AITER_ROCM_ARCH, or the literal GPU_ARCHS of v0.8.2-v0.10.x.
-    aiter_source = st.aiter_arch
-    aiter_arch = tuple(t for t in targets if t in aiter_source and _aiter_gate(matrix, t) == "full")
-    mori_arch = tuple(t for t in targets if t in MORI_ARCHS)
-
-    def leave_out(component: str, reason: str) -> None:
-        pin = next((p for p in pins if p.component == component), None)
-        if pin is None:
-            return
-        pins.remove(pin)
-        omitted.append(
-            OmittedComponent(component=component, repo=pin.repo, ref=pin.ref, reason=reason)
-        )
-        warnings.append(f"{component} is left out: {reason}")
-
-    if not fa_arch:
-        leave_out(
-            "flash_attention",
-            f"its CK kernels build only for {', '.join(sorted(FA_CK_ARCHS))} and upstream strips "
-            f"other targets from its GPU_ARCHS; none of {', '.join(targets)} is one",
-        )
-    elif st.pin("flash_attention") and len(fa_arch) < len(targets):
-        warnings.append(
-            f"flash_attention is built for {';'.join(fa_arch)} only (CK kernels); "
-            f"{', '.join(t for t in targets if t not in fa_arch)} use vLLM's Triton attention backends"
-        )
-    if st.pin("aiter") is not None:
-        gated_out = [t for t in targets if t not in aiter_arch]
-        for t in gated_out:
-            gate = _aiter_gate(matrix, t)
-            if gate == "full":
-                why = f"not in this release's AITER arch list ({';'.join(aiter_source)})"
-            elif gate == "triton-only":
-                why = "only a Triton subset of AITER runs on it (vLLM gates the CK/ASM paths to CDNA3+)"
-            else:
-                why = "vLLM's AITER gate excludes it (CDNA3 and newer only)"
-            if aiter_arch:
-                warnings.append(f"AITER is built for {';'.join(aiter_arch)} only; {t}: {why}")
-        if not aiter_arch:
-            leave_out(
-                "aiter",
-                f"no target passes its gate ({'; '.join(f'{t}: {_aiter_gate(matrix, t)}' for t in targets)})",
-            )
-    if st.pin("mori") is not None and not mori_arch:
-        leave_out(
-            "mori", f"upstream builds it for {';'.join(sorted(MORI_ARCHS))} only (MORI_GPU_ARCHS)"
-        )
-
-    if st.layout == "single-stage":
-        warnings.append(
-            "v0.6-era build: upstream also pip-installed a PyTorch nightly on top of the base image "
-            "(see the release note in matrix/vllm.toml); this file keeps the base image's PyTorch"
-        )
-    if st.provenance.confidence != "exact":
-        warnings.append(
-            f"the pins of vLLM {release.version} have confidence '{st.provenance.confidence}' "
-            f"({st.provenance.source})"
-        )
-
-    # vLLM itself: the release tag of the official repo, or a fork and ref.
-    repo = require_safe("repo", vllm_repo or DEFAULT_VLLM_REPO, where="--vllm-repo")
-    ref = require_safe("ref", vllm_ref or f"v{release.version}", where="--vllm-ref")
-    if vllm_repo or vllm_ref:
-        warnings.append(
-            f"vLLM is built from {repo}@{ref}, not the v{release.version} tag; "
-            f"the component pins are those of v{release.version}"
-        )
+    fa_arch, aiter_arch, mori_arch = _gate_components(
+        matrix, st, targets, _Dropper(pins, omitted, warnings)
+    )
+    _stack_warnings(release, st, warnings)
+    repo, ref = _vllm_source(release, vllm_repo, vllm_ref, warnings)
 
     # No default baked in from the machine that writes the file: the build host decides.
     jobs = max_jobs
@@ -537,22 +411,257 @@ def plan_dockerfile(
         confidence=st.provenance.confidence,
         warnings=tuple(warnings),
         torch=_safe_python(st.torch) if st.torch else None,
-        torch_extras=tuple(
-            f"{name}=={require_safe('version', v, where=f'{where}: {name}')}"
-            for name, v in (("torchvision", st.torchvision), ("torchaudio", st.torchaudio))
-            if v
-        ),
+        torch_extras=_torch_extras(st, where),
         wheel_index=require_safe("url", st.wheel_index, where=f"{where}: wheel_index")
         if st.wheel_index
         else None,
         moving_refs=tuple(f"{p.component}@{p.ref}" for p in moving),
-        stack_note=(
-            f"{st.variant} (ROCm {st.rocm}{', the default' if st.default else ''}); the release also has "
-            + ", ".join(f"{o.variant} (ROCm {o.rocm})" for o in release.stacks if o is not st)
-        )
-        if len(release.stacks) > 1
-        else None,
+        stack_note=_stack_note(release, st),
         registry_mirror=mirror,
+    )
+
+
+def _check_preview(
+    release: VllmRelease, st: RocmStack, allow_preview: bool, warnings: list[str]
+) -> None:
+    """A stack on a ROCm nightly is refused unless asked for, and flagged when it is."""
+    if st.preview and not allow_preview:
+        raise UsageError(
+            f"vLLM {release.version}'s {st.variant} stack builds on ROCm {st.rocm}, "
+            "a nightly/preview, not a release",
+            hint="pass --allow-preview to build it anyway (for trying the GPU it exists for), "
+            "or pick another stack: "
+            f"{', '.join(s.variant for s in release.stacks if not s.preview) or 'none'}",
+        )
+    if st.preview:
+        warnings.append(
+            f"ROCm {st.rocm} is a nightly/preview build: for trying the GPU, not for production"
+        )
+
+
+def _targets(
+    matrix: Matrix,
+    node: Node,
+    release: VllmRelease,
+    st: RocmStack,
+    gfx_override: tuple[str, ...] | list[str] | None,
+    warnings: list[str],
+) -> tuple[str, ...]:
+    """The gfx targets to build for: the node's gfx list, or a fleet's list given explicitly;
+    each one must be known and accepted by the release's CMake."""
+    raw_targets = tuple(gfx_override) if gfx_override else node.gfx_targets
+    if not raw_targets:
+        raise InputError(
+            "the node has no gfx target to build for",
+            hint="describe it with --gfx gfx942 (or gfx942,gfx950 for a fleet), --node FILE or "
+            "--example NAME",
+        )
+    targets = tuple(
+        sorted({require_safe("gfx", t.strip().lower(), where="--gfx") for t in raw_targets})
+    )
+    for t in targets:
+        _check_target(matrix, release, st, t, warnings)
+    return targets
+
+
+def _check_target(
+    matrix: Matrix, release: VllmRelease, st: RocmStack, t: str, warnings: list[str]
+) -> None:
+    """Refuse a target the data does not know or the release cannot build; warn when the build
+    accepts it but upstream does not ship for it."""
+    target = matrix.gfx_target(t)
+    if target is None:
+        raise UnknownGfxError(
+            f"{t} is not a gfx target the data knows",
+            hint="see rocm-vllm matrix show gfx for the known targets",
+        )
+    if t not in release.cmake_arch or target.vllm_status == "unsupported":
+        able = [str(r.version) for r in matrix.vllm if r.known and t in r.cmake_arch]
+        why = (
+            "vLLM's CMake does not accept it"
+            if t not in release.cmake_arch
+            else target.vllm_note or "unsupported"
+        )
+        raise UsageError(
+            f"vLLM {release.version} cannot be built for {t}: {why}",
+            hint=(
+                f"releases whose build accepts {t}: {_some(able)}"
+                if able and target.vllm_status != "unsupported"
+                else f"{t} is not supported by vLLM on ROCm; drop it from --gfx"
+            ),
+        )
+    if t not in st.arch:
+        warnings.append(
+            f"{t} is not in vLLM {release.version}'s shipped PYTORCH_ROCM_ARCH "
+            f"({';'.join(st.arch)}): its CMake accepts it, but the build is unofficial and "
+            "untested upstream"
+        )
+
+
+def _safe_pins(st: RocmStack, where: str) -> list[ComponentPin]:
+    """Every component pin of the stack, its repo and ref checked against injection."""
+    return [
+        ComponentPin(
+            component=p.component,
+            repo=require_safe("repo", p.repo, where=f"{where}: pins.{p.component}.repo"),
+            ref=require_safe("ref", p.ref, where=f"{where}: pins.{p.component}.ref"),
+        )
+        for p in st.pins
+    ]
+
+
+def _check_moving(
+    release: VllmRelease, st: RocmStack, allow_moving_refs: bool, warnings: list[str]
+) -> tuple[ComponentPin, ...]:
+    """Pins on a moving branch: refused unless allowed, then flagged loudly. Called after
+    ``_safe_pins``, so only refs that passed the safety check are judged (a hostile one is refused
+    as such)."""
+    moving = st.moving_pins
+    if moving and not allow_moving_refs:
+        refs = ", ".join(f"{p.component} {p.repo}@{p.ref}" for p in moving)
+        raise UsageError(
+            f"vLLM {release.version}'s {st.variant} stack pins {refs} to a moving branch: "
+            "the build would not be reproducible",
+            hint="pass --allow-moving-refs to build what the branch holds today (the file says "
+            "so), or pick another stack",
+        )
+    if moving:
+        warnings.append(
+            "NOT REPRODUCIBLE: upstream pins "
+            + ", ".join(f"{p.component} to branch {p.ref}" for p in moving)
+            + "; the build takes whatever the branch holds today"
+        )
+    return tuple(moving)
+
+
+@dataclass
+class _Dropper:
+    """Leaves a component out of the build: off the pin list, onto the omitted list, with a
+    warning saying why."""
+
+    pins: list[ComponentPin]
+    omitted: list[OmittedComponent]
+    warnings: list[str]
+
+    def leave_out(self, component: str, reason: str) -> None:
+        pin = next((p for p in self.pins if p.component == component), None)
+        if pin is None:
+            return
+        self.pins.remove(pin)
+        self.omitted.append(
+            OmittedComponent(component=component, repo=pin.repo, ref=pin.ref, reason=reason)
+        )
+        self.warnings.append(f"{component} is left out: {reason}")
+
+
+def _gate_components(
+    matrix: Matrix, st: RocmStack, targets: tuple[str, ...], drop: _Dropper
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """The targets flash_attention, AITER and MORI are built for; a component no target passes
+    the gate of is left out."""
+    fa_arch = tuple(t for t in targets if t in FA_CK_ARCHS)
+    # matrix/vllm.toml aiter_arch: AITER_ROCM_ARCH, or the literal GPU_ARCHS of v0.8.2-v0.10.x.
+    aiter_arch = tuple(
+        t for t in targets if t in st.aiter_arch and _aiter_gate(matrix, t) == "full"
+    )
+    mori_arch = tuple(t for t in targets if t in MORI_ARCHS)
+    _gate_flash_attention(st, targets, fa_arch, drop)
+    if st.pin("aiter") is not None:
+        _gate_aiter(matrix, st, targets, aiter_arch, drop)
+    if st.pin("mori") is not None and not mori_arch:
+        drop.leave_out(
+            "mori", f"upstream builds it for {';'.join(sorted(MORI_ARCHS))} only (MORI_GPU_ARCHS)"
+        )
+    return fa_arch, aiter_arch, mori_arch
+
+
+def _gate_flash_attention(
+    st: RocmStack, targets: tuple[str, ...], fa_arch: tuple[str, ...], drop: _Dropper
+) -> None:
+    if not fa_arch:
+        drop.leave_out(
+            "flash_attention",
+            f"its CK kernels build only for {', '.join(sorted(FA_CK_ARCHS))} and upstream strips "
+            f"other targets from its GPU_ARCHS; none of {', '.join(targets)} is one",
+        )
+    elif st.pin("flash_attention") and len(fa_arch) < len(targets):
+        drop.warnings.append(
+            f"flash_attention is built for {';'.join(fa_arch)} only (CK kernels); "
+            f"{', '.join(t for t in targets if t not in fa_arch)} use vLLM's Triton attention "
+            "backends"
+        )
+
+
+def _gate_aiter(
+    matrix: Matrix,
+    st: RocmStack,
+    targets: tuple[str, ...],
+    aiter_arch: tuple[str, ...],
+    drop: _Dropper,
+) -> None:
+    for t in targets:
+        if t in aiter_arch:
+            continue
+        gate = _aiter_gate(matrix, t)
+        if gate == "full":
+            why = f"not in this release's AITER arch list ({';'.join(st.aiter_arch)})"
+        elif gate == "triton-only":
+            why = "only a Triton subset of AITER runs on it (vLLM gates the CK/ASM paths to CDNA3+)"
+        else:
+            why = "vLLM's AITER gate excludes it (CDNA3 and newer only)"
+        if aiter_arch:
+            drop.warnings.append(f"AITER is built for {';'.join(aiter_arch)} only; {t}: {why}")
+    if not aiter_arch:
+        gates = "; ".join(f"{t}: {_aiter_gate(matrix, t)}" for t in targets)
+        drop.leave_out("aiter", f"no target passes its gate ({gates})")
+
+
+def _stack_warnings(release: VllmRelease, st: RocmStack, warnings: list[str]) -> None:
+    """What the file cannot reproduce of upstream's build, and pins not read from the tag."""
+    if st.layout == "single-stage":
+        warnings.append(
+            "v0.6-era build: upstream also pip-installed a PyTorch nightly on top of the "
+            "base image "
+            "(see the release note in matrix/vllm.toml); this file keeps the base image's PyTorch"
+        )
+    if st.provenance.confidence != "exact":
+        warnings.append(
+            f"the pins of vLLM {release.version} have confidence '{st.provenance.confidence}' "
+            f"({st.provenance.source})"
+        )
+
+
+def _vllm_source(
+    release: VllmRelease, vllm_repo: str | None, vllm_ref: str | None, warnings: list[str]
+) -> tuple[str, str]:
+    """vLLM itself: the release tag of the official repo, or a fork and ref (flagged)."""
+    repo = require_safe("repo", vllm_repo or DEFAULT_VLLM_REPO, where="--vllm-repo")
+    ref = require_safe("ref", vllm_ref or f"v{release.version}", where="--vllm-ref")
+    if vllm_repo or vllm_ref:
+        warnings.append(
+            f"vLLM is built from {repo}@{ref}, not the v{release.version} tag; "
+            f"the component pins are those of v{release.version}"
+        )
+    return repo, ref
+
+
+def _torch_extras(st: RocmStack, where: str) -> tuple[str, ...]:
+    """torchvision/torchaudio pinned to the stack's versions, where it names them."""
+    return tuple(
+        f"{name}=={require_safe('version', v, where=f'{where}: {name}')}"
+        for name, v in (("torchvision", st.torchvision), ("torchaudio", st.torchaudio))
+        if v
+    )
+
+
+def _stack_note(release: VllmRelease, st: RocmStack) -> str | None:
+    """Which stack this is when the release has more than one, and what the others are."""
+    if len(release.stacks) <= 1:
+        return None
+    return (
+        f"{st.variant} (ROCm {st.rocm}{', the default' if st.default else ''}); "
+        "the release also has "
+        + ", ".join(f"{o.variant} (ROCm {o.rocm})" for o in release.stacks if o is not st)
     )
 
 
@@ -573,15 +682,16 @@ def _aiter_gate(matrix: Matrix, gfx: str) -> str:
 def _check_driver(matrix: Matrix, node: Node, rocm: Version, warnings: list[str]) -> DriverCheck:
     if not node.driver_version:
         warnings.append(
-            f"the node gave no amdgpu driver version: cannot check that its driver runs ROCm {rocm} "
-            "user space (give --driver, e.g. 30.30.3)"
+            "the node gave no amdgpu driver version: cannot check that its driver runs ROCm "
+            f"{rocm} user space (give --driver, e.g. 30.30.3)"
         )
         return DriverCheck(version=None, series=None, runs_base_rocm=None)
     drv_series = driver_series(node.driver_version)
     drv = matrix.driver(drv_series)
     if drv is None:
         warnings.append(
-            f"amdgpu driver series {drv_series} is not in the data: cannot check it runs ROCm {rocm}"
+            f"amdgpu driver series {drv_series} is not in the data: cannot check it runs "
+            f"ROCm {rocm}"
         )
         return DriverCheck(version=node.driver_version, series=drv_series, runs_base_rocm=None)
     if not drv.runs(rocm):
@@ -589,7 +699,8 @@ def _check_driver(matrix: Matrix, node: Node, rocm: Version, warnings: list[str]
         raise UsageError(
             f"the base image's ROCm {rocm} does not run on amdgpu driver {node.driver_version} "
             f"(series {drv_series} runs ROCm {', '.join(drv.user_space)})",
-            hint=f"driver series that run ROCm {series(rocm)}: {', '.join(would) or 'none in the data'}; "
+            hint=f"driver series that run ROCm {series(rocm)}: "
+            f"{', '.join(would) or 'none in the data'}; "
             "or pick a vLLM release whose base ROCm this driver runs",
         )
     return DriverCheck(version=node.driver_version, series=drv_series, runs_base_rocm=True)
@@ -620,7 +731,10 @@ def check_base_allowed(image: str, *, where: str) -> None:
         )
     if not allowed:
         raise UnsafeValueError(
-            f"{where}: {image!r} is not an allowed base image (allowed: {', '.join(ALLOWED_BASE_REPOS)} on Docker Hub)",
+            (
+                f"{where}: {image!r} is not an allowed base image (allowed: "
+                f"{', '.join(ALLOWED_BASE_REPOS)} on Docker Hub)"
+            ),
             hint="fix the data (rocm-vllm matrix refresh reads it from upstream), or pass "
             "--allow-any-base-image if you mean to build from this image",
         )
@@ -651,7 +765,10 @@ def parse_mirror(text: str | None) -> str | None:
     except (InputError, UsageError):  # a bad URL, or one with shell syntax: say which flag
         raise UsageError(
             f"--registry-mirror {text!r} is not a registry host",
-            hint="give HOST[:PORT] or HOST/PREFIX of a Docker Hub mirror, e.g. harbor.example.com/dockerhub",
+            hint=(
+                "give HOST[:PORT] or HOST/PREFIX of a Docker Hub mirror, e.g. "
+                "harbor.example.com/dockerhub"
+            ),
         ) from None
     if registry.is_docker_hub:
         return None
@@ -661,9 +778,10 @@ def parse_mirror(text: str | None) -> str | None:
 
 
 def mirror_image(image: str, mirror: str | None) -> str:
-    """A Docker Hub image name as the mirror serves it: ``ubuntu:24.04`` -> ``MIRROR/library/ubuntu:24.04``,
-    ``rocm/dev-ubuntu-22.04:7.2`` -> ``MIRROR/rocm/dev-ubuntu-22.04:7.2``. A name that already
-    names a registry (``ghcr.io/...``) is left as it is."""
+    """A Docker Hub image name as the mirror serves it: ``ubuntu:24.04`` ->
+    ``MIRROR/library/ubuntu:24.04``, ``rocm/dev-ubuntu-22.04:7.2`` ->
+    ``MIRROR/rocm/dev-ubuntu-22.04:7.2``. A name that already names a registry (``ghcr.io/...``)
+    is left as it is."""
     if not mirror:
         return image
     repo, sep, tag = image.partition(":")
@@ -721,14 +839,16 @@ def _header(plan: DockerfilePlan) -> str:
         lines.append(f"# Left out: {o.component} ({o.repo}@{o.ref}): {o.reason}.")
     if plan.registry_mirror:
         lines.append(
-            f"# Docker Hub images (the base image, the # syntax= frontend) come through {plan.registry_mirror}."
+            "# Docker Hub images (the base image, the # syntax= frontend) come through "
+            f"{plan.registry_mirror}."
         )
     if plan.max_jobs is None:
         lines.append(
             "# MAX_JOBS: --build-arg MAX_JOBS=N, else the build host's CPUs and memory decide."
         )
     lines.append(
-        "# The image runs `vllm serve` (ENTRYPOINT), as vllm/vllm-openai-rocm does: docker run IMAGE --model M."
+        "# The image runs `vllm serve` (ENTRYPOINT), as vllm/vllm-openai-rocm does: docker "
+        "run IMAGE --model M."
     )
     lines.append("# Upstream may also apply patches (cherry-picks) that the data does not record;")
     lines.append(

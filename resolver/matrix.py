@@ -247,7 +247,10 @@ def _check_keys(file: str, table: dict[str, Any], path: tuple[str, ...], label: 
             raise MatrixError(
                 f"{file}: {label}: unknown field '{where}'"
                 + (f" (did you mean '{'.'.join((*path, close[0]))}'?)" if close else ""),
-                hint=f"fix the record in matrix/{file}; its fields are listed in docs/matrix.schema.json",
+                hint=(
+                    f"fix the record in matrix/{file}; its fields are listed in "
+                    "docs/matrix.schema.json"
+                ),
             )
         if isinstance(value, dict):
             _check_keys(file, value, (*path, key), label)
@@ -609,6 +612,37 @@ def _unique(items: Iterable[T], key: Callable[[T], object], file: str, what: str
 
 
 def check_invariants(m: Matrix) -> None:
+    """The data as a whole: no empty file, one record per key, and every gfx target and ROCm
+    release a record names exists (checked in file order, so the first problem is reported)."""
+    _check_not_empty(m)
+    _check_unique(m)
+    known_gfx = {g.name for g in m.gfx}
+    for r in m.rocm:
+        _gfx_known(known_gfx, r.gfx, "rocm.toml", f"release {r.version}", "gfx")
+        for restr in r.os_restrictions:
+            _gfx_known(
+                known_gfx, restr.gfx, "rocm.toml", f"release {r.version}", "os_restriction.gfx"
+            )
+    for v in m.vllm:
+        _check_vllm_release(m, known_gfx, v)
+    for w in m.wheels:
+        _gfx_known(known_gfx, w.arch, "wheels.toml", f"variant {w.name}", "arch")
+        _rocm_known(m, w.rocm, "wheels.toml", f"variant {w.name}")
+    for i in m.images:
+        _gfx_known(known_gfx, i.arch, "images.toml", f"image {i.repo}:{i.tag}", "arch")
+        _rocm_known(m, i.rocm, "images.toml", f"image {i.repo}:{i.tag}")
+    for e in m.examples:
+        _gfx_known(known_gfx, e.gfx, "nodes.toml", f"example {e.name}", "gfx")
+    for d in m.drivers:
+        if d.paired_rocm is not None and m.rocm_release(Version(d.paired_rocm)) is None:
+            raise MatrixError(
+                f"drivers.toml: series {d.series}: field 'paired_rocm' names unknown ROCm "
+                f"{d.paired_rocm}",
+                hint="add the release to matrix/rocm.toml or fix the version",
+            )
+
+
+def _check_not_empty(m: Matrix) -> None:
     for file, records in (
         ("rocm.toml", m.rocm),
         ("os.toml", m.os),
@@ -625,6 +659,9 @@ def check_invariants(m: Matrix) -> None:
                 f"{file}: no records",
                 hint=f"restore matrix/{file}; every data file holds at least one record",
             )
+
+
+def _check_unique(m: Matrix) -> None:
     _unique(m.rocm, lambda r: r.version, "rocm.toml", "release")
     _unique(m.os, lambda o: o.id, "os.toml", "OS id")
     _unique(m.drivers, lambda d: d.series, "drivers.toml", "series")
@@ -633,56 +670,42 @@ def check_invariants(m: Matrix) -> None:
     _unique(m.wheels, lambda w: w.name, "wheels.toml", "variant")
     _unique(m.images, lambda i: (i.repo, i.tag), "images.toml", "image")
     _unique(m.examples, lambda e: e.name, "nodes.toml", "example")
-    known_gfx = {g.name for g in m.gfx}
 
-    def gfx_known(names: Iterable[str], file: str, label: str, field: str) -> None:
-        for name in names:
-            if name not in known_gfx:
-                raise MatrixError(
-                    f"{file}: {label}: field '{field}' names unknown gfx target {name!r}",
-                    hint="add the target to matrix/gfx.toml or fix the name",
-                )
 
-    def rocm_known(version: Version | None, file: str, label: str) -> None:
-        if version is not None and m.rocm_release(version) is None:
+def _check_vllm_release(m: Matrix, known_gfx: set[str], v: VllmRelease) -> None:
+    _gfx_known(known_gfx, v.cmake_arch, "vllm.toml", f"release {v.version}", "cmake_arch")
+    for st in v.stacks:
+        where = f"release {v.version} stack {st.variant}"
+        for field_name in ("arch", "aiter_arch"):
+            _gfx_known(known_gfx, getattr(st, field_name), "vllm.toml", where, field_name)
+        # A nightly (7.14.0a20260623) is a preview of its series and has no release record.
+        if st.rocm is not None and not st.rocm.is_prerelease:
+            _rocm_known(m, st.rocm, "vllm.toml", where)
+    if v.provenance.confidence != "unknown" and v.rocm is None:
+        raise MatrixError(
+            f"vllm.toml: release {v.version}: field 'rocm' is missing but confidence is "
+            f"{v.provenance.confidence!r}",
+            hint='give the base ROCm, or mark the release confidence = "unknown"',
+        )
+
+
+def _gfx_known(
+    known_gfx: set[str], names: Iterable[str], file: str, label: str, field: str
+) -> None:
+    for name in names:
+        if name not in known_gfx:
             raise MatrixError(
-                f"{file}: {label}: field 'rocm' names ROCm {version}, which rocm.toml does not know",
-                hint="add the release to matrix/rocm.toml or fix the version",
+                f"{file}: {label}: field '{field}' names unknown gfx target {name!r}",
+                hint="add the target to matrix/gfx.toml or fix the name",
             )
 
-    for r in m.rocm:
-        gfx_known(r.gfx, "rocm.toml", f"release {r.version}", "gfx")
-        for restr in r.os_restrictions:
-            gfx_known(restr.gfx, "rocm.toml", f"release {r.version}", "os_restriction.gfx")
-    for v in m.vllm:
-        gfx_known(v.cmake_arch, "vllm.toml", f"release {v.version}", "cmake_arch")
-        for st in v.stacks:
-            where = f"release {v.version} stack {st.variant}"
-            for field_name in ("arch", "aiter_arch"):
-                gfx_known(getattr(st, field_name), "vllm.toml", where, field_name)
-            # A nightly (7.14.0a20260623) is a preview of its series and has no release record.
-            if st.rocm is not None and not st.rocm.is_prerelease:
-                rocm_known(st.rocm, "vllm.toml", where)
-        if v.provenance.confidence != "unknown" and v.rocm is None:
-            raise MatrixError(
-                f"vllm.toml: release {v.version}: field 'rocm' is missing but confidence is "
-                f"{v.provenance.confidence!r}",
-                hint='give the base ROCm, or mark the release confidence = "unknown"',
-            )
-    for w in m.wheels:
-        gfx_known(w.arch, "wheels.toml", f"variant {w.name}", "arch")
-        rocm_known(w.rocm, "wheels.toml", f"variant {w.name}")
-    for i in m.images:
-        gfx_known(i.arch, "images.toml", f"image {i.repo}:{i.tag}", "arch")
-        rocm_known(i.rocm, "images.toml", f"image {i.repo}:{i.tag}")
-    for e in m.examples:
-        gfx_known(e.gfx, "nodes.toml", f"example {e.name}", "gfx")
-    for d in m.drivers:
-        if d.paired_rocm is not None and m.rocm_release(Version(d.paired_rocm)) is None:
-            raise MatrixError(
-                f"drivers.toml: series {d.series}: field 'paired_rocm' names unknown ROCm {d.paired_rocm}",
-                hint="add the release to matrix/rocm.toml or fix the version",
-            )
+
+def _rocm_known(m: Matrix, version: Version | None, file: str, label: str) -> None:
+    if version is not None and m.rocm_release(version) is None:
+        raise MatrixError(
+            f"{file}: {label}: field 'rocm' names ROCm {version}, which rocm.toml does not know",
+            hint="add the release to matrix/rocm.toml or fix the version",
+        )
 
 
 def load_dir(directory: Path, extra: Mapping[str, list[dict[str, Any]]] | None = None) -> Matrix:

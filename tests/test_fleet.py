@@ -20,6 +20,7 @@ from resolver.fleet.plan import fingerprint, plan_fleet
 from resolver.fleet.reports import read_reports
 from resolver.solve import Request
 from tests.helpers import run_cli
+from tests.probe_data import probe_matrix
 
 FIXTURES = Path(__file__).parent / "probe" / "fixtures"
 MI300X = FIXTURES / "rocminfo-gfx942-mi300x-4gpu-thamada.txt"
@@ -29,7 +30,9 @@ MI50 = FIXTURES / "rocminfo-gfx906-mi50-8gpu-delaunay-regression.txt"
 def _probe(path: Path, **extra: object) -> dict[str, object]:
     from resolver.probe import probe_files
 
-    data: dict[str, object] = json.loads(json.dumps(probe_files(rocminfo=path).to_json()))
+    data: dict[str, object] = json.loads(
+        json.dumps(probe_files(rocminfo=path, matrix=probe_matrix()).to_json())
+    )
     data.update(extra)
     return data
 

@@ -17,6 +17,7 @@ from resolver.fleet.kube import read_nodes
 from resolver.fleet.plan import plan_fleet
 from resolver.solve import Request
 from tests.helpers import run_cli
+from tests.probe_data import probe_gfx
 
 RECORDED = Path(__file__).parent / "fleet_kube"
 FILES = sorted(RECORDED.glob("*.json"))
@@ -49,7 +50,10 @@ def test_every_recorded_file_has_its_source() -> None:
 def test_labels_place_the_node(
     file: str, name: str, gfx: tuple[str, ...], gpus: int, partitions: set[str]
 ) -> None:
-    reports = {r.name: r for r in read_nodes((RECORDED / file).read_text(), where=file)}
+    reports = {
+        r.name: r
+        for r in read_nodes((RECORDED / file).read_text(), where=file, gfx_table=probe_gfx())
+    }
     report = reports[name]
     assert report.status == "ok", report.reason
     assert report.node is not None
@@ -59,7 +63,11 @@ def test_labels_place_the_node(
 
 
 def test_unplaceable_node_is_unknown_not_dropped() -> None:
-    (report,) = read_nodes((RECORDED / "nodes-vega8-beta-only-k8sdp42.json").read_text(), where="x")
+    (report,) = read_nodes(
+        (RECORDED / "nodes-vega8-beta-only-k8sdp42.json").read_text(),
+        where="x",
+        gfx_table=probe_gfx(),
+    )
     assert report.status == "unknown"
     assert (
         report.reason
@@ -125,7 +133,7 @@ def _node(labels: dict[str, str], capacity: dict[str, str] | None = None) -> str
 def test_contradicting_labels_are_listed_with_why(
     labels: dict[str, str], capacity: dict[str, str] | None, why: str
 ) -> None:
-    (report,) = read_nodes(_node(labels, capacity), where="x")
+    (report,) = read_nodes(_node(labels, capacity), where="x", gfx_table=probe_gfx())
     assert report.status == "failed"
     assert report.reason is not None and report.reason.startswith(why), report.reason
 
@@ -146,7 +154,7 @@ def test_family_contradicting_device_id() -> None:
             }
         ],
     }
-    (report,) = read_nodes(json.dumps(doc), where="x")
+    (report,) = read_nodes(json.dumps(doc), where="x", gfx_table=probe_gfx())
     assert report.reason == "amd.com/gpu.family=NV contradicts device id 74b5 (gfx942)"
 
 
@@ -154,7 +162,7 @@ def test_partition_resource_and_no_device_plugin() -> None:
     doc = json.loads((RECORDED / "nodes-mi355x-dpx-spx-gpuop555.json").read_text())
     doc["items"][0]["status"]["capacity"] = {"amd.com/dpx_nps1": "16"}
     doc["items"][1]["status"]["capacity"] = {"cpu": "192"}
-    a, b = read_nodes(json.dumps(doc), where="x")
+    a, b = read_nodes(json.dumps(doc), where="x", gfx_table=probe_gfx())
     assert a.status == "ok" and a.resource == "amd.com/dpx_nps1"
     assert (
         b.status == "unknown"
@@ -166,9 +174,9 @@ def test_bad_node_lists_are_bad_input() -> None:
     from resolver.errors import InputError
 
     with pytest.raises(InputError, match="not valid JSON"):
-        read_nodes("{", where="x")
+        read_nodes("{", where="x", gfx_table=probe_gfx())
     with pytest.raises(InputError, match="not a Kubernetes node list"):
-        read_nodes('{"kind": "Pod"}', where="x")
+        read_nodes('{"kind": "Pod"}', where="x", gfx_table=probe_gfx())
 
 
 def test_recorded_cluster_plans_into_groups_and_valid_manifests(tmp_path: Path) -> None:
@@ -176,7 +184,7 @@ def test_recorded_cluster_plans_into_groups_and_valid_manifests(tmp_path: Path) 
     import yaml
 
     m = matrix.load()
-    reports = read_nodes(json.dumps(_all_items()), where="recorded")
+    reports = read_nodes(json.dumps(_all_items()), where="recorded", gfx_table=probe_gfx())
     fleet = plan_fleet(m, reports, Request())
     verdicts = {g.hostlist: g.verdict for g in fleet.groups}
     assert verdicts["vega8-node"] == "unknown"
@@ -218,7 +226,11 @@ def test_invalid_manifest_is_caught_by_the_validator() -> None:
 
     m = matrix.load()
     fleet = plan_fleet(
-        m, read_nodes((RECORDED / "nodes-mi300x-gpuop266.json").read_text(), where="x"), Request()
+        m,
+        read_nodes(
+            (RECORDED / "nodes-mi300x-gpuop266.json").read_text(), where="x", gfx_table=probe_gfx()
+        ),
+        Request(),
     )
     deployment = next(yaml.safe_load_all(render_all(m, fleet, Options())["kubernetes/g1.yaml"]))
     deployment["spec"]["template"]["spec"]["containers"][0]["readinesProbe"] = {}

@@ -108,3 +108,15 @@ def test_no_module_imports_from_a_layer_above_its_own() -> None:
 def test_no_new_import_circle() -> None:
     cycles = {frozenset(c) for c in nx.simple_cycles(imports()) if len(c) > 1}
     assert cycles <= KNOWN_CYCLES, sorted(sorted(c) for c in cycles - KNOWN_CYCLES)
+
+
+def test_the_probe_does_not_load_the_data() -> None:
+    """The probe (the node layer) gets the data from its caller: no module under resolver.probe
+    imports the loader (resolver.matrix) and its process-wide cache."""
+    g = imports()
+    leaks = sorted(
+        f"{a} imports {b}"
+        for a, b in g.edges()
+        if (a == "resolver.probe" or a.startswith("resolver.probe.")) and b == "resolver.matrix"
+    )
+    assert leaks == []

@@ -18,6 +18,7 @@ from resolver.node import Gpu, Node, Partition, from_flags
 from resolver.parallel import model_heads, place, tensor_parallel_size
 from resolver.partitions import partition_problems
 from resolver.probe import probe_files
+from tests.probe_data import probe_matrix
 
 FIXTURES = Path(__file__).parent / "probe" / "fixtures"
 CPX_TREE = FIXTURES / "sysfs" / "kfd-gfx942-mi300x-8gpu-cpx-k8sdp"
@@ -106,7 +107,7 @@ def test_cpx_refuses_one_replica_across_partitions(cpx_node_file: Path) -> None:
 
 
 def test_missing_partition_is_a_problem_in_the_probe() -> None:
-    node = probe_files(sysfs=CPX_TREE)
+    node = probe_files(sysfs=CPX_TREE, matrix=probe_matrix())
     [problem] = [p for p in node.problems if p.code == "partition-missing"]
     assert "0000:e5:00" in problem.message and "7 of its 8 CPX partitions" in problem.message
     assert problem.hint

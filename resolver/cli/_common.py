@@ -191,9 +191,10 @@ def resolve_node(
     if node_path is not None:
         base = node_mod.read_node_file(node_path)
     elif rocminfo_path is not None:
+        from resolver import matrix
         from resolver.probe import probe_files
 
-        base = probe_files(rocminfo=rocminfo_path)
+        base = probe_files(rocminfo=rocminfo_path, matrix=matrix.load())
     elif example_name is not None:
         from resolver.examples import example_node
 
@@ -201,9 +202,10 @@ def resolve_node(
     elif gfx is not None:
         return flag_node
     else:
+        from resolver import matrix
         from resolver.probe import probe_live
 
-        base = probe_live()
+        base = probe_live(matrix=matrix.load())
     return node_mod.merge_flags(base, flag_node, flags)
 
 

@@ -1,14 +1,19 @@
-"""`rocm-vllm fleet`: many nodes -> groups, one plan, Slurm batch scripts and Kubernetes manifests."""
+"""`rocm-vllm fleet`: many nodes -> groups, one plan, Slurm batch scripts and Kubernetes
+manifests."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from resolver.cli._common import JsonOpt, emit_json, handle_errors, use_color
+
+if TYPE_CHECKING:
+    from resolver.fleet.plan import FleetPlan
+    from resolver.model import Matrix
 
 INPUT_PANEL = "Nodes"
 OUT_PANEL = "Output"
@@ -16,7 +21,10 @@ OUT_PANEL = "Output"
 InputsArg = Annotated[
     list[str] | None,
     typer.Argument(
-        help="Probe JSON files (`rocm-vllm probe --json` on each node), directories of them, or globs.",
+        help=(
+            "Probe JSON files (`rocm-vllm probe --json` on each node), directories of them, or "
+            "globs."
+        ),
         show_default=False,
     ),
 ]
@@ -24,7 +32,10 @@ SlurmOpt = Annotated[
     str | None,
     typer.Option(
         "--slurm",
-        help="Probe every node of a Slurm partition or node list through srun (gpu, gpu[001-128], partition=gpu).",
+        help=(
+            "Probe every node of a Slurm partition or node list through srun (gpu, gpu[001-128], "
+            "partition=gpu)."
+        ),
         rich_help_panel=INPUT_PANEL,
     ),
 ]
@@ -32,7 +43,10 @@ KubeOpt = Annotated[
     str | None,
     typer.Option(
         "--kube",
-        help="`kubectl get nodes -o json` output: a file, - for stdin, or `kubectl` to ask the cluster of the current kubeconfig.",
+        help=(
+            "`kubectl get nodes -o json` output: a file, - for stdin, or `kubectl` to ask the "
+            "cluster of the current kubeconfig."
+        ),
         rich_help_panel=INPUT_PANEL,
     ),
 ]
@@ -67,7 +81,9 @@ def _reports(
     if not given:
         raise UsageError(
             "no nodes given",
-            hint="give probe JSON files or a directory, --slurm PARTITION|NODELIST, or --kube FILE|-",
+            hint=(
+                "give probe JSON files or a directory, --slurm PARTITION|NODELIST, or --kube FILE|-"
+            ),
         )
     if probe_command is not None and not slurm:
         raise UsageError("--probe-command is for --slurm", hint="add --slurm PARTITION|NODELIST")
@@ -83,7 +99,9 @@ def _reports(
             slurm, probe=slurm_mod.probe_command(probe_command), timeout=timeout
         )
     if kube:
+        from resolver import matrix
         from resolver.fleet.kube import cluster_nodes, read_nodes
+        from resolver.probe.gfx import GfxTable
 
         if kube == "-":
             text, where = sys.stdin.read(_MAX_NODE_LIST + 1), "stdin"
@@ -108,10 +126,13 @@ def _reports(
                 text, where = bounded.read_text(path, _MAX_NODE_LIST), str(path)
             except (OSError, UnicodeDecodeError) as exc:
                 raise InputError(
-                    f"--kube {kube}: cannot read it ({getattr(exc, 'strerror', None) or type(exc).__name__})",
+                    (
+                        f"--kube {kube}: cannot read it "
+                        f"({getattr(exc, 'strerror', None) or type(exc).__name__})"
+                    ),
                     hint="save it with `kubectl get nodes -o json > nodes.json`",
                 ) from None
-        reports += read_nodes(text, where=where)
+        reports += read_nodes(text, where=where, gfx_table=GfxTable.of(matrix.load().gfx))
     return reports
 
 
@@ -143,7 +164,10 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             str | None,
             typer.Option(
                 "--driver",
-                help="amdgpu driver release (e.g. 30.30.3) for nodes whose report does not name one (live probes read only the kernel module version).",
+                help=(
+                    "amdgpu driver release (e.g. 30.30.3) for nodes whose report does not name "
+                    "one (live probes read only the kernel module version)."
+                ),
                 rich_help_panel=INPUT_PANEL,
             ),
         ] = None,
@@ -151,7 +175,10 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             bool,
             typer.Option(
                 "--digest",
-                help="Pin each group's image to its manifest digest (asks the registry once per image).",
+                help=(
+                    "Pin each group's image to its manifest digest (asks the registry once per "
+                    "image)."
+                ),
                 rich_help_panel=OUT_PANEL,
             ),
         ] = False,
@@ -169,7 +196,10 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             typer.Option(
                 "--output",
                 "-o",
-                help="Write fleet.json, fleet.txt, slurm/*.sbatch and kubernetes/*.yaml here (all or nothing).",
+                help=(
+                    "Write fleet.json, fleet.txt, slurm/*.sbatch and kubernetes/*.yaml here (all "
+                    "or nothing)."
+                ),
                 rich_help_panel=OUT_PANEL,
             ),
         ] = None,
@@ -183,7 +213,9 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             str,
             typer.Option(
                 "--engine",
-                help="Container engine in the batch scripts: docker, podman, apptainer, singularity.",
+                help=(
+                    "Container engine in the batch scripts: docker, podman, apptainer, singularity."
+                ),
                 rich_help_panel=OUT_PANEL,
             ),
         ] = "docker",
@@ -234,7 +266,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         input; 4: Slurm or kubectl failed; 6: only unknowns)."""
         from resolver import matrix
         from resolver.fleet.artifacts import Options, render_all, write_dir
-        from resolver.fleet.plan import fleet_json, plan_fleet, render_text
+        from resolver.fleet.plan import plan_fleet
         from resolver.solve import Request
         from resolver.versions import parse_spec
 
@@ -262,34 +294,10 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         m = matrix.load()
         fleet = plan_fleet(m, reports, request)
         if digest or registry:
-            from resolver.fleet.plan import pin_images
-            from resolver.registry import DigestCache, RegistryClient, parse_registry
-
-            reg = parse_registry(registry)
-            if digest:
-                for warning in pin_images(fleet, RegistryClient(reg, cache=DigestCache())):
-                    fleet.notes.append(("registry", warning.message))
-            else:
-                from resolver.images import image_ref
-
-                for g in fleet.groups:
-                    if (
-                        g.image is not None
-                        and g.image.plan is not None
-                        and g.image.plan.candidate.image is not None
-                    ):
-                        g.ref = image_ref(g.image.plan.candidate.image, reg)
+            _point_images(fleet, registry, pin=digest)
         if out_dir is not None:
             write_dir(out_dir, render_all(m, fleet, opts), force=force)
-        if json_out:
-            emit_json(fleet_json(fleet, m))
-        elif use_color():
-            from resolver.explain import rich_console
-            from resolver.fleet.plan import render_rich
-
-            render_rich(fleet, rich_console())
-        else:
-            typer.echo(render_text(fleet), nl=False)
+        _show_fleet(fleet, m, json_out=json_out)
         if out_dir is not None and not json_out:
             typer.echo(
                 f"\nwrote {out_dir}: fleet.json, fleet.txt, slurm/*.sbatch, kubernetes/*.yaml"
@@ -320,34 +328,14 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
     ) -> None:
         """Run `probe --json` on every node through srun and save each node's report (exit 0: all
         answered; 1: some did not, listed with why; 4: Slurm failed)."""
-        import json
-
         from resolver.fleet import slurm as slurm_mod
         from resolver.fleet.artifacts import write_dir
 
         reports = slurm_mod.gather(
             slurm, probe=slurm_mod.probe_command(probe_command), timeout=timeout
         )
-        files: dict[str, str] = {}
-        for r in reports:
-            if r.node is not None:
-                from resolver import __version__
-
-                data = {
-                    **r.node.to_json(),
-                    "hostname": r.name,
-                    "tool": {"name": "rocm-vllm", "version": __version__},
-                }
-                files[f"{r.name}.json"] = json.dumps(data, indent=2) + "\n"
         failed = [r for r in reports if r.node is None]
-        files["gather.json"] = (
-            json.dumps(
-                {"schema_version": 1, "target": slurm, "nodes": [r.to_json() for r in reports]},
-                indent=2,
-            )
-            + "\n"
-        )
-        write_dir(out_dir, files, force=force)
+        write_dir(out_dir, _gathered_files(reports, slurm), force=force)
         if json_out:
             emit_json(
                 {
@@ -359,8 +347,73 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             )
         else:
             typer.echo(
-                f"{len(reports) - len(failed)} of {len(reports)} node(s) answered; reports in {out_dir}"
+                f"{len(reports) - len(failed)} of {len(reports)} node(s) answered; reports "
+                f"in {out_dir}"
             )
             for r in failed:
                 typer.echo(f"  {r.name}: {r.reason}")
         raise typer.Exit(1 if failed else 0)
+
+
+def _point_images(fleet: FleetPlan, registry: str | None, *, pin: bool) -> None:
+    """Point each group's image at ``registry``: pinned to its manifest digest (``--digest``, which
+    asks the registry) or as a plain tag reference there (``--registry`` alone, no network)."""
+    from resolver.registry import DigestCache, RegistryClient, parse_registry
+
+    reg = parse_registry(registry)
+    if pin:
+        from resolver.fleet.plan import pin_images
+
+        for warning in pin_images(fleet, RegistryClient(reg, cache=DigestCache())):
+            fleet.notes.append(("registry", warning.message))
+        return
+    from resolver.images import image_ref
+
+    for g in fleet.groups:
+        if (
+            g.image is not None
+            and g.image.plan is not None
+            and g.image.plan.candidate.image is not None
+        ):
+            g.ref = image_ref(g.image.plan.candidate.image, reg)
+
+
+def _show_fleet(fleet: FleetPlan, m: Matrix, *, json_out: bool) -> None:
+    """The fleet plan on stdout: JSON, rich on a colour terminal, plain text otherwise."""
+    from resolver.fleet.plan import fleet_json, render_text
+
+    if json_out:
+        emit_json(fleet_json(fleet, m))
+    elif use_color():
+        from resolver.explain import rich_console
+        from resolver.fleet.plan import render_rich
+
+        render_rich(fleet, rich_console())
+    else:
+        typer.echo(render_text(fleet), nl=False)
+
+
+def _gathered_files(reports: list[Any], slurm: str) -> dict[str, str]:
+    """What `fleet gather` writes: one NODE.json per node that answered, and gather.json listing
+    every node (answered or not, with why)."""
+    import json
+
+    from resolver import __version__
+
+    files: dict[str, str] = {}
+    for r in reports:
+        if r.node is not None:
+            data = {
+                **r.node.to_json(),
+                "hostname": r.name,
+                "tool": {"name": "rocm-vllm", "version": __version__},
+            }
+            files[f"{r.name}.json"] = json.dumps(data, indent=2) + "\n"
+    files["gather.json"] = (
+        json.dumps(
+            {"schema_version": 1, "target": slurm, "nodes": [r.to_json() for r in reports]},
+            indent=2,
+        )
+        + "\n"
+    )
+    return files

@@ -58,6 +58,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
 
         Without options this probes this machine; with saved outputs it reads those instead.
         """
+        from resolver import matrix
         from resolver import probe as probe_mod
 
         if any(v for v in (rocminfo, amd_smi, rocm_smi, sysfs, agent_enumerator)):
@@ -67,9 +68,10 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
                 rocm_smi=rocm_smi,
                 sysfs=sysfs,
                 agent_enumerator=agent_enumerator,
+                matrix=matrix.load(),
             )
         else:
-            node = probe_mod.probe_live()
+            node = probe_mod.probe_live(matrix=matrix.load())
         if json_out:
             data = node.to_json()
             from resolver import __version__

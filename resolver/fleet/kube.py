@@ -24,6 +24,7 @@ from resolver import bounded
 from resolver.errors import InputError
 from resolver.fleet.reports import NodeReport
 from resolver.node import Gpu, Node, Partition
+from resolver.probe.gfx import GfxTable, gfx_for_pci, product_for_pci
 
 PREFIXES = ("amd.com/gpu.", "beta.amd.com/gpu.")
 PARTITION_LABEL = "amd.com/compute-memory-partition"
@@ -96,8 +97,9 @@ def _capacity(node: dict[str, Any]) -> tuple[str, int]:
     return GPU_RESOURCE, 0
 
 
-def node_report(item: Any, *, index: int) -> NodeReport:
-    """One item of ``kubectl get nodes -o json``."""
+def node_report(item: Any, *, index: int, gfx_table: GfxTable) -> NodeReport:
+    """One item of ``kubectl get nodes -o json``; ``gfx_table`` (the data's gfx records) turns the
+    labels' PCI device ids into gfx targets and products."""
     if not isinstance(item, dict) or not isinstance(item.get("metadata"), dict):
         return NodeReport(
             name=f"items[{index}]", source=f"kubernetes:items[{index}]", reason="not a Node object"
@@ -110,7 +112,7 @@ def node_report(item: Any, *, index: int) -> NodeReport:
     amd_labels = {k: v for k, v in labels.items() if k.startswith(("amd.com/", "beta.amd.com/"))}
     resource, count = _capacity(item)
     try:
-        node, unplaced = _node(labels, resource, count)
+        node, unplaced = _node(labels, resource, count, gfx_table)
     except Contradiction as exc:
         return NodeReport(
             name=name, source=source, reason=str(exc), labels=amd_labels, resource=resource
@@ -120,8 +122,9 @@ def node_report(item: Any, *, index: int) -> NodeReport:
     )
 
 
-def _node(labels: dict[str, str], resource: str, count: int) -> tuple[Node, str | None]:
-    from resolver.probe.gfx import gfx_for_pci, product_for_pci
+def _node(
+    labels: dict[str, str], resource: str, count: int, gfx_table: GfxTable
+) -> tuple[Node, str | None]:
     from resolver.versions import check_gfx_name
 
     device_ids = _values(labels, "device-id")
@@ -167,7 +170,7 @@ def _node(labels: dict[str, str], resource: str, count: int) -> tuple[Node, str 
     host: dict[str, Any] = {"kubernetes_resource": resource}
     if module:
         host["amdgpu_module_version"] = module
-    gfx_by_id = {i: gfx_for_pci(i) for i in ids}
+    gfx_by_id = {i: gfx_for_pci(gfx_table, i) for i in ids}
     if not ids and not product_label:
         why = "no AMD GPU labels (deploy AMD's node labeller with -device-id)"
         return Node(
@@ -201,7 +204,7 @@ def _node(labels: dict[str, str], resource: str, count: int) -> tuple[Node, str 
         )
     gpus: list[Gpu] = []
     if len(ids) == 1:
-        product = product_for_pci(ids[0], compute_units=cu)
+        product = product_for_pci(gfx_table, ids[0], compute_units=cu)
         gpus = [
             Gpu(
                 gfx=check_gfx_name(targets[0]),
@@ -272,8 +275,9 @@ def cluster_nodes(*, timeout: float = 60) -> str:
     return run.stdout
 
 
-def read_nodes(text: str, *, where: str) -> list[NodeReport]:
-    """``kubectl get nodes -o json`` (a List) or ``kubectl get node NAME -o json`` (one Node)."""
+def read_nodes(text: str, *, where: str, gfx_table: GfxTable) -> list[NodeReport]:
+    """``kubectl get nodes -o json`` (a List) or ``kubectl get node NAME -o json`` (one Node);
+    ``gfx_table`` as for ``node_report``."""
     try:
         data = bounded.loads_json(text)
     except json.JSONDecodeError as exc:
@@ -297,4 +301,4 @@ def read_nodes(text: str, *, where: str) -> list[NodeReport]:
         )
     if len(items) > MAX_NODES:
         raise InputError(f"{where}: more than {MAX_NODES} nodes", hint="split the list")
-    return [node_report(item, index=i) for i, item in enumerate(items)]
+    return [node_report(item, index=i, gfx_table=gfx_table) for i, item in enumerate(items)]

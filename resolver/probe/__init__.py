@@ -7,6 +7,7 @@ and a problem. Only an input that cannot be read at all is a ``ProbeError``.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -14,12 +15,14 @@ from pathlib import Path
 
 from resolver import bounded
 from resolver.errors import ProbeError
+from resolver.model import Matrix
 from resolver.node import Node, Problem
 from resolver.probe import driver as driver_mod
 from resolver.probe import enumerator, smi, sysfs, tools
 from resolver.probe import host as hostmod
 from resolver.probe import rocminfo as rocminfo_mod
 from resolver.probe.facts import SourceView
+from resolver.probe.gfx import GfxTable
 from resolver.probe.merge import merge
 
 __all__ = ["probe_files", "probe_live"]
@@ -73,24 +76,30 @@ def probe_files(
     sysfs: Path | None = None,
     rocm_smi: Path | Sequence[Path] | None = None,
     agent_enumerator: Path | None = None,
+    matrix: Matrix,
 ) -> Node:
     """The node described by saved outputs. ``sysfs`` is a root under which
     ``sys/class/kfd/kfd/topology``, ``sys/class/drm`` and ``sys/module/amdgpu`` are read as if it
     were ``/``, or a copy of ``/sys`` itself (``class/``, ``module/`` at its top), or a bare copy of
-    ``/sys/class/kfd/kfd``."""
+    ``/sys/class/kfd/kfd``.
+
+    ``matrix`` is the data the caller loaded: its gfx records name the targets of PCI ids and
+    products, its driver records pair module versions with releases. The probe (the node layer)
+    does not load the data itself."""
+    gfx_table = GfxTable.of(matrix.gfx)
     views: list[SourceView] = []
     names: list[str] = []
     if sysfs is not None:
-        views.append(_sysfs_view(sysfs))
+        views.append(_sysfs_view(sysfs, gfx_table))
         names.append(f"sysfs:{sysfs}")
     for path in _paths(amd_smi):
-        views.append(smi.parse_amd_smi(_read(path, "--amd-smi")))
+        views.append(smi.parse_amd_smi(_read(path, "--amd-smi"), gfx_table=gfx_table))
         names.append(f"amd-smi:{path}")
     for path in _paths(rocm_smi):
-        views.append(smi.parse_rocm_smi(_read(path, "--rocm-smi")))
+        views.append(smi.parse_rocm_smi(_read(path, "--rocm-smi"), gfx_table=gfx_table))
         names.append(f"rocm-smi:{path}")
     if rocminfo is not None:
-        views.append(rocminfo_mod.parse(_read(rocminfo, "--rocminfo")))
+        views.append(rocminfo_mod.parse(_read(rocminfo, "--rocminfo"), gfx_table=gfx_table))
         names.append(f"rocminfo:{rocminfo}")
     if agent_enumerator is not None:
         views.append(enumerator.parse(_read(agent_enumerator, "--agent-enumerator")))
@@ -102,7 +111,7 @@ def probe_files(
             "or --sysfs ROOT",
         )
     views = _combine_same_source(views)
-    node, problems = merge(views, origin="file:" + ",".join(names))
+    node, problems = merge(views, origin="file:" + ",".join(names), gfx_table=gfx_table)
     if sysfs is not None:
         node = replace(
             node,
@@ -113,23 +122,23 @@ def probe_files(
                 ),
             },
         )
-    return _finish(node, problems)
+    return _finish(node, problems, matrix)
 
 
-def _sysfs_view(root: Path) -> SourceView:
+def _sysfs_view(root: Path, gfx_table: GfxTable) -> SourceView:
     if not root.is_dir():
         raise ProbeError(
             f"--sysfs {root}: no such directory",
             hint="give the directory that holds sys/class/kfd (use / for this machine)",
         )
-    view = sysfs.parse(root)
+    view = sysfs.parse(root, gfx_table=gfx_table)
     if not _found_anything(view) and _is_sys_copy(root):
         # a copy of /sys itself (ROOT/class/kfd, ROOT/class/drm, ROOT/module): read it as ROOT/sys
         import tempfile
 
         with tempfile.TemporaryDirectory(prefix="rocm-vllm-sysfs-") as scratch:
             (Path(scratch) / "sys").symlink_to(root.resolve(), target_is_directory=True)
-            view = sysfs.parse(Path(scratch))
+            view = sysfs.parse(Path(scratch), gfx_table=gfx_table)
     copied = _plain_topology_copy(root)
     if not _found_anything(view) and copied is not None:
         # A copy of /sys/class/kfd/kfd (ROOT/topology/nodes) or of its topology/ (ROOT/nodes): read
@@ -140,7 +149,7 @@ def _sysfs_view(root: Path) -> SourceView:
             kfd = Path(scratch) / "sys/class/kfd/kfd"
             kfd.mkdir(parents=True)
             (kfd / "topology").symlink_to(copied.resolve(), target_is_directory=True)
-            view = sysfs.parse(Path(scratch))
+            view = sysfs.parse(Path(scratch), gfx_table=gfx_table)
     if not _found_anything(view):
         view.problem(
             "no-kfd-topology",
@@ -207,27 +216,34 @@ def probe_live(
     env: Mapping[str, str] | None = None,
     check_access: bool = True,
     run_tools: bool = True,
+    matrix: Matrix,
 ) -> Node:
     """This machine (or the tree under ``root``): sysfs (KFD topology, DRM), and the output of
     ``rocm_agent_enumerator`` and ``rocm-smi --json`` when they are on PATH (``run_tools``). Without
     an AMD GPU: a node with no GPUs and problems saying why (no /dev/kfd, amdgpu not loaded, or the
-    other vendor's GPU that is there instead)."""
+    other vendor's GPU that is there instead). ``matrix`` as for ``probe_files``."""
+    gfx_table = GfxTable.of(matrix.gfx)
     environ = dict(os.environ) if env is None else dict(env)
     facts = hostmod.gather(root, env=environ, check_access=check_access)
-    view = sysfs.parse(root)
+    view = sysfs.parse(root, gfx_table=gfx_table)
     views = [view]
     if run_tools:
-        views.extend(_tool_views(environ))
+        views.extend(_tool_views(environ, gfx_table))
     nvidia = hostmod.nvidia_devices(root)
     if nvidia:
         views.append(SourceView(source="host", facts={"other_devices": nvidia}))
-    node, problems = merge(views, origin="probe", env=environ)
+    node, problems = merge(views, origin="probe", env=environ, gfx_table=gfx_table)
     host = {**facts.host, **node.host}
     host["driver_kind"] = view.facts.get("driver_kind") or host.get("driver_kind")
     if view.facts.get("partition_inferred"):
         host["partition_inferred"] = True
     # The AMD GPU Driver release, read where it is (package, module version AMD pairs, tools).
-    reading = driver_mod.read(root, environ, run_tools=run_tools, module_releases=module_release)
+    reading = driver_mod.read(
+        root,
+        environ,
+        run_tools=run_tools,
+        module_releases=functools.partial(module_release, matrix),
+    )
     host["driver"] = reading.to_json()
     module = reading.module_version or node.driver_version
     if reading.release is not None:
@@ -266,10 +282,10 @@ def probe_live(
                 "or use the source build",
             )
         )
-    return _finish(node, problems)
+    return _finish(node, problems, matrix)
 
 
-def _tool_views(env: Mapping[str, str]) -> list[SourceView]:
+def _tool_views(env: Mapping[str, str], gfx_table: GfxTable) -> list[SourceView]:
     """What the ROCm tools on PATH say (each is optional; a missing one says nothing)."""
     views = []
     listed = tools.run("rocm_agent_enumerator", [], env)
@@ -277,7 +293,7 @@ def _tool_views(env: Mapping[str, str]) -> list[SourceView]:
         views.append(enumerator.parse(listed))
     smi_json = tools.run("rocm-smi", ["--showallinfo", "--json"], env)
     if smi_json is not None and smi_json.strip():
-        views.append(smi.parse_rocm_smi(smi_json))
+        views.append(smi.parse_rocm_smi(smi_json, gfx_table=gfx_table))
     return views
 
 
@@ -356,7 +372,7 @@ def _describe(group: tuple[dict[str, object], int]) -> str:
     return " ".join(words) + (f" ({', '.join(details)})" if details else "")
 
 
-def _finish(node: Node, problems: list[Problem]) -> Node:
+def _finish(node: Node, problems: list[Problem], matrix: Matrix) -> Node:
     problems = _not_amd(node, problems)
     if (
         not node.gpus
@@ -375,23 +391,17 @@ def _finish(node: Node, problems: list[Problem]) -> Node:
                 else "run the probe on the GPU node, or describe it with --gfx/--gpus",
             ),
         ]
-    return _module_version_is_not_a_release(replace(node, problems=tuple(problems)))
+    return _module_version_is_not_a_release(replace(node, problems=tuple(problems)), matrix)
 
 
-def module_release(module_version: str) -> str | None:
+def module_release(matrix: Matrix, module_version: str) -> str | None:
     """The AMD GPU Driver release AMD's data pairs a kernel module version with (drivers.toml
     ``module_versions``), as a series ("31.40"); None when no AMD source pairs them."""
-    from resolver import matrix
-    from resolver.errors import ResolverError
-
-    try:
-        found = matrix.load().driver_for_module(module_version.split("-")[0])
-    except ResolverError:
-        return None
+    found = matrix.driver_for_module(module_version.split("-")[0])
     return found.series if found is not None else None
 
 
-def _module_version_is_not_a_release(node: Node) -> Node:
+def _module_version_is_not_a_release(node: Node, matrix: Matrix) -> Node:
     """Tools report the amdgpu kernel module's own version (``/sys/module/amdgpu/version``,
     rocminfo's "ROCk module version", amd-smi's driver version), e.g. 6.16.6. AMD's
     driver/user-space table speaks of AMD GPU Driver releases (30.30.3, 6.4.x). A module version
@@ -405,7 +415,7 @@ def _module_version_is_not_a_release(node: Node) -> Node:
     if module is None:  # nothing reported a version; check/image say the release is unknown
         return node
     host = {**node.host, "amdgpu_module_version": module}
-    paired = module_release(module)
+    paired = module_release(matrix, module)
     if paired is not None:
         host["driver_release_source"] = "amdgpu module version (AMD's data pairs it with a release)"
         return replace(node, driver_version=paired, host=host)

@@ -1,15 +1,23 @@
 """gfx names: decoding KFD's ``gfx_target_version``, the override variable, ISA suffixes, and the
 PCI device id -> product/gfx lookup (from ``matrix/gfx.toml``, the one table the project keeps).
 
+The lookups take a ``GfxTable`` built by the caller from the data's gfx records
+(``GfxTable.of(matrix.gfx)``): the probe is the node layer and never loads the data itself.
+
 Sources: ROCR-Runtime libhsakmt ``HSA_GET_GFX_VERSION_*`` (decimal major, one hex digit each for
-minor and stepping), ROCR-Runtime topology.c (override format), shared/reference/probe.md §2, §4, §5.
+minor and stepping), ROCR-Runtime topology.c (override format), shared/reference/probe.md §2, §4,
+§5.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from resolver.model import GfxTarget
 
 _GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}\Z")
 # amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-  /  gfx942:sramecc+:xnack-
@@ -51,7 +59,8 @@ def from_override(text: str | None) -> str | None:
 
 
 def to_override(gfx: str) -> str | None:
-    """gfx1030 -> 10.3.0, gfx90a -> 9.0.10: the override value that makes the runtime load ``gfx``."""
+    """gfx1030 -> 10.3.0, gfx90a -> 9.0.10: the override value that makes the runtime load
+    ``gfx``."""
     if not is_gfx_name(gfx):
         return None
     digits = gfx[3:]
@@ -79,7 +88,8 @@ def split_target(text: str) -> TargetFeatures | None:
 
 
 def pci_id(value: str | int | None) -> str | None:
-    """Any spelling of a PCI device id (29857, "0x74A1", "74a1") -> "74a1"; None if it is 0 or not one."""
+    """Any spelling of a PCI device id (29857, "0x74A1", "74a1") -> "74a1"; None if it is 0 or not
+    one."""
     if value is None:
         return None
     if isinstance(value, int):
@@ -110,41 +120,50 @@ class PciEntry:
     compute_units: int | None
 
 
-@lru_cache(maxsize=1)
-def _pci_table() -> dict[str, tuple[PciEntry, ...]]:
-    from resolver.matrix import load
+@dataclass(frozen=True, slots=True)
+class GfxTable:
+    """What the data knows of gfx targets, in the shape the probe looks things up in: PCI device
+    id -> products, normalised product name -> targets, target -> families."""
 
-    table: dict[str, list[PciEntry]] = {}
-    for target in load().gfx:
-        for product in target.products:
-            if product.pci_device_id:
-                table.setdefault(product.pci_device_id.lower(), []).append(
-                    PciEntry(
-                        gfx=target.name,
-                        name=product.name,
-                        revision=product.pci_revision,
-                        family=product.family,
-                        compute_units=product.compute_units,
+    pci: Mapping[str, tuple[PciEntry, ...]]
+    names: Mapping[str, frozenset[str]]
+    families: Mapping[str, tuple[str, ...]]
+
+    @classmethod
+    def of(cls, targets: Iterable[GfxTarget]) -> GfxTable:
+        """The table of the data's gfx records (``Matrix.gfx``)."""
+        targets = tuple(targets)
+        pci: dict[str, list[PciEntry]] = {}
+        names: dict[str, set[str]] = {}
+        for target in targets:
+            for product in target.products:
+                if product.pci_device_id:
+                    pci.setdefault(product.pci_device_id.lower(), []).append(
+                        PciEntry(
+                            gfx=target.name,
+                            name=product.name,
+                            revision=product.pci_revision,
+                            family=product.family,
+                            compute_units=product.compute_units,
+                        )
                     )
-                )
-    return {k: tuple(v) for k, v in table.items()}
+                names.setdefault(_norm_name(product.name), set()).add(target.name)
+        return cls(
+            pci={k: tuple(v) for k, v in pci.items()},
+            names={k: frozenset(v) for k, v in names.items()},
+            families={t.name: tuple(t.families) for t in targets},
+        )
 
 
-@lru_cache(maxsize=1)
-def _families() -> dict[str, tuple[str, ...]]:
-    from resolver.matrix import load
-
-    return {t.name: tuple(t.families) for t in load().gfx}
-
-
-def gfx_for_pci(device_id: str | None) -> str | None:
+def gfx_for_pci(table: GfxTable, device_id: str | None) -> str | None:
     """The gfx target of a PCI device id, when the data names exactly one."""
-    entries = _pci_table().get(device_id or "", ())
+    entries = table.pci.get(device_id or "", ())
     targets = {e.gfx for e in entries}
     return targets.pop() if len(targets) == 1 else None
 
 
 def product_for_pci(
+    table: GfxTable,
     device_id: str | None,
     revision: str | None = None,
     hint: str | None = None,
@@ -154,7 +173,7 @@ def product_for_pci(
     XT / 9070 GRE / 9070), then the whole-device CU count where the data states one (0x74a1:
     MI300X 304, MI300A 228), then a marketing name that names one of them; otherwise the names
     left are joined with " / " so nothing is claimed that the data cannot tell."""
-    entries = list(_pci_table().get(device_id or "", ()))
+    entries = list(table.pci.get(device_id or "", ()))
     if not entries:
         return None
     if revision:
@@ -183,41 +202,30 @@ def product_for_pci(
     return " / ".join(names)
 
 
-@lru_cache(maxsize=1)
-def _names() -> dict[str, frozenset[str]]:
-    from resolver.matrix import load
-
-    table: dict[str, set[str]] = {}
-    for target in load().gfx:
-        for product in target.products:
-            table.setdefault(_norm_name(product.name), set()).add(target.name)
-    return {k: frozenset(v) for k, v in table.items()}
-
-
-def gfx_for_name(name: str | None) -> str | None:
+def gfx_for_name(table: GfxTable, name: str | None) -> str | None:
     """The gfx target of a product name as amd-smi or rocm-smi print it ("MI300A", "AMD Instinct
     MI350X"), when the data names exactly one; generic names ("AMD Radeon Graphics") never match."""
     if not name or is_generic_marketing_name(name):
         return None
-    targets = _names().get(_norm_name(name), frozenset())
+    targets = table.names.get(_norm_name(name), frozenset())
     if not targets and (inner := re.search(r"\[([^\]]+)\]", name)):
         # the PCI database's form rocm-smi prints: "Vega 20 [Radeon Pro VII/Radeon Instinct MI50
         # 32GB]": the products named inside, when those the data knows agree on one target
         found: set[str] = set()
         for part in inner.group(1).split("/"):
-            found |= _names().get(_norm_name(re.sub(r"\b[0-9]+\s*GB\b", "", part)), frozenset())
+            found |= table.names.get(_norm_name(re.sub(r"\b[0-9]+\s*GB\b", "", part)), frozenset())
         targets = frozenset(found)
     return next(iter(targets)) if len(targets) == 1 else None
 
 
-def is_apu_target(gfx: str | None) -> bool:
+def is_apu_target(table: GfxTable, gfx: str | None) -> bool:
     """gfx targets the data knows only as Ryzen APUs (integrated graphics)."""
-    families = _families().get(gfx or "", ())
+    families = table.families.get(gfx or "", ())
     return bool(families) and set(families) == {"ryzen-apu"}
 
 
-def is_known(gfx: str) -> bool:
-    return gfx in _families()
+def is_known(table: GfxTable, gfx: str) -> bool:
+    return gfx in table.families
 
 
 def _norm_name(text: str) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 from resolver.node import Gpu, Node, Partition, Problem
 from resolver.probe import gfx as gfxmod
 from resolver.probe.facts import GpuFact, SourceView
+from resolver.probe.gfx import GfxTable
 
 PRIORITY = ("sysfs", "amd-smi", "rocm-smi", "rocminfo", "rocm_agent_enumerator")
 # Fields a GPU record reports, with the source that said each (``host.gpu_sources``).
@@ -49,7 +50,11 @@ _FILL = (
 
 
 def merge(
-    views: Sequence[SourceView], *, origin: str, env: Mapping[str, str] | None = None
+    views: Sequence[SourceView],
+    *,
+    origin: str,
+    gfx_table: GfxTable,
+    env: Mapping[str, str] | None = None,
 ) -> tuple[Node, list[Problem]]:
     """The merged node (without host facts) and the problems found, in source order."""
     ordered = sorted(
@@ -89,9 +94,9 @@ def merge(
             )
         )
     for fact in facts:
-        fact.apu = bool(fact.apu) or gfxmod.is_apu_target(fact.gfx)
+        fact.apu = bool(fact.apu) or gfxmod.is_apu_target(gfx_table, fact.gfx)
     has_discrete = any(not f.apu for f in facts)
-    gpus = _gpus(facts, has_discrete, problems)
+    gpus = _gpus(facts, has_discrete, problems, gfx_table)
     counted = [g for g in gpus if not g.integrated]
     # Devices whose target no source states still count: the node has them.
     counted_facts = [(i, f) for i, f in enumerate(facts) if not (f.apu and has_discrete)]
@@ -334,9 +339,11 @@ def _apply_env_override(
     return value
 
 
-def _gpus(facts: list[GpuFact], has_discrete: bool, problems: list[Problem]) -> list[Gpu]:
+def _gpus(
+    facts: list[GpuFact], has_discrete: bool, problems: list[Problem], gfx_table: GfxTable
+) -> list[Gpu]:
     usable = _with_gfx(facts)
-    products = _products(facts)
+    products = _products(facts, gfx_table)
     gpus = []
     for fact in usable:
         assert fact.gfx is not None
@@ -390,11 +397,11 @@ def _device_cus(facts: list[GpuFact]) -> dict[int, int | None]:
     return totals
 
 
-def _products(facts: list[GpuFact]) -> dict[int, str | None]:
+def _products(facts: list[GpuFact], gfx_table: GfxTable) -> dict[int, str | None]:
     """Product per fact. A device whose CU total fits no product (a partition missing from the
     capture) takes the product its siblings with the same PCI id resolved to, when they agree."""
     totals = _device_cus(facts)
-    out = {id(f): _product(f, totals[id(f)]) for f in facts}
+    out = {id(f): _product(f, gfx_table, totals[id(f)]) for f in facts}
     by_id: dict[str, set[str]] = {}
     for fact in facts:
         name = out[id(fact)]
@@ -408,9 +415,9 @@ def _products(facts: list[GpuFact]) -> dict[int, str | None]:
     return out
 
 
-def _product(fact: GpuFact, device_cus: int | None = None) -> str | None:
+def _product(fact: GpuFact, gfx_table: GfxTable, device_cus: int | None = None) -> str | None:
     product = gfxmod.product_for_pci(
-        fact.pci_device_id, fact.pci_revision, fact.marketing_name, device_cus
+        gfx_table, fact.pci_device_id, fact.pci_revision, fact.marketing_name, device_cus
     )
     if product:
         return product

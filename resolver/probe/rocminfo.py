@@ -12,6 +12,7 @@ import re
 
 from resolver.probe import gfx as gfxmod
 from resolver.probe.facts import GpuFact, SourceView
+from resolver.probe.gfx import GfxTable
 from resolver.probe.text import clean, hex_in_parens, int_value, size_to_bytes
 from resolver.versions import gfx_base_name
 
@@ -30,10 +31,13 @@ _FLAT_MARKETING_RE = re.compile(
 )
 _ISA_RE = re.compile(r"amdgcn-amd-amdhsa--(gfx[0-9a-f]{3,4}(?::[a-z]+[+-])*)", re.IGNORECASE)
 
-GROUP_HINT = "sudo usermod -aG render,video $USER, then log out and back in (in a container: --group-add video --group-add render)"
+GROUP_HINT = (
+    "sudo usermod -aG render,video $USER, then log out and back in (in a container: --group-add "
+    "video --group-add render)"
+)
 
 
-def parse(text: str) -> SourceView:
+def parse(text: str, *, gfx_table: GfxTable) -> SourceView:
     view = SourceView(source="rocminfo")
     lines = clean(text)
     _header(lines, view)
@@ -56,7 +60,7 @@ def parse(text: str) -> SourceView:
             view.facts["partial"] = True
     else:
         _flat(lines, view)
-    _check_overrides(view)
+    _check_overrides(view, gfx_table)
     if (
         not view.gpus
         and not view.facts.get("other_devices")
@@ -79,7 +83,8 @@ def _header(lines: list[str], view: SourceView) -> None:
             view.facts["driver_kind"] = "dkms"
         elif "ROCk module is loaded" in stripped:
             view.amdgpu_loaded = True
-            # rocminfo prints no version when /sys/module/amdgpu/version is absent: the in-tree driver.
+            # rocminfo prints no version when /sys/module/amdgpu/version is absent: the in-tree
+            # driver.
             view.facts.setdefault("driver_kind", "in-tree")
         elif "ROCk module is NOT loaded" in stripped:
             view.amdgpu_loaded = False
@@ -87,14 +92,18 @@ def _header(lines: list[str], view: SourceView) -> None:
                 "amdgpu-not-loaded",
                 "rocminfo: the amdgpu kernel module is not loaded (ROCk module is NOT loaded)",
                 "load it with `sudo modprobe amdgpu` (check `sudo dmesg | grep -i amdgpu`); "
-                "if it is not installed, install the AMD GPU driver: `sudo amdgpu-install --usecase=dkms`",
+                "if it is not installed, install the AMD GPU driver: `sudo amdgpu-install "
+                "--usecase=dkms`",
             )
         elif "ROCk module is NOT live" in stripped:
             view.amdgpu_loaded = True
             view.problem(
                 "amdgpu-not-live",
                 "rocminfo: the amdgpu module is loaded but not live (no GPU initialised)",
-                "check `sudo dmesg | grep -i -e amdgpu -e kfd` for the reason the GPU failed to initialise",
+                (
+                    "check `sudo dmesg | grep -i -e amdgpu -e kfd` for the reason the GPU failed "
+                    "to initialise"
+                ),
             )
         elif match := _KFD_ERR_RE.search(stripped):
             _kfd_error(match.group(1).strip(), view)
@@ -108,7 +117,10 @@ def _header(lines: list[str], view: SourceView) -> None:
             view.problem(
                 "hsa-runtime-error",
                 "rocminfo: the HSA runtime failed to start (hsa api call failure)",
-                "fix the /dev/kfd problem reported with it; else run with HSAKMT_DEBUG_LEVEL=7 and check `sudo dmesg`",
+                (
+                    "fix the /dev/kfd problem reported with it; else run with "
+                    "HSAKMT_DEBUG_LEVEL=7 and check `sudo dmesg`"
+                ),
             )
 
 
@@ -120,14 +132,18 @@ def _kfd_error(reason: str, view: SourceView) -> None:
         view.problem(
             "kfd-missing",
             f"rocminfo: /dev/kfd does not exist ({reason})",
-            "load the driver with `sudo modprobe amdgpu`; in a container pass `--device /dev/kfd --device /dev/dri`",
+            (
+                "load the driver with `sudo modprobe amdgpu`; in a container pass `--device "
+                "/dev/kfd --device /dev/dri`"
+            ),
         )
     elif "cannot allocate memory" in lowered:
         view.problem(
             "kfd-enomem",
             f"rocminfo: opening /dev/kfd failed: {reason}",
             "the kernel driver has no KFD support for this GPU: check `sudo dmesg | grep -i kfd` "
-            "(e.g. 'not supported in kfd', 'DID ... is missing'); install an amdgpu driver that supports it",
+            "(e.g. 'not supported in kfd', 'DID ... is missing'); install an amdgpu driver "
+            "that supports it",
         )
     else:
         view.problem(
@@ -164,30 +180,7 @@ def _name_blocks(lines: list[str]) -> list[list[str]]:
 
 
 def _agent(block: list[str], view: SourceView) -> GpuFact | None:
-    fields: dict[str, str] = {}
-    indent: int | None = None
-    isas: list[str] = []
-    vram: int | None = None
-    pending_coarse = False
-    for line in block:
-        match = _FIELD_RE.match(line)
-        if not match:
-            continue
-        depth, key, value = len(match.group(1)), match.group(2).strip(), match.group(3).strip()
-        if indent is None and key == "Name":
-            indent = depth
-        if key == "Segment":
-            pending_coarse = "COARSE GRAINED" in value and "KERNARG" not in value
-            continue
-        if key == "Size" and pending_coarse and vram is None:
-            vram = size_to_bytes(value)
-            pending_coarse = False
-            continue
-        if key == "Name" and (isa := _ISA_RE.search(value)):
-            isas.append(isa.group(1))
-            continue
-        if indent is not None and depth == indent:
-            fields.setdefault(key, value)
+    fields, isas, vram = _agent_fields(block)
     name = fields.get("Name", "").strip()
     device_type = fields.get("Device Type", "").strip().upper()
     if device_type == "DCU":
@@ -216,6 +209,50 @@ def _agent(block: list[str], view: SourceView) -> GpuFact | None:
     gpu.pci_device_id = gfxmod.pci_id(hex_in_parens(fields.get("Chip ID")))
     gpu.compute_units = int_value(fields.get("Compute Unit"))
     gpu.vram_bytes = vram
+    _agent_identity(gpu, fields)
+    if gpu.gfx is None:
+        view.problem(
+            "gpu-target-unknown",
+            f"rocminfo: a GPU agent ({name or 'no name'}) has no gfx target",
+            "save the whole rocminfo output, or use --sysfs with a copy of /sys/class/kfd",
+        )
+    return gpu
+
+
+def _agent_fields(block: list[str]) -> tuple[dict[str, str], list[str], int | None]:
+    """One agent's block -> its agent-level fields (first value of each key at the indent of its
+    first ``Name:``), its ISA names, and the size of its first coarse-grained (non-kernarg) pool:
+    the VRAM."""
+    fields: dict[str, str] = {}
+    indent: int | None = None
+    isas: list[str] = []
+    vram: int | None = None
+    pending_coarse = False
+    for line in block:
+        match = _FIELD_RE.match(line)
+        if not match:
+            continue
+        depth, key, value = len(match.group(1)), match.group(2).strip(), match.group(3).strip()
+        if indent is None and key == "Name":
+            indent = depth
+        if key == "Segment":
+            pending_coarse = "COARSE GRAINED" in value and "KERNARG" not in value
+            continue
+        if key == "Size" and pending_coarse and vram is None:
+            vram = size_to_bytes(value)
+            pending_coarse = False
+            continue
+        if key == "Name" and (isa := _ISA_RE.search(value)):
+            isas.append(isa.group(1))
+            continue
+        if indent is not None and depth == indent:
+            fields.setdefault(key, value)
+    return fields, isas, vram
+
+
+def _agent_identity(gpu: GpuFact, fields: dict[str, str]) -> None:
+    """Where the agent sits: its unique id (not the all-f placeholder), APU memory, KFD node and
+    PCI address."""
     uuid = fields.get("Uuid", "").strip()
     if re.fullmatch(r"GPU-[0-9a-fA-F]{16}", uuid) and uuid[4:].strip("f") != "":
         gpu.unique_id = uuid[4:].lower()
@@ -225,13 +262,6 @@ def _agent(block: list[str], view: SourceView) -> GpuFact | None:
     bdfid = int_value(fields.get("BDFID"))
     if bdfid:
         gpu.bdf = f"0000:{(bdfid >> 8) & 0xFF:02x}:{(bdfid >> 3) & 0x1F:02x}.{bdfid & 0x7}"
-    if gpu.gfx is None:
-        view.problem(
-            "gpu-target-unknown",
-            f"rocminfo: a GPU agent ({name or 'no name'}) has no gfx target",
-            "save the whole rocminfo output, or use --sysfs with a copy of /sys/class/kfd",
-        )
-    return gpu
 
 
 def _dcu(fields: dict[str, str], isas: list[str], vram: int | None, view: SourceView) -> None:
@@ -276,11 +306,11 @@ def _flat(lines: list[str], view: SourceView) -> None:
         view.facts["partial"] = True
 
 
-def _check_overrides(view: SourceView) -> None:
+def _check_overrides(view: SourceView, gfx_table: GfxTable) -> None:
     """rocminfo prints the runtime's target. When the chip id says another one, an
     HSA_OVERRIDE_GFX_VERSION was in effect: keep the physical target and flag it."""
     for gpu in view.gpus:
-        physical = gfxmod.gfx_for_pci(gpu.pci_device_id)
+        physical = gfxmod.gfx_for_pci(gfx_table, gpu.pci_device_id)
         if gpu.gfx is None and physical:
             gpu.gfx = physical
             continue
@@ -290,10 +320,11 @@ def _check_overrides(view: SourceView) -> None:
             view.facts["implied_override"] = override
             view.problem(
                 "gfx-override",
-                f"rocminfo reports {gpu.runtime_gfx} for a {physical} device (PCI id {gpu.pci_device_id}): "
-                f"HSA_OVERRIDE_GFX_VERSION={override} is in effect",
-                f"this runs {physical} hardware with code built for {gpu.runtime_gfx} (unsupported, may crash); "
-                f"prefer a build for {physical}, or keep the override explicitly: HSA_OVERRIDE_GFX_VERSION={override}",
+                f"rocminfo reports {gpu.runtime_gfx} for a {physical} device (PCI id "
+                f"{gpu.pci_device_id}): HSA_OVERRIDE_GFX_VERSION={override} is in effect",
+                f"this runs {physical} hardware with code built for {gpu.runtime_gfx} "
+                f"(unsupported, may crash); prefer a build for {physical}, or keep the override "
+                f"explicitly: HSA_OVERRIDE_GFX_VERSION={override}",
             )
 
 

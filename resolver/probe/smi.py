@@ -15,6 +15,7 @@ from typing import Any
 from resolver import bounded
 from resolver.probe import gfx as gfxmod
 from resolver.probe.facts import GpuFact, SourceView
+from resolver.probe.gfx import GfxTable
 from resolver.probe.text import clean, size_to_bytes
 from resolver.versions import smi_misprint
 
@@ -33,22 +34,46 @@ _PARTITIONS = {"SPX", "DPX", "TPX", "QPX", "CPX"}
 _MEM_PARTITIONS = {"NPS1", "NPS2", "NPS4", "NPS8"}
 
 
-def parse_amd_smi(text: str) -> SourceView:
+def parse_amd_smi(text: str, *, gfx_table: GfxTable) -> SourceView:
     view = SourceView(source="amd-smi")
-    stripped = text.strip()
-    if stripped.startswith(("{", "[")):
-        try:
-            data = bounded.loads_json(stripped)
-        except ValueError:
-            data = None
-        if isinstance(data, dict) and any(_CARD_RE.match(str(k)) for k in data):
-            return parse_rocm_smi(
-                text
-            )  # a `rocm-smi --json` given as amd-smi output: read it as such
-        if data is not None:
-            _amd_json(data, view)
-            return _finish(view, "amd-smi")
+    if (as_json := _amd_smi_json(text, view, gfx_table)) is not None:
+        return as_json
     lines = clean(text)
+    header = _amd_header(lines, view)
+    blocks = _amd_text_blocks(lines)
+    if blocks:
+        for index in sorted(blocks):
+            view.gpus.append(_amd_gpu(blocks[index], view, gfx_table))
+    elif header:
+        for line in lines:
+            if row := _BDF_ROW_RE.match(line):
+                view.gpus.append(
+                    GpuFact(bdf=row.group(1).lower(), marketing_name=row.group(2) or None)
+                )
+    return _finish(view, "amd-smi", gfx_table)
+
+
+def _amd_smi_json(text: str, view: SourceView, gfx_table: GfxTable) -> SourceView | None:
+    """The finished view when ``text`` is JSON (amd-smi's, or rocm-smi's given as amd-smi
+    output); None when it is not JSON, so the text form is read instead."""
+    stripped = text.strip()
+    if not stripped.startswith(("{", "[")):
+        return None
+    try:
+        data = bounded.loads_json(stripped)
+    except ValueError:
+        return None
+    if isinstance(data, dict) and any(_CARD_RE.match(str(k)) for k in data):
+        # a `rocm-smi --json` given as amd-smi output: read it as such
+        return parse_rocm_smi(text, gfx_table=gfx_table)
+    if data is None:
+        return None
+    _amd_json(data, view, gfx_table)
+    return _finish(view, "amd-smi", gfx_table)
+
+
+def _amd_header(lines: list[str], view: SourceView) -> re.Match[str] | None:
+    """The table header's amd-smi, driver and ROCm versions, into the view."""
     header = next((m for m in (_AMD_HEADER_RE.search(line) for line in lines) if m), None)
     if header:
         view.facts["amd_smi_version"] = header.group(1)
@@ -57,6 +82,12 @@ def parse_amd_smi(text: str) -> SourceView:
         view.rocm_version = (
             header.group(3) if re.match(r"^[0-9]+\.[0-9]+", header.group(3)) else None
         )
+    return header
+
+
+def _amd_text_blocks(lines: list[str]) -> dict[int, dict[str, str]]:
+    """The text form's ``GPU: n`` blocks -> their keys, as ``KEY`` and ``SECTION.KEY`` (the first
+    value of each wins)."""
     blocks: dict[int, dict[str, str]] = {}
     current: dict[str, str] | None = None
     sections: list[tuple[int, str]] = []  # (indent, NAME) of the enclosing "NAME:" lines
@@ -82,19 +113,10 @@ def parse_amd_smi(text: str) -> SourceView:
         if sections:
             current.setdefault(f"{sections[-1][1]}.{key}", kv.group(2))
         current.setdefault(key, kv.group(2))
-    if blocks:
-        for index in sorted(blocks):
-            view.gpus.append(_amd_gpu(blocks[index], view))
-    elif header:
-        for line in lines:
-            if row := _BDF_ROW_RE.match(line):
-                view.gpus.append(
-                    GpuFact(bdf=row.group(1).lower(), marketing_name=row.group(2) or None)
-                )
-    return _finish(view, "amd-smi")
+    return blocks
 
 
-def _amd_json(data: Any, view: SourceView) -> None:
+def _amd_json(data: Any, view: SourceView, gfx_table: GfxTable) -> None:
     records = data.get("gpu_data", data.get("gpus", [data])) if isinstance(data, dict) else data
     if not isinstance(records, list):
         return
@@ -105,7 +127,7 @@ def _amd_json(data: Any, view: SourceView) -> None:
         _flatten(record, flat)
         if not flat:
             continue  # an empty object describes no GPU
-        view.gpus.append(_amd_gpu(flat, view))
+        view.gpus.append(_amd_gpu(flat, view, gfx_table))
 
 
 def _flatten(obj: Any, out: dict[str, str], prefix: str = "", section: str = "") -> None:
@@ -129,7 +151,7 @@ def _put(out: dict[str, str], key: str, section: str, value: str) -> None:
     out.setdefault(key, value)
 
 
-def _amd_gpu(kv: dict[str, str], view: SourceView) -> GpuFact:
+def _amd_gpu(kv: dict[str, str], view: SourceView, gfx_table: GfxTable) -> GpuFact:
     gpu = GpuFact()
     gpu.marketing_name = _value(kv.get("MARKET_NAME"))
     gpu.pci_device_id = gfxmod.pci_id(_value(kv.get("DEVICE_ID")))
@@ -141,17 +163,20 @@ def _amd_gpu(kv: dict[str, str], view: SourceView) -> GpuFact:
     if target and smi_misprint(target):
         _smi_target(target, gpu, view)
     elif gfxmod.is_gfx_name(target) and (
-        gfxmod.is_known(target) or not gfxmod.gfx_for_pci(gpu.pci_device_id)
+        gfxmod.is_known(gfx_table, target) or not gfxmod.gfx_for_pci(gfx_table, gpu.pci_device_id)
     ):
         gpu.gfx = gpu.runtime_gfx = target
     elif target:
-        physical = gfxmod.gfx_for_pci(gpu.pci_device_id)
+        physical = gfxmod.gfx_for_pci(gfx_table, gpu.pci_device_id)
         gpu.gfx = gpu.runtime_gfx = physical
         view.problem(
             "amd-smi-bad-target",
             f"amd-smi printed TARGET_GRAPHICS_VERSION {target!r}, not a gfx target"
             + (f"; the PCI id {gpu.pci_device_id} says {physical}" if physical else ""),
-            "amd-smi before ROCm 6.4 misprints gfx targets (gfx9008 for gfx908); use a newer amd-smi or --sysfs",
+            (
+                "amd-smi before ROCm 6.4 misprints gfx targets (gfx9008 for gfx908); use a newer "
+                "amd-smi or --sysfs"
+            ),
         )
     gpu.compute_partition = _choice(
         kv.get("COMPUTE_PARTITION") or kv.get("ACCELERATOR_PARTITION"), _PARTITIONS
@@ -202,7 +227,7 @@ def _uuid_parts(text: str | None) -> tuple[str, str] | None:
     return (device, serial) if device and serial.strip("0") else None
 
 
-def parse_rocm_smi(text: str) -> SourceView:
+def parse_rocm_smi(text: str, *, gfx_table: GfxTable) -> SourceView:
     """``rocm-smi`` text (``GPU[N] : key: value`` lines, the concise tables) or its ``--json``
     form (``{"card0": {...}, "system": {...}}``), told apart by content."""
     view = SourceView(source="rocm-smi")
@@ -217,19 +242,21 @@ def parse_rocm_smi(text: str) -> SourceView:
             and not any(_CARD_RE.match(str(k)) for k in data)
             and ("gpu_data" in data or "gpu" in data)
         ):
-            return parse_amd_smi(text)  # an `amd-smi --json` given as rocm-smi output
+            # an `amd-smi --json` given as rocm-smi output
+            return parse_amd_smi(text, gfx_table=gfx_table)
         if isinstance(data, dict):
             _rocm_smi_json(data, view)
-            return _finish(view, "rocm-smi")
+            return _finish(view, "rocm-smi", gfx_table)
         if isinstance(data, list):
-            return parse_amd_smi(text)
+            return parse_amd_smi(text, gfx_table=gfx_table)
     lines = clean(text)
     if _csv(lines, view):
-        return _finish(view, "rocm-smi")
+        return _finish(view, "rocm-smi", gfx_table)
     if not any(_ROCM_SMI_KV_RE.match(line) for line in lines) and any(
         _AMD_GPU_RE.match(line) for line in lines
     ):
-        return parse_amd_smi(text)  # amd-smi's `GPU: N` blocks given as rocm-smi output
+        # amd-smi's `GPU: N` blocks given as rocm-smi output
+        return parse_amd_smi(text, gfx_table=gfx_table)
     per_gpu: dict[int, dict[str, str]] = {}
     for line in lines:
         if match := _ROCM_SMI_KV_RE.match(line):
@@ -243,7 +270,7 @@ def parse_rocm_smi(text: str) -> SourceView:
                 view.gpus.append(gpu)
     else:
         _concise(lines, view)
-    return _finish(view, "rocm-smi")
+    return _finish(view, "rocm-smi", gfx_table)
 
 
 _CARD_RE = re.compile(r"^card([0-9]{1,9})\Z")
@@ -386,7 +413,8 @@ def _smi_target(target: str | None, gpu: GpuFact, view: SourceView) -> None:
         gpu.gfx = gpu.runtime_gfx = fixed
         view.problem(
             "smi-misprinted-target",
-            f"{view.source} printed the target as {name!r}, a known misprint of {fixed} (rocm_smi_lib before "
+            f"{view.source} printed the target as {name!r}, a known misprint of {fixed} "
+            "(rocm_smi_lib before "
             f"ROCm 6.4 writes the stepping in decimal and pads the major); read as {fixed}",
             "nothing to do; a newer rocm-smi/amd-smi (ROCm >= 6.4) prints the name right",
         )
@@ -440,18 +468,21 @@ def _concise(lines: list[str], view: SourceView) -> None:
             break
 
 
-def _finish(view: SourceView, tool: str) -> SourceView:
+def _finish(view: SourceView, tool: str, gfx_table: GfxTable) -> SourceView:
     for gpu in view.gpus:
         if gpu.gfx is None:
             # no target printed: the PCI id, else a product name the data knows ("MI300A")
             gpu.gfx = gpu.runtime_gfx = gfxmod.gfx_for_pci(
-                gpu.pci_device_id
-            ) or gfxmod.gfx_for_name(gpu.marketing_name)
+                gfx_table, gpu.pci_device_id
+            ) or gfxmod.gfx_for_name(gfx_table, gpu.marketing_name)
     if not view.gpus and not view.facts.get("other_devices"):
         view.problem(
             f"no-gpu-{tool}",
             f"the {tool} output lists no GPU",
-            f"save the whole output of `{tool} static` (or `{tool} --showproductname`) run on the node"
+            (
+                f"save the whole output of `{tool} static` (or `{tool} --showproductname`) run "
+                "on the node"
+            )
             if tool == "amd-smi"
             else "save the whole output of `rocm-smi --showproductname` run on the node",
         )

@@ -20,6 +20,7 @@ from typing import Any
 from resolver import bounded
 from resolver.probe import gfx as gfxmod
 from resolver.probe.facts import GpuFact, SourceView
+from resolver.probe.gfx import GfxTable
 
 KFD_NODES = "sys/class/kfd/kfd/topology/nodes"
 _SRAM_EDC_BIT = 1 << 26  # HSA_CAPABILITY.SRAM_EDCSupport: the runtime's sramecc default
@@ -59,7 +60,7 @@ def _node_number(path: Path) -> int:
         return 1 << 30
 
 
-def parse(root: Path) -> SourceView:
+def parse(root: Path, *, gfx_table: GfxTable) -> SourceView:
     view = SourceView(source="sysfs")
     _driver(root, view)
     nodes_dir = root / KFD_NODES
@@ -71,12 +72,12 @@ def parse(root: Path) -> SourceView:
         nodes = []
     view.facts["kfd_present"] = bool(nodes)
     for node in nodes:
-        gpu = _gpu(root, node, view)
+        gpu = _gpu(root, node, view, gfx_table)
         if gpu is not None:
             view.gpus.append(gpu)
     drm = drm_devices(root)
     view.facts["drm_present"] = bool(drm)
-    _apply_drm(drm, view)
+    _apply_drm(drm, view, gfx_table)
     _infer_partitions(view)
     return view
 
@@ -231,7 +232,7 @@ def integrated_by_memory(device: DrmDevice) -> bool | None:
     return None
 
 
-def _apply_drm(devices: list[DrmDevice], view: SourceView) -> None:
+def _apply_drm(devices: list[DrmDevice], view: SourceView, gfx_table: GfxTable) -> None:
     amd = [d for d in devices if d.vendor == "amd"]
     for device in devices:
         if device.vendor not in (None, "amd"):
@@ -244,7 +245,7 @@ def _apply_drm(devices: list[DrmDevice], view: SourceView) -> None:
             gpu = GpuFact(
                 pci_device_id=device.device_id, pci_revision=device.revision, bdf=device.bdf
             )
-            gpu.gfx = gpu.runtime_gfx = gfxmod.gfx_for_pci(device.device_id)
+            gpu.gfx = gpu.runtime_gfx = gfxmod.gfx_for_pci(gfx_table, device.device_id)
             _fill(gpu, device, alone=True)
             view.gpus.append(gpu)
         view.facts["drm_only"] = True
@@ -327,7 +328,7 @@ def _driver(root: Path, view: SourceView) -> None:
         view.facts["amdgpu_initstate"] = initstate.strip()
 
 
-def _gpu(root: Path, node: Path, view: SourceView) -> GpuFact | None:
+def _gpu(root: Path, node: Path, view: SourceView, gfx_table: GfxTable) -> GpuFact | None:
     props = properties(read_text(node / "properties"))
     gpu_id = read_text(node / "gpu_id")
     # CPU nodes: no SIMDs, gpu_id 0, gfx_target_version 0 (the thunk's and ollama's tests).
@@ -342,7 +343,7 @@ def _gpu(root: Path, node: Path, view: SourceView) -> GpuFact | None:
     target = gfxmod.from_target_version(props.get("gfx_target_version", 0))
     if target is None:
         # Old kernels have no gfx_target_version: fall back to the PCI id table.
-        target = gfxmod.gfx_for_pci(gpu.pci_device_id)
+        target = gfxmod.gfx_for_pci(gfx_table, gpu.pci_device_id)
         if target is None:
             view.problem(
                 "gpu-target-unknown",
@@ -364,7 +365,7 @@ def _gpu(root: Path, node: Path, view: SourceView) -> GpuFact | None:
     gpu.render_minor = props.get("drm_render_minor") or None
     if "capability" in props and target in _SRAMECC_TARGETS:
         gpu.sramecc = bool(props["capability"] & _SRAM_EDC_BIT)
-    if gfxmod.is_apu_target(target) or props.get("cpu_cores_count", 0) > 0:
+    if gfxmod.is_apu_target(gfx_table, target) or props.get("cpu_cores_count", 0) > 0:
         gpu.apu = True
     if gpu.bdf:
         gpu.compute_partition, gpu.memory_partition = _pci_partition(root, gpu.bdf)

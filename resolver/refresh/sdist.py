@@ -191,7 +191,8 @@ def read_members(data: bytes) -> dict[str, str]:
                     )
                 if member.size > MAX_MEMBER_BYTES:
                     raise ArchiveError(
-                        f"member {name[:80]!r} claims {member.size} bytes (limit {MAX_MEMBER_BYTES})"
+                        f"member {name[:80]!r} claims {member.size} bytes (limit "
+                        f"{MAX_MEMBER_BYTES})"
                     )
                 fh = tar.extractfile(member)
                 raw = fh.read(MAX_MEMBER_BYTES + 1) if fh is not None else b""
@@ -234,7 +235,8 @@ def _stack_files(files: Mapping[str, str]) -> list[_StackFiles]:
 
 
 def _variant(stack: _StackFiles, rocm: Version | None) -> str:
-    """rocm{major}{minor}, as stack.sh names a stack; a suffixed file (``_gfx1250``) by its suffix."""
+    """rocm{major}{minor}, as stack.sh names a stack; a suffixed file (``_gfx1250``) by its
+    suffix."""
     if stack.base:
         suffix = stack.base.rsplit("_base", 1)[1].lstrip("_")
         if suffix and not suffix.isdigit():
@@ -302,47 +304,9 @@ def read_release(
     stacks: list[dict[str, Any]] = []
     images: list[dict[str, Any]] = []
     for sf in layouts:
-        texts = [files[p] for p in (sf.base, sf.app) if p and p in files]
-        facts = [dockerfile_parse.parse(t) for t in texts]
-        rec = build_record(ver, "", sf.layout, facts, None)
-        args: dict[str, str] = {}
-        for f in facts:
-            for k, v in f.args.items():
-                args.setdefault(k, v)
-        sdk = args.get("ROCM_SDK_VERSION", "").strip()
-        stack: dict[str, Any] = {}
-        if sdk:
-            # TheRock: ROCm and PyTorch come as wheels; the SDK version is the stack's ROCm.
-            rocm_text = sdk
-            stack["layout"] = "therock-wheels"
-            for arg, key in (
-                ("TORCH_VERSION", "torch"),
-                ("TORCHVISION_VERSION", "torchvision"),
-                ("TORCHAUDIO_VERSION", "torchaudio"),
-            ):
-                if args.get(arg):
-                    stack[key] = args[arg]
-            index = args.get("ROCM_RELEASE_WHEELS_MULTIARCH_URL", "").strip()
-            if index and is_safe("url", index):
-                stack["wheel_index"] = index
-        else:
-            rocm_text = str(rec.get("rocm") or "")
-            if not rocm_text and rec.get("base_image"):
-                m = _ROCM_IN_TAG.search(str(rec["base_image"]).partition(":")[2])
-                rocm_text = m.group(1) if m else ""
-            stack["layout"] = sf.layout
-        try:
-            rocm = Version(rocm_text) if rocm_text else None
-        except ValueError:
-            rocm = None
-        if rocm is None or not rec.get("arch") or not rec.get("base_image"):
-            missing = (
-                "ROCm version"
-                if rocm is None
-                else "arch list"
-                if not rec.get("arch")
-                else "base image"
-            )
+        rec, rocm_text, stack = _stack_facts(ver, sf, files)
+        rocm = _version_or_none(rocm_text)
+        if missing := _missing_fact(rocm, rec):
             if sf.base == default_base or len(layouts) == 1:
                 return (
                     None,
@@ -350,6 +314,7 @@ def read_release(
                     f"{sf.base or sf.app}: no {missing} (file truncated or layout changed?)",
                 )
             continue  # a side stack upstream is still shaping; the release stands without it
+        assert rocm is not None  # _missing_fact
         variant = _variant(sf, rocm)
         is_default = sf.base == default_base if default_base else sf is layouts[0]
         stack = {
@@ -373,7 +338,76 @@ def read_release(
     if not any(s["default"] for s in stacks):
         stacks[0]["default"] = True
     stacks.sort(key=lambda s: not s["default"])
-    record: dict[str, Any] = {"version": str(ver)}
+    return _release_record(sdist, files, where, cmake_arch, stacks), images, ""
+
+
+def _stack_facts(
+    ver: Version, sf: _StackFiles, files: Mapping[str, str]
+) -> tuple[dict[str, Any], str, dict[str, Any]]:
+    """One stack's Dockerfiles -> (the record build_record makes of them, the stack's ROCm as
+    written, the layout-specific part of its stack record)."""
+    texts = [files[p] for p in (sf.base, sf.app) if p and p in files]
+    facts = [dockerfile_parse.parse(t) for t in texts]
+    rec = build_record(ver, "", sf.layout, facts, None)
+    args: dict[str, str] = {}
+    for f in facts:
+        for k, v in f.args.items():
+            args.setdefault(k, v)
+    sdk = args.get("ROCM_SDK_VERSION", "").strip()
+    if sdk:
+        # TheRock: ROCm and PyTorch come as wheels; the SDK version is the stack's ROCm.
+        return rec, sdk, _therock_stack(args)
+    rocm_text = str(rec.get("rocm") or "")
+    if not rocm_text and rec.get("base_image"):
+        m = _ROCM_IN_TAG.search(str(rec["base_image"]).partition(":")[2])
+        rocm_text = m.group(1) if m else ""
+    return rec, rocm_text, {"layout": sf.layout}
+
+
+def _therock_stack(args: Mapping[str, str]) -> dict[str, Any]:
+    """A TheRock stack's PyTorch versions and wheel index, from its Dockerfile ARGs."""
+    stack: dict[str, Any] = {"layout": "therock-wheels"}
+    for arg, key in (
+        ("TORCH_VERSION", "torch"),
+        ("TORCHVISION_VERSION", "torchvision"),
+        ("TORCHAUDIO_VERSION", "torchaudio"),
+    ):
+        if args.get(arg):
+            stack[key] = args[arg]
+    index = args.get("ROCM_RELEASE_WHEELS_MULTIARCH_URL", "").strip()
+    if index and is_safe("url", index):
+        stack["wheel_index"] = index
+    return stack
+
+
+def _version_or_none(text: str) -> Version | None:
+    try:
+        return Version(text) if text else None
+    except ValueError:
+        return None
+
+
+def _missing_fact(rocm: Version | None, rec: Mapping[str, Any]) -> str | None:
+    """The first fact a stack cannot do without that its Dockerfiles did not give, if any."""
+    if rocm is None:
+        return "ROCm version"
+    if not rec.get("arch"):
+        return "arch list"
+    if not rec.get("base_image"):
+        return "base image"
+    return None
+
+
+def _release_record(
+    sdist: IndexFile,
+    files: Mapping[str, str],
+    where: str,
+    cmake_arch: list[str] | None,
+    stacks: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The vllm.toml record around the stacks: date, tag commit, sdist hash, CMake arch list and
+    the files read."""
+    record: dict[str, Any] = {"version": str(sdist.version)}
     if sdist.uploaded:
         record["date"] = sdist.uploaded
     commit = _COMMIT_ID.search(files.get("vllm/_version.py", ""))
@@ -389,7 +423,7 @@ def read_release(
     ]
     record["source"] = f"{where} " + ", ".join(read)
     record["stack"] = stacks
-    return record, images, ""
+    return record
 
 
 def _image_record(
@@ -431,7 +465,8 @@ def _image_record(
 
 
 def _loader_problem(record: dict[str, Any]) -> str | None:
-    """What the data loader would say against this record (unsafe refs, bad versions), if anything."""
+    """What the data loader would say against this record (unsafe refs, bad versions), if
+    anything."""
     from resolver import matrix
     from resolver.errors import MatrixError
 

@@ -1,14 +1,15 @@
 """vLLM releases: tags from the GitHub API, and the ROCm build facts in the Dockerfiles at each tag.
 
 For every release tag the data does not know exactly yet, the raw file host is asked for the ROCm
-Dockerfiles at the tag's commit (``docker/Dockerfile.rocm_base`` + ``docker/Dockerfile.rocm``, or the
-root-level names older tags used) and ``CMakeLists.txt`` (HIP_SUPPORTED_ARCHS). They become one
-``vllm.toml`` release record with confidence "exact", its source the URLs read.
+Dockerfiles at the tag's commit (``docker/Dockerfile.rocm_base`` + ``docker/Dockerfile.rocm``, or
+the root-level names older tags used) and ``CMakeLists.txt`` (HIP_SUPPORTED_ARCHS). They become
+one ``vllm.toml`` release record with confidence "exact", its source the URLs read.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from packaging.version import Version
@@ -227,7 +228,10 @@ def with_stack(flat: dict[str, Any], dockerfile: str) -> dict[str, Any]:
 def _missing(record: dict[str, Any]) -> str | None:
     for field_name in ("base_image", "rocm", "arch"):
         if not record.get(field_name):
-            return f"the Dockerfiles at the tag give no {field_name} (file truncated or layout changed?)"
+            return (
+                f"the Dockerfiles at the tag give no {field_name} (file truncated or layout "
+                "changed?)"
+            )
     return None
 
 
@@ -247,16 +251,7 @@ def build_record(
             args.setdefault(k, v)
         clones.extend(f.clones)
     record: dict[str, Any] = {"version": str(version), "tag_commit": sha[:10], "layout": layout}
-    base_image = args.get("BASE_IMAGE")
-    if base_image:
-        record["base_image"] = base_image
-        _, _, image_tag = base_image.partition(":")
-        m = _ROCM_IN_TAG.search(image_tag)
-        if m:
-            record["rocm"] = m.group(1)
-        py = args.get("PYTHON_VERSION") or _first(_PY_IN_TAG, image_tag)
-        if py and _PY.match(py):
-            record["python"] = py
+    _base_image_facts(record, args)
     arch = _arch_list(args.get("PYTORCH_ROCM_ARCH"))
     if arch:
         record["arch"] = arch
@@ -267,7 +262,30 @@ def build_record(
         cmake = dockerfile_parse.cmake_hip_archs(cmake_text)
         if cmake:
             record["cmake_arch"] = cmake
-    pins: dict[str, dict[str, str]] = {}
+    pins = _pins(args, clones)
+    if pins:
+        record["pins"] = pins
+    return record
+
+
+def _base_image_facts(record: dict[str, Any], args: Mapping[str, str]) -> None:
+    """The base image, and the ROCm and Python its tag (or PYTHON_VERSION) names."""
+    base_image = args.get("BASE_IMAGE")
+    if not base_image:
+        return
+    record["base_image"] = base_image
+    _, _, image_tag = base_image.partition(":")
+    m = _ROCM_IN_TAG.search(image_tag)
+    if m:
+        record["rocm"] = m.group(1)
+    py = args.get("PYTHON_VERSION") or _first(_PY_IN_TAG, image_tag)
+    if py and _PY.match(py):
+        record["python"] = py
+
+
+def _pins(args: Mapping[str, str], clones: list[str]) -> dict[str, dict[str, str]]:
+    """Component -> {repo, ref}: the ref from its ARG, the repo from its ARG or else from the
+    ``git clone`` URL that names the component's repository."""
     clone_repos: dict[str, str] = {}
     for url in clones:
         repo = dockerfile_parse.github_repo(url)
@@ -275,6 +293,7 @@ def build_record(
             comp = _CLONE_NAMES.get(repo.split("/", 1)[1].lower())
             if comp:
                 clone_repos.setdefault(comp, repo)
+    pins: dict[str, dict[str, str]] = {}
     for comp, (ref_arg, repo_arg) in COMPONENT_ARGS.items():
         ref = args.get(ref_arg)
         if not ref:
@@ -285,9 +304,7 @@ def build_record(
             repo = repo_url  # not a GitHub URL: kept verbatim so the safety check names it
         if repo:
             pins[comp] = {"repo": repo, "ref": ref}
-    if pins:
-        record["pins"] = pins
-    return record
+    return pins
 
 
 def _arch_list(value: str | None) -> list[str]:

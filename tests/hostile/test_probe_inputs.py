@@ -8,12 +8,14 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 from resolver.probe import enumerator, rocminfo, smi
+from tests.probe_data import probe_gfx
 
 from .conftest import HOSTILE, assert_clean, cli, write
 
@@ -127,6 +129,15 @@ def test_node_json_structure(text: str, tmp_path: Path) -> None:
     assert o.code == 2, str(o)
 
 
+# Each text parser, with the data it needs (the gfx table; rocm_agent_enumerator needs none).
+_PARSERS: tuple[tuple[Any, dict[str, Any]], ...] = (
+    (rocminfo.parse, {"gfx_table": probe_gfx()}),
+    (smi.parse_amd_smi, {"gfx_table": probe_gfx()}),
+    (smi.parse_rocm_smi, {"gfx_table": probe_gfx()}),
+    (enumerator.parse, {}),
+)
+
+
 def test_node_not_utf8(tmp_path: Path) -> None:
     o = cli(["check", "--node", str(write(tmp_path / "n.json", b"\xff\xfe{}")), "--quiet"])
     assert o.code == 2 and "UTF-8" in o.err, str(o)
@@ -235,9 +246,9 @@ probe_text = st.lists(
 @HOSTILE
 @given(text=probe_text)
 def test_text_parsers_any_content(text: str) -> None:
-    for parse in (rocminfo.parse, smi.parse_amd_smi, smi.parse_rocm_smi, enumerator.parse):
+    for parse, data in _PARSERS:
         started = time.perf_counter()
-        parse(text)
+        parse(text, **data)
         assert time.perf_counter() - started < 1.0, parse.__module__
 
 
@@ -256,9 +267,9 @@ def test_text_parsers_any_content(text: str) -> None:
     ids=["blanks", "colon-blanks", "smi-kv", "smi-kv-value", "one-word", "tmux", "name", "hip"],
 )
 def test_long_single_line_parses_fast(line: str) -> None:
-    for parse in (rocminfo.parse, smi.parse_amd_smi, smi.parse_rocm_smi, enumerator.parse):
+    for parse, data in _PARSERS:
         started = time.perf_counter()
-        parse(line)
+        parse(line, **data)
         assert time.perf_counter() - started < 0.5, parse.__module__
 
 
@@ -282,5 +293,5 @@ def test_probe_files_through_the_cli(
     ids=["deep", "deep-card", "huge-int", "inf"],
 )
 def test_smi_json_structure(text: str) -> None:
-    smi.parse_amd_smi(text)
-    smi.parse_rocm_smi(text)
+    smi.parse_amd_smi(text, gfx_table=probe_gfx())
+    smi.parse_rocm_smi(text, gfx_table=probe_gfx())

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from resolver.cli import app
 from resolver.probe import driver, probe_live
+from tests.probe_data import probe_matrix
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -86,6 +87,7 @@ def test_live_probe_reads_the_release_from_the_dkms_package(tmp_path: Path) -> N
         root=root,
         env={"PATH": str(bin_dir)},
         check_access=False,
+        matrix=probe_matrix(),
     )
     assert node.driver_version == "30.30.0"
     assert node.host["driver_release_source"] == "amdgpu-dkms package (dpkg-query)"
@@ -96,12 +98,16 @@ def test_live_probe_reads_the_release_from_the_dkms_package(tmp_path: Path) -> N
 
 def test_live_probe_maps_a_module_version_only_where_amd_pairs_it(tmp_path: Path) -> None:
     # ROCm/gpu-operator PR #610: module 6.19.14 is packaged release 31.40.
-    node = probe_live(root=_gpu_root(tmp_path / "a", "6.19.14"), env={}, check_access=False)
+    node = probe_live(
+        root=_gpu_root(tmp_path / "a", "6.19.14"), env={}, check_access=False, matrix=probe_matrix()
+    )
     assert node.driver_version == "31.40"
     assert node.host["driver_release_source"] == "/sys/module/amdgpu/version"
     assert node.host["driver"]["module_version"] == "6.19.14"
     # 6.12.12 is paired with no release in AMD's data: kept as the module version, and said so.
-    node = probe_live(root=_gpu_root(tmp_path / "b", "6.12.12"), env={}, check_access=False)
+    node = probe_live(
+        root=_gpu_root(tmp_path / "b", "6.12.12"), env={}, check_access=False, matrix=probe_matrix()
+    )
     assert node.driver_version is None and node.host["amdgpu_module_version"] == "6.12.12"
     problem = next(p for p in node.problems if p.code == "driver-release-unknown")
     assert "/sys/module/amdgpu/version" in problem.message
@@ -115,7 +121,10 @@ def test_modinfo_answers_when_sysfs_has_no_version(tmp_path: Path) -> None:
         "filename: /lib/modules/x/updates/dkms/amdgpu.ko\nversion:        6.19.14\n",
     )
     node = probe_live(
-        root=_gpu_root(tmp_path, None), env={"PATH": str(bin_dir)}, check_access=False
+        root=_gpu_root(tmp_path, None),
+        env={"PATH": str(bin_dir)},
+        check_access=False,
+        matrix=probe_matrix(),
     )
     assert node.driver_version == "31.40" and node.host["driver"]["source"] == "modinfo amdgpu"
 
@@ -142,7 +151,10 @@ def test_probe_json_with_driver_facts_validates(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     _tool(bin_dir, "dpkg-query", "1:6.16.6.30300000-2238411.24.04")
     node = probe_live(
-        root=_gpu_root(tmp_path, "6.16.6"), env={"PATH": str(bin_dir)}, check_access=False
+        root=_gpu_root(tmp_path, "6.16.6"),
+        env={"PATH": str(bin_dir)},
+        check_access=False,
+        matrix=probe_matrix(),
     )
     schema = json.loads((Path(__file__).parents[2] / "docs/probe.schema.json").read_text())
     jsonschema.validate(json.loads(json.dumps(node.to_json())), schema)
@@ -154,6 +166,9 @@ def test_probe_text_says_which_source_named_the_release(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     _tool(bin_dir, "dpkg-query", "1:6.16.6.30300000-2238411.24.04")
     node = probe_live(
-        root=_gpu_root(tmp_path, "6.16.6"), env={"PATH": str(bin_dir)}, check_access=False
+        root=_gpu_root(tmp_path, "6.16.6"),
+        env={"PATH": str(bin_dir)},
+        check_access=False,
+        matrix=probe_matrix(),
     )
     assert "30.30.0 (from amdgpu-dkms package (dpkg-query))" in render(node)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from resolver.probe import probe_files
+from tests.probe_data import probe_gfx, probe_matrix
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -216,7 +217,7 @@ SOURCE_FLAG = {
 def _probe(name: str):
     prefix = name.split("-")[0]
     flag = SOURCE_FLAG["rocm" if name.startswith("rocm-smi") else prefix]
-    return probe_files(**{flag: FIXTURES / name})
+    return probe_files(**{flag: FIXTURES / name}, matrix=probe_matrix())
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -299,7 +300,9 @@ def test_error_outputs_give_no_gpu_and_the_fix(name: str, code: str, hint_part: 
 
 
 def test_amd_smi_default_table_gives_rocm_version_but_no_target() -> None:
-    node = probe_files(amd_smi=FIXTURES / "amd-smi-default-gfx1151-strixhalo-rocm5902.txt")
+    node = probe_files(
+        amd_smi=FIXTURES / "amd-smi-default-gfx1151-strixhalo-rocm5902.txt", matrix=probe_matrix()
+    )
     assert node.rocm_version == "7.2.0"
     assert node.driver_version is None  # "amdgpu version: Linuxver": in-tree driver
     assert node.logical_gpu_count == 1
@@ -308,15 +311,22 @@ def test_amd_smi_default_table_gives_rocm_version_but_no_target() -> None:
 
 
 def test_amd_smi_list_counts_devices() -> None:
-    node = probe_files(amd_smi=FIXTURES / "amd-smi-list-mi3xx-amdsmi-changelog.txt")
+    node = probe_files(
+        amd_smi=FIXTURES / "amd-smi-list-mi3xx-amdsmi-changelog.txt", matrix=probe_matrix()
+    )
     assert node.logical_gpu_count == 2
     assert node.physical_gpu_count == 2
 
 
 def test_amd_smi_driver_version_is_the_driver_sections_not_vbios_or_ifwi() -> None:
     # VBIOS VERSION: N/A and IFWI VERSION: 00154951 come before DRIVER VERSION in these outputs
-    mi300a = probe_files(amd_smi=FIXTURES / "amd-smi-static-gfx942-mi300a-4gpu-amdsmi-readme.txt")
-    mi350x = probe_files(amd_smi=FIXTURES / "amd-smi-static-gfx950-mi350x-rocmsystems2987.txt")
+    mi300a = probe_files(
+        amd_smi=FIXTURES / "amd-smi-static-gfx942-mi300a-4gpu-amdsmi-readme.txt",
+        matrix=probe_matrix(),
+    )
+    mi350x = probe_files(
+        amd_smi=FIXTURES / "amd-smi-static-gfx950-mi350x-rocmsystems2987.txt", matrix=probe_matrix()
+    )
     assert mi300a.host.get("amdgpu_module_version") == "6.9.0-rc5+"
     assert mi350x.host.get("amdgpu_module_version") == "6.18.3"
     assert [g.unique_id for g in mi300a.gpus] == [
@@ -329,7 +339,10 @@ def test_amd_smi_driver_version_is_the_driver_sections_not_vbios_or_ifwi() -> No
 
 def test_amd_smi_blocks_that_are_not_gpus_are_ignored() -> None:
     # CPU: n blocks before the GPUs, an AI_NIC: n block after the GPU
-    node = probe_files(amd_smi=FIXTURES / "amd-smi-list-gfx90a-mi210-ainic-rocmsystems3654.txt")
+    node = probe_files(
+        amd_smi=FIXTURES / "amd-smi-list-gfx90a-mi210-ainic-rocmsystems3654.txt",
+        matrix=probe_matrix(),
+    )
     assert node.problems == ()
     assert [g.pci_bdf for g in node.gpus] == ["0000:23:00.0"]
 
@@ -345,9 +358,9 @@ def test_amd_smi_market_name_gives_the_target_without_a_pci_id() -> None:
     named_only = "\n".join(
         line for line in asic.splitlines() if "DEVICE_ID" not in line and "TARGET" not in line
     )
-    assert [g.gfx for g in smi.parse_amd_smi(named_only).gpus] == ["gfx942"]
+    assert [g.gfx for g in smi.parse_amd_smi(named_only, gfx_table=probe_gfx()).gpus] == ["gfx942"]
     # the --partition and list outputs name neither: the target stays unknown
-    assert [g.gfx for g in smi.parse_amd_smi(partition).gpus] == [None]
+    assert [g.gfx for g in smi.parse_amd_smi(partition, gfx_table=probe_gfx()).gpus] == [None]
 
 
 def test_flattened_and_fragment_pastes_are_partial() -> None:
@@ -360,7 +373,8 @@ def test_two_amd_smi_files_combine_asic_and_partition() -> None:
         amd_smi=[
             FIXTURES / "amd-smi-static-asic-gfx942-mi308x-cpx-amdsmi-changelog.txt",
             FIXTURES / "amd-smi-static-partition-mi308x-cpx-nps4-amdsmi-changelog.txt",
-        ]
+        ],
+        matrix=probe_matrix(),
     )
     gpu = node.gpus[0]
     assert (gpu.gfx, gpu.compute_units, gpu.partition.compute, gpu.partition.memory) == (
@@ -383,7 +397,7 @@ SYSFS = {
 @pytest.mark.parametrize("tree", sorted(SYSFS))
 def test_sysfs_tree(make_root: Callable[[str], Path], tree: str) -> None:
     targets, logical, physical, cus, compute, vram = SYSFS[tree]
-    node = probe_files(sysfs=make_root(tree))
+    node = probe_files(sysfs=make_root(tree), matrix=probe_matrix())
     assert (node.gfx_targets, node.logical_gpu_count, node.physical_gpu_count) == (
         targets,
         logical,
@@ -399,7 +413,7 @@ def test_sysfs_tree(make_root: Callable[[str], Path], tree: str) -> None:
 
 
 def test_sysfs_mi210_product_and_sramecc(make_root: Callable[[str], Path]) -> None:
-    node = probe_files(sysfs=make_root("kfd-gfx90a-mi210-8gpu-k8sdp"))
+    node = probe_files(sysfs=make_root("kfd-gfx90a-mi210-8gpu-k8sdp"), matrix=probe_matrix())
     assert {g.product for g in node.gpus} == {"Instinct MI210"}
     assert all(g.sramecc for g in node.gpus)
     assert len({g.unique_id for g in node.gpus}) == 8
@@ -411,21 +425,27 @@ def test_sysfs_mi300x_cpx_is_told_from_mi300a_by_its_cu_total(
     # KFD gives 0x74a1 without a revision (GPUOpen: rev 00 MI300X, rev 01 MI300A); 8 partitions of
     # 38 CUs add up to MI300X's 304 (MI300A: 228). The device missing a partition (7 x 38) takes
     # the product its siblings resolved to.
-    node = probe_files(sysfs=make_root("kfd-gfx942-mi300x-8gpu-cpx-k8sdp"))
+    node = probe_files(sysfs=make_root("kfd-gfx942-mi300x-8gpu-cpx-k8sdp"), matrix=probe_matrix())
     assert {g.product for g in node.gpus} == {"Instinct MI300X"}
 
 
 def test_pci_id_shared_by_products_is_narrowed_by_revision_then_cus() -> None:
     from resolver.probe import gfx
 
-    assert gfx.product_for_pci("74a1") == "Instinct MI300X / Instinct MI300A"
-    assert gfx.product_for_pci("74a1", compute_units=304) == "Instinct MI300X"
-    assert gfx.product_for_pci("74a1", compute_units=228) == "Instinct MI300A"
-    assert gfx.product_for_pci("74a1", compute_units=38) == "Instinct MI300X / Instinct MI300A"
+    assert gfx.product_for_pci(probe_gfx(), "74a1") == "Instinct MI300X / Instinct MI300A"
+    assert gfx.product_for_pci(probe_gfx(), "74a1", compute_units=304) == "Instinct MI300X"
+    assert gfx.product_for_pci(probe_gfx(), "74a1", compute_units=228) == "Instinct MI300A"
+    assert (
+        gfx.product_for_pci(probe_gfx(), "74a1", compute_units=38)
+        == "Instinct MI300X / Instinct MI300A"
+    )
     # 66a1: rev 02 MI60 / MI50 (libdrm), rev 06 Radeon PRO VII; 60 CUs rule out MI60 only
-    assert gfx.product_for_pci("66a1", compute_units=60) == "Instinct MI50 / Radeon PRO VII"
-    assert gfx.product_for_pci("66a1", "02", compute_units=64) == "Instinct MI60"
-    assert gfx.product_for_pci("66a1", "06") == "Radeon PRO VII"
+    assert (
+        gfx.product_for_pci(probe_gfx(), "66a1", compute_units=60)
+        == "Instinct MI50 / Radeon PRO VII"
+    )
+    assert gfx.product_for_pci(probe_gfx(), "66a1", "02", compute_units=64) == "Instinct MI60"
+    assert gfx.product_for_pci(probe_gfx(), "66a1", "06") == "Radeon PRO VII"
 
 
 def test_mi50_node_without_revision_stays_ambiguous() -> None:
@@ -441,14 +461,14 @@ def test_igpu_pci_id_is_known() -> None:
 
 def test_sysfs_pci_partition_files_win_over_inference(make_root: Callable[[str], Path]) -> None:
     root = make_root("kfd-gfx942-mi308x-8gpu-cpx-k8sdp")
-    node = probe_files(sysfs=root)
+    node = probe_files(sysfs=root, matrix=probe_matrix())
     bdf = node.gpus[0].pci_bdf
     assert bdf is not None
     pci = root / "sys/bus/pci/devices" / (bdf.rsplit(".", 1)[0] + ".0")
     pci.mkdir(parents=True)
     (pci / "current_compute_partition").write_text("CPX\n")
     (pci / "current_memory_partition").write_text("NPS4\n")
-    gpu = probe_files(sysfs=root).gpus[0]
+    gpu = probe_files(sysfs=root, matrix=probe_matrix()).gpus[0]
     assert (gpu.partition.compute, gpu.partition.memory) == ("CPX", "NPS4")
 
 
@@ -457,7 +477,9 @@ def test_sysfs_driver_version_and_rocminfo_merge(make_root: Callable[[str], Path
     (root / "sys/module/amdgpu").mkdir(parents=True)
     (root / "sys/module/amdgpu/version").write_text("6.12.12\n")
     node = probe_files(
-        sysfs=root, amd_smi=FIXTURES / "amd-smi-static-asic-gfx942-mi308x-cpx-amdsmi-changelog.txt"
+        sysfs=root,
+        amd_smi=FIXTURES / "amd-smi-static-asic-gfx942-mi308x-cpx-amdsmi-changelog.txt",
+        matrix=probe_matrix(),
     )
     assert node.host.get("amdgpu_module_version") == "6.12.12"
     assert node.host["driver_kind"] == "dkms"
@@ -470,6 +492,7 @@ def test_sysfs_wins_and_disagreement_is_a_problem(make_root: Callable[[str], Pat
     node = probe_files(
         sysfs=make_root("kfd-gfx90a-mi210-8gpu-k8sdp"),
         rocminfo=FIXTURES / "rocminfo-gfx1100-rx7900xtx-fragment-ollama3158.txt",
+        matrix=probe_matrix(),
     )
     assert node.gfx_targets == ("gfx90a",)
     codes = [p.code for p in node.problems]
@@ -490,7 +513,7 @@ def test_module_version_is_kept_apart_from_the_driver_release() -> None:
 def test_sysfs_accepts_a_bare_copy_of_the_kfd_directory(sub: str) -> None:
     """`cp -r /sys/class/kfd/kfd copy` (or just its topology/) is read like a whole tree."""
     root = FIXTURES / "sysfs" / "kfd-gfx942-mi300x-8gpu-cpx-k8sdp"
-    node = probe_files(sysfs=root / sub if sub else root)
+    node = probe_files(sysfs=root / sub if sub else root, matrix=probe_matrix())
     assert (node.gfx_targets, node.logical_gpu_count, node.physical_gpu_count) == (
         ("gfx942",),
         63,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from resolver.probe import gfx
+from tests.probe_data import probe_gfx
 
 
 @pytest.mark.parametrize(
@@ -59,11 +60,16 @@ def test_pci_lookups_come_from_the_matrix() -> None:
     assert gfx.pci_id(29857) == "74a1"
     assert gfx.pci_id("0x74A1") == "74a1"
     assert gfx.pci_id("0") is None
-    assert gfx.gfx_for_pci("740f") == "gfx90a"
-    assert gfx.gfx_for_pci("6860") == "gfx900"  # the fallback for KFD without gfx_target_version
-    assert gfx.product_for_pci("7550", "c0") == "Radeon RX 9070 XT"
-    assert gfx.product_for_pci("7550", None, "AMD Radeon RX 9070 GRE") == "Radeon RX 9070 GRE"
-    assert " / " in (gfx.product_for_pci("7550") or "")
+    assert gfx.gfx_for_pci(probe_gfx(), "740f") == "gfx90a"
+    assert (
+        gfx.gfx_for_pci(probe_gfx(), "6860") == "gfx900"
+    )  # the fallback for KFD without gfx_target_version
+    assert gfx.product_for_pci(probe_gfx(), "7550", "c0") == "Radeon RX 9070 XT"
+    assert (
+        gfx.product_for_pci(probe_gfx(), "7550", None, "AMD Radeon RX 9070 GRE")
+        == "Radeon RX 9070 GRE"
+    )
+    assert " / " in (gfx.product_for_pci(probe_gfx(), "7550") or "")
 
 
 def test_mi250_without_revision_is_not_guessed_to_be_mi250x() -> None:
@@ -72,9 +78,11 @@ def test_mi250_without_revision_is_not_guessed_to_be_mi250x() -> None:
     from resolver.probe.gfx import product_for_pci
 
     assert (
-        product_for_pci("740c", None, "AMD Instinct MI250X/MI250")
+        product_for_pci(probe_gfx(), "740c", None, "AMD Instinct MI250X/MI250")
         == "Instinct MI250X / Instinct MI250"
     )
-    assert product_for_pci("740c", None, None) == "Instinct MI250X / Instinct MI250"
-    assert product_for_pci("740c", "01", "AMD Instinct MI250X/MI250") == "Instinct MI250X"
-    assert product_for_pci("740c", None, "AMD Instinct MI250") == "Instinct MI250"
+    assert product_for_pci(probe_gfx(), "740c", None, None) == "Instinct MI250X / Instinct MI250"
+    assert (
+        product_for_pci(probe_gfx(), "740c", "01", "AMD Instinct MI250X/MI250") == "Instinct MI250X"
+    )
+    assert product_for_pci(probe_gfx(), "740c", None, "AMD Instinct MI250") == "Instinct MI250"

@@ -12,10 +12,11 @@ import pytest
 
 from resolver.probe import probe_live
 from resolver.probe.host import iommu_mode, os_id
+from tests.probe_data import probe_matrix
 
 
 def test_this_machine_without_gpu_says_why() -> None:
-    node = probe_live(env={})
+    node = probe_live(env={}, matrix=probe_matrix())
     if Path("/dev/kfd").exists():
         pytest.skip("this machine has /dev/kfd")
     codes = [p.code for p in node.problems]
@@ -77,7 +78,7 @@ def test_gpu_node_tree(make_root: Callable[[str], Path], docker_like_socket: Pat
     (root / "proc/cmdline").write_text("BOOT_IMAGE=/vmlinuz ro iommu=pt amd_iommu=on\n")
     (root / "dev").mkdir()
     (root / "dev/kfd").write_text("")
-    node = probe_live(root=root, env={"HSA_OVERRIDE_GFX_VERSION": "9.4.2"})
+    node = probe_live(root=root, env={"HSA_OVERRIDE_GFX_VERSION": "9.4.2"}, matrix=probe_matrix())
     assert node.gfx_targets == ("gfx942",)
     assert (node.logical_gpu_count, node.physical_gpu_count) == (32, 8)
     assert node.host.get("amdgpu_module_version") == "6.12.12"
@@ -100,7 +101,12 @@ def test_gpu_node_tree(make_root: Callable[[str], Path], docker_like_socket: Pat
 
 def test_override_env_per_gpu_form(make_root: Callable[[str], Path]) -> None:
     root = make_root("kfd-gfx90a-mi210-8gpu-k8sdp")
-    node = probe_live(root=root, env={"HSA_OVERRIDE_GFX_VERSION_0": "9.4.2"}, check_access=False)
+    node = probe_live(
+        root=root,
+        env={"HSA_OVERRIDE_GFX_VERSION_0": "9.4.2"},
+        check_access=False,
+        matrix=probe_matrix(),
+    )
     assert node.gpus[0].gfx == "gfx90a"
     assert node.gpus[0].runtime_gfx == "gfx942"
     assert all(g.runtime_gfx is None for g in node.gpus[1:])
@@ -112,7 +118,7 @@ def test_therock_layout_and_in_tree_driver(tmp_path: Path) -> None:
     root = tmp_path / "r"
     (root / "opt/rocm/core-10.0").mkdir(parents=True)
     (root / "sys/module/amdgpu").mkdir(parents=True)
-    node = probe_live(root=root, env={}, check_access=False)
+    node = probe_live(root=root, env={}, check_access=False, matrix=probe_matrix())
     assert node.rocm_version == "10.0"
     assert node.host["driver_kind"] == "in-tree"
     assert node.driver_version is None
@@ -141,7 +147,7 @@ def test_wsl_kernel_is_flagged(tmp_path: Path) -> None:
     """A WSL2 kernel release (as `uname -r` prints it there) becomes a problem with the way out."""
     (tmp_path / "proc/sys/kernel").mkdir(parents=True)
     (tmp_path / "proc/sys/kernel/osrelease").write_text("5.15.167.4-microsoft-standard-WSL2\n")
-    node = probe_live(root=tmp_path, env={}, check_access=False)
+    node = probe_live(root=tmp_path, env={}, check_access=False, matrix=probe_matrix())
     assert node.host["wsl"] is True
     wsl = next(p for p in node.problems if p.code == "wsl")
     assert "native Linux" in wsl.hint
@@ -164,7 +170,9 @@ def test_live_reads_rocm_smi_json_and_the_agent_enumerator_on_path(tmp_path: Pat
     _tool(bin_dir, "rocm_agent_enumerator", agents)
     root = tmp_path / "root"
     root.mkdir()
-    node = probe_live(root=root, env={"PATH": str(bin_dir)}, check_access=False)
+    node = probe_live(
+        root=root, env={"PATH": str(bin_dir)}, check_access=False, matrix=probe_matrix()
+    )
     assert node.gfx_targets == ("gfx1101",)
     assert node.logical_gpu_count == 1
     assert node.gpus[0].vram_bytes == 17163091968
@@ -172,7 +180,13 @@ def test_live_reads_rocm_smi_json_and_the_agent_enumerator_on_path(tmp_path: Pat
     assert "no-gpu" not in [p.code for p in node.problems]
     # without the tools on PATH the same root has no GPU
     assert (
-        probe_live(root=root, env={"PATH": str(tmp_path / "empty")}, check_access=False).gpus == ()
+        probe_live(
+            root=root,
+            env={"PATH": str(tmp_path / "empty")},
+            check_access=False,
+            matrix=probe_matrix(),
+        ).gpus
+        == ()
     )
 
 
@@ -194,7 +208,9 @@ def _nvidia_root(tmp_path: Path) -> Path:
 
 def test_nvidia_host_says_what_it_found_and_suggests_no_amdgpu(tmp_path: Path) -> None:
     """issue 11, item 8: an H200 host (driver 580, /dev/nvidia0, no /dev/kfd)."""
-    node = probe_live(root=_nvidia_root(tmp_path), env={}, check_access=False)
+    node = probe_live(
+        root=_nvidia_root(tmp_path), env={}, check_access=False, matrix=probe_matrix()
+    )
     assert node.gpus == () and node.logical_gpu_count == 0
     first = node.problems[0]
     assert first.code == "not-an-amd-gpu"
@@ -219,7 +235,9 @@ def test_check_json_on_an_nvidia_host_is_a_json_error(
     root = _nvidia_root(tmp_path)
     real = resolver.probe.probe_live
     monkeypatch.setattr(
-        resolver.probe, "probe_live", lambda **_: real(root=root, env={}, check_access=False)
+        resolver.probe,
+        "probe_live",
+        lambda **kw: real(root=root, env={}, check_access=False, matrix=kw["matrix"]),
     )
     result = CliRunner().invoke(app, ["check", "--json"])
     assert result.exit_code == 2
@@ -243,7 +261,7 @@ def test_an_intel_display_gpu_does_not_hide_the_amdgpu_advice(tmp_path: Path) ->
     device = root / "sys/class/drm/card0/device"
     device.mkdir(parents=True)
     (device / "uevent").write_text("DRIVER=i915\nPCI_ID=8086:5917\nPCI_SLOT_NAME=0000:00:02.0\n")
-    node = probe_live(root=root, env={}, check_access=False)
+    node = probe_live(root=root, env={}, check_access=False, matrix=probe_matrix())
     codes = [p.code for p in node.problems]
     assert "amdgpu-not-loaded" in codes and codes[-1] == "no-gpu"
     assert "not-an-amd-gpu" not in codes

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from resolver.probe import probe_files
+from tests.probe_data import probe_matrix
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MI300X_ROCMINFO = FIXTURES / "rocminfo-gfx942-mi300x-4gpu-thamada.txt"
@@ -27,7 +28,9 @@ def _amd_smi_list(tmp_path: Path, bdfs: tuple[str, ...]) -> Path:
 
 
 def test_amd_smi_list_beside_rocminfo_keeps_the_gpus(tmp_path: Path) -> None:
-    node = probe_files(rocminfo=MI300X_ROCMINFO, amd_smi=_amd_smi_list(tmp_path, BDFS))
+    node = probe_files(
+        rocminfo=MI300X_ROCMINFO, amd_smi=_amd_smi_list(tmp_path, BDFS), matrix=probe_matrix()
+    )
     assert node.gfx_targets == ("gfx942",)
     assert (node.logical_gpu_count, node.physical_gpu_count) == (4, 4)
     assert [g.pci_bdf for g in node.gpus] == list(BDFS)
@@ -40,7 +43,9 @@ def test_amd_smi_list_beside_rocminfo_keeps_the_gpus(tmp_path: Path) -> None:
 def test_disagreeing_counts_are_a_problem_not_a_wipe(tmp_path: Path) -> None:
     """amd-smi lists two of the four GPUs rocminfo sees (by PCI address): the other two are kept
     (they have their own addresses), and the disagreement is reported."""
-    node = probe_files(rocminfo=MI300X_ROCMINFO, amd_smi=_amd_smi_list(tmp_path, BDFS[:2]))
+    node = probe_files(
+        rocminfo=MI300X_ROCMINFO, amd_smi=_amd_smi_list(tmp_path, BDFS[:2]), matrix=probe_matrix()
+    )
     assert node.gfx_targets == ("gfx942",)
     assert node.logical_gpu_count == 4
     assert [g.pci_bdf for g in node.gpus] == list(BDFS)
@@ -56,7 +61,11 @@ def test_disagreeing_counts_are_a_problem_not_a_wipe(tmp_path: Path) -> None:
 def test_the_kernel_view_is_never_added_to(make_root: Callable[[str], Path]) -> None:
     """sysfs lists every GPU the kernel has: a tool's device that sysfs does not know is a
     disagreement, not one more GPU."""
-    node = probe_files(sysfs=make_root("kfd-gfx90a-mi210-8gpu-k8sdp"), rocminfo=MI300X_ROCMINFO)
+    node = probe_files(
+        sysfs=make_root("kfd-gfx90a-mi210-8gpu-k8sdp"),
+        rocminfo=MI300X_ROCMINFO,
+        matrix=probe_matrix(),
+    )
     assert node.logical_gpu_count == 8
     assert node.gfx_targets == ("gfx90a",)
     assert "gpu-count-differs" in [p.code for p in node.problems]
@@ -66,6 +75,7 @@ def test_rocm_smi_and_rocminfo_name_where_each_fact_came_from() -> None:
     node = probe_files(
         rocminfo=FIXTURES / "peers/gpustack/amd-gpu-6.2.4-rocminfo.txt",
         rocm_smi=FIXTURES / "peers/gpustack/amd-gpu-6.2.4-rocm-smi.json",
+        matrix=probe_matrix(),
     )
     sources = node.host["gpu_sources"][0]
     assert sources["vram_bytes"] == "rocm-smi"
@@ -80,6 +90,7 @@ def test_strix_halo_amd_smi_table_beside_rocminfo_keeps_the_gpu() -> None:
     node = probe_files(
         rocminfo=FIXTURES / "rocminfo-flattened-gfx1151-npu-rocm5902.txt",
         amd_smi=FIXTURES / "amd-smi-default-gfx1151-strixhalo-rocm5902.txt",
+        matrix=probe_matrix(),
     )
     assert (node.gfx_targets, node.logical_gpu_count) == (("gfx1151",), 1)
     assert node.gpus[0].pci_bdf == "0000:c5:00.0"

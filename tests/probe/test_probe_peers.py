@@ -18,6 +18,7 @@ import pytest
 
 from resolver.node import Node
 from resolver.probe import probe_files
+from tests.probe_data import probe_matrix
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PEERS = FIXTURES / "peers"
@@ -202,7 +203,7 @@ def _devices(node: Node) -> list[tuple[str | None, str | None, int | None, str |
 @pytest.mark.parametrize("name", sorted(ROWS))
 def test_peer_capture(name: str) -> None:
     row = ROWS[name]
-    node = probe_files(**row.inputs)  # type: ignore[arg-type]
+    node = probe_files(**row.inputs, matrix=probe_matrix())  # type: ignore[arg-type]
     assert node.logical_gpu_count == row.logical
     assert node.gfx_targets == row.targets
     assert _devices(node) == list(row.devices)
@@ -242,7 +243,7 @@ def test_k8s_device_plugin_mi308_render_nodes_and_unique_ids(
 ) -> None:
     """ROCm/k8s-device-plugin TestRenderDevIdsFromTopology: 32 render nodes, 4 per device, 8
     unique ids (128-131 -> the first, 136-139 -> the second, ...)."""
-    node = probe_files(sysfs=make_root("kfd-gfx942-mi308x-8gpu-cpx-k8sdp"))
+    node = probe_files(sysfs=make_root("kfd-gfx942-mi308x-8gpu-cpx-k8sdp"), matrix=probe_matrix())
     assert (node.logical_gpu_count, node.physical_gpu_count) == (32, 8)
     expected = [f"{uid:016x}" for uid in K8S_MI308_UNIQUE for _ in range(4)]
     assert [g.unique_id for g in node.gpus] == expected
@@ -251,7 +252,7 @@ def test_k8s_device_plugin_mi308_render_nodes_and_unique_ids(
 def test_k8s_device_plugin_vega10_topology_properties(make_root: Callable[[str], Path]) -> None:
     """ROCm/k8s-device-plugin TestParseTopologyProperties: node 1 has 17163091968 bytes of VRAM,
     node 2 simd_count 256 (64 CUs at 4 SIMDs per CU)."""
-    node = probe_files(sysfs=make_root("kfd-gfx900-vega10-legacy-k8sdp"))
+    node = probe_files(sysfs=make_root("kfd-gfx900-vega10-legacy-k8sdp"), matrix=probe_matrix())
     assert node.gpus[0].vram_bytes == 17163091968
     assert node.gpus[1].compute_units == 64
 
@@ -270,7 +271,7 @@ def test_k8s_device_plugin_vega10_topology_properties(make_root: Callable[[str],
 def test_k8s_device_plugin_device_counts(
     make_root: Callable[[str], Path], tree: str, devices: int, partitions: int
 ) -> None:
-    node = probe_files(sysfs=make_root(tree))
+    node = probe_files(sysfs=make_root(tree), matrix=probe_matrix())
     assert (node.physical_gpu_count, node.logical_gpu_count) == (devices, partitions)
 
 

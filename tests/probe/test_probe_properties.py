@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from resolver.probe import enumerator, gfx, rocminfo, smi, sysfs
+from tests.probe_data import probe_gfx, probe_matrix
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REAL = (FIXTURES / "rocminfo-gfx1201-with-igpu-gfx1036-rocm5861.txt").read_text()
@@ -38,7 +39,7 @@ fragments = st.lists(
 @given(fragments)
 def test_parsers_never_raise(text: str) -> None:
     for parse in (rocminfo.parse, smi.parse_amd_smi, smi.parse_rocm_smi):
-        view = parse(text)
+        view = parse(text, gfx_table=probe_gfx())
         assert all(g.gfx is None or g.gfx.startswith("gfx") for g in view.gpus)
 
 
@@ -46,7 +47,7 @@ def test_parsers_never_raise(text: str) -> None:
 @given(st.text(alphabet=st.characters(blacklist_characters="Nn:[]"), max_size=400))
 def test_garbage_gives_no_gpu_and_a_problem(text: str) -> None:
     for parse in (rocminfo.parse, smi.parse_amd_smi, smi.parse_rocm_smi):
-        view = parse(text)
+        view = parse(text, gfx_table=probe_gfx())
         assert view.gpus == []
         assert view.problems
 
@@ -61,8 +62,8 @@ def test_sysfs_properties_never_raise(text: str) -> None:
 @settings(max_examples=100)
 @given(st.binary(max_size=2000))
 def test_json_like_amd_smi_never_raises(data: bytes) -> None:
-    smi.parse_amd_smi("{" + data.decode("latin-1"))
-    smi.parse_amd_smi("[" + data.decode("latin-1") + "]")
+    smi.parse_amd_smi("{" + data.decode("latin-1"), gfx_table=probe_gfx())
+    smi.parse_amd_smi("[" + data.decode("latin-1") + "]", gfx_table=probe_gfx())
 
 
 json_values = st.recursive(
@@ -116,7 +117,7 @@ rocm_smi_docs = st.dictionaries(
 def test_rocm_smi_json_never_raises(doc: dict[str, object]) -> None:
     import json
 
-    view = smi.parse_rocm_smi(json.dumps(doc))
+    view = smi.parse_rocm_smi(json.dumps(doc), gfx_table=probe_gfx())
     assert all(g.gfx is None or gfx.is_gfx_name(g.gfx) for g in view.gpus)
     assert all(g.unique_id is None or len(g.unique_id) == 16 for g in view.gpus)
 
@@ -181,7 +182,7 @@ def test_drm_sysfs_never_raises(cards: list[dict[str, str]]) -> None:
             device.mkdir(parents=True)
             for name, value in attrs.items():
                 (device / name).write_text(value, encoding="utf-8", errors="surrogateescape")
-        view = sysfs.parse(root)
+        view = sysfs.parse(root, gfx_table=probe_gfx())
         assert all(g.gfx is None or gfx.is_gfx_name(g.gfx) for g in view.gpus)
 
 
@@ -200,7 +201,7 @@ def test_file_probe_raises_only_project_errors(data: bytes, flag: str) -> None:
         path = Path(scratch) / "input"
         path.write_bytes(data)
         try:
-            node = probe_files(**{flag: path})  # type: ignore[arg-type]
+            node = probe_files(**{flag: path}, matrix=probe_matrix())  # type: ignore[arg-type]
         except ResolverError as exc:
             assert exc.hint
         else:

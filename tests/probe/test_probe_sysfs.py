@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from resolver.probe import probe_files, sysfs
+from tests.probe_data import probe_gfx, probe_matrix
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -25,7 +26,7 @@ def _drm_card(root: Path, index: int, bdf: str, **attrs: str) -> None:
 def test_drm_fills_vram_kfd_leaves_out(make_root: Callable[[str], Path]) -> None:
     """The MI210 capture has no mem_banks: VRAM comes from mem_info_vram_total, matched by BDF."""
     root = make_root("kfd-gfx90a-mi210-8gpu-k8sdp")
-    before = probe_files(sysfs=root)
+    before = probe_files(sysfs=root, matrix=probe_matrix())
     assert all(g.vram_bytes is None for g in before.gpus)
     for index, gpu in enumerate(before.gpus):
         assert gpu.pci_bdf is not None
@@ -39,7 +40,7 @@ def test_drm_fills_vram_kfd_leaves_out(make_root: Callable[[str], Path]) -> None
             mem_info_vram_vendor="samsung",
             board_info="type : oam",
         )
-    after = probe_files(sysfs=root)
+    after = probe_files(sysfs=root, matrix=probe_matrix())
     assert [g.vram_bytes for g in after.gpus] == [64 * 1024**3] * 8
     assert after.host["gpu_sources"][0]["gfx"] == "sysfs"
     assert not any(g.apu for g in after.gpus)
@@ -58,7 +59,7 @@ def test_drm_integrated_by_memory_rule(tmp_path: Path) -> None:
     )
     device = sysfs.drm_devices(root)[0]
     assert sysfs.integrated_by_memory(device) is True
-    node = probe_files(sysfs=root)
+    node = probe_files(sysfs=root, matrix=probe_matrix())
     assert node.gfx_targets == ("gfx1151",)
     assert node.gpus[0].apu
 
@@ -69,7 +70,7 @@ def test_sysfs_accepts_a_copy_of_sys_itself(tmp_path: Path) -> None:
     shutil.copytree(FIXTURES / "sysfs/kfd-gfx90a-mi210-8gpu-k8sdp", copy / "class/kfd/kfd")
     (copy / "module/amdgpu").mkdir(parents=True)
     (copy / "module/amdgpu/version").write_text("6.8.5\n")
-    node = probe_files(sysfs=copy)
+    node = probe_files(sysfs=copy, matrix=probe_matrix())
     assert (node.gfx_targets, node.logical_gpu_count) == (("gfx90a",), 8)
     assert node.host["amdgpu_module_version"] == "6.8.5"
     assert "no-kfd-topology" not in [p.code for p in node.problems]
@@ -78,14 +79,14 @@ def test_sysfs_accepts_a_copy_of_sys_itself(tmp_path: Path) -> None:
 def test_sysfs_root_with_drm_only_and_a_foreign_card() -> None:
     tree = FIXTURES / "peers/procfs/drm-gfx900-vega10-i915"
     for root in (tree, tree / "sys"):
-        node = probe_files(sysfs=root)
+        node = probe_files(sysfs=root, matrix=probe_matrix())
         assert node.gfx_targets == ("gfx900",)
         assert [d["vendor"] for d in node.host["other_devices"]] == ["intel"]
 
 
 def test_nothing_under_the_root_says_where_it_looked(tmp_path: Path) -> None:
     (tmp_path / "etc").mkdir()
-    node = probe_files(sysfs=tmp_path)
+    node = probe_files(sysfs=tmp_path, matrix=probe_matrix())
     problem = next(p for p in node.problems if p.code == "no-kfd-topology")
     assert "sys/class/drm" in problem.message
 
@@ -98,7 +99,7 @@ def test_broken_and_looping_links_in_a_copied_tree_are_no_device(tmp_path: Path)
     dangling.mkdir()
     (dangling / "device").symlink_to(tmp_path / "nowhere")
     assert sysfs.drm_devices(tmp_path) == []
-    assert sysfs.parse(tmp_path).gpus == []
+    assert sysfs.parse(tmp_path, gfx_table=probe_gfx()).gpus == []
 
 
 def test_a_hygon_kfd_node_is_found_but_not_resolved(tmp_path: Path) -> None:
@@ -110,7 +111,7 @@ def test_a_hygon_kfd_node_is_found_but_not_resolved(tmp_path: Path) -> None:
         "simd_count 48\nsimd_per_cu 4\nvendor_id 7572\ndevice_id 25104\n"
         "gfx_target_version 90208\nunique_id 8142783590029082721\n"
     )
-    node = probe_files(sysfs=tmp_path)
+    node = probe_files(sysfs=tmp_path, matrix=probe_matrix())
     assert node.logical_gpu_count == 0
     device = node.host["other_devices"][0]
     assert (device["vendor"], device["kind"], device["gfx"], device["compute_units"]) == (
