@@ -77,117 +77,139 @@ class Graph:
 
 def build(m: Matrix) -> Graph:
     """The graph of the data: every record a typed node, every relation an edge with its source."""
-    g = Graph()
+    b = _Builder(m)
+    b.platform()
+    b.releases()
+    b.images()
+    b.wheels()
+    return b.g
 
-    def node(node_id: str, kind: str, **attrs: Any) -> str:
-        return g.add_node(node_id, type=kind, **{k: v for k, v in attrs.items() if v is not None})
 
-    def edge(a: str, b: str, relation: Relation, prov: Provenance) -> None:
-        g.add_edge(Edge(a, b, relation, prov.source, prov.confidence))
+class _Builder:
+    """Adds the data's records to a graph, one table at a time."""
 
-    for t in m.gfx:
-        node(
-            f"gfx:{t.name}",
-            "gfx",
-            arch=t.arch,
-            families=list(t.families),
-            vllm_status=t.vllm_status,
-        )
-    for o in m.os:
-        node(f"os:{o.id}", "os", name=o.name, glibc=str(o.glibc) if o.glibc else None)
-    for r in m.rocm:
-        rid = node(
-            f"rocm:{r.version}", "rocm", version=str(r.version), stream=r.stream, date=r.date
-        )
-        for name in r.gfx:
-            edge(rid, f"gfx:{name}", "supports", r.provenance)
-        for os_id in r.os:
-            base = ".".join(os_id.split(".")[:2]) if os_id.count(".") > 1 else os_id
-            target = next((o.id for o in m.os if base == o.id or base.startswith(o.id + ".")), None)
-            if target is None and "-" in os_id:
-                family, _, ver = os_id.partition("-")
-                target = next((o.id for o in m.os if o.id == f"{family}-{ver.split('.')[0]}"), None)
-            if target is not None:
-                edge(rid, f"os:{target}", "runs-on", r.provenance)
-    for d in m.drivers:
-        did = node(f"driver:{d.series}", "driver", series=d.series)
-        for r in m.rocm:
-            if d.runs(r.version):
-                edge(did, f"rocm:{r.version}", "supports", d.provenance)
+    def __init__(self, m: Matrix) -> None:
+        self.m = m
+        self.g = Graph()
 
-    def rocm_node(version: Any) -> str:
-        rel = m.rocm_release(version)
+    def node(self, node_id: str, kind: str, **attrs: Any) -> str:
+        kept = {k: v for k, v in attrs.items() if v is not None}
+        return self.g.add_node(node_id, type=kind, **kept)
+
+    def edge(self, a: str, b: str, relation: Relation, prov: Provenance) -> None:
+        self.g.add_edge(Edge(a, b, relation, prov.source, prov.confidence))
+
+    def rocm_node(self, version: Any) -> str:
+        rel = self.m.rocm_release(version)
         if rel is not None:
             return f"rocm:{rel.version}"
         # A nightly a stack builds on (7.14.0a20260623) has no release record: its own node.
-        return node(f"rocm:{version}", "rocm", version=str(version), stream="therock-preview")
+        return self.node(f"rocm:{version}", "rocm", version=str(version), stream="therock-preview")
 
-    for v in m.vllm:
-        vid = node(
-            f"vllm:{v.version}", "vllm", version=str(v.version), confidence=v.provenance.confidence
-        )
-        for st in v.stacks:
-            prov = st.provenance
-            sid = node(
-                f"stack:{v.version}:{st.variant}",
-                "stack",
-                variant=st.variant,
-                default=st.default,
-                preview=st.preview,
-                layout=st.layout,
-                base_image=st.base_image,
+    def platform(self) -> None:
+        """GPUs, OS releases, ROCm releases (what they support and run on) and drivers."""
+        m = self.m
+        for t in m.gfx:
+            self.node(
+                f"gfx:{t.name}",
+                "gfx",
+                arch=t.arch,
+                families=list(t.families),
+                vllm_status=t.vllm_status,
             )
-            edge(vid, sid, "built-with", prov)
-            if st.rocm is not None:
-                edge(sid, rocm_node(st.rocm), "built-with", prov)
-            for name in st.arch:
-                edge(sid, f"gfx:{name}", "supports", prov)
-            for p in st.pins:
-                pid = node(
-                    f"pin:{p.component}:{p.repo}@{p.ref}",
-                    "pin",
-                    component=p.component,
-                    repo=p.repo,
-                    ref=p.ref,
-                    moving=p.moving,
-                )
-                edge(sid, pid, "pins", prov)
-    for i in m.images:
-        iid = node(
-            f"image:{i.repo}:{i.tag}",
-            "image",
-            repo=i.repo,
-            tag=i.tag,
-            digest=i.digest,
-            deprecated=i.deprecated,
-        )
-        if i.vllm is not None:
-            node(f"vllm:{i.vllm}", "vllm", version=str(i.vllm))
-            edge(iid, f"vllm:{i.vllm}", "built-with", i.provenance)
-            if i.stack is not None and f"stack:{i.vllm}:{i.stack}" in g:
-                edge(iid, f"stack:{i.vllm}:{i.stack}", "built-with", i.provenance)
-        if i.rocm is not None:
-            edge(iid, rocm_node(i.rocm), "built-with", i.provenance)
-        for name in i.arch:
-            edge(iid, f"gfx:{name}", "supports", i.provenance)
-    for w in m.wheels:
-        wid = node(
-            f"wheel:{w.name}",
-            "wheel",
-            python=list(w.python),
-            glibc_min=str(w.glibc_min),
-            status=w.status,
-        )
-        edge(wid, rocm_node(w.rocm), "built-with", w.provenance)
-        for v in m.vllm:
-            if w.vllm is not None and w.vllm.contains(v.version):
-                edge(wid, f"vllm:{v.version}", "built-with", w.provenance)
-        for name in w.arch:
-            edge(wid, f"gfx:{name}", "supports", w.provenance)
         for o in m.os:
-            if o.glibc is not None and o.glibc >= w.glibc_min:
-                edge(wid, f"os:{o.id}", "requires", w.provenance)
-    return g
+            self.node(f"os:{o.id}", "os", name=o.name, glibc=str(o.glibc) if o.glibc else None)
+        for r in m.rocm:
+            rid = self.node(
+                f"rocm:{r.version}", "rocm", version=str(r.version), stream=r.stream, date=r.date
+            )
+            for name in r.gfx:
+                self.edge(rid, f"gfx:{name}", "supports", r.provenance)
+            for os_id in r.os:
+                runs_on = m.os_listed_as(os_id)
+                if runs_on is not None:
+                    self.edge(rid, f"os:{runs_on.id}", "runs-on", r.provenance)
+        for d in m.drivers:
+            did = self.node(f"driver:{d.series}", "driver", series=d.series)
+            for r in m.rocm:
+                if d.runs(r.version):
+                    self.edge(did, f"rocm:{r.version}", "supports", d.provenance)
+
+    def releases(self) -> None:
+        """vLLM releases, their ROCm stacks, and what each stack builds on, supports and pins."""
+        for v in self.m.vllm:
+            vid = self.node(
+                f"vllm:{v.version}",
+                "vllm",
+                version=str(v.version),
+                confidence=v.provenance.confidence,
+            )
+            for st in v.stacks:
+                prov = st.provenance
+                sid = self.node(
+                    f"stack:{v.version}:{st.variant}",
+                    "stack",
+                    variant=st.variant,
+                    default=st.default,
+                    preview=st.preview,
+                    layout=st.layout,
+                    base_image=st.base_image,
+                )
+                self.edge(vid, sid, "built-with", prov)
+                if st.rocm is not None:
+                    self.edge(sid, self.rocm_node(st.rocm), "built-with", prov)
+                for name in st.arch:
+                    self.edge(sid, f"gfx:{name}", "supports", prov)
+                for p in st.pins:
+                    pid = self.node(
+                        f"pin:{p.component}:{p.repo}@{p.ref}",
+                        "pin",
+                        component=p.component,
+                        repo=p.repo,
+                        ref=p.ref,
+                        moving=p.moving,
+                    )
+                    self.edge(sid, pid, "pins", prov)
+
+    def images(self) -> None:
+        for i in self.m.images:
+            iid = self.node(
+                f"image:{i.repo}:{i.tag}",
+                "image",
+                repo=i.repo,
+                tag=i.tag,
+                digest=i.digest,
+                deprecated=i.deprecated,
+            )
+            if i.vllm is not None:
+                self.node(f"vllm:{i.vllm}", "vllm", version=str(i.vllm))
+                self.edge(iid, f"vllm:{i.vllm}", "built-with", i.provenance)
+                if i.stack is not None and f"stack:{i.vllm}:{i.stack}" in self.g:
+                    self.edge(iid, f"stack:{i.vllm}:{i.stack}", "built-with", i.provenance)
+            if i.rocm is not None:
+                self.edge(iid, self.rocm_node(i.rocm), "built-with", i.provenance)
+            for name in i.arch:
+                self.edge(iid, f"gfx:{name}", "supports", i.provenance)
+
+    def wheels(self) -> None:
+        m = self.m
+        for w in m.wheels:
+            wid = self.node(
+                f"wheel:{w.name}",
+                "wheel",
+                python=list(w.python),
+                glibc_min=str(w.glibc_min),
+                status=w.status,
+            )
+            self.edge(wid, self.rocm_node(w.rocm), "built-with", w.provenance)
+            for v in m.vllm:
+                if w.vllm is not None and w.vllm.contains(v.version):
+                    self.edge(wid, f"vllm:{v.version}", "built-with", w.provenance)
+            for name in w.arch:
+                self.edge(wid, f"gfx:{name}", "supports", w.provenance)
+            for o in m.os:
+                if o.glibc is not None and o.glibc >= w.glibc_min:
+                    self.edge(wid, f"os:{o.id}", "requires", w.provenance)
 
 
 _ARTIFACTS = ("vllm", "stack", "image", "wheel")

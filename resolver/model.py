@@ -419,5 +419,15 @@ class Matrix:
     def os_release(self, os_id: str) -> OsRelease | None:
         return next((o for o in self.os if o.id == os_id), None)
 
+    def os_listed_as(self, listed: str) -> OsRelease | None:
+        """The OS record a ROCm release's OS list means: ``ubuntu-22.04.5`` is ``ubuntu-22.04``,
+        ``rhel-9.4`` is ``rhel-9`` where only the major release has a record."""
+        base = ".".join(listed.split(".")[:2]) if listed.count(".") > 1 else listed
+        found = next((o for o in self.os if base == o.id or base.startswith(o.id + ".")), None)
+        if found is None and "-" in listed:
+            family, _, ver = listed.partition("-")
+            found = self.os_release(f"{family}-{ver.split('.')[0]}")
+        return found
+
     def example(self, name: str) -> ExampleNode | None:
         return next((e for e in self.examples if e.name == name), None)

@@ -517,20 +517,13 @@ def _gate_premise(reasons: Sequence[Reason], quant: str = "") -> str:
 # --- successes -------------------------------------------------------------------------------
 
 
-def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
-    """What the chosen path rests on, and the conclusion ("it runs on this node")."""
+def _gfx_premises(
+    ctx: _Context, ev: Evaluation, arch: tuple[str, ...], rsrc: tuple[str, ...]
+) -> list[Premise]:
+    """How the plan runs on the node's targets it is not built for: an override or CMake."""
     c = ev.candidate
-    record = c.record
-    rsrc = (record.provenance.source,) if record else ()
     rconf = c.confidence
     premises: list[Premise] = []
-    arch = tuple(getattr(record, "arch", ()) or ())
-    native = [g for g in ctx.node.gfx_targets if g in arch]
-    if native:
-        premises.append(
-            Premise(text=f"{c.label} is built for {_join(native)}", sources=rsrc, confidence=rconf)
-        )
-    hedge = ""
     for name in ctx.node.gfx_targets:
         target = ctx.m.gfx_target(name)
         if target is None or name in arch:
@@ -560,6 +553,57 @@ def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
                     confidence=_weakest((rconf, target.provenance.confidence)),
                 )
             )
+    return premises
+
+
+def _driver_premises(ctx: _Context, rocm: Version) -> tuple[list[Premise], str]:
+    """The host driver's side of the plan's ROCm, and the hedge when it could not be checked."""
+    premises: list[Premise] = []
+    hedge = ""
+    if ctx.driver is not None and ctx.driver.runs(rocm):
+        premises.append(
+            Premise(
+                text=f"amdgpu {ctx.driver.series}.x runs ROCm user space "
+                f"{', '.join(ctx.driver.user_space)}",
+                sources=(ctx.driver.provenance.source,),
+                confidence=ctx.driver.provenance.confidence,
+            )
+        )
+    elif ctx.driver is None:
+        good = list(reversed(ctx.m.drivers_running(rocm)))  # oldest first reads as a range
+        listed = ", ".join(f"{d.series}.x" for d in good) or "a driver the data does not know"
+        known = (
+            "unknown"
+            if ctx.node.driver_version is None
+            else f"{ctx.node.driver_version}, which AMD's table does not list"
+        )
+        premises.append(
+            Premise(
+                text=f"the host's amdgpu driver is {known}; ROCm {series(rocm)} user space "
+                f"needs amdgpu {listed}",
+                sources=tuple(dict.fromkeys(d.provenance.source for d in good))[:1],
+                confidence=_weakest(d.provenance.confidence for d in good) if good else "unknown",
+            )
+        )
+        hedge = f" if its amdgpu driver runs ROCm {series(rocm)}"
+    return premises, hedge
+
+
+def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
+    """What the chosen path rests on, and the conclusion ("it runs on this node")."""
+    c = ev.candidate
+    record = c.record
+    rsrc = (record.provenance.source,) if record else ()
+    rconf = c.confidence
+    premises: list[Premise] = []
+    arch = tuple(getattr(record, "arch", ()) or ())
+    native = [g for g in ctx.node.gfx_targets if g in arch]
+    if native:
+        premises.append(
+            Premise(text=f"{c.label} is built for {_join(native)}", sources=rsrc, confidence=rconf)
+        )
+    premises += _gfx_premises(ctx, ev, arch, rsrc)
+    hedge = ""
     if c.rocm is not None:
         verb = "builds on" if c.kind == "source" else "ships"
         premises.append(
@@ -567,34 +611,8 @@ def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
                 text=f"{c.label} {verb} {ctx.rocm_text([c.rocm])}", sources=rsrc, confidence=rconf
             )
         )
-        if ctx.driver is not None and ctx.driver.runs(c.rocm):
-            premises.append(
-                Premise(
-                    text=f"amdgpu {ctx.driver.series}.x runs ROCm user space "
-                    f"{', '.join(ctx.driver.user_space)}",
-                    sources=(ctx.driver.provenance.source,),
-                    confidence=ctx.driver.provenance.confidence,
-                )
-            )
-        elif ctx.driver is None:
-            good = list(reversed(ctx.m.drivers_running(c.rocm)))  # oldest first reads as a range
-            listed = ", ".join(f"{d.series}.x" for d in good) or "a driver the data does not know"
-            known = (
-                "unknown"
-                if ctx.node.driver_version is None
-                else f"{ctx.node.driver_version}, which AMD's table does not list"
-            )
-            premises.append(
-                Premise(
-                    text=f"the host's amdgpu driver is {known}; ROCm {series(c.rocm)} user space "
-                    f"needs amdgpu {listed}",
-                    sources=tuple(dict.fromkeys(d.provenance.source for d in good))[:1],
-                    confidence=_weakest(d.provenance.confidence for d in good)
-                    if good
-                    else "unknown",
-                )
-            )
-            hedge = f" if its amdgpu driver runs ROCm {series(c.rocm)}"
+        driver_premises, hedge = _driver_premises(ctx, c.rocm)
+        premises += driver_premises
     if c.wheel is not None:
         w = c.wheel
         premises.append(
