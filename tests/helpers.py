@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from resolver import resources
 from resolver.cli import app
+from resolver.solve import Decision
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -29,3 +30,26 @@ def copy_matrix(tmp: Path) -> Path:
     target = tmp / "matrix"
     shutil.copytree(resources.matrix_dir(), target)
     return target
+
+
+def decide(
+    gfx: str,
+    *,
+    gpus: int | None = None,
+    driver: str | None = None,
+    os: str | None = None,
+    python: str | None = None,
+    rocm: str | None = None,
+    **req: object,
+) -> Decision:
+    """Solve for a node given as flags against the (frozen test) data; ``req`` is the Request,
+    with ``vllm`` as a spec string."""
+    from resolver import matrix
+    from resolver.node import from_flags
+    from resolver.solve import Request, solve
+    from resolver.versions import parse_spec
+
+    node = from_flags(gfx=gfx, gpus=gpus, driver=driver, os=os, rocm=rocm, python=python)
+    if isinstance(req.get("vllm"), str):
+        req["vllm"] = parse_spec(str(req["vllm"]))
+    return solve(matrix.load(), node, Request(**req))  # type: ignore[arg-type]

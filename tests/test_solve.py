@@ -10,25 +10,10 @@ from resolver.errors import InputError
 from resolver.node import Gpu, Node, Partition, from_flags
 from resolver.solve import Decision, Request, solve
 from resolver.solve.types import HostChange
-from resolver.versions import parse_spec
+
+from .helpers import decide
 
 M = matrix.load()
-
-
-def decide(
-    gfx: str,
-    *,
-    gpus: int | None = None,
-    driver: str | None = None,
-    os: str | None = None,
-    python: str | None = None,
-    rocm: str | None = None,
-    **req: object,
-) -> Decision:
-    node = from_flags(gfx=gfx, gpus=gpus, driver=driver, os=os, rocm=rocm, python=python)
-    if isinstance(req.get("vllm"), str):
-        req["vllm"] = parse_spec(str(req["vllm"]))
-    return solve(M, node, Request(**req))  # type: ignore[arg-type]
 
 
 def codes(d: Decision) -> set[str]:

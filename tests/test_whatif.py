@@ -5,32 +5,17 @@ from __future__ import annotations
 from packaging.version import Version
 
 from resolver import matrix
-from resolver.node import from_flags
-from resolver.solve import Decision, Request, solve
+from resolver.solve import Decision, solve
 from resolver.solve.types import HostChange
 from resolver.solve.whatif import WhatIf, better_than, search
-from resolver.versions import parse_spec
+
+from .helpers import decide as solve_for
 
 M = matrix.load()
 
 
-def decide(
-    gfx: str,
-    *,
-    driver: str | None = None,
-    os: str | None = None,
-    python: str | None = None,
-    vllm: str | None = None,
-    quantization: str | None = None,
-    prefer: str | None = None,
-) -> tuple[Decision, WhatIf]:
-    node = from_flags(gfx=gfx, gpus=None, driver=driver, os=os, rocm=None, python=python)
-    request = Request(
-        vllm=parse_spec(vllm) if vllm else None,
-        quantization=quantization,
-        prefer=prefer,  # type: ignore[arg-type]
-    )
-    d = solve(M, node, request)
+def decide(gfx: str, **kw: object) -> tuple[Decision, WhatIf]:
+    d = solve_for(gfx, **kw)  # type: ignore[arg-type]
     return d, search(M, d, better_than(d))
 
 
