@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from resolver import matrix
@@ -297,3 +298,30 @@ def test_strix_halo_kernel_floor_and_unified_memory() -> None:
     # A discrete GPU gets neither.
     mi300 = decide("gfx942", driver="30.30.3", os="ubuntu-24.04")
     assert not codes(mi300) & {"kernel-too-old", "apu-unified-memory", "kernel-floor-unchecked"}
+
+
+def test_a_reporter_sees_every_candidate_once_and_how_it_ended() -> None:
+    """The resolvelib-style hooks library callers (a progress bar, a fleet log) rely on."""
+    from resolver.solve import Candidate, Reason, Reporter
+
+    class Recorder(Reporter):
+        def __init__(self) -> None:
+            self.seen: list[str] = []
+            self.ended: dict[str, str] = {}
+
+        def considering(self, candidate: Candidate) -> None:
+            self.seen.append(candidate.label)
+
+        def rejecting(self, candidate: Candidate, reasons: tuple[Reason, ...]) -> None:
+            self.ended[candidate.label] = reasons[0].code
+
+        def accepting(self, candidate: Candidate) -> None:
+            self.ended[candidate.label] = "ok"
+
+    rec = Recorder()
+    node = from_flags(gfx="gfx942", gpus=8, driver="6.1.3", os=None, rocm=None, python=None)
+    d = solve(matrix.load(), node, Request(vllm=SpecifierSet(">=0.23,<0.25")), rec)
+    assert d.verdict == "blocked_host_fix"
+    # Every candidate is considered once and ends rejected (its first reason) or accepted.
+    assert len(rec.seen) == len(set(rec.seen)) == len(rec.ended)
+    assert rec.ended == {e.candidate.label: e.reasons[0].code for e in d.rejected}
