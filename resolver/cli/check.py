@@ -105,9 +105,9 @@ def check(
     decision = solve(m, node, request)
     if json_out or explain:
         # The solve stage's what-if search (host changes, an older vLLM, ...); explain words it.
-        from resolver.solve.whatif import better_than, search
+        from resolver.solve.whatif import search
 
-        what_if = search(m, decision, better_than(decision))
+        what_if = search(m, decision)
     if json_out:
         from resolver.explain import decision_json
 

@@ -283,8 +283,7 @@ def _member_premise(
     if code in ("gfx-not-shipped", "gfx-unsupported"):
         arch: list[str] = []
         for c in cands:
-            record = c.record
-            arch += [a for a in getattr(record, "arch", ()) if a not in arch]
+            arch += [a for a in c.arch if a not in arch]
         built = ", ".join(arch) if arch else "an unknown arch list"
         return Premise(
             text=f"{subject.text} {subject.verb('is', 'are')} built for {built} only",
@@ -596,7 +595,7 @@ def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
     rsrc = (record.provenance.source,) if record else ()
     rconf = c.confidence
     premises: list[Premise] = []
-    arch = tuple(getattr(record, "arch", ()) or ())
+    arch = c.arch
     native = [g for g in ctx.node.gfx_targets if g in arch]
     if native:
         premises.append(

@@ -86,8 +86,7 @@ def _unknown(decision: Decision, matrix: Matrix, found: WhatIf) -> Derivation:
 def derive(decision: Decision, matrix: Matrix, what_if: WhatIf | None = None) -> Derivation:
     """Explain ``decision`` as numbered steps of sourced facts, then hints: the wording of
     ``what_if``, the solve stage's what-if search (run here when the caller did not)."""
-    better = better_than(decision)
-    found = what_if if what_if is not None else search(matrix, decision, better)
+    found = what_if if what_if is not None else search(matrix, decision)
     if decision.verdict == "unknown":
         return _unknown(decision, matrix, found)
     ctx = _Context(decision, matrix)
@@ -118,7 +117,7 @@ def derive(decision: Decision, matrix: Matrix, what_if: WhatIf | None = None) ->
         confidence = None
         confidence_note = ""
     else:
-        cited = _explain_rejected(ctx, b, better)
+        cited = _explain_rejected(ctx, b, better_than(decision))
         premises, conclusion_text = _plan_premises(ctx, plan)
         n = b.add(
             premises, conclusion_text, cites=(), codes=("plan",), subjects=(plan.candidate.label,)

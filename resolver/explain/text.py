@@ -62,9 +62,8 @@ def _plan_lines(ev: Evaluation, m: Matrix, node: Node, width: int = WIDTH) -> li
     lines.append("  " + " ".join(detail))
     record = c.record
     if record is not None:
-        arch = getattr(record, "arch", ())
-        if arch:
-            lines.append(f"  built for {', '.join(arch)}")
+        if c.arch:
+            lines.append(f"  built for {', '.join(c.arch)}")
         lines += _fill(
             f"confidence: {record.provenance.confidence} · source: {record.provenance.source}",
             "  ",

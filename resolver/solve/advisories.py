@@ -14,21 +14,20 @@ from packaging.version import Version
 
 from resolver.model import ContainerImage, GfxTarget, Matrix, RocmStack
 from resolver.node import Node
-from resolver.solve.checks import shipped
 from resolver.solve.host import host_os_warnings, kernel_floor_warnings, unified_memory_warnings
 from resolver.solve.types import FP8_QUANT, MXFP4_QUANT, Candidate, Evaluation, Request, Warning
 
 # --- candidate rules --------------------------------------------------------------------------
 
 
-def candidate_warnings(cand: Candidate, record_source: str) -> list[Warning]:
+def candidate_warnings(cand: Candidate) -> list[Warning]:
     """The warnings about a candidate's own record: its image channel, its stack, its confidence."""
     out: list[Warning] = []
     if cand.image is not None:
         out.extend(image_warnings(cand.image))
     if cand.stack is not None:
         out.extend(stack_warnings(cand, cand.stack))
-    out.extend(low_confidence(cand, record_source))
+    out.extend(low_confidence(cand))
     return out
 
 
@@ -47,7 +46,7 @@ def rocm_lists_gfx(m: Matrix, targets: Iterable[GfxTarget], cand: Candidate) -> 
             source=rocm.provenance.source,
         )
         for t in targets
-        if t.name not in rocm.gfx and t.name in shipped(cand)[0]
+        if t.name not in rocm.gfx and t.name in cand.arch
     ]
 
 
@@ -114,7 +113,7 @@ def stack_warnings(cand: Candidate, stack: RocmStack) -> list[Warning]:
     return out
 
 
-def low_confidence(cand: Candidate, record_source: str) -> list[Warning]:
+def low_confidence(cand: Candidate) -> list[Warning]:
     """``low-confidence``: the candidate's facts were inferred, not read at the release or
     registry."""
     if cand.confidence not in ("inferred", "release-branch", "unknown"):
@@ -134,7 +133,7 @@ def low_confidence(cand: Candidate, record_source: str) -> list[Warning]:
             if cand.image
             else "read them exactly from the sdist: `rocm-vllm matrix refresh --source sdist "
             f"--tag {cand.vllm}`",
-            source=record_source,
+            source=cand.source,
         )
     ]
 

@@ -30,9 +30,12 @@ from resolver.solve.types import (
 from resolver.versions import driver_series, series
 
 
-def _about_path(cand: Candidate, text: str, source: str) -> Fact:
-    """A fact about the candidate itself (the chain files it under the candidate)."""
-    return Fact(text=text, source=source, confidence=cand.confidence, about=cand.label)
+def _about_path(cand: Candidate, text: str, source: str | None = None) -> Fact:
+    """A fact about the candidate itself (the chain files it under the candidate), from its own
+    record unless ``source`` says otherwise."""
+    return Fact(
+        text=text, source=source or cand.source, confidence=cand.confidence, about=cand.label
+    )
 
 
 def _from_record(text: str, record: GfxTarget | DriverSeries | RocmRelease | WheelVariant) -> Fact:
@@ -93,21 +96,9 @@ def artifact_facts_unknown(cand: Candidate, src: str) -> Reason:
 # --- the GPU: gfx-unsupported, gfx-not-shipped ------------------------------------------------
 
 
-def shipped(cand: Candidate) -> tuple[tuple[str, ...], str]:
-    """The gfx targets the candidate's artifact carries code for, and where the data says so."""
-    if cand.image is not None:
-        return cand.image.arch, cand.image.provenance.source
-    if cand.wheel is not None:
-        return cand.wheel.arch, cand.wheel.provenance.source
-    assert cand.release is not None
-    if cand.stack is not None:
-        return cand.stack.arch, cand.stack.provenance.source
-    return cand.release.arch, cand.release.provenance.source
-
-
 def gfx_check(cand: Candidate, target: GfxTarget) -> tuple[Reason | None, bool, str | None]:
     """Does the candidate run on ``target``? (reason, unofficial, HSA override it relies on)."""
-    arch, src = shipped(cand)
+    arch, src = cand.arch, cand.source
     if target.name in arch:
         return None, False, None
     if target.vllm_status == "unsupported":
@@ -276,7 +267,7 @@ def kv_fp8_unsupported(kv: str | None, target: GfxTarget, fact: Fact) -> Reason 
 
 
 def driver_check(
-    m: Matrix, node: Node, driver: DriverSeries | None, cand: Candidate, record_source: str
+    m: Matrix, node: Node, driver: DriverSeries | None, cand: Candidate
 ) -> tuple[Reason | None, list[Warning]]:
     """Does the host's amdgpu driver run the candidate's ROCm user space?"""
     assert cand.rocm is not None
@@ -285,8 +276,8 @@ def driver_check(
     if node.driver_version is None or driver is None:
         return None, warnings
     if rocm is not None and rocm.stream == "therock-preview":
-        return preview_driver_window(driver, cand, rocm, record_source), warnings
-    return driver_window(m, driver, cand, record_source), warnings
+        return preview_driver_window(driver, cand, rocm), warnings
+    return driver_window(m, driver, cand), warnings
 
 
 def driver_warnings(
@@ -329,9 +320,7 @@ def driver_warnings(
     return warnings
 
 
-def driver_window(
-    m: Matrix, driver: DriverSeries, cand: Candidate, record_source: str
-) -> Reason | None:
+def driver_window(m: Matrix, driver: DriverSeries, cand: Candidate) -> Reason | None:
     """``driver-window``: the driver series does not run the candidate's ROCm (AMD's table)."""
     assert cand.rocm is not None
     if driver.runs(cand.rocm):
@@ -343,7 +332,7 @@ def driver_window(
         message=f"{cand.label} ships ROCm {cand.rocm}, but amdgpu {driver.series}.x runs ROCm user "
         f"space {window} only",
         facts=(
-            _about_path(cand, f"{cand.label} ships ROCm {cand.rocm}", record_source),
+            _about_path(cand, f"{cand.label} ships ROCm {cand.rocm}"),
             _from_record(f"amdgpu {driver.series}.x supports ROCm user space {window}", driver),
         ),
         hint=_driver_hint(driver, cand.rocm, good),
@@ -352,7 +341,7 @@ def driver_window(
 
 
 def preview_driver_window(
-    driver: DriverSeries, cand: Candidate, rocm: RocmRelease, record_source: str
+    driver: DriverSeries, cand: Candidate, rocm: RocmRelease
 ) -> Reason | None:
     """``driver-window`` for a preview: previews are not rows of AMD's table; their release notes
     list the drivers they support."""
@@ -372,7 +361,7 @@ def preview_driver_window(
         code="driver-window",
         message=f"{cand.label} ships {rocm.label}; {known}, not {driver.series}.x",
         facts=(
-            _about_path(cand, f"{cand.label} ships {rocm.label}", record_source),
+            _about_path(cand, f"{cand.label} ships {rocm.label}"),
             _from_record(f"{rocm.label}: {known}", rocm),
         ),
         hint="prefer an artifact on a production ROCm release, whose driver support AMD tabulates",

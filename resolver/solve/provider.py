@@ -136,8 +136,6 @@ class MatrixProvider:
         warnings: list[Warning] = []
         unofficial = False
         override: str | None = None
-        record = cand.record
-        record_source = record.provenance.source if record else "matrix/vllm.toml"
         for target in self.targets:
             r, unoff, ovr = checks.gfx_check(cand, target)
             if r is not None:
@@ -146,7 +144,7 @@ class MatrixProvider:
             override = override or ovr
         reasons.extend(checks.gate_checks(self.targets, self.request))
         if cand.rocm is not None:
-            r_drv, w_drv = checks.driver_check(self.m, self.node, self.driver, cand, record_source)
+            r_drv, w_drv = checks.driver_check(self.m, self.node, self.driver, cand)
             if r_drv is not None:
                 reasons.append(r_drv)
             warnings.extend(w_drv)
@@ -155,11 +153,10 @@ class MatrixProvider:
             r_w, w_w = checks.wheel_checks(self.node, cand.wheel, *self.glibc())
             reasons.extend(r_w)
             warnings.extend(w_w)
-        warnings.extend(advisories.candidate_warnings(cand, record_source))
+        warnings.extend(advisories.candidate_warnings(cand))
         # A build on a ROCm nightly is for trying a GPU, not an official path.
         unofficial |= cand.stack is not None and cand.stack.preview
-        shipped = checks.shipped(cand)[0]
-        cmake_only = cand.kind == "source" and any(t.name not in shipped for t in self.targets)
+        cmake_only = cand.kind == "source" and any(t.name not in cand.arch for t in self.targets)
         return Evaluation(
             candidate=cand,
             reasons=_about(cand, reasons),

@@ -238,6 +238,18 @@ class Candidate:
         record = self.record
         return record.provenance.confidence if record else "unknown"
 
+    @property
+    def source(self) -> str:
+        """Where the data states this path's facts."""
+        record = self.record
+        return record.provenance.source if record else "matrix/vllm.toml"
+
+    @property
+    def arch(self) -> tuple[str, ...]:
+        """The gfx targets this path's artifact carries code for (its record's arch list)."""
+        record = self.record
+        return record.arch if record else ()
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Evaluation:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import cast
 
 from resolver.codes import GATE_CODES, UNKNOWN_CODES
 from resolver.errors import ResolverError
@@ -60,9 +59,9 @@ def better_than(decision: Decision) -> list[Evaluation]:
     ]
 
 
-def search(matrix: Matrix, decision: Decision, better: Sequence[Evaluation]) -> WhatIf:
-    """Search the changes that open a plan better than ``decision``'s among ``better`` (see
-    ``better_than``)."""
+def search(matrix: Matrix, decision: Decision) -> WhatIf:
+    """Search the changes that open a plan better than ``decision``'s, among the paths ranked
+    above it (``better_than``)."""
     from resolver.solve import solve  # the search solves again; solve itself never searches
 
     def again(node: Node | None = None, request: Request | None = None) -> Decision | None:
@@ -82,7 +81,7 @@ def search(matrix: Matrix, decision: Decision, better: Sequence[Evaluation]) -> 
         only_source = again(request=replace(request, paths=frozenset({"source"})))
         source = only_source.plan if only_source is not None else None
     return WhatIf(
-        host=tuple(_host_routes(decision, better, again)),
+        host=tuple(_host_routes(decision, lambda node: again(node=node))),
         older_vllm=older,
         without_quantization=without,
         source_build=source,
@@ -93,36 +92,32 @@ def _ok_plan(d: Decision | None) -> Evaluation | None:
     return d.plan if d is not None and d.plan is not None and d.exit_code == 0 else None
 
 
-_Again = Callable[..., "Decision | None"]
-
-
 def _host_routes(
-    decision: Decision, better: Sequence[Evaluation], again: _Again
+    decision: Decision, solve_on: Callable[[Node], Decision | None]
 ) -> list[HostRoute]:
     """Host changes in the solver's order (``fix_order``): for the first path that changes open,
     each change that opens a better plan alone, else all of its changes together."""
     plan, prefer = decision.plan, decision.request.prefer
 
     def opens(reasons: Sequence[Reason]) -> HostRoute | None:
-        changes = tuple(r.fix.change for r in reasons if r.fix is not None)
-        if not changes or None in changes:
+        changes = tuple(r.fix.change for r in reasons if r.fix is not None and r.fix.change)
+        if not changes or len(changes) < len(reasons):  # a reason no host change removes
             return None
         node = decision.node
         for change in changes:
-            assert change is not None
             node = change.apply(node)
-        found = _ok_plan(again(node=node))
+        found = _ok_plan(solve_on(node))
         if found is None or (plan is not None and not rank(found, prefer) < rank(plan, prefer)):
             return None
         return HostRoute(
-            changes=cast("tuple[HostChange, ...]", changes),
+            changes=changes,
             reasons=tuple(reasons),
             node=node,
             opens=found,
             together=len(changes) > 1,
         )
 
-    for e in fix_order(better):
+    for e in fix_order(better_than(decision)):
         together = opens(e.reasons)
         if together is None:
             continue
