@@ -132,6 +132,14 @@ def loads_json(data: str | bytes | bytearray, *, max_depth: int = MAX_DEPTH) -> 
     return value
 
 
+def json_failure(exc: ValueError, what: str) -> str:
+    """Why ``loads_json`` refused a text, in words: where the syntax broke, or why the value is
+    not ``what`` (nested too deep, NaN, a number past the int-string limit)."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not valid JSON (line {exc.lineno}, column {exc.colno})"
+    return f"not {what} ({exc})"
+
+
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 

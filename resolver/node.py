@@ -6,7 +6,6 @@ a contract (schema in docs/probe.schema.json). Nodes also come from flags and ``
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -249,14 +248,9 @@ def read_node_file(path: Path) -> Node:
         ) from None
     try:
         data = bounded.loads_json(text)
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:
         raise InputError(
-            f"--node {path}: not valid JSON (line {exc.lineno}, column {exc.colno})",
-            hint="write it with `rocm-vllm probe --json > node.json`",
-        ) from None
-    except ValueError as exc:  # nested too deep, NaN, a number past the int-string limit
-        raise InputError(
-            f"--node {path}: not a probe JSON file ({exc})",
+            f"--node {path}: {bounded.json_failure(exc, 'a probe JSON file')}",
             hint="write it with `rocm-vllm probe --json > node.json`",
         ) from None
     return from_json(data, where=str(path))

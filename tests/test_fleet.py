@@ -465,7 +465,9 @@ def test_srun_output_is_read_per_task() -> None:
         r.name: r for r in parse_output(stdout, stderr, ["n1", "n2", "n3", "n4"], timeout=60)
     }
     assert reports["n2"].status == "ok"
-    assert reports["n1"].reason == "the probe's output is not JSON (line 1): Traceback: boom"
+    assert reports["n1"].reason == (
+        "the probe's output is not valid JSON (line 1, column 2): Traceback: boom"
+    )
     assert reports["n3"].reason == "the probe did not answer within 55s; it was stopped"
     assert reports["n4"].reason == "no answer from its task"
 

@@ -113,7 +113,7 @@ def test_nodes_that_fail_are_listed_with_why(slurm_cluster: SlurmCluster, tmp_pa
     data = json.loads(run.stdout)
     failed = {f["name"]: f for f in data["failed"]}
     assert set(failed) == {"n2"}
-    assert "not JSON" in failed["n2"]["reason"] and "probe crashed" in failed["n2"]["reason"]
+    assert "not valid JSON" in failed["n2"]["reason"] and "probe crashed" in failed["n2"]["reason"]
     assert sorted(g["nodes"] for g in data["groups"]) == ["n1", "n3"]
 
 

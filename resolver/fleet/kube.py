@@ -16,7 +16,6 @@ node whose labels contradict each other is listed as failed, with the contradict
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -280,14 +279,9 @@ def read_nodes(text: str, *, where: str, gfx_table: GfxTable) -> list[NodeReport
     ``gfx_table`` as for ``node_report``."""
     try:
         data = bounded.loads_json(text)
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:
         raise InputError(
-            f"{where}: not valid JSON (line {exc.lineno}, column {exc.colno})",
-            hint="give the output of `kubectl get nodes -o json`",
-        ) from None
-    except ValueError as exc:  # nested too deep, NaN, a number past the int-string limit
-        raise InputError(
-            f"{where}: not a usable node list ({exc})",
+            f"{where}: {bounded.json_failure(exc, 'a usable node list')}",
             hint="give the output of `kubectl get nodes -o json`",
         ) from None
     if isinstance(data, dict) and data.get("kind") == "Node":

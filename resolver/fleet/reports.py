@@ -11,7 +11,6 @@ dropped.
 from __future__ import annotations
 
 import glob
-import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -176,21 +175,9 @@ def read_reports(inputs: Sequence[str]) -> list[NodeReport]:
         except UnicodeDecodeError:
             reports.append(NodeReport(name=path.stem, source=source, reason="not UTF-8 text"))
             continue
-        except json.JSONDecodeError as exc:
-            reports.append(
-                NodeReport(
-                    name=path.stem,
-                    source=source,
-                    reason=f"not valid JSON (line {exc.lineno}, column {exc.colno})",
-                )
-            )
-            continue
-        except ValueError as exc:  # nested too deep, NaN, a number past the int-string limit
-            reports.append(
-                NodeReport(
-                    name=path.stem, source=source, reason=f"not a usable JSON report ({exc})"
-                )
-            )
+        except ValueError as exc:
+            why = bounded.json_failure(exc, "a usable JSON report")
+            reports.append(NodeReport(name=path.stem, source=source, reason=why))
             continue
         hostname = data.get("hostname") if isinstance(data, dict) else None
         name = hostname if isinstance(hostname, str) and hostname else path.stem

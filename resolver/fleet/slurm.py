@@ -8,7 +8,6 @@ Everything runs under one time limit; a node that has not answered by then is li
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -203,19 +202,10 @@ def parse_output(
             continue
         try:
             data = bounded.loads_json(body)
-        except json.JSONDecodeError as exc:
+        except ValueError as exc:
+            why = f"the probe's output is {bounded.json_failure(exc, 'a usable report')}"
             answered[name] = NodeReport(
-                name=name,
-                source=source,
-                reason=f"the probe's output is not JSON (line {exc.lineno})"
-                + (f": {errors}" if errors else ""),
-            )
-            continue
-        except ValueError as exc:  # nested too deep, NaN, a number past the int-string limit
-            answered[name] = NodeReport(
-                name=name,
-                source=source,
-                reason=f"the probe's output is not a usable report ({exc})",
+                name=name, source=source, reason=why + (f": {errors}" if errors else "")
             )
             continue
         answered[name] = report_from_json(data, name=name, source=source)
