@@ -397,6 +397,12 @@ def _gfx(rec: Record) -> GfxTarget:
         kernel_floors=tuple(_kernel_floor(k, rec) for k in rec.tables("kernel_floor")),
         unified_memory_source=rec.opt_text("unified_memory_source") or "",
         alternative=rec.opt_text("alternative") or "",
+        # A route the tool recommends must say who recommends it.
+        alternative_source=(
+            rec.text("alternative_source")
+            if rec.opt_text("alternative")
+            else rec.opt_text("alternative_source") or ""
+        ),
     )
 
 

@@ -174,9 +174,10 @@ class GfxTarget:
     kernel_floors: tuple[KernelFloor, ...] = ()
     # Where AMD says how an APU's GPU memory (GTT over system RAM) is sized; "" for discrete GPUs.
     unified_memory_source: str = ""
-    # The route people take where vLLM upstream does not run (a community fork), as the data's
-    # sources word it; "" where the data names none.
+    # The route people take where vLLM upstream does not run (a community fork), and where that
+    # is said; "" where the data names none.
     alternative: str = ""
+    alternative_source: str = ""
 
 
 # A ref that names one state of a repository: a commit (7-40 hex) or a release-like tag

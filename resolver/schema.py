@@ -138,6 +138,7 @@ TABLES: Final[dict[str, tuple[str, dict[str, Any]]]] = {
                 "product": {"type": "array", "items": _PRODUCT},
                 "unified_memory_source": STR,
                 "alternative": STR,
+                "alternative_source": STR,
                 "kernel_floor": {"type": "array", "items": _KERNEL_FLOOR},
             },
             ("name", "arch", "families", "features", "vllm_status", "source"),

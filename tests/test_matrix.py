@@ -515,3 +515,15 @@ def test_every_release_and_stack_names_its_own_source() -> None:
         assert rel.get("source"), rel["version"]
         for stack in rel.get("stack", []):
             assert stack.get("source"), (rel["version"], stack.get("variant"))
+
+
+def test_a_recommended_alternative_route_names_its_source(tmp_path: Path) -> None:
+    """gfx.toml `alternative` is advice the tool gives users: a record without its source is
+    refused (exit 3), like every other fact."""
+    data = copy_matrix(tmp_path)
+    gfx = data / "gfx.toml"
+    text = gfx.read_text()
+    start = text.index("\nalternative_source = ")
+    gfx.write_text(text[:start] + text[text.index("\n", start + 1) :])
+    with pytest.raises(MatrixError, match="alternative_source"):
+        matrix.load_dir(data)
