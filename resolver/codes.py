@@ -24,7 +24,9 @@ ReasonCode = Literal[
 ]
 
 # What a decision advises about a candidate or the node (``resolver.solve.advisories``,
-# ``resolver.solve.checks`` for checks that could not be made, ``resolver.solve.host``).
+# ``resolver.solve.checks`` for checks that could not be made, ``resolver.solve.host``), and
+# about the image a plan pulls and the command that runs it (``resolver.images``,
+# ``resolver.parallel``).
 AdvisoryCode = Literal[
     "aiter-off-by-default",
     "aiter-partial",
@@ -33,7 +35,11 @@ AdvisoryCode = Literal[
     "cpx-one-replica-per-partition",
     "cpx-partition",
     "deprecated-channel",
+    "digest-changed",
+    "digest-from-cache",
+    "digest-mismatch",
     "driver-unchecked",
+    "env-not-common",
     "fp8-format",
     "glibc-unknown",
     "host-rocm-shadowing",
@@ -54,6 +60,13 @@ AdvisoryCode = Literal[
     "python-unknown",
     "rdna-multi-gpu",
     "rocm-lacks-gfx",
+    "smoke-failed",
+    "smoke-no-rocm",
+    "smoke-no-torch",
+    "smoke-no-vllm",
+    "smoke-rocm-mismatch",
+    "smoke-torch-mismatch",
+    "smoke-vllm-mismatch",
     "stack-not-default",
     "tensor-parallel-size",
     "unknown-driver",

@@ -17,6 +17,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from resolver import bounded
+from resolver.codes import AdvisoryCode
 from resolver.model import ContainerImage, Matrix
 from resolver.node import Node
 from resolver.solve import Decision, Request, Warning, solve
@@ -277,7 +278,12 @@ def _compare(
     """A claim matches when the found version starts with every component the claim gives
     (claim 2.10 matches 2.10.0+git..., claim 7.2.3 matches 7.2.3-82)."""
     out: list[Warning] = []
-    for key in ("vllm", "torch", "rocm"):
+    keys: tuple[tuple[str, AdvisoryCode, AdvisoryCode], ...] = (
+        ("vllm", "smoke-no-vllm", "smoke-vllm-mismatch"),
+        ("torch", "smoke-no-torch", "smoke-torch-mismatch"),
+        ("rocm", "smoke-no-rocm", "smoke-rocm-mismatch"),
+    )
+    for key, none_code, mismatch_code in keys:
         want = _release(claimed[key])
         if want is None:
             continue
@@ -291,7 +297,7 @@ def _compare(
         if got is None:
             out.append(
                 Warning(
-                    code=f"smoke-no-{key}",
+                    code=none_code,
                     message=f"{ref}: the smoke test found no {key} version (the data says "
                     f"{claimed[key]})",
                     hint="the image may not be what the data describes; inspect it by hand",
@@ -301,7 +307,7 @@ def _compare(
         elif got[: len(want)] != want:
             out.append(
                 Warning(
-                    code=f"smoke-{key}-mismatch",
+                    code=mismatch_code,
                     message=f"{ref}: {key} is {got_text} inside the image, the data says "
                     f"{claimed[key]}",
                     hint="the data is wrong or the tag moved; fix matrix/images.toml or run "
