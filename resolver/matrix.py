@@ -10,6 +10,7 @@ import contextlib
 import functools
 import hashlib
 import json
+import os
 import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
@@ -763,37 +764,88 @@ def _from_raw(raw: Mapping[str, list[Any]]) -> Matrix:
 def _compiled_path(directory: Path, overlay_stamp: tuple[str, int, int] | None) -> Path | None:
     """Where the checked matrix for exactly these files is kept between runs.
 
-    Parsing ~240 KB of TOML and checking it costs more than the rest of a `check`; the key covers
-    the tool version, the data directory, every file's size and mtime and the overlay, so any edit
-    or refresh makes a new entry. None when a file is missing (``load_dir`` then says which)."""
+    Parsing ~240 KB of TOML and checking it costs more than the rest of a `check`; the key is
+    the sha256 of the tool version, the data directory and every data file's content (and the
+    overlay's), so any edit or refresh makes a new entry, and an entry is never taken for data it
+    was not built from. None when a file is missing (``load_dir`` then says which)."""
     from resolver import __version__
 
-    h = hashlib.sha256(f"{__version__}|{directory}|{overlay_stamp}".encode())
+    h = hashlib.sha256(f"{__version__}|{directory}".encode())
     # The builders are part of the key: an entry written by an older shape of them is not read
     # back (a development checkout changes them without a new version).
     code = [Path(__file__), Path(__file__).with_name("model.py")]
-    for path in [*(directory / name for name in resources.MATRIX_FILES), *code]:
+    files = [*(directory / name for name in resources.MATRIX_FILES), *code]
+    if overlay_stamp is not None:
+        files.append(Path(overlay_stamp[0]))
+    for path in files:
         try:
-            st = path.stat()
+            content = bounded.read_bytes(path, _MAX_COMPILED)
         except OSError:
             return None
-        h.update(f"|{path.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+        h.update(f"|{path.name}:{len(content)}|".encode())
+        h.update(content)
     return resources.cache_dir() / "matrix" / f"{h.hexdigest()[:32]}.json"
 
 
-_COMPILED_FORMAT = 1
+_COMPILED_FORMAT = 2
 _MAX_COMPILED = 32 * bounded.MiB
+_KEY_NAME = "compiled-cache.key"
+
+
+def _seal_key() -> bytes | None:
+    """The secret that seals compiled entries, kept in the data dir (not the cache dir: a shared
+    or CI-restored cache holds no key, so an entry written elsewhere is never trusted). Created
+    on first use, mode 0600; None when it can be neither read nor made (then no cache)."""
+    from resolver import overlay
+
+    path = overlay.data_dir() / _KEY_NAME
+    for _ in range(2):
+        try:
+            key = bounded.read_bytes(path, 64)
+            return key if len(key) == 32 else None
+        except FileNotFoundError:
+            with contextlib.suppress(OSError):
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                try:
+                    os.write(fd, os.urandom(32))
+                finally:
+                    os.close(fd)
+        except OSError:
+            return None
+    return None
+
+
+def _seal(key: bytes, payload: bytes) -> str:
+    import hmac
+
+    return hmac.new(key, payload, hashlib.sha256).hexdigest()
 
 
 def _read_compiled(path: Path) -> Matrix | None:
-    """The matrix from a cache entry, or None (missing, damaged, or not valid data).
+    """The matrix from a cache entry, or None (missing, damaged, unsealed, or not valid data).
 
-    The entry is plain JSON of the raw tables (never a pickle: a crafted file in a shared or
-    CI-restored cache dir must not run code), rebuilt and checked by the same builders as the
-    TOML files; what it saves is the TOML parse, the larger half of loading."""
+    An entry is its seal (an HMAC of the rest, ``_seal_key``), a line break, then plain JSON of
+    the raw tables (never a pickle: a crafted file must not run code). An entry whose seal does
+    not match was not written by this user's tool for these files (an edited entry could point
+    every printed command at another image repository) and is a miss. A sealed entry is still
+    rebuilt and checked by the same builders as the TOML files; what it saves is the TOML parse,
+    the larger half of loading."""
+    key = _seal_key()
+    if key is None:
+        return None
     try:
-        doc = bounded.loads_json(bounded.read_bytes(path, _MAX_COMPILED))
-    except (OSError, ValueError):
+        blob = bounded.read_bytes(path, _MAX_COMPILED)
+    except OSError:
+        return None
+    seal, sep, payload = blob.partition(b"\n")
+    import hmac
+
+    if not sep or not hmac.compare_digest(seal, _seal(key, payload).encode()):
+        return None
+    try:
+        doc = bounded.loads_json(payload)
+    except ValueError:
         return None
     files = (
         doc.get("files")
@@ -822,9 +874,14 @@ def _read_compiled(path: Path) -> Matrix | None:
 
 def _write_compiled(path: Path, raw: Mapping[str, list[Any]]) -> None:
     """Best effort: a read-only or full cache dir only costs speed."""
+    key = _seal_key()
+    if key is None:
+        return
     with contextlib.suppress(OSError, ValueError, TypeError):
-        text = json.dumps({"format": _COMPILED_FORMAT, "files": raw}, separators=(",", ":"))
-        atomic.write_atomic(path, text)
+        payload = json.dumps(
+            {"format": _COMPILED_FORMAT, "files": raw}, separators=(",", ":")
+        ).encode()
+        atomic.write_atomic(path, _seal(key, payload).encode() + b"\n" + payload)
 
 
 @functools.cache

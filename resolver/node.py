@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from resolver import bounded
 from resolver.errors import InputError
@@ -147,12 +147,60 @@ def _opt(data: dict[str, Any], key: str, kind: type, where: str) -> Any:
     return value
 
 
-def from_json(data: Any, *, where: str) -> Node:
-    """Read the JSON that ``probe --json`` writes; any shape error is an ``InputError``."""
+# Each string fact of a report and the pattern it must match (resolver.safety), or the parser
+# that normalises it: a report is a file anyone can write, and these values reach printed
+# commands, batch scripts, manifests and file names.
+_PARTITION_COMPUTE = ("SPX", "DPX", "TPX", "QPX", "CPX")
+_PARTITION_MEMORY = ("NPS1", "NPS2", "NPS4", "NPS8")
+
+
+def _fact(data: dict[str, Any], key: str, kind: str, where: str) -> str | None:
+    """A string fact checked against its pattern (``os`` and ``python`` are also normalised)."""
+    from resolver.safety import is_safe, unsafe_char
+
+    value: str | None = _opt(data, key, str, where)
+    if value is None:
+        return None
+    ok = True
+    try:
+        if kind == "os":
+            family, version = split_os(value)
+            ok, value = value == value.strip(), f"{family}-{version}"
+        elif kind == "python":
+            ok, value = value == value.strip(), python_minor(value)
+        elif kind == "gfx":
+            ok, value = is_safe("gfx", value.lower()), check_gfx_name(value)
+        elif kind in ("compute", "memory"):
+            ok = value in (_PARTITION_COMPUTE if kind == "compute" else _PARTITION_MEMORY)
+        elif kind == "text":
+            ok = len(value) <= 256 and unsafe_char(value) is None
+        else:
+            ok = is_safe(kind, value)
+    except InputError:
+        ok = False
+    if not ok:
+        _refuse(key, data[key], where)
+    return value
+
+
+def _refuse(key: str, value: str, where: str) -> NoReturn:
+    shown = repr(value if len(value) <= 80 else value[:80] + "...")
+    raise InputError(
+        f"{where}: '{key}' is {shown}, not a value a probe writes",
+        hint="write the file with `rocm-vllm probe --json > node.json` on the target node",
+    )
+
+
+def from_json(data: Any, *, where: str, origin: str | None = None) -> Node:
+    """Read the JSON that ``probe --json`` writes; any shape error, and any value that does not
+    match its pattern, is an ``InputError`` (``origin`` defaults to ``file:WHERE``)."""
     if not isinstance(data, dict):
         raise InputError(
             f"{where}: not a probe JSON object", hint="write it with `rocm-vllm probe --json`"
         )
+    from resolver.safety import check_tree
+
+    check_tree(data, where=where)
     gpus = []
     for i, g in enumerate(_opt(data, "gpus", list, where) or []):
         if not isinstance(g, dict) or not isinstance(g.get("gfx"), str):
@@ -160,27 +208,28 @@ def from_json(data: Any, *, where: str) -> Node:
                 f"{where}: gpus[{i}] has no 'gfx'", hint="write it with `rocm-vllm probe --json`"
             )
         part = g.get("partition")
+        at = f"{where}: gpus[{i}]"
         gpus.append(
             Gpu(
                 gfx=check_gfx_name(g["gfx"]),
-                product=_opt(g, "product", str, where),
-                pci_device_id=_opt(g, "pci_device_id", str, where),
-                compute_units=_opt(g, "compute_units", int, where),
-                vram_bytes=_opt(g, "vram_bytes", int, where),
-                unique_id=_opt(g, "unique_id", str, where),
+                product=_fact(g, "product", "text", at),
+                pci_device_id=_fact(g, "pci_device_id", "pci_id", at),
+                compute_units=_count(g, "compute_units", at),
+                vram_bytes=_opt(g, "vram_bytes", int, at),
+                unique_id=_fact(g, "unique_id", "unique_id", at),
                 partition=Partition(
-                    compute=_opt(part, "compute", str, where),
-                    memory=_opt(part, "memory", str, where),
+                    compute=_fact(part, "compute", "compute", at),
+                    memory=_fact(part, "memory", "memory", at),
                 )
                 if isinstance(part, dict)
                 else None,
                 integrated=bool(g.get("integrated", False)),
-                runtime_gfx=_opt(g, "runtime_gfx", str, where),
-                xnack=_opt(g, "xnack", bool, where),
-                sramecc=_opt(g, "sramecc", bool, where),
+                runtime_gfx=_fact(g, "runtime_gfx", "gfx", at),
+                xnack=_opt(g, "xnack", bool, at),
+                sramecc=_opt(g, "sramecc", bool, at),
                 apu=bool(g.get("apu", False)),
-                marketing_name=_opt(g, "marketing_name", str, where),
-                pci_bdf=_opt(g, "pci_bdf", str, where),
+                marketing_name=_fact(g, "marketing_name", "text", at),
+                pci_bdf=_fact(g, "pci_bdf", "pci_bdf", at),
             )
         )
     targets = _opt(data, "gfx_targets", list, where)
@@ -192,7 +241,7 @@ def from_json(data: Any, *, where: str) -> Node:
             isinstance(p.get(k), str) for k in ("code", "message", "hint")
         ):
             problems.append(Problem(code=p["code"], message=p["message"], hint=p["hint"]))
-    os_id = _opt(data, "os", str, where)
+    os_id = _fact(data, "os", "os", where)
     gfx_targets = tuple(check_gfx_name(t) for t in targets if isinstance(t, str))
     listed = {g.gfx for g in gpus}
     if gpus and not set(gfx_targets) <= listed:
@@ -210,22 +259,34 @@ def from_json(data: Any, *, where: str) -> Node:
             raise InputError(
                 f"{where}: '{key}' is {value}", hint=f"a node has 0 to {MAX_GPUS} GPUs"
             )
+    host = _opt(data, "host", dict, where) or {}
+    if host.get("amdgpu_module_version") is not None:
+        _fact(host, "amdgpu_module_version", "version", f"{where}: host")
     return Node(
         gpus=tuple(gpus),
         gfx_targets=gfx_targets,
         physical_gpu_count=counts["physical_gpu_count"],
         logical_gpu_count=counts["logical_gpu_count"],
-        hsa_override_gfx_version=_opt(data, "hsa_override_gfx_version", str, where),
-        rocm_version=_opt(data, "rocm_version", str, where),
-        driver_version=_opt(data, "driver_version", str, where),
+        hsa_override_gfx_version=_fact(data, "hsa_override_gfx_version", "gfx_override", where),
+        rocm_version=_fact(data, "rocm_version", "version", where),
+        driver_version=_fact(data, "driver_version", "version", where),
         os=os_id,
-        kernel=_opt(data, "kernel", str, where),
-        glibc=_opt(data, "glibc", str, where),
-        python=_opt(data, "python", str, where),
+        kernel=_fact(data, "kernel", "kernel", where),
+        glibc=_fact(data, "glibc", "version", where),
+        python=_fact(data, "python", "python", where),
         problems=tuple(problems),
-        host=_opt(data, "host", dict, where) or {},
-        origin=f"file:{where}",
+        host=host,
+        origin=origin or f"file:{where}",
     )
+
+
+def _count(data: dict[str, Any], key: str, where: str) -> int | None:
+    value = _opt(data, key, int, where)
+    if value is not None and not 0 <= value <= 1_000_000:
+        raise InputError(
+            f"{where}: '{key}' is {value}", hint="write it with `rocm-vllm probe --json`"
+        )
+    return None if value is None else int(value)
 
 
 def read_node_file(path: Path) -> Node:

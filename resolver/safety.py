@@ -1,7 +1,12 @@
-"""Strict patterns for every value that can reach a shell line, a Dockerfile or a URL.
+"""Strict patterns for every value that can reach a shell line, a Dockerfile, a batch script, a
+manifest or a URL.
 
-Data files and upstream responses are not trusted: a repo, ref, image tag or gfx name that does
-not match is refused before it is used, so nothing can inject shell into a generated RUN line.
+Data files, upstream responses, probe reports, node lists and scheduler output are not trusted: a
+repo, ref, image tag, gfx name, node name or label value that does not match is refused where it
+enters, so nothing can inject shell into a generated RUN line or batch script, or a YAML document
+into a manifest. ``check_tree`` refuses the characters no fact needs in any string of a parsed
+report (control characters, line and paragraph separators, lone surrogates, bidi overrides): a
+terminal escape or a line break never reaches a terminal or a generated file.
 """
 
 from __future__ import annotations
@@ -29,10 +34,74 @@ PATTERNS: Final[dict[str, re.Pattern[str]]] = {
     "gfx_override": re.compile(r"^[0-9]{1,2}\.[0-9]{1,3}\.[0-9]{1,3}\Z"),
     "env_name": re.compile(r"^[A-Z][A-Z0-9_]{0,63}\Z"),
     "env_value": re.compile(r"^[A-Za-z0-9_.,:;=/+-]{0,200}\Z"),
+    # A Slurm node name or host name (RFC 1123 labels; Slurm also takes "_"): what becomes a
+    # file name in `fleet gather -o DIR`, so no "/", no leading "." or "-".
+    "node_name": re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,251}[A-Za-z0-9])?\Z"),
+    # A Kubernetes object name (DNS subdomain, RFC 1123) and a label value (63 characters).
+    "k8s_name": re.compile(
+        r"^[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?)*\Z"
+    ),
+    "label_value": re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z"),
+    "label_key": re.compile(
+        r"^(?:[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}"
+        r"[A-Za-z0-9])?\Z"
+    ),
+    # uname -r: 6.8.0-45-generic, 5.14.0-427.13.1.el9_4.x86_64, 6.6.87.2-microsoft-standard-WSL2
+    "kernel": re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+~-]{0,127}\Z"),
+    "pci_id": re.compile(r"^(?:0[xX])?[0-9A-Fa-f]{1,8}\Z"),
+    "pci_bdf": re.compile(r"^(?:[0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]\Z"),
+    "unique_id": re.compile(r"^[A-Za-z0-9][A-Za-z0-9:._-]{0,63}\Z"),
     "url": re.compile(
         r"^https?://(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%/+-]*)?\Z"
     ),
 }
+
+
+# What no fact in a report needs and what breaks a line, a comment or a terminal: C0 and C1
+# control characters (ESC starts terminal escapes; NEL, CR and LF end lines in YAML or bash), DEL,
+# the line and paragraph separators YAML breaks at, bidi overrides and isolates (they reorder what
+# a reader sees), lone surrogates (they cannot be written as UTF-8) and the BOM.
+_UNSAFE_CHARS = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff\ud800-\udfff]"
+)
+# Tabs and newlines are kept in free text that is only ever shown quoted (a problem's message).
+_UNSAFE_IN_TEXT = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff\ud800-\udfff]"
+)
+MAX_TEXT = 4096  # longer than any message, product name or path a probe reports
+
+
+def unsafe_char(value: str, *, multiline: bool = False) -> str | None:
+    """The first character ``value`` must not carry, as ``U+XXXX``; None when it is clean."""
+    found = (_UNSAFE_IN_TEXT if multiline else _UNSAFE_CHARS).search(value)
+    return f"U+{ord(found.group()):04X}" if found else None
+
+
+def check_tree(value: object, *, where: str) -> None:
+    """Refuse (``InputError``) any string in a parsed report, key or value, that carries a
+    character ``unsafe_char`` names or is longer than ``MAX_TEXT``."""
+    from resolver.errors import InputError
+
+    stack: list[tuple[object, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            bad = unsafe_char(item, multiline=True)
+            if bad is not None or len(item) > MAX_TEXT:
+                why = f"carries {bad}" if bad else f"is longer than {MAX_TEXT} characters"
+                raise InputError(
+                    f"{where}: {path or 'a value'} {why}",
+                    hint="a probe report holds plain names and versions; write it with "
+                    "`rocm-vllm probe --json`",
+                )
+        elif isinstance(item, dict):
+            for k, v in item.items():
+                # repr() escapes what is not printable: the message itself stays one clean line.
+                name = k if isinstance(k, str) and k.isprintable() and len(k) <= 64 else repr(k)
+                stack.append((k, f"a key in {path or 'the report'}"))
+                stack.append((v, f"{path}.{name}" if path else name))
+        elif isinstance(item, list):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(item))
 
 
 def is_safe(kind: str, value: str) -> bool:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -302,7 +303,8 @@ def test_digest_pins_each_group_image_once(shim_images, reports_dir: Path, tmp_p
     g1 = json.loads(result.stdout)["groups"][0]
     assert g1["image"] == {"ref": expected, "digest": pushed.digest}
     assert expected in (out / "slurm" / "g1.sbatch").read_text()
-    assert f'image: "{expected}"' in (out / "kubernetes" / "g1.yaml").read_text()
+    deployment = next(yaml.safe_load_all((out / "kubernetes" / "g1.yaml").read_text()))
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == expected
 
 
 def test_ten_thousand_nodes_are_decided_once_per_fingerprint(

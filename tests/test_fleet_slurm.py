@@ -45,6 +45,25 @@ def _probe_script(tmp: Path, *, broken: str | None = None, hung: str | None = No
     return path
 
 
+def _wait_idle(cluster: SlurmCluster, timeout: float = 60) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        states = subprocess.run(
+            ["sinfo", "-h", "-N", "-o", "%t"],
+            env=cluster.env,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        ).stdout.split()
+        if states and set(states) == {"idle"}:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"Slurm nodes not idle within {timeout:.0f}s")
+
+
 def _cli(cluster: SlurmCluster, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**cluster.env, "ROCM_VLLM_MATRIX_DIR": str(FROZEN_MATRIX)}
     return subprocess.run(
@@ -160,11 +179,20 @@ def test_gather_writes_one_report_per_node(slurm_cluster: SlurmCluster, tmp_path
         cwd=tmp_path,
     )
     assert run.returncode == 0, run.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["gather.json", "n1.json", "n2.json", "n3.json"]
-    # The saved reports plan like the live fan-out.
-    plan = _cli(slurm_cluster, "fleet", "plan", str(out / "n*.json"), "--json", cwd=tmp_path)
-    assert plan.returncode == 0, plan.stderr
-    assert sorted(g["nodes"] for g in json.loads(plan.stdout)["groups"]) == ["n3", "n[1-2]"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "_gather.json",
+        "n1.json",
+        "n2.json",
+        "n3.json",
+    ]
+    # The saved reports plan like the live fan-out: the directory as written (the summary beside
+    # the reports is no node) and a glob of the reports.
+    for given in (out, out / "n*.json"):
+        plan = _cli(slurm_cluster, "fleet", "plan", str(given), "--json", cwd=tmp_path)
+        assert plan.returncode == 0, plan.stderr
+        data = json.loads(plan.stdout)
+        assert sorted(g["nodes"] for g in data["groups"]) == ["n3", "n[1-2]"]
+        assert data["nodes"]["total"] == 3 and data["failed"] == []
 
 
 def test_unknown_target_and_dead_controller(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
@@ -318,9 +346,84 @@ def test_drained_node_is_listed_not_asked(slurm_cluster: SlurmCluster, tmp_path:
         )
     finally:
         subprocess.run([*scontrol, "state=resume"], env=slurm_cluster.env, check=True, timeout=10)
+        _wait_idle(slurm_cluster)  # a resumed node answers again only after its next ping
     assert run.returncode == 1, run.stderr
     data = json.loads(run.stdout)
     assert [(f["name"], f["reason"].split(":")[0]) for f in data["failed"]] == [
         ("n3", "Slurm state drain")
     ]
     assert [g["nodes"] for g in data["groups"]] == ["n[1-2]"]
+
+
+def test_a_report_on_one_line_is_read_whole(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    """srun --label cuts output lines at 1024 bytes; a probe that prints its JSON on one line (a
+    few KiB) is glued back without the cuts becoming line breaks."""
+    probe = _probe_script(tmp_path)
+    one_line = tmp_path / "probe-one-line.sh"
+    flatten = "import json, sys; print(json.dumps(json.load(sys.stdin)))"
+    one_line.write_text(f"#!/bin/sh\n{probe} | {sys.executable} -c '{flatten}'\n")
+    one_line.chmod(0o755)
+    run = _cli(
+        slurm_cluster,
+        "fleet",
+        "plan",
+        "--slurm",
+        "n[1-3]",
+        "--probe-command",
+        str(one_line),
+        "--timeout",
+        "60",
+        "--json",
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr + run.stdout
+    data = json.loads(run.stdout)
+    assert data["failed"] == [] and data["nodes"]["planned"] == 3
+
+
+def test_hostile_probe_output_never_reaches_a_script(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    """A node whose probe names another node, or writes an OS with a line break and a command,
+    is refused at the door: no batch script or manifest carries it, the other nodes plan."""
+    probe = _probe_script(tmp_path)
+    hostile = tmp_path / "probe-hostile.sh"
+    inject = (
+        "import json, sys; d = json.load(sys.stdin); "
+        "d['os'] = 'ubuntu-22.04\\ntouch /tmp/pwned-by-os'; print(json.dumps(d))"
+    )
+    hostile.write_text(
+        "#!/bin/sh\n"
+        'case "$SLURMD_NODENAME" in\n'
+        f'  n2) {probe} | {sys.executable} -c "{inject}" ;;\n'
+        "  n3) echo '@rocm-vllm-node ../../etc/evil'; echo '{}' ;;\n"
+        f"  *) exec {probe} ;;\n"
+        "esac\n"
+    )
+    hostile.chmod(0o755)
+    out = tmp_path / "plan"
+    run = _cli(
+        slurm_cluster,
+        "fleet",
+        "plan",
+        "--slurm",
+        "n[1-3]",
+        "--probe-command",
+        str(hostile),
+        "--timeout",
+        "60",
+        "-o",
+        str(out),
+        "--json",
+        cwd=tmp_path,
+    )
+    assert run.returncode == 1, run.stderr
+    data = json.loads(run.stdout)
+    failed = {f["name"]: f["reason"] for f in data["failed"]}
+    assert set(failed) == {"n2", "n3"}
+    assert "'os' is" in failed["n2"] and "not a value a probe writes" in failed["n2"]
+    assert [g["nodes"] for g in data["groups"]] == ["n1"]
+    scripts = [*(out / "slurm").iterdir(), *(out / "kubernetes").iterdir()]
+    written = "".join(p.read_text() for p in scripts)
+    assert "pwned" not in written and "evil" not in written and "n2" not in written
+    assert not (tmp_path / "etc").exists()

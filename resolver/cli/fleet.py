@@ -104,8 +104,9 @@ def _reports(
         from resolver.probe.gfx import GfxTable
 
         if kube == "-":
-            text, where = sys.stdin.read(_MAX_NODE_LIST + 1), "stdin"
-            if len(text) > _MAX_NODE_LIST:
+            raw = sys.stdin.buffer.read(_MAX_NODE_LIST + 1)
+            text, where = raw.decode("utf-8", errors="replace"), "stdin"
+            if len(raw) > _MAX_NODE_LIST:
                 raise InputError(
                     "--kube -: more than 64 MiB on stdin",
                     hint="give the output of `kubectl get nodes -o json`",
@@ -136,7 +137,7 @@ def _reports(
     return reports
 
 
-_MAX_NODE_LIST = 64 * 1024 * 1024  # kubectl's node list for thousands of nodes is a few MiB
+_MAX_NODE_LIST = 64 * 1024 * 1024  # as resolver.fleet.kube.MAX_NODE_LIST (not imported at start)
 
 
 def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
@@ -394,11 +395,12 @@ def _show_fleet(fleet: FleetPlan, m: Matrix, *, json_out: bool) -> None:
 
 
 def _gathered_files(reports: list[Any], slurm: str) -> dict[str, str]:
-    """What `fleet gather` writes: one NODE.json per node that answered, and gather.json listing
+    """What `fleet gather` writes: one NODE.json per node that answered, and _gather.json listing
     every node (answered or not, with why)."""
     import json
 
     from resolver import __version__
+    from resolver.fleet.reports import GATHER_SUMMARY
 
     files: dict[str, str] = {}
     for r in reports:
@@ -408,8 +410,9 @@ def _gathered_files(reports: list[Any], slurm: str) -> dict[str, str]:
                 "hostname": r.name,
                 "tool": {"name": "rocm-vllm", "version": __version__},
             }
+            # r.name is a checked host name (no "/", no leading "." or "_"): a file in -o DIR.
             files[f"{r.name}.json"] = json.dumps(data, indent=2) + "\n"
-    files["gather.json"] = (
+    files[GATHER_SUMMARY] = (
         json.dumps(
             {"schema_version": 1, "target": slurm, "nodes": [r.to_json() for r in reports]},
             indent=2,

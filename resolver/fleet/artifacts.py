@@ -9,25 +9,34 @@ targets, so a group's script runs exactly what ``rocm-vllm image`` prints for on
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
 import shlex
 import shutil
 import tempfile
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from resolver import atomic
 from resolver.errors import InputError, UsageError
 from resolver.fleet.plan import FleetPlan, Group, fleet_json, render_text
 from resolver.model import ContainerImage, Matrix
 
 Engine = Literal["docker", "podman", "apptainer", "singularity"]
 ENGINES: tuple[str, ...] = ("docker", "podman", "apptainer", "singularity")
-_FEATURE_RE = re.compile(r"^[A-Za-z0-9_.&|!()\[\]*,-]{1,200}$")
-_SHM_RE = re.compile(r"^[1-9][0-9]{0,5}(Mi|Gi)$")
+# Checked with fullmatch: a pattern's "$" would accept a trailing newline into the script.
+_FEATURE_RE = re.compile(r"[A-Za-z0-9_.&|!()\[\]*,-]{1,200}")
+_SHM_RE = re.compile(r"[1-9][0-9]{0,5}(Mi|Gi)")
+_PARTITION_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+_TIME_RE = re.compile(r"([0-9]{1,3}-)?[0-9]{1,3}(:[0-9]{2}){0,2}")
+_NAMESPACE_RE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+# What a Slurm host list of validated node names looks like (resolver.fleet.hostlist).
+_HOSTLIST_RE = re.compile(r"[A-Za-z0-9._,\[\]-]{1,100000}")
 # Labels the AMD node labeller sets that say which hardware a node has (not firmware versions).
 SELECTOR_LABELS = (
     "amd.com/gpu.device-id",
@@ -57,28 +66,26 @@ class Options:
                 f"--engine {self.engine!r} is not one of {', '.join(ENGINES)}",
                 hint="use --engine docker, podman, apptainer or singularity",
             )
-        if self.constraint is not None and not _FEATURE_RE.match(self.constraint):
+        if self.constraint is not None and not _FEATURE_RE.fullmatch(self.constraint):
             raise UsageError(
                 f"--constraint {self.constraint!r} is not a Slurm feature expression",
                 hint="e.g. --constraint mi300x or 'mi300x&ib'",
             )
-        if self.partition is not None and not re.match(r"^[A-Za-z0-9_.-]{1,64}$", self.partition):
+        if self.partition is not None and not _PARTITION_RE.fullmatch(self.partition):
             raise UsageError(
                 f"--partition {self.partition!r} is not a partition name",
                 hint="letters, digits, - _ .",
             )
-        if not re.match(r"^(\d+-)?\d{1,3}(:\d{2}){0,2}$", self.time):
+        if not _TIME_RE.fullmatch(self.time):
             raise UsageError(
                 f"--time {self.time!r} is not a Slurm time limit",
                 hint="e.g. 04:00:00 or 1-00:00:00",
             )
-        if not _SHM_RE.match(self.shm_size):
+        if not _SHM_RE.fullmatch(self.shm_size):
             raise UsageError(
                 f"--shm-size {self.shm_size!r} is not a size", hint="e.g. 16Gi or 512Mi"
             )
-        if self.namespace is not None and not re.match(
-            r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", self.namespace
-        ):
+        if self.namespace is not None and not _NAMESPACE_RE.fullmatch(self.namespace):
             raise UsageError(
                 f"--namespace {self.namespace!r} is not a Kubernetes namespace name",
                 hint="lower-case letters, digits and -",
@@ -139,6 +146,22 @@ def container_words(m: Matrix, group: Group, opts: Options) -> list[str] | None:
     return run_words(spec, "podman" if opts.engine == "podman" else "docker")
 
 
+def comment(text: str) -> str:
+    """``text`` for a ``#`` comment line of a script or manifest: printable ASCII as it is,
+    anything else escaped (a line break in a fact must not end the comment)."""
+    return text if text.isascii() and text.isprintable() else ascii(text)
+
+
+def _hostlist(group: Group) -> str:
+    hosts = group.hostlist
+    if not _HOSTLIST_RE.fullmatch(hosts):  # the names were checked where they entered
+        raise InputError(
+            f"group {group.id}: host list {comment(hosts)[:80]} is not a Slurm node list",
+            hint="node names are letters, digits, '.', '_' and '-'",
+        )
+    return hosts
+
+
 def _shell_word(word: str) -> str:
     if word.startswith("~/") and shlex.quote(word[1:]) == word[1:]:
         return '"$HOME"' + word[1:]
@@ -164,7 +187,7 @@ def sbatch_script(m: Matrix, group: Group, opts: Options) -> str | None:
         lines.append(f"#SBATCH --constraint={opts.constraint}")
         lines.append("#SBATCH --nodes=1")
     else:
-        lines.append(f"#SBATCH --nodelist={group.hostlist}")
+        lines.append(f"#SBATCH --nodelist={_hostlist(group)}")
         lines.append(f"#SBATCH --nodes={nodes}")
     if opts.partition:
         lines.append(f"#SBATCH --partition={opts.partition}")
@@ -175,12 +198,12 @@ def sbatch_script(m: Matrix, group: Group, opts: Options) -> str | None:
         "#SBATCH --exclusive",
         f"#SBATCH --time={opts.time}",
         f"#SBATCH --output=vllm-{group.id}-%j.out",
-        f"# rocm-vllm fleet plan, group {group.id}: {group.fingerprint.short()}",
-        (
+        f"# rocm-vllm fleet plan, group {group.id}: {comment(group.fingerprint.short())}",
+        comment(
             f"# verdict {group.decision.verdict}; image {image.ref} (vLLM {image.vllm}, ROCm "
             f"{image.rocm})"
         ),
-        f"# {'digest ' + image.digest if image.digest else unpinned}",
+        comment(f"# {'digest ' + image.digest if image.digest else unpinned}"),
         "set -euo pipefail",
         # Each task serves on its own node; the engine sees every GPU Slurm gave the job.
         f'CONTAINER="${{CONTAINER:-{words[0]}}}"',
@@ -191,40 +214,6 @@ def sbatch_script(m: Matrix, group: Group, opts: Options) -> str | None:
 
 
 # --- Kubernetes -----------------------------------------------------------------------------------
-
-
-def _yaml(value: Any, indent: int = 0) -> list[str]:
-    """Block YAML for dicts and lists of JSON scalars (JSON strings are YAML scalars)."""
-    pad = "  " * indent
-    lines: list[str] = []
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if isinstance(item, (dict, list)) and item:
-                lines.append(f"{pad}{key}:")
-                lines += _yaml(item, indent + 1)
-            else:
-                lines.append(f"{pad}{key}: {_scalar(item)}")
-    elif isinstance(value, list):
-        for item in value:
-            if isinstance(item, (dict, list)) and item:
-                sub = _yaml(item, indent + 1)
-                lines.append(f"{pad}- {sub[0].lstrip()}")
-                lines += sub[1:]
-            else:
-                lines.append(f"{pad}- {_scalar(item)}")
-    return lines
-
-
-def _scalar(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, dict):
-        return "{}"
-    if isinstance(value, list):
-        return "[]"
-    return json.dumps(str(value))
 
 
 def _selector(group: Group) -> tuple[dict[str, str], list[dict[str, Any]], str]:
@@ -356,10 +345,26 @@ def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
             "ports": [{"name": "http", "port": opts.port, "targetPort": "http", "protocol": "TCP"}],
         },
     }
-    header = (
-        f"# rocm-vllm fleet plan, group {group.id} ({group.hostlist}): {group.fingerprint.short()}"
+    header = comment(
+        f"# rocm-vllm fleet plan, group {group.id} ({_hostlist(group)}): "
+        f"{group.fingerprint.short()}"
     )
-    return "\n".join([header, "---", *_yaml(deployment), "---", *_yaml(service)]) + "\n"
+    return header + "\n" + _dump_yaml([deployment, service])
+
+
+def _dump_yaml(documents: list[dict[str, Any]]) -> str:
+    """The manifests through a YAML library: every scalar is quoted or escaped as YAML needs
+    (a ``\r``, U+0085 or U+2028 in a value cannot start a new line or document)."""
+    import yaml
+
+    return yaml.safe_dump_all(
+        documents,
+        explicit_start=True,
+        sort_keys=False,
+        default_flow_style=False,
+        allow_unicode=False,
+        width=4096,
+    )
 
 
 # --- the output directory -------------------------------------------------------------------------
@@ -382,53 +387,110 @@ def render_all(m: Matrix, fleet: FleetPlan, opts: Options) -> dict[str, str]:
     return files
 
 
+_LEFTOVER_RE = re.compile(
+    r"\.(?P<name>.{1,64})\.(?:tmp|old)-(?P<pid>[0-9]{1,10})-[a-z0-9_]{1,16}\Z"
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
+
+
+def sweep_leftovers(parent: Path, name: str, *, older_than: float = atomic.STALE_AFTER) -> None:
+    """Remove what a killed writer of ``parent/name`` left: its temporary directory and a
+    replaced one it had not yet removed, once their writer is gone or they are stale."""
+    cutoff = time.time() - older_than
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return
+    for entry in entries:
+        match = _LEFTOVER_RE.fullmatch(entry.name)
+        if match is None or match.group("name") != name[:64]:
+            continue
+        with contextlib.suppress(OSError):
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            pid = int(match.group("pid"))
+            if (pid != os.getpid() and not _alive(pid)) or entry.stat(
+                follow_symlinks=False
+            ).st_mtime < cutoff:
+                shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _relative(rel: str) -> Path:
+    """A file of the output directory: a plain relative path that stays inside it."""
+    path = Path(rel)
+    if path.is_absolute() or not path.parts or any(p in ("", ".", "..") for p in path.parts):
+        raise OSError(errno.EINVAL, f"{rel!a} would be written outside the output directory")
+    return path
+
+
 def write_dir(target: Path, files: Mapping[str, str], *, force: bool = False) -> None:
     """All files appear at once: they are written into a temporary directory beside ``target``
-    and renamed into place. An existing non-empty ``target`` is replaced only with ``force``
-    (then swapped, never merged); on any failure nothing is left behind."""
+    and renamed into place. Without ``force`` the rename itself decides: it succeeds only onto a
+    missing or empty directory, so of several writers exactly one wins and the others fail
+    saying the directory is not empty. With ``force`` an existing directory is swapped out, never
+    merged. On any failure nothing is left behind; what a killed writer left is swept."""
     target = target.absolute()
     if target.exists() and not target.is_dir():
         raise InputError(
             f"-o {target}: exists and is not a directory", hint="give a directory path"
         )
-    if target.is_dir() and any(target.iterdir()) and not force:
-        raise InputError(
-            f"-o {target}: the directory is not empty",
-            hint="give a new directory, or --force to replace it",
-        )
     if not target.parent.is_dir():
         raise InputError(
             f"-o {target}: {target.parent} does not exist", hint="create the parent directory first"
         )
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    sweep_leftovers(target.parent, target.name)
+    stem = f".{target.name[:64]}."
+    tmp: Path | None = None
     try:
+        tmp = Path(tempfile.mkdtemp(prefix=f"{stem}tmp-{os.getpid()}-", dir=target.parent))
         for rel, text in files.items():
-            path = tmp / rel
+            path = tmp / _relative(rel)
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            # A lone surrogate that slipped through is written escaped, not a crash.
+            path.write_text(text, encoding="utf-8", errors="backslashreplace")
             if rel.endswith(".sbatch"):
                 path.chmod(0o755)
         tmp.chmod(0o755)
-        old: Path | None = None
-        if target.exists():
-            old = target.parent / f".{target.name}.old-{os.getpid()}"
-            target.rename(old)
+        if force and target.is_dir() and any(target.iterdir()):
+            _swap(tmp, target, stem)
+        else:
+            try:
+                tmp.rename(target)
+            except OSError as exc:
+                if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                    raise InputError(
+                        f"-o {target}: the directory is not empty",
+                        hint="give a new directory, or --force to replace it",
+                    ) from None
+                raise
+        tmp = None
+    except OSError as exc:
+        raise InputError(
+            f"-o {target}: cannot write it ({exc.strerror or type(exc).__name__})",
+            hint="check the path, its length and its permissions",
+        ) from None
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _swap(tmp: Path, target: Path, stem: str) -> None:
+    old = Path(tempfile.mkdtemp(prefix=f"{stem}old-{os.getpid()}-", dir=target.parent))
+    try:
+        target.rename(old / "replaced")
         try:
             tmp.rename(target)
         except OSError:
-            if old is not None:
-                old.rename(target)
+            (old / "replaced").rename(target)
             raise
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            shutil.rmtree(tmp)
-        raise InputError(
-            f"-o {target}: cannot write it ({exc.strerror or type(exc).__name__})",
-            hint="check the path and its permissions",
-        ) from None
-    except BaseException:
-        with contextlib.suppress(OSError):
-            shutil.rmtree(tmp)
-        raise
+    finally:
+        shutil.rmtree(old, ignore_errors=True)

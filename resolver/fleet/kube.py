@@ -21,15 +21,16 @@ from typing import Any
 
 from resolver import bounded
 from resolver.errors import InputError
-from resolver.fleet.reports import NodeReport
-from resolver.node import Gpu, Node, Partition
+from resolver.fleet.reports import NodeReport, shown
+from resolver.node import MAX_GPUS, Gpu, Node, Partition
 from resolver.probe.gfx import GfxTable, gfx_for_pci, product_for_pci
+from resolver.safety import is_safe
 
 PREFIXES = ("amd.com/gpu.", "beta.amd.com/gpu.")
 PARTITION_LABEL = "amd.com/compute-memory-partition"
 GPU_RESOURCE = "amd.com/gpu"
-_PARTITION_RE = re.compile(r"^(spx|dpx|tpx|qpx|cpx)_(nps1|nps2|nps4|nps8)$")
-_VRAM_RE = re.compile(r"^(\d+)G$")
+_PARTITION_RE = re.compile(r"(spx|dpx|tpx|qpx|cpx)_(nps1|nps2|nps4|nps8)")
+_VRAM_RE = re.compile(r"([0-9]{1,7})G")
 # The labeller's family acronym (libdrm's family names) and the gfx major it covers.
 _FAMILY_GFX = {
     "AI": ("gfx9",),
@@ -39,6 +40,7 @@ _FAMILY_GFX = {
     "YC": ("gfx10",),
 }
 MAX_NODES = 100_000
+MAX_NODE_LIST = 64 * 1024 * 1024  # kubectl's node list for thousands of nodes is a few MiB
 
 
 class Contradiction(Exception):
@@ -69,13 +71,20 @@ def _one(labels: dict[str, str], prop: str) -> str | None:
     return next(iter(values), None)
 
 
+def _gpu_count(text: object) -> int | None:
+    """A count label or capacity: ASCII digits, at most ``MAX_GPUS`` (``"²"``, 5,000 digits or
+    ``"99999999999999999999"`` GPUs are not a count)."""
+    value = bounded.ascii_int(text, max_digits=7)
+    return value if value is not None and value <= MAX_GPUS else None
+
+
 def _counts(labels: dict[str, str], prop: str) -> dict[str, int]:
     """``beta.amd.com/gpu.device-id.74a1=8`` -> {"74a1": 8} (a count per value, when present)."""
     out: dict[str, int] = {}
     key = f"beta.amd.com/gpu.{prop}."
     for k, v in labels.items():
-        if k.startswith(key) and v.isdigit():
-            out[k[len(key) :]] = int(v)
+        if k.startswith(key) and (n := _gpu_count(v)) is not None:
+            out[k[len(key) :]] = n
     return out
 
 
@@ -89,10 +98,13 @@ def _capacity(node: dict[str, Any]) -> tuple[str, int]:
     }
     for key in (GPU_RESOURCE, *sorted(amd)):
         value = amd.get(key)
-        if isinstance(value, str) and value.isdigit() and int(value) > 0:
-            return key, int(value)
-        if isinstance(value, int) and value > 0:
-            return key, value
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        count = _gpu_count(value)
+        if count is not None and count > 0 and is_safe("label_key", key):
+            return key, count
+        if value is not None and count is None and key == GPU_RESOURCE:
+            raise Contradiction(f"capacity {key} is {shown(str(value))[:40]}, not a GPU count")
     return GPU_RESOURCE, 0
 
 
@@ -104,18 +116,38 @@ def node_report(item: Any, *, index: int, gfx_table: GfxTable) -> NodeReport:
             name=f"items[{index}]", source=f"kubernetes:items[{index}]", reason="not a Node object"
         )
     meta = item["metadata"]
-    name = meta.get("name") if isinstance(meta.get("name"), str) else f"items[{index}]"
+    raw_name = meta.get("name")
+    if not isinstance(raw_name, str) or not is_safe("k8s_name", raw_name):
+        # A node name the API server could not have accepted: never a file name or selector.
+        shown_name = f"items[{index}]"
+        why = (
+            "metadata.name is missing"
+            if raw_name is None
+            else (f"metadata.name {shown(str(raw_name))[:80]} is not a Kubernetes node name")
+        )
+        return NodeReport(name=shown_name, source=f"kubernetes:{shown_name}", reason=why)
+    name = raw_name
     source = f"kubernetes:{name}"
     raw_labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
     labels = {str(k): str(v) for k, v in raw_labels.items()}
     amd_labels = {k: v for k, v in labels.items() if k.startswith(("amd.com/", "beta.amd.com/"))}
-    resource, count = _capacity(item)
+    bad = [k for k, v in amd_labels.items() if not is_safe("label_key", k)] + [
+        k
+        for k, v in amd_labels.items()
+        if is_safe("label_key", k) and not is_safe("label_value", v)
+    ]
+    if bad:
+        return NodeReport(
+            name=name,
+            source=source,
+            reason=f"label {shown(bad[0])[:80]} is not a Kubernetes label "
+            f"{'key' if not is_safe('label_key', bad[0]) else 'value'}: the node list was edited",
+        )
     try:
+        resource, count = _capacity(item)
         node, unplaced = _node(labels, resource, count, gfx_table)
     except Contradiction as exc:
-        return NodeReport(
-            name=name, source=source, reason=str(exc), labels=amd_labels, resource=resource
-        )
+        return NodeReport(name=name, source=source, reason=str(exc), labels=amd_labels)
     return NodeReport(
         name=name, source=source, node=node, reason=unplaced, labels=amd_labels, resource=resource
     )
@@ -151,7 +183,7 @@ def _node(
     partition_text = labels.get(PARTITION_LABEL)
     partition = None
     if partition_text:
-        match = _PARTITION_RE.match(partition_text.lower())
+        match = _PARTITION_RE.fullmatch(partition_text.lower())
         if match is None:
             raise Contradiction(
                 f"{PARTITION_LABEL}={partition_text} is not a compute_memory partition mode"
@@ -163,8 +195,8 @@ def _node(
         and resource != f"amd.com/{partition_text.lower()}"
     ):
         raise Contradiction(f"capacity offers {resource} but {PARTITION_LABEL} is {partition_text}")
-    cu = int(cu_text) if cu_text and cu_text.isdigit() else None
-    vram_match = _VRAM_RE.match(vram_text or "")
+    cu = bounded.ascii_int(cu_text, max_digits=6)
+    vram_match = _VRAM_RE.fullmatch(vram_text or "")
     vram = int(vram_match.group(1)) * 1024**3 if vram_match else None
     host: dict[str, Any] = {"kubernetes_resource": resource}
     if module:
@@ -239,11 +271,12 @@ def _node(
     )
 
 
-def cluster_nodes(*, timeout: float = 60) -> str:
-    """``kubectl get nodes -o json`` against the current kubeconfig context."""
+def cluster_nodes(*, timeout: float = 60, limit: int = MAX_NODE_LIST) -> str:
+    """``kubectl get nodes -o json`` against the current kubeconfig context: at most ``timeout``
+    seconds and ``limit`` bytes (the same cap as a node list read from a file)."""
     import shutil
-    import subprocess
 
+    from resolver import capture
     from resolver.errors import KubectlError
 
     kubectl = shutil.which("kubectl")
@@ -253,22 +286,26 @@ def cluster_nodes(*, timeout: float = 60) -> str:
             hint="install kubectl, or save the list elsewhere and give --kube FILE",
         )
     try:
-        run = subprocess.run(
-            [kubectl, "get", "nodes", "-o", "json"],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
+        run = capture.run([kubectl, "get", "nodes", "-o", "json"], timeout=timeout, limit=limit)
+    except OSError as exc:
+        raise KubectlError(
+            f"kubectl could not start ({exc.strerror or type(exc).__name__})",
+            hint="check the kubectl on PATH",
+        ) from None
+    if run.timed_out:
         raise KubectlError(
             f"kubectl get nodes did not answer within {timeout:g}s",
             hint="check the cluster (`kubectl cluster-info`)",
-        ) from None
+        )
+    if run.truncated:
+        raise KubectlError(
+            f"kubectl get nodes printed more than {limit // (1024 * 1024)} MiB",
+            hint="save the list with `kubectl get nodes -o json > nodes.json` and split it",
+        )
     if run.returncode != 0:
         last = (run.stderr.strip().splitlines() or [f"exit {run.returncode}"])[-1]
         raise KubectlError(
-            f"kubectl get nodes failed: {last[:300]}",
+            f"kubectl get nodes failed: {shown(last)[:300]}",
             hint="check the current context (`kubectl config current-context`) and your access",
         )
     return run.stdout

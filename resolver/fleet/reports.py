@@ -20,6 +20,7 @@ from typing import Any, Literal
 from resolver import __version__, bounded
 from resolver.errors import InputError
 from resolver.node import Node, from_json
+from resolver.safety import is_safe
 
 Status = Literal["ok", "unknown", "failed"]
 _MAX_REPORT = 16 * 1024 * 1024
@@ -65,18 +66,55 @@ def tool_notes(data: dict[str, Any]) -> tuple[str, ...]:
     return ()
 
 
-def report_from_json(data: Any, *, name: str | None, source: str) -> NodeReport:
-    """One probe JSON object as a report; a shape error is a failed report, not an exception."""
-    fallback = name or source
+def shown(text: str) -> str:
+    """``text`` as it may be printed or written: itself when it is a plain host name or path,
+    else escaped (``ascii``) so that no line break, escape sequence or bidi override is shown."""
+    from resolver.safety import unsafe_char
+
+    if text.isascii() and unsafe_char(text) is None and len(text) <= 512:
+        return text
+    return ascii(text[:512])
+
+
+def node_key(name: str) -> str:
+    """What makes two reports the same node: ``N1``, ``n1`` and ``n1.cluster.local`` are one."""
+    return name.split(".", 1)[0].lower()
+
+
+def report_from_json(
+    data: Any, *, name: str | None, source: str, origin: str | None = None
+) -> NodeReport:
+    """One probe JSON object as a report; a shape error, or a value that is not what a probe
+    writes, is a failed report, not an exception. The node's name must be a host name
+    (``resolver.safety`` ``node_name``): it becomes a file name, a batch script's node list and a
+    manifest's node selector."""
+    fallback = shown(name or source)
+    source = shown(source)
+    if name is not None and not is_safe("node_name", name):
+        return NodeReport(
+            name=fallback,
+            source=source,
+            reason="not a usable probe report: its node name is not a host name",
+        )
     try:
-        node = from_json(data, where=source)
+        node = from_json(data, where=source, origin=origin)
     except InputError as exc:
         return NodeReport(
             name=fallback, source=source, reason=f"not a usable probe report: {exc.message}"
         )
     assert isinstance(data, dict)  # from_json accepted it
     reported = data.get("hostname")
-    node_name = name or (reported if isinstance(reported, str) and reported else None) or fallback
+    if isinstance(reported, str) and reported and not is_safe("node_name", reported):
+        return NodeReport(
+            name=fallback,
+            source=source,
+            reason=f"not a usable probe report: 'hostname' is {shown(reported)}, not a host name",
+        )
+    node_name = name or (reported if isinstance(reported, str) and reported else None)
+    if node_name is None:
+        return NodeReport(
+            name=fallback, source=source, reason="not a usable probe report: it names no host"
+        )
     notes = tool_notes(data)
     if (
         name
@@ -122,6 +160,19 @@ def _files(inputs: Sequence[str]) -> list[Path]:
 
 # A report's "hostname" member as probe --json writes it (a JSON string without escapes).
 _HOSTNAME_RE = re.compile(rb'"hostname": *"([A-Za-z0-9._-]{1,253})"')
+# What every probe report has at least one of (a node without GPUs still says gpus: []).
+_PROBE_KEYS = frozenset({"gpus", "gfx_targets", "driver_version", "physical_gpu_count"})
+GATHER_SUMMARY = "_gather.json"  # "_" starts no host name, so no node's report is named so
+
+
+def is_gather_summary(data: Any) -> bool:
+    """The summary `fleet gather` writes: the target and every node's status, no GPU facts."""
+    return (
+        isinstance(data, dict)
+        and "target" in data
+        and isinstance(data.get("nodes"), list)
+        and "gpus" not in data
+    )
 
 
 def read_reports(inputs: Sequence[str]) -> list[NodeReport]:
@@ -135,28 +186,27 @@ def read_reports(inputs: Sequence[str]) -> list[NodeReport]:
     reports: list[NodeReport] = []
     seen: dict[bytes, NodeReport] = {}
     for path in _files(inputs):
-        source = str(path)
+        source = shown(str(path))
+        stem = shown(path.stem)
         try:
             # Regular files only (a FIFO in the directory must not hang the fleet), size-capped.
             raw = bounded.read_bytes(path, _MAX_REPORT)
         except bounded.TooLargeError:
             reports.append(
                 NodeReport(
-                    name=path.stem, source=source, reason="larger than 16 MiB, not a probe report"
+                    name=stem, source=source, reason="larger than 16 MiB, not a probe report"
                 )
             )
             continue
         except bounded.NotRegularFileError as exc:
             reports.append(
-                NodeReport(
-                    name=path.stem, source=source, reason=f"not a regular file ({exc.strerror})"
-                )
+                NodeReport(name=stem, source=source, reason=f"not a regular file ({exc.strerror})")
             )
             continue
         except OSError as exc:
             reports.append(
                 NodeReport(
-                    name=path.stem,
+                    name=stem,
                     source=source,
                     reason=f"cannot read it ({exc.strerror or type(exc).__name__})",
                 )
@@ -165,23 +215,39 @@ def read_reports(inputs: Sequence[str]) -> list[NodeReport]:
         matches = _HOSTNAME_RE.findall(raw)
         key = _HOSTNAME_RE.sub(b'"hostname": ""', raw) if len(matches) == 1 else None
         earlier = seen.get(key) if key is not None else None
-        if earlier is not None and earlier.node is not None:
+        if (
+            earlier is not None
+            and earlier.node is not None
+            and is_safe("node_name", matches[0].decode())
+        ):
             name = matches[0].decode()
             node = replace(earlier.node, origin=f"file:{source}")
-            reports.append(replace(earlier, name=name, source=source, node=node))
+            reports.append(replace(earlier, name=name, source=shown(source), node=node))
             continue
         try:
             data = bounded.loads_json(raw.decode("utf-8"))
         except UnicodeDecodeError:
-            reports.append(NodeReport(name=path.stem, source=source, reason="not UTF-8 text"))
+            reports.append(NodeReport(name=stem, source=source, reason="not UTF-8 text"))
             continue
         except ValueError as exc:
             why = bounded.json_failure(exc, "a usable JSON report")
-            reports.append(NodeReport(name=path.stem, source=source, reason=why))
+            reports.append(NodeReport(name=stem, source=source, reason=why))
             continue
-        hostname = data.get("hostname") if isinstance(data, dict) else None
+        if is_gather_summary(data):
+            continue  # what `fleet gather -o DIR` writes beside the reports: not a node
+        if not isinstance(data, dict) or not _PROBE_KEYS & data.keys():
+            reports.append(
+                NodeReport(
+                    name=stem,
+                    source=source,
+                    reason="not a probe report (none of gpus, gfx_targets, driver_version); "
+                    "write it with `rocm-vllm probe --json`",
+                )
+            )
+            continue
+        hostname = data.get("hostname")
         name = hostname if isinstance(hostname, str) and hostname else path.stem
-        report = report_from_json(data, name=name, source=source)
+        report = report_from_json(data, name=name, source=str(path))
         if key is not None and report.node is not None and name == matches[0].decode():
             seen[key] = report
         reports.append(report)
@@ -189,16 +255,18 @@ def read_reports(inputs: Sequence[str]) -> list[NodeReport]:
 
 
 def mark_duplicates(reports: Iterable[NodeReport]) -> list[NodeReport]:
-    """Two reports for one node name cannot both be right: every one of them is failed, with
-    the other sources named, so nothing is planned on a guess."""
+    """Two reports for one node cannot both be right (names that differ only in case or domain
+    are one node): every one of them is failed, with the other sources named, so nothing is
+    planned on a guess."""
     items = list(reports)
     sources: dict[str, list[str]] = {}
     for r in items:
-        sources.setdefault(r.name, []).append(r.source)
+        sources.setdefault(node_key(r.name), []).append(r.source)
     out: list[NodeReport] = []
     for r in items:
-        others = [s for s in sources[r.name] if s != r.source] or sources[r.name][1:]
-        if len(sources[r.name]) > 1:
+        same = sources[node_key(r.name)]
+        others = [s for s in same if s != r.source] or same[1:]
+        if len(same) > 1:
             out.append(
                 replace(
                     r,

@@ -8,19 +8,21 @@ Everything runs under one time limit; a node that has not answered by then is li
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shlex
 import shutil
 import signal
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-from resolver import bounded
+from resolver import bounded, capture
 from resolver.errors import InputError, SlurmError, UsageError
 from resolver.fleet import hostlist
-from resolver.fleet.reports import NodeReport, report_from_json
+from resolver.fleet.reports import NodeReport, report_from_json, shown
+from resolver.safety import is_safe
 
 MARKER = "@rocm-vllm-node "
 # Every task first names the node it runs on (slurmd sets SLURMD_NODENAME), then runs the probe,
@@ -33,6 +35,12 @@ _WRAPPER = (
 TIMED_OUT = 124  # timeout(1)'s exit status
 _EXITED_RE = re.compile(r"srun: error: (\S+): tasks? [0-9,\-]+: Exited with exit code (\d+)")
 DEFAULT_PROBE = ("rocm-vllm", "probe", "--json")
+MAX_TIMEOUT = 86_400.0  # --timeout: a day
+SINFO_LIMIT = 16 * capture.MiB  # sinfo -N for 100,000 nodes is a few MiB
+SRUN_LIMIT = 256 * capture.MiB  # every node's report (a few KiB each) for a large partition
+SRUN_LINE = 1024  # srun --label cuts a task's output lines at this many bytes
+_PARTITION_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+_STATE_RE = re.compile(r"[a-z_]{1,16}[*~#!%$@^-]*")
 # Node states in which srun cannot run a task (sinfo %t short forms; "*" = not responding).
 _UNUSABLE = (
     "down",
@@ -69,23 +77,35 @@ def _tool(name: str) -> str:
     return path
 
 
-def _run(
-    args: Sequence[str], env: Mapping[str, str] | None, timeout: float
-) -> subprocess.CompletedProcess[str]:
+def _run(args: Sequence[str], env: Mapping[str, str] | None, timeout: float) -> capture.Captured:
     try:
-        return subprocess.run(
-            list(args),
-            env=dict(env) if env is not None else None,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
+        run = capture.run(args, env=env, timeout=timeout, limit=SINFO_LIMIT)
+    except OSError as exc:
         raise SlurmError(
-            f"{args[0]} did not answer within {timeout:.0f}s",
-            hint="check that slurmctld is up (`sinfo`)",
+            f"{Path(args[0]).name} could not start ({exc.strerror or type(exc).__name__})",
+            hint="check the Slurm client tools on PATH",
         ) from None
+    if run.timed_out:
+        raise SlurmError(
+            f"{Path(args[0]).name} did not answer within {timeout:.0f}s",
+            hint="check that slurmctld is up (`sinfo`)",
+        )
+    if run.truncated:
+        raise SlurmError(
+            f"{Path(args[0]).name} printed more than {SINFO_LIMIT // capture.MiB} MiB",
+            hint="give a smaller partition or node list",
+        )
+    return run
+
+
+def check_timeout(timeout: float) -> float:
+    """``--timeout``: a finite number of seconds, more than 0 and at most a day."""
+    if not math.isfinite(timeout) or not 0 < timeout <= MAX_TIMEOUT:
+        raise UsageError(
+            f"--timeout {timeout:g} is not a number of seconds from 1 to {MAX_TIMEOUT:.0f}",
+            hint="give seconds, e.g. --timeout 120",
+        )
+    return timeout
 
 
 def resolve_target(
@@ -100,13 +120,28 @@ def resolve_target(
         )
     states: dict[str, str] = {}
     partitions: dict[str, list[str]] = {}
+    odd: list[str] = []
     for line in run.stdout.splitlines():
         parts = line.strip().split("|")
         if len(parts) != 3:
             continue
         node, part, state = parts
+        # sinfo's answer becomes srun arguments, file names and batch scripts: a name that is
+        # not a host name (or a partition or state that is not plain) is left out and said.
+        if not (
+            is_safe("node_name", node)
+            and _PARTITION_RE.fullmatch(part.rstrip("*"))
+            and _STATE_RE.fullmatch(state)
+        ):
+            odd.append(node)
+            continue
         states[node] = state
         partitions.setdefault(part.rstrip("*"), []).append(node)
+    if odd and not states:
+        raise SlurmError(
+            "sinfo listed no node with a usable name",
+            hint="check sinfo's output (`sinfo -h -N -o '%N|%P|%t'`)",
+        )
     if target.startswith("partition="):
         name = target.split("=", 1)[1]
         if name not in partitions:
@@ -117,6 +152,10 @@ def resolve_target(
         return Target(tuple(dict.fromkeys(partitions[name])), states, name)
     is_partition = target in partitions
     named_nodes = hostlist.expand(target)
+    if not named_nodes:
+        raise UsageError(
+            f"--slurm {target!r} names no node", hint="give a partition or a node list, e.g. gpu"
+        )
     if is_partition and all(n in states for n in named_nodes):
         raise UsageError(
             f"--slurm {target}: names both a partition and a node",
@@ -163,6 +202,16 @@ def srun_args(
     return [*args, "sh", "-c", _WRAPPER, task_limit, *probe]
 
 
+def _joined(lines: Sequence[str]) -> str:
+    """A task's lines as the text it printed. ``srun --label`` cuts output lines at 1024 bytes
+    and labels each piece: a piece of exactly that length continues on the next line."""
+    parts: list[str] = []
+    for line in lines:
+        parts.append(line)
+        parts.append("" if len(line.encode("utf-8", "replace")) == SRUN_LINE else "\n")
+    return "".join(parts).strip()
+
+
 def _by_task(text: str) -> dict[str, list[str]]:
     tasks: dict[str, list[str]] = {}
     for line in text.splitlines():
@@ -177,13 +226,16 @@ def parse_output(
 ) -> list[NodeReport]:
     """The reports in ``srun --label`` output: each task's lines after its node marker."""
     out_tasks, err_tasks = _by_task(stdout), _by_task(stderr)
+    asked = set(nodes)
     exits = {m.group(1): int(m.group(2)) for m in _EXITED_RE.finditer(stderr)}
     answered: dict[str, NodeReport] = {}
     for task, lines in out_tasks.items():
         if not lines or not lines[0].startswith(MARKER):
             continue
         name = lines[0][len(MARKER) :].strip()
-        body = "\n".join(lines[1:]).strip()
+        if name not in asked:  # a task names only a node it was sent to; anything else is noise
+            continue
+        body = _joined(lines[1:])
         source = f"srun:{name}"
         errors = " | ".join(e.strip() for e in err_tasks.get(task, []) if e.strip())[-300:]
         if exits.get(name) == TIMED_OUT:
@@ -208,7 +260,7 @@ def parse_output(
                 name=name, source=source, reason=why + (f": {errors}" if errors else "")
             )
             continue
-        answered[name] = report_from_json(data, name=name, source=source)
+        answered[name] = report_from_json(data, name=name, source=source, origin=source)
     general = " | ".join(
         line.strip()
         for line in stderr.splitlines()
@@ -234,10 +286,7 @@ def gather(
     env: Mapping[str, str] | None = None,
 ) -> list[NodeReport]:
     """Every node of ``target`` (a partition or node list), probed through one ``srun``."""
-    if timeout <= 0:
-        raise UsageError(
-            f"--timeout {timeout:g} must be positive", hint="give seconds, e.g. --timeout 120"
-        )
+    check_timeout(timeout)
     if not probe:
         raise UsageError(
             "--probe-command is empty", hint="e.g. --probe-command 'rocm-vllm probe --json'"
@@ -257,29 +306,37 @@ def gather(
         return skipped
     args = srun_args(usable, probe, timeout=timeout, partition=resolved.partition)
     environment = dict(env if env is not None else os.environ)
-    stdout, stderr = _srun(args, environment, timeout + 15)
+    stdout, stderr, code = _srun(args, environment, timeout + 15)
+    if code not in (None, 0) and MARKER not in stdout:
+        # No task ever started: the allocation itself failed (srun's own message says why).
+        said = [line.strip() for line in stderr.splitlines() if line.strip()]
+        raise SlurmError(
+            f"srun failed before any node answered (exit {code}): "
+            f"{shown((said or ['no message'])[-1])[:300]}",
+            hint="check the partition, the node states (`sinfo`) and your limits "
+            "(`sacctmgr show assoc user=$USER`)",
+        )
     reports = parse_output(stdout, stderr, usable, timeout=timeout)
     order = {n: i for i, n in enumerate(resolved.nodes)}
     return sorted(reports + skipped, key=lambda r: order.get(r.name, len(order)))
 
 
-def _srun(args: list[str], env: dict[str, str], limit: float) -> tuple[str, str]:
+def _srun(args: list[str], env: dict[str, str], limit: float) -> tuple[str, str, int | None]:
     """Run srun; past ``limit`` seconds it gets SIGINT twice (srun's "cancel the step"), then
-    SIGKILL."""
-    proc = subprocess.Popen(
-        args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    SIGKILL (its whole process group: a site wrapper's children too)."""
     try:
-        return proc.communicate(timeout=limit)
-    except subprocess.TimeoutExpired:
-        for _ in range(2):
-            proc.send_signal(signal.SIGINT)
-        try:
-            out, err = proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
-        return out, err + f"\nsrun did not finish within {limit:g}s"
+        run = capture.run(args, env=env, timeout=limit, limit=SRUN_LIMIT, polite=signal.SIGINT)
+    except OSError as exc:
+        raise SlurmError(
+            f"srun could not start ({exc.strerror or type(exc).__name__})",
+            hint="check the Slurm client tools on PATH",
+        ) from None
+    err = run.stderr
+    if run.timed_out:
+        err += f"\nsrun did not finish within {limit:g}s"
+    if run.truncated:
+        err += f"\nsrun printed more than {SRUN_LIMIT // capture.MiB} MiB; the rest was dropped"
+    return run.stdout, err, run.returncode
 
 
 def probe_command(text: str | None) -> tuple[str, ...]:

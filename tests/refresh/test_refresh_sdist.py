@@ -263,6 +263,29 @@ def test_member_claiming_two_gigabytes_is_refused_before_reading(upstream: Upstr
     _refresh_refuses(upstream, "claims 2147483648 bytes")
 
 
+def test_decompression_bomb_is_refused_in_bounded_time(upstream: Upstream) -> None:
+    """A small sdist whose unwanted member unpacks to 200 MiB of zeros: skipped members are
+    decompressed too, so the cap on what the stream unpacks must stop it, and quickly."""
+    import time
+
+    info = tarfile.TarInfo("vllm-9.9.9/model-weights.bin")
+    info.size = 200 * 1024**2
+    raw = io.BytesIO()
+    with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=1) as gz:
+        gz.write(info.tobuf(tarfile.GNU_FORMAT))
+        zeros = b"\0" * (1024 * 1024)
+        for _ in range(200):
+            gz.write(zeros)
+    body = raw.getvalue()
+    assert len(body) < 2 * 1024**2
+    start = time.monotonic()
+    with pytest.raises(sdist.ArchiveError, match="unpacks to more than 64 MiB"):
+        sdist.read_members(body)
+    assert time.monotonic() - start < 5
+    _serve_one(upstream, body)
+    _refresh_refuses(upstream, "unpacks to more than")
+
+
 def test_path_traversal_member_is_refused(upstream: Upstream) -> None:
     _serve_one(
         upstream,
