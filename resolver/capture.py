@@ -44,6 +44,13 @@ def _drain(stream: IO[bytes], into: bytearray, limit: int, over: list[bool]) -> 
                 over[0] = True
 
 
+def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
+    assert proc.stdin is not None
+    with contextlib.suppress(OSError, ValueError):
+        proc.stdin.write(data)
+        proc.stdin.close()
+
+
 def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
     with contextlib.suppress(OSError):
         os.killpg(proc.pid, sig)
@@ -56,13 +63,15 @@ def run(
     env: Mapping[str, str] | None = None,
     limit: int = DEFAULT_LIMIT,
     polite: int | None = None,
+    stdin: bytes | None = None,
 ) -> Captured:
-    """Run ``args``; past ``timeout`` seconds the process group gets ``polite`` (twice, when
-    given), then SIGKILL after ``GRACE`` seconds. Raises OSError when it cannot start."""
+    """Run ``args`` (``stdin`` written to it, else no input); past ``timeout`` seconds the
+    process group gets ``polite`` (twice, when given), then SIGKILL after ``GRACE`` seconds.
+    Raises OSError when it cannot start."""
     proc = subprocess.Popen(
         list(args),
         env=dict(env) if env is not None else None,
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
@@ -75,6 +84,8 @@ def run(
         threading.Thread(target=_drain, args=(proc.stdout, out, limit, over), daemon=True),
         threading.Thread(target=_drain, args=(proc.stderr, err, limit, over), daemon=True),
     ]
+    if stdin is not None:
+        readers.append(threading.Thread(target=_feed, args=(proc, stdin), daemon=True))
     for t in readers:
         t.start()
     timed_out = False
@@ -95,7 +106,7 @@ def run(
     end = time.monotonic() + 2.0
     for t in readers:
         t.join(max(0.0, end - time.monotonic()))
-    for t, stream in zip(readers, (proc.stdout, proc.stderr), strict=True):
+    for t, stream in zip(readers[:2], (proc.stdout, proc.stderr), strict=True):
         if not t.is_alive():  # closing under a blocked reader would wait on its lock
             with contextlib.suppress(OSError):
                 stream.close()

@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from resolver import bounded, capture
 from resolver.errors import InputError, RegistryError
 
 # Docker Hub is stored under its v1 index URL (what `docker login` writes), whatever host is asked.
@@ -35,7 +34,7 @@ DOCKER_HUB_KEYS = (
     "docker.io",
     "registry-1.docker.io",
 )
-_HELPER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_HELPER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 IDENTITY_TOKEN_USER = "<token>"
 
 
@@ -83,9 +82,15 @@ def _keys_for(host: str) -> set[str]:
     return {host}
 
 
+MAX_CONFIG = 4 * bounded.MiB  # a config.json with many logins is a few KiB
+MAX_HELPER_ANSWER = 1 * bounded.MiB
+HELPER_TIMEOUT = 30.0
+
+
 def _read_config(path: Path) -> dict[str, object]:
     try:
-        text = path.read_text(encoding="utf-8")
+        # Bounded: a FIFO or device as config.json is refused, not waited on.
+        text = bounded.read_text(path, MAX_CONFIG)
     except FileNotFoundError:
         return {}
     except (OSError, UnicodeDecodeError) as exc:
@@ -96,10 +101,10 @@ def _read_config(path: Path) -> dict[str, object]:
             "config.json",
         ) from None
     try:
-        data = json.loads(text)
+        data = bounded.loads_json(text)
     except ValueError:
         raise InputError(
-            f"the Docker config {path} is not valid JSON",
+            f"the Docker config {path} is not valid JSON (or nested too deep)",
             hint="fix or remove it (`docker login` rewrites it), or point DOCKER_CONFIG elsewhere",
         ) from None
     return data if isinstance(data, dict) else {}
@@ -181,7 +186,7 @@ def _from_helper(
 ) -> Credentials | None:
     """``docker-credential-NAME get`` with ``server`` on stdin (docker-credential-helpers
     protocol)."""
-    if not _HELPER_NAME.match(name):
+    if not _HELPER_NAME.fullmatch(name):
         raise InputError(
             f"credential helper name {name!r} in {source} is not a plain name",
             hint="fix credHelpers/credsStore in the Docker config",
@@ -196,25 +201,28 @@ def _from_helper(
             hint=f"install {binary}, or remove it from the Docker config and `docker login` again",
         )
     try:
-        result = subprocess.run(
+        result = capture.run(
             [found, "get"],
-            input=server,
-            capture_output=True,
-            text=True,
-            timeout=30,
-            env=dict(env),
-            check=False,
+            stdin=server.encode(),
+            timeout=HELPER_TIMEOUT,
+            env=env,
+            limit=MAX_HELPER_ANSWER,
         )
-    except (OSError, subprocess.TimeoutExpired) as exc:
+    except OSError as exc:
         raise RegistryError(
             f"credential helper {binary} did not answer for {server} ({exc.__class__.__name__})",
             hint=f"run `echo {server} | {binary} get` by hand to see what it needs",
         ) from None
+    if result.timed_out:
+        raise RegistryError(
+            f"credential helper {binary} did not answer for {server} within {HELPER_TIMEOUT:.0f}s",
+            hint=f"run `echo {server} | {binary} get` by hand to see what it needs",
+        )
     if result.returncode != 0:
         # "credentials not found in native keychain": no login for this server.
         return None
     try:
-        data = json.loads(result.stdout)
+        data = None if result.truncated else bounded.loads_json(result.stdout)
     except ValueError:
         data = None
     if not isinstance(data, dict) or not isinstance(data.get("Secret"), str):

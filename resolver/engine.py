@@ -317,7 +317,15 @@ def _engine_errors() -> tuple[type[Exception], ...]:
     import docker.errors
     import requests
 
-    return (docker.errors.DockerException, requests.RequestException, OSError)
+    # ValueError/TypeError: a malformed DOCKER_HOST (``tcp://[::1``, ``tcp://h:port``) fails in
+    # the SDK's URL parsing, before any connection.
+    return (
+        docker.errors.DockerException,
+        requests.RequestException,
+        OSError,
+        ValueError,
+        TypeError,
+    )
 
 
 def _short(exc: Exception) -> str:

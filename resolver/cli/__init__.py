@@ -56,6 +56,12 @@ def main() -> None:
     import sys
 
     click_exception = _click_exception()
+    odd = _non_ascii_number(sys.argv[1:])
+    if odd is not None:
+        # Click's int()/float() read other scripts' digits: `--port ٨٠` would serve on port 80.
+        print(f"error: {odd[0]} {odd[1]!a} is not a number in ASCII digits", file=sys.stderr)
+        print(f"hint: write {odd[0]} with the digits 0-9, e.g. {odd[0]} 8", file=sys.stderr)
+        sys.exit(2)
     repeated = _repeated(sys.argv[1:])
     if repeated is not None:
         # Click keeps the last of a repeated option: `--node a.json --node b.json` would decide
@@ -121,6 +127,23 @@ SINGLE_VALUED = (
     "--python",
     "--vllm",
 )
+
+
+# Options whose value the command-line parser turns into a number.
+NUMERIC = frozenset({"--gpus", "--port", "--max-jobs", "--timeout"})
+
+
+def _non_ascii_number(argv: list[str]) -> tuple[str, str] | None:
+    """The first numeric option whose value is not plain ASCII (``٨٠``, ``²``, ``８``)."""
+    for i, word in enumerate(argv):
+        if word == "--":
+            break
+        name, eq, value = word.partition("=")
+        if name in NUMERIC:
+            value = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
+            if not value.isascii():
+                return name, value
+    return None
 
 
 def _repeated(argv: list[str]) -> tuple[str, list[str]] | None:

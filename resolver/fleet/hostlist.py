@@ -14,8 +14,11 @@ from resolver.errors import InputError
 
 # One name or pattern at a time: ``gpu[001-004,9]`` or ``n1``. Nested brackets are not Slurm's.
 _BRACKET_RE = re.compile(r"^([^\[\],]*)\[([0-9,\-]+)\]([^\[\],]*)$")
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_NUMBERED_RE = re.compile(r"^(.*?)(\d+)(\D*)$")
+# A host name as resolver.safety's node_name has it (fullmatch: "$" would take a trailing "\n").
+_NAME_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,251}[A-Za-z0-9])?")
+# The last run of ASCII digits, at most 18 (a longer run stays a plain name: no int() of it).
+_NUMBERED_RE = re.compile(r"(.*?)(?<![0-9])([0-9]{1,18})([^0-9]*)")
+_DIGITS_RE = re.compile(r"[0-9]{1,18}")
 MAX_HOSTS = 1_000_000
 
 
@@ -44,7 +47,7 @@ def expand(text: str) -> list[str]:
     for part in _split_top(text):
         match = _BRACKET_RE.match(part)
         if match is None:
-            if not _NAME_RE.match(part):
+            if not _NAME_RE.fullmatch(part):
                 raise InputError(
                     f"{part!r} is not a host name or host list",
                     hint="write names like gpu[001-004],gpu010",
@@ -54,7 +57,7 @@ def expand(text: str) -> list[str]:
         prefix, body, suffix = match.groups()
         for item in body.split(","):
             lo, sep, hi = item.partition("-")
-            if not lo.isdigit() or (sep and not hi.isdigit()):
+            if not _DIGITS_RE.fullmatch(lo) or (sep and not _DIGITS_RE.fullmatch(hi)):
                 raise InputError(
                     f"{part!r}: {item!r} is not a number or range",
                     hint="write ranges like [001-004]",
@@ -67,7 +70,7 @@ def expand(text: str) -> list[str]:
             width = len(lo)
             for n in range(start, end + 1):
                 name = f"{prefix}{n:0{width}d}{suffix}"
-                if not _NAME_RE.match(name):
+                if not _NAME_RE.fullmatch(name):
                     raise InputError(
                         f"{part!r} makes {name!r}, not a host name",
                         hint="check the prefix and suffix",
@@ -102,7 +105,7 @@ def compress(names: Iterable[str]) -> str:
     order: list[tuple[str, str] | str] = []
     plain: set[str] = set()
     for name in names:
-        match = _NUMBERED_RE.match(name)
+        match = _NUMBERED_RE.fullmatch(name)
         if match is None:
             if name not in plain:
                 plain.add(name)

@@ -229,12 +229,17 @@ def parse_output(
     asked = set(nodes)
     exits = {m.group(1): int(m.group(2)) for m in _EXITED_RE.finditer(stderr)}
     answered: dict[str, NodeReport] = {}
+    claimed: dict[str, int] = {}
     for task, lines in out_tasks.items():
         if not lines or not lines[0].startswith(MARKER):
             continue
         name = lines[0][len(MARKER) :].strip()
         if name not in asked:  # a task names only a node it was sent to; anything else is noise
             continue
+        if name in claimed:
+            claimed[name] += 1
+            continue
+        claimed[name] = 1
         body = _joined(lines[1:])
         source = f"srun:{name}"
         errors = " | ".join(e.strip() for e in err_tasks.get(task, []) if e.strip())[-300:]
@@ -268,6 +273,13 @@ def parse_output(
         and not line.split(":", 1)[0].strip().isdigit()
         and not _EXITED_RE.match(line.strip())
     )
+    for name, count in claimed.items():
+        if count > 1:  # slurmd names each task's node: two claims mean a task lied about its own
+            answered[name] = NodeReport(
+                name=name,
+                source=f"srun:{name}",
+                reason=f"{count} tasks answered as this node; none is trusted",
+            )
     reports = []
     for node in nodes:
         if node in answered:

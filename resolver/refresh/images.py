@@ -135,11 +135,12 @@ class ImagesSource(Source):
         return token
 
     def list_tags(self, repo: str, result: SourceResult) -> list[str]:
-        url: str | None = f"{self.ep.registry}/v2/{repo}/tags/list?n=1000"
+        reg = self._registry()
+        url: str | None = f"{reg.url}/v2/{reg.repository(repo)}/tags/list?n=1000"
         tags: list[str] = []
         pages = 0
         while url and pages < 100:
-            resp = self._get(repo, url)
+            resp = self._get(reg.repository(repo), url)
             pages += 1
             if resp.status == 404:
                 result.refuse(f"image repo {repo}", f"{url} answered 404 (no such repository)")
@@ -166,12 +167,21 @@ class ImagesSource(Source):
                         f"image {repo}:{str(tag)[:60]!r}", "is not an acceptable image tag"
                     )
             nxt = parse_link_next(resp.headers.get("link"))
-            url = _absolute(self.ep.registry, nxt) if nxt else None
+            url = _absolute(reg.url, nxt) if nxt else None
         return tags
 
+    def _registry(self) -> Any:
+        """The registry and repository prefix exactly as ``image --digest`` reads the same
+        ``ROCM_VLLM_REGISTRY`` (``https://harbor.example/dockerhub`` asks
+        ``/v2/dockerhub/<repo>/...``): one base URL, one URL shape."""
+        from resolver.registry import parse_registry
+
+        return parse_registry(self.ep.registry)
+
     def digest(self, repo: str, tag: str) -> tuple[str | None, str]:
-        url = f"{self.ep.registry}/v2/{repo}/manifests/{tag}"
-        resp = self._get(repo, url, method="HEAD", accept=MANIFEST_TYPES)
+        reg = self._registry()
+        url = f"{reg.url}/v2/{reg.repository(repo)}/manifests/{tag}"
+        resp = self._get(reg.repository(repo), url, method="HEAD", accept=MANIFEST_TYPES)
         return (resp.headers.get("docker-content-digest") if resp.ok else None), url
 
     # --- records ----------------------------------------------------------------------------
