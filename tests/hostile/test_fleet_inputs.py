@@ -137,7 +137,6 @@ def _check_artifacts(out: Path, tmp: Path, canary: Path) -> None:
         first = manifest.read_text().splitlines()[0]
         assert first.startswith("# rocm-vllm fleet plan")
         assert first.isascii() and first.isprintable()
-        )
 
 
 def _outside(tmp: Path, allowed: set[str]) -> list[str]:
