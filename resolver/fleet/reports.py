@@ -23,7 +23,7 @@ from resolver.node import Node, from_json
 from resolver.safety import is_safe
 
 Status = Literal["ok", "unknown", "failed"]
-_MAX_REPORT = 16 * 1024 * 1024
+MAX_REPORT = 16 * 1024 * 1024  # a probe report is a few KiB
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -190,7 +190,7 @@ def read_reports(inputs: Sequence[str]) -> list[NodeReport]:
         stem = shown(path.stem)
         try:
             # Regular files only (a FIFO in the directory must not hang the fleet), size-capped.
-            raw = bounded.read_bytes(path, _MAX_REPORT)
+            raw = bounded.read_bytes(path, MAX_REPORT)
         except bounded.TooLargeError:
             reports.append(
                 NodeReport(

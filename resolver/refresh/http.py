@@ -26,6 +26,7 @@ from resolver.errors import RegistryError
 DEFAULT_TIMEOUT: tuple[float, float] = (5.0, 30.0)  # connect, read
 DEFAULT_DEADLINE = 120.0  # one get(), retries and sleeps included (ROCM_VLLM_HTTP_DEADLINE)
 MAX_BODY = 32 * 1024 * 1024  # an API page, index page or data file; sdists use download()
+DOWNLOAD_DEADLINE = 900.0  # one download() (an sdist of ~50 MB on a slow link), the same env var
 MAX_RETRY_AFTER = 30.0  # a Retry-After of an hour is not honoured for an hour
 _sleep = time.sleep  # one place for tests to stop retries from waiting
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -176,7 +177,7 @@ class HttpClient:
         *,
         sha256: str,
         max_bytes: int,
-        deadline_s: float = 900.0,
+        deadline_s: float = DOWNLOAD_DEADLINE,
         progress: Callable[[int, int], None] | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> bytes:
