@@ -501,3 +501,19 @@ def test_hostile_kube_inputs_are_bad_input(tmp_path: Path) -> None:
     deep.write_text("{" + '"a":{' * 10_000 + "}" * 10_001)
     result = run_cli("fleet", "plan", "--kube", str(deep))
     assert result.exit_code == 2 and "Traceback" not in result.output
+
+
+def test_a_node_gathered_through_srun_is_described_by_flags_not_a_file() -> None:
+    """issue 24: a follow-up command for an srun-gathered node said `--node srun:ws1`, a file
+    that does not exist; the node is described by its facts instead."""
+    from resolver.explain.steps import node_flags
+    from resolver.fleet.slurm import MARKER, parse_output
+
+    report = {**_probe(MI300X), "driver_version": "30.30.3"}
+    lines = json.dumps(report, indent=1).splitlines()
+    out = f"0: {MARKER}ws1\n" + "\n".join(f"0: {line}" for line in lines)
+    (r,) = parse_output(out, "", ["ws1"])
+    assert r.node is not None and r.node.origin == "srun:ws1"
+    flags = node_flags(r.node)
+    assert "--node" not in flags
+    assert flags[:2] == ["--gfx", "gfx942"] and "30.30.3" in flags
