@@ -19,10 +19,10 @@ OCI images from a registry with the ``docker://`` transport. Following Apptainer
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from resolver import shell
 from resolver.runcmd import RunSpec
 
 CONTAINER_HF_CACHE = "/hf-cache"
@@ -94,7 +94,7 @@ def run_command(
     home_dir = home if home is not None else str(Path.home())
     args = tuple(home_dir + w[1:] if w.startswith("~/") else w for w in raw)
     text = " ".join(
-        w if w.startswith("~/") and shlex.quote(w[1:]) == w[1:] else shlex.quote(w) for w in raw
+        w if w.startswith("~/") and shell.quote(w[1:]) == w[1:] else shell.quote(w) for w in raw
     )
     return ApptainerRun(args, text)
 
@@ -109,10 +109,10 @@ def definition(spec: RunSpec, *, labels: dict[str, str] | None = None) -> str:
     lines += ["", "%environment"]
     for item in _env(spec):
         key, _, value = item.partition("=")
-        lines.append(f"    export {key}={shlex.quote(value)}")
+        lines.append(f"    export {key}={shell.quote(value)}")
     lines += ["", "%runscript"]
     serve = _serve(spec)
-    lines.append("    exec " + " ".join(shlex.quote(w) for w in serve) + ' "$@"')
+    lines.append("    exec " + " ".join(shell.quote(w) for w in serve) + ' "$@"')
     lines += [
         "",
         "%help",

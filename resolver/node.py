@@ -290,6 +290,25 @@ def _count(data: dict[str, Any], key: str, where: str) -> int | None:
 
 
 def read_node_file(path: Path) -> Node:
+    """``--node FILE``; ``-`` reads the report from standard input (``probe --json | check
+    --node -``), with the same size cap."""
+    if str(path) == "-":
+        import sys
+
+        raw = sys.stdin.buffer.read(MAX_NODE_FILE + 1)
+        if len(raw) > MAX_NODE_FILE:
+            raise InputError(
+                "--node -: more than 16 MiB on standard input",
+                hint="pipe the output of `rocm-vllm probe --json`",
+            )
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError(
+                "--node -: standard input is not UTF-8 text",
+                hint="pipe the output of `rocm-vllm probe --json`",
+            ) from None
+        return _parse_node_text(text, "-", where="stdin")
     try:
         text = bounded.read_text(path, MAX_NODE_FILE)
     except FileNotFoundError:
@@ -307,14 +326,20 @@ def read_node_file(path: Path) -> Node:
             f"--node {path}: cannot read it ({exc.strerror or exc.__class__.__name__})",
             hint="check the path and its permissions",
         ) from None
+    return _parse_node_text(text, str(path), where=str(path))
+
+
+def _parse_node_text(text: str, shown: str, *, where: str) -> Node:
     try:
         data = bounded.loads_json(text)
     except ValueError as exc:
         raise InputError(
-            f"--node {path}: {bounded.json_failure(exc, 'a probe JSON file')}",
+            f"--node {shown}: {bounded.json_failure(exc, 'a probe JSON file')}",
             hint="write it with `rocm-vllm probe --json > node.json`",
         ) from None
-    return from_json(data, where=str(path))
+    # A report read from stdin has no file a follow-up command could name: it is described by
+    # its facts (origin "stdin").
+    return from_json(data, where=where, origin="stdin" if shown == "-" else None)
 
 
 def merge_flags(base: Node, flag_node: Node, flags: dict[str, Any]) -> Node:

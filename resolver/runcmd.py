@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from resolver import shell
 from resolver.errors import UsageError
 from resolver.model import Entrypoint
 from resolver.safety import require_safe
@@ -129,7 +129,7 @@ def render(
     if fmt == "compose":
         text = _compose(spec)
         compose_args: tuple[str, ...] = ("docker", "compose", "-f", compose_file, "up", "-d")
-        return Rendered(fmt, compose_args, shlex.join(compose_args), text)
+        return Rendered(fmt, compose_args, shell.join(compose_args), text)
     words = _run_words(spec, fmt)
     args = tuple(_expand_home(w, home_dir) for w in words)
     return Rendered(fmt, args, " ".join(_quote(w) for w in words))
@@ -225,9 +225,9 @@ def _compose(spec: RunSpec) -> str:
 
 def _quote(word: str) -> str:
     # Leave a leading ~/ unquoted so the shell expands it; the rest is already safe characters.
-    if word.startswith("~/") and shlex.quote(word[1:]) == word[1:]:
+    if word.startswith("~/") and shell.quote(word[1:]) == word[1:]:
         return word
-    return shlex.quote(word)
+    return shell.quote(word)
 
 
 def _expand_home(word: str, home: str) -> str:

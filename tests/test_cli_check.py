@@ -426,3 +426,74 @@ def test_dockerfile_json_has_schema_version() -> None:
     )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["schema_version"] == 1
+
+
+# --- the CI contract (issue 19) -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check", "--gpus", "abc", "--json"],
+        ["check", "--bogus-flag", "--json"],
+        ["check", "--gfx", "gfx942", "--port", "٨٠", "--json"],
+        ["check", "--vllm", "1", "--vllm", "2", "--json"],
+    ],
+)
+def test_usage_errors_under_json_are_one_json_object(argv: list[str]) -> None:
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-m", "resolver", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert run.returncode == 2
+    error = json.loads(run.stdout)["error"]
+    assert error["exit_code"] == 2 and error["code"] == "usage" and error["message"]
+    assert run.stderr.startswith("error: ")
+
+
+def test_node_from_stdin() -> None:
+    import subprocess
+    import sys
+
+    from resolver.probe import probe_files
+    from tests.probe_data import probe_matrix
+
+    fixture = (
+        Path(__file__).parent / "probe" / "fixtures" / "rocminfo-gfx942-mi300x-4gpu-thamada.txt"
+    )
+    report = json.dumps(probe_files(rocminfo=fixture, matrix=probe_matrix()).to_json())
+    run = subprocess.run(
+        [sys.executable, "-m", "resolver", "check", "--node", "-", "--driver", "30.30.3", "--json"],
+        input=report,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    data = json.loads(run.stdout)
+    assert data["node"]["logical_gpu_count"] == 4 and data["node"]["origin"] == "stdin"
+
+
+def test_printed_commands_quote_what_zsh_would_expand() -> None:
+    """`--vllm ==0.33.0` fails in zsh (`=0.33.0 not found`): a word starting with "=" is quoted;
+    bash reads the quoted words back unchanged."""
+    import subprocess
+
+    from resolver import shell
+
+    words = ["rocm-vllm", "image", "--vllm", "==0.33.0", "--gfx", "gfx942", "gpu[001-004]"]
+    line = shell.join(words)
+    assert "'==0.33.0'" in line and "'gpu[001-004]'" in line
+    echoed = subprocess.run(
+        ["bash", "-c", f"printf '%s\\n' {line}"], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert echoed == words
+    o = run_cli("check", "--gfx", "gfx942", "--gpus", "8", "--driver", "30.30.3")
+    assert "--vllm '==" in o.stdout and " --vllm ==" not in o.stdout

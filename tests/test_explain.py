@@ -41,7 +41,7 @@ CASES: dict[str, tuple[list[str], int]] = {
     "old-vllm-needs-driver": (["--gfx", "gfx950", "--driver", "6.1.3", "--vllm", "==0.16.0"], 1),
     "mixed-fleet-fp8": (["--gfx", "gfx942,gfx950", "--quantization", "fp8"], 0),
     "no-driver-info": (["--gfx", "gfx942", "--os", "ubuntu-22.04"], 0),
-    "driver-not-in-table": (["--gfx", "gfx942", "--driver", "6.8.0"], 0),
+    "driver-not-in-table": (["--gfx", "gfx942", "--driver", "6.8.0"], 6),
     "ok-mi300x-x8": (["--gfx", "gfx942", "--gpus", "8", "--driver", "30.30.3"], 0),
     "ok-strix-halo": (["--example", "strix-halo"], 0),
     "ok-amd-image-old-driver": (["--gfx", "gfx942", "--driver", "6.1.0"], 0),

@@ -179,10 +179,14 @@ def test_missing_driver_is_a_warning_only() -> None:
     assert d.exit_code == 0
 
 
-def test_inbox_driver_version_is_flagged_unknown() -> None:
-    d = decide("gfx1151", driver="6.14.0", os="ubuntu-24.04")
-    assert d.exit_code == 0 and "unknown-driver" in codes(d)
-    assert d.verdict == "supported_with_warnings"
+def test_inbox_driver_version_is_unknown() -> None:
+    """issue 19: a driver that matches no series of AMD's table (an inbox kernel's version, a
+    nonsense 99.1) is not planned as if fine: the answer is unknown (exit 6), naming the driver."""
+    for driver in ("6.14.0", "99.1", "6.10.5-2119913"):
+        d = decide("gfx1151", driver=driver, os="ubuntu-24.04")
+        assert d.verdict == "unknown" and d.exit_code == 6, driver
+        assert [(f.kind, f.subject) for f in d.missing] == [("driver", driver)]
+        assert d.plan is None
 
 
 def test_node_level_warnings_from_probe_facts() -> None:
@@ -213,7 +217,17 @@ def test_unknown_gfx_is_unknown_and_bad_request_is_an_input_error() -> None:
     with pytest.raises(InputError, match="--quantization"):
         decide("gfx942", quantization="int3")
     with pytest.raises(InputError, match="no vLLM release"):
-        decide("gfx942", vllm="==9.9.9")
+        decide("gfx942", vllm="==0.0.1")
+
+
+def test_a_release_newer_than_the_data_is_unknown() -> None:
+    """issue 19: `--vllm ==0.35.0` (newer than every release the data knows) is unknown with the
+    command that reads it, never bad input."""
+    d = decide("gfx942", driver="30.30.3", vllm="==9.9.9")
+    assert d.verdict == "unknown" and d.exit_code == 6
+    ((kind, subject, fetch),) = [(f.kind, f.subject, f.fetch) for f in d.missing]
+    assert (kind, subject) == ("release", "9.9.9")
+    assert fetch == "rocm-vllm matrix refresh --source sdist --tag 9.9.9 --write"
 
 
 def test_paths_restrict_candidate_kinds() -> None:

@@ -6,7 +6,7 @@ imports happen inside the command functions so that start-up stays fast.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 
@@ -56,29 +56,31 @@ def main() -> None:
     import sys
 
     click_exception = _click_exception()
+    wants_json = "--json" in _before_dashes(sys.argv[1:])
     odd = _non_ascii_number(sys.argv[1:])
     if odd is not None:
         # Click's int()/float() read other scripts' digits: `--port ٨٠` would serve on port 80.
-        print(f"error: {odd[0]} {odd[1]!a} is not a number in ASCII digits", file=sys.stderr)
-        print(f"hint: write {odd[0]} with the digits 0-9, e.g. {odd[0]} 8", file=sys.stderr)
-        sys.exit(2)
+        _usage_error(
+            f"{odd[0]} {odd[1]!a} is not a number in ASCII digits",
+            f"write {odd[0]} with the digits 0-9, e.g. {odd[0]} 8",
+            wants_json=wants_json,
+        )
     repeated = _repeated(sys.argv[1:])
     if repeated is not None:
         # Click keeps the last of a repeated option: `--node a.json --node b.json` would decide
         # for b alone and say nothing. One node per command; many nodes are a fleet.
         name, values = repeated
-        print(
-            f"error: {name} given {len(values)} times ({', '.join(values)}); a command decides for "
-            "one value",
-            file=sys.stderr,
-        )
         hint = (
             "for many nodes: rocm-vllm fleet plan FILE... (see `rocm-vllm fleet plan --help`)"
             if name in ("--node", "--rocminfo", "--example")
             else f"give {name} once"
         )
-        print(f"hint: {hint}", file=sys.stderr)
-        sys.exit(2)
+        _usage_error(
+            f"{name} given {len(values)} times ({', '.join(values)}); a command decides for "
+            "one value",
+            hint,
+            wants_json=wants_json,
+        )
 
     try:
         code = app(standalone_mode=False)
@@ -89,9 +91,12 @@ def main() -> None:
             sys.exit(0)
         ctx = getattr(exc, "ctx", None)
         command = ctx.command_path if ctx is not None else "rocm-vllm"
-        print(f"error: {exc.format_message()}", file=sys.stderr)
-        print(f"hint: see `{command} --help`", file=sys.stderr)
-        sys.exit(int(exc.exit_code))
+        _usage_error(
+            exc.format_message(),
+            f"see `{command} --help`",
+            wants_json=wants_json,
+            exit_code=int(exc.exit_code),
+        )
     except typer.Abort:
         print("aborted", file=sys.stderr)
         sys.exit(130)
@@ -127,6 +132,24 @@ SINGLE_VALUED = (
     "--python",
     "--vllm",
 )
+
+
+def _before_dashes(argv: list[str]) -> list[str]:
+    return argv[: argv.index("--")] if "--" in argv else argv
+
+
+def _usage_error(message: str, hint: str, *, wants_json: bool, exit_code: int = 2) -> NoReturn:
+    """A command-line error: two lines on stderr, and under --json the same error as the JSON
+    object every other error is (docs/cli.md), so that a pipeline into jq always gets JSON."""
+    import json
+    import sys
+
+    if wants_json:
+        error = {"code": "usage", "message": message, "hint": hint, "exit_code": exit_code}
+        print(json.dumps({"schema_version": 1, "error": error}, indent=2))
+    print(f"error: {message}", file=sys.stderr)
+    print(f"hint: {hint}", file=sys.stderr)
+    sys.exit(exit_code)
 
 
 # Options whose value the command-line parser turns into a number.

@@ -54,6 +54,14 @@ def _unknown(decision: Decision, matrix: Matrix, found: WhatIf) -> Derivation:
                     command=m.fetch,
                 )
             )
+        elif m.kind == "driver":
+            hints.append(
+                Hint(
+                    kind="data",
+                    text="give the AMD GPU driver release with --driver (the amdgpu-install "
+                    "version, e.g. 30.30.3 or 6.4.3), not the kernel module's own number",
+                )
+            )
         elif m.kind == "gfx":
             hints.append(
                 Hint(

@@ -6,8 +6,7 @@ from the proof. Nothing here solves.
 
 from __future__ import annotations
 
-import shlex
-
+from resolver import shell
 from resolver.codes import GATE_CODES
 from resolver.explain.chain import (
     HINT_ORDER,
@@ -74,7 +73,7 @@ def _unknown_driver_hint(ctx: _Context, plan: Evaluation | None) -> Hint | None:
         kind="driver",
         text=f"the amdgpu driver is {what}, so whether it runs ROCm {rocm} was not checked: "
         "give the AMD GPU Driver release you installed (the amdgpu-install version) with --driver",
-        command=shlex.join(["rocm-vllm", "check", *_node_argv(ctx.node), "--driver", "30.30.3"]),
+        command=shell.join(["rocm-vllm", "check", *_node_argv(ctx.node), "--driver", "30.30.3"]),
     )
 
 
@@ -82,7 +81,7 @@ def _older_vllm_hint(ctx: _Context, found: WhatIf, *, driver_hint: bool) -> Hint
     if found.older_vllm is None:
         return None
     c = found.older_vllm.candidate
-    cmd = shlex.join(["rocm-vllm", "check", *_node_argv(ctx.node), "--vllm", f"=={c.vllm}"])
+    cmd = shell.join(["rocm-vllm", "check", *_node_argv(ctx.node), "--vllm", f"=={c.vllm}"])
     lead = "or keep this host as it is and pick" if driver_hint else "pick"
     return Hint(
         kind="vllm",
@@ -106,7 +105,7 @@ def _source_hint(ctx: _Context, found: WhatIf) -> Hint | None:
     if src is None:
         return None
     gfx = ",".join(ctx.node.gfx_targets)
-    cmd = shlex.join(
+    cmd = shell.join(
         [
             "rocm-vllm",
             "dockerfile",
@@ -181,7 +180,7 @@ def _override_hints(ctx: _Context, plan: Evaluation | None) -> list[Hint]:
                 text=f"unofficial: HSA_OVERRIDE_GFX_VERSION={t.override} makes the runtime load "
                 f"{t.override_target} code on {name}{build}; "
                 "risk: crashes or wrong results, so test outputs before serving",
-                command=shlex.join(["export", f"HSA_OVERRIDE_GFX_VERSION={t.override}"]),
+                command=shell.join(["export", f"HSA_OVERRIDE_GFX_VERSION={t.override}"]),
             )
         )
     return hints
@@ -217,7 +216,7 @@ def _host_hint(ctx: _Context, route: HostRoute) -> Hint:
             verbs.append("fits")
         elif change.kind == "python":
             parts.append(f"use Python {change.value} for the venv")
-            command = shlex.join(["uv", "venv", "--python", str(route.node.python)])
+            command = shell.join(["uv", "venv", "--python", str(route.node.python)])
             verbs.append("installs")
         elif change.kind == "glibc":
             parts.append(f"use a host OS with glibc >= {change.value} (Ubuntu 22.04 has 2.35)")

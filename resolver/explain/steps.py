@@ -7,8 +7,7 @@ command is built from argv with ``shlex.join``.
 
 from __future__ import annotations
 
-import shlex
-
+from resolver import shell
 from resolver.node import Node
 from resolver.solve import Evaluation
 
@@ -49,9 +48,9 @@ def plan_steps(ev: Evaluation, node: Node) -> list[tuple[str, str]]:
     flags = _node_flags(node)
     if c.kind == "image" and c.image is not None:
         return [
-            (shlex.join(["docker", "pull", c.image.ref]), ""),
+            (shell.join(["docker", "pull", c.image.ref]), ""),
             (
-                shlex.join(["rocm-vllm", "image", *flags, "--vllm", f"=={c.vllm}", "--digest"]),
+                shell.join(["rocm-vllm", "image", *flags, "--vllm", f"=={c.vllm}", "--digest"]),
                 "pin by digest, print the docker run command",
             ),
         ]
@@ -59,9 +58,9 @@ def plan_steps(ev: Evaluation, node: Node) -> list[tuple[str, str]]:
         py = c.wheel.python[0]
         index = f"https://wheels.vllm.ai/rocm/{c.vllm}/{c.wheel.name}"
         return [
-            (shlex.join(["uv", "venv", "--python", py, ".venv"]) + " && . .venv/bin/activate", ""),
+            (shell.join(["uv", "venv", "--python", py, ".venv"]) + " && . .venv/bin/activate", ""),
             (
-                shlex.join(
+                shell.join(
                     [
                         "uv",
                         "pip",
@@ -91,7 +90,7 @@ def plan_steps(ev: Evaluation, node: Node) -> list[tuple[str, str]]:
             stack.append("--allow-moving-refs")
     return [
         (
-            shlex.join(
+            shell.join(
                 [
                     "rocm-vllm",
                     "dockerfile",
@@ -106,7 +105,7 @@ def plan_steps(ev: Evaluation, node: Node) -> list[tuple[str, str]]:
             f"built for {gfx} only" if gfx else "",
         ),
         (
-            shlex.join(
+            shell.join(
                 [
                     "env",
                     "DOCKER_BUILDKIT=1",

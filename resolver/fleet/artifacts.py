@@ -13,7 +13,6 @@ import errno
 import json
 import os
 import re
-import shlex
 import shutil
 import tempfile
 import time
@@ -22,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from resolver import atomic
+from resolver import atomic, shell
 from resolver.errors import InputError, UsageError
 from resolver.fleet.plan import FleetPlan, Group, fleet_json, render_text
 from resolver.model import ContainerImage, Matrix
@@ -163,9 +162,9 @@ def _hostlist(group: Group) -> str:
 
 
 def _shell_word(word: str) -> str:
-    if word.startswith("~/") and shlex.quote(word[1:]) == word[1:]:
+    if word.startswith("~/") and shell.quote(word[1:]) == word[1:]:
         return '"$HOME"' + word[1:]
-    return shlex.quote(word)
+    return shell.quote(word)
 
 
 def sbatch_script(m: Matrix, group: Group, opts: Options) -> str | None:

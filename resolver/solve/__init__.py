@@ -10,9 +10,12 @@ verdict of the ``Decision``. Every reason carries the facts it rests on with the
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Iterator
+from typing import Any
 
+from packaging.version import InvalidVersion, Version
+
+from resolver import shell
 from resolver.codes import UNKNOWN_CODES
 from resolver.errors import InputError
 from resolver.model import Matrix
@@ -44,6 +47,7 @@ from resolver.solve.types import (
     Verdict,
     Warning,
 )
+from resolver.versions import driver_series
 
 __all__ = [
     "FP8_QUANT",
@@ -110,6 +114,9 @@ def solve(
             + "describe the node with --gfx (e.g. --gfx gfx942), --example NAME, or --node FILE "
             "from `rocm-vllm probe --json`",
         )
+    early = _unplaceable(matrix, node, request)
+    if early:
+        return _unknown(node, request, early)
     unknown_gfx = [g for g in node.gfx_targets if matrix.gfx_target(g) is None]
     if unknown_gfx:
         known = ", ".join(sorted(g.name for g in matrix.gfx))
@@ -204,6 +211,85 @@ def solve(
     )
 
 
+def _unplaceable(matrix: Matrix, node: Node, request: Request) -> tuple[MissingFact, ...]:
+    """Facts of the node or request the data cannot place, so that any answer would be a guess:
+    a driver that matches no series in AMD's table, a vLLM release newer than every release the
+    data knows (it may exist upstream: the refresh reads it)."""
+    missing: list[MissingFact] = []
+    if node.driver_version:
+        found = matrix.driver(driver_series(node.driver_version))
+        if found is None:
+            known = ", ".join(d.series for d in matrix.drivers)
+            missing.append(
+                MissingFact(
+                    kind="driver",
+                    subject=node.driver_version,
+                    detail=f"amdgpu driver {node.driver_version} matches no driver series in "
+                    f"AMD's driver/user-space table (known: {known}); which ROCm it runs is "
+                    "unknown",
+                    fetch=None,  # AMD's table is curated data; no refresh reads it
+                    source="matrix/drivers.toml",
+                )
+            )
+    if request.vllm is not None and matrix.vllm:
+        newest = max(r.version for r in matrix.vllm)
+        wanted = [
+            v
+            for v in (_pinned(request.vllm),)
+            if v is not None and v > newest and not any(r.version == v for r in matrix.vllm)
+        ]
+        for v in wanted:
+            missing.append(
+                MissingFact(
+                    kind="release",
+                    subject=str(v),
+                    detail=f"vLLM {v} is newer than every release in the data (newest: "
+                    f"{newest}); its ROCm build files were never read",
+                    fetch=shell.join(
+                        [
+                            "rocm-vllm",
+                            "matrix",
+                            "refresh",
+                            "--source",
+                            "sdist",
+                            "--tag",
+                            str(v),
+                            "--write",
+                        ]
+                    ),
+                    source="matrix/vllm.toml",
+                )
+            )
+    return tuple(missing)
+
+
+def _pinned(spec: Any) -> Version | None:
+    """The one version an ``==X`` / ``===X`` spec names (``--vllm 0.35.0`` is ``==0.35.0``)."""
+    items = list(spec)
+    if len(items) == 1 and items[0].operator in ("==", "===") and "*" not in items[0].version:
+        try:
+            return Version(items[0].version)
+        except InvalidVersion:
+            return None
+    return None
+
+
+def _unknown(node: Node, request: Request, missing: tuple[MissingFact, ...]) -> Decision:
+    problems = [
+        Warning(code=p.code, message=p.message, hint=p.hint, source="probe") for p in node.problems
+    ]
+    return Decision(
+        verdict="unknown",
+        node=node,
+        request=request,
+        plan=None,
+        warnings=tuple(problems),
+        rejected=(),
+        alternatives=(),
+        missing=missing,
+    )
+
+
 def _missing_releases(unread: list[Evaluation]) -> tuple[MissingFact, ...]:
     out: dict[str, MissingFact] = {}
     for e in unread:
@@ -219,7 +305,7 @@ def _missing_releases(unread: list[Evaluation]) -> tuple[MissingFact, ...]:
             kind="release",
             subject=v,
             detail=f"vLLM {v}: {what} are not in the data",
-            fetch=shlex.join(
+            fetch=shell.join(
                 ["rocm-vllm", "matrix", "refresh", "--source", "sdist", "--tag", v, "--write"]
             ),
             source=e.candidate.release.provenance.source if e.candidate.release else "",

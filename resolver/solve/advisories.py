@@ -70,9 +70,10 @@ def image_warnings(image: ContainerImage) -> list[Warning]:
         )
     elif not image.official:
         out.append(
+            # A warning, not a note: vLLM's docs call the channel deprecated, and
+            # docs/verdicts.md makes a deprecated channel supported_with_warnings.
             Warning(
                 code="amd-image",
-                severity="info",
                 message=f"{image.repo} is AMD's channel (vLLM's docs call it deprecated since "
                 "v0.19); its entrypoint is a shell",
                 hint="run `vllm serve` explicitly in it (`rocm-vllm image` writes the command)",

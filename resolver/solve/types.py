@@ -279,8 +279,8 @@ class Evaluation:
 class MissingFact:
     """A fact the answer depends on that the data does not hold, and how to get it."""
 
-    kind: Literal["gfx", "release"]
-    subject: str  # "gfx1299", "0.34.0"
+    kind: Literal["gfx", "release", "driver"]
+    subject: str  # "gfx1299", "0.34.0", "99.1"
     detail: str
     fetch: str | None  # the command that reads it from upstream, where one exists
     source: str = ""  # where the data says the subject exists
