@@ -17,6 +17,7 @@ ReasonCode = Literal[
     "mx-unsupported",
     "kv-fp8-unsupported",
     "driver-window",
+    "driver-predates-gpu",
     "python-mismatch",
     "glibc-too-old",
     "release-facts-unknown",

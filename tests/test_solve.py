@@ -339,3 +339,27 @@ def test_a_reporter_sees_every_candidate_once_and_how_it_ended() -> None:
     # Every candidate is considered once and ends rejected (its first reason) or accepted.
     assert len(rec.seen) == len(set(rec.seen)) == len(rec.ended)
     assert rec.ended == {e.candidate.label: e.reasons[0].code for e in d.rejected}
+
+
+@pytest.mark.parametrize(
+    ("gfx", "driver", "first"),
+    [("gfx950", "6.2.4", "7.0.0"), ("gfx1201", "6.3.1", "6.4.1"), ("gfx950", "6.4.3", "7.0.0")],
+)
+def test_a_gpu_newer_than_its_driver_is_blocked_with_the_driver_that_knows_it(
+    gfx: str, driver: str, first: str
+) -> None:
+    """issue 19: MI355X on amdgpu 6.2 was `supported` (v0.18.1). A driver that shipped before
+    the GPU's first ROCm cannot drive it: blocked_host_fix, and the fix, applied, gives a plan."""
+    from packaging.version import Version
+
+    m = matrix.load()
+    d = decide(gfx, gpus=8, driver=driver)
+    assert d.verdict == "blocked_host_fix", d.verdict
+    assert "driver-predates-gpu" in {r.code for e in d.rejected for r in e.reasons}
+    assert d.host_fix is not None
+    (fix,) = d.host_fix.fix_texts
+    series = fix.removeprefix("amdgpu driver ").removesuffix(".x")
+    paired = m.driver(series).paired_rocm  # type: ignore[union-attr]
+    assert paired is not None and Version(paired) >= Version(first)
+    fixed = decide(gfx, gpus=8, driver=f"{series}.0")
+    assert fixed.exit_code == 0, (series, fixed.verdict)

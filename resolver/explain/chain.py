@@ -25,6 +25,7 @@ from resolver.versions import driver_series, series
 CODE_ORDER: tuple[ReasonCode, ...] = (
     "gfx-unsupported",
     "gfx-not-shipped",
+    "driver-predates-gpu",
     "driver-window",
     "python-mismatch",
     "glibc-too-old",
@@ -324,6 +325,14 @@ def _predicate(ctx: _Context, code: str, about: str) -> _Predicate:
     if code == "driver-window":
         drv = f"amdgpu {ctx.driver.series}.x" if ctx.driver else "this host's amdgpu driver"
         return _Predicate(f"runs on {drv}", f"does not run on {drv}", f"do not run on {drv}")
+    if code == "driver-predates-gpu":
+        drv = f"amdgpu {ctx.driver.series}.x" if ctx.driver else "this host's amdgpu driver"
+        return _Predicate(
+            f"runs {gfx} on {drv}",
+            f"does not run {gfx} on {drv}",
+            f"do not run {gfx} on {drv}",
+            " (the driver predates the GPU)",
+        )
     if code == "gfx-not-shipped":
         tail = ""
         if "hip-error" not in ctx.said:  # the symptom users search for, said once

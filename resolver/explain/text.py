@@ -123,7 +123,7 @@ def render(
         if d.host_fix is not None:
             lines.append("")
             lines += _fill(
-                f"what would fix it: {'; '.join(r.fix.text for r in d.host_fix.reasons if r.fix)}",
+                f"what would fix it: {'; '.join(d.host_fix.fix_texts)}",
                 "",
                 "  ",
                 width,

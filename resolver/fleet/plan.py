@@ -348,9 +348,7 @@ def group_json(g: Group, m: Matrix) -> dict[str, Any]:
         "image": {"ref": g.ref or image.ref, "digest": image.digest} if image is not None else None,
         "warnings": [warning_json(w) for w in d.warnings] if d is not None else [],
         "blockers": [reason_json(r) for r in d.blockers] if d is not None else [],
-        "host_fix": [r.fix.text for r in d.host_fix.reasons if r.fix]
-        if d is not None and d.host_fix
-        else None,
+        "host_fix": list(d.host_fix.fix_texts) if d is not None and d.host_fix else None,
         "missing": [f.detail for f in d.missing]
         if d is not None
         else ([g.error] if g.error else []),
@@ -476,7 +474,7 @@ def render_text(fleet: FleetPlan) -> str:
         elif g.decision.missing:
             lines += [f"  unknown: {f.detail}" for f in g.decision.missing]
         elif g.decision.host_fix is not None:
-            fixes = [r.fix.text for r in g.decision.host_fix.reasons if r.fix]
+            fixes = list(g.decision.host_fix.fix_texts)
             lines.append(
                 f"  host fix for its own best plan ({g.decision.host_fix.candidate.label}): "
                 f"{'; '.join(fixes)}"

@@ -13,7 +13,14 @@ from typing import Literal
 
 from packaging.version import Version
 
-from resolver.model import DriverSeries, GfxTarget, Matrix, RocmRelease, WheelVariant
+from resolver.model import (
+    DriverSeries,
+    GfxTarget,
+    GpuProduct,
+    Matrix,
+    RocmRelease,
+    WheelVariant,
+)
 from resolver.node import Node
 from resolver.solve.types import (
     FP8_QUANT,
@@ -38,7 +45,9 @@ def _about_path(cand: Candidate, text: str, source: str | None = None) -> Fact:
     )
 
 
-def _from_record(text: str, record: GfxTarget | DriverSeries | RocmRelease | WheelVariant) -> Fact:
+def _from_record(
+    text: str, record: GfxTarget | GpuProduct | DriverSeries | RocmRelease | WheelVariant
+) -> Fact:
     """A fact a data record states, with that record's source and confidence."""
     return Fact(text=text, source=record.provenance.source, confidence=record.provenance.confidence)
 
@@ -259,6 +268,62 @@ def kv_fp8_unsupported(kv: str | None, target: GfxTarget, fact: Fact) -> Reason 
         facts=(fact,),
         hint="use --kv-cache-dtype auto",
         fix=Fix(kind="quantization", text="--kv-cache-dtype auto", host=False),
+        gfx=(target.name,),
+    )
+
+
+# --- the GPU against its driver: driver-predates-gpu ------------------------------------------
+
+
+def first_product(node: Node, target: GfxTarget) -> GpuProduct | None:
+    """The product of ``target`` on this node whose ROCm support came first: the node's own GPU
+    where its PCI id says which, else the earliest of the target's products (no GPU of this
+    target ran on an earlier ROCm)."""
+    ids = {g.pci_device_id.lower().removeprefix("0x") for g in node.gpus if g.pci_device_id}
+    known = [p for p in target.products if p.first_rocm]
+    mine = [p for p in known if p.pci_device_id and p.pci_device_id in ids]
+    pool = mine or known
+    return min(pool, key=lambda p: Version(p.first_rocm or "0"), default=None)
+
+
+def driver_predates_gpu(
+    m: Matrix, node: Node, driver: DriverSeries, target: GfxTarget, cand: Candidate
+) -> Reason | None:
+    """``driver-predates-gpu``: the host's amdgpu shipped with a ROCm older than the first ROCm
+    that supports the GPU, so its kernel driver does not know the GPU, whatever the container
+    brings (a GPU newer than its driver)."""
+    product = first_product(node, target)
+    if product is None or product.first_rocm is None or driver.paired_rocm is None:
+        return None
+    first = Version(product.first_rocm)
+    if Version(driver.paired_rocm) >= first:
+        return None
+    good = [
+        d
+        for d in m.drivers
+        if d.paired_rocm
+        and Version(d.paired_rocm) >= first
+        and (cand.rocm is None or d.runs(cand.rocm))
+    ]
+    rocm = cand.rocm or first
+    return Reason(
+        code="driver-predates-gpu",
+        message=f"amdgpu {driver.series}.x shipped with ROCm {driver.paired_rocm}, before ROCm "
+        f"{first}, the first to support {product.name} ({target.name})",
+        facts=(
+            _from_record(
+                f"amdgpu {driver.series}.x shipped with ROCm {driver.paired_rocm}", driver
+            ),
+            _from_record(f"{product.name} ({target.name}) is supported from ROCm {first}", product),
+        ),
+        hint=(
+            _driver_hint(driver, rocm, good)
+            if good
+            else f"no amdgpu driver in AMD's table supports {product.name} and runs ROCm "
+            f"{series(rocm)}"
+        )
+        + f" (the first driver released with ROCm {series(first)} or later)",
+        fix=_driver_fix(driver, rocm, good) if good else None,
         gfx=(target.name,),
     )
 

@@ -143,9 +143,20 @@ class MatrixProvider:
             unofficial |= unoff
             override = override or ovr
         reasons.extend(checks.gate_checks(self.targets, self.request))
+        predates: Reason | None = None
+        if self.driver is not None:
+            for target in self.targets:
+                r_old = checks.driver_predates_gpu(self.m, self.node, self.driver, target, cand)
+                if r_old is not None:
+                    reasons.append(r_old)
+                    predates = predates or r_old
         if cand.rocm is not None:
             r_drv, w_drv = checks.driver_check(self.m, self.node, self.driver, cand)
             if r_drv is not None:
+                if predates is not None and r_drv.fix is not None:
+                    # One driver move must cure both: the one that knows the GPU and runs this
+                    # ROCm (the predates fix is chosen among exactly those).
+                    r_drv = replace(r_drv, fix=predates.fix, hint=predates.hint)
                 reasons.append(r_drv)
             warnings.extend(w_drv)
             warnings.extend(advisories.rocm_lists_gfx(self.m, self.targets, cand))
@@ -176,6 +187,12 @@ class MatrixProvider:
             if t.vllm_status == "unsupported"
         ]
         reasons.extend(checks.gate_checks(self.targets, self.request))
+        # A driver older than the GPU stops any release, read or not.
+        if self.driver is not None:
+            for target in self.targets:
+                r_old = checks.driver_predates_gpu(self.m, self.node, self.driver, target, cand)
+                if r_old is not None:
+                    reasons.append(r_old)
         return Evaluation(candidate=cand, reasons=_about(cand, reasons), warnings=())
 
 

@@ -274,6 +274,12 @@ class Evaluation:
     def host_fixable(self) -> bool:
         return bool(self.reasons) and all(r.fix is not None and r.fix.host for r in self.reasons)
 
+    @property
+    def fix_texts(self) -> tuple[str, ...]:
+        """Each distinct fix of the reasons, in order (two reasons one driver move cures name it
+        once)."""
+        return tuple(dict.fromkeys(r.fix.text for r in self.reasons if r.fix is not None))
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class MissingFact:
