@@ -20,6 +20,7 @@ ReasonCode = Literal[
     "driver-predates-gpu",
     "python-mismatch",
     "glibc-too-old",
+    "host-rocm-mismatch",
     "release-facts-unknown",
     "artifact-facts-unknown",
 ]
@@ -44,6 +45,7 @@ AdvisoryCode = Literal[
     "fp8-format",
     "glibc-unknown",
     "host-rocm-shadowing",
+    "host-rocm-unknown",
     "integrated-gpu-chosen",
     "integrated-gpu-hidden",
     "kernel-floor-unchecked",

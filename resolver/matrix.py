@@ -553,6 +553,7 @@ def _wheel(rec: Record) -> WheelVariant:
         status=cast(Any, rec.choice("status", ("release", "nightly", "legacy"))),
         arch=rec.strings("arch"),
         provenance=rec.provenance(),
+        uses_host_rocm=rec.flag("uses_host_rocm"),
     )
 
 

@@ -319,6 +319,9 @@ class WheelVariant:
     status: WheelStatus
     arch: tuple[str, ...]
     provenance: Provenance
+    # The wheel's torch loads the host's /opt/rocm instead of bringing ROCm from pip (vLLM's docs:
+    # the legacy-stack wheels "use a system ROCm installation"): the host must have that ROCm.
+    uses_host_rocm: bool = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

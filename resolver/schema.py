@@ -174,6 +174,7 @@ TABLES: Final[dict[str, tuple[str, dict[str, Any]]]] = {
                 "glibc_min": STR,
                 "vllm": STR,
                 "includes_nightlies": BOOL,
+                "uses_host_rocm": BOOL,
                 "index_url": STR,
                 "status": STR,
                 "arch": STRS,

@@ -117,3 +117,31 @@ def test_host_fix_is_the_smallest_change_that_opens_the_best_release() -> None:
     assert d.verdict == "blocked_host_fix" and d.host_fix is not None
     c = d.host_fix.candidate
     assert c.vllm == Version("0.33.0") and c.image is not None and c.image.tag == "v0.33.0-rocm72"
+
+
+def test_a_wheel_on_the_hosts_rocm_needs_that_rocm() -> None:
+    """issue 19: vLLM's docs say the rocm72 wheels use a system ROCm installation; a host with
+    ROCm 6.4 cannot run them (the tool said the wheel's torch brings ROCm 7.2)."""
+    from resolver.solve.types import HostChange
+
+    def wheel(rocm: str | None):  # type: ignore[no-untyped-def]
+        node = from_flags(
+            gfx="gfx942", gpus=1, driver="6.4.3", os="ubuntu-24.04", rocm=rocm, python="3.12"
+        )
+        request = Request(vllm=parse_spec("==0.33.0"), paths=frozenset({"wheel"}))
+        return solve(M, node, request)
+
+    d = wheel("6.4.0")
+    (rocm72,) = [e for e in d.rejected if e.candidate.wheel and e.candidate.wheel.name == "rocm72"]
+    mismatch = next(r for r in rocm72.reasons if r.code == "host-rocm-mismatch")
+    assert mismatch.fix is not None and mismatch.fix.change == HostChange(
+        kind="rocm", value="7.2.0"
+    )
+    ok = wheel("7.2.1")
+    assert ok.plan is not None and ok.plan.candidate.wheel.name in ("rocm72", "rocm100")  # type: ignore[union-attr]
+    assert "host-rocm-mismatch" not in {r.code for e in ok.rejected for r in e.reasons}
+    unknown = wheel(None)
+    plans = [unknown.plan, *unknown.alternatives]
+    rocm72_plan = [e for e in plans if e and e.candidate.wheel.name == "rocm72"]  # type: ignore[union-attr]
+    if rocm72_plan:
+        assert "host-rocm-unknown" in {w.code for w in rocm72_plan[0].warnings}

@@ -29,6 +29,7 @@ CODE_ORDER: tuple[ReasonCode, ...] = (
     "driver-window",
     "python-mismatch",
     "glibc-too-old",
+    "host-rocm-mismatch",
     "artifact-facts-unknown",
     "release-facts-unknown",
 )
@@ -359,6 +360,9 @@ def _predicate(ctx: _Context, code: str, about: str) -> _Predicate:
         return _Predicate(
             f"loads on {glibc}", f"does not load on {glibc}", f"do not load on {glibc}"
         )
+    if code == "host-rocm-mismatch":
+        rocm = f"ROCm {ctx.node.rocm_version}" if ctx.node.rocm_version else "the host's ROCm"
+        return _Predicate(f"runs on {rocm}", f"does not run on {rocm}", f"do not run on {rocm}")
     if code in UNKNOWN_CODES:
         what = "be checked for this node"
         return _Predicate(f"can {what}", f"cannot {what}", f"cannot {what}")

@@ -17,6 +17,7 @@ from resolver.probe.text import clean, hex_in_parens, int_value, size_to_bytes
 from resolver.versions import gfx_base_name
 
 _AGENT_RE = re.compile(r"^\s*Agent\s+[0-9]+\s*\Z")
+_AGENT_NUMBER_RE = re.compile(r"\s*Agent\s+([0-9]{1,6})\s*")
 # Linear time on any line: the name may hold inner blanks but cannot end in one (possessive), so
 # a long run of blanks is not retried at every position (a lazy name + \s* was quadratic).
 _FIELD_RE = re.compile(
@@ -47,6 +48,9 @@ def parse(text: str, *, gfx_table: GfxTable) -> SourceView:
             gpu = _agent(block, view)
             if gpu is not None:
                 view.gpus.append(gpu)
+        if view.gpus and _cut(lines):
+            view.count_exact = False
+            view.facts["partial"] = True
     elif any("AMD GCN Arch Name" in line for line in lines):
         _hip_device_query(lines, view)
     elif name_blocks := _name_blocks(lines):
@@ -151,6 +155,16 @@ def _kfd_error(reason: str, view: SourceView) -> None:
             f"rocminfo: cannot open /dev/kfd: {reason}",
             "check `ls -l /dev/kfd`, your groups (`id`) and `sudo dmesg | grep -i kfd`",
         )
+
+
+def _cut(lines: list[str]) -> bool:
+    """A paste cut out of a longer output: rocminfo numbers its agents 1, 2, ... with the CPUs
+    first, so agents that do not start at 1 or skip numbers, or an elision line ("...") between
+    them, mean that GPUs were left out (the MI250 paste that starts at Agent 16)."""
+    numbers = [int(m.group(1)) for line in lines if (m := _AGENT_NUMBER_RE.match(line))]
+    if numbers and numbers != list(range(1, len(numbers) + 1)):
+        return True
+    return any(line.strip() in ("...", "…", "[...]", "(...)") for line in lines)
 
 
 def _agent_blocks(lines: list[str]) -> list[list[str]]:

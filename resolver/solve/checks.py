@@ -494,7 +494,11 @@ def wheel_checks(
     """A wheel against the node's Python, glibc (``glibc``, from ``glibc_src``) and host ROCm."""
     reasons: list[Reason] = []
     warnings: list[Warning] = []
-    for r, w in (python_check(node, wheel), glibc_check(node, wheel, glibc, glibc_src)):
+    for r, w in (
+        python_check(node, wheel),
+        glibc_check(node, wheel, glibc, glibc_src),
+        host_rocm_check(node, wheel),
+    ):
         reasons.extend(r)
         warnings.extend(w)
     warnings.extend(host_rocm_shadowing(node, wheel))
@@ -580,9 +584,55 @@ def glibc_check(
     ], []
 
 
+def host_rocm_check(node: Node, wheel: WheelVariant) -> tuple[list[Reason], list[Warning]]:
+    """``host-rocm-mismatch`` for a wheel that runs on the host's ROCm (``uses_host_rocm``):
+    its torch loads /opt/rocm, so the host must have the wheel's ROCm series
+    (``host-rocm-unknown`` when the node's ROCm is not known)."""
+    if not wheel.uses_host_rocm:
+        return [], []
+    want = series(wheel.rocm)
+    fact = _from_record(
+        f"the {wheel.name} wheel uses the host's ROCm installation (ROCm {want})", wheel
+    )
+    if not node.rocm_version:
+        return [], [
+            Warning(
+                code="host-rocm-unknown",
+                message=f"the {wheel.name} wheel uses the host's ROCm, which must be ROCm {want}; "
+                "the host's ROCm is not known",
+                hint=f"give it with --rocm (cat /opt/rocm/.info/version); install ROCm {want} "
+                "on the host for this wheel",
+                source=wheel.provenance.source,
+            )
+        ]
+    try:
+        host = Version(node.rocm_version)
+    except Exception:  # noqa: BLE001 - an unparsable probe value: treated as not the wheel's
+        host = None
+    if host is not None and series(host) == want:
+        return [], []
+    return [
+        Reason(
+            code="host-rocm-mismatch",
+            message=f"the {wheel.name} wheel uses the host's ROCm installation, which must be "
+            f"ROCm {want}; the host has ROCm {node.rocm_version}",
+            facts=(fact,),
+            hint=f"install ROCm {want} on the host, or take a wheel or image that brings its "
+            "own ROCm",
+            fix=Fix(
+                kind="rocm",
+                text=f"ROCm {want} on the host",
+                host=True,
+                change=HostChange(kind="rocm", value=f"{want}.0"),
+            ),
+        )
+    ], []
+
+
 def host_rocm_shadowing(node: Node, wheel: WheelVariant) -> list[Warning]:
-    """``host-rocm-shadowing``: the host's ROCm libraries may shadow the wheel's."""
-    if not node.rocm_version or wheel.rocm is None:
+    """``host-rocm-shadowing``: the host's ROCm libraries may shadow the wheel's (not for a
+    wheel that uses the host's ROCm: there the host's ROCm is the one it runs on)."""
+    if not node.rocm_version or wheel.rocm is None or wheel.uses_host_rocm:
         return []
     try:
         host_rocm = Version(node.rocm_version)

@@ -137,7 +137,7 @@ class Fix:
     """The smallest change that would remove a reason. ``host`` fixes change the machine and say
     how in ``change``; the others change the request or the data."""
 
-    kind: Literal["driver", "python", "os", "vllm", "quantization", "gfx", "data"]
+    kind: Literal["driver", "python", "os", "rocm", "vllm", "quantization", "gfx", "data"]
     text: str
     host: bool
     change: HostChange | None = None  # host fixes: the change itself (never parse ``text``)

@@ -489,15 +489,46 @@ def test_sysfs_driver_version_and_rocminfo_merge(make_root: Callable[[str], Path
 
 
 def test_sysfs_wins_and_disagreement_is_a_problem(make_root: Callable[[str], Path]) -> None:
+    root = make_root("kfd-gfx90a-mi210-8gpu-k8sdp")
     node = probe_files(
-        sysfs=make_root("kfd-gfx90a-mi210-8gpu-k8sdp"),
-        rocminfo=FIXTURES / "rocminfo-gfx1100-rx7900xtx-fragment-ollama3158.txt",
+        sysfs=root,
+        rocminfo=FIXTURES / "rocminfo-gfx942-mi300x-4gpu-thamada.txt",
         matrix=probe_matrix(),
     )
     assert node.gfx_targets == ("gfx90a",)
-    codes = [p.code for p in node.problems]
-    assert "sources-disagree" in codes
-    assert "gpu-count-differs" in codes
+    assert "gpu-count-differs" in [p.code for p in node.problems]
+    # A cut paste says nothing about the count: it cannot disagree with the whole tree.
+    cut = probe_files(
+        sysfs=root,
+        rocminfo=FIXTURES / "rocminfo-gfx1100-rx7900xtx-fragment-ollama3158.txt",
+        matrix=probe_matrix(),
+    )
+    codes = [p.code for p in cut.problems]
+    assert "sources-disagree" in codes and "gpu-count-differs" not in codes
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "rocminfo-gfx90a-mi250-fragment-aiter179.txt",  # starts at Agent 16 after "..."
+        "rocminfo-gfx1100-rx7900xtx-fragment-ollama3158.txt",  # starts at Agent 3
+        "rocminfo-gfx1101-rx7800xt-empty-name-rocm2625.txt",  # starts at Agent 2
+    ],
+)
+def test_a_cut_paste_is_partial_not_the_whole_node(name: str) -> None:
+    """issue 19: a paste whose agents do not start at 1 (or that elides some with "...") was
+    counted as the whole node (1 GPU); it is partial input, a lower bound."""
+    node = probe_files(rocminfo=FIXTURES / name, matrix=probe_matrix())
+    assert "partial-input" in [p.code for p in node.problems]
+
+
+def test_a_whole_output_is_not_partial() -> None:
+    for name in (
+        "rocminfo-gfx942-mi300x-4gpu-thamada.txt",
+        "rocminfo-gfx900-mi25-7gpu-bankh-gpucompute.txt",
+    ):
+        node = probe_files(rocminfo=FIXTURES / name, matrix=probe_matrix())
+        assert "partial-input" not in [p.code for p in node.problems], name
 
 
 def test_module_version_is_kept_apart_from_the_driver_release() -> None:
