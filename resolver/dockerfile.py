@@ -367,11 +367,15 @@ def plan_dockerfile(
 
     # Components: every pin is checked; gates decide which ones are built.
     pins = _safe_pins(st, where)
-    moving = _check_moving(release, st, allow_moving_refs, warnings)
     omitted: list[OmittedComponent] = []
+    gated: list[str] = []
     fa_arch, aiter_arch, mori_arch = _gate_components(
-        matrix, st, targets, _Dropper(pins, omitted, warnings)
+        matrix, st, targets, _Dropper(pins, omitted, gated)
     )
+    # Only what is built can make the build irreproducible: a moving ref of a component left out
+    # is neither demanded (--allow-moving-refs) nor flagged.
+    moving = _check_moving(release, st, pins, allow_moving_refs, warnings)
+    warnings += gated
     _stack_warnings(release, st, warnings)
     repo, ref = _vllm_source(release, vllm_repo, vllm_ref, warnings)
 
@@ -511,12 +515,17 @@ def _safe_pins(st: RocmStack, where: str) -> list[ComponentPin]:
 
 
 def _check_moving(
-    release: VllmRelease, st: RocmStack, allow_moving_refs: bool, warnings: list[str]
+    release: VllmRelease,
+    st: RocmStack,
+    built: list[ComponentPin],
+    allow_moving_refs: bool,
+    warnings: list[str],
 ) -> tuple[ComponentPin, ...]:
-    """Pins on a moving branch: refused unless allowed, then flagged loudly. Called after
-    ``_safe_pins``, so only refs that passed the safety check are judged (a hostile one is refused
-    as such)."""
-    moving = st.moving_pins
+    """Pins on a moving branch among those ``built``: refused unless allowed, then flagged
+    loudly. Called after ``_safe_pins``, so only refs that passed the safety check are judged (a
+    hostile one is refused as such)."""
+    kept = {p.component for p in built}
+    moving = [p for p in st.moving_pins if p.component in kept]
     if moving and not allow_moving_refs:
         refs = ", ".join(f"{p.component} {p.repo}@{p.ref}" for p in moving)
         raise UsageError(

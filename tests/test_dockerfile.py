@@ -120,12 +120,22 @@ def test_stack_follows_the_host_driver_and_refuses_previews_and_branches() -> No
     node = from_flags(gfx="gfx1250", gpus=None, driver=None, os=None, rocm=None, python=None)
     with pytest.raises(UsageError, match="nightly/preview"):
         df.plan_dockerfile(live, node, release, stack=preview)
+    # 0.33.0's only moving pin is FlashAttention's gfx1250 branch, and FA is left out of a
+    # gfx1250 build (CK kernels): nothing built moves, so nothing is demanded (issue 19).
+    plan = df.plan_dockerfile(live, node, release, stack=preview, allow_preview=True)
+    assert "flash_attention" in {o.component for o in plan.omitted}
+    assert not plan.moving_refs and "NOT REPRODUCIBLE" not in df.render(plan)
+    # 0.32.0's AITER is on main and is built for gfx1250 (AITER_ROCM_ARCH=${PYTORCH_ROCM_ARCH}).
+    older = df.find_release(live, "0.32.0")
+    stack32 = older.stack_named("gfx1250")
+    assert stack32 is not None and "gfx1250" in stack32.aiter_arch
     with pytest.raises(UsageError, match="moving branch"):
-        df.plan_dockerfile(live, node, release, stack=preview, allow_preview=True)
+        df.plan_dockerfile(live, node, older, stack=stack32, allow_preview=True)
     plan = df.plan_dockerfile(
-        live, node, release, stack=preview, allow_preview=True, allow_moving_refs=True
+        live, node, older, stack=stack32, allow_preview=True, allow_moving_refs=True
     )
-    assert plan.moving_refs and "NOT REPRODUCIBLE" in df.render(plan)
+    assert plan.aiter_arch == ("gfx1250",)
+    assert plan.moving_refs == ("aiter@main",) and "NOT REPRODUCIBLE" in df.render(plan)
 
 
 def test_every_known_stack_of_every_release_plans_and_renders() -> None:

@@ -145,3 +145,18 @@ def test_a_wheel_on_the_hosts_rocm_needs_that_rocm() -> None:
     rocm72_plan = [e for e in plans if e and e.candidate.wheel.name == "rocm72"]  # type: ignore[union-attr]
     if rocm72_plan:
         assert "host-rocm-unknown" in {w.code for w in rocm72_plan[0].warnings}
+
+
+def test_a_preview_stack_is_offered_only_to_its_gpu() -> None:
+    """issue 19: a gfx942 node on 31.10 was offered "vLLM 0.32.0 from source (gfx1250 stack)",
+    with another stack's arch list. A ROCm nightly built for one GPU carries nothing else; a
+    plan's arch list is its own record's."""
+    node = from_flags(gfx="gfx942", gpus=8, driver="31.10.0", os=None, rocm=None, python=None)
+    d = solve(M, node, Request())
+    offered = [e for e in [d.plan, *d.alternatives] if e is not None]
+    assert all(e.candidate.stack is None or e.candidate.stack.variant != "gfx1250" for e in offered)
+    own = from_flags(gfx="gfx1250", gpus=1, driver="31.50.0", os=None, rocm=None, python=None)
+    plan = solve(M, own, Request()).plan
+    assert plan is not None and plan.candidate.arch == ("gfx1250",)
+    out = run_cli("check", "--gfx", "gfx1250", "--driver", "31.50.0", "--json", env=LIVE)
+    assert json.loads(out.stdout)["plan"]["arch"] == ["gfx1250"]

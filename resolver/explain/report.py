@@ -75,15 +75,7 @@ def warning_json(w: Warning) -> dict[str, Any]:
 
 def plan_json(ev: Evaluation, node: Node, m: Matrix) -> dict[str, Any]:
     c = ev.candidate
-    arch = (
-        c.image.arch
-        if c.image
-        else c.wheel.arch
-        if c.wheel
-        else c.release.arch
-        if c.release
-        else ()
-    )
+    arch = c.arch  # the record the path rests on says it (a source build: its stack)
     env: dict[str, str] = {}
     for name in node.gfx_targets:
         target = m.gfx_target(name)

@@ -60,6 +60,12 @@ def expand(value: str, args: dict[str, str]) -> str:
     return _VAR.sub(sub, value)
 
 
+def _known_refs(value: str, args: dict[str, str]) -> bool:
+    """Every variable ``value`` refers to is an ARG already set (a literal refers to none)."""
+    names = [m.group(1) or m.group(3) for m in _VAR.finditer(value)]
+    return all(n in args and args[n] != "" for n in names) and value.count("$") == len(names)
+
+
 def _unquote(value: str) -> str:
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
         return value[1:-1]
@@ -74,9 +80,14 @@ def parse(text: str) -> DockerfileFacts:
         if keyword in ("ARG", "ENV"):
             for word in _split(rest):
                 name, eq, default = word.partition("=")
-                # ENV only adds literal values (AITER_ROCM_ARCH is an ENV from 2025-09 on); an ENV
-                # that re-exports an ARG must not stand in for an ARG a damaged file lost.
-                if eq and name not in facts.args and (keyword == "ARG" or "$" not in default):
+                # ENV adds literal values (AITER_ROCM_ARCH is an ENV from 2025-09 on) and values
+                # made of ARGs the file already set (the gfx1250 files' AITER_ROCM_ARCH is
+                # ${PYTORCH_ROCM_ARCH}); an ENV whose ARG a damaged file lost must not stand in.
+                if (
+                    eq
+                    and name not in facts.args
+                    and (keyword == "ARG" or _known_refs(default, facts.args))
+                ):
                     facts.args[name] = expand(_unquote(default), facts.args)
         elif keyword == "FROM":
             words = [w for w in rest.split() if not w.startswith("--")]

@@ -117,10 +117,13 @@ def gfx_check(cand: Candidate, target: GfxTarget) -> tuple[Reason | None, bool, 
     # A near target the runtime can be told to load (HSA_OVERRIDE_GFX_VERSION): unofficial.
     if target.override and target.override_target in arch and cand.kind != "source":
         return None, True, target.override
+    # CMake accepts more targets than a stack ships; a source build may take them (unofficial).
+    # Not on a preview stack: a ROCm nightly built for one GPU (gfx1250) carries nothing else.
     if (
         cand.kind == "source"
         and cand.release is not None
         and target.name in cand.release.cmake_arch
+        and not (cand.stack is not None and cand.stack.preview)
     ):
         return None, True, None
     return gfx_not_shipped(cand, target, arch, src), False, None
