@@ -345,7 +345,7 @@ def driver_check(
         return None, warnings
     if rocm is not None and rocm.stream == "therock-preview":
         return preview_driver_window(driver, cand, rocm), warnings
-    return driver_window(m, driver, cand), warnings
+    return driver_window(m, driver, cand, node), warnings
 
 
 def driver_warnings(
@@ -388,12 +388,32 @@ def driver_warnings(
     return warnings
 
 
-def driver_window(m: Matrix, driver: DriverSeries, cand: Candidate) -> Reason | None:
-    """``driver-window``: the driver series does not run the candidate's ROCm (AMD's table)."""
+def knows_gpus(m: Matrix, node: Node, driver: DriverSeries) -> bool:
+    """The driver did not ship before any of the node's GPUs (``driver-predates-gpu``'s rule; a
+    series whose release ROCm is not recorded is not ruled out)."""
+    if driver.paired_rocm is None:
+        return True
+    for name in node.gfx_targets:
+        target = m.gfx_target(name)
+        product = first_product(node, target) if target is not None else None
+        if (
+            product is not None
+            and product.first_rocm is not None
+            and Version(driver.paired_rocm) < Version(product.first_rocm)
+        ):
+            return False
+    return True
+
+
+def driver_window(
+    m: Matrix, driver: DriverSeries, cand: Candidate, node: Node | None = None
+) -> Reason | None:
+    """``driver-window``: the driver series does not run the candidate's ROCm (AMD's table).
+    The fix is a series that runs it and knows the node's GPUs."""
     assert cand.rocm is not None
     if driver.runs(cand.rocm):
         return None
-    good = list(m.drivers_running(cand.rocm))
+    good = [d for d in m.drivers_running(cand.rocm) if node is None or knows_gpus(m, node, d)]
     window = _window(driver.user_space)
     return Reason(
         code="driver-window",
