@@ -289,6 +289,9 @@ def test_smoke_reports_what_differs_from_the_data(shim_images, docker_url: str) 
     assert code == 1
     codes = {p["code"] for p in out["problems"]}
     assert {"smoke-vllm-mismatch", "smoke-torch-mismatch", "smoke-rocm-mismatch"} <= codes
+    # issue 19: the verdict says it too, not only the exit status.
+    assert out["verdict"] == "unsupported" and out["exit_code"] == 1
+    assert out["verdict_before_checks"] in ("supported", "supported_with_warnings")
 
 
 @pytest.mark.docker

@@ -253,6 +253,12 @@ or a failed check)."""
 
     out["warnings"] = [warning_json(w) for w in dict.fromkeys(warnings)]
     out["problems"] = [warning_json(p) for p in problems]
+    if problems:
+        # The pulled image failed its checks (digest, smoke): this image does not run the plan
+        # here, whatever the data said; the verdict says so, not only the exit status.
+        out["verdict"] = "unsupported"
+        out["verdict_before_checks"] = decision.verdict
+    out["exit_code"] = 1 if problems else decision.exit_code
     out["output"] = str(output) if output is not None else None
     if output is not None:
         from resolver.atomic import write_output
@@ -337,6 +343,7 @@ def _base_json(decision: Any, m: Any) -> dict[str, Any]:
     return {
         "schema_version": 1,
         "verdict": decision.verdict,
+        "exit_code": decision.exit_code,
         "node": {
             "gfx_targets": list(decision.node.gfx_targets),
             "gpus": decision.node.logical_gpu_count,

@@ -425,8 +425,10 @@ def graph(
     stack: Annotated[
         str | None, typer.Option("--stack", help="Only this ROCm stack variant (e.g. rocm72).")
     ] = None,
+    json_out: JsonOpt = False,
 ) -> None:
-    """The compatibility graph built from the data, as JSON or Graphviz DOT.
+    """The compatibility graph built from the data, as JSON or Graphviz DOT (--json is
+    --format json, as on every other command).
 
     Every edge keeps the source and confidence of the record it comes from; --gfx, --vllm and
     --stack cut it down to a readable picture."""
@@ -439,6 +441,8 @@ def graph(
         raise UsageError(
             f"--format {fmt!r} is not supported", hint="use --format json or --format dot"
         )
+    if json_out and fmt == "dot":
+        raise UsageError("--json and --format dot ask for two outputs", hint="give one of them")
     g = graph_mod.build(matrix.load())
     if gfx or vllm or stack:
         from resolver.versions import check_gfx_name

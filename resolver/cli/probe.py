@@ -73,7 +73,8 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         else:
             node = probe_mod.probe_live(matrix=matrix.load())
         if json_out:
-            data = node.to_json()
+            # schema_version first, as in every other --json document (docs/probe.schema.json)
+            data = {"schema_version": 1, **node.to_json()}
             from resolver import __version__
 
             data["tool"] = {"name": "rocm-vllm", "version": __version__}
