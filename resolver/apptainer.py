@@ -117,11 +117,17 @@ def definition(spec: RunSpec, *, labels: dict[str, str] | None = None) -> str:
         "",
         "%help",
         "    vLLM for AMD GPUs, written by rocm-vllm.",
-        "    Build: apptainer build vllm.sif vllm.def",
-        (
-            "    Serve: apptainer run --writable-tmpfs --bind "
-            f"{spec.hf_cache}:{CONTAINER_HF_CACHE} vllm.sif"
-        ),
+        *(f"    {line}" for line in follow_up(spec)),
         "",
     ]
     return "\n".join(lines)
+
+
+def follow_up(spec: RunSpec, def_file: str = "vllm.def") -> list[str]:
+    """How to build and serve the .def file (one wording for its %help and the CLI's note): the
+    run needs the flags the image was written for (a writable /tmp, the model cache bound where
+    HF_HOME points)."""
+    build = shell.join(["apptainer", "build", "vllm.sif", def_file])
+    bind = shell.home_word(f"{spec.hf_cache}:{CONTAINER_HF_CACHE}")
+    serve = f"apptainer run --writable-tmpfs --bind {bind} vllm.sif"
+    return [f"Build: {build}", f"Serve: {serve}"]

@@ -168,9 +168,10 @@ def place(
                 code="cpx-one-replica-per-partition",
                 message="CPX mode: the run command serves one TP=1 replica on partition "
                 f"{replica[0]} of {offered}",
-                hint="start one per partition: the same command with --devices N --port 800N for "
-                "each N (the container is named vllm-N); for tensor parallelism switch the GPUs to "
-                "SPX",
+                # $((8000 + N)): "800N" is no TCP port from N = 10 on (80062 for partition 62).
+                hint="start one per partition: the same command with --devices N --port "
+                "$((8000 + N)) for each N (the container is named vllm-N); for tensor parallelism "
+                "switch the GPUs to SPX",
                 severity="info",
                 source=CPX_SOURCE,
             )

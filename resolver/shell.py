@@ -20,3 +20,11 @@ def quote(word: str) -> str:
 
 def join(words: Iterable[str]) -> str:
     return " ".join(quote(w) for w in words)
+
+
+def home_word(word: str) -> str:
+    """Like ``quote``, but a leading ``~/`` stays the user's home: quoted, ``~`` would be a
+    directory named "~" (``"$HOME"/...`` expands in bash, zsh and fish alike)."""
+    if word.startswith("~/") and quote(word[1:]) == word[1:]:
+        return '"$HOME"' + word[1:]
+    return quote(word)

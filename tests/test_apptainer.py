@@ -230,3 +230,31 @@ def test_image_format_unknown() -> None:
     assert (
         result.stderr.splitlines()[1] == "hint: use --format docker, podman, compose or apptainer"
     )
+
+
+def test_the_follow_up_carries_the_flags_the_definition_needs(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """issue 19: "then: apptainer build vllm.sif vllm.def && apptainer run vllm.sif" dropped
+    --writable-tmpfs and the cache bind that HF_HOME in the image points at, and named vllm.def
+    whatever -o said."""
+    out = tmp_path / "serve.def"
+    run = run_cli("image", "--example", "mi300x-8", "--format", "apptainer", "-o", str(out))
+    assert run.exit_code == 0, run.stderr
+    then = [line for line in run.stderr.splitlines() if line.startswith("then: ")]
+    assert then[0] == "then: Build: apptainer build vllm.sif serve.def"
+    assert "--writable-tmpfs" in then[1] and '"$HOME"/.cache/huggingface:/hf-cache' in then[1]
+    assert then[1].removeprefix("then: Serve: ") in out.read_text()  # the %help says the same
+    words = shlex.split(then[1].removeprefix("then: Serve: "), posix=True)
+    assert words[:3] == ["apptainer", "run", "--writable-tmpfs"]
+
+
+def test_cpx_hint_gives_ports_that_exist() -> None:
+    from resolver.node import Gpu, Node, Partition
+    from resolver.parallel import place
+
+    gpus = tuple(
+        Gpu(gfx="gfx942", partition=Partition(compute="CPX", memory="NPS4")) for _ in range(64)
+    )
+    node = Node(gpus=gpus, gfx_targets=("gfx942",), physical_gpu_count=8, logical_gpu_count=64)
+    placed = place(node, devices=None, model=None, hf_cache="~/.cache/huggingface")
+    (w,) = [w for w in placed.warnings if w.code == "cpx-one-replica-per-partition"]
+    assert "800N" not in w.hint and "$((8000 + N))" in w.hint

@@ -497,3 +497,14 @@ def test_printed_commands_quote_what_zsh_would_expand() -> None:
     assert echoed == words
     o = run_cli("check", "--gfx", "gfx942", "--gpus", "8", "--driver", "30.30.3")
     assert "--vllm '==" in o.stdout and " --vllm ==" not in o.stdout
+
+
+def test_a_plan_says_which_driver_it_needs() -> None:
+    """issue 19: with no driver known the plan silently assumed the most demanding stack; now
+    the plan says, as structure, which amdgpu series run it and that the node's was not checked."""
+    unknown = json.loads(run_cli("check", "--gfx", "gfx942", "--json").stdout)["plan"]["driver"]
+    assert unknown["checked"] is False and unknown["series"]
+    assert unknown["rocm"] == unknown["rocm"].strip() and "." in unknown["rocm"]
+    known = run_cli("check", "--gfx", "gfx942", "--driver", "30.30.3", "--json").stdout
+    driver = json.loads(known)["plan"]["driver"]
+    assert driver["checked"] is True and "30.30" in driver["series"]

@@ -222,6 +222,9 @@ or a failed check)."""
         artifact = file_text
         out.update(run.to_json())
         out["definition"] = file_text
+        out["follow_up"] = apptainer.follow_up(
+            spec, output.name if output is not None else "vllm.def"
+        )
     else:
         compose_file = output.name if output is not None and fmt == "compose" else "compose.yaml"
         rendered = render(spec, fmt, compose_file=compose_file)  # type: ignore[arg-type]
@@ -510,7 +513,8 @@ def _print_text(
         )
         echo(f"wrote the {what} to {output}")
     if definition:
-        echo("then: apptainer build vllm.sif vllm.def && apptainer run vllm.sif")
+        for line in out["follow_up"]:
+            echo(f"then: {line}")
         echo(f"  or straight from the registry: {out['run_command']}")
     elif compose_text is not None:
         echo(f"then: {out['run_command']}")

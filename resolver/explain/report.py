@@ -99,6 +99,22 @@ def plan_json(ev: Evaluation, node: Node, m: Matrix) -> dict[str, Any]:
         "override": ev.override,
         "env": env,
         "commands": [cmd for cmd, _why in plan_steps(ev, node)],
+        "driver": _driver_needed(m, node, ev),
+    }
+
+
+def _driver_needed(m: Matrix, node: Node, ev: Evaluation) -> dict[str, Any] | None:
+    """What the plan needs of the host's amdgpu driver, as structure: the series that run it,
+    and whether the node's own driver was checked against them (not when it is unknown)."""
+    from resolver.solve.checks import drivers_for
+
+    c = ev.candidate
+    if c.rocm is None:
+        return None
+    return {
+        "rocm": f"{c.rocm.major}.{c.rocm.minor}",
+        "series": [d.series for d in drivers_for(m, node, c)],
+        "checked": node.driver_version is not None,
     }
 
 

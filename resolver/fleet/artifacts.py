@@ -162,9 +162,7 @@ def _hostlist(group: Group) -> str:
 
 
 def _shell_word(word: str) -> str:
-    if word.startswith("~/") and shell.quote(word[1:]) == word[1:]:
-        return '"$HOME"' + word[1:]
-    return shell.quote(word)
+    return shell.home_word(word)
 
 
 def sbatch_script(m: Matrix, group: Group, opts: Options) -> str | None:

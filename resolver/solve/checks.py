@@ -340,7 +340,7 @@ def driver_check(
     """Does the host's amdgpu driver run the candidate's ROCm user space?"""
     assert cand.rocm is not None
     rocm = m.rocm_for(cand.rocm)
-    warnings = driver_warnings(node, driver, cand, rocm)
+    warnings = driver_warnings(node, driver, cand, rocm, needs=drivers_for(m, node, cand))
     if node.driver_version is None or driver is None:
         return None, warnings
     if rocm is not None and rocm.stream == "therock-preview":
@@ -349,7 +349,12 @@ def driver_check(
 
 
 def driver_warnings(
-    node: Node, driver: DriverSeries | None, cand: Candidate, rocm: RocmRelease | None
+    node: Node,
+    driver: DriverSeries | None,
+    cand: Candidate,
+    rocm: RocmRelease | None,
+    *,
+    needs: tuple[DriverSeries, ...] = (),
 ) -> list[Warning]:
     """``preview-rocm`` for a preview ROCm; ``driver-unchecked``/``unknown-driver`` when the
     driver check cannot be made."""
@@ -369,7 +374,12 @@ def driver_warnings(
             Warning(
                 code="driver-unchecked",
                 message="the host's AMD GPU Driver release is unknown, so nobody checked that it "
-                f"runs ROCm {cand.rocm}",
+                f"runs ROCm {cand.rocm}"
+                + (
+                    f" (it needs amdgpu {', '.join(d.series + '.x' for d in needs)})"
+                    if needs
+                    else ""
+                ),
                 hint="give it with --driver (the amdgpu-install version, e.g. 30.30.3); "
                 "inbox distro drivers are not in AMD's driver/user-space table",
             )
@@ -403,6 +413,14 @@ def knows_gpus(m: Matrix, node: Node, driver: DriverSeries) -> bool:
         ):
             return False
     return True
+
+
+def drivers_for(m: Matrix, node: Node, cand: Candidate) -> tuple[DriverSeries, ...]:
+    """The amdgpu series that run this path on this node: they run its ROCm user space and know
+    the node's GPUs (what a plan needs of the host's driver, where the driver is not known)."""
+    if cand.rocm is None:
+        return ()
+    return tuple(d for d in m.drivers_running(cand.rocm) if knows_gpus(m, node, d))
 
 
 def driver_window(
