@@ -363,3 +363,17 @@ def test_a_gpu_newer_than_its_driver_is_blocked_with_the_driver_that_knows_it(
     assert paired is not None and Version(paired) >= Version(first)
     fixed = decide(gfx, gpus=8, driver=f"{series}.0")
     assert fixed.exit_code == 0, (series, fixed.verdict)
+
+
+def test_a_driver_move_the_os_cannot_take_names_the_os_step() -> None:
+    """issue 19: on Ubuntu 20.04 with amdgpu 6.1 the fix said "upgrade to 6.4.x", which AMD does
+    not support on 20.04; the fix now names the OS release to move to first, as structure."""
+    d = decide("gfx942", driver="6.1.3", os="ubuntu-20.04", vllm=SpecifierSet("==0.24.0"))
+    assert d.verdict == "blocked_host_fix" and d.host_fix is not None
+    fixes = [r.fix for r in d.host_fix.reasons if r.fix is not None and r.fix.kind == "driver"]
+    assert fixes and all(f.os_first and f.os_first.startswith("ubuntu-") for f in fixes)
+    assert all(f.os_first != "ubuntu-20.04" for f in fixes)
+    # A host whose OS takes the driver gets no OS step.
+    ok_os = decide("gfx942", driver="6.1.3", os="ubuntu-22.04", vllm=SpecifierSet("==0.24.0"))
+    assert ok_os.host_fix is not None
+    assert all(r.fix.os_first is None for r in ok_os.host_fix.reasons if r.fix is not None)

@@ -212,6 +212,16 @@ def _host_hint(ctx: _Context, route: HostRoute) -> Hint:
             paired = ctx.m.driver(driver_series(route.node.driver_version or ""))
             if paired is not None and paired.paired_rocm:
                 part += f" (AMD released it with ROCm {paired.paired_rocm})"
+            os_first = next(
+                (
+                    r.fix.os_first
+                    for r in route.reasons
+                    if r.fix is not None and r.fix.change == change and r.fix.os_first
+                ),
+                None,
+            )
+            if os_first:  # AMD does not support that driver on the host's OS: that step first
+                part = f"move the host to {os_first}, then {part}"
             parts.append(part)
             verbs.append("fits")
         elif change.kind == "python":

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from resolver.model import (
     DriverSeries,
@@ -22,6 +22,7 @@ from resolver.model import (
     WheelVariant,
 )
 from resolver.node import Node
+from resolver.solve.host import _os_listed
 from resolver.solve.types import (
     FP8_QUANT,
     MX_QUANT,
@@ -326,7 +327,7 @@ def driver_predates_gpu(
             f"{series(rocm)}"
         )
         + f" (the first driver released with ROCm {series(first)} or later)",
-        fix=_driver_fix(driver, rocm, good) if good else None,
+        fix=_driver_fix(driver, rocm, good, m=m, node=node) if good else None,
         gfx=(target.name,),
     )
 
@@ -442,7 +443,7 @@ def driver_window(
             _from_record(f"amdgpu {driver.series}.x supports ROCm user space {window}", driver),
         ),
         hint=_driver_hint(driver, cand.rocm, good),
-        fix=_driver_fix(driver, cand.rocm, good) if good else None,
+        fix=_driver_fix(driver, cand.rocm, good, m=m, node=node) if good else None,
     )
 
 
@@ -492,14 +493,66 @@ def _best_driver(
     return max(good, key=lambda d: _series_key(d.series)).series, "downgrade"
 
 
-def _driver_fix(driver: DriverSeries | None, rocm: Version, good: list[DriverSeries]) -> Fix:
+def _driver_fix(
+    driver: DriverSeries | None,
+    rocm: Version,
+    good: list[DriverSeries],
+    *,
+    m: Matrix | None = None,
+    node: Node | None = None,
+) -> Fix:
+    """The driver move; among the series that would do, one AMD supports on the host's OS when
+    there is one, else the move names the OS step it needs (amdgpu 6.4 is not for Ubuntu 20.04)."""
+    if m is not None and node is not None:
+        good = _prefer_os(m, node, good)
     best, direction = _best_driver(driver, rocm, good)
+    step = _os_step(m, node, best) if m is not None and node is not None else None
+    note = f" (not supported on {node.os}: move the host to {step} first)" if step and node else ""
     return Fix(
         kind="driver",
-        text=f"amdgpu driver {best}.x",
+        text=f"amdgpu driver {best}.x{note}",
         host=True,
         change=HostChange(kind="driver", value=best, direction=direction),
+        os_first=step,
     )
+
+
+def _os_support(m: Matrix, d: DriverSeries) -> tuple[str, ...] | None:
+    """The OS releases AMD supports at the ROCm ``d`` was released with (None: not recorded)."""
+    if d.paired_rocm is None:
+        return None
+    rel = m.rocm_release(Version(d.paired_rocm))
+    return rel.os if rel is not None and rel.os else None
+
+
+def _prefer_os(m: Matrix, node: Node, good: list[DriverSeries]) -> list[DriverSeries]:
+    if not node.os:
+        return good
+    # Known to be supported there: a series whose OS support is not recorded is no better bet.
+    on_os = [
+        d for d in good if (oses := _os_support(m, d)) is not None and _os_listed(node.os, oses)
+    ]
+    return on_os or good
+
+
+def _os_step(m: Matrix, node: Node, best: str) -> str | None:
+    """The OS release to move the host to before ``best`` when AMD does not support ``best`` on
+    the host's OS: the nearest newer release of the same OS where there is one."""
+    d = m.driver(best)
+    oses = _os_support(m, d) if d is not None else None
+    if not node.os or not oses or _os_listed(node.os, oses):
+        return None
+    family = node.os.partition("-")[0]
+    same = [o for o in oses if o.partition("-")[0] == family]
+
+    def key(o: str) -> Version:
+        try:
+            return Version(o.partition("-")[2])
+        except InvalidVersion:
+            return Version("0")
+
+    newer = sorted((o for o in same if key(o) > key(node.os)), key=key)
+    return (newer or sorted(same, key=key) or list(oses))[0]
 
 
 def _driver_hint(driver: DriverSeries | None, rocm: Version, good: list[DriverSeries]) -> str:

@@ -141,6 +141,8 @@ class Fix:
     text: str
     host: bool
     change: HostChange | None = None  # host fixes: the change itself (never parse ``text``)
+    # A driver move AMD does not support on the host's OS: the OS release to move to first.
+    os_first: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
