@@ -117,33 +117,6 @@ def solve(
     early = _unplaceable(matrix, node, request)
     if early:
         return _unknown(node, request, early)
-    unknown_gfx = [g for g in node.gfx_targets if matrix.gfx_target(g) is None]
-    if unknown_gfx:
-        known = ", ".join(sorted(g.name for g in matrix.gfx))
-        unknown_targets = tuple(
-            MissingFact(
-                kind="gfx",
-                subject=g,
-                detail=f"{g} is not a gfx target the compatibility data knows (known: {known})",
-                fetch=None,
-                source="matrix/gfx.toml",
-            )
-            for g in unknown_gfx
-        )
-        problems = [
-            Warning(code=p.code, message=p.message, hint=p.hint, source="probe")
-            for p in node.problems
-        ]
-        return Decision(
-            verdict="unknown",
-            node=node,
-            request=request,
-            plan=None,
-            warnings=tuple(problems),
-            rejected=(),
-            alternatives=(),
-            missing=unknown_targets,
-        )
     provider = MatrixProvider(matrix, node, request)
     evaluations: list[Evaluation] = []
     for cand in provider.candidates():
@@ -213,9 +186,21 @@ def solve(
 
 def _unplaceable(matrix: Matrix, node: Node, request: Request) -> tuple[MissingFact, ...]:
     """Facts of the node or request the data cannot place, so that any answer would be a guess:
-    a driver that matches no series in AMD's table, a vLLM release newer than every release the
-    data knows (it may exist upstream: the refresh reads it)."""
-    missing: list[MissingFact] = []
+    a gfx target the data does not know, a driver that matches no series in AMD's table, a vLLM
+    release newer than every release the data knows (it may exist upstream: the refresh reads
+    it)."""
+    known_gfx = ", ".join(sorted(g.name for g in matrix.gfx))
+    missing: list[MissingFact] = [
+        MissingFact(
+            kind="gfx",
+            subject=g,
+            detail=f"{g} is not a gfx target the compatibility data knows (known: {known_gfx})",
+            fetch=None,
+            source="matrix/gfx.toml",
+        )
+        for g in node.gfx_targets
+        if matrix.gfx_target(g) is None
+    ]
     if node.driver_version:
         found = matrix.driver(driver_series(node.driver_version))
         if found is None:
