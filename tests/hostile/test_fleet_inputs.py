@@ -448,3 +448,66 @@ def test_credential_helper_answers(
     with pytest.raises(RegistryError):
         credentials.lookup("127.0.0.1:5000", env=env)
     assert time.monotonic() - start < 15
+
+
+# --- bounded waits and one URL shape ------------------------------------------------------------
+
+
+def test_a_tool_whose_child_holds_the_pipe_ends_at_its_deadline() -> None:
+    """issue 24: srun's fan-out outlived --timeout when a site wrapper's child (in a session of
+    its own) kept the pipe open; capture.run stops waiting at the deadline plus a short grace."""
+    import time
+
+    from resolver import capture
+
+    start = time.monotonic()
+    run = capture.run(["sh", "-c", "setsid sleep 60 & echo started; sleep 60"], timeout=1)
+    assert run.timed_out and run.returncode is None and "started" in run.stdout
+    assert time.monotonic() - start < 8
+
+
+def test_tool_output_is_capped_not_read_whole() -> None:
+    from resolver import capture
+
+    run = capture.run(["sh", "-c", "head -c 3000000 /dev/zero"], timeout=30, limit=1024)
+    assert run.truncated and len(run.stdout) == 1024
+
+
+@pytest.mark.parametrize("url", ["tcp://[::1", "tcp://h:port", "http://a b", "::::"])
+def test_a_malformed_docker_host_is_an_engine_error(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from resolver.engine import DockerEngine
+    from resolver.errors import DockerEngineError
+
+    monkeypatch.setenv("DOCKER_HOST", url)
+    with pytest.raises(DockerEngineError):
+        DockerEngine()
+
+
+def test_one_registry_prefix_one_url_shape() -> None:
+    """issue 24: ROCM_VLLM_REGISTRY=https://harbor.example/dockerhub meant /dockerhub/v2/<repo>
+    to `matrix refresh --source images` and /v2/dockerhub/<repo> to `image --digest`."""
+    from resolver.refresh.common import Endpoints
+    from resolver.refresh.http import HttpClient
+    from resolver.refresh.images import ImagesSource
+    from resolver.registry import parse_registry
+
+    base = "https://harbor.example/dockerhub"
+    source = ImagesSource(HttpClient(), Endpoints(registry=base), {})
+    seen: list[str] = []
+
+    def fake_get(repo: str, url: str, **_kw: object) -> Any:
+        seen.append(url)
+        raise RuntimeError("stop")
+
+    source._get = fake_get  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError):
+        source.digest("vllm/vllm-openai-rocm", "v0.33.0")
+    reg = parse_registry(base)
+    expected = f"{reg.url}/v2/{reg.repository('vllm/vllm-openai-rocm')}/manifests/v0.33.0"
+    assert (
+        seen
+        == [expected]
+        == ["https://harbor.example/v2/dockerhub/vllm/vllm-openai-rocm/manifests/v0.33.0"]
+    )
