@@ -377,3 +377,23 @@ def test_a_driver_move_the_os_cannot_take_names_the_os_step() -> None:
     ok_os = decide("gfx942", driver="6.1.3", os="ubuntu-22.04", vllm=SpecifierSet("==0.24.0"))
     assert ok_os.host_fix is not None
     assert all(r.fix.os_first is None for r in ok_os.host_fix.reasons if r.fix is not None)
+
+
+def test_the_override_hint_comes_with_the_plan_that_uses_it() -> None:
+    """issue 19: gfx1031's hint said HSA_OVERRIDE_GFX_VERSION=10.3.0 would load gfx1030 code,
+    yet no path used it. Now an artifact carrying gfx1030 is the plan (unofficial, with the
+    override), and without one the hint is not given."""
+    from dataclasses import replace
+
+    m = matrix.load()
+    node = from_flags(gfx="gfx1031", gpus=1, driver="30.30.3", os=None, rocm=None, python=None)
+    plain = solve(m, node, Request())
+    assert plain.verdict == "unsupported"
+    assert all("HSA_OVERRIDE" not in r.hint for e in plain.rejected for r in e.reasons)
+    image = next(i for i in m.images if i.official and i.vllm is not None)
+    with_1030 = replace(image, arch=(*image.arch, "gfx1030"))
+    m2 = replace(m, images=tuple(with_1030 if i is image else i for i in m.images))
+    d = solve(m2, node, Request())
+    assert d.verdict == "unofficial_only" and d.plan is not None
+    assert d.plan.override == "10.3.0" and d.plan.unofficial
+    assert d.plan.candidate.image is not None and "gfx1030" in d.plan.candidate.arch

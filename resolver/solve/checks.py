@@ -111,13 +111,14 @@ def gfx_check(cand: Candidate, target: GfxTarget) -> tuple[Reason | None, bool, 
     arch, src = cand.arch, cand.source
     if target.name in arch:
         return None, False, None
+    # A near target the runtime can be told to load (HSA_OVERRIDE_GFX_VERSION): unofficial, and
+    # the plan that uses it (also for a GPU vLLM does not support itself, such as gfx1031).
+    if target.override and target.override_target in arch and cand.kind != "source":
+        return None, True, target.override
     if target.vllm_status == "unsupported":
         return gfx_unsupported(cand, target, arch, src), False, None
     if not arch:
         return artifact_facts_unknown(cand, src), False, None
-    # A near target the runtime can be told to load (HSA_OVERRIDE_GFX_VERSION): unofficial.
-    if target.override and target.override_target in arch and cand.kind != "source":
-        return None, True, target.override
     # CMake accepts more targets than a stack ships; a source build may take them (unofficial).
     # Not on a preview stack: a ROCm nightly built for one GPU (gfx1250) carries nothing else.
     if (
@@ -145,10 +146,11 @@ def gfx_unsupported(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], s
             _about_path(cand, f"{cand.label} is built for {arch_text}", src),
             _from_record(f"{target.name}: {target.vllm_note}", target),
         ),
-        hint=gfx_hint(target),
+        # No override hint here: an artifact with the override's code would have been taken
+        # (above), so on this path the override leads nowhere.
+        hint=gfx_hint(target, override=False),
         gfx=(target.name,),
-        unofficial=bool(target.override or target.alternative),
-        override=target.override,
+        unofficial=bool(target.alternative),
     )
 
 
@@ -159,10 +161,11 @@ def gfx_unsupported_by_vllm(target: GfxTarget) -> Reason:
         code="gfx-unsupported",
         message=f"vLLM does not support {target.name}",
         facts=(_from_record(f"{target.name}: {target.vllm_note}", target),),
-        hint=gfx_hint(target),
+        # No override hint here: an artifact with the override's code would have been taken
+        # (above), so on this path the override leads nowhere.
+        hint=gfx_hint(target, override=False),
         gfx=(target.name,),
-        unofficial=bool(target.override or target.alternative),
-        override=target.override,
+        unofficial=bool(target.alternative),
     )
 
 
@@ -181,8 +184,8 @@ def gfx_not_shipped(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], s
     )
 
 
-def gfx_hint(target: GfxTarget) -> str:
-    if target.override:
+def gfx_hint(target: GfxTarget, *, override: bool = True) -> str:
+    if target.override and override:
         return (
             f"unofficial: HSA_OVERRIDE_GFX_VERSION={target.override} makes the runtime load "
             f"{target.override_target} "
