@@ -508,3 +508,23 @@ def test_a_plan_says_which_driver_it_needs() -> None:
     known = run_cli("check", "--gfx", "gfx942", "--driver", "30.30.3", "--json").stdout
     driver = json.loads(known)["plan"]["driver"]
     assert driver["checked"] is True and "30.30" in driver["series"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--gfx", "gfx942", "--driver", "6.1.3", "--vllm", ">=0.20"],
+        ["--gfx", "gfx950", "--gpus", "8", "--driver", "6.2.4"],
+        ["--gfx", "gfx942", "--driver", "6.1.3", "--os", "ubuntu-20.04", "--vllm", ">=0.20"],
+    ],
+)
+def test_one_output_names_one_driver_fix(args: list[str]) -> None:
+    """issue 19/21: the short form offered "30.10.x" in one line and "6.4.x" in another."""
+    import re
+
+    from .conftest import LIVE_MATRIX
+
+    text = run_cli("check", *args, env={"ROCM_VLLM_MATRIX_DIR": str(LIVE_MATRIX)}).stdout
+    moves = set(re.findall(r"amdgpu driver (?:to )?([0-9]+\.[0-9]+)\.x", text))
+    moves |= set(re.findall(r"upgrade the host's amdgpu driver to ([0-9]+\.[0-9]+)\.x", text))
+    assert len(moves) == 1, (moves, text)

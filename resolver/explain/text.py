@@ -115,7 +115,9 @@ def render(
         lines += _plan_lines(d.plan, m, d.node, width)
     else:
         lines.append("no path fits this node:")
-        shown = d.blockers or (d.host_fix.reasons if d.host_fix else ())
+        # With a host fix, the reasons of the path it opens: another path's hint could name
+        # another driver than "what would fix it" (one output, one driver fix).
+        shown = (d.host_fix.reasons if d.host_fix else ()) or d.blockers
         if not shown and d.rejected:
             shown = d.rejected[0].reasons
         for r in shown:
