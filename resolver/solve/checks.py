@@ -8,6 +8,7 @@ unknown) instead of stopping the path.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import Literal
 
@@ -282,6 +283,12 @@ def kv_fp8_unsupported(kv: str | None, target: GfxTarget, fact: Fact) -> Reason 
 # --- the GPU against its driver: driver-predates-gpu ------------------------------------------
 
 
+@functools.cache
+def _v(text: str) -> Version:
+    """A version of the data, parsed once (the driver rules compare the same few many times)."""
+    return Version(text)
+
+
 def first_product(node: Node, target: GfxTarget) -> GpuProduct | None:
     """The product of ``target`` on this node whose ROCm support came first: the node's own GPU
     where its PCI id says which, else the earliest of the target's products (no GPU of this
@@ -290,7 +297,7 @@ def first_product(node: Node, target: GfxTarget) -> GpuProduct | None:
     known = [p for p in target.products if p.first_rocm]
     mine = [p for p in known if p.pci_device_id and p.pci_device_id in ids]
     pool = mine or known
-    return min(pool, key=lambda p: Version(p.first_rocm or "0"), default=None)
+    return min(pool, key=lambda p: _v(p.first_rocm or "0"), default=None)
 
 
 def driver_predates_gpu(
@@ -302,15 +309,13 @@ def driver_predates_gpu(
     product = first_product(node, target)
     if product is None or product.first_rocm is None or driver.paired_rocm is None:
         return None
-    first = Version(product.first_rocm)
-    if Version(driver.paired_rocm) >= first:
+    first = _v(product.first_rocm)
+    if _v(driver.paired_rocm) >= first:
         return None
     good = [
         d
         for d in m.drivers
-        if d.paired_rocm
-        and Version(d.paired_rocm) >= first
-        and (cand.rocm is None or d.runs(cand.rocm))
+        if d.paired_rocm and _v(d.paired_rocm) >= first and (cand.rocm is None or d.runs(cand.rocm))
     ]
     rocm = cand.rocm or first
     return Reason(
@@ -413,7 +418,7 @@ def knows_gpus(m: Matrix, node: Node, driver: DriverSeries) -> bool:
         if (
             product is not None
             and product.first_rocm is not None
-            and Version(driver.paired_rocm) < Version(product.first_rocm)
+            and _v(driver.paired_rocm) < _v(product.first_rocm)
         ):
             return False
     return True
