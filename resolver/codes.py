@@ -59,6 +59,7 @@ AdvisoryCode = Literal[
     "os-not-supported-for-gpu",
     "os-unlisted-for-gpu",
     "override-not-needed",
+    "prefer-not-met",
     "preview-rocm",
     "python-unknown",
     "rdna-multi-gpu",

@@ -397,3 +397,16 @@ def test_the_override_hint_comes_with_the_plan_that_uses_it() -> None:
     assert d.verdict == "unofficial_only" and d.plan is not None
     assert d.plan.override == "10.3.0" and d.plan.unofficial
     assert d.plan.candidate.image is not None and "gfx1030" in d.plan.candidate.arch
+
+
+def test_prefer_that_cannot_be_met_says_why() -> None:
+    """issue 19: `--prefer wheel` fell back to an image without saying why."""
+    d = decide("gfx942", gpus=1, driver="30.30.3", python="3.11", prefer="wheel")
+    assert d.plan is not None and d.plan.candidate.kind != "wheel"
+    (w,) = [w for w in d.warnings if w.code == "prefer-not-met"]
+    assert "wheel" in w.message and w.hint
+    met = decide(
+        "gfx942", gpus=1, driver="30.30.3", python="3.12", os="ubuntu-24.04", prefer="wheel"
+    )
+    if met.plan is not None and met.plan.candidate.kind == "wheel":
+        assert "prefer-not-met" not in {w.code for w in met.warnings}

@@ -33,9 +33,9 @@ CODE_ORDER: tuple[ReasonCode, ...] = (
     "artifact-facts-unknown",
     "release-facts-unknown",
 )
-# Warnings the chain already states as a hedge on the plan's own step ("... if its amdgpu driver
-# runs").
-HEDGED = frozenset({"driver-unchecked"})
+# Warnings the chain already states on the plan's own step ("... if its amdgpu driver runs"; "the
+# plan falls back to the official image" for --prefer that cannot be met).
+HEDGED = frozenset({"driver-unchecked", "prefer-not-met"})
 HINT_ORDER: tuple[str, ...] = (
     "driver",
     "vllm",

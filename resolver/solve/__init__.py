@@ -20,7 +20,12 @@ from resolver.codes import UNKNOWN_CODES
 from resolver.errors import InputError
 from resolver.model import Matrix
 from resolver.node import Node
-from resolver.solve.advisories import newer_unknown, node_warnings, stack_choice
+from resolver.solve.advisories import (
+    newer_unknown,
+    node_warnings,
+    prefer_not_met,
+    stack_choice,
+)
 from resolver.solve.host import host_os_warnings, kernel_floor_warnings, unified_memory_warnings
 from resolver.solve.provider import MatrixProvider
 from resolver.solve.rank import _rank, fix_order, rank
@@ -164,6 +169,7 @@ def solve(
 
     warnings = list(plan.warnings if plan else ())
     warnings += stack_choice(plan, rejected)
+    warnings += prefer_not_met(request, plan, rejected)
     warnings += node_warnings(matrix, node, request, plan)
     warnings += newer_unknown(matrix, request, plan)
     warnings = list(dict.fromkeys(warnings))

@@ -356,6 +356,31 @@ def probe_problems(node: Node) -> list[Warning]:
 # --- decision rules ---------------------------------------------------------------------------
 
 
+def prefer_not_met(
+    request: Request, plan: Evaluation | None, rejected: tuple[Evaluation, ...]
+) -> list[Warning]:
+    """``prefer-not-met``: ``--prefer KIND`` asked for a kind of path the plan is not, and why
+    the best path of that kind failed (the fallback is said, not silent)."""
+    want = request.prefer
+    if want is None or plan is None or plan.candidate.kind == want:
+        return []
+    best = next((e for e in rejected if e.candidate.kind == want), None)
+    if best is None:
+        why, hint, source = f"no {want} path exists for this request", "", ""
+    else:
+        first = best.reasons[0]
+        why = f"{best.candidate.label}: {first.message}"
+        hint, source = first.hint, first.source
+    return [
+        Warning(
+            code="prefer-not-met",
+            message=f"--prefer {want}: the plan is {plan.candidate.label}, because {why}",
+            hint=hint or f"drop --prefer {want}, or change what stops it",
+            source=source,
+        )
+    ]
+
+
 def stack_choice(plan: Evaluation | None, rejected: tuple[Evaluation, ...]) -> list[Warning]:
     """Say which stack the plan is on and why, when it is not the release's default one."""
     if plan is None or plan.candidate.stack is None or plan.candidate.stack.default:
