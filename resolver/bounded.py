@@ -100,6 +100,17 @@ def read_bytes(path: Path | str, limit: int) -> bytes:
         os.close(fd)
 
 
+def read_stdin(limit: int) -> bytes:
+    """Standard input, at most ``limit`` bytes (``TooLargeError`` past it): ``--node -`` and
+    ``--kube -`` read a report or node list piped in, under the same cap as a file."""
+    import sys
+
+    data = sys.stdin.buffer.read(limit + 1)
+    if len(data) > limit:
+        raise TooLargeError("stdin", limit)
+    return data
+
+
 def read_text(path: Path | str, limit: int, *, errors: str = "strict") -> str:
     """``read_bytes`` decoded as UTF-8 (``UnicodeDecodeError`` unless ``errors`` says otherwise)."""
     return read_bytes(path, limit).decode("utf-8", errors=errors)

@@ -184,9 +184,10 @@ def _fact(data: dict[str, Any], key: str, kind: str, where: str) -> str | None:
 
 
 def _refuse(key: str, value: str, where: str) -> NoReturn:
-    shown = repr(value if len(value) <= 80 else value[:80] + "...")
+    from resolver.safety import shown
+
     raise InputError(
-        f"{where}: '{key}' is {shown}, not a value a probe writes",
+        f"{where}: '{key}' is {shown(value, limit=80)}, not a value a probe writes",
         hint="write the file with `rocm-vllm probe --json > node.json` on the target node",
     )
 
@@ -293,16 +294,13 @@ def read_node_file(path: Path) -> Node:
     """``--node FILE``; ``-`` reads the report from standard input (``probe --json | check
     --node -``), with the same size cap."""
     if str(path) == "-":
-        import sys
-
-        raw = sys.stdin.buffer.read(MAX_NODE_FILE + 1)
-        if len(raw) > MAX_NODE_FILE:
+        try:
+            text = bounded.read_stdin(MAX_NODE_FILE).decode("utf-8")
+        except bounded.TooLargeError:
             raise InputError(
                 "--node -: more than 16 MiB on standard input",
                 hint="pipe the output of `rocm-vllm probe --json`",
-            )
-        try:
-            text = raw.decode("utf-8")
+            ) from None
         except UnicodeDecodeError:
             raise InputError(
                 "--node -: standard input is not UTF-8 text",

@@ -51,6 +51,8 @@ PATTERNS: Final[dict[str, re.Pattern[str]]] = {
     "pci_id": re.compile(r"^(?:0[xX])?[0-9A-Fa-f]{1,8}\Z"),
     "pci_bdf": re.compile(r"^(?:[0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]\Z"),
     "unique_id": re.compile(r"^[A-Za-z0-9][A-Za-z0-9:._-]{0,63}\Z"),
+    # A Slurm partition name (sinfo's answer, --partition).
+    "partition": re.compile(r"^[A-Za-z0-9_.-]{1,64}\Z"),
     "url": re.compile(
         r"^https?://(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%/+-]*)?\Z"
     ),
@@ -75,6 +77,15 @@ def unsafe_char(value: str, *, multiline: bool = False) -> str | None:
     """The first character ``value`` must not carry, as ``U+XXXX``; None when it is clean."""
     found = (_UNSAFE_IN_TEXT if multiline else _UNSAFE_CHARS).search(value)
     return f"U+{ord(found.group()):04X}" if found else None
+
+
+def shown(text: str, *, limit: int = 512) -> str:
+    """Untrusted ``text`` as it may be printed or written into a message, a comment or a report
+    listing: itself when it is printable ASCII of at most ``limit`` characters, else escaped
+    (``ascii``), so that no line break, escape sequence or bidi override is shown as such."""
+    if text.isascii() and text.isprintable() and len(text) <= limit:
+        return text
+    return ascii(text[:limit])
 
 
 def check_tree(value: object, *, where: str) -> None:

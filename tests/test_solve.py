@@ -408,5 +408,5 @@ def test_prefer_that_cannot_be_met_says_why() -> None:
     met = decide(
         "gfx942", gpus=1, driver="30.30.3", python="3.12", os="ubuntu-24.04", prefer="wheel"
     )
-    if met.plan is not None and met.plan.candidate.kind == "wheel":
-        assert "prefer-not-met" not in {w.code for w in met.warnings}
+    assert met.plan is not None and met.plan.candidate.kind == "wheel"
+    assert "prefer-not-met" not in {w.code for w in met.warnings}

@@ -141,12 +141,12 @@ def _before_dashes(argv: list[str]) -> list[str]:
 def _usage_error(message: str, hint: str, *, wants_json: bool, exit_code: int = 2) -> NoReturn:
     """A command-line error: two lines on stderr, and under --json the same error as the JSON
     object every other error is (docs/cli.md), so that a pipeline into jq always gets JSON."""
-    import json
     import sys
 
     if wants_json:
-        error = {"code": "usage", "message": message, "hint": hint, "exit_code": exit_code}
-        print(json.dumps({"schema_version": 1, "error": error}, indent=2))
+        from resolver.cli._common import emit_json, error_document
+
+        emit_json(error_document("usage", message, hint, exit_code))
     print(f"error: {message}", file=sys.stderr)
     print(f"hint: {hint}", file=sys.stderr)
     sys.exit(exit_code)

@@ -114,6 +114,15 @@ JsonOpt = Annotated[
 ]
 
 
+def error_document(code: str, message: str, hint: str | None, exit_code: int) -> dict[str, Any]:
+    """The one JSON shape of an error under --json (docs/cli.md; the error branch of every
+    published schema): parser errors in ``resolver.cli.main`` and ``ResolverError`` alike."""
+    return {
+        "schema_version": 1,
+        "error": {"code": code, "message": message, "hint": hint, "exit_code": exit_code},
+    }
+
+
 def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
     """Turn a ``ResolverError`` into one error line, one hint line and its exit code."""
 
@@ -124,17 +133,7 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
         except ResolverError as exc:
             if kwargs.get("json_out"):
                 # --json promises JSON on stdout: the error is an object there too
-                emit_json(
-                    {
-                        "schema_version": 1,
-                        "error": {
-                            "code": exc.reference,
-                            "message": exc.message,
-                            "hint": exc.hint,
-                            "exit_code": exc.exit_code,
-                        },
-                    }
-                )
+                emit_json(error_document(exc.reference, exc.message, exc.hint, exc.exit_code))
             typer.echo(f"error: {exc.message}", err=True)
             if exc.hint:
                 typer.echo(f"hint: {exc.hint}", err=True)

@@ -3,7 +3,6 @@ manifests."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -99,18 +98,19 @@ def _reports(
             slurm, probe=slurm_mod.probe_command(probe_command), timeout=timeout
         )
     if kube:
-        from resolver import matrix
-        from resolver.fleet.kube import cluster_nodes, read_nodes
+        from resolver import bounded, matrix  # only here: keep CLI start-up free of them
+        from resolver.fleet.kube import MAX_NODE_LIST, cluster_nodes, read_nodes
         from resolver.probe.gfx import GfxTable
 
         if kube == "-":
-            raw = sys.stdin.buffer.read(_MAX_NODE_LIST + 1)
-            text, where = raw.decode("utf-8", errors="replace"), "stdin"
-            if len(raw) > _MAX_NODE_LIST:
+            try:
+                raw = bounded.read_stdin(MAX_NODE_LIST)
+            except bounded.TooLargeError:
                 raise InputError(
                     "--kube -: more than 64 MiB on stdin",
                     hint="give the output of `kubectl get nodes -o json`",
-                )
+                ) from None
+            text, where = raw.decode("utf-8", errors="replace"), "stdin"
         elif kube == "kubectl":
             if Path(kube).exists():
                 raise UsageError(
@@ -119,12 +119,10 @@ def _reports(
                 )
             text, where = cluster_nodes(), "kubectl get nodes"
         else:
-            from resolver import bounded  # only here: keep CLI start-up free of it
-
             path = Path(kube)
             try:
                 # Regular files only, size-capped: a FIFO or /dev/zero must not hang the plan.
-                text, where = bounded.read_text(path, _MAX_NODE_LIST), str(path)
+                text, where = bounded.read_text(path, MAX_NODE_LIST), str(path)
             except (OSError, UnicodeDecodeError) as exc:
                 raise InputError(
                     (
@@ -135,9 +133,6 @@ def _reports(
                 ) from None
         reports += read_nodes(text, where=where, gfx_table=GfxTable.of(matrix.load().gfx))
     return reports
-
-
-_MAX_NODE_LIST = 64 * 1024 * 1024  # as resolver.fleet.kube.MAX_NODE_LIST (not imported at start)
 
 
 def register(app: typer.Typer, matrix_app: typer.Typer) -> None:

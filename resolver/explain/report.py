@@ -109,7 +109,7 @@ def _driver_needed(m: Matrix, node: Node, ev: Evaluation) -> dict[str, Any] | No
     from resolver.solve.checks import drivers_for
 
     c = ev.candidate
-    if c.rocm is None:
+    if c.rocm is None:  # a path whose ROCm the data does not know needs nothing it can name
         return None
     return {
         "rocm": f"{c.rocm.major}.{c.rocm.minor}",

@@ -25,13 +25,13 @@ from resolver import atomic, shell
 from resolver.errors import InputError, UsageError
 from resolver.fleet.plan import FleetPlan, Group, fleet_json, render_text
 from resolver.model import ContainerImage, Matrix
+from resolver.safety import is_safe, shown
 
 Engine = Literal["docker", "podman", "apptainer", "singularity"]
 ENGINES: tuple[str, ...] = ("docker", "podman", "apptainer", "singularity")
 # Checked with fullmatch: a pattern's "$" would accept a trailing newline into the script.
 _FEATURE_RE = re.compile(r"[A-Za-z0-9_.&|!()\[\]*,-]{1,200}")
 _SHM_RE = re.compile(r"[1-9][0-9]{0,5}(Mi|Gi)")
-_PARTITION_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _TIME_RE = re.compile(r"([0-9]{1,3}-)?[0-9]{1,3}(:[0-9]{2}){0,2}")
 _NAMESPACE_RE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 # What a Slurm host list of validated node names looks like (resolver.fleet.hostlist).
@@ -70,7 +70,7 @@ class Options:
                 f"--constraint {self.constraint!r} is not a Slurm feature expression",
                 hint="e.g. --constraint mi300x or 'mi300x&ib'",
             )
-        if self.partition is not None and not _PARTITION_RE.fullmatch(self.partition):
+        if self.partition is not None and not is_safe("partition", self.partition):
             raise UsageError(
                 f"--partition {self.partition!r} is not a partition name",
                 hint="letters, digits, - _ .",
@@ -148,7 +148,7 @@ def container_words(m: Matrix, group: Group, opts: Options) -> list[str] | None:
 def comment(text: str) -> str:
     """``text`` for a ``#`` comment line of a script or manifest: printable ASCII as it is,
     anything else escaped (a line break in a fact must not end the comment)."""
-    return text if text.isascii() and text.isprintable() else ascii(text)
+    return shown(text, limit=len(text))
 
 
 def _hostlist(group: Group) -> str:

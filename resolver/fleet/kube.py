@@ -21,10 +21,10 @@ from typing import Any
 
 from resolver import bounded
 from resolver.errors import InputError
-from resolver.fleet.reports import NodeReport, shown
+from resolver.fleet.reports import NodeReport
 from resolver.node import MAX_GPUS, Gpu, Node, Partition
 from resolver.probe.gfx import GfxTable, gfx_for_pci, product_for_pci
-from resolver.safety import is_safe
+from resolver.safety import is_safe, shown
 
 PREFIXES = ("amd.com/gpu.", "beta.amd.com/gpu.")
 PARTITION_LABEL = "amd.com/compute-memory-partition"
@@ -131,18 +131,15 @@ def node_report(item: Any, *, index: int, gfx_table: GfxTable) -> NodeReport:
     raw_labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
     labels = {str(k): str(v) for k, v in raw_labels.items()}
     amd_labels = {k: v for k, v in labels.items() if k.startswith(("amd.com/", "beta.amd.com/"))}
-    bad = [k for k, v in amd_labels.items() if not is_safe("label_key", k)] + [
-        k
-        for k, v in amd_labels.items()
-        if is_safe("label_key", k) and not is_safe("label_value", v)
-    ]
-    if bad:
-        return NodeReport(
-            name=name,
-            source=source,
-            reason=f"label {shown(bad[0])[:80]} is not a Kubernetes label "
-            f"{'key' if not is_safe('label_key', bad[0]) else 'value'}: the node list was edited",
-        )
+    for key, value in amd_labels.items():
+        part = "key" if not is_safe("label_key", key) else None
+        part = part or ("value" if not is_safe("label_value", value) else None)
+        if part is not None:  # the API server accepts neither: the node list was edited
+            return NodeReport(
+                name=name,
+                source=source,
+                reason=f"label {shown(key, limit=80)} has no valid Kubernetes label {part}",
+            )
     try:
         resource, count = _capacity(item)
         node, unplaced = _node(labels, resource, count, gfx_table)

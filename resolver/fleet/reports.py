@@ -20,7 +20,7 @@ from typing import Any, Literal
 from resolver import __version__, bounded
 from resolver.errors import InputError
 from resolver.node import Node, from_json
-from resolver.safety import is_safe
+from resolver.safety import is_safe, shown
 
 Status = Literal["ok", "unknown", "failed"]
 MAX_REPORT = 16 * 1024 * 1024  # a probe report is a few KiB
@@ -64,16 +64,6 @@ def tool_notes(data: dict[str, Any]) -> tuple[str, ...]:
     if isinstance(version, str) and version != __version__:
         return (f"written by rocm-vllm {version}, read by {__version__}: fields may differ",)
     return ()
-
-
-def shown(text: str) -> str:
-    """``text`` as it may be printed or written: itself when it is a plain host name or path,
-    else escaped (``ascii``) so that no line break, escape sequence or bidi override is shown."""
-    from resolver.safety import unsafe_char
-
-    if text.isascii() and unsafe_char(text) is None and len(text) <= 512:
-        return text
-    return ascii(text[:512])
 
 
 def node_key(name: str) -> str:

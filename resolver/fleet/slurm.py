@@ -21,8 +21,8 @@ from pathlib import Path
 from resolver import bounded, capture
 from resolver.errors import InputError, SlurmError, UsageError
 from resolver.fleet import hostlist
-from resolver.fleet.reports import NodeReport, report_from_json, shown
-from resolver.safety import is_safe
+from resolver.fleet.reports import NodeReport, report_from_json
+from resolver.safety import is_safe, shown
 
 MARKER = "@rocm-vllm-node "
 # Every task first names the node it runs on (slurmd sets SLURMD_NODENAME), then runs the probe,
@@ -39,7 +39,6 @@ MAX_TIMEOUT = 86_400.0  # --timeout: a day
 SINFO_LIMIT = 16 * capture.MiB  # sinfo -N for 100,000 nodes is a few MiB
 SRUN_LIMIT = 256 * capture.MiB  # every node's report (a few KiB each) for a large partition
 SRUN_LINE = 1024  # srun --label cuts a task's output lines at this many bytes
-_PARTITION_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _STATE_RE = re.compile(r"[a-z_]{1,16}[*~#!%$@^-]*")
 # Node states in which srun cannot run a task (sinfo %t short forms; "*" = not responding).
 _UNUSABLE = (
@@ -102,7 +101,8 @@ def check_timeout(timeout: float) -> float:
     """``--timeout``: a finite number of seconds, more than 0 and at most a day."""
     if not math.isfinite(timeout) or not 0 < timeout <= MAX_TIMEOUT:
         raise UsageError(
-            f"--timeout {timeout:g} is not a number of seconds from 1 to {MAX_TIMEOUT:.0f}",
+            f"--timeout {timeout:g} is not a number of seconds above 0 and at most "
+            f"{MAX_TIMEOUT:.0f}",
             hint="give seconds, e.g. --timeout 120",
         )
     return timeout
@@ -130,7 +130,7 @@ def resolve_target(
         # not a host name (or a partition or state that is not plain) is left out and said.
         if not (
             is_safe("node_name", node)
-            and _PARTITION_RE.fullmatch(part.rstrip("*"))
+            and is_safe("partition", part.rstrip("*"))
             and _STATE_RE.fullmatch(state)
         ):
             odd.append(node)
@@ -242,7 +242,8 @@ def parse_output(
         claimed[name] = 1
         body = _joined(lines[1:])
         source = f"srun:{name}"
-        errors = " | ".join(e.strip() for e in err_tasks.get(task, []) if e.strip())[-300:]
+        # A task's stderr is the node's text: escaped before it reaches a reason or a terminal.
+        errors = shown(" | ".join(e.strip() for e in err_tasks.get(task, []) if e.strip())[-300:])
         if exits.get(name) == TIMED_OUT:
             limit = f" within {max(1, int(timeout or 0) - 5)}s" if timeout else ""
             answered[name] = NodeReport(
@@ -285,7 +286,9 @@ def parse_output(
         if node in answered:
             reports.append(answered[node])
         else:
-            why = "no answer from its task" + (f" (srun: {general[-300:]})" if general else "")
+            why = "no answer from its task" + (
+                f" (srun: {shown(general[-300:])})" if general else ""
+            )
             reports.append(NodeReport(name=node, source=f"srun:{node}", reason=why))
     return reports
 

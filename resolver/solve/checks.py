@@ -23,7 +23,7 @@ from resolver.model import (
     WheelVariant,
 )
 from resolver.node import Node
-from resolver.solve.host import _os_listed
+from resolver.solve.host import os_listed
 from resolver.solve.types import (
     FP8_QUANT,
     MX_QUANT,
@@ -312,11 +312,7 @@ def driver_predates_gpu(
     first = _v(product.first_rocm)
     if _v(driver.paired_rocm) >= first:
         return None
-    good = [
-        d
-        for d in m.drivers
-        if d.paired_rocm and _v(d.paired_rocm) >= first and (cand.rocm is None or d.runs(cand.rocm))
-    ]
+    good = list(drivers_for(m, node, cand))
     rocm = cand.rocm or first
     return Reason(
         code="driver-predates-gpu",
@@ -425,11 +421,11 @@ def knows_gpus(m: Matrix, node: Node, driver: DriverSeries) -> bool:
 
 
 def drivers_for(m: Matrix, node: Node, cand: Candidate) -> tuple[DriverSeries, ...]:
-    """The amdgpu series that run this path on this node: they run its ROCm user space and know
-    the node's GPUs (what a plan needs of the host's driver, where the driver is not known)."""
-    if cand.rocm is None:
-        return ()
-    return tuple(d for d in m.drivers_running(cand.rocm) if knows_gpus(m, node, d))
+    """The amdgpu series that run this path on this node: they run its ROCm user space (any
+    series, for a path whose ROCm is not known) and know the node's GPUs (what a plan needs of
+    the host's driver; where a driver fix is chosen)."""
+    pool = m.drivers_running(cand.rocm) if cand.rocm is not None else m.drivers
+    return tuple(d for d in pool if knows_gpus(m, node, d))
 
 
 def driver_window(
@@ -538,7 +534,7 @@ def _prefer_os(m: Matrix, node: Node, good: list[DriverSeries]) -> list[DriverSe
         return good
     # Known to be supported there: a series whose OS support is not recorded is no better bet.
     on_os = [
-        d for d in good if (oses := _os_support(m, d)) is not None and _os_listed(node.os, oses)
+        d for d in good if (oses := _os_support(m, d)) is not None and os_listed(node.os, oses)
     ]
     return on_os or good
 
@@ -548,7 +544,7 @@ def _os_step(m: Matrix, node: Node, best: str) -> str | None:
     the host's OS: the nearest newer release of the same OS where there is one."""
     d = m.driver(best)
     oses = _os_support(m, d) if d is not None else None
-    if not node.os or not oses or _os_listed(node.os, oses):
+    if not node.os or not oses or os_listed(node.os, oses):
         return None
     family = node.os.partition("-")[0]
     same = [o for o in oses if o.partition("-")[0] == family]

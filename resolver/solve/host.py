@@ -43,7 +43,7 @@ def kernel_floor_warnings(node: Node, targets: list[GfxTarget]) -> list[Warning]
                 )
             )
             continue
-        floor = next((f for f in floors if _os_listed(node.os, (f.os,))), None)
+        floor = next((f for f in floors if os_listed(node.os, (f.os,))), None)
         if floor is None:
             out.append(
                 Warning(
@@ -110,7 +110,7 @@ def unified_memory_warnings(node: Node, targets: list[GfxTarget]) -> list[Warnin
     return out
 
 
-def _os_listed(os_id: str, listed: tuple[str, ...]) -> bool:
+def os_listed(os_id: str, listed: tuple[str, ...]) -> bool:
     """``ubuntu-22.04`` is listed by ``ubuntu-22.04.5``; ``rhel-9.4`` by ``rhel-9.4``."""
     return any(
         entry == os_id or entry.startswith(os_id + ".") or os_id.startswith(entry + ".")
@@ -133,7 +133,7 @@ def host_os_warnings(m: Matrix, node: Node, targets: list[GfxTarget]) -> list[Wa
         return []
     products = {g.product for g in node.gpus if g.product}
     out: list[Warning] = []
-    if not _os_listed(node.os, rocm.os):
+    if not os_listed(node.os, rocm.os):
         out.append(
             Warning(
                 code="os-not-supported",
@@ -153,8 +153,8 @@ def host_os_warnings(m: Matrix, node: Node, targets: list[GfxTarget]) -> list[Wa
         ]
         if not applicable:
             continue
-        allowed = [entry for entry in rocm.os if all(_os_listed(entry, r.os) for r in applicable)]
-        if not _os_listed(node.os, tuple(allowed)):
+        allowed = [entry for entry in rocm.os if all(os_listed(entry, r.os) for r in applicable)]
+        if not os_listed(node.os, tuple(allowed)):
             who = ", ".join(sorted({p for r in applicable for p in r.products})) or t.name
             out.append(
                 Warning(
@@ -166,7 +166,7 @@ def host_os_warnings(m: Matrix, node: Node, targets: list[GfxTarget]) -> list[Wa
                     "combination",
                     source="; ".join(
                         dict.fromkeys(
-                            r.provenance.source for r in applicable if not _os_listed(node.os, r.os)
+                            r.provenance.source for r in applicable if not os_listed(node.os, r.os)
                         )
                     ),
                 )

@@ -511,3 +511,13 @@ def test_one_registry_prefix_one_url_shape() -> None:
         == [expected]
         == ["https://harbor.example/v2/dockerhub/vllm/vllm-openai-rocm/manifests/v0.33.0"]
     )
+
+
+def test_a_nodes_stderr_is_escaped_in_its_reason() -> None:
+    from resolver.fleet.slurm import MARKER, parse_output
+
+    out = f"0: {MARKER}n1\n"
+    err = "0: \x1b]0;owned\x07 probe crashed\u202e\n"
+    (r,) = parse_output(out, err, ["n1"])
+    assert r.reason is not None and "probe crashed" in r.reason
+    assert r.reason.isascii() and "\x1b" not in r.reason and "\u202e" not in r.reason
