@@ -321,6 +321,9 @@ def _driver(rec: Record) -> DriverSeries:
         provenance=rec.provenance(),
         module_versions=modules,
         module_versions_source=modules_source,
+        module_versions_confidence=cast(
+            Any, rec.choice("module_versions_confidence", CONFIDENCES, "exact")
+        ),
     )
 
 
@@ -673,6 +676,13 @@ def _check_unique(m: Matrix) -> None:
     _unique(m.rocm, lambda r: r.version, "rocm.toml", "release")
     _unique(m.os, lambda o: o.id, "os.toml", "OS id")
     _unique(m.drivers, lambda d: d.series, "drivers.toml", "series")
+    # A module version in two series would make the probe's reading of it a guess.
+    _unique(
+        (v for d in m.drivers for v in d.module_versions),
+        lambda v: v,
+        "drivers.toml",
+        "module version",
+    )
     _unique(m.gfx, lambda g: g.name, "gfx.toml", "gfx target")
     _unique(m.vllm, lambda v: v.version, "vllm.toml", "release")
     _unique(m.wheels, lambda w: w.name, "wheels.toml", "variant")

@@ -111,6 +111,7 @@ class DriverSeries:
     # release, with their own source; the probe maps a module version only through these.
     module_versions: tuple[str, ...] = ()
     module_versions_source: str = ""
+    module_versions_confidence: Confidence = "exact"
 
     def runs(self, rocm: Version) -> bool:
         return f"{rocm.major}.{rocm.minor}" in self.user_space

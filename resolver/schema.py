@@ -118,6 +118,7 @@ TABLES: Final[dict[str, tuple[str, dict[str, Any]]]] = {
                 "paired_rocm": STR,
                 "module_versions": STRS,
                 "module_versions_source": STR,
+                "module_versions_confidence": PROVENANCE["confidence"],
             },
             ("series", "user_space", "source"),
         ),

@@ -444,7 +444,37 @@ def test_shipped_data_has_sourced_apu_floors_and_module_pairs() -> None:
         and paired.series == "31.40"
         and "gpu-operator" in paired.module_versions_source
     )
-    assert live.driver_for_module("6.16.6") is None
+    # The others are read from AMD's package versions: recorded, and marked inferred.
+    pairs = {m: d.series for d in live.drivers for m in d.module_versions}
+    assert pairs == {
+        "6.8.5": "6.2",
+        "6.10.5": "6.3",
+        "6.12.12": "6.4",
+        "6.14.14": "30.10",
+        "6.16.6": "30.20",
+        "6.16.13": "30.30",
+        "6.19.4": "31.30",
+        "6.19.14": "31.40",
+    }
+    assert all(
+        d.module_versions_confidence == "inferred" and d.module_versions_source
+        for d in live.drivers
+        if d.module_versions and d.series != "31.40"
+    )
+    assert live.driver_for_module("6.18.3") is None  # AMD names no release for it
+
+
+def test_a_module_version_under_two_series_is_refused(tmp_path: Path) -> None:
+    """The probe reads a module version as one series; listed twice, the reading is a guess."""
+    import shutil
+
+    data = tmp_path / "live"
+    shutil.copytree(LIVE_MATRIX, data)
+    text = (data / "drivers.toml").read_text()
+    text = text.replace('module_versions = ["6.16.6"]', 'module_versions = ["6.16.13"]')
+    (data / "drivers.toml").write_text(text)
+    with pytest.raises(MatrixError, match=r"duplicate module version 6\.16\.13"):
+        matrix.load_dir(data)
 
 
 # --- the schema: unknown keys are refused --------------------------------------------------------

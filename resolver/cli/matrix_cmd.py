@@ -64,6 +64,9 @@ def _rows(m: Any, table: str) -> tuple[list[str], list[list[str]], list[dict[str
                 "paired_rocm": d.paired_rocm,
                 "module_versions": list(d.module_versions),
                 "module_versions_source": d.module_versions_source or None,
+                "module_versions_confidence": d.module_versions_confidence
+                if d.module_versions
+                else None,
                 "source": src(d.provenance),
                 "confidence": conf(d.provenance),
             }

@@ -75,6 +75,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         if json_out:
             # schema_version first, as in every other --json document (docs/probe.schema.json)
             data = {"schema_version": 1, **node.to_json()}
+            data["confidence"] = probe_mod.confidence(node)
             from resolver import __version__
 
             data["tool"] = {"name": "rocm-vllm", "version": __version__}
@@ -157,6 +158,9 @@ def render(node: Any) -> str:
     shown = [f"{k} {v}" for k, v in facts if v]
     if shown:
         lines.append("   ".join(shown))
+    read_from = _sources((node.host or {}).get("gpu_sources") or [])
+    if read_from:
+        lines.append(f"read from: {read_from}")
     if node.problems:
         lines.append("")
         lines.append("Problems:")
@@ -197,12 +201,44 @@ def _flush(run: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
     return [(f"{first[0]}-{last[0]}", *first[1:])]
 
 
+# How the sources' field names read in text, in the order a reader wants them.
+_FIELDS = {
+    "gfx": "gfx",
+    "marketing_name": "name",
+    "pci_device_id": "PCI id",
+    "compute_units": "CUs",
+    "vram_bytes": "VRAM",
+    "compute_partition": "partition",
+    "memory_partition": "partition",
+    "unique_id": "unique id",
+}
+
+
+def _sources(per_gpu: list[dict[str, str]]) -> str:
+    """``host.gpu_sources`` as one line: each source with the fields it gave for any GPU."""
+    given: dict[str, list[str]] = {}
+    for said in per_gpu:
+        for field_name, label in _FIELDS.items():
+            source = said.get(field_name)
+            if source and label not in given.setdefault(source, []):
+                given[source].append(label)
+    return "; ".join(f"{src} ({', '.join(labels)})" for src, labels in given.items() if labels)
+
+
 def _release(node: Any) -> str | None:
-    """The AMD GPU Driver release and the source that named it (amdgpu-dkms package, ...)."""
+    """The AMD GPU Driver release, the source that named it, and how sure that is."""
+    from resolver.probe import MODULE_PAIRED
+
     if not node.driver_version:
         return None
-    source = (node.host or {}).get("driver_release_source")
-    return f"{node.driver_version} (from {source})" if source else str(node.driver_version)
+    host = node.host or {}
+    source = host.get("driver_release_source")
+    module = host.get("amdgpu_module_version") or (host.get("driver") or {}).get("module_version")
+    if source == MODULE_PAIRED and module:
+        source = f"amdgpu module {module}, which the data pairs with this series"
+    sure = host.get("driver_release_confidence")
+    said = f"{source}, {sure}" if source and sure and sure != "exact" else source
+    return f"{node.driver_version} (from {said})" if said else str(node.driver_version)
 
 
 def _module(host: dict[str, object]) -> str | None:

@@ -248,6 +248,9 @@ def probe_live(
     module = reading.module_version or node.driver_version
     if reading.release is not None:
         host["driver_release_source"] = reading.source
+        host["driver_release_confidence"] = (
+            "exact" if reading.package_version else _pairing_confidence(matrix, module)
+        )
     node = replace(
         node,
         os=facts.os,
@@ -394,11 +397,39 @@ def _finish(node: Node, problems: list[Problem], matrix: Matrix) -> Node:
     return _module_version_is_not_a_release(replace(node, problems=tuple(problems)), matrix)
 
 
+# driver_release_source for a module version the data pairs with a series (docs/probe.schema.json).
+MODULE_PAIRED = "amdgpu module version (matrix/drivers.toml pairs it with a series)"
+
+
 def module_release(matrix: Matrix, module_version: str) -> str | None:
     """The AMD GPU Driver release AMD's data pairs a kernel module version with (drivers.toml
     ``module_versions``), as a series ("31.40"); None when no AMD source pairs them."""
     found = matrix.driver_for_module(module_version.split("-")[0])
     return found.series if found is not None else None
+
+
+def confidence(node: Node) -> dict[str, str]:
+    """How sure the probe is of each headline fact (``probe --json`` ``confidence``):
+    ``gpu_count`` exact / at_least (a cut or filtered paste) / unknown; ``gfx_targets`` exact /
+    disputed (sources name different targets) / unknown; ``driver_version`` exact (the package,
+    or given) / inferred (a module version the data pairs only by inference) / unknown."""
+    codes = {p.code for p in node.problems}
+    count = "unknown" if not node.gpus else "at_least" if "partial-input" in codes else "exact"
+    if not node.gfx_targets:
+        targets = "unknown"
+    else:
+        targets = "disputed" if "sources-disagree" in codes else "exact"
+    host = node.host or {}
+    driver = "unknown"
+    if node.driver_version:
+        driver = str(host.get("driver_release_confidence") or "exact")
+    return {"gpu_count": count, "gfx_targets": targets, "driver_version": driver}
+
+
+def _pairing_confidence(matrix: Matrix, module_version: str | None) -> str:
+    """How sure the data is of the series a module version pairs with (drivers.toml)."""
+    found = matrix.driver_for_module((module_version or "").split("-")[0])
+    return found.module_versions_confidence if found is not None else "unknown"
 
 
 def _module_version_is_not_a_release(node: Node, matrix: Matrix) -> Node:
@@ -417,7 +448,10 @@ def _module_version_is_not_a_release(node: Node, matrix: Matrix) -> Node:
     host = {**node.host, "amdgpu_module_version": module}
     paired = module_release(matrix, module)
     if paired is not None:
-        host["driver_release_source"] = "amdgpu module version (AMD's data pairs it with a release)"
+        host["driver_release_source"] = (
+            "amdgpu module version (matrix/drivers.toml pairs it with a series)"
+        )
+        host["driver_release_confidence"] = _pairing_confidence(matrix, module)
         return replace(node, driver_version=paired, host=host)
     problems = list(node.problems)
     if node.gpus:

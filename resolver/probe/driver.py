@@ -4,10 +4,10 @@ Sources, in the order they are asked (the first that gives a release answers):
 
 - the ``amdgpu-dkms`` package (``dpkg-query`` or ``rpm -q``): its version carries the kernel
   module version and, after it, the release the package was built for, e.g.
-  ``1:6.16.6.30300000-2238411.24.04`` -> module 6.16.6, release 30.30.0, or
+  ``1:6.14.14.30100100-2212064.24.04`` -> module 6.14.14, release 30.10.1, or
   ``1:5.18.13.50403-1538762.22.04`` -> module 5.18.13, release 5.4.3 (``amdgpu-install 5.4.50403``);
 - ``/sys/module/amdgpu/version``, ``amd-smi version`` (``amdgpu version:``) and ``modinfo amdgpu``
-  (``version:``): the loaded module's own version (6.16.6). That is a release only where AMD's
+  (``version:``): the loaded module's own version (6.14.14). That is a release only where AMD's
   data pairs the two (``matrix/drivers.toml`` ``module_versions``); otherwise the module version
   is kept and the release stays unknown, and the probe says so.
 
@@ -27,7 +27,7 @@ from resolver.probe.sysfs import read_text
 
 TIMEOUT = 10.0
 
-# "1:6.16.6.30300000-2238411.24.04" (deb) or "6.16.6.30300000" (rpm VERSION): module, release code.
+# "1:6.14.14.30100100-2212064.24.04" (deb) or "6.14.14.30100100" (rpm): module, release code.
 _PACKAGE = re.compile(r"^(?:\d+:)?(?P<module>\d+\.\d+\.\d+)\.(?P<code>\d{5}|\d{8})(?:[-+~].*)?$")
 _MODULE = re.compile(r"^\d+\.\d+(?:\.\d+)*$")
 

@@ -44,7 +44,12 @@ def _gpu_root(tmp_path: Path, module_version: str | None) -> Path:
 
 
 def test_package_versions_carry_the_release() -> None:
-    assert driver.parse_package_version("1:6.16.6.30300000-2238411.24.04") == ("6.16.6", "30.30.0")
+    # ROCm/ROCm#6023 (with ROCm 7.0.1) and AMD's 6.4 repository file name
+    assert driver.parse_package_version("1:6.14.14.30100100-2212064.24.04") == (
+        "6.14.14",
+        "30.10.1",
+    )
+    assert driver.parse_package_version("6.12.12.60400-2147987.24.04") == ("6.12.12", "6.4.0")
     assert driver.parse_package_version("6.14.14.30100100") == ("6.14.14", "30.10.1")
     # amdgpu-install 5.4.50403: the ROCm-numbered releases up to 6.4
     assert driver.parse_package_version("1:5.18.13.50403-1538762.22.04") == ("5.18.13", "5.4.3")
@@ -80,18 +85,19 @@ def test_tool_outputs() -> None:
 
 
 def test_live_probe_reads_the_release_from_the_dkms_package(tmp_path: Path) -> None:
-    root = _gpu_root(tmp_path, "6.16.6")
+    root = _gpu_root(tmp_path, "6.16.13")
     bin_dir = tmp_path / "bin"
-    _tool(bin_dir, "dpkg-query", "1:6.16.6.30300000-2238411.24.04")
+    _tool(bin_dir, "dpkg-query", "1:6.16.13.30300300-2327507.24.04")
     node = probe_live(
         root=root,
         env={"PATH": str(bin_dir)},
         check_access=False,
         matrix=probe_matrix(),
     )
-    assert node.driver_version == "30.30.0"
+    assert node.driver_version == "30.30.3"
     assert node.host["driver_release_source"] == "amdgpu-dkms package (dpkg-query)"
-    assert node.host["driver"]["module_version"] == "6.16.6"
+    assert node.host["driver_release_confidence"] == "exact"
+    assert node.host["driver"]["module_version"] == "6.16.13"
     assert "driver-release-unknown" not in [p.code for p in node.problems]
     assert node.to_json()["host"]["driver"]["source"] == "amdgpu-dkms package (dpkg-query)"
 
@@ -149,9 +155,9 @@ def test_probe_json_with_driver_facts_validates(tmp_path: Path) -> None:
     import jsonschema
 
     bin_dir = tmp_path / "bin"
-    _tool(bin_dir, "dpkg-query", "1:6.16.6.30300000-2238411.24.04")
+    _tool(bin_dir, "dpkg-query", "1:6.16.13.30300300-2327507.24.04")
     node = probe_live(
-        root=_gpu_root(tmp_path, "6.16.6"),
+        root=_gpu_root(tmp_path, "6.16.13"),
         env={"PATH": str(bin_dir)},
         check_access=False,
         matrix=probe_matrix(),
@@ -164,11 +170,11 @@ def test_probe_text_says_which_source_named_the_release(tmp_path: Path) -> None:
     from resolver.cli.probe import render
 
     bin_dir = tmp_path / "bin"
-    _tool(bin_dir, "dpkg-query", "1:6.16.6.30300000-2238411.24.04")
+    _tool(bin_dir, "dpkg-query", "1:6.16.13.30300300-2327507.24.04")
     node = probe_live(
-        root=_gpu_root(tmp_path, "6.16.6"),
+        root=_gpu_root(tmp_path, "6.16.13"),
         env={"PATH": str(bin_dir)},
         check_access=False,
         matrix=probe_matrix(),
     )
-    assert "30.30.0 (from amdgpu-dkms package (dpkg-query))" in render(node)
+    assert "30.30.3 (from amdgpu-dkms package (dpkg-query))" in render(node)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from resolver.probe import confidence as probe_confidence
 from resolver.probe import probe_files
 from tests.probe_data import probe_gfx, probe_matrix
 
@@ -532,12 +533,46 @@ def test_a_whole_output_is_not_partial() -> None:
 
 
 def test_module_version_is_kept_apart_from_the_driver_release() -> None:
-    """The kernel module's version (6.16.6) is not an AMD GPU Driver release (30.30.x): it is kept
-    as a host fact, the release stays unknown, and a problem says how to give it."""
-    node = _probe("rocminfo-gfx1201-with-igpu-gfx1036-rocm5861.txt")
-    assert node.driver_version is None and node.host["amdgpu_module_version"] == "6.16.6"
+    """A kernel module version no data pairs with a series (6.18.3) is not an AMD GPU Driver
+    release: it is kept as a host fact, the release stays unknown, and a problem says how to give
+    it."""
+    node = _probe("amd-smi-static-gfx950-mi350x-rocmsystems2987.txt")
+    assert node.driver_version is None and node.host["amdgpu_module_version"] == "6.18.3"
     problem = next(p for p in node.problems if p.code == "driver-release-unknown")
-    assert "6.16.6" in problem.message and "--driver" in problem.hint
+    assert "6.18.3" in problem.message and "--driver" in problem.hint
+    assert probe_confidence(node)["driver_version"] == "unknown"
+
+
+def test_a_paired_module_version_gives_the_series_marked_inferred() -> None:
+    """DKMS 6.16.6 (ROCm/ROCm#5861) is 30.20 by AMD's package versions: the series is used, the
+    confidence says inferred, and the text says where it came from."""
+    from resolver import matrix
+    from resolver.cli.probe import render
+    from tests.conftest import LIVE_MATRIX
+
+    node = probe_files(
+        rocminfo=FIXTURES / "rocminfo-gfx1201-with-igpu-gfx1036-rocm5861.txt",
+        matrix=matrix.load_dir(LIVE_MATRIX),
+    )
+    assert node.driver_version == "30.20" and node.host["amdgpu_module_version"] == "6.16.6"
+    assert node.host["driver_release_confidence"] == "inferred"
+    assert "driver-release-unknown" not in [p.code for p in node.problems]
+    assert probe_confidence(node) == {
+        "gpu_count": "exact",
+        "gfx_targets": "exact",
+        "driver_version": "inferred",
+    }
+    text = render(node)
+    assert (
+        "driver 30.20 (from amdgpu module 6.16.6, which the data pairs with this series, inferred)"
+        in text
+    )
+    assert "read from: rocminfo (gfx, name, PCI id, CUs, VRAM, unique id)" in text
+
+
+def test_a_cut_paste_says_its_count_is_a_floor() -> None:
+    node = _probe("rocminfo-gfx1100-rx7900xtx-fragment-ollama3158.txt")
+    assert probe_confidence(node)["gpu_count"] == "at_least"
 
 
 @pytest.mark.parametrize("sub", ["", "topology"])
