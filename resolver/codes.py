@@ -36,6 +36,7 @@ AdvisoryCode = Literal[
     "apu-unified-memory",
     "cpx-one-replica-per-partition",
     "cpx-partition",
+    "custom-allreduce-off",
     "deprecated-channel",
     "digest-changed",
     "digest-from-cache",

@@ -240,7 +240,7 @@ def test_the_follow_up_carries_the_flags_the_definition_needs(tmp_path) -> None:
     run = run_cli("image", "--example", "mi300x-8", "--format", "apptainer", "-o", str(out))
     assert run.exit_code == 0, run.stderr
     then = [line for line in run.stderr.splitlines() if line.startswith("then: ")]
-    assert then[0] == "then: Build: apptainer build vllm.sif serve.def"
+    assert then[0] == f"then: Build: apptainer build vllm.sif {out}"
     assert "--writable-tmpfs" in then[1] and '"$HOME"/.cache/huggingface:/hf-cache' in then[1]
     assert then[1].removeprefix("then: Serve: ") in out.read_text()  # the %help says the same
     words = shlex.split(then[1].removeprefix("then: Serve: "), posix=True)

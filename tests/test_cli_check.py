@@ -528,3 +528,13 @@ def test_one_output_names_one_driver_fix(args: list[str]) -> None:
     moves = set(re.findall(r"amdgpu driver (?:to )?([0-9]+\.[0-9]+)\.x", text))
     moves |= set(re.findall(r"upgrade the host's amdgpu driver to ([0-9]+\.[0-9]+)\.x", text))
     assert len(moves) == 1, (moves, text)
+
+
+def test_a_source_plan_says_once_what_it_builds_for() -> None:
+    """Issue 19: a gfx1030 (or gfx1153) source plan said "built for gfx90a, gfx942, ..." (the
+    stack's list) and then "# built for gfx1030 only". The plan says what the Dockerfile builds,
+    and names the stack's list as what upstream ships."""
+    result = run_cli("check", "--gfx", "gfx1030", "--driver", "30.30.3", "--vllm", "==0.24.0")
+    said = " ".join(result.stdout.split())
+    assert "builds for gfx1030 only (this node's targets; the stack ships gfx90a," in said
+    assert "built for gfx90a" not in said

@@ -301,13 +301,13 @@ def test_plain_prose_follows_the_width_and_commands_stay_whole() -> None:
 
 
 def test_inline_commands_in_prose_are_not_split() -> None:
-    from resolver.explain.text import _fill
+    from resolver.explain.text import fill
 
     text = (
         "hint: choose an artifact built for gfx1030, or build from source: `rocm-vllm "
         "dockerfile --gfx gfx1030`"
     )
-    lines = _fill(text, "", "  ", 40)
+    lines = fill(text, "", "  ", 40)
     assert any("`rocm-vllm dockerfile --gfx gfx1030`" in line for line in lines), lines
 
 

@@ -4,6 +4,7 @@ pull with verification, smoke test, failure paths, and the entrypoint handling u
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -137,10 +138,52 @@ def test_output_file_is_written_atomically_and_stdout_stays_empty(
         import yaml
 
         assert yaml.safe_load(target.read_text())["services"]["vllm"]
-        assert f"docker compose -f {name} up -d" in result.stderr
+        # the follow-up names the file where -o put it, as given
+        assert f"docker compose -f {target} up -d" in result.stderr
     else:
         assert target.read_text() == out["run_command"] + "\n"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp file left
+
+
+def test_commentary_fits_the_terminal_and_commands_stay_whole() -> None:
+    """Issue 19: image's stderr ignored the terminal width (200-column lines at COLUMNS=60).
+    Prose wraps; the image reference and the follow-up command are never split."""
+    result = cli(*MI300X_X8, "--driver", "30.30.3", "--format", "compose", env={"COLUMNS": "60"})
+    assert result.exit_code == 0
+    lines = result.stderr.splitlines()
+    long = [line for line in lines if len(line) > 60]
+    assert all(line.startswith(("image: ", "then: ")) for line in long), long
+    assert any(line.startswith("then: docker compose -f compose.yaml up -d") for line in lines)
+
+
+def test_compose_redirected_to_a_file_names_that_file(tmp_path: Path) -> None:
+    """Issue 19: `image --format compose > vllm.yaml` said `docker compose -f compose.yaml up`;
+    the follow-up names the file stdout went to (relative to the working directory)."""
+    import subprocess
+    import sys
+
+    with (tmp_path / "vllm.yaml").open("w") as stdout:
+        run = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "resolver",
+                "image",
+                "--example",
+                "mi300x-8",
+                "--format",
+                "compose",
+            ],
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1]), "NO_COLOR": "1"},
+            check=False,
+        )
+    assert run.returncode == 0, run.stderr
+    assert "then: docker compose -f vllm.yaml up -d" in run.stderr
+    assert "services" in (tmp_path / "vllm.yaml").read_text()
 
 
 def test_output_into_a_missing_directory_is_bad_input(tmp_path: Path) -> None:
@@ -259,6 +302,27 @@ def test_pull_and_smoke_verify_the_official_image(shim_images, docker_url: str) 
 
 
 @pytest.mark.docker
+def test_text_after_digest_pull_and_smoke_says_what_was_confirmed(
+    shim_images, docker_url: str
+) -> None:  # type: ignore[no-untyped-def]
+    """Issue 19: "pull: verified" names the pinned digest (not the local image id), and once the
+    registry pinned the tag and the smoke test matched the data, no note says the image is "not
+    confirmed at the registry"."""
+    args = [*MI300X_X8, "--driver", "30.30.3", "--registry", shim_images.registry, "--digest"]
+    env = {"DOCKER_HOST": docker_url, "COLUMNS": "200"}
+    result = cli(*args, "--pull", "--smoke", env=env)
+    assert result.exit_code == 0, result.stderr
+    digest = shim_images.official.digest
+    assert f"pull: verified {shim_images.official.name}:" in result.stderr
+    assert f"@{digest}" in result.stderr
+    assert "not confirmed at the registry" not in result.stderr
+    # Pinned without a smoke test, the note says only what is still unconfirmed.
+    pinned = cli(*args, env=env)
+    assert "not confirmed at the registry" not in pinned.stderr
+    assert "until a smoke test reads it" in pinned.stderr
+
+
+@pytest.mark.docker
 def test_pull_verifies_an_index_digest(shim_images, docker_url: str) -> None:  # type: ignore[no-untyped-def]
     code, out = cli_json(
         *MI300X_X8,
@@ -372,7 +436,8 @@ def test_unreachable_registry_pins_from_the_cache_and_says_so(tmp_path: Path) ->
     assert "digest-from-cache" in [w["code"] for w in out["warnings"]]
     text = cli(*args, env=env)
     assert text.exit_code == 0
-    assert "from the local cache, 2h 5m old; the registry was not reachable" in text.stderr
+    said = " ".join(text.stderr.split())  # prose wraps at the terminal's width (100 in a pipe)
+    assert "from the local cache, 2h 5m old; the registry was not reachable" in said
     assert text.stdout.count("\n") == 1 and "@sha256:" + "f" * 64 in text.stdout
 
 

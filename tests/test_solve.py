@@ -205,6 +205,22 @@ def test_node_level_warnings_from_probe_facts() -> None:
     assert "rdna-multi-gpu" in codes(solve(M, radeon, Request()))
 
 
+def test_custom_allreduce_gate_is_said_where_tp_uses_rccl() -> None:
+    """Issue 19: gfx.toml's custom_allreduce was in the data but never surfaced. Several GPUs of
+    a target vLLM keeps it off for get an info note; MI300-class nodes and single GPUs do not."""
+
+    def node(gfx: str, gpus: int) -> set[str]:
+        n = from_flags(gfx=gfx, gpus=gpus, driver="30.30.3", os=None, rocm=None, python=None)
+        return codes(solve(M, n, Request()))
+
+    assert "custom-allreduce-off" in node("gfx90a", 4)
+    assert "custom-allreduce-off" in node("gfx1100", 2)
+    assert "custom-allreduce-off" not in node("gfx942", 8)
+    assert "custom-allreduce-off" not in node("gfx90a", 1)
+    gate = M.gfx_target("gfx90a")
+    assert gate is not None and gate.features.custom_allreduce is False
+
+
 def test_mixed_fleet_fp8_formats_warn() -> None:
     d = decide("gfx942,gfx950", driver="30.30.3", quantization="fp8")
     assert {"mixed-fp8-formats", "mixed-gfx"} <= codes(d)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -235,14 +236,107 @@ def use_color() -> bool:
 DEFAULT_WIDTH = 100
 
 
-def terminal_width() -> int:
-    """Where prose wraps: COLUMNS when set, else the terminal's width when stdout is one, else 100.
-    Commands are never wrapped, whatever this says."""
-    import shutil
-
+def terminal_width(*, err: bool = False) -> int:
+    """Where prose wraps: COLUMNS when set, else the width of the terminal the text goes to (stderr
+    with ``err``), else of any terminal the command runs in (`check | less` still wraps for the
+    screen it is read on), else 100. Commands are never wrapped, whatever this says."""
     columns = os.environ.get("COLUMNS", "")
     if columns.isdigit() and int(columns) > 0:
         return max(int(columns), 40)
-    if sys.stdout.isatty():
-        return max(shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns, 40)
+    first = 2 if err else 1
+    for fd in (first, 1, 2, 0):
+        try:
+            if os.isatty(fd):
+                return max(os.get_terminal_size(fd).columns, 40)
+        except OSError:  # a closed descriptor, or a tty that reports no size
+            continue
     return DEFAULT_WIDTH
+
+
+def wrapped(text: str, *, width: int, later: str | None = None) -> str:
+    """One line of commentary filled to ``width``: its own indentation starts it, continuation
+    lines go two spaces deeper (or ``later``); `backticked commands` are never split."""
+    from resolver.explain.text import fill
+
+    indent = text[: len(text) - len(text.lstrip(" "))]
+    return "\n".join(
+        fill(text.lstrip(" "), indent, later if later is not None else indent + "  ", width)
+    )
+
+
+_BREAK = re.compile(r"(?<=,)|\s+")  # a cell may break at a space or after a comma
+
+
+def _pieces(cell: str) -> list[str]:
+    return [p for p in _BREAK.split(cell) if p]
+
+
+def _wrap_cell(cell: str, width: int) -> list[str]:
+    """Greedy fill at spaces and after commas ("gfx90a,gfx942," stays one list); a piece longer
+    than the column sticks out rather than being cut."""
+    lines: list[str] = []
+    line = ""
+    for piece in _pieces(cell):
+        glue = "" if not line or line.endswith(",") else " "
+        if line and len(line) + len(glue) + len(piece) > width:
+            lines.append(line)
+            line = piece
+        else:
+            line += glue + piece
+    return [*lines, line]
+
+
+def format_table(
+    header: Sequence[str], rows: Sequence[Sequence[str]], *, width: int, rule: bool = True
+) -> str:
+    """Columns padded to line up, within ``width``: when the natural widths do not fit, the widest
+    columns are narrowed (never below their header or their longest unbreakable piece) and their
+    cells wrap onto further lines of the same row."""
+    table = [[str(c) for c in header], *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(cell) for cell in col) for col in zip(*table, strict=True)]
+    floors = [
+        max(len(col[0]), *(len(p) for cell in col for p in _pieces(cell)))
+        for col in zip(*table, strict=True)
+    ]
+    while sum(widths) + 2 * (len(widths) - 1) > width:
+        i = max(range(len(widths)), key=lambda c: widths[c] - floors[c])
+        if widths[i] <= floors[i]:
+            break
+        widths[i] -= 1
+
+    def lines_of(row: list[str]) -> list[str]:
+        cells = [_wrap_cell(c, w) for c, w in zip(row, widths, strict=True)]
+        out = []
+        for k in range(max(len(c) for c in cells)):
+            parts = [
+                (c[k] if k < len(c) else "").ljust(w) for c, w in zip(cells, widths, strict=True)
+            ]
+            out.append("  ".join(parts).rstrip())
+        return out
+
+    lines = lines_of(table[0])
+    if rule:
+        lines.append("  ".join("-" * w for w in widths))
+    for row in table[1:]:
+        lines += lines_of(row)
+    return "\n".join(lines) + "\n"
+
+
+def stdout_file() -> str | None:
+    """The regular file stdout is redirected to (`image --format compose > vllm.yaml`), so a
+    follow-up can name it: relative to the working directory where it lies under it; None for a
+    terminal, a pipe, or where /proc does not say."""
+    import stat
+
+    try:
+        if not stat.S_ISREG(os.fstat(1).st_mode):
+            return None
+        target = Path("/proc/self/fd/1").readlink()
+    except OSError:
+        return None
+    if not target.is_absolute() or target.name.endswith(" (deleted)"):
+        return None
+    try:
+        return str(target.relative_to(Path.cwd()))
+    except ValueError:
+        return str(target)

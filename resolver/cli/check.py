@@ -74,8 +74,10 @@ def check(
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict.")] = False,
 ) -> None:
-    """Decide whether the node can run vLLM and how (exit 0: yes, 1: no, 2: bad input, 6:
-    unknown: the data lacks a fact the answer needs)."""
+    """Decide whether the node can run vLLM and how (exit 0 yes, 1 no, 2 bad input, 6 unknown).
+
+    Exit 6 (unknown): the data lacks a fact the answer needs; the output says which and how.
+    """
     from resolver import matrix
     from resolver.errors import UsageError
     from resolver.solve import KINDS, Request, solve

@@ -23,6 +23,9 @@ from resolver.cli._common import (
     emit_json,
     handle_errors,
     resolve_node,
+    stdout_file,
+    terminal_width,
+    wrapped,
 )
 
 IMAGE_PANEL = "Image"
@@ -222,11 +225,9 @@ or a failed check)."""
         artifact = file_text
         out.update(run.to_json())
         out["definition"] = file_text
-        out["follow_up"] = apptainer.follow_up(
-            spec, output.name if output is not None else "vllm.def"
-        )
+        out["follow_up"] = apptainer.follow_up(spec, _artifact_file(output, json_out, "vllm.def"))
     else:
-        compose_file = output.name if output is not None and fmt == "compose" else "compose.yaml"
+        compose_file = _artifact_file(output, json_out, "compose.yaml")
         rendered = render(spec, fmt, compose_file=compose_file)  # type: ignore[arg-type]
         file_text, artifact = rendered.file_text, rendered.artifact
         out.update(rendered.to_json())
@@ -253,7 +254,14 @@ or a failed check)."""
             engine.close()
 
     from resolver.explain import warning_json
+    from resolver.solve.advisories import after_registry_checks
 
+    warnings = after_registry_checks(
+        warnings,
+        image=f"{chosen.repo}:{chosen.tag}",
+        pinned=out["digest"] is not None and "digest_source" in out,
+        contents_checked=bool(out.get("smoke")) and not any(p.code for p in problems),
+    )
     out["warnings"] = [warning_json(w) for w in dict.fromkeys(warnings)]
     out["problems"] = [warning_json(p) for p in problems]
     if problems:
@@ -307,6 +315,18 @@ def _engine_steps(
         out["smoke"] = smoke_report.to_json()
         problems += smoke_report.problems
     return problems
+
+
+def _artifact_file(output: Path | None, json_out: bool, default: str) -> str:
+    """Where the artifact lands, for the follow-up that uses it: -o as given, else the file stdout
+    is redirected to (`> my-compose.yaml`), else the name the follow-up assumes."""
+    if output is not None:
+        return str(output)
+    if not json_out:  # under --json, stdout is the JSON document, not the artifact
+        redirected = stdout_file()
+        if redirected is not None:
+            return redirected
+    return default
 
 
 def _iso(epoch: float | None) -> str | None:
@@ -447,9 +467,11 @@ def _finish(out: dict[str, Any], json_out: bool, *, exit_code: int) -> None:
     if json_out:
         emit_json(out)
     else:
+        width = terminal_width(err=True)
+
         # Nothing to redirect: stdout stays empty, so `> compose.yaml` never captures prose.
         def say(text: str) -> None:
-            typer.echo(text, err=True)
+            typer.echo(wrapped(text, width=width), err=True)
 
         say(f"no verified image fits this node (verdict: {out['verdict']})")
         for reason in out["blockers"]:
@@ -471,15 +493,19 @@ def _print_text(
     """The commentary, on stderr: what the image is, warnings, problems, and where the artifact
     went."""
 
-    def echo(text: str) -> None:
-        typer.echo(text, err=True)
+    width = terminal_width(err=True)
+
+    def echo(text: str, *, command: bool = False) -> None:
+        # Prose fills the screen it is read on; a line that carries a command is never wrapped.
+        for line in text.split("\n"):
+            typer.echo(line if command else wrapped(line, width=width), err=True)
 
     label = (
         "official vLLM image"
         if out["official"]
         else ("deprecated image" if out["deprecated"] else "AMD image")
     )
-    echo(f"image: {out['image']}")
+    echo(f"image: {out['image']}", command=True)  # a reference to copy, whole
     echo(
         f"  {label}; vLLM {out['vllm']}, ROCm {out['rocm']}, torch {out['torch'] or 'unknown'}; "
         f"facts {out['confidence']}"
@@ -488,8 +514,14 @@ def _print_text(
     if out["digest"] is None:
         echo("  not pinned: add --digest to pin the tag to its manifest digest")
     if out.get("pull"):
-        state = "verified" if out["pull"]["verified"] else "pulled"
-        echo(f"pull: {state} {out['pull']['ref']} ({out['pull']['image_id'][:19]})")
+        pulled = out["pull"]
+        if pulled["verified"]:  # the digest the plan pins is the one the engine holds
+            echo(f"pull: verified {pulled['ref']}@{pulled['expected_digest']}")
+        else:
+            echo(
+                f"pull: pulled {pulled['ref']} (image {pulled['image_id'][:19]}; no pinned digest "
+                "to check it against: add --digest)"
+            )
     if out.get("smoke"):
         found = out["smoke"]["found"]
         echo(
@@ -511,13 +543,13 @@ def _print_text(
             if compose_text is not None
             else "run command"
         )
-        echo(f"wrote the {what} to {output}")
+        echo(f"wrote the {what} to {output}", command=True)
     if definition:
         for line in out["follow_up"]:
-            echo(f"then: {line}")
-        echo(f"  or straight from the registry: {out['run_command']}")
+            echo(f"then: {line}", command=True)
+        echo(f"  or straight from the registry: {out['run_command']}", command=True)
     elif compose_text is not None:
-        echo(f"then: {out['run_command']}")
+        echo(f"then: {out['run_command']}", command=True)
 
 
 def register(app: typer.Typer, matrix_app: typer.Typer) -> None:

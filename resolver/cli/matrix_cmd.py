@@ -6,7 +6,14 @@ from typing import Annotated, Any
 
 import typer
 
-from resolver.cli._common import JsonOpt, completer, emit_json, handle_errors
+from resolver.cli._common import (
+    JsonOpt,
+    completer,
+    emit_json,
+    format_table,
+    handle_errors,
+    terminal_width,
+)
 
 TABLES = ("rocm", "drivers", "gfx", "vllm", "wheels", "images", "nodes", "os")
 SCHEMA_VERSION = 1  # of every `matrix ... --json` document
@@ -294,17 +301,6 @@ def _rows(m: Any, table: str) -> tuple[list[str], list[list[str]], list[dict[str
     return header, rows, data
 
 
-def format_table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += [
-        "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    ]
-    return "\n".join(lines) + "\n"
-
-
 # Tables a refresh can add to: their file and how a JSON record names its key in the overlay.
 _OVERLAY_KEYS = {
     "rocm": ("rocm.toml", lambda r: r["version"]),
@@ -331,7 +327,8 @@ def _add_origin(
                 "source_url": origin.source_url,
                 "read_at": origin.read_at,
             }
-            row.append(f"refreshed {origin.read_at or '?'}")
+            # A hand-written overlay record may lack read_at: say so rather than print "?".
+            row.append(f"refreshed {origin.read_at or '(date not recorded)'}")
         else:
             rec["origin"] = {"overlay": False, "source_url": rec.get("source"), "read_at": None}
             row.append("embedded")
@@ -360,7 +357,7 @@ def show(
     if json_out:
         emit_json({"schema_version": SCHEMA_VERSION, "table": table, "records": data})
     else:
-        typer.echo(format_table(header, rows), nl=False)
+        typer.echo(format_table(header, rows, width=terminal_width()), nl=False)
 
 
 @handle_errors

@@ -7,7 +7,15 @@ from typing import Annotated, Any
 
 import typer
 
-from resolver.cli._common import JsonOpt, emit_json, handle_errors
+from resolver.cli._common import (
+    DEFAULT_WIDTH,
+    JsonOpt,
+    emit_json,
+    format_table,
+    handle_errors,
+    terminal_width,
+    wrapped,
+)
 
 AmdSmiOpt = Annotated[
     list[Path] | None,
@@ -85,16 +93,18 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
                 data["hostname"] = socket.gethostname().split(".")[0]
             emit_json(data)
         else:
-            typer.echo(render(node))
+            typer.echo(render(node, width=terminal_width()))
 
 
 def _gib(value: int | None) -> str:
     return f"{value / 1024**3:.1f} GiB" if value else "-"
 
 
-def render(node: Any) -> str:
-    """A short readable summary: GPU table, counts, host line, problems with their hints."""
+def render(node: Any, width: int = DEFAULT_WIDTH) -> str:
+    """A short readable summary: GPU table, counts, host line, problems with their hints, filled
+    to ``width`` (the table narrows its widest columns; prose wraps)."""
     lines: list[str] = []
+    laid_out: range = range(0)
     if node.gpus:
         rows: list[tuple[str, ...]] = [("#", "gfx", "product", "CUs", "VRAM", "partition", "note")]
         for i, gpu in enumerate(node.gpus):
@@ -121,9 +131,9 @@ def render(node: Any) -> str:
                 )
             )
         rows = _shorten(rows)
-        widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
-        for row in rows:
-            lines.append("  ".join(cell.ljust(widths[c]) for c, cell in enumerate(row)).rstrip())
+        table = format_table(rows[0], rows[1:], width=width, rule=False).splitlines()
+        laid_out = range(len(lines), len(lines) + len(table))  # already fitted: not re-wrapped
+        lines += table
         lines.append("")
         lines.append(
             f"gfx targets: {', '.join(node.gfx_targets) or '-'}   "
@@ -167,7 +177,9 @@ def render(node: Any) -> str:
         for problem in node.problems:
             lines.append(f"  - [{problem.code}] {problem.message}")
             lines.append(f"    fix: {problem.hint}")
-    return "\n".join(lines)
+    return "\n".join(
+        line if i in laid_out else wrapped(line, width=width) for i, line in enumerate(lines)
+    )
 
 
 _VENDORS = {"nvidia": "NVIDIA", "hygon": "Hygon", "intel": "Intel", "amd": "AMD"}

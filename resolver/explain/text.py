@@ -62,9 +62,19 @@ def _plan_lines(ev: Evaluation, m: Matrix, node: Node, width: int = WIDTH) -> li
     lines.append("  " + " ".join(detail))
     record = c.record
     if record is not None:
-        if c.arch:
+        if c.kind == "source" and node.gfx_targets:
+            # The Dockerfile builds for this node's targets only (PYTORCH_ROCM_ARCH), so that is
+            # what the artifact carries; the stack's own list says what upstream ships.
+            ships = f"; the stack ships {', '.join(c.arch)}" if c.arch else ""
+            lines += fill(
+                f"builds for {', '.join(node.gfx_targets)} only (this node's targets{ships})",
+                "  ",
+                "    ",
+                width,
+            )
+        elif c.arch:
             lines.append(f"  built for {', '.join(c.arch)}")
-        lines += _fill(
+        lines += fill(
             f"confidence: {record.provenance.confidence} · source: {record.provenance.source}",
             "  ",
             "    ",
@@ -81,17 +91,17 @@ def _warning_lines(warnings: tuple[Warning, ...], color: bool, width: int = WIDT
     lines = ["", "notes:" if all(w.severity == "info" for w in warnings) else "warnings:"]
     for w in sorted(warnings, key=lambda w: w.severity != "warning"):
         mark = _paint("!", "33", color) if w.severity == "warning" else "i"
-        lines += _fill(f"{mark} {w.message}", "  ", "    ", width)
-        lines += _fill(f"hint: {w.hint}", "    ", "      ", width)
+        lines += fill(f"{mark} {w.message}", "  ", "    ", width)
+        lines += fill(f"hint: {w.hint}", "    ", "      ", width)
     return lines
 
 
 def _reason_lines(r: Reason, indent: str = "  ", width: int = WIDTH) -> list[str]:
-    lines = _fill(f"- {r.message}", indent, indent + "  ", width)
+    lines = fill(f"- {r.message}", indent, indent + "  ", width)
     for f in r.facts:
         conf = "" if f.confidence == "exact" else f" [{f.confidence}]"
-        lines += _fill(f"source: {f.source}{conf}", indent + "    ", indent + "      ", width)
-    lines += _fill(f"hint: {r.hint}", indent + "    ", indent + "      ", width)
+        lines += fill(f"source: {f.source}{conf}", indent + "    ", indent + "      ", width)
+    lines += fill(f"hint: {r.hint}", indent + "    ", indent + "      ", width)
     return lines
 
 
@@ -108,7 +118,7 @@ def render(
     if d.verdict == "unknown":
         lines.append("the data lacks facts this answer depends on (unknown is not unsupported):")
         for fact in d.missing:
-            lines += _fill(f"? {fact.detail}", "  ", "    ", width)
+            lines += fill(f"? {fact.detail}", "  ", "    ", width)
             if fact.fetch:
                 lines.append(f"    fetch: {fact.fetch}")
     elif d.plan is not None:
@@ -124,7 +134,7 @@ def render(
             lines += _reason_lines(r, width=width)
         if d.host_fix is not None:
             lines.append("")
-            lines += _fill(
+            lines += fill(
                 f"what would fix it: {'; '.join(d.host_fix.fix_texts)}",
                 "",
                 "  ",
@@ -140,7 +150,7 @@ def render(
         common = ", ".join(f"{code} ({n})" for code, n in counts.most_common(4))
         lines += [
             "",
-            *_fill(
+            *fill(
                 f"rejected: {len(d.rejected)} other candidate(s); most common reasons: {common}",
                 "",
                 "  ",
@@ -194,7 +204,7 @@ def step_sentence(step: Step, numbers: dict[str, int], *, first: bool, numbered:
     return f"{text} ({step.number})" if numbered else text
 
 
-def _fill(text: str, indent: str, later: str | None = None, width: int = WIDTH) -> list[str]:
+def fill(text: str, indent: str, later: str | None = None, width: int = WIDTH) -> list[str]:
     lines = textwrap.wrap(
         _keep_commands_whole(text),
         width=width,
@@ -212,23 +222,23 @@ def render_derivation(d: Derivation, width: int = WIDTH) -> str:
     numbers = {s: i for i, s in enumerate(cited_sources(d), 1)}
     lines = [
         f"verdict: {d.verdict}  (exit {d.exit_code})",
-        *_fill(f"node: {d.node}", "", "  ", width),
+        *fill(f"node: {d.node}", "", "  ", width),
     ]
     if d.request:
-        lines += _fill(f"request: {d.request}", "", "  ", width)
-    lines += ["", *_fill(d.headline, "", width=width)]
+        lines += fill(f"request: {d.request}", "", "  ", width)
+    lines += ["", *fill(d.headline, "", width=width)]
     numbered = True  # the conclusion cites steps by number
     for i, step in enumerate(d.steps):
-        lines += _fill(
+        lines += fill(
             step_sentence(step, numbers, first=i == 0, numbered=numbered), "  ", "    ", width
         )
-    lines += _fill(d.conclusion, "  ", "    ", width)
+    lines += fill(d.conclusion, "  ", "    ", width)
     if d.confidence is not None:
-        lines += _fill(f"confidence: {d.confidence}: {d.confidence_note}", "  ", "    ", width)
+        lines += fill(f"confidence: {d.confidence}: {d.confidence_note}", "  ", "    ", width)
     if d.hints:
         lines.append("")
         for h in d.hints:
-            lines += _fill(f"hint: {h.text}", "", "      ", width)
+            lines += fill(f"hint: {h.text}", "", "      ", width)
             if h.command:
                 lines.append(f"      $ {h.command}")
     if d.plan is not None:
@@ -248,12 +258,12 @@ def render_derivation(d: Derivation, width: int = WIDTH) -> str:
     if d.notes:
         lines += ["", "warnings:" if any(n.severity == "warning" for n in d.notes) else "notes:"]
         for n in d.notes:
-            lines += _fill(
+            lines += fill(
                 f"{'!' if n.severity == 'warning' else 'i'} {n.message}", "  ", "    ", width
             )
-            lines += _fill(f"hint: {n.hint}", "    ", "      ", width)
+            lines += fill(f"hint: {n.hint}", "    ", "      ", width)
     if numbers:
         lines += ["", "sources:"]
         for s, i in numbers.items():
-            lines += _fill(f"[{i}] {s}", "  ", "      ", width)
+            lines += fill(f"[{i}] {s}", "  ", "      ", width)
     return "\n".join(lines) + "\n"

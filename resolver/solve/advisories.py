@@ -114,6 +114,33 @@ def stack_warnings(cand: Candidate, stack: RocmStack) -> list[Warning]:
     return out
 
 
+def after_registry_checks(
+    warnings: list[Warning], *, image: str, pinned: bool, contents_checked: bool
+) -> list[Warning]:
+    """``low-confidence`` once `image` has asked the registry: a tag pinned to its digest is
+    confirmed there, and a smoke test that matched the data confirms what it holds, so the note
+    shrinks to what is still unconfirmed, or goes."""
+    if not pinned:
+        return warnings
+    out: list[Warning] = []
+    for w in warnings:
+        if w.code != "low-confidence":
+            out.append(w)
+        elif not contents_checked:
+            out.append(
+                Warning(
+                    code="low-confidence",
+                    severity="info",
+                    message=f"{image}: the tag is at the registry (pinned to its digest), but "
+                    "what it holds (vLLM, ROCm, torch) is as the data infers until a smoke test "
+                    "reads it",
+                    hint="add --smoke to read the versions inside the image",
+                    source=w.source,
+                )
+            )
+    return out
+
+
 def low_confidence(cand: Candidate) -> list[Warning]:
     """``low-confidence``: the candidate's facts were inferred, not read at the release or
     registry."""
@@ -157,6 +184,7 @@ def node_warnings(
     out.extend(mixed_fp8_formats(targets, fp8_asked))
     out.extend(mixed_gfx(targets))
     out.extend(rdna_multi_gpu(node, targets))
+    out.extend(custom_allreduce_off(node, targets))
     out.extend(cpx_partition(node))
     out.extend(override_not_needed(node, targets))
     out.extend(unofficial_override(plan))
@@ -291,6 +319,28 @@ def rdna_multi_gpu(node: Node, targets: list[GfxTarget]) -> list[Warning]:
             hint="if tensor-parallel start-up hangs: NCCL_P2P_DISABLE=1 and "
             "--disable-custom-all-reduce",
             source="ROCm/vllm#390; ROCm/rocm-systems#11348",
+        )
+    ]
+
+
+def custom_allreduce_off(node: Node, targets: list[GfxTarget]) -> list[Warning]:
+    """``custom-allreduce-off``: several GPUs of a target vLLM keeps its custom all-reduce off
+    for (gfx.toml ``features.custom_allreduce``: vLLM enables it on MI300-class GPUs only), so
+    tensor parallelism all-reduces through RCCL."""
+    gpus = node.logical_gpu_count or len(node.gpus)
+    off = [t for t in targets if not t.features.custom_allreduce]
+    if gpus <= 1 or not off:
+        return []
+    names = ", ".join(t.name for t in off)
+    return [
+        Warning(
+            code="custom-allreduce-off",
+            severity="info",
+            message=f"vLLM's custom all-reduce is off on {names} (vLLM enables it on MI300-class "
+            "GPUs only), so tensor parallelism all-reduces through RCCL",
+            hint="nothing to set: vLLM chooses RCCL itself; where TP throughput matters, compare "
+            "it with one replica per GPU",
+            source=off[0].features.provenance.source,
         )
     ]
 

@@ -123,3 +123,26 @@ def test_summary_keeps_a_gpu_without_a_target() -> None:
     )
     assert "1 GPU(s) listed, but no source names their gfx target." in result.stdout
     assert "PCI id 6861, VRAM 16.0 GiB" in result.stdout
+
+
+def test_probe_text_fits_the_terminal() -> None:
+    """Issue 19: probe's problems ran to 190 columns at COLUMNS=60."""
+    from typer.testing import CliRunner
+
+    from resolver.cli import app
+
+    fixtures = Path(__file__).parent / "fixtures"
+    result = CliRunner().invoke(
+        app,
+        [
+            "probe",
+            "--rocminfo",
+            str(fixtures / "rocminfo-gfx942-mi300x-4gpu-thamada.txt"),
+            "--amd-smi",
+            str(fixtures / "amd-smi-static-gfx950-mi350x-rocmsystems2987.txt"),
+        ],
+        env={"COLUMNS": "60"},
+    )
+    assert result.exit_code == 0
+    assert max(len(line) for line in result.stdout.splitlines()) <= 60
+    assert "[driver-release-unknown]" in result.stdout

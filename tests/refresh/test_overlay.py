@@ -83,3 +83,18 @@ def test_the_check_path_does_not_import_requests(tmp_path: Path) -> None:
         check=True,
     )
     assert out.stdout.strip() == "False"
+
+
+def test_a_record_read_without_a_date_is_stamped_when_written() -> None:
+    """Issue 19: `matrix show --origin` printed "refreshed ?" for records a source wrote without
+    read_at (the sdist refresh): the overlay stamps them with the write's date."""
+    from typer.testing import CliRunner
+
+    from resolver.cli import app
+
+    undated = {k: v for k, v in NEW_RELEASE.items() if k != "read_at"}
+    overlay.write({"vllm.toml": [undated]}, written_at="2026-12-01T10:00:00Z")
+    assert overlay.origins()[("vllm.toml", "0.10.0")].read_at == "2026-12-01"
+    shown = CliRunner().invoke(app, ["matrix", "show", "vllm", "--origin"], env={"COLUMNS": "300"})
+    line = next(ln for ln in shown.stdout.splitlines() if ln.startswith("0.10.0 "))
+    assert line.rstrip().endswith("refreshed 2026-12-01") and "?" not in line

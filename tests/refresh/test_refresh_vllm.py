@@ -145,7 +145,9 @@ def test_new_release_is_shown_as_a_diff_then_written_to_the_overlay(
     )
     assert built.exit_code == 0, built.output
     assert "ARG AITER_BRANCH=916bf3c" in built.stdout
-    shown_origin = runner.invoke(app, ["matrix", "show", "vllm", "--origin"])
+    shown_origin = runner.invoke(
+        app, ["matrix", "show", "vllm", "--origin"], env={"COLUMNS": "300"}
+    )
     line = next(ln for ln in shown_origin.stdout.splitlines() if ln.startswith("0.10.0 "))
     assert line.rstrip().endswith(f"refreshed {origin.read_at}")
 
