@@ -5,6 +5,8 @@ target x driver series x OS release x Python), on the frozen test data and on th
   every GPU, the host's driver series runs the artifact's ROCm, the driver did not ship before
   the GPU's first ROCm, a wheel installs on the host's Python and glibc and, when it uses the
   host's ROCm, finds it;
+- a plain ``supported`` (no warning) runs on a host OS that AMD lists for the ROCm the host's
+  driver shipped with (outside that list the answer carries ``os-not-supported``);
 - a ``blocked_host_fix`` answer's host changes, applied to the node, make the path it promised
   run (or a supported one ranked above it);
 - an answer is ``unknown`` only with the missing facts named.
@@ -24,6 +26,7 @@ from resolver.model import Matrix
 from resolver.node import from_flags
 from resolver.solve import OK_VERDICTS, Decision, Request, solve
 from resolver.solve.checks import first_product
+from resolver.solve.host import os_listed
 from resolver.solve.provider import MatrixProvider
 from resolver.versions import series
 
@@ -95,6 +98,19 @@ def _check_supported(m: Matrix, d: Decision) -> None:
             assert series(Version(node.rocm_version)) == series(c.wheel.rocm)
 
 
+def _check_driver_os(m: Matrix, d: Decision) -> None:
+    """The OS rule of the driver: AMD lists the host's OS for the ROCm its driver shipped with."""
+    node = d.node
+    if not node.os or not node.driver_version:
+        return
+    drv = m.driver(series(Version(node.driver_version)))
+    if drv is None or drv.paired_rocm is None:
+        return
+    rocm = m.rocm_release(Version(drv.paired_rocm))
+    if rocm is not None and rocm.os:
+        assert os_listed(node.os, rocm.os), (node.os, drv.series, d.plan and d.plan.candidate.label)
+
+
 @pytest.mark.parametrize("data", sorted(DATA))
 def test_no_supported_plan_breaks_a_rule_the_data_states(data: str) -> None:
     m = _data(data)
@@ -105,6 +121,8 @@ def test_no_supported_plan_breaks_a_rule_the_data_states(data: str) -> None:
         d = _decide(m, facts)
         if d.verdict in ("supported", "supported_with_warnings", "source_build_required"):
             _check_supported(m, d)
+        if d.verdict == "supported":
+            _check_driver_os(m, d)
         if d.verdict == "unknown":
             assert d.missing, facts
         if d.verdict == "blocked_host_fix":
