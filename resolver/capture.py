@@ -127,8 +127,15 @@ def run(
                 proc.stdin.close()
         reader = _Reader(proc, limit)
         try:
-            reader.until(time.monotonic() + timeout, proc)
-            timed_out = proc.poll() is None
+            deadline = time.monotonic() + timeout
+            reader.until(deadline, proc)
+            try:
+                # Its pipes can reach EOF a moment before it has exited: wait for it (up to the
+                # deadline) rather than take "not reaped yet" for "still running".
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+                timed_out = False
+            except subprocess.TimeoutExpired:
+                timed_out = True
             if timed_out:
                 if polite is not None:
                     for _ in range(2):

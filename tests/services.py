@@ -403,6 +403,7 @@ class SlurmCluster:
 
 SLURM_NODES = ("n1", "n2", "n3")
 SLURM_GPUS_PER_NODE = 4
+SMALL_PARTITION = "small"
 
 
 @contextlib.contextmanager
@@ -482,6 +483,12 @@ def slurm(nodes: tuple[str, ...] = SLURM_NODES) -> Iterator[SlurmCluster]:
             )
         lines.append(
             f"PartitionName={partition} Nodes={','.join(nodes)} Default=YES MaxTime=10 State=UP"
+        )
+        # A second, non-default partition over some of the nodes, as production GPU partitions
+        # are: one job may hold one node (MaxNodes=1) for 5 minutes (MaxTime=5).
+        lines.append(
+            f"PartitionName={SMALL_PARTITION} Nodes={','.join(nodes[1:])} MaxNodes=1 MaxTime=5 "
+            "State=UP"
         )
         (root / "state").mkdir()
         for name in nodes:

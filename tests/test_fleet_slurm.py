@@ -201,7 +201,7 @@ def test_unknown_target_and_dead_controller(slurm_cluster: SlurmCluster, tmp_pat
     assert run.stderr.startswith(
         "error: --slurm gpu[001-004]: neither a partition nor nodes Slurm knows"
     )
-    assert "hint: partitions: gpu; nodes: n[1-3]" in run.stderr
+    assert "hint: partitions: gpu, small; nodes: n[1-3]" in run.stderr
 
 
 def test_generated_sbatch_runs_under_slurm(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
@@ -427,3 +427,186 @@ def test_hostile_probe_output_never_reaches_a_script(
     written = "".join(p.read_text() for p in scripts)
     assert "pwned" not in written and "evil" not in written and "n2" not in written
     assert not (tmp_path / "etc").exists()
+
+
+def _sbatch_hold(cluster: SlurmCluster, node: str, seconds: int, tmp: Path) -> str:
+    """Another user's job on ``node`` (CPUs=1: it takes the whole node); its id."""
+    run = subprocess.run(
+        ["sbatch", "--parsable", "-w", node, "-p", cluster.partition, f"--wrap=sleep {seconds}"],
+        env=cluster.env,
+        cwd=tmp,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    job = run.stdout.strip().split(";")[0]
+    import time
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # wait until it runs: the node is then allocated
+        state = subprocess.run(
+            ["squeue", "-h", "-j", job, "-o", "%T"],
+            env=cluster.env,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        ).stdout.strip()
+        if state == "RUNNING":
+            return job
+        time.sleep(0.3)
+    raise AssertionError(f"job {job} did not start")
+
+
+def test_a_busy_node_is_reported_busy_and_the_rest_answer(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    """Issue 23: one allocated node sank every node of the gather ("no answer" after the whole
+    timeout). Now it is busy, said at once, and the other nodes are probed and planned."""
+    import time
+
+    probe = _probe_script(tmp_path)
+    job = _sbatch_hold(slurm_cluster, "n2", 300, tmp_path)
+    try:
+        start = time.monotonic()
+        run = _cli(
+            slurm_cluster,
+            "fleet",
+            "plan",
+            "--slurm",
+            "gpu",
+            "--probe-command",
+            str(probe),
+            "--timeout",
+            "60",
+            "--json",
+            cwd=tmp_path,
+        )
+        took = time.monotonic() - start
+    finally:
+        subprocess.run(["scancel", job], env=slurm_cluster.env, timeout=10, check=False)
+        _wait_idle(slurm_cluster)
+    assert run.returncode == 1, run.stderr
+    assert took < 30, took  # not the whole 60 s timeout
+    data = json.loads(run.stdout)
+    (failed,) = data["failed"]
+    assert failed["name"] == "n2" and failed["reason"].startswith("busy: ")
+    assert sorted(g["nodes"] for g in data["groups"]) == ["n1", "n3"]
+
+
+def test_a_busy_node_is_waited_for_when_asked(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    """--wait-busy: the busy node's own step waits for it (its job ends in a few seconds)."""
+    probe = _probe_script(tmp_path)
+    job = _sbatch_hold(slurm_cluster, "n2", 6, tmp_path)
+    try:
+        run = _cli(
+            slurm_cluster,
+            "fleet",
+            "gather",
+            "--slurm",
+            "n[1-2]",
+            "--probe-command",
+            str(probe),
+            "--wait-busy",
+            "--timeout",
+            "60",
+            "-o",
+            str(tmp_path / "reports"),
+            "--json",
+            cwd=tmp_path,
+        )
+    finally:
+        subprocess.run(["scancel", job], env=slurm_cluster.env, timeout=10, check=False)
+        _wait_idle(slurm_cluster)
+    assert run.returncode == 0, run.stderr + run.stdout
+    data = json.loads(run.stdout)
+    assert [(n["name"], n["status"]) for n in data["nodes"]] == [("n1", "ok"), ("n2", "ok")]
+
+
+def test_a_partition_below_the_node_count_is_probed_in_steps(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    """Issue 23: a partition whose MaxNodes is below the node count refused the one allocation
+    for every node. `small` allows one node per job: each node gets its own step. The scripts
+    run in that partition (not the default one) within its MaxTime (5 minutes), and sbatch
+    accepts them as written."""
+    from tests.services import SMALL_PARTITION
+
+    probe = _probe_script(tmp_path)
+    out = tmp_path / "plan"
+    run = _cli(
+        slurm_cluster,
+        "fleet",
+        "plan",
+        "--slurm",
+        SMALL_PARTITION,
+        "--probe-command",
+        str(probe),
+        "-o",
+        str(out),
+        "--json",
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr + run.stdout
+    data = json.loads(run.stdout)
+    assert data["nodes"] == {"total": 2, "planned": 2, "unknown": 0, "failed": 0}
+    scripts = sorted((out / "slurm").iterdir())
+    assert len(scripts) == 2  # n2 (MI300X, 4 GPUs) and n3 (MI210, 8 GPUs) are two groups
+    for script in scripts:
+        text = script.read_text()
+        assert f"#SBATCH --partition={SMALL_PARTITION}" in text
+        assert "#SBATCH --time=00:05:00" in text
+        test_only = subprocess.run(
+            ["sbatch", "--test-only", str(script)],
+            env=slurm_cluster.env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        if "--gpus-per-node=4" in text:  # the test nodes declare 4 GPUs each
+            assert test_only.returncode == 0, test_only.stderr
+    # A --time past the partition's MaxTime would pend forever: refused before any srun.
+    too_long = _cli(
+        slurm_cluster,
+        "fleet",
+        "plan",
+        "--slurm",
+        SMALL_PARTITION,
+        "--probe-command",
+        str(probe),
+        "--time",
+        "01:00:00",
+        cwd=tmp_path,
+    )
+    assert too_long.returncode == 2
+    assert "longer than partition small's MaxTime (00:05:00)" in too_long.stderr
+
+
+def test_gather_then_plan_keeps_the_partition(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    """`fleet gather -o DIR` then `fleet plan DIR -o OUT` (the documented workflow): the scripts
+    still name the partition the nodes were gathered from, and keep within its MaxTime."""
+    from tests.services import SMALL_PARTITION
+
+    probe = _probe_script(tmp_path)
+    reports = tmp_path / "reports"
+    gathered = _cli(
+        slurm_cluster,
+        "fleet",
+        "gather",
+        "--slurm",
+        f"partition={SMALL_PARTITION}",
+        "--probe-command",
+        str(probe),
+        "-o",
+        str(reports),
+        cwd=tmp_path,
+    )
+    assert gathered.returncode == 0, gathered.stderr
+    out = tmp_path / "plan"
+    plan = _cli(slurm_cluster, "fleet", "plan", str(reports), "-o", str(out), cwd=tmp_path)
+    assert plan.returncode == 0, plan.stderr
+    text = next((out / "slurm").iterdir()).read_text()
+    assert f"#SBATCH --partition={SMALL_PARTITION}" in text
+    assert "#SBATCH --time=00:05:00" in text

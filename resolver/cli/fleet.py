@@ -63,6 +63,14 @@ TimeoutOpt = Annotated[
         "--timeout", help="Seconds the whole srun fan-out may take.", rich_help_panel=INPUT_PANEL
     ),
 ]
+WaitBusyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--wait-busy",
+        help="Wait (within --timeout) for nodes busy with other jobs, not report them busy.",
+        rich_help_panel=INPUT_PANEL,
+    ),
+]
 
 
 def _reports(
@@ -71,7 +79,10 @@ def _reports(
     kube: str | None,
     probe_command: str | None,
     timeout: float,
-) -> list[Any]:
+    wait_busy: bool = False,
+) -> tuple[list[Any], Any]:
+    """The nodes' reports, and where Slurm scripts for them run: the gather's partition and its
+    MaxTime (from --slurm, or a `fleet gather` directory's summary), or None."""
     from resolver.errors import InputError, UsageError
 
     given = [
@@ -86,17 +97,25 @@ def _reports(
         )
     if probe_command is not None and not slurm:
         raise UsageError("--probe-command is for --slurm", hint="add --slurm PARTITION|NODELIST")
+    if wait_busy and not slurm:
+        raise UsageError("--wait-busy is for --slurm", hint="add --slurm PARTITION|NODELIST")
     reports: list[Any] = []
+    where: Any = None
     if inputs:
-        from resolver.fleet.reports import read_reports
+        from resolver.fleet.reports import gathered_where, read_reports
 
         reports += read_reports(inputs)
+        where = gathered_where(inputs)
     if slurm:
         from resolver.fleet import slurm as slurm_mod
 
-        reports += slurm_mod.gather(
-            slurm, probe=slurm_mod.probe_command(probe_command), timeout=timeout
+        where = slurm_mod.gather(
+            slurm,
+            probe=slurm_mod.probe_command(probe_command),
+            timeout=timeout,
+            wait_busy=wait_busy,
         )
+        reports += where.reports
     if kube:
         from resolver import bounded, matrix  # only here: keep CLI start-up free of them
         from resolver.fleet.kube import MAX_NODE_LIST, cluster_nodes, read_nodes
@@ -110,19 +129,19 @@ def _reports(
                     "--kube -: more than 64 MiB on stdin",
                     hint="give the output of `kubectl get nodes -o json`",
                 ) from None
-            text, where = raw.decode("utf-8", errors="replace"), "stdin"
+            text, origin = raw.decode("utf-8", errors="replace"), "stdin"
         elif kube == "kubectl":
             if Path(kube).exists():
                 raise UsageError(
                     "--kube kubectl: a file named kubectl is here too",
                     hint="write --kube ./kubectl for the file",
                 )
-            text, where = cluster_nodes(), "kubectl get nodes"
+            text, origin = cluster_nodes(), "kubectl get nodes"
         else:
             path = Path(kube)
             try:
                 # Regular files only, size-capped: a FIFO or /dev/zero must not hang the plan.
-                text, where = bounded.read_text(path, MAX_NODE_LIST), str(path)
+                text, origin = bounded.read_text(path, MAX_NODE_LIST), str(path)
             except (OSError, UnicodeDecodeError) as exc:
                 raise InputError(
                     (
@@ -131,8 +150,8 @@ def _reports(
                     ),
                     hint="save it with `kubectl get nodes -o json > nodes.json`",
                 ) from None
-        reports += read_nodes(text, where=where, gfx_table=GfxTable.of(matrix.load().gfx))
-    return reports
+        reports += read_nodes(text, where=origin, gfx_table=GfxTable.of(matrix.load().gfx))
+    return reports, where
 
 
 def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
@@ -236,11 +255,20 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         ] = None,
         partition: Annotated[
             str | None,
-            typer.Option("--partition", help="sbatch --partition.", rich_help_panel=OUT_PANEL),
+            typer.Option(
+                "--partition",
+                help="sbatch --partition (default: the partition the nodes were gathered from).",
+                rich_help_panel=OUT_PANEL,
+            ),
         ] = None,
         time_limit: Annotated[
-            str, typer.Option("--time", help="sbatch --time.", rich_help_panel=OUT_PANEL)
-        ] = "04:00:00",
+            str | None,
+            typer.Option(
+                "--time",
+                help="sbatch --time (default: 04:00:00, within the partition's MaxTime).",
+                rich_help_panel=OUT_PANEL,
+            ),
+        ] = None,
         shm_size: Annotated[
             str,
             typer.Option(
@@ -255,6 +283,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
                 "--namespace", help="Namespace of the manifests.", rich_help_panel=OUT_PANEL
             ),
         ] = None,
+        wait_busy: WaitBusyOpt = False,
         json_out: JsonOpt = False,
     ) -> None:
         """Group nodes by fingerprint, decide each group once, and say how the rest join the main
@@ -263,26 +292,36 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         from resolver import matrix
         from resolver.fleet.artifacts import Options, render_all, write_dir
         from resolver.fleet.plan import plan_fleet
+        from resolver.fleet.slurm import DEFAULT_JOB_TIME, job_time
         from resolver.solve import Request
         from resolver.versions import parse_spec
 
-        opts = Options(
-            engine=engine,  # type: ignore[arg-type]  # checked by Options.check
-            model=model,
-            port=port,
-            constraint=constraint,
-            partition=partition,
-            time=time_limit,
-            shm_size=shm_size,
-            namespace=namespace,
-        )
-        opts.check()
+        def options(partition: str | None, time: str) -> Options:
+            made = Options(
+                engine=engine,  # type: ignore[arg-type]  # checked by Options.check
+                model=model,
+                port=port,
+                constraint=constraint,
+                partition=partition,
+                time=time,
+                shm_size=shm_size,
+                namespace=namespace,
+            )
+            made.check()
+            return made
+
+        options(partition, time_limit or DEFAULT_JOB_TIME)  # bad flags fail before any srun
         if driver is not None:
             from resolver.versions import driver_series
 
             driver_series(driver)
         request = Request(vllm=parse_spec(vllm) if vllm else None)
-        reports = _reports(inputs, slurm, kube, probe_command, timeout)
+        reports, where = _reports(inputs, slurm, kube, probe_command, timeout, wait_busy)
+        # Scripts run where the nodes were found: that partition, within its MaxTime.
+        gathered_in = getattr(where, "partition", None)
+        in_partition = partition or gathered_in
+        limit = getattr(where, "max_minutes", None) if in_partition == gathered_in else None
+        opts = options(in_partition, job_time(time_limit, in_partition, limit))
         if driver is not None:
             from resolver.fleet.plan import with_driver
 
@@ -320,6 +359,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         force: Annotated[
             bool, typer.Option("--force", help="Replace a non-empty -o directory.")
         ] = False,
+        wait_busy: WaitBusyOpt = False,
         json_out: JsonOpt = False,
     ) -> None:
         """Run `probe --json` on every node through srun and save each node's report (exit 0: all
@@ -327,16 +367,22 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         from resolver.fleet import slurm as slurm_mod
         from resolver.fleet.artifacts import write_dir
 
-        reports = slurm_mod.gather(
-            slurm, probe=slurm_mod.probe_command(probe_command), timeout=timeout
+        found = slurm_mod.gather(
+            slurm,
+            probe=slurm_mod.probe_command(probe_command),
+            timeout=timeout,
+            wait_busy=wait_busy,
         )
+        reports = found.reports
         failed = [r for r in reports if r.node is None]
-        write_dir(out_dir, _gathered_files(reports, slurm), force=force)
+        write_dir(out_dir, _gathered_files(found, slurm), force=force)
         if json_out:
             emit_json(
                 {
                     "schema_version": 1,
                     "target": slurm,
+                    "partition": found.partition,
+                    "max_minutes": found.max_minutes,
                     "output": str(out_dir),
                     "nodes": [r.to_json() for r in reports],
                 }
@@ -389,15 +435,17 @@ def _show_fleet(fleet: FleetPlan, m: Matrix, *, json_out: bool) -> None:
         typer.echo(render_text(fleet), nl=False)
 
 
-def _gathered_files(reports: list[Any], slurm: str) -> dict[str, str]:
+def _gathered_files(found: Any, slurm: str) -> dict[str, str]:
     """What `fleet gather` writes: one NODE.json per node that answered, and _gather.json listing
-    every node (answered or not, with why)."""
+    every node (answered or not, with why) and the partition they were found in, with its
+    MaxTime, for `fleet plan DIR`'s batch scripts."""
     import json
 
     from resolver import __version__
     from resolver.fleet.reports import GATHER_SUMMARY
 
     files: dict[str, str] = {}
+    reports = found.reports
     for r in reports:
         if r.node is not None:
             data = {
@@ -409,7 +457,13 @@ def _gathered_files(reports: list[Any], slurm: str) -> dict[str, str]:
             files[f"{r.name}.json"] = json.dumps(data, indent=2) + "\n"
     files[GATHER_SUMMARY] = (
         json.dumps(
-            {"schema_version": 1, "target": slurm, "nodes": [r.to_json() for r in reports]},
+            {
+                "schema_version": 1,
+                "target": slurm,
+                "partition": found.partition,
+                "max_minutes": found.max_minutes,
+                "nodes": [r.to_json() for r in reports],
+            },
             indent=2,
         )
         + "\n"

@@ -38,6 +38,7 @@ class NodeReport:
     # ``amd.com/cpx_nps4``).
     labels: dict[str, str] = field(default_factory=dict)
     resource: str = "amd.com/gpu"
+    busy: bool = False  # Slurm could not start a step on it (allocated to other jobs)
 
     @property
     def status(self) -> Status:
@@ -51,6 +52,7 @@ class NodeReport:
             "source": self.source,
             "status": self.status,
             "reason": self.reason,
+            "busy": self.busy,
             "notes": list(self.notes),
         }
 
@@ -163,6 +165,43 @@ def is_gather_summary(data: Any) -> bool:
         and isinstance(data.get("nodes"), list)
         and "gpus" not in data
     )
+
+
+@dataclass(frozen=True, slots=True)
+class GatheredWhere:
+    """Where `fleet gather` found the nodes of a directory (its summary): their partition and its
+    MaxTime in minutes."""
+
+    partition: str | None
+    max_minutes: int | None
+
+
+def gathered_where(inputs: Sequence[str]) -> GatheredWhere | None:
+    """The partition of the one `fleet gather` directory among ``inputs`` (None when there is
+    none, or several that disagree)."""
+    found: set[tuple[str | None, int | None]] = set()
+    for name in inputs:
+        path = Path(name) / GATHER_SUMMARY
+        if not Path(name).is_dir() or not path.is_file():
+            continue
+        try:
+            data = bounded.loads_json(bounded.read_bytes(path, MAX_REPORT).decode("utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError):
+            continue
+        if not is_gather_summary(data):
+            continue
+        part = data.get("partition")
+        minutes = data.get("max_minutes")
+        found.add(
+            (
+                part if isinstance(part, str) and is_safe("partition", part) else None,
+                minutes if isinstance(minutes, int) and not isinstance(minutes, bool) else None,
+            )
+        )
+    if len(found) != 1:
+        return None
+    ((part, minutes),) = found
+    return GatheredWhere(part, minutes)
 
 
 def read_reports(inputs: Sequence[str]) -> list[NodeReport]:

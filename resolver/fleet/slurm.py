@@ -1,9 +1,16 @@
 """Gather probe reports from a Slurm cluster: ``srun`` runs ``rocm-vllm probe --json`` once on
 every node of a partition or node list (one task per node) and each node's answer is read back.
 
-Nodes the controller reports down, drained or not responding are not asked; they are listed with
-their state. A node whose task prints nothing usable is listed with what it printed on stderr.
-Everything runs under one time limit; a node that has not answered by then is listed as such.
+A production partition is rarely all idle, so nodes are asked in steps, not one allocation:
+chunks of at most ``CHUNK`` nodes (and never more than the partition's MaxNodes), up to
+``PARALLEL`` steps at once, each with ``--immediate`` so that a busy node fails its step at once
+instead of after the whole timeout. A step that cannot be allocated is split in halves until the
+nodes that block it stand alone; those are reported busy, with srun's reason. Nodes the controller
+reports down, drained or not responding are not asked, and fully allocated nodes are reported busy
+without asking unless ``wait_busy`` (then each step waits for its nodes within the time limit).
+A node whose task prints nothing usable is listed with what it printed on stderr. Everything runs
+under one time limit; a node that has not answered by then is listed as such. When no step could
+be allocated at all, with one reason, that is one Slurm error (exit 4), named once.
 """
 
 from __future__ import annotations
@@ -14,8 +21,10 @@ import re
 import shlex
 import shutil
 import signal
+import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from resolver import bounded, capture
@@ -39,6 +48,14 @@ MAX_TIMEOUT = 86_400.0  # --timeout: a day
 SINFO_LIMIT = 16 * capture.MiB  # sinfo -N for 100,000 nodes is a few MiB
 SRUN_LIMIT = 256 * capture.MiB  # every node's report (a few KiB each) for a large partition
 SRUN_LINE = 1024  # srun --label cuts a task's output lines at this many bytes
+CHUNK = 128  # nodes per srun step at most: one busy node costs its step, not the whole gather
+PARALLEL = 8  # srun steps at once (each is a job step the controller schedules)
+IMMEDIATE = 2  # seconds a step waits for its allocation when busy nodes are not waited for
+# srun's words for an allocation refused because other jobs hold the nodes (ESLURM_NODES_BUSY,
+# "Resources temporarily unavailable" and the like), as opposed to a limit or a bad request.
+_BUSY_SAID = re.compile(r"busy|temporarily unavailable|insufficient priority", re.IGNORECASE)
+# sinfo states whose nodes have no CPU free for a step: busy, not asked unless waited for.
+_BUSY = ("alloc", "comp")
 _STATE_RE = re.compile(r"[a-z_]{1,16}[*~#!%$@^-]*")
 # Node states in which srun cannot run a task (sinfo %t short forms; "*" = not responding).
 _UNUSABLE = (
@@ -59,10 +76,44 @@ _UNUSABLE = (
 
 
 @dataclass(frozen=True, slots=True)
+class PartitionLimits:
+    """What a partition allows one job (sinfo ``%s`` and ``%l``); None: no limit."""
+
+    max_nodes: int | None = None
+    max_minutes: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Target:
     nodes: tuple[str, ...]  # every node asked about, in order
     states: dict[str, str]  # node -> sinfo state
-    partition: str | None
+    partition: str | None  # the one partition that holds every node (named, or the only one)
+    # node -> the partitions that hold it (a node may be in several)
+    member_of: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    limits: dict[str, PartitionLimits] = field(default_factory=dict)
+
+    def partitions_of(self, node: str) -> tuple[str, ...]:
+        if self.partition is not None:
+            return (self.partition,)
+        return self.member_of.get(node, ())
+
+    @property
+    def max_minutes(self) -> int | None:
+        """The job time limit batch scripts for these nodes must keep within (None: none)."""
+        if self.partition is None:
+            return None
+        return self.limits.get(self.partition, PartitionLimits()).max_minutes
+
+
+@dataclass(frozen=True, slots=True)
+class Gathered:
+    """What a gather found: every node's report, and what the batch scripts should ask Slurm
+    for (the partition that holds the nodes, its MaxTime)."""
+
+    reports: list[NodeReport]
+    partition: str | None = None
+    max_minutes: int | None = None
+    steps: int = 0  # srun steps run (one per chunk, plus the halves of chunks that could not start)
 
 
 def _tool(name: str) -> str:
@@ -108,11 +159,65 @@ def check_timeout(timeout: float) -> float:
     return timeout
 
 
+def _max_nodes(text: str) -> int | None:
+    """sinfo ``%s`` (job size in nodes): "1-infinite", "1-16", "4"; None when unlimited."""
+    top = text.strip().rsplit("-", 1)[-1]
+    return bounded.ascii_int(top, max_digits=7) if top.isdigit() else None
+
+
+def _minutes(text: str) -> int | None:
+    """sinfo ``%l`` (MaxTime): "infinite", "10:00" (MM:SS), "4:00:00", "1-00:00:00"; minutes,
+    rounded down, None when unlimited or unreadable."""
+    text = text.strip()
+    days, _, clock = text.rpartition("-") if "-" in text else ("", "", text)
+    parts = clock.split(":")
+    if not all(p.isdigit() and len(p) <= 4 for p in parts) or not 1 <= len(parts) <= 3:
+        return None
+    if days and not (days.isdigit() and len(days) <= 4):
+        return None
+    numbers = [int(p) for p in parts]
+    if len(numbers) == 3:
+        hours, minutes, _ = numbers
+    elif days:  # "D-H" or "D-H:M" (Slurm's forms with days)
+        hours, minutes = numbers[0], (numbers[1] if len(numbers) == 2 else 0)
+    elif len(numbers) == 2:
+        hours, (minutes, _) = 0, numbers
+    else:
+        hours, minutes = 0, numbers[0]
+    return (int(days or 0) * 24 + hours) * 60 + minutes
+
+
+DEFAULT_JOB_TIME = "04:00:00"
+
+
+def _clock(minutes: int) -> str:
+    days, rest = divmod(minutes, 24 * 60)
+    hours, mins = divmod(rest, 60)
+    return (f"{days}-" if days else "") + f"{hours:02d}:{mins:02d}:00"
+
+
+def job_time(given: str | None, partition: str | None, max_minutes: int | None) -> str:
+    """The batch scripts' ``--time``: as given, else 4 hours, within the partition's MaxTime
+    (a job asking for more pends forever with reason PartitionTimeLimit)."""
+    if given is None:
+        if max_minutes is not None and max_minutes < 240:
+            return _clock(max_minutes)
+        return DEFAULT_JOB_TIME
+    asked = _minutes(given)
+    if max_minutes is not None and asked is not None and asked > max_minutes:
+        raise UsageError(
+            f"--time {given} is longer than partition {partition}'s MaxTime "
+            f"({_clock(max_minutes)}): the jobs would pend forever (PartitionTimeLimit)",
+            hint=f"give --time {_clock(max_minutes)} or less, or another --partition",
+        )
+    return given
+
+
 def resolve_target(
     target: str, *, env: Mapping[str, str] | None = None, timeout: float = 30
 ) -> Target:
     """``target`` is a partition name or a node list; a name that is both is refused."""
-    run = _run([_tool("sinfo"), "-h", "-N", "-o", "%N|%P|%t"], env, timeout)
+    run = _run([_tool("sinfo"), "-h", "-N", "-o", "%N|%P|%t|%s|%l"], env, timeout)
     if run.returncode != 0:
         raise SlurmError(
             f"sinfo failed: {run.stderr.strip() or run.returncode}",
@@ -120,12 +225,13 @@ def resolve_target(
         )
     states: dict[str, str] = {}
     partitions: dict[str, list[str]] = {}
+    limits: dict[str, PartitionLimits] = {}
     odd: list[str] = []
     for line in run.stdout.splitlines():
         parts = line.strip().split("|")
-        if len(parts) != 3:
+        if len(parts) not in (3, 5):
             continue
-        node, part, state = parts
+        node, part, state = parts[:3]
         # sinfo's answer becomes srun arguments, file names and batch scripts: a name that is
         # not a host name (or a partition or state that is not plain) is left out and said.
         if not (
@@ -136,12 +242,22 @@ def resolve_target(
             odd.append(node)
             continue
         states[node] = state
-        partitions.setdefault(part.rstrip("*"), []).append(node)
+        name = part.rstrip("*")
+        members = partitions.setdefault(name, [])
+        if node not in members:
+            members.append(node)
+        if len(parts) == 5:
+            limits[name] = PartitionLimits(_max_nodes(parts[3]), _minutes(parts[4]))
     if odd and not states:
         raise SlurmError(
             "sinfo listed no node with a usable name",
             hint="check sinfo's output (`sinfo -h -N -o '%N|%P|%t'`)",
         )
+    member_of = {n: tuple(p for p, members in partitions.items() if n in members) for n in states}
+
+    def made(nodes: Sequence[str], partition: str | None) -> Target:
+        return Target(tuple(nodes), states, partition, member_of, limits)
+
     if target.startswith("partition="):
         name = target.split("=", 1)[1]
         if name not in partitions:
@@ -149,7 +265,7 @@ def resolve_target(
                 f"--slurm {target}: no such partition",
                 hint=f"partitions: {', '.join(sorted(partitions)) or 'none'}",
             )
-        return Target(tuple(dict.fromkeys(partitions[name])), states, name)
+        return made(partitions[name], name)
     is_partition = target in partitions
     named_nodes = hostlist.expand(target)
     if not named_nodes:
@@ -162,7 +278,7 @@ def resolve_target(
             hint=f"say which: --slurm partition={target}, or the node as {target},",
         )
     if is_partition:
-        return Target(tuple(dict.fromkeys(partitions[target])), states, target)
+        return made(partitions[target], target)
     unknown = [n for n in named_nodes if n not in states]
     if unknown:
         raise InputError(
@@ -171,9 +287,10 @@ def resolve_target(
             hint=f"partitions: {', '.join(sorted(partitions)) or 'none'}; nodes: "
             f"{hostlist.compress(states) or 'none'}",
         )
-    # srun without --partition asks the default partition: name one that holds every node.
+    # srun without --partition asks the default partition: each step names the partitions that
+    # hold its nodes; batch scripts get the one partition that holds every node, if one does.
     holding = [p for p, members in partitions.items() if set(named_nodes) <= set(members)]
-    return Target(tuple(named_nodes), states, holding[0] if len(holding) == 1 else None)
+    return made(list(dict.fromkeys(named_nodes)), holding[0] if len(holding) == 1 else None)
 
 
 def _usable(state: str) -> bool:
@@ -181,8 +298,15 @@ def _usable(state: str) -> bool:
 
 
 def srun_args(
-    nodes: Sequence[str], probe: Sequence[str], *, timeout: float, partition: str | None
+    nodes: Sequence[str],
+    probe: Sequence[str],
+    *,
+    timeout: float,
+    partition: str | None,
+    immediate: float | None = None,
 ) -> list[str]:
+    """One step: one task on each of ``nodes``; ``partition`` may list several ("a,b"), and
+    ``immediate`` is how long the step may wait for its allocation (default: ``timeout``)."""
     minutes = max(1, int(timeout // 60) + 1)
     args = [
         _tool("srun"),
@@ -192,7 +316,7 @@ def srun_args(
         "--ntasks-per-node=1",
         "--label",
         "--kill-on-bad-exit=0",
-        f"--immediate={max(1, int(timeout))}",
+        f"--immediate={max(1, int(timeout if immediate is None else immediate))}",
         f"--time={minutes}",
         "--job-name=rocm-vllm-probe",
     ]
@@ -293,47 +417,211 @@ def parse_output(
     return reports
 
 
+def _busy(state: str) -> bool:
+    return any(state.startswith(b) for b in _BUSY)
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    nodes: tuple[str, ...]
+    partition: str | None  # "a" or "a,b": every partition that holds all of the step's nodes
+    wait: bool = False  # a busy node waited for: its own step, waiting for its allocation
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    reports: list[NodeReport]
+    refused: str | None = None  # srun's reason when the step could not be allocated
+    halves: tuple[_Step, ...] = ()
+    started: bool = False  # the step ran (its tasks answered, or failed on their own)
+
+
+def _steps(resolved: Target, nodes: Sequence[str], *, wait_busy: bool) -> list[_Step]:
+    """Chunks of nodes that share their partitions, none larger than CHUNK or than any of those
+    partitions' MaxNodes. A busy node waited for gets a step of its own, so that waiting for it
+    holds up no other node."""
+    by_parts: dict[tuple[str, ...], list[str]] = {}
+    steps: list[_Step] = []
+    for n in nodes:
+        parts = resolved.partitions_of(n)
+        if wait_busy and _busy(resolved.states.get(n, "")):
+            steps.append(_Step((n,), ",".join(parts) or None, wait=True))
+        else:
+            by_parts.setdefault(parts, []).append(n)
+    for parts, members in by_parts.items():
+        caps = [resolved.limits.get(p, PartitionLimits()).max_nodes for p in parts]
+        size = min([CHUNK, *(c for c in caps if c)])
+        for i in range(0, len(members), size):
+            steps.append(_Step(tuple(members[i : i + size]), ",".join(parts) or None))
+    return steps
+
+
+def _run_step(
+    step: _Step,
+    probe: Sequence[str],
+    env: dict[str, str],
+    *,
+    deadline: float,
+    max_minutes: int | None,
+) -> _Outcome:
+    remaining = deadline - time.monotonic()
+    if remaining < 3:
+        return _Outcome(
+            [
+                NodeReport(
+                    name=n, source=f"srun:{n}", reason="not asked: the gather's time ran out"
+                )
+                for n in step.nodes
+            ]
+        )
+    # Whole seconds: what the task limit and the "did not answer within" reason both say.
+    limit = float(round(remaining if max_minutes is None else min(remaining, max_minutes * 60)))
+    args = srun_args(
+        step.nodes,
+        probe,
+        timeout=limit,
+        partition=step.partition,
+        immediate=limit if step.wait else IMMEDIATE,
+    )
+    stdout, stderr, code = _srun(args, env, limit + 15)
+    if code not in (None, 0) and MARKER not in stdout:
+        # The step never started: its allocation was refused (a busy node, a limit).
+        said = [line.strip() for line in stderr.splitlines() if line.strip()]
+        reason = shown((said or [f"srun exited {code}"])[-1])[:300]
+        if len(step.nodes) > 1:
+            half = len(step.nodes) // 2
+            return _Outcome(
+                [],
+                refused=None if _BUSY_SAID.search(reason) else f"(exit {code}): {reason}",
+                halves=(
+                    _Step(step.nodes[:half], step.partition, step.wait),
+                    _Step(step.nodes[half:], step.partition, step.wait),
+                ),
+            )
+        (name,) = step.nodes
+        busy = _BUSY_SAID.search(reason) is not None
+        return _Outcome(
+            [
+                NodeReport(
+                    name=name,
+                    source=f"srun:{name}",
+                    reason=("busy: " if busy else "")
+                    + f"srun could not start a step on it ({reason})",
+                    busy=busy,
+                )
+            ],
+            refused=None if busy else f"(exit {code}): {reason}",
+        )
+    return _Outcome(parse_output(stdout, stderr, step.nodes, timeout=limit), started=True)
+
+
+def _fan_out(
+    pool: ThreadPoolExecutor,
+    pending: list[_Step],
+    probe: Sequence[str],
+    env: dict[str, str],
+    deadline: float,
+    resolved: Target,
+    reports: list[NodeReport],
+    refusals: list[str],
+) -> tuple[int, int]:
+    """Run ``pending`` steps, PARALLEL at once, splitting refused ones: (steps, steps started)."""
+    steps = started = 0
+    running: set[Future[_Outcome]] = set()
+    while pending or running:
+        while pending and len(running) < PARALLEL:
+            step = pending.pop(0)
+            steps += 1
+            running.add(
+                pool.submit(
+                    _run_step,
+                    step,
+                    probe,
+                    env,
+                    deadline=deadline,
+                    max_minutes=resolved.max_minutes,
+                )
+            )
+        done, running = wait(running, return_when=FIRST_COMPLETED)
+        for future in done:
+            outcome = future.result()
+            reports += outcome.reports
+            pending += outcome.halves
+            started += outcome.started
+            if outcome.refused:
+                refusals.append(outcome.refused)
+    return steps, started
+
+
 def gather(
     target: str,
     *,
     probe: Sequence[str] = DEFAULT_PROBE,
     timeout: float = 120,
     env: Mapping[str, str] | None = None,
-) -> list[NodeReport]:
-    """Every node of ``target`` (a partition or node list), probed through one ``srun``."""
+    wait_busy: bool = False,
+) -> Gathered:
+    """Every node of ``target`` (a partition or node list), probed in bounded-parallel srun steps
+    (module docstring)."""
     check_timeout(timeout)
     if not probe:
         raise UsageError(
             "--probe-command is empty", hint="e.g. --probe-command 'rocm-vllm probe --json'"
         )
+    deadline = time.monotonic() + timeout
     resolved = resolve_target(target, env=env)
-    usable = [n for n in resolved.nodes if _usable(resolved.states.get(n, "unk"))]
-    skipped = [
-        NodeReport(
-            name=n,
-            source=f"srun:{n}",
-            reason=f"Slurm state {resolved.states.get(n, 'unknown')}: not asked",
-        )
-        for n in resolved.nodes
-        if n not in usable
-    ]
-    if not usable:
-        return skipped
-    args = srun_args(usable, probe, timeout=timeout, partition=resolved.partition)
+    skipped: list[NodeReport] = []
+    asked: list[str] = []
+    for n in resolved.nodes:
+        state = resolved.states.get(n, "unknown")
+        if not _usable(state):
+            skipped.append(
+                NodeReport(name=n, source=f"srun:{n}", reason=f"Slurm state {state}: not asked")
+            )
+        elif _busy(state) and not wait_busy:
+            skipped.append(
+                NodeReport(
+                    name=n,
+                    source=f"srun:{n}",
+                    reason=f"busy: Slurm state {state} (no CPU free for a step); not asked "
+                    "(--wait-busy waits for it within --timeout)",
+                    busy=True,
+                )
+            )
+        else:
+            asked.append(n)
+    found = Gathered(skipped, resolved.partition, resolved.max_minutes)
+    if not asked:
+        return found
     environment = dict(env if env is not None else os.environ)
-    stdout, stderr, code = _srun(args, environment, timeout + 15)
-    if code not in (None, 0) and MARKER not in stdout:
-        # No task ever started: the allocation itself failed (srun's own message says why).
-        said = [line.strip() for line in stderr.splitlines() if line.strip()]
+    reports: list[NodeReport] = []
+    refusals: list[str] = []
+    steps = started = 0
+    planned = _steps(resolved, asked, wait_busy=wait_busy)
+    # Steps that wait for busy nodes go last: a step pending in the queue makes Slurm refuse
+    # later --immediate steps as busy, so none may wait while the others are asked.
+    phases = [[st for st in planned if not st.wait], [st for st in planned if st.wait]]
+    with ThreadPoolExecutor(max_workers=PARALLEL, thread_name_prefix="srun") as pool:
+        for pending in phases:
+            ran, began = _fan_out(
+                pool, pending, probe, environment, deadline, resolved, reports, refusals
+            )
+            steps, started = steps + ran, started + began
+    if refusals and not started and not any(r.busy for r in reports) and len(set(refusals)) == 1:
+        # No step could start, all for one reason (a QOS or account limit, a partition that is
+        # down): one Slurm error, named once, rather than the same reason on every node.
         raise SlurmError(
-            f"srun failed before any node answered (exit {code}): "
-            f"{shown((said or ['no message'])[-1])[:300]}",
+            f"srun failed before any node answered {refusals[0]}",
             hint="check the partition, the node states (`sinfo`) and your limits "
             "(`sacctmgr show assoc user=$USER`)",
         )
-    reports = parse_output(stdout, stderr, usable, timeout=timeout)
     order = {n: i for i, n in enumerate(resolved.nodes)}
-    return sorted(reports + skipped, key=lambda r: order.get(r.name, len(order)))
+    return Gathered(
+        sorted(reports + skipped, key=lambda r: order.get(r.name, len(order))),
+        resolved.partition,
+        resolved.max_minutes,
+        steps,
+    )
 
 
 def _srun(args: list[str], env: dict[str, str], limit: float) -> tuple[str, str, int | None]:

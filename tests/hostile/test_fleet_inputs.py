@@ -267,7 +267,7 @@ def test_srun_that_fails_as_a_whole_is_exit_4(tmp_path: Path) -> None:
     o = cli(["fleet", "plan", "--slurm", "gpu"], env=env)
     assert_clean(o)
     assert o.code == 4
-    assert "srun failed before any node answered (exit 1)" in o.err
+    assert "srun failed before any node answered (exit 1)" in o.err  # named once, with its exit
     assert "Unable to allocate resources" in o.err
 
 

@@ -1,0 +1,97 @@
+"""The srun fan-out at a scale no test cluster reaches (issue 23): 5,000 nodes, some down, some
+allocated, a few that sinfo calls idle but whose step Slurm refuses (taken in between), behind a
+stand-in sinfo and srun that answer as Slurm does. The gather must finish in bounded time with a
+bounded number of steps, whatever the node states, and say of each node what happened."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from resolver.fleet import slurm
+
+NODES = [f"g{i:04d}" for i in range(1, 5001)]
+DOWN = {"g0007", "g2500"}
+ALLOCATED = {f"g{i:04d}" for i in range(100, 140)}  # another job holds 40 nodes
+TAKEN = {"g0321", "g3333", "g4999"}  # idle in sinfo, refused when the step asks for them
+REPORT = {
+    "schema_version": 1,
+    "gpus": [{"gfx": "gfx942", "product": "Instinct MI300X"}] * 8,
+    "gfx_targets": ["gfx942"],
+    "physical_gpu_count": 8,
+    "logical_gpu_count": 8,
+    "driver_version": "30.30.3",
+    "problems": [],
+}
+
+SRUN = """#!{python}
+import json, os, sys, time
+sys.path.insert(0, {root!r})
+from resolver.fleet import hostlist
+args = sys.argv[1:]
+nodes = hostlist.expand(next(a for a in args if a.startswith("--nodelist="))[11:])
+count = int(next(a for a in args if a.startswith("--nodes="))[8:])
+with open({log!r}, "a") as log:
+    log.write(json.dumps(nodes) + "\\n")
+assert count == len(nodes) <= 64, (count, len(nodes))  # never above the partition's MaxNodes
+taken = set(json.loads(os.environ["TAKEN"]))
+if taken & set(nodes):
+    print("srun: error: Unable to allocate resources: Requested nodes are busy", file=sys.stderr)
+    sys.exit(1)
+report = os.environ["REPORT"]
+out = []
+for i, n in enumerate(nodes):
+    out.append(f"{{i}}: @rocm-vllm-node {{n}}")
+    out.append(f"{{i}}: {{report}}")
+time.sleep(0.05)
+print("\\n".join(out))
+"""
+
+
+def test_five_thousand_nodes_in_bounded_steps_and_time(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    lines = []
+    for n in NODES:
+        state = "down*" if n in DOWN else "alloc" if n in ALLOCATED else "idle"
+        lines.append(f"{n}|gpu*|{state}|1-64|4:00:00")
+    (tmp_path / "sinfo.txt").write_text("\n".join(lines) + "\n")
+    sinfo = bin_dir / "sinfo"
+    sinfo.write_text(f"#!/bin/sh\ncat {tmp_path / 'sinfo.txt'}\n")
+    log = tmp_path / "steps.log"
+    srun = bin_dir / "srun"
+    root = str(Path(__file__).parents[1])
+    srun.write_text(SRUN.format(python=sys.executable, root=root, log=str(log)))
+    for tool in (sinfo, srun):
+        tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")  # the tools are found on PATH
+    env = {
+        **os.environ,
+        "TAKEN": json.dumps(sorted(TAKEN)),
+        "REPORT": json.dumps(REPORT),
+    }
+    start = time.monotonic()
+    found = slurm.gather("gpu", timeout=300, env=env)
+    took = time.monotonic() - start
+    by_name = {r.name: r for r in found.reports}
+    assert list(by_name) == NODES  # every node, in sinfo's order, once
+    assert all(
+        by_name[n].status == "failed" and "state down" in str(by_name[n].reason) for n in DOWN
+    )
+    assert all(by_name[n].busy and "state alloc" in str(by_name[n].reason) for n in ALLOCATED)
+    for n in TAKEN:
+        assert by_name[n].busy and "Requested nodes are busy" in str(by_name[n].reason), (
+            by_name[n]
+        )
+    ok = [r for r in found.reports if r.status == "ok"]
+    assert len(ok) == len(NODES) - len(DOWN) - len(ALLOCATED) - len(TAKEN)
+    # 79 chunks of at most 64 (MaxNodes), plus two halves per level for each refused chunk.
+    steps = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(steps) == found.steps
+    assert found.steps <= 79 + 3 * 2 * 6
+    assert not any(set(s) & (DOWN | ALLOCATED) for s in steps)  # never asked
+    assert found.partition == "gpu" and found.max_minutes == 240
+    assert took < 120, took
