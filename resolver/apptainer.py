@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from resolver import shell
-from resolver.runcmd import RunSpec
+from resolver.runcmd import REPLICA_DEVICE, REPLICA_PORT, RunSpec
 
 CONTAINER_HF_CACHE = "/hf-cache"
 
@@ -56,7 +56,9 @@ def oci_ref(image: str) -> str:
 
 def _env(spec: RunSpec) -> list[str]:
     env = [f"HF_HOME={CONTAINER_HF_CACHE}"]
-    if spec.devices:
+    if spec.per_replica:
+        env.append(shell.Expansion(f"HIP_VISIBLE_DEVICES={REPLICA_DEVICE}"))
+    elif spec.devices:
         env.append("HIP_VISIBLE_DEVICES=" + ",".join(str(d) for d in spec.devices))
     env += [
         f"{k}={v}"
@@ -72,17 +74,18 @@ def _serve(spec: RunSpec) -> list[str]:
         args += ["--model", spec.model]
     if spec.tensor_parallel and spec.tensor_parallel > 1:
         args += ["--tensor-parallel-size", str(spec.tensor_parallel)]
-    args += ["--port", str(spec.port)]
+    args += ["--port", shell.Expansion(REPLICA_PORT) if spec.per_replica else str(spec.port)]
     return args + list(spec.extra_args)
 
 
-def words(spec: RunSpec, *, binary: str = "apptainer") -> list[str]:
+def words(spec: RunSpec, *, binary: str = "apptainer", image: str | None = None) -> list[str]:
     """``apptainer exec`` for the spec, ``~`` left for the shell (HF_TOKEN passes through from
-    the caller's environment: Apptainer keeps the host environment unless --cleanenv)."""
+    the caller's environment: Apptainer keeps the host environment unless --cleanenv).
+    ``image`` replaces ``docker://IMAGE`` (a batch script's SIF, pulled once)."""
     out = [binary, "exec", "--writable-tmpfs", "--bind", f"{spec.hf_cache}:{CONTAINER_HF_CACHE}"]
     for item in _env(spec):
         out += ["--env", item]
-    out.append(f"docker://{oci_ref(spec.image)}")
+    out.append(image if image is not None else f"docker://{oci_ref(spec.image)}")
     return out + _serve(spec)
 
 

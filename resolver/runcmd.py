@@ -27,6 +27,9 @@ Format = Literal["docker", "podman", "compose"]
 FORMATS: tuple[Format, ...] = ("docker", "podman", "compose")
 
 CONTAINER_HF_CACHE = "/root/.cache/huggingface"
+# The shell variables a per-replica command is written with (RunSpec.per_replica).
+REPLICA_DEVICE = "$n"
+REPLICA_PORT = "$port"
 # Device selection belongs to HIP_VISIBLE_DEVICES only: vLLM raises on conflicting values and
 # deprecates CUDA_VISIBLE_DEVICES on ROCm (vllm-rocm.md §6), so the others are never emitted.
 _VISIBILITY_VARS = frozenset(
@@ -49,6 +52,9 @@ class RunSpec:
     render_gid: int | None = None  # group of /dev/dri/renderD* when it is not `video`
     name: str = "vllm"
     extra_args: tuple[str, ...] = field(default_factory=tuple)
+    # One replica per GPU partition (CPX), for a script's loop: the device is the shell
+    # variable $n, the port $port and the container's name NAME-$n (shell.Expansion words).
+    per_replica: bool = False
 
     def __post_init__(self) -> None:
         if not 1 <= self.port <= 65535:
@@ -139,7 +145,9 @@ def _env(spec: RunSpec) -> list[tuple[str, str | None]]:
     """Environment in order: HF_TOKEN passed through (value from the caller's environment),
     HIP_VISIBLE_DEVICES when GPUs are chosen, then the per-gfx recommendations."""
     env: list[tuple[str, str | None]] = [("HF_TOKEN", None)]
-    if spec.devices:
+    if spec.per_replica:
+        env.append(("HIP_VISIBLE_DEVICES", REPLICA_DEVICE))
+    elif spec.devices:
         env.append(("HIP_VISIBLE_DEVICES", ",".join(str(d) for d in spec.devices)))
     env.extend((k, v) for k, v in spec.env if k not in _VISIBILITY_VARS)
     return env
@@ -151,7 +159,10 @@ def _serve_args(spec: RunSpec) -> list[str]:
         args += ["--model", spec.model]
     if spec.tensor_parallel and spec.tensor_parallel > 1:
         args += ["--tensor-parallel-size", str(spec.tensor_parallel)]
-    args += ["--port", str(spec.port)] if spec.port != 8000 else []
+    if spec.per_replica:
+        args += ["--port", shell.Expansion(REPLICA_PORT)]
+    elif spec.port != 8000:
+        args += ["--port", str(spec.port)]
     return args + list(spec.extra_args)
 
 
@@ -168,15 +179,20 @@ def _groups(spec: RunSpec, fmt: Format) -> list[str]:
 
 
 def _run_words(spec: RunSpec, fmt: Format) -> list[str]:
-    words = [fmt, "run", "--rm", "--name", spec.name]
+    name = shell.Expansion(f"{spec.name}-{REPLICA_DEVICE}") if spec.per_replica else spec.name
+    words = [fmt, "run", "--rm", "--name", name]
     words += ["--device", "/dev/kfd", "--device", "/dev/dri"]
     for group in _groups(spec, fmt):
         words += ["--group-add", group]
     words += ["--ipc=host", "--cap-add=SYS_PTRACE", "--security-opt", "seccomp=unconfined"]
-    words += ["-p", f"{spec.port}:{spec.port}"]
+    if spec.per_replica:
+        words += ["-p", shell.Expansion(f"{REPLICA_PORT}:{REPLICA_PORT}")]
+    else:
+        words += ["-p", f"{spec.port}:{spec.port}"]
     words += ["-v", f"{spec.hf_cache}:{CONTAINER_HF_CACHE}"]
     for key, value in _env(spec):
-        words += ["-e", key if value is None else f"{key}={value}"]
+        word = key if value is None else f"{key}={value}"
+        words += ["-e", shell.Expansion(word) if value == REPLICA_DEVICE else word]
     image = spec.image
     if (
         fmt == "podman"

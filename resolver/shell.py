@@ -6,12 +6,32 @@ path (``zsh: =0.33.0 not found``). Every command the tool prints is joined here.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Iterable
+from typing import Self
+
+# What an Expansion may hold: plain word characters and $name references, nothing else the
+# shell would act on inside double quotes (no `, \, ", $( or ${).
+_EXPANSION = re.compile(r"(?:[A-Za-z0-9_./:=@+,-]|\$[A-Za-z_][A-Za-z0-9_]*)+")
+
+
+class Expansion(str):
+    """A word of a generated script that names shell variables (``vllm-g1-$n``,
+    ``$port:$port``): written in double quotes so that they expand, and nothing else does."""
+
+    __slots__ = ()
+
+    def __new__(cls, word: str) -> Self:
+        if not _EXPANSION.fullmatch(word):
+            raise ValueError(f"not a plain word with $variables: {word!r}")
+        return super().__new__(cls, word)
 
 
 def quote(word: str) -> str:
-    """``word`` as one shell word in bash, zsh and fish."""
+    """``word`` as one shell word in bash, zsh and fish (an ``Expansion`` in double quotes)."""
+    if isinstance(word, Expansion):
+        return f'"{word}"'
     quoted = shlex.quote(word)
     if quoted == word and word.startswith("="):
         return f"'{word}'"  # zsh's EQUALS expansion; fish and bash take the quotes as nothing

@@ -4,6 +4,7 @@ main plan and how other groups join it, the output directory, and the CLI's bad-
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,8 @@ from resolver.errors import InputError
 from resolver.fleet import hostlist
 from resolver.fleet.artifacts import Options, render_all, write_dir
 from resolver.fleet.plan import fingerprint, plan_fleet
-from resolver.fleet.reports import read_reports
+from resolver.fleet.reports import NodeReport, read_reports
+from resolver.node import Gpu, Node, Partition
 from resolver.solve import Request
 from tests.helpers import run_cli
 from tests.probe_data import probe_matrix
@@ -207,9 +209,97 @@ def test_sbatch_script_engines(reports_dir: Path) -> None:
         '"$CONTAINER" exec --writable-tmpfs --bind "$HOME"/.cache/huggingface:/hf-cache'
         in apptainer
     )
-    assert "docker://vllm/vllm-openai-rocm:v0.24.0 vllm serve" in apptainer
+    # Issue 23: the image is pulled once to a SIF in the submit directory (shared storage), not
+    # by every node from docker://, and the bind source is made before Apptainer binds it.
+    assert (
+        '[ -f "$SIF" ] || "$CONTAINER" pull "$SIF" docker://vllm/vllm-openai-rocm:v0.24.0'
+        in apptainer
+    )
+    assert '"$SIF" vllm serve' in apptainer and 'SIF="${SIF:-$PWD/vllm-g1.sif}"' in apptainer
+    assert '  mkdir -p "$HOME"/.cache/huggingface' in apptainer
     for script in (docker, podman, apptainer):
         assert subprocess.run(["bash", "-n"], input=script, text=True, check=False).returncode == 0
+
+
+def _run_script(script: str, tmp: Path) -> list[list[str]]:
+    """Run a batch script as written with a stand-in srun (runs its command once, as one node's
+    task) and container engine (records each invocation's words): what each node would start."""
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "srun").write_text(
+        '#!/bin/sh\nwhile [ $# -gt 0 ]; do case "$1" in --*) shift ;; *) break ;; esac; done\n'
+        'exec "$@"\n'
+    )
+    log = tmp / "engine.log"
+    (bin_dir / "engine").write_text(
+        f'#!/bin/sh\n{{ printf "%s\\t" "$@"; echo; }} >> {log}\n'
+        '[ "$1" = pull ] && touch "$2"\nexit 0\n'
+    )
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    path = tmp / "job.sbatch"
+    path.write_text(script)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "CONTAINER": str(bin_dir / "engine"),
+        "HOME": str(tmp / "home"),
+    }
+    run = subprocess.run(
+        ["bash", str(path)], env=env, cwd=tmp, capture_output=True, timeout=60, check=False
+    )
+    assert run.returncode == 0, run.stderr
+    return [line.rstrip("\t").split("\t") for line in log.read_text().splitlines()]
+
+
+def test_cpx_group_serves_one_replica_per_partition(tmp_path: Path) -> None:
+    """Issue 23: a CPX group's script and manifests ran --tensor-parallel-size 63 across
+    partitions (garbage, says the tool's own warning). They now run what `rocm-vllm image` prints
+    for one node: one TP=1 server per partition, on its own device and port."""
+    cpx = Node(
+        gpus=tuple(
+            Gpu(gfx="gfx942", partition=Partition(compute="CPX", memory="NPS4")) for _ in range(64)
+        ),
+        gfx_targets=("gfx942",),
+        physical_gpu_count=8,
+        logical_gpu_count=64,
+        driver_version="30.30.3",
+    )
+    m = matrix.load()
+    fleet = plan_fleet(m, [NodeReport(name="cpx1", source="t", node=cpx)], Request())
+    files = render_all(m, fleet, Options(model="Qwen/Qwen3-8B", port=9000))
+    script = files["slurm/g1.sbatch"]
+    assert "--tensor-parallel-size" not in script
+    runs = _run_script(script, tmp_path)
+    assert len(runs) == 64
+    # The 64 servers start in the background, in any order.
+    runs.sort(key=lambda w: int(w[w.index("--name") + 1].rsplit("-", 1)[1]))
+    for n, words in enumerate(runs):
+        assert words[words.index("--name") + 1] == f"vllm-g1-{n}"
+        assert f"HIP_VISIBLE_DEVICES={n}" in words
+        assert words[words.index("-p") + 1] == f"{9000 + n}:{9000 + n}"
+        assert words[-2:] == ["--port", str(9000 + n)]
+    assert (tmp_path / "home" / ".cache" / "huggingface").is_dir()
+    deployment = next(yaml.safe_load_all(files["kubernetes/g1.yaml"]))
+    assert deployment["spec"]["replicas"] == 64
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["resources"]["limits"] == {"amd.com/gpu": 1}
+    assert "--tensor-parallel-size" not in container["args"]
+    assert "podAntiAffinity" not in pod["affinity"]  # 64 pods share the node
+
+
+def test_apptainer_script_pulls_once_and_runs_the_sif(reports_dir: Path, tmp_path: Path) -> None:
+    m = matrix.load()
+    fleet = plan_fleet(m, read_reports([str(reports_dir)]), Request())
+    script = render_all(m, fleet, Options(engine="apptainer"))["slurm/g1.sbatch"]
+    runs = _run_script(script, tmp_path)
+    assert runs[0][:2] == ["pull", str(tmp_path / "vllm-g1.sif")]
+    assert runs[1][0] == "exec" and str(tmp_path / "vllm-g1.sif") in runs[1]
+    assert not any("docker://" in w for w in runs[1])
+    # Run again (the SIF is there): no second pull.
+    (tmp_path / "engine.log").unlink()
+    assert [r[0] for r in _run_script(script, tmp_path)] == ["exec"]
 
 
 # --- the command line ---------------------------------------------------------------------------

@@ -83,9 +83,7 @@ def test_five_thousand_nodes_in_bounded_steps_and_time(tmp_path: Path, monkeypat
     )
     assert all(by_name[n].busy and "state alloc" in str(by_name[n].reason) for n in ALLOCATED)
     for n in TAKEN:
-        assert by_name[n].busy and "Requested nodes are busy" in str(by_name[n].reason), (
-            by_name[n]
-        )
+        assert by_name[n].busy and "Requested nodes are busy" in str(by_name[n].reason), by_name[n]
     ok = [r for r in found.reports if r.status == "ok"]
     assert len(ok) == len(NODES) - len(DOWN) - len(ALLOCATED) - len(TAKEN)
     # 79 chunks of at most 64 (MaxNodes), plus two halves per level for each refused chunk.

@@ -206,10 +206,11 @@ def test_recorded_cluster_plans_into_groups_and_valid_manifests(tmp_path: Path) 
     node_a = next(g for g in fleet.groups if g.hostlist == "node-a")
     deployment = next(yaml.safe_load_all(files[f"kubernetes/{node_a.id}.yaml"]))
     pod = deployment["spec"]["template"]["spec"]
+    # Never amd.com/gpu.driver-version: a module version, so a driver upgrade would leave every
+    # pod unschedulable (issue 23).
     assert pod["nodeSelector"] == {
         "amd.com/gpu.device-id": "75a3",
         "amd.com/gpu.vram": "144G",
-        "amd.com/gpu.driver-version": "6.14.14",
         "amd.com/compute-memory-partition": "dpx_nps1",
     }
     (container,) = pod["containers"]
@@ -308,3 +309,98 @@ def test_kube_kubectl_asks_the_current_cluster(tmp_path: Path) -> None:
         ),
         "hint: check the current context (`kubectl config current-context`) and your access",
     ]
+
+
+def test_the_current_labellers_partition_label_is_read() -> None:
+    """Issue 23: ROCm/k8s-device-plugin writes amd.com/gpu.compute-memory-partition since 2025-04
+    (its labeller tests list that key); a CPX node labelled so was planned as 64 full GPUs."""
+    capacity = {"amd.com/gpu": "64"}
+    (report,) = read_nodes(
+        _node({"amd.com/gpu.compute-memory-partition": "cpx_nps4"}, capacity),
+        where="x",
+        gfx_table=probe_gfx(),
+    )
+    assert report.status == "ok" and report.node is not None
+    assert {(g.partition.compute, g.partition.memory) for g in report.node.gpus if g.partition} == {
+        ("CPX", "NPS4")
+    }
+    m = matrix.load()
+    fleet = plan_fleet(m, [report], Request())
+    files = render_all(m, fleet, Options())
+    text = next(v for k, v in files.items() if k.startswith("kubernetes/"))
+    deployment = next(d for d in __import__("yaml").safe_load_all(text) if d)
+    assert deployment["spec"]["replicas"] == 64  # one TP=1 pod per partition
+    assert (
+        deployment["spec"]["template"]["spec"]["nodeSelector"][
+            "amd.com/gpu.compute-memory-partition"
+        ]
+        == "cpx_nps4"
+    )
+    # The two names disagreeing is a contradiction, said as such.
+    (bad,) = read_nodes(
+        _node(
+            {
+                "amd.com/gpu.compute-memory-partition": "cpx_nps4",
+                "amd.com/compute-memory-partition": "spx_nps1",
+            },
+            capacity,
+        ),
+        where="x",
+        gfx_table=probe_gfx(),
+    )
+    assert bad.status == "failed" and "disagree on the partition mode" in str(bad.reason)
+
+
+@pytest.mark.parametrize(("family", "device"), [("GC_11_0_0", "744c"), ("GC_12_0_0", "7551")])
+def test_rdna_family_names_are_the_kernels(family: str, device: str) -> None:
+    """amd.com/gpu.family for RDNA3/4 is libdrm's GC_11_0_0 / GC_12_0_0, not NV: it agrees with
+    an RDNA device id, and contradicts a CDNA one."""
+    doc = {
+        "kind": "List",
+        "items": [
+            {
+                "metadata": {
+                    "name": "r",
+                    "labels": {"amd.com/gpu.device-id": device, "amd.com/gpu.family": family},
+                },
+                "status": {"capacity": {"amd.com/gpu": "1"}},
+            }
+        ],
+    }
+    (ok,) = read_nodes(json.dumps(doc), where="x", gfx_table=probe_gfx())
+    assert ok.status == "ok", ok.reason
+    doc["items"][0]["metadata"]["labels"]["amd.com/gpu.device-id"] = "74a1"  # MI300X
+    (bad,) = read_nodes(json.dumps(doc), where="x", gfx_table=probe_gfx())
+    assert f"amd.com/gpu.family={family} contradicts device id 74a1" in str(bad.reason)
+
+
+def test_nodes_offering_different_resources_are_different_groups() -> None:
+    """A pod requests amd.com/gpu or amd.com/cpx_nps4, never both: one group cannot span them."""
+    doc = json.loads((RECORDED / "nodes-mi355x-dpx-spx-gpuop555.json").read_text())
+    twin = copy.deepcopy(doc["items"][0])
+    twin["metadata"]["name"] = "node-c"
+    twin["status"]["capacity"] = {"amd.com/dpx_nps1": "16"}
+    doc["items"].append(twin)
+    reports = read_nodes(json.dumps(doc), where="x", gfx_table=probe_gfx())
+    fleet = plan_fleet(matrix.load(), reports, Request())
+    groups = {g.hostlist for g in fleet.groups}
+    assert "node-a" in groups and "node-c" in groups  # same GPUs, other resource
+
+
+def test_deployments_can_roll_and_keep_their_model_cache() -> None:
+    """With every GPU of a node requested and one pod per node, the default 25%/25% rolling
+    update never progresses for three replicas or fewer; the model cache was an emptyDir, lost at
+    every restart; the pod needs the privileged Pod Security level, which the manifest says."""
+    import yaml
+
+    reports = read_nodes(
+        (RECORDED / "nodes-mi300x-gpuop266.json").read_text(), where="x", gfx_table=probe_gfx()
+    )
+    m = matrix.load()
+    files = render_all(m, plan_fleet(m, reports, Request()), Options())
+    text = files["kubernetes/g1.yaml"]
+    deployment = next(yaml.safe_load_all(text))
+    assert deployment["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 0, "maxUnavailable": 1}
+    volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["hf-cache"]["hostPath"]["type"] == "DirectoryOrCreate"
+    assert "pod-security.kubernetes.io/enforce=privileged" in text.splitlines()[1]

@@ -42,7 +42,9 @@ SELECTOR_LABELS = (
     "amd.com/gpu.product-name",
     "amd.com/gpu.cu-count",
     "amd.com/gpu.vram",
-    "amd.com/gpu.driver-version",
+    # Not amd.com/gpu.driver-version: it is the kernel module's version, so after a driver
+    # upgrade every pod pinned on it would be unschedulable.
+    "amd.com/gpu.compute-memory-partition",
     "amd.com/compute-memory-partition",
 )
 
@@ -109,13 +111,21 @@ def _image(group: Group) -> ContainerImage | None:
     return d.plan.candidate.image
 
 
+def _placement(group: Group, opts: Options) -> Any:
+    """GPUs, tensor parallelism and replicas for one node of the group: what `rocm-vllm image`
+    prints for it (CPX partitions: one TP=1 replica per partition, never TP across them)."""
+    from resolver.parallel import place
+
+    return place(group.representative, devices=None, model=opts.model, hf_cache=opts.hf_cache)
+
+
 def _spec(m: Matrix, group: Group, image: ContainerImage, opts: Options) -> Any:
     from resolver.images import serving_env
     from resolver.runcmd import RunSpec
 
     assert group.image is not None
     env, _warnings = serving_env(m, group.representative, group.image)
-    gpus = group.representative.logical_gpu_count or len(group.representative.gpus)
+    placed = _placement(group, opts)
     ref = group.ref or (
         image.ref if image.digest is None or "@" in image.ref else f"{image.ref}@{image.digest}"
     )
@@ -126,9 +136,18 @@ def _spec(m: Matrix, group: Group, image: ContainerImage, opts: Options) -> Any:
         port=opts.port,
         hf_cache=opts.hf_cache,
         env=env,
-        tensor_parallel=gpus or None,
+        tensor_parallel=placed.tensor_parallel,
         name=f"vllm-{group.id}",
+        per_replica=placed.replicas > 1,
     )
+
+
+HOST_MODEL_CACHE = "/var/lib/rocm-vllm/hf-cache"
+POD_SECURITY_NOTE = (
+    "needs the privileged Pod Security level (seccomp Unconfined, SYS_PTRACE, a hostPath model "
+    "cache): kubectl label namespace NS pod-security.kubernetes.io/enforce=privileged"
+)
+APPTAINER_SIF = "$SIF"  # the batch script's shared SIF (pulled once, before srun)
 
 
 def container_words(m: Matrix, group: Group, opts: Options) -> list[str] | None:
@@ -139,7 +158,7 @@ def container_words(m: Matrix, group: Group, opts: Options) -> list[str] | None:
     if opts.engine in ("apptainer", "singularity"):
         from resolver.apptainer import words
 
-        return words(spec, binary=opts.engine)
+        return words(spec, binary=opts.engine, image=shell.Expansion(APPTAINER_SIF))
     from resolver.runcmd import run_words
 
     return run_words(spec, "podman" if opts.engine == "podman" else "docker")
@@ -202,10 +221,46 @@ def sbatch_script(m: Matrix, group: Group, opts: Options) -> str | None:
         ),
         comment(f"# {'digest ' + image.digest if image.digest else unpinned}"),
         "set -euo pipefail",
-        # Each task serves on its own node; the engine sees every GPU Slurm gave the job.
         f'CONTAINER="${{CONTAINER:-{words[0]}}}"',
-        "srun --ntasks-per-node=1 --kill-on-bad-exit=1 \\",
-        '  "$CONTAINER" ' + " ".join(_shell_word(w) for w in words[1:]),
+    ]
+    if opts.engine in ("apptainer", "singularity"):
+        from resolver.apptainer import oci_ref
+
+        # Pull the image once, to the submit directory (shared storage on a cluster), and run
+        # that SIF on every node: Apptainer's advice, rather than every node pulling docker://.
+        sif = f"vllm-{group.id}.sif"
+        lines += [
+            f'SIF="${{SIF:-$PWD/{sif}}}"',
+            '[ -f "$SIF" ] || "$CONTAINER" pull "$SIF" '
+            + shell.quote(f"docker://{oci_ref(_spec(m, group, image, opts).image)}"),
+            "export SIF",
+        ]
+    body = '"$CONTAINER" ' + " ".join(_shell_word(w) for w in words[1:])
+    serve = [
+        "serve() {",
+        # A bind source must exist (Apptainer refuses a missing one; Docker would create it).
+        f"  mkdir -p {_shell_word(opts.hf_cache)}",
+    ]
+    placed = _placement(group, opts)
+    if placed.replicas > 1:
+        # CPX: one TP=1 server per partition, each on its own device and port (as `rocm-vllm
+        # image` prints for one node); tensor parallelism across partitions gives garbage.
+        serve += [
+            "  local n port",
+            f"  for ((n = 0; n < {placed.replicas}; n++)); do",
+            f"    port=$(({opts.port} + n))",
+            f"    {body} &",
+            "  done",
+            "  wait",
+        ]
+    else:
+        serve.append(f"  {body}")
+    lines += [
+        *serve,
+        "}",
+        "export CONTAINER",
+        # Each task serves on its own node; the engine sees every GPU Slurm gave the job.
+        'srun --ntasks-per-node=1 --kill-on-bad-exit=1 bash -c "$(declare -f serve); serve"',
     ]
     return "\n".join(lines) + "\n"
 
@@ -242,7 +297,11 @@ def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
     if image is None:
         return None
     spec = _spec(m, group, image, opts)
-    gpus = group.representative.logical_gpu_count or len(group.representative.gpus) or 1
+    placed = _placement(group, opts)
+    # CPX: one pod per partition, each given one partition by the device plugin (TP=1), as
+    # `rocm-vllm image` serves one replica per partition; otherwise one pod takes the node.
+    per_replica = placed.replicas > 1
+    gpus = 1 if per_replica else placed.gpus or 1
     name = f"vllm-{group.id}"
     labels = {
         "app.kubernetes.io/name": "vllm",
@@ -253,8 +312,8 @@ def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
     serve = []
     if spec.model:
         serve += ["--model", spec.model]
-    if gpus > 1:
-        serve += ["--tensor-parallel-size", str(gpus)]
+    if placed.tensor_parallel and placed.tensor_parallel > 1 and not per_replica:
+        serve += ["--tensor-parallel-size", str(placed.tensor_parallel)]
     serve += ["--port", str(opts.port)]
     container: dict[str, Any] = {"name": "vllm", "image": spec.image}
     if image.entrypoint == "shell":
@@ -268,7 +327,8 @@ def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
             "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token", "optional": True}},
         },
     ]
-    env += [{"name": k, "value": v} for k, v in spec.env]
+    # The device plugin decides which GPUs a pod sees; a visibility variable would fight it.
+    env += [{"name": k, "value": v} for k, v in spec.env if not k.endswith("_VISIBLE_DEVICES")]
     probe = {"httpGet": {"path": "/health", "port": "http"}}
     container.update(
         {
@@ -297,20 +357,22 @@ def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
                 "nodeSelectorTerms": [{"matchExpressions": expressions}]
             }
         },
+    }
+    if not per_replica:
         # One server per node: each takes every GPU of its node.
-        "podAntiAffinity": {
+        pod_spec["affinity"]["podAntiAffinity"] = {
             "requiredDuringSchedulingIgnoredDuringExecution": [
                 {
                     "labelSelector": {"matchLabels": {"app.kubernetes.io/instance": name}},
                     "topologyKey": "kubernetes.io/hostname",
                 }
             ]
-        },
-    }
+        }
     pod_spec["containers"] = [container]
     pod_spec["volumes"] = [
         {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": opts.shm_size}},
-        {"name": "hf-cache", "emptyDir": {}},
+        # On the node's disk, so a restarted pod does not download the model again.
+        {"name": "hf-cache", "hostPath": {"path": HOST_MODEL_CACHE, "type": "DirectoryOrCreate"}},
     ]
     metadata: dict[str, Any] = {"name": name, "labels": labels}
     if opts.namespace:
@@ -319,13 +381,20 @@ def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
         "rocm-vllm/group": group.fingerprint.short(),
         "rocm-vllm/verdict": group.verdict,
         "rocm-vllm/image": image.ref,
+        "rocm-vllm/pod-security": POD_SECURITY_NOTE,
     }
     deployment = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": metadata,
         "spec": {
-            "replicas": len(group.reports),
+            "replicas": len(group.reports) * placed.replicas,
+            # Each pod holds its node's GPUs, so a surge pod has nowhere to start: replace one
+            # pod at a time (the default 25%/25% never progresses for three replicas or fewer).
+            "strategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1},
+            },
             "selector": {"matchLabels": {"app.kubernetes.io/instance": name}},
             "template": {"metadata": {"labels": labels}, "spec": pod_spec},
         },
@@ -346,7 +415,9 @@ def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
         f"# rocm-vllm fleet plan, group {group.id} ({_hostlist(group)}): "
         f"{group.fingerprint.short()}"
     )
-    return header + "\n" + _dump_yaml([deployment, service])
+    return (
+        header + "\n" + comment(f"# {POD_SECURITY_NOTE}") + "\n" + _dump_yaml([deployment, service])
+    )
 
 
 def _dump_yaml(documents: list[dict[str, Any]]) -> str:

@@ -5,8 +5,11 @@ GPU operator) writes, per node: ``amd.com/gpu.device-id`` (PCI device id, hex wi
 ``amd.com/gpu.family`` (two-letter family: AI, NV, RV, ...), ``amd.com/gpu.product-name``,
 ``amd.com/gpu.vram`` (``192G``), ``amd.com/gpu.cu-count``, ``amd.com/gpu.simd-count``,
 ``amd.com/gpu.driver-version`` (the amdgpu kernel module's version) and
-``amd.com/compute-memory-partition`` (``spx_nps1``, ``cpx_nps4``...); older labellers write the
-same under ``beta.amd.com/gpu.*`` and count labels ``beta.amd.com/gpu.device-id.74a1=8``. The
+``amd.com/gpu.compute-memory-partition`` (``spx_nps1``, ``cpx_nps4``...; labellers before
+2025-04 wrote it as ``amd.com/compute-memory-partition``, and both are read); older labellers
+write the rest under ``beta.amd.com/gpu.*`` and count labels ``beta.amd.com/gpu.device-id.74a1=8``.
+``amd.com/gpu.family`` is libdrm's family name: ``AI`` (CDNA), ``NV`` (RDNA1/2) and, for RDNA3
+and RDNA4, ``GC_11_0_0``... ``GC_12_0_0`` (the kernel's ``AMDGPU_FAMILY_GC_*``). The
 device plugin advertises ``amd.com/gpu`` (or, with the mixed naming strategy, one resource per
 partition type such as ``amd.com/cpx_nps4``) in the node's capacity.
 
@@ -27,7 +30,8 @@ from resolver.probe.gfx import GfxTable, gfx_for_pci, product_for_pci
 from resolver.safety import is_safe, shown
 
 PREFIXES = ("amd.com/gpu.", "beta.amd.com/gpu.")
-PARTITION_LABEL = "amd.com/compute-memory-partition"
+PARTITION_LABEL = "amd.com/gpu.compute-memory-partition"  # the labeller since 2025-04
+OLD_PARTITION_LABEL = "amd.com/compute-memory-partition"  # its name before
 GPU_RESOURCE = "amd.com/gpu"
 _PARTITION_RE = re.compile(r"(spx|dpx|tpx|qpx|cpx)_(nps1|nps2|nps4|nps8)")
 _VRAM_RE = re.compile(r"([0-9]{1,7})G")
@@ -38,6 +42,13 @@ _FAMILY_GFX = {
     "NV": ("gfx10", "gfx11", "gfx12"),
     "VGH": ("gfx10",),
     "YC": ("gfx10",),
+    # include/uapi/drm/amdgpu_drm.h AMDGPU_FAMILY_GC_*: GC 10.3.6/10.3.7 APUs, RDNA3, RDNA4
+    "GC_10_3_6": ("gfx10",),
+    "GC_10_3_7": ("gfx10",),
+    "GC_11_0_0": ("gfx11",),
+    "GC_11_0_1": ("gfx11",),
+    "GC_11_5_0": ("gfx11",),
+    "GC_12_0_0": ("gfx12",),
 }
 MAX_NODES = 100_000
 MAX_NODE_LIST = 64 * 1024 * 1024  # kubectl's node list for thousands of nodes is a few MiB
@@ -177,13 +188,19 @@ def _node(
     vram_text = _one(labels, "vram")
     module = _one(labels, "driver-version")
     product_label = _one(labels, "product-name")
-    partition_text = labels.get(PARTITION_LABEL)
+    modes = {k: labels[k] for k in (PARTITION_LABEL, OLD_PARTITION_LABEL) if labels.get(k)}
+    if len({v.lower() for v in modes.values()}) > 1:
+        raise Contradiction(
+            "the labels disagree on the partition mode: "
+            + "; ".join(f"{k} says {v}" for k, v in modes.items())
+        )
+    label_key, partition_text = next(iter(modes.items()), (PARTITION_LABEL, None))
     partition = None
     if partition_text:
         match = _PARTITION_RE.fullmatch(partition_text.lower())
         if match is None:
             raise Contradiction(
-                f"{PARTITION_LABEL}={partition_text} is not a compute_memory partition mode"
+                f"{label_key}={partition_text} is not a compute_memory partition mode"
             )
         partition = Partition(compute=match.group(1).upper(), memory=match.group(2).upper())
     if (
@@ -191,7 +208,7 @@ def _node(
         and partition_text
         and resource != f"amd.com/{partition_text.lower()}"
     ):
-        raise Contradiction(f"capacity offers {resource} but {PARTITION_LABEL} is {partition_text}")
+        raise Contradiction(f"capacity offers {resource} but {label_key} is {partition_text}")
     cu = bounded.ascii_int(cu_text, max_digits=6)
     vram_match = _VRAM_RE.fullmatch(vram_text or "")
     vram = int(vram_match.group(1)) * 1024**3 if vram_match else None

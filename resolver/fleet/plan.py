@@ -38,6 +38,9 @@ class Fingerprint:
     python: str | None
     override: str | None  # HSA_OVERRIDE_GFX_VERSION
     unplaced: str | None = None  # why labels could not place the node (an unknown group)
+    # The Kubernetes resource the node offers its GPUs as (amd.com/gpu, amd.com/cpx_nps4): pods
+    # request one or the other, so nodes offering different ones are different groups.
+    resource: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -51,6 +54,7 @@ class Fingerprint:
             "python": self.python,
             "hsa_override_gfx_version": self.override,
             "unplaced": self.unplaced,
+            "kubernetes_resource": self.resource,
         }
 
     def short(self) -> str:
@@ -99,7 +103,13 @@ def fingerprint(node: Node, unplaced: str | None = None) -> Fingerprint:
         python=node.python,
         override=node.hsa_override_gfx_version,
         unplaced=unplaced,
+        resource=_resource(node),
     )
+
+
+def _resource(node: Node) -> str | None:
+    value = node.host.get("kubernetes_resource") if isinstance(node.host, dict) else None
+    return value if isinstance(value, str) else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -113,6 +113,27 @@ def _stand_ins(tmp: Path) -> dict[str, str]:
     return {"PATH": f"{bin_dir}:{os.environ['PATH']}", "CONTAINER": str(engine)}
 
 
+# The lines a batch script is made of: comments and #SBATCH, then what the tool writes itself.
+SCRIPT_LINES = (
+    "#",
+    "set -euo",
+    "CONTAINER=",
+    'SIF="${SIF:-',
+    '[ -f "$SIF" ] || "$CONTAINER" pull "$SIF" ',
+    "export ",
+    "serve() {",
+    "  mkdir -p ",
+    '  "$CONTAINER" ',
+    "  local n port",
+    "  for ((n = 0; n < ",
+    "    port=$((",
+    '    "$CONTAINER" ',
+    "  done",
+    "  wait",
+    'srun --ntasks-per-node=1 --kill-on-bad-exit=1 bash -c "$(declare -f serve); serve"',
+)
+
+
 def _check_artifacts(out: Path, tmp: Path, canary: Path) -> None:
     """Run every batch script; parse every manifest; nothing outside ``out`` and ``tmp``."""
     env = {**os.environ, **_stand_ins(tmp)}
@@ -125,10 +146,7 @@ def _check_artifacts(out: Path, tmp: Path, canary: Path) -> None:
         assert not canary.exists(), script.read_text()
         lines = script.read_text().splitlines()
         # Every line is a comment, an #SBATCH line, or one the tool writes itself.
-        assert all(
-            line.startswith(("#", "set -euo", "CONTAINER=", "srun ", '  "$CONTAINER"'))
-            for line in lines
-        ), lines
+        assert all(line.startswith(SCRIPT_LINES) or line == "}" for line in lines), lines
     for manifest in sorted((out / "kubernetes").glob("*.yaml")):
         docs = list(yaml.safe_load_all(manifest.read_text()))
         assert [d["kind"] for d in docs] == ["Deployment", "Service"], manifest.read_text()
