@@ -18,7 +18,7 @@ from resolver import matrix
 from resolver.errors import InputError
 from resolver.fleet import hostlist
 from resolver.fleet.artifacts import Options, render_all, write_dir
-from resolver.fleet.plan import fingerprint, plan_fleet
+from resolver.fleet.plan import fingerprint, plan_fleet, render_text
 from resolver.fleet.reports import NodeReport, read_reports
 from resolver.node import Gpu, Node, Partition
 from resolver.solve import Request
@@ -232,7 +232,8 @@ def _run_script(script: str, tmp: Path) -> list[list[str]]:
     )
     log = tmp / "engine.log"
     (bin_dir / "engine").write_text(
-        f'#!/bin/sh\n{{ printf "%s\\t" "$@"; echo; }} >> {log}\n'
+        # One write per invocation (O_APPEND keeps it whole): 64 servers start at once.
+        f'#!/bin/sh\nline=$(printf "%s\\t" "$@")\nprintf "%s\\n" "$line" >> {log}\n'
         '[ "$1" = pull ] && touch "$2"\nexit 0\n'
     )
     for f in bin_dir.iterdir():
@@ -607,3 +608,30 @@ def test_a_node_gathered_through_srun_is_described_by_flags_not_a_file() -> None
     flags = node_flags(r.node)
     assert "--node" not in flags
     assert flags[:2] == ["--gfx", "gfx942"] and "30.30.3" in flags
+
+
+def test_a_group_that_runs_the_main_plan_as_it_is_is_said_so_and_counted() -> None:
+    """Issue 23: a gfx942 group on a new driver was told "cannot: v0.16.0 is not a candidate for
+    gfx942" (its own request never reached that release), though `check --vllm ==0.16.0` on the
+    same node says supported, and the main plan's count left it out. The group is now solved
+    pinned to the main plan."""
+    from resolver.node import from_flags
+
+    def node(driver: str, gfx: str = "gfx942") -> Node:
+        return from_flags(gfx=gfx, gpus=8, driver=driver, os=None, rocm=None, python=None)
+
+    reports = [NodeReport(name=f"old{i}", source="t", node=node("6.2.4")) for i in range(3)]
+    reports.append(NodeReport(name="new1", source="t", node=node("30.30.3")))
+    reports.append(NodeReport(name="mi50", source="t", node=node("30.30.3", "gfx906")))
+    fleet = plan_fleet(matrix.load(), reports, Request())
+    assert fleet.main_plan == "vllm/vllm-openai-rocm:v0.16.0"
+    joins = {g.hostlist: g.join for g in fleet.groups}
+    assert joins["old[0-2]"] is not None and joins["old[0-2]"].status == "on-plan"
+    assert joins["new1"] is not None and joins["new1"].status == "as-is"
+    assert fleet.main_nodes == 4  # the group that runs it as it is counts
+    mi50 = joins["mi50"]
+    assert mi50 is not None and mi50.status == "blocked"
+    assert not any("is not a candidate" in r for r in mi50.reasons), mi50.reasons
+    assert "main plan: vllm/vllm-openai-rocm:v0.16.0  (4 of 5 nodes run it as they are)" in (
+        render_text(fleet)
+    )

@@ -20,7 +20,8 @@ from resolver.fleet import hostlist
 from resolver.fleet.reports import NodeReport, mark_duplicates
 from resolver.model import ContainerImage, Matrix
 from resolver.node import Node
-from resolver.solve import OK_VERDICTS, Decision, Evaluation, Request, solve
+from resolver.solve import OK_VERDICTS, Candidate, Decision, Evaluation, Request, solve
+from resolver.solve.provider import MatrixProvider
 from resolver.versions import driver_series
 
 SCHEMA_VERSION = 1
@@ -261,28 +262,35 @@ def pin_images(fleet: FleetPlan, client: Any) -> list[Any]:
     return warnings
 
 
-def _join(group: Group, label: str) -> Join:
+_RUNS_IT = ("on-plan", "as-is")  # join statuses of groups that run the main plan unchanged
+
+
+def _pinned(m: Matrix, group: Group, cand: Candidate, request: Request) -> Evaluation | None:
+    """``cand`` (another group's plan) evaluated on this group's node: the group solved pinned to
+    that plan, not looked up among its own alternatives (which hold only the releases its own
+    request reached)."""
+    if group.decision is None:
+        return None
+    if group.plan is not None and group.plan.candidate.label == cand.label:
+        return group.plan
+    return MatrixProvider(m, group.representative, request).evaluate(cand)
+
+
+def _join(m: Matrix, group: Group, cand: Candidate, request: Request) -> Join:
     d = group.decision
     if d is None:
         return Join("unknown", reasons=(group.error or "not decided",))
-    if d.plan is not None and d.plan.candidate.label == label:
+    if d.plan is not None and d.plan.candidate.label == cand.label:
         return Join("on-plan")
-    for ev in d.alternatives:
-        if ev.candidate.label == label:
-            return Join("as-is")
-    for ev in d.rejected:
-        if ev.candidate.label != label:
-            continue
-        if ev.host_fixable:
-            fixes = tuple(dict.fromkeys(r.fix.text for r in ev.reasons if r.fix is not None))
-            return Join("host-fix", fixes=fixes)
-        return Join("blocked", reasons=tuple(dict.fromkeys(r.message for r in ev.reasons)))
-    return Join(
-        "blocked",
-        reasons=(
-            f"{label} is not a candidate for {'+'.join(group.fingerprint.gfx) or 'these GPUs'}",
-        ),
-    )
+    ev = _pinned(m, group, cand, request)
+    assert ev is not None
+    if ev.ok and not ev.unofficial:
+        return Join("as-is")
+    if ev.host_fixable:
+        return Join("host-fix", fixes=ev.fix_texts)
+    if ev.ok:  # runs only off the supported path (an override, an unshipped gfx)
+        return Join("blocked", reasons=(f"{cand.label} runs here only unofficially",))
+    return Join("blocked", reasons=tuple(dict.fromkeys(r.message for r in ev.reasons)))
 
 
 def with_driver(reports: Sequence[NodeReport], driver: str) -> list[NodeReport]:
@@ -312,25 +320,26 @@ def plan_fleet(m: Matrix, reports: Sequence[NodeReport], request: Request) -> Fl
     groups, failed = group_reports(reports)
     for g in groups:
         _decide(m, g, request)
-    coverage: dict[str, int] = {}
+    fleet = FleetPlan(groups=groups, failed=failed, request=request)
+    # The main plan is the one the most nodes chose (among equals, the largest group's); it is
+    # then solved on every other group, pinned to it, to say which run it as they are (and count
+    # them), which need host changes, and which cannot.
+    chosen: dict[str, Candidate] = {}
+    votes: dict[str, int] = {}
     for g in groups:
         if g.plan is not None and g.verdict in OK_VERDICTS:
-            coverage[g.plan.candidate.label] = coverage.get(g.plan.candidate.label, 0) + len(
-                g.reports
-            )
-    fleet = FleetPlan(groups=groups, failed=failed, request=request)
-    if coverage:
-        # Most nodes first; among equals the plan the largest group chose (groups are ordered).
-        first_seen = {
-            label: i
-            for i, label in reversed(
-                list(enumerate(g.plan.candidate.label for g in groups if g.plan is not None))
-            )
-        }
-        label = max(coverage, key=lambda k: (coverage[k], -first_seen.get(k, 0)))
-        fleet.main_plan, fleet.main_nodes = label, coverage[label]
+            label = g.plan.candidate.label
+            chosen.setdefault(label, g.plan.candidate)
+            votes[label] = votes.get(label, 0) + len(g.reports)
+    if votes:
+        order = list(chosen)
+        label = max(votes, key=lambda k: (votes[k], -order.index(k)))
         for g in groups:
-            g.join = _join(g, label)
+            g.join = _join(m, g, chosen[label], request)
+        fleet.main_plan = label
+        fleet.main_nodes = sum(
+            len(g.reports) for g in groups if g.join is not None and g.join.status in _RUNS_IT
+        )
     for g in groups:
         for r in g.reports:
             fleet.notes += [(r.name, n) for n in r.notes]
