@@ -1,12 +1,16 @@
-"""Fleet-scale benchmark: `rocm-vllm fleet plan` over 10,000 node reports with 50 distinct
-fingerprints, against one cold `rocm-vllm check` for a single node.
+"""Fleet-scale benchmark: `rocm-vllm fleet plan` over many realistic node reports, against one
+cold `rocm-vllm check` for a single node.
 
-The reports are probe JSON files (the shape `probe --json` writes) in a temporary directory:
-5 gfx targets x 2 GPU counts x 5 driver releases = 50 fingerprints, 200 nodes each, named
-gpu00001..gpu10000. Both commands run as fresh processes, interleaved, at least 5 times each;
-the script prints both medians and their ratio (fleet / one check). Grouping first and deciding
-each fingerprint once is what keeps the ratio small: 10,000 checks would be a ratio near 10,000.
-Usage: python bench/fleet.py [--runs N] [--nodes N]
+The reports are what `probe --json` writes on real nodes: each kind is the probe of a recorded
+tool output from tests/probe/fixtures (the shipped fixtures' variety: MI300X, MI250/MI210, RX
+7900 XTX, RX 9070 XT, Strix Halo, MI350X, ...) with a driver release and an OS, and every node's
+GPUs get unique ids and PCI addresses of their own, so no two reports are byte-identical but for
+the host name. Kinds x drivers x OSes give about 50 fingerprints. Both commands run as fresh
+processes, interleaved, at least 3 times each; the script prints both medians, their ratio
+(fleet / one check) and the fleet's peak memory (the largest resident set of its runs).
+
+Targets (issue 23): 10,000 reports within 10x one cold check; 100,000 within 100x and under
+1 GiB. Usage: python bench/fleet.py [--runs N] [--nodes N]
 """
 
 from __future__ import annotations
@@ -15,17 +19,29 @@ import argparse
 import itertools
 import json
 import os
+import random
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-GFX = ("gfx942", "gfx90a", "gfx950", "gfx1100", "gfx1201")
-GPUS = (1, 8)
-DRIVERS = ("30.30.3", "30.10.1", "6.4.3", "6.2.4", "6.1.3")
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "probe" / "fixtures"
+# Recorded outputs with GPUs whose probe gives a node (SOURCES.md says where each came from).
+KINDS = (
+    ("rocminfo", "rocminfo-gfx942-mi300x-4gpu-thamada.txt"),
+    ("rocminfo", "rocminfo-gfx90a-mi250-fragment-aiter179.txt"),
+    ("rocminfo", "rocminfo-gfx1100-rx7900xtx-fragment-ollama3158.txt"),
+    ("rocminfo", "rocminfo-gfx1201-with-igpu-gfx1036-rocm5861.txt"),
+    ("rocminfo", "rocminfo-gfx1151-strixhalo-dkms-rocm5817.txt"),
+    ("sysfs", "sysfs/kfd-gfx90a-mi210-8gpu-k8sdp"),
+    ("amd_smi", "amd-smi-static-gfx950-mi350x-rocmsystems2987.txt"),
+    ("rocminfo", "rocminfo-gfx906-mi50-8gpu-delaunay-regression.txt"),
+)
+DRIVERS = ("30.30.3", "30.10.1", "6.4.3")
+OSES = ("ubuntu-22.04", "ubuntu-24.04")
 
 
 def _exe() -> list[str]:
@@ -34,37 +50,61 @@ def _exe() -> list[str]:
     return [exe] if exe else [sys.executable, "-m", "resolver"]
 
 
-def write_reports(root: Path, nodes: int) -> int:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from resolver.node import from_flags
+def _kinds() -> list[dict[str, object]]:
+    sys.path.insert(0, str(ROOT))
+    from resolver import matrix
+    from resolver.probe import probe_files
 
-    kinds = [
-        from_flags(gfx=g, gpus=n, driver=d, os="ubuntu-22.04", rocm=None, python="3.12").to_json()
-        for g, n, d in itertools.product(GFX, GPUS, DRIVERS)
-    ]
+    m = matrix.load()
+    out = []
+    for (flag, name), driver, os_id in itertools.product(KINDS, DRIVERS, OSES):
+        node = probe_files(**{flag: FIXTURES / name}, matrix=m)  # type: ignore[arg-type]
+        data = node.to_json()
+        data.update(driver_version=driver, os=os_id, python="3.12", origin="probe")
+        out.append({"schema_version": 1, **data})
+    return out
+
+
+def write_reports(root: Path, nodes: int) -> int:
+    """``nodes`` reports over the kinds; each GPU gets its own unique id and PCI address."""
+    kinds = _kinds()
+    rng = random.Random(20261201)
     for i in range(nodes):
-        data = {**kinds[i % len(kinds)], "hostname": f"gpu{i + 1:05d}", "origin": "probe"}
-        (root / f"gpu{i + 1:05d}.json").write_text(json.dumps(data))
+        data = json.loads(json.dumps(kinds[i % len(kinds)]))
+        for j, gpu in enumerate(data["gpus"]):
+            gpu["unique_id"] = f"{rng.getrandbits(64):016x}"
+            gpu["pci_bdf"] = f"0000:{rng.randrange(1, 255):02x}:{j:02x}.0"
+        data["hostname"] = f"gpu{i + 1:06d}"
+        (root / f"gpu{i + 1:06d}.json").write_text(json.dumps(data, indent=2))
     return len(kinds)
 
 
-def _time(cmd: list[str]) -> float:
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
-    elapsed = time.perf_counter() - start
-    if proc.returncode not in (0, 1, 6):
-        raise SystemExit(
-            f"{' '.join(cmd[:3])} failed ({proc.returncode}): {proc.stderr.decode()[-400:]}"
-        )
-    return elapsed
+def _rss_of(cmd: list[str]) -> tuple[float, int]:
+    """One run in a child whose own peak RSS is read back (RUSAGE_CHILDREN of a wrapper)."""
+    code = (
+        "import resource, subprocess, sys, time\n"
+        "t = time.perf_counter()\n"
+        "p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)\n"
+        "t = time.perf_counter() - t\n"
+        "if p.returncode not in (0, 1, 6):\n"
+        "    sys.exit(p.stderr.decode()[-400:])\n"
+        "print(t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, *cmd], capture_output=True, text=True, check=False
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd[:3])} failed: {out.stderr[-400:]}")
+    seconds, kib = out.stdout.split()
+    return float(seconds), int(kib)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--nodes", type=int, default=10_000)
     args = parser.parse_args()
-    runs = max(5, args.runs)
+    runs = max(3, args.runs)
     with tempfile.TemporaryDirectory(prefix="rocm-vllm-fleet-bench-") as tmp:
         reports = Path(tmp) / "reports"
         reports.mkdir()
@@ -82,18 +122,21 @@ def main() -> None:
             "30.30.3",
             "--json",
         ]
-        _time(fleet), _time(check)  # warm the OS file cache
+        _rss_of(fleet), _rss_of(check)  # warm the OS file cache
         a: list[float] = []
         b: list[float] = []
+        peak = 0
         for _ in range(runs):
-            a.append(_time(fleet))
-            b.append(_time(check))
+            seconds, kib = _rss_of(fleet)
+            a.append(seconds)
+            peak = max(peak, kib)
+            b.append(_rss_of(check)[0])
         groups = len(json.loads((out / "fleet.json").read_text())["groups"])
     ma, mb = statistics.median(a), statistics.median(b)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(
-        f"fleet plan: median {ma * 1000:7.0f} ms over {runs} runs  ({args.nodes} reports, {kinds} "
-        f"fingerprints -> {groups} groups, -o DIR)"
+        f"fleet plan: median {ma * 1000:7.0f} ms over {runs} runs  ({args.nodes} realistic "
+        f"reports, {kinds} kinds -> {groups} groups, -o DIR); peak RSS {peak / 1024:.0f} MiB"
     )
     print(f"one check : median {mb * 1000:7.0f} ms over {runs} runs")
     print(f"ratio     : {ma / mb:.1f}  (fleet plan / one cold check; {cpus} CPUs)")

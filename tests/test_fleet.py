@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -534,6 +535,42 @@ def test_reports_that_differ_only_by_hostname_read_alike(tmp_path: Path) -> None
         replace(reports[1], name="gpu001", source=reports[0].source, node=reports[0].node)
         == reports[0]
     )
+
+
+def test_reports_that_differ_by_gpu_ids_are_parsed_once_and_hostile_ids_are_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 23: real nodes' reports differ in their GPUs' unique ids and PCI addresses, so the
+    byte-for-byte reuse never fired (10,000 reports: 24 times one check). Ids inside the accepted
+    patterns are blanked for the comparison; a hostile one is not, so that file is parsed and
+    refused on its own."""
+    from resolver.fleet import reports as reports_mod
+
+    data = _probe(MI300X)
+    for i, name in enumerate(("gpu001", "gpu002", "gpu003")):
+        gpus = [
+            {**g, "unique_id": f"{i:02d}{j:014x}", "pci_bdf": f"0000:{i + 1:02x}:{j:02x}.0"}
+            for j, g in enumerate(data["gpus"])
+        ]
+        (tmp_path / f"{name}.json").write_text(
+            json.dumps({**data, "gpus": gpus, "hostname": name}, indent=2)
+        )
+    hostile = [{**g, "unique_id": "1\u202e2"} for g in data["gpus"]]
+    (tmp_path / "gpu004.json").write_text(
+        json.dumps({**data, "gpus": hostile, "hostname": "gpu004"}, indent=2)
+    )
+    parsed: list[str] = []
+    real = reports_mod.report_from_json
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        parsed.append(kwargs["name"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(reports_mod, "report_from_json", counting)
+    got = read_reports([str(tmp_path)])
+    assert [r.status for r in got] == ["ok", "ok", "ok", "failed"]
+    assert parsed == ["gpu001", "gpu004"]  # the other two reuse gpu001's node
+    assert all(r.node is not None and r.node.origin == f"file:{r.source}" for r in got[:3])
 
 
 def test_srun_output_is_read_per_task() -> None:
