@@ -321,6 +321,19 @@ def test_scontrol_agrees_with_our_hostlists(slurm_cluster: SlurmCluster) -> None
             check=True,
         ).stdout.strip()
         assert hostlist.expand(hostlist.compress(names)) == hostlist.expand(back)
+    # Names with a suffix after the number (issue 23: n[1-2]a): what we write, Slurm reads back
+    # as the same names.
+    for names in (["n1a", "n2a"], ["gpu01-ib", "gpu02-ib", "gpu03-ib"], ["r1n1", "r1n2", "r2n1"]):
+        written = hostlist.compress(names)
+        read = subprocess.run(
+            ["scontrol", "show", "hostnames", written],
+            env=slurm_cluster.env,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.split()
+        assert read == names, (written, read)
 
 
 def test_drained_node_is_listed_not_asked(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:

@@ -136,8 +136,10 @@ def compress(names: Iterable[str]) -> str:
             groups.append((0, sorted(rest)))
         prefix, suffix = item
         for width, numbers in groups:
-            if len(numbers) == 1:
-                parts.append(f"{prefix}{numbers[0]:0{width}d}{suffix}")
+            if len(numbers) == 1 or suffix:
+                # Slurm reads no text after a bracket (`n[1-2]a` expands to nothing): names
+                # with a suffix are listed one by one.
+                parts += [f"{prefix}{n:0{width}d}{suffix}" for n in numbers]
             else:
                 parts.append(f"{prefix}[{_ranges(numbers, width)}]{suffix}")
     return ",".join(parts)
