@@ -233,8 +233,13 @@ def _run_script(script: str, tmp: Path) -> list[list[str]]:
     )
     log = tmp / "engine.log"
     (bin_dir / "engine").write_text(
+        # Like Apptainer, refuse a --bind whose source does not exist (Docker would create it).
+        '#!/bin/sh\nprev=\nfor a in "$@"; do\n'
+        '  if [ "$prev" = --bind ] && [ ! -e "${a%%:*}" ]; then\n'
+        '    echo "FATAL: mount ${a%%:*}: no such file or directory" >&2; exit 255\n'
+        "  fi\n  prev=$a\ndone\n"
         # One write per invocation (O_APPEND keeps it whole): 64 servers start at once.
-        f'#!/bin/sh\nline=$(printf "%s\\t" "$@")\nprintf "%s\\n" "$line" >> {log}\n'
+        f'line=$(printf "%s\\t" "$@")\nprintf "%s\\n" "$line" >> {log}\n'
         '[ "$1" = pull ] && touch "$2"\nexit 0\n'
     )
     for f in bin_dir.iterdir():
@@ -251,6 +256,7 @@ def _run_script(script: str, tmp: Path) -> list[list[str]]:
         ["bash", str(path)], env=env, cwd=tmp, capture_output=True, timeout=60, check=False
     )
     assert run.returncode == 0, run.stderr
+    assert b"FATAL" not in run.stderr, run.stderr  # a background server's failure
     return [line.rstrip("\t").split("\t") for line in log.read_text().splitlines()]
 
 

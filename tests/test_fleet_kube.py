@@ -20,6 +20,7 @@ from tests.helpers import run_cli
 from tests.probe_data import probe_gfx
 
 RECORDED = Path(__file__).parent / "fleet_kube"
+K8S_VERSIONS = ("1.25.0", "1.37.0")
 FILES = sorted(RECORDED.glob("*.json"))
 
 
@@ -202,7 +203,9 @@ def test_recorded_cluster_plans_into_groups_and_valid_manifests(tmp_path: Path) 
         docs = [d for d in yaml.safe_load_all(text) if d]
         assert [d["kind"] for d in docs] == ["Deployment", "Service"], name
         for doc in docs:
-            kubernetes_validate.validate(doc, "1.30.0", strict=True)
+            # The oldest and the newest schemas kubernetes-validate ships (issue 23).
+            for version in K8S_VERSIONS:
+                kubernetes_validate.validate(doc, version, strict=True)
     node_a = next(g for g in fleet.groups if g.hostlist == "node-a")
     deployment = next(yaml.safe_load_all(files[f"kubernetes/{node_a.id}.yaml"]))
     pod = deployment["spec"]["template"]["spec"]
