@@ -53,3 +53,18 @@ def decide(
     if isinstance(req.get("vllm"), str):
         req["vllm"] = parse_spec(str(req["vllm"]))
     return solve(matrix.load(), node, Request(**req))  # type: ignore[arg-type]
+
+
+def cpx_node(driver: str = "30.30.3"):  # type: ignore[no-untyped-def]
+    """An 8x MI300X node in CPX/NPS4: 64 logical GPUs (partitions) on 8 physical ones."""
+    from resolver.node import Gpu, Node, Partition
+
+    return Node(
+        gpus=tuple(
+            Gpu(gfx="gfx942", partition=Partition(compute="CPX", memory="NPS4")) for _ in range(64)
+        ),
+        gfx_targets=("gfx942",),
+        physical_gpu_count=8,
+        logical_gpu_count=64,
+        driver_version=driver,
+    )

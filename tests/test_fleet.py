@@ -21,9 +21,9 @@ from resolver.fleet import hostlist
 from resolver.fleet.artifacts import Options, render_all, write_dir
 from resolver.fleet.plan import fingerprint, plan_fleet, render_text
 from resolver.fleet.reports import NodeReport, read_reports
-from resolver.node import Gpu, Node, Partition
+from resolver.node import Node
 from resolver.solve import Request
-from tests.helpers import run_cli
+from tests.helpers import cpx_node, run_cli
 from tests.probe_data import probe_matrix
 
 FIXTURES = Path(__file__).parent / "probe" / "fixtures"
@@ -264,15 +264,7 @@ def test_cpx_group_serves_one_replica_per_partition(tmp_path: Path) -> None:
     """Issue 23: a CPX group's script and manifests ran --tensor-parallel-size 63 across
     partitions (garbage, says the tool's own warning). They now run what `rocm-vllm image` prints
     for one node: one TP=1 server per partition, on its own device and port."""
-    cpx = Node(
-        gpus=tuple(
-            Gpu(gfx="gfx942", partition=Partition(compute="CPX", memory="NPS4")) for _ in range(64)
-        ),
-        gfx_targets=("gfx942",),
-        physical_gpu_count=8,
-        logical_gpu_count=64,
-        driver_version="30.30.3",
-    )
+    cpx = cpx_node()
     m = matrix.load()
     fleet = plan_fleet(m, [NodeReport(name="cpx1", source="t", node=cpx)], Request())
     files = render_all(m, fleet, Options(model="Qwen/Qwen3-8B", port=9000))

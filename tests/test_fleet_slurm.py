@@ -64,6 +64,23 @@ def _wait_idle(cluster: SlurmCluster, timeout: float = 60) -> None:
     raise AssertionError(f"Slurm nodes not idle within {timeout:.0f}s")
 
 
+def _fleet(
+    cluster: SlurmCluster, command: str, target: str, probe: Path, *args: str, cwd: Path
+) -> subprocess.CompletedProcess[str]:
+    """`rocm-vllm fleet COMMAND --slurm TARGET --probe-command PROBE ARGS...`."""
+    return _cli(
+        cluster, "fleet", command, "--slurm", target, "--probe-command", str(probe), *args, cwd=cwd
+    )
+
+
+def _tool(cluster: SlurmCluster, *args: str, check: bool = False) -> str:
+    """A Slurm client tool (sinfo, squeue, scontrol, scancel) against the test cluster; its
+    stdout."""
+    return subprocess.run(
+        list(args), env=cluster.env, capture_output=True, text=True, timeout=30, check=check
+    ).stdout
+
+
 def _cli(cluster: SlurmCluster, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**cluster.env, "ROCM_VLLM_MATRIX_DIR": str(FROZEN_MATRIX)}
     return subprocess.run(
@@ -80,14 +97,11 @@ def _cli(cluster: SlurmCluster, *args: str, cwd: Path) -> subprocess.CompletedPr
 def test_gather_and_plan_a_partition(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
     probe = _probe_script(tmp_path)
     out = tmp_path / "plan"
-    run = _cli(
+    run = _fleet(
         slurm_cluster,
-        "fleet",
         "plan",
-        "--slurm",
         slurm_cluster.partition,
-        "--probe-command",
-        str(probe),
+        probe,
         "--timeout",
         "60",
         "--time",
@@ -115,14 +129,11 @@ def test_gather_and_plan_a_partition(slurm_cluster: SlurmCluster, tmp_path: Path
 
 def test_nodes_that_fail_are_listed_with_why(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
     probe = _probe_script(tmp_path, broken="n2")
-    run = _cli(
+    run = _fleet(
         slurm_cluster,
-        "fleet",
         "plan",
-        "--slurm",
         "n[1-3]",
-        "--probe-command",
-        str(probe),
+        probe,
         "--timeout",
         "60",
         "--json",
@@ -141,14 +152,11 @@ def test_a_hung_probe_is_stopped_and_listed(slurm_cluster: SlurmCluster, tmp_pat
 
     probe = _probe_script(tmp_path, hung="n3")
     start = time.monotonic()
-    run = _cli(
+    run = _fleet(
         slurm_cluster,
-        "fleet",
         "plan",
-        "--slurm",
         "gpu",
-        "--probe-command",
-        str(probe),
+        probe,
         "--timeout",
         "8",
         "--json",
@@ -166,14 +174,11 @@ def test_a_hung_probe_is_stopped_and_listed(slurm_cluster: SlurmCluster, tmp_pat
 def test_gather_writes_one_report_per_node(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
     probe = _probe_script(tmp_path)
     out = tmp_path / "reports"
-    run = _cli(
+    run = _fleet(
         slurm_cluster,
-        "fleet",
         "gather",
-        "--slurm",
         "n[1-3]",
-        "--probe-command",
-        str(probe),
+        probe,
         "-o",
         str(out),
         cwd=tmp_path,
@@ -210,14 +215,11 @@ def test_generated_sbatch_runs_under_slurm(slurm_cluster: SlurmCluster, tmp_path
     here)."""
     probe = _probe_script(tmp_path)
     out = tmp_path / "plan"
-    run = _cli(
+    run = _fleet(
         slurm_cluster,
-        "fleet",
         "plan",
-        "--slurm",
         "n[1-2]",
-        "--probe-command",
-        str(probe),
+        probe,
         "--time",
         "00:05:00",
         "--model",
@@ -262,14 +264,11 @@ def test_sbatch_test_only_accepts_every_group_script(
 ) -> None:
     probe = _probe_script(tmp_path)
     out = tmp_path / "plan"
-    run = _cli(
+    run = _fleet(
         slurm_cluster,
-        "fleet",
         "plan",
-        "--slurm",
         "gpu",
-        "--probe-command",
-        str(probe),
+        probe,
         "--time",
         "00:05:00",
         "-o",
@@ -303,36 +302,17 @@ def test_scontrol_agrees_with_our_hostlists(slurm_cluster: SlurmCluster) -> None
     from resolver.fleet import hostlist
 
     for text in ("n[1-3]", "gpu[001-003,007],login1", "a[098-101]"):
-        names = subprocess.run(
-            ["scontrol", "show", "hostnames", text],
-            env=slurm_cluster.env,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.split()
+        names = _tool(slurm_cluster, "scontrol", "show", "hostnames", text, check=True).split()
         assert hostlist.expand(text) == names
-        back = subprocess.run(
-            ["scontrol", "show", "hostlist", ",".join(names)],
-            env=slurm_cluster.env,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
+        back = _tool(
+            slurm_cluster, "scontrol", "show", "hostlist", ",".join(names), check=True
+        ).strip()
         assert hostlist.expand(hostlist.compress(names)) == hostlist.expand(back)
     # Names with a suffix after the number (issue 23: n[1-2]a): what we write, Slurm reads back
     # as the same names.
     for names in (["n1a", "n2a"], ["gpu01-ib", "gpu02-ib", "gpu03-ib"], ["r1n1", "r1n2", "r2n1"]):
         written = hostlist.compress(names)
-        read = subprocess.run(
-            ["scontrol", "show", "hostnames", written],
-            env=slurm_cluster.env,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.split()
+        read = _tool(slurm_cluster, "scontrol", "show", "hostnames", written, check=True).split()
         assert read == names, (written, read)
 
 
@@ -346,14 +326,11 @@ def test_drained_node_is_listed_not_asked(slurm_cluster: SlurmCluster, tmp_path:
         timeout=10,
     )
     try:
-        run = _cli(
+        run = _fleet(
             slurm_cluster,
-            "fleet",
             "plan",
-            "--slurm",
             "gpu",
-            "--probe-command",
-            str(probe),
+            probe,
             "--json",
             cwd=tmp_path,
         )
@@ -483,14 +460,11 @@ def test_a_busy_node_is_reported_busy_and_the_rest_answer(
     job = _sbatch_hold(slurm_cluster, "n2", 300, tmp_path)
     try:
         start = time.monotonic()
-        run = _cli(
+        run = _fleet(
             slurm_cluster,
-            "fleet",
             "plan",
-            "--slurm",
             "gpu",
-            "--probe-command",
-            str(probe),
+            probe,
             "--timeout",
             "60",
             "--json",
@@ -513,14 +487,11 @@ def test_a_busy_node_is_waited_for_when_asked(slurm_cluster: SlurmCluster, tmp_p
     probe = _probe_script(tmp_path)
     job = _sbatch_hold(slurm_cluster, "n2", 6, tmp_path)
     try:
-        run = _cli(
+        run = _fleet(
             slurm_cluster,
-            "fleet",
             "gather",
-            "--slurm",
             "n[1-2]",
-            "--probe-command",
-            str(probe),
+            probe,
             "--wait-busy",
             "--timeout",
             "60",
@@ -548,14 +519,11 @@ def test_a_partition_below_the_node_count_is_probed_in_steps(
 
     probe = _probe_script(tmp_path)
     out = tmp_path / "plan"
-    run = _cli(
+    run = _fleet(
         slurm_cluster,
-        "fleet",
         "plan",
-        "--slurm",
         SMALL_PARTITION,
-        "--probe-command",
-        str(probe),
+        probe,
         "-o",
         str(out),
         "--json",
@@ -581,14 +549,11 @@ def test_a_partition_below_the_node_count_is_probed_in_steps(
         if "--gpus-per-node=4" in text:  # the test nodes declare 4 GPUs each
             assert test_only.returncode == 0, test_only.stderr
     # A --time past the partition's MaxTime would pend forever: refused before any srun.
-    too_long = _cli(
+    too_long = _fleet(
         slurm_cluster,
-        "fleet",
         "plan",
-        "--slurm",
         SMALL_PARTITION,
-        "--probe-command",
-        str(probe),
+        probe,
         "--time",
         "01:00:00",
         cwd=tmp_path,
@@ -604,14 +569,11 @@ def test_gather_then_plan_keeps_the_partition(slurm_cluster: SlurmCluster, tmp_p
 
     probe = _probe_script(tmp_path)
     reports = tmp_path / "reports"
-    gathered = _cli(
+    gathered = _fleet(
         slurm_cluster,
-        "fleet",
         "gather",
-        "--slurm",
         f"partition={SMALL_PARTITION}",
-        "--probe-command",
-        str(probe),
+        probe,
         "-o",
         str(reports),
         cwd=tmp_path,

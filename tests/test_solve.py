@@ -8,11 +8,11 @@ from packaging.version import Version
 
 from resolver import matrix
 from resolver.errors import InputError
-from resolver.node import Gpu, Node, Partition, from_flags
+from resolver.node import Node, from_flags
 from resolver.solve import Decision, Request, solve
 from resolver.solve.types import HostChange
 
-from .helpers import decide
+from .helpers import cpx_node, decide
 
 M = matrix.load()
 
@@ -190,15 +190,7 @@ def test_inbox_driver_version_is_unknown() -> None:
 
 
 def test_node_level_warnings_from_probe_facts() -> None:
-    node = Node(
-        gpus=tuple(
-            Gpu(gfx="gfx942", partition=Partition(compute="CPX", memory="NPS4")) for _ in range(64)
-        ),
-        gfx_targets=("gfx942",),
-        physical_gpu_count=8,
-        logical_gpu_count=64,
-        driver_version="30.30.3",
-    )
+    node = cpx_node()
     d = solve(M, node, Request())
     assert "cpx-partition" in codes(d)
     radeon = from_flags(gfx="gfx1100", gpus=2, driver="30.30.3", os=None, rocm=None, python=None)
