@@ -585,3 +585,67 @@ def test_gather_then_plan_keeps_the_partition(slurm_cluster: SlurmCluster, tmp_p
     text = next((out / "slurm").iterdir()).read_text()
     assert f"#SBATCH --partition={SMALL_PARTITION}" in text
     assert "#SBATCH --time=00:05:00" in text
+
+
+def test_a_cpx_group_serves_one_replica_per_partition_under_slurm(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    """Issue 23 on the real cluster: nodes whose probe reports one MI308X in CPX/NPS4 (four
+    20-CU partitions, as in amd-smi's changelog) are gathered, planned, and the group's script,
+    submitted as written, starts one TP=1 server per partition on each node, each on its own
+    device and port (the container engine is a stand-in that records its arguments)."""
+    from resolver.node import Gpu, Node, Partition
+
+    cpx = Node(
+        gpus=tuple(
+            Gpu(
+                gfx="gfx942",
+                product="Instinct MI308X",
+                compute_units=20,
+                partition=Partition(compute="CPX", memory="NPS4"),
+            )
+            for _ in range(4)
+        ),
+        gfx_targets=("gfx942",),
+        physical_gpu_count=1,
+        logical_gpu_count=4,
+        driver_version="30.30.3",
+    )
+    report = tmp_path / "cpx.json"
+    report.write_text(json.dumps({"schema_version": 1, **cpx.to_json()}))
+    probe = tmp_path / "probe-cpx.sh"
+    probe.write_text(f"#!/bin/sh\nexec cat {report}\n")
+    probe.chmod(0o755)
+    out = tmp_path / "plan"
+    run = _fleet(
+        slurm_cluster, "plan", "n[1-2]", probe, "--time", "00:05:00", "-o", str(out), cwd=tmp_path
+    )
+    assert run.returncode == 0, run.stderr + run.stdout
+    script = out / "slurm" / "g1.sbatch"
+    assert "--tensor-parallel-size" not in script.read_text()
+    standin = tmp_path / "docker-standin"
+    standin.write_text('#!/bin/sh\necho "ran on $SLURMD_NODENAME args: $*"\n')
+    standin.chmod(0o755)
+    submit = subprocess.run(
+        ["sbatch", "--wait", "--parsable", str(script)],
+        env={**slurm_cluster.env, "CONTAINER": str(standin)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+    assert submit.returncode == 0, submit.stderr
+    job = submit.stdout.strip().split(";")[0]
+    lines = [
+        line
+        for line in (tmp_path / f"vllm-g1-{job}.out").read_text().splitlines()
+        if line.startswith("ran on")
+    ]
+    started = sorted(
+        (line.split()[2], line.split(" -e HIP_VISIBLE_DEVICES=")[1].split()[0], line.split()[-1])
+        for line in lines
+    )
+    assert started == [(node, str(n), str(8000 + n)) for node in ("n1", "n2") for n in range(4)], (
+        lines
+    )
