@@ -54,6 +54,7 @@ AdvisoryCode = Literal[
     "low-confidence",
     "mixed-fp8-formats",
     "mixed-gfx",
+    "mxfp4-emulated",
     "mxfp4-native",
     "newer-releases-unknown",
     "os-not-supported",

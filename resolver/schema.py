@@ -63,6 +63,7 @@ _FEATURES = _table(
         "mx": BOOL,
         "mxfp4": {"enum": ["native", "emulated", "none"]},
         "mxfp4_source": STR,
+        "mxfp4_confidence": PROVENANCE["confidence"],
         "custom_allreduce": BOOL,
     }
 )

@@ -538,3 +538,25 @@ def test_a_source_plan_says_once_what_it_builds_for() -> None:
     said = " ".join(result.stdout.split())
     assert "builds for gfx1030 only (this node's targets; the stack ships gfx90a," in said
     assert "built for gfx90a" not in said
+    as_json = run_cli(
+        "check", "--gfx", "gfx1030", "--driver", "30.30.3", "--vllm", "==0.24.0", "--json"
+    )
+    plan = json.loads(as_json.stdout)["plan"]
+    assert plan["built_for"] == ["gfx1030"] and "gfx942" in plan["arch"]
+
+
+def test_the_driver_hint_gives_the_flag_once_with_a_release_from_the_data() -> None:
+    """Issue 21: the hint's command was `... --driver 5.0.1 --driver 30.30.3` (a version written
+    in explain/hints.py). It names --driver once, with the series AMD shipped with the plan's
+    ROCm (drivers.toml paired_rocm)."""
+    result = run_cli("check", "--gfx", "gfx942", "--gpus", "8", "--vllm", "==0.24.0", "--explain")
+    commands = [
+        line.strip().removeprefix("$ ")
+        for line in result.stdout.splitlines()
+        if line.strip().startswith("$ rocm-vllm check") and "--driver" in line
+    ]
+    assert commands, result.stdout
+    for command in commands:
+        words = shlex.split(command)
+        assert words.count("--driver") == 1, command
+        assert words[words.index("--driver") + 1] == "30.30"  # paired with ROCm 7.2.0

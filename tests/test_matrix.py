@@ -557,3 +557,20 @@ def test_a_recommended_alternative_route_names_its_source(tmp_path: Path) -> Non
     gfx.write_text(text[:start] + text[text.index("\n", start + 1) :])
     with pytest.raises(MatrixError, match="alternative_source"):
         matrix.load_dir(data)
+
+
+def test_a_field_the_docs_list_is_accepted_by_the_loader_and_the_schema(tmp_path: Path) -> None:
+    """Issue 21: features.mxfp4_confidence is in docs/data-model.md and read by the loader, but
+    the schema lacked it, so a file that followed the docs was refused."""
+    import shutil
+
+    data = tmp_path / "live"
+    shutil.copytree(LIVE_MATRIX, data)
+    path = data / "gfx.toml"
+    text = path.read_text().replace(
+        'mxfp4 = "emulated"\n', 'mxfp4 = "emulated"\nmxfp4_confidence = "inferred"\n', 1
+    )
+    path.write_text(text)
+    loaded = matrix.load_dir(data)
+    emulated = [g for g in loaded.gfx if g.features.mxfp4 == "emulated"]
+    assert emulated[0].features.mxfp4_source.confidence == "inferred"

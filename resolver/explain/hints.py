@@ -6,6 +6,8 @@ from the proof. Nothing here solves.
 
 from __future__ import annotations
 
+from packaging.version import Version
+
 from resolver import shell
 from resolver.codes import GATE_CODES
 from resolver.explain.chain import (
@@ -69,11 +71,19 @@ def _unknown_driver_hint(ctx: _Context, plan: Evaluation | None) -> Hint | None:
         if ctx.node.driver_version is None
         else f"{ctx.node.driver_version}, not in AMD's table"
     )
+    # The example release is the series AMD shipped with that ROCm (else the newest that runs
+    # it), from the data; the node's own --driver is left out, so the flag is given once.
+    runs = [d for d in ctx.m.drivers if d.runs(plan.candidate.rocm)]
+    paired = [d for d in runs if d.paired_rocm and series(Version(d.paired_rocm)) == rocm]
+    example = (paired or runs)[0].series if (paired or runs) else None
+    argv = node_flags(ctx.node, without=frozenset({"--driver"}))
     return Hint(
         kind="driver",
         text=f"the amdgpu driver is {what}, so whether it runs ROCm {rocm} was not checked: "
         "give the AMD GPU Driver release you installed (the amdgpu-install version) with --driver",
-        command=shell.join(["rocm-vllm", "check", *_node_argv(ctx.node), "--driver", "30.30.3"]),
+        command=shell.join(["rocm-vllm", "check", *argv, "--driver", example])
+        if example is not None
+        else None,
     )
 
 

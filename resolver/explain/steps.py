@@ -25,16 +25,18 @@ def _source_flags(node: Node) -> list[str] | None:
     return None
 
 
-def _node_flags(node: Node) -> list[str]:
+def _node_flags(node: Node, *, without: frozenset[str] = frozenset()) -> list[str]:
     """Flags that describe ``node`` to a follow-up command: its source, then the flags that were
-    laid over it (``--example mi300x-8 --gpus 2`` stays a 2-GPU node in the next command)."""
+    laid over it (``--example mi300x-8 --gpus 2`` stays a 2-GPU node in the next command).
+    ``without`` leaves flags out that the follow-up gives itself (a hint's own ``--driver``)."""
     base = _source_flags(node)
     if base is not None:
-        return base + [part for flag, value in node.overrides for part in (flag, value)]
+        laid = [(flag, value) for flag, value in node.overrides if flag not in without]
+        return base + [part for flag, value in laid for part in (flag, value)]
     flags = ["--gfx", ",".join(node.gfx_targets)]
     if node.logical_gpu_count:
         flags += ["--gpus", str(node.logical_gpu_count)]
-    if node.driver_version:
+    if node.driver_version and "--driver" not in without:
         flags += ["--driver", node.driver_version]
     return flags
 
