@@ -45,9 +45,9 @@ def test_no_reason_or_advisory_code_outside_the_literals() -> None:
     # mypy checks each Reason(code=...) against ReasonCode; a Warning also passes probe problems
     # through, so its codes are checked here: every module that makes a solver Warning, and no
     # code built from pieces (an f-string code cannot be listed or documented).
-    from resolver.codes import ADVISORY_CODES, REASON_CODES
-
     import ast
+
+    from resolver.codes import ADVISORY_CODES, REASON_CODES
 
     paths = [*(ROOT / "resolver" / "solve").rglob("*.py")]
     paths += [ROOT / "resolver" / "images.py", ROOT / "resolver" / "parallel.py"]
