@@ -46,6 +46,14 @@ SysfsOpt = Annotated[
         "as if ROOT were /; ROOT may also be a copy of /sys itself.",
     ),
 ]
+NvidiaSmiOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--nvidia-smi",
+        help="A saved `nvidia-smi -q -x` or `nvidia-smi --query-gpu=... --format=csv` output "
+        "(NVIDIA GPUs are listed, not planned); repeatable.",
+    ),
+]
 RocminfoFileOpt = Annotated[
     Path | None, typer.Option("--rocminfo", help="A saved `rocminfo` output.")
 ]
@@ -60,6 +68,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         rocm_smi: RocmSmiOpt = None,
         sysfs: SysfsOpt = None,
         agent_enumerator: AgentEnumeratorOpt = None,
+        nvidia_smi: NvidiaSmiOpt = None,
         json_out: JsonOpt = False,
     ) -> None:
         """The node's GPUs (gfx, product, CUs, VRAM, partition), counts and host problems.
@@ -69,13 +78,14 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         from resolver import matrix
         from resolver import probe as probe_mod
 
-        if any(v for v in (rocminfo, amd_smi, rocm_smi, sysfs, agent_enumerator)):
+        if any(v for v in (rocminfo, amd_smi, rocm_smi, sysfs, agent_enumerator, nvidia_smi)):
             node = probe_mod.probe_files(
                 rocminfo=rocminfo,
                 amd_smi=amd_smi,
                 rocm_smi=rocm_smi,
                 sysfs=sysfs,
                 agent_enumerator=agent_enumerator,
+                nvidia_smi=nvidia_smi,
                 matrix=matrix.load(),
             )
         else:
@@ -150,6 +160,13 @@ def render(node: Any, width: int = DEFAULT_WIDTH) -> str:
         lines.append(
             "Also found (not resolved by this tool): " + ", ".join(_other(d) for d in others)
         )
+    nvidia = (node.host or {}).get("nvidia")
+    if isinstance(nvidia, dict) and (nvidia.get("driver") or nvidia.get("cuda")):
+        said = ", ".join(str(x) for x in nvidia.get("sources") or [])
+        driver, cuda = nvidia.get("driver") or "?", nvidia.get("cuda") or "?"
+        lines.append(
+            f"NVIDIA driver {driver}, supports CUDA {cuda}" + (f" (from {said})" if said else "")
+        )
     unidentified = (node.host or {}).get("unidentified_gpus") or []
     for device in unidentified:
         lines.append(
@@ -189,6 +206,10 @@ def _other(device: dict[str, Any]) -> str:
     vendor = str(device.get("vendor") or "?")
     parts = [_VENDORS.get(vendor, vendor), str(device.get("kind") or "GPU")]
     parts += [str(v) for v in (device.get("name"), device.get("gfx"), device.get("pci_bdf")) if v]
+    if device.get("compute_capability"):
+        parts.append(
+            f"(compute capability {device['compute_capability']}, {_gib(device.get('vram_bytes'))})"
+        )
     return " ".join(parts)
 
 

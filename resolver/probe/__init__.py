@@ -20,6 +20,7 @@ from resolver.node import Node, Problem
 from resolver.probe import driver as driver_mod
 from resolver.probe import enumerator, smi, sysfs, tools
 from resolver.probe import host as hostmod
+from resolver.probe import nvidia as nvidia_mod
 from resolver.probe import rocminfo as rocminfo_mod
 from resolver.probe.facts import SourceView
 from resolver.probe.gfx import GfxTable
@@ -76,6 +77,7 @@ def probe_files(
     sysfs: Path | None = None,
     rocm_smi: Path | Sequence[Path] | None = None,
     agent_enumerator: Path | None = None,
+    nvidia_smi: Path | Sequence[Path] | None = None,
     matrix: Matrix,
 ) -> Node:
     """The node described by saved outputs. ``sysfs`` is a root under which
@@ -104,14 +106,30 @@ def probe_files(
     if agent_enumerator is not None:
         views.append(enumerator.parse(_read(agent_enumerator, "--agent-enumerator")))
         names.append(f"rocm_agent_enumerator:{agent_enumerator}")
+    readings = []
+    for path in _paths(nvidia_smi):
+        reading = nvidia_mod.parse(_read(path, "--nvidia-smi"))
+        if reading is None:
+            raise ProbeError(
+                f"--nvidia-smi {path}: not an nvidia-smi output",
+                hint="save `nvidia-smi -q -x` or `nvidia-smi --query-gpu=name,pci.bus_id,"
+                "compute_cap,memory.total,driver_version --format=csv`",
+            )
+        readings.append(reading)
+        names.append(f"nvidia-smi:{path}")
+    said = nvidia_mod.merge(readings)
+    if said is not None:
+        views.append(SourceView(source="host", facts={"other_devices": said.gpus}))
     if not views:
         raise ProbeError(
             "no probe input given",
-            hint="give --rocminfo FILE, --amd-smi FILE, --rocm-smi FILE, --agent-enumerator FILE "
-            "or --sysfs ROOT",
+            hint="give --rocminfo FILE, --amd-smi FILE, --rocm-smi FILE, --agent-enumerator FILE, "
+            "--nvidia-smi FILE or --sysfs ROOT",
         )
     views = _combine_same_source(views)
     node, problems = merge(views, origin="file:" + ",".join(names), gfx_table=gfx_table)
+    if said is not None:
+        node = replace(node, host={**node.host, "nvidia": said.host_facts()})
     if sysfs is not None:
         node = replace(
             node,
@@ -229,11 +247,16 @@ def probe_live(
     views = [view]
     if run_tools:
         views.extend(_tool_views(environ, gfx_table))
-    nvidia = hostmod.nvidia_devices(root)
+    # NVIDIA's own tool where it is (product, compute capability, CUDA); else the signs the
+    # kernel module leaves.
+    said = nvidia_mod.read_live(environ) if run_tools else None
+    nvidia = said.gpus if said is not None else hostmod.nvidia_devices(root)
     if nvidia:
         views.append(SourceView(source="host", facts={"other_devices": nvidia}))
     node, problems = merge(views, origin="probe", env=environ, gfx_table=gfx_table)
     host = {**facts.host, **node.host}
+    if said is not None:
+        host["nvidia"] = said.host_facts()
     host["driver_kind"] = view.facts.get("driver_kind") or host.get("driver_kind")
     if view.facts.get("partition_inferred"):
         host["partition_inferred"] = True
@@ -365,11 +388,13 @@ def _describe(group: tuple[dict[str, object], int]) -> str:
     device, count = group
     vendor = str(device.get("vendor") or "unknown-vendor")
     words = [
-        f"{count} x" if count > 1 else "a" if vendor != "intel" else "an",
+        f"{count} x" if count > 1 else "an" if vendor in ("intel", "nvidia") else "a",
         _VENDOR_NAMES.get(vendor, vendor),
     ]
     words.append(str(device.get("kind") or "GPU"))
     details = [str(v) for v in (device.get("name"), device.get("gfx")) if v]
+    if device.get("compute_capability"):
+        details.append(f"compute capability {device['compute_capability']}")
     if device.get("driver") and vendor == "nvidia":
         details.append(f"driver {device['driver']}")
     return " ".join(words) + (f" ({', '.join(details)})" if details else "")

@@ -1,0 +1,125 @@
+"""NVIDIA GPUs in the probe (issue 26, first step): nvidia-smi's XML and CSV as recorded on the
+lent H200 machine (fixtures/nvidia, SOURCES.md), saved or live through a stand-in nvidia-smi that
+prints those recordings; nothing here plans for NVIDIA yet."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from resolver.probe import nvidia, probe_files, probe_live
+from tests.helpers import run_cli
+from tests.probe_data import probe_matrix
+
+FIXTURES = Path(__file__).parent / "fixtures" / "nvidia"
+XML = FIXTURES / "nvidia-smi-q-x-h200.xml"
+CSV = FIXTURES / "nvidia-smi-query-h200.csv"
+SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "probe.schema.json").read_text())
+
+
+def test_the_xml_names_driver_cuda_and_the_gpu() -> None:
+    reading = nvidia.parse_xml(XML.read_text())
+    assert reading is not None
+    assert (reading.driver, reading.cuda) == ("580.159.04", "13.0")
+    (gpu,) = reading.gpus
+    assert gpu["name"] == "NVIDIA H200" and gpu["architecture"] == "Hopper"
+    assert gpu["pci_device_id"] == "2335" and gpu["pci_bdf"] == "0000:00:06.0"
+    assert gpu["vram_bytes"] == 143771 * 1024 * 1024 and gpu["mig"] is False
+    assert gpu["compute_capability"] is None  # the XML does not carry it
+
+
+def test_the_csv_gives_the_compute_capability_and_both_merge_by_bus_id() -> None:
+    csv = nvidia.parse_csv(CSV.read_text())
+    assert csv is not None and csv.gpus[0]["compute_capability"] == "9.0"
+    merged = nvidia.merge([nvidia.parse_xml(XML.read_text()), csv])  # type: ignore[list-item]
+    assert merged is not None
+    (gpu,) = merged.gpus
+    assert gpu["compute_capability"] == "9.0" and gpu["architecture"] == "Hopper"
+    assert merged.sources == ["nvidia-smi -q -x", "nvidia-smi --query-gpu"]
+
+
+def test_saved_outputs_make_a_node_that_says_what_is_there() -> None:
+    node = probe_files(nvidia_smi=[XML, CSV], matrix=probe_matrix())
+    assert node.gpus == () and node.host["nvidia"]["cuda"] == "13.0"
+    (problem,) = node.problems
+    assert problem.code == "not-an-amd-gpu"
+    assert "an NVIDIA GPU (NVIDIA H200, compute capability 9.0, driver 580.159.04)" in (
+        problem.message
+    )
+    import jsonschema
+
+    jsonschema.validate(json.loads(json.dumps({"schema_version": 1, **node.to_json()})), SCHEMA)
+
+
+def test_the_live_probe_asks_nvidia_smi_and_never_advises_amdgpu(tmp_path: Path) -> None:
+    """The live path on a machine like the H200 one: no AMD GPU, nvidia-smi on PATH (a stand-in
+    that prints the recorded outputs)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    tool = bin_dir / "nvidia-smi"
+    tool.write_text(
+        "#!/bin/sh\n"
+        f'case "$1" in -q) exec cat {XML} ;; --query-gpu=*) exec cat {CSV} ;; esac\nexit 6\n'
+    )
+    tool.chmod(0o755)
+    root = tmp_path / "root"
+    (root / "proc/driver/nvidia").mkdir(parents=True)
+    (root / "proc/driver/nvidia/version").write_text(
+        "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build\n"
+    )
+    node = probe_live(
+        root=root, env={"PATH": f"{bin_dir}:{os.environ['PATH']}"}, matrix=probe_matrix()
+    )
+    assert node.host["nvidia"] == {
+        "driver": "580.159.04",
+        "cuda": "13.0",
+        "sources": ["nvidia-smi -q -x", "nvidia-smi --query-gpu"],
+    }
+    (gpu,) = [d for d in node.host["other_devices"] if d["vendor"] == "nvidia"]
+    assert gpu["compute_capability"] == "9.0"
+    assert node.problems[0].code == "not-an-amd-gpu"
+    for problem in node.problems:
+        assert "modprobe amdgpu" not in problem.hint, problem
+
+
+def test_cli_text_and_bad_input() -> None:
+    result = run_cli("probe", "--nvidia-smi", str(XML), "--nvidia-smi", str(CSV))
+    assert result.exit_code == 0
+    assert "NVIDIA driver 580.159.04, supports CUDA 13.0" in result.stdout
+    bad = run_cli("probe", "--nvidia-smi", str(FIXTURES / "host-h200.txt"))
+    assert bad.exit_code == 2
+    assert bad.stderr.startswith("error: --nvidia-smi ") and "\nhint: " in bad.stderr
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=400))
+def test_any_text_parses_or_is_refused_without_raising(text: str) -> None:
+    for parse in (nvidia.parse, nvidia.parse_csv):
+        reading = parse(text)
+        if reading is not None:
+            for gpu in reading.gpus:
+                for value in gpu.values():  # nothing kept that a pattern did not accept
+                    assert not isinstance(value, str) or value.isprintable()
+
+
+@pytest.mark.parametrize(
+    "xml",
+    [
+        (
+            '<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaa">]>'
+            "<nvidia_smi_log>&a;</nvidia_smi_log>"
+        ),
+        "<nvidia_smi_log><gpu><product_name>H200\x1b[31m</product_name></gpu></nvidia_smi_log>",
+        "<nvidia_smi_log><driver_version>5; rm -rf /</driver_version></nvidia_smi_log>",
+    ],
+)
+def test_hostile_xml_is_refused_or_its_values_dropped(xml: str) -> None:
+    reading = nvidia.parse_xml(xml)
+    if reading is not None:
+        assert reading.driver is None
+        assert all(g["name"] is None for g in reading.gpus)
