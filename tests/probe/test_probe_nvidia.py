@@ -123,3 +123,19 @@ def test_hostile_xml_is_refused_or_its_values_dropped(xml: str) -> None:
     if reading is not None:
         assert reading.driver is None
         assert all(g["name"] is None for g in reading.gpus)
+
+
+def test_the_live_probe_on_the_h200_machine_reads_back() -> None:
+    """What the live path wrote on the lent H200 (fixtures/nvidia/probe-live-h200.json): valid
+    against the schema, and read back by --node as the node it describes."""
+    import jsonschema
+
+    from resolver.node import from_json
+
+    data = json.loads((FIXTURES / "probe-live-h200.json").read_text())
+    jsonschema.validate(data, SCHEMA)
+    assert data["host"]["nvidia"]["cuda"] == "13.0"
+    (gpu,) = [d for d in data["host"]["other_devices"] if d["vendor"] == "nvidia"]
+    assert (gpu["name"], gpu["compute_capability"], gpu["mig"]) == ("NVIDIA H200", "9.0", False)
+    node = from_json(data, where="probe-live-h200.json")
+    assert node.gpus == () and node.problems[0].code == "not-an-amd-gpu"
