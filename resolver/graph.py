@@ -9,17 +9,26 @@ image/wheel -> vLLM), ``pins`` (vLLM -> component pin), ``requires`` (wheel -> O
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
+
+import networkx as nx
 
 from resolver.model import Matrix, Provenance
+
+# A networkx MultiDiGraph (node ids -> attribute dicts; one edge per relation, keyed by it).
+# networkx ships no type hints, so to mypy it is Any.
+Graph: TypeAlias = Any
 
 Relation = Literal["supports", "runs-on", "built-with", "pins", "requires"]
 
 
 @dataclass(frozen=True, slots=True)
 class Edge:
-    """One relation between two records, with the source and confidence of the record it is from."""
+    """One relation between two records, with the source and confidence of the record it is from
+    (a typed view of one networkx edge: its key is the relation)."""
 
     src: str
     dst: str
@@ -28,51 +37,24 @@ class Edge:
     confidence: str = "exact"
 
 
-class Graph:
-    """Nodes (id -> attributes, ``type`` always set) and edges, at most one per (src, dst,
-    relation). A few hundred nodes: plain dicts, no graph library (networkx took 240 ms to import
-    for a view the decision path never uses)."""
+def edges(g: Graph, nodes: Iterable[str] | None = None) -> list[Edge]:
+    """Every edge (or those out of ``nodes``) as typed records, in a stable order."""
+    found = (
+        g.out_edges(nodes, keys=True, data=True)
+        if nodes is not None
+        else g.edges(keys=True, data=True)
+    )
+    out = [Edge(a, b, k, d.get("source", ""), d.get("confidence", "exact")) for a, b, k, d in found]
+    return sorted(out, key=lambda e: (e.src, e.dst, e.relation))
 
-    def __init__(self) -> None:
-        self.nodes: dict[str, dict[str, Any]] = {}
-        self._out: dict[str, dict[tuple[str, str], Edge]] = {}
 
-    def add_node(self, node_id: str, **attrs: Any) -> str:
-        """Add a node or merge ``attrs`` into the one there."""
-        self.nodes.setdefault(node_id, {}).update(attrs)
-        return node_id
+def out_edges(g: Graph, node_id: str) -> list[Edge]:
+    return edges(g, [node_id])
 
-    def add_edge(self, edge: Edge) -> None:
-        """Add an edge (a later one with the same src, dst and relation replaces it)."""
-        for end in (edge.src, edge.dst):
-            self.nodes.setdefault(end, {})
-        self._out.setdefault(edge.src, {})[(edge.dst, edge.relation)] = edge
 
-    @property
-    def edges(self) -> list[Edge]:
-        return [e for out in self._out.values() for e in out.values()]
-
-    def out_edges(self, node_id: str) -> list[Edge]:
-        return list(self._out.get(node_id, {}).values())
-
-    def has_edge(self, src: str, dst: str, relation: Relation | None = None) -> bool:
-        out = self._out.get(src, {})
-        if relation is not None:
-            return (dst, relation) in out
-        return any(d == dst for d, _ in out)
-
-    def __contains__(self, node_id: object) -> bool:
-        return node_id in self.nodes
-
-    def subgraph(self, keep: set[str]) -> Graph:
-        """The nodes in ``keep`` and the edges between them."""
-        sub = Graph()
-        for n in keep:
-            sub.add_node(n, **self.nodes[n])
-        for e in self.edges:
-            if e.src in keep and e.dst in keep:
-                sub.add_edge(e)
-        return sub
+def has_edge(g: Graph, src: str, dst: str, relation: Relation | None = None) -> bool:
+    found = g.has_edge(src, dst, key=relation) if relation is not None else g.has_edge(src, dst)
+    return bool(found)
 
 
 def build(m: Matrix) -> Graph:
@@ -90,14 +72,23 @@ class _Builder:
 
     def __init__(self, m: Matrix) -> None:
         self.m = m
-        self.g = Graph()
+        self.g: Graph = nx.MultiDiGraph()
+        self.commits = _commit_names(m)
 
     def node(self, node_id: str, kind: str, **attrs: Any) -> str:
         kept = {k: v for k, v in attrs.items() if v is not None}
-        return self.g.add_node(node_id, type=kind, **kept)
+        if node_id in self.g:
+            self.g.nodes[node_id].update(kept)
+        else:
+            self.g.add_node(node_id, type=kind, **kept)
+        return node_id
 
     def edge(self, a: str, b: str, relation: Relation, prov: Provenance) -> None:
-        self.g.add_edge(Edge(a, b, relation, prov.source, prov.confidence))
+        # One edge per (a, b, relation): its key is the relation; a later record replaces it.
+        for end in (a, b):
+            if end not in self.g:
+                self.g.add_node(end)
+        self.g.add_edge(a, b, key=relation, source=prov.source, confidence=prov.confidence)
 
     def rocm_node(self, version: Any) -> str:
         rel = self.m.rocm_release(version)
@@ -161,12 +152,14 @@ class _Builder:
                 for name in st.arch:
                     self.edge(sid, f"gfx:{name}", "supports", prov)
                 for p in st.pins:
+                    # One node per commit, however upstream abbreviated it (669b31a, 669b31ac).
+                    ref = self.commits.get((p.repo, p.ref), p.ref)
                     pid = self.node(
-                        f"pin:{p.component}:{p.repo}@{p.ref}",
+                        f"pin:{p.component}:{p.repo}@{ref}",
                         "pin",
                         component=p.component,
                         repo=p.repo,
-                        ref=p.ref,
+                        ref=ref,
                         moving=p.moving,
                     )
                     self.edge(sid, pid, "pins", prov)
@@ -184,7 +177,7 @@ class _Builder:
             if i.vllm is not None:
                 self.node(f"vllm:{i.vllm}", "vllm", version=str(i.vllm))
                 self.edge(iid, f"vllm:{i.vllm}", "built-with", i.provenance)
-                if i.stack is not None and f"stack:{i.vllm}:{i.stack}" in self.g:
+                if i.stack is not None and f"stack:{i.vllm}:{i.stack}" in self.g.nodes:
                     self.edge(iid, f"stack:{i.vllm}:{i.stack}", "built-with", i.provenance)
             if i.rocm is not None:
                 self.edge(iid, self.rocm_node(i.rocm), "built-with", i.provenance)
@@ -213,6 +206,24 @@ class _Builder:
 
 
 _ARTIFACTS = ("vllm", "stack", "image", "wheel")
+_HEX = frozenset("0123456789abcdef")
+
+
+def _commit_names(m: Matrix) -> dict[tuple[str, str], str]:
+    """(repo, ref) -> the longest spelling of that commit the data has, for refs that are
+    abbreviations of one another (hex only: a branch name is its own ref)."""
+    refs: dict[str, set[str]] = {}
+    for v in m.vllm:
+        for st in v.stacks:
+            for p in st.pins:
+                if len(p.ref) >= 7 and set(p.ref.lower()) <= _HEX:
+                    refs.setdefault(p.repo, set()).add(p.ref)
+    names: dict[tuple[str, str], str] = {}
+    for repo, found in refs.items():
+        for ref in found:
+            longer = [r for r in found if r.startswith(ref)]
+            names[(repo, ref)] = max(longer, key=len)
+    return names
 
 
 def subgraph(
@@ -220,24 +231,26 @@ def subgraph(
 ) -> Graph:
     """The part of the graph about one GPU, a vLLM spec and/or a stack variant: the artifacts that
     match (for ``gfx``, an image, wheel or stack whose own arch list holds it; a release through its
-    stacks) and everything they reach, every edge keeping its source and confidence."""
+    stacks), everything they reach, and what bears on them from outside (the drivers that run the
+    ROCm releases kept, and through those the OS releases), every edge keeping its source and
+    confidence."""
     keep = {n for n in g.nodes if _matches(g, n, gfx=gfx, vllm=vllm, stack=stack)}
     if stack is not None or gfx is not None:
         keep |= {
-            e.src
-            for e in g.edges
-            if g.nodes[e.src].get("type") == "vllm"
-            and e.dst in keep
-            and g.nodes[e.dst].get("type") == "stack"
+            a
+            for a, b in g.in_edges(keep)
+            if g.nodes[a].get("type") == "vllm" and g.nodes[b].get("type") == "stack"
         }
     reach: set[str] = set(keep)
     for n in keep:
         reach |= {
-            e.dst
-            for e in g.out_edges(n)
-            if g.nodes[e.dst].get("type") not in _ARTIFACTS or e.dst in keep
+            b for b in g.successors(n) if g.nodes[b].get("type") not in _ARTIFACTS or b in keep
         }
-    return g.subgraph(reach)
+    rocm = {n for n in reach if g.nodes[n].get("type") == "rocm"}
+    drivers = {a for a, _ in g.in_edges(rocm) if g.nodes[a].get("type") == "driver"}
+    reach |= drivers
+    reach |= {b for n in rocm for b in g.successors(n) if g.nodes[b].get("type") == "os"}
+    return g.subgraph(reach).copy()
 
 
 def _matches(g: Graph, n: str, *, gfx: str | None, vllm: Any, stack: str | None) -> bool:
@@ -246,7 +259,7 @@ def _matches(g: Graph, n: str, *, gfx: str | None, vllm: Any, stack: str | None)
     kind = attrs.get("type")
     if kind not in _ARTIFACTS:
         return False
-    out = g.out_edges(n)
+    succ = list(g.successors(n))
     if vllm is not None and kind in ("vllm", "stack"):
         version = attrs.get("version") if kind == "vllm" else n.split(":")[1]
         if version is None or not vllm.contains(version, prereleases=True):
@@ -257,22 +270,28 @@ def _matches(g: Graph, n: str, *, gfx: str | None, vllm: Any, stack: str | None)
         if kind == "stack" and attrs.get("variant") != stack:
             return False
         if kind in ("image", "wheel") and not any(
-            g.nodes[e.dst].get("type") == "stack" and g.nodes[e.dst].get("variant") == stack
-            for e in out
+            g.nodes[b].get("type") == "stack" and g.nodes[b].get("variant") == stack for b in succ
         ):
             return False
     # An artifact's own arch list decides (a release is kept through its stacks).
-    if gfx is not None and kind != "vllm" and not g.has_edge(n, f"gfx:{gfx}", "supports"):
+    if gfx is not None and kind != "vllm" and not g.has_edge(n, f"gfx:{gfx}", key="supports"):
         return False
     if vllm is not None and kind in ("image", "wheel"):
-        releases = [e.dst.split(":", 1)[1] for e in out if e.dst.startswith("vllm:")]
+        releases = [b.split(":", 1)[1] for b in succ if b.startswith("vllm:")]
         return any(vllm.contains(r, prereleases=True) for r in releases)
     return True
 
 
 def to_json(g: Graph) -> dict[str, Any]:
+    """networkx's node-link form, with the endpoints named ``from``/``to`` (an edge's ``source``
+    is where its fact comes from) and the relation as the edge key:
+    ``nx.node_link_graph(data, source="from", target="to", edges="edges", key="relation")``
+    reads it back."""
     return {
-        "nodes": [{"id": n, **attrs} for n, attrs in sorted(g.nodes.items())],
+        "directed": True,
+        "multigraph": True,
+        "graph": {},
+        "nodes": [{"id": n, **attrs} for n, attrs in sorted(g.nodes(data=True))],
         "edges": [
             {
                 "from": e.src,
@@ -281,13 +300,26 @@ def to_json(g: Graph) -> dict[str, Any]:
                 "source": e.source,
                 "confidence": e.confidence,
             }
-            for e in _sorted_edges(g)
+            for e in edges(g)
         ],
     }
 
 
-def _sorted_edges(g: Graph) -> list[Edge]:
-    return sorted(g.edges, key=lambda e: (e.src, e.dst, e.relation))
+def to_graphml(g: Graph) -> str:
+    """GraphML (Gephi, Cytoscape, ``nx.read_graphml``): lists become comma-separated text, as
+    GraphML attributes are scalars."""
+    flat: Graph = nx.MultiDiGraph()
+    for n, attrs in g.nodes(data=True):
+        flat.add_node(n, **{k: _scalar(v) for k, v in attrs.items()})
+    for a, b, k, d in g.edges(keys=True, data=True):
+        flat.add_edge(a, b, key=k, relation=k, **{x: _scalar(v) for x, v in d.items()})
+    return "\n".join(nx.generate_graphml(flat)) + "\n"
+
+
+def _scalar(value: Any) -> Any:
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    return value
 
 
 def _dot_id(text: str) -> str:
@@ -295,6 +327,8 @@ def _dot_id(text: str) -> str:
 
 
 def to_dot(g: Graph) -> str:
+    """Graphviz DOT: node shapes by type; each edge labelled with its relation and carrying its
+    source and confidence (``tooltip``, shown on hover in SVG output)."""
     shapes = {
         "rocm": "box",
         "driver": "hexagon",
@@ -306,9 +340,39 @@ def to_dot(g: Graph) -> str:
         "os": "cylinder",
     }
     lines = ["digraph compatibility {", "  rankdir=LR;"]
-    for n, attrs in sorted(g.nodes.items()):
+    for n, attrs in sorted(g.nodes(data=True)):
         lines.append(f"  {_dot_id(n)} [shape={shapes.get(attrs.get('type', ''), 'plaintext')}];")
-    for e in _sorted_edges(g):
-        lines.append(f"  {_dot_id(e.src)} -> {_dot_id(e.dst)} [label={_dot_id(e.relation)}];")
+    for e in edges(g):
+        said = f"{e.source} ({e.confidence})"
+        lines.append(
+            f"  {_dot_id(e.src)} -> {_dot_id(e.dst)} [label={_dot_id(e.relation)}, "
+            f"tooltip={_dot_id(said)}];"
+        )
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+MAX_PATHS = 20
+PATH_CUTOFF = 6
+
+
+def paths(g: Graph, start: str, end: str) -> list[list[Edge]]:
+    """The ways two records are related (at most ``MAX_PATHS``, each at most ``PATH_CUTOFF``
+    hops, shortest first): hops in either direction, each the data's edge as it is, with its
+    source. ``driver:6.4`` and ``vllm:0.33.0`` meet at the ROCm releases both reach."""
+    undirected = g.to_undirected(as_view=True)
+    found: list[list[Edge]] = []
+    for nodes in nx.shortest_simple_paths(nx.Graph(undirected), start, end):
+        if len(nodes) - 1 > PATH_CUTOFF or len(found) >= MAX_PATHS:
+            break
+        found.append([_hop(g, a, b) for a, b in itertools.pairwise(nodes)])
+    return found
+
+
+def _hop(g: Graph, a: str, b: str) -> Edge:
+    forward = g.get_edge_data(a, b)
+    if forward:
+        key, data = min(forward.items())
+        return Edge(a, b, key, data.get("source", ""), data.get("confidence", "exact"))
+    key, data = min((g.get_edge_data(b, a) or {}).items())
+    return Edge(b, a, key, data.get("source", ""), data.get("confidence", "exact"))

@@ -414,7 +414,12 @@ def validate(json_out: JsonOpt = False) -> None:
 @handle_errors
 def graph(
     fmt: Annotated[
-        str, typer.Option("--format", help="json or dot.", autocompletion=completer("json", "dot"))
+        str,
+        typer.Option(
+            "--format",
+            help="json (networkx node-link), graphml or dot.",
+            autocompletion=completer("json", "graphml", "dot"),
+        ),
     ] = "json",
     gfx: Annotated[
         str | None, typer.Option("--gfx", help="Only what concerns this gfx target.")
@@ -425,24 +430,32 @@ def graph(
     stack: Annotated[
         str | None, typer.Option("--stack", help="Only this ROCm stack variant (e.g. rocm72).")
     ] = None,
+    path: Annotated[
+        tuple[str, str] | None,
+        typer.Option(
+            "--path",
+            help="FROM TO: how two records are related, e.g. --path driver:6.4 vllm:0.33.0; every "
+            "hop with its source.",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """The compatibility graph built from the data, as JSON or Graphviz DOT (--json is
-    --format json, as on every other command).
+    """The compatibility graph built from the data (a networkx graph), as JSON, GraphML or
+    Graphviz DOT (--json is --format json, as on every other command).
 
     Every edge keeps the source and confidence of the record it comes from; --gfx, --vllm and
-    --stack cut it down to a readable picture."""
+    --stack cut it down to what bears on them (the drivers and OS releases included)."""
     from resolver import graph as graph_mod
     from resolver import matrix
     from resolver.errors import UsageError
     from resolver.versions import parse_spec
 
-    if fmt not in ("json", "dot"):
+    if fmt not in ("json", "graphml", "dot"):
         raise UsageError(
-            f"--format {fmt!r} is not supported", hint="use --format json or --format dot"
+            f"--format {fmt!r} is not supported", hint="use --format json, graphml or dot"
         )
-    if json_out and fmt == "dot":
-        raise UsageError("--json and --format dot ask for two outputs", hint="give one of them")
+    if json_out and fmt != "json":
+        raise UsageError(f"--json and --format {fmt} ask for two outputs", hint="give one of them")
     g = graph_mod.build(matrix.load())
     if gfx or vllm or stack:
         from resolver.versions import check_gfx_name
@@ -453,10 +466,61 @@ def graph(
             vllm=parse_spec(vllm) if vllm else None,
             stack=stack,
         )
+    if path is not None:
+        _show_paths(graph_mod, g, path, as_json=json_out or (fmt == "json" and json_out))
+        return
     if fmt == "json":
         emit_json({"schema_version": SCHEMA_VERSION, **graph_mod.to_json(g)})
+    elif fmt == "graphml":
+        typer.echo(graph_mod.to_graphml(g), nl=False)
     else:
         typer.echo(graph_mod.to_dot(g), nl=False)
+
+
+def _show_paths(graph_mod: Any, g: Any, ends: tuple[str, str], *, as_json: bool) -> None:
+    from resolver.errors import UsageError
+
+    for end in ends:
+        if end not in g:
+            kinds = sorted({str(a.get("type")) for _, a in g.nodes(data=True) if a.get("type")})
+            raise UsageError(
+                f"--path: no record {end!r} in the graph",
+                hint=f"ids are TYPE:KEY ({', '.join(kinds)}), e.g. driver:30.30, vllm:0.33.0, "
+                "rocm:7.2.3; `matrix graph --json` lists them",
+            )
+    found = graph_mod.paths(g, *ends)
+    if as_json:
+        emit_json(
+            {
+                "schema_version": SCHEMA_VERSION,
+                "from": ends[0],
+                "to": ends[1],
+                "paths": [
+                    [
+                        {
+                            "from": e.src,
+                            "to": e.dst,
+                            "relation": e.relation,
+                            "source": e.source,
+                            "confidence": e.confidence,
+                        }
+                        for e in hops
+                    ]
+                    for hops in found
+                ],
+            }
+        )
+        return
+    if not found:
+        typer.echo(f"no path between {ends[0]} and {ends[1]}")
+        raise typer.Exit(1)
+    for i, hops in enumerate(found, 1):
+        walk = [ends[0]]
+        for e in hops:  # a hop may run against its edge: the walk names the next record
+            walk.append(e.dst if e.src == walk[-1] else e.src)
+        typer.echo(f"{i}. " + " - ".join(walk))
+        for e in hops:
+            typer.echo(f"     {e.src} {e.relation} {e.dst}: {e.source} ({e.confidence})")
 
 
 def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
