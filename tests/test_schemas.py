@@ -36,7 +36,7 @@ def _schema(name: str) -> dict[str, object]:
     return doc
 
 
-@pytest.mark.parametrize("command", ["check", "image", "dockerfile"])
+@pytest.mark.parametrize("command", ["check", "image", "dockerfile", "upgrade"])
 @pytest.mark.parametrize("node", NODES, ids=lambda n: " ".join(n))
 def test_outputs_match_their_schema(command: str, node: list[str]) -> None:
     if command != "check" and "--quantization" in node:
@@ -56,7 +56,9 @@ def test_probe_output_matches_its_schema() -> None:
     jsonschema.validate(data, _schema("probe"))
 
 
-@pytest.mark.parametrize("argv", [["check", "--gpus", "abc"], ["image", "--nope"]])
+@pytest.mark.parametrize(
+    "argv", [["check", "--gpus", "abc"], ["image", "--nope"], ["upgrade", "--gpus", "x"]]
+)
 def test_usage_errors_match_the_error_branch(argv: list[str]) -> None:
     run = subprocess.run(
         [sys.executable, "-m", "resolver", *argv, "--json"],
@@ -70,5 +72,5 @@ def test_usage_errors_match_the_error_branch(argv: list[str]) -> None:
 
 def test_the_schemas_ship_in_the_wheel() -> None:
     text = (DOCS.parent / "pyproject.toml").read_text()
-    for name in ("check", "image", "dockerfile", "probe", "fleet", "matrix"):
+    for name in ("check", "image", "dockerfile", "probe", "fleet", "matrix", "upgrade"):
         assert f'"docs/{name}.schema.json" = "resolver/_data/schemas/{name}.schema.json"' in text

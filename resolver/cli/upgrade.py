@@ -1,0 +1,227 @@
+"""`rocm-vllm upgrade`: the fewest ordered host changes that get this node to a vLLM release."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from resolver.cli._common import (
+    DriverOpt,
+    ExampleOpt,
+    GfxOpt,
+    GpusOpt,
+    JsonOpt,
+    NodeFileOpt,
+    OsOpt,
+    PythonOpt,
+    RocminfoOpt,
+    RocmOpt,
+    emit_json,
+    handle_errors,
+    resolve_node,
+    terminal_width,
+    wrapped,
+)
+
+SCHEMA_VERSION = 1
+_STREAMS = {"legacy": "legacy (7.x)", "therock": "TheRock (7.14, 10.x)"}
+# How a step names what it changes.
+_WHAT = {
+    "os": "OS release",
+    "driver": "amdgpu driver",
+    "rocm": "host ROCm",
+    "glibc": "glibc",
+    "python": "Python",
+}
+
+
+@handle_errors
+def upgrade(
+    gfx: GfxOpt = None,
+    gpus: GpusOpt = None,
+    driver: DriverOpt = None,
+    os_id: OsOpt = None,
+    rocm: RocmOpt = None,
+    python: PythonOpt = None,
+    node_file: NodeFileOpt = None,
+    rocminfo: RocminfoOpt = None,
+    example: ExampleOpt = None,
+    vllm: Annotated[
+        str | None,
+        typer.Option("--vllm", help="The release wanted (PEP 440 spec; default: the newest)."),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """The fewest ordered host changes that make `check` accept the release (exit 0 a route, 1
+    none, 2 bad input, 6 unknown).
+
+    Each step is one the host can take where it is (a driver series AMD supports on its OS
+    release, the OS step first where it needs one); the end state is solved again."""
+    from resolver import matrix
+    from resolver.solve import Request
+    from resolver.solve.upgrade import plan_upgrade
+    from resolver.versions import parse_spec
+
+    m = matrix.load()
+    node = resolve_node(
+        gfx=gfx,
+        gpus=gpus,
+        driver=driver,
+        os_id=os_id,
+        rocm=rocm,
+        python=python,
+        node_file=node_file,
+        rocminfo=rocminfo,
+        example=example,
+    )
+    request = Request(vllm=parse_spec(vllm) if vllm else None)
+    route = plan_upgrade(m, node, request)
+    data = route_json(route, node, m)
+    if json_out:
+        emit_json(data)
+    else:
+        typer.echo(render(data, width=terminal_width()), nl=False)
+    raise typer.Exit(data["exit_code"])
+
+
+def _stream_change(m: Any, node: Any, route: Any) -> dict[str, str] | None:
+    """A driver step that moves the host from one ROCm stream to another (the legacy 7.x stream
+    to TheRock's 7.14/10.x): the stream the host's driver shipped with, and the plan's."""
+    from packaging.version import Version
+
+    from resolver.versions import driver_series
+
+    plan = route.plan
+    if plan is None or plan.candidate.rocm is None or not node.driver_version:
+        return None
+    theirs = m.rocm_for(plan.candidate.rocm)
+    current = m.driver(driver_series(node.driver_version))
+    paired = (
+        m.rocm_release(Version(current.paired_rocm)) if current and current.paired_rocm else None
+    )
+    if theirs is None or paired is None or theirs.stream == paired.stream:
+        return None
+    return {"from": paired.stream, "to": theirs.stream, "rocm": str(theirs.version)}
+
+
+def route_json(route: Any, node: Any, m: Any) -> dict[str, Any]:
+    """The route as structure (docs/upgrade.schema.json)."""
+    from resolver.explain import candidate_json, node_flags, reason_json
+
+    steps = []
+    stream = _stream_change(m, node, route)
+    for step in route.steps or ():
+        why = [r.message for r in step.reasons]
+        if step.needed_for:
+            why.append(f"AMD supports {step.needed_for} on {step.change.value}, not on the host's")
+
+        steps.append(
+            {
+                "change": step.change.kind,
+                "from": step.before,
+                "to": step.change.value,
+                "direction": step.change.direction,
+                "why": why,
+                "source": "; ".join(dict.fromkeys(r.source for r in step.reasons if r.source))
+                or None,
+                "stream_change": stream if step.change.kind == "driver" else None,
+            }
+        )
+    plan = route.plan
+    check = None
+    if route.found and route.steps:
+        from resolver import shell
+
+        flags = [*node_flags(route.node)]
+        changed = {step.change.kind for step in route.steps}
+        # The re-check must see every changed fact: the node's own flags leave the OS out.
+        for kind, flag, value in (
+            ("os", "--os", route.node.os),
+            ("python", "--python", route.node.python),
+            ("rocm", "--rocm", route.node.rocm_version),
+        ):
+            if kind in changed and value and flag not in flags:
+                flags += [flag, value]
+        want = route.before.request.vllm
+        if want is not None and str(want):
+            flags += ["--vllm", str(want)]
+        check = shell.join(["rocm-vllm", "check", *flags])
+    # The data cannot tell (a release or driver it does not know): unknown, never "no route".
+    unknown = not route.found and route.before.verdict == "unknown"
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "exit_code": 0 if route.found else 6 if unknown else 1,
+        "found": route.found,
+        "verdict_before": route.before.verdict,
+        "verdict_after": route.after.verdict if route.after is not None else None,
+        "steps": steps,
+        "plan": candidate_json(plan.candidate) if plan is not None else None,
+        "check": check,
+        "blocked": [reason_json(r) for r in route.blocked],
+        "missing": [
+            {"kind": f.kind, "subject": f.subject, "detail": f.detail, "fetch": f.fetch}
+            for f in (route.before.missing if not route.found else ())
+        ],
+        "node": {
+            "gfx_targets": list(node.gfx_targets),
+            "driver_version": node.driver_version,
+            "os": node.os,
+        },
+    }
+
+
+def render(data: dict[str, Any], *, width: int = 100) -> str:
+    lines: list[str] = []
+    node = data["node"]
+    where = " · ".join(
+        x
+        for x in (
+            "+".join(node["gfx_targets"]) or "?",
+            f"amdgpu {node['driver_version']}" if node["driver_version"] else "amdgpu ?",
+            node["os"] or "",
+        )
+        if x
+    )
+    if data["missing"]:
+        lines.append(f"unknown: the data lacks facts the route depends on ({where})")
+        for fact in data["missing"]:
+            lines.append(f"  ? {fact['detail']}")
+            if fact["fetch"]:
+                lines.append(f"    fetch: {fact['fetch']}")
+        return "\n".join(wrapped(line, width=width) for line in lines) + "\n"
+    if not data["found"]:
+        lines.append(f"no route: no host change gives this node a plan ({where})")
+        for reason in data["blocked"][:5]:
+            lines.append(f"  - {reason['message']}")
+            lines.append(f"    hint: {reason['hint']}")
+        return "\n".join(wrapped(line, width=width) for line in lines) + "\n"
+    plan = data["plan"]
+    label = plan["label"] if plan else "?"
+    if not data["steps"]:
+        lines.append(f"nothing to change: {where} runs {label} as it is")
+        return "\n".join(wrapped(line, width=width) for line in lines) + "\n"
+    lines.append(f"route: {where} -> {label}")
+    for i, step in enumerate(data["steps"], 1):
+        what = _WHAT.get(step["change"], step["change"])
+        lines.append(f"  {i}. {what}: {step['from'] or '?'} -> {step['to']}")
+        for why in step["why"]:
+            lines.append(f"     because {why}")
+        if step["stream_change"]:
+            moved = step["stream_change"]
+            old, new = (_STREAMS.get(moved[k], moved[k]) for k in ("from", "to"))
+            lines.append(
+                f"     note: the host moves from ROCm's {old} stream to {new} (the plan runs ROCm "
+                f"{moved['rocm']})"
+            )
+        if step["source"]:
+            lines.append(f"     source: {step['source']}")
+    lines.append(f"then: {label} ({data['verdict_after']}, solved again on the changed host)")
+    out = [wrapped(line, width=width) for line in lines]
+    if data["check"]:
+        out.append(f"  $ {data['check']}")  # a command: never wrapped
+    return "\n".join(out) + "\n"
+
+
+def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
+    app.command("upgrade")(upgrade)
