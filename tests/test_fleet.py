@@ -670,3 +670,27 @@ def test_a_group_that_runs_the_main_plan_as_it_is_is_said_so_and_counted() -> No
     assert "main plan: vllm/vllm-openai-rocm:v0.16.0  (4 of 5 nodes run it as they are)" in (
         render_text(fleet)
     )
+
+
+def test_a_group_that_needs_host_changes_gets_them_as_ordered_steps() -> None:
+    """Issue 22: the fleet's route of a group to the main plan is the upgrade planner's: the
+    changes as steps, the OS release first where the driver needs it, verified."""
+    from resolver.node import from_flags
+    from tests.conftest import LIVE_MATRIX
+
+    def node(driver: str, os_id: str) -> Node:
+        return from_flags(gfx="gfx942", gpus=8, driver=driver, os=os_id, rocm=None, python=None)
+
+    reports = [
+        NodeReport(name=f"a{i}", source="t", node=node("6.4.3", "ubuntu-22.04")) for i in range(3)
+    ]
+    reports.append(NodeReport(name="old1", source="t", node=node("6.1.3", "ubuntu-20.04")))
+    fleet = plan_fleet(matrix.load_dir(LIVE_MATRIX), reports, Request())
+    old = next(g for g in fleet.groups if g.hostlist == "old1")
+    assert old.join is not None and old.join.status == "host-fix", old.join
+    assert old.join.steps == (("os", "ubuntu-20.04", "ubuntu-22.04"), ("driver", "6.1.3", "6.4"))
+    assert old.join.to_json()["steps"][0] == {
+        "change": "os",
+        "from": "ubuntu-20.04",
+        "to": "ubuntu-22.04",
+    }

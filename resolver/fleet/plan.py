@@ -121,9 +121,17 @@ class Join:
     status: str  # "on-plan" | "as-is" | "host-fix" | "blocked" | "unknown"
     fixes: tuple[str, ...] = ()
     reasons: tuple[str, ...] = ()
+    # host-fix: the changes as ordered steps (the OS release first), as `rocm-vllm upgrade`
+    # orders them, verified: taken, the main plan passes every check on the group's node.
+    steps: tuple[tuple[str, str | None, str], ...] = ()  # (change, from, to)
 
     def to_json(self) -> dict[str, Any]:
-        return {"status": self.status, "fixes": list(self.fixes), "reasons": list(self.reasons)}
+        return {
+            "status": self.status,
+            "fixes": list(self.fixes),
+            "reasons": list(self.reasons),
+            "steps": [{"change": c, "from": a, "to": b} for c, a, b in self.steps],
+        }
 
 
 @dataclass(slots=True)
@@ -287,6 +295,15 @@ def _join(m: Matrix, group: Group, cand: Candidate, request: Request) -> Join:
     if ev.ok and not ev.unofficial:
         return Join("as-is")
     if ev.host_fixable:
+        from resolver.solve.upgrade import ordered_steps
+
+        steps = ordered_steps(m, group.representative, ev.reasons)
+        node = group.representative
+        for step in steps:
+            node = step.change.apply(node)
+        if MatrixProvider(m, node, request).evaluate(cand).ok:
+            route = tuple((st.change.kind, st.before, st.change.value) for st in steps)
+            return Join("host-fix", fixes=ev.fix_texts, steps=route)
         return Join("host-fix", fixes=ev.fix_texts)
     if ev.ok:  # runs only off the supported path (an override, an unshipped gfx)
         return Join("blocked", reasons=(f"{cand.label} runs here only unofficially",))

@@ -84,6 +84,13 @@ def plan_upgrade(m: Matrix, node: Node, request: Request) -> Route:
     return Route(steps=None, before=before, after=None, node=node)
 
 
+def ordered_steps(m: Matrix, node: Node, reasons: tuple[Reason, ...]) -> tuple[Step, ...]:
+    """The host changes ``reasons``' fixes carry, as ordered steps (the fleet's route of a group
+    to the main plan; the same order and OS steps as ``plan_upgrade``)."""
+    changes = tuple(r.fix.change for r in reasons if r.fix is not None and r.fix.change)
+    return _ordered(m, node, changes, reasons)
+
+
 def _ordered(
     m: Matrix, node: Node, changes: tuple[HostChange, ...], reasons: tuple[Reason, ...]
 ) -> tuple[Step, ...]:
