@@ -52,6 +52,25 @@ def main() -> None:
         "(python -c 'import networkx, typer')"
     )
     print(f"ratio   : {ma / mb:.2f}  (target <= 1.5)")
+    # What the check path loads: networkx and the graph belong to `matrix graph` alone.
+    code = (
+        "import runpy, sys\n"
+        f"sys.argv = {['rocm-vllm', *check[check.index('check') :]]!r}\n"
+        "try:\n    runpy.run_module('resolver', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "print(*(m in sys.modules for m in ('networkx', 'resolver.graph', 'rich', 'requests')),"
+        " file=sys.stderr)\n"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    ).stderr.split()[-4:]
+    names = ("networkx", "resolver.graph", "rich", "requests")
+    print(
+        "check imports: "
+        + ", ".join(
+            f"{n} {'yes' if v == 'True' else 'no'}" for n, v in zip(names, loaded, strict=False)
+        )
+    )
 
 
 if __name__ == "__main__":
