@@ -134,15 +134,6 @@ def route_json(route: Any, node: Any, m: Any) -> dict[str, Any]:
         from resolver import shell
 
         flags = [*node_flags(route.node)]
-        changed = {step.change.kind for step in route.steps}
-        # The re-check must see every changed fact: the node's own flags leave the OS out.
-        for kind, flag, value in (
-            ("os", "--os", route.node.os),
-            ("python", "--python", route.node.python),
-            ("rocm", "--rocm", route.node.rocm_version),
-        ):
-            if kind in changed and value and flag not in flags:
-                flags += [flag, value]
         want = route.before.request.vllm
         if want is not None and str(want):
             flags += ["--vllm", str(want)]

@@ -36,8 +36,16 @@ def _node_flags(node: Node, *, without: frozenset[str] = frozenset()) -> list[st
     flags = ["--gfx", ",".join(node.gfx_targets)]
     if node.logical_gpu_count:
         flags += ["--gpus", str(node.logical_gpu_count)]
-    if node.driver_version and "--driver" not in without:
-        flags += ["--driver", node.driver_version]
+    # Every fact the answer depends on: a follow-up without the OS, host ROCm or Python would
+    # decide for another node.
+    for flag, value in (
+        ("--driver", node.driver_version),
+        ("--os", node.os),
+        ("--rocm", node.rocm_version),
+        ("--python", node.python),
+    ):
+        if value and flag not in without:
+            flags += [flag, value]
     return flags
 
 
