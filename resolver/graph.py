@@ -36,6 +36,15 @@ class Edge:
     source: str
     confidence: str = "exact"
 
+    def to_json(self) -> dict[str, str]:
+        return {
+            "from": self.src,
+            "to": self.dst,
+            "relation": self.relation,
+            "source": self.source,
+            "confidence": self.confidence,
+        }
+
 
 def edges(g: Graph, nodes: Iterable[str] | None = None) -> list[Edge]:
     """Every edge (or those out of ``nodes``) as typed records, in a stable order."""
@@ -292,16 +301,7 @@ def to_json(g: Graph) -> dict[str, Any]:
         "multigraph": True,
         "graph": {},
         "nodes": [{"id": n, **attrs} for n, attrs in sorted(g.nodes(data=True))],
-        "edges": [
-            {
-                "from": e.src,
-                "to": e.dst,
-                "relation": e.relation,
-                "source": e.source,
-                "confidence": e.confidence,
-            }
-            for e in edges(g)
-        ],
+        "edges": [e.to_json() for e in edges(g)],
     }
 
 

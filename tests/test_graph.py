@@ -121,3 +121,18 @@ def test_a_plain_check_imports_neither_networkx_nor_the_graph() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, check=False
     )
     assert run.stderr.strip().splitlines()[-1] == "False False", run.stderr
+
+
+def test_matrix_graph_path_on_the_command_line() -> None:
+    from .conftest import LIVE_MATRIX
+    from .helpers import run_cli
+
+    env = {"ROCM_VLLM_MATRIX_DIR": str(LIVE_MATRIX)}
+    out = run_cli("matrix", "graph", "--path", "driver:6.4", "vllm:0.33.0", "--json", env=env)
+    assert out.exit_code == 0
+    data = json.loads(out.stdout)
+    assert data["paths"] and all(hop["source"] for hops in data["paths"] for hop in hops)
+    text = run_cli("matrix", "graph", "--path", "driver:6.4", "vllm:0.33.0", env=env)
+    assert text.stdout.startswith("1. driver:6.4 - rocm:")
+    bad = run_cli("matrix", "graph", "--path", "nope:1", "vllm:0.33.0", env=env)
+    assert bad.exit_code == 2 and "no record 'nope:1'" in bad.stderr

@@ -336,6 +336,8 @@ def stdout_file() -> str | None:
         return None
     if not target.is_absolute() or target.name.endswith(" (deleted)"):
         return None
+    if not str(target).isprintable():  # a control character would break the printed command
+        return None
     try:
         return str(target.relative_to(Path.cwd()))
     except ValueError:

@@ -12,6 +12,7 @@ from resolver.cli._common import JsonOpt, emit_json, handle_errors, use_color
 
 if TYPE_CHECKING:
     from resolver.fleet.plan import FleetPlan
+    from resolver.fleet.reports import GatheredWhere
     from resolver.model import Matrix
 
 INPUT_PANEL = "Nodes"
@@ -80,7 +81,7 @@ def _reports(
     probe_command: str | None,
     timeout: float,
     wait_busy: bool = False,
-) -> tuple[list[Any], Any]:
+) -> tuple[list[Any], GatheredWhere | None]:
     """The nodes' reports, and where Slurm scripts for them run: the gather's partition and its
     MaxTime (from --slurm, or a `fleet gather` directory's summary), or None."""
     from resolver.errors import InputError, UsageError
@@ -100,7 +101,7 @@ def _reports(
     if wait_busy and not slurm:
         raise UsageError("--wait-busy is for --slurm", hint="add --slurm PARTITION|NODELIST")
     reports: list[Any] = []
-    where: Any = None
+    where: GatheredWhere | None = None
     if inputs:
         from resolver.fleet.reports import gathered_where, read_reports
 
@@ -109,13 +110,14 @@ def _reports(
     if slurm:
         from resolver.fleet import slurm as slurm_mod
 
-        where = slurm_mod.gather(
+        found = slurm_mod.gather(
             slurm,
             probe=slurm_mod.probe_command(probe_command),
             timeout=timeout,
             wait_busy=wait_busy,
         )
-        reports += where.reports
+        reports += found.reports
+        where = found.where
     if kube:
         from resolver import bounded, matrix  # only here: keep CLI start-up free of them
         from resolver.fleet.kube import MAX_NODE_LIST, cluster_nodes, read_nodes
@@ -318,9 +320,9 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         request = Request(vllm=parse_spec(vllm) if vllm else None)
         reports, where = _reports(inputs, slurm, kube, probe_command, timeout, wait_busy)
         # Scripts run where the nodes were found: that partition, within its MaxTime.
-        gathered_in = getattr(where, "partition", None)
+        gathered_in = where.partition if where is not None else None
         in_partition = partition or gathered_in
-        limit = getattr(where, "max_minutes", None) if in_partition == gathered_in else None
+        limit = where.max_minutes if where is not None and in_partition == gathered_in else None
         opts = options(in_partition, job_time(time_limit, in_partition, limit))
         if driver is not None:
             from resolver.fleet.plan import with_driver

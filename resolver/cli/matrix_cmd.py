@@ -495,19 +495,7 @@ def _show_paths(graph_mod: Any, g: Any, ends: tuple[str, str], *, as_json: bool)
                 "schema_version": SCHEMA_VERSION,
                 "from": ends[0],
                 "to": ends[1],
-                "paths": [
-                    [
-                        {
-                            "from": e.src,
-                            "to": e.dst,
-                            "relation": e.relation,
-                            "source": e.source,
-                            "confidence": e.confidence,
-                        }
-                        for e in hops
-                    ]
-                    for hops in found
-                ],
+                "paths": [[e.to_json() for e in hops] for hops in found],
             }
         )
         return

@@ -111,25 +111,21 @@ def _image(group: Group) -> ContainerImage | None:
     return d.plan.candidate.image
 
 
-def _placement(group: Group, opts: Options) -> Any:
-    """GPUs, tensor parallelism and replicas for one node of the group: what `rocm-vllm image`
-    prints for it (CPX partitions: one TP=1 replica per partition, never TP across them)."""
-    from resolver.parallel import place
-
-    return place(group.representative, devices=None, model=opts.model, hf_cache=opts.hf_cache)
-
-
-def _spec(m: Matrix, group: Group, image: ContainerImage, opts: Options) -> Any:
+def _serving(m: Matrix, group: Group, image: ContainerImage, opts: Options) -> tuple[Any, Any]:
+    """The run spec of one node of the group and its placement (GPUs, tensor parallelism,
+    replicas): what `rocm-vllm image` prints for it (CPX partitions: one TP=1 replica per
+    partition, never TP across them). Placed once per group: it may read the model's config."""
     from resolver.images import serving_env
+    from resolver.parallel import place
     from resolver.runcmd import RunSpec
 
     assert group.image is not None
     env, _warnings = serving_env(m, group.representative, group.image)
-    placed = _placement(group, opts)
+    placed = place(group.representative, devices=None, model=opts.model, hf_cache=opts.hf_cache)
     ref = group.ref or (
         image.ref if image.digest is None or "@" in image.ref else f"{image.ref}@{image.digest}"
     )
-    return RunSpec(
+    spec = RunSpec(
         image=ref,
         entrypoint=image.entrypoint,
         model=opts.model,
@@ -140,6 +136,7 @@ def _spec(m: Matrix, group: Group, image: ContainerImage, opts: Options) -> Any:
         name=f"vllm-{group.id}",
         per_replica=placed.replicas > 1,
     )
+    return spec, placed
 
 
 HOST_MODEL_CACHE = "/var/lib/rocm-vllm/hf-cache"
@@ -150,11 +147,8 @@ POD_SECURITY_NOTE = (
 APPTAINER_SIF = "$SIF"  # the batch script's shared SIF (pulled once, before srun)
 
 
-def container_words(m: Matrix, group: Group, opts: Options) -> list[str] | None:
-    image = _image(group)
-    if image is None:
-        return None
-    spec = _spec(m, group, image, opts)
+def _engine_words(spec: Any, opts: Options) -> list[str]:
+    """The engine's run words for ``spec`` (Apptainer: on the script's shared SIF)."""
     if opts.engine in ("apptainer", "singularity"):
         from resolver.apptainer import words
 
@@ -187,12 +181,12 @@ def _shell_word(word: str) -> str:
 def sbatch_script(m: Matrix, group: Group, opts: Options) -> str | None:
     """One vLLM server per node of the group: ``#SBATCH`` picks the nodes (``--nodelist`` with
     the group's host list, or ``--constraint``), one task per node, every GPU of the node."""
-    words = container_words(m, group, opts)
-    if words is None:
-        return None
     image = _image(group)
-    assert image is not None
+    if image is None:
+        return None
     assert group.decision is not None
+    spec, placed = _serving(m, group, image, opts)
+    words = _engine_words(spec, opts)
     gpus = group.representative.logical_gpu_count or len(group.representative.gpus)
     nodes = len(group.reports)
     lines = [
@@ -232,7 +226,7 @@ def sbatch_script(m: Matrix, group: Group, opts: Options) -> str | None:
         lines += [
             f'SIF="${{SIF:-$PWD/{sif}}}"',
             '[ -f "$SIF" ] || "$CONTAINER" pull "$SIF" '
-            + shell.quote(f"docker://{oci_ref(_spec(m, group, image, opts).image)}"),
+            + shell.quote(f"docker://{oci_ref(spec.image)}"),
             "export SIF",
         ]
     body = '"$CONTAINER" ' + " ".join(_shell_word(w) for w in words[1:])
@@ -241,7 +235,6 @@ def sbatch_script(m: Matrix, group: Group, opts: Options) -> str | None:
         # A bind source must exist (Apptainer refuses a missing one; Docker would create it).
         f"  mkdir -p {_shell_word(opts.hf_cache)}",
     ]
-    placed = _placement(group, opts)
     if placed.replicas > 1:
         # CPX: one TP=1 server per partition, each on its own device and port (as `rocm-vllm
         # image` prints for one node); tensor parallelism across partitions gives garbage.
@@ -296,8 +289,7 @@ def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
     image = _image(group)
     if image is None:
         return None
-    spec = _spec(m, group, image, opts)
-    placed = _placement(group, opts)
+    spec, placed = _serving(m, group, image, opts)
     # CPX: one pod per partition, each given one partition by the device plugin (TP=1), as
     # `rocm-vllm image` serves one replica per partition; otherwise one pod takes the node.
     per_replica = placed.replicas > 1

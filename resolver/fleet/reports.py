@@ -174,6 +174,9 @@ def is_gather_summary(data: Any) -> bool:
     )
 
 
+MAX_JOB_MINUTES = 366 * 24 * 60
+
+
 @dataclass(frozen=True, slots=True)
 class GatheredWhere:
     """Where `fleet gather` found the nodes of a directory (its summary): their partition and its
@@ -202,7 +205,12 @@ def gathered_where(inputs: Sequence[str]) -> GatheredWhere | None:
         found.add(
             (
                 part if isinstance(part, str) and is_safe("partition", part) else None,
-                minutes if isinstance(minutes, int) and not isinstance(minutes, bool) else None,
+                # A MaxTime in minutes, within a year: anything else is not one sinfo gave.
+                minutes
+                if isinstance(minutes, int)
+                and not isinstance(minutes, bool)
+                and 0 < minutes <= MAX_JOB_MINUTES
+                else None,
             )
         )
     if len(found) != 1:

@@ -30,7 +30,7 @@ from pathlib import Path
 from resolver import bounded, capture
 from resolver.errors import InputError, SlurmError, UsageError
 from resolver.fleet import hostlist
-from resolver.fleet.reports import NodeReport, report_from_json
+from resolver.fleet.reports import GatheredWhere, NodeReport, report_from_json
 from resolver.safety import is_safe, shown
 
 MARKER = "@rocm-vllm-node "
@@ -114,6 +114,11 @@ class Gathered:
     partition: str | None = None
     max_minutes: int | None = None
     steps: int = 0  # srun steps run (one per chunk, plus the halves of chunks that could not start)
+
+    @property
+    def where(self) -> GatheredWhere:
+        """Where the nodes were found, as a `fleet gather` directory's summary says it too."""
+        return GatheredWhere(self.partition, self.max_minutes)
 
 
 def _tool(name: str) -> str:
