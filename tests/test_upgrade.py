@@ -13,13 +13,14 @@ import pytest
 from resolver import matrix
 from resolver.node import from_flags
 from resolver.solve import OK_VERDICTS, Request, solve
-from resolver.solve.upgrade import applied, plan_upgrade
+from resolver.solve.routes import applied, plan_upgrade
 from resolver.versions import parse_spec
 
 from .conftest import LIVE_MATRIX
 from .helpers import run_cli
 
 GOLDEN = Path(__file__).parent / "golden" / "upgrade"
+NODES = Path(__file__).parent / "data" / "nodes"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
 CASES = {
     # Ubuntu 20.04 with amdgpu 6.1: the OS release first, then the driver AMD supports there.
@@ -59,6 +60,30 @@ CASES = {
         "--vllm",
         "==0.33.0",
     ],
+    # A wheel on RHEL 8.10 (glibc 2.28) with Python 3.11: the OS release that ships the glibc the
+    # wheel needs, and the venv's Python.
+    "wheel-python-glibc": [
+        "--gfx",
+        "gfx942",
+        "--driver",
+        "30.30.3",
+        "--os",
+        "rhel-8.10",
+        "--python",
+        "3.11",
+        "--prefer",
+        "wheel",
+    ],
+    # Strix Halo on Ubuntu 24.04's GA kernel: check accepts it with a warning, upgrade names the
+    # kernel floor AMD lists as a step.
+    "kernel-floor": ["--node", str(NODES / "strix-halo-kernel-6.8.json")],
+    # The same on Ubuntu 22.04, which AMD does not list for the GPU: the OS step, then the kernel.
+    "os-then-kernel": [
+        "--node",
+        str(NODES / "strix-halo-kernel-6.8.json"),
+        "--os",
+        "ubuntu-22.04",
+    ],
     "nothing-to-change": ["--example", "mi300x-8"],
     "no-route": ["--gfx", "gfx906", "--gpus", "8", "--driver", "30.30.3"],
 }
@@ -69,11 +94,12 @@ def test_golden_routes(name: str) -> None:
     env = {"ROCM_VLLM_MATRIX_DIR": str(LIVE_MATRIX), "COLUMNS": "100"}
     result = run_cli("upgrade", *CASES[name], env=env)
     assert result.exit_code in (0, 1), result.stderr
+    text = result.stdout.replace(str(NODES), "tests/data/nodes")  # the clone's path, not ours
     file = GOLDEN / f"{name}.txt"
     if UPDATE:
         GOLDEN.mkdir(parents=True, exist_ok=True)
-        file.write_text(result.stdout)
-    assert result.stdout == file.read_text(), f"{file.name} differs; UPDATE_GOLDEN=1 regenerates it"
+        file.write_text(text)
+    assert text == file.read_text(), f"{file.name} differs; UPDATE_GOLDEN=1 regenerates it"
     as_json = json.loads(run_cli("upgrade", *CASES[name], "--json", env=env).stdout)
     assert as_json["exit_code"] == result.exit_code
     if name == "os-then-driver":
@@ -82,6 +108,15 @@ def test_golden_routes(name: str) -> None:
     if name == "stream-change":
         (step,) = as_json["steps"]
         assert step["stream_change"] == {"from": "legacy", "to": "therock", "rocm": "10.0.0"}
+    if name == "wheel-python-glibc":
+        assert [(s["change"], s["to"]) for s in as_json["steps"]] == [
+            ("os", "rhel-10"),
+            ("python", "3.12"),
+        ]
+    if name == "kernel-floor":
+        assert [(s["change"], s["to"]) for s in as_json["steps"]] == [("kernel", "6.17")]
+    if name == "os-then-kernel":
+        assert [s["change"] for s in as_json["steps"]] == ["os", "kernel"]
     if name == "nothing-to-change":
         assert as_json["steps"] == [] and as_json["found"] is True
     if name == "no-route":

@@ -106,9 +106,11 @@ def check(
         prefer=prefer,
     )
     decision = solve(m, node, request)
-    if json_out or explain:
-        # The solve stage's what-if search (host changes, an older vLLM, ...); explain words it.
-        from resolver.solve.whatif import search
+    what_if = None
+    if json_out or explain or decision.verdict == "blocked_host_fix":
+        # The what-if search (host changes, an older vLLM, ...): the short form prints its best
+        # host route, --explain words every route, --json carries them.
+        from resolver.solve.routes import search
 
         what_if = search(m, decision)
     if json_out:
@@ -133,7 +135,14 @@ def check(
         from resolver.explain import render
 
         typer.echo(
-            render(decision, m, color=use_color(), verbose=verbose, width=terminal_width()),
+            render(
+                decision,
+                m,
+                color=use_color(),
+                verbose=verbose,
+                width=terminal_width(),
+                route=what_if.best if what_if is not None else None,
+            ),
             nl=False,
         )
     raise typer.Exit(decision.exit_code)

@@ -29,6 +29,7 @@ _STREAMS = {"legacy": "legacy (7.x)", "therock": "TheRock (7.14, 10.x)"}
 # How a step names what it changes.
 _WHAT = {
     "os": "OS release",
+    "kernel": "Linux kernel",
     "driver": "amdgpu driver",
     "rocm": "host ROCm",
     "glibc": "glibc",
@@ -51,6 +52,14 @@ def upgrade(
         str | None,
         typer.Option("--vllm", help="The release wanted (PEP 440 spec; default: the newest)."),
     ] = None,
+    prefer: Annotated[
+        str | None,
+        typer.Option(
+            "--prefer",
+            help="image, wheel or source: plan the route to that kind of path only (a pip "
+            "install: --prefer wheel).",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """The fewest ordered host changes that make `check` accept the release (exit 0 a route, 1
@@ -60,7 +69,7 @@ def upgrade(
     release, the OS step first where it needs one); the end state is solved again."""
     from resolver import matrix
     from resolver.solve import Request
-    from resolver.solve.upgrade import plan_upgrade
+    from resolver.solve.routes import plan_upgrade
     from resolver.versions import parse_spec
 
     m = matrix.load()
@@ -75,7 +84,18 @@ def upgrade(
         rocminfo=rocminfo,
         example=example,
     )
-    request = Request(vllm=parse_spec(vllm) if vllm else None)
+    from resolver.errors import InputError
+    from resolver.solve.types import KINDS
+
+    if prefer is not None and prefer not in KINDS:
+        raise InputError(
+            f"--prefer {prefer!r} is not a path kind", hint="use --prefer image, wheel or source"
+        )
+    request = Request(
+        vllm=parse_spec(vllm) if vllm else None,
+        prefer=prefer,  # checked against KINDS above
+        paths=frozenset({prefer}) if prefer else None,
+    )
     route = plan_upgrade(m, node, request)
     data = route_json(route, node, m)
     if json_out:
@@ -108,26 +128,14 @@ def _stream_change(m: Any, node: Any, route: Any) -> dict[str, str] | None:
 def route_json(route: Any, node: Any, m: Any) -> dict[str, Any]:
     """The route as structure (docs/upgrade.schema.json)."""
     from resolver.explain import candidate_json, node_flags, reason_json
+    from resolver.explain.report import step_json
 
     steps = []
     stream = _stream_change(m, node, route)
     for step in route.steps or ():
-        why = [r.message for r in step.reasons]
-        if step.needed_for:
-            why.append(f"AMD supports {step.needed_for} on {step.change.value}, not on the host's")
-
-        steps.append(
-            {
-                "change": step.change.kind,
-                "from": step.before,
-                "to": step.change.value,
-                "direction": step.change.direction,
-                "why": why,
-                "source": "; ".join(dict.fromkeys(r.source for r in step.reasons if r.source))
-                or None,
-                "stream_change": stream if step.change.kind == "driver" else None,
-            }
-        )
+        out = step_json(step)
+        out["stream_change"] = stream if step.change.kind == "driver" else None
+        steps.append(out)
     plan = route.plan
     check = None
     if route.found and route.steps:

@@ -29,10 +29,10 @@ from resolver.explain.hints import _hints
 from resolver.explain.steps import plan_commands
 from resolver.model import Matrix
 from resolver.solve import Decision
-from resolver.solve.whatif import WhatIf, better_than, search
+from resolver.solve.routes import Routes, better_than, search
 
 
-def _unknown(decision: Decision, matrix: Matrix, found: WhatIf) -> Derivation:
+def _unknown(decision: Decision, matrix: Matrix, found: Routes) -> Derivation:
     """The data lacks what the answer depends on: say what, and how to get it; never "no"."""
     wanted = _wanted(decision.request)
     b = _Builder()
@@ -91,7 +91,7 @@ def _unknown(decision: Decision, matrix: Matrix, found: WhatIf) -> Derivation:
     )
 
 
-def derive(decision: Decision, matrix: Matrix, what_if: WhatIf | None = None) -> Derivation:
+def derive(decision: Decision, matrix: Matrix, what_if: Routes | None = None) -> Derivation:
     """Explain ``decision`` as numbered steps of sourced facts, then hints: the wording of
     ``what_if``, the solve stage's what-if search (run here when the caller did not)."""
     found = what_if if what_if is not None else search(matrix, decision)

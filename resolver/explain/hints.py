@@ -1,4 +1,4 @@
-"""Hints: the wording of the what-if search's result (``resolver.solve.whatif``: host changes,
+"""Hints: the wording of the what-if search's result (``resolver.solve.routes``: host changes,
 an older vLLM, no quantization, a source build, each solved again there), plus the routes the
 data names (unofficial overrides and forks, with their risk) and data refreshes. They come apart
 from the proof. Nothing here solves.
@@ -17,9 +17,10 @@ from resolver.explain.chain import (
 )
 from resolver.explain.derivation import Hint
 from resolver.explain.steps import node_flags
+from resolver.model import Matrix
 from resolver.node import Node
 from resolver.solve import Evaluation
-from resolver.solve.whatif import HostRoute, WhatIf
+from resolver.solve.routes import Route, Routes
 from resolver.versions import driver_series, series
 
 
@@ -29,7 +30,7 @@ def _then(ev: Evaluation) -> str:
     return f"{c.name} ({c.channel}{rocm})"
 
 
-def _hints(ctx: _Context, plan: Evaluation | None, found: WhatIf) -> list[Hint]:
+def _hints(ctx: _Context, plan: Evaluation | None, found: Routes) -> list[Hint]:
     """The hints for ``ctx``'s decision: what the what-if search ``found``, then the routes and
     refreshes the data names, in ``HINT_ORDER``."""
     hints: list[Hint] = []
@@ -87,10 +88,10 @@ def _unknown_driver_hint(ctx: _Context, plan: Evaluation | None) -> Hint | None:
     )
 
 
-def _older_vllm_hint(ctx: _Context, found: WhatIf, *, driver_hint: bool) -> Hint | None:
+def _older_vllm_hint(ctx: _Context, found: Routes, *, driver_hint: bool) -> Hint | None:
     if found.older_vllm is None:
         return None
-    c = found.older_vllm.candidate
+    c = found.older_vllm.opens.candidate
     cmd = shell.join(["rocm-vllm", "check", *_node_argv(ctx.node), "--vllm", f"=={c.vllm}"])
     lead = "or keep this host as it is and pick" if driver_hint else "pick"
     return Hint(
@@ -100,9 +101,9 @@ def _older_vllm_hint(ctx: _Context, found: WhatIf, *, driver_hint: bool) -> Hint
     )
 
 
-def _quantization_hints(ctx: _Context, found: WhatIf) -> list[Hint]:
+def _quantization_hints(ctx: _Context, found: Routes) -> list[Hint]:
     again = found.without_quantization
-    tail = f"; without it, {_then(again)} runs" if again is not None else ""
+    tail = f"; without it, {_then(again.opens)} runs" if again is not None else ""
     return [
         Hint(kind="quantization", text=f"{r.hint}{tail}")
         for r in ctx.d.blockers
@@ -110,10 +111,11 @@ def _quantization_hints(ctx: _Context, found: WhatIf) -> list[Hint]:
     ]
 
 
-def _source_hint(ctx: _Context, found: WhatIf) -> Hint | None:
-    src = found.source_build
-    if src is None:
+def _source_hint(ctx: _Context, found: Routes) -> Hint | None:
+    route = found.source_build
+    if route is None:
         return None
+    src = route.opens
     gfx = ",".join(ctx.node.gfx_targets)
     cmd = shell.join(
         [
@@ -211,15 +213,15 @@ def _other_routes(ctx: _Context, overridden: bool) -> list[Hint]:
     return []
 
 
-def _host_hint(ctx: _Context, route: HostRoute) -> Hint:
-    """One hint for host changes that, applied together, were solved again to open a plan."""
+def route_words(m: Matrix, route: Route) -> tuple[str, str]:
+    """A host route in words, the one wording `check` and `--explain` print: what to change, in
+    the order the host takes it, and the verb for what then happens ("fits", "installs")."""
     parts: list[str] = []
-    command: str | None = None
     verbs: list[str] = []
-    for change in route.changes:
+    for change in route.host_changes:
         if change.kind == "driver":
             part = f"{change.direction or 'upgrade'} the host's amdgpu driver to {change.value}.x"
-            paired = ctx.m.driver(driver_series(route.node.driver_version or ""))
+            paired = m.driver(driver_series(route.node.driver_version or ""))
             if paired is not None and paired.paired_rocm:
                 part += f" (AMD released it with ROCm {paired.paired_rocm})"
             os_first = next(
@@ -236,22 +238,41 @@ def _host_hint(ctx: _Context, route: HostRoute) -> Hint:
             verbs.append("fits")
         elif change.kind == "python":
             parts.append(f"use Python {change.value} for the venv")
-            command = shell.join(["uv", "venv", "--python", str(route.node.python)])
             verbs.append("installs")
         elif change.kind == "glibc":
-            parts.append(f"use a host OS with glibc >= {change.value} (Ubuntu 22.04 has 2.35)")
+            release = next((st for st in route.steps if st.stands_for == change), None)
+            parts.append(
+                f"move the host to {release.change.value} ({release.facts[0].text})"
+                if release is not None and release.facts
+                else f"use a host OS with glibc >= {change.value}"
+            )
             verbs.append("loads")
-    kinds = [r.fix.kind for r in route.reasons if r.fix is not None]
-    kind = max(kinds, key=lambda k: HINT_ORDER.index(k) if k in HINT_ORDER else len(HINT_ORDER))
+        else:  # the fix's own words (an OS release, a host ROCm, a kernel)
+            texts = [
+                r.fix.text for r in route.reasons if r.fix is not None and r.fix.change == change
+            ]
+            parts.append(
+                texts[0] if texts else f"change the host's {change.kind} to {change.value}"
+            )
+            verbs.append("fits")
     lead = _join(parts)
     if route.together:
         lead += " (each alone is not enough)"
-    verb = " and ".join(dict.fromkeys(verbs)) or "fits"
+    return lead, " and ".join(dict.fromkeys(verbs)) or "fits"
+
+
+def _host_hint(ctx: _Context, route: Route) -> Hint:
+    """One hint for host changes that, applied together, were solved again to open a plan."""
+    lead, verb = route_words(ctx.m, route)
+    python = next((c for c in route.host_changes if c.kind == "python"), None)
+    command = shell.join(["uv", "venv", "--python", str(route.node.python)]) if python else None
+    kinds = [r.fix.kind for r in route.reasons if r.fix is not None]
+    kind = max(kinds, key=lambda k: HINT_ORDER.index(k) if k in HINT_ORDER else len(HINT_ORDER))
     return Hint(
         kind=kind,
         text=f"{lead}: then {_then(route.opens)} {verb}",
         command=command,
-        changes=tuple((c.kind, c.value) for c in route.changes),
+        changes=tuple((c.kind, c.value) for c in route.host_changes),
         then=route.opens.candidate.label,
     )
 

@@ -10,7 +10,8 @@ from resolver.explain.steps import plan_steps
 from resolver.model import Matrix
 from resolver.node import Node
 from resolver.solve import Candidate, Decision, Evaluation, Reason, Warning
-from resolver.solve.whatif import WhatIf
+from resolver.solve.routes import Route, Routes, Step, search
+from resolver.solve.types import HostChange
 
 SCHEMA_VERSION = 1
 
@@ -128,9 +129,49 @@ def _stream(m: Matrix, c: Candidate) -> str | None:
     return rel.stream if rel else None
 
 
-def decision_json(d: Decision, m: Matrix, what_if: WhatIf | None = None) -> dict[str, Any]:
+def step_json(step: Step) -> dict[str, Any]:
+    """One host change of a route: what it changes, from what to what, why, and the sources."""
+    why = [r.message for r in step.reasons] + [w.message for w in step.warnings]
+    why += [f.text for f in step.facts]
+    if step.needed_for:
+        why.append(f"AMD supports {step.needed_for} on {step.change.value}, not on the host's")
+    sources = [r.source for r in step.reasons] + [w.source for w in step.warnings]
+    sources += [f.source for f in step.facts]
+    return {
+        "change": step.change.kind,
+        "from": step.before,
+        "to": step.change.value,
+        "direction": step.change.direction,
+        "why": why,
+        "source": "; ".join(dict.fromkeys(x for x in sources if x)) or None,
+    }
+
+
+def route_json(route: Route) -> dict[str, Any]:
+    """A route of the what-if search as structure: its changes (host and request), the host's
+    steps in order, and the plan solving the changed node again gave."""
+    return {
+        "changes": [
+            {
+                "kind": c.kind,
+                "value": c.value if isinstance(c, HostChange) else None,
+                "host": c.host,
+            }
+            for c in route.changes
+        ],
+        "steps": [step_json(st) for st in route.steps],
+        "cost": route.cost,
+        "plan": candidate_json(route.opens.candidate),
+        "verdict_after": route.after.verdict if route.after is not None else None,
+    }
+
+
+def decision_json(d: Decision, m: Matrix, what_if: Routes | None = None) -> dict[str, Any]:
     """The ``check --json`` object; its derivation words ``what_if`` (searched here if not
-    given)."""
+    given), and ``route`` is the search's best route (the one the short form prints)."""
+    if what_if is None:
+        what_if = search(m, d)
+    best = what_if.best
     return {
         "schema_version": SCHEMA_VERSION,
         "verdict": d.verdict,
@@ -163,5 +204,6 @@ def decision_json(d: Decision, m: Matrix, what_if: WhatIf | None = None) -> dict
             for e in d.rejected
         ],
         "alternatives": [plan_json(e, d.node, m) for e in d.alternatives],
+        "route": route_json(best) if best is not None else None,
         "derivation": derive(d, m, what_if).to_json(),
     }

@@ -14,10 +14,12 @@ from collections import Counter
 
 from resolver.explain.chain import describe_node
 from resolver.explain.derivation import Derivation, Premise, Step
+from resolver.explain.hints import route_words
 from resolver.explain.steps import plan_commands
 from resolver.model import Matrix
 from resolver.node import Node
 from resolver.solve import Decision, Evaluation, Reason, Warning
+from resolver.solve.routes import Route
 
 __all__ = ["cited_sources", "render", "render_derivation", "step_sentence"]
 
@@ -106,10 +108,17 @@ def _reason_lines(r: Reason, indent: str = "  ", width: int = WIDTH) -> list[str
 
 
 def render(
-    d: Decision, m: Matrix, *, color: bool = False, verbose: bool = False, width: int = WIDTH
+    d: Decision,
+    m: Matrix,
+    *,
+    color: bool = False,
+    verbose: bool = False,
+    width: int = WIDTH,
+    route: Route | None = None,
 ) -> str:
     """The short form. Prose wraps at ``width`` (the CLI passes the terminal's); commands, the
-    plan's run lines and ``fetch:`` lines are printed whole so they copy and paste."""
+    plan's run lines and ``fetch:`` lines are printed whole so they copy and paste. ``route`` is
+    the what-if search's best host route (``Routes.best``), worded as `--explain` words it."""
     lines = [
         f"verdict: {_paint(d.verdict, _STYLE[d.verdict], color)}  (exit {d.exit_code})",
         f"node: {describe_node(d.node)}",
@@ -127,12 +136,22 @@ def render(
         lines.append("no path fits this node:")
         # With a host fix, the reasons of the path it opens: another path's hint could name
         # another driver than "what would fix it" (one output, one driver fix).
-        shown = (d.host_fix.reasons if d.host_fix else ()) or d.blockers
+        host = route if route is not None and route.host_changes else None
+        shown = (
+            (host.reasons if host else ())
+            or (d.host_fix.reasons if d.host_fix else ())
+            or d.blockers
+        )
         if not shown and d.rejected:
             shown = d.rejected[0].reasons
         for r in shown:
             lines += _reason_lines(r, width=width)
-        if d.host_fix is not None:
+        if host is not None:  # verified: the changed node was solved again
+            lead, verb = route_words(m, host)
+            lines.append("")
+            lines += fill(f"what would fix it: {lead}", "", "  ", width)
+            lines.append(f"  then: {host.opens.candidate.label} {verb} (solved again)")
+        elif d.host_fix is not None:
             lines.append("")
             lines += fill(
                 f"what would fix it: {'; '.join(d.host_fix.fix_texts)}",

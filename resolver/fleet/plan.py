@@ -295,14 +295,13 @@ def _join(m: Matrix, group: Group, cand: Candidate, request: Request) -> Join:
     if ev.ok and not ev.unofficial:
         return Join("as-is")
     if ev.host_fixable:
-        from resolver.solve.upgrade import ordered_steps
+        # The one what-if search, asked for this plan: the fewest host changes, each set verified
+        # by evaluating the plan on the changed node.
+        from resolver.solve.routes import search
 
-        steps = ordered_steps(m, group.representative, ev.reasons)
-        node = group.representative
-        for step in steps:
-            node = step.change.apply(node)
-        if MatrixProvider(m, node, request).evaluate(cand).ok:
-            route = tuple((st.change.kind, st.before, st.change.value) for st in steps)
+        found = search(m, d, goal=cand).host
+        if found:
+            route = tuple((st.change.kind, st.before, st.change.value) for st in found[0].steps)
             return Join("host-fix", fixes=ev.fix_texts, steps=route)
         return Join("host-fix", fixes=ev.fix_texts)
     if ev.ok:  # runs only off the supported path (an override, an unshipped gfx)

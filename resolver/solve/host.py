@@ -8,7 +8,7 @@ from packaging.version import Version
 
 from resolver.model import GfxTarget, Matrix
 from resolver.node import Node
-from resolver.solve.types import Warning
+from resolver.solve.types import HostChange, Warning
 from resolver.versions import driver_series
 
 
@@ -53,6 +53,7 @@ def kernel_floor_warnings(node: Node, targets: list[GfxTarget]) -> list[Warning]
                     hint=f"move the host to {floors[0].os} with kernel {floors[0].flavour} or "
                     "newer",
                     source=source,
+                    change=HostChange(kind="os", value=floors[0].os),
                 )
             )
             continue
@@ -81,6 +82,7 @@ def kernel_floor_warnings(node: Node, targets: list[GfxTarget]) -> list[Warning]
                     if floor.flavour.startswith("OEM")
                     else f"install kernel {floor.min_kernel} or newer and reboot",
                     source=floor.provenance.source,
+                    change=HostChange(kind="kernel", value=floor.min_kernel),
                 )
             )
     return out

@@ -101,7 +101,21 @@ class Fact:
     about: str | None = None
 
 
-HostChangeKind = Literal["driver", "python", "glibc", "os", "rocm"]
+HostChangeKind = Literal["driver", "python", "glibc", "os", "rocm", "kernel"]
+RequestChangeKind = Literal["vllm", "quantization", "source"]
+# What each change costs the user, for the what-if search (``resolver.solve.routes``): fewer
+# changes first, then the cheaper ones (a venv's Python before a new OS release).
+CHANGE_COST: dict[str, int] = {
+    "python": 1,
+    "rocm": 1,
+    "vllm": 1,
+    "quantization": 1,
+    "kernel": 2,
+    "driver": 2,
+    "source": 2,
+    "glibc": 3,
+    "os": 3,
+}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -110,7 +124,8 @@ class HostChange:
     again.
 
     ``driver`` is an amdgpu series ("30.30"), ``python`` a CPython version ("3.12"), ``glibc`` a
-    floor ("2.35"), ``os`` an OS id ("ubuntu-22.04"), ``rocm`` a host ROCm version ("7.2.1").
+    floor ("2.35"), ``os`` an OS id ("ubuntu-22.04"), ``rocm`` a host ROCm version ("7.2.1"),
+    ``kernel`` a Linux kernel floor ("6.17").
     """
 
     kind: HostChangeKind
@@ -119,17 +134,53 @@ class HostChange:
     # host's.
     direction: Literal["upgrade", "downgrade"] | None = None
 
+    host: bool = True
+
+    @property
+    def cost(self) -> int:
+        return CHANGE_COST[self.kind]
+
     def apply(self, node: Node) -> Node:
-        """The node as it would be after this change."""
-        if self.kind == "driver":
-            return replace(node, driver_version=f"{self.value}.0")
-        if self.kind == "python":
-            return replace(node, python=self.value)
+        """The node as it would be after this change. A change a flag can state replaces that
+        flag among the node's overrides, so a follow-up command describes the changed node."""
+        if self.kind == "kernel":
+            return replace(node, kernel=self.value)
         if self.kind == "glibc":
             return replace(node, glibc=self.value)
-        if self.kind == "os":
-            return replace(node, os=self.value)
-        return replace(node, rocm_version=self.value)
+        value = f"{self.value}.0" if self.kind == "driver" else self.value
+        flag = f"--{self.kind}"
+        overrides = (*((f, v) for f, v in node.overrides if f != flag), (flag, value))
+        if self.kind == "driver":
+            return replace(node, driver_version=value, overrides=overrides)
+        if self.kind == "python":
+            return replace(node, python=value, overrides=overrides)
+        if self.kind == "os":  # the glibc is the new release's (the solver reads it from there)
+            return replace(node, os=value, glibc=None, overrides=overrides)
+        return replace(node, rocm_version=value, overrides=overrides)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RequestChange:
+    """One change to what is asked, as data: ``vllm`` drops the release range (the newest release
+    that fits is then pinned), ``quantization`` drops the quantization and the KV cache dtype,
+    ``source`` asks for a source build only."""
+
+    kind: RequestChangeKind
+    host: bool = False
+
+    @property
+    def cost(self) -> int:
+        return CHANGE_COST[self.kind]
+
+    def apply_to(self, request: Request) -> Request:
+        if self.kind == "vllm":
+            return replace(request, vllm=None)
+        if self.kind == "quantization":
+            return replace(request, quantization=None, kv_cache_dtype=None)
+        return replace(request, paths=frozenset({"source"}))
+
+
+Change = HostChange | RequestChange
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -184,6 +235,8 @@ class Warning:
     # the plan's own run command (`rocm-vllm image`) already sets ``env``
     applied_by_plan: bool = False
     unofficial: bool = False  # the advice is an unofficial route (its hint says the risk)
+    # A host change that heeds it (a kernel floor): the upgrade planner takes it as a step.
+    change: HostChange | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
