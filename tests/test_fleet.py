@@ -19,7 +19,7 @@ from resolver import matrix
 from resolver.errors import InputError
 from resolver.fleet import hostlist
 from resolver.fleet.artifacts import Options, render_all, write_dir
-from resolver.fleet.plan import fingerprint, plan_fleet, render_text
+from resolver.fleet.plan import fingerprint, fleet_json, plan_fleet, render_text
 from resolver.fleet.reports import NodeReport, read_reports
 from resolver.node import Node
 from resolver.solve import Request
@@ -139,6 +139,30 @@ def test_groups_are_decided_once_and_join_the_main_plan(reports_dir: Path) -> No
     mi50 = by_nodes["gpu007"]
     assert mi50.join is not None and mi50.join.status == "blocked"
     assert fleet.exit_code == 1
+
+
+def test_a_blocked_group_gets_the_route_check_prints(reports_dir: Path) -> None:
+    """A group that needs a host change for its own plan carries the what-if search's route,
+    the same route `check` prints for its node, and its join route names the same steps."""
+    from resolver.solve import solve
+    from resolver.solve.routes import search
+    from resolver.versions import parse_spec
+
+    m = matrix.load()
+    request = Request(vllm=parse_spec("==0.24.0"))
+    fleet = plan_fleet(m, read_reports([str(reports_dir)]), request)
+    old = next(g for g in fleet.groups if g.hostlist == "gpu[005-006]")
+    assert old.verdict == "blocked_host_fix" and old.route is not None
+    best = search(m, solve(m, old.representative, request)).best
+    assert best is not None and best.steps == old.route.steps
+    assert [s.change.kind for s in old.route.steps] == ["driver"]
+    data = json.loads(json.dumps(fleet_json(fleet, m)))
+    group = next(g for g in data["groups"] if g["nodes"] == "gpu[005-006]")
+    assert group["route"]["plan"]["label"] == old.route.opens.candidate.label
+    assert old.join is not None and old.join.status == "host-fix" and old.join.steps
+    assert f"host fix for its own best plan ({old.route.opens.candidate.label})" in (
+        render_text(fleet)
+    )
 
 
 def test_fingerprint_ignores_what_does_not_change_the_decision() -> None:

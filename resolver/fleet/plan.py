@@ -16,12 +16,15 @@ from typing import Any
 
 from resolver.errors import InputError
 from resolver.explain import plan_commands
+from resolver.explain.hints import route_words
+from resolver.explain.report import route_json
 from resolver.fleet import hostlist
 from resolver.fleet.reports import NodeReport, mark_duplicates
 from resolver.model import ContainerImage, Matrix
 from resolver.node import Node
 from resolver.solve import OK_VERDICTS, Candidate, Decision, Evaluation, Request, solve
 from resolver.solve.provider import MatrixProvider
+from resolver.solve.routes import Route
 from resolver.versions import driver_series
 
 SCHEMA_VERSION = 1
@@ -142,6 +145,8 @@ class Group:
     decision: Decision | None = None
     error: str | None = None  # the solver refused the facts (e.g. no GPU): the group is unknown
     join: Join | None = None
+    # blocked_host_fix: the what-if search's best route to the group's own plan (check's route)
+    route: Route | None = None
     image: Decision | None = None  # the image decision the artifacts run (None: no image path)
     pinned: ContainerImage | None = (
         None  # that image with its registry digest (fleet plan --digest)
@@ -181,6 +186,7 @@ class FleetPlan:
     main_plan: str | None = None  # the candidate label the most nodes can run
     main_nodes: int = 0
     notes: list[tuple[str, str]] = field(default_factory=list)  # (node, note)
+    matrix: Matrix | None = None  # the data it was planned on (the routes are worded from it)
 
     @property
     def node_count(self) -> int:
@@ -228,6 +234,11 @@ def _decide(m: Matrix, group: Group, request: Request) -> None:
     except InputError as exc:
         group.error = exc.message
         return
+    if group.decision.verdict == "blocked_host_fix":
+        from resolver.solve.routes import search
+
+        found = search(m, group.decision).host
+        group.route = found[0] if found else None
     if group.decision.verdict in OK_VERDICTS or group.decision.verdict == "unofficial_only":
         from resolver.images import IMAGE_PATHS
 
@@ -336,7 +347,7 @@ def plan_fleet(m: Matrix, reports: Sequence[NodeReport], request: Request) -> Fl
     groups, failed = group_reports(reports)
     for g in groups:
         _decide(m, g, request)
-    fleet = FleetPlan(groups=groups, failed=failed, request=request)
+    fleet = FleetPlan(groups=groups, failed=failed, request=request, matrix=m)
     # The main plan is the one the most nodes chose (among equals, the largest group's); it is
     # then solved on every other group, pinned to it, to say which run it as they are (and count
     # them), which need host changes, and which cannot.
@@ -384,6 +395,7 @@ def group_json(g: Group, m: Matrix) -> dict[str, Any]:
         "warnings": [warning_json(w) for w in d.warnings] if d is not None else [],
         "blockers": [reason_json(r) for r in d.blockers] if d is not None else [],
         "host_fix": list(d.host_fix.fix_texts) if d is not None and d.host_fix else None,
+        "route": route_json(g.route) if g.route is not None else None,
         "missing": [f.detail for f in d.missing]
         if d is not None
         else ([g.error] if g.error else []),
@@ -508,6 +520,11 @@ def render_text(fleet: FleetPlan) -> str:
             lines.append(f"  unknown: {g.error}")
         elif g.decision.missing:
             lines += [f"  unknown: {f.detail}" for f in g.decision.missing]
+        elif g.route is not None and fleet.matrix is not None:  # check's route, solved again
+            lead, _ = route_words(fleet.matrix, g.route)
+            lines.append(
+                f"  host fix for its own best plan ({g.route.opens.candidate.label}): {lead}"
+            )
         elif g.decision.host_fix is not None:
             fixes = list(g.decision.host_fix.fix_texts)
             lines.append(
