@@ -31,6 +31,9 @@ from resolver.model import (
     STREAMS,
     ComponentPin,
     ContainerImage,
+    CudaDriverRule,
+    CudaImage,
+    CudaRelease,
     DriverSeries,
     ExampleNode,
     FeatureGates,
@@ -560,6 +563,71 @@ def _wheel(rec: Record) -> WheelVariant:
     )
 
 
+def _cuda_versions(rec: Record, field: str) -> tuple[Version, ...]:
+    out = []
+    for text in rec.strings(field):
+        try:
+            out.append(Version(text))
+        except ValueError:
+            raise rec.fail(field, f"{text!r} is not a version") from None
+    return tuple(out)
+
+
+def _compute_caps(rec: Record, field: str) -> tuple[str, ...]:
+    caps = rec.strings(field)
+    for cap in caps:
+        if not re.fullmatch(r"\d{1,2}\.\d(\+PTX)?", cap):
+            raise rec.fail(field, f"{cap!r} is not a compute capability (e.g. 9.0, 12.0+PTX)")
+    return caps
+
+
+def _cuda_release(rec: Record) -> CudaRelease:
+    images = []
+    for t in rec.tables("image"):
+        images.append(
+            CudaImage(
+                repo=rec.safe("repo", "image_repo", t.opt_text("repo") or "vllm/vllm-openai"),
+                tag=t.safe("tag", "image_tag", t.text("tag")),
+                cuda=cast(Version, t.version("cuda")),
+                arch=_compute_caps(t, "arch"),
+                arch_aarch64=_compute_caps(t, "arch_aarch64"),
+                note=t.opt_text("note") or "",
+                digest=t.safe("digest", "digest", d) if (d := t.opt_text("digest")) else None,
+            )
+        )
+    sha = rec.opt_text("sdist_sha256")
+    if sha is not None and not re.fullmatch(r"[0-9a-f]{64}", sha):
+        raise rec.fail("sdist_sha256", "must be 64 lowercase hex digits")
+    requires = rec.opt_text("requires_python")
+    if requires is not None:
+        try:
+            SpecifierSet(requires)
+        except ValueError:
+            raise rec.fail("requires_python", f"{requires!r} is not a PEP 440 specifier") from None
+    return CudaRelease(
+        version=cast(Version, rec.version("version")),
+        cuda=cast(Version, rec.version("cuda")),
+        python=_opt_safe(rec, "python", "version"),
+        arch=_compute_caps(rec, "arch"),
+        images=tuple(images),
+        wheel_cuda=rec.version("wheel_cuda", required=False),
+        wheel_variants=_cuda_versions(rec, "wheel_variants"),
+        requires_python=requires,
+        sdist_sha256=sha,
+        provenance=rec.provenance(),
+    )
+
+
+def _cuda_rule(rec: Record) -> CudaDriverRule:
+    major = rec._get("major", int, True)
+    low = rec._get("min_driver", int, True)
+    if not 1 <= major <= 99 or not 100 <= low <= 9999:
+        raise rec.fail(
+            "major", "and min_driver must be a CUDA major (12) and a driver branch (525)"
+        )
+    return CudaDriverRule(major=major, min_driver=low, provenance=rec.provenance())
+
+
 def _image(rec: Record) -> ContainerImage:
     digest = rec.opt_text("digest")
     if digest is not None:
@@ -742,6 +810,8 @@ _KEYS: dict[str, str] = {
     "wheels.toml": "variant",
     "images.toml": "image",
     "nodes.toml": "example",
+    "cuda.toml": "release",
+    "nvidia.toml": "cuda",
 }
 
 
@@ -767,6 +837,8 @@ def _from_raw(raw: Mapping[str, list[Any]]) -> Matrix:
         wheels=_build(recs("wheels.toml"), _wheel),
         images=_build(recs("images.toml"), _image),
         examples=_build(recs("nodes.toml"), _example),
+        cuda=_build(recs("cuda.toml"), _cuda_release),
+        nvidia=_build(recs("nvidia.toml"), _cuda_rule),
     )
     check_invariants(m)
     return m

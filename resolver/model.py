@@ -354,6 +354,53 @@ class ContainerImage:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class CudaImage:
+    """One ``vllm/vllm-openai`` image family of a release (``v0.32.0``, ``v0.32.0-cu129``): the
+    CUDA it is built with and the compute capabilities it carries code for ("12.0+PTX": PTX
+    too, which newer GPUs JIT)."""
+
+    repo: str
+    tag: str
+    cuda: Version  # major.minor
+    arch: tuple[str, ...]  # x86_64
+    arch_aarch64: tuple[str, ...]
+    note: str = ""
+    digest: str | None = None
+
+    @property
+    def ref(self) -> str:
+        base = f"{self.repo}:{self.tag}"
+        return f"{base}@{self.digest}" if self.digest else base
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CudaRelease:
+    """What one vLLM release's CUDA builds need from an NVIDIA host (``cuda.toml``, read from
+    the release's sdist by ``matrix refresh --source cuda``)."""
+
+    version: Version
+    cuda: Version  # the images' default CUDA (major.minor)
+    python: str | None  # the images' Python
+    arch: tuple[str, ...]
+    images: tuple[CudaImage, ...]
+    wheel_cuda: Version | None  # the CUDA the PyPI wheels are compiled with
+    wheel_variants: tuple[Version, ...]  # other CUDA builds vLLM publishes as release assets
+    requires_python: str | None
+    sdist_sha256: str | None
+    provenance: Provenance
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CudaDriverRule:
+    """NVIDIA's minimum Linux driver branch for a CUDA major release (minor version
+    compatibility: a CUDA 12.x build runs on any driver >= 525)."""
+
+    major: int
+    min_driver: int
+    provenance: Provenance
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ExampleNode:
     name: str
     description: str
@@ -377,10 +424,18 @@ class Matrix:
     wheels: tuple[WheelVariant, ...]
     images: tuple[ContainerImage, ...]
     examples: tuple[ExampleNode, ...]
+    cuda: tuple[CudaRelease, ...] = ()
+    nvidia: tuple[CudaDriverRule, ...] = ()
     _gfx_index: dict[str, GfxTarget] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._gfx_index.update({g.name: g for g in self.gfx})
+
+    def cuda_release(self, version: Version) -> CudaRelease | None:
+        return next((r for r in self.cuda if r.version == version), None)
+
+    def cuda_driver_rule(self, cuda: Version) -> CudaDriverRule | None:
+        return next((r for r in self.nvidia if r.major == cuda.major), None)
 
     def gfx_target(self, name: str) -> GfxTarget | None:
         return self._gfx_index.get(name)

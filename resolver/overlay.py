@@ -37,6 +37,7 @@ TABLES: Final[dict[str, str]] = {
     "vllm.toml": "release",
     "images.toml": "image",
     "wheels.toml": "variant",
+    "cuda.toml": "release",
 }
 
 

@@ -24,6 +24,8 @@ MATRIX_FILES: Final[tuple[str, ...]] = (
     "wheels.toml",
     "images.toml",
     "nodes.toml",
+    "cuda.toml",
+    "nvidia.toml",
 )
 
 

@@ -222,6 +222,40 @@ TABLES: Final[dict[str, tuple[str, dict[str, Any]]]] = {
             ("name", "description", "gfx", "gpus", "product", "source"),
         ),
     ),
+    "cuda.toml": (
+        "release",
+        _table(
+            {
+                "version": STR,
+                "cuda": STR,
+                "python": STR,
+                "arch": STRS,
+                "image": {
+                    "type": "array",
+                    "items": _table(
+                        {
+                            "repo": STR,
+                            "tag": STR,
+                            "cuda": STR,
+                            "arch": STRS,
+                            "arch_aarch64": STRS,
+                            "digest": STR,
+                        },
+                        ("tag", "cuda", "arch"),
+                    ),
+                },
+                "wheel_cuda": STR,
+                "wheel_variants": STRS,
+                "requires_python": STR,
+                "sdist_sha256": STR,
+            },
+            ("version", "cuda", "arch", "source"),
+        ),
+    ),
+    "nvidia.toml": (
+        "cuda",
+        _table({"major": INT, "min_driver": INT}, ("major", "min_driver", "source")),
+    ),
 }
 
 

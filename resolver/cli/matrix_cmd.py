@@ -376,6 +376,8 @@ def validate(json_out: JsonOpt = False) -> None:
         "wheels": len(m.wheels),
         "images": len(m.images),
         "nodes": len(m.examples),
+        "cuda": len(m.cuda),
+        "nvidia": len(m.nvidia),
     }
     layer = overlay.read() if overlay.stamp() is not None else {}
     laid = {file: len(records) for file, records in layer.items() if records}

@@ -16,6 +16,7 @@ from resolver import matrix, overlay, resources
 from resolver.errors import MatrixError, UsageError
 from resolver.refresh import diff
 from resolver.refresh.common import Candidate, Endpoints, Progress, Refusal, now
+from resolver.refresh.cuda import CudaSource
 from resolver.refresh.http import HttpClient
 from resolver.refresh.images import ImagesSource
 from resolver.refresh.rocm import RocmSource
@@ -23,7 +24,7 @@ from resolver.refresh.sdist import SdistSource
 from resolver.refresh.vllm import VllmSource
 from resolver.refresh.wheels import WheelsSource
 
-SOURCES: tuple[str, ...] = ("rocm", "sdist", "vllm", "images", "wheels")  # dependency order
+SOURCES: tuple[str, ...] = ("rocm", "sdist", "cuda", "vllm", "images", "wheels")  # dependency order
 # vLLM facts come from the released sdists by default; "vllm" (the files at each Git tag on
 # GitHub) stays available for tags that have no sdist.
 DEFAULT_SOURCES: tuple[str, ...] = ("rocm", "sdist", "images", "wheels")
@@ -33,6 +34,7 @@ _BUILDERS: dict[str, Any] = {
     "images.toml": matrix._image,
     "wheels.toml": matrix._wheel,
     "rocm.toml": matrix._rocm,
+    "cuda.toml": matrix._cuda_release,
 }
 
 
@@ -130,6 +132,10 @@ def _source(
         return SdistSource(
             http, ep, current, cache=sdist_cache_dir(), versions=tags, progress=progress
         )
+    if name == "cuda":
+        return CudaSource(
+            http, ep, current, cache=sdist_cache_dir(), versions=tags, progress=progress
+        )
     if name == "vllm":
         return VllmSource(http, ep, current, tags=tags, progress=progress)
     if name == "images":
@@ -146,6 +152,8 @@ def _check(cand: Candidate, working: dict[str, list[dict[str, Any]]]) -> str | N
         built = _BUILDERS[cand.file](rec)
     except MatrixError as exc:
         return exc.message
+    if cand.file == "cuda.toml":  # compute capabilities and CUDA, not gfx targets or ROCm
+        return None
     known_gfx = {str(g.get("name")) for g in working.get("gfx.toml", [])}
     for field_name in ("arch", "aiter_arch", "cmake_arch", "gfx"):
         for gfx in getattr(built, field_name, ()) or ():

