@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from resolver import shell
-from resolver.runcmd import REPLICA_DEVICE, REPLICA_PORT, RunSpec
+from resolver.runcmd import REPLICA_DEVICE, REPLICA_PORT, RunSpec, visible_devices_var
 
 CONTAINER_HF_CACHE = "/hf-cache"
 
@@ -56,10 +56,11 @@ def oci_ref(image: str) -> str:
 
 def _env(spec: RunSpec) -> list[str]:
     env = [f"HF_HOME={CONTAINER_HF_CACHE}"]
+    visible = visible_devices_var(spec)
     if spec.per_replica:
-        env.append(shell.Expansion(f"HIP_VISIBLE_DEVICES={REPLICA_DEVICE}"))
+        env.append(shell.Expansion(f"{visible}={REPLICA_DEVICE}"))
     elif spec.devices:
-        env.append("HIP_VISIBLE_DEVICES=" + ",".join(str(d) for d in spec.devices))
+        env.append(f"{visible}=" + ",".join(str(d) for d in spec.devices))
     env += [
         f"{k}={v}"
         for k, v in spec.env
@@ -83,6 +84,8 @@ def words(spec: RunSpec, *, binary: str = "apptainer", image: str | None = None)
     the caller's environment: Apptainer keeps the host environment unless --cleanenv).
     ``image`` replaces ``docker://IMAGE`` (a batch script's SIF, pulled once)."""
     out = [binary, "exec", "--writable-tmpfs", "--bind", f"{spec.hf_cache}:{CONTAINER_HF_CACHE}"]
+    if spec.vendor == "nvidia":  # the host's NVIDIA driver libraries and devices
+        out.insert(2, "--nv")
     for item in _env(spec):
         out += ["--env", item]
     out.append(image if image is not None else f"docker://{oci_ref(spec.image)}")
@@ -102,6 +105,9 @@ def run_command(
     return ApptainerRun(args, text)
 
 
+_VENDOR_NAME = {"amd": "AMD", "nvidia": "NVIDIA"}
+
+
 def definition(spec: RunSpec, *, labels: dict[str, str] | None = None) -> str:
     """A definition file that builds a SIF from the image and serves vLLM by default."""
     lines = ["Bootstrap: docker", f"From: {oci_ref(spec.image)}", ""]
@@ -119,7 +125,7 @@ def definition(spec: RunSpec, *, labels: dict[str, str] | None = None) -> str:
     lines += [
         "",
         "%help",
-        "    vLLM for AMD GPUs, written by rocm-vllm.",
+        f"    vLLM for {_VENDOR_NAME.get(spec.vendor, 'AMD')} GPUs, written by rocm-vllm.",
         *(f"    {line}" for line in follow_up(spec)),
         "",
     ]
@@ -132,5 +138,6 @@ def follow_up(spec: RunSpec, def_file: str = "vllm.def") -> list[str]:
     HF_HOME points)."""
     build = shell.join(["apptainer", "build", "vllm.sif", def_file])
     bind = shell.home_word(f"{spec.hf_cache}:{CONTAINER_HF_CACHE}")
-    serve = f"apptainer run --writable-tmpfs --bind {bind} vllm.sif"
+    nv = "--nv " if spec.vendor == "nvidia" else ""
+    serve = f"apptainer run {nv}--writable-tmpfs --bind {bind} vllm.sif"
     return [f"Build: {build}", f"Serve: {serve}"]

@@ -23,6 +23,8 @@ ReasonCode = Literal[
     "host-rocm-mismatch",
     "release-facts-unknown",
     "artifact-facts-unknown",
+    "cuda-arch-missing",
+    "cuda-driver-too-old",
 ]
 
 # What a decision advises about a candidate or the node (``resolver.solve.advisories``,
@@ -36,6 +38,7 @@ AdvisoryCode = Literal[
     "apu-unified-memory",
     "cpx-one-replica-per-partition",
     "cpx-partition",
+    "cuda-arch-unchecked",
     "custom-allreduce-off",
     "deprecated-channel",
     "digest-changed",
@@ -57,6 +60,7 @@ AdvisoryCode = Literal[
     "mxfp4-emulated",
     "mxfp4-native",
     "newer-releases-unknown",
+    "nvidia-driver-unchecked",
     "os-not-supported",
     "os-not-supported-for-gpu",
     "os-unlisted-for-gpu",

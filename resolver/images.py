@@ -404,7 +404,8 @@ def run_spec(
         env=env,
         devices=placed.devices,
         tensor_parallel=placed.tensor_parallel,
-        render_gid=host_render_gid(node),
+        render_gid=host_render_gid(node) if image.vendor == "amd" else None,
+        vendor=image.vendor,
         # One replica per CPX partition: each container needs a name of its own.
         name=f"vllm-{placed.devices[0]}" if placed.replicas > 1 and placed.devices else "vllm",
     )

@@ -341,6 +341,8 @@ class ContainerImage:
     deprecated: bool
     provenance: Provenance
     stack: str | None = None  # the release's ROCm stack variant this image was built from
+    vendor: str = "amd"  # "nvidia": a vllm/vllm-openai CUDA image (``cuda.toml``)
+    cuda: Version | None = None  # the CUDA an NVIDIA image is built with
 
     @property
     def ref(self) -> str:
@@ -350,7 +352,7 @@ class ContainerImage:
     @property
     def official(self) -> bool:
         """Built by vLLM's own release pipeline (as opposed to AMD's images)."""
-        return self.repo == "vllm/vllm-openai-rocm"
+        return self.repo in ("vllm/vllm-openai-rocm", "vllm/vllm-openai")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -86,6 +86,45 @@ class Node:
     def with_overrides(self, **changes: Any) -> Node:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
+    @property
+    def nvidia_gpus(self) -> list[dict[str, Any]]:
+        """The node's NVIDIA GPUs as the probe listed them (``host.other_devices``: product,
+        compute capability, PCI ids, memory, MIG mode, driver)."""
+        devices = self.host.get("other_devices") if isinstance(self.host, dict) else None
+        if not isinstance(devices, list):
+            return []
+        return [
+            d
+            for d in devices
+            if isinstance(d, dict) and d.get("vendor") == "nvidia" and d.get("kind", "GPU") == "GPU"
+        ]
+
+    def with_nvidia_driver(self, branch: str) -> Node:
+        """The node with its NVIDIA driver moved to ``branch`` (the what-if search's change)."""
+        host = dict(self.host) if isinstance(self.host, dict) else {}
+        nv = dict(host.get("nvidia") or {})
+        nv["driver"] = f"{branch}.0"
+        host["nvidia"] = nv
+        devices = host.get("other_devices")
+        if isinstance(devices, list):
+            host["other_devices"] = [
+                {**d, "driver": nv["driver"]}
+                if isinstance(d, dict) and d.get("vendor") == "nvidia"
+                else d
+                for d in devices
+            ]
+        return replace(self, host=host)
+
+    @property
+    def nvidia_driver(self) -> str | None:
+        """The NVIDIA driver version the probe read ("580.159.04"), or None."""
+        nv = self.host.get("nvidia") if isinstance(self.host, dict) else None
+        driver = nv.get("driver") if isinstance(nv, dict) else None
+        if not isinstance(driver, str):
+            gpus = self.nvidia_gpus
+            driver = gpus[0].get("driver") if gpus else None
+        return driver if isinstance(driver, str) and driver else None
+
 
 def from_flags(
     *,

@@ -122,7 +122,8 @@ def place(
     listed = node.gpus
     discrete = [i for i, g in enumerate(listed) if not g.integrated]
     igpus = [i for i, g in enumerate(listed) if g.integrated]
-    offered = node.logical_gpu_count or len(discrete) or len(listed)
+    # An NVIDIA node lists no AMD GPUs: its GPUs are the ones nvidia-smi reported.
+    offered = node.logical_gpu_count or len(discrete) or len(listed) or len(node.nvidia_gpus)
     if devices is not None and listed:
         chosen_igpus = [i for i in devices if i in igpus]
         if chosen_igpus:

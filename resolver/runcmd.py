@@ -55,6 +55,9 @@ class RunSpec:
     # One replica per GPU partition (CPX), for a script's loop: the device is the shell
     # variable $n, the port $port and the container's name NAME-$n (shell.Expansion words).
     per_replica: bool = False
+    # "nvidia": the GPUs by the NVIDIA Container Toolkit (docker --gpus, podman CDI, compose
+    # device reservations), CUDA_VISIBLE_DEVICES; "amd": /dev/kfd and /dev/dri.
+    vendor: str = "amd"
 
     def __post_init__(self) -> None:
         if not 1 <= self.port <= 65535:
@@ -145,12 +148,18 @@ def _env(spec: RunSpec) -> list[tuple[str, str | None]]:
     """Environment in order: HF_TOKEN passed through (value from the caller's environment),
     HIP_VISIBLE_DEVICES when GPUs are chosen, then the per-gfx recommendations."""
     env: list[tuple[str, str | None]] = [("HF_TOKEN", None)]
+    visible = visible_devices_var(spec)
     if spec.per_replica:
-        env.append(("HIP_VISIBLE_DEVICES", REPLICA_DEVICE))
+        env.append((visible, REPLICA_DEVICE))
     elif spec.devices:
-        env.append(("HIP_VISIBLE_DEVICES", ",".join(str(d) for d in spec.devices)))
+        env.append((visible, ",".join(str(d) for d in spec.devices)))
     env.extend((k, v) for k, v in spec.env if k not in _VISIBILITY_VARS)
     return env
+
+
+def visible_devices_var(spec: RunSpec) -> str:
+    """The variable that picks GPUs inside the container (HIP's on AMD, CUDA's on NVIDIA)."""
+    return "CUDA_VISIBLE_DEVICES" if spec.vendor == "nvidia" else "HIP_VISIBLE_DEVICES"
 
 
 def _serve_args(spec: RunSpec) -> list[str]:
@@ -181,10 +190,16 @@ def _groups(spec: RunSpec, fmt: Format) -> list[str]:
 def _run_words(spec: RunSpec, fmt: Format) -> list[str]:
     name = shell.Expansion(f"{spec.name}-{REPLICA_DEVICE}") if spec.per_replica else spec.name
     words = [fmt, "run", "--rm", "--name", name]
-    words += ["--device", "/dev/kfd", "--device", "/dev/dri"]
-    for group in _groups(spec, fmt):
-        words += ["--group-add", group]
-    words += ["--ipc=host", "--cap-add=SYS_PTRACE", "--security-opt", "seccomp=unconfined"]
+    if spec.vendor == "nvidia":
+        # vLLM's CUDA docs: docker run --runtime nvidia --gpus all ... --ipc=host; podman takes
+        # the GPUs through the CDI spec the NVIDIA Container Toolkit generates.
+        words += ["--gpus", "all"] if fmt == "docker" else ["--device", "nvidia.com/gpu=all"]
+        words += ["--ipc=host"]
+    else:
+        words += ["--device", "/dev/kfd", "--device", "/dev/dri"]
+        for group in _groups(spec, fmt):
+            words += ["--group-add", group]
+        words += ["--ipc=host", "--cap-add=SYS_PTRACE", "--security-opt", "seccomp=unconfined"]
     if spec.per_replica:
         words += ["-p", shell.Expansion(f"{REPLICA_PORT}:{REPLICA_PORT}")]
     else:
@@ -218,20 +233,32 @@ def _compose(spec: RunSpec) -> str:
         command = ["serve", *command]
     if command:
         lines.append("    command: [" + ", ".join(q(c) for c in command) + "]")
-    lines += [
-        "    devices:",
-        f"      - {q('/dev/kfd')}",
-        f"      - {q('/dev/dri')}",
-        "    group_add:",
-    ]
-    lines += [f"      - {q(g)}" for g in _groups(spec, "compose")]
-    lines += [
-        "    ipc: host",
-        "    cap_add:",
-        "      - SYS_PTRACE",
-        "    security_opt:",
-        f"      - {q('seccomp=unconfined')}",
-    ]
+    if spec.vendor == "nvidia":  # Compose's GPU device reservation (NVIDIA Container Toolkit)
+        lines += [
+            "    deploy:",
+            "      resources:",
+            "        reservations:",
+            "          devices:",
+            f"            - driver: {q('nvidia')}",
+            f"              count: {q('all')}",
+            f"              capabilities: [{q('gpu')}]",
+            "    ipc: host",
+        ]
+    else:
+        lines += [
+            "    devices:",
+            f"      - {q('/dev/kfd')}",
+            f"      - {q('/dev/dri')}",
+            "    group_add:",
+        ]
+        lines += [f"      - {q(g)}" for g in _groups(spec, "compose")]
+        lines += [
+            "    ipc: host",
+            "    cap_add:",
+            "      - SYS_PTRACE",
+            "    security_opt:",
+            f"      - {q('seccomp=unconfined')}",
+        ]
     lines += ["    ports:", f"      - {q(f'{spec.port}:{spec.port}')}"]
     lines += ["    volumes:", f"      - {q(f'{spec.hf_cache}:{CONTAINER_HF_CACHE}')}"]
     lines.append("    environment:")

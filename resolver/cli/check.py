@@ -62,6 +62,15 @@ def check(
         str | None,
         typer.Option("--prefer", help="image, wheel or source.", rich_help_panel=REQUEST_PANEL),
     ] = None,
+    vendor: Annotated[
+        str | None,
+        typer.Option(
+            "--vendor",
+            help="amd or nvidia: whose GPUs to plan for on a node with both (default: the "
+            "vendor whose GPUs the node has, AMD when it has both).",
+            rich_help_panel=REQUEST_PANEL,
+        ),
+    ] = None,
     json_out: JsonOpt = False,
     explain: Annotated[
         bool,
@@ -83,6 +92,10 @@ def check(
     from resolver.solve import KINDS, Request, solve
     from resolver.versions import parse_spec
 
+    if vendor is not None and vendor not in ("amd", "nvidia"):
+        raise UsageError(
+            f"--vendor {vendor!r} is not a GPU vendor", hint="use --vendor amd or nvidia"
+        )
     if prefer is not None and prefer not in KINDS:
         raise UsageError(
             f"--prefer {prefer!r} is not a path kind", hint="use --prefer image, wheel or source"
@@ -104,6 +117,7 @@ def check(
         quantization=quantization,
         kv_cache_dtype=kv_cache_dtype,
         prefer=prefer,
+        vendor=vendor,  # type: ignore[arg-type]  # checked above
     )
     decision = solve(m, node, request)
     what_if = None

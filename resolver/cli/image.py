@@ -411,6 +411,8 @@ def _image_json(chosen: Any, ref: str, registry_url: str) -> dict[str, Any]:
         "entrypoint": chosen.entrypoint,
         "vllm": str(chosen.vllm) if chosen.vllm else None,
         "rocm": str(chosen.rocm) if chosen.rocm else None,
+        "vendor": chosen.vendor,
+        "cuda": str(chosen.cuda) if chosen.cuda else None,
         "torch": chosen.torch,
         "python": chosen.python,
         "arch": list(chosen.arch),
@@ -507,7 +509,9 @@ def _print_text(
     )
     echo(f"image: {out['image']}", command=True)  # a reference to copy, whole
     echo(
-        f"  {label}; vLLM {out['vllm']}, ROCm {out['rocm']}, torch {out['torch'] or 'unknown'}; "
+        f"  {label}; vLLM {out['vllm']}, "
+        + (f"CUDA {out['cuda']}" if out["vendor"] == "nvidia" else f"ROCm {out['rocm']}")
+        + f", torch {out['torch'] or 'unknown'}; "
         f"facts {out['confidence']}"
     )
     echo(f"  source: {out['source']}")

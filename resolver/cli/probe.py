@@ -156,9 +156,16 @@ def render(node: Any, width: int = DEFAULT_WIDTH) -> str:
     else:
         lines.append("No AMD GPU found.")
     others = (node.host or {}).get("other_devices") or []
-    if others:
+    nv = [d for d in others if d.get("vendor") == "nvidia"]
+    rest = [d for d in others if d.get("vendor") != "nvidia"]
+    if nv:
         lines.append(
-            "Also found (not resolved by this tool): " + ", ".join(_other(d) for d in others)
+            "NVIDIA GPUs (`rocm-vllm check` plans vLLM's CUDA images for them): "
+            + ", ".join(_other(d) for d in nv)
+        )
+    if rest:
+        lines.append(
+            "Also found (not resolved by this tool): " + ", ".join(_other(d) for d in rest)
         )
     nvidia = (node.host or {}).get("nvidia")
     if isinstance(nvidia, dict) and (nvidia.get("driver") or nvidia.get("cuda")):

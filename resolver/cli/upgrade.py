@@ -25,12 +25,14 @@ from resolver.cli._common import (
 )
 
 SCHEMA_VERSION = 1
+_NOT_A_FLAG = ("kernel", "nvidia_driver")
 _STREAMS = {"legacy": "legacy (7.x)", "therock": "TheRock (7.14, 10.x)"}
 # How a step names what it changes.
 _WHAT = {
     "os": "OS release",
     "kernel": "Linux kernel",
     "driver": "amdgpu driver",
+    "nvidia_driver": "NVIDIA driver",
     "rocm": "host ROCm",
     "glibc": "glibc",
     "python": "Python",
@@ -138,10 +140,13 @@ def route_json(route: Any, node: Any, m: Any) -> dict[str, Any]:
         steps.append(out)
     plan = route.plan
     check = None
+    # A step no node flag states (a kernel, an NVIDIA driver): the confirming check is a live
+    # probe on the node after the change, not a command that describes it from here.
+    on_node = any(s.change.kind in _NOT_A_FLAG for s in route.steps or ())
     if route.found and route.steps:
         from resolver import shell
 
-        flags = [*node_flags(route.node)]
+        flags = [] if on_node else [*node_flags(route.node)]
         want = route.before.request.vllm
         if want is not None and str(want):
             flags += ["--vllm", str(want)]
@@ -157,6 +162,7 @@ def route_json(route: Any, node: Any, m: Any) -> dict[str, Any]:
         "steps": steps,
         "plan": candidate_json(plan.candidate) if plan is not None else None,
         "check": check,
+        "check_on_node": on_node,
         "blocked": [reason_json(r) for r in route.blocked],
         "missing": [
             {"kind": f.kind, "subject": f.subject, "detail": f.detail, "fetch": f.fetch}
@@ -166,6 +172,8 @@ def route_json(route: Any, node: Any, m: Any) -> dict[str, Any]:
             "gfx_targets": list(node.gfx_targets),
             "driver_version": node.driver_version,
             "os": node.os,
+            "nvidia_gpus": sorted({str(g.get("name") or "NVIDIA GPU") for g in node.nvidia_gpus}),
+            "nvidia_driver": node.nvidia_driver,
         },
     }
 
@@ -173,15 +181,13 @@ def route_json(route: Any, node: Any, m: Any) -> dict[str, Any]:
 def render(data: dict[str, Any], *, width: int = 100) -> str:
     lines: list[str] = []
     node = data["node"]
-    where = " · ".join(
-        x
-        for x in (
-            "+".join(node["gfx_targets"]) or "?",
-            f"amdgpu {node['driver_version']}" if node["driver_version"] else "amdgpu ?",
-            node["os"] or "",
-        )
-        if x
-    )
+    if not node["gfx_targets"] and node["nvidia_gpus"]:
+        gpu = "+".join(node["nvidia_gpus"])
+        driver = f"NVIDIA driver {node['nvidia_driver'] or '?'}"
+    else:
+        gpu = "+".join(node["gfx_targets"]) or "?"
+        driver = f"amdgpu {node['driver_version']}" if node["driver_version"] else "amdgpu ?"
+    where = " · ".join(x for x in (gpu, driver, node["os"] or "") if x)
     if data["missing"]:
         lines.append(f"unknown: the data lacks facts the route depends on ({where})")
         for fact in data["missing"]:
@@ -217,7 +223,10 @@ def render(data: dict[str, Any], *, width: int = 100) -> str:
             lines.append(f"     source: {step['source']}")
     lines.append(f"then: {label} ({data['verdict_after']}, solved again on the changed host)")
     out = [wrapped(line, width=width) for line in lines]
-    if data["check"]:
+    if data["check"] and data["check_on_node"]:
+        out.append("  on the node after the change (a live probe reads the new facts):")
+        out.append(f"  $ {data['check']}")
+    elif data["check"]:
         out.append(f"  $ {data['check']}")  # a command: never wrapped
     return "\n".join(out) + "\n"
 

@@ -56,6 +56,8 @@ _CONF_RANK: dict[str, int] = {c: i for i, c in enumerate(CONFIDENCES)}
 
 
 def describe_node(node: Node) -> str:
+    if not node.gfx_targets and node.nvidia_gpus:
+        return _describe_nvidia(node)
     parts = []
     count = node.logical_gpu_count or len(node.gpus)
     gfx = ",".join(node.gfx_targets) or "no GPU"
@@ -69,6 +71,28 @@ def describe_node(node: Node) -> str:
         parts.append(f"Python {node.python}")
     if node.rocm_version:
         parts.append(f"host ROCm {node.rocm_version}")
+    return " · ".join(parts) + f"   [{node.origin}]"
+
+
+def _describe_nvidia(node: Node) -> str:
+    gpus = node.nvidia_gpus
+    names = sorted({str(g.get("name") or "NVIDIA GPU") for g in gpus})
+    caps = sorted({str(g["compute_capability"]) for g in gpus if g.get("compute_capability")})
+    parts = [
+        f"{', '.join(names)} x{len(gpus)}"
+        + (f" (compute capability {', '.join(caps)})" if caps else "")
+    ]
+    driver = node.nvidia_driver
+    cuda = node.host.get("nvidia", {}).get("cuda") if isinstance(node.host, dict) else None
+    parts.append(
+        f"NVIDIA driver {driver}" + (f" (CUDA {cuda})" if cuda else "")
+        if driver
+        else "NVIDIA driver unknown"
+    )
+    if node.os:
+        parts.append(node.os)
+    if node.python:
+        parts.append(f"Python {node.python}")
     return " · ".join(parts) + f"   [{node.origin}]"
 
 

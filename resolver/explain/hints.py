@@ -236,6 +236,9 @@ def route_words(m: Matrix, route: Route) -> tuple[str, str]:
                 part = f"move the host to {os_first}, then {part}"
             parts.append(part)
             verbs.append("fits")
+        elif change.kind == "nvidia_driver":
+            parts.append(f"upgrade the host's NVIDIA driver to the {change.value} branch or newer")
+            verbs.append("fits")
         elif change.kind == "python":
             parts.append(f"use Python {change.value} for the venv")
             verbs.append("installs")

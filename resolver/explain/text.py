@@ -56,6 +56,8 @@ def _plan_lines(ev: Evaluation, m: Matrix, node: Node, width: int = WIDTH) -> li
     detail = [f"vLLM {c.vllm}"]
     if c.rocm is not None:
         detail.append(f"on {m.rocm_label(c.rocm)}")
+    elif c.image is not None and c.image.cuda is not None:
+        detail.append(f"on CUDA {c.image.cuda}")
     if c.image is not None:
         if c.image.python:
             detail.append(f"Python {c.image.python}")
@@ -70,6 +72,15 @@ def _plan_lines(ev: Evaluation, m: Matrix, node: Node, width: int = WIDTH) -> li
             ships = f"; the stack ships {', '.join(c.arch)}" if c.arch else ""
             lines += fill(
                 f"builds for {', '.join(node.gfx_targets)} only (this node's targets{ships})",
+                "  ",
+                "    ",
+                width,
+            )
+        elif c.arch and c.image is not None and c.image.vendor == "nvidia":
+            have = ", ".join(sorted({str(g.get("compute_capability")) for g in node.nvidia_gpus}))
+            lines += fill(
+                f"built for compute capability {', '.join(c.arch)}"
+                + (f" (this GPU: {have})" if have else ""),
                 "  ",
                 "    ",
                 width,

@@ -135,6 +135,7 @@ def _serving(m: Matrix, group: Group, image: ContainerImage, opts: Options) -> t
         tensor_parallel=placed.tensor_parallel,
         name=f"vllm-{group.id}",
         per_replica=placed.replicas > 1,
+        vendor=image.vendor,
     )
     return spec, placed
 
@@ -144,6 +145,13 @@ POD_SECURITY_NOTE = (
     "needs the privileged Pod Security level (seccomp Unconfined, SYS_PTRACE, a hostPath model "
     "cache): kubectl label namespace NS pod-security.kubernetes.io/enforce=privileged"
 )
+NVIDIA_POD_SECURITY_NOTE = (
+    "needs the privileged Pod Security level (a hostPath model cache): kubectl label namespace NS "
+    "pod-security.kubernetes.io/enforce=privileged"
+)
+NVIDIA_GPU_RESOURCE = "nvidia.com/gpu"  # the NVIDIA device plugin's resource
+NVIDIA_PRODUCT_LABEL = "nvidia.com/gpu.product"  # GPU feature discovery's labels
+NVIDIA_DRIVER_LABEL = "nvidia.com/cuda.driver.major"
 APPTAINER_SIF = "$SIF"  # the batch script's shared SIF (pulled once, before srun)
 
 
@@ -187,7 +195,8 @@ def sbatch_script(m: Matrix, group: Group, opts: Options) -> str | None:
     assert group.decision is not None
     spec, placed = _serving(m, group, image, opts)
     words = _engine_words(spec, opts)
-    gpus = group.representative.logical_gpu_count or len(group.representative.gpus)
+    node = group.representative
+    gpus = node.logical_gpu_count or len(node.gpus) or len(node.nvidia_gpus)
     nodes = len(group.reports)
     lines = [
         "#!/bin/bash",
@@ -210,8 +219,8 @@ def sbatch_script(m: Matrix, group: Group, opts: Options) -> str | None:
         f"#SBATCH --output=vllm-{group.id}-%j.out",
         f"# rocm-vllm fleet plan, group {group.id}: {comment(group.fingerprint.short())}",
         comment(
-            f"# verdict {group.decision.verdict}; image {image.ref} (vLLM {image.vllm}, ROCm "
-            f"{image.rocm})"
+            f"# verdict {group.decision.verdict}; image {image.ref} (vLLM {image.vllm}, "
+            + (f"CUDA {image.cuda})" if image.vendor == "nvidia" else f"ROCm {image.rocm})")
         ),
         comment(f"# {'digest ' + image.digest if image.digest else unpinned}"),
         "set -euo pipefail",
@@ -261,6 +270,34 @@ def sbatch_script(m: Matrix, group: Group, opts: Options) -> str | None:
 # --- Kubernetes -----------------------------------------------------------------------------------
 
 
+def gfd_product(name: str) -> str:
+    """The value NVIDIA's GPU feature discovery gives ``nvidia.com/gpu.product``: the product
+    name with spaces as dashes ("NVIDIA H200" -> "NVIDIA-H200"; NVIDIA/k8s-device-plugin
+    docs/gpu-feature-discovery/README.md, Generated Labels)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "", name.strip().replace(" ", "-"))[:63]
+
+
+def _nvidia_selector(
+    m: Matrix, group: Group, image: ContainerImage
+) -> tuple[dict[str, str], list[dict[str, Any]], str]:
+    """NVIDIA nodes: GFD's product label, the driver's major at or above NVIDIA's floor for the
+    image's CUDA (``nvidia.com/cuda.driver.major``: a newer driver keeps the pod schedulable),
+    the nodes' names, and the device plugin's ``nvidia.com/gpu``."""
+    common: dict[str, str] = {}
+    if len(group.fingerprint.products) == 1:
+        common[NVIDIA_PRODUCT_LABEL] = gfd_product(group.fingerprint.products[0])
+    names = sorted({r.name for r in group.reports})
+    expressions: list[dict[str, Any]] = [
+        {"key": "kubernetes.io/hostname", "operator": "In", "values": names}
+    ]
+    rule = m.cuda_driver_rule(image.cuda) if image.cuda is not None else None
+    if rule is not None:
+        expressions.append(
+            {"key": NVIDIA_DRIVER_LABEL, "operator": "Gt", "values": [str(rule.min_driver - 1)]}
+        )
+    return common, expressions, NVIDIA_GPU_RESOURCE
+
+
 def _selector(group: Group) -> tuple[dict[str, str], list[dict[str, Any]], str]:
     """Node selection: the labeller's labels every node of the group shares, the nodes' own
     names, and the GPU resource they offer."""
@@ -300,7 +337,10 @@ def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
         "app.kubernetes.io/instance": name,
         "app.kubernetes.io/managed-by": "rocm-vllm",
     }
-    node_selector, expressions, resource = _selector(group)
+    nvidia = image.vendor == "nvidia"
+    node_selector, expressions, resource = (
+        _nvidia_selector(m, group, image) if nvidia else _selector(group)
+    )
     serve = []
     if spec.model:
         serve += ["--model", spec.model]
@@ -334,12 +374,13 @@ def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
                 {"name": "dshm", "mountPath": "/dev/shm"},
                 {"name": "hf-cache", "mountPath": "/root/.cache/huggingface"},
             ],
-            "securityContext": {
-                "capabilities": {"add": ["SYS_PTRACE"]},
-                "seccompProfile": {"type": "Unconfined"},
-            },
         }
     )
+    if not nvidia:  # ROCm's container flags; the NVIDIA device plugin needs neither
+        container["securityContext"] = {
+            "capabilities": {"add": ["SYS_PTRACE"]},
+            "seccompProfile": {"type": "Unconfined"},
+        }
     pod_spec: dict[str, Any] = {}
     if node_selector:
         pod_spec["nodeSelector"] = node_selector
@@ -373,7 +414,7 @@ def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
         "rocm-vllm/group": group.fingerprint.short(),
         "rocm-vllm/verdict": group.verdict,
         "rocm-vllm/image": image.ref,
-        "rocm-vllm/pod-security": POD_SECURITY_NOTE,
+        "rocm-vllm/pod-security": NVIDIA_POD_SECURITY_NOTE if nvidia else POD_SECURITY_NOTE,
     }
     deployment = {
         "apiVersion": "apps/v1",
@@ -407,9 +448,8 @@ def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
         f"# rocm-vllm fleet plan, group {group.id} ({_hostlist(group)}): "
         f"{group.fingerprint.short()}"
     )
-    return (
-        header + "\n" + comment(f"# {POD_SECURITY_NOTE}") + "\n" + _dump_yaml([deployment, service])
-    )
+    note = NVIDIA_POD_SECURITY_NOTE if nvidia else POD_SECURITY_NOTE
+    return header + "\n" + comment(f"# {note}") + "\n" + _dump_yaml([deployment, service])
 
 
 def _dump_yaml(documents: list[dict[str, Any]]) -> str:

@@ -22,8 +22,15 @@ from resolver.fleet import hostlist
 from resolver.fleet.reports import NodeReport, mark_duplicates
 from resolver.model import ContainerImage, Matrix
 from resolver.node import Node
-from resolver.solve import OK_VERDICTS, Candidate, Decision, Evaluation, Request, solve
-from resolver.solve.provider import MatrixProvider
+from resolver.solve import (
+    OK_VERDICTS,
+    Candidate,
+    Decision,
+    Evaluation,
+    Request,
+    evaluate_pinned,
+    solve,
+)
 from resolver.solve.routes import Route
 from resolver.versions import driver_series
 
@@ -45,6 +52,9 @@ class Fingerprint:
     # The Kubernetes resource the node offers its GPUs as (amd.com/gpu, amd.com/cpx_nps4): pods
     # request one or the other, so nodes offering different ones are different groups.
     resource: str | None = None
+    vendor: str = "amd"  # "nvidia": planned from vLLM's CUDA images (resolver.solve.cuda)
+    products: tuple[str, ...] = ()  # NVIDIA: the GPU products nvidia-smi names
+    compute: tuple[str, ...] = ()  # NVIDIA: their compute capabilities
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -59,9 +69,18 @@ class Fingerprint:
             "hsa_override_gfx_version": self.override,
             "unplaced": self.unplaced,
             "kubernetes_resource": self.resource,
+            "vendor": self.vendor,
+            "nvidia_products": list(self.products),
+            "compute_capabilities": list(self.compute),
         }
 
     def short(self) -> str:
+        if self.vendor == "nvidia":
+            cap = f" (compute capability {', '.join(self.compute)})" if self.compute else ""
+            gpus = f"{'+'.join(self.products) or 'NVIDIA GPU'} x{self.logical_gpus}{cap}"
+            driver = f"NVIDIA driver {self.driver}" if self.driver else "NVIDIA driver ?"
+            rest = [driver, self.os or "os ?"] + ([f"py {self.python}"] if self.python else [])
+            return ", ".join([gpus, *rest])
         gpus = f"{'+'.join(self.gfx) or '?'} x{self.logical_gpus}"
         if self.partitions:
             gpus += f" {','.join(self.partitions)}"
@@ -83,6 +102,8 @@ def _series(text: str | None) -> str | None:
 
 
 def fingerprint(node: Node, unplaced: str | None = None) -> Fingerprint:
+    if not node.gfx_targets and node.nvidia_gpus:
+        return _nvidia_fingerprint(node, unplaced)
     modes = sorted(
         {
             "/".join(p for p in (g.partition.compute, g.partition.memory) if p)
@@ -108,6 +129,33 @@ def fingerprint(node: Node, unplaced: str | None = None) -> Fingerprint:
         override=node.hsa_override_gfx_version,
         unplaced=unplaced,
         resource=_resource(node),
+    )
+
+
+def _nvidia_fingerprint(node: Node, unplaced: str | None) -> Fingerprint:
+    """An NVIDIA node: what its CUDA plan depends on (products, compute capability, the driver
+    branch against NVIDIA's floor per CUDA major, OS and Python)."""
+    from resolver.solve.cuda import driver_branch
+
+    gpus = node.nvidia_gpus
+    branch = driver_branch(node.nvidia_driver)
+    return Fingerprint(
+        gfx=(),
+        logical_gpus=len(gpus),
+        physical_gpus=len(gpus),
+        partitions=tuple(sorted({"MIG" for g in gpus if g.get("mig")})),
+        driver=str(branch) if branch is not None else None,
+        os=node.os,
+        rocm=None,
+        python=node.python,
+        override=None,
+        unplaced=unplaced,
+        resource=_resource(node),
+        vendor="nvidia",
+        products=tuple(sorted({str(g.get("name") or "NVIDIA GPU") for g in gpus})),
+        compute=tuple(
+            sorted({str(g["compute_capability"]) for g in gpus if g.get("compute_capability")})
+        ),
     )
 
 
@@ -185,6 +233,9 @@ class FleetPlan:
     request: Request
     main_plan: str | None = None  # the candidate label the most nodes can run
     main_nodes: int = 0
+    # Per vendor (a mixed fleet: the AMD groups join the AMD plan, the NVIDIA ones the CUDA one):
+    # vendor -> (label, nodes that run it as they are).
+    main_plans: dict[str, tuple[str, int]] = field(default_factory=dict)
     notes: list[tuple[str, str]] = field(default_factory=list)  # (node, note)
     matrix: Matrix | None = None  # the data it was planned on (the routes are worded from it)
 
@@ -292,7 +343,7 @@ def _pinned(m: Matrix, group: Group, cand: Candidate, request: Request) -> Evalu
         return None
     if group.plan is not None and group.plan.candidate.label == cand.label:
         return group.plan
-    return MatrixProvider(m, group.representative, request).evaluate(cand)
+    return evaluate_pinned(m, group.representative, request, cand)
 
 
 def _join(m: Matrix, group: Group, cand: Candidate, request: Request) -> Join:
@@ -351,22 +402,27 @@ def plan_fleet(m: Matrix, reports: Sequence[NodeReport], request: Request) -> Fl
     # The main plan is the one the most nodes chose (among equals, the largest group's); it is
     # then solved on every other group, pinned to it, to say which run it as they are (and count
     # them), which need host changes, and which cannot.
-    chosen: dict[str, Candidate] = {}
-    votes: dict[str, int] = {}
-    for g in groups:
-        if g.plan is not None and g.verdict in OK_VERDICTS:
-            label = g.plan.candidate.label
-            chosen.setdefault(label, g.plan.candidate)
-            votes[label] = votes.get(label, 0) + len(g.reports)
-    if votes:
+    # A mixed fleet has one main plan per vendor: an NVIDIA node never runs a ROCm image.
+    for vendor in dict.fromkeys(g.fingerprint.vendor for g in groups):
+        mine = [g for g in groups if g.fingerprint.vendor == vendor]
+        chosen: dict[str, Candidate] = {}
+        votes: dict[str, int] = {}
+        for g in mine:
+            if g.plan is not None and g.verdict in OK_VERDICTS:
+                label = g.plan.candidate.label
+                chosen.setdefault(label, g.plan.candidate)
+                votes[label] = votes.get(label, 0) + len(g.reports)
+        if not votes:
+            continue
         order = list(chosen)
         label = max(votes, key=lambda k: (votes[k], -order.index(k)))
-        for g in groups:
+        for g in mine:
             g.join = _join(m, g, chosen[label], request)
-        fleet.main_plan = label
-        fleet.main_nodes = sum(
-            len(g.reports) for g in groups if g.join is not None and g.join.status in _RUNS_IT
-        )
+        runs = sum(len(g.reports) for g in mine if g.join is not None and g.join.status in _RUNS_IT)
+        fleet.main_plans[vendor] = (label, runs)
+    if fleet.main_plans:
+        # The fleet's main plan: the one the most nodes run, among the vendors' own.
+        fleet.main_plan, fleet.main_nodes = max(fleet.main_plans.values(), key=lambda p: p[1])
     for g in groups:
         for r in g.reports:
             fleet.notes += [(r.name, n) for n in r.notes]
@@ -425,6 +481,10 @@ def fleet_json(fleet: FleetPlan, m: Matrix) -> dict[str, Any]:
         "main_plan": {"label": fleet.main_plan, "node_count": fleet.main_nodes}
         if fleet.main_plan
         else None,
+        "main_plans": {
+            vendor: {"label": label, "node_count": n}
+            for vendor, (label, n) in fleet.main_plans.items()
+        },
         "groups": [group_json(g, m) for g in fleet.groups],
         "failed": [r.to_json() for r in fleet.failed],
         "notes": [{"node": n, "note": note} for n, note in fleet.notes],
@@ -469,11 +529,9 @@ def render_rich(fleet: FleetPlan, console: Any) -> None:
         f"[dim]fleet:[/dim] {total} node(s) in {len(fleet.groups)} group(s), {len(fleet.failed)} "
         "without a usable report"
     )
-    if fleet.main_plan:
-        console.print(
-            f"[dim]main plan:[/dim] [bold]{escape(fleet.main_plan)}[/bold]  ({fleet.main_nodes} of "
-            f"{total} nodes run it as they are)"
-        )
+    for line in main_plan_lines(fleet):
+        head, _, rest = line.partition(": ")
+        console.print(f"[dim]{escape(head)}:[/dim] {escape(rest)}")
     table = Table(show_lines=False, header_style="bold")
     for column in ("group", "nodes", "n", "verdict", "plan", "to join the main plan"):
         table.add_column(column, justify="right" if column == "n" else "left")
@@ -493,6 +551,28 @@ def render_rich(fleet: FleetPlan, console: Any) -> None:
         console.print(escape(details[2].rstrip("\n")))
 
 
+_VENDOR_NAMES = {"amd": "AMD", "nvidia": "NVIDIA"}
+
+
+def main_plan_lines(fleet: FleetPlan) -> list[str]:
+    """The main plan, or one per vendor in a mixed fleet (each vendor's groups join their own)."""
+    total = fleet.node_count
+    if len(fleet.main_plans) > 1:
+        lines = []
+        for vendor, (label, runs) in fleet.main_plans.items():
+            of = sum(len(g.reports) for g in fleet.groups if g.fingerprint.vendor == vendor)
+            name = _VENDOR_NAMES.get(vendor, vendor)
+            lines.append(
+                f"main plan for {name} GPUs: {label}  ({runs} of {of} {name} nodes run it as "
+                "they are)"
+            )
+        return lines
+    if fleet.main_plan:
+        said = f"{fleet.main_nodes} of {total} nodes run it as they are"
+        return [f"main plan: {fleet.main_plan}  ({said})"]
+    return []
+
+
 def render_text(fleet: FleetPlan) -> str:
     lines: list[str] = []
     total = fleet.node_count
@@ -500,11 +580,7 @@ def render_text(fleet: FleetPlan) -> str:
         f"fleet: {total} node(s) in {len(fleet.groups)} group(s), {len(fleet.failed)} without a "
         "usable report"
     )
-    if fleet.main_plan:
-        lines.append(
-            f"main plan: {fleet.main_plan}  ({fleet.main_nodes} of {total} nodes run it as they "
-            "are)"
-        )
+    lines += main_plan_lines(fleet)
     lines.append("")
     rows = [("group", "nodes", "n", "verdict", "plan", "to join the main plan")]
     rows += [_row(g) for g in fleet.groups]

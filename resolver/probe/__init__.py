@@ -341,19 +341,15 @@ def _not_amd(node: Node, problems: list[Problem]) -> list[Problem]:
         p for p in problems if p.code not in _AMD_DRIVER_ADVICE and not p.code.startswith("no-gpu")
     ]
     vendors = {d.get("vendor") for d in others}
-    hint = "rocm-vllm decides only for AMD GPUs (ROCm): run it on an AMD GPU node"
-    if "nvidia" in vendors:
-        hint += "; for NVIDIA GPUs follow vLLM's CUDA installation guide"
+    if "nvidia" in vendors:  # planned from vLLM's CUDA images (resolver.solve.cuda)
+        message = f"no AMD GPU here; found {found}: the plan is for NVIDIA (vLLM's CUDA images)"
+        hint = "run `rocm-vllm check` here, or `rocm-vllm check --node` with this report"
+    else:
+        message = f"no AMD GPU here; found {found}, which rocm-vllm does not resolve"
+        hint = "rocm-vllm decides only for AMD GPUs (ROCm) and NVIDIA GPUs: run it on such a node"
     if "hygon" in vendors:
         hint += "; for Hygon DCUs use Hygon's DTK builds of vLLM"
-    return [
-        Problem(
-            code="not-an-amd-gpu",
-            message=f"no AMD GPU here; found {found}, which rocm-vllm does not resolve",
-            hint=hint,
-        ),
-        *kept,
-    ]
+    return [Problem(code="not-an-amd-gpu", message=message, hint=hint), *kept]
 
 
 # Another vendor's compute GPU means the machine is not an AMD GPU node. An Intel display GPU

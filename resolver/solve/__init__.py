@@ -78,6 +78,7 @@ __all__ = [
     "Severity",
     "Verdict",
     "Warning",
+    "evaluate_pinned",
     "host_os_warnings",
     "kernel_floor_warnings",
     "node_warnings",
@@ -108,6 +109,12 @@ def solve(
 ) -> Decision:
     """Weigh every candidate path for ``node`` and decide."""
     reporter = reporter or Reporter()
+    from resolver.solve.cuda import is_nvidia
+
+    if is_nvidia(node, request):
+        from resolver.solve.cuda import solve_cuda
+
+        return solve_cuda(matrix, node, request, reporter)
     _validate_request(request)
     if not node.gfx_targets:
         # Say why, when the probe knows: "permission denied on /dev/kfd" needs another fix than "no
@@ -331,3 +338,15 @@ def _distinct_alternatives(
         if ch not in seen:
             seen.add(ch)
             yield e
+
+
+def evaluate_pinned(
+    matrix: Matrix, node: Node, request: Request, candidate: Candidate
+) -> Evaluation:
+    """``candidate`` (say, another node's plan) with every check made on ``node``: the AMD
+    provider's, or the CUDA ones for an NVIDIA image."""
+    if candidate.image is not None and candidate.image.vendor == "nvidia":
+        from resolver.solve.cuda import evaluate_candidate
+
+        return evaluate_candidate(matrix, node, candidate)
+    return MatrixProvider(matrix, node, request).evaluate(candidate)

@@ -41,7 +41,7 @@ from resolver.solve.types import (
 
 # The order a host takes its changes in: an OS release before the kernel and the driver AMD
 # supports there, the host's ROCm, glibc and Python after.
-STEP_ORDER = ("os", "kernel", "driver", "rocm", "glibc", "python")
+STEP_ORDER = ("os", "kernel", "driver", "nvidia_driver", "rocm", "glibc", "python")
 # How many rejected paths seed the host search, and how many solves one search may spend: a
 # bound, so a node no change fixes answers as fast as one that needs one.
 SEED_PATHS = 4
@@ -154,9 +154,9 @@ class _Search:
         return self._seen[key]
 
     def evaluate(self, node: Node, request: Request, goal: Candidate) -> Evaluation:
-        from resolver.solve.provider import MatrixProvider
+        from resolver.solve import evaluate_pinned
 
-        return MatrixProvider(self.m, node, request).evaluate(goal)
+        return evaluate_pinned(self.m, node, request, goal)
 
 
 def search(
@@ -449,6 +449,7 @@ def _value(node: Node, kind: str) -> str | None:
         "os": node.os,
         "kernel": node.kernel,
         "driver": node.driver_version,
+        "nvidia_driver": node.nvidia_driver,
         "rocm": node.rocm_version,
         "glibc": node.glibc,
         "python": node.python,

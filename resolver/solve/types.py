@@ -87,6 +87,7 @@ class Request:
     kv_cache_dtype: str | None = None
     prefer: Kind | None = None
     paths: frozenset[str] | None = None  # restrict candidate kinds, e.g. {"image"}
+    vendor: Literal["amd", "nvidia"] | None = None  # None: the vendor whose GPUs the node has
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -101,7 +102,7 @@ class Fact:
     about: str | None = None
 
 
-HostChangeKind = Literal["driver", "python", "glibc", "os", "rocm", "kernel"]
+HostChangeKind = Literal["driver", "python", "glibc", "os", "rocm", "kernel", "nvidia_driver"]
 RequestChangeKind = Literal["vllm", "quantization", "source"]
 # What each change costs the user, for the what-if search (``resolver.solve.routes``): fewer
 # changes first, then the cheaper ones (a venv's Python before a new OS release).
@@ -112,6 +113,7 @@ CHANGE_COST: dict[str, int] = {
     "quantization": 1,
     "kernel": 2,
     "driver": 2,
+    "nvidia_driver": 2,
     "source": 2,
     "glibc": 3,
     "os": 3,
@@ -145,6 +147,8 @@ class HostChange:
         flag among the node's overrides, so a follow-up command describes the changed node."""
         if self.kind == "kernel":
             return replace(node, kernel=self.value)
+        if self.kind == "nvidia_driver":
+            return node.with_nvidia_driver(self.value)
         if self.kind == "glibc":
             return replace(node, glibc=self.value)
         value = f"{self.value}.0" if self.kind == "driver" else self.value

@@ -1,0 +1,375 @@
+"""NVIDIA nodes: the same contract as AMD ones, decided from the CUDA facts of each release.
+
+A node's NVIDIA GPUs come from the probe (``nvidia-smi``: product, compute capability, driver,
+the CUDA the driver supports; ``host.other_devices`` and ``host.nvidia``). Each release in
+``cuda.toml`` offers its ``vllm/vllm-openai`` image families (``v0.32.0``, ``v0.32.0-cu129``);
+each is checked for the GPU's compute capability (``cuda-arch-missing``) and for the driver
+floor NVIDIA sets for the image's CUDA major (``cuda-driver-too-old``, ``nvidia.toml``). The
+verdicts, reasons and fixes are the AMD solver's types, so `check`, `--json`, `upgrade` and the
+fleet answer NVIDIA nodes through the same code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from resolver.errors import InputError
+from resolver.model import ContainerImage, CudaImage, CudaRelease, Matrix
+from resolver.node import Node
+from resolver.solve.rank import _rank
+from resolver.solve.types import (
+    Candidate,
+    Decision,
+    Evaluation,
+    Fact,
+    Fix,
+    HostChange,
+    MissingFact,
+    Reason,
+    Reporter,
+    Request,
+    Verdict,
+    Warning,
+)
+
+VENDORS = ("amd", "nvidia")
+# The image families a plan offers: the default and the other-CUDA one (cu129); the Ubuntu
+# 24.04 and EFA variants are the same build on another base, for those who ask for them.
+_VARIANT_WORDS = ("ubuntu", "efa")
+
+
+def nvidia_gpus(node: Node) -> list[dict[str, Any]]:
+    return node.nvidia_gpus
+
+
+def nvidia_driver(node: Node) -> str | None:
+    return node.nvidia_driver
+
+
+def driver_branch(driver: str | None) -> int | None:
+    """ "580.159.04" -> 580."""
+    head = (driver or "").split(".")[0]
+    return int(head) if head.isdigit() and len(head) <= 4 else None
+
+
+def is_nvidia(node: Node, request: Request) -> bool:
+    """Whether the plan is for NVIDIA: asked for, or the node has NVIDIA GPUs and no AMD one."""
+    if request.vendor is not None:
+        return request.vendor == "nvidia"
+    return not node.gfx_targets and bool(nvidia_gpus(node))
+
+
+def _caps(node: Node) -> list[str]:
+    return sorted(
+        {str(g["compute_capability"]) for g in nvidia_gpus(node) if g.get("compute_capability")}
+    )
+
+
+def _covers(arch: tuple[str, ...], cap: str) -> bool:
+    """An image carries code for ``cap``: its own SASS, or PTX of an older capability of the same
+    major that the driver JIT-compiles."""
+    try:
+        want = Version(cap)
+    except InvalidVersion:
+        return False
+    for entry in arch:
+        base, _, ptx = entry.partition("+")
+        try:
+            have = Version(base)
+        except InvalidVersion:
+            continue
+        if have == want or (ptx == "PTX" and have.major == want.major and have <= want):
+            return True
+    return False
+
+
+def _image(release: CudaRelease, image: CudaImage) -> ContainerImage:
+    return ContainerImage(
+        repo=image.repo,
+        tag=image.tag,
+        digest=image.digest,
+        rocm=None,
+        stream="legacy",  # not a ROCm image: no stream applies (JSON reports rocm_stream null)
+        vllm=release.version,
+        python=release.python,
+        torch=None,
+        arch=image.arch,
+        family_tag=None,
+        entrypoint="vllm-serve",
+        deprecated=False,
+        provenance=release.provenance,
+        vendor="nvidia",
+        cuda=image.cuda,
+    )
+
+
+def candidates(m: Matrix, request: Request) -> list[tuple[CudaRelease, CudaImage, Candidate]]:
+    out = []
+    for release in sorted(m.cuda, key=lambda r: r.version, reverse=True):
+        if request.vllm is not None and release.version not in request.vllm:
+            continue
+        if request.paths is not None and "image" not in request.paths:
+            continue
+        record = next((r for r in m.vllm if r.version == release.version), None)
+        for image in release.images:
+            if any(word in image.tag for word in _VARIANT_WORDS):
+                continue
+            out.append(
+                (
+                    release,
+                    image,
+                    Candidate(
+                        kind="image",
+                        vllm=release.version,
+                        rocm=None,
+                        release=record,
+                        image=_image(release, image),
+                    ),
+                )
+            )
+    return out
+
+
+def evaluate(
+    m: Matrix, node: Node, release: CudaRelease, image: CudaImage, cand: Candidate
+) -> Evaluation:
+    reasons: list[Reason] = []
+    warnings: list[Warning] = []
+    src = release.provenance.source
+    label = cand.label
+    gpus = nvidia_gpus(node)
+    product = str(gpus[0].get("name") or "the GPU") if gpus else "the GPU"
+    caps = _caps(node)
+    missing = [c for c in caps if not _covers(image.arch, c)]
+    if missing:
+        listed = ", ".join(image.arch)
+        reasons.append(
+            Reason(
+                code="cuda-arch-missing",
+                message=f"{label} carries code for compute capability {listed}; {product} is "
+                f"{', '.join(missing)}",
+                facts=(
+                    Fact(
+                        text=f"{label} is built for compute capability {listed}",
+                        source=src,
+                        about=label,
+                    ),
+                    Fact(
+                        text=f"{product} has compute capability {', '.join(missing)}",
+                        source="nvidia-smi",
+                    ),
+                ),
+                hint="pick a release whose image carries it, or build vLLM from source with "
+                f"TORCH_CUDA_ARCH_LIST={missing[0]}",
+                release=release.version,
+            )
+        )
+    elif not caps:
+        warnings.append(
+            Warning(
+                code="cuda-arch-unchecked",
+                severity="info",
+                message=f"the GPU's compute capability is unknown; {label} carries code for "
+                f"{', '.join(image.arch)}",
+                hint="run `rocm-vllm probe` on the node (nvidia-smi reports it)",
+                source=src,
+            )
+        )
+    rule = m.cuda_driver_rule(image.cuda)
+    driver = nvidia_driver(node)
+    branch = driver_branch(driver)
+    if rule is None:
+        warnings.append(
+            Warning(
+                code="nvidia-driver-unchecked",
+                severity="info",
+                message=f"the data has no NVIDIA driver floor for CUDA {image.cuda.major}.x",
+                hint="add it to matrix/nvidia.toml with its source",
+                source="matrix/nvidia.toml",
+            )
+        )
+    elif branch is None:
+        warnings.append(
+            Warning(
+                code="nvidia-driver-unchecked",
+                message=f"the NVIDIA driver is unknown, so whether it runs CUDA {image.cuda} "
+                f"({label}) was not checked: CUDA {image.cuda.major}.x needs branch "
+                f"{rule.min_driver} or newer",
+                hint="run `rocm-vllm probe` on the node, or check `nvidia-smi`",
+                source=rule.provenance.source,
+            )
+        )
+    elif branch < rule.min_driver:
+        reasons.append(
+            Reason(
+                code="cuda-driver-too-old",
+                message=f"{label} is built with CUDA {image.cuda}, which needs NVIDIA driver "
+                f"branch {rule.min_driver} or newer; this host runs {driver}",
+                facts=(
+                    Fact(text=f"{label} is built with CUDA {image.cuda}", source=src, about=label),
+                    Fact(
+                        text=f"CUDA {image.cuda.major}.x needs driver {rule.min_driver} or newer",
+                        source=rule.provenance.source,
+                    ),
+                ),
+                hint=f"upgrade the host's NVIDIA driver to the {rule.min_driver} branch or newer"
+                + (
+                    " (on a data center GPU with an R535 or R570 driver, vLLM's image can also run "
+                    "with VLLM_ENABLE_CUDA_COMPATIBILITY=1: it ships CUDA's forward compatibility "
+                    "libraries)"
+                    if image.cuda.major >= 13
+                    else ""
+                ),
+                fix=Fix(
+                    kind="driver",
+                    text=f"NVIDIA driver {rule.min_driver} or newer",
+                    host=True,
+                    change=HostChange(kind="nvidia_driver", value=str(rule.min_driver)),
+                ),
+                release=release.version,
+            )
+        )
+    return Evaluation(candidate=cand, reasons=tuple(reasons), warnings=tuple(warnings))
+
+
+def evaluate_candidate(m: Matrix, node: Node, cand: Candidate) -> Evaluation:
+    """An NVIDIA image candidate (another group's plan) checked on ``node``."""
+    for release in m.cuda:
+        for image in release.images:
+            if (
+                cand.image is not None
+                and image.tag == cand.image.tag
+                and image.repo == cand.image.repo
+            ):
+                return evaluate(m, node, release, image, cand)
+    raise InputError(
+        f"{cand.label} is not an image the CUDA data knows", hint="rocm-vllm matrix validate"
+    )
+
+
+def _unread(m: Matrix, node: Node, request: Request) -> tuple[MissingFact, ...]:
+    """Releases in the request whose build covers the GPU but whose image tags the data has not
+    read (an sdist without the publish script): what would tell, and how to read it."""
+    caps = _caps(node)
+    out = []
+    for release in sorted(m.cuda, key=lambda r: r.version, reverse=True):
+        if release.images or (request.vllm is not None and release.version not in request.vllm):
+            continue
+        if caps and all(_covers(release.arch, c) for c in caps):
+            out.append(
+                MissingFact(
+                    kind="release",
+                    subject=str(release.version),
+                    detail=f"vLLM {release.version} builds for compute capability "
+                    f"{', '.join(release.arch)}, but the data holds no image tags for it (its "
+                    "sdist has no publish script)",
+                    fetch=None,
+                    source=release.provenance.source,
+                )
+            )
+    return tuple(out[:3])
+
+
+def solve_cuda(
+    m: Matrix, node: Node, request: Request, reporter: Reporter | None = None
+) -> Decision:
+    """The decision for an NVIDIA node (the module docstring)."""
+    reporter = reporter or Reporter()
+    if not nvidia_gpus(node):
+        raise InputError(
+            "the node has no NVIDIA GPU to decide for",
+            hint="run `rocm-vllm probe` on an NVIDIA node (nvidia-smi), or drop --vendor nvidia",
+        )
+    if request.quantization or request.kv_cache_dtype:
+        raise InputError(
+            "--quantization and --kv-cache-dtype are checked for AMD GPUs only",
+            hint="drop them for an NVIDIA node; vLLM's CUDA build takes every method it lists",
+        )
+    listed = candidates(m, request)
+    if not listed:
+        if not m.cuda:
+            missing = (
+                MissingFact(
+                    kind="release",
+                    subject="cuda",
+                    detail="the data has no CUDA facts for any vLLM release",
+                    fetch="rocm-vllm matrix refresh --source cuda",
+                ),
+            )
+            return Decision(
+                verdict="unknown",
+                node=node,
+                request=request,
+                plan=None,
+                warnings=(),
+                rejected=(),
+                alternatives=(),
+                missing=missing,
+            )
+        spec = str(request.vllm) if request.vllm else "any"
+        known = [r for r in m.cuda if r.images]
+        raise InputError(
+            f"no vLLM release with CUDA images in the data matches --vllm {spec!r}",
+            hint=f"releases with images read from their sdists: {known[0].version} to "
+            f"{known[-1].version}"
+            if known
+            else "run rocm-vllm matrix refresh --source cuda",
+        )
+    evaluations = []
+    for release, image, cand in listed:
+        reporter.considering(cand)
+        ev = evaluate(m, node, release, image, cand)
+        (reporter.accepting(cand) if ev.ok else reporter.rejecting(cand, ev.reasons))
+        evaluations.append(ev)
+    ranked = sorted(evaluations, key=lambda e: _rank(e, request.prefer))
+    accepted = [e for e in ranked if e.ok]
+    rejected = tuple(e for e in ranked if not e.ok)
+    plan = accepted[0] if accepted else None
+    host_fix = None
+    verdict: Verdict
+    if plan is not None:
+        verdict = "supported"
+    else:
+        fixable = [e for e in rejected if e.host_fixable]
+        unread = _unread(m, node, request)
+        if fixable:
+            host_fix = fixable[0]
+            verdict = "blocked_host_fix"
+        elif unread:  # a release whose images were never read may carry this GPU: not a no
+            return Decision(
+                verdict="unknown",
+                node=node,
+                request=request,
+                plan=None,
+                warnings=(),
+                rejected=rejected,
+                alternatives=(),
+                missing=unread,
+            )
+        else:
+            verdict = "unsupported"
+    warnings = list(plan.warnings if plan else ())
+    if verdict == "supported" and any(w.severity == "warning" for w in warnings):
+        verdict = "supported_with_warnings"
+    common = (
+        set.intersection(*({r.code for r in e.reasons} for e in rejected)) if rejected else set()
+    )
+    blockers = (
+        tuple(r for r in rejected[0].reasons if r.code in common)
+        if plan is None and rejected
+        else ()
+    )
+    alternatives = tuple(e for e in accepted[1:2]) if plan is not None else ()
+    return Decision(
+        verdict=verdict,
+        node=node,
+        request=request,
+        plan=plan,
+        warnings=tuple(warnings),
+        rejected=rejected,
+        alternatives=alternatives,
+        blockers=blockers,
+        host_fix=host_fix,
+    )
