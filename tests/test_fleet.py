@@ -718,3 +718,77 @@ def test_a_group_that_needs_host_changes_gets_them_as_ordered_steps() -> None:
         "from": "ubuntu-20.04",
         "to": "ubuntu-22.04",
     }
+
+
+# --- mixed fleets (issue 26) -------------------------------------------------------------------
+
+NVIDIA = Path(__file__).parent / "probe" / "fixtures" / "nvidia" / "probe-live-h200.json"
+
+
+@pytest.fixture
+def mixed_dir(tmp_path: Path) -> Path:
+    """Four MI300X nodes (as above), two H200 nodes on driver 580 (the live report) and one on
+    570: reports as `rocm-vllm probe --json` writes them."""
+    d = tmp_path / "mixed"
+    d.mkdir()
+    mi300x = _probe(MI300X)
+    for i in range(1, 5):
+        (d / f"gpu{i:03d}.json").write_text(json.dumps(mi300x))
+    live = json.loads(NVIDIA.read_text())
+    for i, driver in ((1, None), (2, None), (3, "570.195.03")):
+        report = json.loads(json.dumps(live))
+        report["hostname"] = f"h200-{i:02d}"
+        if driver:
+            report["host"]["nvidia"]["driver"] = driver
+            report["host"]["nvidia"]["cuda"] = None
+            for gpu in report["host"]["other_devices"]:
+                gpu["driver"] = driver
+        (d / f"h200-{i:02d}.json").write_text(json.dumps(report))
+    return d
+
+
+def test_a_mixed_fleet_has_groups_and_a_main_plan_per_vendor(mixed_dir: Path) -> None:
+    m = matrix.load()
+    fleet = plan_fleet(m, read_reports([str(mixed_dir)]), Request())
+    by_nodes = {g.hostlist: g for g in fleet.groups}
+    assert set(by_nodes) == {"gpu[001-004]", "h200-[01-02]", "h200-03"}
+    assert {g.fingerprint.vendor for g in fleet.groups} == {"amd", "nvidia"}
+    assert by_nodes["h200-03"].fingerprint.driver == "570"  # its own group: another plan
+    plans = fleet.main_plans
+    assert plans["amd"][0].startswith("vllm/vllm-openai-rocm:") and plans["amd"][1] == 4
+    assert plans["nvidia"] == ("vllm/vllm-openai:v0.33.0", 2)
+    # Each group joins its own vendor's plan, never another vendor's image: the 570 node by the
+    # driver step the what-if search found (CUDA 13 needs branch 580).
+    old = by_nodes["h200-03"].join
+    assert old is not None and old.status == "host-fix"
+    assert old.steps == (("nvidia_driver", "570.195.03", "580"),)
+    assert "main plan for NVIDIA GPUs" in render_text(fleet)
+    assert fleet_json(fleet, m)["main_plans"]["nvidia"]["node_count"] == 2
+
+
+def test_nvidia_groups_get_nvidia_artifacts(mixed_dir: Path) -> None:
+    import kubernetes_validate
+
+    from .test_fleet_kube import K8S_VERSIONS
+
+    m = matrix.load()
+    fleet = plan_fleet(m, read_reports([str(mixed_dir)]), Request())
+    files = render_all(m, fleet, Options(model="Qwen/Qwen3-8B"))
+    h200 = next(g for g in fleet.groups if g.hostlist == "h200-[01-02]")
+    script = files[f"slurm/{h200.id}.sbatch"]
+    assert "--gpus all" in script and "/dev/kfd" not in script and "CUDA" in script
+    docs = [d for d in yaml.safe_load_all(files[f"kubernetes/{h200.id}.yaml"]) if d]
+    for doc in docs:
+        for version in K8S_VERSIONS:
+            kubernetes_validate.validate(doc, version, strict=True)
+    pod = docs[0]["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H200"}
+    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    floor = terms["nodeSelectorTerms"][0]["matchExpressions"][1]
+    # The plan is CUDA 13: drivers of branch 580 and newer, so a driver upgrade keeps it placed.
+    assert floor == {"key": "nvidia.com/cuda.driver.major", "operator": "Gt", "values": ["579"]}
+    container = pod["containers"][0]
+    assert container["resources"]["limits"] == {"nvidia.com/gpu": 1}
+    assert "securityContext" not in container
+    amd = next(g for g in fleet.groups if g.hostlist == "gpu[001-004]")
+    assert "amd.com/gpu" in files[f"kubernetes/{amd.id}.yaml"]

@@ -649,3 +649,66 @@ def test_a_cpx_group_serves_one_replica_per_partition_under_slurm(
     assert started == [(node, str(n), str(8000 + n)) for node in ("n1", "n2") for n in range(4)], (
         lines
     )
+
+
+def test_a_mixed_fleet_under_slurm_gets_one_group_and_script_per_vendor(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    """issue 26: n1 and n2 report MI300X GPUs, n3 the lent H200's nvidia-smi output (recorded
+    there); the plan has an AMD and an NVIDIA group, and the NVIDIA script, submitted, runs the
+    CUDA image with the GPUs the NVIDIA way on n3."""
+    probe = f"{sys.executable} -m resolver probe --json"
+    smi = FIXTURES / "nvidia" / "nvidia-smi-q-x-h200.xml"
+    script_path = tmp_path / "probe-mixed.sh"
+    script_path.write_text(
+        "\n".join(
+            [
+                "#!/bin/sh",
+                'case "$SLURMD_NODENAME" in',
+                f"  n1|n2) exec {probe} --rocminfo {MI300X} ;;",
+                f"  n3) exec {probe} --nvidia-smi {smi} ;;",
+                "esac",
+                "exit 3",
+            ]
+        )
+        + "\n"
+    )
+    script_path.chmod(0o755)
+    out = tmp_path / "plan"
+    run = _fleet(
+        slurm_cluster,
+        "plan",
+        "n[1-3]",
+        script_path,
+        "--time",
+        "00:05:00",
+        "-o",
+        str(out),
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr
+    data = json.loads((out / "fleet.json").read_text())
+    vendors = {g["nodes"]: g["fingerprint"]["vendor"] for g in data["groups"]}
+    assert vendors == {"n[1-2]": "amd", "n3": "nvidia"}
+    assert set(data["main_plans"]) == {"amd", "nvidia"}
+    nvidia = next(g for g in data["groups"] if g["nodes"] == "n3")
+    script = out / "slurm" / f"{nvidia['id']}.sbatch"
+    standin = tmp_path / "docker-standin"
+    standin.write_text('#!/bin/sh\necho "ran on $SLURMD_NODENAME args: $*"\n')
+    standin.chmod(0o755)
+    submit = subprocess.run(
+        ["sbatch", "--wait", "--parsable", str(script)],
+        env={**slurm_cluster.env, "CONTAINER": str(standin)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+    assert submit.returncode == 0, submit.stderr
+    job = submit.stdout.strip().split(";")[0]
+    output = (tmp_path / f"vllm-{nvidia['id']}-{job}.out").read_text()
+    (line,) = [x for x in output.splitlines() if x.startswith("ran on")]
+    assert line.startswith("ran on n3 args: run --rm")
+    assert "--gpus all" in line and "/dev/kfd" not in line
+    assert "vllm/vllm-openai:v0.33.0" in line

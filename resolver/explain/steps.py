@@ -30,6 +30,8 @@ def _node_flags(node: Node, *, without: frozenset[str] = frozenset()) -> list[st
     laid over it (``--example mi300x-8 --gpus 2`` stays a 2-GPU node in the next command).
     ``without`` leaves flags out that the follow-up gives itself (a hint's own ``--driver``)."""
     base = _source_flags(node)
+    if base is None and not node.gfx_targets and node.nvidia_gpus:
+        base = []  # a live NVIDIA node: no flag describes it, the follow-up probes it again
     if base is not None:
         laid = [(flag, value) for flag, value in node.overrides if flag not in without]
         return base + [part for flag, value in laid for part in (flag, value)]

@@ -1,0 +1,203 @@
+"""NVIDIA nodes (issue 26): resolver.solve.cuda decides them with the AMD solver's contract, from
+the live H200 outputs (tests/probe/fixtures/nvidia, recorded on the lent machine) and nodes made
+from them by changing one fact."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from packaging.version import Version
+
+from resolver import matrix
+from resolver.node import from_json
+from resolver.solve import OK_VERDICTS, Request, solve
+from resolver.solve.cuda import driver_branch
+from resolver.solve.routes import applied, plan_upgrade
+from resolver.versions import parse_spec
+
+from .conftest import LIVE_MATRIX
+from .helpers import run_cli
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "probe" / "fixtures" / "nvidia"
+LIVE = FIXTURES / "probe-live-h200.json"
+GOLDEN = Path(__file__).parent / "golden" / "cuda"
+UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
+M = matrix.load_dir(LIVE_MATRIX)
+
+
+def report(**change: Any) -> dict[str, Any]:
+    """The live H200 report with the NVIDIA facts changed (driver, compute capability, name)."""
+    data: dict[str, Any] = json.loads(LIVE.read_text())
+    data = copy.deepcopy(data)
+    driver = change.pop("driver", None)
+    if driver is not None:  # what nvidia-smi says that driver supports goes with it
+        data["host"]["nvidia"]["driver"] = driver
+        data["host"]["nvidia"]["cuda"] = change.pop("cuda", None)
+    for gpu in data["host"]["other_devices"]:
+        if driver is not None:
+            gpu["driver"] = driver
+        gpu.update(change)
+    return data
+
+
+def node(**change: Any):  # type: ignore[no-untyped-def]
+    return from_json(report(**change), where="test")
+
+
+def write(tmp: Path, **change: Any) -> Path:
+    path = tmp / "node.json"
+    path.write_text(json.dumps(report(**change)))
+    return path
+
+
+def test_the_live_h200_gets_the_cuda_13_image_as_it_did_on_the_machine() -> None:
+    d = solve(M, node(), Request())
+    assert d.verdict == "supported" and d.exit_code == 0
+    assert d.plan is not None and d.plan.candidate.label == "vllm/vllm-openai:v0.33.0"
+    # What the check run on the lent H200 itself said (recorded there).
+    live = json.loads((FIXTURES / "check-live-h200.json").read_text())
+    assert live["verdict"] == d.verdict and live["plan"]["label"] == d.plan.candidate.label
+
+
+def test_an_old_driver_is_a_host_fix_naming_the_branch() -> None:
+    old = node(driver="570.195.03")
+    # Without a wanted release: the newest image its driver runs (CUDA 12.9; 0.33.0 has none).
+    d = solve(M, old, Request())
+    assert d.plan is not None and d.plan.candidate.label == "vllm/vllm-openai:v0.32.0-cu129"
+    pinned = solve(M, old, Request(vllm=parse_spec("==0.33.0")))
+    assert pinned.verdict == "blocked_host_fix" and pinned.exit_code == 1
+    (reason,) = {r.code: r for r in pinned.blockers}.values()
+    assert reason.code == "cuda-driver-too-old"
+    assert reason.fix is not None and reason.fix.change is not None
+    assert (reason.fix.change.kind, reason.fix.change.value) == ("nvidia_driver", "580")
+    # The upgrade planner's route, taken, gives the plan it names.
+    up = plan_upgrade(M, old, Request(vllm=parse_spec("==0.33.0")))
+    assert up.steps is not None and [(s.change.kind, s.change.value) for s in up.steps] == [
+        ("nvidia_driver", "580")
+    ]
+    again = solve(M, applied(old, up), Request(vllm=parse_spec("==0.33.0")))
+    assert again.verdict in OK_VERDICTS and again.plan is not None
+    assert again.plan.candidate.label == "vllm/vllm-openai:v0.33.0"
+
+
+def test_a_gpu_no_read_image_carries_is_unknown_not_unsupported() -> None:
+    # A V100 (7.0): the images whose tags the sdists name are built from 7.5 up; 0.19.1's build
+    # lists 7.0, but its image tags were never read.
+    d = solve(M, node(compute_capability="7.0", name="Tesla V100-SXM2-32GB"), Request())
+    assert d.verdict == "unknown" and d.exit_code == 6
+    assert d.missing and d.missing[0].subject == "0.19.1"
+    assert {r.code for e in d.rejected for r in e.reasons} == {"cuda-arch-missing"}
+
+
+def test_a_node_with_both_vendors_plans_for_the_one_asked() -> None:
+    both = from_json(
+        {**report(), "gfx_targets": ["gfx942"], "gpus": [{"gfx": "gfx942"}]}, where="test"
+    )
+    assert solve(M, both, Request()).plan.candidate.image.vendor == "amd"  # type: ignore[union-attr]
+    nv = solve(M, both, Request(vendor="nvidia"))
+    assert nv.plan is not None and nv.plan.candidate.label.startswith("vllm/vllm-openai:v")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    branch=st.integers(min_value=400, max_value=700),
+    cap=st.sampled_from(["7.0", "7.5", "8.0", "8.6", "8.7", "8.9", "9.0", "10.0", "11.0", "12.0"]),
+)
+def test_no_supported_cuda_plan_breaks_the_rules_the_data_states(branch: int, cap: str) -> None:
+    """A rule the data states, property-tested: a supported plan's CUDA major has a driver floor
+    at or below the host's branch, and its image carries the GPU's compute capability."""
+    d = solve(M, node(driver=f"{branch}.10.01", compute_capability=cap), Request())
+    if d.verdict not in OK_VERDICTS:
+        return
+    assert d.plan is not None and d.plan.candidate.image is not None
+    image = d.plan.candidate.image
+    assert image.cuda is not None
+    rule = M.cuda_driver_rule(image.cuda)
+    assert rule is not None and rule.min_driver <= branch
+    assert any(a.split("+")[0] == cap for a in image.arch)
+
+
+def test_driver_branch_reads_only_a_driver_version() -> None:
+    assert driver_branch("580.159.04") == 580
+    assert driver_branch(None) is None and driver_branch("abc") is None
+
+
+# -- the CLI: one contract -----------------------------------------------------------------------
+
+ENV = {"ROCM_VLLM_MATRIX_DIR": str(LIVE_MATRIX), "COLUMNS": "100"}
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("check-h200", ["check"]),
+        ("check-h200-570-033", ["check", "--vllm", "==0.33.0"]),
+        ("explain-h200-570-033", ["check", "--vllm", "==0.33.0", "--explain"]),
+        ("upgrade-h200-570-033", ["upgrade", "--vllm", "==0.33.0"]),
+    ],
+)
+def test_golden_answers(name: str, args: list[str], tmp_path: Path) -> None:
+    change = {} if name == "check-h200" else {"driver": "570.195.03"}
+    path = write(tmp_path, **change)
+    result = run_cli(*args, "--node", str(path), env=ENV)
+    assert result.exit_code in (0, 1), result.stdout + result.stderr
+    text = result.stdout.replace(str(path), "NODE.json")
+    file = GOLDEN / f"{name}.txt"
+    if UPDATE:
+        GOLDEN.mkdir(parents=True, exist_ok=True)
+        file.write_text(text)
+    assert text == file.read_text(), f"{file.name} differs; UPDATE_GOLDEN=1 regenerates it"
+
+
+@pytest.mark.parametrize("command", ["check", "upgrade", "image"])
+def test_json_answers_follow_their_schemas(command: str, tmp_path: Path) -> None:
+    path = write(tmp_path, driver="570.195.03")
+    result = run_cli(command, "--node", str(path), "--json", env=ENV)
+    data = json.loads(result.stdout)
+    schema = json.loads((ROOT / "docs" / f"{command}.schema.json").read_text())
+    jsonschema.validate(data, schema)
+    if command == "image":
+        assert data["vendor"] == "nvidia" and data["cuda"] == "12.9"
+
+
+@pytest.mark.parametrize(
+    ("fmt", "want", "never"),
+    [
+        ("docker", "--gpus all", "/dev/kfd"),
+        ("podman", "--device nvidia.com/gpu=all", "/dev/kfd"),
+        ("compose", 'driver: "nvidia"', "/dev/kfd"),
+        ("apptainer", "apptainer run --nv", "seccomp"),
+    ],
+)
+def test_the_run_command_takes_the_gpus_the_nvidia_way(
+    fmt: str, want: str, never: str, tmp_path: Path
+) -> None:
+    path = write(tmp_path)
+    result = run_cli(
+        "image", "--node", str(path), "--model", "Qwen/Qwen3-8B", "--format", fmt, env=ENV
+    )
+    assert result.exit_code == 0, result.stderr
+    text = result.stdout + result.stderr
+    assert want in text and never not in result.stdout
+    assert "vllm/vllm-openai:v0.33.0" in result.stdout
+    assert "HIP_VISIBLE_DEVICES" not in result.stdout
+
+
+def test_the_probe_points_an_nvidia_node_at_its_plan() -> None:
+    result = run_cli("probe", "--nvidia-smi", str(FIXTURES / "nvidia-smi-q-x-h200.xml"), env=ENV)
+    assert "modprobe" not in result.stdout and "amdgpu-install" not in result.stdout
+    assert "rocm-vllm check" in result.stdout
+
+
+def test_cuda_data_holds_a_floor_for_every_cuda_major_an_image_uses() -> None:
+    majors = {i.cuda.major for r in M.cuda for i in r.images}
+    assert majors and all(M.cuda_driver_rule(Version(f"{m}.0")) for m in majors)
