@@ -39,6 +39,7 @@ AdvisoryCode = Literal[
     "cpx-one-replica-per-partition",
     "cpx-partition",
     "cuda-arch-unchecked",
+    "cuda-image-needs-driver",
     "custom-allreduce-off",
     "deprecated-channel",
     "digest-changed",

@@ -310,8 +310,8 @@ class VllmRelease:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class WheelVariant:
-    name: str  # "rocm700"
-    rocm: Version
+    name: str  # "rocm700"; an NVIDIA wheel: "cu129"
+    rocm: Version | None  # None for an NVIDIA (CUDA) wheel
     python: tuple[str, ...]
     glibc_min: Version
     vllm: SpecifierSet | None  # None: the docs do not state the range
@@ -323,6 +323,9 @@ class WheelVariant:
     # The wheel's torch loads the host's /opt/rocm instead of bringing ROCm from pip (vLLM's docs:
     # the legacy-stack wheels "use a system ROCm installation"): the host must have that ROCm.
     uses_host_rocm: bool = False
+    vendor: str = "amd"  # "nvidia": vLLM's PyPI wheel (cuda.toml)
+    cuda: Version | None = None  # the CUDA an NVIDIA wheel is compiled with
+    requires_python: str | None = None  # an NVIDIA wheel: pyproject's requires-python
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -763,7 +763,12 @@ def test_a_mixed_fleet_has_groups_and_a_main_plan_per_vendor(mixed_dir: Path) ->
     assert old is not None and old.status == "host-fix"
     assert old.steps == (("nvidia_driver", "570.195.03", "580"),)
     assert "main plan for NVIDIA GPUs" in render_text(fleet)
-    assert fleet_json(fleet, m)["main_plans"]["nvidia"]["node_count"] == 2
+    data = json.loads(json.dumps(fleet_json(fleet, m)))
+    assert data["main_plans"]["nvidia"]["node_count"] == 2
+    import jsonschema
+
+    schema = json.loads((Path(__file__).parent.parent / "docs" / "fleet.schema.json").read_text())
+    jsonschema.validate(data, schema)
 
 
 def test_nvidia_groups_get_nvidia_artifacts(mixed_dir: Path) -> None:

@@ -68,31 +68,55 @@ def test_the_live_h200_gets_the_cuda_13_image_as_it_did_on_the_machine() -> None
     assert live["verdict"] == d.verdict and live["plan"]["label"] == d.plan.candidate.label
 
 
-def test_an_old_driver_is_a_host_fix_naming_the_branch() -> None:
+def test_a_570_driver_runs_the_cuda_12_builds() -> None:
     old = node(driver="570.195.03")
     # Without a wanted release: the newest image its driver runs (CUDA 12.9; 0.33.0 has none).
     d = solve(M, old, Request())
     assert d.plan is not None and d.plan.candidate.label == "vllm/vllm-openai:v0.32.0-cu129"
-    pinned = solve(M, old, Request(vllm=parse_spec("==0.33.0")))
+    # 0.33.0 itself: the PyPI wheel (CUDA 12.9, minor version compatibility from 525), with a
+    # note that its image needs 580.
+    wheel = solve(M, old, Request(vllm=parse_spec("==0.33.0")))
+    assert wheel.verdict == "supported" and wheel.plan is not None
+    assert wheel.plan.candidate.kind == "wheel" and wheel.plan.candidate.label == (
+        "vllm==0.33.0 (wheel)"
+    )
+    assert "cuda-image-needs-driver" in [w.code for w in wheel.warnings]
+
+
+def test_an_old_driver_is_a_host_fix_naming_the_branch() -> None:
+    old = node(driver="570.195.03")
+    # The image of 0.33.0 (CUDA 13) on a 570 driver.
+    pinned = solve(M, old, Request(vllm=parse_spec("==0.33.0"), paths=frozenset({"image"})))
     assert pinned.verdict == "blocked_host_fix" and pinned.exit_code == 1
     (reason,) = {r.code: r for r in pinned.blockers}.values()
     assert reason.code == "cuda-driver-too-old"
     assert reason.fix is not None and reason.fix.change is not None
     assert (reason.fix.change.kind, reason.fix.change.value) == ("nvidia_driver", "580")
     # The upgrade planner's route, taken, gives the plan it names.
-    up = plan_upgrade(M, old, Request(vllm=parse_spec("==0.33.0")))
+    want = Request(vllm=parse_spec("==0.33.0"), paths=frozenset({"image"}))
+    up = plan_upgrade(M, old, want)
     assert up.steps is not None and [(s.change.kind, s.change.value) for s in up.steps] == [
         ("nvidia_driver", "580")
     ]
-    again = solve(M, applied(old, up), Request(vllm=parse_spec("==0.33.0")))
+    again = solve(M, applied(old, up), want)
     assert again.verdict in OK_VERDICTS and again.plan is not None
     assert again.plan.candidate.label == "vllm/vllm-openai:v0.33.0"
+    # A driver older than every floor (CUDA 12's 525 too): no path, the fix names a branch.
+    d = solve(M, node(driver="515.105.01"), Request())
+    assert d.verdict == "blocked_host_fix" and d.host_fix is not None
+    fix = d.host_fix.reasons[0].fix
+    assert fix is not None and fix.change is not None and fix.change.kind == "nvidia_driver"
 
 
 def test_a_gpu_no_read_image_carries_is_unknown_not_unsupported() -> None:
     # A V100 (7.0): the images whose tags the sdists name are built from 7.5 up; 0.19.1's build
-    # lists 7.0, but its image tags were never read.
-    d = solve(M, node(compute_capability="7.0", name="Tesla V100-SXM2-32GB"), Request())
+    # lists 7.0. Its PyPI wheel (built like its images: inferred) is the plan ...
+    v100 = node(compute_capability="7.0", name="Tesla V100-SXM2-32GB")
+    d = solve(M, v100, Request())
+    assert d.plan is not None and d.plan.candidate.label == "vllm==0.19.1 (wheel)"
+    assert d.plan.candidate.confidence == "inferred"
+    # ... and asked for an image: 0.19.1's image tags were never read, so unknown, not a no.
+    d = solve(M, v100, Request(paths=frozenset({"image"})))
     assert d.verdict == "unknown" and d.exit_code == 6
     assert d.missing and d.missing[0].subject == "0.19.1"
     assert {r.code for e in d.rejected for r in e.reasons} == {"cuda-arch-missing"}
@@ -118,12 +142,12 @@ def test_no_supported_cuda_plan_breaks_the_rules_the_data_states(branch: int, ca
     d = solve(M, node(driver=f"{branch}.10.01", compute_capability=cap), Request())
     if d.verdict not in OK_VERDICTS:
         return
-    assert d.plan is not None and d.plan.candidate.image is not None
-    image = d.plan.candidate.image
-    assert image.cuda is not None
-    rule = M.cuda_driver_rule(image.cuda)
+    assert d.plan is not None
+    built = d.plan.candidate.image or d.plan.candidate.wheel
+    assert built is not None and built.cuda is not None
+    rule = M.cuda_driver_rule(built.cuda)
     assert rule is not None and rule.min_driver <= branch
-    assert any(a.split("+")[0] == cap for a in image.arch)
+    assert any(a.split("+")[0] == cap for a in built.arch)
 
 
 def test_driver_branch_reads_only_a_driver_version() -> None:
@@ -142,7 +166,7 @@ ENV = {"ROCM_VLLM_MATRIX_DIR": str(LIVE_MATRIX), "COLUMNS": "100"}
         ("check-h200", ["check"]),
         ("check-h200-570-033", ["check", "--vllm", "==0.33.0"]),
         ("explain-h200-570-033", ["check", "--vllm", "==0.33.0", "--explain"]),
-        ("upgrade-h200-570-033", ["upgrade", "--vllm", "==0.33.0"]),
+        ("upgrade-h200-570-033-image", ["upgrade", "--vllm", "==0.33.0", "--prefer", "image"]),
     ],
 )
 def test_golden_answers(name: str, args: list[str], tmp_path: Path) -> None:
@@ -201,3 +225,10 @@ def test_the_probe_points_an_nvidia_node_at_its_plan() -> None:
 def test_cuda_data_holds_a_floor_for_every_cuda_major_an_image_uses() -> None:
     majors = {i.cuda.major for r in M.cuda for i in r.images}
     assert majors and all(M.cuda_driver_rule(Version(f"{m}.0")) for m in majors)
+
+
+def test_dockerfile_on_an_nvidia_node_names_vllms_own_recipe(tmp_path: Path) -> None:
+    result = run_cli("dockerfile", "--node", str(write(tmp_path)), env=ENV)
+    assert result.exit_code == 2
+    assert "docker/Dockerfile" in result.stderr
+    assert "torch_cuda_arch_list=9.0" in result.stderr and "#v0.33.0" in result.stderr

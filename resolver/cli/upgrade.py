@@ -150,6 +150,8 @@ def route_json(route: Any, node: Any, m: Any) -> dict[str, Any]:
         want = route.before.request.vllm
         if want is not None and str(want):
             flags += ["--vllm", str(want)]
+        if route.before.request.prefer:
+            flags += ["--prefer", route.before.request.prefer]
         check = shell.join(["rocm-vllm", "check", *flags])
     # The data cannot tell (a release or driver it does not know): unknown, never "no route".
     unknown = not route.found and route.before.verdict == "unknown"

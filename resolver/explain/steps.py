@@ -66,6 +66,30 @@ def plan_steps(ev: Evaluation, node: Node) -> list[tuple[str, str]]:
                 "pin by digest, print the docker run command",
             ),
         ]
+    if c.kind == "wheel" and c.wheel is not None and c.wheel.vendor == "nvidia":
+        # vLLM's CUDA install page: pip with PyTorch's index of the wheel's CUDA.
+        py = node.python or "3.12"
+        return [
+            (shell.join(["uv", "venv", "--python", py, ".venv"]) + " && . .venv/bin/activate", ""),
+            (
+                shell.join(
+                    [
+                        "uv",
+                        "pip",
+                        "install",
+                        f"vllm=={c.vllm}",
+                        "--extra-index-url",
+                        c.wheel.index_url,
+                    ]
+                ),
+                "",
+            ),
+            (
+                "python -c 'import torch; assert torch.version.cuda and "
+                + "torch.cuda.is_available(), torch.__version__'",
+                "the CUDA build of torch, and it sees the GPU",
+            ),
+        ]
     if c.kind == "wheel" and c.wheel is not None:
         py = c.wheel.python[0]
         index = f"https://wheels.vllm.ai/rocm/{c.vllm}/{c.wheel.name}"

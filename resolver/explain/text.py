@@ -58,6 +58,8 @@ def _plan_lines(ev: Evaluation, m: Matrix, node: Node, width: int = WIDTH) -> li
         detail.append(f"on {m.rocm_label(c.rocm)}")
     elif c.image is not None and c.image.cuda is not None:
         detail.append(f"on CUDA {c.image.cuda}")
+    elif c.wheel is not None and c.wheel.cuda is not None:
+        detail.append(f"on CUDA {c.wheel.cuda} (PyPI)")
     if c.image is not None:
         if c.image.python:
             detail.append(f"Python {c.image.python}")
@@ -76,7 +78,10 @@ def _plan_lines(ev: Evaluation, m: Matrix, node: Node, width: int = WIDTH) -> li
                 "    ",
                 width,
             )
-        elif c.arch and c.image is not None and c.image.vendor == "nvidia":
+        elif c.arch and (
+            (c.image is not None and c.image.vendor == "nvidia")
+            or (c.wheel is not None and c.wheel.vendor == "nvidia")
+        ):
             have = ", ".join(sorted({str(g.get("compute_capability")) for g in node.nvidia_gpus}))
             lines += fill(
                 f"built for compute capability {', '.join(c.arch)}"

@@ -686,7 +686,7 @@ def host_rocm_check(node: Node, wheel: WheelVariant) -> tuple[list[Reason], list
     """``host-rocm-mismatch`` for a wheel that runs on the host's ROCm (``uses_host_rocm``):
     its torch loads /opt/rocm, so the host must have the wheel's ROCm series
     (``host-rocm-unknown`` when the node's ROCm is not known)."""
-    if not wheel.uses_host_rocm:
+    if not wheel.uses_host_rocm or wheel.rocm is None:
         return [], []
     want = series(wheel.rocm)
     fact = _from_record(

@@ -16,7 +16,14 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from resolver.errors import InputError
-from resolver.model import ContainerImage, CudaImage, CudaRelease, Matrix
+from resolver.model import (
+    ContainerImage,
+    CudaImage,
+    CudaRelease,
+    Matrix,
+    Provenance,
+    WheelVariant,
+)
 from resolver.node import Node
 from resolver.solve.rank import _rank
 from resolver.solve.types import (
@@ -105,14 +112,80 @@ def _image(release: CudaRelease, image: CudaImage) -> ContainerImage:
     )
 
 
+# vLLM's CUDA install page: the wheels are `manylinux_2_28` (the release assets' file names), and
+# the PyPI wheel is installed with PyTorch's index of its CUDA (`--extra-index-url .../cu129`).
+WHEEL_GLIBC = Version("2.28")
+_PYTHONS = ("3.9", "3.10", "3.11", "3.12", "3.13", "3.14")  # CPython releases a spec can admit
+TORCH_INDEX = "https://download.pytorch.org/whl"
+
+
+def _wheel(release: CudaRelease) -> WheelVariant | None:
+    """vLLM's PyPI wheel of the release (its CUDA from the install page), or None when the data
+    does not say which CUDA it is built with."""
+    cuda = release.wheel_cuda
+    if cuda is None:
+        return None
+    tag = f"cu{cuda.major}{cuda.minor}"
+    same = next((i for i in release.images if i.cuda == cuda), None)
+    takes: tuple[str, ...] = ()
+    if release.requires_python:
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+        try:
+            spec = SpecifierSet(release.requires_python)
+            takes = tuple(p for p in _PYTHONS if Version(p) in spec)
+        except InvalidSpecifier:
+            takes = ()
+    return WheelVariant(
+        name=tag,
+        rocm=None,
+        python=takes,
+        glibc_min=WHEEL_GLIBC,
+        vllm=None,
+        includes_nightlies=False,
+        index_url=f"{TORCH_INDEX}/{tag}",
+        status="release",
+        # Built like the release's images of the same CUDA (the pipeline's wheel build step);
+        # not read from the wheel itself: inferred.
+        arch=same.arch if same is not None else release.arch,
+        provenance=Provenance(
+            source=release.provenance.source,
+            confidence="inferred",
+            note="the wheel's arch list is its image family's (same pipeline), not read from the "
+            "wheel",
+        ),
+        vendor="nvidia",
+        cuda=cuda,
+        requires_python=release.requires_python,
+    )
+
+
 def candidates(m: Matrix, request: Request) -> list[tuple[CudaRelease, CudaImage, Candidate]]:
     out = []
     for release in sorted(m.cuda, key=lambda r: r.version, reverse=True):
         if request.vllm is not None and release.version not in request.vllm:
             continue
+        record = next((r for r in m.vllm if r.version == release.version), None)
+        wheel = _wheel(release)
+        if wheel is not None and (request.paths is None or "wheel" in request.paths):
+            as_image = CudaImage(
+                repo="pypi",
+                tag=wheel.name,
+                cuda=wheel.cuda or release.cuda,
+                arch=wheel.arch,
+                arch_aarch64=(),
+            )
+            out.append(
+                (
+                    release,
+                    as_image,
+                    Candidate(
+                        kind="wheel", vllm=release.version, rocm=None, release=record, wheel=wheel
+                    ),
+                )
+            )
         if request.paths is not None and "image" not in request.paths:
             continue
-        record = next((r for r in m.vllm if r.version == release.version), None)
         for image in release.images:
             if any(word in image.tag for word in _VARIANT_WORDS):
                 continue
@@ -177,6 +250,8 @@ def evaluate(
                 source=src,
             )
         )
+    if cand.wheel is not None:
+        reasons += _wheel_reasons(m, node, release, cand.wheel, label)
     rule = m.cuda_driver_rule(image.cuda)
     driver = nvidia_driver(node)
     branch = driver_branch(driver)
@@ -234,8 +309,96 @@ def evaluate(
     return Evaluation(candidate=cand, reasons=tuple(reasons), warnings=tuple(warnings))
 
 
+def _wheel_reasons(
+    m: Matrix, node: Node, release: CudaRelease, wheel: WheelVariant, label: str
+) -> list[Reason]:
+    """The PyPI wheel against the host's Python (pyproject's requires-python) and glibc (the
+    wheels are manylinux_2_28)."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    out: list[Reason] = []
+    src = release.provenance.source
+    if node.python and wheel.requires_python:
+        try:
+            takes = SpecifierSet(wheel.requires_python)
+            python = Version(node.python)
+        except (InvalidSpecifier, InvalidVersion):
+            takes = None
+        if takes is not None and python not in takes:
+            fits = [v for v in ("3.12", *wheel.python) if Version(v) in takes]
+            out.append(
+                Reason(
+                    code="python-mismatch",
+                    message=f"{label} takes Python {wheel.requires_python}; this host has "
+                    f"Python {node.python}",
+                    facts=(
+                        Fact(
+                            text=f"vLLM {release.version} requires-python {wheel.requires_python}",
+                            source=src,
+                            about=label,
+                        ),
+                    ),
+                    hint=f"use Python {fits[0]} for the venv: `uv venv --python {fits[0]}`"
+                    if fits
+                    else "use a Python the release takes",
+                    fix=Fix(
+                        kind="python",
+                        text=f"Python {fits[0]}",
+                        host=True,
+                        change=HostChange(kind="python", value=fits[0]),
+                    )
+                    if fits
+                    else None,
+                    release=release.version,
+                )
+            )
+    os_rel = m.os_listed_as(node.os) if node.os else None
+    glibc_text = node.glibc or (str(os_rel.glibc) if os_rel and os_rel.glibc else None)
+    try:
+        glibc = Version(glibc_text) if glibc_text else None
+    except InvalidVersion:
+        glibc = None
+    if glibc is not None and glibc < wheel.glibc_min:
+        out.append(
+            Reason(
+                code="glibc-too-old",
+                message=f"{label} is a manylinux_2_28 wheel (glibc >= {wheel.glibc_min}); this "
+                f"host has {glibc}",
+                facts=(
+                    Fact(
+                        text="vLLM's CUDA wheels are manylinux_2_28",
+                        source=f"{src.split(' ', 3)[0]} {release.version} "
+                        "docs/getting_started/installation/gpu.cuda.inc.md (wheel file names)",
+                        about=label,
+                    ),
+                ),
+                hint="use the container image instead, or a host OS with glibc >= 2.28",
+                fix=Fix(
+                    kind="os",
+                    text=f"a host OS with glibc >= {wheel.glibc_min}",
+                    host=True,
+                    change=HostChange(kind="glibc", value=str(wheel.glibc_min)),
+                ),
+                release=release.version,
+            )
+        )
+    return out
+
+
 def evaluate_candidate(m: Matrix, node: Node, cand: Candidate) -> Evaluation:
     """An NVIDIA image candidate (another group's plan) checked on ``node``."""
+    if cand.wheel is not None and cand.wheel.vendor == "nvidia":
+        release = m.cuda_release(cand.vllm)
+        wheel = _wheel(release) if release is not None else None
+        if release is not None and wheel is not None:
+            carrier = CudaImage(
+                repo="pypi",
+                tag=wheel.name,
+                cuda=wheel.cuda or release.cuda,
+                arch=wheel.arch,
+                arch_aarch64=(),
+            )
+            return evaluate(m, node, release, carrier, cand)
     for release in m.cuda:
         for image in release.images:
             if (
@@ -247,6 +410,58 @@ def evaluate_candidate(m: Matrix, node: Node, cand: Candidate) -> Evaluation:
     raise InputError(
         f"{cand.label} is not an image the CUDA data knows", hint="rocm-vllm matrix validate"
     )
+
+
+def _image_needs_driver(plan: Evaluation | None, rejected: tuple[Evaluation, ...]) -> list[Warning]:
+    """A wheel planned where the same release's image fails only on the driver: say so, and what
+    the image needs (a newer branch gives the container)."""
+    if plan is None or plan.candidate.kind != "wheel":
+        return []
+    for e in rejected:
+        c = e.candidate
+        if c.kind == "image" and c.vllm == plan.candidate.vllm and e.host_fixable:
+            fix = next((r.fix for r in e.reasons if r.fix is not None), None)
+            return [
+                Warning(
+                    code="cuda-image-needs-driver",
+                    severity="info",
+                    message=f"{c.label} needs {fix.text if fix else 'a newer NVIDIA driver'}; "
+                    f"the PyPI wheel of vLLM {c.vllm} runs on this driver",
+                    hint="upgrade the driver for the container image (`rocm-vllm upgrade` plans "
+                    "it), or install the wheel as below",
+                    source=e.reasons[0].source,
+                )
+            ]
+    return []
+
+
+def _recipe_hint(m: Matrix, node: Node, request: Request) -> str:
+    """vLLM's own CUDA recipe, built for this node's compute capability only."""
+    from resolver import shell
+
+    releases = [
+        r
+        for r in sorted(m.cuda, key=lambda r: r.version, reverse=True)
+        if request.vllm is None or r.version in request.vllm
+    ]
+    if not releases:
+        return "see vLLM's CUDA installation guide (building the image from source)"
+    release = releases[0]
+    caps = " ".join(_caps(node)) or " ".join(release.arch)
+    words = [
+        "docker",
+        "build",
+        "-f",
+        "docker/Dockerfile",
+        "--target",
+        "vllm-openai",
+        "--build-arg",
+        f"torch_cuda_arch_list={caps}",
+        "-t",
+        f"vllm-cuda:{release.version}",
+        f"https://github.com/vllm-project/vllm.git#v{release.version}",
+    ]
+    return f"build it with BuildKit from the release's tag: {shell.join(words)}"
 
 
 def _unread(m: Matrix, node: Node, request: Request) -> tuple[MissingFact, ...]:
@@ -286,6 +501,12 @@ def solve_cuda(
         raise InputError(
             "--quantization and --kv-cache-dtype are checked for AMD GPUs only",
             hint="drop them for an NVIDIA node; vLLM's CUDA build takes every method it lists",
+        )
+    if request.paths is not None and not request.paths & {"image", "wheel"}:
+        raise InputError(
+            "no source-build Dockerfile for NVIDIA GPUs: vLLM publishes its CUDA build recipe as "
+            "docker/Dockerfile in each release",
+            hint=_recipe_hint(m, node, request),
         )
     listed = candidates(m, request)
     if not listed:
@@ -351,6 +572,7 @@ def solve_cuda(
         else:
             verdict = "unsupported"
     warnings = list(plan.warnings if plan else ())
+    warnings += _image_needs_driver(plan, rejected)
     if verdict == "supported" and any(w.severity == "warning" for w in warnings):
         verdict = "supported_with_warnings"
     common = (

@@ -268,6 +268,8 @@ class Candidate:
         """The label without its kind: a wheel is ``vllm==0.24.0+rocm700``."""
         if self.image is not None:
             return self.image.ref
+        if self.wheel is not None and self.wheel.vendor == "nvidia":
+            return f"vllm=={self.vllm}"  # PyPI's wheel: no local version
         if self.wheel is not None:
             return f"vllm=={self.vllm}+{self.wheel.name}"
         if self.stack is not None and self.release is not None and len(self.release.stacks) > 1:
