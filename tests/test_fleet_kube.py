@@ -21,7 +21,8 @@ from tests.probe_data import probe_gfx
 
 RECORDED = Path(__file__).parent / "fleet_kube"
 K8S_VERSIONS = ("1.25.0", "1.37.0")
-FILES = sorted(RECORDED.glob("*.json"))
+FILES = sorted(p for p in RECORDED.glob("*.json") if "gfd" not in p.name)  # AMD labels
+NVIDIA_FILES = sorted(RECORDED.glob("*gfd*.json"))
 
 
 def _all_items() -> dict[str, Any]:
@@ -33,8 +34,8 @@ def _all_items() -> dict[str, Any]:
 
 def test_every_recorded_file_has_its_source() -> None:
     sources = (RECORDED / "SOURCES.md").read_text()
-    assert FILES
-    for path in FILES:
+    assert FILES and NVIDIA_FILES
+    for path in [*FILES, *NVIDIA_FILES]:
         assert f"`{path.name}`" in sources
 
 
@@ -407,3 +408,52 @@ def test_deployments_can_roll_and_keep_their_model_cache() -> None:
     volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
     assert volumes["hf-cache"]["hostPath"]["type"] == "DirectoryOrCreate"
     assert "pod-security.kubernetes.io/enforce=privileged" in text.splitlines()[1]
+
+
+# --- NVIDIA nodes from GPU feature discovery labels (issue 26) ---------------------------------
+
+GFD = Path(__file__).parent / "fleet_kube" / "nodes-a100-gfd-readme.json"
+
+
+def test_an_nvidia_node_is_read_from_its_gfd_labels() -> None:
+    (report,) = read_nodes(GFD.read_text(), where="gfd", gfx_table=probe_gfx())
+    assert report.node is not None and report.reason is None
+    assert report.resource == "nvidia.com/gpu"
+    (gpu,) = report.node.nvidia_gpus
+    assert gpu["name"] == "A100-SXM4-40GB" and gpu["compute_capability"] == "8.0"
+    assert report.node.nvidia_driver == "455.06"
+    # GFD's machine label has a space (no valid label value): never kept for a selector.
+    assert "nvidia.com/gpu.machine" not in report.labels
+    # Driver 455 is older than every CUDA floor vLLM's builds need: a host fix, named.
+    fleet = plan_fleet(matrix.load(), [report], Request())
+    (group,) = fleet.groups
+    assert group.fingerprint.vendor == "nvidia" and group.verdict == "blocked_host_fix"
+    assert group.route is not None
+    assert [s.change.kind for s in group.route.steps] == ["nvidia_driver"]
+
+
+def test_a_mixed_cluster_gets_manifests_per_vendor() -> None:
+    import kubernetes_validate
+    import yaml
+
+    doc = json.loads(GFD.read_text())
+    # The README's node on a current driver (a test variant: only the driver labels changed).
+    doc["items"][0]["metadata"]["labels"]["nvidia.com/cuda.driver.major"] = "580"
+    doc["items"][0]["metadata"]["labels"]["nvidia.com/cuda.driver.minor"] = "95"
+    doc["items"][0]["metadata"]["labels"]["nvidia.com/cuda.driver.rev"] = "05"
+    items = _all_items()
+    items["items"] += doc["items"]
+    m = matrix.load()
+    fleet = plan_fleet(
+        m, read_nodes(json.dumps(items), where="mixed", gfx_table=probe_gfx()), Request()
+    )
+    a100 = next(g for g in fleet.groups if g.hostlist == "dgx-a100-0")
+    assert a100.verdict == "supported" and set(fleet.main_plans) == {"amd", "nvidia"}
+    files = render_all(m, fleet, Options(model="Qwen/Qwen3-8B"))
+    docs = [d for d in yaml.safe_load_all(files[f"kubernetes/{a100.id}.yaml"]) if d]
+    for d in docs:
+        for version in K8S_VERSIONS:
+            kubernetes_validate.validate(d, version, strict=True)
+    pod = docs[0]["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "A100-SXM4-40GB"}
+    assert pod["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 1}

@@ -151,6 +151,17 @@ def node_report(item: Any, *, index: int, gfx_table: GfxTable) -> NodeReport:
                 source=source,
                 reason=f"label {shown(key, limit=80)} has no valid Kubernetes label {part}",
             )
+    nvidia = _nvidia_node(labels, item)
+    if nvidia is not None and not amd_labels:
+        node, unplaced, kept = nvidia
+        return NodeReport(
+            name=name,
+            source=source,
+            node=node,
+            reason=unplaced,
+            labels=kept,
+            resource=NVIDIA_RESOURCE,
+        )
     try:
         resource, count = _capacity(item)
         node, unplaced = _node(labels, resource, count, gfx_table)
@@ -159,6 +170,67 @@ def node_report(item: Any, *, index: int, gfx_table: GfxTable) -> NodeReport:
     return NodeReport(
         name=name, source=source, node=node, reason=unplaced, labels=amd_labels, resource=resource
     )
+
+
+NVIDIA_RESOURCE = "nvidia.com/gpu"
+# NVIDIA GPU feature discovery's labels (NVIDIA/k8s-device-plugin
+# docs/gpu-feature-discovery/README.md, "Generated Labels"): product, count, compute capability
+# major/minor, driver major/minor/rev, CUDA runtime major/minor, memory in MB.
+_GFD = "nvidia.com/"
+
+
+def _nvidia_node(
+    labels: dict[str, str], item: dict[str, Any]
+) -> tuple[Node, str | None, dict[str, str]] | None:
+    """An NVIDIA node from its GFD labels and its ``nvidia.com/gpu`` capacity, as the probe would
+    describe it (``host.nvidia``, ``host.other_devices``); None when it has neither."""
+    status = item.get("status")
+    capacity: Any = status.get("capacity") if isinstance(status, dict) else None
+    raw = capacity.get(NVIDIA_RESOURCE) if isinstance(capacity, dict) else None
+    count = _gpu_count(str(raw)) if raw is not None and not isinstance(raw, bool) else None
+    gfd = {k: v for k, v in labels.items() if k.startswith(_GFD)}
+    product = gfd.get("nvidia.com/gpu.product")
+    if not product and not count:
+        return None
+    kept = {k: v for k, v in gfd.items() if is_safe("label_key", k) and is_safe("label_value", v)}
+    count = count or _gpu_count(gfd.get("nvidia.com/gpu.count"))
+    if not count:
+        return (
+            Node(origin="kubernetes", host={"kubernetes_resource": NVIDIA_RESOURCE}),
+            "the node offers no nvidia.com/gpu (is NVIDIA's device plugin running on it?)",
+            kept,
+        )
+
+    def num(key: str) -> int | None:
+        return bounded.ascii_int(gfd.get(key) or "", max_digits=5)
+
+    major, minor = num("nvidia.com/gpu.compute.major"), num("nvidia.com/gpu.compute.minor")
+    cap = f"{major}.{minor}" if major is not None and minor is not None else None
+    parts = [gfd.get(f"nvidia.com/cuda.driver.{p}") or "" for p in ("major", "minor", "rev")]
+    driver = ".".join(p for p in parts if p) if bounded.ascii_int(parts[0]) is not None else None
+    if driver is not None and not all(p.isascii() and p.isdigit() for p in driver.split(".")):
+        driver = None
+    rmaj, rmin = num("nvidia.com/cuda.runtime.major"), num("nvidia.com/cuda.runtime.minor")
+    memory = num("nvidia.com/gpu.memory")
+    name = product if product and is_safe("label_value", product) else "NVIDIA GPU"
+    device = {
+        "vendor": "nvidia",
+        "kind": "GPU",
+        "name": name,
+        "compute_capability": cap,
+        "driver": driver,
+        "vram_bytes": memory * 1024**2 if memory else None,
+    }
+    host: dict[str, Any] = {
+        "kubernetes_resource": NVIDIA_RESOURCE,
+        "nvidia": {
+            "driver": driver,
+            "cuda": f"{rmaj}.{rmin}" if rmaj is not None and rmin is not None else None,
+            "sources": ["kubernetes labels (GPU feature discovery)"],
+        },
+        "other_devices": [dict(device) for _ in range(count)],
+    }
+    return Node(host=host, origin="kubernetes"), None, kept
 
 
 def _node(
