@@ -41,6 +41,7 @@ from resolver.model import (
     GpuProduct,
     KernelFloor,
     Matrix,
+    NvidiaGpu,
     OsRelease,
     OsRestriction,
     Provenance,
@@ -628,6 +629,22 @@ def _cuda_rule(rec: Record) -> CudaDriverRule:
     return CudaDriverRule(major=major, min_driver=low, provenance=rec.provenance())
 
 
+def _nvidia_gpu(rec: Record) -> NvidiaGpu:
+    ids = rec.strings("pci_device_ids", required=True)
+    for i in ids:
+        if not re.fullmatch(r"[0-9a-f]{4}", i):
+            raise rec.fail("pci_device_ids", f"{i!r} is not four lowercase hex digits")
+    cap = rec.text("compute_capability")
+    if not re.fullmatch(r"\d{1,2}\.\d", cap):
+        raise rec.fail("compute_capability", f"{cap!r} is not a compute capability (e.g. 9.0)")
+    return NvidiaGpu(
+        name=rec.text("name"),
+        compute_capability=cap,
+        pci_device_ids=ids,
+        provenance=rec.provenance(),
+    )
+
+
 def _image(rec: Record) -> ContainerImage:
     digest = rec.opt_text("digest")
     if digest is not None:
@@ -812,6 +829,7 @@ _KEYS: dict[str, str] = {
     "nodes.toml": "example",
     "cuda.toml": "release",
     "nvidia.toml": "cuda",
+    "nvidia-gpus.toml": "gpu",
 }
 
 
@@ -839,6 +857,7 @@ def _from_raw(raw: Mapping[str, list[Any]]) -> Matrix:
         examples=_build(recs("nodes.toml"), _example),
         cuda=_build(recs("cuda.toml"), _cuda_release),
         nvidia=_build(recs("nvidia.toml"), _cuda_rule),
+        nvidia_gpus=_build(recs("nvidia-gpus.toml"), _nvidia_gpu),
     )
     check_invariants(m)
     return m

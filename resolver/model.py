@@ -406,6 +406,16 @@ class CudaDriverRule:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class NvidiaGpu:
+    """An NVIDIA GPU by PCI device id, with its compute capability (``nvidia-gpus.toml``)."""
+
+    name: str
+    compute_capability: str
+    pci_device_ids: tuple[str, ...]
+    provenance: Provenance
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ExampleNode:
     name: str
     description: str
@@ -431,6 +441,7 @@ class Matrix:
     examples: tuple[ExampleNode, ...]
     cuda: tuple[CudaRelease, ...] = ()
     nvidia: tuple[CudaDriverRule, ...] = ()
+    nvidia_gpus: tuple[NvidiaGpu, ...] = ()
     _gfx_index: dict[str, GfxTarget] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -438,6 +449,10 @@ class Matrix:
 
     def cuda_release(self, version: Version) -> CudaRelease | None:
         return next((r for r in self.cuda if r.version == version), None)
+
+    def nvidia_gpu(self, pci_device_id: str | None) -> NvidiaGpu | None:
+        want = (pci_device_id or "").lower().removeprefix("0x")[:4]
+        return next((g for g in self.nvidia_gpus if want in g.pci_device_ids), None)
 
     def cuda_driver_rule(self, cuda: Version) -> CudaDriverRule | None:
         return next((r for r in self.nvidia if r.major == cuda.major), None)

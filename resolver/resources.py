@@ -26,6 +26,7 @@ MATRIX_FILES: Final[tuple[str, ...]] = (
     "nodes.toml",
     "cuda.toml",
     "nvidia.toml",
+    "nvidia-gpus.toml",
 )
 
 

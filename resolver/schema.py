@@ -256,6 +256,13 @@ TABLES: Final[dict[str, tuple[str, dict[str, Any]]]] = {
         "cuda",
         _table({"major": INT, "min_driver": INT}, ("major", "min_driver", "source")),
     ),
+    "nvidia-gpus.toml": (
+        "gpu",
+        _table(
+            {"name": STR, "compute_capability": STR, "pci_device_ids": STRS},
+            ("name", "compute_capability", "pci_device_ids", "source"),
+        ),
+    ),
 }
 
 

@@ -232,3 +232,22 @@ def test_dockerfile_on_an_nvidia_node_names_vllms_own_recipe(tmp_path: Path) -> 
     assert result.exit_code == 2
     assert "docker/Dockerfile" in result.stderr
     assert "torch_cuda_arch_list=9.0" in result.stderr and "#v0.33.0" in result.stderr
+
+
+def test_without_nvidia_smi_the_pci_id_says_the_compute_capability() -> None:
+    # The probe's sysfs path: PCI device id, no compute capability.
+    h200 = node(compute_capability=None, pci_device_id="2335")
+    d = solve(M, h200, Request())
+    assert d.plan is not None and d.plan.candidate.label == "vllm/vllm-openai:v0.33.0"
+    assert "cuda-arch-unchecked" not in [w.code for w in d.warnings]
+    v100 = solve(M, node(compute_capability=None, pci_device_id="1db1"), Request())
+    assert {r.code for e in v100.rejected for r in e.reasons if e.candidate.kind == "image"} == {
+        "cuda-arch-missing"
+    }
+    unknown = solve(M, node(compute_capability=None, pci_device_id="ffff"), Request())
+    assert "cuda-arch-unchecked" in [w.code for w in unknown.warnings]
+
+
+def test_each_pci_id_names_one_gpu() -> None:
+    ids = [i for g in M.nvidia_gpus for i in g.pci_device_ids]
+    assert len(ids) == len(set(ids)) and all(g.provenance.source for g in M.nvidia_gpus)

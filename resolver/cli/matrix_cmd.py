@@ -378,6 +378,7 @@ def validate(json_out: JsonOpt = False) -> None:
         "nodes": len(m.examples),
         "cuda": len(m.cuda),
         "nvidia": len(m.nvidia),
+        "nvidia_gpus": len(m.nvidia_gpus),
     }
     layer = overlay.read() if overlay.stamp() is not None else {}
     laid = {file: len(records) for file, records in layer.items() if records}

@@ -68,10 +68,16 @@ def is_nvidia(node: Node, request: Request) -> bool:
     return not node.gfx_targets and bool(nvidia_gpus(node))
 
 
-def _caps(node: Node) -> list[str]:
-    return sorted(
-        {str(g["compute_capability"]) for g in nvidia_gpus(node) if g.get("compute_capability")}
-    )
+def _caps(node: Node, m: Matrix | None = None) -> list[str]:
+    """The GPUs' compute capabilities: nvidia-smi's, else the one NVIDIA lists for the GPU's PCI
+    device id (``nvidia-gpus.toml``; a node probed without nvidia-smi)."""
+    out = set()
+    for g in nvidia_gpus(node):
+        if g.get("compute_capability"):
+            out.add(str(g["compute_capability"]))
+        elif m is not None and (known := m.nvidia_gpu(g.get("pci_device_id"))) is not None:
+            out.add(known.compute_capability)
+    return sorted(out)
 
 
 def _covers(arch: tuple[str, ...], cap: str) -> bool:
@@ -214,7 +220,7 @@ def evaluate(
     label = cand.label
     gpus = nvidia_gpus(node)
     product = str(gpus[0].get("name") or "the GPU") if gpus else "the GPU"
-    caps = _caps(node)
+    caps = _caps(node, m)
     missing = [c for c in caps if not _covers(image.arch, c)]
     if missing:
         listed = ", ".join(image.arch)
@@ -447,7 +453,7 @@ def _recipe_hint(m: Matrix, node: Node, request: Request) -> str:
     if not releases:
         return "see vLLM's CUDA installation guide (building the image from source)"
     release = releases[0]
-    caps = " ".join(_caps(node)) or " ".join(release.arch)
+    caps = " ".join(_caps(node, m)) or " ".join(release.arch)
     words = [
         "docker",
         "build",
@@ -467,7 +473,7 @@ def _recipe_hint(m: Matrix, node: Node, request: Request) -> str:
 def _unread(m: Matrix, node: Node, request: Request) -> tuple[MissingFact, ...]:
     """Releases in the request whose build covers the GPU but whose image tags the data has not
     read (an sdist without the publish script): what would tell, and how to read it."""
-    caps = _caps(node)
+    caps = _caps(node, m)
     out = []
     for release in sorted(m.cuda, key=lambda r: r.version, reverse=True):
         if release.images or (request.vllm is not None and release.version not in request.vllm):
