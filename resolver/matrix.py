@@ -29,6 +29,7 @@ from resolver.model import (
     LAYOUTS,
     MXFP4_SUPPORT,
     STREAMS,
+    AmdgpuIsa,
     ComponentPin,
     ContainerImage,
     CudaDriverRule,
@@ -645,6 +646,18 @@ def _nvidia_gpu(rec: Record) -> NvidiaGpu:
     )
 
 
+def _isa(rec: Record) -> AmdgpuIsa:
+    name = rec.text("name")
+    if not re.fullmatch(r"gfx[0-9a-f]{3,4}|gfx[0-9]{1,2}(-[0-9])?-generic", name):
+        raise rec.fail("name", f"{name!r} is not an AMDGPU processor name")
+    mach = rec._get("mach", int, True)
+    if not 1 <= mach <= 0xFF:
+        raise rec.fail("mach", "must be an EF_AMDGPU_MACH value (1-255)")
+    return AmdgpuIsa(
+        name=name, mach=mach, covers=rec.strings("covers"), provenance=rec.provenance()
+    )
+
+
 def _image(rec: Record) -> ContainerImage:
     digest = rec.opt_text("digest")
     if digest is not None:
@@ -830,6 +843,7 @@ _KEYS: dict[str, str] = {
     "cuda.toml": "release",
     "nvidia.toml": "cuda",
     "nvidia-gpus.toml": "gpu",
+    "amdgpu-isa.toml": "isa",
 }
 
 
@@ -858,6 +872,7 @@ def _from_raw(raw: Mapping[str, list[Any]]) -> Matrix:
         cuda=_build(recs("cuda.toml"), _cuda_release),
         nvidia=_build(recs("nvidia.toml"), _cuda_rule),
         nvidia_gpus=_build(recs("nvidia-gpus.toml"), _nvidia_gpu),
+        isa=_build(recs("amdgpu-isa.toml"), _isa),
     )
     check_invariants(m)
     return m

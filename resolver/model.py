@@ -406,6 +406,17 @@ class CudaDriverRule:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class AmdgpuIsa:
+    """An AMDGPU processor as code objects name it: its ELF ``EF_AMDGPU_MACH`` value and, for a
+    generic ISA (``gfx11-generic``), the real processors its code runs on."""
+
+    name: str
+    mach: int
+    covers: tuple[str, ...]
+    provenance: Provenance
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class NvidiaGpu:
     """An NVIDIA GPU by PCI device id, with its compute capability (``nvidia-gpus.toml``)."""
 
@@ -442,6 +453,7 @@ class Matrix:
     cuda: tuple[CudaRelease, ...] = ()
     nvidia: tuple[CudaDriverRule, ...] = ()
     nvidia_gpus: tuple[NvidiaGpu, ...] = ()
+    isa: tuple[AmdgpuIsa, ...] = ()
     _gfx_index: dict[str, GfxTarget] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:

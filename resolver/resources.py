@@ -27,6 +27,7 @@ MATRIX_FILES: Final[tuple[str, ...]] = (
     "cuda.toml",
     "nvidia.toml",
     "nvidia-gpus.toml",
+    "amdgpu-isa.toml",
 )
 
 

@@ -256,6 +256,10 @@ TABLES: Final[dict[str, tuple[str, dict[str, Any]]]] = {
         "cuda",
         _table({"major": INT, "min_driver": INT}, ("major", "min_driver", "source")),
     ),
+    "amdgpu-isa.toml": (
+        "isa",
+        _table({"name": STR, "mach": INT, "covers": STRS}, ("name", "mach", "source")),
+    ),
     "nvidia-gpus.toml": (
         "gpu",
         _table(

@@ -43,6 +43,7 @@ PLACES: dict[str, str] = {
     "resolver.dockerfile": "workflows",
     "resolver.refresh": "workflows",
     "resolver.fleet": "workflows",
+    "resolver.audit": "workflows",
     "resolver.cli": "cli",
     "resolver.__main__": "cli",
 }

@@ -11,7 +11,17 @@ from typing import Any, NoReturn
 import typer
 
 from resolver import __version__
-from resolver.cli import check, dockerfile, fleet, image, matrix_cmd, probe, refresh, upgrade
+from resolver.cli import (
+    audit,
+    check,
+    dockerfile,
+    fleet,
+    image,
+    matrix_cmd,
+    probe,
+    refresh,
+    upgrade,
+)
 
 # `-h` is `--help` everywhere (subcommands inherit it from the root context).
 HELP: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
@@ -31,7 +41,7 @@ matrix_app = typer.Typer(
 )
 app.add_typer(matrix_app, name="matrix")
 
-for module in (check, probe, image, dockerfile, upgrade, fleet, matrix_cmd, refresh):
+for module in (check, probe, image, dockerfile, upgrade, audit, fleet, matrix_cmd, refresh):
     module.register(app, matrix_app)
 
 

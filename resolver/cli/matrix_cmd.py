@@ -379,6 +379,7 @@ def validate(json_out: JsonOpt = False) -> None:
         "cuda": len(m.cuda),
         "nvidia": len(m.nvidia),
         "nvidia_gpus": len(m.nvidia_gpus),
+        "isa": len(m.isa),
     }
     layer = overlay.read() if overlay.stamp() is not None else {}
     laid = {file: len(records) for file, records in layer.items() if records}

@@ -1,0 +1,270 @@
+"""`rocm-vllm audit`: which GPUs the code inside an artifact was built for, read from the code.
+
+An artifact is a file (a library, a code object), a directory, a wheel (zip), a tar archive
+(``docker save``, an image layer, plain, gzip or zstd compressed) or an OCI image layout
+directory; archives inside archives are read too (a ``docker save`` holds layer tarballs), two
+levels deep. Every ELF file inside is read once, whole (memory is bounded by the largest single
+library, never by the artifact), for its offload bundles or its code-object target
+(``resolver.audit.bundle``). Nothing is extracted to disk.
+
+The result is data (``Audit``); the CLI words it. ``covers`` answers for a node's gfx targets
+whether the libraries that decide "invalid device function" carry code for them: vLLM's own
+extensions, torch's HIP libraries, AITER and FlashAttention when the artifact has them, every
+library with GPU code otherwise. A generic ISA (``gfx11-generic``) covers the processors
+``amdgpu-isa.toml`` lists for it.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import stat
+import tarfile
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, cast
+
+from resolver.audit.bundle import ELF_MAGIC, AuditError, Found, gpu_code, natural
+from resolver.model import Matrix
+
+MAX_LIBRARY = 4 * 1024**3  # the largest single file read (torch's HIP library is ~1-2 GB)
+MAX_MEMBERS = 500_000  # files in one artifact, all levels
+MAX_DEPTH = 2  # archives inside archives
+MAX_RATIO = 200  # a zip member may unpack to at most this many times its stored size
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+ZIP_MAGIC = b"PK\x03\x04"
+# The libraries whose GPU code decides whether vLLM starts on a GPU (the kernels vLLM, torch,
+# AITER and FlashAttention launch); matched on the path's file name.
+DECISIVE = re.compile(
+    r"(^|/)(vllm/(_C|_rocm_C|_moe_C)[^/]*\.so"
+    r"|libtorch_hip\.so[^/]*|libc10_hip\.so[^/]*"
+    r"|aiter/[^!]*\.so[^/]*|[^/]*flash_attn[^/]*\.so[^/]*)$"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Library:
+    path: str  # inside the artifact; "a.tar!layer.tar!usr/lib/x.so" for nested archives
+    targets: tuple[str, ...]
+    compressed: bool
+    kind: str
+
+    @property
+    def decisive(self) -> bool:
+        return bool(DECISIVE.search(self.path.rsplit("!", 1)[-1]))
+
+
+@dataclass(slots=True)
+class Audit:
+    artifact: str
+    libraries: list[Library] = field(default_factory=list)
+    files: int = 0  # files looked at
+    elf: int = 0  # ELF files read
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        return tuple(sorted({t for lib in self.libraries for t in lib.targets}, key=natural))
+
+    def judged(self) -> list[Library]:
+        """The libraries ``covers`` judges: the decisive ones where the artifact has them."""
+        decisive = [lib for lib in self.libraries if lib.decisive]
+        return decisive or self.libraries
+
+    def lacking(self, m: Matrix, gfx: str) -> list[Library]:
+        """The judged libraries with no code for ``gfx`` (none: the artifact covers it)."""
+        return [lib for lib in self.judged() if not any(runs(m, t, gfx) for t in lib.targets)]
+
+
+def runs(m: Matrix, target: str, gfx: str) -> bool:
+    """Code built for ``target`` ("gfx942:sramecc+:xnack-", "gfx11-generic") runs on ``gfx``."""
+    base = target.split(":", 1)[0]
+    if base == gfx:
+        return True
+    generic = next((i for i in m.isa if i.name == base), None)
+    return generic is not None and gfx in generic.covers
+
+
+def audit(m: Matrix, artifact: str) -> Audit:
+    """Read ``artifact`` (a path) for GPU code (module docstring)."""
+    path = Path(artifact)
+    try:
+        info = path.lstat()
+    except OSError as exc:
+        raise AuditError(
+            f"{artifact}: cannot read it ({exc.strerror or type(exc).__name__})",
+            hint="give a wheel, a library, a directory, a docker save archive or an OCI layout",
+        ) from None
+    result = Audit(artifact=artifact)
+    machs = {i.mach: i.name for i in m.isa}
+    reader = _Reader(result, machs)
+    if stat.S_ISDIR(info.st_mode):
+        reader.directory(path)
+    elif stat.S_ISREG(info.st_mode):
+        with path.open("rb") as fh:
+            reader.stream(fh, path.name, info.st_size, depth=0)
+    else:
+        raise AuditError(f"{artifact}: not a file or directory", hint="give a regular file")
+    return result
+
+
+class _Reader:
+    def __init__(self, result: Audit, machs: dict[int, str]) -> None:
+        self.result = result
+        self.machs = machs
+
+    def _count(self) -> None:
+        self.result.files += 1
+        if self.result.files > MAX_MEMBERS:
+            raise AuditError(
+                f"the artifact holds more than {MAX_MEMBERS} files",
+                hint="audit one layer or one directory at a time",
+            )
+
+    def directory(self, root: Path) -> None:
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+            dirnames.sort()
+            for name in sorted(filenames):
+                path = Path(dirpath) / name
+                try:
+                    info = path.lstat()
+                except OSError:
+                    continue
+                if not stat.S_ISREG(info.st_mode):
+                    continue  # links and devices: never followed
+                rel = path.relative_to(root).as_posix()
+                with path.open("rb") as fh:
+                    self.stream(fh, rel, info.st_size, depth=0)
+
+    def stream(self, fh: IO[bytes], name: str, size: int | None, *, depth: int) -> None:
+        """One file: an ELF is read for GPU code, an archive is opened, anything else skipped."""
+        self._count()
+        head = fh.read(512)
+        if head[:4] == ELF_MAGIC:
+            if size is not None and size > MAX_LIBRARY:
+                raise AuditError(
+                    f"{name}: {size} bytes, more than one library may be ({MAX_LIBRARY})",
+                    hint="a damaged or hostile archive",
+                )
+            data = head + fh.read(MAX_LIBRARY + 1 - len(head))
+            if len(data) > MAX_LIBRARY:
+                raise AuditError(f"{name}: larger than {MAX_LIBRARY} bytes", hint="a hostile file")
+            self.result.elf += 1
+            try:
+                found = gpu_code(data, self.machs)
+            except AuditError as exc:
+                raise AuditError(f"{name}: {exc.message}", hint=exc.hint) from None
+            if found is not None:
+                self._add(name, found)
+            return
+        if depth > MAX_DEPTH:
+            return
+        if head[:4] == ZIP_MAGIC:
+            # A zip's directory is at its end: a file is read in place, an archive member (a
+            # wheel inside a tar) through a bounded copy.
+            if isinstance(fh, io.BufferedReader) and _seekable(fh):
+                fh.seek(0)
+                self.zip(fh, name, depth=depth + 1)
+            else:
+                whole = head + fh.read(MAX_LIBRARY + 1 - len(head))
+                if len(whole) > MAX_LIBRARY:
+                    raise AuditError(f"{name}: a zip larger than {MAX_LIBRARY} bytes", hint="")
+                self.zip(io.BytesIO(whole), name, depth=depth + 1)
+        elif head[:2] == GZIP_MAGIC or head[:4] == ZSTD_MAGIC or head[257:262] == b"ustar":
+            self.tar(cast(IO[bytes], _Prefixed(head, fh)), name, depth=depth + 1)
+
+    def _add(self, name: str, found: Found) -> None:
+        self.result.libraries.append(
+            Library(path=name, targets=found.targets, compressed=found.compressed, kind=found.kind)
+        )
+
+    def zip(self, src: IO[bytes], name: str, *, depth: int) -> None:
+        try:
+            archive = zipfile.ZipFile(src)
+        except (zipfile.BadZipFile, OSError, ValueError):
+            raise AuditError(f"{name}: not a readable zip", hint="a damaged wheel") from None
+        with archive:
+            for info in archive.infolist():
+                if info.is_dir():
+                    continue
+                if info.file_size > MAX_LIBRARY or info.file_size > MAX_RATIO * max(
+                    info.compress_size, 1024
+                ):
+                    raise AuditError(
+                        f"{name}!{info.filename}: claims {info.file_size} bytes from "
+                        f"{info.compress_size} (a zip bomb?)",
+                        hint="a damaged or hostile wheel",
+                    )
+                try:
+                    with archive.open(info) as member:
+                        self.stream(member, f"{name}!{info.filename}", info.file_size, depth=depth)
+                except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
+                    raise AuditError(
+                        f"{name}!{info.filename}: cannot be read ({type(exc).__name__})",
+                        hint="a damaged wheel",
+                    ) from None
+
+    def tar(self, fh: IO[bytes], name: str, *, depth: int) -> None:
+        head = fh.read(4)
+        src = cast(IO[bytes], _Prefixed(head, fh))
+        if head == ZSTD_MAGIC:
+            import zstandard
+
+            src = cast(IO[bytes], zstandard.ZstdDecompressor().stream_reader(src))
+        try:
+            with tarfile.open(fileobj=src, mode="r|*") as archive:
+                for member in archive:
+                    if not member.isfile():
+                        continue
+                    extracted = archive.extractfile(member)
+                    if extracted is None:
+                        continue
+                    self.stream(extracted, f"{name}!{member.name}", member.size, depth=depth)
+        except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
+            raise AuditError(
+                f"{name}: not a readable tar archive ({type(exc).__name__})",
+                hint="a truncated or damaged archive",
+            ) from None
+        except Exception as exc:
+            if isinstance(exc, AuditError):
+                raise
+            raise AuditError(
+                f"{name}: cannot be decompressed ({type(exc).__name__})",
+                hint="a truncated or damaged archive",
+            ) from None
+
+
+def _seekable(fh: IO[bytes]) -> bool:
+    try:
+        return bool(fh.seekable())
+    except (AttributeError, ValueError):
+        return False
+
+
+class _Prefixed(io.RawIOBase):
+    """``head`` (already read) followed by the rest of ``fh``: the sniffed bytes are not lost.
+    Read-only and forward-only, as tarfile's streaming mode reads."""
+
+    def __init__(self, head: bytes, fh: IO[bytes]) -> None:
+        self._head = head
+        self._fh = fh
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        if self._head:
+            n = min(len(buffer), len(self._head))
+            buffer[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        data = self._fh.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def iter_libraries(result: Audit) -> Iterator[Library]:
+    yield from sorted(result.libraries, key=lambda lib: lib.path)

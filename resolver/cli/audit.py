@@ -1,0 +1,110 @@
+"""`rocm-vllm audit ARTIFACT`: which GPUs the code inside a wheel, library, directory or image
+archive was built for, read from the code itself."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from resolver.cli._common import JsonOpt, emit_json, handle_errors, terminal_width, wrapped
+
+SCHEMA_VERSION = 1
+
+
+@handle_errors
+def audit(
+    artifact: Annotated[
+        str,
+        typer.Argument(
+            help="A wheel, a library (.so, .hsaco), a directory, a `docker save` archive, an "
+            "image layer or an OCI image layout directory."
+        ),
+    ],
+    gfx: Annotated[
+        str | None,
+        typer.Option(
+            "--gfx",
+            help="Comma-separated gfx targets: exit 0 when the libraries that decide 'invalid "
+            "device function' carry code for each, 1 when not.",
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """List the GPU targets of every library inside ARTIFACT (offload bundles, compressed or
+    not, and bare code objects); with --gfx, whether they cover the node (exit 0 covered, 1 not,
+    2 bad input)."""
+    from resolver import matrix
+    from resolver.audit import audit as run_audit
+    from resolver.versions import check_gfx_name
+
+    m = matrix.load()
+    wanted = [check_gfx_name(g.strip()) for g in gfx.split(",") if g.strip()] if gfx else []
+    result = run_audit(m, artifact)
+    data = audit_json(result, m, wanted)
+    if json_out:
+        emit_json(data)
+    else:
+        typer.echo(render(data, width=terminal_width()), nl=False)
+    raise typer.Exit(data["exit_code"])
+
+
+def audit_json(result: Any, m: Any, wanted: list[str]) -> dict[str, Any]:
+    covers = {
+        g: {
+            "covered": not result.lacking(m, g),
+            "lacking": [lib.path for lib in result.lacking(m, g)],
+        }
+        for g in wanted
+    }
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "artifact": result.artifact,
+        "exit_code": 1 if any(not c["covered"] for c in covers.values()) else 0,
+        "files": result.files,
+        "elf_files": result.elf,
+        "libraries": [
+            {
+                "path": lib.path,
+                "targets": list(lib.targets),
+                "compressed": lib.compressed,
+                "kind": lib.kind,
+                "decisive": lib.decisive,
+            }
+            for lib in sorted(result.libraries, key=lambda lib: lib.path)
+        ],
+        "targets": list(result.targets),
+        "judged": "decisive" if any(lib.decisive for lib in result.libraries) else "all",
+        "covers": covers,
+    }
+
+
+def render(data: dict[str, Any], *, width: int = 100) -> str:
+    n = len(data["libraries"])
+    read = f"{data['elf_files']} ELF files of {data['files']} read"
+    lines = [f"{data['artifact']}: {n} librar{'y' if n == 1 else 'ies'} with GPU code ({read})"]
+    for lib in data["libraries"]:
+        how = ", compressed" if lib["compressed"] else ""
+        lines.append(f"  {lib['path']}  ({lib['kind']}{how})")
+        lines.append(f"    {' '.join(lib['targets'])}")
+    if data["targets"]:
+        lines.append(f"targets (all libraries): {' '.join(data['targets'])}")
+    else:
+        lines.append("no GPU code found")
+    which = (
+        "vLLM's, torch's, AITER's and FlashAttention's libraries"
+        if data["judged"] == "decisive"
+        else "every library with GPU code"
+    )
+    for gfx, c in data["covers"].items():
+        if c["covered"]:
+            lines.append(f"{gfx}: covered ({which})")
+        else:
+            lines.append(f"{gfx}: NOT covered: no {gfx} code in {', '.join(c['lacking'][:5])}")
+            if len(c["lacking"]) > 5:
+                lines.append(f"  and {len(c['lacking']) - 5} more")
+    return "\n".join(wrapped(line, width=width) for line in lines) + "\n"
+
+
+def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
+    app.command("audit")(audit)
