@@ -267,6 +267,59 @@ class RegistryClient:
             self.cache.put(key, digest, media_type)
         return ResolvedDigest(repo, tag, digest, media_type, self.registry.url, False)
 
+    def manifest(self, repo: str, ref: str) -> tuple[dict[str, Any], str | None]:
+        """The manifest (or index) ``repo:ref`` names, parsed, and its media type."""
+        require_safe("image_repo", repo, where="image repository")
+        path = f"/v2/{self.registry.repository(repo)}/manifests/{ref}"
+        response = self._authorized("GET", path, repo)
+        media_type = _media_type(response.headers.get("Content-Type"))
+        if not _is_manifest(response.content, media_type):
+            raise RegistryError(
+                f"{self.registry.image_name(repo)}:{ref}: {self.registry.url} sent no manifest",
+                hint="the URL may be a web proxy, not an OCI registry; check --registry",
+            )
+        doc = bounded.loads_json(response.content)
+        return doc, media_type or doc.get("mediaType")
+
+    def blob(self, repo: str, digest: str) -> Any:
+        """A streaming answer for one blob (a layer): the caller reads ``.raw`` and closes it.
+        Authorized like a manifest request; the bytes are the caller's to verify."""
+        import requests
+
+        require_safe("digest", digest, where="blob digest")
+        path = f"/v2/{self.registry.repository(repo)}/blobs/{digest}"
+        scope = f"repository:{self.registry.repository(repo)}:pull"
+        for _ in range(2):
+            headers = {"Accept": "*/*"}
+            if scope in self._authorization:
+                headers["Authorization"] = self._authorization[scope]
+            try:
+                response = self.session.get(
+                    self.registry.url + path, headers=headers, stream=True, timeout=self.timeout
+                )
+            except requests.RequestException as exc:
+                raise RegistryUnreachableError(
+                    f"registry {self.registry.url}: blob {digest[:19]}: {_short(exc)}",
+                    hint=f"check the network, or point --registry / {REGISTRY_ENV} at a mirror",
+                ) from None
+            if response.status_code == 401 and scope not in self._authorization:
+                challenge = response.headers.get("WWW-Authenticate", "")
+                response.close()
+                self._authorization[scope] = self._answer(challenge, scope, repo)
+                continue
+            if response.status_code != 200:
+                response.close()
+                raise RegistryError(
+                    f"registry {self.registry.url}: blob {digest[:19]} answered HTTP "
+                    f"{response.status_code}",
+                    hint="check the image reference and your access to it",
+                )
+            return response
+        raise RegistryError(
+            f"registry {self.registry.url}: blob {digest[:19]} refused access",
+            hint="log in to the registry (docker login)",
+        )
+
     # -- protocol -----------------------------------------------------------------------------
     def _manifest_digest(self, repo: str, tag: str) -> tuple[str, str | None]:
         path = f"/v2/{self.registry.repository(repo)}/manifests/{tag}"

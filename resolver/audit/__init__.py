@@ -88,8 +88,19 @@ def runs(m: Matrix, target: str, gfx: str) -> bool:
     return generic is not None and gfx in generic.covers
 
 
-def audit(m: Matrix, artifact: str) -> Audit:
-    """Read ``artifact`` (a path) for GPU code (module docstring)."""
+ENGINE_PREFIX = "docker-daemon:"  # an image in the local engine (skopeo's transport names)
+REGISTRY_PREFIX = "docker://"  # an image in a registry, layers streamed
+
+
+def audit(m: Matrix, artifact: str, *, registry: str | None = None) -> Audit:
+    """Read ``artifact`` for GPU code (module docstring): a path, ``docker-daemon:IMAGE`` (the
+    local engine's ``docker save`` stream) or ``docker://REPO:TAG`` (the registry's layers,
+    streamed and verified against their digests; ``registry`` is the base URL)."""
+    machs = {i.mach: i.name for i in m.isa}
+    if artifact.startswith(ENGINE_PREFIX):
+        return _from_engine(artifact, machs)
+    if artifact.startswith(REGISTRY_PREFIX):
+        return _from_registry(artifact, machs, registry)
     path = Path(artifact)
     try:
         info = path.lstat()
@@ -99,7 +110,6 @@ def audit(m: Matrix, artifact: str) -> Audit:
             hint="give a wheel, a library, a directory, a docker save archive or an OCI layout",
         ) from None
     result = Audit(artifact=artifact)
-    machs = {i.mach: i.name for i in m.isa}
     reader = _Reader(result, machs)
     if stat.S_ISDIR(info.st_mode):
         reader.directory(path)
@@ -268,3 +278,149 @@ class _Prefixed(io.RawIOBase):
 
 def iter_libraries(result: Audit) -> Iterator[Library]:
     yield from sorted(result.libraries, key=lambda lib: lib.path)
+
+
+# -- images: the local engine and a registry ------------------------------------------------------
+
+
+def _from_engine(artifact: str, machs: dict[int, str]) -> Audit:
+    from resolver.engine import DockerEngine
+    from resolver.safety import require_safe
+
+    name = artifact[len(ENGINE_PREFIX) :]
+    repo, tag = _split_ref(name)
+    require_safe("image_repo", repo, where="image repository")
+    require_safe("digest" if tag.startswith("sha256:") else "image_tag", tag, where="image tag")
+    result = Audit(artifact=artifact)
+    with DockerEngine() as engine:
+        try:
+            engine.client.images.get(name)  # raises at once; the save stream only when read
+            chunks = engine.client.api.get_image(name)
+        except Exception as exc:  # noqa: BLE001 - docker.errors.* without importing docker here
+            raise AuditError(
+                f"{name}: the engine has no such image ({type(exc).__name__})",
+                hint="pull it first (docker pull), or give a registry reference: docker://REF",
+            ) from None
+        stream = cast(IO[bytes], _Chunks(iter(chunks)))
+        _Reader(result, machs).stream(stream, name, None, depth=0)
+    return result
+
+
+_INDEX_TYPES = frozenset(
+    {
+        "application/vnd.oci.image.index.v1+json",
+        "application/vnd.docker.distribution.manifest.list.v2+json",
+    }
+)
+
+
+def _split_ref(ref: str) -> tuple[str, str]:
+    if "@" in ref:
+        repo, _, digest = ref.partition("@")
+        return repo, digest
+    head, sep, tag = ref.rpartition(":")
+    if sep and "/" not in tag:
+        return head, tag
+    return ref, "latest"
+
+
+def _from_registry(artifact: str, machs: dict[int, str], registry: str | None) -> Audit:
+    """The image's layers from the registry (the linux/amd64 image of an index), each streamed
+    through the reader and its bytes checked against the digest the manifest names."""
+    from resolver.registry import RegistryClient, parse_registry
+    from resolver.safety import require_safe
+
+    ref = artifact[len(REGISTRY_PREFIX) :]
+    repo, tag = _split_ref(ref)
+    require_safe("image_repo", repo, where="image repository")
+    require_safe("digest" if tag.startswith("sha256:") else "image_tag", tag, where="image tag")
+    result = Audit(artifact=artifact)
+    reader = _Reader(result, machs)
+    client = RegistryClient(parse_registry(registry))
+    try:
+        doc, media_type = client.manifest(repo, tag)
+        if media_type in _INDEX_TYPES or "manifests" in doc:
+            chosen = next(
+                (
+                    d
+                    for d in doc.get("manifests", [])
+                    if isinstance(d, dict)
+                    and (d.get("platform") or {}).get("os") == "linux"
+                    and (d.get("platform") or {}).get("architecture") == "amd64"
+                ),
+                None,
+            )
+            if chosen is None:
+                raise AuditError(
+                    f"{ref}: the index lists no linux/amd64 image", hint="audit a platform image"
+                )
+            doc, media_type = client.manifest(repo, str(chosen.get("digest")))
+        layers = doc.get("layers")
+        if not isinstance(layers, list):
+            raise AuditError(f"{ref}: the manifest lists no layers", hint="not an image manifest")
+        for layer in layers:
+            digest = layer.get("digest") if isinstance(layer, dict) else None
+            if not isinstance(digest, str) or not digest.startswith("sha256:"):
+                raise AuditError(f"{ref}: a layer has no sha256 digest", hint="a damaged manifest")
+            size = layer.get("size") if isinstance(layer.get("size"), int) else None
+            response = client.blob(repo, digest)
+            try:
+                verified = _Verified(response.raw, digest)
+                reader.stream(cast(IO[bytes], verified), f"{ref}!{digest[:19]}", size, depth=0)
+                verified.finish()
+            finally:
+                response.close()
+    finally:
+        client.close()
+    return result
+
+
+class _Chunks(io.RawIOBase):
+    """A file over an iterator of byte chunks (the engine's image stream)."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._rest = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        while not self._rest:
+            try:
+                self._rest = next(self._chunks)
+            except StopIteration:
+                return 0
+        n = min(len(buffer), len(self._rest))
+        buffer[:n] = self._rest[:n]
+        self._rest = self._rest[n:]
+        return n
+
+
+class _Verified(io.RawIOBase):
+    """A layer's bytes, hashed as they are read; ``finish`` reads the rest and compares."""
+
+    def __init__(self, raw: IO[bytes], digest: str) -> None:
+        import hashlib
+
+        self._raw = raw
+        self._digest = digest
+        self._hash = hashlib.sha256()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        data = self._raw.read(len(buffer))
+        self._hash.update(data)
+        buffer[: len(data)] = data
+        return len(data)
+
+    def finish(self) -> None:
+        while self.read(1 << 20):
+            pass
+        if "sha256:" + self._hash.hexdigest() != self._digest:
+            raise AuditError(
+                f"layer {self._digest[:19]}: the bytes served do not match its digest",
+                hint="a proxy or mirror altered the layer; nothing from it is trusted",
+            )

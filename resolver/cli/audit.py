@@ -18,7 +18,8 @@ def audit(
         str,
         typer.Argument(
             help="A wheel, a library (.so, .hsaco), a directory, a `docker save` archive, an "
-            "image layer or an OCI image layout directory."
+            "image layer, an OCI image layout directory, docker-daemon:IMAGE (the local engine) "
+            "or docker://REPO:TAG (a registry, layers streamed)."
         ),
     ],
     gfx: Annotated[
@@ -27,6 +28,14 @@ def audit(
             "--gfx",
             help="Comma-separated gfx targets: exit 0 when the libraries that decide 'invalid "
             "device function' carry code for each, 1 when not.",
+        ),
+    ] = None,
+    registry: Annotated[
+        str | None,
+        typer.Option(
+            "--registry",
+            help="The registry a docker:// reference is read from (default: $ROCM_VLLM_REGISTRY, "
+            "else Docker Hub).",
         ),
     ] = None,
     json_out: JsonOpt = False,
@@ -40,7 +49,7 @@ def audit(
 
     m = matrix.load()
     wanted = [check_gfx_name(g.strip()) for g in gfx.split(",") if g.strip()] if gfx else []
-    result = run_audit(m, artifact)
+    result = run_audit(m, artifact, registry=registry)
     data = audit_json(result, m, wanted)
     if json_out:
         emit_json(data)
