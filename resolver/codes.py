@@ -36,6 +36,7 @@ AdvisoryCode = Literal[
     "aiter-partial",
     "amd-image",
     "apu-unified-memory",
+    "audit-lacks-gfx",
     "cpx-one-replica-per-partition",
     "cpx-partition",
     "cuda-arch-unchecked",

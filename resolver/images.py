@@ -409,3 +409,63 @@ def run_spec(
         # One replica per CPX partition: each container needs a name of its own.
         name=f"vllm-{placed.devices[0]}" if placed.replicas > 1 and placed.devices else "vllm",
     )
+
+
+def audit_image(
+    m: Matrix, image: ContainerImage, registry_url: str, node: Node
+) -> tuple[dict[str, Any] | None, list[Warning], Any]:
+    """Audit the pinned image straight from the registry (``resolver.audit``): the images.toml
+    record it makes (its arch list what every library that decides "invalid device function"
+    carries, confidence exact, the audit as its source), the problems (a node gfx no such library
+    has code for), and the audit itself."""
+    from resolver import overlay
+    from resolver.audit import audit, common_arch
+
+    assert image.digest is not None
+    result = audit(m, f"docker://{image.repo}@{image.digest}", registry=registry_url)
+    arch = common_arch(m, result)
+    problems: list[Warning] = []
+    judged = result.judged()
+    missing = [g for g in node.gfx_targets if g not in arch]
+    if missing:
+        lacking = sorted(
+            {lib.path.rsplit("!", 1)[-1] for g in missing for lib in result.lacking(m, g)}
+        )
+        problems.append(
+            Warning(
+                code="audit-lacks-gfx",
+                message=f"{image.ref}: the audit found no {', '.join(missing)} code in "
+                f"{', '.join(lacking[:3]) or 'its GPU libraries'}"
+                + (f" and {len(lacking) - 3} more" if len(lacking) > 3 else "")
+                + " (expect 'HIP error: invalid device function')",
+                hint="pick another image (`rocm-vllm check` now plans around this one) or build "
+                "from source for this GPU (`rocm-vllm dockerfile`)",
+                source=f"rocm-vllm audit docker://{image.repo}@{image.digest}",
+            )
+        )
+    if not judged:
+        return None, problems, result
+    raw = next(
+        (
+            dict(r)
+            for r in overlay.current_raw().get("images.toml", [])
+            if r.get("repo") == image.repo and r.get("tag") == image.tag
+        ),
+        None,
+    )
+    if raw is None:
+        return None, problems, result
+    libs = ", ".join(sorted({lib.path.rsplit("!", 1)[-1].rsplit("/", 1)[-1] for lib in judged})[:4])
+    raw.update(
+        {
+            "digest": image.digest,
+            "arch": list(arch),
+            "confidence": "exact",
+            "source": f"rocm-vllm audit docker://{image.repo}@{image.digest}: the GPU code of "
+            f"{len(judged)} librar{'y' if len(judged) == 1 else 'ies'} ({libs})",
+            "note": "audited: the arch list is what every library that decides 'invalid device "
+            f"function' carries, read from its code (was: {', '.join(image.arch) or 'unknown'})",
+        }
+    )
+    raw.pop("read_at", None)
+    return raw, problems, result

@@ -79,6 +79,16 @@ class Audit:
         return [lib for lib in self.judged() if not any(runs(m, t, gfx) for t in lib.targets)]
 
 
+def common_arch(m: Matrix, result: Audit) -> tuple[str, ...]:
+    """The gfx targets (as ``gfx.toml`` names them) every judged library carries code for: the
+    arch list an audit gives an image (a generic ISA counts for each processor it covers)."""
+    judged = result.judged()
+    if not judged:
+        return ()
+    known = [g.name for g in m.gfx]
+    return tuple(g for g in known if all(any(runs(m, t, g) for t in lib.targets) for lib in judged))
+
+
 def runs(m: Matrix, target: str, gfx: str) -> bool:
     """Code built for ``target`` ("gfx942:sramecc+:xnack-", "gfx11-generic") runs on ``gfx``."""
     base = target.split(":", 1)[0]

@@ -76,6 +76,16 @@ def image(
             rich_help_panel=IMAGE_PANEL,
         ),
     ] = False,
+    audit_it: Annotated[
+        bool,
+        typer.Option(
+            "--audit",
+            help="Read the GPU code of the pinned image from the registry (implies --digest): "
+            "exit 1 when its libraries lack the node's gfx; the audited arch list is kept in the "
+            "data overlay, so `check` trusts it over any docs claim.",
+            rich_help_panel=IMAGE_PANEL,
+        ),
+    ] = False,
     smoke: Annotated[
         bool,
         typer.Option(
@@ -175,6 +185,7 @@ or a failed check)."""
 
     reg = parse_registry(registry)
     warnings = list(decision.warnings)
+    digest = digest or audit_it
     if digest:
         from resolver.registry import DigestCache, RegistryClient
 
@@ -241,6 +252,22 @@ or a failed check)."""
         "attention_heads_source": placed.heads_source,
     }
     problems: list[Any] = []
+    if audit_it and chosen.vendor == "amd":
+        from resolver import overlay
+        from resolver.refresh.common import now
+
+        record, audit_problems, audited = images.audit_image(m, chosen, reg.url, node)
+        problems += audit_problems
+        out["audit"] = {
+            "libraries": len(audited.libraries),
+            "judged": len(audited.judged()),
+            "arch": record["arch"] if record else [],
+            "written": None,
+        }
+        if record is not None:
+            out["audit"]["written"] = str(
+                overlay.write({"images.toml": [record]}, written_at=now())
+            )
 
     if pull or smoke:
         from resolver.engine import DockerEngine
