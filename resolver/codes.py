@@ -23,6 +23,7 @@ ReasonCode = Literal[
     "host-rocm-mismatch",
     "release-facts-unknown",
     "artifact-facts-unknown",
+    "quantization-not-listed",
     "cuda-arch-missing",
     "cuda-driver-too-old",
 ]

@@ -46,6 +46,7 @@ from resolver.model import (
     OsRelease,
     OsRestriction,
     Provenance,
+    ReleaseCapabilities,
     RocmRelease,
     RocmStack,
     VllmRelease,
@@ -658,6 +659,22 @@ def _isa(rec: Record) -> AmdgpuIsa:
     )
 
 
+def _capabilities(rec: Record) -> ReleaseCapabilities:
+    methods = rec.strings("quantization", required=True)
+    for method in methods:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", method):
+            raise rec.fail("quantization", f"{method!r} is not a quantization method name")
+    sha = rec.opt_text("sdist_sha256")
+    if sha is not None and not re.fullmatch(r"[0-9a-f]{64}", sha):
+        raise rec.fail("sdist_sha256", "must be 64 lowercase hex digits")
+    return ReleaseCapabilities(
+        version=cast(Version, rec.version("version")),
+        quantization=methods,
+        sdist_sha256=sha,
+        provenance=rec.provenance(),
+    )
+
+
 def _image(rec: Record) -> ContainerImage:
     digest = rec.opt_text("digest")
     if digest is not None:
@@ -844,6 +861,7 @@ _KEYS: dict[str, str] = {
     "nvidia.toml": "cuda",
     "nvidia-gpus.toml": "gpu",
     "amdgpu-isa.toml": "isa",
+    "capabilities.toml": "release",
 }
 
 
@@ -873,6 +891,7 @@ def _from_raw(raw: Mapping[str, list[Any]]) -> Matrix:
         nvidia=_build(recs("nvidia.toml"), _cuda_rule),
         nvidia_gpus=_build(recs("nvidia-gpus.toml"), _nvidia_gpu),
         isa=_build(recs("amdgpu-isa.toml"), _isa),
+        capabilities=_build(recs("capabilities.toml"), _capabilities),
     )
     check_invariants(m)
     return m

@@ -406,6 +406,16 @@ class CudaDriverRule:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class ReleaseCapabilities:
+    """What one vLLM release's ROCm platform accepts (``capabilities.toml``, from its sdist)."""
+
+    version: Version
+    quantization: tuple[str, ...]  # RocmPlatform.supported_quantization
+    sdist_sha256: str | None
+    provenance: Provenance
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class AmdgpuIsa:
     """An AMDGPU processor as code objects name it: its ELF ``EF_AMDGPU_MACH`` value and, for a
     generic ISA (``gfx11-generic``), the real processors its code runs on."""
@@ -454,10 +464,14 @@ class Matrix:
     nvidia: tuple[CudaDriverRule, ...] = ()
     nvidia_gpus: tuple[NvidiaGpu, ...] = ()
     isa: tuple[AmdgpuIsa, ...] = ()
+    capabilities: tuple[ReleaseCapabilities, ...] = ()
     _gfx_index: dict[str, GfxTarget] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._gfx_index.update({g.name: g for g in self.gfx})
+
+    def capabilities_of(self, version: Version) -> ReleaseCapabilities | None:
+        return next((c for c in self.capabilities if c.version == version), None)
 
     def cuda_release(self, version: Version) -> CudaRelease | None:
         return next((r for r in self.cuda if r.version == version), None)

@@ -38,6 +38,7 @@ TABLES: Final[dict[str, str]] = {
     "images.toml": "image",
     "wheels.toml": "variant",
     "cuda.toml": "release",
+    "capabilities.toml": "release",
 }
 
 

@@ -28,6 +28,7 @@ MATRIX_FILES: Final[tuple[str, ...]] = (
     "nvidia.toml",
     "nvidia-gpus.toml",
     "amdgpu-isa.toml",
+    "capabilities.toml",
 )
 
 

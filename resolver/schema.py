@@ -256,6 +256,13 @@ TABLES: Final[dict[str, tuple[str, dict[str, Any]]]] = {
         "cuda",
         _table({"major": INT, "min_driver": INT}, ("major", "min_driver", "source")),
     ),
+    "capabilities.toml": (
+        "release",
+        _table(
+            {"version": STR, "quantization": STRS, "sdist_sha256": STR},
+            ("version", "quantization", "source"),
+        ),
+    ),
     "amdgpu-isa.toml": (
         "isa",
         _table({"name": STR, "mach": INT, "covers": STRS}, ("name", "mach", "source")),

@@ -15,7 +15,18 @@ from resolver.cli._common import (
     terminal_width,
 )
 
-TABLES = ("rocm", "drivers", "gfx", "vllm", "wheels", "images", "nodes", "os")
+TABLES = (
+    "rocm",
+    "drivers",
+    "gfx",
+    "vllm",
+    "wheels",
+    "images",
+    "nodes",
+    "os",
+    "capabilities",
+    "cuda",
+)
 SCHEMA_VERSION = 1  # of every `matrix ... --json` document
 
 
@@ -281,6 +292,46 @@ def _rows(m: Any, table: str) -> tuple[list[str], list[list[str]], list[dict[str
             }
             for e in recs
         ]
+    elif table == "capabilities":
+        header = ["vllm", "quantization (ROCm platform)"]
+        recs = m.capabilities
+        rows = [[str(c.version), ", ".join(c.quantization)] for c in recs]
+        data = [
+            {
+                "version": str(c.version),
+                "quantization": list(c.quantization),
+                "source": src(c.provenance),
+                "confidence": conf(c.provenance),
+            }
+            for c in recs
+        ]
+    elif table == "cuda":
+        header = ["vllm", "cuda", "images", "wheel cuda", "arch"]
+        recs = m.cuda
+        rows = [
+            [
+                str(r.version),
+                str(r.cuda),
+                ", ".join(i.tag for i in r.images) or "-",
+                str(r.wheel_cuda) if r.wheel_cuda else "-",
+                ", ".join(r.arch),
+            ]
+            for r in recs
+        ]
+        data = [
+            {
+                "version": str(r.version),
+                "cuda": str(r.cuda),
+                "images": [
+                    {"tag": i.tag, "cuda": str(i.cuda), "arch": list(i.arch)} for i in r.images
+                ],
+                "wheel_cuda": str(r.wheel_cuda) if r.wheel_cuda else None,
+                "arch": list(r.arch),
+                "source": src(r.provenance),
+                "confidence": conf(r.provenance),
+            }
+            for r in recs
+        ]
     else:
         header = ["os", "name", "glibc", "kernels"]
         recs = m.os
@@ -380,6 +431,7 @@ def validate(json_out: JsonOpt = False) -> None:
         "nvidia": len(m.nvidia),
         "nvidia_gpus": len(m.nvidia_gpus),
         "isa": len(m.isa),
+        "capabilities": len(m.capabilities),
     }
     layer = overlay.read() if overlay.stamp() is not None else {}
     laid = {file: len(records) for file, records in layer.items() if records}

@@ -15,6 +15,7 @@ from typing import Any
 from resolver import matrix, overlay, resources
 from resolver.errors import MatrixError, UsageError
 from resolver.refresh import diff
+from resolver.refresh.capabilities import CapabilitiesSource
 from resolver.refresh.common import Candidate, Endpoints, Progress, Refusal, now
 from resolver.refresh.cuda import CudaSource
 from resolver.refresh.http import HttpClient
@@ -24,7 +25,15 @@ from resolver.refresh.sdist import SdistSource
 from resolver.refresh.vllm import VllmSource
 from resolver.refresh.wheels import WheelsSource
 
-SOURCES: tuple[str, ...] = ("rocm", "sdist", "cuda", "vllm", "images", "wheels")  # dependency order
+SOURCES: tuple[str, ...] = (  # dependency order
+    "rocm",
+    "sdist",
+    "cuda",
+    "capabilities",
+    "vllm",
+    "images",
+    "wheels",
+)
 # vLLM facts come from the released sdists by default; "vllm" (the files at each Git tag on
 # GitHub) stays available for tags that have no sdist.
 DEFAULT_SOURCES: tuple[str, ...] = ("rocm", "sdist", "images", "wheels")
@@ -35,6 +44,7 @@ _BUILDERS: dict[str, Any] = {
     "wheels.toml": matrix._wheel,
     "rocm.toml": matrix._rocm,
     "cuda.toml": matrix._cuda_release,
+    "capabilities.toml": matrix._capabilities,
 }
 
 
@@ -132,6 +142,10 @@ def _source(
         return SdistSource(
             http, ep, current, cache=sdist_cache_dir(), versions=tags, progress=progress
         )
+    if name == "capabilities":
+        return CapabilitiesSource(
+            http, ep, current, cache=sdist_cache_dir(), versions=tags, progress=progress
+        )
     if name == "cuda":
         return CudaSource(
             http, ep, current, cache=sdist_cache_dir(), versions=tags, progress=progress
@@ -152,7 +166,7 @@ def _check(cand: Candidate, working: dict[str, list[dict[str, Any]]]) -> str | N
         built = _BUILDERS[cand.file](rec)
     except MatrixError as exc:
         return exc.message
-    if cand.file == "cuda.toml":  # compute capabilities and CUDA, not gfx targets or ROCm
+    if cand.file in ("cuda.toml", "capabilities.toml"):  # no gfx targets or ROCm to cross-check
         return None
     known_gfx = {str(g.get("name")) for g in working.get("gfx.toml", [])}
     for field_name in ("arch", "aiter_arch", "cmake_arch", "gfx"):

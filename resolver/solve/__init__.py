@@ -36,7 +36,6 @@ from resolver.solve.types import (
     MX_QUANT,
     MXFP4_QUANT,
     OK_VERDICTS,
-    OTHER_QUANT,
     UNKNOWN_EXIT,
     Candidate,
     Decision,
@@ -61,7 +60,6 @@ __all__ = [
     "MXFP4_QUANT",
     "MX_QUANT",
     "OK_VERDICTS",
-    "OTHER_QUANT",
     "UNKNOWN_CODES",
     "UNKNOWN_EXIT",
     "Candidate",
@@ -88,13 +86,20 @@ __all__ = [
 ]
 
 
-def _validate_request(request: Request) -> None:
+def _validate_request(matrix: Matrix, request: Request) -> None:
+    """A method no release's ROCm platform ever listed (``capabilities.toml``, read from the
+    sdists) is bad input, with the nearest names."""
     quant = (request.quantization or "").lower()
-    if quant and quant not in FP8_QUANT | MX_QUANT | OTHER_QUANT:
-        known = ", ".join(sorted(FP8_QUANT | MX_QUANT | OTHER_QUANT))
+    listed = {q for c in matrix.capabilities for q in c.quantization}
+    if quant and listed and quant not in listed:
+        import difflib
+
+        near = difflib.get_close_matches(quant, sorted(listed), n=3, cutoff=0.5)
         raise InputError(
-            f"--quantization {request.quantization!r} is not a method vLLM's ROCm platform lists",
-            hint=f"one of: {known}",
+            f"--quantization {request.quantization!r} is not a method any vLLM release's ROCm "
+            "platform lists",
+            hint=(f"did you mean {', '.join(near)}? " if near else "")
+            + "`rocm-vllm matrix show capabilities` lists each release's methods",
         )
     kv = (request.kv_cache_dtype or "").lower()
     if kv and kv not in ("auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16", "float16"):
@@ -115,7 +120,7 @@ def solve(
         from resolver.solve.cuda import solve_cuda
 
         return solve_cuda(matrix, node, request, reporter)
-    _validate_request(request)
+    _validate_request(matrix, request)
     if not node.gfx_targets:
         # Say why, when the probe knows: "permission denied on /dev/kfd" needs another fix than "no
         # GPU".

@@ -747,3 +747,48 @@ def host_rocm_shadowing(node: Node, wheel: WheelVariant) -> list[Warning]:
             source="ROCm/rocm-libraries#4547",
         )
     ]
+
+
+def quantization_listed(m: Matrix, cand: Candidate, request: Request) -> Reason | None:
+    """``quantization-not-listed``: the release's ROCm platform does not list the requested
+    method (``capabilities.toml``: RocmPlatform.supported_quantization read from its sdist). A
+    release the data has no list for is not judged."""
+    method = (request.quantization or "").lower()
+    caps = m.capabilities_of(cand.vllm) if method else None
+    if caps is None or method in caps.quantization:
+        return None
+    earlier = sorted(
+        (c for c in m.capabilities if c.version < cand.vllm and method in c.quantization),
+        key=lambda c: c.version,
+    )
+    later = [c for c in m.capabilities if c.version > cand.vllm and method in c.quantization]
+    if earlier:
+        last = earlier[-1]
+        after = min(
+            (c.version for c in m.capabilities if c.version > last.version), default=cand.vllm
+        )
+        why = f"vLLM {after} removed {method} from ROCm ({last.version} lists it)"
+        hint = f"pick vLLM {last.version} (--vllm '=={last.version}'), the newest that lists it"
+        fix = Fix(kind="vllm", text=f"vLLM {last.version}", host=False)
+    elif later:
+        first = min(c.version for c in later)
+        why = f"{method} arrived in vLLM {first} on ROCm"
+        hint = f"pick vLLM {first} or newer"
+        fix = Fix(kind="vllm", text=f"vLLM {first} or newer", host=False)
+    else:  # listed by no release the data knows at or around it
+        why = f"no release in the data lists {method} on ROCm"
+        hint = "pick another quantization method"
+        fix = None
+    return Reason(
+        code="quantization-not-listed",
+        message=f"vLLM {cand.vllm}'s ROCm platform does not list {method}: {why}",
+        facts=(
+            Fact(
+                text=f"vLLM {cand.vllm} supported_quantization: {', '.join(caps.quantization)}",
+                source=caps.provenance.source,
+            ),
+        ),
+        hint=hint,
+        fix=fix,
+        release=cand.vllm,
+    )

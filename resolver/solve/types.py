@@ -56,24 +56,6 @@ FP8_QUANT = frozenset(
 MX_QUANT = frozenset({"mxfp4", "mxfp8", "gpt_oss_mxfp4"})
 # MXFP4 checkpoints also run without MX compute (weight-only dequantization) where a source says so.
 MXFP4_QUANT = frozenset({"mxfp4", "gpt_oss_mxfp4"})
-# Quantizations vLLM's ROCm platform lists (vllm/platforms/rocm.py@017e9f4448) without a per-arch
-# gate here.
-OTHER_QUANT = frozenset(
-    {
-        "awq",
-        "gptq",
-        "awq_marlin",
-        "gptq_marlin",
-        "compressed-tensors",
-        "quark",
-        "torchao",
-        "inc",
-        "modelopt",
-        "modelopt_fp4",
-        "online",
-        "bitsandbytes",
-    }
-)
 GATES_SOURCE_FALLBACK = "matrix/gfx.toml feature gates"
 
 

@@ -1,0 +1,60 @@
+"""Each release's ROCm quantization list, read from its sdist's vllm/platforms/rocm.py (issue
+20): the shipped records are what the real files say, and a file that is not a plain list of
+names claims nothing."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from resolver.refresh.capabilities import WANTED, capability_record, supported_quantization
+from resolver.refresh.sdist import IndexFile, read_members
+
+from .conftest import REPO_MATRIX
+
+SLICES = Path(__file__).parent / "recorded" / "sdist-capabilities"
+SHIPPED = {
+    r["version"]: r
+    for r in tomllib.loads((REPO_MATRIX / "capabilities.toml").read_text())["release"]
+}
+
+
+@pytest.mark.parametrize("version", ["0.10.1.1", "0.20.0", "0.28.0", "0.33.0"])
+def test_the_shipped_list_is_what_the_release_says(version: str) -> None:
+    files = read_members((SLICES / f"vllm-{version}.tar.gz").read_bytes(), WANTED)
+    sha = str(SHIPPED[version]["sdist_sha256"])
+    record, why = capability_record(IndexFile(Version(version), "", "", sha, None, None), files)
+    assert record == SHIPPED[version], why
+
+
+def test_what_changed_between_releases_is_in_the_data() -> None:
+    assert "bitsandbytes" in SHIPPED["0.27.1"]["quantization"]
+    assert "bitsandbytes" not in SHIPPED["0.28.0"]["quantization"]  # vLLM removed it
+    assert "modelopt_mxfp8" not in SHIPPED["0.20.2"]["quantization"]
+    assert "modelopt_mxfp8" in SHIPPED["0.21.0"]["quantization"]  # and added this one
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "supported_quantization = ['awq', f'{x}']",
+        "supported_quantization = ['awq', 'x; rm -rf /']",
+        "supported_quantization = load_methods()",
+        "supported_quantization = ['awq'",
+    ],
+)
+def test_a_list_that_is_not_plain_names_claims_nothing(body: str) -> None:
+    text = f"class RocmPlatform:\n    {body}\n"
+    assert supported_quantization(text) is None
+
+
+def test_the_list_is_read_from_the_class_not_run() -> None:
+    text = (
+        "import os\nos.system('false')\n"
+        "class RocmPlatform(Platform):\n"
+        "    supported_quantization: list[str] = ['awq', 'gptq', 'awq']\n"
+    )
+    assert supported_quantization(text) == ["awq", "gptq"]
