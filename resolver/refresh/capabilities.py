@@ -13,10 +13,7 @@ import ast
 import re
 from typing import Any, Final
 
-from packaging.version import InvalidVersion, Version
-
-from resolver.refresh.common import Candidate, SourceResult
-from resolver.refresh.sdist import IndexFile, SdistSource, list_sdists
+from resolver.refresh.sdist import IndexFile, ReleaseFactsSource
 
 WANTED: Final = re.compile(r"vllm/platforms/rocm\.py")
 FILE: Final = "vllm/platforms/rocm.py"
@@ -74,40 +71,13 @@ def capability_record(sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str
     }, ""
 
 
-class CapabilitiesSource(SdistSource):
+class CapabilitiesSource(ReleaseFactsSource):
     """``matrix refresh --source capabilities``: one record per release the data knows."""
 
     name = "capabilities"
+    table = "capabilities.toml"
     wanted = WANTED
     cache_tag = "capabilities"
 
-    def _wanted(self, listed: list[IndexFile]) -> list[IndexFile]:
-        releases = self.known_releases()
-        have: dict[Version, dict[str, Any]] = {}
-        for rec in self.current.get("capabilities.toml", []):
-            try:
-                have[Version(str(rec.get("version")))] = rec
-            except InvalidVersion:
-                continue
-        return [
-            f
-            for f in listed
-            if str(f.version) in self.forced
-            or (f.version in releases and have.get(f.version, {}).get("sdist_sha256") != f.sha256)
-        ]
-
-    def read(self) -> SourceResult:
-        result = SourceResult(self.name)
-        wanted = self._wanted(list_sdists(self.client, self.base, result))
-        for i, sdist in enumerate(wanted):
-            if self.progress:
-                self.progress(f"vllm {sdist.version}", i, len(wanted))
-            files = self.files_of(sdist, result)
-            if files is None:
-                continue
-            record, why = capability_record(sdist, files)
-            if record is None:
-                result.refuse(f"vllm {sdist.version} sdist", why)
-                continue
-            result.candidates.append(Candidate("capabilities.toml", str(sdist.version), record))
-        return result
+    def record(self, sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str, Any] | None, str]:
+        return capability_record(sdist, files)

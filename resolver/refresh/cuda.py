@@ -17,10 +17,7 @@ import json
 import re
 from typing import Any, Final
 
-from packaging.version import InvalidVersion, Version
-
-from resolver.refresh.common import Candidate, SourceResult
-from resolver.refresh.sdist import IndexFile, SdistSource, list_sdists
+from resolver.refresh.sdist import IndexFile, ReleaseFactsSource
 
 IMAGE_REPO: Final = "vllm/vllm-openai"
 WANTED: Final = re.compile(
@@ -172,45 +169,14 @@ def cuda_record(sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str, Any]
     return record, ""
 
 
-class CudaSource(SdistSource):
+class CudaSource(ReleaseFactsSource):
     """``matrix refresh --source cuda``: one ``cuda.toml`` record per release the data knows,
     from its sdist (downloaded once per sha256, like the ROCm facts, in a cache of its own)."""
 
     name = "cuda"
+    table = "cuda.toml"
     wanted = WANTED
     cache_tag = "cuda"
 
-    def _known_cuda(self) -> dict[Version, dict[str, Any]]:
-        out: dict[Version, dict[str, Any]] = {}
-        for rec in self.current.get("cuda.toml", []):
-            try:
-                out[Version(str(rec.get("version")))] = rec
-            except InvalidVersion:
-                continue
-        return out
-
-    def _wanted(self, listed: list[IndexFile]) -> list[IndexFile]:
-        releases = self.known_releases()
-        have = self._known_cuda()
-        return [
-            f
-            for f in listed
-            if str(f.version) in self.forced
-            or (f.version in releases and have.get(f.version, {}).get("sdist_sha256") != f.sha256)
-        ]
-
-    def read(self) -> SourceResult:
-        result = SourceResult(self.name)
-        wanted = self._wanted(list_sdists(self.client, self.base, result))
-        for i, sdist in enumerate(wanted):
-            if self.progress:
-                self.progress(f"vllm {sdist.version}", i, len(wanted))
-            files = self.files_of(sdist, result)
-            if files is None:
-                continue
-            record, why = cuda_record(sdist, files)
-            if record is None:
-                result.refuse(f"vllm {sdist.version} sdist", why)
-                continue
-            result.candidates.append(Candidate("cuda.toml", str(sdist.version), record))
-        return result
+    def record(self, sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str, Any] | None, str]:
+        return cuda_record(sdist, files)

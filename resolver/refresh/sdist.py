@@ -631,3 +631,44 @@ class SdistSource(Source):
                     Candidate("images.toml", f"{img['repo']}:{img['tag']}", img)
                 )
         return result
+
+
+class ReleaseFactsSource(SdistSource):
+    """A source that reads one record per release the data knows from other files of the same
+    sdists (``cuda.toml``, ``capabilities.toml``): ``table`` is its data file, ``record`` turns
+    one release's files into its record (or None and why). A release is read again only when its
+    sdist hash differs from the one its record names (or when asked for with ``--tag``)."""
+
+    table = ""
+
+    def record(self, sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str, Any] | None, str]:
+        raise NotImplementedError
+
+    def _wanted(self, listed: list[IndexFile]) -> list[IndexFile]:
+        releases = self.known_releases()
+        have: dict[Version, str] = {}
+        for rec in self.current.get(self.table, []):
+            with contextlib.suppress(ValueError):
+                have[Version(str(rec.get("version")))] = str(rec.get("sdist_sha256"))
+        return [
+            f
+            for f in listed
+            if str(f.version) in self.forced
+            or (f.version in releases and have.get(f.version) != f.sha256)
+        ]
+
+    def read(self) -> SourceResult:
+        result = SourceResult(self.name)
+        wanted = self._wanted(list_sdists(self.client, self.base, result))
+        for i, sdist in enumerate(wanted):
+            if self.progress:
+                self.progress(f"vllm {sdist.version}", i, len(wanted))
+            files = self.files_of(sdist, result)
+            if files is None:
+                continue
+            record, why = self.record(sdist, files)
+            if record is None:
+                result.refuse(f"vllm {sdist.version} sdist", why)
+                continue
+            result.candidates.append(Candidate(self.table, str(sdist.version), record))
+        return result

@@ -9,12 +9,12 @@ import json
 import tarfile
 
 import pytest
-import requests
 
 from resolver import matrix
 from resolver.audit import audit
 from resolver.audit.bundle import AuditError
 
+from ..oci import push
 from .test_audit import tar_bytes
 from .test_bundle import REAL
 
@@ -23,37 +23,7 @@ LIB = "usr/local/lib/python3.12/dist-packages/vllm/_C.abi3.so"
 
 
 def _push(base: str, repo: str, tag: str, layer: bytes, media: str) -> None:
-    def blob(data: bytes) -> str:
-        digest = "sha256:" + hashlib.sha256(data).hexdigest()
-        start = requests.post(f"{base}/v2/{repo}/blobs/uploads/", timeout=10)
-        assert start.status_code == 202, start.text
-        location = start.headers["Location"]
-        location = location if location.startswith("http") else base + location
-        sep = "&" if "?" in location else "?"
-        done = requests.put(f"{location}{sep}digest={digest}", data=data, timeout=30)
-        assert done.status_code == 201, done.text
-        return digest
-
-    config = json.dumps(
-        {"architecture": "amd64", "os": "linux", "rootfs": {"type": "layers", "diff_ids": []}}
-    ).encode()
-    manifest = {
-        "schemaVersion": 2,
-        "mediaType": "application/vnd.oci.image.manifest.v1+json",
-        "config": {
-            "mediaType": "application/vnd.oci.image.config.v1+json",
-            "digest": blob(config),
-            "size": len(config),
-        },
-        "layers": [{"mediaType": media, "digest": blob(layer), "size": len(layer)}],
-    }
-    r = requests.put(
-        f"{base}/v2/{repo}/manifests/{tag}",
-        data=json.dumps(manifest).encode(),
-        headers={"Content-Type": "application/vnd.oci.image.manifest.v1+json"},
-        timeout=10,
-    )
-    assert r.status_code == 201, r.text
+    push(base, repo, tag, [(layer, media)])
 
 
 def test_an_image_is_audited_from_the_registry_layer_by_layer(registry_url: str) -> None:

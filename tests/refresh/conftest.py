@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 import shutil
 import socket
@@ -111,45 +109,6 @@ def registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 def push_image(base: str, repo: str, tag: str) -> str:
     """Push a tiny OCI image through the distribution API; returns its manifest digest."""
+    from tests.oci import LAYER_TAR, push
 
-    def blob(data: bytes) -> str:
-        digest = "sha256:" + hashlib.sha256(data).hexdigest()
-        start = requests.post(f"{base}/v2/{repo}/blobs/uploads/", timeout=10)
-        assert start.status_code == 202, start.text
-        location = start.headers["Location"]
-        location = location if location.startswith("http") else base + location
-        sep = "&" if "?" in location else "?"
-        done = requests.put(f"{location}{sep}digest={digest}", data=data, timeout=10)
-        assert done.status_code == 201, done.text
-        return digest
-
-    config = json.dumps(
-        {"architecture": "amd64", "os": "linux", "rootfs": {"type": "layers", "diff_ids": []}}
-    ).encode()
-    layer = f"{repo}:{tag}".encode()
-    manifest = json.dumps(
-        {
-            "schemaVersion": 2,
-            "mediaType": "application/vnd.oci.image.manifest.v1+json",
-            "config": {
-                "mediaType": "application/vnd.oci.image.config.v1+json",
-                "digest": blob(config),
-                "size": len(config),
-            },
-            "layers": [
-                {
-                    "mediaType": "application/vnd.oci.image.layer.v1.tar",
-                    "digest": blob(layer),
-                    "size": len(layer),
-                }
-            ],
-        }
-    ).encode()
-    r = requests.put(
-        f"{base}/v2/{repo}/manifests/{tag}",
-        data=manifest,
-        headers={"Content-Type": "application/vnd.oci.image.manifest.v1+json"},
-        timeout=10,
-    )
-    assert r.status_code == 201, r.text
-    return "sha256:" + hashlib.sha256(manifest).hexdigest()
+    return push(base, repo, tag, [(f"{repo}:{tag}".encode(), LAYER_TAR)])
