@@ -45,6 +45,25 @@ def _probe_script(tmp: Path, *, broken: str | None = None, hung: str | None = No
     return path
 
 
+def _submit_with_standin(cluster: SlurmCluster, script: Path, tmp: Path) -> str:
+    """Submit a generated batch script as written, with a container engine that only says
+    where it ran and with what arguments; the job id (its output is vllm-GROUP-JOB.out)."""
+    standin = tmp / "docker-standin"
+    standin.write_text('#!/bin/sh\necho "ran on $SLURMD_NODENAME args: $*"\n')
+    standin.chmod(0o755)
+    submit = subprocess.run(
+        ["sbatch", "--wait", "--parsable", str(script)],
+        env={**cluster.env, "CONTAINER": str(standin)},
+        cwd=tmp,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+    assert submit.returncode == 0, submit.stderr
+    return submit.stdout.strip().split(";")[0]
+
+
 def _wait_idle(cluster: SlurmCluster, timeout: float = 60) -> None:
     import time
 
@@ -623,20 +642,7 @@ def test_a_cpx_group_serves_one_replica_per_partition_under_slurm(
     assert run.returncode == 0, run.stderr + run.stdout
     script = out / "slurm" / "g1.sbatch"
     assert "--tensor-parallel-size" not in script.read_text()
-    standin = tmp_path / "docker-standin"
-    standin.write_text('#!/bin/sh\necho "ran on $SLURMD_NODENAME args: $*"\n')
-    standin.chmod(0o755)
-    submit = subprocess.run(
-        ["sbatch", "--wait", "--parsable", str(script)],
-        env={**slurm_cluster.env, "CONTAINER": str(standin)},
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=90,
-        check=False,
-    )
-    assert submit.returncode == 0, submit.stderr
-    job = submit.stdout.strip().split(";")[0]
+    job = _submit_with_standin(slurm_cluster, script, tmp_path)
     lines = [
         line
         for line in (tmp_path / f"vllm-g1-{job}.out").read_text().splitlines()
@@ -693,20 +699,7 @@ def test_a_mixed_fleet_under_slurm_gets_one_group_and_script_per_vendor(
     assert set(data["main_plans"]) == {"amd", "nvidia"}
     nvidia = next(g for g in data["groups"] if g["nodes"] == "n3")
     script = out / "slurm" / f"{nvidia['id']}.sbatch"
-    standin = tmp_path / "docker-standin"
-    standin.write_text('#!/bin/sh\necho "ran on $SLURMD_NODENAME args: $*"\n')
-    standin.chmod(0o755)
-    submit = subprocess.run(
-        ["sbatch", "--wait", "--parsable", str(script)],
-        env={**slurm_cluster.env, "CONTAINER": str(standin)},
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=90,
-        check=False,
-    )
-    assert submit.returncode == 0, submit.stderr
-    job = submit.stdout.strip().split(";")[0]
+    job = _submit_with_standin(slurm_cluster, script, tmp_path)
     output = (tmp_path / f"vllm-{nvidia['id']}-{job}.out").read_text()
     (line,) = [x for x in output.splitlines() if x.startswith("ran on")]
     assert line.startswith("ran on n3 args: run --rm")

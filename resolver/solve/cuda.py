@@ -166,6 +166,17 @@ def _wheel(release: CudaRelease) -> WheelVariant | None:
     )
 
 
+def _carrier(release: CudaRelease, wheel: WheelVariant) -> CudaImage:
+    """What ``evaluate`` checks a wheel by: its CUDA and its compute capabilities."""
+    return CudaImage(
+        repo="pypi",
+        tag=wheel.name,
+        cuda=wheel.cuda or release.cuda,
+        arch=wheel.arch,
+        arch_aarch64=(),
+    )
+
+
 def candidates(m: Matrix, request: Request) -> list[tuple[CudaRelease, CudaImage, Candidate]]:
     out = []
     for release in sorted(m.cuda, key=lambda r: r.version, reverse=True):
@@ -174,13 +185,7 @@ def candidates(m: Matrix, request: Request) -> list[tuple[CudaRelease, CudaImage
         record = next((r for r in m.vllm if r.version == release.version), None)
         wheel = _wheel(release)
         if wheel is not None and (request.paths is None or "wheel" in request.paths):
-            as_image = CudaImage(
-                repo="pypi",
-                tag=wheel.name,
-                cuda=wheel.cuda or release.cuda,
-                arch=wheel.arch,
-                arch_aarch64=(),
-            )
+            as_image = _carrier(release, wheel)
             out.append(
                 (
                     release,
@@ -397,13 +402,7 @@ def evaluate_candidate(m: Matrix, node: Node, cand: Candidate) -> Evaluation:
         release = m.cuda_release(cand.vllm)
         wheel = _wheel(release) if release is not None else None
         if release is not None and wheel is not None:
-            carrier = CudaImage(
-                repo="pypi",
-                tag=wheel.name,
-                cuda=wheel.cuda or release.cuda,
-                arch=wheel.arch,
-                arch_aarch64=(),
-            )
+            carrier = _carrier(release, wheel)
             return evaluate(m, node, release, carrier, cand)
     for release in m.cuda:
         for image in release.images:
