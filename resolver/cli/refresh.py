@@ -54,6 +54,14 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
                 "exactly (repeatable).",
             ),
         ] = None,
+        verify: Annotated[
+            bool,
+            typer.Option(
+                "--verify",
+                help="Re-read every release the data already holds exactly and report any drift "
+                "(a changed pin, date or hash shows as a change; exit 1).",
+            ),
+        ] = False,
         json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     ) -> None:
         # The help text lives in REFRESH_HELP: one line per paragraph, so the terminal wraps it.
@@ -62,9 +70,9 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
 
         sources = [s.strip() for item in (source or []) for s in item.split(",") if s.strip()]
         if json_out:
-            outcome = refresh(sources or None, write=write, tags=tag)
+            outcome = refresh(sources or None, write=write, tags=tag, verify=verify)
         else:
-            outcome = _with_progress(sources or None, write, tag)
+            outcome = _with_progress(sources or None, write, tag, verify)
         if json_out:
             doc = {"schema_version": 1, **diff.to_json(outcome.changes, outcome.refused)}
             doc.update(
@@ -73,6 +81,10 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
                     "overlay": str(outcome.target),
                     "skipped": outcome.skipped,
                     "requests": {"sent": outcome.requests, "conditional": outcome.conditional},
+                    "compared": {
+                        "records": outcome.compared_records,
+                        "fields": outcome.compared_fields,
+                    },
                 }
             )
             emit_json(doc)
@@ -83,13 +95,16 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
                     outcome.refused,
                     target=str(outcome.target),
                     written=outcome.written is not None,
+                    compared=(outcome.compared_records, outcome.compared_fields),
                 )
             )
         if outcome.changed and not outcome.written:
             raise typer.Exit(1)
 
 
-def _with_progress(sources: list[str] | None, write: bool, tags: list[str] | None) -> Outcome:
+def _with_progress(
+    sources: list[str] | None, write: bool, tags: list[str] | None, verify: bool = False
+) -> Outcome:
     """Run the refresh under a progress bar on stderr (rich comes with typer)."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -109,4 +124,4 @@ def _with_progress(sources: list[str] | None, write: bool, tags: list[str] | Non
         def progress(what: str, done: int, total: int) -> None:
             bar.update(task, description=what, completed=done, total=total or None)
 
-        return refresh(sources, write=write, tags=tags, progress=progress)
+        return refresh(sources, write=write, tags=tags, progress=progress, verify=verify)

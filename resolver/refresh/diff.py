@@ -140,8 +140,22 @@ def _summary(record: dict[str, Any]) -> list[str]:
     return lines
 
 
+def leaf_count(value: Any) -> int:
+    """The fields of a record, nested tables and lists counted by their leaves."""
+    if isinstance(value, dict):
+        return sum(leaf_count(v) for v in value.values())
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        return sum(leaf_count(v) for v in value)
+    return 1
+
+
 def render(
-    changes: list[RecordChange], refused: list[Refusal], *, target: str, written: bool
+    changes: list[RecordChange],
+    refused: list[Refusal],
+    *,
+    target: str,
+    written: bool,
+    compared: tuple[int, int] | None = None,
 ) -> str:
     out: list[str] = []
     for file in sorted({c.file for c in changes}):
@@ -162,7 +176,22 @@ def render(
         out.append(f"refused ({len(refused)}, never written):")
         out.extend(f"  ! [{r.source}] {r.what}: {r.reason}" for r in refused)
     if not changes:
-        out.append("nothing changed: the data in use matches upstream")
+        if compared is not None and compared[0]:
+            out.append(
+                f"nothing changed: compared {compared[0]} record(s), {compared[1]} field(s) read "
+                "from upstream with the data in use"
+            )
+        elif compared is not None and refused:
+            out.append(
+                f"nothing changed: no record was read from upstream ({len(refused)} refused)"
+            )
+        elif compared is not None:
+            out.append(
+                "nothing changed: no new record upstream (what the data holds exactly was not "
+                "read again; --verify re-reads it)"
+            )
+        else:
+            out.append("nothing changed: the data in use matches upstream")
     elif written:
         out.append(f"wrote {len(changes)} record(s) to {target}")
     else:

@@ -57,6 +57,10 @@ class Outcome:
     target: Path = field(default_factory=overlay.overlay_path)
     requests: int = 0
     conditional: int = 0
+    # What was compared with the data in use: records read from upstream and their leaf fields
+    # (a summary says what it compared, never "nothing changed" after reading only a listing).
+    compared_records: int = 0
+    compared_fields: int = 0
 
     @property
     def changed(self) -> bool:
@@ -80,7 +84,11 @@ def refresh(
     endpoints: Endpoints | None = None,
     client: HttpClient | None = None,
     progress: Progress | None = None,
+    verify: bool = False,
 ) -> Outcome:
+    """Read the sources and diff what they say against the data in use. ``verify`` re-reads
+    every release the sdist sources already hold exactly (a tampered pin or date shows as a
+    change)."""
     chosen = sources or list(DEFAULT_SOURCES)
     unknown = [s for s in chosen if s not in SOURCES]
     if unknown:
@@ -99,7 +107,10 @@ def refresh(
         for name in SOURCES:
             if name not in chosen:
                 continue
-            result = _source(name, http, ep, working, tags, progress).read()
+            src = _source(name, http, ep, working, tags, progress)
+            if verify and isinstance(src, SdistSource):
+                src.verify = True
+            result = src.read()
             outcome.refused.extend(result.refused)
             outcome.skipped[name] = len(result.skipped)
             for cand in result.candidates:
@@ -117,6 +128,8 @@ def refresh(
         outcome.conditional = sum(r.conditional for r in http.sent)
         if own_client:
             http.close()
+    outcome.compared_records = len(accepted)
+    outcome.compared_fields = sum(diff.leaf_count(c.record) for c in accepted)
     for cand in accepted:
         change = diff.changes_for(before, cand.file, cand.key, cand.record, overlay.record_key)
         if change is not None:
@@ -192,9 +205,13 @@ def _same_version(a: str, b: str) -> bool:
         return False
 
 
-# Facts a source cannot tell, kept from the record it replaces: a release date (tag reads), and
+# Facts a source cannot tell, kept from the record it replaces: a release date (tag reads), the
+# tag commit (older sdists' _version.py names none), and
 # for images what only the registry or another page said (a pinned digest, the torch build).
-_KEPT: dict[str, tuple[str, ...]] = {"vllm.toml": ("date",), "images.toml": ("digest", "torch")}
+_KEPT: dict[str, tuple[str, ...]] = {
+    "vllm.toml": ("date", "tag_commit"),
+    "images.toml": ("digest", "torch"),
+}
 
 
 def _carry_over(cand: Candidate, before: dict[str, list[dict[str, Any]]]) -> None:

@@ -519,6 +519,7 @@ class SdistSource(Source):
     name = "sdist"
     wanted: re.Pattern[str] = _WANTED  # the files of the archive this source reads
     cache_tag = ""  # a source reading other files keeps them in its own cache entries
+    verify = False  # re-read the releases the data already holds exactly (refresh --verify)
 
     def __init__(
         self,
@@ -540,7 +541,7 @@ class SdistSource(Source):
         oldest = min(known) if known else None
         out = []
         for f in listed:
-            if str(f.version) in self.forced:
+            if str(f.version) in self.forced or (self.verify and f.version in known):
                 out.append(f)
                 continue
             if oldest is not None and f.version < oldest:
@@ -654,7 +655,7 @@ class ReleaseFactsSource(SdistSource):
             f
             for f in listed
             if str(f.version) in self.forced
-            or (f.version in releases and have.get(f.version) != f.sha256)
+            or (f.version in releases and (self.verify or have.get(f.version) != f.sha256))
         ]
 
     def read(self) -> SourceResult:

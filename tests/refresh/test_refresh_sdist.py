@@ -346,3 +346,33 @@ def test_listing_skips_prereleases_yanked_and_wheels(upstream: Upstream) -> None
 def test_slices_hold_only_the_files_the_reader_reads(version: str) -> None:
     names = set(_real(version))
     assert names and all(sdist._WANTED.fullmatch(n) for n in names)
+
+
+def test_verify_re_reads_what_the_data_holds_and_catches_a_tampered_record(
+    upstream: Upstream, matrix_copy: Path
+) -> None:
+    """issue 20: `--verify` re-reads the releases already marked exact; a pin or date edited in
+    the data is reported as drift, and the summary says what it compared."""
+    plain = runner.invoke(app, ["matrix", "refresh", "--source", "sdist"])
+    assert plain.exit_code == 0, plain.output
+    assert "no new record upstream" in plain.output and "--verify" in plain.output
+    clean = json.loads(
+        runner.invoke(app, ["matrix", "refresh", "--source", "sdist", "--verify", "--json"]).output
+    )
+    # The slices are repacks of the real sdists: their hash (and the source naming it) is all
+    # that differs from the shipped records.
+    assert clean["compared"]["records"] >= len(SLICED)  # each release, and its images
+    assert {f["field"] for c in clean["changes"] for f in c["fields"]} <= {"sdist_sha256", "source"}
+    path = matrix_copy / "vllm.toml"
+    text = path.read_text()
+    block = text.index('version = "0.33.0"')
+    date = re.compile(r'date = "[^"]+"')
+    found = date.search(text, block)
+    assert found is not None
+    path.write_text(text[: found.start()] + 'date = "2020-01-01"' + text[found.end() :])
+    drift = runner.invoke(app, ["matrix", "refresh", "--source", "sdist", "--verify", "--json"])
+    assert drift.exit_code == 1, drift.output
+    doc = json.loads(drift.output)
+    assert doc["compared"]["records"] > 1 and doc["compared"]["fields"] > doc["compared"]["records"]
+    (changed,) = [c for c in doc["changes"] if c["key"] == "0.33.0"]
+    assert any(f["field"] == "date" and f["old"] == "2020-01-01" for f in changed["fields"])
