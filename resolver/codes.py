@@ -24,6 +24,7 @@ ReasonCode = Literal[
     "release-facts-unknown",
     "artifact-facts-unknown",
     "quantization-not-listed",
+    "kv-cache-dtype-not-listed",
     "cuda-arch-missing",
     "cuda-driver-too-old",
 ]

@@ -667,9 +667,14 @@ def _capabilities(rec: Record) -> ReleaseCapabilities:
     sha = rec.opt_text("sdist_sha256")
     if sha is not None and not re.fullmatch(r"[0-9a-f]{64}", sha):
         raise rec.fail("sdist_sha256", "must be 64 lowercase hex digits")
+    dtypes = rec.strings("kv_cache_dtypes")
+    for dtype in dtypes:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", dtype):
+            raise rec.fail("kv_cache_dtypes", f"{dtype!r} is not a KV cache dtype name")
     return ReleaseCapabilities(
         version=cast(Version, rec.version("version")),
         quantization=methods,
+        kv_cache_dtypes=dtypes,
         sdist_sha256=sha,
         provenance=rec.provenance(),
     )

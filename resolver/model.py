@@ -411,6 +411,7 @@ class ReleaseCapabilities:
 
     version: Version
     quantization: tuple[str, ...]  # RocmPlatform.supported_quantization
+    kv_cache_dtypes: tuple[str, ...]  # CacheDType (vllm/config/cache.py); empty: not read
     sdist_sha256: str | None
     provenance: Provenance
 

@@ -64,3 +64,14 @@ def test_no_plan_uses_a_method_its_release_does_not_list(method: str, gfx: str) 
         return
     caps = M.capabilities_of(d.plan.candidate.vllm)
     assert caps is None or method in caps.quantization
+
+
+def test_kv_cache_dtypes_are_read_per_release_too() -> None:
+    caps = M.capabilities_of(Version("0.33.0"))
+    assert caps is not None and {"auto", "fp8", "fp8_e4m3"} <= set(caps.kv_cache_dtypes)
+    with pytest.raises(InputError) as err:
+        solve(M, MI300, Request(kv_cache_dtype="fp8_e4m"))
+    assert "fp8_e4m3" in err.value.hint
+    # bfloat16 is no CacheDType of 0.10.1.1: that release is rejected for it, newer ones are not.
+    d = solve(M, MI300, Request(kv_cache_dtype="bfloat16", vllm=parse_spec("==0.10.1.1")))
+    assert any(r.code == "kv-cache-dtype-not-listed" for r in d.blockers)

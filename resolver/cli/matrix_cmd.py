@@ -293,13 +293,17 @@ def _rows(m: Any, table: str) -> tuple[list[str], list[list[str]], list[dict[str
             for e in recs
         ]
     elif table == "capabilities":
-        header = ["vllm", "quantization (ROCm platform)"]
+        header = ["vllm", "quantization (ROCm platform)", "KV cache dtypes"]
         recs = m.capabilities
-        rows = [[str(c.version), ", ".join(c.quantization)] for c in recs]
+        rows = [
+            [str(c.version), ", ".join(c.quantization), ", ".join(c.kv_cache_dtypes) or "-"]
+            for c in recs
+        ]
         data = [
             {
                 "version": str(c.version),
                 "quantization": list(c.quantization),
+                "kv_cache_dtypes": list(c.kv_cache_dtypes),
                 "source": src(c.provenance),
                 "confidence": conf(c.provenance),
             }

@@ -15,8 +15,9 @@ from typing import Any, Final
 
 from resolver.refresh.sdist import IndexFile, ReleaseFactsSource
 
-WANTED: Final = re.compile(r"vllm/platforms/rocm\.py")
+WANTED: Final = re.compile(r"vllm/platforms/rocm\.py|vllm/config/cache\.py|vllm/config\.py")
 FILE: Final = "vllm/platforms/rocm.py"
+CACHE_FILES: Final = ("vllm/config/cache.py", "vllm/config.py")  # where CacheDType is defined
 _METHOD: Final = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 
 
@@ -54,6 +55,34 @@ def supported_quantization(text: str) -> list[str] | None:
     return None
 
 
+def cache_dtypes(text: str) -> list[str] | None:
+    """The names in the module-level ``CacheDType = Literal[...]``, or None."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    for stmt in tree.body:
+        if not (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and stmt.targets[0].id == "CacheDType"
+            and isinstance(stmt.value, ast.Subscript)
+        ):
+            continue
+        inner = stmt.value.slice
+        elements = inner.elts if isinstance(inner, ast.Tuple) else [inner]
+        out = []
+        for element in elements:
+            if not (isinstance(element, ast.Constant) and isinstance(element.value, str)):
+                return None
+            if not _METHOD.fullmatch(element.value):
+                return None
+            out.append(element.value)
+        return list(dict.fromkeys(out))
+    return None
+
+
 def capability_record(sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str, Any] | None, str]:
     text = files.get(FILE)
     if text is None:
@@ -62,13 +91,17 @@ def capability_record(sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str
     if methods is None:
         return None, f"{FILE} assigns no literal supported_quantization list"
     version = str(sdist.version)
-    return {
-        "version": version,
-        "quantization": methods,
-        "sdist_sha256": sdist.sha256,
-        "source": f"vllm {version} sdist sha256:{sdist.sha256[:12]} {FILE} "
-        "(RocmPlatform.supported_quantization)",
-    }, ""
+    record: dict[str, Any] = {"version": version, "quantization": methods}
+    read = [f"{FILE} (RocmPlatform.supported_quantization)"]
+    for name in CACHE_FILES:
+        dtypes = cache_dtypes(files.get(name, ""))
+        if dtypes:
+            record["kv_cache_dtypes"] = dtypes
+            read.append(f"{name} (CacheDType)")
+            break
+    record["sdist_sha256"] = sdist.sha256
+    record["source"] = f"vllm {version} sdist sha256:{sdist.sha256[:12]} " + ", ".join(read)
+    return record, ""
 
 
 class CapabilitiesSource(ReleaseFactsSource):
@@ -77,7 +110,7 @@ class CapabilitiesSource(ReleaseFactsSource):
     name = "capabilities"
     table = "capabilities.toml"
     wanted = WANTED
-    cache_tag = "capabilities"
+    cache_tag = "capabilities-2"  # v2 also reads the KV cache dtypes
 
     def record(self, sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str, Any] | None, str]:
         return capability_record(sdist, files)

@@ -102,10 +102,16 @@ def _validate_request(matrix: Matrix, request: Request) -> None:
             + "`rocm-vllm matrix show capabilities` lists each release's methods",
         )
     kv = (request.kv_cache_dtype or "").lower()
-    if kv and kv not in ("auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16", "float16"):
+    dtypes = {d for c in matrix.capabilities for d in c.kv_cache_dtypes}
+    if kv and dtypes and kv not in dtypes:
+        import difflib
+
+        near = difflib.get_close_matches(kv, sorted(dtypes), n=3, cutoff=0.5)
         raise InputError(
-            f"--kv-cache-dtype {request.kv_cache_dtype!r} is not a KV cache dtype",
-            hint="use auto, fp8, fp8_e4m3 or fp8_e5m2",
+            f"--kv-cache-dtype {request.kv_cache_dtype!r} is not a KV cache dtype any vLLM "
+            "release lists",
+            hint=(f"did you mean {', '.join(near)}? " if near else "")
+            + "`rocm-vllm matrix show capabilities` lists each release's KV cache dtypes",
         )
 
 

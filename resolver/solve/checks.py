@@ -792,3 +792,30 @@ def quantization_listed(m: Matrix, cand: Candidate, request: Request) -> Reason 
         fix=fix,
         release=cand.vllm,
     )
+
+
+def kv_cache_dtype_listed(m: Matrix, cand: Candidate, request: Request) -> Reason | None:
+    """``kv-cache-dtype-not-listed``: the release's ``CacheDType`` (vllm/config/cache.py, from
+    its sdist) does not name ``--kv-cache-dtype``. A release whose list was not read is not
+    judged."""
+    dtype = (request.kv_cache_dtype or "").lower()
+    caps = m.capabilities_of(cand.vllm) if dtype else None
+    if caps is None or not caps.kv_cache_dtypes or dtype in caps.kv_cache_dtypes:
+        return None
+    later = sorted(
+        c.version for c in m.capabilities if c.version > cand.vllm and dtype in c.kv_cache_dtypes
+    )
+    return Reason(
+        code="kv-cache-dtype-not-listed",
+        message=f"vLLM {cand.vllm} has no KV cache dtype {dtype}"
+        + (f" (it arrived in {later[0]})" if later else ""),
+        facts=(
+            Fact(
+                text=f"vLLM {cand.vllm} CacheDType: {', '.join(caps.kv_cache_dtypes)}",
+                source=caps.provenance.source,
+            ),
+        ),
+        hint=f"pick vLLM {later[0]} or newer" if later else "pick another KV cache dtype",
+        fix=Fix(kind="vllm", text=f"vLLM {later[0]} or newer", host=False) if later else None,
+        release=cand.vllm,
+    )

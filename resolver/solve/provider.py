@@ -143,9 +143,12 @@ class MatrixProvider:
             unofficial |= unoff
             override = override or ovr
         reasons.extend(checks.gate_checks(self.targets, self.request))
-        listed = checks.quantization_listed(self.m, cand, self.request)
-        if listed is not None:
-            reasons.append(listed)
+        for listed in (
+            checks.quantization_listed(self.m, cand, self.request),
+            checks.kv_cache_dtype_listed(self.m, cand, self.request),
+        ):
+            if listed is not None:
+                reasons.append(listed)
         predates: Reason | None = None
         if self.driver is not None:
             for target in self.targets:
