@@ -131,6 +131,16 @@ def cuda_record(sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str, Any]
         arch = arch_by.get(("X86", is_cu129)) or arch_by.get(("X86", False)) or default_arch
         arm = arch_by.get(("AARCH64", is_cu129)) or arch_by.get(("AARCH64", False))
         image: dict[str, Any] = {"tag": f"v{version}{suffix}", "cuda": family_cuda, "arch": arch}
+        # Each image names where its tag and arch list were read (the release's own sdist).
+        image["source"] = (
+            f"vllm {version} sdist sha256:{sdist.sha256[:12]} "
+            ".buildkite/scripts/publish-release-images.sh (tag), "
+            + (
+                ".buildkite/release-pipeline.yaml (arch)"
+                if arch_by
+                else f"{where} (torch_cuda_arch_list)"
+            )
+        )
         if arm and arm != arch:
             image["arch_aarch64"] = arm
         if "efa" in suffix:
