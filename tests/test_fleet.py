@@ -797,3 +797,30 @@ def test_nvidia_groups_get_nvidia_artifacts(mixed_dir: Path) -> None:
     assert "securityContext" not in container
     amd = next(g for g in fleet.groups if g.hostlist == "gpu[001-004]")
     assert "amd.com/gpu" in files[f"kubernetes/{amd.id}.yaml"]
+
+
+def test_a_hostile_nvidia_product_name_reaches_no_artifact(mixed_dir: Path) -> None:
+    """A report's GPU name is a fact from the node: escaped in comments, reduced to a valid label
+    value in selectors, never a live line of a script."""
+    path = mixed_dir / "h200-01.json"
+    report = json.loads(path.read_text())
+    for gpu in report["host"]["other_devices"]:
+        gpu["name"] = "-H200\n$(reboot)`id`;rm -rf /-"
+    path.write_text(json.dumps(report))
+    m = matrix.load()
+    fleet = plan_fleet(m, read_reports([str(mixed_dir)]), Request())
+    files = render_all(m, fleet, Options())
+    group = next(g for g in fleet.groups if g.hostlist == "h200-01")
+    script = files[f"slurm/{group.id}.sbatch"]
+    # Every line of the script is a comment, a directive or the tool's own code: the name's line
+    # break is escaped inside its comment.
+    assert all(not line.startswith("$(reboot)") for line in script.splitlines())
+    assert all(line.startswith("#") for line in script.splitlines() if "reboot" in line)
+    text = files[f"kubernetes/{group.id}.yaml"]
+    assert all(line.startswith("#") for line in text.split("---")[0].splitlines() if line)
+    docs = [d for d in yaml.safe_load_all(text) if d]
+    assert [d["kind"] for d in docs] == ["Deployment", "Service"]
+    value = docs[0]["spec"]["template"]["spec"]["nodeSelector"]["nvidia.com/gpu.product"]
+    import re
+
+    assert re.fullmatch(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?", value) and len(value) <= 63

@@ -25,7 +25,7 @@ from resolver import atomic, shell
 from resolver.errors import InputError, UsageError
 from resolver.fleet.plan import FleetPlan, Group, fleet_json, render_text
 from resolver.model import ContainerImage, Matrix
-from resolver.safety import is_safe, shown
+from resolver.safety import is_safe
 
 Engine = Literal["docker", "podman", "apptainer", "singularity"]
 ENGINES: tuple[str, ...] = ("docker", "podman", "apptainer", "singularity")
@@ -169,7 +169,10 @@ def _engine_words(spec: Any, opts: Options) -> list[str]:
 def comment(text: str) -> str:
     """``text`` for a ``#`` comment line of a script or manifest: printable ASCII as it is,
     anything else escaped (a line break in a fact must not end the comment)."""
-    return shown(text, limit=len(text))
+    if text.isascii() and text.isprintable():
+        return text
+    # Escaped like ascii() but without its quotes: the line still starts with "#".
+    return ascii(text)[1:-1]
 
 
 def _hostlist(group: Group) -> str:
@@ -274,7 +277,9 @@ def gfd_product(name: str) -> str:
     """The value NVIDIA's GPU feature discovery gives ``nvidia.com/gpu.product``: the product
     name with spaces as dashes ("NVIDIA H200" -> "NVIDIA-H200"; NVIDIA/k8s-device-plugin
     docs/gpu-feature-discovery/README.md, Generated Labels)."""
-    return re.sub(r"[^A-Za-z0-9_.-]", "", name.strip().replace(" ", "-"))[:63]
+    value = re.sub(r"[^A-Za-z0-9_.-]", "", name.strip().replace(" ", "-"))[:63]
+    # A label value starts and ends with an alphanumeric (what the API server accepts).
+    return re.sub(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$", "", value)
 
 
 def _nvidia_selector(
@@ -284,8 +289,11 @@ def _nvidia_selector(
     image's CUDA (``nvidia.com/cuda.driver.major``: a newer driver keeps the pod schedulable),
     the nodes' names, and the device plugin's ``nvidia.com/gpu``."""
     common: dict[str, str] = {}
-    if len(group.fingerprint.products) == 1:
-        common[NVIDIA_PRODUCT_LABEL] = gfd_product(group.fingerprint.products[0])
+    product = (
+        gfd_product(group.fingerprint.products[0]) if len(group.fingerprint.products) == 1 else ""
+    )
+    if product:
+        common[NVIDIA_PRODUCT_LABEL] = product
     names = sorted({r.name for r in group.reports})
     expressions: list[dict[str, Any]] = [
         {"key": "kubernetes.io/hostname", "operator": "In", "values": names}
