@@ -25,6 +25,7 @@ ReasonCode = Literal[
     "artifact-facts-unknown",
     "quantization-not-listed",
     "kv-cache-dtype-not-listed",
+    "fp8-not-admitted",
     "cuda-arch-missing",
     "cuda-driver-too-old",
 ]

@@ -675,6 +675,7 @@ def _capabilities(rec: Record) -> ReleaseCapabilities:
         version=cast(Version, rec.version("version")),
         quantization=methods,
         kv_cache_dtypes=dtypes,
+        fp8=rec.strings("fp8") if "fp8" in rec.data else None,
         sdist_sha256=sha,
         provenance=rec.provenance(),
     )

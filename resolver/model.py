@@ -412,6 +412,8 @@ class ReleaseCapabilities:
     version: Version
     quantization: tuple[str, ...]  # RocmPlatform.supported_quantization
     kv_cache_dtypes: tuple[str, ...]  # CacheDType (vllm/config/cache.py); empty: not read
+    # The gfx targets RocmPlatform.supports_fp8 admits (evaluated per target); None: not read
+    fp8: tuple[str, ...] | None = None
     sdist_sha256: str | None
     provenance: Provenance
 

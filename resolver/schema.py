@@ -259,7 +259,13 @@ TABLES: Final[dict[str, tuple[str, dict[str, Any]]]] = {
     "capabilities.toml": (
         "release",
         _table(
-            {"version": STR, "quantization": STRS, "kv_cache_dtypes": STRS, "sdist_sha256": STR},
+            {
+                "version": STR,
+                "quantization": STRS,
+                "kv_cache_dtypes": STRS,
+                "fp8": STRS,
+                "sdist_sha256": STR,
+            },
             ("version", "quantization", "source"),
         ),
     ),

@@ -75,3 +75,13 @@ def test_kv_cache_dtypes_are_read_per_release_too() -> None:
     # bfloat16 is no CacheDType of 0.10.1.1: that release is rejected for it, newer ones are not.
     d = solve(M, MI300, Request(kv_cache_dtype="bfloat16", vllm=parse_spec("==0.10.1.1")))
     assert any(r.code == "kv-cache-dtype-not-listed" for r in d.blockers)
+
+
+def test_fp8_on_a_gpu_the_release_does_not_enable_names_the_release_that_does() -> None:
+    mi210 = from_flags(
+        gfx="gfx90a", gpus=1, driver="30.30.3", os="ubuntu-22.04", rocm=None, python=None
+    )
+    d = solve(M, mi210, Request(quantization="fp8", vllm=parse_spec("==0.10.1.1")))
+    (reason,) = [r for r in d.blockers if r.code == "fp8-not-admitted"]
+    assert "supports_fp8" in reason.message and "vllm/platforms/rocm.py" in reason.source
+    assert reason.hint.startswith("pick vLLM 0.")

@@ -819,3 +819,47 @@ def kv_cache_dtype_listed(m: Matrix, cand: Candidate, request: Request) -> Reaso
         fix=Fix(kind="vllm", text=f"vLLM {later[0]} or newer", host=False) if later else None,
         release=cand.vllm,
     )
+
+
+def fp8_admitted(
+    m: Matrix, cand: Candidate, targets: Iterable[GfxTarget], request: Request
+) -> Reason | None:
+    """``fp8-not-admitted``: an FP8 quantization on a GPU the release's ROCm platform does not
+    enable FP8 for (``capabilities.toml`` ``fp8``: RocmPlatform.supports_fp8 evaluated per gfx
+    from its sdist). The hardware gate (``fp8-unsupported``) is a separate check."""
+    quant = (request.quantization or "").lower()
+    caps = m.capabilities_of(cand.vllm) if quant in FP8_QUANT else None
+    if caps is None or caps.fp8 is None:
+        return None
+    refused = [t.name for t in targets if t.name not in caps.fp8]
+    if not refused:
+        return None
+    admitted = sorted(
+        (c.version for c in m.capabilities if c.fp8 is not None and set(refused) <= set(c.fp8)),
+    )
+    later = [v for v in admitted if v > cand.vllm]
+    earlier = [v for v in admitted if v < cand.vllm]
+    hint = (
+        f"pick vLLM {later[0]} or newer, which enables FP8 there"
+        if later
+        else f"pick vLLM {earlier[-1]}, the newest that enables FP8 there"
+        if earlier
+        else "use a BF16/FP16 or AWQ/GPTQ checkpoint on this GPU"
+    )
+    return Reason(
+        code="fp8-not-admitted",
+        message=f"vLLM {cand.vllm} does not enable FP8 on {', '.join(refused)} "
+        "(RocmPlatform.supports_fp8)",
+        facts=(
+            Fact(
+                text=f"vLLM {cand.vllm} supports_fp8 admits {', '.join(caps.fp8) or 'no GPU'}",
+                source=caps.provenance.source,
+            ),
+        ),
+        hint=hint,
+        fix=Fix(kind="vllm", text=hint.split(",")[0].removeprefix("pick "), host=False)
+        if later or earlier
+        else None,
+        gfx=tuple(refused),
+        release=cand.vllm,
+    )

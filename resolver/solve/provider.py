@@ -146,6 +146,7 @@ class MatrixProvider:
         for listed in (
             checks.quantization_listed(self.m, cand, self.request),
             checks.kv_cache_dtype_listed(self.m, cand, self.request),
+            checks.fp8_admitted(self.m, cand, self.targets, self.request),
         ):
             if listed is not None:
                 reasons.append(listed)

@@ -26,7 +26,9 @@ SHIPPED = {
 def test_the_shipped_list_is_what_the_release_says(version: str) -> None:
     files = read_members((SLICES / f"vllm-{version}.tar.gz").read_bytes(), WANTED)
     sha = str(SHIPPED[version]["sdist_sha256"])
-    record, why = capability_record(IndexFile(Version(version), "", "", sha, None, None), files)
+    gfx = [g["name"] for g in tomllib.loads((REPO_MATRIX / "gfx.toml").read_text())["gfx"]]
+    sdist = IndexFile(Version(version), "", "", sha, None, None)
+    record, why = capability_record(sdist, files, gfx)
     assert record == SHIPPED[version], why
 
 
@@ -58,3 +60,26 @@ def test_the_list_is_read_from_the_class_not_run() -> None:
         "    supported_quantization: list[str] = ['awq', 'gptq', 'awq']\n"
     )
     assert supported_quantization(text) == ["awq", "gptq"]
+
+
+def test_the_fp8_rule_is_evaluated_per_gfx_as_vllm_wrote_it() -> None:
+    """supports_fp8 changed: gfx94/95/12 (0.10) -> gfx9 or gfx12 (0.20) -> CDNA or RDNA4 ->
+    CDNA or any RDNA (0.33.0)."""
+    assert "gfx90a" not in SHIPPED["0.10.1.1"]["fp8"] and "gfx942" in SHIPPED["0.10.1.1"]["fp8"]
+    assert "gfx90a" in SHIPPED["0.20.0"]["fp8"] and "gfx1100" not in SHIPPED["0.28.0"]["fp8"]
+    assert {"gfx1100", "gfx1151", "gfx1201"} <= set(SHIPPED["0.33.0"]["fp8"])
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "return os.environ['X'] == '1'",
+        "return eval('True')",
+        "return any(gfx in arch() for gfx in ['gfx94'])",
+    ],
+)
+def test_an_fp8_rule_the_evaluator_does_not_know_claims_nothing(body: str) -> None:
+    from resolver.refresh.capabilities import fp8_targets
+
+    text = f"class RocmPlatform:\n    def supports_fp8(cls):\n        {body}\n"
+    assert fp8_targets(text, ["gfx942"]) is None
