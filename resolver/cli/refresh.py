@@ -35,9 +35,10 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             list[str] | None,
             typer.Option(
                 "--source",
-                help="Upstream to read: sdist (vLLM releases from the package index), images, "
-                "wheels, rocm, or vllm (files at GitHub tags) (repeatable; default: rocm, sdist, "
-                "images, wheels).",
+                help="Upstream to read: sdist (vLLM releases from the package index), cuda (the "
+                "same sdists' CUDA builds), capabilities (their ROCm quantization, KV cache and "
+                "FP8 rules), images, wheels, rocm, or vllm (files at GitHub tags) (repeatable; "
+                "default: rocm, sdist, images, wheels).",
             ),
         ] = None,
         write: Annotated[
