@@ -676,6 +676,12 @@ def _capabilities(rec: Record) -> ReleaseCapabilities:
         quantization=methods,
         kv_cache_dtypes=dtypes,
         fp8=rec.strings("fp8") if "fp8" in rec.data else None,
+        fp8_fnuz=rec.strings("fp8_fnuz") if "fp8_fnuz" in rec.data else None,
+        mx=rec.strings("mx") if "mx" in rec.data else None,
+        custom_allreduce=rec.strings("custom_allreduce")
+        if "custom_allreduce" in rec.data
+        else None,
+        fp8_scaled_mm=rec.strings("fp8_scaled_mm") if "fp8_scaled_mm" in rec.data else None,
         sdist_sha256=sha,
         provenance=rec.provenance(),
     )

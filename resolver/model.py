@@ -412,8 +412,13 @@ class ReleaseCapabilities:
     version: Version
     quantization: tuple[str, ...]  # RocmPlatform.supported_quantization
     kv_cache_dtypes: tuple[str, ...]  # CacheDType (vllm/config/cache.py); empty: not read
-    # The gfx targets RocmPlatform.supports_fp8 admits (evaluated per target); None: not read
-    fp8: tuple[str, ...] | None = None
+    # The gfx targets a RocmPlatform gate admits, evaluated per target; None: not read.
+    fp8: tuple[str, ...] | None = None  # supports_fp8
+    fp8_fnuz: tuple[str, ...] | None = None  # is_fp8_fnuz: FP8 is e4m3fnuz there, else OCP
+    mx: tuple[str, ...] | None = None  # supports_mx: native MX kernels
+    custom_allreduce: tuple[str, ...] | None = None  # use_custom_allreduce
+    # Where torch's FP8 scaled-MM runs (scaled_mm/pytorch.py _rocm_torch_fp8_scaled_mm_supported)
+    fp8_scaled_mm: tuple[str, ...] | None = None
     sdist_sha256: str | None
     provenance: Provenance
 
@@ -475,6 +480,18 @@ class Matrix:
 
     def capabilities_of(self, version: Version) -> ReleaseCapabilities | None:
         return next((c for c in self.capabilities if c.version == version), None)
+
+    def gate(
+        self, version: Version, gate: str, gfx: str
+    ) -> tuple[bool, ReleaseCapabilities] | None:
+        """Whether release ``version``'s ``gate`` (a ``ReleaseCapabilities`` field: fp8,
+        fp8_fnuz, mx, custom_allreduce) admits ``gfx``, with the record saying so; None where
+        that release's gate was not read."""
+        caps = self.capabilities_of(version)
+        admitted = getattr(caps, gate) if caps is not None else None
+        if caps is None or admitted is None:
+            return None
+        return gfx in admitted, caps
 
     def cuda_release(self, version: Version) -> CudaRelease | None:
         return next((r for r in self.cuda if r.version == version), None)

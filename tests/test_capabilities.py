@@ -85,3 +85,60 @@ def test_fp8_on_a_gpu_the_release_does_not_enable_names_the_release_that_does() 
     (reason,) = [r for r in d.blockers if r.code == "fp8-not-admitted"]
     assert "supports_fp8" in reason.message and "vllm/platforms/rocm.py" in reason.source
     assert reason.hint.startswith("pick vLLM 0.")
+
+
+def test_fp8_admitted_without_hardware_says_what_runs() -> None:
+    """0.33.0 admits FP8 on RDNA3 (supports_fp8 is on_cdna() or on_rdna()), but its own FP8
+    GEMM gate leaves gfx11 out: the answer says that nothing FP8 runs there, from the sdist."""
+    w7900 = from_flags(
+        gfx="gfx1100", gpus=1, driver="30.30.3", os="ubuntu-22.04", rocm=None, python=None
+    )
+    d = solve(M, w7900, Request(quantization="fp8", vllm=parse_spec("==0.33.0")))
+    assert d.plan is None
+    reason = next(r for r in d.blockers if r.code == "fp8-unsupported")
+    assert "vLLM 0.33.0 admits FP8 there" in reason.message
+    assert "neither emulated nor weight-only" in reason.message
+    assert "_rocm_torch_fp8_scaled_mm_supported" in reason.source
+    # 0.20.0 does not admit FP8 on gfx1100 at all: no claim about its kernels.
+    old = solve(M, w7900, Request(quantization="fp8", vllm=parse_spec("==0.20.0")))
+    reason = next(r for r in old.blockers if r.code == "fp8-unsupported")
+    assert "admits" not in reason.message
+
+
+def test_fp8_format_and_custom_allreduce_are_the_planned_releases_own_rules() -> None:
+    d = solve(M, MI300, Request(quantization="fp8"))
+    assert d.plan is not None
+    version = str(d.plan.candidate.vllm)
+    (fmt,) = [w for w in d.warnings if w.code == "fp8-format"]
+    assert "e4m3fnuz" in fmt.message
+    assert f"vllm {version} sdist" in fmt.source and "is_fp8_fnuz" in fmt.source
+    r9700x2 = from_flags(
+        gfx="gfx1201", gpus=2, driver="30.30.3", os="ubuntu-24.04", rocm=None, python=None
+    )
+    d = solve(M, r9700x2, Request())
+    assert d.plan is not None
+    (off,) = [w for w in d.warnings if w.code == "custom-allreduce-off"]
+    assert f"vllm {d.plan.candidate.vllm} sdist" in off.source
+    assert not [w for w in solve(M, MI300, Request()).warnings if w.code == "custom-allreduce-off"]
+
+
+FP8_METHODS = sorted({"fp8", "ptpc_fp8", "fbgemm_fp8"} & set(METHODS))
+GFX = sorted({g.name for g in M.gfx})
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.sampled_from(FP8_METHODS), st.sampled_from(GFX))
+def test_no_fp8_plan_where_the_release_or_the_hardware_refuses_it(method: str, gfx: str) -> None:
+    """The FP8 rules the data states, property-tested: a plan's release admits FP8 on the GPU
+    (its supports_fp8) and the GPU has FP8 units."""
+    node = from_flags(gfx=gfx, gpus=1, driver="30.30.3", os="ubuntu-22.04", rocm=None, python=None)
+    try:
+        d = solve(M, node, Request(quantization=method))
+    except InputError:
+        return
+    if d.plan is None or d.verdict not in OK_VERDICTS:
+        return
+    target = M.gfx_target(gfx)
+    assert target is not None and target.features.fp8
+    gate = M.gate(d.plan.candidate.vllm, "fp8", gfx)
+    assert gate is None or gate[0]

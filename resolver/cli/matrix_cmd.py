@@ -304,6 +304,10 @@ def _rows(m: Any, table: str) -> tuple[list[str], list[list[str]], list[dict[str
                 "version": str(c.version),
                 "quantization": list(c.quantization),
                 "kv_cache_dtypes": list(c.kv_cache_dtypes),
+                **{
+                    gate: None if getattr(c, gate) is None else list(getattr(c, gate))
+                    for gate in ("fp8", "fp8_fnuz", "mx", "custom_allreduce", "fp8_scaled_mm")
+                },
                 "source": src(c.provenance),
                 "confidence": conf(c.provenance),
             }

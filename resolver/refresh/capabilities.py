@@ -15,8 +15,16 @@ from typing import Any, Final
 
 from resolver.refresh.sdist import IndexFile, ReleaseFactsSource
 
-WANTED: Final = re.compile(r"vllm/platforms/rocm\.py|vllm/config/cache\.py|vllm/config\.py")
+WANTED: Final = re.compile(
+    r"vllm/platforms/rocm\.py|vllm/config/cache\.py|vllm/config\.py"
+    r"|vllm/model_executor/kernels/linear/scaled_mm/pytorch\.py"
+)
 FILE: Final = "vllm/platforms/rocm.py"
+# Where torch's FP8 scaled-MM (the FP8 GEMM every GPU without AITER uses) is gated on ROCm.
+SCALED_MM: Final = (
+    "vllm/model_executor/kernels/linear/scaled_mm/pytorch.py",
+    "_rocm_torch_fp8_scaled_mm_supported",
+)
 CACHE_FILES: Final = ("vllm/config/cache.py", "vllm/config.py")  # where CacheDType is defined
 _METHOD: Final = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 
@@ -84,17 +92,26 @@ def cache_dtypes(text: str) -> list[str] | None:
 
 
 class _Unknown(Exception):
-    """A construct the FP8 rule's evaluator does not know: the rule is not claimed."""
+    """A construct the rule evaluator does not know: the rule is not claimed."""
 
 
-def fp8_targets(text: str, gfx_names: list[str]) -> list[str] | None:
-    """The gfx targets ``RocmPlatform.supports_fp8`` admits, by evaluating its return expression
+# capabilities.toml field -> the RocmPlatform classmethod whose answer it records, per gfx.
+GATES: Final[dict[str, str]] = {
+    "fp8": "supports_fp8",  # FP8 quantization admitted at all
+    "fp8_fnuz": "is_fp8_fnuz",  # FP8 runs as float8_e4m3fnuz there (else OCP e4m3fn)
+    "mx": "supports_mx",  # native MX (microscaling) kernels
+    "custom_allreduce": "use_custom_allreduce",  # vLLM's custom all-reduce kernel on
+}
+
+
+def gate_targets(text: str, gfx_names: list[str], method: str = "supports_fp8") -> list[str] | None:
+    """The gfx targets ``RocmPlatform.<method>`` admits, by evaluating its return expression
     for each name (vLLM tests the GPU's gcnArchName by substring: ``"gfx94" in arch``). Only
     substring tests, ``any(... for x in [literals])``, ``and``/``or``/``not``, module-level
     ``_ON_*`` flags and ``on_*()`` helpers are understood; anything else claims nothing."""
     try:
-        rule = _Fp8Rule(ast.parse(text))
-    except (SyntaxError, ValueError, _Unknown):
+        rule = _Rule(ast.parse(text), method)
+    except (SyntaxError, ValueError, RecursionError, _Unknown):
         return None
     try:
         return [g for g in gfx_names if rule.admits(g)]
@@ -102,13 +119,31 @@ def fp8_targets(text: str, gfx_names: list[str]) -> list[str] | None:
         return None
 
 
-class _Fp8Rule:
-    """``supports_fp8``'s return expression with the module's flags and helpers it may use."""
+def kernel_targets(
+    text: str, platform: str, gfx_names: list[str], function: str
+) -> list[str] | None:
+    """The gfx targets a kernel module's support function admits, evaluated with the platform
+    module's ``on_*()`` helpers it imports (see ``gate_targets``)."""
+    try:
+        rule = _Rule(ast.parse(text), function, lib=ast.parse(platform))
+        return [g for g in gfx_names if rule.admits(g)]
+    except (SyntaxError, ValueError, RecursionError, _Unknown):
+        return None
 
-    def __init__(self, tree: ast.Module) -> None:
+
+def fp8_targets(text: str, gfx_names: list[str]) -> list[str] | None:
+    """The gfx targets ``RocmPlatform.supports_fp8`` admits (see ``gate_targets``)."""
+    return gate_targets(text, gfx_names, "supports_fp8")
+
+
+class _Rule:
+    """A platform method's return expression with the module's flags and helpers it may use."""
+
+    def __init__(self, tree: ast.Module, method_name: str, lib: ast.Module | None = None) -> None:
         self.flags: dict[str, ast.expr] = {}
         self.helpers: dict[str, ast.expr] = {}
-        for stmt in tree.body:
+        # ``lib``: the platform module whose on_*() helpers another module imports.
+        for stmt in [*(lib.body if lib else []), *tree.body]:
             if (
                 isinstance(stmt, ast.Assign)
                 and len(stmt.targets) == 1
@@ -123,9 +158,9 @@ class _Fp8Rule:
             (
                 f
                 for node in ast.walk(tree)
-                if isinstance(node, ast.ClassDef)
+                if isinstance(node, ast.ClassDef | ast.Module)
                 for f in node.body
-                if isinstance(f, ast.FunctionDef) and f.name == "supports_fp8"
+                if isinstance(f, ast.FunctionDef) and f.name == method_name
             ),
             None,
         )
@@ -133,9 +168,12 @@ class _Fp8Rule:
             raise _Unknown
         self.arch = {"_GCN_ARCH"}  # the GPU's gcnArchName, however the code names it
         result: ast.expr | None = None
+        self.lists: dict[str, ast.expr] = {}  # local literal lists (supported_archs = [...])
         for stmt in method.body:
             if isinstance(stmt, ast.Assign) and "gcnArchName" in ast.unparse(stmt.value):
                 self.arch |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+            elif isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.List | ast.Tuple):
+                self.lists |= {t.id: stmt.value for t in stmt.targets if isinstance(t, ast.Name)}
             elif isinstance(stmt, ast.Return) and stmt.value is not None:
                 result = stmt.value
         if result is None:
@@ -146,7 +184,10 @@ class _Fp8Rule:
         return self._ev(self.result, gfx, 0)
 
     def _is_arch(self, expr: ast.expr) -> bool:
-        return isinstance(expr, ast.Name) and expr.id in self.arch
+        if isinstance(expr, ast.Name):
+            return expr.id in self.arch
+        # Older releases test the property in place: torch.cuda.get_device_properties(0).gcnArchName
+        return isinstance(expr, ast.Attribute) and expr.attr == "gcnArchName"
 
     def _ev(self, expr: ast.expr, gfx: str, depth: int) -> bool:
         if depth > 20:
@@ -188,7 +229,12 @@ class _Fp8Rule:
         if not isinstance(gen, ast.GeneratorExp) or len(gen.generators) != 1:
             raise _Unknown
         comp, elt = gen.generators[0], gen.elt
-        literals = comp.iter.elts if isinstance(comp.iter, ast.List | ast.Tuple) else None
+        seq = (
+            self.lists.get(comp.iter.id, comp.iter)
+            if isinstance(comp.iter, ast.Name)
+            else comp.iter
+        )
+        literals = seq.elts if isinstance(seq, ast.List | ast.Tuple) else None
         if (
             literals is None
             or not isinstance(comp.target, ast.Name)
@@ -216,11 +262,23 @@ def capability_record(
         return None, f"{FILE} assigns no literal supported_quantization list"
     version = str(sdist.version)
     record: dict[str, Any] = {"version": version, "quantization": methods}
-    read = [f"{FILE} (RocmPlatform.supported_quantization)"]
-    fp8 = fp8_targets(text, gfx_names) if gfx_names else None
-    if fp8 is not None:
-        record["fp8"] = fp8
-        read[0] = f"{FILE} (RocmPlatform.supported_quantization; supports_fp8, evaluated per gfx)"
+    evaluated = []
+    for field_name, method in GATES.items():
+        admitted = gate_targets(text, gfx_names, method) if gfx_names else None
+        if admitted is not None:
+            record[field_name] = admitted
+            evaluated.append(method)
+    read = [
+        f"{FILE} (RocmPlatform.supported_quantization"
+        + (f"; {', '.join(evaluated)}, evaluated per gfx)" if evaluated else ")")
+    ]
+    kernels = files.get(SCALED_MM[0])
+    scaled_mm = (
+        kernel_targets(kernels, text, gfx_names, SCALED_MM[1]) if kernels and gfx_names else None
+    )
+    if scaled_mm is not None:
+        record["fp8_scaled_mm"] = scaled_mm
+        read.append(f"{SCALED_MM[0]} ({SCALED_MM[1]}, evaluated per gfx)")
     for name in CACHE_FILES:
         dtypes = cache_dtypes(files.get(name, ""))
         if dtypes:
@@ -238,7 +296,7 @@ class CapabilitiesSource(ReleaseFactsSource):
     name = "capabilities"
     table = "capabilities.toml"
     wanted = WANTED
-    cache_tag = "capabilities-2"  # v2 also reads the KV cache dtypes
+    cache_tag = "capabilities-4"  # v2 read the KV cache dtypes, v3 the gates, v4 scaled-MM
 
     def record(self, sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str, Any] | None, str]:
         names = [str(g.get("name")) for g in self.current.get("gfx.toml", []) if g.get("name")]

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from packaging.version import Version
 
-from resolver.model import ContainerImage, GfxTarget, Matrix, RocmStack
+from resolver.model import ContainerImage, GfxTarget, Matrix, Provenance, RocmStack
 from resolver.node import Node
 from resolver.solve.host import host_os_warnings, kernel_floor_warnings, unified_memory_warnings
 from resolver.solve.types import FP8_QUANT, MXFP4_QUANT, Candidate, Evaluation, Request, Warning
@@ -177,14 +177,15 @@ def node_warnings(
     targets = [t for t in (m.gfx_target(n) for n in node.gfx_targets) if t is not None]
     quant = (request.quantization or "").lower()
     fp8_asked = quant in FP8_QUANT or (request.kv_cache_dtype or "").startswith("fp8")
+    release = plan.candidate.vllm if plan is not None else None
     for t in targets:
         out.extend(aiter(t, plan))
-        out.extend(mxfp4(t, quant))
-        out.extend(fp8_format(t, fp8_asked))
+        out.extend(mxfp4(m, t, quant, release))
+        out.extend(fp8_format(m, t, fp8_asked, release))
     out.extend(mixed_fp8_formats(targets, fp8_asked))
     out.extend(mixed_gfx(targets))
     out.extend(rdna_multi_gpu(node, targets))
-    out.extend(custom_allreduce_off(node, targets))
+    out.extend(custom_allreduce_off(m, node, targets, release))
     out.extend(cpx_partition(node))
     out.extend(override_not_needed(node, targets))
     out.extend(unofficial_override(plan))
@@ -234,12 +235,24 @@ def aiter(t: GfxTarget, plan: Evaluation | None) -> list[Warning]:
     return []
 
 
-def mxfp4(t: GfxTarget, quant: str) -> list[Warning]:
+def _release_gate(
+    m: Matrix, release: Version | None, gate: str, t: GfxTarget
+) -> tuple[bool, str] | None:
+    """The planned release's own answer for ``gate`` on ``t`` (capabilities.toml, read from its
+    sdist) with its source; None where there is no plan or the gate was not read."""
+    found = m.gate(release, gate, t.name) if release is not None else None
+    return None if found is None else (found[0], found[1].provenance.source)
+
+
+def mxfp4(m: Matrix, t: GfxTarget, quant: str, release: Version | None) -> list[Warning]:
     """``mxfp4-native`` / ``mxfp4-emulated``: how an MXFP4 checkpoint runs on this GPU."""
     if quant not in MXFP4_QUANT or t.features.mxfp4 == "none":
         return []
     src = t.features.mxfp4_source
     native = t.features.mxfp4 == "native"
+    gate = _release_gate(m, release, "mx", t) if native else None
+    if gate is not None and gate[0]:
+        src = Provenance(source=gate[1], confidence="exact")  # the release's supports_mx says so
     return [
         Warning(
             code="mxfp4-native" if native else "mxfp4-emulated",
@@ -257,11 +270,15 @@ def mxfp4(t: GfxTarget, quant: str) -> list[Warning]:
     ]
 
 
-def fp8_format(t: GfxTarget, fp8_asked: bool) -> list[Warning]:
-    """``fp8-format``: which FP8 encoding this GPU uses, when FP8 is asked for."""
+def fp8_format(m: Matrix, t: GfxTarget, fp8_asked: bool, release: Version | None) -> list[Warning]:
+    """``fp8-format``: which FP8 encoding vLLM uses on this GPU, when FP8 is asked for: the
+    planned release's is_fp8_fnuz where it was read, else the GPU's hardware format."""
     if not (fp8_asked and t.features.fp8):
         return []
-    fmt = "e4m3fnuz (FNUZ)" if t.features.fp8_format == "fnuz" else "e4m3fn (OCP)"
+    gate = _release_gate(m, release, "fp8_fnuz", t)
+    fnuz = gate[0] if gate is not None else t.features.fp8_format == "fnuz"
+    source = gate[1] if gate is not None else t.features.provenance.source
+    fmt = "e4m3fnuz (FNUZ)" if fnuz else "e4m3fn (OCP)"
     return [
         Warning(
             code="fp8-format",
@@ -269,9 +286,9 @@ def fp8_format(t: GfxTarget, fp8_asked: bool) -> list[Warning]:
             message=f"FP8 on {t.name} uses {fmt}",
             hint="OCP-format checkpoints are rescaled to FNUZ at load on gfx942; do not hard-code "
             "fnuz for gfx950"
-            if t.features.fp8_format == "fnuz"
+            if fnuz
             else "checkpoints in OCP e4m3fn run natively",
-            source=t.features.provenance.source,
+            source=source,
         )
     ]
 
@@ -323,15 +340,25 @@ def rdna_multi_gpu(node: Node, targets: list[GfxTarget]) -> list[Warning]:
     ]
 
 
-def custom_allreduce_off(node: Node, targets: list[GfxTarget]) -> list[Warning]:
+def custom_allreduce_off(
+    m: Matrix, node: Node, targets: list[GfxTarget], release: Version | None
+) -> list[Warning]:
     """``custom-allreduce-off``: several GPUs of a target vLLM keeps its custom all-reduce off
-    for (gfx.toml ``features.custom_allreduce``: vLLM enables it on MI300-class GPUs only), so
-    tensor parallelism all-reduces through RCCL."""
+    for (the planned release's use_custom_allreduce where read, else gfx.toml
+    ``features.custom_allreduce``), so tensor parallelism all-reduces through RCCL."""
     gpus = node.logical_gpu_count or len(node.gpus)
-    off = [t for t in targets if not t.features.custom_allreduce]
+    gates = {t.name: _release_gate(m, release, "custom_allreduce", t) for t in targets}
+
+    def enabled(t: GfxTarget) -> bool:
+        gate = gates[t.name]
+        return gate[0] if gate is not None else t.features.custom_allreduce
+
+    off = [t for t in targets if not enabled(t)]
     if gpus <= 1 or not off:
         return []
     names = ", ".join(t.name for t in off)
+    gate = gates[off[0].name]
+    source = gate[1] if gate is not None else off[0].features.provenance.source
     return [
         Warning(
             code="custom-allreduce-off",
@@ -340,7 +367,7 @@ def custom_allreduce_off(node: Node, targets: list[GfxTarget]) -> list[Warning]:
             "GPUs only), so tensor parallelism all-reduces through RCCL",
             hint="nothing to set: vLLM chooses RCCL itself; where TP throughput matters, compare "
             "it with one replica per GPU",
-            source=off[0].features.provenance.source,
+            source=source,
         )
     ]
 

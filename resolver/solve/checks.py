@@ -19,6 +19,7 @@ from resolver.model import (
     GfxTarget,
     GpuProduct,
     Matrix,
+    ReleaseCapabilities,
     RocmRelease,
     WheelVariant,
 )
@@ -200,7 +201,9 @@ def gfx_hint(target: GfxTarget, *, override: bool = True) -> str:
 # --- feature gates: fp8-unsupported, mx-unsupported, kv-fp8-unsupported -----------------------
 
 
-def gate_checks(targets: Iterable[GfxTarget], request: Request) -> list[Reason]:
+def gate_checks(
+    m: Matrix, cand: Candidate, targets: Iterable[GfxTarget], request: Request
+) -> list[Reason]:
     """The request's quantization and KV cache dtype against each GPU's feature gates."""
     reasons: list[Reason] = []
     quant = (request.quantization or "").lower() or None
@@ -215,7 +218,7 @@ def gate_checks(targets: Iterable[GfxTarget], request: Request) -> list[Reason]:
             confidence=gates.provenance.confidence,
         )
         found = (
-            fp8_unsupported(quant, target, fact),
+            fp8_unsupported(quant, target, fact, m.capabilities_of(cand.vllm)),
             mx_unsupported(quant, target, fact),
             kv_fp8_unsupported(kv, target, fact),
         )
@@ -223,15 +226,40 @@ def gate_checks(targets: Iterable[GfxTarget], request: Request) -> list[Reason]:
     return reasons
 
 
-def fp8_unsupported(quant: str | None, target: GfxTarget, fact: Fact) -> Reason | None:
-    """``fp8-unsupported``: an FP8 quantization on a GPU without hardware FP8."""
+def fp8_unsupported(
+    quant: str | None, target: GfxTarget, fact: Fact, caps: ReleaseCapabilities | None
+) -> Reason | None:
+    """``fp8-unsupported``: an FP8 quantization on a GPU without hardware FP8. Where the release
+    admits FP8 there anyway (0.33.0 on RDNA3), its own FP8 GEMM gate says what runs: nothing,
+    since no emulated or weight-only FP8 kernel is in vLLM's ROCm list."""
     if quant not in FP8_QUANT or target.features.fp8:
         return None
+    facts = [fact]
+    message = (
+        f"{quant} quantization needs hardware FP8, which {target.name} ({target.arch}) does not "
+        "have"
+    )
+    if caps is not None and caps.fp8 is not None and target.name in caps.fp8:
+        gemm = caps.fp8_scaled_mm
+        if gemm is not None and target.name not in gemm:
+            message += (
+                f"; vLLM {caps.version} admits FP8 there (supports_fp8) but gates its FP8 GEMM "
+                f"to {', '.join(gemm)}, so FP8 runs neither emulated nor weight-only on "
+                f"{target.name}"
+            )
+        else:
+            message += f"; vLLM {caps.version} admits FP8 there (supports_fp8) all the same"
+        facts.append(
+            Fact(
+                text=f"vLLM {caps.version} supports_fp8 admits {target.name}"
+                + (f"; FP8 GEMM on {', '.join(gemm)}" if gemm is not None else ""),
+                source=caps.provenance.source,
+            )
+        )
     return Reason(
         code="fp8-unsupported",
-        message=f"{quant} quantization needs hardware FP8, which {target.name} ({target.arch}) "
-        "does not have",
-        facts=(fact,),
+        message=message,
+        facts=tuple(facts),
         hint="use a BF16/FP16 checkpoint or an AWQ/GPTQ int4 one on this GPU",
         fix=Fix(kind="quantization", text="a BF16/FP16 or AWQ/GPTQ checkpoint", host=False),
         gfx=(target.name,),

@@ -142,7 +142,7 @@ class MatrixProvider:
                 reasons.append(r)
             unofficial |= unoff
             override = override or ovr
-        reasons.extend(checks.gate_checks(self.targets, self.request))
+        reasons.extend(checks.gate_checks(self.m, cand, self.targets, self.request))
         for listed in (
             checks.quantization_listed(self.m, cand, self.request),
             checks.kv_cache_dtype_listed(self.m, cand, self.request),
@@ -193,7 +193,7 @@ class MatrixProvider:
             for t in self.targets
             if t.vllm_status == "unsupported"
         ]
-        reasons.extend(checks.gate_checks(self.targets, self.request))
+        reasons.extend(checks.gate_checks(self.m, cand, self.targets, self.request))
         # A driver older than the GPU stops any release, read or not.
         if self.driver is not None:
             for target in self.targets:
