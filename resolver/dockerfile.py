@@ -34,12 +34,12 @@ DEFAULT_VLLM_REPO: Final = "vllm-project/vllm"
 SYNTAX_IMAGE: Final = "docker/dockerfile:1"
 LABEL_PREFIX: Final = "rocm-vllm"
 
-# FlashAttention's CK kernels build for these targets only. Upstream: FA_GFX_ARCHS=gfx90a;gfx942
-# (Dockerfile.rocm v0.6.x); from v0.8.3 GPU_ARCHS is PYTORCH_ROCM_ARCH with every gfx1xxx removed
-# (docker/Dockerfile.rocm_base); Dao-AILab setup.py allowed_archs = native, gfx90a, gfx950, gfx942.
+# A stack read from its sdist carries FlashAttention's and MORI's arch lists as its own files set
+# them (vllm.toml fa_arch, mori_arch). These stand in only for stacks read at a Git tag before
+# those fields existed (v0.6-v0.9): FA_GFX_ARCHS=gfx90a;gfx942 (Dockerfile.rocm v0.6.x), from
+# v0.8.3 GPU_ARCHS = PYTORCH_ROCM_ARCH with every gfx1xxx removed; Dao-AILab setup.py
+# allowed_archs = native, gfx90a, gfx950, gfx942. No such stack pins MORI.
 FA_CK_ARCHS: Final[frozenset[str]] = frozenset({"gfx90a", "gfx942", "gfx950"})
-
-# MORI_GPU_ARCHS=gfx942;gfx950 (docker/Dockerfile.rocm_base, release branches v0.19.1 .. v0.24.0).
 MORI_ARCHS: Final[frozenset[str]] = frozenset({"gfx942", "gfx950"})
 
 # The file's MAX_JOBS default is decided on the build host (dockerfiles/common/build-base): one
@@ -568,29 +568,37 @@ def _gate_components(
 ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     """The targets flash_attention, AITER and MORI are built for; a component no target passes
     the gate of is left out."""
-    fa_arch = tuple(t for t in targets if t in FA_CK_ARCHS)
+    fa_known = frozenset(st.fa_arch) if st.fa_arch is not None else FA_CK_ARCHS
+    fa_arch = tuple(t for t in targets if t in fa_known)
     # matrix/vllm.toml aiter_arch: AITER_ROCM_ARCH, or the literal GPU_ARCHS of v0.8.2-v0.10.x.
     aiter_arch = tuple(
         t for t in targets if t in st.aiter_arch and _aiter_gate(matrix, t) == "full"
     )
-    mori_arch = tuple(t for t in targets if t in MORI_ARCHS)
-    _gate_flash_attention(st, targets, fa_arch, drop)
+    # () : the stack sets no MORI_GPU_ARCHS (from v0.27 MORI picks its targets itself), so
+    # MORI is built as upstream builds it, with no list of ours.
+    mori_known = frozenset(st.mori_arch) if st.mori_arch is not None else MORI_ARCHS
+    mori_arch = tuple(t for t in targets if t in mori_known)
+    _gate_flash_attention(st, targets, fa_arch, fa_known, drop)
     if st.pin("aiter") is not None:
         _gate_aiter(matrix, st, targets, aiter_arch, drop)
-    if st.pin("mori") is not None and not mori_arch:
+    if st.pin("mori") is not None and mori_known and not mori_arch:
         drop.leave_out(
-            "mori", f"upstream builds it for {';'.join(sorted(MORI_ARCHS))} only (MORI_GPU_ARCHS)"
+            "mori", f"upstream builds it for {';'.join(sorted(mori_known))} only (MORI_GPU_ARCHS)"
         )
     return fa_arch, aiter_arch, mori_arch
 
 
 def _gate_flash_attention(
-    st: RocmStack, targets: tuple[str, ...], fa_arch: tuple[str, ...], drop: _Dropper
+    st: RocmStack,
+    targets: tuple[str, ...],
+    fa_arch: tuple[str, ...],
+    fa_known: frozenset[str],
+    drop: _Dropper,
 ) -> None:
     if not fa_arch:
         drop.leave_out(
             "flash_attention",
-            f"its CK kernels build only for {', '.join(sorted(FA_CK_ARCHS))} and upstream strips "
+            f"its CK kernels build only for {', '.join(sorted(fa_known))} and upstream strips "
             f"other targets from its GPU_ARCHS; none of {', '.join(targets)} is one",
         )
     elif st.pin("flash_attention") and len(fa_arch) < len(targets):
@@ -900,6 +908,20 @@ def _mounts(plan: DockerfilePlan, *, debs: bool) -> str:
     )
 
 
+def _mori_values(plan: DockerfilePlan) -> dict[str, str]:
+    """MORI's stage: its arch list where the stack sets MORI_GPU_ARCHS, else none (upstream's
+    files from v0.27 leave it to MORI)."""
+    if plan.mori_arch:
+        return {
+            "mori_for": f"for {';'.join(plan.mori_arch)} only",
+            "mori_env": f'ENV MORI_GPU_ARCHS="{";".join(plan.mori_arch)}"',
+        }
+    return {
+        "mori_for": "for the targets MORI picks itself",
+        "mori_env": "# no MORI_GPU_ARCHS: upstream's file for this stack sets none",
+    }
+
+
 def template_values(plan: DockerfilePlan, root: Path | None = None) -> dict[str, str]:
     """The names a fragment may use as ``@{name}``."""
     root = root or resources.dockerfiles_dir()
@@ -928,6 +950,7 @@ def template_values(plan: DockerfilePlan, root: Path | None = None) -> dict[str,
         "fa_arch": ";".join(plan.fa_arch),
         "aiter_arch": ";".join(plan.aiter_arch),
         "mori_arch": ";".join(plan.mori_arch),
+        **_mori_values(plan),
         "gfx": ";".join(plan.gfx),
         "wheel_mounts": _mounts(plan, debs=False),
         "deb_mounts": _mounts(plan, debs=True).lstrip(" "),

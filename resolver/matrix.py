@@ -497,6 +497,8 @@ def _stack(st: Record, parent: Record, *, default: bool) -> RocmStack:
         torchaudio=_opt_version(st, "torchaudio"),
         arch=st.strings("arch"),
         aiter_arch=st.strings("aiter_arch"),
+        fa_arch=st.strings("fa_arch") if "fa_arch" in st.data else None,
+        mori_arch=st.strings("mori_arch") if "mori_arch" in st.data else None,
         pins=_pins(st),
         images=tuple(st.safe("images", "image_tag", t) for t in st.strings("images")),
         wheel_index=st.safe("wheel_index", "url", wheel_index) if wheel_index else None,
@@ -821,8 +823,8 @@ def _check_vllm_release(m: Matrix, known_gfx: set[str], v: VllmRelease) -> None:
     _gfx_known(known_gfx, v.cmake_arch, "vllm.toml", f"release {v.version}", "cmake_arch")
     for st in v.stacks:
         where = f"release {v.version} stack {st.variant}"
-        for field_name in ("arch", "aiter_arch"):
-            _gfx_known(known_gfx, getattr(st, field_name), "vllm.toml", where, field_name)
+        for field_name in ("arch", "aiter_arch", "fa_arch", "mori_arch"):
+            _gfx_known(known_gfx, getattr(st, field_name) or (), "vllm.toml", where, field_name)
         # A nightly (7.14.0a20260623) is a preview of its series and has no release record.
         if st.rocm is not None and not st.rocm.is_prerelease:
             _rocm_known(m, st.rocm, "vllm.toml", where)

@@ -228,6 +228,10 @@ class RocmStack:
     torchaudio: str | None
     arch: tuple[str, ...]  # PYTORCH_ROCM_ARCH: built and shipped
     aiter_arch: tuple[str, ...]
+    # FlashAttention's GPU_ARCHS as the stack's build line evaluates it; None: not read
+    fa_arch: tuple[str, ...] | None = None
+    # MORI_GPU_ARCHS as the stack sets it; () where it sets none (MORI decides); None: not read
+    mori_arch: tuple[str, ...] | None = None
     pins: tuple[ComponentPin, ...]
     images: tuple[str, ...]  # vllm/vllm-openai-rocm tags the release pipeline publishes for it
     wheel_index: str | None  # where a TheRock stack gets ROCm and PyTorch wheels

@@ -82,6 +82,8 @@ _STACK_FIELDS: dict[str, Any] = {
     "torchaudio": STR,
     "arch": STRS,
     "aiter_arch": STRS,
+    "fa_arch": STRS,
+    "mori_arch": STRS,
     "images": STRS,
     "wheel_index": STR,
     "pins": PIN_MAP,

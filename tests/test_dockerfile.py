@@ -698,3 +698,30 @@ def test_output_to_devices_writes_into_them_and_never_replaces_them(
     )
     with pytest.raises(InputError, match="Is a directory"):
         write_output(tmp_path, "x")
+
+
+def test_flash_attention_and_mori_follow_each_stacks_own_files() -> None:
+    """issue 20: the arch lists FA and MORI are built for come from the stack's files (vllm.toml
+    fa_arch, mori_arch), not from lists in code: MORI_GPU_ARCHS is gone from the default stacks
+    since v0.27, so MORI is built as upstream builds it; v0.24 still limits it to gfx942;gfx950."""
+    live = matrix_mod.load_dir(LIVE_MATRIX)
+    node = from_flags(gfx="gfx1100", gpus=None, driver="30.30.3", os=None, rocm=None, python=None)
+
+    def plan_for(version: str) -> df.DockerfilePlan:
+        release = df.find_release(live, version)
+        return df.plan_dockerfile(
+            live, node, release, stack=df.choose_stack(live, node, release, None)
+        )
+
+    new = plan_for("0.32.0")
+    text = df.render(new)
+    assert new.pin("mori") is not None
+    assert not [line for line in text.splitlines() if "MORI_GPU_ARCHS=" in line]
+    assert "# no MORI_GPU_ARCHS: upstream's file for this stack sets none" in text
+    old = plan_for("0.24.0")
+    assert old.pin("mori") is None
+    assert any(o.component == "mori" and "gfx942;gfx950" in o.reason for o in old.omitted)
+    # FlashAttention: 0.33.0's gfx1250 stack names gfx1250 in FA_GPU_ARCHS, but upstream's sed
+    # drops it, so a gfx1250 build leaves FlashAttention out, as upstream's image does.
+    st = next(s for s in df.find_release(live, "0.33.0").stacks if s.variant == "gfx1250")
+    assert st.fa_arch == ("gfx942", "gfx950")

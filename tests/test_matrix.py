@@ -66,7 +66,6 @@ def test_feature_gates_per_arch() -> None:
     assert g["gfx942"].aiter == "full" and g["gfx1201"].aiter == "triton-only"
 
 
-
 def test_each_releases_gates_agree_with_the_hardware() -> None:
     """The gates read from each sdist against the GPUs' hardware facts: vLLM picks FNUZ exactly on
     the FNUZ hardware, native MX kernels only where MX units are, its FP8 GEMM only on FP8 units.
@@ -87,6 +86,7 @@ def test_each_releases_gates_agree_with_the_hardware() -> None:
     newest = max(M.capabilities, key=lambda c: c.version)
     assert newest.fp8_fnuz is not None and newest.mx is not None
     assert newest.custom_allreduce is not None and newest.fp8_scaled_mm is not None
+
 
 def test_pci_ids_are_lowercase_hex_and_unique_per_revision() -> None:
     seen: dict[tuple[str, str | None], str] = {}

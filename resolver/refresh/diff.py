@@ -15,7 +15,7 @@ from packaging.version import Version
 from resolver.refresh.common import Refusal
 
 IGNORED = frozenset({"source", "read_at", "note"})
-GFX_LISTS = frozenset({"arch", "aiter_arch", "cmake_arch", "gfx"})
+GFX_LISTS = frozenset({"arch", "aiter_arch", "fa_arch", "mori_arch", "cmake_arch", "gfx"})
 VERSION_FIELDS = frozenset({"version", "rocm", "glibc_min"})
 DEFAULTS: dict[str, Any] = {"confidence": "exact", "includes_nightlies": False, "deprecated": False}
 

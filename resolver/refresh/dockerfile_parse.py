@@ -18,6 +18,12 @@ _CMAKE_HIP = re.compile(r'set\(\s*HIP_SUPPORTED_ARCHS\s+"([^"]*)"', re.IGNORECAS
 # Before AITER_ROCM_ARCH existed (v0.8.2-v0.10.x) AITER was built with a literal list on its RUN
 # line.
 _LITERAL_GPU_ARCHS = re.compile(r"\bGPU_ARCHS=[\"']?([A-Za-z0-9;]+)[\"']?(?=\s)")
+# FlashAttention's build line from v0.8.3: GPU_ARCHS=$(echo ${PYTORCH_ROCM_ARCH} | sed -e
+# 's/;gfx1[0-9]\{3\}//g'): an ARG's list with every ";gfx1xxx" removed (FA_GPU_ARCHS in gfx1250).
+_SED_GPU_ARCHS = re.compile(
+    r"\bGPU_ARCHS=\$\(echo \$\{?([A-Za-z_][A-Za-z0-9_]*)\}? \| sed -e "
+    r"'s/;gfx1\[0-9\]\\\{3\\\}//g'\)"
+)
 
 
 @dataclass
@@ -28,6 +34,7 @@ class DockerfileFacts:
     aiter_build_archs: list[str] = field(
         default_factory=list
     )  # literal GPU_ARCHS on AITER's build line
+    fa_build_archs: str | None = None  # FlashAttention's GPU_ARCHS as its build line makes it
 
 
 def logical_lines(text: str) -> list[str]:
@@ -95,6 +102,8 @@ def parse(text: str) -> DockerfileFacts:
                 facts.froms.append(expand(words[0], facts.args))
         elif keyword == "RUN":
             facts.clones.extend(_clone_urls(rest))
+            if "flash-attention" in rest and facts.fa_build_archs is None:
+                facts.fa_build_archs = _fa_archs(rest, facts.args)
             if "aiter" in rest and not facts.aiter_build_archs:
                 m = _LITERAL_GPU_ARCHS.search(rest + " ")
                 if m:
@@ -141,3 +150,15 @@ def cmake_hip_archs(text: str) -> list[str] | None:
     if not m:
         return None
     return [a.strip() for a in m.group(1).split(";") if a.strip()]
+
+
+def _fa_archs(run: str, args: dict[str, str]) -> str | None:
+    """FlashAttention's GPU_ARCHS on its build line, evaluated: a literal list, or an ARG's list
+    through upstream's ``sed -e 's/;gfx1[0-9]\\{3\\}//g'`` (applied as sed would, so a gfx1xxx
+    first in the list stays)."""
+    m = _SED_GPU_ARCHS.search(run)
+    if m:
+        value = args.get(m.group(1))
+        return re.sub(r";gfx1[0-9]{3}", "", value) if value else None
+    m = _LITERAL_GPU_ARCHS.search(run + " ")
+    return m.group(1) if m else None

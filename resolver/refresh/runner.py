@@ -182,7 +182,7 @@ def _check(cand: Candidate, working: dict[str, list[dict[str, Any]]]) -> str | N
     if cand.file in ("cuda.toml", "capabilities.toml"):  # no gfx targets or ROCm to cross-check
         return None
     known_gfx = {str(g.get("name")) for g in working.get("gfx.toml", [])}
-    for field_name in ("arch", "aiter_arch", "cmake_arch", "gfx"):
+    for field_name in ("arch", "aiter_arch", "fa_arch", "mori_arch", "cmake_arch", "gfx"):
         for gfx in getattr(built, field_name, ()) or ():
             if gfx not in known_gfx:
                 return (

@@ -360,9 +360,11 @@ def read_release(
             "base_image": rec["base_image"],
             "rocm": rocm_text,
         }
-        for key in ("python", "arch", "aiter_arch", "pins"):
+        for key in ("python", "arch", "aiter_arch", "fa_arch", "pins"):
             if rec.get(key):
                 stack[key] = rec[key]
+        if "mori_arch" in rec:
+            stack["mori_arch"] = rec["mori_arch"]  # [] says the stack sets none
         tags = publishing.tags(ver, sf.base, variant)
         if tags:
             stack["images"] = tags

@@ -207,6 +207,8 @@ STACK_FIELDS: tuple[str, ...] = (
     "python",
     "arch",
     "aiter_arch",
+    "fa_arch",
+    "mori_arch",
     "pins",
 )
 
@@ -246,6 +248,7 @@ def build_record(
     args: dict[str, str] = {}
     clones: list[str] = []
     aiter_literal = next((f.aiter_build_archs for f in facts if f.aiter_build_archs), [])
+    fa_build = next((f.fa_build_archs for f in facts if f.fa_build_archs), None)
     for f in facts:
         for k, v in f.args.items():
             args.setdefault(k, v)
@@ -265,6 +268,12 @@ def build_record(
     pins = _pins(args, clones)
     if pins:
         record["pins"] = pins
+    fa = _arch_list(fa_build)
+    if fa and "flash_attention" in pins:
+        record["fa_arch"] = fa  # FlashAttention's GPU_ARCHS as its build line evaluates it
+    if "mori" in pins:
+        # MORI_GPU_ARCHS where the stack sets it; [] where it does not (MORI decides itself).
+        record["mori_arch"] = _arch_list(args.get("MORI_GPU_ARCHS")) or []
     return record
 
 

@@ -73,3 +73,22 @@ def test_damaged_instruction_sequences_parse(lines: list[str]) -> None:
     # A continuation ("\\") may glue an ARG onto the line before it; otherwise the first wins.
     if firsts and "\\" not in lines:
         assert facts.args["X"] == firsts[0][-1]
+
+
+def test_flash_attentions_build_line_is_evaluated_as_sed_would() -> None:
+    """Upstream's sed drops every ";gfx1xxx", so a gfx1xxx first in the list stays (the
+    gfx1250 stack's FA_GPU_ARCHS is gfx942;gfx950;gfx1250: FlashAttention gets gfx942;gfx950)."""
+    text = (
+        'ARG PYTORCH_ROCM_ARCH="gfx90a;gfx942;gfx1100;gfx1201"\n'
+        "ARG FA_BRANCH=main\n"
+        "RUN git clone ${FA_REPO}\n"
+        "RUN cd flash-attention \\\n"
+        "    && GPU_ARCHS=$(echo ${PYTORCH_ROCM_ARCH} | sed -e 's/;gfx1[0-9]\\{3\\}//g') "
+        "python3 setup.py bdist_wheel --dist-dir=dist\n"
+    )
+    assert parse(text).fa_build_archs == "gfx90a;gfx942"
+    first = text.replace('"gfx90a;gfx942;gfx1100;gfx1201"', '"gfx1250;gfx942"')
+    assert parse(first).fa_build_archs == "gfx1250;gfx942"
+    # An ARG the file never set gives nothing, never an empty list taken as "built for none".
+    unset = text.replace('ARG PYTORCH_ROCM_ARCH="gfx90a;gfx942;gfx1100;gfx1201"\n', "")
+    assert parse(unset).fa_build_archs is None

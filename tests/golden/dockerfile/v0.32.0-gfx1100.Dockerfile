@@ -7,7 +7,6 @@
 # Base image ROCm 7.2.3 runs on the host's amdgpu driver 30.30.3 (series 30.30).
 # Left out: flash_attention (Dao-AILab/flash-attention@0e60e394): its CK kernels build only for gfx90a, gfx942, gfx950 and upstream strips other targets from its GPU_ARCHS; none of gfx1100 is one.
 # Left out: aiter (ROCm/aiter@v0.1.24.post1): no target passes its gate (gfx1100: none).
-# Left out: mori (ROCm/mori@v1.2.3.post1): upstream builds it for gfx942;gfx950 only (MORI_GPU_ARCHS).
 # MAX_JOBS: --build-arg MAX_JOBS=N, else the build host's CPUs and memory decide.
 # The image runs `vllm serve` (ENTRYPOINT), as vllm/vllm-openai-rocm does: docker run IMAGE --model M.
 # Upstream may also apply patches (cherry-picks) that the data does not record;
@@ -22,6 +21,8 @@ ARG PYTORCH_VISION_REPO=pytorch/vision
 ARG PYTORCH_VISION_BRANCH=v0.28.0
 ARG PYTORCH_AUDIO_REPO=pytorch/audio
 ARG PYTORCH_AUDIO_BRANCH=v2.11.0
+ARG MORI_REPO=ROCm/mori
+ARG MORI_BRANCH=v1.2.3.post1
 ARG VLLM_REPO=vllm-project/vllm
 ARG VLLM_BRANCH=v0.32.0
 
@@ -40,7 +41,7 @@ WORKDIR /app
 # hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends software-properties-common gpg-agent git curl ca-certificates \
-       less ccache pkg-config liblzma-dev libjpeg-dev libgfortran5 libsox-dev libsox-fmt-all sox \
+       less ccache pkg-config liblzma-dev libjpeg-dev libgfortran5 libsox-dev libsox-fmt-all sox libopenmpi-dev libpci-dev \
     && add-apt-repository -y ppa:deadsnakes/ppa \
     && apt-get update \
     && apt-get install -y --no-install-recommends "python${PYTHON_VERSION}" "python${PYTHON_VERSION}-dev" \
@@ -137,6 +138,22 @@ RUN --mount=type=cache,target=/root/.cache/pip \
     && python3 setup.py bdist_wheel --dist-dir=/app/install
 WORKDIR /app
 
+# MORI (MoE dispatch/combine over RDMA) for the targets MORI picks itself.
+FROM build_base AS build_mori
+ARG MORI_REPO
+ARG MORI_BRANCH
+# no MORI_GPU_ARCHS: upstream's file for this stack sets none
+RUN --mount=type=bind,from=build_pytorch,source=/app/install,target=/install/pytorch \
+    --mount=type=cache,target=/root/.cache/pip \
+    python3 -m pip install /install/pytorch/*.whl
+RUN git clone "https://github.com/${MORI_REPO}.git" mori \
+    && git -C mori checkout "${MORI_BRANCH}" \
+    && git -C mori submodule update --init --recursive
+WORKDIR /app/mori
+RUN --mount=type=cache,target=/root/.cache/ccache \
+    python3 setup.py bdist_wheel --dist-dir=/app/install
+WORKDIR /app
+
 # vLLM itself (upstream's Dockerfile.rocm build_vllm stage), for PYTORCH_ROCM_ARCH.
 FROM build_base AS build_vllm
 ARG VLLM_REPO
@@ -165,6 +182,8 @@ ARG PYTORCH_VISION_REPO
 ARG PYTORCH_VISION_BRANCH
 ARG PYTORCH_AUDIO_REPO
 ARG PYTORCH_AUDIO_BRANCH
+ARG MORI_REPO
+ARG MORI_BRANCH
 ARG VLLM_REPO
 ARG VLLM_BRANCH
 
@@ -173,6 +192,7 @@ RUN --mount=type=cache,target=/root/.cache/pip \
     --mount=type=bind,from=build_triton,source=/app/install,target=/install/triton \
     --mount=type=bind,from=build_amdsmi,source=/app/install,target=/install/amdsmi \
     --mount=type=bind,from=build_pytorch,source=/app/install,target=/install/pytorch \
+    --mount=type=bind,from=build_mori,source=/app/install,target=/install/mori \
     --mount=type=bind,from=build_vllm,source=/app/install,target=/install/vllm \
     python3 -m pip install --force-reinstall --no-deps /install/*/*.whl \
     && req=/install/vllm/requirements/rocm.txt; [ -f "${req}" ] || req=/install/vllm/requirements-rocm.txt; \
@@ -197,6 +217,7 @@ LABEL org.opencontainers.image.title="vllm-rocm" \
       rocm-vllm.pin.triton="${TRITON_REPO}@${TRITON_BRANCH}" \
       rocm-vllm.pin.pytorch="${PYTORCH_REPO}@${PYTORCH_BRANCH}" \
       rocm-vllm.pin.vision="${PYTORCH_VISION_REPO}@${PYTORCH_VISION_BRANCH}" \
-      rocm-vllm.pin.audio="${PYTORCH_AUDIO_REPO}@${PYTORCH_AUDIO_BRANCH}"
+      rocm-vllm.pin.audio="${PYTORCH_AUDIO_REPO}@${PYTORCH_AUDIO_BRANCH}" \
+      rocm-vllm.pin.mori="${MORI_REPO}@${MORI_BRANCH}"
 WORKDIR /vllm-workspace
 ENTRYPOINT ["vllm", "serve"]

@@ -142,11 +142,11 @@ RUN --mount=type=cache,target=/root/.cache/pip \
     && PREBUILD_KERNELS=1 GPU_ARCHS="${AITER_ROCM_ARCH}" python3 setup.py bdist_wheel --dist-dir=/app/install
 WORKDIR /app
 
-# MORI (MoE dispatch/combine over RDMA) for gfx942 only.
+# MORI (MoE dispatch/combine over RDMA) for the targets MORI picks itself.
 FROM build_base AS build_mori
 ARG MORI_REPO
 ARG MORI_BRANCH
-ENV MORI_GPU_ARCHS="gfx942"
+# no MORI_GPU_ARCHS: upstream's file for this stack sets none
 
 RUN git clone "https://github.com/${MORI_REPO}.git" mori \
     && git -C mori checkout "${MORI_BRANCH}" \
@@ -202,8 +202,7 @@ RUN --mount=type=cache,target=/root/.cache/pip \
 # hadolint ignore=DL3064
 ENV RAY_EXPERIMENTAL_NOSET_ROCR_VISIBLE_DEVICES=1 \
     TOKENIZERS_PARALLELISM=false \
-    AITER_ROCM_ARCH="gfx942" \
-    MORI_GPU_ARCHS="gfx942"
+    AITER_ROCM_ARCH="gfx942"
 LABEL org.opencontainers.image.title="vllm-rocm" \
       org.opencontainers.image.description="vLLM 0.33.0 built from source for gfx942 on ubuntu:22.04" \
       org.opencontainers.image.version="0.33.0" \

@@ -174,11 +174,11 @@ RUN --mount=type=cache,target=/root/.cache/pip \
     && PREBUILD_KERNELS=1 GPU_ARCHS="${AITER_ROCM_ARCH}" python3 setup.py bdist_wheel --dist-dir=/app/install
 WORKDIR /app
 
-# MORI (MoE dispatch/combine over RDMA) for gfx942 only.
+# MORI (MoE dispatch/combine over RDMA) for the targets MORI picks itself.
 FROM build_base AS build_mori
 ARG MORI_REPO
 ARG MORI_BRANCH
-ENV MORI_GPU_ARCHS="gfx942"
+# no MORI_GPU_ARCHS: upstream's file for this stack sets none
 RUN --mount=type=bind,from=build_pytorch,source=/app/install,target=/install/pytorch \
     --mount=type=cache,target=/root/.cache/pip \
     python3 -m pip install /install/pytorch/*.whl
@@ -245,8 +245,7 @@ RUN --mount=type=cache,target=/root/.cache/pip \
 # hadolint ignore=DL3064
 ENV RAY_EXPERIMENTAL_NOSET_ROCR_VISIBLE_DEVICES=1 \
     TOKENIZERS_PARALLELISM=false \
-    AITER_ROCM_ARCH="gfx942" \
-    MORI_GPU_ARCHS="gfx942"
+    AITER_ROCM_ARCH="gfx942"
 LABEL org.opencontainers.image.title="vllm-rocm" \
       org.opencontainers.image.description="vLLM 0.33.0 built from source for gfx942 on rocm/dev-ubuntu-22.04:7.2.3-complete" \
       org.opencontainers.image.version="0.33.0" \
