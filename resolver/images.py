@@ -425,7 +425,6 @@ def audit_image(
     result = audit(m, f"docker://{image.repo}@{image.digest}", registry=registry_url)
     arch = common_arch(m, result)
     problems: list[Warning] = []
-    judged = result.judged()
     missing = [g for g in node.gfx_targets if g not in arch]
     if missing:
         lacking = sorted(
@@ -443,8 +442,6 @@ def audit_image(
                 source=f"rocm-vllm audit docker://{image.repo}@{image.digest}",
             )
         )
-    if not judged:
-        return None, problems, result
     raw = next(
         (
             dict(r)
@@ -455,17 +452,37 @@ def audit_image(
     )
     if raw is None:
         return None, problems, result
+    return audited_record(m, raw, image.digest, result), problems, result
+
+
+def audited_record(
+    m: Matrix, raw: dict[str, Any], digest: str, result: Any
+) -> dict[str, Any] | None:
+    """The images.toml record ``raw`` with what an audit of its image at ``digest`` read: the
+    arch list every judged library carries (confidence exact, the audit as its source); None
+    when the audit found none of the libraries that decide "invalid device function" (then it
+    says nothing about the arch list). ``image --audit`` and ``refresh --source images
+    --audit`` both write this."""
+    from resolver.audit import common_arch
+
+    judged = result.judged()
+    if not judged:
+        return None
+    arch = common_arch(m, result)
+    repo = str(raw.get("repo"))
     libs = ", ".join(sorted({lib.path.rsplit("!", 1)[-1].rsplit("/", 1)[-1] for lib in judged})[:4])
-    raw.update(
+    was = ", ".join(str(a) for a in raw.get("arch") or ()) or "unknown"
+    out = dict(raw)
+    out.update(
         {
-            "digest": image.digest,
+            "digest": digest,
             "arch": list(arch),
             "confidence": "exact",
-            "source": f"rocm-vllm audit docker://{image.repo}@{image.digest}: the GPU code of "
+            "source": f"rocm-vllm audit docker://{repo}@{digest}: the GPU code of "
             f"{len(judged)} librar{'y' if len(judged) == 1 else 'ies'} ({libs})",
             "note": "audited: the arch list is what every library that decides 'invalid device "
-            f"function' carries, read from its code (was: {', '.join(image.arch) or 'unknown'})",
+            f"function' carries, read from its code (was: {was})",
         }
     )
-    raw.pop("read_at", None)
-    return raw, problems, result
+    out.pop("read_at", None)
+    return out

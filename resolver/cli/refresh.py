@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from resolver.cli._common import emit_json, handle_errors
+from resolver.errors import UsageError
 
 if TYPE_CHECKING:
     from resolver.refresh.runner import Outcome
@@ -63,6 +64,14 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
                 "(a changed pin, date or hash shows as a change; exit 1).",
             ),
         ] = False,
+        audit: Annotated[
+            bool,
+            typer.Option(
+                "--audit",
+                help="With --source images: also audit every image that has a digest, straight "
+                "from the registry (rocm-vllm audit), and propose its audited arch list.",
+            ),
+        ] = False,
         json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     ) -> None:
         # The help text lives in REFRESH_HELP: one line per paragraph, so the terminal wraps it.
@@ -70,10 +79,15 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         from resolver.refresh.runner import refresh
 
         sources = [s.strip() for item in (source or []) for s in item.split(",") if s.strip()]
+        if audit and "images" not in sources:
+            raise UsageError(
+                "--audit reads images: it needs --source images",
+                hint="run `rocm-vllm matrix refresh --source images --audit`",
+            )
         if json_out:
-            outcome = refresh(sources or None, write=write, tags=tag, verify=verify)
+            outcome = refresh(sources or None, write=write, tags=tag, verify=verify, audit=audit)
         else:
-            outcome = _with_progress(sources or None, write, tag, verify)
+            outcome = _with_progress(sources or None, write, tag, verify, audit)
         if json_out:
             doc = {"schema_version": 1, **diff.to_json(outcome.changes, outcome.refused)}
             doc.update(
@@ -104,7 +118,11 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
 
 
 def _with_progress(
-    sources: list[str] | None, write: bool, tags: list[str] | None, verify: bool = False
+    sources: list[str] | None,
+    write: bool,
+    tags: list[str] | None,
+    verify: bool = False,
+    audit: bool = False,
 ) -> Outcome:
     """Run the refresh under a progress bar on stderr (rich comes with typer)."""
     from rich.console import Console
@@ -125,4 +143,6 @@ def _with_progress(
         def progress(what: str, done: int, total: int) -> None:
             bar.update(task, description=what, completed=done, total=total or None)
 
-        return refresh(sources, write=write, tags=tags, progress=progress, verify=verify)
+        return refresh(
+            sources, write=write, tags=tags, progress=progress, verify=verify, audit=audit
+        )

@@ -85,6 +85,7 @@ MAX_TAGS = 1000  # per image repository; the real repos have a few hundred
 
 class ImagesSource(Source):
     name = "images"
+    audit = False  # --audit: also read each image's GPU code (resolver.audit) into its arch list
 
     def __init__(
         self,
@@ -222,7 +223,53 @@ class ImagesSource(Source):
             result.candidates.append(Candidate("images.toml", f"{repo}:{tag}", record))
         if self.progress and wanted:
             self.progress("images", len(wanted), len(wanted))
+        if self.audit:
+            self._audit_all(result, existing)
         return result
+
+    def _audit_all(
+        self, result: SourceResult, existing: dict[tuple[Any, Any], dict[str, Any]]
+    ) -> None:
+        """Audit every image that has a digest (read now or already in the data) straight from
+        the registry, and propose its audited arch list: what its libraries carry, over what a
+        page or Dockerfile claims. A failed audit is a refusal for that image, never a guess."""
+        from resolver import matrix
+        from resolver.audit import audit
+        from resolver.errors import ResolverError
+        from resolver.images import audited_record
+
+        m = matrix.load()
+        reg = self._registry()
+        proposed = {(c.record.get("repo"), c.record.get("tag")): c for c in result.candidates}
+        merged = {**existing, **{key: c.record for key, c in proposed.items()}}
+        records = [rec for rec in merged.values() if rec.get("digest")]
+        for i, rec in enumerate(records):
+            repo, tag, digest = str(rec["repo"]), str(rec["tag"]), str(rec["digest"])
+            if self.progress:
+                self.progress(f"audit {repo}:{tag}", i, len(records))
+            try:
+                found = audit(m, f"docker://{repo}@{digest}", registry=reg.url)
+            except ResolverError as exc:
+                result.refuse(f"image {repo}:{tag}", f"audit: {exc.message}")
+                continue
+            record = audited_record(m, rec, digest, found)
+            if record is None:
+                result.refuse(
+                    f"image {repo}:{tag}",
+                    "audit: none of the libraries that decide 'invalid device function' "
+                    "(vLLM's, torch's, AITER's, FlashAttention's) is in the image",
+                )
+                continue
+            if record == existing.get((repo, tag)):
+                continue
+            record["read_at"] = today()
+            cand = Candidate("images.toml", f"{repo}:{tag}", record)
+            if (repo, tag) in proposed:
+                result.candidates[result.candidates.index(proposed[(repo, tag)])] = cand
+            else:
+                result.candidates.append(cand)
+        if self.progress and records:
+            self.progress("audit", len(records), len(records))
 
     def _describe(
         self,

@@ -85,10 +85,11 @@ def refresh(
     client: HttpClient | None = None,
     progress: Progress | None = None,
     verify: bool = False,
+    audit: bool = False,
 ) -> Outcome:
     """Read the sources and diff what they say against the data in use. ``verify`` re-reads
     every release the sdist sources already hold exactly (a tampered pin or date shows as a
-    change)."""
+    change); ``audit`` reads every image's GPU code from the registry into its arch list."""
     chosen = sources or list(DEFAULT_SOURCES)
     unknown = [s for s in chosen if s not in SOURCES]
     if unknown:
@@ -110,6 +111,8 @@ def refresh(
             src = _source(name, http, ep, working, tags, progress)
             if verify and isinstance(src, SdistSource):
                 src.verify = True
+            if audit and isinstance(src, ImagesSource):
+                src.audit = True
             result = src.read()
             outcome.refused.extend(result.refused)
             outcome.skipped[name] = len(result.skipped)

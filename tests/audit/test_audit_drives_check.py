@@ -99,3 +99,37 @@ def test_an_audited_image_replaces_the_docs_claim(own_registry: str) -> None:
     )
     assert mi300["plan"]["label"].startswith(name + "@sha256:")
     assert mi300["plan"]["confidence"] == "exact" and "audit" in mi300["plan"]["source"]
+
+
+def test_a_maintainer_audits_every_image_the_data_names(own_registry: str, tmp_path: Path) -> None:
+    """`matrix refresh --source images --audit` reads each image's digest and then its GPU code
+    from the registry, and proposes the audited arch list for images.toml (scripts/update-matrix
+    folds it in the same way)."""
+    env = {
+        "ROCM_VLLM_MATRIX_DIR": str(FROZEN_MATRIX),
+        "ROCM_VLLM_REGISTRY": own_registry,
+        "ROCM_VLLM_DATA_DIR": str(tmp_path / "data"),
+    }
+    lib = elf_with(bundle_without("gfx1201"))
+    layer = tar_bytes({LIB: lib}, compress="gzip")
+    _push(
+        own_registry,
+        "vllm/vllm-openai-rocm",
+        "v0.24.0",
+        layer,
+        "application/vnd.oci.image.layer.v1.tar+gzip",
+    )
+    out = run_cli("matrix", "refresh", "--source", "images", "--audit", "--json", env=env)
+    doc = json.loads(out.stdout)
+    assert out.exit_code == 1, out.stdout  # changes found, not written
+    (change,) = [c for c in doc["changes"] if c["key"] == "vllm/vllm-openai-rocm:v0.24.0"]
+    record = change["record"]
+    assert record["digest"].startswith("sha256:")
+    assert "gfx1201" not in record["arch"] and "gfx942" in record["arch"]
+    assert record["confidence"] == "exact"
+    assert record["source"].startswith(
+        f"rocm-vllm audit docker://vllm/vllm-openai-rocm@{record['digest']}"
+    )
+    # Without --source images, --audit is a usage error: nothing is read.
+    bad = run_cli("matrix", "refresh", "--audit", env=env)
+    assert bad.exit_code == 2 and "--source images" in bad.output
