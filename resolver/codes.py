@@ -64,6 +64,7 @@ AdvisoryCode = Literal[
     "mixed-gfx",
     "mxfp4-emulated",
     "mxfp4-native",
+    "mxfp8-emulated",
     "newer-releases-unknown",
     "nvidia-driver-unchecked",
     "os-not-supported",

@@ -661,6 +661,22 @@ def _isa(rec: Record) -> AmdgpuIsa:
     )
 
 
+def _kernel_tables(rec: Record) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
+    tables = rec.table("rocm_kernels")
+    if tables is None:
+        return None
+    out = []
+    for fmt in tables.data:
+        if not re.fullmatch(r"[a-z0-9_]{1,32}", fmt):
+            raise rec.fail("rocm_kernels", f"{fmt!r} is not a kernel format name")
+        names = tables.strings(fmt)
+        for name in names:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,99}", name):
+                raise rec.fail("rocm_kernels", f"{name!r} is not a kernel class name")
+        out.append((fmt, names))
+    return tuple(out)
+
+
 def _capabilities(rec: Record) -> ReleaseCapabilities:
     methods = rec.strings("quantization", required=True)
     for method in methods:
@@ -684,6 +700,7 @@ def _capabilities(rec: Record) -> ReleaseCapabilities:
         if "custom_allreduce" in rec.data
         else None,
         fp8_scaled_mm=rec.strings("fp8_scaled_mm") if "fp8_scaled_mm" in rec.data else None,
+        rocm_kernels=_kernel_tables(rec),
         sdist_sha256=sha,
         provenance=rec.provenance(),
     )

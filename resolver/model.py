@@ -423,6 +423,21 @@ class ReleaseCapabilities:
     custom_allreduce: tuple[str, ...] | None = None  # use_custom_allreduce
     # Where torch's FP8 scaled-MM runs (scaled_mm/pytorch.py _rocm_torch_fp8_scaled_mm_supported)
     fp8_scaled_mm: tuple[str, ...] | None = None
+    # Per format (mxfp8, mxfp4, fp8, wfp8a16, ...), the linear kernels vLLM picks from on ROCm
+    # (kernels/linear/__init__.py _POSSIBLE_*_KERNELS), in its order; None: not read
+    rocm_kernels: tuple[tuple[str, tuple[str, ...]], ...] | None = None
+
+    def kernels(self, fmt: str) -> tuple[str, ...] | None:
+        """The ROCm kernels of ``fmt``; None where the release's tables were not read or have
+        no such format."""
+        return dict(self.rocm_kernels).get(fmt) if self.rocm_kernels is not None else None
+
+    def emulates(self, fmt: str) -> bool | None:
+        """Whether vLLM falls back to an emulation kernel for ``fmt`` on ROCm (one that runs on
+        any GPU, in BF16); None where not read."""
+        names = self.kernels(fmt)
+        return None if names is None else any(n.startswith("Emulation") for n in names)
+
     sdist_sha256: str | None
     provenance: Provenance
 

@@ -270,6 +270,7 @@ TABLES: Final[dict[str, tuple[str, dict[str, Any]]]] = {
                 "mx": STRS,
                 "custom_allreduce": STRS,
                 "fp8_scaled_mm": STRS,
+                "rocm_kernels": {"type": "object", "additionalProperties": STRS},
                 "sdist_sha256": STR,
             },
             ("version", "quantization", "source"),

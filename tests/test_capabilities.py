@@ -142,3 +142,21 @@ def test_no_fp8_plan_where_the_release_or_the_hardware_refuses_it(method: str, g
     assert target is not None and target.features.fp8
     gate = M.gate(d.plan.candidate.vllm, "fp8", gfx)
     assert gate is None or gate[0]
+
+
+def test_mxfp4_runs_emulated_where_the_releases_kernel_table_says_so() -> None:
+    """gfx1100 has no MX compute and no recipe names it, but 0.33.0's ROCm kernel table for
+    MXFP4 ends in EmulationMxfp4LinearKernel: a plan, with the note saying how it runs. A
+    release whose table was never read keeps the hardware gate."""
+    w7900 = from_flags(
+        gfx="gfx1100", gpus=1, driver="30.30.3", os="ubuntu-22.04", rocm=None, python=None
+    )
+    d = solve(M, w7900, Request(quantization="mxfp4", vllm=parse_spec("==0.33.0")))
+    assert d.plan is not None and d.verdict in OK_VERDICTS
+    (w,) = [w for w in d.warnings if w.code == "mxfp4-emulated"]
+    assert "EmulationMxfp4LinearKernel" in w.message
+    assert "kernels/linear/__init__.py" in w.source
+    caps = M.capabilities_of(Version("0.10.1.1"))
+    assert caps is not None and caps.rocm_kernels is None
+    old = solve(M, w7900, Request(quantization="mxfp4", vllm=parse_spec("==0.10.1.1")))
+    assert old.plan is None

@@ -32,8 +32,9 @@ CASES: dict[str, tuple[list[str], int]] = {
     "gfx1102-override": (["--gfx", "gfx1102"], 1),
     "gfx1031-override-hint": (["--gfx", "gfx1031"], 1),
     "fp8-on-gfx90a": (["--gfx", "gfx90a", "--quantization", "fp8"], 1),
-    "mxfp8-on-gfx942": (["--gfx", "gfx942", "--quantization", "mxfp8"], 1),
-    "mxfp4-on-gfx1100": (["--gfx", "gfx1100", "--quantization", "mxfp4"], 1),
+    "mxfp8-on-gfx942": (["--gfx", "gfx942", "--quantization", "mxfp8"], 0),
+    # The frozen data lacks the releases whose kernel tables run MXFP4 emulated: unknown.
+    "mxfp4-on-gfx1100": (["--gfx", "gfx1100", "--quantization", "mxfp4"], 6),
     "kv-fp8-on-gfx1100": (["--gfx", "gfx1100", "--kv-cache-dtype", "fp8"], 1),
     "wheel-old-glibc": (["--gfx", "gfx942", "--prefer", "wheel", "--os", "rhel-8.10"], 0),
     "wheel-wrong-python": (["--gfx", "gfx942", "--python", "3.11", "--prefer", "wheel"], 0),
@@ -296,8 +297,15 @@ def test_plain_prose_follows_the_width_and_commands_stay_whole() -> None:
         "--driver",
         "30.30.3",
     )
-    assert code == 1
-    assert max(len(line) for line in text.splitlines() if not line.startswith("    ")) <= 80
+    assert code == 0  # emulated (the release's kernel table), with sourced notes to wrap
+    assert (
+        max(
+            len(line)
+            for line in text.splitlines()
+            if not line.startswith("    ") and not re.search(r"rocm/vllm:|vllm-openai-rocm:", line)
+        )
+        <= 80
+    )
 
 
 def test_inline_commands_in_prose_are_not_split() -> None:

@@ -308,6 +308,9 @@ def _rows(m: Any, table: str) -> tuple[list[str], list[list[str]], list[dict[str
                     gate: None if getattr(c, gate) is None else list(getattr(c, gate))
                     for gate in ("fp8", "fp8_fnuz", "mx", "custom_allreduce", "fp8_scaled_mm")
                 },
+                "rocm_kernels": None
+                if c.rocm_kernels is None
+                else {fmt: list(names) for fmt, names in c.rocm_kernels},
                 "source": src(c.provenance),
                 "confidence": conf(c.provenance),
             }

@@ -91,7 +91,7 @@ def _plan_lines(ev: Evaluation, m: Matrix, node: Node, width: int = WIDTH) -> li
                 width,
             )
         elif c.arch:
-            lines.append(f"  built for {', '.join(c.arch)}")
+            lines += fill(f"built for {', '.join(c.arch)}", "  ", "    ", width)
         lines += fill(
             f"confidence: {record.provenance.confidence} · source: {record.provenance.source}",
             "  ",

@@ -18,7 +18,12 @@ from resolver.refresh.sdist import IndexFile, ReleaseFactsSource
 WANTED: Final = re.compile(
     r"vllm/platforms/rocm\.py|vllm/config/cache\.py|vllm/config\.py"
     r"|vllm/model_executor/kernels/linear/scaled_mm/pytorch\.py"
+    r"|vllm/model_executor/kernels/linear/__init__\.py"
 )
+# The kernel lists vLLM picks a linear kernel from, per format and platform (_POSSIBLE_*_KERNELS).
+KERNELS: Final = "vllm/model_executor/kernels/linear/__init__.py"
+_KERNEL_TABLE: Final = re.compile(r"_POSSIBLE_([A-Z0-9_]+)_KERNELS")
+_CLASS: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
 FILE: Final = "vllm/platforms/rocm.py"
 # Where torch's FP8 scaled-MM (the FP8 GEMM every GPU without AITER uses) is gated on ROCm.
 SCALED_MM: Final = (
@@ -61,6 +66,41 @@ def supported_quantization(text: str) -> list[str] | None:
                 out.append(element.value)
             return list(dict.fromkeys(out))
     return None
+
+
+def rocm_kernels(text: str) -> dict[str, list[str]] | None:
+    """Per format (``mxfp8``, ``fp8``, ``wfp8a16``, ...), the kernel classes of the
+    ``PlatformEnum.ROCM`` entry of each ``_POSSIBLE_<FORMAT>_KERNELS`` table, in vLLM's order
+    (an empty list is a format with no ROCm kernel); None when the file has no such table."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    out: dict[str, list[str]] = {}
+    for stmt in tree.body:
+        target = (
+            stmt.target
+            if isinstance(stmt, ast.AnnAssign)
+            else (
+                stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
+            )
+        )
+        value = stmt.value if isinstance(stmt, ast.AnnAssign | ast.Assign) else None
+        if not (isinstance(target, ast.Name) and isinstance(value, ast.Dict)):
+            continue
+        m = _KERNEL_TABLE.fullmatch(target.id)
+        if not m:
+            continue
+        for key, entry in zip(value.keys, value.values, strict=True):
+            if not (isinstance(key, ast.Attribute) and key.attr == "ROCM"):
+                continue
+            if not isinstance(entry, ast.List):
+                return None
+            names = [e.id for e in entry.elts if isinstance(e, ast.Name)]
+            if len(names) != len(entry.elts) or not all(_CLASS.fullmatch(n) for n in names):
+                return None
+            out[m.group(1).lower()] = names
+    return out or None
 
 
 def cache_dtypes(text: str) -> list[str] | None:
@@ -272,6 +312,10 @@ def capability_record(
         f"{FILE} (RocmPlatform.supported_quantization"
         + (f"; {', '.join(evaluated)}, evaluated per gfx)" if evaluated else ")")
     ]
+    tables = rocm_kernels(files.get(KERNELS, "")) if KERNELS in files else None
+    if tables is not None:
+        record["rocm_kernels"] = tables
+        read.append(f"{KERNELS} (the ROCm entries of _POSSIBLE_*_KERNELS)")
     kernels = files.get(SCALED_MM[0])
     scaled_mm = (
         kernel_targets(kernels, text, gfx_names, SCALED_MM[1]) if kernels and gfx_names else None
@@ -296,7 +340,7 @@ class CapabilitiesSource(ReleaseFactsSource):
     name = "capabilities"
     table = "capabilities.toml"
     wanted = WANTED
-    cache_tag = "capabilities-4"  # v2 read the KV cache dtypes, v3 the gates, v4 scaled-MM
+    cache_tag = "capabilities-5"  # v2 KV cache dtypes, v3 gates, v4 scaled-MM, v5 kernel lists
 
     def record(self, sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str, Any] | None, str]:
         names = [str(g.get("name")) for g in self.current.get("gfx.toml", []) if g.get("name")]

@@ -15,7 +15,15 @@ from packaging.version import Version
 from resolver.model import ContainerImage, GfxTarget, Matrix, Provenance, RocmStack
 from resolver.node import Node
 from resolver.solve.host import host_os_warnings, kernel_floor_warnings, unified_memory_warnings
-from resolver.solve.types import FP8_QUANT, MXFP4_QUANT, Candidate, Evaluation, Request, Warning
+from resolver.solve.types import (
+    FP8_QUANT,
+    MX_QUANT,
+    MXFP4_QUANT,
+    Candidate,
+    Evaluation,
+    Request,
+    Warning,
+)
 
 # --- candidate rules --------------------------------------------------------------------------
 
@@ -181,6 +189,8 @@ def node_warnings(
     for t in targets:
         out.extend(aiter(t, plan))
         out.extend(mxfp4(m, t, quant, release))
+        if quant in MX_QUANT - MXFP4_QUANT:
+            out.extend(mx_emulated(m, t, quant, release))
         out.extend(fp8_format(m, t, fp8_asked, release))
     out.extend(mixed_fp8_formats(targets, fp8_asked))
     out.extend(mixed_gfx(targets))
@@ -244,10 +254,37 @@ def _release_gate(
     return None if found is None else (found[0], found[1].provenance.source)
 
 
+def mx_emulated(m: Matrix, t: GfxTarget, quant: str, release: Version | None) -> list[Warning]:
+    """``mxfp4-emulated`` / ``mxfp8-emulated`` from the release's own kernel tables: on a GPU
+    without MX compute (and, for MXFP4, no source for a weight-only path) vLLM falls back to its
+    emulation kernel, which runs anywhere in BF16."""
+    if quant not in MX_QUANT or t.features.mx or release is None:
+        return []
+    fmt = "mxfp4" if quant in MXFP4_QUANT else "mxfp8"
+    if fmt == "mxfp4" and t.features.mxfp4 != "none":
+        return []  # the recipe's weight-only path (mxfp4 below)
+    caps = m.capabilities_of(release)
+    if caps is None or not caps.emulates(fmt):
+        return []
+    kernel = next(n for n in caps.kernels(fmt) or () if n.startswith("Emulation"))
+    four = fmt == "mxfp4"
+    return [
+        Warning(
+            code="mxfp4-emulated" if four else "mxfp8-emulated",
+            severity="info",
+            message=f"{quant} on {t.name} runs emulated: {t.name} has no MX compute, so vLLM "
+            f"{release} falls back to {kernel} (dequantized to BF16)",
+            hint="expect less speed than on gfx950 (MI350X/MI355X); the checkpoint itself runs "
+            "unchanged",
+            source=caps.provenance.source,
+        )
+    ]
+
+
 def mxfp4(m: Matrix, t: GfxTarget, quant: str, release: Version | None) -> list[Warning]:
     """``mxfp4-native`` / ``mxfp4-emulated``: how an MXFP4 checkpoint runs on this GPU."""
     if quant not in MXFP4_QUANT or t.features.mxfp4 == "none":
-        return []
+        return mx_emulated(m, t, quant, release)
     src = t.features.mxfp4_source
     native = t.features.mxfp4 == "native"
     gate = _release_gate(m, release, "mx", t) if native else None

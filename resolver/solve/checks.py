@@ -219,7 +219,7 @@ def gate_checks(
         )
         found = (
             fp8_unsupported(quant, target, fact, m.capabilities_of(cand.vllm)),
-            mx_unsupported(quant, target, fact),
+            mx_unsupported(quant, target, fact, m.capabilities_of(cand.vllm)),
             kv_fp8_unsupported(kv, target, fact),
         )
         reasons.extend(r for r in found if r is not None)
@@ -241,11 +241,16 @@ def fp8_unsupported(
     )
     if caps is not None and caps.fp8 is not None and target.name in caps.fp8:
         gemm = caps.fp8_scaled_mm
-        if gemm is not None and target.name not in gemm:
+        if gemm is not None and target.name not in gemm and caps.kernels("wfp8a16") == ():
             message += (
                 f"; vLLM {caps.version} admits FP8 there (supports_fp8) but gates its FP8 GEMM "
-                f"to {', '.join(gemm)}, so FP8 runs neither emulated nor weight-only on "
-                f"{target.name}"
+                f"to {', '.join(gemm)} and has no weight-only FP8 kernel for ROCm, so FP8 runs "
+                f"neither emulated nor weight-only on {target.name}"
+            )
+        elif gemm is not None and target.name not in gemm:
+            message += (
+                f"; vLLM {caps.version} admits FP8 there (supports_fp8) but gates its FP8 GEMM "
+                f"to {', '.join(gemm)}"
             )
         else:
             message += f"; vLLM {caps.version} admits FP8 there (supports_fp8) all the same"
@@ -266,14 +271,19 @@ def fp8_unsupported(
     )
 
 
-def mx_unsupported(quant: str | None, target: GfxTarget, fact: Fact) -> Reason | None:
-    """``mx-unsupported``: an MX quantization on a GPU without MX compute (and, for MXFP4, no
-    source saying vLLM runs it weight-only there)."""
+def mx_unsupported(
+    quant: str | None, target: GfxTarget, fact: Fact, caps: ReleaseCapabilities | None
+) -> Reason | None:
+    """``mx-unsupported``: an MX quantization on a GPU without MX compute, where neither a source
+    says vLLM runs it weight-only there (MXFP4) nor the release falls back to an emulation
+    kernel for the format on ROCm (capabilities.toml ``rocm_kernels``: EmulationMxfp8LinearKernel
+    since 0.20, EmulationMxfp4LinearKernel later)."""
     gates = target.features
+    fmt = "mxfp4" if quant in MXFP4_QUANT else "mxfp8"
     mx_blocked = (quant in MXFP4_QUANT and gates.mxfp4 == "none") or (
         quant in MX_QUANT - MXFP4_QUANT and not gates.mx
     )
-    if not mx_blocked:
+    if not mx_blocked or (caps is not None and caps.emulates(fmt)):
         return None
     what = (
         "MX (microscaling) compute, which only gfx950-class GPUs have, and no source says vLLM "

@@ -53,7 +53,7 @@ FP8_QUANT = frozenset(
         "deepseek_v4_fp8",
     }
 )
-MX_QUANT = frozenset({"mxfp4", "mxfp8", "gpt_oss_mxfp4"})
+MX_QUANT = frozenset({"mxfp4", "mxfp8", "modelopt_mxfp8", "gpt_oss_mxfp4"})
 # MXFP4 checkpoints also run without MX compute (weight-only dequantization) where a source says so.
 MXFP4_QUANT = frozenset({"mxfp4", "gpt_oss_mxfp4"})
 GATES_SOURCE_FALLBACK = "matrix/gfx.toml feature gates"
