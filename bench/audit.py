@@ -62,7 +62,7 @@ def timed(cmd: list[str]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size-mb", type=int, default=512)
+    parser.add_argument("--size-mb", type=int, default=2048)  # the issue: ~2 GB
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="audit-bench-"))
