@@ -51,18 +51,25 @@ def test_a_method_no_release_lists_is_bad_input_with_the_nearest_names() -> None
 METHODS = sorted({q for c in M.capabilities for q in c.quantization})
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.sampled_from(METHODS), st.sampled_from(["gfx942", "gfx90a", "gfx1100", "gfx950"]))
-def test_no_plan_uses_a_method_its_release_does_not_list(method: str, gfx: str) -> None:
-    """The rule the data states, property-tested: a plan's release lists the method."""
+def planned_release(method: str, gfx: str) -> Version | None:
+    """The release a usable plan picks for ``method`` on one ``gfx`` GPU, or None (no plan, or
+    the method is bad input)."""
     node = from_flags(gfx=gfx, gpus=1, driver="30.30.3", os="ubuntu-22.04", rocm=None, python=None)
     try:
         d = solve(M, node, Request(quantization=method))
     except InputError:
-        return
+        return None
     if d.plan is None or d.verdict not in OK_VERDICTS:
-        return
-    caps = M.capabilities_of(d.plan.candidate.vllm)
+        return None
+    return d.plan.candidate.vllm
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(METHODS), st.sampled_from(["gfx942", "gfx90a", "gfx1100", "gfx950"]))
+def test_no_plan_uses_a_method_its_release_does_not_list(method: str, gfx: str) -> None:
+    """The rule the data states, property-tested: a plan's release lists the method."""
+    release = planned_release(method, gfx)
+    caps = M.capabilities_of(release) if release is not None else None
     assert caps is None or method in caps.quantization
 
 
@@ -131,16 +138,12 @@ GFX = sorted({g.name for g in M.gfx})
 def test_no_fp8_plan_where_the_release_or_the_hardware_refuses_it(method: str, gfx: str) -> None:
     """The FP8 rules the data states, property-tested: a plan's release admits FP8 on the GPU
     (its supports_fp8) and the GPU has FP8 units."""
-    node = from_flags(gfx=gfx, gpus=1, driver="30.30.3", os="ubuntu-22.04", rocm=None, python=None)
-    try:
-        d = solve(M, node, Request(quantization=method))
-    except InputError:
-        return
-    if d.plan is None or d.verdict not in OK_VERDICTS:
+    release = planned_release(method, gfx)
+    if release is None:
         return
     target = M.gfx_target(gfx)
     assert target is not None and target.features.fp8
-    gate = M.gate(d.plan.candidate.vllm, "fp8", gfx)
+    gate = M.gate(release, "fp8", gfx)
     assert gate is None or gate[0]
 
 
