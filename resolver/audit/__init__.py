@@ -46,6 +46,16 @@ DECISIVE = re.compile(
 )
 
 
+_UNSHOWN = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def shown(name: str) -> str:
+    """A file name from inside an artifact, with every control character written as ``\\xNN``:
+    names are the archive's, not ours, and reach terminals, error lines and the data overlay
+    (``image --audit``), where a line break would split a record or a message."""
+    return _UNSHOWN.sub(lambda m: f"\\x{ord(m.group()):02x}", name)
+
+
 @dataclass(frozen=True, slots=True)
 class Library:
     path: str  # inside the artifact; "a.tar!layer.tar!usr/lib/x.so" for nested archives
@@ -155,7 +165,7 @@ class _Reader:
                     continue
                 if not stat.S_ISREG(info.st_mode):
                     continue  # links and devices: never followed
-                rel = path.relative_to(root).as_posix()
+                rel = shown(path.relative_to(root).as_posix())
                 with path.open("rb") as fh:
                     self.stream(fh, rel, info.st_size, depth=0)
 
@@ -210,20 +220,21 @@ class _Reader:
             for info in archive.infolist():
                 if info.is_dir():
                     continue
+                inner = f"{name}!{shown(info.filename)}"
                 if info.file_size > MAX_LIBRARY or info.file_size > MAX_RATIO * max(
                     info.compress_size, 1024
                 ):
                     raise AuditError(
-                        f"{name}!{info.filename}: claims {info.file_size} bytes from "
+                        f"{inner}: claims {info.file_size} bytes from "
                         f"{info.compress_size} (a zip bomb?)",
                         hint="a damaged or hostile wheel",
                     )
                 try:
                     with archive.open(info) as member:
-                        self.stream(member, f"{name}!{info.filename}", info.file_size, depth=depth)
+                        self.stream(member, inner, info.file_size, depth=depth)
                 except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
                     raise AuditError(
-                        f"{name}!{info.filename}: cannot be read ({type(exc).__name__})",
+                        f"{inner}: cannot be read ({type(exc).__name__})",
                         hint="a damaged wheel",
                     ) from None
 
@@ -242,15 +253,15 @@ class _Reader:
                     extracted = archive.extractfile(member)
                     if extracted is None:
                         continue
-                    self.stream(extracted, f"{name}!{member.name}", member.size, depth=depth)
+                    self.stream(extracted, f"{name}!{shown(member.name)}", member.size, depth=depth)
         except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
             raise AuditError(
                 f"{name}: not a readable tar archive ({type(exc).__name__})",
                 hint="a truncated or damaged archive",
             ) from None
-        except Exception as exc:
-            if isinstance(exc, AuditError):
-                raise
+        except AuditError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - zstandard.ZstdError, imported lazily
             raise AuditError(
                 f"{name}: cannot be decompressed ({type(exc).__name__})",
                 hint="a truncated or damaged archive",

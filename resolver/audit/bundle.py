@@ -158,14 +158,9 @@ def _decompress(data: bytes, pos: int) -> tuple[bytes, int]:
                 f"a compressed offload bundle uses method {method}",
                 hint="LLVM writes 0 (zlib) or 1 (zstd)",
             )
-    except (zlib.error, ValueError) as exc:
-        raise AuditError(
-            f"a compressed offload bundle does not decompress ({type(exc).__name__})",
-            hint="a truncated or damaged file",
-        ) from None
-    except Exception as exc:
-        if isinstance(exc, AuditError):
-            raise
+    except AuditError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - zlib.error, ValueError, zstandard.ZstdError (lazy)
         raise AuditError(
             f"a compressed offload bundle does not decompress ({type(exc).__name__})",
             hint="a truncated or damaged file",

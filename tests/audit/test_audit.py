@@ -146,3 +146,25 @@ def test_links_are_not_followed(tmp_path: Path) -> None:
 def test_a_bad_gfx_is_bad_input(bad: str) -> None:
     result = run_cli("audit", str(REAL), "--gfx", bad)
     assert result.exit_code == 2
+
+
+def test_a_hostile_member_name_reaches_no_line_or_record_raw(tmp_path: Path) -> None:
+    """Names inside an artifact are the archive's: a line break or an escape sequence in one is
+    written out (\\x0a), so the one-line error, the terminal and the overlay record that
+    `image --audit` writes stay whole."""
+    from resolver.images import audited_record
+
+    lib = REAL.read_bytes()  # a real AMD-built library
+    name = "usr/lib/python3/dist-packages/vllm/_C\n\x1b[2J.abi3.so"
+    archive = tmp_path / "image.tar"
+    archive.write_bytes(tar_bytes({name: lib}))
+    result = audit(M, str(archive))
+    (library,) = result.libraries
+    assert "\n" not in library.path and "\x1b" not in library.path
+    assert "vllm/_C\\x0a\\x1b[2J.abi3.so" in library.path and library.decisive
+    raw = {"repo": "vllm/vllm-openai-rocm", "tag": "v0.33.0", "arch": []}
+    record = audited_record(M, raw, "sha256:" + "0" * 64, result)
+    assert record is not None
+    assert not any(c in str(record[k]) for k in ("source", "note") for c in "\n\r\x1b")
+    out = run_cli("audit", str(archive))
+    assert "\x1b" not in out.output
