@@ -144,36 +144,21 @@ GATES: Final[dict[str, str]] = {
 }
 
 
-def gate_targets(text: str, gfx_names: list[str], method: str = "supports_fp8") -> list[str] | None:
-    """The gfx targets ``RocmPlatform.<method>`` admits, by evaluating its return expression
-    for each name (vLLM tests the GPU's gcnArchName by substring: ``"gfx94" in arch``). Only
-    substring tests, ``any(... for x in [literals])``, ``and``/``or``/``not``, module-level
-    ``_ON_*`` flags and ``on_*()`` helpers are understood; anything else claims nothing."""
-    try:
-        rule = _Rule(ast.parse(text), method)
-    except (SyntaxError, ValueError, RecursionError, _Unknown):
-        return None
-    try:
-        return [g for g in gfx_names if rule.admits(g)]
-    except _Unknown:
-        return None
-
-
-def kernel_targets(
-    text: str, platform: str, gfx_names: list[str], function: str
+def gate_targets(
+    text: str, gfx_names: list[str], method: str, platform: str | None = None
 ) -> list[str] | None:
-    """The gfx targets a kernel module's support function admits, evaluated with the platform
-    module's ``on_*()`` helpers it imports (see ``gate_targets``)."""
+    """The gfx targets ``method`` (a ``RocmPlatform`` classmethod, or a module function of a
+    kernel file whose ``on_*()`` helpers come from ``platform``, vllm/platforms/rocm.py) admits,
+    by evaluating its return expression for each name (vLLM tests the GPU's gcnArchName by
+    substring: ``"gfx94" in arch``). Only substring tests, ``any(... for x in [literals])``,
+    ``and``/``or``/``not``, module-level ``_ON_*`` flags and ``on_*()`` helpers are understood;
+    anything else claims nothing."""
     try:
-        rule = _Rule(ast.parse(text), function, lib=ast.parse(platform))
+        lib = ast.parse(platform) if platform is not None else None
+        rule = _Rule(ast.parse(text), method, lib=lib)
         return [g for g in gfx_names if rule.admits(g)]
     except (SyntaxError, ValueError, RecursionError, _Unknown):
         return None
-
-
-def fp8_targets(text: str, gfx_names: list[str]) -> list[str] | None:
-    """The gfx targets ``RocmPlatform.supports_fp8`` admits (see ``gate_targets``)."""
-    return gate_targets(text, gfx_names, "supports_fp8")
 
 
 class _Rule:
@@ -318,7 +303,9 @@ def capability_record(
         read.append(f"{KERNELS} (the ROCm entries of _POSSIBLE_*_KERNELS)")
     kernels = files.get(SCALED_MM[0])
     scaled_mm = (
-        kernel_targets(kernels, text, gfx_names, SCALED_MM[1]) if kernels and gfx_names else None
+        gate_targets(kernels, gfx_names, SCALED_MM[1], platform=text)
+        if kernels and gfx_names
+        else None
     )
     if scaled_mm is not None:
         record["fp8_scaled_mm"] = scaled_mm

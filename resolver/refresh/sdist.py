@@ -21,7 +21,7 @@ import json
 import os
 import re
 import tarfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -611,15 +611,20 @@ class SdistSource(Source):
         with contextlib.suppress(OSError):
             atomic.write_atomic(path, json.dumps({"sha256": sha, "files": files}).encode())
 
-    def read(self) -> SourceResult:
-        result = SourceResult(self.name)
+    def releases(self, result: SourceResult) -> Iterator[tuple[IndexFile, dict[str, str]]]:
+        """Each wanted release's sdist with the files this source reads from it (an sdist that
+        could not be read is refused in ``result`` and skipped)."""
         wanted = self._wanted(list_sdists(self.client, self.base, result))
         for i, sdist in enumerate(wanted):
             if self.progress:
                 self.progress(f"vllm {sdist.version}", i, len(wanted))
             files = self.files_of(sdist, result)
-            if files is None:
-                continue
+            if files is not None:
+                yield sdist, files
+
+    def read(self) -> SourceResult:
+        result = SourceResult(self.name)
+        for sdist, files in self.releases(result):
             record, images, why = read_release(sdist, files)
             if record is None:
                 result.refuse(f"vllm {sdist.version} sdist", why)
@@ -662,13 +667,7 @@ class ReleaseFactsSource(SdistSource):
 
     def read(self) -> SourceResult:
         result = SourceResult(self.name)
-        wanted = self._wanted(list_sdists(self.client, self.base, result))
-        for i, sdist in enumerate(wanted):
-            if self.progress:
-                self.progress(f"vllm {sdist.version}", i, len(wanted))
-            files = self.files_of(sdist, result)
-            if files is None:
-                continue
+        for sdist, files in self.releases(result):
             record, why = self.record(sdist, files)
             if record is None:
                 result.refuse(f"vllm {sdist.version} sdist", why)

@@ -79,7 +79,7 @@ def test_the_fp8_rule_is_evaluated_per_gfx_as_vllm_wrote_it() -> None:
     ],
 )
 def test_an_fp8_rule_the_evaluator_does_not_know_claims_nothing(body: str) -> None:
-    from resolver.refresh.capabilities import fp8_targets
+    from resolver.refresh.capabilities import gate_targets
 
     text = f"class RocmPlatform:\n    def supports_fp8(cls):\n        {body}\n"
-    assert fp8_targets(text, ["gfx942"]) is None
+    assert gate_targets(text, ["gfx942"], "supports_fp8") is None
