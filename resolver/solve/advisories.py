@@ -23,6 +23,7 @@ from resolver.solve.types import (
     Evaluation,
     Request,
     Warning,
+    mx_format,
 )
 
 # --- candidate rules --------------------------------------------------------------------------
@@ -260,7 +261,7 @@ def mx_emulated(m: Matrix, t: GfxTarget, quant: str, release: Version | None) ->
     emulation kernel, which runs anywhere in BF16."""
     if quant not in MX_QUANT or t.features.mx or release is None:
         return []
-    fmt = "mxfp4" if quant in MXFP4_QUANT else "mxfp8"
+    fmt = mx_format(quant)
     if fmt == "mxfp4" and t.features.mxfp4 != "none":
         return []  # the recipe's weight-only path (mxfp4 below)
     caps = m.capabilities_of(release)

@@ -36,6 +36,7 @@ from resolver.solve.types import (
     Reason,
     Request,
     Warning,
+    mx_format,
 )
 from resolver.versions import driver_series, series
 
@@ -279,7 +280,7 @@ def mx_unsupported(
     kernel for the format on ROCm (capabilities.toml ``rocm_kernels``: EmulationMxfp8LinearKernel
     since 0.20, EmulationMxfp4LinearKernel later)."""
     gates = target.features
-    fmt = "mxfp4" if quant in MXFP4_QUANT else "mxfp8"
+    fmt = mx_format(quant or "")
     mx_blocked = (quant in MXFP4_QUANT and gates.mxfp4 == "none") or (
         quant in MX_QUANT - MXFP4_QUANT and not gates.mx
     )

@@ -56,6 +56,14 @@ FP8_QUANT = frozenset(
 MX_QUANT = frozenset({"mxfp4", "mxfp8", "modelopt_mxfp8", "gpt_oss_mxfp4"})
 # MXFP4 checkpoints also run without MX compute (weight-only dequantization) where a source says so.
 MXFP4_QUANT = frozenset({"mxfp4", "gpt_oss_mxfp4"})
+
+
+def mx_format(quant: str) -> Literal["mxfp4", "mxfp8"]:
+    """The kernel format an MX quantization method runs through (capabilities.toml
+    ``rocm_kernels`` keys)."""
+    return "mxfp4" if quant in MXFP4_QUANT else "mxfp8"
+
+
 GATES_SOURCE_FALLBACK = "matrix/gfx.toml feature gates"
 
 
