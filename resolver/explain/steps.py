@@ -68,54 +68,21 @@ def plan_steps(ev: Evaluation, node: Node) -> list[tuple[str, str]]:
         ]
     if c.kind == "wheel" and c.wheel is not None and c.wheel.vendor == "nvidia":
         # vLLM's CUDA install page: pip with PyTorch's index of the wheel's CUDA.
-        py = node.python or "3.12"
-        return [
-            (shell.join(["uv", "venv", "--python", py, ".venv"]) + " && . .venv/bin/activate", ""),
-            (
-                shell.join(
-                    [
-                        "uv",
-                        "pip",
-                        "install",
-                        f"vllm=={c.vllm}",
-                        "--extra-index-url",
-                        c.wheel.index_url,
-                    ]
-                ),
-                "",
-            ),
-            (
-                "python -c 'import torch; assert torch.version.cuda and "
-                + "torch.cuda.is_available(), torch.__version__'",
-                "the CUDA build of torch, and it sees the GPU",
-            ),
-        ]
+        return _wheel_steps(
+            node.python or "3.12",
+            f"vllm=={c.vllm}",
+            c.wheel.index_url,
+            "assert torch.version.cuda and torch.cuda.is_available()",
+            "the CUDA build of torch, and it sees the GPU",
+        )
     if c.kind == "wheel" and c.wheel is not None:
-        py = c.wheel.python[0]
-        index = f"https://wheels.vllm.ai/rocm/{c.vllm}/{c.wheel.name}"
-        return [
-            (shell.join(["uv", "venv", "--python", py, ".venv"]) + " && . .venv/bin/activate", ""),
-            (
-                shell.join(
-                    [
-                        "uv",
-                        "pip",
-                        "install",
-                        f"vllm=={c.vllm}+{c.wheel.name}",
-                        "--extra-index-url",
-                        index,
-                    ]
-                ),
-                "",
-            ),
-            (
-                (
-                    "python -c 'import torch; assert torch.version.hip and not torch.version.cuda, "
-                    "torch.__version__'"
-                ),
-                "a CUDA wheel must not have slipped in",
-            ),
-        ]
+        return _wheel_steps(
+            c.wheel.python[0],
+            f"vllm=={c.vllm}+{c.wheel.name}",
+            f"https://wheels.vllm.ai/rocm/{c.vllm}/{c.wheel.name}",
+            "assert torch.version.hip and not torch.version.cuda",
+            "a CUDA wheel must not have slipped in",
+        )
     gfx = ",".join(node.gfx_targets)
     stack: list[str] = []
     if c.stack is not None and c.release is not None and len(c.release.stacks) > 1:
@@ -162,3 +129,15 @@ def plan_steps(ev: Evaluation, node: Node) -> list[tuple[str, str]]:
 def plan_commands(ev: Evaluation, node: Node) -> list[str]:
     """The plan's steps as text lines, each with its reason as a shell comment."""
     return [f"{cmd}   # {why}" if why else cmd for cmd, why in plan_steps(ev, node)]
+
+
+def _wheel_steps(
+    python: str, requirement: str, index: str, check: str, why: str
+) -> list[tuple[str, str]]:
+    """A uv venv, the wheel from its index, and a one-line torch check that it is the build
+    the GPU needs."""
+    return [
+        (shell.join(["uv", "venv", "--python", python, ".venv"]) + " && . .venv/bin/activate", ""),
+        (shell.join(["uv", "pip", "install", requirement, "--extra-index-url", index]), ""),
+        (f"python -c 'import torch; {check}, torch.__version__'", why),
+    ]
