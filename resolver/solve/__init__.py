@@ -10,7 +10,6 @@ verdict of the ``Decision``. Every reason carries the facts it rests on with the
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
@@ -28,7 +27,7 @@ from resolver.solve.advisories import (
 )
 from resolver.solve.host import host_os_warnings, kernel_floor_warnings, unified_memory_warnings
 from resolver.solve.provider import MatrixProvider
-from resolver.solve.rank import _rank, fix_order, rank
+from resolver.solve.rank import _rank, distinct_alternatives, fix_order, rank
 from resolver.solve.types import (
     FP8_QUANT,
     GATES_SOURCE_FALLBACK,
@@ -193,7 +192,7 @@ def solve(
     warnings = list(dict.fromkeys(warnings))
     if verdict == "supported" and any(w.severity == "warning" for w in warnings):
         verdict = "supported_with_warnings"
-    alternatives = tuple(_distinct_alternatives(accepted, plan))
+    alternatives = tuple(distinct_alternatives(accepted, plan))
     return Decision(
         verdict=verdict,
         node=node,
@@ -335,20 +334,6 @@ def _common_reasons(rejected: tuple[Evaluation, ...]) -> tuple[Reason, ...]:
             if r.code in common and r.code not in seen:
                 seen[r.code] = r
     return tuple(seen.values())
-
-
-def _distinct_alternatives(
-    accepted: list[Evaluation], plan: Evaluation | None
-) -> Iterator[Evaluation]:
-    """One alternative per channel (besides the plan), newest first."""
-    seen: set[str] = set()
-    if plan is not None:
-        seen.add(plan.candidate.channel)
-    for e in accepted:
-        ch = e.candidate.channel
-        if ch not in seen:
-            seen.add(ch)
-            yield e
 
 
 def evaluate_pinned(

@@ -25,7 +25,7 @@ from resolver.model import (
     WheelVariant,
 )
 from resolver.node import Node
-from resolver.solve.rank import _rank
+from resolver.solve.rank import _rank, distinct_alternatives
 from resolver.solve.types import (
     Candidate,
     Decision,
@@ -588,7 +588,7 @@ def solve_cuda(
         if plan is None and rejected
         else ()
     )
-    alternatives = tuple(e for e in accepted[1:2]) if plan is not None else ()
+    alternatives = tuple(distinct_alternatives(accepted, plan)) if plan is not None else ()
     return Decision(
         verdict=verdict,
         node=node,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from packaging.version import Version
 
@@ -70,3 +70,17 @@ def fix_order(ranked: Sequence[Evaluation]) -> list[Evaluation]:
         key=lambda e: e.candidate.rocm or Version("0"),  # stable: rank order among equals
     )
     return [*top, *(e for e in fixable if e not in top)]
+
+
+def distinct_alternatives(
+    accepted: Sequence[Evaluation], plan: Evaluation | None
+) -> Iterator[Evaluation]:
+    """One alternative per channel (besides the plan), in ranked order."""
+    seen: set[str] = set()
+    if plan is not None:
+        seen.add(plan.candidate.channel)
+    for e in accepted:
+        ch = e.candidate.channel
+        if ch not in seen:
+            seen.add(ch)
+            yield e
