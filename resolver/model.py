@@ -493,12 +493,17 @@ class Matrix:
     isa: tuple[AmdgpuIsa, ...] = ()
     capabilities: tuple[ReleaseCapabilities, ...] = ()
     _gfx_index: dict[str, GfxTarget] = field(default_factory=dict, repr=False, compare=False)
+    # Asked several times per candidate by the solver's checks: a dict, not a scan.
+    _caps_index: dict[Version, ReleaseCapabilities] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         self._gfx_index.update({g.name: g for g in self.gfx})
+        self._caps_index.update({c.version: c for c in self.capabilities})
 
     def capabilities_of(self, version: Version) -> ReleaseCapabilities | None:
-        return next((c for c in self.capabilities if c.version == version), None)
+        return self._caps_index.get(version)
 
     def gate(
         self, version: Version, gate: str, gfx: str
