@@ -53,7 +53,12 @@ def shown(name: str) -> str:
     """A file name from inside an artifact, with every control character written as ``\\xNN``:
     names are the archive's, not ours, and reach terminals, error lines and the data overlay
     (``image --audit``), where a line break would split a record or a message."""
-    return _UNSHOWN.sub(lambda m: f"\\x{ord(m.group()):02x}", name)
+    return _UNSHOWN.sub(
+        lambda m: (
+            f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}"
+        ),
+        name,
+    )
 
 
 @dataclass(frozen=True, slots=True)
