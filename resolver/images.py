@@ -20,7 +20,7 @@ from resolver import bounded
 from resolver.codes import AdvisoryCode
 from resolver.model import ContainerImage, Matrix
 from resolver.node import Node
-from resolver.solve import Decision, Request, Warning, solve
+from resolver.solve import Advisory, Decision, Request, solve
 
 if TYPE_CHECKING:
     from resolver.engine import DockerEngine, PullEvent
@@ -67,16 +67,16 @@ def chosen(decision: Decision) -> ContainerImage | None:
 class Pinned:
     image: ContainerImage  # with .digest set
     resolved: ResolvedDigest
-    warnings: tuple[Warning, ...] = ()
+    warnings: tuple[Advisory, ...] = ()
 
 
 def pin(image: ContainerImage, client: RegistryClient) -> Pinned:
     """Ask the registry for the tag's manifest digest and put it on the image."""
     resolved = client.resolve(image.repo, image.tag)
-    warnings: list[Warning] = []
+    warnings: list[Advisory] = []
     if image.digest and image.digest != resolved.digest:
         warnings.append(
-            Warning(
+            Advisory(
                 code="digest-changed",
                 message=f"{image.repo}:{image.tag} now resolves to {resolved.digest}, not the "
                 f"{image.digest} in the data",
@@ -87,7 +87,7 @@ def pin(image: ContainerImage, client: RegistryClient) -> Pinned:
         )
     if resolved.from_cache:
         warnings.append(
-            Warning(
+            Advisory(
                 code="digest-from-cache",
                 message=f"{image.repo}:{image.tag}: digest {resolved.digest} is from the local "
                 f"cache, {format_age(resolved.age_seconds() or 0)} old; the registry was not "
@@ -127,7 +127,7 @@ class PullReport:
     image_id: str
     repo_digests: tuple[str, ...]
     expected: str | None
-    problems: tuple[Warning, ...]
+    problems: tuple[Advisory, ...]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -152,10 +152,10 @@ def pull_verified(
     ``auth``: the engine's auth_config for a private registry (``Credentials.engine_auth()``)."""
     info = engine.pull(f"{name}:{tag}", on_progress, auth=auth)
     local = {d.rsplit("@", 1)[1] for d in info.repo_digests if d.rsplit("@", 1)[0] == name}
-    problems: list[Warning] = []
+    problems: list[Advisory] = []
     if expected is not None and expected not in local:
         problems.append(
-            Warning(
+            Advisory(
                 code="digest-mismatch",
                 message=f"pulled {name}:{tag} has digest {', '.join(sorted(local)) or 'none'}, not "
                 f"the pinned {expected}",
@@ -177,7 +177,7 @@ class SmokeReport:
     claimed: dict[str, str | None]
     exit_code: int
     gpu: bool
-    problems: tuple[Warning, ...] = field(default_factory=tuple)
+    problems: tuple[Advisory, ...] = field(default_factory=tuple)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -227,12 +227,12 @@ def smoke(
         "rocm": str(image.rocm) if image.rocm else None,
     }
     found: dict[str, str | None] = {"vllm": None, "torch": None, "rocm": None, "hip": None}
-    problems: list[Warning] = []
+    problems: list[Advisory] = []
     parsed = _last_json(result.stdout)
     if result.exit_code != 0 or parsed is None:
         tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
         problems.append(
-            Warning(
+            Advisory(
                 code="smoke-failed",
                 message=f"the smoke command in {ref} exited {result.exit_code}: {tail[0][:200]}",
                 hint="run it by hand: docker run --rm --entrypoint python3 IMAGE "
@@ -274,10 +274,10 @@ def _release(text: str | None) -> tuple[int, ...] | None:
 
 def _compare(
     ref: str, claimed: dict[str, str | None], found: dict[str, str | None]
-) -> list[Warning]:
+) -> list[Advisory]:
     """A claim matches when the found version starts with every component the claim gives
     (claim 2.10 matches 2.10.0+git..., claim 7.2.3 matches 7.2.3-82)."""
-    out: list[Warning] = []
+    out: list[Advisory] = []
     keys: tuple[tuple[str, AdvisoryCode, AdvisoryCode], ...] = (
         ("vllm", "smoke-no-vllm", "smoke-vllm-mismatch"),
         ("torch", "smoke-no-torch", "smoke-torch-mismatch"),
@@ -296,7 +296,7 @@ def _compare(
             got_text = found["hip"]
         if got is None:
             out.append(
-                Warning(
+                Advisory(
                     code=none_code,
                     message=f"{ref}: the smoke test found no {key} version (the data says "
                     f"{claimed[key]})",
@@ -306,7 +306,7 @@ def _compare(
             )
         elif got[: len(want)] != want:
             out.append(
-                Warning(
+                Advisory(
                     code=mismatch_code,
                     message=f"{ref}: {key} is {got_text} inside the image, the data says "
                     f"{claimed[key]}",
@@ -323,14 +323,14 @@ def _compare(
 
 def serving_env(
     matrix: Matrix, node: Node, decision: Decision
-) -> tuple[tuple[tuple[str, str], ...], list[Warning]]:
+) -> tuple[tuple[tuple[str, str], ...], list[Advisory]]:
     """Per-gfx env from matrix/gfx.toml; a variable the node's targets disagree on is left out."""
     values: dict[str, set[str]] = {}
     for name in node.gfx_targets:
         target = matrix.gfx_target(name)
         for key, value in target.env if target else ():
             values.setdefault(key, set()).add(value)
-    warnings: list[Warning] = []
+    warnings: list[Advisory] = []
     env: list[tuple[str, str]] = []
     for key, vals in values.items():
         recommended_by_all = all(
@@ -342,7 +342,7 @@ def serving_env(
             env.append((key, next(iter(vals))))
         else:
             warnings.append(
-                Warning(
+                Advisory(
                     code="env-not-common",
                     message=f"{key} is recommended for some of this node's GPU types only; left "
                     "out of the run command",
@@ -413,7 +413,7 @@ def run_spec(
 
 def audit_image(
     m: Matrix, image: ContainerImage, registry_url: str, node: Node
-) -> tuple[dict[str, Any] | None, list[Warning], Any]:
+) -> tuple[dict[str, Any] | None, list[Advisory], Any]:
     """Audit the pinned image straight from the registry (``resolver.audit``): the images.toml
     record it makes (its arch list what every library that decides "invalid device function"
     carries, confidence exact, the audit as its source), the problems (a node gfx no such library
@@ -424,14 +424,14 @@ def audit_image(
     assert image.digest is not None
     result = audit(m, f"docker://{image.repo}@{image.digest}", registry=registry_url)
     arch = common_arch(m, result)
-    problems: list[Warning] = []
+    problems: list[Advisory] = []
     missing = [g for g in node.gfx_targets if g not in arch]
     if missing:
         lacking = sorted(
             {lib.path.rsplit("!", 1)[-1] for g in missing for lib in result.lacking(m, g)}
         )
         problems.append(
-            Warning(
+            Advisory(
                 code="audit-lacks-gfx",
                 message=f"{image.ref}: the audit found no {', '.join(missing)} code in "
                 f"{', '.join(lacking[:3]) or 'its GPU libraries'}"

@@ -27,7 +27,7 @@ from pathlib import Path
 from resolver.errors import UsageError
 from resolver.node import Node
 from resolver.partitions import _compute_mode
-from resolver.solve import Warning
+from resolver.solve import Advisory
 
 VLLM_HEADS_CHECK = (
     "vllm-project/vllm vllm/config: ModelConfig.verify_with_parallel_config raises 'Total number "
@@ -44,7 +44,7 @@ class Placement:
     replicas: int  # how many such commands the node holds (CPX: one per partition)
     heads: int | None  # the model's attention heads, when read
     heads_source: str | None  # the config.json they were read from
-    warnings: tuple[Warning, ...] = ()
+    warnings: tuple[Advisory, ...] = ()
     kv_heads: int | None = None  # its key/value heads (GQA), when the config says
 
 
@@ -118,7 +118,7 @@ def place(
     node: Node, *, devices: tuple[int, ...] | None, model: str | None, hf_cache: str
 ) -> Placement:
     """GPUs and tensor-parallel size for the run command (see the module docstring)."""
-    warnings: list[Warning] = []
+    warnings: list[Advisory] = []
     listed = node.gpus
     discrete = [i for i, g in enumerate(listed) if not g.integrated]
     igpus = [i for i, g in enumerate(listed) if g.integrated]
@@ -128,7 +128,7 @@ def place(
         chosen_igpus = [i for i in devices if i in igpus]
         if chosen_igpus:
             warnings.append(
-                Warning(
+                Advisory(
                     code="integrated-gpu-chosen",
                     message=f"--devices includes {', '.join(map(str, chosen_igpus))}: the "
                     f"integrated GPU ({listed[chosen_igpus[0]].gfx}), not a discrete one",
@@ -139,7 +139,7 @@ def place(
     elif igpus and discrete:
         devices = tuple(discrete[: offered or len(discrete)])
         warnings.append(
-            Warning(
+            Advisory(
                 code="integrated-gpu-hidden",
                 message=f"the run command sets HIP_VISIBLE_DEVICES={','.join(map(str, devices))}: "
                 f"the integrated GPU ({', '.join(sorted({listed[i].gfx for i in igpus}))}, device "
@@ -165,7 +165,7 @@ def place(
             )
         replica = devices if devices is not None else ((discrete or [0])[0],)
         warnings.append(
-            Warning(
+            Advisory(
                 code="cpx-one-replica-per-partition",
                 message="CPX mode: the run command serves one TP=1 replica on partition "
                 f"{replica[0]} of {offered}",
@@ -198,7 +198,7 @@ def place(
                 "known here; nearly every model's is a power of two)"
             )
         warnings.append(
-            Warning(
+            Advisory(
                 code="tensor-parallel-size",
                 message=f"--tensor-parallel-size {tp} uses {tp} of {gpus} GPUs: {why}",
                 hint="serve another replica on the other GPUs with --devices, or use pipeline "

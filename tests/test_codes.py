@@ -42,8 +42,8 @@ def test_every_reason_and_advisory_code_is_one_literal_and_documented() -> None:
 
 
 def test_no_reason_or_advisory_code_outside_the_literals() -> None:
-    # mypy checks each Reason(code=...) against ReasonCode; a Warning also passes probe problems
-    # through, so its codes are checked here: every module that makes a solver Warning, and no
+    # mypy checks each Reason(code=...) against ReasonCode; a Advisory also passes probe problems
+    # through, so its codes are checked here: every module that makes a solver Advisory, and no
     # code built from pieces (an f-string code cannot be listed or documented).
     import ast
 

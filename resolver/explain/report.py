@@ -9,7 +9,7 @@ from resolver.explain.derive import derive
 from resolver.explain.steps import plan_steps
 from resolver.model import Matrix
 from resolver.node import Node
-from resolver.solve import Candidate, Decision, Evaluation, Reason, Warning
+from resolver.solve import Advisory, Candidate, Decision, Evaluation, Reason
 from resolver.solve.routes import Route, Routes, Step, search
 from resolver.solve.types import HostChange
 
@@ -58,7 +58,7 @@ def reason_json(r: Reason) -> dict[str, Any]:
     }
 
 
-def warning_json(w: Warning) -> dict[str, Any]:
+def warning_json(w: Advisory) -> dict[str, Any]:
     out: dict[str, Any] = {
         "code": w.code,
         "message": w.message,

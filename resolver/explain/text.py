@@ -18,7 +18,7 @@ from resolver.explain.hints import route_words
 from resolver.explain.steps import plan_commands
 from resolver.model import Matrix
 from resolver.node import Node
-from resolver.solve import Decision, Evaluation, Reason, Warning
+from resolver.solve import Advisory, Decision, Evaluation, Reason
 from resolver.solve.routes import Route
 
 __all__ = ["cited_sources", "render", "render_derivation", "step_sentence"]
@@ -103,7 +103,7 @@ def _plan_lines(ev: Evaluation, m: Matrix, node: Node, width: int = WIDTH) -> li
     return lines
 
 
-def _warning_lines(warnings: tuple[Warning, ...], color: bool, width: int = WIDTH) -> list[str]:
+def _warning_lines(warnings: tuple[Advisory, ...], color: bool, width: int = WIDTH) -> list[str]:
     if not warnings:
         return []
     lines = ["", "notes:" if all(w.severity == "info" for w in warnings) else "warnings:"]

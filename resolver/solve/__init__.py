@@ -36,6 +36,7 @@ from resolver.solve.types import (
     MXFP4_QUANT,
     OK_VERDICTS,
     UNKNOWN_EXIT,
+    Advisory,
     Candidate,
     Decision,
     Evaluation,
@@ -48,7 +49,6 @@ from resolver.solve.types import (
     Request,
     Severity,
     Verdict,
-    Warning,
 )
 from resolver.versions import driver_series
 
@@ -61,6 +61,7 @@ __all__ = [
     "OK_VERDICTS",
     "UNKNOWN_CODES",
     "UNKNOWN_EXIT",
+    "Advisory",
     "Candidate",
     "Decision",
     "Evaluation",
@@ -74,7 +75,6 @@ __all__ = [
     "Request",
     "Severity",
     "Verdict",
-    "Warning",
     "evaluate_pinned",
     "host_os_warnings",
     "kernel_floor_warnings",
@@ -284,7 +284,7 @@ def _pinned(spec: Any) -> Version | None:
 
 def _unknown(node: Node, request: Request, missing: tuple[MissingFact, ...]) -> Decision:
     problems = [
-        Warning(code=p.code, message=p.message, hint=p.hint, source="probe") for p in node.problems
+        Advisory(code=p.code, message=p.message, hint=p.hint, source="probe") for p in node.problems
     ]
     return Decision(
         verdict="unknown",

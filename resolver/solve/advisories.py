@@ -19,19 +19,19 @@ from resolver.solve.types import (
     FP8_QUANT,
     MX_QUANT,
     MXFP4_QUANT,
+    Advisory,
     Candidate,
     Evaluation,
     Request,
-    Warning,
     mx_format,
 )
 
 # --- candidate rules --------------------------------------------------------------------------
 
 
-def candidate_warnings(cand: Candidate) -> list[Warning]:
+def candidate_warnings(cand: Candidate) -> list[Advisory]:
     """The warnings about a candidate's own record: its image channel, its stack, its confidence."""
-    out: list[Warning] = []
+    out: list[Advisory] = []
     if cand.image is not None:
         out.extend(image_warnings(cand.image))
     if cand.stack is not None:
@@ -40,14 +40,14 @@ def candidate_warnings(cand: Candidate) -> list[Warning]:
     return out
 
 
-def rocm_lists_gfx(m: Matrix, targets: Iterable[GfxTarget], cand: Candidate) -> list[Warning]:
+def rocm_lists_gfx(m: Matrix, targets: Iterable[GfxTarget], cand: Candidate) -> list[Advisory]:
     """``rocm-lacks-gfx``: the artifact ships code for a GPU AMD's matrix for its ROCm omits."""
     assert cand.rocm is not None
     rocm = m.rocm_for(cand.rocm)
     if rocm is None or not rocm.gfx:
         return []
     return [
-        Warning(
+        Advisory(
             code="rocm-lacks-gfx",
             message=f"AMD's matrix for {rocm.label} does not list {t.name}; {cand.label} ships "
             "code for it anyway",
@@ -64,12 +64,12 @@ def _first_listing(m: Matrix, gfx: str) -> str:
     return f"ROCm {listed[0]}" if listed else "no ROCm release in the data"
 
 
-def image_warnings(image: ContainerImage) -> list[Warning]:
+def image_warnings(image: ContainerImage) -> list[Advisory]:
     """``deprecated-channel`` and ``amd-image``."""
-    out: list[Warning] = []
+    out: list[Advisory] = []
     if image.deprecated:
         out.append(
-            Warning(
+            Advisory(
                 code="deprecated-channel",
                 message=f"{image.repo} is deprecated in vLLM's docs; {image.ref} is used only "
                 "because nothing newer fits",
@@ -81,7 +81,7 @@ def image_warnings(image: ContainerImage) -> list[Warning]:
         out.append(
             # A warning, not a note: vLLM's docs call the channel deprecated, and
             # docs/verdicts.md makes a deprecated channel supported_with_warnings.
-            Warning(
+            Advisory(
                 code="amd-image",
                 message=f"{image.repo} is AMD's channel (vLLM's docs call it deprecated since "
                 "v0.19); its entrypoint is a shell",
@@ -92,13 +92,13 @@ def image_warnings(image: ContainerImage) -> list[Warning]:
     return out
 
 
-def stack_warnings(cand: Candidate, stack: RocmStack) -> list[Warning]:
+def stack_warnings(cand: Candidate, stack: RocmStack) -> list[Advisory]:
     """``preview-rocm`` for a stack on a nightly; ``unpinned-ref`` for a source build on moving
     pins."""
-    out: list[Warning] = []
+    out: list[Advisory] = []
     if stack.preview:
         out.append(
-            Warning(
+            Advisory(
                 code="preview-rocm",
                 message=f"{cand.label} builds on {stack.label}, a ROCm nightly or preview, not a "
                 "release",
@@ -111,7 +111,7 @@ def stack_warnings(cand: Candidate, stack: RocmStack) -> list[Warning]:
     if moving and cand.kind == "source":
         refs = ", ".join(f"{p.component} {p.repo}@{p.ref}" for p in moving)
         out.append(
-            Warning(
+            Advisory(
                 code="unpinned-ref",
                 message=f"{cand.label}: upstream pins {refs} to a moving branch, so the build is "
                 "not reproducible",
@@ -124,20 +124,20 @@ def stack_warnings(cand: Candidate, stack: RocmStack) -> list[Warning]:
 
 
 def after_registry_checks(
-    warnings: list[Warning], *, image: str, pinned: bool, contents_checked: bool
-) -> list[Warning]:
+    warnings: list[Advisory], *, image: str, pinned: bool, contents_checked: bool
+) -> list[Advisory]:
     """``low-confidence`` once `image` has asked the registry: a tag pinned to its digest is
     confirmed there, and a smoke test that matched the data confirms what it holds, so the note
     shrinks to what is still unconfirmed, or goes."""
     if not pinned:
         return warnings
-    out: list[Warning] = []
+    out: list[Advisory] = []
     for w in warnings:
         if w.code != "low-confidence":
             out.append(w)
         elif not contents_checked:
             out.append(
-                Warning(
+                Advisory(
                     code="low-confidence",
                     severity="info",
                     message=f"{image}: the tag is at the registry (pinned to its digest), but "
@@ -150,13 +150,13 @@ def after_registry_checks(
     return out
 
 
-def low_confidence(cand: Candidate) -> list[Warning]:
+def low_confidence(cand: Candidate) -> list[Advisory]:
     """``low-confidence``: the candidate's facts were inferred, not read at the release or
     registry."""
     if cand.confidence not in ("inferred", "release-branch", "unknown"):
         return []
     return [
-        Warning(
+        Advisory(
             code="low-confidence",
             severity="info",
             message=(
@@ -180,9 +180,9 @@ def low_confidence(cand: Candidate) -> list[Warning]:
 
 def node_warnings(
     m: Matrix, node: Node, request: Request, plan: Evaluation | None
-) -> list[Warning]:
+) -> list[Advisory]:
     """Every node-level advisory for ``plan`` (or for no plan), in a fixed order."""
-    out: list[Warning] = []
+    out: list[Advisory] = []
     targets = [t for t in (m.gfx_target(n) for n in node.gfx_targets) if t is not None]
     quant = (request.quantization or "").lower()
     fp8_asked = quant in FP8_QUANT or (request.kv_cache_dtype or "").startswith("fp8")
@@ -207,7 +207,7 @@ def node_warnings(
     return out
 
 
-def aiter(t: GfxTarget, plan: Evaluation | None) -> list[Warning]:
+def aiter(t: GfxTarget, plan: Evaluation | None) -> list[Advisory]:
     """``aiter-off-by-default`` (full AITER support) and ``aiter-partial`` (Triton kernels only)."""
     if t.features.aiter == "full" and (plan is None or plan.candidate.vllm >= Version("0.8.2")):
         kind = plan.candidate.kind if plan is not None else None
@@ -220,7 +220,7 @@ def aiter(t: GfxTarget, plan: Evaluation | None) -> list[Warning]:
             "Dockerfile does not set it",
         }.get(kind or "", "set VLLM_ROCM_USE_AITER=1 where vLLM runs")
         return [
-            Warning(
+            Advisory(
                 code="aiter-off-by-default",
                 severity="info",
                 message=f"AITER kernels are off by default in vLLM; on {t.name} they are much "
@@ -234,7 +234,7 @@ def aiter(t: GfxTarget, plan: Evaluation | None) -> list[Warning]:
         ]
     if t.features.aiter == "triton-only":
         return [
-            Warning(
+            Advisory(
                 code="aiter-partial",
                 severity="info",
                 message=f"on {t.name} only AITER's Triton kernels apply; the AITER package itself "
@@ -255,7 +255,7 @@ def _release_gate(
     return None if found is None else (found[0], found[1].provenance.source)
 
 
-def mx_emulated(m: Matrix, t: GfxTarget, quant: str, release: Version | None) -> list[Warning]:
+def mx_emulated(m: Matrix, t: GfxTarget, quant: str, release: Version | None) -> list[Advisory]:
     """``mxfp4-emulated`` / ``mxfp8-emulated`` from the release's own kernel tables: on a GPU
     without MX compute (and, for MXFP4, no source for a weight-only path) vLLM falls back to its
     emulation kernel, which runs anywhere in BF16."""
@@ -270,7 +270,7 @@ def mx_emulated(m: Matrix, t: GfxTarget, quant: str, release: Version | None) ->
     kernel = next(n for n in caps.kernels(fmt) or () if n.startswith("Emulation"))
     four = fmt == "mxfp4"
     return [
-        Warning(
+        Advisory(
             code="mxfp4-emulated" if four else "mxfp8-emulated",
             severity="info",
             message=f"{quant} on {t.name} runs emulated: {t.name} has no MX compute, so vLLM "
@@ -282,7 +282,7 @@ def mx_emulated(m: Matrix, t: GfxTarget, quant: str, release: Version | None) ->
     ]
 
 
-def mxfp4(m: Matrix, t: GfxTarget, quant: str, release: Version | None) -> list[Warning]:
+def mxfp4(m: Matrix, t: GfxTarget, quant: str, release: Version | None) -> list[Advisory]:
     """``mxfp4-native`` / ``mxfp4-emulated``: how an MXFP4 checkpoint runs on this GPU."""
     if quant not in MXFP4_QUANT or t.features.mxfp4 == "none":
         return mx_emulated(m, t, quant, release)
@@ -292,7 +292,7 @@ def mxfp4(m: Matrix, t: GfxTarget, quant: str, release: Version | None) -> list[
     if gate is not None and gate[0]:
         src = Provenance(source=gate[1], confidence="exact")  # the release's supports_mx says so
     return [
-        Warning(
+        Advisory(
             code="mxfp4-native" if native else "mxfp4-emulated",
             severity="info",
             message=f"{quant} on {t.name} runs on native MX (microscaling) compute"
@@ -308,7 +308,7 @@ def mxfp4(m: Matrix, t: GfxTarget, quant: str, release: Version | None) -> list[
     ]
 
 
-def fp8_format(m: Matrix, t: GfxTarget, fp8_asked: bool, release: Version | None) -> list[Warning]:
+def fp8_format(m: Matrix, t: GfxTarget, fp8_asked: bool, release: Version | None) -> list[Advisory]:
     """``fp8-format``: which FP8 encoding vLLM uses on this GPU, when FP8 is asked for: the
     planned release's is_fp8_fnuz where it was read, else the GPU's hardware format."""
     if not (fp8_asked and t.features.fp8):
@@ -318,7 +318,7 @@ def fp8_format(m: Matrix, t: GfxTarget, fp8_asked: bool, release: Version | None
     source = gate[1] if gate is not None else t.features.provenance.source
     fmt = "e4m3fnuz (FNUZ)" if fnuz else "e4m3fn (OCP)"
     return [
-        Warning(
+        Advisory(
             code="fp8-format",
             severity="info",
             message=f"FP8 on {t.name} uses {fmt}",
@@ -331,13 +331,13 @@ def fp8_format(m: Matrix, t: GfxTarget, fp8_asked: bool, release: Version | None
     ]
 
 
-def mixed_fp8_formats(targets: list[GfxTarget], fp8_asked: bool) -> list[Warning]:
+def mixed_fp8_formats(targets: list[GfxTarget], fp8_asked: bool) -> list[Advisory]:
     """``mixed-fp8-formats``: FNUZ and OCP GPUs in one node while FP8 is asked for."""
     formats = {t.features.fp8_format for t in targets if t.features.fp8}
     if len(formats) <= 1 or not fp8_asked:
         return []
     return [
-        Warning(
+        Advisory(
             code="mixed-fp8-formats",
             message="this node mixes FNUZ (gfx942) and OCP FP8 targets; vLLM reads the arch of "
             "device 0 only",
@@ -347,12 +347,12 @@ def mixed_fp8_formats(targets: list[GfxTarget], fp8_asked: bool) -> list[Warning
     ]
 
 
-def mixed_gfx(targets: list[GfxTarget]) -> list[Warning]:
+def mixed_gfx(targets: list[GfxTarget]) -> list[Advisory]:
     """``mixed-gfx``: several GPU types in one node."""
     if len(targets) <= 1:
         return []
     return [
-        Warning(
+        Advisory(
             code="mixed-gfx",
             message=f"this node has several GPU types ({', '.join(t.name for t in targets)}); vLLM "
             "assumes one",
@@ -362,13 +362,13 @@ def mixed_gfx(targets: list[GfxTarget]) -> list[Warning]:
     ]
 
 
-def rdna_multi_gpu(node: Node, targets: list[GfxTarget]) -> list[Warning]:
+def rdna_multi_gpu(node: Node, targets: list[GfxTarget]) -> list[Advisory]:
     """``rdna-multi-gpu``: several Radeon GPUs, whose RCCL peer-to-peer has hung."""
     gpus = node.logical_gpu_count or len(node.gpus)
     if gpus <= 1 or not any(t.arch.startswith("RDNA") for t in targets):
         return []
     return [
-        Warning(
+        Advisory(
             code="rdna-multi-gpu",
             message="multi-GPU Radeon setups have hung in RCCL peer-to-peer collectives",
             hint="if tensor-parallel start-up hangs: NCCL_P2P_DISABLE=1 and "
@@ -380,7 +380,7 @@ def rdna_multi_gpu(node: Node, targets: list[GfxTarget]) -> list[Warning]:
 
 def custom_allreduce_off(
     m: Matrix, node: Node, targets: list[GfxTarget], release: Version | None
-) -> list[Warning]:
+) -> list[Advisory]:
     """``custom-allreduce-off``: several GPUs of a target vLLM keeps its custom all-reduce off
     for (the planned release's use_custom_allreduce where read, else gfx.toml
     ``features.custom_allreduce``), so tensor parallelism all-reduces through RCCL."""
@@ -398,7 +398,7 @@ def custom_allreduce_off(
     gate = gates[off[0].name]
     source = gate[1] if gate is not None else off[0].features.provenance.source
     return [
-        Warning(
+        Advisory(
             code="custom-allreduce-off",
             severity="info",
             message=f"vLLM's custom all-reduce is off on {names} (vLLM enables it on MI300-class "
@@ -410,12 +410,12 @@ def custom_allreduce_off(
     ]
 
 
-def cpx_partition(node: Node) -> list[Warning]:
+def cpx_partition(node: Node) -> list[Advisory]:
     """``cpx-partition``: GPUs in CPX mode, where tensor parallelism has produced garbage."""
     if not any(g.partition and (g.partition.compute or "").upper() == "CPX" for g in node.gpus):
         return []
     return [
-        Warning(
+        Advisory(
             code="cpx-partition",
             message="GPUs are in CPX partition mode; tensor parallelism across CPX partitions has "
             "produced garbage output",
@@ -425,12 +425,12 @@ def cpx_partition(node: Node) -> list[Warning]:
     ]
 
 
-def override_not_needed(node: Node, targets: list[GfxTarget]) -> list[Warning]:
+def override_not_needed(node: Node, targets: list[GfxTarget]) -> list[Advisory]:
     """``override-not-needed``: HSA_OVERRIDE_GFX_VERSION set for a GPU vLLM supports as it is."""
     if not (node.hsa_override_gfx_version and any(t.vllm_status == "official" for t in targets)):
         return []
     return [
-        Warning(
+        Advisory(
             code="override-not-needed",
             message=f"HSA_OVERRIDE_GFX_VERSION={node.hsa_override_gfx_version} is set, but the GPU "
             "is supported as it is",
@@ -440,12 +440,12 @@ def override_not_needed(node: Node, targets: list[GfxTarget]) -> list[Warning]:
     ]
 
 
-def unofficial_override(plan: Evaluation | None) -> list[Warning]:
+def unofficial_override(plan: Evaluation | None) -> list[Advisory]:
     """``unofficial-override``: the plan relies on HSA_OVERRIDE_GFX_VERSION."""
     if plan is None or not plan.override:
         return []
     return [
-        Warning(
+        Advisory(
             code="unofficial-override",
             message=f"this path relies on HSA_OVERRIDE_GFX_VERSION={plan.override}; the runtime "
             "loads another GPU's code",
@@ -456,7 +456,7 @@ def unofficial_override(plan: Evaluation | None) -> list[Warning]:
     ]
 
 
-def probe_problems(node: Node) -> list[Warning]:
+def probe_problems(node: Node) -> list[Advisory]:
     """The probe's problems, and partition problems of a node file written before the probe checked
     them."""
     problems = list(node.problems)
@@ -465,7 +465,7 @@ def probe_problems(node: Node) -> list[Warning]:
         from resolver.partitions import partition_problems
 
         problems += [p for p in partition_problems(node.gpus) if p not in problems]
-    return [Warning(code=p.code, message=p.message, hint=p.hint, source="probe") for p in problems]
+    return [Advisory(code=p.code, message=p.message, hint=p.hint, source="probe") for p in problems]
 
 
 # --- decision rules ---------------------------------------------------------------------------
@@ -473,7 +473,7 @@ def probe_problems(node: Node) -> list[Warning]:
 
 def prefer_not_met(
     request: Request, plan: Evaluation | None, rejected: tuple[Evaluation, ...]
-) -> list[Warning]:
+) -> list[Advisory]:
     """``prefer-not-met``: ``--prefer KIND`` asked for a kind of path the plan is not, and why
     the best path of that kind failed (the fallback is said, not silent)."""
     want = request.prefer
@@ -487,7 +487,7 @@ def prefer_not_met(
         why = f"{best.candidate.label}: {first.message}"
         hint, source = first.hint, first.source
     return [
-        Warning(
+        Advisory(
             code="prefer-not-met",
             message=f"--prefer {want}: the plan is {plan.candidate.label}, because {why}",
             hint=hint or f"drop --prefer {want}, or change what stops it",
@@ -496,7 +496,7 @@ def prefer_not_met(
     ]
 
 
-def stack_choice(plan: Evaluation | None, rejected: tuple[Evaluation, ...]) -> list[Warning]:
+def stack_choice(plan: Evaluation | None, rejected: tuple[Evaluation, ...]) -> list[Advisory]:
     """Say which stack the plan is on and why, when it is not the release's default one."""
     if plan is None or plan.candidate.stack is None or plan.candidate.stack.default:
         return []
@@ -518,7 +518,7 @@ def stack_choice(plan: Evaluation | None, rejected: tuple[Evaluation, ...]) -> l
     d = default.candidate.stack
     why = default.reasons[0]
     return [
-        Warning(
+        Advisory(
             code="stack-not-default",
             severity="info",
             message=f"vLLM {c.vllm} is planned on its {mine.variant} stack (ROCm {mine.rocm}): "
@@ -529,7 +529,7 @@ def stack_choice(plan: Evaluation | None, rejected: tuple[Evaluation, ...]) -> l
     ]
 
 
-def newer_unknown(m: Matrix, request: Request, plan: Evaluation | None) -> list[Warning]:
+def newer_unknown(m: Matrix, request: Request, plan: Evaluation | None) -> list[Advisory]:
     """``newer-releases-unknown``: releases newer than the plan whose ROCm facts were never read."""
     if plan is None or (
         request.vllm is not None
@@ -547,7 +547,7 @@ def newer_unknown(m: Matrix, request: Request, plan: Evaluation | None) -> list[
     if not newer:
         return []
     return [
-        Warning(
+        Advisory(
             code="newer-releases-unknown",
             severity="info",
             message=f"{len(newer)} newer vLLM release(s) ({min(newer)} to {max(newer)}) have no "

@@ -2,7 +2,7 @@
 fix.
 
 ``MatrixProvider.evaluate`` calls them; each returns a ``Reason`` (or ``None`` when the check
-passes). Checks that cannot be made say so with a ``Warning`` (driver unknown, Python or glibc
+passes). Checks that cannot be made say so with a ``Advisory`` (driver unknown, Python or glibc
 unknown) instead of stopping the path.
 """
 
@@ -29,13 +29,13 @@ from resolver.solve.types import (
     FP8_QUANT,
     MX_QUANT,
     MXFP4_QUANT,
+    Advisory,
     Candidate,
     Fact,
     Fix,
     HostChange,
     Reason,
     Request,
-    Warning,
     mx_format,
 )
 from resolver.versions import driver_series, series
@@ -380,7 +380,7 @@ def driver_predates_gpu(
 
 def driver_check(
     m: Matrix, node: Node, driver: DriverSeries | None, cand: Candidate
-) -> tuple[Reason | None, list[Warning]]:
+) -> tuple[Reason | None, list[Advisory]]:
     """Does the host's amdgpu driver run the candidate's ROCm user space?"""
     assert cand.rocm is not None
     rocm = m.rocm_for(cand.rocm)
@@ -399,13 +399,13 @@ def driver_warnings(
     rocm: RocmRelease | None,
     *,
     needs: tuple[DriverSeries, ...] = (),
-) -> list[Warning]:
+) -> list[Advisory]:
     """``preview-rocm`` for a preview ROCm; ``driver-unchecked``/``unknown-driver`` when the
     driver check cannot be made."""
-    warnings: list[Warning] = []
+    warnings: list[Advisory] = []
     if rocm is not None and rocm.stream == "therock-preview":
         warnings.append(
-            Warning(
+            Advisory(
                 code="preview-rocm",
                 message=f"{cand.label} runs on {rocm.label}, a technology preview with no upgrade "
                 "path from 7.2.x",
@@ -415,7 +415,7 @@ def driver_warnings(
         )
     if node.driver_version is None:
         warnings.append(
-            Warning(
+            Advisory(
                 code="driver-unchecked",
                 message="the host's AMD GPU Driver release is unknown, so nobody checked that it "
                 f"runs ROCm {cand.rocm}"
@@ -430,7 +430,7 @@ def driver_warnings(
         )
     elif driver is None:
         warnings.append(
-            Warning(
+            Advisory(
                 code="unknown-driver",
                 message=f"amdgpu driver {node.driver_version} is not in AMD's driver/user-space "
                 "table; "
@@ -627,10 +627,10 @@ def _window(user_space: Iterable[str]) -> str:
 
 def wheel_checks(
     node: Node, wheel: WheelVariant, glibc: Version | None, glibc_src: str
-) -> tuple[list[Reason], list[Warning]]:
+) -> tuple[list[Reason], list[Advisory]]:
     """A wheel against the node's Python, glibc (``glibc``, from ``glibc_src``) and host ROCm."""
     reasons: list[Reason] = []
-    warnings: list[Warning] = []
+    warnings: list[Advisory] = []
     for r, w in (
         python_check(node, wheel),
         glibc_check(node, wheel, glibc, glibc_src),
@@ -642,14 +642,14 @@ def wheel_checks(
     return reasons, warnings
 
 
-def python_check(node: Node, wheel: WheelVariant) -> tuple[list[Reason], list[Warning]]:
+def python_check(node: Node, wheel: WheelVariant) -> tuple[list[Reason], list[Advisory]]:
     """``python-mismatch`` (or ``python-unknown`` when the node's Python is not known)."""
     src = wheel.provenance.source
     py = node.python
     wanted = " or ".join(wheel.python)
     if py is None:
         return [], [
-            Warning(
+            Advisory(
                 code="python-unknown",
                 message=f"the node's Python is unknown; {wheel.name} wheels exist for CPython "
                 f"{wanted} only",
@@ -684,12 +684,12 @@ def python_check(node: Node, wheel: WheelVariant) -> tuple[list[Reason], list[Wa
 
 def glibc_check(
     node: Node, wheel: WheelVariant, glibc: Version | None, glibc_src: str
-) -> tuple[list[Reason], list[Warning]]:
+) -> tuple[list[Reason], list[Advisory]]:
     """``glibc-too-old`` (or ``glibc-unknown`` when the host's glibc is not known)."""
     src = wheel.provenance.source
     if glibc is None:
         return [], [
-            Warning(
+            Advisory(
                 code="glibc-unknown",
                 message=f"the host's glibc is unknown; {wheel.name} wheels need glibc >= "
                 f"{wheel.glibc_min}",
@@ -721,7 +721,7 @@ def glibc_check(
     ], []
 
 
-def host_rocm_check(node: Node, wheel: WheelVariant) -> tuple[list[Reason], list[Warning]]:
+def host_rocm_check(node: Node, wheel: WheelVariant) -> tuple[list[Reason], list[Advisory]]:
     """``host-rocm-mismatch`` for a wheel that runs on the host's ROCm (``uses_host_rocm``):
     its torch loads /opt/rocm, so the host must have the wheel's ROCm series
     (``host-rocm-unknown`` when the node's ROCm is not known)."""
@@ -733,7 +733,7 @@ def host_rocm_check(node: Node, wheel: WheelVariant) -> tuple[list[Reason], list
     )
     if not node.rocm_version:
         return [], [
-            Warning(
+            Advisory(
                 code="host-rocm-unknown",
                 message=f"the {wheel.name} wheel uses the host's ROCm, which must be ROCm {want}; "
                 "the host's ROCm is not known",
@@ -766,7 +766,7 @@ def host_rocm_check(node: Node, wheel: WheelVariant) -> tuple[list[Reason], list
     ], []
 
 
-def host_rocm_shadowing(node: Node, wheel: WheelVariant) -> list[Warning]:
+def host_rocm_shadowing(node: Node, wheel: WheelVariant) -> list[Advisory]:
     """``host-rocm-shadowing``: the host's ROCm libraries may shadow the wheel's (not for a
     wheel that uses the host's ROCm: there the host's ROCm is the one it runs on)."""
     if not node.rocm_version or wheel.rocm is None or wheel.uses_host_rocm:
@@ -778,7 +778,7 @@ def host_rocm_shadowing(node: Node, wheel: WheelVariant) -> list[Warning]:
     if series(host_rocm) == series(wheel.rocm):
         return []
     return [
-        Warning(
+        Advisory(
             code="host-rocm-shadowing",
             message=f"the host has ROCm {host_rocm}; the {wheel.name} wheel's torch brings ROCm "
             f"{wheel.rocm} libraries",

@@ -27,6 +27,7 @@ from resolver.model import (
 from resolver.node import Node
 from resolver.solve.rank import _rank, distinct_alternatives
 from resolver.solve.types import (
+    Advisory,
     Candidate,
     Decision,
     Evaluation,
@@ -38,7 +39,6 @@ from resolver.solve.types import (
     Reporter,
     Request,
     Verdict,
-    Warning,
 )
 
 VENDORS = ("amd", "nvidia")
@@ -220,7 +220,7 @@ def evaluate(
     m: Matrix, node: Node, release: CudaRelease, image: CudaImage, cand: Candidate
 ) -> Evaluation:
     reasons: list[Reason] = []
-    warnings: list[Warning] = []
+    warnings: list[Advisory] = []
     src = release.provenance.source
     label = cand.label
     gpus = nvidia_gpus(node)
@@ -252,7 +252,7 @@ def evaluate(
         )
     elif not caps:
         warnings.append(
-            Warning(
+            Advisory(
                 code="cuda-arch-unchecked",
                 severity="info",
                 message=f"the GPU's compute capability is unknown; {label} carries code for "
@@ -268,7 +268,7 @@ def evaluate(
     branch = driver_branch(driver)
     if rule is None:
         warnings.append(
-            Warning(
+            Advisory(
                 code="nvidia-driver-unchecked",
                 severity="info",
                 message=f"the data has no NVIDIA driver floor for CUDA {image.cuda.major}.x",
@@ -278,7 +278,7 @@ def evaluate(
         )
     elif branch is None:
         warnings.append(
-            Warning(
+            Advisory(
                 code="nvidia-driver-unchecked",
                 message=f"the NVIDIA driver is unknown, so whether it runs CUDA {image.cuda} "
                 f"({label}) was not checked: CUDA {image.cuda.major}.x needs branch "
@@ -417,7 +417,9 @@ def evaluate_candidate(m: Matrix, node: Node, cand: Candidate) -> Evaluation:
     )
 
 
-def _image_needs_driver(plan: Evaluation | None, rejected: tuple[Evaluation, ...]) -> list[Warning]:
+def _image_needs_driver(
+    plan: Evaluation | None, rejected: tuple[Evaluation, ...]
+) -> list[Advisory]:
     """A wheel planned where the same release's image fails only on the driver: say so, and what
     the image needs (a newer branch gives the container)."""
     if plan is None or plan.candidate.kind != "wheel":
@@ -427,7 +429,7 @@ def _image_needs_driver(plan: Evaluation | None, rejected: tuple[Evaluation, ...
         if c.kind == "image" and c.vllm == plan.candidate.vllm and e.host_fixable:
             fix = next((r.fix for r in e.reasons if r.fix is not None), None)
             return [
-                Warning(
+                Advisory(
                     code="cuda-image-needs-driver",
                     severity="info",
                     message=f"{c.label} needs {fix.text if fix else 'a newer NVIDIA driver'}; "

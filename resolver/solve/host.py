@@ -8,7 +8,7 @@ from packaging.version import Version
 
 from resolver.model import GfxTarget, Matrix
 from resolver.node import Node
-from resolver.solve.types import HostChange, Warning
+from resolver.solve.types import Advisory, HostChange
 from resolver.versions import driver_series
 
 
@@ -20,10 +20,10 @@ def _kernel_version(text: str | None) -> tuple[int, int] | None:
     return int(parts[0]), int(parts[1])
 
 
-def kernel_floor_warnings(node: Node, targets: list[GfxTarget]) -> list[Warning]:
+def kernel_floor_warnings(node: Node, targets: list[GfxTarget]) -> list[Advisory]:
     """AMD's documented Linux releases and kernel floors for GPUs that have them (Ryzen AI Max:
     the inbox driver, so the kernel is the driver), checked against the node's OS and kernel."""
-    out: list[Warning] = []
+    out: list[Advisory] = []
     for t in targets:
         floors = t.kernel_floors
         if not floors:
@@ -33,7 +33,7 @@ def kernel_floor_warnings(node: Node, targets: list[GfxTarget]) -> list[Warning]
         who = t.products[0].name if t.products else t.name
         if not node.os:
             out.append(
-                Warning(
+                Advisory(
                     code="kernel-floor-unchecked",
                     severity="info",
                     message=f"AMD supports {t.name} ({who}) on Linux only on {listed}; this node's "
@@ -46,7 +46,7 @@ def kernel_floor_warnings(node: Node, targets: list[GfxTarget]) -> list[Warning]
         floor = next((f for f in floors if os_listed(node.os, (f.os,))), None)
         if floor is None:
             out.append(
-                Warning(
+                Advisory(
                     code="os-unlisted-for-gpu",
                     message=f"AMD supports {t.name} ({who}) on Linux only on {listed}; this host "
                     f"runs {node.os}",
@@ -61,7 +61,7 @@ def kernel_floor_warnings(node: Node, targets: list[GfxTarget]) -> list[Warning]
         need = _kernel_version(floor.min_kernel)
         if have is None or need is None:
             out.append(
-                Warning(
+                Advisory(
                     code="kernel-floor-unchecked",
                     severity="info",
                     message=f"AMD supports {t.name} on {floor.os} from kernel {floor.flavour}; "
@@ -72,7 +72,7 @@ def kernel_floor_warnings(node: Node, targets: list[GfxTarget]) -> list[Warning]
             )
         elif have < need:
             out.append(
-                Warning(
+                Advisory(
                     code="kernel-too-old",
                     message=f"{t.name} ({who}) needs kernel {floor.flavour} or newer on {floor.os} "
                     "per AMD; "
@@ -88,15 +88,15 @@ def kernel_floor_warnings(node: Node, targets: list[GfxTarget]) -> list[Warning]
     return out
 
 
-def unified_memory_warnings(node: Node, targets: list[GfxTarget]) -> list[Warning]:
+def unified_memory_warnings(node: Node, targets: list[GfxTarget]) -> list[Advisory]:
     """APUs take GPU memory from system RAM through GTT; vLLM sizes its KV cache from what that
     allows."""
-    out: list[Warning] = []
+    out: list[Advisory] = []
     for t in targets:
         if not t.unified_memory_source:
             continue
         out.append(
-            Warning(
+            Advisory(
                 code="apu-unified-memory",
                 severity="info",
                 message=f"{t.name} is an APU: its GPU memory is system RAM mapped through GTT, not "
@@ -120,7 +120,7 @@ def os_listed(os_id: str, listed: tuple[str, ...]) -> bool:
     )
 
 
-def host_os_warnings(m: Matrix, node: Node, targets: list[GfxTarget]) -> list[Warning]:
+def host_os_warnings(m: Matrix, node: Node, targets: list[GfxTarget]) -> list[Advisory]:
     """Is the host OS one AMD supports for these GPUs at the ROCm its driver was released with?
 
     The container or wheel brings its own user space, but the host's amdgpu driver and AMD's
@@ -134,10 +134,10 @@ def host_os_warnings(m: Matrix, node: Node, targets: list[GfxTarget]) -> list[Wa
     if rocm is None or not rocm.os:
         return []
     products = {g.product for g in node.gpus if g.product}
-    out: list[Warning] = []
+    out: list[Advisory] = []
     if not os_listed(node.os, rocm.os):
         out.append(
-            Warning(
+            Advisory(
                 code="os-not-supported",
                 message=f"{node.os} is not among the OS releases AMD supports for {rocm.label}, "
                 f"which amdgpu {driver.series}.x was released with",
@@ -159,7 +159,7 @@ def host_os_warnings(m: Matrix, node: Node, targets: list[GfxTarget]) -> list[Wa
         if not os_listed(node.os, tuple(allowed)):
             who = ", ".join(sorted({p for r in applicable for p in r.products})) or t.name
             out.append(
-                Warning(
+                Advisory(
                     code="os-not-supported-for-gpu",
                     message=f"AMD supports {who} on {rocm.label} only on "
                     f"{', '.join(allowed) or 'no listed OS'}; "

@@ -18,7 +18,7 @@ from resolver.errors import UnknownGfxError
 from resolver.model import DriverSeries, GfxTarget, Matrix
 from resolver.node import Node
 from resolver.solve import advisories, checks
-from resolver.solve.types import Candidate, Evaluation, Kind, Reason, Request, Warning
+from resolver.solve.types import Advisory, Candidate, Evaluation, Kind, Reason, Request
 from resolver.versions import driver_series
 
 
@@ -133,7 +133,7 @@ class MatrixProvider:
         if cand.kind == "source" and (cand.release is None or not cand.release.known):
             return self._evaluate_unread(cand)
         reasons: list[Reason] = []
-        warnings: list[Warning] = []
+        warnings: list[Advisory] = []
         unofficial = False
         override: str | None = None
         for target in self.targets:

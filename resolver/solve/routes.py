@@ -27,6 +27,7 @@ from resolver.node import Node
 from resolver.solve.rank import fix_order, rank
 from resolver.solve.types import (
     OK_VERDICTS,
+    Advisory,
     Candidate,
     Change,
     Decision,
@@ -36,7 +37,6 @@ from resolver.solve.types import (
     Reason,
     Request,
     RequestChange,
-    Warning,
 )
 
 # The order a host takes its changes in: an OS release before the kernel and the driver AMD
@@ -56,7 +56,7 @@ class Step:
     change: HostChange
     before: str | None  # the node's value before the change
     reasons: tuple[Reason, ...] = ()
-    warnings: tuple[Warning, ...] = ()
+    warnings: tuple[Advisory, ...] = ()
     needed_for: str | None = None  # an OS step: the change it makes possible ("amdgpu 30.10")
     # An OS step that takes a change no host makes alone (a newer glibc): that change, and the
     # fact that the OS release makes it.

@@ -216,7 +216,7 @@ class Reason:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class Warning:
+class Advisory:
     """An advisory about a candidate or the node: it does not stop a path, it says what to watch
     for."""
 
@@ -308,7 +308,7 @@ class Evaluation:
 
     candidate: Candidate
     reasons: tuple[Reason, ...]
-    warnings: tuple[Warning, ...]
+    warnings: tuple[Advisory, ...]
     unofficial: bool = (
         False  # works only off the supported path (source build for an unshipped gfx, override)
     )
@@ -351,7 +351,7 @@ class Decision:
     node: Node
     request: Request
     plan: Evaluation | None
-    warnings: tuple[Warning, ...]
+    warnings: tuple[Advisory, ...]
     rejected: tuple[Evaluation, ...]
     alternatives: tuple[Evaluation, ...]
     blockers: tuple[Reason, ...] = ()  # reasons shared by every candidate (the root causes)
