@@ -52,7 +52,7 @@ def _exe() -> list[str]:
 
 def _kinds() -> list[dict[str, object]]:
     sys.path.insert(0, str(ROOT))
-    from resolver import matrix
+    from resolver.data import matrix
     from resolver.probe import probe_files
 
     m = matrix.load()

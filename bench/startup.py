@@ -85,13 +85,13 @@ def main() -> None:
         f"sys.argv = {['rocm-vllm', *check[check.index('check') :]]!r}\n"
         "try:\n    runpy.run_module('resolver', run_name='__main__')\n"
         "except SystemExit:\n    pass\n"
-        "print(*(m in sys.modules for m in ('networkx', 'resolver.graph', 'rich', 'requests')),"
-        " file=sys.stderr)\n"
+        "print(*(m in sys.modules for m in"
+        " ('networkx', 'resolver.data.graph', 'rich', 'requests')), file=sys.stderr)\n"
     )
     loaded = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=False
     ).stderr.split()[-4:]
-    names = ("networkx", "resolver.graph", "rich", "requests")
+    names = ("networkx", "resolver.data.graph", "rich", "requests")
     print(
         "check imports: "
         + ", ".join(

@@ -150,7 +150,7 @@ def basic_registry(
 
 @pytest.fixture(scope="session")
 def engine(docker_url: str):  # type: ignore[no-untyped-def]
-    from resolver.engine import DockerEngine
+    from resolver.artifacts.engine import DockerEngine
 
     with DockerEngine(docker_url) as eng:
         yield eng

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from resolver import resources
 from resolver.cli import app
+from resolver.data import resources
 from resolver.solve import Decision
 
 REPO = Path(__file__).resolve().parent.parent
@@ -44,10 +44,10 @@ def decide(
 ) -> Decision:
     """Solve for a node given as flags against the (frozen test) data; ``req`` is the Request,
     with ``vllm`` as a spec string."""
-    from resolver import matrix
-    from resolver.node import from_flags
+    from resolver.data import matrix
+    from resolver.data.node import from_flags
     from resolver.solve import Request, solve
-    from resolver.versions import parse_spec
+    from resolver.util.versions import parse_spec
 
     node = from_flags(gfx=gfx, gpus=gpus, driver=driver, os=os, rocm=rocm, python=python)
     if isinstance(req.get("vllm"), str):
@@ -57,7 +57,7 @@ def decide(
 
 def cpx_node(driver: str = "30.30.3"):  # type: ignore[no-untyped-def]
     """An 8x MI300X node in CPX/NPS4: 64 logical GPUs (partitions) on 8 physical ones."""
-    from resolver.node import Gpu, Node, Partition
+    from resolver.data.node import Gpu, Node, Partition
 
     return Node(
         gpus=tuple(

@@ -3,8 +3,8 @@ loads the data itself. Loaded at call time, so a test's overlay is seen as the C
 
 from __future__ import annotations
 
-from resolver import matrix
-from resolver.model import Matrix
+from resolver.data import matrix
+from resolver.data.model import Matrix
 from resolver.probe.gfx import GfxTable
 
 

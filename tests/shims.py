@@ -16,7 +16,7 @@ from pathlib import Path
 
 import requests
 
-from resolver.engine import DockerEngine
+from resolver.artifacts.engine import DockerEngine
 
 BUSYBOX = Path("/bin/busybox")
 

@@ -12,8 +12,8 @@ import subprocess
 
 import pytest
 
-from resolver.apptainer import definition, oci_ref, run_command
-from resolver.runcmd import RunSpec
+from resolver.artifacts.apptainer import definition, oci_ref, run_command
+from resolver.artifacts.runcmd import RunSpec
 from tests.helpers import run_cli
 
 # Header keywords and bootstrap agents from the user guide; the agents that pull OCI images need
@@ -248,8 +248,8 @@ def test_the_follow_up_carries_the_flags_the_definition_needs(tmp_path) -> None:
 
 
 def test_cpx_hint_gives_ports_that_exist() -> None:
-    from resolver.node import Gpu, Node, Partition
-    from resolver.parallel import place
+    from resolver.artifacts.parallel import place
+    from resolver.data.node import Gpu, Node, Partition
 
     gpus = tuple(
         Gpu(gfx="gfx942", partition=Partition(compute="CPX", memory="NPS4")) for _ in range(64)

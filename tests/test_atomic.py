@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from resolver.atomic import write_atomic
+from resolver.util.atomic import write_atomic
 
 
 class Boom(bytes):

@@ -8,7 +8,7 @@ import base64
 from hypothesis import given
 from hypothesis import strategies as st
 
-from resolver.buildkit import Progress
+from resolver.artifacts.buildkit import Progress
 
 
 def _varint(n: int) -> bytes:

@@ -8,11 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from packaging.version import Version
 
-from resolver import matrix
-from resolver.errors import InputError
-from resolver.node import from_flags
+from resolver.data import matrix
+from resolver.data.node import from_flags
 from resolver.solve import OK_VERDICTS, Request, solve
-from resolver.versions import parse_spec
+from resolver.util.errors import InputError
+from resolver.util.versions import parse_spec
 
 from .conftest import LIVE_MATRIX
 

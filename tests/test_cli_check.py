@@ -486,7 +486,7 @@ def test_printed_commands_quote_what_zsh_would_expand() -> None:
     bash reads the quoted words back unchanged."""
     import subprocess
 
-    from resolver import shell
+    from resolver.util import shell
 
     words = ["rocm-vllm", "image", "--vllm", "==0.33.0", "--gfx", "gfx942", "gpu[001-004]"]
     line = shell.join(words)

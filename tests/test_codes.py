@@ -32,7 +32,7 @@ def test_every_emitted_code_is_documented() -> None:
 
 
 def test_every_reason_and_advisory_code_is_one_literal_and_documented() -> None:
-    from resolver.codes import ADVISORY_CODES, REASON_CODES
+    from resolver.data.codes import ADVISORY_CODES, REASON_CODES
 
     docs = (ROOT / "docs" / "verdicts.md").read_text()
     listed = REASON_CODES + ADVISORY_CODES
@@ -47,10 +47,13 @@ def test_no_reason_or_advisory_code_outside_the_literals() -> None:
     # code built from pieces (an f-string code cannot be listed or documented).
     import ast
 
-    from resolver.codes import ADVISORY_CODES, REASON_CODES
+    from resolver.data.codes import ADVISORY_CODES, REASON_CODES
 
     paths = [*(ROOT / "resolver" / "solve").rglob("*.py")]
-    paths += [ROOT / "resolver" / "images.py", ROOT / "resolver" / "parallel.py"]
+    paths += [
+        ROOT / "resolver" / "artifacts" / "images.py",
+        ROOT / "resolver" / "artifacts" / "parallel.py",
+    ]
     found: set[str] = set()
     for path in paths:
         text = path.read_text()

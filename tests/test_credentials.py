@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from resolver.artifacts.credentials import Credentials, config_path, lookup
+from resolver.artifacts.registry import RegistryClient, parse_registry
 from resolver.cli import app
-from resolver.credentials import Credentials, config_path, lookup
-from resolver.errors import InputError, RegistryError
-from resolver.registry import RegistryClient, parse_registry
+from resolver.util.errors import InputError, RegistryError
 from tests import services
 from tests.conftest import BASIC_PASSWORD, BASIC_USER
 

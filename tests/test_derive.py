@@ -9,12 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from resolver import matrix
-from resolver.errors import InputError, UnknownGfxError
+from resolver.data import matrix
+from resolver.data.node import from_flags
 from resolver.explain import HINT_ORDER, Derivation, derive, render_derivation
-from resolver.node import from_flags
 from resolver.solve import Request, solve
-from resolver.versions import parse_spec
+from resolver.util.errors import InputError, UnknownGfxError
+from resolver.util.versions import parse_spec
 
 M = matrix.load()
 

@@ -22,14 +22,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from resolver import dockerfile as df
-from resolver import matrix as matrix_mod
-from resolver import resources
-from resolver.atomic import write_output
+from resolver.artifacts import dockerfile as df
 from resolver.cli import app
-from resolver.errors import InputError, UnsafeInputError, UnsafeValueError, UsageError
-from resolver.model import ComponentPin, Matrix
-from resolver.node import from_flags
+from resolver.data import matrix as matrix_mod
+from resolver.data import resources
+from resolver.data.model import ComponentPin, Matrix
+from resolver.data.node import from_flags
+from resolver.util.atomic import write_output
+from resolver.util.errors import InputError, UnsafeInputError, UnsafeValueError, UsageError
 
 from .conftest import LIVE_MATRIX
 
@@ -639,7 +639,7 @@ def test_build_through_the_engine(
         engine = request.getfixturevalue("docker_engine")
     except pytest.FixtureLookupError:
         pytest.skip(
-            "the docker_engine fixture comes with resolver/engine.py (images helper); runs after "
+            "the docker_engine fixture comes with artifacts/engine.py (images helper); runs after "
             "merge"
         )
     busybox = shutil.which("busybox")

@@ -1,4 +1,4 @@
-"""resolver.engine against a real dockerd (private socket) and the loopback registry."""
+"""resolver.artifacts.engine against a real dockerd (private socket) and the loopback registry."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from resolver.engine import DockerEngine, PullEvent, split_ref
-from resolver.errors import DockerEngineError
+from resolver.artifacts.engine import DockerEngine, PullEvent, split_ref
+from resolver.util.errors import DockerEngineError
 
 pytestmark = pytest.mark.docker
 

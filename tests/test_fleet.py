@@ -15,14 +15,14 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from resolver import matrix
-from resolver.errors import InputError
+from resolver.data import matrix
+from resolver.data.node import Node
 from resolver.fleet import hostlist
 from resolver.fleet.artifacts import Options, render_all, write_dir
 from resolver.fleet.plan import fingerprint, fleet_json, plan_fleet, render_text
 from resolver.fleet.reports import NodeReport, read_reports
-from resolver.node import Node
 from resolver.solve import Request
+from resolver.util.errors import InputError
 from tests.helpers import cpx_node, run_cli
 from tests.probe_data import probe_matrix
 
@@ -146,7 +146,7 @@ def test_a_blocked_group_gets_the_route_check_prints(reports_dir: Path) -> None:
     the same route `check` prints for its node, and its join route names the same steps."""
     from resolver.solve import solve
     from resolver.solve.routes import search
-    from resolver.versions import parse_spec
+    from resolver.util.versions import parse_spec
 
     m = matrix.load()
     request = Request(vllm=parse_spec("==0.24.0"))
@@ -168,7 +168,7 @@ def test_a_blocked_group_gets_the_route_check_prints(reports_dir: Path) -> None:
 def test_fingerprint_ignores_what_does_not_change_the_decision() -> None:
     from dataclasses import replace
 
-    from resolver.node import from_json
+    from resolver.data.node import from_json
 
     node = from_json(_probe(MI300X), where="x")
     other = replace(node, kernel="6.8.0-31-generic", host={"numa_balancing": 1})
@@ -428,9 +428,9 @@ def test_ten_thousand_nodes_are_decided_once_per_fingerprint(
     solver runs per kind (the plan, and the image path when the plan is not an image)."""
     import itertools
 
+    from resolver.data.node import from_flags
     from resolver.fleet import plan as plan_mod
     from resolver.fleet.reports import NodeReport
-    from resolver.node import from_flags
 
     calls = 0
     real = plan_mod.solve
@@ -501,9 +501,9 @@ def test_slurm_tools_missing_is_exit_4(tmp_path: Path) -> None:
 
 
 def test_group_without_an_image_says_how_to_build(tmp_path: Path) -> None:
+    from resolver.data.node import from_flags
     from resolver.fleet.plan import render_text
     from resolver.fleet.reports import NodeReport
-    from resolver.node import from_flags
 
     node = from_flags(
         gfx="gfx908", gpus=4, driver="30.30.3", os="ubuntu-22.04", rocm=None, python=None
@@ -674,7 +674,7 @@ def test_a_group_that_runs_the_main_plan_as_it_is_is_said_so_and_counted() -> No
     gfx942" (its own request never reached that release), though `check --vllm ==0.16.0` on the
     same node says supported, and the main plan's count left it out. The group is now solved
     pinned to the main plan."""
-    from resolver.node import from_flags
+    from resolver.data.node import from_flags
 
     def node(driver: str, gfx: str = "gfx942") -> Node:
         return from_flags(gfx=gfx, gpus=8, driver=driver, os=None, rocm=None, python=None)
@@ -699,7 +699,7 @@ def test_a_group_that_runs_the_main_plan_as_it_is_is_said_so_and_counted() -> No
 def test_a_group_that_needs_host_changes_gets_them_as_ordered_steps() -> None:
     """Issue 22: the fleet's route of a group to the main plan is the upgrade planner's: the
     changes as steps, the OS release first where the driver needs it, verified."""
-    from resolver.node import from_flags
+    from resolver.data.node import from_flags
     from tests.conftest import LIVE_MATRIX
 
     def node(driver: str, os_id: str) -> Node:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from resolver import matrix
+from resolver.data import matrix
 from resolver.fleet.artifacts import Options, render_all
 from resolver.fleet.kube import read_nodes
 from resolver.fleet.plan import plan_fleet
@@ -173,7 +173,7 @@ def test_partition_resource_and_no_device_plugin() -> None:
 
 
 def test_bad_node_lists_are_bad_input() -> None:
-    from resolver.errors import InputError
+    from resolver.util.errors import InputError
 
     with pytest.raises(InputError, match="not valid JSON"):
         read_nodes("{", where="x", gfx_table=probe_gfx())

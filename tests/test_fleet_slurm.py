@@ -613,7 +613,7 @@ def test_a_cpx_group_serves_one_replica_per_partition_under_slurm(
     20-CU partitions, as in amd-smi's changelog) are gathered, planned, and the group's script,
     submitted as written, starts one TP=1 server per partition on each node, each on its own
     device and port (the container engine is a stand-in that records its arguments)."""
-    from resolver.node import Gpu, Node, Partition
+    from resolver.data.node import Gpu, Node, Partition
 
     cpx = Node(
         gpus=tuple(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from resolver import graph, matrix
+from resolver.data import graph, matrix
 
 M = matrix.load()
 G = graph.build(M)
@@ -60,7 +60,7 @@ def test_exports() -> None:
 
 
 def test_stacks_of_the_newest_release_and_filters() -> None:
-    from resolver.versions import parse_spec
+    from resolver.util.versions import parse_spec
 
     from .conftest import LIVE_MATRIX
 
@@ -115,7 +115,7 @@ def test_a_plain_check_imports_neither_networkx_nor_the_graph() -> None:
         "'30.30.3', '--json']\n"
         "try:\n    runpy.run_module('resolver', run_name='__main__')\n"
         "except SystemExit:\n    pass\n"
-        "print('networkx' in sys.modules, 'resolver.graph' in sys.modules, file=sys.stderr)\n"
+        "print('networkx' in sys.modules, 'resolver.data.graph' in sys.modules, file=sys.stderr)\n"
     )
     run = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, check=False

@@ -12,11 +12,12 @@ import pytest
 from packaging.version import Version
 from typer.testing import CliRunner
 
-from resolver import images, matrix
+from resolver.artifacts import images
+from resolver.artifacts.registry import DigestCache
+from resolver.artifacts.runcmd import render
 from resolver.cli import app
-from resolver.registry import DigestCache
-from resolver.runcmd import render
-from resolver.versions import driver_series
+from resolver.data import matrix
+from resolver.util.versions import driver_series
 
 MI300X_X8 = ["--gfx", "gfx942", "--gpus", "8"]
 
@@ -461,7 +462,7 @@ def test_model_reaches_vllm_serve_with_either_entrypoint(
     """Run what the rendered command runs (entrypoint + arguments after the image) in the real
     stand-in image: the vllm shim must receive `serve --model M` both ways."""
     m = matrix.load()
-    from resolver.node import from_flags
+    from resolver.data.node import from_flags
 
     node = from_flags(gfx="gfx942", gpus=2, driver=driver, os=None, rocm=None, python=None)
     chosen = images.chosen(images.choose_image(m, node, None))

@@ -43,7 +43,7 @@ def test_wheel_install_ships_matrix_and_dockerfiles(
             str(py),
             "-c",
             (
-                "from resolver import resources; print(resources.matrix_dir()); "
+                "from resolver.data import resources; print(resources.matrix_dir()); "
                 "print(resources.dockerfiles_dir())"
             ),
         ],

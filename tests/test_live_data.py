@@ -11,10 +11,10 @@ import json
 import pytest
 from packaging.version import Version
 
-from resolver import matrix
-from resolver.node import from_flags
+from resolver.data import matrix
+from resolver.data.node import from_flags
 from resolver.solve import Request, solve
-from resolver.versions import parse_spec
+from resolver.util.versions import parse_spec
 
 from .conftest import LIVE_MATRIX
 from .helpers import run_cli

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from resolver import matrix
-from resolver.errors import MatrixError, UnsafeValueError
-from resolver.model import COMPONENTS
-from resolver.safety import is_safe
+from resolver.data import matrix
+from resolver.data.model import COMPONENTS
+from resolver.util.errors import MatrixError, UnsafeValueError
+from resolver.util.safety import is_safe
 
 from .conftest import LIVE_MATRIX
 from .helpers import copy_matrix
@@ -405,7 +405,7 @@ def test_compiled_matrix_is_reused_and_invalidated(
     monkeypatch.setenv("ROCM_VLLM_MATRIX_DIR", str(d))
     matrix._load_cached.cache_clear()
     first = matrix.load()
-    from resolver import resources
+    from resolver.data import resources
 
     entries = list((resources.cache_dir() / "matrix").glob("*.json"))
     assert len(entries) == 1
@@ -436,7 +436,7 @@ def test_compiled_matrix_is_reused_and_invalidated(
 def test_the_compiled_matrix_key_covers_every_data_file() -> None:
     """resources.MATRIX_FILES keys the compiled-matrix cache; a data file missing from it would be
     served stale after an edit."""
-    from resolver import resources
+    from resolver.data import resources
 
     shipped = {p.name for p in resources.matrix_dir().glob("*.toml")}
     assert shipped == set(resources.MATRIX_FILES)
@@ -503,11 +503,11 @@ def test_a_module_version_under_two_series_is_refused(tmp_path: Path) -> None:
 
 
 def test_schema_doc_is_generated_from_the_model() -> None:
-    from resolver import schema
+    from resolver.data import schema
 
     doc = json.loads((LIVE_MATRIX.parent / "docs" / "matrix.schema.json").read_text())
     assert doc == schema.json_schema(), (
-        "regenerate: python -m resolver.schema > docs/matrix.schema.json"
+        "regenerate: python -m resolver.data.schema > docs/matrix.schema.json"
     )
 
 
@@ -519,7 +519,7 @@ def test_shipped_files_validate_against_the_schema(directory: Path) -> None:
 
     import jsonschema
 
-    from resolver import schema
+    from resolver.data import schema
 
     doc = {f: tomllib.loads((directory / f).read_text()) for f in schema.TABLES}
     jsonschema.validate(doc, schema.json_schema())

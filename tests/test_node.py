@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from resolver.errors import InputError
-from resolver.examples import example_node
-from resolver.node import from_flags, from_json, read_node_file
+from resolver.data.examples import example_node
+from resolver.data.node import from_flags, from_json, read_node_file
+from resolver.util.errors import InputError
 
 
 def test_flags_build_a_node() -> None:

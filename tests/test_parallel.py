@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from resolver.artifacts.parallel import model_heads, place, tensor_parallel_size
 from resolver.cli import app
-from resolver.errors import UsageError
-from resolver.node import Gpu, Node, Partition, from_flags
-from resolver.parallel import model_heads, place, tensor_parallel_size
-from resolver.partitions import partition_problems
+from resolver.data.node import Gpu, Node, Partition, from_flags
+from resolver.data.partitions import partition_problems
 from resolver.probe import probe_files
+from resolver.util.errors import UsageError
 from tests.probe_data import probe_matrix
 
 FIXTURES = Path(__file__).parent / "probe" / "fixtures"

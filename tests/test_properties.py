@@ -21,14 +21,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from packaging.version import Version
 
-from resolver import matrix
-from resolver.model import Matrix
-from resolver.node import from_flags
+from resolver.data import matrix
+from resolver.data.model import Matrix
+from resolver.data.node import from_flags
 from resolver.solve import OK_VERDICTS, Decision, Request, solve
 from resolver.solve.checks import first_product
 from resolver.solve.host import os_listed
 from resolver.solve.provider import MatrixProvider
-from resolver.versions import series
+from resolver.util.versions import series
 
 from .conftest import FROZEN_MATRIX, LIVE_MATRIX
 

@@ -1,4 +1,4 @@
-"""resolver.registry against a real docker-registry on loopback (open and behind token auth)."""
+"""artifacts.registry against a real docker-registry on loopback (open and behind token auth)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from resolver.errors import RegistryError, ResolverError, UsageError
-from resolver.registry import DOCKER_HUB, DigestCache, RegistryClient, parse_registry
+from resolver.artifacts.registry import DOCKER_HUB, DigestCache, RegistryClient, parse_registry
+from resolver.util.errors import RegistryError, ResolverError, UsageError
 from tests import services
 
 OFFICIAL = "vllm/vllm-openai-rocm"
@@ -220,7 +220,7 @@ def test_damaged_cache_is_a_miss(tmp_path: Path) -> None:
 
 
 def test_cache_dir_env_override(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from resolver.registry import cache_dir
+    from resolver.artifacts.registry import cache_dir
 
     monkeypatch.setenv("ROCM_VLLM_CACHE_DIR", str(tmp_path / "c"))
     assert cache_dir() == tmp_path / "c"

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from resolver import matrix
-from resolver.node import from_flags
+from resolver.data import matrix
+from resolver.data.node import from_flags
 from resolver.solve import Decision, Request, checks, solve
 from resolver.solve.provider import MatrixProvider
 from resolver.solve.routes import STEP_ORDER, Routes, applied, better_than, search
 from resolver.solve.types import HostChange
-from resolver.versions import parse_spec
+from resolver.util.versions import parse_spec
 
 from .conftest import LIVE_MATRIX
 from .helpers import decide as solve_for

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from resolver.errors import ResolverError
-from resolver.runcmd import FORMATS, RunSpec, render
+from resolver.artifacts.runcmd import FORMATS, RunSpec, render
+from resolver.util.errors import ResolverError
 
 GOLDEN = Path(__file__).parent / "golden" / "runcmd"
 HOME = "/home/user"

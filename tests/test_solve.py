@@ -6,11 +6,11 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from resolver import matrix
-from resolver.errors import InputError
-from resolver.node import Node, from_flags
+from resolver.data import matrix
+from resolver.data.node import Node, from_flags
 from resolver.solve import Decision, Request, solve
 from resolver.solve.types import HostChange
+from resolver.util.errors import InputError
 
 from .helpers import cpx_node, decide
 

@@ -16,12 +16,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from packaging.version import Version
 
-from resolver import matrix
-from resolver.node import from_json
+from resolver.data import matrix
+from resolver.data.node import from_json
 from resolver.solve import OK_VERDICTS, Request, solve
 from resolver.solve.cuda import driver_branch
 from resolver.solve.routes import applied, plan_upgrade
-from resolver.versions import parse_spec
+from resolver.util.versions import parse_spec
 
 from .conftest import LIVE_MATRIX
 from .helpers import run_cli

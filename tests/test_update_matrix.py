@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 from types import ModuleType
 
-from resolver import matrix
+from resolver.data import matrix
 
 from .conftest import LIVE_MATRIX
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from resolver import matrix
-from resolver.node import from_flags
+from resolver.data import matrix
+from resolver.data.node import from_flags
 from resolver.solve import OK_VERDICTS, Request, solve
 from resolver.solve.routes import applied, plan_upgrade
-from resolver.versions import parse_spec
+from resolver.util.versions import parse_spec
 
 from .conftest import LIVE_MATRIX
 from .helpers import run_cli

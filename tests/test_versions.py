@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from resolver.errors import InputError
-from resolver.versions import (
+from resolver.util.errors import InputError
+from resolver.util.versions import (
     check_gfx_name,
     driver_series,
     gfx_base_name,

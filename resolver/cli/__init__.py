@@ -114,7 +114,7 @@ def main() -> None:
         print("aborted", file=sys.stderr)
         sys.exit(130)
     except Exception as bug:  # noqa: BLE001 - the last line of defence: a bug, never a traceback
-        from resolver import crash
+        from resolver.cli import crash
 
         report = crash.save_report(bug, sys.argv)
         print(f"error: internal error ({crash.one_line(bug)})", file=sys.stderr)

@@ -13,7 +13,7 @@ from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
 
-from resolver.errors import ResolverError, UsageError
+from resolver.util.errors import ResolverError, UsageError
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -23,7 +23,7 @@ NODE_PANEL = "Node (default: probe this machine)"
 
 def _matrix_or_none() -> Any:
     """The data for completion; None when it cannot be loaded (completion then offers nothing)."""
-    from resolver import matrix
+    from resolver.data import matrix
 
     try:
         return matrix.load()
@@ -157,7 +157,7 @@ def resolve_node(
 ) -> Any:
     """The node a command decides for: one source (file, rocminfo, example or live probe), then
     flags on top of it. Flags alone describe a node too."""
-    from resolver import node as node_mod
+    from resolver.data import node as node_mod
 
     node_path: Path | None = _only_one("--node", node_file)
     rocminfo_path: Path | None = _only_one("--rocminfo", rocminfo)
@@ -191,18 +191,18 @@ def resolve_node(
     if node_path is not None:
         base = node_mod.read_node_file(node_path)
     elif rocminfo_path is not None:
-        from resolver import matrix
+        from resolver.data import matrix
         from resolver.probe import probe_files
 
         base = probe_files(rocminfo=rocminfo_path, matrix=matrix.load())
     elif example_name is not None:
-        from resolver.examples import example_node
+        from resolver.data.examples import example_node
 
         base = example_node(example_name)
     elif gfx is not None:
         return flag_node
     else:
-        from resolver import matrix
+        from resolver.data import matrix
         from resolver.probe import probe_live
 
         base = probe_live(matrix=matrix.load())

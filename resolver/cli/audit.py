@@ -43,9 +43,9 @@ def audit(
     """List the GPU targets of every library inside ARTIFACT (offload bundles, compressed or
     not, and bare code objects); with --gfx, whether they cover the node (exit 0 covered, 1 not,
     2 bad input)."""
-    from resolver import matrix
-    from resolver.audit import audit as run_audit
-    from resolver.versions import check_gfx_name
+    from resolver.artifacts.audit import audit as run_audit
+    from resolver.data import matrix
+    from resolver.util.versions import check_gfx_name
 
     m = matrix.load()
     wanted = [check_gfx_name(g.strip()) for g in gfx.split(",") if g.strip()] if gfx else []

@@ -87,10 +87,10 @@ def check(
 
     Exit 6 (unknown): the data lacks a fact the answer needs; the output says which and how.
     """
-    from resolver import matrix
-    from resolver.errors import UsageError
+    from resolver.data import matrix
     from resolver.solve import KINDS, Request, solve
-    from resolver.versions import parse_spec
+    from resolver.util.errors import UsageError
+    from resolver.util.versions import parse_spec
 
     if vendor is not None and vendor not in ("amd", "nvidia"):
         raise UsageError(

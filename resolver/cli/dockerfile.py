@@ -128,8 +128,8 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
     ) -> None:
         """A source-build Dockerfile for the node's gfx targets only, with every component \
 pinned."""
-        from resolver import dockerfile as df
-        from resolver import matrix as matrix_mod
+        from resolver.artifacts import dockerfile as df
+        from resolver.data import matrix as matrix_mod
 
         node = resolve_node(
             gfx=gfx,
@@ -168,7 +168,7 @@ pinned."""
         for warning in plan.warnings:
             typer.echo(f"warning: {warning}", err=True)
         if output is not None:
-            from resolver.atomic import write_output
+            from resolver.util.atomic import write_output
 
             write_output(output, text)
             typer.echo(f"wrote {output}", err=True)
@@ -188,11 +188,11 @@ def _build(text: str, plan: object, image_tag: str) -> None:
     import importlib
     import tempfile
 
-    from resolver import dockerfile as df
+    from resolver.artifacts import dockerfile as df
 
-    # resolver.engine (the Docker SDK wrapper) belongs to the `image` command; imported by name so
+    # artifacts.engine (the Docker SDK wrapper) belongs to the `image` command; imported by name so
     # this module type-checks whether or not that module is present.
-    engine = importlib.import_module("resolver.engine")
+    engine = importlib.import_module("resolver.artifacts.engine")
     assert isinstance(plan, df.DockerfilePlan)
     with tempfile.TemporaryDirectory(prefix="rocm-vllm-build-") as context:
         image_id = engine.DockerEngine().build(

@@ -11,9 +11,9 @@ import typer
 from resolver.cli._common import JsonOpt, emit_json, handle_errors, use_color
 
 if TYPE_CHECKING:
+    from resolver.data.model import Matrix
     from resolver.fleet.plan import FleetPlan
     from resolver.fleet.reports import GatheredWhere
-    from resolver.model import Matrix
 
 INPUT_PANEL = "Nodes"
 OUT_PANEL = "Output"
@@ -84,7 +84,7 @@ def _reports(
 ) -> tuple[list[Any], GatheredWhere | None]:
     """The nodes' reports, and where Slurm scripts for them run: the gather's partition and its
     MaxTime (from --slurm, or a `fleet gather` directory's summary), or None."""
-    from resolver.errors import InputError, UsageError
+    from resolver.util.errors import InputError, UsageError
 
     given = [
         name for name, value in (("files", inputs), ("--slurm", slurm), ("--kube", kube)) if value
@@ -119,9 +119,10 @@ def _reports(
         reports += found.reports
         where = found.where
     if kube:
-        from resolver import bounded, matrix  # only here: keep CLI start-up free of them
+        from resolver.data import matrix
         from resolver.fleet.kube import MAX_NODE_LIST, cluster_nodes, read_nodes
         from resolver.probe.gfx import GfxTable
+        from resolver.util import bounded  # only here: keep CLI start-up free of them
 
         if kube == "-":
             try:
@@ -291,12 +292,12 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         """Group nodes by fingerprint, decide each group once, and say how the rest join the main
         plan (exit 0: every node has a supported plan; 1: some do not or did not report; 2: bad
         input; 4: Slurm or kubectl failed; 6: only unknowns)."""
-        from resolver import matrix
+        from resolver.data import matrix
         from resolver.fleet.artifacts import Options, render_all, write_dir
         from resolver.fleet.plan import plan_fleet
         from resolver.fleet.slurm import DEFAULT_JOB_TIME, job_time
         from resolver.solve import Request
-        from resolver.versions import parse_spec
+        from resolver.util.versions import parse_spec
 
         def options(partition: str | None, time: str) -> Options:
             made = Options(
@@ -314,7 +315,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
 
         options(partition, time_limit or DEFAULT_JOB_TIME)  # bad flags fail before any srun
         if driver is not None:
-            from resolver.versions import driver_series
+            from resolver.util.versions import driver_series
 
             driver_series(driver)
         request = Request(vllm=parse_spec(vllm) if vllm else None)
@@ -402,7 +403,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
 def _point_images(fleet: FleetPlan, registry: str | None, *, pin: bool) -> None:
     """Point each group's image at ``registry``: pinned to its manifest digest (``--digest``, which
     asks the registry) or as a plain tag reference there (``--registry`` alone, no network)."""
-    from resolver.registry import DigestCache, RegistryClient, parse_registry
+    from resolver.artifacts.registry import DigestCache, RegistryClient, parse_registry
 
     reg = parse_registry(registry)
     if pin:
@@ -411,7 +412,7 @@ def _point_images(fleet: FleetPlan, registry: str | None, *, pin: bool) -> None:
         for warning in pin_images(fleet, RegistryClient(reg, cache=DigestCache())):
             fleet.notes.append(("registry", warning.message))
         return
-    from resolver.images import image_ref
+    from resolver.artifacts.images import image_ref
 
     for g in fleet.groups:
         if (

@@ -146,10 +146,11 @@ def image(
 ) -> None:
     """Pick the verified vLLM image for the node and print how to run it (exit 0: found, 1: none \
 or a failed check)."""
-    from resolver import images, matrix
-    from resolver.errors import UsageError
-    from resolver.runcmd import FORMATS, render
-    from resolver.versions import parse_spec
+    from resolver.artifacts import images
+    from resolver.artifacts.runcmd import FORMATS, render
+    from resolver.data import matrix
+    from resolver.util.errors import UsageError
+    from resolver.util.versions import parse_spec
 
     if fmt not in (*FORMATS, "apptainer"):
         raise UsageError(
@@ -157,7 +158,7 @@ or a failed check)."""
             hint="use --format docker, podman, compose or apptainer",
         )
     device_ids = _parse_devices(devices)
-    from resolver.runcmd import RunSpec
+    from resolver.artifacts.runcmd import RunSpec
 
     # Check the run-command inputs before anything slow (registry, engine) happens.
     RunSpec(image="check", entrypoint="vllm-serve", model=model, port=port, hf_cache=hf_cache)
@@ -181,13 +182,13 @@ or a failed check)."""
         _finish(out, json_out, exit_code=decision.exit_code if decision.verdict == "unknown" else 1)
         return
 
-    from resolver.registry import parse_registry
+    from resolver.artifacts.registry import parse_registry
 
     reg = parse_registry(registry)
     warnings = list(decision.warnings)
     digest = digest or audit_it
     if digest:
-        from resolver.registry import DigestCache, RegistryClient
+        from resolver.artifacts.registry import DigestCache, RegistryClient
 
         client = RegistryClient(reg, cache=DigestCache())
         try:
@@ -227,7 +228,7 @@ or a failed check)."""
     artifact: str
     file_text: str | None
     if fmt == "apptainer":
-        from resolver import apptainer
+        from resolver.artifacts import apptainer
 
         run = apptainer.run_command(spec)
         # The artifact is the .def file (what `> vllm.def` should hold); the exec command goes to
@@ -253,7 +254,7 @@ or a failed check)."""
     }
     problems: list[Any] = []
     if audit_it and chosen.vendor == "amd":
-        from resolver import overlay
+        from resolver.data import overlay
         from resolver.refresh.common import now
 
         record, audit_problems, audited = images.audit_image(m, chosen, reg.url, node)
@@ -270,7 +271,7 @@ or a failed check)."""
             )
 
     if pull or smoke:
-        from resolver.engine import DockerEngine
+        from resolver.artifacts.engine import DockerEngine
 
         engine = DockerEngine()
         try:
@@ -299,7 +300,7 @@ or a failed check)."""
     out["exit_code"] = 1 if problems else decision.exit_code
     out["output"] = str(output) if output is not None else None
     if output is not None:
-        from resolver.atomic import write_output
+        from resolver.util.atomic import write_output
 
         write_output(output, artifact)
     if json_out:
@@ -327,7 +328,7 @@ def _engine_steps(
 ) -> list[Any]:
     problems: list[Any] = []
     if pull:
-        from resolver.credentials import lookup
+        from resolver.artifacts.credentials import lookup
 
         name, tag = reg.image_name(chosen.repo), chosen.tag
         creds = lookup(reg.host)  # the same Docker config credentials --digest used; never printed
@@ -365,9 +366,9 @@ def _iso(epoch: float | None) -> str | None:
 
 
 def _parse_devices(text: str | None) -> tuple[int, ...] | None:
-    from resolver.bounded import ascii_int
-    from resolver.errors import UsageError
-    from resolver.node import MAX_GPUS
+    from resolver.data.node import MAX_GPUS
+    from resolver.util.bounded import ascii_int
+    from resolver.util.errors import UsageError
 
     if text is None:
         return None

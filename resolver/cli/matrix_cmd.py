@@ -376,7 +376,7 @@ def _add_origin(
     table: str, header: list[str], rows: list[list[str]], data: list[dict[str, Any]]
 ) -> None:
     """Say, per record, whether it is embedded or came from a refresh (which URL, when)."""
-    from resolver import overlay
+    from resolver.data import overlay
 
     origins = overlay.origins()
     file, key_of = _OVERLAY_KEYS.get(table, ("", lambda r: ""))
@@ -408,8 +408,8 @@ def show(
     ] = False,
 ) -> None:
     """Show one data table."""
-    from resolver import matrix
-    from resolver.errors import UsageError
+    from resolver.data import matrix
+    from resolver.util.errors import UsageError
 
     if table not in TABLES:
         raise UsageError(f"no table {table!r}", hint=f"choose one of: {', '.join(TABLES)}")
@@ -426,7 +426,7 @@ def show(
 def validate(json_out: JsonOpt = False) -> None:
     """Load every data file and check its invariants (exit 3 names the broken record). When a
     refreshed-data overlay is active, the data with it laid over is checked too, and said so."""
-    from resolver import matrix, overlay, resources
+    from resolver.data import matrix, overlay, resources
 
     m = matrix.load_dir(resources.matrix_dir())
     counts = {
@@ -512,10 +512,10 @@ def graph(
 
     Every edge keeps the source and confidence of the record it comes from; --gfx, --vllm and
     --stack cut it down to what bears on them (the drivers and OS releases included)."""
-    from resolver import graph as graph_mod
-    from resolver import matrix
-    from resolver.errors import UsageError
-    from resolver.versions import parse_spec
+    from resolver.data import graph as graph_mod
+    from resolver.data import matrix
+    from resolver.util.errors import UsageError
+    from resolver.util.versions import parse_spec
 
     if fmt not in ("json", "graphml", "dot"):
         raise UsageError(
@@ -525,7 +525,7 @@ def graph(
         raise UsageError(f"--json and --format {fmt} ask for two outputs", hint="give one of them")
     g = graph_mod.build(matrix.load())
     if gfx or vllm or stack:
-        from resolver.versions import check_gfx_name
+        from resolver.util.versions import check_gfx_name
 
         g = graph_mod.subgraph(
             g,
@@ -545,7 +545,7 @@ def graph(
 
 
 def _show_paths(graph_mod: Any, g: Any, ends: tuple[str, str], *, as_json: bool) -> None:
-    from resolver.errors import UsageError
+    from resolver.util.errors import UsageError
 
     for end in ends:
         if end not in g:

@@ -75,8 +75,8 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
 
         Without options this probes this machine; with saved outputs it reads those instead.
         """
-        from resolver import matrix
         from resolver import probe as probe_mod
+        from resolver.data import matrix
 
         if any(v for v in (rocminfo, amd_smi, rocm_smi, sysfs, agent_enumerator, nvidia_smi)):
             node = probe_mod.probe_files(

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from resolver.cli._common import emit_json, handle_errors
-from resolver.errors import UsageError
+from resolver.util.errors import UsageError
 
 if TYPE_CHECKING:
     from resolver.refresh.runner import Outcome

@@ -69,10 +69,10 @@ def upgrade(
 
     Each step is one the host can take where it is (a driver series AMD supports on its OS
     release, the OS step first where it needs one); the end state is solved again."""
-    from resolver import matrix
+    from resolver.data import matrix
     from resolver.solve import Request
     from resolver.solve.routes import plan_upgrade
-    from resolver.versions import parse_spec
+    from resolver.util.versions import parse_spec
 
     m = matrix.load()
     node = resolve_node(
@@ -86,8 +86,8 @@ def upgrade(
         rocminfo=rocminfo,
         example=example,
     )
-    from resolver.errors import InputError
     from resolver.solve.types import KINDS
+    from resolver.util.errors import InputError
 
     if prefer is not None and prefer not in KINDS:
         raise InputError(
@@ -112,7 +112,7 @@ def _stream_change(m: Any, node: Any, route: Any) -> dict[str, str] | None:
     to TheRock's 7.14/10.x): the stream the host's driver shipped with, and the plan's."""
     from packaging.version import Version
 
-    from resolver.versions import driver_series
+    from resolver.util.versions import driver_series
 
     plan = route.plan
     if plan is None or plan.candidate.rocm is None or not node.driver_version:
@@ -144,7 +144,7 @@ def route_json(route: Any, node: Any, m: Any) -> dict[str, Any]:
     # probe on the node after the change, not a command that describes it from here.
     on_node = any(s.change.kind in _NOT_A_FLAG for s in route.steps or ())
     if route.found and route.steps:
-        from resolver import shell
+        from resolver.util import shell
 
         flags = [] if on_node else [*node_flags(route.node)]
         want = route.before.request.vllm

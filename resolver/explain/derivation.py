@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from resolver.errors import InputError
+from resolver.util.errors import InputError
 
 DERIVATION_VERSION = 1
 

@@ -6,7 +6,8 @@ into words; ``to_json``/``from_json`` carry it through ``check --json`` unchange
 
 from __future__ import annotations
 
-from resolver.codes import GATE_CODES
+from resolver.data.codes import GATE_CODES
+from resolver.data.model import Matrix
 from resolver.explain.chain import (
     _CONF_NOTE,
     HEDGED,
@@ -27,7 +28,6 @@ from resolver.explain.chain import (
 from resolver.explain.derivation import Derivation, Hint, Note, PlanSummary, Premise
 from resolver.explain.hints import _hints
 from resolver.explain.steps import plan_commands
-from resolver.model import Matrix
 from resolver.solve import Decision
 from resolver.solve.routes import Routes, better_than, search
 

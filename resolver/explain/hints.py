@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from packaging.version import Version
 
-from resolver import shell
-from resolver.codes import GATE_CODES
+from resolver.data.codes import GATE_CODES
+from resolver.data.model import Matrix
+from resolver.data.node import Node
 from resolver.explain.chain import (
     HINT_ORDER,
     _Context,
@@ -17,11 +18,10 @@ from resolver.explain.chain import (
 )
 from resolver.explain.derivation import Hint
 from resolver.explain.steps import node_flags
-from resolver.model import Matrix
-from resolver.node import Node
 from resolver.solve import Evaluation
 from resolver.solve.routes import Route, Routes
-from resolver.versions import driver_series, series
+from resolver.util import shell
+from resolver.util.versions import driver_series, series
 
 
 def _then(ev: Evaluation) -> str:

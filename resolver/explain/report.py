@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from resolver.data.model import Matrix
+from resolver.data.node import Node
 from resolver.explain.derive import derive
 from resolver.explain.steps import plan_steps
-from resolver.model import Matrix
-from resolver.node import Node
 from resolver.solve import Advisory, Candidate, Decision, Evaluation, Reason
 from resolver.solve.routes import Route, Routes, Step, search
 from resolver.solve.types import HostChange

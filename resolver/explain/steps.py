@@ -7,9 +7,9 @@ command is built from argv with ``shlex.join``.
 
 from __future__ import annotations
 
-from resolver import shell
-from resolver.node import Node
+from resolver.data.node import Node
 from resolver.solve import Evaluation
+from resolver.util import shell
 
 
 def _source_flags(node: Node) -> list[str] | None:

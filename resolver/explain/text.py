@@ -12,12 +12,12 @@ import re
 import textwrap
 from collections import Counter
 
+from resolver.data.model import Matrix
+from resolver.data.node import Node
 from resolver.explain.chain import describe_node
 from resolver.explain.derivation import Derivation, Premise, Step
 from resolver.explain.hints import route_words
 from resolver.explain.steps import plan_commands
-from resolver.model import Matrix
-from resolver.node import Node
 from resolver.solve import Advisory, Decision, Evaluation, Reason
 from resolver.solve.routes import Route
 

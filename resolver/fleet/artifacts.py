@@ -1,8 +1,8 @@
 """What a fleet plan hands to the schedulers: per group a Slurm batch script and Kubernetes
 manifests (a Deployment and a Service), written together into one directory, atomically.
 
-The container command comes from the single-node tools: ``resolver.runcmd`` (docker, podman) and
-``resolver.apptainer``, with the serving env ``resolver.images`` recommends for the group's gfx
+The container command comes from the single-node tools: ``artifacts.runcmd`` (docker, podman) and
+``artifacts.apptainer``, with the serving env ``artifacts.images`` recommends for the group's gfx
 targets, so a group's script runs exactly what ``rocm-vllm image`` prints for one of its nodes.
 """
 
@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from resolver import atomic, shell
-from resolver.errors import InputError, UsageError
+from resolver.data.model import ContainerImage, Matrix
 from resolver.fleet.plan import FleetPlan, Group, fleet_json, render_text
-from resolver.model import ContainerImage, Matrix
-from resolver.safety import is_safe
+from resolver.util import atomic, shell
+from resolver.util.errors import InputError, UsageError
+from resolver.util.safety import is_safe
 
 Engine = Literal["docker", "podman", "apptainer", "singularity"]
 ENGINES: tuple[str, ...] = ("docker", "podman", "apptainer", "singularity")
@@ -91,7 +91,7 @@ class Options:
                 f"--namespace {self.namespace!r} is not a Kubernetes namespace name",
                 hint="lower-case letters, digits and -",
             )
-        from resolver.runcmd import RunSpec
+        from resolver.artifacts.runcmd import RunSpec
 
         RunSpec(
             image="check",
@@ -115,9 +115,9 @@ def _serving(m: Matrix, group: Group, image: ContainerImage, opts: Options) -> t
     """The run spec of one node of the group and its placement (GPUs, tensor parallelism,
     replicas): what `rocm-vllm image` prints for it (CPX partitions: one TP=1 replica per
     partition, never TP across them). Placed once per group: it may read the model's config."""
-    from resolver.images import serving_env
-    from resolver.parallel import place
-    from resolver.runcmd import RunSpec
+    from resolver.artifacts.images import serving_env
+    from resolver.artifacts.parallel import place
+    from resolver.artifacts.runcmd import RunSpec
 
     assert group.image is not None
     env, _warnings = serving_env(m, group.representative, group.image)
@@ -158,10 +158,10 @@ APPTAINER_SIF = "$SIF"  # the batch script's shared SIF (pulled once, before sru
 def _engine_words(spec: Any, opts: Options) -> list[str]:
     """The engine's run words for ``spec`` (Apptainer: on the script's shared SIF)."""
     if opts.engine in ("apptainer", "singularity"):
-        from resolver.apptainer import words
+        from resolver.artifacts.apptainer import words
 
         return words(spec, binary=opts.engine, image=shell.Expansion(APPTAINER_SIF))
-    from resolver.runcmd import run_words
+    from resolver.artifacts.runcmd import run_words
 
     return run_words(spec, "podman" if opts.engine == "podman" else "docker")
 
@@ -230,7 +230,7 @@ def sbatch_script(m: Matrix, group: Group, opts: Options) -> str | None:
         f'CONTAINER="${{CONTAINER:-{words[0]}}}"',
     ]
     if opts.engine in ("apptainer", "singularity"):
-        from resolver.apptainer import oci_ref
+        from resolver.artifacts.apptainer import oci_ref
 
         # Pull the image once, to the submit directory (shared storage on a cluster), and run
         # that SIF on every node: Apptainer's advice, rather than every node pulling docker://.

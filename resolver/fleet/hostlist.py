@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from resolver.errors import InputError
+from resolver.util.errors import InputError
 
 # One name or pattern at a time: ``gpu[001-004,9]`` or ``n1``. Nested brackets are not Slurm's.
 _BRACKET_RE = re.compile(r"^([^\[\],]*)\[([0-9,\-]+)\]([^\[\],]*)$")
-# A host name as resolver.safety's node_name has it (fullmatch: "$" would take a trailing "\n").
+# A host name as util.safety's node_name has it (fullmatch: "$" would take a trailing "\n").
 _NAME_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,251}[A-Za-z0-9])?")
 # The last run of ASCII digits, at most 18 (a longer run stays a plain name: no int() of it).
 _NUMBERED_RE = re.compile(r"(.*?)(?<![0-9])([0-9]{1,18})([^0-9]*)")

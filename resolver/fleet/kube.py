@@ -22,12 +22,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from resolver import bounded
-from resolver.errors import InputError
+from resolver.data.node import MAX_GPUS, Gpu, Node, Partition
 from resolver.fleet.reports import NodeReport
-from resolver.node import MAX_GPUS, Gpu, Node, Partition
 from resolver.probe.gfx import GfxTable, gfx_for_pci, product_for_pci
-from resolver.safety import is_safe, shown
+from resolver.util import bounded
+from resolver.util.errors import InputError
+from resolver.util.safety import is_safe, shown
 
 PREFIXES = ("amd.com/gpu.", "beta.amd.com/gpu.")
 PARTITION_LABEL = "amd.com/gpu.compute-memory-partition"  # the labeller since 2025-04
@@ -236,7 +236,7 @@ def _nvidia_node(
 def _node(
     labels: dict[str, str], resource: str, count: int, gfx_table: GfxTable
 ) -> tuple[Node, str | None]:
-    from resolver.versions import check_gfx_name
+    from resolver.util.versions import check_gfx_name
 
     device_ids = _values(labels, "device-id")
     per_id = _counts(labels, "device-id")
@@ -362,8 +362,8 @@ def cluster_nodes(*, timeout: float = 60, limit: int = MAX_NODE_LIST) -> str:
     seconds and ``limit`` bytes (the same cap as a node list read from a file)."""
     import shutil
 
-    from resolver import capture
-    from resolver.errors import KubectlError
+    from resolver.util import capture
+    from resolver.util.errors import KubectlError
 
     kubectl = shutil.which("kubectl")
     if kubectl is None:

@@ -14,14 +14,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from resolver.errors import InputError
+from resolver.data.model import ContainerImage, Matrix
+from resolver.data.node import Node
 from resolver.explain import plan_commands
 from resolver.explain.hints import route_words
 from resolver.explain.report import route_json
 from resolver.fleet import hostlist
 from resolver.fleet.reports import NodeReport, mark_duplicates
-from resolver.model import ContainerImage, Matrix
-from resolver.node import Node
 from resolver.solve import (
     OK_VERDICTS,
     Candidate,
@@ -32,7 +31,8 @@ from resolver.solve import (
     solve,
 )
 from resolver.solve.routes import Route
-from resolver.versions import driver_series
+from resolver.util.errors import InputError
+from resolver.util.versions import driver_series
 
 SCHEMA_VERSION = 1
 
@@ -291,7 +291,7 @@ def _decide(m: Matrix, group: Group, request: Request) -> None:
         found = search(m, group.decision).host
         group.route = found[0] if found else None
     if group.decision.verdict in OK_VERDICTS or group.decision.verdict == "unofficial_only":
-        from resolver.images import IMAGE_PATHS
+        from resolver.artifacts.images import IMAGE_PATHS
 
         if group.plan is not None and group.plan.candidate.kind == "image":
             group.image = group.decision
@@ -310,8 +310,8 @@ def _decide(m: Matrix, group: Group, request: Request) -> None:
 
 def pin_images(fleet: FleetPlan, client: Any) -> list[Any]:
     """Ask the registry once per distinct image for its manifest digest and put it on every group
-    that runs it (``resolver.images.pin``); returns the warnings (a digest that moved)."""
-    from resolver.images import image_ref, pin
+    that runs it (``resolver.artifacts.images.pin``); returns the warnings (a digest that moved)."""
+    from resolver.artifacts.images import image_ref, pin
 
     done: dict[tuple[str, str], Any] = {}
     warnings: list[Any] = []

@@ -17,10 +17,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from resolver import __version__, bounded
-from resolver.errors import InputError
-from resolver.node import Node, from_json
-from resolver.safety import is_safe, shown
+from resolver import __version__
+from resolver.data.node import Node, from_json
+from resolver.util import bounded
+from resolver.util.errors import InputError
+from resolver.util.safety import is_safe, shown
 
 Status = Literal["ok", "unknown", "failed"]
 MAX_REPORT = 16 * 1024 * 1024  # a probe report is a few KiB
@@ -78,7 +79,7 @@ def report_from_json(
 ) -> NodeReport:
     """One probe JSON object as a report; a shape error, or a value that is not what a probe
     writes, is a failed report, not an exception. The node's name must be a host name
-    (``resolver.safety`` ``node_name``): it becomes a file name, a batch script's node list and a
+    (``util.safety`` ``node_name``): it becomes a file name, a batch script's node list and a
     manifest's node selector."""
     fallback = shown(name or source)
     source = shown(source)

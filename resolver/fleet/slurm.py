@@ -27,11 +27,11 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from resolver import bounded, capture
-from resolver.errors import InputError, SlurmError, UsageError
 from resolver.fleet import hostlist
 from resolver.fleet.reports import GatheredWhere, NodeReport, report_from_json
-from resolver.safety import is_safe, shown
+from resolver.util import bounded, capture
+from resolver.util.errors import InputError, SlurmError, UsageError
+from resolver.util.safety import is_safe, shown
 
 MARKER = "@rocm-vllm-node "
 # Every task first names the node it runs on (slurmd sets SLURMD_NODENAME), then runs the probe,

@@ -1,7 +1,7 @@
 """Node facts from rocminfo, amd-smi, rocm-smi, rocm_agent_enumerator and sysfs (KFD topology, DRM).
 
 ``probe_files`` reads saved outputs (and a sysfs copy); ``probe_live`` reads this machine. Both
-return a ``resolver.node.Node``; nothing here raises for bad *content*: garbage yields zero GPUs
+return a ``data.node.Node``; nothing here raises for bad *content*: garbage yields zero GPUs
 and a problem. Only an input that cannot be read at all is a ``ProbeError``.
 """
 
@@ -13,10 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from resolver import bounded
-from resolver.errors import ProbeError
-from resolver.model import Matrix
-from resolver.node import Node, Problem
+from resolver.data.model import Matrix
+from resolver.data.node import Node, Problem
 from resolver.probe import driver as driver_mod
 from resolver.probe import enumerator, smi, sysfs, tools
 from resolver.probe import host as hostmod
@@ -25,6 +23,8 @@ from resolver.probe import rocminfo as rocminfo_mod
 from resolver.probe.facts import SourceView
 from resolver.probe.gfx import GfxTable
 from resolver.probe.merge import merge
+from resolver.util import bounded
+from resolver.util.errors import ProbeError
 
 __all__ = ["probe_files", "probe_live"]
 

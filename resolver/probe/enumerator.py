@@ -12,7 +12,7 @@ import re
 from resolver.probe import gfx as gfxmod
 from resolver.probe.facts import GpuFact, SourceView
 from resolver.probe.text import clean
-from resolver.versions import gfx_base_name
+from resolver.util.versions import gfx_base_name
 
 _CPU = "gfx000"
 _LINE_RE = re.compile(r"^\s*(\S+)\s*\Z")

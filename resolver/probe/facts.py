@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from resolver.node import Problem
+from resolver.data.node import Problem
 
 
 @dataclass(slots=True)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from resolver.model import GfxTarget
+    from resolver.data.model import GfxTarget
 
 _GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}\Z")
 # amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-  /  gfx942:sramecc+:xnack-

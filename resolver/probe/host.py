@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from resolver import bounded
-from resolver.node import Problem
+from resolver.data.node import Problem
 from resolver.probe.sysfs import read_text
+from resolver.util import bounded
 
 GROUP_HINT = (
     "sudo usermod -aG render,video $USER, then log out and back in (in a container: "

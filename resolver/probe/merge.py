@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from resolver.node import Gpu, Node, Partition, Problem
+from resolver.data.node import Gpu, Node, Partition, Problem
 from resolver.probe import gfx as gfxmod
 from resolver.probe.facts import GpuFact, SourceView
 from resolver.probe.gfx import GfxTable
@@ -133,7 +133,7 @@ def merge(
         origin=origin,
         host=host,
     )
-    from resolver.partitions import partition_problems
+    from resolver.data.partitions import partition_problems
 
     problems += partition_problems(node.gpus)
     return node, _dedupe(problems)

@@ -14,7 +14,7 @@ from resolver.probe import gfx as gfxmod
 from resolver.probe.facts import GpuFact, SourceView
 from resolver.probe.gfx import GfxTable
 from resolver.probe.text import clean, hex_in_parens, int_value, size_to_bytes
-from resolver.versions import gfx_base_name
+from resolver.util.versions import gfx_base_name
 
 _AGENT_RE = re.compile(r"^\s*Agent\s+[0-9]+\s*\Z")
 _AGENT_NUMBER_RE = re.compile(r"\s*Agent\s+([0-9]{1,6})\s*")

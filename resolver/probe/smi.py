@@ -12,12 +12,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from resolver import bounded
 from resolver.probe import gfx as gfxmod
 from resolver.probe.facts import GpuFact, SourceView
 from resolver.probe.gfx import GfxTable
 from resolver.probe.text import clean, size_to_bytes
-from resolver.versions import smi_misprint
+from resolver.util import bounded
+from resolver.util.versions import smi_misprint
 
 _AMD_GPU_RE = re.compile(r"^\s*GPU:\s*([0-9]{1,9})\s*\Z")
 _AMD_OTHER_RE = re.compile(r"^([A-Z][A-Z_]*):\s*[0-9]+\s*\Z")

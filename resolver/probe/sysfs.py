@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from resolver import bounded
 from resolver.probe import gfx as gfxmod
 from resolver.probe.facts import GpuFact, SourceView
 from resolver.probe.gfx import GfxTable
+from resolver.util import bounded
 
 KFD_NODES = "sys/class/kfd/kfd/topology/nodes"
 _SRAM_EDC_BIT = 1 << 26  # HSA_CAPABILITY.SRAM_EDCSupport: the runtime's sramecc default

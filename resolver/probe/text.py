@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from resolver import bounded
+from resolver.util import bounded
 
 _ANSI_RE = re.compile(r"(?:\x1b|\bESC)\[[0-9;?]*[A-Za-z]")
 _OTHER_CTRL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")

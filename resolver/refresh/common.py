@@ -140,7 +140,7 @@ class Source:
         otherwise its sha is ''. At most 50 pages: far beyond any repo here, and it stops a Link
         header that loops."""
         from resolver.refresh.http import parse_link_next
-        from resolver.safety import is_safe
+        from resolver.util.safety import is_safe
 
         url: str | None = f"{self.ep.github_api}/repos/{repo}/tags?per_page=100"
         out: list[tuple[str, str]] = []

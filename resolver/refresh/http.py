@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from resolver import atomic, bounded, deadline
-from resolver.errors import RegistryError
+from resolver.util import atomic, bounded, deadline
+from resolver.util.errors import RegistryError
 
 DEFAULT_TIMEOUT: tuple[float, float] = (5.0, 30.0)  # connect, read
 DEFAULT_DEADLINE = 120.0  # one get(), retries and sleeps included (ROCM_VLLM_HTTP_DEADLINE)

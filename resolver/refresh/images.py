@@ -14,7 +14,6 @@ from urllib.parse import urlencode
 
 from packaging.version import Version
 
-from resolver.errors import RegistryError
 from resolver.refresh.common import (
     IMAGE_REPOS,
     Candidate,
@@ -25,7 +24,8 @@ from resolver.refresh.common import (
     today,
 )
 from resolver.refresh.http import HttpClient, Response, parse_link_next
-from resolver.safety import is_safe
+from resolver.util.errors import RegistryError
+from resolver.util.safety import is_safe
 
 MANIFEST_TYPES = (
     "application/vnd.oci.image.index.v1+json, "
@@ -85,7 +85,7 @@ MAX_TAGS = 1000  # per image repository; the real repos have a few hundred
 
 class ImagesSource(Source):
     name = "images"
-    audit = False  # --audit: also read each image's GPU code (resolver.audit) into its arch list
+    audit = False  # --audit: also read each image's GPU code (artifacts.audit) into its arch list
 
     def __init__(
         self,
@@ -175,7 +175,7 @@ class ImagesSource(Source):
         """The registry and repository prefix exactly as ``image --digest`` reads the same
         ``ROCM_VLLM_REGISTRY`` (``https://harbor.example/dockerhub`` asks
         ``/v2/dockerhub/<repo>/...``): one base URL, one URL shape."""
-        from resolver.registry import parse_registry
+        from resolver.artifacts.registry import parse_registry
 
         return parse_registry(self.ep.registry)
 
@@ -233,10 +233,10 @@ class ImagesSource(Source):
         """Audit every image that has a digest (read now or already in the data) straight from
         the registry, and propose its audited arch list: what its libraries carry, over what a
         page or Dockerfile claims. A failed audit is a refusal for that image, never a guess."""
-        from resolver import matrix
-        from resolver.audit import audit
-        from resolver.errors import ResolverError
-        from resolver.images import audited_record
+        from resolver.artifacts.audit import audit
+        from resolver.artifacts.images import audited_record
+        from resolver.data import matrix
+        from resolver.util.errors import ResolverError
 
         m = matrix.load()
         reg = self._registry()

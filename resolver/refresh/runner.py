@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from resolver import matrix, overlay, resources
-from resolver.errors import MatrixError, UsageError
+from resolver.data import matrix, overlay, resources
 from resolver.refresh import diff
 from resolver.refresh.capabilities import CapabilitiesSource
 from resolver.refresh.common import Candidate, Endpoints, Progress, Refusal, now
@@ -24,6 +23,7 @@ from resolver.refresh.rocm import RocmSource
 from resolver.refresh.sdist import SdistSource
 from resolver.refresh.vllm import VllmSource
 from resolver.refresh.wheels import WheelsSource
+from resolver.util.errors import MatrixError, UsageError
 
 SOURCES: tuple[str, ...] = (  # dependency order
     "rocm",

@@ -29,14 +29,14 @@ from urllib.parse import urljoin
 
 from packaging.version import Version
 
-from resolver import atomic, bounded
-from resolver.errors import RegistryError
-from resolver.model import stack_variant
+from resolver.data.model import stack_variant
 from resolver.refresh import dockerfile_parse
 from resolver.refresh.common import Candidate, Endpoints, Progress, Source, SourceResult
 from resolver.refresh.http import HttpClient, IntegrityError
 from resolver.refresh.vllm import _ROCM_IN_TAG, build_record
-from resolver.safety import is_safe
+from resolver.util import atomic, bounded
+from resolver.util.errors import RegistryError
+from resolver.util.safety import is_safe
 
 ENV_INDEX: Final = "ROCM_VLLM_INDEX_URL"
 DEFAULT_INDEX: Final = "https://pypi.org/simple"
@@ -504,8 +504,8 @@ def _image_record(
 def _loader_problem(record: dict[str, Any]) -> str | None:
     """What the data loader would say against this record (unsafe refs, bad versions), if
     anything."""
-    from resolver import matrix
-    from resolver.errors import MatrixError
+    from resolver.data import matrix
+    from resolver.util.errors import MatrixError
 
     try:
         matrix._vllm(matrix.Record(record, "vllm.toml", str(record.get("version"))))

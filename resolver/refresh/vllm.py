@@ -14,7 +14,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from resolver.model import stack_variant
+from resolver.data.model import stack_variant
 from resolver.refresh import dockerfile_parse
 from resolver.refresh.common import (
     VLLM_REPO,

@@ -14,11 +14,9 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from resolver import shell
-from resolver.codes import UNKNOWN_CODES
-from resolver.errors import InputError
-from resolver.model import Matrix
-from resolver.node import Node
+from resolver.data.codes import UNKNOWN_CODES
+from resolver.data.model import Matrix
+from resolver.data.node import Node
 from resolver.solve.advisories import (
     newer_unknown,
     node_warnings,
@@ -50,7 +48,9 @@ from resolver.solve.types import (
     Severity,
     Verdict,
 )
-from resolver.versions import driver_series
+from resolver.util import shell
+from resolver.util.errors import InputError
+from resolver.util.versions import driver_series
 
 __all__ = [
     "FP8_QUANT",

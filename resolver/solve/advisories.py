@@ -12,8 +12,8 @@ from collections.abc import Iterable
 
 from packaging.version import Version
 
-from resolver.model import ContainerImage, GfxTarget, Matrix, Provenance, RocmStack
-from resolver.node import Node
+from resolver.data.model import ContainerImage, GfxTarget, Matrix, Provenance, RocmStack
+from resolver.data.node import Node
 from resolver.solve.host import host_os_warnings, kernel_floor_warnings, unified_memory_warnings
 from resolver.solve.types import (
     FP8_QUANT,
@@ -462,7 +462,7 @@ def probe_problems(node: Node) -> list[Advisory]:
     problems = list(node.problems)
     if node.gpus:
         # A node file written before the probe checked partitions still gets the check.
-        from resolver.partitions import partition_problems
+        from resolver.data.partitions import partition_problems
 
         problems += [p for p in partition_problems(node.gpus) if p not in problems]
     return [Advisory(code=p.code, message=p.message, hint=p.hint, source="probe") for p in problems]

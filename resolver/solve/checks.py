@@ -14,7 +14,7 @@ from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
-from resolver.model import (
+from resolver.data.model import (
     DriverSeries,
     GfxTarget,
     GpuProduct,
@@ -23,7 +23,7 @@ from resolver.model import (
     RocmRelease,
     WheelVariant,
 )
-from resolver.node import Node
+from resolver.data.node import Node
 from resolver.solve.host import os_listed
 from resolver.solve.types import (
     FP8_QUANT,
@@ -38,7 +38,7 @@ from resolver.solve.types import (
     Request,
     mx_format,
 )
-from resolver.versions import driver_series, series
+from resolver.util.versions import driver_series, series
 
 
 def _about_path(cand: Candidate, text: str, source: str | None = None) -> Fact:

@@ -15,8 +15,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from resolver.errors import InputError
-from resolver.model import (
+from resolver.data.model import (
     ContainerImage,
     CudaImage,
     CudaRelease,
@@ -24,7 +23,7 @@ from resolver.model import (
     Provenance,
     WheelVariant,
 )
-from resolver.node import Node
+from resolver.data.node import Node
 from resolver.solve.rank import _rank, distinct_alternatives
 from resolver.solve.types import (
     Advisory,
@@ -40,6 +39,7 @@ from resolver.solve.types import (
     Request,
     Verdict,
 )
+from resolver.util.errors import InputError
 
 VENDORS = ("amd", "nvidia")
 # The image families a plan offers: the default and the other-CUDA one (cu129); the Ubuntu
@@ -444,7 +444,7 @@ def _image_needs_driver(
 
 def _recipe_hint(m: Matrix, node: Node, request: Request) -> str:
     """vLLM's own CUDA recipe, built for this node's compute capability only."""
-    from resolver import shell
+    from resolver.util import shell
 
     releases = [
         r

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from packaging.version import Version
 
-from resolver.model import GfxTarget, Matrix
-from resolver.node import Node
+from resolver.data.model import GfxTarget, Matrix
+from resolver.data.node import Node
 from resolver.solve.types import Advisory, HostChange
-from resolver.versions import driver_series
+from resolver.util.versions import driver_series
 
 
 def _kernel_version(text: str | None) -> tuple[int, int] | None:

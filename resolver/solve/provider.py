@@ -13,13 +13,13 @@ from dataclasses import replace
 
 from packaging.version import Version
 
-from resolver.codes import GATE_CODES
-from resolver.errors import UnknownGfxError
-from resolver.model import DriverSeries, GfxTarget, Matrix
-from resolver.node import Node
+from resolver.data.codes import GATE_CODES
+from resolver.data.model import DriverSeries, GfxTarget, Matrix
+from resolver.data.node import Node
 from resolver.solve import advisories, checks
 from resolver.solve.types import Advisory, Candidate, Evaluation, Kind, Reason, Request
-from resolver.versions import driver_series
+from resolver.util.errors import UnknownGfxError
+from resolver.util.versions import driver_series
 
 
 class MatrixProvider:

@@ -20,10 +20,9 @@ from dataclasses import dataclass, replace
 
 from packaging.version import Version
 
-from resolver.codes import GATE_CODES, UNKNOWN_CODES
-from resolver.errors import ResolverError
-from resolver.model import Matrix, OsRelease
-from resolver.node import Node
+from resolver.data.codes import GATE_CODES, UNKNOWN_CODES
+from resolver.data.model import Matrix, OsRelease
+from resolver.data.node import Node
 from resolver.solve.rank import fix_order, rank
 from resolver.solve.types import (
     OK_VERDICTS,
@@ -38,6 +37,7 @@ from resolver.solve.types import (
     Request,
     RequestChange,
 )
+from resolver.util.errors import ResolverError
 
 # The order a host takes its changes in: an OS release before the kernel and the driver AMD
 # supports there, the host's ROCm, glibc and Python after.

@@ -14,15 +14,15 @@ from typing import Literal
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from resolver.codes import AdvisoryCode, ReasonCode
-from resolver.model import (
+from resolver.data.codes import AdvisoryCode, ReasonCode
+from resolver.data.model import (
     Confidence,
     ContainerImage,
     RocmStack,
     VllmRelease,
     WheelVariant,
 )
-from resolver.node import Node
+from resolver.data.node import Node
 
 Kind = Literal["image", "wheel", "source"]
 KINDS: tuple[Kind, ...] = ("image", "wheel", "source")
@@ -220,7 +220,9 @@ class Advisory:
     """An advisory about a candidate or the node: it does not stop a path, it says what to watch
     for."""
 
-    code: AdvisoryCode | str  # ``str``: a probe problem passed through (``resolver.node.Problem``)
+    code: (
+        AdvisoryCode | str
+    )  # ``str``: a probe problem passed through (``resolver.data.node.Problem``)
     message: str
     hint: str
     severity: Severity = "warning"

@@ -15,8 +15,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from resolver import matrix
-from resolver.audit import audit
+from resolver.artifacts.audit import audit
+from resolver.data import matrix
 
 from ..helpers import run_cli
 from .test_bundle import REAL, elf_with
@@ -152,7 +152,7 @@ def test_a_hostile_member_name_reaches_no_line_or_record_raw(tmp_path: Path) -> 
     """Names inside an artifact are the archive's: a line break or an escape sequence in one is
     written out (\\x0a), so the one-line error, the terminal and the overlay record that
     `image --audit` writes stay whole."""
-    from resolver.images import audited_record
+    from resolver.artifacts.images import audited_record
 
     lib = REAL.read_bytes()  # a real AMD-built library
     name = "usr/lib/python3/dist-packages/vllm/_C\n\x1b[2J.abi3.so"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from resolver.audit.bundle import BUNDLE_MAGIC
+from resolver.artifacts.audit.bundle import BUNDLE_MAGIC
 
 from .. import services
 from ..conftest import FROZEN_MATRIX, _start

@@ -10,9 +10,9 @@ import tarfile
 
 import pytest
 
-from resolver import matrix
-from resolver.audit import audit
-from resolver.audit.bundle import AuditError
+from resolver.artifacts.audit import audit
+from resolver.artifacts.audit.bundle import AuditError
+from resolver.data import matrix
 
 from ..oci import push
 from .test_audit import tar_bytes
@@ -39,7 +39,7 @@ def test_an_image_is_audited_from_the_registry_layer_by_layer(registry_url: str)
 
 
 def test_a_missing_image_is_a_clear_error(registry_url: str) -> None:
-    from resolver.errors import ResolverError
+    from resolver.util.errors import ResolverError
 
     with pytest.raises(ResolverError) as err:
         audit(M, "docker://audit/nothing:here", registry=registry_url)

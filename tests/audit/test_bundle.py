@@ -1,4 +1,4 @@
-"""resolver.audit.bundle: offload bundles and code objects read from real AMD-built code, and
+"""artifacts.audit.bundle: offload bundles and code objects read from real AMD-built code, and
 hostile bytes refused with a clear error."""
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from resolver import matrix
-from resolver.audit.bundle import (
+from resolver.artifacts.audit.bundle import (
     AuditError,
     _decompress,
     bundle_ids,
@@ -21,6 +20,7 @@ from resolver.audit.bundle import (
     gpu_code,
     processor,
 )
+from resolver.data import matrix
 
 REAL = Path(__file__).parent / "fixtures" / "jax_rocm7_plugin-0.12.0-_prng.so"
 M = matrix.load()

@@ -87,7 +87,7 @@ def assert_clean(o: Outcome, allowed: frozenset[int] = DOCUMENTED - {70}) -> Non
 @pytest.fixture(autouse=True)
 def _no_sleep_in_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     """Retries back off with time.sleep: the hostile suite never waits for them."""
-    from resolver import registry
+    from resolver.artifacts import registry
     from resolver.refresh import http
 
     slept: list[float] = []

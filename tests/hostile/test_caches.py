@@ -15,9 +15,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from resolver import matrix, resources
+from resolver.artifacts.registry import DigestCache
+from resolver.data import matrix, resources
 from resolver.refresh.http import HttpClient
-from resolver.registry import DigestCache
 
 from .conftest import HOSTILE, assert_clean, cli, reply, scripted_server, write
 

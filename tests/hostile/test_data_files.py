@@ -13,7 +13,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from resolver import matrix, overlay
+from resolver.data import matrix, overlay
 
 from .conftest import HOSTILE, assert_clean, cli, write
 
@@ -258,7 +258,7 @@ def test_overlay_write_to_read_only_dir(tmp_path: Path) -> None:
     try:
         if os.access(ro, os.W_OK):
             pytest.skip("running as a user that can write anywhere (root)")
-        from resolver.errors import InputError
+        from resolver.util.errors import InputError
 
         with pytest.raises(InputError) as caught:
             overlay.write(
@@ -272,7 +272,7 @@ def test_overlay_write_to_read_only_dir(tmp_path: Path) -> None:
 
 
 def test_overlay_write_where_the_data_dir_is_a_file(tmp_path: Path) -> None:
-    from resolver.errors import InputError
+    from resolver.util.errors import InputError
 
     blocker = write(tmp_path / "file", "x")
     with pytest.raises(InputError) as caught:
@@ -285,7 +285,7 @@ def test_overlay_write_where_the_data_dir_is_a_file(tmp_path: Path) -> None:
 
 
 def test_toml_loader_is_bounded() -> None:
-    from resolver import bounded
+    from resolver.util import bounded
 
     for text in [
         "a = " + "[" * 100_000,

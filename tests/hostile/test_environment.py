@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from resolver import deadline, matrix
+from resolver.data import matrix
+from resolver.util import deadline
 
 from .conftest import HOSTILE, assert_clean, cli, write
 

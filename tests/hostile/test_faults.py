@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from resolver import atomic, overlay
+from resolver.data import overlay
+from resolver.util import atomic
 
 from .conftest import cli
 
@@ -27,7 +28,7 @@ def _writer(path: Path, tag: str, rounds: int, start_at: float) -> subprocess.Po
     code = textwrap.dedent(f"""
         import time
         from pathlib import Path
-        from resolver import overlay
+        from resolver.data import overlay
         while time.time() < {start_at}:
             pass
         for i in range({rounds}):
@@ -52,7 +53,7 @@ def test_killed_writer_leaves_a_temp_the_next_write_sweeps(tmp_path: Path) -> No
     code = textwrap.dedent(f"""
         import os, time
         from pathlib import Path
-        from resolver import atomic
+        from resolver.util import atomic
         os.fsync = lambda fd: time.sleep(60)  # hang between writing the temp and renaming it
         atomic.write_atomic(Path({str(target)!r}), b"x" * 1_000_000)
     """)
@@ -79,7 +80,7 @@ def test_killed_writer_leaves_a_temp_the_next_write_sweeps(tmp_path: Path) -> No
 def test_unexpected_exception_is_one_line_a_report_and_exit_70(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from resolver import matrix, resources
+    from resolver.data import matrix, resources
 
     def broken() -> None:
         raise RuntimeError("something nobody expected\nsecond line")
@@ -100,7 +101,7 @@ def test_unexpected_exception_is_one_line_a_report_and_exit_70(
 
 
 def test_recursion_error_is_a_crash_report_too(monkeypatch: pytest.MonkeyPatch) -> None:
-    from resolver import matrix
+    from resolver.data import matrix
 
     def deep(n: int = 0) -> None:
         deep(n + 1)

@@ -182,7 +182,7 @@ def test_registry_flag(url: str) -> None:
 
 
 def test_ipv6_registry_is_accepted() -> None:
-    from resolver.registry import parse_registry
+    from resolver.artifacts.registry import parse_registry
 
     reg = parse_registry("http://[::1]:5000")
     assert reg.url == "http://[::1]:5000"

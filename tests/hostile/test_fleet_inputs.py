@@ -425,8 +425,8 @@ def test_what_a_killed_writer_left_is_swept(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("kind", ["fifo", "deep", "not-utf8", "huge"])
 def test_docker_config_that_is_not_a_config(kind: str, tmp_path: Path) -> None:
-    from resolver import credentials
-    from resolver.errors import InputError
+    from resolver.artifacts import credentials
+    from resolver.util.errors import InputError
 
     config = tmp_path / "config.json"
     if kind == "fifo":
@@ -445,8 +445,8 @@ def test_docker_config_that_is_not_a_config(kind: str, tmp_path: Path) -> None:
 def test_credential_helper_answers(
     answer: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from resolver import credentials
-    from resolver.errors import RegistryError
+    from resolver.artifacts import credentials
+    from resolver.util.errors import RegistryError
 
     body = {
         "deep": "printf '%s' \"$(head -c 200000 /dev/zero | tr '\\0' '[')\"",
@@ -476,7 +476,7 @@ def test_a_tool_whose_child_holds_the_pipe_ends_at_its_deadline() -> None:
     its own) kept the pipe open; capture.run stops waiting at the deadline plus a short grace."""
     import time
 
-    from resolver import capture
+    from resolver.util import capture
 
     start = time.monotonic()
     run = capture.run(["sh", "-c", "setsid sleep 60 & echo started; sleep 60"], timeout=1)
@@ -485,7 +485,7 @@ def test_a_tool_whose_child_holds_the_pipe_ends_at_its_deadline() -> None:
 
 
 def test_tool_output_is_capped_not_read_whole() -> None:
-    from resolver import capture
+    from resolver.util import capture
 
     run = capture.run(["sh", "-c", "head -c 3000000 /dev/zero"], timeout=30, limit=1024)
     assert run.truncated and len(run.stdout) == 1024
@@ -495,8 +495,8 @@ def test_tool_output_is_capped_not_read_whole() -> None:
 def test_a_malformed_docker_host_is_an_engine_error(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from resolver.engine import DockerEngine
-    from resolver.errors import DockerEngineError
+    from resolver.artifacts.engine import DockerEngine
+    from resolver.util.errors import DockerEngineError
 
     monkeypatch.setenv("DOCKER_HOST", url)
     with pytest.raises(DockerEngineError):
@@ -506,10 +506,10 @@ def test_a_malformed_docker_host_is_an_engine_error(
 def test_one_registry_prefix_one_url_shape() -> None:
     """issue 24: ROCM_VLLM_REGISTRY=https://harbor.example/dockerhub meant /dockerhub/v2/<repo>
     to `matrix refresh --source images` and /v2/dockerhub/<repo> to `image --digest`."""
+    from resolver.artifacts.registry import parse_registry
     from resolver.refresh.common import Endpoints
     from resolver.refresh.http import HttpClient
     from resolver.refresh.images import ImagesSource
-    from resolver.registry import parse_registry
 
     base = "https://harbor.example/dockerhub"
     source = ImagesSource(HttpClient(), Endpoints(registry=base), {})

@@ -12,11 +12,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from resolver.errors import RegistryError
+from resolver.artifacts.registry import Registry, RegistryClient
 from resolver.refresh.common import Endpoints, SourceResult
 from resolver.refresh.http import MAX_RETRY_AFTER, HttpClient
 from resolver.refresh.images import MAX_TAGS, ImagesSource
-from resolver.registry import Registry, RegistryClient
+from resolver.util.errors import RegistryError
 
 from .conftest import HOSTILE, assert_clean, cli, drip, endless, reply, scripted_server
 

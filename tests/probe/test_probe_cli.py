@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from resolver.cli import app
-from resolver.node import from_json
+from resolver.data.node import from_json
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCHEMA = json.loads((Path(__file__).parents[2] / "docs/probe.schema.json").read_text())

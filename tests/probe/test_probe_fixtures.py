@@ -546,8 +546,8 @@ def test_module_version_is_kept_apart_from_the_driver_release() -> None:
 def test_a_paired_module_version_gives_the_series_marked_inferred() -> None:
     """DKMS 6.16.6 (ROCm/ROCm#5861) is 30.20 by AMD's package versions: the series is used, the
     confidence says inferred, and the text says where it came from."""
-    from resolver import matrix
     from resolver.cli.probe import render
+    from resolver.data import matrix
     from tests.conftest import LIVE_MATRIX
 
     node = probe_files(

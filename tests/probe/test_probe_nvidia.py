@@ -130,7 +130,7 @@ def test_the_live_probe_on_the_h200_machine_reads_back() -> None:
     against the schema, and read back by --node as the node it describes."""
     import jsonschema
 
-    from resolver.node import from_json
+    from resolver.data.node import from_json
 
     data = json.loads((FIXTURES / "probe-live-h200.json").read_text())
     jsonschema.validate(data, SCHEMA)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from resolver.node import Node
+from resolver.data.node import Node
 from resolver.probe import probe_files
 from tests.probe_data import probe_matrix
 

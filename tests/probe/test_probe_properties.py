@@ -194,8 +194,8 @@ def test_drm_sysfs_never_raises(cards: list[dict[str, str]]) -> None:
 def test_file_probe_raises_only_project_errors(data: bytes, flag: str) -> None:
     import tempfile
 
-    from resolver.errors import ResolverError
     from resolver.probe import probe_files
+    from resolver.util.errors import ResolverError
 
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "input"

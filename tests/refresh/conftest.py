@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 import requests
 
-from resolver import resources
+from resolver.data import resources
 
 from .server import Upstream, serve
 
-REPO_MATRIX = Path(resources.__file__).resolve().parent.parent / "matrix"
+REPO_MATRIX = Path(resources.__file__).resolve().parents[2] / "matrix"
 
 
 @pytest.fixture(autouse=True)

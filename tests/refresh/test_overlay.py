@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from resolver import matrix, overlay
-from resolver.errors import MatrixError
+from resolver.data import matrix, overlay
+from resolver.util.errors import MatrixError
 
 NEW_RELEASE = {
     "version": "0.10.0",
@@ -74,7 +74,7 @@ def test_a_damaged_overlay_is_a_clear_data_error(content: str) -> None:
 
 def test_the_check_path_does_not_import_requests(tmp_path: Path) -> None:
     overlay.write({"vllm.toml": [NEW_RELEASE]}, written_at="x")
-    code = "import sys, resolver.matrix as m; m.load(); print('requests' in sys.modules)"
+    code = "import sys, resolver.data.matrix as m; m.load(); print('requests' in sys.modules)"
     out = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

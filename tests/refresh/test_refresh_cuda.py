@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from resolver import matrix
+from resolver.data import matrix
 from resolver.refresh.cuda import WANTED, cuda_record
 from resolver.refresh.sdist import IndexFile, read_members
 

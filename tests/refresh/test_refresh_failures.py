@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from resolver import overlay
 from resolver.cli import app
+from resolver.data import overlay
 from resolver.refresh.common import Endpoints
 from resolver.refresh.http import HttpClient
 from resolver.refresh.runner import refresh

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from resolver import matrix
+from resolver.data import matrix
 from resolver.refresh.images import parse_rocm_vllm_tag
 from resolver.refresh.runner import refresh
 

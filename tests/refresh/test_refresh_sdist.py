@@ -20,8 +20,8 @@ import pytest
 from packaging.version import Version
 from typer.testing import CliRunner
 
-from resolver import overlay
 from resolver.cli import app
+from resolver.data import overlay
 from resolver.refresh import sdist
 from resolver.refresh.common import Endpoints, SourceResult
 from resolver.refresh.http import HttpClient

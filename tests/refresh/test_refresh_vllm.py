@@ -11,8 +11,8 @@ import pytest
 from packaging.version import Version
 from typer.testing import CliRunner
 
-from resolver import matrix, overlay
 from resolver.cli import app
+from resolver.data import matrix, overlay
 from resolver.refresh.runner import refresh
 from resolver.refresh.vllm import STACK_FIELDS
 

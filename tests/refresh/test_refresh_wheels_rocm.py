@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from resolver import matrix
+from resolver.data import matrix
 from resolver.refresh.runner import refresh
 from resolver.refresh.wheels import match_rocm, wheel_files
 

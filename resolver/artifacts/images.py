@@ -16,17 +16,17 @@ from typing import TYPE_CHECKING, Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from resolver import bounded
-from resolver.codes import AdvisoryCode
-from resolver.model import ContainerImage, Matrix
-from resolver.node import Node
+from resolver.data.codes import AdvisoryCode
+from resolver.data.model import ContainerImage, Matrix
+from resolver.data.node import Node
 from resolver.solve import Advisory, Decision, Request, solve
+from resolver.util import bounded
 
 if TYPE_CHECKING:
-    from resolver.engine import DockerEngine, PullEvent
-    from resolver.parallel import Placement
-    from resolver.registry import Registry, RegistryClient, ResolvedDigest
-    from resolver.runcmd import RunSpec
+    from resolver.artifacts.engine import DockerEngine, PullEvent
+    from resolver.artifacts.parallel import Placement
+    from resolver.artifacts.registry import Registry, RegistryClient, ResolvedDigest
+    from resolver.artifacts.runcmd import RunSpec
 
 IMAGE_PATHS = frozenset({"image"})
 
@@ -374,8 +374,8 @@ def host_render_gid(node: Node) -> int | None:
 def placement(
     node: Node, *, devices: tuple[int, ...] | None, model: str | None, hf_cache: str
 ) -> Placement:
-    """GPUs and tensor-parallel size for the run command (``resolver.parallel.place``)."""
-    from resolver.parallel import place
+    """GPUs and tensor-parallel size for the run command (``resolver.artifacts.parallel.place``)."""
+    from resolver.artifacts.parallel import place
 
     return place(node, devices=devices, model=model, hf_cache=hf_cache)
 
@@ -392,7 +392,7 @@ def run_spec(
     hf_cache: str,
     placed: Placement | None = None,
 ) -> RunSpec:
-    from resolver.runcmd import RunSpec
+    from resolver.artifacts.runcmd import RunSpec
 
     placed = placed or placement(node, devices=devices, model=model, hf_cache=hf_cache)
     return RunSpec(
@@ -414,12 +414,12 @@ def run_spec(
 def audit_image(
     m: Matrix, image: ContainerImage, registry_url: str, node: Node
 ) -> tuple[dict[str, Any] | None, list[Advisory], Any]:
-    """Audit the pinned image straight from the registry (``resolver.audit``): the images.toml
+    """Audit the pinned image straight from the registry (``artifacts.audit``): the images.toml
     record it makes (its arch list what every library that decides "invalid device function"
     carries, confidence exact, the audit as its source), the problems (a node gfx no such library
     has code for), and the audit itself."""
-    from resolver import overlay
-    from resolver.audit import audit, common_arch
+    from resolver.artifacts.audit import audit, common_arch
+    from resolver.data import overlay
 
     assert image.digest is not None
     result = audit(m, f"docker://{image.repo}@{image.digest}", registry=registry_url)
@@ -463,7 +463,7 @@ def audited_record(
     when the audit found none of the libraries that decide "invalid device function" (then it
     says nothing about the arch list). ``image --audit`` and ``refresh --source images
     --audit`` both write this."""
-    from resolver.audit import common_arch
+    from resolver.artifacts.audit import common_arch
 
     judged = result.judged()
     if not judged:

@@ -5,7 +5,7 @@ An artifact is a file (a library, a code object), a directory, a wheel (zip), a 
 directory; archives inside archives are read too (a ``docker save`` holds layer tarballs), two
 levels deep. Every ELF file inside is read once, whole (memory is bounded by the largest single
 library, never by the artifact), for its offload bundles or its code-object target
-(``resolver.audit.bundle``). Nothing is extracted to disk.
+(``resolver.artifacts.audit.bundle``). Nothing is extracted to disk.
 
 The result is data (``Audit``); the CLI words it. ``covers`` answers for a node's gfx targets
 whether the libraries that decide "invalid device function" carry code for them: vLLM's own
@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, cast
 
-from resolver.audit.bundle import ELF_MAGIC, AuditError, Found, gpu_code, natural
-from resolver.model import Matrix
+from resolver.artifacts.audit.bundle import ELF_MAGIC, AuditError, Found, gpu_code, natural
+from resolver.data.model import Matrix
 
 MAX_LIBRARY = 4 * 1024**3  # the largest single file read (torch's HIP library is ~1-2 GB)
 MAX_MEMBERS = 500_000  # files in one artifact, all levels
@@ -310,8 +310,8 @@ def iter_libraries(result: Audit) -> Iterator[Library]:
 
 
 def _from_engine(artifact: str, machs: dict[int, str]) -> Audit:
-    from resolver.engine import DockerEngine
-    from resolver.safety import require_safe
+    from resolver.artifacts.engine import DockerEngine
+    from resolver.util.safety import require_safe
 
     name = artifact[len(ENGINE_PREFIX) :]
     repo, tag = _split_ref(name)
@@ -353,8 +353,8 @@ def _split_ref(ref: str) -> tuple[str, str]:
 def _from_registry(artifact: str, machs: dict[int, str], registry: str | None) -> Audit:
     """The image's layers from the registry (the linux/amd64 image of an index), each streamed
     through the reader and its bytes checked against the digest the manifest names."""
-    from resolver.registry import RegistryClient, parse_registry
-    from resolver.safety import require_safe
+    from resolver.artifacts.registry import RegistryClient, parse_registry
+    from resolver.util.safety import require_safe
 
     ref = artifact[len(REGISTRY_PREFIX) :]
     repo, tag = _split_ref(ref)

@@ -22,12 +22,12 @@ from typing import Any, Final
 
 from packaging.version import Version
 
-from resolver import resources
-from resolver.errors import InputError, UnknownGfxError, UnsafeValueError, UsageError
-from resolver.model import ComponentPin, Matrix, RocmStack, VllmRelease
-from resolver.node import Node
-from resolver.safety import require_safe
-from resolver.versions import driver_series, parse_version, series
+from resolver.data import resources
+from resolver.data.model import ComponentPin, Matrix, RocmStack, VllmRelease
+from resolver.data.node import Node
+from resolver.util.errors import InputError, UnknownGfxError, UnsafeValueError, UsageError
+from resolver.util.safety import require_safe
+from resolver.util.versions import driver_series, parse_version, series
 
 DEFAULT_VLLM_REPO: Final = "vllm-project/vllm"
 # The BuildKit Dockerfile frontend the file asks for (cache and bind mounts need it).
@@ -775,7 +775,7 @@ def parse_mirror(text: str | None) -> str | None:
     Docker Hub images through. Empty or Docker Hub itself means none."""
     if not text or not text.strip():
         return None
-    from resolver.registry import parse_registry
+    from resolver.artifacts.registry import parse_registry
 
     try:
         registry = parse_registry(text)

@@ -3,7 +3,7 @@
 Library code raises these; only ``resolver.cli`` turns them into output and an exit status.
 Exit codes (also in docs/exit-codes.md): 0 a path exists, 1 no path / something changed,
 2 bad usage or bad input, 3 a broken data file, 4 a registry, upstream HTTP or Slurm failure,
-5 a Docker Engine failure; 70 an internal error (``resolver.crash``: a bug, with a saved report).
+5 a Docker Engine failure; 70 an internal error (``cli.crash``: a bug, with a saved report).
 """
 
 from __future__ import annotations

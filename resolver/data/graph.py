@@ -16,7 +16,7 @@ from typing import Any, Literal, TypeAlias
 
 import networkx as nx
 
-from resolver.model import Matrix, Provenance
+from resolver.data.model import Matrix, Provenance
 
 # A networkx MultiDiGraph (node ids -> attribute dicts; one edge per relation, keyed by it).
 # networkx ships no type hints, so to mypy it is Any.

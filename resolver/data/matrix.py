@@ -20,9 +20,8 @@ from typing import Any, TypeVar, cast
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from resolver import atomic, bounded, resources
-from resolver.errors import MatrixError, UnsafeValueError
-from resolver.model import (
+from resolver.data import resources
+from resolver.data.model import (
     COMPONENTS,
     CONFIDENCES,
     FAMILIES,
@@ -53,7 +52,9 @@ from resolver.model import (
     WheelVariant,
     stack_variant,
 )
-from resolver.safety import is_safe
+from resolver.util import atomic, bounded
+from resolver.util.errors import MatrixError, UnsafeValueError
+from resolver.util.safety import is_safe
 
 T = TypeVar("T")
 MAX_DATA_FILE = 16 * bounded.MiB  # the largest data file is ~100 KiB
@@ -214,7 +215,7 @@ def _read(
             f"{name}: '{key}' must be an array of tables ([[{key}]])", hint=f"fix matrix/{name}"
         )
     if extra and extra.get(name):
-        from resolver import overlay
+        from resolver.data import overlay
 
         items = overlay.merge(name, items, extra[name])
     return cast(list[dict[str, Any]], items)
@@ -239,8 +240,8 @@ def _records(name: str, key: str, items: list[Any]) -> list[Record]:
 
 
 def _check_keys(file: str, table: dict[str, Any], path: tuple[str, ...], label: str) -> None:
-    """Refuse a key the data model does not have (resolver/schema.py): a typo is never ignored."""
-    from resolver import schema
+    """Refuse a key the data model does not have (data/schema.py): a typo is never ignored."""
+    from resolver.data import schema
 
     known = schema.allowed(file, path)
     if known is None:
@@ -963,7 +964,7 @@ def _seal_key() -> bytes | None:
     """The secret that seals compiled entries, kept in the data dir (not the cache dir: a shared
     or CI-restored cache holds no key, so an entry written elsewhere is never trusted). Created
     on first use, mode 0600; None when it can be neither read nor made (then no cache)."""
-    from resolver import overlay
+    from resolver.data import overlay
 
     path = overlay.data_dir() / _KEY_NAME
     for _ in range(2):
@@ -1053,7 +1054,7 @@ def _write_compiled(path: Path, raw: Mapping[str, list[Any]]) -> None:
 
 @functools.cache
 def _load_cached(directory: str, overlay_stamp: tuple[str, int, int] | None) -> Matrix:
-    from resolver import overlay
+    from resolver.data import overlay
 
     compiled = _compiled_path(Path(directory), overlay_stamp)
     if compiled is not None and (m := _read_compiled(compiled)) is not None:
@@ -1070,6 +1071,6 @@ def load() -> Matrix:
     """The matrix in use: the embedded data with the refreshed-data overlay (if any) over it.
 
     Read once per process; a new overlay on disk (``matrix refresh --write``) is picked up."""
-    from resolver import overlay
+    from resolver.data import overlay
 
     return _load_cached(str(resources.matrix_dir()), overlay.stamp())

@@ -2,7 +2,7 @@
 
 The loader refuses a key that is not listed here (a typo such as ``vlm_status`` would otherwise be
 ignored silently and the record read with a default); ``docs/matrix.schema.json`` is generated from
-the same table (``python -m resolver.schema > docs/matrix.schema.json``) and a test keeps the two
+the same table (``python -m resolver.data.schema > docs/matrix.schema.json``); a test keeps them
 equal and validates the shipped files against it.
 """
 

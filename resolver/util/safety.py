@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from resolver.errors import UnsafeInputError, UnsafeValueError
+from resolver.util.errors import UnsafeInputError, UnsafeValueError
 
 PATTERNS: Final[dict[str, re.Pattern[str]]] = {
     # GitHub owner/name
@@ -91,7 +91,7 @@ def shown(text: str, *, limit: int = 512) -> str:
 def check_tree(value: object, *, where: str) -> None:
     """Refuse (``InputError``) any string in a parsed report, key or value, that carries a
     character ``unsafe_char`` names or is longer than ``MAX_TEXT``."""
-    from resolver.errors import InputError
+    from resolver.util.errors import InputError
 
     stack: list[tuple[object, str]] = [(value, "")]
     while stack:

@@ -22,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from resolver import shell
-from resolver.runcmd import REPLICA_DEVICE, REPLICA_PORT, RunSpec, visible_devices_var
+from resolver.artifacts.runcmd import REPLICA_DEVICE, REPLICA_PORT, RunSpec, visible_devices_var
+from resolver.util import shell
 
 CONTAINER_HF_CACHE = "/hf-cache"
 

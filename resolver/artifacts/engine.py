@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
-from resolver.errors import DockerEngineError
+from resolver.util.errors import DockerEngineError
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,9 +219,9 @@ class DockerEngine:
         BuildKit because generated Dockerfiles use ``RUN --mount`` (cache and bind mounts), which
         the classic builder refuses. docker-py speaks only the classic protocol, so this posts the
         same tar context to ``/build?version=2`` itself and decodes BuildKit's progress
-        (``resolver.buildkit``). The Dockerfile goes into the context archive under a private name,
+        (``artifacts.buildkit``). The Dockerfile goes into the context archive under a private name,
         so a generated file never lands in the user's tree."""
-        from resolver.buildkit import Progress
+        from resolver.artifacts.buildkit import Progress
 
         hint = (
             "read the build output above; `DOCKER_BUILDKIT=1 docker build` with the same "

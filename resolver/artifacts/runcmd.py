@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from resolver import shell
-from resolver.errors import UsageError
-from resolver.model import Entrypoint
-from resolver.safety import require_safe
+from resolver.data.model import Entrypoint
+from resolver.util import shell
+from resolver.util.errors import UsageError
+from resolver.util.safety import require_safe
 
 Format = Literal["docker", "podman", "compose"]
 FORMATS: tuple[Format, ...] = ("docker", "podman", "compose")

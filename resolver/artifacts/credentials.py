@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from resolver import bounded, capture
-from resolver.errors import InputError, RegistryError
+from resolver.util import bounded, capture
+from resolver.util.errors import InputError, RegistryError
 
 # Docker Hub is stored under its v1 index URL (what `docker login` writes), whatever host is asked.
 DOCKER_HUB_KEYS = (

@@ -68,7 +68,7 @@ def write_output(path: Path, text: str) -> None:
     """A user's ``-o FILE``: a regular file is replaced atomically (mode 0644); a device or pipe
     that already exists (``-o /dev/stdout``, a FIFO) is written into, never renamed over; a
     directory is refused. Raises ``InputError`` (exit 2) saying what went wrong."""
-    from resolver.errors import InputError
+    from resolver.util.errors import InputError
 
     try:
         if path.is_dir():

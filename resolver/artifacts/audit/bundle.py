@@ -21,7 +21,7 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from resolver.errors import InputError
+from resolver.util.errors import InputError
 
 BUNDLE_MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
 CCOB_MAGIC = b"CCOB"

@@ -12,7 +12,7 @@ import re
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from resolver.errors import InputError
+from resolver.util.errors import InputError
 
 MAX_VERSION_TEXT = 64
 _DRIVER_RE = re.compile(

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from resolver import matrix
-from resolver.errors import InputError
-from resolver.node import Gpu, Node
+from resolver.data import matrix
+from resolver.data.node import Gpu, Node
+from resolver.util.errors import InputError
 
 
 def example_node(name: str) -> Node:

@@ -23,8 +23,9 @@ from typing import Any, Final
 
 from packaging.version import Version
 
-from resolver import atomic, bounded, resources
-from resolver.errors import InputError, MatrixError
+from resolver.data import resources
+from resolver.util import atomic, bounded
+from resolver.util.errors import InputError, MatrixError
 
 ENV_DATA_DIR: Final = "ROCM_VLLM_DATA_DIR"
 OVERLAY_NAME: Final = "overlay.json"

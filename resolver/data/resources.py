@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Final
 
-_PACKAGE_DIR: Final[Path] = Path(__file__).resolve().parent
+_PACKAGE_DIR: Final[Path] = Path(__file__).resolve().parent.parent  # resolver/
 _INSTALLED_DATA: Final[Path] = _PACKAGE_DIR / "_data"
 _CHECKOUT_ROOT: Final[Path] = _PACKAGE_DIR.parent
 

@@ -22,7 +22,8 @@ EXIT_INTERNAL: Final = 70
 
 def save_report(exc: BaseException, argv: list[str]) -> Path | None:
     """Write the report; None when no directory can take it (the message then says so)."""
-    from resolver import __version__, resources
+    from resolver import __version__
+    from resolver.data import resources
 
     try:
         lines = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=60)

@@ -10,9 +10,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
-from resolver import bounded
-from resolver.errors import InputError
-from resolver.versions import check_gfx_name, driver_series, python_minor, split_os
+from resolver.util import bounded
+from resolver.util.errors import InputError
+from resolver.util.versions import check_gfx_name, driver_series, python_minor, split_os
 
 # More logical GPUs than any node has (8 MI300X in CPX mode are 64); guards memory and nonsense.
 MAX_GPUS = 1024
@@ -155,7 +155,7 @@ def from_flags(
         family, version = split_os(os)
         os = f"{family}-{version}"
     if rocm is not None:
-        from resolver.versions import parse_version
+        from resolver.util.versions import parse_version
 
         parse_version(rocm, what="--rocm")
     if python is not None:
@@ -186,7 +186,7 @@ def _opt(data: dict[str, Any], key: str, kind: type, where: str) -> Any:
     return value
 
 
-# Each string fact of a report and the pattern it must match (resolver.safety), or the parser
+# Each string fact of a report and the pattern it must match (resolver.util.safety), or the parser
 # that normalises it: a report is a file anyone can write, and these values reach printed
 # commands, batch scripts, manifests and file names.
 _PARTITION_COMPUTE = ("SPX", "DPX", "TPX", "QPX", "CPX")
@@ -195,7 +195,7 @@ _PARTITION_MEMORY = ("NPS1", "NPS2", "NPS4", "NPS8")
 
 def _fact(data: dict[str, Any], key: str, kind: str, where: str) -> str | None:
     """A string fact checked against its pattern (``os`` and ``python`` are also normalised)."""
-    from resolver.safety import is_safe, unsafe_char
+    from resolver.util.safety import is_safe, unsafe_char
 
     value: str | None = _opt(data, key, str, where)
     if value is None:
@@ -223,7 +223,7 @@ def _fact(data: dict[str, Any], key: str, kind: str, where: str) -> str | None:
 
 
 def _refuse(key: str, value: str, where: str) -> NoReturn:
-    from resolver.safety import shown
+    from resolver.util.safety import shown
 
     raise InputError(
         f"{where}: '{key}' is {shown(value, limit=80)}, not a value a probe writes",
@@ -238,7 +238,7 @@ def from_json(data: Any, *, where: str, origin: str | None = None) -> Node:
         raise InputError(
             f"{where}: not a probe JSON object", hint="write it with `rocm-vllm probe --json`"
         )
-    from resolver.safety import check_tree
+    from resolver.util.safety import check_tree
 
     check_tree(data, where=where)
     gpus = []

@@ -4,7 +4,7 @@ command all use)."""
 
 from __future__ import annotations
 
-from resolver.node import Gpu, Problem
+from resolver.data.node import Gpu, Problem
 
 
 def _compute_mode(gpu: Gpu) -> str | None:

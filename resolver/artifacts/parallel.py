@@ -24,10 +24,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from resolver.errors import UsageError
-from resolver.node import Node
-from resolver.partitions import _compute_mode
+from resolver.data.node import Node
+from resolver.data.partitions import _compute_mode
 from resolver.solve import Advisory
+from resolver.util.errors import UsageError
 
 VLLM_HEADS_CHECK = (
     "vllm-project/vllm vllm/config: ModelConfig.verify_with_parallel_config raises 'Total number "

@@ -5,7 +5,7 @@ Docker Hub and most registries answer an anonymous ``HEAD /v2/<repo>/manifests/<
 fetches a pull token from the realm (with the user's Docker credentials for that registry when
 there are any, else anonymously) and asks again. A ``Basic`` challenge (a registry with htpasswd
 auth, Artifactory, Harbor robot accounts) is answered with the credentials. Credentials come
-from the user's Docker config (``resolver.credentials``) and are never printed. Registries
+from the user's Docker config (``resolver.artifacts.credentials``) and are never printed. Registries
 without auth (a local mirror, an air-gapped site) answer directly. The digest is the
 ``Docker-Content-Digest`` header, or the sha256 of the manifest body when a registry omits the
 header.
@@ -31,21 +31,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from resolver import atomic, bounded, deadline, resources
-from resolver.errors import RegistryError, RegistryUnreachableError, UsageError
-from resolver.safety import is_safe, require_safe
+from resolver.data import resources
+from resolver.util import atomic, bounded, deadline
+from resolver.util.errors import RegistryError, RegistryUnreachableError, UsageError
+from resolver.util.safety import is_safe, require_safe
 
 if TYPE_CHECKING:
     import requests
 
-    from resolver.credentials import Credentials
+    from resolver.artifacts.credentials import Credentials
 
 CredentialLookup = Callable[[str], "Credentials | None"]
 
 
 def docker_config_credentials(host: str) -> Credentials | None:
-    """The user's Docker credentials for ``host`` (``resolver.credentials.lookup``)."""
-    from resolver.credentials import lookup
+    """The user's Docker credentials for ``host`` (``resolver.artifacts.credentials.lookup``)."""
+    from resolver.artifacts.credentials import lookup
 
     return lookup(host)
 

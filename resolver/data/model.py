@@ -1,6 +1,6 @@
 """Frozen, typed records for every fact in ``matrix/``.
 
-``resolver.matrix`` builds these from the TOML files and checks them; everything else reads only
+``resolver.data.matrix`` makes these from the TOML files and checks them; everything else reads only
 these records. Each record carries a ``Provenance``: where the fact came from and how sure we are.
 """
 

@@ -32,8 +32,8 @@ ReasonCode = Literal[
 
 # What a decision advises about a candidate or the node (``resolver.solve.advisories``,
 # ``resolver.solve.checks`` for checks that could not be made, ``resolver.solve.host``), and
-# about the image a plan pulls and the command that runs it (``resolver.images``,
-# ``resolver.parallel``).
+# about the image a plan pulls and the command that runs it (``resolver.artifacts.images``,
+# ``resolver.artifacts.parallel``).
 AdvisoryCode = Literal[
     "aiter-off-by-default",
     "aiter-partial",
