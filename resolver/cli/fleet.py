@@ -332,7 +332,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         m = matrix.load()
         fleet = plan_fleet(m, reports, request)
         if digest or registry:
-            _point_images(fleet, registry, pin=digest)
+            fleet = _point_images(fleet, registry, pin=digest)
         if out_dir is not None:
             write_dir(out_dir, render_all(m, fleet, opts), force=force)
         _show_fleet(fleet, m, json_out=json_out)
@@ -400,27 +400,16 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         raise typer.Exit(1 if failed else 0)
 
 
-def _point_images(fleet: FleetPlan, registry: str | None, *, pin: bool) -> None:
+def _point_images(fleet: FleetPlan, registry: str | None, *, pin: bool) -> FleetPlan:
     """Point each group's image at ``registry``: pinned to its manifest digest (``--digest``, which
     asks the registry) or as a plain tag reference there (``--registry`` alone, no network)."""
     from resolver.artifacts.registry import DigestCache, RegistryClient, parse_registry
+    from resolver.fleet.plan import pin_images, point_images
 
     reg = parse_registry(registry)
     if pin:
-        from resolver.fleet.plan import pin_images
-
-        for warning in pin_images(fleet, RegistryClient(reg, cache=DigestCache())):
-            fleet.notes.append(("registry", warning.message))
-        return
-    from resolver.artifacts.images import image_ref
-
-    for g in fleet.groups:
-        if (
-            g.image is not None
-            and g.image.plan is not None
-            and g.image.plan.candidate.image is not None
-        ):
-            g.ref = image_ref(g.image.plan.candidate.image, reg)
+        return pin_images(fleet, RegistryClient(reg, cache=DigestCache()))
+    return point_images(fleet, reg)
 
 
 def _show_fleet(fleet: FleetPlan, m: Matrix, *, json_out: bool) -> None:

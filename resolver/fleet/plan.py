@@ -10,8 +10,8 @@ found (a missing group membership, NUMA balancing) stay listed with their node.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from resolver.data.model import ContainerImage, Matrix
@@ -185,11 +185,14 @@ class Join:
         }
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Group:
+    """Nodes with one fingerprint, decided once. Immutable: each stage (decide, join, pin)
+    returns a new group (``dataclasses.replace``)."""
+
     id: str
     fingerprint: Fingerprint
-    reports: list[NodeReport]
+    reports: tuple[NodeReport, ...]
     decision: Decision | None = None
     error: str | None = None  # the solver refused the facts (e.g. no GPU): the group is unknown
     join: Join | None = None
@@ -226,17 +229,17 @@ class Group:
         return self.decision.plan if self.decision is not None else None
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class FleetPlan:
-    groups: list[Group]
-    failed: list[NodeReport]
+    groups: tuple[Group, ...]
+    failed: tuple[NodeReport, ...]
     request: Request
     main_plan: str | None = None  # the candidate label the most nodes can run
     main_nodes: int = 0
     # Per vendor (a mixed fleet: the AMD groups join the AMD plan, the NVIDIA ones the CUDA one):
     # vendor -> (label, nodes that run it as they are).
-    main_plans: dict[str, tuple[str, int]] = field(default_factory=dict)
-    notes: list[tuple[str, str]] = field(default_factory=list)  # (node, note)
+    main_plans: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+    notes: tuple[tuple[str, str], ...] = ()  # (node, note)
     matrix: Matrix | None = None  # the data it was planned on (the routes are worded from it)
 
     @property
@@ -271,30 +274,32 @@ def group_reports(reports: Iterable[NodeReport]) -> tuple[list[Group], list[Node
         buckets.items(), key=lambda kv: (-len(kv[1]), kv[0].unplaced is not None, repr(kv[0]))
     )
     groups = [
-        Group(id=f"g{i}", fingerprint=fp, reports=rs) for i, (fp, rs) in enumerate(ordered, 1)
+        Group(id=f"g{i}", fingerprint=fp, reports=tuple(rs))
+        for i, (fp, rs) in enumerate(ordered, 1)
     ]
     return groups, failed
 
 
-def _decide(m: Matrix, group: Group, request: Request) -> None:
+def _decide(m: Matrix, group: Group, request: Request) -> Group:
+    """The group with its decision, route and image decision (or the error that stopped it)."""
     if group.fingerprint.unplaced is not None:
-        group.error = group.fingerprint.unplaced
-        return
+        return replace(group, error=group.fingerprint.unplaced)
     try:
-        group.decision = solve(m, group.representative, request)
+        decision = solve(m, group.representative, request)
     except InputError as exc:
-        group.error = exc.message
-        return
-    if group.decision.verdict == "blocked_host_fix":
+        return replace(group, error=exc.message)
+    route: Route | None = None
+    if decision.verdict == "blocked_host_fix":
         from resolver.solve.routes import search
 
-        found = search(m, group.decision).host
-        group.route = found[0] if found else None
-    if group.decision.verdict in OK_VERDICTS or group.decision.verdict == "unofficial_only":
+        found = search(m, decision).host
+        route = found[0] if found else None
+    image: Decision | None = None
+    if decision.verdict in OK_VERDICTS or decision.verdict == "unofficial_only":
         from resolver.artifacts.images import IMAGE_PATHS
 
-        if group.plan is not None and group.plan.candidate.kind == "image":
-            group.image = group.decision
+        if decision.plan is not None and decision.plan.candidate.kind == "image":
+            image = decision
         else:
             image_request = Request(
                 vllm=request.vllm,
@@ -302,19 +307,20 @@ def _decide(m: Matrix, group: Group, request: Request) -> None:
                 kv_cache_dtype=request.kv_cache_dtype,
                 paths=IMAGE_PATHS,
             )
-            image = solve(m, group.representative, image_request)
-            group.image = (
-                image if image.plan is not None and image.plan.candidate.image is not None else None
-            )
+            found_image = solve(m, group.representative, image_request)
+            if found_image.plan is not None and found_image.plan.candidate.image is not None:
+                image = found_image
+    return replace(group, decision=decision, route=route, image=image)
 
 
-def pin_images(fleet: FleetPlan, client: Any) -> list[Any]:
+def pin_images(fleet: FleetPlan, client: Any) -> FleetPlan:
     """Ask the registry once per distinct image for its manifest digest and put it on every group
-    that runs it (``resolver.artifacts.images.pin``); returns the warnings (a digest that moved)."""
+    that runs it (``resolver.artifacts.images.pin``); a digest that moved is a ``registry`` note."""
     from resolver.artifacts.images import image_ref, pin
 
     done: dict[tuple[str, str], Any] = {}
-    warnings: list[Any] = []
+    notes: list[tuple[str, str]] = []
+    groups: list[Group] = []
     for g in fleet.groups:
         image = (
             g.image.plan.candidate.image
@@ -322,14 +328,33 @@ def pin_images(fleet: FleetPlan, client: Any) -> list[Any]:
             else None
         )
         if image is None:
+            groups.append(g)
             continue
         key = (image.repo, image.tag)
         if key not in done:
             done[key] = pin(image, client)
-            warnings += done[key].warnings
-        g.pinned = done[key].image
-        g.ref = image_ref(done[key].image, client.registry)
-    return warnings
+            notes += [("registry", w.message) for w in done[key].warnings]
+        groups.append(
+            replace(g, pinned=done[key].image, ref=image_ref(done[key].image, client.registry))
+        )
+    return replace(fleet, groups=tuple(groups), notes=(*fleet.notes, *notes))
+
+
+def point_images(fleet: FleetPlan, registry: Any) -> FleetPlan:
+    """Each group's image as a plain tag reference on ``registry`` (a mirror; no network)."""
+    from resolver.artifacts.images import image_ref
+
+    return replace(
+        fleet,
+        groups=tuple(
+            replace(g, ref=image_ref(g.image.plan.candidate.image, registry))
+            if g.image is not None
+            and g.image.plan is not None
+            and g.image.plan.candidate.image is not None
+            else g
+            for g in fleet.groups
+        ),
+    )
 
 
 _RUNS_IT = ("on-plan", "as-is")  # join statuses of groups that run the main plan unchanged
@@ -374,8 +399,6 @@ def _join(m: Matrix, group: Group, cand: Candidate, request: Request) -> Join:
 def with_driver(reports: Sequence[NodeReport], driver: str) -> list[NodeReport]:
     """``--driver RELEASE`` for every node whose report does not name its driver release (live
     probes read only the kernel module's version, which no AMD table maps to a release)."""
-    from dataclasses import replace
-
     driver_series(driver)  # a bad value is an InputError before anything else happens
     out = []
     for r in reports:
@@ -395,10 +418,10 @@ def with_driver(reports: Sequence[NodeReport], driver: str) -> list[NodeReport]:
 def plan_fleet(m: Matrix, reports: Sequence[NodeReport], request: Request) -> FleetPlan:
     """Group, decide each group once, pick the plan that covers the most nodes, and say for
     every other group what would let it join."""
-    groups, failed = group_reports(reports)
-    for g in groups:
-        _decide(m, g, request)
-    fleet = FleetPlan(groups=groups, failed=failed, request=request, matrix=m)
+    grouped, failed = group_reports(reports)
+    groups = [_decide(m, g, request) for g in grouped]
+    joins: dict[str, Join] = {}
+    main_plans: dict[str, tuple[str, int]] = {}
     # The main plan is the one the most nodes chose (among equals, the largest group's); it is
     # then solved on every other group, pinned to it, to say which run it as they are (and count
     # them), which need host changes, and which cannot.
@@ -417,16 +440,23 @@ def plan_fleet(m: Matrix, reports: Sequence[NodeReport], request: Request) -> Fl
         order = list(chosen)
         label = max(votes, key=lambda k: (votes[k], -order.index(k)))
         for g in mine:
-            g.join = _join(m, g, chosen[label], request)
-        runs = sum(len(g.reports) for g in mine if g.join is not None and g.join.status in _RUNS_IT)
-        fleet.main_plans[vendor] = (label, runs)
-    if fleet.main_plans:
-        # The fleet's main plan: the one the most nodes run, among the vendors' own.
-        fleet.main_plan, fleet.main_nodes = max(fleet.main_plans.values(), key=lambda p: p[1])
-    for g in groups:
-        for r in g.reports:
-            fleet.notes += [(r.name, n) for n in r.notes]
-    return fleet
+            joins[g.id] = _join(m, g, chosen[label], request)
+        runs = sum(len(g.reports) for g in mine if joins[g.id].status in _RUNS_IT)
+        main_plans[vendor] = (label, runs)
+    # The fleet's main plan: the one the most nodes run, among the vendors' own.
+    main_plan, main_nodes = (
+        max(main_plans.values(), key=lambda p: p[1]) if main_plans else (None, 0)
+    )
+    return FleetPlan(
+        groups=tuple(replace(g, join=joins.get(g.id)) for g in groups),
+        failed=tuple(failed),
+        request=request,
+        main_plan=main_plan,
+        main_nodes=main_nodes,
+        main_plans=main_plans,
+        notes=tuple((r.name, n) for g in groups for r in g.reports for n in r.notes),
+        matrix=m,
+    )
 
 
 # --- plain data and text ------------------------------------------------------------------------
