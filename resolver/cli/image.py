@@ -3,6 +3,8 @@ command."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -146,22 +148,25 @@ def image(
 ) -> None:
     """Pick the verified vLLM image for the node and print how to run it (exit 0: found, 1: none \
 or a failed check)."""
-    from resolver.artifacts import images
-    from resolver.artifacts.runcmd import FORMATS, render
+    from resolver.artifacts import workflow
     from resolver.data import matrix
-    from resolver.util.errors import UsageError
-    from resolver.util.versions import parse_spec
 
-    if fmt not in (*FORMATS, "apptainer"):
-        raise UsageError(
-            f"--format {fmt!r} is not one of {', '.join(FORMATS)}, apptainer",
-            hint="use --format docker, podman, compose or apptainer",
-        )
-    device_ids = _parse_devices(devices)
-    from resolver.artifacts.runcmd import RunSpec
-
-    # Check the run-command inputs before anything slow (registry, engine) happens.
-    RunSpec(image="check", entrypoint="vllm-serve", model=model, port=port, hf_cache=hf_cache)
+    opts = workflow.ImageOptions(
+        vllm=vllm,
+        registry=registry,
+        digest=digest,
+        pull=pull,
+        audit=audit_it,
+        smoke=smoke,
+        fmt=fmt,
+        port=port,
+        model=model,
+        devices=_parse_devices(devices),
+        hf_cache=hf_cache,
+        compose_file=_artifact_file(output, json_out, "compose.yaml"),
+        definition_file=_artifact_file(output, json_out, "vllm.def"),
+    )
+    workflow.check_options(opts)
     m = matrix.load()
     node = resolve_node(
         gfx=gfx,
@@ -174,175 +179,28 @@ or a failed check)."""
         rocminfo=rocminfo,
         example=example,
     )
-    decision = images.choose_image(m, node, parse_spec(vllm) if vllm else None)
-    chosen = images.chosen(decision)
-    out: dict[str, Any] = _base_json(decision, m)
-    if chosen is None:
-        # "unknown" keeps its own exit code: the data cannot tell, which is not a no.
-        _finish(out, json_out, exit_code=decision.exit_code if decision.verdict == "unknown" else 1)
-        return
-
-    from resolver.artifacts.registry import parse_registry
-
-    reg = parse_registry(registry)
-    warnings = list(decision.warnings)
-    digest = digest or audit_it
-    if digest:
-        from resolver.artifacts.registry import DigestCache, RegistryClient
-
-        client = RegistryClient(reg, cache=DigestCache())
-        try:
-            pinned = images.pin(chosen, client)
-        finally:
-            client.close()
-        chosen = pinned.image
-        warnings += pinned.warnings
-        resolved = pinned.resolved
-        age = resolved.age_seconds()
-        out["digest_source"] = {
-            "registry": resolved.registry,
-            "media_type": resolved.media_type,
-            "cached": resolved.from_cache,
-            # Set only when the registry was unreachable and the cache answered instead.
-            "cached_at": _iso(resolved.cached_at),
-            "cache_age_seconds": round(age) if age is not None else None,
-            "registry_unreachable": resolved.unreachable,
-        }
-    ref = images.image_ref(chosen, reg)
-    env, env_warnings = images.serving_env(m, node, decision)
-    warnings += env_warnings
-    placed = images.placement(node, devices=device_ids, model=model, hf_cache=hf_cache)
-    warnings += placed.warnings
-    spec = images.run_spec(
-        ref=ref,
-        image=chosen,
-        env=env,
-        node=node,
-        model=model,
-        port=port,
-        devices=device_ids,
-        hf_cache=hf_cache,
-        placed=placed,
-    )
-    out.update(_image_json(chosen, ref, reg.url))
-    artifact: str
-    file_text: str | None
-    if fmt == "apptainer":
-        from resolver.artifacts import apptainer
-
-        run = apptainer.run_command(spec)
-        # The artifact is the .def file (what `> vllm.def` should hold); the exec command goes to
-        # stderr.
-        file_text = apptainer.definition(spec, labels={"org.rocm-vllm.vllm": str(chosen.vllm)})
-        artifact = file_text
-        out.update(run.to_json())
-        out["definition"] = file_text
-        out["follow_up"] = apptainer.follow_up(spec, _artifact_file(output, json_out, "vllm.def"))
+    if pull and not json_out:
+        with _pull_progress() as on_pull:
+            answer = workflow.run(m, node, opts, on_pull=on_pull)
     else:
-        compose_file = _artifact_file(output, json_out, "compose.yaml")
-        rendered = render(spec, fmt, compose_file=compose_file)  # type: ignore[arg-type]
-        file_text, artifact = rendered.file_text, rendered.artifact
-        out.update(rendered.to_json())
-    out["parallel"] = {
-        "devices": list(placed.devices) if placed.devices is not None else None,
-        "tensor_parallel_size": placed.tensor_parallel,
-        "gpus": placed.gpus,
-        "replicas": placed.replicas,
-        "attention_heads": placed.heads,
-        "kv_heads": placed.kv_heads,
-        "attention_heads_source": placed.heads_source,
-    }
-    problems: list[Any] = []
-    if audit_it and chosen.vendor == "amd":
-        from resolver.data import overlay
-        from resolver.refresh.common import now
-
-        record, audit_problems, audited = images.audit_image(m, chosen, reg.url, node)
-        problems += audit_problems
-        out["audit"] = {
-            "libraries": len(audited.libraries),
-            "judged": len(audited.judged()),
-            "arch": record["arch"] if record else [],
-            "written": None,
-        }
-        if record is not None:
-            out["audit"]["written"] = str(
-                overlay.write({"images.toml": [record]}, written_at=now())
-            )
-
-    if pull or smoke:
-        from resolver.artifacts.engine import DockerEngine
-
-        engine = DockerEngine()
-        try:
-            problems += _engine_steps(
-                engine, images, reg, chosen, ref, out, pull=pull, smoke=smoke, quiet=json_out
-            )
-        finally:
-            engine.close()
-
-    from resolver.explain import warning_json
-    from resolver.solve.advisories import after_registry_checks
-
-    warnings = after_registry_checks(
-        warnings,
-        image=f"{chosen.repo}:{chosen.tag}",
-        pinned=out["digest"] is not None and "digest_source" in out,
-        contents_checked=bool(out.get("smoke")) and not any(p.code for p in problems),
-    )
-    out["warnings"] = [warning_json(w) for w in dict.fromkeys(warnings)]
-    out["problems"] = [warning_json(p) for p in problems]
-    if problems:
-        # The pulled image failed its checks (digest, smoke): this image does not run the plan
-        # here, whatever the data said; the verdict says so, not only the exit status.
-        out["verdict"] = "unsupported"
-        out["verdict_before_checks"] = decision.verdict
-    out["exit_code"] = 1 if problems else decision.exit_code
+        answer = workflow.run(m, node, opts)
+    out = answer.out
+    if answer.artifact is None:
+        _finish(out, json_out, exit_code=answer.exit_code)
+        return
     out["output"] = str(output) if output is not None else None
     if output is not None:
         from resolver.util.atomic import write_output
 
-        write_output(output, artifact)
+        write_output(output, answer.artifact)
     if json_out:
         emit_json(out)
     else:
         # stdout carries only the artifact (redirectable as is); everything else goes to stderr.
-        _print_text(out, file_text, output, definition=fmt == "apptainer")
+        _print_text(out, answer.file_text, output, definition=fmt == "apptainer")
         if output is None:
-            typer.echo(artifact, nl=False)
-    # Same exit as `check` for the same verdict (an unofficial image is printed, but is not a yes).
-    raise typer.Exit(1 if problems else decision.exit_code)
-
-
-def _engine_steps(
-    engine: Any,
-    images: Any,
-    reg: Any,
-    chosen: Any,
-    ref: str,
-    out: dict[str, Any],
-    *,
-    pull: bool,
-    smoke: bool,
-    quiet: bool,
-) -> list[Any]:
-    problems: list[Any] = []
-    if pull:
-        from resolver.artifacts.credentials import lookup
-
-        name, tag = reg.image_name(chosen.repo), chosen.tag
-        creds = lookup(reg.host)  # the same Docker config credentials --digest used; never printed
-        auth = creds.engine_auth() if creds is not None else None
-        report = _pull_with_progress(
-            engine, images, name, tag, chosen.digest, quiet=quiet, auth=auth
-        )
-        out["pull"] = report.to_json()
-        problems += report.problems
-    if smoke:
-        smoke_report = images.smoke(engine, ref, chosen)
-        out["smoke"] = smoke_report.to_json()
-        problems += smoke_report.problems
-    return problems
+            typer.echo(answer.artifact, nl=False)
+    raise typer.Exit(answer.exit_code)
 
 
 def _artifact_file(output: Path | None, json_out: bool, default: str) -> str:
@@ -355,14 +213,6 @@ def _artifact_file(output: Path | None, json_out: bool, default: str) -> str:
         if redirected is not None:
             return redirected
     return default
-
-
-def _iso(epoch: float | None) -> str | None:
-    if epoch is None:
-        return None
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
 
 
 def _parse_devices(text: str | None) -> tuple[int, ...] | None:
@@ -388,109 +238,48 @@ def _parse_devices(text: str | None) -> tuple[int, ...] | None:
     return ids
 
 
-def _base_json(decision: Any, m: Any) -> dict[str, Any]:
-    from resolver.explain import candidate_json, reason_json, warning_json
-
-    return {
-        "schema_version": 1,
-        "verdict": decision.verdict,
-        "exit_code": decision.exit_code,
-        "node": {
-            "gfx_targets": list(decision.node.gfx_targets),
-            "gpus": decision.node.logical_gpu_count,
-            "driver_version": decision.node.driver_version,
-        },
-        "request": {
-            "vllm": str(decision.request.vllm) if decision.request.vllm is not None else None
-        },
-        "image": None,
-        "digest": None,
-        "run_command": None,
-        "run_args": None,
-        "warnings": [warning_json(w) for w in decision.warnings],
-        "blockers": [reason_json(r) for r in decision.blockers],
-        "missing": [
-            {"kind": f.kind, "subject": f.subject, "detail": f.detail, "fetch": f.fetch}
-            for f in decision.missing
-        ],
-        "rejected": [
-            {
-                "image": e.candidate.label,
-                "candidate": candidate_json(e.candidate),
-                "reasons": [reason_json(r) for r in e.reasons],
-            }
-            for e in decision.rejected
-        ],
-        "pull": None,
-        "smoke": None,
-        "problems": [],
-    }
-
-
-def _image_json(chosen: Any, ref: str, registry_url: str) -> dict[str, Any]:
-    return {
-        "image": ref,
-        "digest": chosen.digest,
-        "repo": chosen.repo,
-        "tag": chosen.tag,
-        "registry": registry_url,
-        "official": chosen.official,
-        "deprecated": chosen.deprecated,
-        "entrypoint": chosen.entrypoint,
-        "vllm": str(chosen.vllm) if chosen.vllm else None,
-        "rocm": str(chosen.rocm) if chosen.rocm else None,
-        "vendor": chosen.vendor,
-        "cuda": str(chosen.cuda) if chosen.cuda else None,
-        "torch": chosen.torch,
-        "python": chosen.python,
-        "arch": list(chosen.arch),
-        "confidence": chosen.provenance.confidence,
-        "source": chosen.provenance.source,
-    }
-
-
-def _pull_with_progress(
-    engine: Any,
-    images: Any,
-    name: str,
-    tag: str,
-    expected: str | None,
-    *,
-    quiet: bool,
-    auth: dict[str, str] | None = None,
-) -> Any:
-    """Pull with a rich progress bar per layer (on stderr, so stdout stays the answer)."""
-    if quiet:
-        return images.pull_verified(engine, name, tag, expected, auth=auth)
-    from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
-
-    console = Console(stderr=True)
+@contextlib.contextmanager
+def _pull_progress() -> Iterator[Callable[[Any], None]]:
+    """A rich progress bar per layer while the image is pulled (on stderr, so stdout stays the
+    answer). It starts with the first layer: an engine that is not there prints nothing else."""
+    bars: list[Any] = []
     tasks: dict[str, Any] = {}
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        DownloadColumn(),
-        console=console,
-        transient=False,
-    ) as bar:
 
-        def on_progress(event: Any) -> None:
-            if not event.layer or event.layer == tag:
-                return
-            task = tasks.get(event.layer)
-            if task is None:
-                task = tasks[event.layer] = bar.add_task(
-                    f"{event.layer[:12]} {event.status}", total=None
+    def on_progress(event: Any) -> None:
+        if not event.layer:
+            return
+        if not bars:
+            from rich.console import Console
+            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
+
+            bars.append(
+                Progress(
+                    TextColumn("{task.description}"),
+                    BarColumn(),
+                    DownloadColumn(),
+                    console=Console(stderr=True),
+                    transient=False,
                 )
-            bar.update(task, description=f"{event.layer[:12]} {event.status}")
-            if event.total:
-                bar.update(task, completed=event.current or 0, total=event.total)
-            elif event.status in ("Pull complete", "Already exists", "Download complete"):
-                current = bar.tasks[task].total or 1
-                bar.update(task, completed=current, total=current)
+            )
+            bars[0].start()
+        bar = bars[0]
+        task = tasks.get(event.layer)
+        if task is None:
+            task = tasks[event.layer] = bar.add_task(
+                f"{event.layer[:12]} {event.status}", total=None
+            )
+        bar.update(task, description=f"{event.layer[:12]} {event.status}")
+        if event.total:
+            bar.update(task, completed=event.current or 0, total=event.total)
+        elif event.status in ("Pull complete", "Already exists", "Download complete"):
+            current = bar.tasks[task].total or 1
+            bar.update(task, completed=current, total=current)
 
-        return images.pull_verified(engine, name, tag, expected, on_progress, auth=auth)
+    try:
+        yield on_progress
+    finally:
+        if bars:
+            bars[0].stop()
 
 
 def _finish(out: dict[str, Any], json_out: bool, *, exit_code: int) -> None:
