@@ -7,7 +7,6 @@ tests/test_dockerfile.py``.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
@@ -17,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import msgspec.structs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -367,7 +367,7 @@ def test_hostile_ref_reaching_the_plan_is_refused_again(m: Matrix) -> None:
     """Defence in depth: a record that skipped the loader's check still cannot reach a RUN line."""
     release = df.find_release(m, "0.10.0")
     assert release.stack is not None
-    bad_stack = dataclasses.replace(
+    bad_stack = msgspec.structs.replace(
         release.stack,
         pins=tuple(
             ComponentPin(component=p.component, repo=p.repo, ref="v1; curl x|sh")
@@ -376,7 +376,7 @@ def test_hostile_ref_reaching_the_plan_is_refused_again(m: Matrix) -> None:
             for p in release.pins
         ),
     )
-    bad = dataclasses.replace(release, stacks=(bad_stack,))
+    bad = msgspec.structs.replace(release, stacks=(bad_stack,))
     node = from_flags(gfx="gfx942", gpus=None, driver="30.30.3", os=None, rocm=None, python=None)
     with pytest.raises(UnsafeValueError, match=r"pins\.aiter\.ref"):
         df.plan_dockerfile(m, node, bad)
@@ -384,10 +384,10 @@ def test_hostile_ref_reaching_the_plan_is_refused_again(m: Matrix) -> None:
         df.plan_dockerfile(
             m,
             node,
-            dataclasses.replace(
+            msgspec.structs.replace(
                 release,
                 stacks=(
-                    dataclasses.replace(release.stack, base_image="rocm/x:1 AS y\nRUN curl x"),
+                    msgspec.structs.replace(release.stack, base_image="rocm/x:1 AS y\nRUN curl x"),
                 ),
             ),
         )

@@ -407,7 +407,7 @@ def test_compiled_matrix_is_reused_and_invalidated(
     first = matrix.load()
     from resolver.data import resources
 
-    entries = list((resources.cache_dir() / "matrix").glob("*.json"))
+    entries = list((resources.cache_dir() / "matrix").glob("*.msgpack"))
     assert len(entries) == 1
     matrix._load_cached.cache_clear()
 
@@ -426,8 +426,8 @@ def test_compiled_matrix_is_reused_and_invalidated(
     (d / "nodes.toml").write_text(text)
     matrix._load_cached.cache_clear()
     assert matrix.load().example("mi300x-8").description.startswith("Eight MI300X")  # type: ignore[union-attr]
-    for entry in (resources.cache_dir() / "matrix").glob("*.json"):
-        entry.write_bytes(b"not JSON")
+    for entry in (resources.cache_dir() / "matrix").glob("*.msgpack"):
+        entry.write_bytes(b"not msgpack")
     matrix._load_cached.cache_clear()
     assert matrix.load().example("mi300x-8").description.startswith("Eight MI300X")  # type: ignore[union-attr]
     matrix._load_cached.cache_clear()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec.structs
 import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -407,7 +408,7 @@ def test_the_override_hint_comes_with_the_plan_that_uses_it() -> None:
     assert plain.verdict == "unsupported"
     assert all("HSA_OVERRIDE" not in r.hint for e in plain.rejected for r in e.reasons)
     image = next(i for i in m.images if i.official and i.vllm is not None)
-    with_1030 = replace(image, arch=(*image.arch, "gfx1030"))
+    with_1030 = msgspec.structs.replace(image, arch=(*image.arch, "gfx1030"))
     m2 = replace(m, images=tuple(with_1030 if i is image else i for i in m.images))
     d = solve(m2, node, Request())
     assert d.verdict == "unofficial_only" and d.plan is not None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -97,6 +97,8 @@ def pin(image: ContainerImage, client: RegistryClient) -> Pinned:
                 source=f"{resolved.registry} (cached answer)",
             )
         )
+    from msgspec.structs import replace
+
     return Pinned(replace(image, digest=resolved.digest), resolved, tuple(warnings))
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import json
 import os
 import re
 import tomllib
@@ -904,8 +903,7 @@ def _read_all(
 
 
 def _from_raw(raw: Mapping[str, list[Any]]) -> Matrix:
-    """Build and check the matrix from raw tables: the one path both the TOML files and the
-    compiled cache go through, so a cache entry is validated exactly like the data."""
+    """Build and check the matrix from raw tables (the TOML files, with the overlay's records)."""
 
     def recs(name: str) -> list[Record]:
         return _records(name, _KEYS[name], raw[name])
@@ -952,10 +950,10 @@ def _compiled_path(directory: Path, overlay_stamp: tuple[str, int, int] | None) 
             return None
         h.update(f"|{path.name}:{len(content)}|".encode())
         h.update(content)
-    return resources.cache_dir() / "matrix" / f"{h.hexdigest()[:32]}.json"
+    return resources.cache_dir() / "matrix" / f"{h.hexdigest()[:32]}.msgpack"
 
 
-_COMPILED_FORMAT = 2
+_COMPILED_FORMAT = 3  # 3: the checked records as msgpack (2: the raw tables as JSON)
 _MAX_COMPILED = 32 * bounded.MiB
 _KEY_NAME = "compiled-cache.key"
 
@@ -990,15 +988,34 @@ def _seal(key: bytes, payload: bytes) -> str:
     return hmac.new(key, payload, hashlib.sha256).hexdigest()
 
 
-def _read_compiled(path: Path) -> Matrix | None:
-    """The matrix from a cache entry, or None (missing, damaged, unsealed, or not valid data).
+def _codec_hooks() -> tuple[Any, Any]:
+    """Versions and specifiers travel as their text and are parsed back into their types."""
+    from packaging.specifiers import SpecifierSet
 
-    An entry is its seal (an HMAC of the rest, ``_seal_key``), a line break, then plain JSON of
-    the raw tables (never a pickle: a crafted file must not run code). An entry whose seal does
-    not match was not written by this user's tool for these files (an edited entry could point
-    every printed command at another image repository) and is a miss. A sealed entry is still
-    rebuilt and checked by the same builders as the TOML files; what it saves is the TOML parse,
-    the larger half of loading."""
+    def enc(obj: Any) -> Any:
+        if isinstance(obj, Version | SpecifierSet):
+            return str(obj)
+        raise NotImplementedError(f"no encoding for {type(obj).__name__}")
+
+    def dec(kind: type, obj: Any) -> Any:
+        if kind is Version or kind is SpecifierSet:
+            return kind(obj)
+        raise NotImplementedError(f"no decoding for {kind.__name__}")
+
+    return enc, dec
+
+
+def _read_compiled(path: Path) -> Matrix | None:
+    """The matrix from a cache entry, or None (missing, damaged, unsealed, or not of the record
+    types).
+
+    An entry is its seal (an HMAC of the rest, ``_seal_key``), a line break, then the checked
+    ``Matrix`` as msgpack (never a pickle: a crafted file must not run code). An entry whose seal
+    does not match was not written by this user's tool for these files (an edited entry could
+    point every printed command at another image repository) and is a miss. A sealed entry holds
+    records this tool built and checked from exactly these files (the key covers them and the
+    builders' code), so it is decoded straight into the typed records: msgspec checks every
+    field against its declared type, and nothing is parsed or checked twice."""
     key = _seal_key()
     if key is None:
         return None
@@ -1011,44 +1028,26 @@ def _read_compiled(path: Path) -> Matrix | None:
 
     if not sep or not hmac.compare_digest(seal, _seal(key, payload).encode()):
         return None
+    import msgspec
+
+    _, dec = _codec_hooks()
     try:
-        doc = bounded.loads_json(payload)
-    except ValueError:
-        return None
-    files = (
-        doc.get("files")
-        if isinstance(doc, dict) and doc.get("format") == _COMPILED_FORMAT
-        else None
-    )
-    if (
-        not isinstance(files, dict)
-        or set(files) != set(_KEYS)
-        or not all(isinstance(v, list) for v in files.values())
-    ):
-        return None
-    try:
-        return _from_raw(files)
-    except (
-        MatrixError,
-        ValueError,
-        TypeError,
-        AttributeError,
-        KeyError,
-        IndexError,
-        RecursionError,
-    ):
+        fmt, m = msgspec.msgpack.decode(payload, type=tuple[int, Matrix], dec_hook=dec)
+    except (msgspec.DecodeError, ValueError, TypeError, RecursionError):
         return None  # the data files are read again; their own errors name file and field
+    return m if fmt == _COMPILED_FORMAT else None
 
 
-def _write_compiled(path: Path, raw: Mapping[str, list[Any]]) -> None:
+def _write_compiled(path: Path, m: Matrix) -> None:
     """Best effort: a read-only or full cache dir only costs speed."""
     key = _seal_key()
     if key is None:
         return
-    with contextlib.suppress(OSError, ValueError, TypeError):
-        payload = json.dumps(
-            {"format": _COMPILED_FORMAT, "files": raw}, separators=(",", ":")
-        ).encode()
+    import msgspec
+
+    enc, _ = _codec_hooks()
+    with contextlib.suppress(OSError, ValueError, TypeError, NotImplementedError):
+        payload = msgspec.msgpack.encode((_COMPILED_FORMAT, m), enc_hook=enc)
         atomic.write_atomic(path, _seal(key, payload).encode() + b"\n" + payload)
 
 
@@ -1060,10 +1059,9 @@ def _load_cached(directory: str, overlay_stamp: tuple[str, int, int] | None) -> 
     if compiled is not None and (m := _read_compiled(compiled)) is not None:
         return m
     extra = overlay.read(Path(overlay_stamp[0])) if overlay_stamp else None
-    raw = _read_all(Path(directory), extra)
-    m = _from_raw(raw)
+    m = _from_raw(_read_all(Path(directory), extra))
     if compiled is not None:
-        _write_compiled(compiled, raw)
+        _write_compiled(compiled, m)
     return m
 
 

