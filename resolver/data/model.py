@@ -11,7 +11,7 @@ these records. Each record carries a ``Provenance``: where the fact came from an
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 import msgspec
@@ -461,7 +461,7 @@ class ExampleNode(msgspec.Struct, frozen=True, kw_only=True):
     provenance: Provenance
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class Matrix:
     rocm: tuple[RocmRelease, ...]
     os: tuple[OsRelease, ...]
@@ -476,18 +476,31 @@ class Matrix:
     nvidia_gpus: tuple[NvidiaGpu, ...] = ()
     isa: tuple[AmdgpuIsa, ...] = ()
     capabilities: tuple[ReleaseCapabilities, ...] = ()
-    _gfx_index: dict[str, GfxTarget] = field(default_factory=dict, repr=False, compare=False)
-    # Asked several times per candidate by the solver's checks: a dict, not a scan.
-    _caps_index: dict[Version, ReleaseCapabilities] = field(
-        default_factory=dict, repr=False, compare=False
-    )
 
     def __post_init__(self) -> None:
-        self._gfx_index.update({g.name: g for g in self.gfx})
-        self._caps_index.update({c.version: c for c in self.capabilities})
+        # Lookups the solver asks several times per candidate: dicts, not scans. Attributes, not
+        # fields, so neither equality nor the compiled matrix carries them.
+        by_series: dict[str, list[DriverSeries]] = {}
+        for d in self.drivers:
+            for series in d.user_space:
+                by_series.setdefault(series, []).append(d)
+        newest_first = {
+            s: tuple(
+                sorted(ds, key=lambda d: tuple(int(p) for p in d.series.split(".")), reverse=True)
+            )
+            for s, ds in by_series.items()
+        }
+        indexes = {
+            "_gfx_index": {g.name: g for g in self.gfx},
+            "_caps_index": {c.version: c for c in self.capabilities},
+            "_rocm_index": {r.version: r for r in self.rocm},
+            "_drivers_by_series": newest_first,
+        }
+        for name, index in indexes.items():
+            object.__setattr__(self, name, index)
 
     def capabilities_of(self, version: Version) -> ReleaseCapabilities | None:
-        return self._caps_index.get(version)
+        return self._caps_index.get(version)  # type: ignore[attr-defined,no-any-return]
 
     def gate(
         self, version: Version, gate: str, gfx: str
@@ -512,10 +525,10 @@ class Matrix:
         return next((r for r in self.nvidia if r.major == cuda.major), None)
 
     def gfx_target(self, name: str) -> GfxTarget | None:
-        return self._gfx_index.get(name)
+        return self._gfx_index.get(name)  # type: ignore[attr-defined,no-any-return]
 
     def rocm_release(self, version: Version) -> RocmRelease | None:
-        return next((r for r in self.rocm if r.version == version), None)
+        return self._rocm_index.get(version)  # type: ignore[attr-defined,no-any-return]
 
     def rocm_for(self, version: Version) -> RocmRelease | None:
         """The release itself, else the newest known release in the same series (7.0 -> 7.0.2)."""
@@ -545,10 +558,8 @@ class Matrix:
 
     def drivers_running(self, rocm: Version) -> tuple[DriverSeries, ...]:
         """Driver series whose user-space window holds ``rocm``, newest first."""
-        good = (d for d in self.drivers if d.runs(rocm))
-        return tuple(
-            sorted(good, key=lambda d: tuple(int(p) for p in d.series.split(".")), reverse=True)
-        )
+        series = f"{rocm.major}.{rocm.minor}"
+        return self._drivers_by_series.get(series, ())  # type: ignore[attr-defined,no-any-return]
 
     def os_release(self, os_id: str) -> OsRelease | None:
         return next((o for o in self.os if o.id == os_id), None)

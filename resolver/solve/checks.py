@@ -442,21 +442,27 @@ def driver_warnings(
     return warnings
 
 
-def knows_gpus(m: Matrix, node: Node, driver: DriverSeries) -> bool:
+def gpus_first_rocm(m: Matrix, node: Node) -> Version | None:
+    """The newest of the first ROCm releases that support the node's GPUs: a driver that shipped
+    with an older ROCm predates one of them (``driver-predates-gpu``'s rule)."""
+    firsts = [
+        _v(product.first_rocm)
+        for name in node.gfx_targets
+        if (target := m.gfx_target(name)) is not None
+        and (product := first_product(node, target)) is not None
+        and product.first_rocm is not None
+    ]
+    return max(firsts, default=None)
+
+
+def knows_gpus(m: Matrix, node: Node, driver: DriverSeries, floor: Version | None = None) -> bool:
     """The driver did not ship before any of the node's GPUs (``driver-predates-gpu``'s rule; a
-    series whose release ROCm is not recorded is not ruled out)."""
+    series whose release ROCm is not recorded is not ruled out). ``floor``: the node's
+    ``gpus_first_rocm``, where the caller asks for many drivers."""
     if driver.paired_rocm is None:
         return True
-    for name in node.gfx_targets:
-        target = m.gfx_target(name)
-        product = first_product(node, target) if target is not None else None
-        if (
-            product is not None
-            and product.first_rocm is not None
-            and _v(driver.paired_rocm) < _v(product.first_rocm)
-        ):
-            return False
-    return True
+    newest = floor if floor is not None else gpus_first_rocm(m, node)
+    return newest is None or _v(driver.paired_rocm) >= newest
 
 
 def drivers_for(m: Matrix, node: Node, cand: Candidate) -> tuple[DriverSeries, ...]:
@@ -464,7 +470,8 @@ def drivers_for(m: Matrix, node: Node, cand: Candidate) -> tuple[DriverSeries, .
     series, for a path whose ROCm is not known) and know the node's GPUs (what a plan needs of
     the host's driver; where a driver fix is chosen)."""
     pool = m.drivers_running(cand.rocm) if cand.rocm is not None else m.drivers
-    return tuple(d for d in pool if knows_gpus(m, node, d))
+    floor = gpus_first_rocm(m, node)
+    return tuple(d for d in pool if knows_gpus(m, node, d, floor))
 
 
 def driver_window(
