@@ -427,3 +427,45 @@ def test_prefer_that_cannot_be_met_says_why() -> None:
     )
     assert met.plan is not None and met.plan.candidate.kind == "wheel"
     assert "prefer-not-met" not in {w.code for w in met.warnings}
+
+
+def test_no_module_branches_on_a_candidate_kind_string() -> None:
+    """issue 21: the kinds of path are classes (solve/types.py); what differs between them is a
+    method or a class attribute (from_source, order, built_for, rank_group), so no code compares
+    a ``.kind`` with "image", "wheel" or "source"."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "resolver"
+    found: list[str] = []
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Compare):
+                continue
+            sides = [node.left, *node.comparators]
+            kinds = any(isinstance(s, ast.Attribute) and s.attr == "kind" for s in sides)
+            literal = any(
+                isinstance(s, ast.Constant) and s.value in ("image", "wheel", "source")
+                for s in sides
+            )
+            if kinds and literal:
+                found.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert found == []
+
+
+def test_candidate_kinds_are_classes_with_an_ordered_channel() -> None:
+    from resolver.solve.types import Channel, ImageCandidate, SourceCandidate, WheelCandidate
+
+    m = matrix.load()
+    d = solve(
+        m,
+        from_flags(gfx="gfx942", gpus=8, driver="30.30.3", os=None, rocm=None, python=None),
+        Request(),
+    )
+    every = [e.candidate for e in (*((d.plan,) if d.plan else ()), *d.alternatives, *d.rejected)]
+    kinds = {type(c) for c in every}
+    assert kinds == {ImageCandidate, WheelCandidate, SourceCandidate}
+    assert all(c.channel == c.order.words and c.key == (c.kind, c.name) for c in every)
+    assert Channel.OFFICIAL_IMAGE < Channel.AMD_IMAGE < Channel.WHEEL < Channel.SOURCE
+    src = next(c for c in every if c.from_source)
+    assert src.built_for(("gfx942",)) == ("gfx942",) and src.order is Channel.SOURCE

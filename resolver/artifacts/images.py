@@ -57,7 +57,7 @@ def choose_image(matrix: Matrix, node: Node, vllm: SpecifierSet | None) -> Decis
 
 def chosen(decision: Decision) -> ContainerImage | None:
     plan = decision.plan
-    return plan.candidate.image if plan is not None and plan.candidate.kind == "image" else None
+    return plan.candidate.image if plan is not None else None
 
 
 # --- digest pinning ---------------------------------------------------------------------------

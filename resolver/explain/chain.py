@@ -145,9 +145,8 @@ def _group_of(e: Evaluation) -> tuple[int, str]:
     if {r.code for r in e.reasons} == {"release-facts-unknown"}:
         return 5, "unknown"
     if c.image is not None:
-        order = 0 if c.image.official else 2 if c.image.deprecated else 1
-        return order, f"image:{c.image.repo}"
-    return (3, "wheel") if c.kind == "wheel" else (4, "source")
+        return int(c.order), f"image:{c.image.repo}"
+    return int(c.order), c.kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,13 +287,13 @@ def _member_premise(
             return None
         verb = (
             subject.verb("builds on", "build on")
-            if all(c.kind == "source" for c in cands)
+            if all(c.from_source for c in cands)
             else subject.verb("ships", "ship")
         )
         return Premise(
             text=f"{subject.text} {verb} {ctx.rocm_text(rocms)}", sources=sources, confidence=conf
         )
-    if code in ("gfx-not-shipped", "gfx-unsupported") and all(c.kind == "source" for c in cands):
+    if code in ("gfx-not-shipped", "gfx-unsupported") and all(c.from_source for c in cands):
         accepted: list[str] = []
         for c in cands:
             if c.release is not None:
@@ -580,7 +579,7 @@ def _gfx_premises(
                     confidence=target.provenance.confidence,
                 )
             )
-        elif c.kind == "source" and c.release is not None and name in c.release.cmake_arch:
+        elif c.from_source and c.release is not None and name in c.release.cmake_arch:
             premises.append(
                 Premise(
                     text=f"vLLM {c.vllm}'s CMake accepts {name} (HIP_SUPPORTED_ARCHS), though vLLM "
@@ -641,7 +640,7 @@ def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
     premises += _gfx_premises(ctx, ev, arch, rsrc)
     hedge = ""
     if c.rocm is not None:
-        verb = "builds on" if c.kind == "source" else "ships"
+        verb = "builds on" if c.from_source else "ships"
         premises.append(
             Premise(
                 text=f"{c.label} {verb} {ctx.rocm_text([c.rocm])}", sources=rsrc, confidence=rconf
@@ -697,7 +696,7 @@ def _why_this(ctx: _Context, ev: Evaluation) -> str:
             f"the plan is the {c.channel} {c.label} under HSA_OVERRIDE_GFX_VERSION={ev.override}: "
             "unofficial, since the runtime then loads another GPU's code"
         )
-    if c.kind == "source" and ev.unofficial:
+    if c.from_source and ev.unofficial:
         return (
             f"no prebuilt artifact carries code for {gfx}, so the plan builds vLLM {c.vllm} from "
             "source for it: "
@@ -705,7 +704,7 @@ def _why_this(ctx: _Context, ev: Evaluation) -> str:
         )
     if ctx.request.prefer and c.kind != ctx.request.prefer:
         return f"no {ctx.request.prefer} fits, so the plan falls back to the {c.channel}"
-    if c.kind == "source":
+    if c.from_source:
         return (
             "no prebuilt image or wheel fits, so the plan builds vLLM from source for this "
             "node's GPUs only"

@@ -98,7 +98,7 @@ def plan_json(ev: Evaluation, node: Node, m: Matrix) -> dict[str, Any]:
         "arch": list(arch),
         # What the artifact carries code for: a source build builds for this node's targets
         # only (the text's "builds for ... only"); a prebuilt one, its own arch list.
-        "built_for": list(node.gfx_targets) if c.kind == "source" else list(arch),
+        "built_for": list(c.built_for(node.gfx_targets)),
         "unofficial": ev.unofficial,
         "override": ev.override,
         "env": env,

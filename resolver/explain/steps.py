@@ -58,7 +58,7 @@ def plan_steps(ev: Evaluation, node: Node) -> list[tuple[str, str]]:
     """What to run for this path: (copy-pasteable shell line, why) pairs; ``why`` may be empty."""
     c = ev.candidate
     flags = _node_flags(node)
-    if c.kind == "image" and c.image is not None:
+    if c.image is not None:
         return [
             (shell.join(["docker", "pull", c.image.ref]), ""),
             (
@@ -66,7 +66,7 @@ def plan_steps(ev: Evaluation, node: Node) -> list[tuple[str, str]]:
                 "pin by digest, print the docker run command",
             ),
         ]
-    if c.kind == "wheel" and c.wheel is not None and c.wheel.vendor == "nvidia":
+    if c.wheel is not None and c.wheel.vendor == "nvidia":
         # vLLM's CUDA install page: pip with PyTorch's index of the wheel's CUDA.
         return _wheel_steps(
             node.python or "3.12",
@@ -75,7 +75,7 @@ def plan_steps(ev: Evaluation, node: Node) -> list[tuple[str, str]]:
             "assert torch.version.cuda and torch.cuda.is_available()",
             "the CUDA build of torch, and it sees the GPU",
         )
-    if c.kind == "wheel" and c.wheel is not None:
+    if c.wheel is not None:
         return _wheel_steps(
             c.wheel.python[0],
             f"vllm=={c.vllm}+{c.wheel.name}",

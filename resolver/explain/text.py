@@ -68,7 +68,7 @@ def _plan_lines(ev: Evaluation, m: Matrix, node: Node, width: int = WIDTH) -> li
     lines.append("  " + " ".join(detail))
     record = c.record
     if record is not None:
-        if c.kind == "source" and node.gfx_targets:
+        if c.from_source and node.gfx_targets:
             # The Dockerfile builds for this node's targets only (PYTORCH_ROCM_ARCH), so that is
             # what the artifact carries; the stack's own list says what upstream ships.
             ships = f"; the stack ships {', '.join(c.arch)}" if c.arch else ""

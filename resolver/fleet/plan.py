@@ -298,7 +298,7 @@ def _decide(m: Matrix, group: Group, request: Request) -> Group:
     if decision.verdict in OK_VERDICTS or decision.verdict == "unofficial_only":
         from resolver.artifacts.images import IMAGE_PATHS
 
-        if decision.plan is not None and decision.plan.candidate.kind == "image":
+        if decision.plan is not None and decision.plan.candidate.image is not None:
             image = decision
         else:
             image_request = Request(

@@ -165,7 +165,7 @@ def solve(
     missing: tuple[MissingFact, ...] = ()  # set for "unknown"
     if official:
         plan = official[0]
-        prebuilt_ok = any(e.candidate.kind != "source" for e in official)
+        prebuilt_ok = any(not e.candidate.from_source for e in official)
         verdict: Verdict = "supported" if prebuilt_ok else "source_build_required"
     elif accepted:
         plan = accepted[0]

@@ -108,7 +108,7 @@ def stack_warnings(cand: Candidate, stack: RocmStack) -> list[Advisory]:
             )
         )
     moving = stack.moving_pins
-    if moving and cand.kind == "source":
+    if moving and cand.from_source:
         refs = ", ".join(f"{p.component} {p.repo}@{p.ref}" for p in moving)
         out.append(
             Advisory(
@@ -211,7 +211,7 @@ def aiter(t: GfxTarget, plan: Evaluation | None) -> list[Advisory]:
     """``aiter-off-by-default`` (full AITER support) and ``aiter-partial`` (Triton kernels only)."""
     if t.features.aiter == "full" and (plan is None or plan.candidate.vllm >= Version("0.8.2")):
         kind = plan.candidate.kind if plan is not None else None
-        by_image = kind == "image"
+        by_image = plan is not None and plan.candidate.image is not None
         hint = {
             "image": "set VLLM_ROCM_USE_AITER=1 (the run command from `rocm-vllm image` does)",
             "wheel": "export VLLM_ROCM_USE_AITER=1 before `vllm serve`: nothing sets it for a "
@@ -507,7 +507,7 @@ def stack_choice(plan: Evaluation | None, rejected: tuple[Evaluation, ...]) -> l
             e
             for e in rejected
             if e.candidate.vllm == c.vllm
-            and e.candidate.kind == c.kind
+            and type(e.candidate) is type(c)
             and e.candidate.stack is not None
             and e.candidate.stack.default
         ),

@@ -116,7 +116,7 @@ def gfx_check(cand: Candidate, target: GfxTarget) -> tuple[Reason | None, bool, 
         return None, False, None
     # A near target the runtime can be told to load (HSA_OVERRIDE_GFX_VERSION): unofficial, and
     # the plan that uses it (also for a GPU vLLM does not support itself, such as gfx1031).
-    if target.override and target.override_target in arch and cand.kind != "source":
+    if target.override and target.override_target in arch and not cand.from_source:
         return None, True, target.override
     if target.vllm_status == "unsupported":
         return gfx_unsupported(cand, target, arch, src), False, None
@@ -125,7 +125,7 @@ def gfx_check(cand: Candidate, target: GfxTarget) -> tuple[Reason | None, bool, 
     # CMake accepts more targets than a stack ships; a source build may take them (unofficial).
     # Not on a preview stack: a ROCm nightly built for one GPU (gfx1250) carries nothing else.
     if (
-        cand.kind == "source"
+        cand.from_source
         and cand.release is not None
         and target.name in cand.release.cmake_arch
         and not (cand.stack is not None and cand.stack.preview)

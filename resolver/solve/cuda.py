@@ -33,11 +33,13 @@ from resolver.solve.types import (
     Fact,
     Fix,
     HostChange,
+    ImageCandidate,
     MissingFact,
     Reason,
     Reporter,
     Request,
     Verdict,
+    WheelCandidate,
 )
 from resolver.util.errors import InputError
 
@@ -178,7 +180,7 @@ def _carrier(release: CudaRelease, wheel: WheelVariant) -> CudaImage:
 
 
 def candidates(m: Matrix, request: Request) -> list[tuple[CudaRelease, CudaImage, Candidate]]:
-    out = []
+    out: list[tuple[CudaRelease, CudaImage, Candidate]] = []
     for release in sorted(m.cuda, key=lambda r: r.version, reverse=True):
         if request.vllm is not None and release.version not in request.vllm:
             continue
@@ -190,9 +192,7 @@ def candidates(m: Matrix, request: Request) -> list[tuple[CudaRelease, CudaImage
                 (
                     release,
                     as_image,
-                    Candidate(
-                        kind="wheel", vllm=release.version, rocm=None, release=record, wheel=wheel
-                    ),
+                    WheelCandidate(vllm=release.version, rocm=None, release=record, wheel=wheel),
                 )
             )
         if request.paths is not None and "image" not in request.paths:
@@ -204,8 +204,7 @@ def candidates(m: Matrix, request: Request) -> list[tuple[CudaRelease, CudaImage
                 (
                     release,
                     image,
-                    Candidate(
-                        kind="image",
+                    ImageCandidate(
                         vllm=release.version,
                         rocm=None,
                         release=record,
@@ -422,11 +421,11 @@ def _image_needs_driver(
 ) -> list[Advisory]:
     """A wheel planned where the same release's image fails only on the driver: say so, and what
     the image needs (a newer branch gives the container)."""
-    if plan is None or plan.candidate.kind != "wheel":
+    if plan is None or plan.candidate.wheel is None:
         return []
     for e in rejected:
         c = e.candidate
-        if c.kind == "image" and c.vllm == plan.candidate.vllm and e.host_fixable:
+        if c.image is not None and c.vllm == plan.candidate.vllm and e.host_fixable:
             fix = next((r.fix for r in e.reasons if r.fix is not None), None)
             return [
                 Advisory(

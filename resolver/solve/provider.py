@@ -17,7 +17,17 @@ from resolver.data.codes import GATE_CODES
 from resolver.data.model import DriverSeries, GfxTarget, Matrix
 from resolver.data.node import Node
 from resolver.solve import advisories, checks
-from resolver.solve.types import Advisory, Candidate, Evaluation, Kind, Reason, Request
+from resolver.solve.types import (
+    Advisory,
+    Candidate,
+    Evaluation,
+    ImageCandidate,
+    Kind,
+    Reason,
+    Request,
+    SourceCandidate,
+    WheelCandidate,
+)
 from resolver.util.errors import UnknownGfxError
 from resolver.util.versions import driver_series
 
@@ -92,8 +102,8 @@ class MatrixProvider:
             if img.vllm is not None and self._in_spec(img.vllm):
                 rel = releases.get(img.vllm)
                 stack = rel.stack_named(img.stack) if rel is not None and img.stack else None
-                yield Candidate(
-                    kind="image", vllm=img.vllm, rocm=img.rocm, image=img, release=rel, stack=stack
+                yield ImageCandidate(
+                    vllm=img.vllm, rocm=img.rocm, image=img, release=rel, stack=stack
                 )
 
     def _wheel_candidates(self) -> Iterator[Candidate]:
@@ -104,8 +114,7 @@ class MatrixProvider:
                 if wheel.vllm.contains(rel.version) and self._in_spec(rel.version):
                     # The release pipeline names a stack's wheels after it (rocm100, rocm72).
                     stack = rel.stack_named(wheel.name)
-                    yield Candidate(
-                        kind="wheel",
+                    yield WheelCandidate(
                         vllm=rel.version,
                         rocm=wheel.rocm,
                         wheel=wheel,
@@ -118,19 +127,17 @@ class MatrixProvider:
             if not self._in_spec(rel.version):
                 continue
             if not rel.stacks:
-                yield Candidate(kind="source", vllm=rel.version, rocm=None, release=rel)
+                yield SourceCandidate(vllm=rel.version, rocm=None, release=rel)
             # Each ROCm stack is its own path: the host's driver may run one and not another.
             for st in rel.stacks:
-                yield Candidate(
-                    kind="source", vllm=rel.version, rocm=st.rocm, release=rel, stack=st
-                )
+                yield SourceCandidate(vllm=rel.version, rocm=st.rocm, release=rel, stack=st)
 
     # evaluation ----------------------------------------------------------------------------
 
     def evaluate(self, cand: Candidate) -> Evaluation:
         """What stops ``cand`` here (reasons), what to watch for (warnings), and whether it is
         official."""
-        if cand.kind == "source" and (cand.release is None or not cand.release.known):
+        if cand.from_source and (cand.release is None or not cand.release.known):
             return self._evaluate_unread(cand)
         reasons: list[Reason] = []
         warnings: list[Advisory] = []
@@ -167,14 +174,14 @@ class MatrixProvider:
                 reasons.append(r_drv)
             warnings.extend(w_drv)
             warnings.extend(advisories.rocm_lists_gfx(self.m, self.targets, cand))
-        if cand.kind == "wheel" and cand.wheel is not None:
+        if cand.wheel is not None:
             r_w, w_w = checks.wheel_checks(self.node, cand.wheel, *self.glibc())
             reasons.extend(r_w)
             warnings.extend(w_w)
         warnings.extend(advisories.candidate_warnings(cand))
         # A build on a ROCm nightly is for trying a GPU, not an official path.
         unofficial |= cand.stack is not None and cand.stack.preview
-        cmake_only = cand.kind == "source" and any(t.name not in cand.arch for t in self.targets)
+        cmake_only = cand.from_source and any(t.name not in cand.arch for t in self.targets)
         return Evaluation(
             candidate=cand,
             reasons=_about(cand, reasons),

@@ -11,19 +11,9 @@ from resolver.solve.types import Evaluation, Kind
 
 def _rank(e: Evaluation, prefer: Kind | None) -> tuple[object, ...]:
     c = e.candidate
-    preview = c.stack is not None and c.stack.preview
-    if c.kind == "source":
-        # A stack that ships the target (even a preview one) before a build CMake merely accepts.
-        group = 4 if e.cmake_only else 3 if preview else 2
-    elif c.image is not None and (
-        c.image.deprecated or c.image.stream == "therock-preview" or preview
-    ):
-        group = 1
-    else:
-        group = 0
-    if prefer is not None and c.kind == prefer:
-        group = -1
-    channel = 0 if (c.image is not None and c.image.official) else 1 if c.image is not None else 2
+    group = -1 if prefer is not None and c.kind == prefer else c.rank_group(cmake_only=e.cmake_only)
+    # vLLM's own images, then any other image (AMD's, deprecated), then the rest.
+    channel = min(int(c.order), 2)
     # Within one release: its default stack before the others, and an image's plain tag
     # (v0.33.0) before the same image's stack alias (v0.33.0-rocm100).
     stack_order = 0 if c.stack is None or c.stack.default else 1
@@ -66,7 +56,7 @@ def fix_order(ranked: Sequence[Evaluation]) -> list[Evaluation]:
         return []
     best = fixable[0].candidate
     top = sorted(
-        (e for e in fixable if e.candidate.vllm == best.vllm and e.candidate.kind == best.kind),
+        (e for e in fixable if e.candidate.vllm == best.vllm and type(e.candidate) is type(best)),
         key=lambda e: e.candidate.rocm or Version("0"),  # stable: rank order among equals
     )
     return [*top, *(e for e in fixable if e not in top)]

@@ -176,7 +176,7 @@ def search(
         older = _request_route(s, RequestChange(kind="vllm"), ok_only=True)
     if any(r.code in GATE_CODES for r in decision.blockers):
         without = _request_route(s, RequestChange(kind="quantization"), ok_only=True)
-    if plan is None or (plan.unofficial and plan.candidate.kind != "source"):
+    if plan is None or (plan.unofficial and not plan.candidate.from_source):
         source = _request_route(s, RequestChange(kind="source"), ok_only=False)
     return Routes(
         host=tuple(host), older_vllm=older, without_quantization=without, source_build=source

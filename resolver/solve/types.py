@@ -9,7 +9,8 @@ Nothing here decides anything; ``resolver.solve.provider`` builds candidates and
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Literal
+from enum import IntEnum
+from typing import ClassVar, Literal
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -235,12 +236,38 @@ class Advisory:
     change: HostChange | None = None
 
 
+class Channel(IntEnum):
+    """The kinds of path, in the order users think of them and the solver prefers them."""
+
+    OFFICIAL_IMAGE = 0
+    AMD_IMAGE = 1
+    DEPRECATED_IMAGE = 2
+    WHEEL = 3
+    SOURCE = 4
+
+    @property
+    def words(self) -> str:
+        return _CHANNEL_WORDS[self]
+
+
+_CHANNEL_WORDS: dict[Channel, str] = {
+    Channel.OFFICIAL_IMAGE: "official image",
+    Channel.AMD_IMAGE: "AMD image",
+    Channel.DEPRECATED_IMAGE: "deprecated image",
+    Channel.WHEEL: "wheel",
+    Channel.SOURCE: "source build",
+}
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Candidate:
     """One way to run a vLLM release here: an image, a wheel, or a source build on one ROCm
-    stack."""
+    stack. The kinds are the subclasses (``ImageCandidate``, ``WheelCandidate``,
+    ``SourceCandidate``, pip's ``candidates.py`` shape): what differs between them is a method
+    or a class attribute, so no code branches on a kind string."""
 
-    kind: Kind
+    kind: ClassVar[Kind]
+    from_source: ClassVar[bool] = False  # built on the node's side, for its gfx
     vllm: Version
     rocm: Version | None
     release: VllmRelease | None = None
@@ -249,42 +276,42 @@ class Candidate:
     stack: RocmStack | None = None  # the release's ROCm stack this path builds on, where known
 
     @property
+    def key(self) -> tuple[str, str]:
+        """What tells one path from another (two evaluations of one path share it)."""
+        return (self.kind, self.name)
+
+    @property
     def label(self) -> str:
         """The path as a user names it: an image ref, a wheel pin, a source build."""
-        if self.wheel is not None:
-            return f"{self.name} (wheel)"
         return self.name
 
     @property
     def name(self) -> str:
         """The label without its kind: a wheel is ``vllm==0.24.0+rocm700``."""
-        if self.image is not None:
-            return self.image.ref
-        if self.wheel is not None and self.wheel.vendor == "nvidia":
-            return f"vllm=={self.vllm}"  # PyPI's wheel: no local version
-        if self.wheel is not None:
-            return f"vllm=={self.vllm}+{self.wheel.name}"
-        if self.stack is not None and self.release is not None and len(self.release.stacks) > 1:
-            return f"vLLM {self.vllm} from source ({self.stack.variant} stack)"
-        return f"vLLM {self.vllm} from source"
+        raise NotImplementedError
+
+    @property
+    def order(self) -> Channel:
+        """This path's channel, as an ordered value."""
+        raise NotImplementedError
 
     @property
     def channel(self) -> str:
-        if self.image is not None:
-            if self.image.official:
-                return "official image"
-            return "deprecated image" if self.image.deprecated else "AMD image"
-        return "wheel" if self.kind == "wheel" else "source build"
+        """The channel in words: "official image", "wheel", ..."""
+        return self.order.words
+
+    def rank_group(self, *, cmake_only: bool) -> int:
+        """The solver's first preference key for this kind of path (lower is better)."""
+        raise NotImplementedError
+
+    def built_for(self, node_targets: tuple[str, ...]) -> tuple[str, ...]:
+        """The gfx targets the artifact this path hands over carries code for."""
+        return self.arch
 
     @property
     def record(self) -> ContainerImage | WheelVariant | RocmStack | VllmRelease | None:
         """The record this path rests on (a source build: its stack, else its release)."""
-        return (
-            self.image
-            or self.wheel
-            or (self.stack if self.kind == "source" else None)
-            or self.release
-        )
+        return self.release
 
     @property
     def confidence(self) -> Confidence:
@@ -302,6 +329,94 @@ class Candidate:
         """The gfx targets this path's artifact carries code for (its record's arch list)."""
         record = self.record
         return record.arch if record else ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ImageCandidate(Candidate):
+    """A prebuilt container image (``image`` is set)."""
+
+    kind: ClassVar[Kind] = "image"
+
+    @property
+    def name(self) -> str:
+        assert self.image is not None
+        return self.image.ref
+
+    @property
+    def order(self) -> Channel:
+        assert self.image is not None
+        if self.image.official:
+            return Channel.OFFICIAL_IMAGE
+        return Channel.DEPRECATED_IMAGE if self.image.deprecated else Channel.AMD_IMAGE
+
+    def rank_group(self, *, cmake_only: bool) -> int:
+        assert self.image is not None
+        preview = self.stack is not None and self.stack.preview
+        aside = self.image.deprecated or self.image.stream == "therock-preview" or preview
+        return 1 if aside else 0
+
+    @property
+    def record(self) -> ContainerImage | WheelVariant | RocmStack | VllmRelease | None:
+        return self.image
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class WheelCandidate(Candidate):
+    """A prebuilt wheel (``wheel`` is set): AMD's ROCm wheels, or vLLM's PyPI wheel on NVIDIA."""
+
+    kind: ClassVar[Kind] = "wheel"
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} (wheel)"
+
+    @property
+    def name(self) -> str:
+        assert self.wheel is not None
+        if self.wheel.vendor == "nvidia":
+            return f"vllm=={self.vllm}"  # PyPI's wheel: no local version
+        return f"vllm=={self.vllm}+{self.wheel.name}"
+
+    @property
+    def order(self) -> Channel:
+        return Channel.WHEEL
+
+    def rank_group(self, *, cmake_only: bool) -> int:
+        return 0
+
+    @property
+    def record(self) -> ContainerImage | WheelVariant | RocmStack | VllmRelease | None:
+        return self.wheel
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SourceCandidate(Candidate):
+    """A build of the release from source on one of its ROCm stacks, for the node's gfx."""
+
+    kind: ClassVar[Kind] = "source"
+    from_source: ClassVar[bool] = True
+
+    @property
+    def name(self) -> str:
+        if self.stack is not None and self.release is not None and len(self.release.stacks) > 1:
+            return f"vLLM {self.vllm} from source ({self.stack.variant} stack)"
+        return f"vLLM {self.vllm} from source"
+
+    @property
+    def order(self) -> Channel:
+        return Channel.SOURCE
+
+    def rank_group(self, *, cmake_only: bool) -> int:
+        # A stack that ships the target (even a preview one) before a build CMake merely accepts.
+        preview = self.stack is not None and self.stack.preview
+        return 4 if cmake_only else 3 if preview else 2
+
+    def built_for(self, node_targets: tuple[str, ...]) -> tuple[str, ...]:
+        return node_targets  # the Dockerfile builds for the node's targets
+
+    @property
+    def record(self) -> ContainerImage | WheelVariant | RocmStack | VllmRelease | None:
+        return self.stack or self.release
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
