@@ -84,3 +84,17 @@ def test_unknown_example_lists_the_choices() -> None:
 def test_any_json_gives_a_node_or_an_input_error(data: object) -> None:
     with contextlib.suppress(InputError):
         from_json(data, where="x.json")
+
+
+def test_a_nodes_origin_yields_the_flags_that_describe_it_again() -> None:
+    """issue 21: the origin is typed; it says which flags make a follow-up read the same facts."""
+    from resolver.data.node import Origin
+
+    assert Origin("example:mi300x-8").flags() == ["--example", "mi300x-8"]
+    assert Origin("file:/r/node.json").flags() == ["--node", "/r/node.json"]
+    assert Origin("file:rocminfo:/r/rocminfo.txt").flags() == ["--rocminfo", "/r/rocminfo.txt"]
+    # Saved outputs of several tools, a live probe, flags alone: the follow-up spells the facts.
+    assert Origin("file:rocminfo:/a,amd-smi:/b").flags() is None
+    assert Origin("probe").flags() is None and Origin("flags").flags() is None
+    origin = Origin("srun:ws1")
+    assert origin == "srun:ws1" and (origin.kind, origin.detail) == ("srun", "ws1")

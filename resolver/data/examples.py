@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from resolver.data import matrix
-from resolver.data.node import Gpu, Node
+from resolver.data.node import Gpu, Node, Origin
 from resolver.util.errors import InputError
 
 
@@ -33,5 +33,5 @@ def example_node(name: str) -> Node:
         os=ex.os,
         python=ex.python,
         rocm_version=ex.rocm,
-        origin=f"example:{ex.name}",
+        origin=Origin(f"example:{ex.name}"),
     )

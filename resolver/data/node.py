@@ -55,6 +55,40 @@ class Gpu:
     pci_bdf: str | None = None
 
 
+class Origin(str):
+    """Where a node's facts came from, as it is printed and stored: ``flags``, ``probe``,
+    ``stdin``, ``kubernetes``, ``srun:HOST``, ``example:NAME``, ``file:PATH`` (a probe JSON) or
+    ``file:KIND:PATH,...`` (saved tool outputs). It is a string (JSON and text carry it as one)
+    that also says which flags describe the same node to a follow-up command."""
+
+    __slots__ = ()
+
+    @property
+    def kind(self) -> str:
+        return self.partition(":")[0]
+
+    @property
+    def detail(self) -> str:
+        return self.partition(":")[2]
+
+    def flags(self) -> list[str] | None:
+        """The flags that make a follow-up command read the same facts; None where none can (a
+        live probe, saved outputs of several tools, flags alone: the caller spells the facts)."""
+        if self.kind == "example":
+            return ["--example", self.detail]
+        if self.kind != "file":
+            return None
+        tool, _, path = self.detail.partition(":")
+        if tool == "rocminfo" and "," not in path:
+            return ["--rocminfo", path]
+        if tool not in ("rocminfo", "amd-smi", "rocm-smi", "sysfs"):
+            return ["--node", self.detail]
+        return None
+
+
+FLAGS = Origin("flags")  # a node described on the command line alone
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Node:
     gpus: tuple[Gpu, ...] = ()
@@ -70,7 +104,7 @@ class Node:
     python: str | None = None
     problems: tuple[Problem, ...] = ()
     host: dict[str, Any] = field(default_factory=dict)  # extra live-probe facts (groups, numa, ...)
-    origin: str = "flags"  # flags | example:NAME | probe | file:PATH
+    origin: Origin = FLAGS
     # Command-line flags laid over a file, example or probe, e.g. (("--gpus", "2"),): follow-up
     # commands repeat them so they decide for the same node.
     overrides: tuple[tuple[str, str], ...] = ()
@@ -170,7 +204,7 @@ def from_flags(
         driver_version=driver,
         os=os,
         python=python,
-        origin="flags",
+        origin=FLAGS,
     )
 
 
@@ -316,7 +350,7 @@ def from_json(data: Any, *, where: str, origin: str | None = None) -> Node:
         python=_fact(data, "python", "python", where),
         problems=tuple(problems),
         host=host,
-        origin=origin or f"file:{where}",
+        origin=Origin(origin or f"file:{where}"),
     )
 
 

@@ -12,24 +12,11 @@ from resolver.solve import Evaluation
 from resolver.util import shell
 
 
-def _source_flags(node: Node) -> list[str] | None:
-    if node.origin.startswith("example:"):
-        return ["--example", node.origin.split(":", 1)[1]]
-    if node.origin.startswith("file:"):
-        source = node.origin.split(":", 1)[1]
-        kind, _, path = source.partition(":")
-        if kind == "rocminfo" and "," not in path:
-            return ["--rocminfo", path]
-        if kind not in ("rocminfo", "amd-smi", "rocm-smi", "sysfs"):
-            return ["--node", source]
-    return None
-
-
 def _node_flags(node: Node, *, without: frozenset[str] = frozenset()) -> list[str]:
     """Flags that describe ``node`` to a follow-up command: its source, then the flags that were
     laid over it (``--example mi300x-8 --gpus 2`` stays a 2-GPU node in the next command).
     ``without`` leaves flags out that the follow-up gives itself (a hint's own ``--driver``)."""
-    base = _source_flags(node)
+    base = node.origin.flags()
     if base is None and not node.gfx_targets and node.nvidia_gpus:
         base = []  # a live NVIDIA node: no flag describes it, the follow-up probes it again
     if base is not None:

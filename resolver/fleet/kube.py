@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from resolver.data.node import MAX_GPUS, Gpu, Node, Partition
+from resolver.data.node import MAX_GPUS, Gpu, Node, Origin, Partition
 from resolver.fleet.reports import NodeReport
 from resolver.probe.gfx import GfxTable, gfx_for_pci, product_for_pci
 from resolver.util import bounded
@@ -52,6 +52,8 @@ _FAMILY_GFX = {
 }
 MAX_NODES = 100_000
 MAX_NODE_LIST = 64 * 1024 * 1024  # kubectl's node list for thousands of nodes is a few MiB
+
+KUBERNETES = Origin("kubernetes")  # nodes read from `kubectl get nodes`
 
 
 class Contradiction(Exception):
@@ -196,7 +198,7 @@ def _nvidia_node(
     count = count or _gpu_count(gfd.get("nvidia.com/gpu.count"))
     if not count:
         return (
-            Node(origin="kubernetes", host={"kubernetes_resource": NVIDIA_RESOURCE}),
+            Node(origin=KUBERNETES, host={"kubernetes_resource": NVIDIA_RESOURCE}),
             "the node offers no nvidia.com/gpu (is NVIDIA's device plugin running on it?)",
             kept,
         )
@@ -230,7 +232,7 @@ def _nvidia_node(
         },
         "other_devices": [dict(device) for _ in range(count)],
     }
-    return Node(host=host, origin="kubernetes"), None, kept
+    return Node(host=host, origin=KUBERNETES), None, kept
 
 
 def _node(
@@ -291,7 +293,7 @@ def _node(
     if not ids and not product_label:
         why = "no AMD GPU labels (deploy AMD's node labeller with -device-id)"
         return Node(
-            logical_gpu_count=count, physical_gpu_count=count, host=host, origin="kubernetes"
+            logical_gpu_count=count, physical_gpu_count=count, host=host, origin=KUBERNETES
         ), why
     unknown = [i for i, g in gfx_by_id.items() if g is None]
     targets = sorted({g for g in gfx_by_id.values() if g})
@@ -302,7 +304,7 @@ def _node(
                 logical_gpu_count=count,
                 physical_gpu_count=count,
                 host={**host, "pci_device_ids": ids},
-                origin="kubernetes",
+                origin=KUBERNETES,
             ),
             (
                 f"{what} is not a GPU the compatibility data knows; the node cannot be placed from "
@@ -316,7 +318,7 @@ def _node(
         )
     if count == 0:
         return (
-            Node(gfx_targets=tuple(targets), host=host, origin="kubernetes"),
+            Node(gfx_targets=tuple(targets), host=host, origin=KUBERNETES),
             f"the node offers no {GPU_RESOURCE} (is AMD's device plugin running on it?)",
         )
     gpus: list[Gpu] = []
@@ -351,7 +353,7 @@ def _node(
             physical_gpu_count=physical,
             logical_gpu_count=count,
             host=host,
-            origin="kubernetes",
+            origin=KUBERNETES,
         ),
         None,
     )

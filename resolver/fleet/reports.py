@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from resolver import __version__
-from resolver.data.node import Node, from_json
+from resolver.data.node import Node, Origin, from_json
 from resolver.util import bounded
 from resolver.util.errors import InputError
 from resolver.util.safety import is_safe, shown
@@ -272,7 +272,7 @@ def read_reports(inputs: Sequence[str]) -> list[NodeReport]:
             and is_safe("node_name", matches[0].decode())
         ):
             name = matches[0].decode()
-            node = replace(earlier.node, origin=f"file:{source}")
+            node = replace(earlier.node, origin=Origin(f"file:{source}"))
             reports.append(replace(earlier, name=name, source=shown(source), node=node))
             continue
         try:

@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from resolver.data.model import Matrix
-from resolver.data.node import Node, Problem
+from resolver.data.node import Node, Origin, Problem
 from resolver.probe import driver as driver_mod
 from resolver.probe import enumerator, smi, sysfs, tools
 from resolver.probe import host as hostmod
@@ -283,7 +283,7 @@ def probe_live(
         rocm_version=facts.rocm_version,
         driver_version=reading.release or module,
         host=host,
-        origin="probe",
+        origin=Origin("probe"),
     )
     problems = facts.problems + problems
     if (

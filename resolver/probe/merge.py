@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from resolver.data.node import Gpu, Node, Partition, Problem
+from resolver.data.node import Gpu, Node, Origin, Partition, Problem
 from resolver.probe import gfx as gfxmod
 from resolver.probe.facts import GpuFact, SourceView
 from resolver.probe.gfx import GfxTable
@@ -130,7 +130,7 @@ def merge(
         hsa_override_gfx_version=override or implied,
         rocm_version=rocm,
         driver_version=driver,
-        origin=origin,
+        origin=Origin(origin),
         host=host,
     )
     from resolver.data.partitions import partition_problems
