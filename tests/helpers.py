@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner
 
 from resolver.cli import app
 from resolver.data import resources
+from resolver.data.node import Node
 from resolver.solve import Decision
 
 REPO = Path(__file__).resolve().parent.parent
@@ -68,3 +70,10 @@ def cpx_node(driver: str = "30.30.3"):  # type: ignore[no-untyped-def]
         logical_gpu_count=64,
         driver_version=driver,
     )
+
+
+def applied(node: Node, route: Any) -> Node:
+    """``node`` with a route's (or an upgrade's) host changes taken, to solve it again."""
+    for step in route.steps or ():
+        node = step.change.apply(node)
+    return node

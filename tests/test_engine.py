@@ -28,12 +28,12 @@ def test_pull_reports_progress_and_records_the_digest(engine: DockerEngine, shim
     assert "Pull complete" in statuses or "Already exists" in statuses
     assert any(e.total for e in events if e.status == "Downloading") or "Already exists" in statuses
     assert f"{shim_images.amd.name}@{shim_images.amd.digest}" in info.repo_digests
-    assert shim_images.amd.digest in info.digests()
+    assert any(d.endswith("@" + shim_images.amd.digest) for d in info.repo_digests)
 
 
 def test_pull_by_digest(engine: DockerEngine, shim_images) -> None:  # type: ignore[no-untyped-def]
     info = engine.pull(f"{shim_images.official.name}@{shim_images.official.digest}")
-    assert shim_images.official.digest in info.digests()
+    assert any(d.endswith("@" + shim_images.official.digest) for d in info.repo_digests)
 
 
 def test_pull_unknown_tag_fails_with_hint(engine: DockerEngine, shim_images) -> None:  # type: ignore[no-untyped-def]

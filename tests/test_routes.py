@@ -14,13 +14,13 @@ from resolver.data import matrix
 from resolver.data.node import from_flags
 from resolver.solve import Decision, Request, checks, solve
 from resolver.solve.provider import MatrixProvider
-from resolver.solve.routes import STEP_ORDER, Routes, applied, better_than, search
+from resolver.solve.routes import STEP_ORDER, Routes, better_than, search
 from resolver.solve.types import HostChange
 from resolver.util.versions import parse_spec
 
 from .conftest import LIVE_MATRIX
+from .helpers import applied, run_cli
 from .helpers import decide as solve_for
-from .helpers import run_cli
 
 M = matrix.load()
 

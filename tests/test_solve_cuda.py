@@ -20,11 +20,11 @@ from resolver.data import matrix
 from resolver.data.node import from_json
 from resolver.solve import OK_VERDICTS, Request, solve
 from resolver.solve.cuda import driver_branch
-from resolver.solve.routes import applied, plan_upgrade
+from resolver.solve.routes import plan_upgrade
 from resolver.util.versions import parse_spec
 
 from .conftest import LIVE_MATRIX
-from .helpers import run_cli
+from .helpers import applied, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "probe" / "fixtures" / "nvidia"

@@ -13,11 +13,11 @@ import pytest
 from resolver.data import matrix
 from resolver.data.node import from_flags
 from resolver.solve import OK_VERDICTS, Request, solve
-from resolver.solve.routes import applied, plan_upgrade
+from resolver.solve.routes import plan_upgrade
 from resolver.util.versions import parse_spec
 
 from .conftest import LIVE_MATRIX
-from .helpers import run_cli
+from .helpers import applied, run_cli
 
 GOLDEN = Path(__file__).parent / "golden" / "upgrade"
 NODES = Path(__file__).parent / "data" / "nodes"

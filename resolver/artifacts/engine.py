@@ -38,10 +38,6 @@ class ImageInfo:
     architecture: str | None
     os: str | None
 
-    def digests(self) -> frozenset[str]:
-        """The manifest digests the engine recorded for this image (``repo@sha256:...``)."""
-        return frozenset(d.rsplit("@", 1)[1] for d in self.repo_digests if "@" in d)
-
 
 @dataclass(frozen=True, slots=True)
 class RunResult:

@@ -437,13 +437,6 @@ def _in_order(steps: Iterable[Step]) -> tuple[Step, ...]:
     return tuple(sorted(steps, key=lambda st: STEP_ORDER.index(st.change.kind)))
 
 
-def ordered_steps(m: Matrix, node: Node, reasons: tuple[Reason, ...]) -> tuple[Step, ...]:
-    """The host changes ``reasons``' fixes carry, as ordered steps (a route not verified: a fleet
-    group's changes when no set the search tried passed)."""
-    changes = tuple(r.fix.change for r in reasons if r.fix is not None and r.fix.change)
-    return _steps(m, node, changes, reasons)
-
-
 def _value(node: Node, kind: str) -> str | None:
     return {
         "os": node.os,
@@ -454,14 +447,6 @@ def _value(node: Node, kind: str) -> str | None:
         "glibc": node.glibc,
         "python": node.python,
     }.get(kind)
-
-
-def applied(node: Node, route: Route | Upgrade) -> Node:
-    """``node`` with the route's steps taken (what a property test re-solves)."""
-    out = node
-    for step in route.steps or ():
-        out = step.change.apply(out)
-    return out
 
 
 def empty_route(decision: Decision) -> Route:

@@ -302,10 +302,6 @@ class _Prefixed(io.RawIOBase):
         return len(data)
 
 
-def iter_libraries(result: Audit) -> Iterator[Library]:
-    yield from sorted(result.libraries, key=lambda lib: lib.path)
-
-
 # -- images: the local engine and a registry ------------------------------------------------------
 
 
