@@ -725,3 +725,85 @@ def test_flash_attention_and_mori_follow_each_stacks_own_files() -> None:
     # drops it, so a gfx1250 build leaves FlashAttention out, as upstream's image does.
     st = next(s for s in df.find_release(live, "0.33.0").stacks if s.variant == "gfx1250")
     assert st.fa_arch == ("gfx942", "gfx950")
+
+
+# --- exact sources (issue 25): the sdist by its sha256, commits checked after checkout ----------
+
+
+def _run_step(snippet: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The RUN line of a generated snippet, run by bash as the file's SHELL runs it."""
+    command = re.split(r"(?:^|\n)RUN ", snippet, maxsplit=1)[1]
+    return subprocess.run(
+        ["bash", "-o", "pipefail", "-c", command],
+        cwd=cwd,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_vllm_comes_from_its_sdist_checked_against_the_recorded_sha256(tmp_path: Path) -> None:
+    """A release with a recorded sdist hash is built from that sdist: the fetch fails unless the
+    file has exactly that sha256 (a mirror's copy too); a fork or ref asked for is a Git clone."""
+    import hashlib
+    import http.server
+    import tarfile
+    import threading
+    from dataclasses import replace
+
+    live = matrix_mod.load_dir(LIVE_MATRIX)  # the frozen copy predates sdist hashes
+    plan = plan_for(live, "0.10.0", "gfx942", "30.30.3")
+    release = df.find_release(live, "0.10.0")
+    assert release.sdist_sha256 is not None
+    assert plan.vllm_sdist == (f"{df.SDIST_BASE}/vllm-0.10.0.tar.gz", release.sdist_sha256)
+    assert "git clone" not in df._vllm_fetch(plan) and plan.to_json()["vllm"]["sdist"]
+    fork = plan_for(live, "0.10.0", "gfx942", "30.30.3", vllm_repo="me/vllm")
+    assert fork.vllm_sdist is None and "git clone" in df._vllm_fetch(fork)
+
+    served = tmp_path / "served"
+    (served / "vllm-0.10.0").mkdir(parents=True)
+    (served / "vllm-0.10.0" / "PKG-INFO").write_text("Name: vllm\nVersion: 0.10.0\n")
+    with tarfile.open(served / "vllm-0.10.0.tar.gz", "w:gz") as tar:
+        tar.add(served / "vllm-0.10.0", arcname="vllm-0.10.0")
+    good = hashlib.sha256((served / "vllm-0.10.0.tar.gz").read_bytes()).hexdigest()
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *_args: Any) -> None:
+            pass
+
+    def handler(*args: Any) -> Quiet:
+        return Quiet(*args, directory=str(served))
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/vllm-0.10.0.tar.gz"
+        for sha, ok in ((good, True), ("0" * 64, False)):
+            work = tmp_path / sha[:4]
+            work.mkdir()
+            pinned = replace(plan, vllm_sdist=(url, sha))
+            done = _run_step(df._vllm_fetch(pinned), work, {"VLLM_SDIST_URL": url})
+            assert (done.returncode == 0) == ok, done.stderr
+            assert (work / "vllm" / "PKG-INFO").exists() == ok
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_commit_pin_is_checked_after_checkout(tmp_path: Path) -> None:
+    """`git checkout REF` takes a branch or tag named like the commit before the commit itself:
+    the check after it fails the build unless HEAD is the recorded commit."""
+    repo = tmp_path / "triton"
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo)]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "one"], check=True)
+    head = subprocess.run(
+        [*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    for ref, ok in ((head[:8], True), ("deadbeef", False)):
+        check = df._verify("triton", ComponentPin(component="triton", repo="ROCm/triton", ref=ref))
+        done = _run_step("RUN true" + check, tmp_path, {})
+        assert (done.returncode == 0) == ok, done.stderr
+    tag = ComponentPin(component="aiter", repo="ROCm/aiter", ref="v0.1.26")
+    assert df._verify("aiter", tag) == ""  # a tag: said to float in the header instead

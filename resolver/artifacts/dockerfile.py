@@ -30,6 +30,10 @@ from resolver.util.safety import require_safe
 from resolver.util.versions import driver_series, parse_version, series
 
 DEFAULT_VLLM_REPO: Final = "vllm-project/vllm"
+# Where a release's sdist is fetched from: the package index's files host serves every sdist under
+# /packages/source/<first letter>/<name>/<file>. A mirror is one --build-arg VLLM_SDIST_URL away;
+# the sha256 the data records (the index's own) still has to match.
+SDIST_BASE: Final = "https://files.pythonhosted.org/packages/source/v/vllm"
 # The BuildKit Dockerfile frontend the file asks for (cache and bind mounts need it).
 SYNTAX_IMAGE: Final = "docker/dockerfile:1"
 LABEL_PREFIX: Final = "rocm-vllm"
@@ -79,6 +83,19 @@ _STAGE_OF: Final[dict[str, str]] = {
     "flash_attention": "fa",
     "aiter": "aiter",
     "mori": "mori",
+}
+# Component -> the directory its fragment clones it into (for the commit check after checkout).
+_CHECKOUT_DIRS: Final[dict[str, str]] = {
+    "triton": "triton",
+    "pytorch": "pytorch",
+    "vision": "vision",
+    "audio": "audio",
+    "flash_attention": "flash-attention",
+    "aiter": "aiter",
+    "mori": "mori",
+    "rccl": "rccl",
+    "hipblaslt": "hipBLASLt",
+    "hipblas_common": "hipBLAS-common",
 }
 # Stages in build order, per layout family. amdsmi and vllm have no pin (amdsmi is built from the
 # base image's /opt/rocm/share/amd_smi, vLLM from VLLM_REPO@VLLM_BRANCH).
@@ -145,6 +162,9 @@ class DockerfilePlan:
     moving_refs: tuple[str, ...] = ()  # components pinned to a branch (allowed explicitly)
     stack_note: str | None = None  # which of several stacks, said in the header
     registry_mirror: str | None = None  # host[:port][/prefix] the FROM and syntax images come from
+    # vLLM's source as released: (URL, sha256) of its sdist, verified by the build (sha256sum).
+    # None: a Git clone (a fork or ref asked for, or a release with no recorded sdist).
+    vllm_sdist: tuple[str, str] | None = None
 
     @property
     def base_image_ref(self) -> str:
@@ -176,7 +196,7 @@ class DockerfilePlan:
             ("org.opencontainers.image.revision", self.vllm_ref),
             ("org.opencontainers.image.base.name", self.base_image),
             ("org.opencontainers.image.licenses", "Apache-2.0"),
-            (f"{LABEL_PREFIX}.vllm", f"{self.vllm_repo}@{self.vllm_ref}"),
+            (f"{LABEL_PREFIX}.vllm", self.vllm_source),
             (f"{LABEL_PREFIX}.rocm", self.rocm),
             (f"{LABEL_PREFIX}.gfx", ";".join(self.gfx)),
             (f"{LABEL_PREFIX}.pytorch-rocm-arch", ";".join(self.pytorch_rocm_arch)),
@@ -184,9 +204,54 @@ class DockerfilePlan:
         out += [(f"{LABEL_PREFIX}.pin.{p.component}", f"{p.repo}@{p.ref}") for p in self.pins]
         return tuple(out)
 
+    @property
+    def vllm_source(self) -> str:
+        """What vLLM is built from: ``vllm-0.33.0.tar.gz sha256:...``, else ``repo@ref``."""
+        if self.vllm_sdist is not None:
+            url, sha = self.vllm_sdist
+            return f"{url.rsplit('/', 1)[-1]} sha256:{sha}"
+        return f"{self.vllm_repo}@{self.vllm_ref}"
+
+    @property
+    def floating(self) -> tuple[str, ...]:
+        """What this file does not pin, and why: said in its header."""
+        out = []
+        tags = [p for p in self.pins if not _COMMIT.fullmatch(p.ref) and p not in self.moving]
+        if tags:
+            out.append(
+                "tags, which upstream could move (the data records no commit for them): "
+                + ", ".join(f"{p.component} {p.ref}" for p in tags)
+            )
+        if self.vllm_sdist is None:
+            out.append(
+                f"vLLM at {self.vllm_repo}@{self.vllm_ref}, a Git ref (no sdist hash recorded "
+                "for it)"
+            )
+        out.append(
+            f"the base image {self.base_image}, a tag (rocm-vllm dockerfile --digest pins it)"
+        )
+        out.append(
+            "apt and pip packages without a version in the data (the base stage's tools, "
+            "build requirements): the index and archive serve today's"
+        )
+        return tuple(out)
+
+    @property
+    def moving(self) -> tuple[ComponentPin, ...]:
+        return tuple(p for p in self.pins if f"{p.component}@{p.ref}" in self.moving_refs)
+
     def to_json(self) -> dict[str, Any]:
         return {
-            "vllm": {"version": self.vllm_version, "repo": self.vllm_repo, "ref": self.vllm_ref},
+            "vllm": {
+                "version": self.vllm_version,
+                "repo": self.vllm_repo,
+                "ref": self.vllm_ref,
+                "sdist": (
+                    {"url": self.vllm_sdist[0], "sha256": self.vllm_sdist[1]}
+                    if self.vllm_sdist is not None
+                    else None
+                ),
+            },
             "stack": self.stack,
             "layout": self.layout,
             "upstream_files": self.upstream_files,
@@ -422,6 +487,7 @@ def plan_dockerfile(
         moving_refs=tuple(f"{p.component}@{p.ref}" for p in moving),
         stack_note=_stack_note(release, st),
         registry_mirror=mirror,
+        vllm_sdist=_vllm_sdist(release) if not (vllm_repo or vllm_ref) else None,
     )
 
 
@@ -662,6 +728,18 @@ def _vllm_source(
     return repo, ref
 
 
+def _vllm_sdist(release: VllmRelease) -> tuple[str, str] | None:
+    """The release's sdist (URL, sha256) where the data records its hash: what was released,
+    hashed by the index, served by every mirror."""
+    if release.sdist_sha256 is None:
+        return None
+    sha = require_safe(
+        "digest", f"sha256:{release.sdist_sha256}", where=f"vllm.toml {release.version}"
+    ).removeprefix("sha256:")
+    version = require_safe("version", str(release.version), where="vllm.toml")
+    return f"{SDIST_BASE}/vllm-{version}.tar.gz", sha
+
+
 def _torch_extras(st: RocmStack, where: str) -> tuple[str, ...]:
     """torchvision/torchaudio pinned to the stack's versions, where it names them."""
     return tuple(
@@ -824,12 +902,16 @@ def _arg_lines(plan: DockerfilePlan) -> str:
         name = _ARG_NAMES[p.component]
         lines.append(f"ARG {name}_REPO={p.repo}")
         lines.append(f"ARG {name}_BRANCH={p.ref}")
-    lines.append(f"ARG VLLM_REPO={plan.vllm_repo}")
-    lines.append(f"ARG VLLM_BRANCH={plan.vllm_ref}")
+    if plan.vllm_sdist is not None:
+        lines.append(f"ARG VLLM_SDIST_URL={plan.vllm_sdist[0]}")
+    else:
+        lines.append(f"ARG VLLM_REPO={plan.vllm_repo}")
+        lines.append(f"ARG VLLM_BRANCH={plan.vllm_ref}")
     return "\n".join(lines)
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\x85]")
+_COMMIT = re.compile(r"[0-9a-f]{7,40}")
 
 
 def _header(plan: DockerfilePlan) -> str:
@@ -854,6 +936,17 @@ def _header(plan: DockerfilePlan) -> str:
         )
     for o in plan.omitted:
         lines.append(f"# Left out: {o.component} ({o.repo}@{o.ref}): {o.reason}.")
+    if plan.vllm_sdist is not None:
+        lines.append(
+            f"# vLLM source: its sdist {plan.vllm_source.split()[0]}, checked against sha256 "
+            f"{plan.vllm_sdist[1][:12]}... by the build (sha256sum -c)."
+        )
+    if any(_COMMIT.fullmatch(p.ref) for p in plan.pins):
+        lines.append(
+            "# Each commit pin is checked after checkout: the build fails on any other commit."
+        )
+    lines.append("# Not pinned, and why:")
+    lines += [f"#   - {what}" for what in plan.floating]
     if plan.registry_mirror:
         lines.append(
             "# Docker Hub images (the base image, the # syntax= frontend) come through "
@@ -884,19 +977,61 @@ def _label_lines(plan: DockerfilePlan) -> str:
         if key.startswith(f"{LABEL_PREFIX}.pin."):
             arg = by_value[value]
             value = f"${{{arg}_REPO}}@${{{arg}_BRANCH}}"
-        elif key == f"{LABEL_PREFIX}.vllm":
+        elif key == f"{LABEL_PREFIX}.vllm" and plan.vllm_sdist is None:
             value = "${VLLM_REPO}@${VLLM_BRANCH}"
         out.append(f'      {key}="{value}"')
     return "LABEL " + " \\\n".join(out).lstrip()
 
 
 def _stage_args(plan: DockerfilePlan) -> str:
+    return "\n".join(
+        [
+            *(
+                f"ARG {_ARG_NAMES[p.component]}_REPO\nARG {_ARG_NAMES[p.component]}_BRANCH"
+                for p in plan.pins
+            ),
+            *(_vllm_args(plan)),
+        ]
+    )
+
+
+def _vllm_args(plan: DockerfilePlan) -> list[str]:
     return (
-        "\n".join(
-            f"ARG {_ARG_NAMES[p.component]}_REPO\nARG {_ARG_NAMES[p.component]}_BRANCH"
-            for p in plan.pins
+        ["ARG VLLM_SDIST_URL"]
+        if plan.vllm_sdist is not None
+        else ["ARG VLLM_REPO", "ARG VLLM_BRANCH"]
+    )
+
+
+def _vllm_fetch(plan: DockerfilePlan) -> str:
+    """vLLM's source into ./vllm: the sdist, checked against its sha256 (what was released), or a
+    Git checkout of the ref."""
+    if plan.vllm_sdist is not None:
+        # curl and sha256sum, not ADD --checksum: any builder runs it (ADD --checksum needs the
+        # 1.6 frontend), and a mirror's copy is checked the same way.
+        return (
+            "ARG VLLM_SDIST_URL\n"
+            'RUN curl -fsSL "${VLLM_SDIST_URL}" -o vllm.tar.gz \\\n'
+            f'    && echo "{plan.vllm_sdist[1]}  vllm.tar.gz" | sha256sum -c - \\\n'
+            "    && mkdir vllm \\\n"
+            "    && tar -xzf vllm.tar.gz -C vllm --strip-components=1 \\\n"
+            "    && rm vllm.tar.gz"
         )
-        + "\nARG VLLM_REPO\nARG VLLM_BRANCH"
+    return (
+        "ARG VLLM_REPO\nARG VLLM_BRANCH\n"
+        'RUN git clone "https://github.com/${VLLM_REPO}.git" vllm \\\n'
+        '    && git -C vllm checkout "${VLLM_BRANCH}"'
+    )
+
+
+def _verify(directory: str, pin: ComponentPin | None) -> str:
+    """After a checkout of a commit pin: fail unless HEAD is that commit (a branch or tag named
+    like it would otherwise be taken)."""
+    if pin is None or not _COMMIT.fullmatch(pin.ref):
+        return ""
+    return (
+        f' \\\n    && case "$(git -C {directory} rev-parse HEAD)" in {pin.ref}*) ;; '
+        f'*) echo "{directory}: not commit {pin.ref}" >&2; exit 1;; esac'
     )
 
 
@@ -963,6 +1098,11 @@ def template_values(plan: DockerfilePlan, root: Path | None = None) -> dict[str,
         "torch": plan.torch or "",
         "torch_extras": "".join(f' "{w}"' for w in plan.torch_extras),
         "wheel_index": plan.wheel_index or "",
+        "vllm_fetch": _vllm_fetch(plan),
+        **{
+            f"verify_{component}": _verify(directory, plan.pin(component))
+            for component, directory in _CHECKOUT_DIRS.items()
+        },
     }
     if plan.layout != "single-stage" and plan.pin("pytorch"):
         values["torch_wheels"] = render_template(

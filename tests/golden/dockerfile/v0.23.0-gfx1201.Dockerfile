@@ -7,6 +7,12 @@
 # Left out: flash_attention (Dao-AILab/flash-attention@0e60e394): its CK kernels build only for gfx90a, gfx942, gfx950 and upstream strips other targets from its GPU_ARCHS; none of gfx1201 is one.
 # Left out: aiter (ROCm/aiter@v0.1.13.post1): no target passes its gate (gfx1201: triton-only).
 # Left out: mori (ROCm/mori@v1.1.0): upstream builds it for gfx942;gfx950 only (MORI_GPU_ARCHS).
+# Each commit pin is checked after checkout: the build fails on any other commit.
+# Not pinned, and why:
+#   - tags, which upstream could move (the data records no commit for them): vision v0.24.1, audio v2.9.0
+#   - vLLM at vllm-project/vllm@v0.23.0, a Git ref (no sdist hash recorded for it)
+#   - the base image rocm/dev-ubuntu-22.04:7.2.3-complete, a tag (rocm-vllm dockerfile --digest pins it)
+#   - apt and pip packages without a version in the data (the base stage's tools, build requirements): the index and archive serve today's
 # MAX_JOBS: --build-arg MAX_JOBS=N, else the build host's CPUs and memory decide.
 # The image runs `vllm serve` (ENTRYPOINT), as vllm/vllm-openai-rocm does: docker run IMAGE --model M.
 # Upstream may also apply patches (cherry-picks) that the data does not record;
@@ -86,7 +92,8 @@ FROM build_base AS build_triton
 ARG TRITON_REPO
 ARG TRITON_BRANCH
 RUN git clone "https://github.com/${TRITON_REPO}.git" triton \
-    && git -C triton checkout "${TRITON_BRANCH}"
+    && git -C triton checkout "${TRITON_BRANCH}" \
+    && case "$(git -C triton rev-parse HEAD)" in ba5c1517*) ;; *) echo "triton: not commit ba5c1517" >&2; exit 1;; esac
 RUN --mount=type=cache,target=/root/.cache/pip \
     --mount=type=cache,target=/root/.cache/ccache \
     src=triton; [ -f triton/setup.py ] || src=triton/python; \
@@ -103,6 +110,7 @@ ARG PYTORCH_REPO
 ARG PYTORCH_BRANCH
 RUN git clone "https://github.com/${PYTORCH_REPO}.git" pytorch \
     && git -C pytorch checkout "${PYTORCH_BRANCH}" \
+    && case "$(git -C pytorch rev-parse HEAD)" in 8514f051*) ;; *) echo "pytorch: not commit 8514f051" >&2; exit 1;; esac \
     && git -C pytorch submodule update --init --recursive
 WORKDIR /app/pytorch
 RUN --mount=type=cache,target=/root/.cache/pip \
@@ -138,11 +146,11 @@ WORKDIR /app
 
 # vLLM itself (upstream's Dockerfile.rocm build_vllm stage), for PYTORCH_ROCM_ARCH.
 FROM build_base AS build_vllm
-ARG VLLM_REPO
-ARG VLLM_BRANCH
 RUN --mount=type=bind,from=build_pytorch,source=/app/install,target=/install/pytorch \
     --mount=type=cache,target=/root/.cache/pip \
     python3 -m pip install /install/pytorch/*.whl
+ARG VLLM_REPO
+ARG VLLM_BRANCH
 RUN git clone "https://github.com/${VLLM_REPO}.git" vllm \
     && git -C vllm checkout "${VLLM_BRANCH}"
 WORKDIR /app/vllm

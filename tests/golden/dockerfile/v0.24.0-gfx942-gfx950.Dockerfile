@@ -4,6 +4,12 @@
 # Equivalent to upstream's docker/Dockerfile.rocm_base + docker/Dockerfile.rocm at v0.24.0
 #   pins: vllm-project/vllm release branch v0.24.0 as carried by neuralmagic/vllm branch varun/v0.24.0 (cut 6c427dd401 2026-06-23, tip ee0da84ab9 2026-06-28): docker/Dockerfile.rocm_base (confidence: release-branch)
 # Base image ROCm 7.2.3 runs on the host's amdgpu driver 30.30.3 (series 30.30).
+# Each commit pin is checked after checkout: the build fails on any other commit.
+# Not pinned, and why:
+#   - tags, which upstream could move (the data records no commit for them): vision v0.24.1, audio v2.9.0, aiter v0.1.13.post1, mori v1.1.0
+#   - vLLM at vllm-project/vllm@v0.24.0, a Git ref (no sdist hash recorded for it)
+#   - the base image rocm/dev-ubuntu-22.04:7.2.3-complete, a tag (rocm-vllm dockerfile --digest pins it)
+#   - apt and pip packages without a version in the data (the base stage's tools, build requirements): the index and archive serve today's
 # MAX_JOBS: --build-arg MAX_JOBS=N, else the build host's CPUs and memory decide.
 # The image runs `vllm serve` (ENTRYPOINT), as vllm/vllm-openai-rocm does: docker run IMAGE --model M.
 # Upstream may also apply patches (cherry-picks) that the data does not record;
@@ -89,7 +95,8 @@ FROM build_base AS build_triton
 ARG TRITON_REPO
 ARG TRITON_BRANCH
 RUN git clone "https://github.com/${TRITON_REPO}.git" triton \
-    && git -C triton checkout "${TRITON_BRANCH}"
+    && git -C triton checkout "${TRITON_BRANCH}" \
+    && case "$(git -C triton rev-parse HEAD)" in 0f380657*) ;; *) echo "triton: not commit 0f380657" >&2; exit 1;; esac
 RUN --mount=type=cache,target=/root/.cache/pip \
     --mount=type=cache,target=/root/.cache/ccache \
     src=triton; [ -f triton/setup.py ] || src=triton/python; \
@@ -106,6 +113,7 @@ ARG PYTORCH_REPO
 ARG PYTORCH_BRANCH
 RUN git clone "https://github.com/${PYTORCH_REPO}.git" pytorch \
     && git -C pytorch checkout "${PYTORCH_BRANCH}" \
+    && case "$(git -C pytorch rev-parse HEAD)" in d0c8b1f3*) ;; *) echo "pytorch: not commit d0c8b1f3" >&2; exit 1;; esac \
     && git -C pytorch submodule update --init --recursive
 WORKDIR /app/pytorch
 RUN --mount=type=cache,target=/root/.cache/pip \
@@ -148,6 +156,7 @@ RUN --mount=type=bind,from=build_pytorch,source=/app/install,target=/install/pyt
     python3 -m pip install /install/pytorch/*.whl
 RUN git clone "https://github.com/${FA_REPO}.git" flash-attention \
     && git -C flash-attention checkout "${FA_BRANCH}" \
+    && case "$(git -C flash-attention rev-parse HEAD)" in 0e60e394*) ;; *) echo "flash-attention: not commit 0e60e394" >&2; exit 1;; esac \
     && git -C flash-attention submodule update --init
 WORKDIR /app/flash-attention
 RUN --mount=type=cache,target=/root/.cache/ccache \
@@ -191,11 +200,11 @@ WORKDIR /app
 
 # vLLM itself (upstream's Dockerfile.rocm build_vllm stage), for PYTORCH_ROCM_ARCH.
 FROM build_base AS build_vllm
-ARG VLLM_REPO
-ARG VLLM_BRANCH
 RUN --mount=type=bind,from=build_pytorch,source=/app/install,target=/install/pytorch \
     --mount=type=cache,target=/root/.cache/pip \
     python3 -m pip install /install/pytorch/*.whl
+ARG VLLM_REPO
+ARG VLLM_BRANCH
 RUN git clone "https://github.com/${VLLM_REPO}.git" vllm \
     && git -C vllm checkout "${VLLM_BRANCH}"
 WORKDIR /app/vllm

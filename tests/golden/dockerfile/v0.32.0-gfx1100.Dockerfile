@@ -7,6 +7,12 @@
 # Base image ROCm 7.2.3 runs on the host's amdgpu driver 30.30.3 (series 30.30).
 # Left out: flash_attention (Dao-AILab/flash-attention@0e60e394): its CK kernels build only for gfx90a, gfx942, gfx950 and upstream strips other targets from its GPU_ARCHS; none of gfx1100 is one.
 # Left out: aiter (ROCm/aiter@v0.1.24.post1): no target passes its gate (gfx1100: none).
+# vLLM source: its sdist vllm-0.32.0.tar.gz, checked against sha256 d2c957d5eee3... by the build (sha256sum -c).
+# Each commit pin is checked after checkout: the build fails on any other commit.
+# Not pinned, and why:
+#   - tags, which upstream could move (the data records no commit for them): vision v0.28.0, audio v2.11.0, mori v1.2.3.post1
+#   - the base image rocm/dev-ubuntu-22.04:7.2.3-complete, a tag (rocm-vllm dockerfile --digest pins it)
+#   - apt and pip packages without a version in the data (the base stage's tools, build requirements): the index and archive serve today's
 # MAX_JOBS: --build-arg MAX_JOBS=N, else the build host's CPUs and memory decide.
 # The image runs `vllm serve` (ENTRYPOINT), as vllm/vllm-openai-rocm does: docker run IMAGE --model M.
 # Upstream may also apply patches (cherry-picks) that the data does not record;
@@ -23,8 +29,7 @@ ARG PYTORCH_AUDIO_REPO=pytorch/audio
 ARG PYTORCH_AUDIO_BRANCH=v2.11.0
 ARG MORI_REPO=ROCm/mori
 ARG MORI_BRANCH=v1.2.3.post1
-ARG VLLM_REPO=vllm-project/vllm
-ARG VLLM_BRANCH=v0.32.0
+ARG VLLM_SDIST_URL=https://files.pythonhosted.org/packages/source/v/vllm/vllm-0.32.0.tar.gz
 
 # Base stage, as upstream's Dockerfile.rocm_base: ROCm 7.2.3 "complete" image, Python 3.12
 # from the deadsnakes PPA, and PYTORCH_ROCM_ARCH narrowed to the targets of this build.
@@ -88,7 +93,8 @@ FROM build_base AS build_triton
 ARG TRITON_REPO
 ARG TRITON_BRANCH
 RUN git clone "https://github.com/${TRITON_REPO}.git" triton \
-    && git -C triton checkout "${TRITON_BRANCH}"
+    && git -C triton checkout "${TRITON_BRANCH}" \
+    && case "$(git -C triton rev-parse HEAD)" in 669b31a*) ;; *) echo "triton: not commit 669b31a" >&2; exit 1;; esac
 RUN --mount=type=cache,target=/root/.cache/pip \
     --mount=type=cache,target=/root/.cache/ccache \
     src=triton; [ -f triton/setup.py ] || src=triton/python; \
@@ -105,6 +111,7 @@ ARG PYTORCH_REPO
 ARG PYTORCH_BRANCH
 RUN git clone "https://github.com/${PYTORCH_REPO}.git" pytorch \
     && git -C pytorch checkout "${PYTORCH_BRANCH}" \
+    && case "$(git -C pytorch rev-parse HEAD)" in 733fca1*) ;; *) echo "pytorch: not commit 733fca1" >&2; exit 1;; esac \
     && git -C pytorch submodule update --init --recursive
 WORKDIR /app/pytorch
 RUN --mount=type=cache,target=/root/.cache/pip \
@@ -156,13 +163,15 @@ WORKDIR /app
 
 # vLLM itself (upstream's Dockerfile.rocm build_vllm stage), for PYTORCH_ROCM_ARCH.
 FROM build_base AS build_vllm
-ARG VLLM_REPO
-ARG VLLM_BRANCH
 RUN --mount=type=bind,from=build_pytorch,source=/app/install,target=/install/pytorch \
     --mount=type=cache,target=/root/.cache/pip \
     python3 -m pip install /install/pytorch/*.whl
-RUN git clone "https://github.com/${VLLM_REPO}.git" vllm \
-    && git -C vllm checkout "${VLLM_BRANCH}"
+ARG VLLM_SDIST_URL
+RUN curl -fsSL "${VLLM_SDIST_URL}" -o vllm.tar.gz \
+    && echo "d2c957d5eee3d0985012151315ddc62cbe0cd368fc96a5fc3510438d9dddf2ad  vllm.tar.gz" | sha256sum -c - \
+    && mkdir vllm \
+    && tar -xzf vllm.tar.gz -C vllm --strip-components=1 \
+    && rm vllm.tar.gz
 WORKDIR /app/vllm
 RUN --mount=type=cache,target=/root/.cache/pip \
     --mount=type=cache,target=/root/.cache/ccache \
@@ -184,8 +193,7 @@ ARG PYTORCH_AUDIO_REPO
 ARG PYTORCH_AUDIO_BRANCH
 ARG MORI_REPO
 ARG MORI_BRANCH
-ARG VLLM_REPO
-ARG VLLM_BRANCH
+ARG VLLM_SDIST_URL
 
 # Wheels first (forced: a base image may ship the same versions), then vLLM's own requirements.
 RUN --mount=type=cache,target=/root/.cache/pip \
@@ -210,7 +218,7 @@ LABEL org.opencontainers.image.title="vllm-rocm" \
       org.opencontainers.image.revision="v0.32.0" \
       org.opencontainers.image.base.name="rocm/dev-ubuntu-22.04:7.2.3-complete" \
       org.opencontainers.image.licenses="Apache-2.0" \
-      rocm-vllm.vllm="${VLLM_REPO}@${VLLM_BRANCH}" \
+      rocm-vllm.vllm="vllm-0.32.0.tar.gz sha256:d2c957d5eee3d0985012151315ddc62cbe0cd368fc96a5fc3510438d9dddf2ad" \
       rocm-vllm.rocm="7.2.3" \
       rocm-vllm.gfx="gfx1100" \
       rocm-vllm.pytorch-rocm-arch="gfx1100" \

@@ -5,6 +5,12 @@
 #   ROCm stack: rocm72 (ROCm 7.2.3); the release also has rocm100 (ROCm 10.0.0), gfx1250 (ROCm 10.1.0a20260822)
 #   pins: vllm 0.33.0 sdist sha256:f4c33c2503d5 docker/Dockerfile.rocm_72_base, docker/Dockerfile.rocm_72 (confidence: exact)
 # Base image ROCm 7.2.3 runs on the host's amdgpu driver 6.4.3 (series 6.4).
+# vLLM source: its sdist vllm-0.33.0.tar.gz, checked against sha256 f4c33c2503d5... by the build (sha256sum -c).
+# Each commit pin is checked after checkout: the build fails on any other commit.
+# Not pinned, and why:
+#   - tags, which upstream could move (the data records no commit for them): vision v0.28.0, audio v2.11.0, aiter v0.1.26, mori v1.2.3.post1
+#   - the base image rocm/dev-ubuntu-22.04:7.2.3-complete, a tag (rocm-vllm dockerfile --digest pins it)
+#   - apt and pip packages without a version in the data (the base stage's tools, build requirements): the index and archive serve today's
 # MAX_JOBS: --build-arg MAX_JOBS=N, else the build host's CPUs and memory decide.
 # The image runs `vllm serve` (ENTRYPOINT), as vllm/vllm-openai-rocm does: docker run IMAGE --model M.
 # Upstream may also apply patches (cherry-picks) that the data does not record;
@@ -25,8 +31,7 @@ ARG AITER_REPO=ROCm/aiter
 ARG AITER_BRANCH=v0.1.26
 ARG MORI_REPO=ROCm/mori
 ARG MORI_BRANCH=v1.2.3.post1
-ARG VLLM_REPO=vllm-project/vllm
-ARG VLLM_BRANCH=v0.33.0
+ARG VLLM_SDIST_URL=https://files.pythonhosted.org/packages/source/v/vllm/vllm-0.33.0.tar.gz
 
 # Base stage, as upstream's Dockerfile.rocm_base: ROCm 7.2.3 "complete" image, Python 3.12
 # from the deadsnakes PPA, and PYTORCH_ROCM_ARCH narrowed to the targets of this build.
@@ -90,7 +95,8 @@ FROM build_base AS build_triton
 ARG TRITON_REPO
 ARG TRITON_BRANCH
 RUN git clone "https://github.com/${TRITON_REPO}.git" triton \
-    && git -C triton checkout "${TRITON_BRANCH}"
+    && git -C triton checkout "${TRITON_BRANCH}" \
+    && case "$(git -C triton rev-parse HEAD)" in 669b31a*) ;; *) echo "triton: not commit 669b31a" >&2; exit 1;; esac
 RUN --mount=type=cache,target=/root/.cache/pip \
     --mount=type=cache,target=/root/.cache/ccache \
     src=triton; [ -f triton/setup.py ] || src=triton/python; \
@@ -107,6 +113,7 @@ ARG PYTORCH_REPO
 ARG PYTORCH_BRANCH
 RUN git clone "https://github.com/${PYTORCH_REPO}.git" pytorch \
     && git -C pytorch checkout "${PYTORCH_BRANCH}" \
+    && case "$(git -C pytorch rev-parse HEAD)" in 733fca1*) ;; *) echo "pytorch: not commit 733fca1" >&2; exit 1;; esac \
     && git -C pytorch submodule update --init --recursive
 WORKDIR /app/pytorch
 RUN --mount=type=cache,target=/root/.cache/pip \
@@ -149,6 +156,7 @@ RUN --mount=type=bind,from=build_pytorch,source=/app/install,target=/install/pyt
     python3 -m pip install /install/pytorch/*.whl
 RUN git clone "https://github.com/${FA_REPO}.git" flash-attention \
     && git -C flash-attention checkout "${FA_BRANCH}" \
+    && case "$(git -C flash-attention rev-parse HEAD)" in 0e60e394*) ;; *) echo "flash-attention: not commit 0e60e394" >&2; exit 1;; esac \
     && git -C flash-attention submodule update --init
 WORKDIR /app/flash-attention
 RUN --mount=type=cache,target=/root/.cache/ccache \
@@ -192,13 +200,15 @@ WORKDIR /app
 
 # vLLM itself (upstream's Dockerfile.rocm build_vllm stage), for PYTORCH_ROCM_ARCH.
 FROM build_base AS build_vllm
-ARG VLLM_REPO
-ARG VLLM_BRANCH
 RUN --mount=type=bind,from=build_pytorch,source=/app/install,target=/install/pytorch \
     --mount=type=cache,target=/root/.cache/pip \
     python3 -m pip install /install/pytorch/*.whl
-RUN git clone "https://github.com/${VLLM_REPO}.git" vllm \
-    && git -C vllm checkout "${VLLM_BRANCH}"
+ARG VLLM_SDIST_URL
+RUN curl -fsSL "${VLLM_SDIST_URL}" -o vllm.tar.gz \
+    && echo "f4c33c2503d52bb411146afa9618a4f48bed68912f617e6803ac8d76e4c74112  vllm.tar.gz" | sha256sum -c - \
+    && mkdir vllm \
+    && tar -xzf vllm.tar.gz -C vllm --strip-components=1 \
+    && rm vllm.tar.gz
 WORKDIR /app/vllm
 RUN --mount=type=cache,target=/root/.cache/pip \
     --mount=type=cache,target=/root/.cache/ccache \
@@ -224,8 +234,7 @@ ARG AITER_REPO
 ARG AITER_BRANCH
 ARG MORI_REPO
 ARG MORI_BRANCH
-ARG VLLM_REPO
-ARG VLLM_BRANCH
+ARG VLLM_SDIST_URL
 
 # Wheels first (forced: a base image may ship the same versions), then vLLM's own requirements.
 RUN --mount=type=cache,target=/root/.cache/pip \
@@ -253,7 +262,7 @@ LABEL org.opencontainers.image.title="vllm-rocm" \
       org.opencontainers.image.revision="v0.33.0" \
       org.opencontainers.image.base.name="rocm/dev-ubuntu-22.04:7.2.3-complete" \
       org.opencontainers.image.licenses="Apache-2.0" \
-      rocm-vllm.vllm="${VLLM_REPO}@${VLLM_BRANCH}" \
+      rocm-vllm.vllm="vllm-0.33.0.tar.gz sha256:f4c33c2503d52bb411146afa9618a4f48bed68912f617e6803ac8d76e4c74112" \
       rocm-vllm.rocm="7.2.3" \
       rocm-vllm.gfx="gfx942" \
       rocm-vllm.pytorch-rocm-arch="gfx942" \

@@ -4,6 +4,11 @@
 # Equivalent to upstream's Dockerfile.rocm at v0.6.6.post1
 #   pins: vllm-project/vllm@v0.6.6.post1 (2339d59f92): Dockerfile.rocm; CMakeLists.txt HIP_SUPPORTED_ARCHS (confidence: exact)
 # Base image ROCm 6.2 runs on the host's amdgpu driver 6.4.3 (series 6.4).
+# Each commit pin is checked after checkout: the build fails on any other commit.
+# Not pinned, and why:
+#   - vLLM at vllm-project/vllm@v0.6.6.post1, a Git ref (no sdist hash recorded for it)
+#   - the base image rocm/pytorch:rocm6.2_ubuntu20.04_py3.9_pytorch_release_2.3.0, a tag (rocm-vllm dockerfile --digest pins it)
+#   - apt and pip packages without a version in the data (the base stage's tools, build requirements): the index and archive serve today's
 # MAX_JOBS: --build-arg MAX_JOBS=N, else the build host's CPUs and memory decide.
 # The image runs `vllm serve` (ENTRYPOINT), as vllm/vllm-openai-rocm does: docker run IMAGE --model M.
 # Upstream may also apply patches (cherry-picks) that the data does not record;
@@ -72,6 +77,7 @@ ARG FA_REPO
 ARG FA_BRANCH
 RUN git clone "https://github.com/${FA_REPO}.git" flash-attention \
     && git -C flash-attention checkout "${FA_BRANCH}" \
+    && case "$(git -C flash-attention rev-parse HEAD)" in 3cea2fb*) ;; *) echo "flash-attention: not commit 3cea2fb" >&2; exit 1;; esac \
     && git -C flash-attention submodule update --init
 WORKDIR /app/flash-attention
 RUN --mount=type=cache,target=/root/.cache/ccache \
@@ -83,7 +89,8 @@ FROM build_base AS build_triton
 ARG TRITON_REPO
 ARG TRITON_BRANCH
 RUN git clone "https://github.com/${TRITON_REPO}.git" triton \
-    && git -C triton checkout "${TRITON_BRANCH}"
+    && git -C triton checkout "${TRITON_BRANCH}" \
+    && case "$(git -C triton rev-parse HEAD)" in e192dba*) ;; *) echo "triton: not commit e192dba" >&2; exit 1;; esac
 RUN --mount=type=cache,target=/root/.cache/pip \
     --mount=type=cache,target=/root/.cache/ccache \
     src=triton; [ -f triton/setup.py ] || src=triton/python; \

@@ -6,6 +6,12 @@
 # Base image ROCm 6.3.1 runs on the host's amdgpu driver 30.30.3 (series 30.30).
 # Left out: flash_attention (Dao-AILab/flash-attention@1a7f4dfa): its CK kernels build only for gfx90a, gfx942, gfx950 and upstream strips other targets from its GPU_ARCHS; none of gfx1100 is one.
 # Left out: aiter (ROCm/aiter@7e1ed08): no target passes its gate (gfx1100: none).
+# Each commit pin is checked after checkout: the build fails on any other commit.
+# Not pinned, and why:
+#   - tags, which upstream could move (the data records no commit for them): vision v0.21.0
+#   - vLLM at vllm-project/vllm@v0.8.5, a Git ref (no sdist hash recorded for it)
+#   - the base image rocm/dev-ubuntu-22.04:6.3.1-complete, a tag (rocm-vllm dockerfile --digest pins it)
+#   - apt and pip packages without a version in the data (the base stage's tools, build requirements): the index and archive serve today's
 # MAX_JOBS: --build-arg MAX_JOBS=N, else the build host's CPUs and memory decide.
 # The image runs `vllm serve` (ENTRYPOINT), as vllm/vllm-openai-rocm does: docker run IMAGE --model M.
 # Upstream may also apply patches (cherry-picks) that the data does not record;
@@ -90,6 +96,7 @@ ARG HIPBLAS_COMMON_REPO
 ARG HIPBLAS_COMMON_BRANCH
 RUN git clone "https://github.com/${HIPBLAS_COMMON_REPO}.git" hipBLAS-common \
     && git -C hipBLAS-common checkout "${HIPBLAS_COMMON_BRANCH}" \
+    && case "$(git -C hipBLAS-common rev-parse HEAD)" in 7c1566b*) ;; *) echo "hipBLAS-common: not commit 7c1566b" >&2; exit 1;; esac \
     && cmake -S hipBLAS-common -B hipBLAS-common/build \
     && make -C hipBLAS-common/build package \
     && cp hipBLAS-common/build/*.deb /app/install/
@@ -105,7 +112,8 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends llvm-dev \
     && rm -rf /var/lib/apt/lists/*
 RUN git clone "https://github.com/${HIPBLASLT_REPO}.git" hipBLASLt \
-    && git -C hipBLASLt checkout "${HIPBLASLT_BRANCH}"
+    && git -C hipBLASLt checkout "${HIPBLASLT_BRANCH}" \
+    && case "$(git -C hipBLASLt rev-parse HEAD)" in db8e93b4*) ;; *) echo "hipBLASLt: not commit db8e93b4" >&2; exit 1;; esac
 WORKDIR /app/hipBLASLt
 RUN --mount=type=cache,target=/root/.cache/ccache \
     ./install.sh -d --architecture "${PYTORCH_ROCM_ARCH}" \
@@ -118,7 +126,8 @@ FROM build_base AS build_rccl
 ARG RCCL_REPO
 ARG RCCL_BRANCH
 RUN git clone "https://github.com/${RCCL_REPO}.git" rccl \
-    && git -C rccl checkout "${RCCL_BRANCH}"
+    && git -C rccl checkout "${RCCL_BRANCH}" \
+    && case "$(git -C rccl rev-parse HEAD)" in 648a58d*) ;; *) echo "rccl: not commit 648a58d" >&2; exit 1;; esac
 WORKDIR /app/rccl
 RUN --mount=type=cache,target=/root/.cache/ccache \
     ./install.sh -p --amdgpu_targets "${PYTORCH_ROCM_ARCH}" \
@@ -130,7 +139,8 @@ FROM build_base AS build_triton
 ARG TRITON_REPO
 ARG TRITON_BRANCH
 RUN git clone "https://github.com/${TRITON_REPO}.git" triton \
-    && git -C triton checkout "${TRITON_BRANCH}"
+    && git -C triton checkout "${TRITON_BRANCH}" \
+    && case "$(git -C triton rev-parse HEAD)" in e5be006*) ;; *) echo "triton: not commit e5be006" >&2; exit 1;; esac
 RUN --mount=type=cache,target=/root/.cache/pip \
     --mount=type=cache,target=/root/.cache/ccache \
     src=triton; [ -f triton/setup.py ] || src=triton/python; \
@@ -147,6 +157,7 @@ ARG PYTORCH_REPO
 ARG PYTORCH_BRANCH
 RUN git clone "https://github.com/${PYTORCH_REPO}.git" pytorch \
     && git -C pytorch checkout "${PYTORCH_BRANCH}" \
+    && case "$(git -C pytorch rev-parse HEAD)" in 295f2ed4*) ;; *) echo "pytorch: not commit 295f2ed4" >&2; exit 1;; esac \
     && git -C pytorch submodule update --init --recursive
 WORKDIR /app/pytorch
 RUN --mount=type=cache,target=/root/.cache/pip \
@@ -170,11 +181,11 @@ WORKDIR /app
 
 # vLLM itself (upstream's Dockerfile.rocm build_vllm stage), for PYTORCH_ROCM_ARCH.
 FROM build_base AS build_vllm
-ARG VLLM_REPO
-ARG VLLM_BRANCH
 RUN --mount=type=bind,from=build_pytorch,source=/app/install,target=/install/pytorch \
     --mount=type=cache,target=/root/.cache/pip \
     python3 -m pip install /install/pytorch/*.whl
+ARG VLLM_REPO
+ARG VLLM_BRANCH
 RUN git clone "https://github.com/${VLLM_REPO}.git" vllm \
     && git -C vllm checkout "${VLLM_BRANCH}"
 WORKDIR /app/vllm
