@@ -807,3 +807,27 @@ def test_a_commit_pin_is_checked_after_checkout(tmp_path: Path) -> None:
         assert (done.returncode == 0) == ok, done.stderr
     tag = ComponentPin(component="aiter", repo="ROCm/aiter", ref="v0.1.26")
     assert df._verify("aiter", tag) == ""  # a tag: said to float in the header instead
+
+
+@pytest.mark.registry
+def test_digest_pins_the_base_image_through_the_registry(m: Matrix, registry_url: str) -> None:
+    """`dockerfile --digest` asks the registry (here the mirror the FROM line pulls through, a
+    real docker-registry on loopback) for the base tag's manifest digest and pins FROM to it."""
+    from .oci import LAYER_TAR, push
+
+    plan = plan_for(m, "0.10.0", "gfx942", "30.30.3")
+    repo, _, tag = plan.base_image.partition(":")
+    digest = push(registry_url, repo, tag, [(b"base", LAYER_TAR)])
+    mirror = registry_url.removeprefix("http://")
+    args = ("--vllm", "0.10.0", "--gfx", "gfx942", "--driver", "30.30.3")
+    result = cli(*args, "--registry-mirror", registry_url, "--digest")
+    assert result.exit_code == 0, result.stderr
+    assert f"FROM {mirror}/{plan.base_image}@{digest} AS base" in result.stdout
+    assert f"pinned to its digest {digest}" in result.stdout
+    assert "(rocm-vllm dockerfile --digest pins it)" not in result.stdout
+    shown = json.loads(cli(*args, "--registry-mirror", registry_url, "--digest", "--json").stdout)
+    assert shown["base_digest"] == digest
+    # Without --digest: the tag, said to float; no registry is asked.
+    plain = cli(*args, "--registry-mirror", registry_url)
+    assert "@sha256:" not in plain.stdout.split("AS base")[0].splitlines()[-1]
+    assert "(rocm-vllm dockerfile --digest pins it)" in plain.stdout

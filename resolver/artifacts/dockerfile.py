@@ -165,11 +165,16 @@ class DockerfilePlan:
     # vLLM's source as released: (URL, sha256) of its sdist, verified by the build (sha256sum).
     # None: a Git clone (a fork or ref asked for, or a release with no recorded sdist).
     vllm_sdist: tuple[str, str] | None = None
+    # The base image's manifest digest (``dockerfile --digest``, asked of the registry): FROM
+    # then names the tag and the digest, and the build takes exactly that image.
+    base_digest: str | None = None
 
     @property
     def base_image_ref(self) -> str:
-        """What the FROM line pulls: the base image, through the mirror when there is one."""
-        return mirror_image(self.base_image, self.registry_mirror)
+        """What the FROM line pulls: the base image, through the mirror when there is one, by
+        digest when pinned."""
+        ref = mirror_image(self.base_image, self.registry_mirror)
+        return f"{ref}@{self.base_digest}" if self.base_digest else ref
 
     @property
     def syntax_image(self) -> str:
@@ -227,9 +232,10 @@ class DockerfilePlan:
                 f"vLLM at {self.vllm_repo}@{self.vllm_ref}, a Git ref (no sdist hash recorded "
                 "for it)"
             )
-        out.append(
-            f"the base image {self.base_image}, a tag (rocm-vllm dockerfile --digest pins it)"
-        )
+        if self.base_digest is None:
+            out.append(
+                f"the base image {self.base_image}, a tag (rocm-vllm dockerfile --digest pins it)"
+            )
         out.append(
             "apt and pip packages without a version in the data (the base stage's tools, "
             "build requirements): the index and archive serve today's"
@@ -256,6 +262,7 @@ class DockerfilePlan:
             "layout": self.layout,
             "upstream_files": self.upstream_files,
             "base_image": self.base_image,
+            "base_digest": self.base_digest,
             "base_rocm": self.rocm,
             "python": self.python,
             "driver": {
@@ -848,6 +855,26 @@ def _safe_python(python: str | None) -> str | None:
     return require_safe("version", python, where="vllm.toml: python")
 
 
+def pin_base(plan: DockerfilePlan, client: Any) -> tuple[DockerfilePlan, list[str]]:
+    """The plan with its base image pinned to the manifest digest the registry (``client``, a
+    ``RegistryClient`` for Docker Hub or the mirror) resolves its tag to, and what to warn about
+    (a digest answered from the local cache)."""
+    from dataclasses import replace
+
+    repo, _, tag = plan.base_image.partition(":")
+    if "/" not in repo:
+        repo = f"library/{repo}"  # Docker Hub's official images
+    resolved = client.resolve(repo, tag or "latest")
+    digest = require_safe("digest", resolved.digest, where=f"{resolved.registry} digest")
+    warnings = []
+    if resolved.from_cache:
+        warnings.append(
+            f"the base image's digest {digest} is from the local cache; the registry was not "
+            f"reachable ({resolved.unreachable})"
+        )
+    return replace(plan, base_digest=digest), warnings
+
+
 def parse_mirror(text: str | None) -> str | None:
     """``--registry-mirror HOST[:PORT][/PREFIX]`` (or a URL): the registry the FROM lines pull
     Docker Hub images through. Empty or Docker Hub itself means none."""
@@ -952,6 +979,8 @@ def _header(plan: DockerfilePlan) -> str:
             "# Docker Hub images (the base image, the # syntax= frontend) come through "
             f"{plan.registry_mirror}."
         )
+    if plan.base_digest:
+        lines.append(f"# The base image is pinned to its digest {plan.base_digest}.")
     if plan.max_jobs is None:
         lines.append(
             "# MAX_JOBS: --build-arg MAX_JOBS=N, else the build host's CPUs and memory decide."

@@ -86,6 +86,15 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
                 rich_help_panel=BUILD_PANEL,
             ),
         ] = None,
+        digest: Annotated[
+            bool,
+            typer.Option(
+                "--digest",
+                help="Pin the base image to its manifest digest (asks the registry, or the "
+                "--registry-mirror).",
+                rich_help_panel=BUILD_PANEL,
+            ),
+        ] = False,
         build: Annotated[
             bool,
             typer.Option(
@@ -163,9 +172,18 @@ pinned."""
             allow_any_base=allow_any_base_image,
         )
         image_tag = df.image_tag(plan, tag)  # checked now, so a bad --tag fails before any output
+        pin_warnings: list[str] = []
+        if digest:
+            from resolver.artifacts.registry import DigestCache, RegistryClient, parse_registry
+
+            client = RegistryClient(parse_registry(registry_mirror), cache=DigestCache())
+            try:
+                plan, pin_warnings = df.pin_base(plan, client)
+            finally:
+                client.close()
         text = df.render(plan)
 
-        for warning in plan.warnings:
+        for warning in (*plan.warnings, *pin_warnings):
             typer.echo(f"warning: {warning}", err=True)
         if output is not None:
             from resolver.util.atomic import write_output
