@@ -831,3 +831,73 @@ def test_digest_pins_the_base_image_through_the_registry(m: Matrix, registry_url
     plain = cli(*args, "--registry-mirror", registry_url)
     assert "@sha256:" not in plain.stdout.split("AS base")[0].splitlines()[-1]
     assert "(rocm-vllm dockerfile --digest pins it)" in plain.stdout
+
+
+# --- the entrypoint guard (issue 25): the visible GPUs against the image's targets -------------
+
+GUARD_SYSFS = (
+    Path(__file__).parent / "probe" / "fixtures" / "sysfs" / "kfd-gfx90a-mi210-8gpu-k8sdp"
+)  # 8x MI210 from ROCm/k8s-device-plugin's testdata (tests/probe/fixtures/SOURCES.md)
+
+
+def _guard(
+    tmp_path: Path, want: str, renders: range, **env: str
+) -> subprocess.CompletedProcess[str]:
+    dev = tmp_path / f"dev-{len(list(tmp_path.iterdir()))}"
+    (dev / "dri").mkdir(parents=True)
+    for minor in renders:
+        (dev / "dri" / f"renderD{minor}").touch()
+    script = resources.dockerfiles_dir() / "common" / "guard.sh"
+    return subprocess.run(
+        ["sh", str(script), "echo", "vllm started"],
+        env={
+            "PATH": os.environ["PATH"],
+            "ROCM_VLLM_GFX": want,
+            "ROCM_VLLM_GUARD_SYSFS": str(GUARD_SYSFS),
+            "ROCM_VLLM_GUARD_DEV": str(dev),
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_the_guard_starts_vllm_only_on_the_gpus_the_image_carries_code_for(
+    tmp_path: Path,
+) -> None:
+    ok = _guard(tmp_path, "gfx90a;gfx942", range(128, 136))
+    assert (ok.returncode, ok.stdout, ok.stderr) == (0, "vllm started\n", "")
+    wrong = _guard(tmp_path, "gfx942", range(128, 136))
+    assert wrong.returncode == df.GUARD_EXIT and wrong.stdout == ""
+    assert wrong.stderr.count("\n") == 1 and "a visible GPU is gfx90a" in wrong.stderr
+    assert "carries GPU code for gfx942 only" in wrong.stderr
+    # Only the GPUs whose render node the container has count (one passed in, here).
+    assert _guard(tmp_path, "gfx90a", range(128, 129)).returncode == 0
+    none = _guard(tmp_path, "gfx90a", range(0))
+    assert none.returncode == df.GUARD_EXIT and "no AMD GPU is visible" in none.stderr
+    # The runtime loads the override's code: that is what the image must carry.
+    over = _guard(tmp_path, "gfx942", range(128, 136), HSA_OVERRIDE_GFX_VERSION="9.4.2")
+    assert over.returncode == 0, over.stderr
+
+
+def test_guard_is_written_into_the_image_exactly_and_lints_clean(m: Matrix, tmp_path: Path) -> None:
+    plan = plan_for(m, "0.10.0", "gfx942", "30.30.3", guard=True)
+    text = df.render(plan)
+    assert f'ENTRYPOINT ["{df.GUARD_PATH}", "vllm", "serve"]' in text
+    assert 'ENV ROCM_VLLM_GFX="gfx942"' in text
+    # The RUN line, run by the file's shell, writes exactly the script file.
+    run = text.split("\nRUN printf ", 1)[1].split("\n    && chmod", 1)[0].removesuffix(" \\")
+    out = tmp_path / "guard"
+    command = "printf " + run.replace(df.GUARD_PATH, str(out))
+    subprocess.run(["bash", "-o", "pipefail", "-c", command], check=True)
+    assert out.read_text() == (resources.dockerfiles_dir() / "common" / "guard.sh").read_text()
+    (tmp_path / "Dockerfile").write_text(text)
+    lint = subprocess.run(
+        [HADOLINT, "--no-color", "-f", "json", str(tmp_path / "Dockerfile")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert json.loads(lint.stdout or "[]") == []
+    assert "rocm-vllm-guard" not in df.render(plan_for(m, "0.10.0", "gfx942", "30.30.3"))

@@ -37,6 +37,10 @@ SDIST_BASE: Final = "https://files.pythonhosted.org/packages/source/v/vllm"
 # The BuildKit Dockerfile frontend the file asks for (cache and bind mounts need it).
 SYNTAX_IMAGE: Final = "docker/dockerfile:1"
 LABEL_PREFIX: Final = "rocm-vllm"
+# `dockerfile --guard`: the entrypoint that checks the visible GPUs against the image's targets
+# (dockerfiles/common/guard.sh) before it runs vLLM.
+GUARD_PATH: Final = "/usr/local/bin/rocm-vllm-guard"
+GUARD_EXIT: Final = 78  # EX_CONFIG, what the guard exits with
 
 # A stack read from its sdist carries FlashAttention's and MORI's arch lists as its own files set
 # them (vllm.toml fa_arch, mori_arch). These stand in only for stacks read at a Git tag before
@@ -168,6 +172,11 @@ class DockerfilePlan:
     # The base image's manifest digest (``dockerfile --digest``, asked of the registry): FROM
     # then names the tag and the digest, and the build takes exactly that image.
     base_digest: str | None = None
+    rocm_stream: str = ""  # legacy, therock-preview, therock
+    # amdgpu driver series whose user-space window holds the base ROCm (AMD's table), newest first:
+    # what a host needs to run the image, said in its labels.
+    runs_on_drivers: tuple[str, ...] = ()
+    guard: bool = False  # ENTRYPOINT checks the visible GPUs against the labels before vLLM starts
 
     @property
     def base_image_ref(self) -> str:
@@ -203,6 +212,8 @@ class DockerfilePlan:
             ("org.opencontainers.image.licenses", "Apache-2.0"),
             (f"{LABEL_PREFIX}.vllm", self.vllm_source),
             (f"{LABEL_PREFIX}.rocm", self.rocm),
+            (f"{LABEL_PREFIX}.rocm-stream", self.rocm_stream),
+            (f"{LABEL_PREFIX}.amdgpu-driver-series", ",".join(self.runs_on_drivers)),
             (f"{LABEL_PREFIX}.gfx", ";".join(self.gfx)),
             (f"{LABEL_PREFIX}.pytorch-rocm-arch", ";".join(self.pytorch_rocm_arch)),
         ]
@@ -414,6 +425,7 @@ def plan_dockerfile(
     allow_moving_refs: bool = False,
     registry_mirror: str | None = None,
     allow_any_base: bool = False,
+    guard: bool = False,
 ) -> DockerfilePlan:
     """Decide the whole file: refuse what cannot be built, narrow every arch list to the targets,
     leave out components whose gates exclude them (with a warning), check the driver.
@@ -495,6 +507,9 @@ def plan_dockerfile(
         stack_note=_stack_note(release, st),
         registry_mirror=mirror,
         vllm_sdist=_vllm_sdist(release) if not (vllm_repo or vllm_ref) else None,
+        rocm_stream=st.stream,
+        runs_on_drivers=tuple(d.series for d in matrix.drivers_running(rocm)),
+        guard=guard,
     )
 
 
@@ -1053,6 +1068,37 @@ def _vllm_fetch(plan: DockerfilePlan) -> str:
     )
 
 
+def _guard_lines(plan: DockerfilePlan, root: Path) -> str:
+    """``--guard``: the guard script written into the image line by line (readable here, each
+    line shell-quoted), and the gfx list it checks against."""
+    if not plan.guard:
+        return ""
+    import shlex
+
+    try:
+        script = (root / "common" / "guard.sh").read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(
+            f"the guard script common/guard.sh is missing from {root}",
+            hint="reinstall rocm-vllm-resolver",
+        ) from None
+    # Every line in single quotes, even a bare word: shellcheck reads an unquoted `fi` or `done`
+    # argument as a misplaced keyword.
+    lines = script.rstrip("\n").split("\n")
+    quoted = " \\\n        ".join(
+        f"'{line}'" if "'" not in line else shlex.quote(line) for line in lines
+    )
+    return (
+        "\n# The entrypoint guard (rocm-vllm dockerfile --guard): vLLM starts only when every GPU\n"
+        "# the container sees is one of ROCM_VLLM_GFX; else one line and exit 78.\n"
+        "# hadolint ignore=SC2016\n"
+        f"RUN printf '%s\\n' \\\n        {quoted} \\\n"
+        f"    > {GUARD_PATH} \\\n"
+        f"    && chmod 0755 {GUARD_PATH}\n"
+        f'ENV ROCM_VLLM_GFX="{";".join(plan.gfx)}"'
+    )
+
+
 def _verify(directory: str, pin: ComponentPin | None) -> str:
     """After a checkout of a commit pin: fail unless HEAD is that commit (a branch or tag named
     like it would otherwise be taken)."""
@@ -1128,6 +1174,12 @@ def template_values(plan: DockerfilePlan, root: Path | None = None) -> dict[str,
         "torch_extras": "".join(f' "{w}"' for w in plan.torch_extras),
         "wheel_index": plan.wheel_index or "",
         "vllm_fetch": _vllm_fetch(plan),
+        "guard": _guard_lines(plan, root),
+        "entrypoint": (
+            f'ENTRYPOINT ["{GUARD_PATH}", "vllm", "serve"]'
+            if plan.guard
+            else 'ENTRYPOINT ["vllm", "serve"]'
+        ),
         **{
             f"verify_{component}": _verify(directory, plan.pin(component))
             for component, directory in _CHECKOUT_DIRS.items()

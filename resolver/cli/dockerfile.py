@@ -86,6 +86,15 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
                 rich_help_panel=BUILD_PANEL,
             ),
         ] = None,
+        guard: Annotated[
+            bool,
+            typer.Option(
+                "--guard",
+                help="Start vLLM through an entrypoint that refuses (exit 78, one line) when a "
+                "visible GPU is not one the image carries code for.",
+                rich_help_panel=BUILD_PANEL,
+            ),
+        ] = False,
         digest: Annotated[
             bool,
             typer.Option(
@@ -170,6 +179,7 @@ pinned."""
             allow_moving_refs=allow_moving_refs,
             registry_mirror=registry_mirror,
             allow_any_base=allow_any_base_image,
+            guard=guard,
         )
         image_tag = df.image_tag(plan, tag)  # checked now, so a bad --tag fails before any output
         pin_warnings: list[str] = []
