@@ -11,7 +11,13 @@ import requests
 LAYER_TAR = "application/vnd.oci.image.layer.v1.tar"
 
 
-def push(base: str, repo: str, tag: str, layers: list[tuple[bytes, str]]) -> str:
+def push(
+    base: str,
+    repo: str,
+    tag: str,
+    layers: list[tuple[bytes, str]],
+    labels: dict[str, str] | None = None,
+) -> str:
     def blob(data: bytes) -> str:
         digest = "sha256:" + hashlib.sha256(data).hexdigest()
         start = requests.post(f"{base}/v2/{repo}/blobs/uploads/", timeout=10)
@@ -24,7 +30,12 @@ def push(base: str, repo: str, tag: str, layers: list[tuple[bytes, str]]) -> str
         return digest
 
     config = json.dumps(
-        {"architecture": "amd64", "os": "linux", "rootfs": {"type": "layers", "diff_ids": []}}
+        {
+            "architecture": "amd64",
+            "os": "linux",
+            "config": {"Labels": labels or {}},
+            "rootfs": {"type": "layers", "diff_ids": []},
+        }
     ).encode()
     manifest = json.dumps(
         {

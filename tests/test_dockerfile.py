@@ -668,6 +668,25 @@ def test_build_through_the_engine(
     result = engine.run(image_id, ["cat", "/versions.txt"])
     assert result.stdout.strip() == "gfx=gfx942 rocm=6.3.1 max_jobs=1 aiter=916bf3c"
     assert any("RUN --mount=type=cache" in line for line in lines), lines
+    # What `image --pull` reads back from the engine: the labels say which targets the image is
+    # for, and a node with another GPU is refused before anything runs (issue 25).
+    from resolver.artifacts import images
+
+    info = engine.inspect_image(image_id)
+    assert dict(info.labels)["rocm-vllm.gfx"] == "gfx942"
+    report = images.PullReport(
+        "rocm-vllm-test/standin:0.10.0-gfx942",
+        info.id,
+        info.repo_digests,
+        None,
+        (),
+        labelled_gfx=images._labelled_gfx(info.labels),
+    )
+    mi300 = from_flags(gfx="gfx942", gpus=None, driver=None, os=None, rocm=None, python=None)
+    mi210 = from_flags(gfx="gfx90a", gpus=None, driver=None, os=None, rocm=None, python=None)
+    assert images.label_problems(report, mi300) == []
+    (problem,) = images.label_problems(report, mi210)
+    assert problem.code == "image-label-gfx" and "not gfx90a" in problem.message
 
 
 def test_free_text_from_data_cannot_start_a_line(m: Matrix) -> None:

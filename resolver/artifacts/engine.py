@@ -37,6 +37,7 @@ class ImageInfo:
     repo_digests: tuple[str, ...]
     architecture: str | None
     os: str | None
+    labels: tuple[tuple[str, str], ...] = ()  # the image config's labels, as the engine has them
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +156,10 @@ class DockerEngine:
             repo_digests=tuple(attrs.get("RepoDigests") or ()),
             architecture=attrs.get("Architecture"),
             os=attrs.get("Os"),
+            labels=tuple(
+                (str(k), str(v))
+                for k, v in ((attrs.get("Config") or {}).get("Labels") or {}).items()
+            ),
         )
 
     def run(

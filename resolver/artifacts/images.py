@@ -130,6 +130,7 @@ class PullReport:
     repo_digests: tuple[str, ...]
     expected: str | None
     problems: tuple[Advisory, ...]
+    labelled_gfx: tuple[str, ...] | None = None  # the image's rocm-vllm.gfx label, if any
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -138,6 +139,7 @@ class PullReport:
             "repo_digests": list(self.repo_digests),
             "expected_digest": self.expected,
             "verified": self.expected is not None and not self.problems,
+            "labelled_gfx": list(self.labelled_gfx) if self.labelled_gfx is not None else None,
         }
 
 
@@ -166,7 +168,42 @@ def pull_verified(
                 source="docker image inspect (RepoDigests)",
             )
         )
-    return PullReport(f"{name}:{tag}", info.id, info.repo_digests, expected, tuple(problems))
+    return PullReport(
+        f"{name}:{tag}",
+        info.id,
+        info.repo_digests,
+        expected,
+        tuple(problems),
+        labelled_gfx=_labelled_gfx(info.labels),
+    )
+
+
+def _labelled_gfx(labels: tuple[tuple[str, str], ...]) -> tuple[str, ...] | None:
+    """The targets an image's ``rocm-vllm.gfx`` label states (``rocm-vllm dockerfile`` images)."""
+    said = dict(labels).get("rocm-vllm.gfx")
+    if said is None:
+        return None
+    return tuple(g for g in said.replace(",", ";").split(";") if g)
+
+
+def label_problems(report: PullReport, node: Node) -> list[Advisory]:
+    """``image-label-gfx``: the pulled image says (its ``rocm-vllm.gfx`` label) that it carries
+    code for other targets than the node's: it would fail with "invalid device function"."""
+    said = report.labelled_gfx
+    missing = [g for g in node.gfx_targets if said is not None and g not in said]
+    if not missing:
+        return []
+    from resolver.artifacts.audit import shown
+
+    return [
+        Advisory(
+            code="image-label-gfx",
+            message=f"{report.ref} says (label rocm-vllm.gfx) it carries GPU code for "
+            f"{shown(';'.join(said or ()))} only, not {', '.join(missing)}",
+            hint="run an image built for this node's targets (rocm-vllm dockerfile builds one)",
+            source="docker image inspect (Config.Labels)",
+        )
+    ]
 
 
 # --- smoke test -------------------------------------------------------------------------------

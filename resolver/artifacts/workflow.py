@@ -177,7 +177,7 @@ def run(
 
         engine = DockerEngine()
         try:
-            problems += _engine_steps(engine, reg, chosen, ref, out, opts, on_pull)
+            problems += _engine_steps(engine, reg, chosen, ref, out, opts, on_pull, node)
         finally:
             engine.close()
 
@@ -211,6 +211,7 @@ def _engine_steps(
     out: dict[str, Any],
     opts: ImageOptions,
     on_pull: Callable[[Any], None] | None,
+    node: Node,
 ) -> list[Any]:
     from resolver.artifacts import images
 
@@ -232,6 +233,7 @@ def _engine_steps(
         )
         out["pull"] = report.to_json()
         problems += report.problems
+        problems += images.label_problems(report, node)
     if opts.smoke:
         smoke_report = images.smoke(engine, ref, chosen)
         out["smoke"] = smoke_report.to_json()

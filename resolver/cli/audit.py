@@ -59,10 +59,13 @@ def audit(
 
 
 def audit_json(result: Any, m: Any, wanted: list[str]) -> dict[str, Any]:
+    said = result.labelled_gfx  # the image's rocm-vllm.gfx label, where it has one
     covers = {
         g: {
-            "covered": not result.lacking(m, g),
+            "covered": not result.lacking(m, g) and (said is None or g in said),
             "lacking": [lib.path for lib in result.lacking(m, g)],
+            # None: the image states no targets; False: its label leaves this gfx out.
+            "labelled": None if said is None else g in said,
         }
         for g in wanted
     }
@@ -70,6 +73,7 @@ def audit_json(result: Any, m: Any, wanted: list[str]) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "artifact": result.artifact,
         "exit_code": 1 if any(not c["covered"] for c in covers.values()) else 0,
+        "labels": {k: v for k, v in sorted(result.labels.items()) if k.startswith("rocm-vllm.")},
         "files": result.files,
         "elf_files": result.elf,
         "libraries": [
@@ -105,13 +109,21 @@ def render(data: dict[str, Any], *, width: int = 100) -> str:
         if data["judged"] == "decisive"
         else "every library with GPU code"
     )
+    said = data["labels"].get("rocm-vllm.gfx")
+    if said is not None:
+        lines.append(f"label rocm-vllm.gfx: {said}")
     for gfx, c in data["covers"].items():
         if c["covered"]:
-            lines.append(f"{gfx}: covered ({which})")
-        else:
+            lines.append(f"{gfx}: covered ({which}{', and the label says so' if said else ''})")
+        elif c["lacking"]:
             lines.append(f"{gfx}: NOT covered: no {gfx} code in {', '.join(c['lacking'][:5])}")
             if len(c["lacking"]) > 5:
                 lines.append(f"  and {len(c['lacking']) - 5} more")
+        else:
+            lines.append(
+                f"{gfx}: NOT covered: the image's rocm-vllm.gfx label says it was built for "
+                f"{said} only"
+            )
     return "\n".join(wrapped(line, width=width) for line in lines) + "\n"
 
 

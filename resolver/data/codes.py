@@ -49,6 +49,7 @@ AdvisoryCode = Literal[
     "digest-changed",
     "digest-from-cache",
     "digest-mismatch",
+    "image-label-gfx",
     "driver-unchecked",
     "env-not-common",
     "fp8-format",

@@ -77,3 +77,39 @@ def test_an_image_in_the_local_engine_is_audited_from_its_save_stream(docker_eng
     assert [lib.path.rsplit("!", 1)[-1] for lib in result.libraries] == [LIB]
     with pytest.raises(AuditError):
         audit(M, "docker-daemon:audit/none:v1")
+
+
+def test_an_images_gfx_label_is_read_and_checked_against_the_node(registry_url: str) -> None:
+    """issue 25: an image `rocm-vllm dockerfile` built says which targets it carries code for
+    (rocm-vllm.gfx); audit reads the label from the image config in the registry (its bytes
+    checked against the digest) and a target the label leaves out is not covered, even where a
+    library happens to hold code for it. A hostile label stays one escaped line."""
+    from resolver.cli.audit import audit_json, render
+
+    layer = tar_bytes({LIB: REAL.read_bytes()}, compress="gzip")
+    labels = {
+        "rocm-vllm.gfx": "gfx942",
+        "rocm-vllm.rocm": "7.2.3",
+        "rocm-vllm.note": "line\nbreak\x1b[2J",
+        "org.opencontainers.image.title": "vllm-rocm",
+    }
+    media = "application/vnd.oci.image.layer.v1.tar+gzip"
+    push(registry_url, "audit/labelled", "v1", [(layer, media)], labels=labels)
+    result = audit(M, "docker://audit/labelled:v1", registry=registry_url)
+    assert result.labelled_gfx == ("gfx942",)
+    data = audit_json(result, M, ["gfx942", "gfx90a"])
+    assert data["covers"]["gfx942"] == {"covered": True, "lacking": [], "labelled": True}
+    assert data["covers"]["gfx90a"] == {"covered": False, "lacking": [], "labelled": False}
+    assert data["exit_code"] == 1
+    assert set(data["labels"]) == {"rocm-vllm.gfx", "rocm-vllm.rocm", "rocm-vllm.note"}
+    assert data["labels"]["rocm-vllm.note"] == "line\\x0abreak\\x1b[2J"
+    text = render(data)
+    assert "gfx90a: NOT covered: the image's rocm-vllm.gfx label says it was built for gfx942" in (
+        " ".join(text.split())
+    )
+    assert "\x1b" not in text
+    # An image without the label is judged by its code alone.
+    push(registry_url, "audit/plain", "v1", [(layer, media)])
+    plain = audit_json(audit(M, "docker://audit/plain:v1", registry=registry_url), M, ["gfx90a"])
+    assert plain["covers"]["gfx90a"] == {"covered": True, "lacking": [], "labelled": None}
+    assert plain["labels"] == {}

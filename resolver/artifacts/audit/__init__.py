@@ -25,7 +25,7 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, cast
+from typing import IO, Any, cast
 
 from resolver.artifacts.audit.bundle import ELF_MAGIC, AuditError, Found, gpu_code, natural
 from resolver.data.model import Matrix
@@ -73,12 +73,26 @@ class Library:
         return bool(DECISIVE.search(self.path.rsplit("!", 1)[-1]))
 
 
+LABEL_GFX = "rocm-vllm.gfx"  # what `rocm-vllm dockerfile` images say they carry code for
+_MAX_LABELS = 256  # labels kept from an image's config (its own words: bounded, escaped)
+
+
 @dataclass(slots=True)
 class Audit:
     artifact: str
     libraries: list[Library] = field(default_factory=list)
     files: int = 0  # files looked at
     elf: int = 0  # ELF files read
+    # The image's own labels (its config), where the artifact is an image; escaped like names.
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def labelled_gfx(self) -> tuple[str, ...] | None:
+        """The gfx targets the image's ``rocm-vllm.gfx`` label states; None without one."""
+        said = self.labels.get(LABEL_GFX)
+        if said is None:
+            return None
+        return tuple(g for g in said.replace(",", ";").split(";") if g)
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -92,6 +106,18 @@ class Audit:
     def lacking(self, m: Matrix, gfx: str) -> list[Library]:
         """The judged libraries with no code for ``gfx`` (none: the artifact covers it)."""
         return [lib for lib in self.judged() if not any(runs(m, t, gfx) for t in lib.targets)]
+
+
+def image_labels(raw: object) -> dict[str, str]:
+    """An image config's ``Labels`` as text this tool may print: string keys and values only,
+    control characters escaped, at most ``_MAX_LABELS``."""
+    if not isinstance(raw, dict):
+        return {}
+    out: dict[str, str] = {}
+    for key, value in raw.items():
+        if isinstance(key, str) and isinstance(value, str) and len(out) < _MAX_LABELS:
+            out[shown(key[:256])] = shown(value[:4096])
+    return out
 
 
 def common_arch(m: Matrix, result: Audit) -> tuple[str, ...]:
@@ -316,7 +342,8 @@ def _from_engine(artifact: str, machs: dict[int, str]) -> Audit:
     result = Audit(artifact=artifact)
     with DockerEngine() as engine:
         try:
-            engine.client.images.get(name)  # raises at once; the save stream only when read
+            image = engine.client.images.get(name)  # raises at once; the stream only when read
+            result.labels = image_labels(image.labels)
             chunks = engine.client.api.get_image(name)
         except Exception as exc:  # noqa: BLE001 - docker.errors.* without importing docker here
             raise AuditError(
@@ -380,6 +407,7 @@ def _from_registry(artifact: str, machs: dict[int, str], registry: str | None) -
         layers = doc.get("layers")
         if not isinstance(layers, list):
             raise AuditError(f"{ref}: the manifest lists no layers", hint="not an image manifest")
+        result.labels = _config_labels(client, repo, doc.get("config"))
         for layer in layers:
             digest = layer.get("digest") if isinstance(layer, dict) else None
             if not isinstance(digest, str) or not digest.startswith("sha256:"):
@@ -395,6 +423,38 @@ def _from_registry(artifact: str, machs: dict[int, str], registry: str | None) -
     finally:
         client.close()
     return result
+
+
+def _config_labels(client: Any, repo: str, config: object) -> dict[str, str]:
+    """The labels of the image config a manifest names, its bytes checked against the digest."""
+    import json
+
+    digest = config.get("digest") if isinstance(config, dict) else None
+    if not isinstance(digest, str) or not digest.startswith("sha256:"):
+        return {}
+    response = client.blob(repo, digest)
+    try:
+        verified = _Verified(response.raw, digest)
+        body = b""
+        while len(body) <= _MAX_CONFIG and (chunk := verified.read(1 << 16)):
+            body += chunk
+        if len(body) > _MAX_CONFIG:
+            raise AuditError(
+                f"{repo}: its image config is larger than {_MAX_CONFIG} bytes",
+                hint="not an image config",
+            )
+        verified.finish()
+    finally:
+        response.close()
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        raise AuditError(f"{repo}: its image config is not JSON", hint="a damaged image") from None
+    inner = doc.get("config") if isinstance(doc, dict) else None
+    return image_labels(inner.get("Labels") if isinstance(inner, dict) else None)
+
+
+_MAX_CONFIG = 4 * 1024 * 1024  # an image config is a few KB; its history can make it larger
 
 
 class _Chunks(io.RawIOBase):
