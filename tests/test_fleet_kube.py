@@ -457,3 +457,31 @@ def test_a_mixed_cluster_gets_manifests_per_vendor() -> None:
     pod = docs[0]["spec"]["template"]["spec"]
     assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "A100-SXM4-40GB"}
     assert pod["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 1}
+
+
+def test_generated_files_say_what_the_image_needs_of_a_node() -> None:
+    """issue 25: the manifest's annotations and the batch script's comments state the gfx
+    targets the image carries code for, its ROCm and stream, and the amdgpu driver series that
+    run it, so a reader or an admission policy can check a node without running anything."""
+    import yaml
+
+    m = matrix.load()
+    fleet = plan_fleet(
+        m,
+        read_nodes(
+            (RECORDED / "nodes-mi300x-gpuop266.json").read_text(), where="x", gfx_table=probe_gfx()
+        ),
+        Request(),
+    )
+    files = render_all(m, fleet, Options())
+    group = fleet.groups[0]
+    assert group.image is not None and group.image.plan is not None
+    image = group.image.plan.candidate.image
+    assert image is not None and image.rocm is not None
+    meta = next(yaml.safe_load_all(files["kubernetes/g1.yaml"]))["metadata"]["annotations"]
+    series = [d.series for d in m.drivers_running(image.rocm)]
+    assert meta["rocm-vllm/needs-gfx"] == ";".join(image.arch) and "gfx942" in image.arch
+    assert meta["rocm-vllm/needs-rocm"] == f"{image.rocm} ({image.stream})"
+    assert meta["rocm-vllm/needs-amdgpu-driver-series"] == ",".join(series) and series
+    script = files["slurm/g1.sbatch"]
+    assert f"# needs: gfx {';'.join(image.arch)}; rocm {image.rocm} ({image.stream})" in script

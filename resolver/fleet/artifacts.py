@@ -189,6 +189,24 @@ def _shell_word(word: str) -> str:
     return shell.home_word(word)
 
 
+def needs(m: Matrix, image: ContainerImage) -> tuple[tuple[str, str], ...]:
+    """What the image needs of a node, as the generated files state it (annotations, script
+    comments): the gfx targets it carries code for, its ROCm and stream, and the amdgpu driver
+    series that run that ROCm (AMD's table); an NVIDIA image, its CUDA and driver floor."""
+    if image.vendor == "nvidia":
+        rule = m.cuda_driver_rule(image.cuda) if image.cuda is not None else None
+        out = [("cuda", str(image.cuda) if image.cuda else "unknown")]
+        if rule is not None:
+            out.append(("nvidia-driver-min", str(rule.min_driver)))
+        return tuple(out)
+    drivers = m.drivers_running(image.rocm) if image.rocm is not None else ()
+    return (
+        ("gfx", ";".join(image.arch) or "unknown"),
+        ("rocm", f"{image.rocm} ({image.stream})" if image.rocm else "unknown"),
+        ("amdgpu-driver-series", ",".join(d.series for d in drivers) or "unknown"),
+    )
+
+
 def sbatch_script(m: Matrix, group: Group, opts: Options) -> str | None:
     """One vLLM server per node of the group: ``#SBATCH`` picks the nodes (``--nodelist`` with
     the group's host list, or ``--constraint``), one task per node, every GPU of the node."""
@@ -226,6 +244,7 @@ def sbatch_script(m: Matrix, group: Group, opts: Options) -> str | None:
             + (f"CUDA {image.cuda})" if image.vendor == "nvidia" else f"ROCm {image.rocm})")
         ),
         comment(f"# {'digest ' + image.digest if image.digest else unpinned}"),
+        comment("# needs: " + "; ".join(f"{k} {v}" for k, v in needs(m, image))),
         "set -euo pipefail",
         f'CONTAINER="${{CONTAINER:-{words[0]}}}"',
     ]
@@ -423,6 +442,9 @@ def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
         "rocm-vllm/verdict": group.verdict,
         "rocm-vllm/image": image.ref,
         "rocm-vllm/pod-security": NVIDIA_POD_SECURITY_NOTE if nvidia else POD_SECURITY_NOTE,
+        # What the image needs of a node (its gfx code, ROCm, driver series): admission policies
+        # and people read it without running anything.
+        **{f"rocm-vllm/needs-{k}": v for k, v in needs(m, image)},
     }
     deployment = {
         "apiVersion": "apps/v1",
