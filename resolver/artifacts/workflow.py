@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from resolver.data.model import Matrix
+from resolver.data.model import ContainerImage, Matrix
 from resolver.data.node import Node
 
 
@@ -43,6 +43,8 @@ class ImageAnswer:
     artifact: str | None  # what stdout (or -o) carries; None when no image fits
     file_text: str | None  # the compose file or .def, where the format has one
     exit_code: int
+    image: ContainerImage | None = None  # the chosen image (with its digest when pinned)
+    ref: str | None = None  # what the run command pulls
 
 
 def check_options(opts: ImageOptions) -> None:
@@ -157,7 +159,7 @@ def run(
     problems: list[Any] = []
     if opts.audit and chosen.vendor == "amd":
         from resolver.data import overlay
-        from resolver.refresh.common import now
+        from resolver.util.timestamps import now
 
         record, audit_problems, audited = images.audit_image(m, chosen, reg.url, node)
         problems += audit_problems
@@ -200,7 +202,7 @@ def run(
     # Same exit as `check` for the same verdict (an unofficial image is printed, but is not a
     # yes).
     out["exit_code"] = 1 if problems else decision.exit_code
-    return ImageAnswer(out, artifact, file_text, out["exit_code"])
+    return ImageAnswer(out, artifact, file_text, out["exit_code"], image=chosen, ref=ref)
 
 
 def _engine_steps(

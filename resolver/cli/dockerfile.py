@@ -86,6 +86,15 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
                 rich_help_panel=BUILD_PANEL,
             ),
         ] = None,
+        lock: Annotated[
+            Path | None,
+            typer.Option(
+                "--lock",
+                help="Also write the pinned stack as a CycloneDX 1.5 bill of materials (JSON): "
+                "every component, repository, ref, sdist sha256 and base image digest.",
+                rich_help_panel=BUILD_PANEL,
+            ),
+        ] = None,
         guard: Annotated[
             bool,
             typer.Option(
@@ -195,6 +204,12 @@ pinned."""
 
         for warning in (*plan.warnings, *pin_warnings):
             typer.echo(f"warning: {warning}", err=True)
+        if lock is not None:
+            from resolver.artifacts.lock import dockerfile_bom, dumps
+            from resolver.util.atomic import write_output as write_lock
+
+            write_lock(lock, dumps(dockerfile_bom(plan)))
+            typer.echo(f"wrote {lock} (CycloneDX)", err=True)
         if output is not None:
             from resolver.util.atomic import write_output
 
@@ -204,6 +219,7 @@ pinned."""
             data = {"schema_version": 1, **plan.to_json()}
             data["output"] = str(output) if output is not None else None
             data["tag"] = image_tag if build else None
+            data["lock"] = str(lock) if lock is not None else None
             emit_json(data)
         elif output is None and (not build or dry_run):
             typer.echo(text, nl=False)

@@ -144,6 +144,14 @@ def image(
             rich_help_panel=RUN_PANEL,
         ),
     ] = None,
+    lock: Annotated[
+        Path | None,
+        typer.Option(
+            "--lock",
+            help="Also write the image as a CycloneDX 1.5 bill of materials (JSON) to this file.",
+            rich_help_panel=IMAGE_PANEL,
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Pick the verified vLLM image for the node and print how to run it (exit 0: found, 1: none \
@@ -193,6 +201,12 @@ or a failed check)."""
         from resolver.util.atomic import write_output
 
         write_output(output, answer.artifact)
+    out["lock"] = str(lock) if lock is not None else None
+    if lock is not None and answer.image is not None and answer.ref is not None:
+        from resolver.artifacts.lock import dumps, image_bom
+        from resolver.util.atomic import write_output
+
+        write_output(lock, dumps(image_bom(answer.image, answer.ref)))
     if json_out:
         emit_json(out)
     else:

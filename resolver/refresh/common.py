@@ -88,10 +88,6 @@ def today() -> str:
     return _dt.datetime.now(_dt.UTC).date().isoformat()
 
 
-def now() -> str:
-    return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
-
 _SHA = re.compile(r"^[0-9a-f]{40}\Z")
 
 

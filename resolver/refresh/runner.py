@@ -15,7 +15,7 @@ from typing import Any
 from resolver.data import matrix, overlay, resources
 from resolver.refresh import diff
 from resolver.refresh.capabilities import CapabilitiesSource
-from resolver.refresh.common import Candidate, Endpoints, Progress, Refusal, now
+from resolver.refresh.common import Candidate, Endpoints, Progress, Refusal
 from resolver.refresh.cuda import CudaSource
 from resolver.refresh.http import HttpClient
 from resolver.refresh.images import ImagesSource
@@ -24,6 +24,7 @@ from resolver.refresh.sdist import SdistSource
 from resolver.refresh.vllm import VllmSource
 from resolver.refresh.wheels import WheelsSource
 from resolver.util.errors import MatrixError, UsageError
+from resolver.util.timestamps import now
 
 SOURCES: tuple[str, ...] = (  # dependency order
     "rocm",
