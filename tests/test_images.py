@@ -485,3 +485,97 @@ def test_model_reaches_vllm_serve_with_either_entrypoint(
     engine.pull(pushed.ref)
     out = engine.run(pushed.ref, args[at + 1 :], entrypoint=entrypoint)
     assert out.stdout.strip() == "vllm-shim serve --model org/model --tensor-parallel-size 2"
+
+
+# --- the smoke stages (issue 25): devices, compute, serve -------------------------------------
+
+# What the smoke script prints on an 8x MI300X node: torch's gcnArchName for each device is the
+# HIP deviceQuery's "gfx942:sramecc+:xnack-" (tests/probe/fixtures/hip-devicequery-gfx942-*).
+RECORDED_MI300X = {
+    "vllm": "0.24.0+rocm723",
+    "torch": "2.10.0+git8514f05",
+    "rocm": None,
+    "hip": "7.2.53211",
+    "devices": ["gfx942:sramecc+:xnack-"] * 8,
+    "compute": {"max_abs_diff": 6.103515625e-05, "ok": True},
+}
+
+
+def _official() -> Any:
+    return next(i for i in matrix.load().images if i.official and "gfx942" in i.arch)
+
+
+def test_devices_and_compute_pass_on_the_gpus_the_node_and_image_name() -> None:
+    stages, problems = images.judge_gpu("ref", RECORDED_MI300X, _official(), ("gfx942",), gpu=True)
+    assert problems == []
+    assert stages["devices"]["status"] == "passed" and len(stages["devices"]["seen"]) == 8
+    assert stages["compute"] == {"status": "passed", "max_abs_diff": 6.103515625e-05}
+
+
+def test_a_device_of_another_gpu_or_garbage_results_fail_their_stage() -> None:
+    other = {**RECORDED_MI300X, "devices": ["gfx90a:sramecc+:xnack-"]}
+    stages, problems = images.judge_gpu("ref", other, _official(), ("gfx942",), gpu=True)
+    assert stages["devices"]["status"] == "failed"
+    assert [p.code for p in problems] == ["smoke-gfx-mismatch"] and "gfx90a" in problems[0].message
+    garbage = {**RECORDED_MI300X, "compute": {"max_abs_diff": 1.7e38, "ok": False}}
+    stages, problems = images.judge_gpu("ref", garbage, _official(), ("gfx942",), gpu=True)
+    assert stages["compute"]["status"] == "failed"
+    assert [p.code for p in problems] == ["smoke-compute-wrong"]
+    blind = {**RECORDED_MI300X, "devices": [], "gpu_error": "RuntimeError: No HIP GPUs"}
+    stages, problems = images.judge_gpu("ref", blind, _official(), ("gfx942",), gpu=True)
+    assert [p.code for p in problems] == ["smoke-no-gpu"] and "No HIP GPUs" in problems[0].message
+    # Without /dev/kfd on this machine nothing was passed in: skipped, not failed.
+    stages, problems = images.judge_gpu("ref", blind, _official(), ("gfx942",), gpu=False)
+    assert problems == [] and stages["devices"]["status"] == "skipped"
+
+
+def test_the_serve_stage_says_how_far_vllm_got() -> None:
+    ok = {"started": True, "models": ["Qwen/Qwen3-0.6B"], "completion": " world"}
+    stage, problems = images.judge_serve("ref", ok, "Qwen/Qwen3-0.6B")
+    assert (stage["status"], problems) == ("passed", [])
+    dead = {"started": False, "exit_code": 1, "stderr_tail": ["ValueError: no model\x1b[2J"]}
+    stage, problems = images.judge_serve("ref", dead, "Qwen/Qwen3-0.6B")
+    assert stage["status"] == "failed" and "\x1b" not in stage["why"]
+    assert [p.code for p in problems] == ["smoke-serve-failed"]
+    assert images.smoke_serve(None, "ref", None, "~")[0]["status"] == "skipped"  # type: ignore[arg-type]
+
+
+@pytest.mark.docker
+def test_smoke_json_says_which_stage_passed(shim_images, docker_url: str) -> None:  # type: ignore[no-untyped-def]
+    code, out = cli_json(
+        *MI300X_X8,
+        "--driver",
+        "30.30.3",
+        "--registry",
+        shim_images.registry,
+        "--pull",
+        "--smoke-serve",
+        "--model",
+        "Qwen/Qwen3-0.6B",
+        env={"DOCKER_HOST": docker_url},
+    )
+    assert code == 0, out["problems"]
+    stages = out["smoke"]["stages"]
+    assert stages["versions"] == {"status": "passed"}
+    # This machine has no AMD GPU: the GPU stages are skipped, and say why.
+    assert stages["devices"]["status"] == "skipped" and "/dev/kfd" in stages["devices"]["why"]
+    assert stages["serve"]["status"] == "skipped"
+
+
+def test_smoke_equals_serve_is_the_serve_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`image --smoke=serve` (the spelling the docs use) reaches the command as --smoke-serve."""
+    import sys
+
+    from resolver import cli as cli_module
+
+    seen: list[list[str]] = []
+
+    def fake_app(args: list[str]) -> Any:
+        seen.append(list(sys.argv))
+        return lambda **_kw: 0
+
+    monkeypatch.setattr(cli_module, "_app_for", fake_app)
+    monkeypatch.setattr(sys, "argv", ["rocm-vllm", "image", "--gfx", "gfx942", "--smoke=serve"])
+    with pytest.raises(SystemExit):
+        cli_module.main()
+    assert seen[0][2:] == ["--gfx", "gfx942", "--smoke-serve"]

@@ -174,6 +174,7 @@ class DockerEngine:
         gpu_flags: bool = False,
         network: str = "none",
         timeout: int = 300,
+        volumes: dict[str, dict[str, str]] | None = None,
     ) -> RunResult:
         """Run ``command`` to completion in a throw-away container and collect its output."""
         extra: dict[str, Any] = {}
@@ -195,6 +196,7 @@ class DockerEngine:
                 group_add=group_add or None,
                 environment=environment or {},
                 network_mode=network,
+                volumes=volumes or None,
                 **extra,
             )
             try:

@@ -42,7 +42,50 @@ except OSError: rocm = None
 try:
     import torch; hip = torch.version.hip
 except Exception: hip = None
-print(json.dumps({'vllm': v('vllm'), 'torch': v('torch'), 'rocm': rocm, 'hip': hip}))
+out = {'vllm': v('vllm'), 'torch': v('torch'), 'rocm': rocm, 'hip': hip}
+try:
+    n = torch.cuda.device_count()
+    out['devices'] = [torch.cuda.get_device_properties(i).gcnArchName for i in range(n)]
+    if n:
+        a, b = torch.randn(256, 256), torch.randn(256, 256)
+        got = (a.to('cuda') @ b.to('cuda')).cpu()
+        want = a @ b
+        out['compute'] = {'max_abs_diff': float((got - want).abs().max()),
+                          'ok': bool(torch.allclose(got, want, rtol=1e-3, atol=1e-2))}
+except Exception as e:
+    out['gpu_error'] = (type(e).__name__ + ': ' + str(e))[:300]
+print(json.dumps(out))
+"""
+# --smoke=serve: vLLM started on the model (from the mounted Hugging Face cache, offline), asked
+# for /v1/models and one completion, then stopped; one JSON line says how far it got.
+SERVE_SCRIPT = """\
+import json, subprocess, sys, time, urllib.request
+model, base = sys.argv[1], 'http://127.0.0.1:8765'
+p = subprocess.Popen(['vllm', 'serve', model, '--port', '8765', '--max-model-len', '512'],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+out, models = {'started': False}, None
+deadline = time.time() + 900
+while time.time() < deadline and p.poll() is None:
+    try:
+        models = json.load(urllib.request.urlopen(base + '/v1/models', timeout=5)); break
+    except Exception: time.sleep(2)
+if models is not None:
+    out = {'started': True, 'models': [m.get('id') for m in models.get('data', [])]}
+    body = json.dumps({'model': model, 'prompt': 'Hello', 'max_tokens': 4}).encode()
+    req = urllib.request.Request(base + '/v1/completions', data=body,
+                                 headers={'Content-Type': 'application/json'})
+    try:
+        answer = json.load(urllib.request.urlopen(req, timeout=300))
+        out['completion'] = answer['choices'][0]['text']
+    except Exception as e:
+        out['completion_error'] = (type(e).__name__ + ': ' + str(e))[:300]
+else:
+    out['exit_code'] = p.poll()
+p.terminate()
+try: err = p.communicate(timeout=30)[1] or ''
+except Exception: err = ''
+if not out['started']: out['stderr_tail'] = err.strip().splitlines()[-1:]
+print(json.dumps(out))
 """
 SMOKE_ENTRYPOINT = ["python3", "-c"]
 
@@ -209,6 +252,9 @@ def label_problems(report: PullReport, node: Node) -> list[Advisory]:
 # --- smoke test -------------------------------------------------------------------------------
 
 
+SMOKE_STAGES: tuple[str, ...] = ("versions", "devices", "compute", "serve")
+
+
 @dataclass(frozen=True, slots=True)
 class SmokeReport:
     ref: str
@@ -217,6 +263,8 @@ class SmokeReport:
     exit_code: int
     gpu: bool
     problems: tuple[Advisory, ...] = field(default_factory=tuple)
+    # Per stage (SMOKE_STAGES): {"status": passed | failed | skipped, ...what it saw}.
+    stages: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -225,6 +273,7 @@ class SmokeReport:
             "claimed": self.claimed,
             "exit_code": self.exit_code,
             "gpu_devices": self.gpu,
+            "stages": {s: self.stages.get(s, {"status": "skipped"}) for s in SMOKE_STAGES},
             "problems": [
                 {"code": p.code, "message": p.message, "hint": p.hint} for p in self.problems
             ],
@@ -249,6 +298,7 @@ def smoke(
     *,
     command: list[str] | None = None,
     devices: tuple[list[str], list[str]] | None = None,
+    node_gfx: tuple[str, ...] = (),
 ) -> SmokeReport:
     """Run the version probe inside ``ref`` and compare with what the matrix claims for it."""
     dev, groups = devices if devices is not None else gpu_devices()
@@ -282,7 +332,165 @@ def smoke(
     else:
         found.update({k: (str(parsed[k]) if parsed.get(k) is not None else None) for k in found})
         problems += _compare(ref, claimed, found)
-    return SmokeReport(ref, found, claimed, result.exit_code, bool(dev), tuple(problems))
+    stages: dict[str, dict[str, Any]] = {
+        "versions": {"status": "failed" if problems else "passed"},
+    }
+    if parsed is not None:
+        gpu_stages, gpu_problems = judge_gpu(ref, parsed, image, node_gfx, gpu=bool(dev))
+        stages.update(gpu_stages)
+        problems += gpu_problems
+    return SmokeReport(
+        ref, found, claimed, result.exit_code, bool(dev), tuple(problems), stages=stages
+    )
+
+
+def smoke_serve(
+    engine: DockerEngine,
+    ref: str,
+    model: str | None,
+    hf_cache: str,
+    *,
+    devices: tuple[list[str], list[str]] | None = None,
+) -> tuple[dict[str, Any], list[Advisory]]:
+    """``--smoke=serve``: vLLM in the image serves ``model`` from the host's Hugging Face cache
+    (mounted, offline), answers /v1/models and one completion, and is stopped."""
+    dev, groups = devices if devices is not None else gpu_devices()
+    if model is None:
+        return {"status": "skipped", "why": "no --model to serve"}, []
+    if not dev:
+        return {"status": "skipped", "why": "this machine has no /dev/kfd: no GPU to serve on"}, []
+    cache = str(Path(hf_cache).expanduser())
+    result = engine.run(
+        ref,
+        [SERVE_SCRIPT, model],
+        entrypoint=SMOKE_ENTRYPOINT,
+        devices=dev,
+        group_add=groups,
+        gpu_flags=True,
+        environment={"HF_HUB_OFFLINE": "1"},
+        volumes={cache: {"bind": "/root/.cache/huggingface", "mode": "ro"}},
+        timeout=1200,
+    )
+    return judge_serve(ref, _last_json(result.stdout), model)
+
+
+def _base_gfx(arch_name: str) -> str:
+    """``gfx942:sramecc+:xnack-`` (hipDeviceProp_t.gcnArchName) -> ``gfx942``."""
+    return arch_name.split(":", 1)[0].strip().lower()
+
+
+def judge_gpu(
+    ref: str,
+    parsed: dict[str, Any],
+    image: ContainerImage,
+    node_gfx: tuple[str, ...],
+    *,
+    gpu: bool,
+) -> tuple[dict[str, dict[str, Any]], list[Advisory]]:
+    """The devices and compute stages from the smoke script's answer: the HIP devices the image
+    sees (each gcnArchName against the node's targets and the image's arch list), and a matrix
+    product on the GPU against the CPU's. Skipped where the host passed no GPU (no /dev/kfd)."""
+    if not gpu:
+        why = "this machine has no /dev/kfd: no GPU was passed to the container"
+        return {"devices": {"status": "skipped", "why": why}, "compute": {"status": "skipped"}}, []
+    from resolver.artifacts.audit import shown
+
+    problems: list[Advisory] = []
+    raw = parsed.get("devices")
+    seen = [shown(str(d))[:80] for d in raw] if isinstance(raw, list) else []
+    error = shown(str(parsed.get("gpu_error") or ""))[:300]
+    devices: dict[str, Any] = {"status": "passed", "seen": seen}
+    if not seen:
+        devices["status"] = "failed"
+        problems.append(
+            Advisory(
+                code="smoke-no-gpu",
+                message=f"{ref}: torch in the image sees no GPU" + (f" ({error})" if error else ""),
+                hint="check the device flags (--device /dev/kfd --device /dev/dri, the video and "
+                "render groups) and that the host's amdgpu driver runs the image's ROCm",
+                source="smoke test (torch.cuda.device_count)",
+            )
+        )
+    wrong = sorted(
+        {
+            _base_gfx(d)
+            for d in seen
+            if _base_gfx(d) not in node_gfx or (image.arch and _base_gfx(d) not in image.arch)
+        }
+    )
+    if wrong:
+        devices["status"] = "failed"
+        problems.append(
+            Advisory(
+                code="smoke-gfx-mismatch",
+                message=f"{ref}: the image sees {', '.join(wrong)}, not what the node reports "
+                f"({', '.join(node_gfx) or 'none'}) or the image carries code for "
+                f"({', '.join(image.arch) or 'unknown'})",
+                hint="an HSA_OVERRIDE_GFX_VERSION in the environment, or a GPU the data does not "
+                "expect: vLLM would load code for another GPU",
+                source="smoke test (gcnArchName)",
+            )
+        )
+    compute: dict[str, Any] = {"status": "skipped"}
+    result = parsed.get("compute")
+    if isinstance(result, dict):
+        diff = result.get("max_abs_diff")
+        ok = result.get("ok") is True
+        compute = {
+            "status": "passed" if ok else "failed",
+            "max_abs_diff": diff if isinstance(diff, int | float) else None,
+        }
+        if not ok:
+            problems.append(
+                Advisory(
+                    code="smoke-compute-wrong",
+                    message=f"{ref}: a 256x256 matrix product on the GPU differs from the CPU's "
+                    f"(largest difference {compute['max_abs_diff']})",
+                    hint="the image loads but computes garbage here: a ROCm/driver mismatch or "
+                    "code for another GPU; do not serve from it",
+                    source="smoke test (torch matmul, GPU against CPU)",
+                )
+            )
+    elif seen:
+        compute = {"status": "failed", "why": error or "no result"}
+        problems.append(
+            Advisory(
+                code="smoke-compute-wrong",
+                message=f"{ref}: the GPU matrix product did not run ({error or 'no result'})",
+                hint="run it by hand: python3 -c 'import torch; print(torch.ones(2).cuda() @ "
+                "torch.ones(2).cuda())' in the image",
+                source="smoke test (torch matmul, GPU against CPU)",
+            )
+        )
+    return {"devices": devices, "compute": compute}, problems
+
+
+def judge_serve(
+    ref: str, parsed: dict[str, Any] | None, model: str
+) -> tuple[dict[str, Any], list[Advisory]]:
+    """The serve stage from ``SERVE_SCRIPT``'s answer: vLLM started, listed the model, answered
+    one completion."""
+    from resolver.artifacts.audit import shown
+
+    if parsed is not None and parsed.get("started") and "completion" in parsed:
+        models = [shown(str(m))[:200] for m in parsed.get("models") or []]
+        return {"status": "passed", "models": models, "model": model}, []
+    if parsed is None:
+        why = "no answer from the serve script"
+    elif not parsed.get("started"):
+        tail = parsed.get("stderr_tail") or []
+        why = "vLLM did not start" + (f": {shown(str(tail[-1]))[:200]}" if tail else "")
+    else:
+        why = f"no completion: {shown(str(parsed.get('completion_error')))[:200]}"
+    return {"status": "failed", "why": why, "model": model}, [
+        Advisory(
+            code="smoke-serve-failed",
+            message=f"{ref}: serving {model} failed ({why})",
+            hint="the model must be in the mounted Hugging Face cache (--hf-cache), small enough "
+            "for the GPU; run the printed command by hand to see vLLM's log",
+            source="smoke test (vllm serve, /v1/models, /v1/completions)",
+        )
+    ]
 
 
 def _last_json(text: str) -> dict[str, Any] | None:

@@ -25,7 +25,7 @@ class ImageOptions:
     digest: bool = False
     pull: bool = False
     audit: bool = False
-    smoke: bool = False
+    smoke: str | None = None  # None, "gpu" (versions, devices, compute) or "serve" (and vLLM)
     fmt: str = "docker"
     port: int = 8000
     model: str | None = None
@@ -237,9 +237,13 @@ def _engine_steps(
         problems += report.problems
         problems += images.label_problems(report, node)
     if opts.smoke:
-        smoke_report = images.smoke(engine, ref, chosen)
+        smoke_report = images.smoke(engine, ref, chosen, node_gfx=node.gfx_targets)
         out["smoke"] = smoke_report.to_json()
         problems += smoke_report.problems
+        if opts.smoke == "serve":
+            stage, serve_problems = images.smoke_serve(engine, ref, opts.model, opts.hf_cache)
+            out["smoke"]["stages"]["serve"] = stage
+            problems += serve_problems
     return problems
 
 

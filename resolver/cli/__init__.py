@@ -91,6 +91,9 @@ def main() -> None:
     type) is one ``error:`` line plus a ``hint:`` line, as every other bad input is."""
     import sys
 
+    # `image --smoke=serve` is the documented spelling of --smoke-serve (a flag takes no value).
+    if sys.argv[1:2] == ["image"]:
+        sys.argv[2:] = ["--smoke-serve" if a == "--smoke=serve" else a for a in sys.argv[2:]]
     click_exception = _click_exception()
     wants_json = "--json" in _before_dashes(sys.argv[1:])
     odd = _non_ascii_number(sys.argv[1:])

@@ -92,7 +92,17 @@ def image(
         bool,
         typer.Option(
             "--smoke",
-            help="Run a version check inside the image and compare with the data.",
+            help="Prove the image works here: its versions against the data, the HIP devices it "
+            "sees (gcnArchName against the node), a matrix product on the GPU against the CPU.",
+            rich_help_panel=IMAGE_PANEL,
+        ),
+    ] = False,
+    smoke_serve: Annotated[
+        bool,
+        typer.Option(
+            "--smoke-serve",
+            help="--smoke, and start vLLM on --model from the Hugging Face cache, asking for "
+            "/v1/models and one completion (also spelled --smoke=serve).",
             rich_help_panel=IMAGE_PANEL,
         ),
     ] = False,
@@ -165,7 +175,7 @@ or a failed check)."""
         digest=digest,
         pull=pull,
         audit=audit_it,
-        smoke=smoke,
+        smoke="serve" if smoke_serve else "gpu" if smoke else None,
         fmt=fmt,
         port=port,
         model=model,
