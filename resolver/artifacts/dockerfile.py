@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import re
 import string
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from packaging.version import Version
 
+from resolver.artifacts.mirrors import Mirrors, mirror_image, parse_mirror
 from resolver.data import resources
 from resolver.data.model import ComponentPin, Matrix, RocmStack, VllmRelease
 from resolver.data.node import Node
@@ -177,6 +178,7 @@ class DockerfilePlan:
     # what a host needs to run the image, said in its labels.
     runs_on_drivers: tuple[str, ...] = ()
     guard: bool = False  # ENTRYPOINT checks the visible GPUs against the labels before vLLM starts
+    mirrors: Mirrors = field(default_factory=Mirrors)  # where every fetch goes (--mirror-config)
 
     @property
     def base_image_ref(self) -> str:
@@ -426,6 +428,7 @@ def plan_dockerfile(
     registry_mirror: str | None = None,
     allow_any_base: bool = False,
     guard: bool = False,
+    mirrors: Mirrors | None = None,
 ) -> DockerfilePlan:
     """Decide the whole file: refuse what cannot be built, narrow every arch list to the targets,
     leave out components whose gates exclude them (with a warning), check the driver.
@@ -469,7 +472,8 @@ def plan_dockerfile(
         raise InputError(
             f"--max-jobs {jobs} must be at least 1", hint="give the number of parallel compile jobs"
         )
-    mirror = parse_mirror(registry_mirror)
+    mirrors = mirrors or Mirrors()
+    mirror = parse_mirror(registry_mirror) if registry_mirror else mirrors.registry
 
     stage_order = _SINGLE_STAGE_ORDER if st.layout == "single-stage" else _TWO_STAGE_ORDER
     built = {_STAGE_OF[p.component] for p in pins} | {"amdsmi"}
@@ -500,16 +504,20 @@ def plan_dockerfile(
         warnings=tuple(warnings),
         torch=_safe_python(st.torch) if st.torch else None,
         torch_extras=_torch_extras(st, where),
-        wheel_index=require_safe("url", st.wheel_index, where=f"{where}: wheel_index")
+        wheel_index=(
+            mirrors.rocm_wheels
+            or require_safe("url", st.wheel_index, where=f"{where}: wheel_index")
+        )
         if st.wheel_index
         else None,
         moving_refs=tuple(f"{p.component}@{p.ref}" for p in moving),
         stack_note=_stack_note(release, st),
         registry_mirror=mirror,
-        vllm_sdist=_vllm_sdist(release) if not (vllm_repo or vllm_ref) else None,
+        vllm_sdist=_vllm_sdist(release, mirrors.sdist) if not (vllm_repo or vllm_ref) else None,
         rocm_stream=st.stream,
         runs_on_drivers=tuple(d.series for d in matrix.drivers_running(rocm)),
         guard=guard,
+        mirrors=mirrors,
     )
 
 
@@ -750,7 +758,7 @@ def _vllm_source(
     return repo, ref
 
 
-def _vllm_sdist(release: VllmRelease) -> tuple[str, str] | None:
+def _vllm_sdist(release: VllmRelease, base: str | None = None) -> tuple[str, str] | None:
     """The release's sdist (URL, sha256) where the data records its hash: what was released,
     hashed by the index, served by every mirror."""
     if release.sdist_sha256 is None:
@@ -759,7 +767,7 @@ def _vllm_sdist(release: VllmRelease) -> tuple[str, str] | None:
         "digest", f"sha256:{release.sdist_sha256}", where=f"vllm.toml {release.version}"
     ).removeprefix("sha256:")
     version = require_safe("version", str(release.version), where="vllm.toml")
-    return f"{SDIST_BASE}/vllm-{version}.tar.gz", sha
+    return f"{base or SDIST_BASE}/vllm-{version}.tar.gz", sha
 
 
 def _torch_extras(st: RocmStack, where: str) -> tuple[str, ...]:
@@ -890,46 +898,6 @@ def pin_base(plan: DockerfilePlan, client: Any) -> tuple[DockerfilePlan, list[st
     return replace(plan, base_digest=digest), warnings
 
 
-def parse_mirror(text: str | None) -> str | None:
-    """``--registry-mirror HOST[:PORT][/PREFIX]`` (or a URL): the registry the FROM lines pull
-    Docker Hub images through. Empty or Docker Hub itself means none."""
-    if not text or not text.strip():
-        return None
-    from resolver.artifacts.registry import parse_registry
-
-    try:
-        registry = parse_registry(text)
-    except (InputError, UsageError):  # a bad URL, or one with shell syntax: say which flag
-        raise UsageError(
-            f"--registry-mirror {text!r} is not a registry host",
-            hint=(
-                "give HOST[:PORT] or HOST/PREFIX of a Docker Hub mirror, e.g. "
-                "harbor.example.com/dockerhub"
-            ),
-        ) from None
-    if registry.is_docker_hub:
-        return None
-    mirror = f"{registry.host}/{registry.prefix}" if registry.prefix else registry.host
-    require_safe("image_repo", f"{mirror}/x", where="--registry-mirror")
-    return mirror
-
-
-def mirror_image(image: str, mirror: str | None) -> str:
-    """A Docker Hub image name as the mirror serves it: ``ubuntu:24.04`` ->
-    ``MIRROR/library/ubuntu:24.04``, ``rocm/dev-ubuntu-22.04:7.2`` ->
-    ``MIRROR/rocm/dev-ubuntu-22.04:7.2``. A name that already names a registry (``ghcr.io/...``)
-    is left as it is."""
-    if not mirror:
-        return image
-    repo, sep, tag = image.partition(":")
-    first = repo.split("/", 1)[0]
-    if "/" in repo and ("." in first or ":" in first or first == "localhost"):
-        return image
-    if "/" not in repo:
-        repo = f"library/{repo}"
-    return f"{mirror}/{repo}{sep}{tag}"
-
-
 # --- render -----------------------------------------------------------------------------------
 
 
@@ -939,7 +907,7 @@ class _Fragment(string.Template):
 
 
 def _arg_lines(plan: DockerfilePlan) -> str:
-    lines = []
+    lines = [f"ARG GIT_BASE={plan.mirrors.git}"]
     for p in plan.pins:
         name = _ARG_NAMES[p.component]
         lines.append(f"ARG {name}_REPO={p.repo}")
@@ -996,6 +964,9 @@ def _header(plan: DockerfilePlan) -> str:
         )
     if plan.base_digest:
         lines.append(f"# The base image is pinned to its digest {plan.base_digest}.")
+    if plan.mirrors.used():
+        lines.append(f"# Mirrors ({plan.mirrors.source or 'given'}):")
+        lines += [f"#   {key}: {url}" for key, url in plan.mirrors.used()]
     if plan.max_jobs is None:
         lines.append(
             "# MAX_JOBS: --build-arg MAX_JOBS=N, else the build host's CPUs and memory decide."
@@ -1062,8 +1033,8 @@ def _vllm_fetch(plan: DockerfilePlan) -> str:
             "    && rm vllm.tar.gz"
         )
     return (
-        "ARG VLLM_REPO\nARG VLLM_BRANCH\n"
-        'RUN git clone "https://github.com/${VLLM_REPO}.git" vllm \\\n'
+        "ARG VLLM_REPO\nARG VLLM_BRANCH\nARG GIT_BASE\n"
+        'RUN git clone "${GIT_BASE}/${VLLM_REPO}.git" vllm \\\n'
         '    && git -C vllm checkout "${VLLM_BRANCH}"'
     )
 
@@ -1174,6 +1145,10 @@ def template_values(plan: DockerfilePlan, root: Path | None = None) -> dict[str,
         "torch_extras": "".join(f' "{w}"' for w in plan.torch_extras),
         "wheel_index": plan.wheel_index or "",
         "vllm_fetch": _vllm_fetch(plan),
+        "get_pip": plan.mirrors.get_pip,
+        "pip_index_env": (
+            f"\nENV PIP_INDEX_URL={plan.mirrors.index}" if plan.mirrors.index else ""
+        ),
         "guard": _guard_lines(plan, root),
         "entrypoint": (
             f'ENTRYPOINT ["{GUARD_PATH}", "vllm", "serve"]'

@@ -86,6 +86,16 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
                 rich_help_panel=BUILD_PANEL,
             ),
         ] = None,
+        mirror_config: Annotated[
+            Path | None,
+            typer.Option(
+                "--mirror-config",
+                envvar="ROCM_VLLM_MIRRORS",
+                help="A TOML file of mirror base URLs (git, index, sdist, rocm_wheels, get_pip, "
+                "registry) every fetch of the file goes through (docs/airgap.md).",
+                rich_help_panel=BUILD_PANEL,
+            ),
+        ] = None,
         lock: Annotated[
             Path | None,
             typer.Option(
@@ -156,6 +166,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         """A source-build Dockerfile for the node's gfx targets only, with every component \
 pinned."""
         from resolver.artifacts import dockerfile as df
+        from resolver.artifacts.mirrors import load as load_mirrors
         from resolver.data import matrix as matrix_mod
 
         node = resolve_node(
@@ -189,6 +200,7 @@ pinned."""
             registry_mirror=registry_mirror,
             allow_any_base=allow_any_base_image,
             guard=guard,
+            mirrors=load_mirrors(mirror_config),
         )
         image_tag = df.image_tag(plan, tag)  # checked now, so a bad --tag fails before any output
         pin_warnings: list[str] = []

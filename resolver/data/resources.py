@@ -59,3 +59,13 @@ def cache_dir() -> Path:
     import platformdirs  # small; only when no override is set
 
     return Path(platformdirs.user_cache_dir("rocm-vllm", appauthor=False))
+
+
+# AMD's vLLM ROCm wheels (wheels.vllm.ai/rocm/VERSION/VARIANT); ROCM_VLLM_WHEELS points the
+# refresh and every printed install line at a mirror.
+ENV_WHEELS: Final = "ROCM_VLLM_WHEELS"
+DEFAULT_WHEELS: Final = "https://wheels.vllm.ai/rocm"
+
+
+def wheels_base() -> str:
+    return (os.environ.get(ENV_WHEELS) or DEFAULT_WHEELS).rstrip("/")

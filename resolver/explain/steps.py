@@ -7,6 +7,7 @@ command is built from argv with ``shlex.join``.
 
 from __future__ import annotations
 
+from resolver.data import resources
 from resolver.data.node import Node
 from resolver.solve import Evaluation
 from resolver.util import shell
@@ -66,7 +67,7 @@ def plan_steps(ev: Evaluation, node: Node) -> list[tuple[str, str]]:
         return _wheel_steps(
             c.wheel.python[0],
             f"vllm=={c.vllm}+{c.wheel.name}",
-            f"https://wheels.vllm.ai/rocm/{c.vllm}/{c.wheel.name}",
+            f"{resources.wheels_base()}/{c.vllm}/{c.wheel.name}",
             "assert torch.version.hip and not torch.version.cuda",
             "a CUDA wheel must not have slipped in",
         )

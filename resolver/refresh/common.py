@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from resolver.refresh.http import HttpClient
+from resolver.data import resources
 
 # Where each upstream lives; every one can point at a mirror or a test server.
 ENV_GITHUB_API = "ROCM_VLLM_GITHUB_API"
 ENV_GITHUB_RAW = "ROCM_VLLM_GITHUB_RAW"
 ENV_REGISTRY = "ROCM_VLLM_REGISTRY"
-ENV_WHEELS = "ROCM_VLLM_WHEELS"
+ENV_WHEELS = resources.ENV_WHEELS
 ENV_INDEX = "ROCM_VLLM_INDEX_URL"
 
 VLLM_REPO = "vllm-project/vllm"
@@ -32,7 +33,7 @@ class Endpoints:
     github_api: str = "https://api.github.com"
     github_raw: str = "https://raw.githubusercontent.com"
     registry: str = "https://registry-1.docker.io"
-    wheels: str = "https://wheels.vllm.ai/rocm"
+    wheels: str = resources.DEFAULT_WHEELS
     github_token: str | None = None
     index: str | None = None  # a PEP 691 package index; None: pip's configured index
 

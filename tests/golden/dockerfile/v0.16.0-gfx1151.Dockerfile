@@ -19,6 +19,7 @@
 # this file builds exactly the pinned refs. Needs BuildKit (cache and bind mounts).
 
 ARG MAX_JOBS
+ARG GIT_BASE=https://github.com
 ARG TRITON_REPO=ROCm/triton
 ARG TRITON_BRANCH=57c693b6
 ARG PYTORCH_REPO=ROCm/pytorch
@@ -34,6 +35,7 @@ ARG VLLM_BRANCH=v0.16.0
 # from the deadsnakes PPA, and PYTORCH_ROCM_ARCH narrowed to the targets of this build.
 FROM rocm/dev-ubuntu-22.04:7.0-complete AS base
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+ARG GET_PIP_URL=https://bootstrap.pypa.io/get-pip.py
 ENV PATH=/opt/rocm/llvm/bin:/opt/rocm/bin:${PATH} \
     ROCM_PATH=/opt/rocm \
     LD_LIBRARY_PATH=/opt/rocm/lib:/usr/local/lib \
@@ -53,7 +55,7 @@ RUN apt-get update \
     && update-alternatives --install /usr/bin/python3 python3 "/usr/bin/python${PYTHON_VERSION}" 1 \
     && update-alternatives --set python3 "/usr/bin/python${PYTHON_VERSION}" \
     && ln -sf "/usr/bin/python${PYTHON_VERSION}-config" /usr/bin/python3-config \
-    && curl -fsSL https://bootstrap.pypa.io/get-pip.py | "python${PYTHON_VERSION}" \
+    && curl -fsSL "${GET_PIP_URL}" | "python${PYTHON_VERSION}" \
     && rm -rf /var/lib/apt/lists/*
 # Build tools at upstream's bounds (cmake<4, setuptools<80); the rest float as upstream's do.
 # hadolint ignore=DL3013
@@ -91,7 +93,8 @@ RUN mkdir -p /etc/rocm-vllm /app/install \
 FROM build_base AS build_triton
 ARG TRITON_REPO
 ARG TRITON_BRANCH
-RUN git clone "https://github.com/${TRITON_REPO}.git" triton \
+ARG GIT_BASE
+RUN git clone "${GIT_BASE}/${TRITON_REPO}.git" triton \
     && git -C triton checkout "${TRITON_BRANCH}" \
     && case "$(git -C triton rev-parse HEAD)" in 57c693b6*) ;; *) echo "triton: not commit 57c693b6" >&2; exit 1;; esac
 RUN --mount=type=cache,target=/root/.cache/pip \
@@ -108,7 +111,8 @@ RUN --mount=type=cache,target=/root/.cache/pip \
 FROM build_base AS build_pytorch
 ARG PYTORCH_REPO
 ARG PYTORCH_BRANCH
-RUN git clone "https://github.com/${PYTORCH_REPO}.git" pytorch \
+ARG GIT_BASE
+RUN git clone "${GIT_BASE}/${PYTORCH_REPO}.git" pytorch \
     && git -C pytorch checkout "${PYTORCH_BRANCH}" \
     && case "$(git -C pytorch rev-parse HEAD)" in 89075173*) ;; *) echo "pytorch: not commit 89075173" >&2; exit 1;; esac \
     && git -C pytorch submodule update --init --recursive
@@ -124,7 +128,8 @@ WORKDIR /app
 
 ARG PYTORCH_VISION_REPO
 ARG PYTORCH_VISION_BRANCH
-RUN git clone "https://github.com/${PYTORCH_VISION_REPO}.git" vision \
+ARG GIT_BASE
+RUN git clone "${GIT_BASE}/${PYTORCH_VISION_REPO}.git" vision \
     && git -C vision checkout "${PYTORCH_VISION_BRANCH}"
 WORKDIR /app/vision
 RUN --mount=type=cache,target=/root/.cache/pip \
@@ -134,7 +139,8 @@ WORKDIR /app
 
 ARG PYTORCH_AUDIO_REPO
 ARG PYTORCH_AUDIO_BRANCH
-RUN git clone "https://github.com/${PYTORCH_AUDIO_REPO}.git" audio \
+ARG GIT_BASE
+RUN git clone "${GIT_BASE}/${PYTORCH_AUDIO_REPO}.git" audio \
     && git -C audio checkout "${PYTORCH_AUDIO_BRANCH}" \
     && git -C audio submodule update --init --recursive
 WORKDIR /app/audio
@@ -151,7 +157,8 @@ RUN --mount=type=bind,from=build_pytorch,source=/app/install,target=/install/pyt
     python3 -m pip install /install/pytorch/*.whl
 ARG VLLM_REPO
 ARG VLLM_BRANCH
-RUN git clone "https://github.com/${VLLM_REPO}.git" vllm \
+ARG GIT_BASE
+RUN git clone "${GIT_BASE}/${VLLM_REPO}.git" vllm \
     && git -C vllm checkout "${VLLM_BRANCH}"
 WORKDIR /app/vllm
 RUN --mount=type=cache,target=/root/.cache/pip \

@@ -19,6 +19,7 @@
 # this file builds exactly the pinned refs. Needs BuildKit (cache and bind mounts).
 
 ARG MAX_JOBS
+ARG GIT_BASE=https://github.com
 ARG TRITON_REPO=ROCm/triton
 ARG TRITON_BRANCH=669b31a
 ARG PYTORCH_REPO=ROCm/pytorch
@@ -35,6 +36,7 @@ ARG VLLM_SDIST_URL=https://files.pythonhosted.org/packages/source/v/vllm/vllm-0.
 # from the deadsnakes PPA, and PYTORCH_ROCM_ARCH narrowed to the targets of this build.
 FROM rocm/dev-ubuntu-22.04:7.2.3-complete AS base
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+ARG GET_PIP_URL=https://bootstrap.pypa.io/get-pip.py
 ENV PATH=/opt/rocm/llvm/bin:/opt/rocm/bin:${PATH} \
     ROCM_PATH=/opt/rocm \
     LD_LIBRARY_PATH=/opt/rocm/lib:/usr/local/lib \
@@ -54,7 +56,7 @@ RUN apt-get update \
     && update-alternatives --install /usr/bin/python3 python3 "/usr/bin/python${PYTHON_VERSION}" 1 \
     && update-alternatives --set python3 "/usr/bin/python${PYTHON_VERSION}" \
     && ln -sf "/usr/bin/python${PYTHON_VERSION}-config" /usr/bin/python3-config \
-    && curl -fsSL https://bootstrap.pypa.io/get-pip.py | "python${PYTHON_VERSION}" \
+    && curl -fsSL "${GET_PIP_URL}" | "python${PYTHON_VERSION}" \
     && rm -rf /var/lib/apt/lists/*
 # Build tools at upstream's bounds (cmake<4, setuptools<80); the rest float as upstream's do.
 # hadolint ignore=DL3013
@@ -92,7 +94,8 @@ RUN mkdir -p /etc/rocm-vllm /app/install \
 FROM build_base AS build_triton
 ARG TRITON_REPO
 ARG TRITON_BRANCH
-RUN git clone "https://github.com/${TRITON_REPO}.git" triton \
+ARG GIT_BASE
+RUN git clone "${GIT_BASE}/${TRITON_REPO}.git" triton \
     && git -C triton checkout "${TRITON_BRANCH}" \
     && case "$(git -C triton rev-parse HEAD)" in 669b31a*) ;; *) echo "triton: not commit 669b31a" >&2; exit 1;; esac
 RUN --mount=type=cache,target=/root/.cache/pip \
@@ -109,7 +112,8 @@ RUN --mount=type=cache,target=/root/.cache/pip \
 FROM build_base AS build_pytorch
 ARG PYTORCH_REPO
 ARG PYTORCH_BRANCH
-RUN git clone "https://github.com/${PYTORCH_REPO}.git" pytorch \
+ARG GIT_BASE
+RUN git clone "${GIT_BASE}/${PYTORCH_REPO}.git" pytorch \
     && git -C pytorch checkout "${PYTORCH_BRANCH}" \
     && case "$(git -C pytorch rev-parse HEAD)" in 733fca1*) ;; *) echo "pytorch: not commit 733fca1" >&2; exit 1;; esac \
     && git -C pytorch submodule update --init --recursive
@@ -125,7 +129,8 @@ WORKDIR /app
 
 ARG PYTORCH_VISION_REPO
 ARG PYTORCH_VISION_BRANCH
-RUN git clone "https://github.com/${PYTORCH_VISION_REPO}.git" vision \
+ARG GIT_BASE
+RUN git clone "${GIT_BASE}/${PYTORCH_VISION_REPO}.git" vision \
     && git -C vision checkout "${PYTORCH_VISION_BRANCH}"
 WORKDIR /app/vision
 RUN --mount=type=cache,target=/root/.cache/pip \
@@ -135,7 +140,8 @@ WORKDIR /app
 
 ARG PYTORCH_AUDIO_REPO
 ARG PYTORCH_AUDIO_BRANCH
-RUN git clone "https://github.com/${PYTORCH_AUDIO_REPO}.git" audio \
+ARG GIT_BASE
+RUN git clone "${GIT_BASE}/${PYTORCH_AUDIO_REPO}.git" audio \
     && git -C audio checkout "${PYTORCH_AUDIO_BRANCH}" \
     && git -C audio submodule update --init --recursive
 WORKDIR /app/audio
@@ -149,11 +155,12 @@ WORKDIR /app
 FROM build_base AS build_mori
 ARG MORI_REPO
 ARG MORI_BRANCH
+ARG GIT_BASE
 # no MORI_GPU_ARCHS: upstream's file for this stack sets none
 RUN --mount=type=bind,from=build_pytorch,source=/app/install,target=/install/pytorch \
     --mount=type=cache,target=/root/.cache/pip \
     python3 -m pip install /install/pytorch/*.whl
-RUN git clone "https://github.com/${MORI_REPO}.git" mori \
+RUN git clone "${GIT_BASE}/${MORI_REPO}.git" mori \
     && git -C mori checkout "${MORI_BRANCH}" \
     && git -C mori submodule update --init --recursive
 WORKDIR /app/mori

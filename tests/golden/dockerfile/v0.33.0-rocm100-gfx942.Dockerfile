@@ -17,6 +17,7 @@
 # this file builds exactly the pinned refs. Needs BuildKit (cache and bind mounts).
 
 ARG MAX_JOBS
+ARG GIT_BASE=https://github.com
 ARG TRITON_REPO=ROCm/triton
 ARG TRITON_BRANCH=669b31ac
 ARG FA_REPO=Dao-AILab/flash-attention
@@ -32,6 +33,7 @@ ARG VLLM_SDIST_URL=https://files.pythonhosted.org/packages/source/v/vllm/vllm-0.
 # build) with device packages for gfx942 only. ROCM_WHEEL_INDEX can point at a mirror.
 FROM ubuntu:22.04 AS base
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+ARG GET_PIP_URL=https://bootstrap.pypa.io/get-pip.py
 ARG ROCM_WHEEL_INDEX=https://stable.repo.amd.com/rocm/whl-next/
 ENV PYTHON_VERSION=3.12 \
     PYTORCH_ROCM_ARCH="gfx942" \
@@ -56,7 +58,7 @@ RUN apt-get update \
        "python${PYTHON_VERSION}-venv" python-is-python3 \
     && update-alternatives --install /usr/bin/python3 python3 "/usr/bin/python${PYTHON_VERSION}" 1 \
     && update-alternatives --set python3 "/usr/bin/python${PYTHON_VERSION}" \
-    && curl -fsSL https://bootstrap.pypa.io/get-pip.py | "python${PYTHON_VERSION}" \
+    && curl -fsSL "${GET_PIP_URL}" | "python${PYTHON_VERSION}" \
     && rm -rf /var/lib/apt/lists/*
 # Build tools at upstream's bounds (cmake<4, setuptools<80); the rest float as upstream's do.
 # hadolint ignore=DL3013
@@ -105,7 +107,8 @@ RUN mkdir -p /etc/rocm-vllm /app/install \
 FROM build_base AS build_triton
 ARG TRITON_REPO
 ARG TRITON_BRANCH
-RUN git clone "https://github.com/${TRITON_REPO}.git" triton \
+ARG GIT_BASE
+RUN git clone "${GIT_BASE}/${TRITON_REPO}.git" triton \
     && git -C triton checkout "${TRITON_BRANCH}" \
     && case "$(git -C triton rev-parse HEAD)" in 669b31ac*) ;; *) echo "triton: not commit 669b31ac" >&2; exit 1;; esac
 RUN --mount=type=cache,target=/root/.cache/pip \
@@ -122,8 +125,9 @@ RUN --mount=type=cache,target=/root/.cache/pip \
 FROM build_base AS build_fa
 ARG FA_REPO
 ARG FA_BRANCH
+ARG GIT_BASE
 
-RUN git clone "https://github.com/${FA_REPO}.git" flash-attention \
+RUN git clone "${GIT_BASE}/${FA_REPO}.git" flash-attention \
     && git -C flash-attention checkout "${FA_BRANCH}" \
     && case "$(git -C flash-attention rev-parse HEAD)" in 0e60e394*) ;; *) echo "flash-attention: not commit 0e60e394" >&2; exit 1;; esac \
     && git -C flash-attention submodule update --init
@@ -136,9 +140,10 @@ WORKDIR /app
 FROM build_base AS build_aiter
 ARG AITER_REPO
 ARG AITER_BRANCH
+ARG GIT_BASE
 ENV AITER_ROCM_ARCH="gfx942"
 
-RUN git clone "https://github.com/${AITER_REPO}.git" aiter \
+RUN git clone "${GIT_BASE}/${AITER_REPO}.git" aiter \
     && git -C aiter checkout "${AITER_BRANCH}" \
     && git -C aiter submodule update --init --recursive
 WORKDIR /app/aiter
@@ -153,9 +158,10 @@ WORKDIR /app
 FROM build_base AS build_mori
 ARG MORI_REPO
 ARG MORI_BRANCH
+ARG GIT_BASE
 # no MORI_GPU_ARCHS: upstream's file for this stack sets none
 
-RUN git clone "https://github.com/${MORI_REPO}.git" mori \
+RUN git clone "${GIT_BASE}/${MORI_REPO}.git" mori \
     && git -C mori checkout "${MORI_BRANCH}" \
     && git -C mori submodule update --init --recursive
 WORKDIR /app/mori

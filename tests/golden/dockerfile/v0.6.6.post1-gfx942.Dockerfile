@@ -15,6 +15,7 @@
 # this file builds exactly the pinned refs. Needs BuildKit (cache and bind mounts).
 
 ARG MAX_JOBS
+ARG GIT_BASE=https://github.com
 ARG TRITON_REPO=OpenAI/triton
 ARG TRITON_BRANCH=e192dba
 ARG FA_REPO=ROCm/flash-attention
@@ -75,7 +76,8 @@ RUN --mount=type=cache,target=/root/.cache/pip \
 FROM build_base AS build_fa
 ARG FA_REPO
 ARG FA_BRANCH
-RUN git clone "https://github.com/${FA_REPO}.git" flash-attention \
+ARG GIT_BASE
+RUN git clone "${GIT_BASE}/${FA_REPO}.git" flash-attention \
     && git -C flash-attention checkout "${FA_BRANCH}" \
     && case "$(git -C flash-attention rev-parse HEAD)" in 3cea2fb*) ;; *) echo "flash-attention: not commit 3cea2fb" >&2; exit 1;; esac \
     && git -C flash-attention submodule update --init
@@ -88,7 +90,8 @@ WORKDIR /app
 FROM build_base AS build_triton
 ARG TRITON_REPO
 ARG TRITON_BRANCH
-RUN git clone "https://github.com/${TRITON_REPO}.git" triton \
+ARG GIT_BASE
+RUN git clone "${GIT_BASE}/${TRITON_REPO}.git" triton \
     && git -C triton checkout "${TRITON_BRANCH}" \
     && case "$(git -C triton rev-parse HEAD)" in e192dba*) ;; *) echo "triton: not commit e192dba" >&2; exit 1;; esac
 RUN --mount=type=cache,target=/root/.cache/pip \
@@ -100,7 +103,8 @@ RUN --mount=type=cache,target=/root/.cache/pip \
 FROM build_base AS build_vllm
 ARG VLLM_REPO
 ARG VLLM_BRANCH
-RUN git clone "https://github.com/${VLLM_REPO}.git" vllm \
+ARG GIT_BASE
+RUN git clone "${GIT_BASE}/${VLLM_REPO}.git" vllm \
     && git -C vllm checkout "${VLLM_BRANCH}"
 WORKDIR /app/vllm
 RUN --mount=type=cache,target=/root/.cache/pip \

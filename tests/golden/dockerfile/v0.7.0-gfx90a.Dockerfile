@@ -16,6 +16,7 @@
 # this file builds exactly the pinned refs. Needs BuildKit (cache and bind mounts).
 
 ARG MAX_JOBS
+ARG GIT_BASE=https://github.com
 ARG TRITON_REPO=triton-lang/triton
 ARG TRITON_BRANCH=e5be006
 ARG PYTORCH_REPO=pytorch/pytorch
@@ -37,6 +38,7 @@ ARG VLLM_BRANCH=v0.7.0
 # from the deadsnakes PPA, and PYTORCH_ROCM_ARCH narrowed to the targets of this build.
 FROM rocm/dev-ubuntu-22.04:6.3.1-complete AS base
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+ARG GET_PIP_URL=https://bootstrap.pypa.io/get-pip.py
 ENV PATH=/opt/rocm/llvm/bin:/opt/rocm/bin:${PATH} \
     ROCM_PATH=/opt/rocm \
     LD_LIBRARY_PATH=/opt/rocm/lib:/usr/local/lib \
@@ -56,7 +58,7 @@ RUN apt-get update \
     && update-alternatives --install /usr/bin/python3 python3 "/usr/bin/python${PYTHON_VERSION}" 1 \
     && update-alternatives --set python3 "/usr/bin/python${PYTHON_VERSION}" \
     && ln -sf "/usr/bin/python${PYTHON_VERSION}-config" /usr/bin/python3-config \
-    && curl -fsSL https://bootstrap.pypa.io/get-pip.py | "python${PYTHON_VERSION}" \
+    && curl -fsSL "${GET_PIP_URL}" | "python${PYTHON_VERSION}" \
     && rm -rf /var/lib/apt/lists/*
 # Build tools at upstream's bounds (cmake<4, setuptools<80); the rest float as upstream's do.
 # hadolint ignore=DL3013
@@ -94,7 +96,8 @@ RUN mkdir -p /etc/rocm-vllm /app/install \
 FROM build_base AS build_hipblas_common
 ARG HIPBLAS_COMMON_REPO
 ARG HIPBLAS_COMMON_BRANCH
-RUN git clone "https://github.com/${HIPBLAS_COMMON_REPO}.git" hipBLAS-common \
+ARG GIT_BASE
+RUN git clone "${GIT_BASE}/${HIPBLAS_COMMON_REPO}.git" hipBLAS-common \
     && git -C hipBLAS-common checkout "${HIPBLAS_COMMON_BRANCH}" \
     && case "$(git -C hipBLAS-common rev-parse HEAD)" in 7c1566b*) ;; *) echo "hipBLAS-common: not commit 7c1566b" >&2; exit 1;; esac \
     && cmake -S hipBLAS-common -B hipBLAS-common/build \
@@ -105,13 +108,14 @@ RUN git clone "https://github.com/${HIPBLAS_COMMON_REPO}.git" hipBLAS-common \
 FROM build_base AS build_hipblaslt
 ARG HIPBLASLT_REPO
 ARG HIPBLASLT_BRANCH
+ARG GIT_BASE
 RUN --mount=type=bind,from=build_hipblas_common,source=/app/install,target=/install/hipblas_common \
     dpkg -i /install/hipblas_common/*.deb
 # hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends llvm-dev \
     && rm -rf /var/lib/apt/lists/*
-RUN git clone "https://github.com/${HIPBLASLT_REPO}.git" hipBLASLt \
+RUN git clone "${GIT_BASE}/${HIPBLASLT_REPO}.git" hipBLASLt \
     && git -C hipBLASLt checkout "${HIPBLASLT_BRANCH}" \
     && case "$(git -C hipBLASLt rev-parse HEAD)" in 4d40e36*) ;; *) echo "hipBLASLt: not commit 4d40e36" >&2; exit 1;; esac
 WORKDIR /app/hipBLASLt
@@ -125,7 +129,8 @@ WORKDIR /app
 FROM build_base AS build_rccl
 ARG RCCL_REPO
 ARG RCCL_BRANCH
-RUN git clone "https://github.com/${RCCL_REPO}.git" rccl \
+ARG GIT_BASE
+RUN git clone "${GIT_BASE}/${RCCL_REPO}.git" rccl \
     && git -C rccl checkout "${RCCL_BRANCH}" \
     && case "$(git -C rccl rev-parse HEAD)" in 648a58d*) ;; *) echo "rccl: not commit 648a58d" >&2; exit 1;; esac
 WORKDIR /app/rccl
@@ -138,7 +143,8 @@ WORKDIR /app
 FROM build_base AS build_triton
 ARG TRITON_REPO
 ARG TRITON_BRANCH
-RUN git clone "https://github.com/${TRITON_REPO}.git" triton \
+ARG GIT_BASE
+RUN git clone "${GIT_BASE}/${TRITON_REPO}.git" triton \
     && git -C triton checkout "${TRITON_BRANCH}" \
     && case "$(git -C triton rev-parse HEAD)" in e5be006*) ;; *) echo "triton: not commit e5be006" >&2; exit 1;; esac
 RUN --mount=type=cache,target=/root/.cache/pip \
@@ -155,7 +161,8 @@ RUN --mount=type=cache,target=/root/.cache/pip \
 FROM build_base AS build_pytorch
 ARG PYTORCH_REPO
 ARG PYTORCH_BRANCH
-RUN git clone "https://github.com/${PYTORCH_REPO}.git" pytorch \
+ARG GIT_BASE
+RUN git clone "${GIT_BASE}/${PYTORCH_REPO}.git" pytorch \
     && git -C pytorch checkout "${PYTORCH_BRANCH}" \
     && case "$(git -C pytorch rev-parse HEAD)" in 8d4926e*) ;; *) echo "pytorch: not commit 8d4926e" >&2; exit 1;; esac \
     && git -C pytorch submodule update --init --recursive
@@ -171,7 +178,8 @@ WORKDIR /app
 
 ARG PYTORCH_VISION_REPO
 ARG PYTORCH_VISION_BRANCH
-RUN git clone "https://github.com/${PYTORCH_VISION_REPO}.git" vision \
+ARG GIT_BASE
+RUN git clone "${GIT_BASE}/${PYTORCH_VISION_REPO}.git" vision \
     && git -C vision checkout "${PYTORCH_VISION_BRANCH}"
 WORKDIR /app/vision
 RUN --mount=type=cache,target=/root/.cache/pip \
@@ -183,10 +191,11 @@ WORKDIR /app
 FROM build_base AS build_fa
 ARG FA_REPO
 ARG FA_BRANCH
+ARG GIT_BASE
 RUN --mount=type=bind,from=build_pytorch,source=/app/install,target=/install/pytorch \
     --mount=type=cache,target=/root/.cache/pip \
     python3 -m pip install /install/pytorch/*.whl
-RUN git clone "https://github.com/${FA_REPO}.git" flash-attention \
+RUN git clone "${GIT_BASE}/${FA_REPO}.git" flash-attention \
     && git -C flash-attention checkout "${FA_BRANCH}" \
     && case "$(git -C flash-attention rev-parse HEAD)" in b7d29fb*) ;; *) echo "flash-attention: not commit b7d29fb" >&2; exit 1;; esac \
     && git -C flash-attention submodule update --init
@@ -202,7 +211,8 @@ RUN --mount=type=bind,from=build_pytorch,source=/app/install,target=/install/pyt
     python3 -m pip install /install/pytorch/*.whl
 ARG VLLM_REPO
 ARG VLLM_BRANCH
-RUN git clone "https://github.com/${VLLM_REPO}.git" vllm \
+ARG GIT_BASE
+RUN git clone "${GIT_BASE}/${VLLM_REPO}.git" vllm \
     && git -C vllm checkout "${VLLM_BRANCH}"
 WORKDIR /app/vllm
 RUN --mount=type=cache,target=/root/.cache/pip \

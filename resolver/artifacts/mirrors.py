@@ -1,0 +1,126 @@
+"""Where a generated artifact fetches from, set once for a site (an air-gapped one, a proxy).
+
+``--mirror-config FILE`` (or ``ROCM_VLLM_MIRRORS=FILE``) is a TOML file of base URLs, each
+optional, each replacing one upstream in every fetch a generated Dockerfile makes::
+
+    git = "https://git.example.internal/github"     # for https://github.com (every clone)
+    index = "https://pypi.example.internal/simple"  # pip's index in the build (PIP_INDEX_URL)
+    sdist = "https://pypi.example.internal/packages/source/v/vllm"  # vLLM's sdist
+    rocm_wheels = "https://rocm.example.internal/whl/"  # TheRock's ROCm and PyTorch wheels
+    get_pip = "https://files.example.internal/get-pip.py"
+    registry = "harbor.example.internal/dockerhub"  # Docker Hub (FROM, the # syntax= frontend)
+
+The file's header records which mirrors it used. The commands' own calls have their variables
+(``ROCM_VLLM_REGISTRY``, ``ROCM_VLLM_WHEELS`` for AMD's wheel index and every printed pip line,
+``ROCM_VLLM_INDEX_URL``, ...); ``docs/airgap.md`` lists every network call in one table.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, cast
+
+from resolver.util.errors import InputError, UsageError
+from resolver.util.safety import is_safe, require_safe
+
+ENV_MIRRORS: Final = "ROCM_VLLM_MIRRORS"
+DEFAULT_GIT: Final = "https://github.com"
+DEFAULT_GET_PIP: Final = "https://bootstrap.pypa.io/get-pip.py"
+KEYS: Final = ("git", "index", "sdist", "rocm_wheels", "get_pip", "registry")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Mirrors:
+    git: str = DEFAULT_GIT
+    index: str | None = None
+    sdist: str | None = None
+    rocm_wheels: str | None = None
+    get_pip: str = DEFAULT_GET_PIP
+    registry: str | None = None
+    source: str = ""  # the file they came from ("" for none)
+
+    def used(self) -> tuple[tuple[str, str], ...]:
+        """The mirrors set (key, URL), as the artifact's header names them."""
+        defaults = Mirrors()
+        return tuple(
+            (k, str(getattr(self, k)))
+            for k in KEYS
+            if getattr(self, k) is not None and getattr(self, k) != getattr(defaults, k)
+        )
+
+
+def load(path: Path | None = None) -> Mirrors:
+    """``path`` (``--mirror-config``), else the file ``ROCM_VLLM_MIRRORS`` names, else none."""
+    if path is None:
+        named = os.environ.get(ENV_MIRRORS)
+        if not named:
+            return Mirrors()
+        path = Path(named)
+    hint = "a TOML file of base URLs: git, index, sdist, rocm_wheels, get_pip, registry"
+    try:
+        from resolver.util import bounded
+
+        data = tomllib.loads(bounded.read_text(path, 64 * 1024))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError) as exc:
+        raise InputError(f"mirror config {path}: {exc}", hint=hint) from None
+    unknown = sorted(set(data) - set(KEYS))
+    if unknown:
+        raise InputError(f"mirror config {path}: unknown keys {', '.join(unknown)}", hint=hint)
+    values: dict[str, str | None] = {}
+    for key, value in data.items():
+        if not isinstance(value, str) or not value.strip():
+            raise InputError(f"mirror config {path}: {key} is not a URL", hint=hint)
+        value = value.strip().rstrip("/") if key != "rocm_wheels" else value.strip()
+        if key == "registry":
+            values[key] = parse_mirror(value)  # None: Docker Hub itself
+            continue
+        if not is_safe("url", value):
+            raise InputError(
+                f"mirror config {path}: {key} {value!r} is not an http(s) URL",
+                hint="give a plain http:// or https:// URL, without quotes, spaces or shell syntax",
+            )
+        values[key] = value
+    return Mirrors(**cast(dict[str, Any], values), source=str(path))
+
+
+def parse_mirror(text: str | None) -> str | None:
+    """``--registry-mirror HOST[:PORT][/PREFIX]`` (or a URL): the registry the FROM lines pull
+    Docker Hub images through. Empty or Docker Hub itself means none."""
+    if not text or not text.strip():
+        return None
+    from resolver.artifacts.registry import parse_registry
+
+    try:
+        registry = parse_registry(text)
+    except (InputError, UsageError):  # a bad URL, or one with shell syntax: say which flag
+        raise UsageError(
+            f"--registry-mirror {text!r} is not a registry host",
+            hint=(
+                "give HOST[:PORT] or HOST/PREFIX of a Docker Hub mirror, e.g. "
+                "harbor.example.com/dockerhub"
+            ),
+        ) from None
+    if registry.is_docker_hub:
+        return None
+    mirror = f"{registry.host}/{registry.prefix}" if registry.prefix else registry.host
+    require_safe("image_repo", f"{mirror}/x", where="--registry-mirror")
+    return mirror
+
+
+def mirror_image(image: str, mirror: str | None) -> str:
+    """A Docker Hub image name as the mirror serves it: ``ubuntu:24.04`` ->
+    ``MIRROR/library/ubuntu:24.04``, ``rocm/dev-ubuntu-22.04:7.2`` ->
+    ``MIRROR/rocm/dev-ubuntu-22.04:7.2``. A name that already names a registry (``ghcr.io/...``)
+    is left as it is."""
+    if not mirror:
+        return image
+    repo, sep, tag = image.partition(":")
+    first = repo.split("/", 1)[0]
+    if "/" in repo and ("." in first or ":" in first or first == "localhost"):
+        return image
+    if "/" not in repo:
+        repo = f"library/{repo}"
+    return f"{mirror}/{repo}{sep}{tag}"

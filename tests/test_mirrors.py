@@ -1,0 +1,92 @@
+"""artifacts.mirrors: one file points every fetch of a generated Dockerfile at a site's mirrors,
+and the file says which it used; a bad file is one clear error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from resolver.artifacts import dockerfile as df
+from resolver.artifacts import mirrors
+from resolver.data import matrix
+from resolver.data.node import from_flags
+from resolver.util.errors import InputError
+
+from .conftest import LIVE_MATRIX
+from .helpers import run_cli
+
+CONFIG = """\
+git = "https://git.example.internal/github/"
+index = "https://pypi.example.internal/simple"
+sdist = "https://pypi.example.internal/packages/source/v/vllm"
+rocm_wheels = "https://rocm.example.internal/whl/"
+get_pip = "https://files.example.internal/get-pip.py"
+registry = "harbor.example.internal/dockerhub"
+"""
+
+
+def test_every_fetch_of_the_file_goes_through_the_mirrors(tmp_path: Path) -> None:
+    path = tmp_path / "mirrors.toml"
+    path.write_text(CONFIG)
+    result = run_cli(
+        "dockerfile", "--gfx", "gfx942", "--driver", "30.30.3", "--vllm", "0.33.0",
+        "--mirror-config", str(path),
+        env={"ROCM_VLLM_MATRIX_DIR": str(LIVE_MATRIX)},
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    text = result.stdout
+    assert "https://github.com" not in text.replace(
+        'org.opencontainers.image.source="https://github.com', ""
+    )
+    assert "ARG GIT_BASE=https://git.example.internal/github\n" in text
+    assert 'git clone "${GIT_BASE}/${TRITON_REPO}.git"' in text
+    assert "ENV PIP_INDEX_URL=https://pypi.example.internal/simple" in text
+    assert "ARG VLLM_SDIST_URL=https://pypi.example.internal/packages/source/v/vllm/" in text
+    assert "ARG ROCM_WHEEL_INDEX=https://rocm.example.internal/whl/" in text
+    assert "ARG GET_PIP_URL=https://files.example.internal/get-pip.py" in text
+    assert "FROM harbor.example.internal/dockerhub/library/ubuntu:22.04 AS base" in text
+    assert "bootstrap.pypa.io" not in text and "files.pythonhosted.org" not in text
+    assert f"# Mirrors ({path}):" in text and "#   git: https://git.example.internal/github" in text
+
+
+def test_without_a_config_the_upstreams_are_the_defaults() -> None:
+    m = matrix.load_dir(LIVE_MATRIX)
+    node = from_flags(gfx="gfx942", gpus=None, driver="30.30.3", os=None, rocm=None, python=None)
+    release = df.find_release(m, "0.33.0")
+    plan = df.plan_dockerfile(m, node, release, stack=df.choose_stack(m, node, release, None))
+    text = df.render(plan)
+    assert "ARG GIT_BASE=https://github.com\n" in text and "# Mirrors" not in text
+    assert "PIP_INDEX_URL" not in text
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        ('git = "ftp://x"\n', "is not an http(s) URL"),
+        ('git = "https://x/$(curl evil)"\n', "is not an http(s) URL"),
+        ('gti = "https://x"\n', "unknown keys gti"),
+        ("git = 5\n", "git is not a URL"),
+        ("git = \n", "mirror config"),
+        ('registry = "x y"\n', "--registry-mirror"),
+    ],
+)
+def test_a_bad_mirror_config_is_one_clear_error(tmp_path: Path, content: str, why: str) -> None:
+    path = tmp_path / "m.toml"
+    path.write_text(content)
+    from resolver.util.errors import ResolverError
+
+    with pytest.raises(ResolverError) as err:
+        mirrors.load(path)
+    assert why in str(err.value) and err.value.hint
+    assert isinstance(err.value, InputError) or "registry" in content
+
+
+def test_the_environment_names_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "m.toml"
+    path.write_text('git = "https://git.example.internal/gh"\n')
+    monkeypatch.setenv("ROCM_VLLM_MIRRORS", str(path))
+    assert mirrors.load().git == "https://git.example.internal/gh"
+    assert mirrors.load().used() == (("git", "https://git.example.internal/gh"),)
+    monkeypatch.delenv("ROCM_VLLM_MIRRORS")
+    assert mirrors.load() == mirrors.Mirrors()
