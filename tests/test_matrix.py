@@ -596,3 +596,22 @@ def test_a_field_the_docs_list_is_accepted_by_the_loader_and_the_schema(tmp_path
     loaded = matrix.load_dir(data)
     emulated = [g for g in loaded.gfx if g.features.mxfp4 == "emulated"]
     assert emulated[0].features.mxfp4_source.confidence == "inferred"
+
+
+def test_one_record_per_commit_however_upstream_abbreviates_it() -> None:
+    """issue 25: ROCm/triton is pinned as 669b31a in one release's files and 669b31ac in
+    another's; the loaded data spells each commit once (the longest spelling in the repo)."""
+    import re
+
+    from .conftest import LIVE_MATRIX
+
+    live = matrix.load_dir(LIVE_MATRIX)
+    spellings: dict[str, set[str]] = {}
+    for rel in live.vllm:
+        for st in rel.stacks:
+            for p in st.pins:
+                if re.fullmatch(r"[0-9a-f]{7,40}", p.ref):
+                    spellings.setdefault(p.repo, set()).add(p.ref)
+    for repo, refs in spellings.items():
+        assert not [(a, b) for a in refs for b in refs if a != b and b.startswith(a)], repo
+    assert "669b31ac" in spellings["ROCm/triton"] and "669b31a" not in spellings["ROCm/triton"]

@@ -902,6 +902,37 @@ def _read_all(
     return {name: _read(directory, name, key, extra) for name, key in _KEYS.items()}
 
 
+_HEX_REF = re.compile(r"[0-9a-f]{7,40}")
+
+
+def one_record_per_commit(releases: tuple[VllmRelease, ...]) -> tuple[VllmRelease, ...]:
+    """One spelling per commit: upstream abbreviates the same commit differently from release to
+    release (ROCm/triton 669b31a in one, 669b31ac in another); each commit pin takes the longest
+    spelling the data has of it in the same repository, so the Dockerfile, its commit check and
+    the lock name one commit once."""
+    from msgspec.structs import replace
+
+    known: dict[str, set[str]] = {}
+    for rel in releases:
+        for st in rel.stacks:
+            for pin in st.pins:
+                if _HEX_REF.fullmatch(pin.ref):
+                    known.setdefault(pin.repo.lower(), set()).add(pin.ref)
+
+    def longest(pin: ComponentPin) -> ComponentPin:
+        if not _HEX_REF.fullmatch(pin.ref):
+            return pin
+        longer = [r for r in known.get(pin.repo.lower(), ()) if r.startswith(pin.ref)]
+        best = max(longer, key=len)
+        return pin if best == pin.ref else replace(pin, ref=best)
+
+    out = []
+    for rel in releases:
+        stacks = tuple(replace(st, pins=tuple(longest(p) for p in st.pins)) for st in rel.stacks)
+        out.append(rel if stacks == rel.stacks else replace(rel, stacks=stacks))
+    return tuple(out)
+
+
 def _from_raw(raw: Mapping[str, list[Any]]) -> Matrix:
     """Build and check the matrix from raw tables (the TOML files, with the overlay's records)."""
 
@@ -913,7 +944,7 @@ def _from_raw(raw: Mapping[str, list[Any]]) -> Matrix:
         os=_build(recs("os.toml"), _os),
         drivers=_build(recs("drivers.toml"), _driver),
         gfx=_build(recs("gfx.toml"), _gfx),
-        vllm=_build(recs("vllm.toml"), _vllm),
+        vllm=one_record_per_commit(_build(recs("vllm.toml"), _vllm)),
         wheels=_build(recs("wheels.toml"), _wheel),
         images=_build(recs("images.toml"), _image),
         examples=_build(recs("nodes.toml"), _example),

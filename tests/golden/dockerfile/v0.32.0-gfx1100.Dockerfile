@@ -21,7 +21,7 @@
 ARG MAX_JOBS
 ARG GIT_BASE=https://github.com
 ARG TRITON_REPO=ROCm/triton
-ARG TRITON_BRANCH=669b31a
+ARG TRITON_BRANCH=669b31ac
 ARG PYTORCH_REPO=ROCm/pytorch
 ARG PYTORCH_BRANCH=733fca1
 ARG PYTORCH_VISION_REPO=pytorch/vision
@@ -97,7 +97,7 @@ ARG TRITON_BRANCH
 ARG GIT_BASE
 RUN git clone "${GIT_BASE}/${TRITON_REPO}.git" triton \
     && git -C triton checkout "${TRITON_BRANCH}" \
-    && case "$(git -C triton rev-parse HEAD)" in 669b31a*) ;; *) echo "triton: not commit 669b31a" >&2; exit 1;; esac
+    && case "$(git -C triton rev-parse HEAD)" in 669b31ac*) ;; *) echo "triton: not commit 669b31ac" >&2; exit 1;; esac
 RUN --mount=type=cache,target=/root/.cache/pip \
     --mount=type=cache,target=/root/.cache/ccache \
     src=triton; [ -f triton/setup.py ] || src=triton/python; \
