@@ -920,3 +920,27 @@ def test_guard_is_written_into_the_image_exactly_and_lints_clean(m: Matrix, tmp_
     )
     assert json.loads(lint.stdout or "[]") == []
     assert "rocm-vllm-guard" not in df.render(plan_for(m, "0.10.0", "gfx942", "30.30.3"))
+
+
+def test_vllms_requirements_are_constrained_to_the_wheels_built(m: Matrix, tmp_path: Path) -> None:
+    """issue 25: the final stage writes name==version of every wheel it installed (from the
+    file names, as pip names them) and installs vLLM's requirements with -c, so no index build
+    replaces a pinned component."""
+    text = df.render(plan_for(m, "0.10.0", "gfx942", "30.30.3"))
+    loop = next(line for line in text.splitlines() if "for w in /install/*/*.whl" in line)
+    assert "-c /etc/rocm-vllm/constraints.txt" in text
+    wheels = {
+        "triton": "triton-3.3.0+git669b31ac-cp312-cp312-linux_x86_64.whl",
+        "fa": "flash_attn-2.8.3-cp312-cp312-linux_x86_64.whl",
+        "vllm": "vllm-0.33.0+rocm100-cp38-abi3-linux_x86_64.whl",
+    }
+    for stage, name in wheels.items():
+        (tmp_path / stage).mkdir()
+        (tmp_path / stage / name).touch()
+    command = loop.strip().removeprefix("&& ").removesuffix("\\").replace("/install", str(tmp_path))
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, check=True)
+    assert sorted(done.stdout.split()) == [
+        "flash_attn==2.8.3",
+        "triton==3.3.0+git669b31ac",
+        "vllm==0.33.0+rocm100",
+    ]

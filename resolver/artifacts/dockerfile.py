@@ -251,7 +251,9 @@ class DockerfilePlan:
             )
         out.append(
             "apt and pip packages without a version in the data (the base stage's tools, "
-            "build requirements): the index and archive serve today's"
+            "build requirements, vLLM's requirements other than the components built here, "
+            "which /etc/rocm-vllm/constraints.txt holds to the built wheels): the index and "
+            "archive serve today's"
         )
         return tuple(out)
 

@@ -12,7 +12,7 @@
 # Not pinned, and why:
 #   - tags, which upstream could move (the data records no commit for them): vision v0.28.0, audio v2.11.0, mori v1.2.3.post1
 #   - the base image rocm/dev-ubuntu-22.04:7.2.3-complete, a tag (rocm-vllm dockerfile --digest pins it)
-#   - apt and pip packages without a version in the data (the base stage's tools, build requirements): the index and archive serve today's
+#   - apt and pip packages without a version in the data (the base stage's tools, build requirements, vLLM's requirements other than the components built here, which /etc/rocm-vllm/constraints.txt holds to the built wheels): the index and archive serve today's
 # MAX_JOBS: --build-arg MAX_JOBS=N, else the build host's CPUs and memory decide.
 # The image runs `vllm serve` (ENTRYPOINT), as vllm/vllm-openai-rocm does: docker run IMAGE --model M.
 # Upstream may also apply patches (cherry-picks) that the data does not record;
@@ -202,7 +202,9 @@ ARG MORI_REPO
 ARG MORI_BRANCH
 ARG VLLM_SDIST_URL
 
-# Wheels first (forced: a base image may ship the same versions), then vLLM's own requirements.
+# Wheels first (forced: a base image may ship the same versions), then vLLM's own requirements,
+# constrained to the wheels just built (name==version from each file name), so pip never swaps
+# a pinned component (torch, triton, ...) for an index's build.
 RUN --mount=type=cache,target=/root/.cache/pip \
     --mount=type=bind,from=build_triton,source=/app/install,target=/install/triton \
     --mount=type=bind,from=build_amdsmi,source=/app/install,target=/install/amdsmi \
@@ -210,8 +212,11 @@ RUN --mount=type=cache,target=/root/.cache/pip \
     --mount=type=bind,from=build_mori,source=/app/install,target=/install/mori \
     --mount=type=bind,from=build_vllm,source=/app/install,target=/install/vllm \
     python3 -m pip install --force-reinstall --no-deps /install/*/*.whl \
+    && mkdir -p /etc/rocm-vllm \
+    && for w in /install/*/*.whl; do n="${w##*/}"; v="${n#*-}"; echo "${n%%-*}==${v%%-*}"; done \
+        > /etc/rocm-vllm/constraints.txt \
     && req=/install/vllm/requirements/rocm.txt; [ -f "${req}" ] || req=/install/vllm/requirements-rocm.txt; \
-    python3 -m pip install -r "${req}"
+    python3 -m pip install -r "${req}" -c /etc/rocm-vllm/constraints.txt
 
 # Runtime settings upstream bakes into its image. DL3064 matches "TOKEN" in TOKENIZERS_PARALLELISM,
 # which is a tokenizer switch, not a secret.
