@@ -7,6 +7,7 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
+import msgspec.structs
 import pytest
 from packaging.version import Version
 
@@ -75,10 +76,12 @@ def test_better_than_skips_unread_older_releases() -> None:
     d, _ = decide("gfx908", driver="30.30.3")
     assert d.plan is not None and d.plan.candidate.kind == "source"
     older = next(e for e in better_than(d) if e.candidate.vllm < d.plan.candidate.vllm)
-    unread = replace(older, reasons=(checks.release_facts_unknown(older.candidate),))
+    unread = msgspec.structs.replace(
+        older, reasons=(checks.release_facts_unknown(older.candidate),)
+    )
     rest = tuple(e for e in d.rejected if e is not older)
     assert older in better_than(d)
-    assert unread not in better_than(replace(d, rejected=(unread, *rest)))
+    assert unread not in better_than(msgspec.structs.replace(d, rejected=(unread, *rest)))
 
 
 # -- one search, three askers -------------------------------------------------------------------

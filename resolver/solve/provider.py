@@ -9,7 +9,7 @@ advisories (``resolver.solve.advisories``).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
+from msgspec.structs import replace
 
 from packaging.version import Version
 

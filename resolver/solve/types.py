@@ -1,4 +1,5 @@
-"""The solver's vocabulary: the frozen records a decision is made of, and the verdict and kind
+"""The solver's vocabulary: the frozen records a decision is made of (``msgspec.Struct``s: cheap to
+declare at start-up; derive one with ``msgspec.structs.replace``), and the verdict and kind
 literals.
 
 Nothing here decides anything; ``resolver.solve.provider`` builds candidates and evaluations,
@@ -8,9 +9,11 @@ Nothing here decides anything; ``resolver.solve.provider`` builds candidates and
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from enum import IntEnum
 from typing import ClassVar, Literal
+
+import msgspec
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -68,8 +71,7 @@ def mx_format(quant: str) -> Literal["mxfp4", "mxfp8"]:
 GATES_SOURCE_FALLBACK = "matrix/gfx.toml feature gates"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Request:
+class Request(msgspec.Struct, frozen=True, kw_only=True):
     """What the user asks for: a vLLM range, a quantization, a KV cache dtype, a preferred path
     kind."""
 
@@ -81,8 +83,7 @@ class Request:
     vendor: Literal["amd", "nvidia"] | None = None  # None: the vendor whose GPUs the node has
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Fact:
+class Fact(msgspec.Struct, frozen=True, kw_only=True):
     """One sourced statement a decision rests on."""
 
     text: str
@@ -111,8 +112,7 @@ CHANGE_COST: dict[str, int] = {
 }
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class HostChange:
+class HostChange(msgspec.Struct, frozen=True, kw_only=True):
     """One change to the host, as data: the what-if search applies it to a ``Node`` and solves
     again.
 
@@ -154,8 +154,7 @@ class HostChange:
         return replace(node, rocm_version=value, overrides=overrides)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class RequestChange:
+class RequestChange(msgspec.Struct, frozen=True, kw_only=True):
     """One change to what is asked, as data: ``vllm`` drops the release range (the newest release
     that fits is then pinned), ``quantization`` drops the quantization and the KV cache dtype,
     ``source`` asks for a source build only."""
@@ -169,17 +168,16 @@ class RequestChange:
 
     def apply_to(self, request: Request) -> Request:
         if self.kind == "vllm":
-            return replace(request, vllm=None)
+            return msgspec.structs.replace(request, vllm=None)
         if self.kind == "quantization":
-            return replace(request, quantization=None, kv_cache_dtype=None)
-        return replace(request, paths=frozenset({"source"}))
+            return msgspec.structs.replace(request, quantization=None, kv_cache_dtype=None)
+        return msgspec.structs.replace(request, paths=frozenset({"source"}))
 
 
 Change = HostChange | RequestChange
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Fix:
+class Fix(msgspec.Struct, frozen=True, kw_only=True):
     """The smallest change that would remove a reason. ``host`` fixes change the machine and say
     how in ``change``; the others change the request or the data."""
 
@@ -191,8 +189,7 @@ class Fix:
     os_first: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Reason:
+class Reason(msgspec.Struct, frozen=True, kw_only=True):
     """Why one candidate cannot be used here: a code, its message, the facts it rests on, a hint,
     a fix, and what it is about (as data, for code that groups or words reasons)."""
 
@@ -216,8 +213,7 @@ class Reason:
         return "; ".join(dict.fromkeys(f.source for f in self.facts))
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Advisory:
+class Advisory(msgspec.Struct, frozen=True, kw_only=True):
     """An advisory about a candidate or the node: it does not stop a path, it says what to watch
     for."""
 
@@ -259,8 +255,7 @@ _CHANNEL_WORDS: dict[Channel, str] = {
 }
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Candidate:
+class Candidate(msgspec.Struct, frozen=True, kw_only=True):
     """One way to run a vLLM release here: an image, a wheel, or a source build on one ROCm
     stack. The kinds are the subclasses (``ImageCandidate``, ``WheelCandidate``,
     ``SourceCandidate``, pip's ``candidates.py`` shape): what differs between them is a method
@@ -331,8 +326,7 @@ class Candidate:
         return record.arch if record else ()
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ImageCandidate(Candidate):
+class ImageCandidate(Candidate, frozen=True, kw_only=True):
     """A prebuilt container image (``image`` is set)."""
 
     kind: ClassVar[Kind] = "image"
@@ -360,8 +354,7 @@ class ImageCandidate(Candidate):
         return self.image
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class WheelCandidate(Candidate):
+class WheelCandidate(Candidate, frozen=True, kw_only=True):
     """A prebuilt wheel (``wheel`` is set): AMD's ROCm wheels, or vLLM's PyPI wheel on NVIDIA."""
 
     kind: ClassVar[Kind] = "wheel"
@@ -389,8 +382,7 @@ class WheelCandidate(Candidate):
         return self.wheel
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SourceCandidate(Candidate):
+class SourceCandidate(Candidate, frozen=True, kw_only=True):
     """A build of the release from source on one of its ROCm stacks, for the node's gfx."""
 
     kind: ClassVar[Kind] = "source"
@@ -419,8 +411,7 @@ class SourceCandidate(Candidate):
         return self.stack or self.release
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Evaluation:
+class Evaluation(msgspec.Struct, frozen=True, kw_only=True):
     """A candidate with what stops it (``reasons``) and what to watch for (``warnings``)."""
 
     candidate: Candidate
@@ -449,8 +440,7 @@ class Evaluation:
         return tuple(dict.fromkeys(r.fix.text for r in self.reasons if r.fix is not None))
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class MissingFact:
+class MissingFact(msgspec.Struct, frozen=True, kw_only=True):
     """A fact the answer depends on that the data does not hold, and how to get it."""
 
     kind: Literal["gfx", "release", "driver"]
@@ -460,8 +450,7 @@ class MissingFact:
     source: str = ""  # where the data says the subject exists
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Decision:
+class Decision(msgspec.Struct, frozen=True, kw_only=True):
     """The answer for a node and a request: the verdict, the plan, the rejected paths and why."""
 
     verdict: Verdict
