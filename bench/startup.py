@@ -79,10 +79,7 @@ def main() -> None:
         c.append(_time(upgrade))
     ma, mb, mc = statistics.median(a), statistics.median(b), statistics.median(c)
     print(f"check   : median {ma * 1000:7.1f} ms over {runs} runs  ({' '.join(check[-8:])})")
-    print(
-        f"baseline: median {mb * 1000:7.1f} ms over {runs} runs  "
-        "(python -c 'import typer')"
-    )
+    print(f"baseline: median {mb * 1000:7.1f} ms over {runs} runs  (python -c 'import typer')")
     print(f"ratio   : {ma / mb:.2f}  (target <= 1.5)")
     print(f"upgrade : median {mc * 1000:7.1f} ms over {runs} runs  (issue 22's Ubuntu 20.04 route)")
     print(f"ratio   : {mc / ma:.2f} x one cold check  (target <= 10)")

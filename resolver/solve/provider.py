@@ -9,8 +9,8 @@ advisories (``resolver.solve.advisories``).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from msgspec.structs import replace
 
+from msgspec.structs import replace
 from packaging.version import Version
 
 from resolver.data.codes import GATE_CODES

@@ -14,7 +14,6 @@ from enum import IntEnum
 from typing import ClassVar, Literal
 
 import msgspec
-
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
