@@ -110,3 +110,34 @@ def test_explain_and_solve_read_no_prose_back() -> None:
                         f"{where}:{node.lineno} .{node.func.value.attr}.{node.func.attr}()"
                     )
     assert offences == []
+
+
+def test_probe_problem_codes_are_one_literal_and_documented() -> None:
+    """issue 21: a probe problem code is a type (ProblemCode), so an Advisory's code is
+    AdvisoryCode | ProblemCode, never any string; each one is documented in docs/."""
+    from resolver.data.codes import PROBLEM_CODES
+
+    docs = "\n".join(p.read_text() for p in (ROOT / "docs").glob("*.md"))
+    assert len(PROBLEM_CODES) > 25
+    assert [c for c in PROBLEM_CODES if f"`{c}`" not in docs] == []
+    emitted = {c for c in emitted_codes() if c in PROBLEM_CODES}
+    assert emitted <= set(PROBLEM_CODES)
+
+
+def test_a_node_files_unknown_problem_code_is_read_as_probe_reported() -> None:
+    from resolver.data.node import from_json
+
+    node = from_json(
+        {
+            "gfx_targets": ["gfx942"],
+            "problems": [
+                {"code": "from-the-future", "message": "something new", "hint": "upgrade"},
+                {"code": "numa-balancing-on", "message": "NUMA balancing is on", "hint": "off"},
+            ],
+        },
+        where="n.json",
+    )
+    assert [(p.code, p.message) for p in node.problems] == [
+        ("probe-reported", "something new (reported as from-the-future)"),
+        ("numa-balancing-on", "NUMA balancing is on"),
+    ]

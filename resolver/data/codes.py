@@ -95,8 +95,47 @@ AdvisoryCode = Literal[
     "unpinned-ref",
 ]
 
+# What the probe (or a node file) reports about the node: ``resolver.data.node.Problem.code``. A
+# code a node file carries that this list lacks (a newer tool wrote it) is read as
+# ``probe-reported``, its words kept.
+ProblemCode = Literal[
+    "amd-smi-bad-target",
+    "amdgpu-not-live",
+    "amdgpu-not-loaded",
+    "driver-release-unknown",
+    "gfx-override",
+    "gfx-override-invalid",
+    "gpu-count-differs",
+    "gpu-target-unknown",
+    "hsa-runtime-error",
+    "integrated-gpu-present",
+    "kfd-enomem",
+    "kfd-missing",
+    "kfd-open-failed",
+    "kfd-permission",
+    "no-container-engine",
+    "no-gpu",
+    "no-gpu-agent-enumerator",
+    "no-gpu-agents",
+    "no-gpu-amd-smi",
+    "no-gpu-rocm-smi",
+    "no-kfd",
+    "no-kfd-topology",
+    "not-an-amd-gpu",
+    "not-in-gpu-group",
+    "numa-balancing-on",
+    "partial-input",
+    "partition-missing",
+    "render-permission",
+    "smi-misprinted-target",
+    "sources-disagree",
+    "wsl",
+    "probe-reported",
+]
+
 REASON_CODES: tuple[ReasonCode, ...] = get_args(ReasonCode)
 ADVISORY_CODES: tuple[AdvisoryCode, ...] = get_args(AdvisoryCode)
+PROBLEM_CODES: tuple[ProblemCode, ...] = get_args(ProblemCode)
 
 # Reasons that depend on facts the data does not hold: the verdict is ``unknown``, never
 # ``unsupported``.

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
+from resolver.data.codes import PROBLEM_CODES, ProblemCode
 from resolver.util import bounded
 from resolver.util.errors import InputError
 from resolver.util.versions import check_gfx_name, driver_series, python_minor, split_os
@@ -21,7 +22,7 @@ MAX_NODE_FILE = 16 * bounded.MiB  # a probe JSON is a few KiB
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Problem:
-    code: str
+    code: ProblemCode
     message: str
     hint: str
 
@@ -314,7 +315,10 @@ def from_json(data: Any, *, where: str, origin: str | None = None) -> Node:
         if isinstance(p, dict) and all(
             isinstance(p.get(k), str) for k in ("code", "message", "hint")
         ):
-            problems.append(Problem(code=p["code"], message=p["message"], hint=p["hint"]))
+            code, message = p["code"], p["message"]
+            if code not in PROBLEM_CODES:  # a newer tool's code: kept in words, typed here
+                code, message = "probe-reported", f"{message} (reported as {code})"
+            problems.append(Problem(code=cast(ProblemCode, code), message=message, hint=p["hint"]))
     os_id = _fact(data, "os", "os", where)
     gfx_targets = tuple(check_gfx_name(t) for t in targets if isinstance(t, str))
     listed = {g.gfx for g in gpus}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from resolver.data.codes import ProblemCode
 from resolver.data.node import Problem
 
 
@@ -56,6 +57,6 @@ class SourceView:
     count_exact: bool = True
     facts: dict[str, Any] = field(default_factory=dict)
 
-    def problem(self, code: str, message: str, hint: str) -> None:
+    def problem(self, code: ProblemCode, message: str, hint: str) -> None:
         if not any(p.code == code and p.message == message for p in self.problems):
             self.problems.append(Problem(code=code, message=message, hint=hint))

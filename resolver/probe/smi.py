@@ -477,7 +477,7 @@ def _finish(view: SourceView, tool: str, gfx_table: GfxTable) -> SourceView:
             ) or gfxmod.gfx_for_name(gfx_table, gpu.marketing_name)
     if not view.gpus and not view.facts.get("other_devices"):
         view.problem(
-            f"no-gpu-{tool}",
+            "no-gpu-amd-smi" if tool == "amd-smi" else "no-gpu-rocm-smi",
             f"the {tool} output lists no GPU",
             (
                 f"save the whole output of `{tool} static` (or `{tool} --showproductname`) run "

@@ -17,7 +17,7 @@ import msgspec
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from resolver.data.codes import AdvisoryCode, ReasonCode
+from resolver.data.codes import AdvisoryCode, ProblemCode, ReasonCode
 from resolver.data.model import (
     Confidence,
     ContainerImage,
@@ -216,9 +216,7 @@ class Advisory(msgspec.Struct, frozen=True, kw_only=True):
     """An advisory about a candidate or the node: it does not stop a path, it says what to watch
     for."""
 
-    code: (
-        AdvisoryCode | str
-    )  # ``str``: a probe problem passed through (``resolver.data.node.Problem``)
+    code: AdvisoryCode | ProblemCode  # ProblemCode: a probe problem passed through
     message: str
     hint: str
     severity: Severity = "warning"
