@@ -324,3 +324,26 @@ def run_env(env: dict[str, str], *args: str) -> tuple[int, str]:
         app, list(args), env={"NO_COLOR": "1", **env}, catch_exceptions=False
     )
     return result.exit_code, result.stdout
+
+
+def test_the_printed_wheel_line_follows_the_data_and_a_mirror(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """issue 25: the pip line of a ROCm wheel plan names the variant's index from wheels.toml,
+    or the mirror ROCM_VLLM_WHEELS names (an air-gapped site)."""
+    from resolver.data import matrix
+    from resolver.data.node import from_flags
+    from resolver.explain import plan_steps
+    from resolver.solve import Request, solve
+
+    node = from_flags(
+        gfx="gfx942", gpus=1, driver="30.30.3", os="ubuntu-22.04", rocm=None, python="3.12"
+    )
+    d = solve(matrix.load(), node, Request(paths=frozenset({"wheel"})))
+    assert d.plan is not None and d.plan.candidate.wheel is not None
+    wheel = d.plan.candidate.wheel
+    lines = " ".join(cmd for cmd, _ in plan_steps(d.plan, node))
+    assert f"{wheel.index_url.rstrip('/')}/{d.plan.candidate.vllm}/{wheel.name}" in lines
+    monkeypatch.setenv("ROCM_VLLM_WHEELS", "https://wheels.example.internal/rocm")
+    mirrored = " ".join(cmd for cmd, _ in plan_steps(d.plan, node))
+    assert f"https://wheels.example.internal/rocm/{d.plan.candidate.vllm}/{wheel.name}" in mirrored

@@ -67,5 +67,7 @@ ENV_WHEELS: Final = "ROCM_VLLM_WHEELS"
 DEFAULT_WHEELS: Final = "https://wheels.vllm.ai/rocm"
 
 
-def wheels_base() -> str:
-    return (os.environ.get(ENV_WHEELS) or DEFAULT_WHEELS).rstrip("/")
+def wheels_base(recorded: str | None = None) -> str:
+    """Where AMD's wheels are fetched: ``ROCM_VLLM_WHEELS`` (a mirror), else ``recorded`` (the
+    variant's index in wheels.toml), else the upstream default."""
+    return (os.environ.get(ENV_WHEELS) or recorded or DEFAULT_WHEELS).rstrip("/")

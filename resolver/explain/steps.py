@@ -67,7 +67,7 @@ def plan_steps(ev: Evaluation, node: Node) -> list[tuple[str, str]]:
         return _wheel_steps(
             c.wheel.python[0],
             f"vllm=={c.vllm}+{c.wheel.name}",
-            f"{resources.wheels_base()}/{c.vllm}/{c.wheel.name}",
+            f"{resources.wheels_base(c.wheel.index_url)}/{c.vllm}/{c.wheel.name}",
             "assert torch.version.hip and not torch.version.cuda",
             "a CUDA wheel must not have slipped in",
         )
