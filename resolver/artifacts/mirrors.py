@@ -18,7 +18,6 @@ The file's header records which mirrors it used. The commands' own calls have th
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, cast
@@ -63,8 +62,8 @@ def load(path: Path | None = None) -> Mirrors:
     try:
         from resolver.util import bounded
 
-        data = tomllib.loads(bounded.read_text(path, 64 * 1024))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError) as exc:
+        data = bounded.loads_toml(bounded.read_text(path, 64 * 1024))
+    except (OSError, ValueError) as exc:  # ValueError: TOMLDecodeError, UnicodeDecodeError
         raise InputError(f"mirror config {path}: {exc}", hint=hint) from None
     unknown = sorted(set(data) - set(KEYS))
     if unknown:

@@ -11,7 +11,6 @@ import functools
 import hashlib
 import os
 import re
-import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -198,8 +197,8 @@ def _read(
             f"{name}: data file not found in {directory}",
             hint="reinstall rocm-vllm-resolver, or unset ROCM_VLLM_MATRIX_DIR",
         ) from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        detail = exc if isinstance(exc, tomllib.TOMLDecodeError) else "not UTF-8 text"
+    except ValueError as exc:  # tomllib.TOMLDecodeError, or UnicodeDecodeError
+        detail = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else exc
         raise MatrixError(
             f"{name}: not valid TOML ({detail})", hint=f"fix the syntax of matrix/{name}"
         ) from None

@@ -18,7 +18,6 @@ import math
 import os
 import re
 import stat
-import tomllib
 from pathlib import Path
 from typing import Any, Final
 
@@ -157,7 +156,9 @@ def _no_constant(name: str) -> Any:
 
 def loads_toml(text: str, *, max_depth: int = MAX_DEPTH) -> dict[str, Any]:
     """``tomllib.loads`` with the same guarantees as ``loads_json`` (errors are TOMLDecodeError,
-    a ValueError)."""
+    a ValueError). tomllib is imported here: a run that reads the compiled matrix never needs it."""
+    import tomllib
+
     try:
         value = tomllib.loads(text)
     except RecursionError:
@@ -175,6 +176,8 @@ def loads_toml(text: str, *, max_depth: int = MAX_DEPTH) -> dict[str, Any]:
 
 
 def _check_toml_numbers(value: Any) -> None:
+    import tomllib
+
     stack = [value]
     while stack:
         item = stack.pop()
