@@ -206,7 +206,7 @@ def _file_pins(text: str) -> dict[str, tuple[str, str]]:
     args = dict(re.findall(r"^ARG ([A-Z_]+)=(\S+)$", text, flags=re.MULTILINE))
     return {
         component: (args[f"{prefix}_REPO"], args[f"{prefix}_BRANCH"])
-        for component, prefix in df._ARG_NAMES.items()
+        for component, prefix in ((c, s.arg) for c, s in df.layouts().components.items())
         if f"{prefix}_REPO" in args
     }
 
@@ -944,3 +944,24 @@ def test_vllms_requirements_are_constrained_to_the_wheels_built(m: Matrix, tmp_p
         "triton==3.3.0+git669b31ac",
         "vllm==0.33.0+rocm100",
     ]
+
+
+def test_every_layout_and_component_the_data_can_name_is_in_the_layouts_manifest() -> None:
+    """issue 21 step 4: layouts are data (dockerfiles/layouts.toml) beside their fragments; each
+    layout vllm.toml may name is described there, with fragments that exist, and every pinnable
+    component has its ARG prefix, stage and checkout directory."""
+    from resolver.data.model import COMPONENTS, LAYOUTS
+
+    known = df.layouts()
+    assert set(LAYOUTS) <= set(known.layouts) and set(COMPONENTS) <= set(known.components)
+    root = resources.dockerfiles_dir()
+    for spec in known.layouts.values():
+        fragments = [spec.base, *(f for _, f in spec.override)]
+        fragments += [
+            f"common/{s}" if s in known.common else f"{spec.family}/{s}" for s in spec.stages
+        ]
+        for name in fragments:
+            assert (root / f"{name}.Dockerfile.in").is_file(), name
+    assert {c.stage for c in known.components.values()} <= {
+        s for spec in known.layouts.values() for s in spec.stages
+    }

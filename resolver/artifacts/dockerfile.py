@@ -14,6 +14,7 @@ wheel build of ``Dockerfile.rocm``, here in one file.
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from dataclasses import dataclass, field
@@ -56,68 +57,68 @@ MORI_ARCHS: Final[frozenset[str]] = frozenset({"gfx942", "gfx950"})
 # FlashAttention or AITER needs in practice (FlashAttention's README asks to limit MAX_JOBS on
 # machines with less than 96 GB of RAM).
 
-_UPSTREAM_FILES: Final[dict[str, str]] = {
-    "single-stage": "Dockerfile.rocm",
-    "two-stage-root": "Dockerfile.rocm_base + Dockerfile.rocm",
-    "two-stage-docker": "docker/Dockerfile.rocm_base + docker/Dockerfile.rocm",
-    "therock-wheels": "docker/Dockerfile.rocm_base + docker/Dockerfile.rocm (TheRock)",
-}
 
-# Component key -> (ARG prefix in the file, stage that builds it). ARG names follow upstream's
-# (TRITON_BRANCH, PYTORCH_VISION_REPO, ...) so the file diffs cleanly against Dockerfile.rocm_base.
-_ARG_NAMES: Final[dict[str, str]] = {
-    "triton": "TRITON",
-    "pytorch": "PYTORCH",
-    "vision": "PYTORCH_VISION",
-    "audio": "PYTORCH_AUDIO",
-    "flash_attention": "FA",
-    "aiter": "AITER",
-    "mori": "MORI",
-    "rccl": "RCCL",
-    "hipblaslt": "HIPBLASLT",
-    "hipblas_common": "HIPBLAS_COMMON",
-}
-_STAGE_OF: Final[dict[str, str]] = {
-    "hipblaslt": "hipblaslt",
-    "hipblas_common": "hipblas_common",
-    "rccl": "rccl",
-    "triton": "triton",
-    "pytorch": "pytorch",
-    "vision": "pytorch",
-    "audio": "pytorch",
-    "flash_attention": "fa",
-    "aiter": "aiter",
-    "mori": "mori",
-}
-# Component -> the directory its fragment clones it into (for the commit check after checkout).
-_CHECKOUT_DIRS: Final[dict[str, str]] = {
-    "triton": "triton",
-    "pytorch": "pytorch",
-    "vision": "vision",
-    "audio": "audio",
-    "flash_attention": "flash-attention",
-    "aiter": "aiter",
-    "mori": "mori",
-    "rccl": "rccl",
-    "hipblaslt": "hipBLASLt",
-    "hipblas_common": "hipBLAS-common",
-}
-# Stages in build order, per layout family. amdsmi and vllm have no pin (amdsmi is built from the
-# base image's /opt/rocm/share/amd_smi, vLLM from VLLM_REPO@VLLM_BRANCH).
-_TWO_STAGE_ORDER: Final = (
-    "hipblas_common",
-    "hipblaslt",
-    "rccl",
-    "triton",
-    "amdsmi",
-    "pytorch",
-    "fa",
-    "aiter",
-    "mori",
-)
-_SINGLE_STAGE_ORDER: Final = ("amdsmi", "fa", "triton")
-# Stages whose output is .deb packages (installed with dpkg); the rest produce wheels.
-_DEB_STAGES: Final = frozenset({"hipblas_common", "hipblaslt", "rccl"})
+@dataclass(frozen=True, slots=True)
+class LayoutSpec:
+    """One upstream layout as ``dockerfiles/layouts.toml`` describes it."""
+
+    family: str  # the fragment directory of its stages
+    base: str  # the base-stage fragment
+    stages: tuple[str, ...]  # build order
+    override: tuple[tuple[str, str], ...]  # stage -> the fragment this layout uses instead
+    upstream_files: str
+
+
+@dataclass(frozen=True, slots=True)
+class ComponentSpec:
+    arg: str  # ARG prefix: TRITON_REPO, TRITON_BRANCH (upstream's names)
+    stage: str  # the stage that builds it
+    checkout: str  # the directory its fragment clones it into
+
+
+@dataclass(frozen=True, slots=True)
+class Layouts:
+    layouts: dict[str, LayoutSpec]
+    components: dict[str, ComponentSpec]
+    common: frozenset[str]  # stages whose fragment is in common/
+    debs: frozenset[str]  # stages that produce .deb packages
+
+
+@functools.cache
+def layouts() -> Layouts:
+    """``dockerfiles/layouts.toml``: how each upstream layout is assembled, read once."""
+    from resolver.util import bounded
+
+    path = resources.dockerfiles_dir() / "layouts.toml"
+    try:
+        doc = bounded.load_toml(path, 1024 * 1024)
+        specs = {
+            name: LayoutSpec(
+                family=str(v["family"]),
+                base=str(v["base"]),
+                stages=tuple(str(s) for s in v["stages"]),
+                override=tuple((str(k), str(f)) for k, f in (v.get("override") or {}).items()),
+                upstream_files=str(v["upstream_files"]),
+            )
+            for name, v in doc["layout"].items()
+        }
+        components = {
+            name: ComponentSpec(
+                arg=str(v["arg"]), stage=str(v["stage"]), checkout=str(v["checkout"])
+            )
+            for name, v in doc["component"].items()
+        }
+        stages = doc["stages"]
+        return Layouts(specs, components, frozenset(stages["common"]), frozenset(stages["debs"]))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise UsageError(
+            f"Dockerfile layouts {path} cannot be read ({type(exc).__name__}: {exc})",
+            hint="reinstall rocm-vllm-resolver",
+        ) from None
+
+
+def _arg(component: str) -> str:
+    return layouts().components[component].arg
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -477,9 +478,9 @@ def plan_dockerfile(
     mirrors = mirrors or Mirrors()
     mirror = parse_mirror(registry_mirror) if registry_mirror else mirrors.registry
 
-    stage_order = _SINGLE_STAGE_ORDER if st.layout == "single-stage" else _TWO_STAGE_ORDER
-    built = {_STAGE_OF[p.component] for p in pins} | {"amdsmi"}
-    stages = tuple(s for s in stage_order if s in built)
+    spec = layouts().layouts[st.layout or "two-stage-docker"]
+    built = {layouts().components[p.component].stage for p in pins} | {"amdsmi"}
+    stages = tuple(s for s in spec.stages if s in built)
 
     return DockerfilePlan(
         vllm_version=str(release.version),
@@ -487,7 +488,7 @@ def plan_dockerfile(
         vllm_ref=ref,
         stack=st.variant,
         layout=st.layout or "",
-        upstream_files=_UPSTREAM_FILES[st.layout or "two-stage-docker"],
+        upstream_files=spec.upstream_files,
         base_image=base_image,
         rocm=str(rocm),
         python=_safe_python(st.python),
@@ -911,7 +912,7 @@ class _Fragment(string.Template):
 def _arg_lines(plan: DockerfilePlan) -> str:
     lines = [f"ARG GIT_BASE={plan.mirrors.git}"]
     for p in plan.pins:
-        name = _ARG_NAMES[p.component]
+        name = _arg(p.component)
         lines.append(f"ARG {name}_REPO={p.repo}")
         lines.append(f"ARG {name}_BRANCH={p.ref}")
     if plan.vllm_sdist is not None:
@@ -988,7 +989,7 @@ def _header(plan: DockerfilePlan) -> str:
 
 def _label_lines(plan: DockerfilePlan) -> str:
     # Pin labels read the ARGs, so an image built with --build-arg overrides still says the truth.
-    by_value = {f"{p.repo}@{p.ref}": _ARG_NAMES[p.component] for p in plan.pins}
+    by_value = {f"{p.repo}@{p.ref}": _arg(p.component) for p in plan.pins}
     out = []
     for key, value in plan.labels:
         if key.startswith(f"{LABEL_PREFIX}.pin."):
@@ -1003,10 +1004,7 @@ def _label_lines(plan: DockerfilePlan) -> str:
 def _stage_args(plan: DockerfilePlan) -> str:
     return "\n".join(
         [
-            *(
-                f"ARG {_ARG_NAMES[p.component]}_REPO\nARG {_ARG_NAMES[p.component]}_BRANCH"
-                for p in plan.pins
-            ),
+            *(f"ARG {_arg(p.component)}_REPO\nARG {_arg(p.component)}_BRANCH" for p in plan.pins),
             *(_vllm_args(plan)),
         ]
     )
@@ -1084,7 +1082,7 @@ def _verify(directory: str, pin: ComponentPin | None) -> str:
 
 
 def _mounts(plan: DockerfilePlan, *, debs: bool) -> str:
-    stages = [s for s in plan.stages if (s in _DEB_STAGES) == debs]
+    stages = [s for s in plan.stages if (s in layouts().debs) == debs]
     return "".join(
         f"    --mount=type=bind,from=build_{s},source=/app/install,target=/install/{s} \\\n"
         for s in stages
@@ -1159,7 +1157,9 @@ def template_values(plan: DockerfilePlan, root: Path | None = None) -> dict[str,
         ),
         **{
             f"verify_{component}": _verify(directory, plan.pin(component))
-            for component, directory in _CHECKOUT_DIRS.items()
+            for component, directory in (
+                (c, spec.checkout) for c, spec in layouts().components.items()
+            )
         },
     }
     if plan.layout != "single-stage" and plan.pin("pytorch"):
@@ -1174,22 +1174,22 @@ def template_values(plan: DockerfilePlan, root: Path | None = None) -> dict[str,
 
 
 def _fragment_names(plan: DockerfilePlan) -> list[str]:
-    family = "single-stage" if plan.layout == "single-stage" else "two-stage"
-    common = {"amdsmi", "triton"}
-    therock = plan.layout == "therock-wheels"
-    # TheRock stacks differ only in their base (ROCm and PyTorch from wheels) and amdsmi's path.
-    names = ["common/header", "therock/base" if therock else f"{family}/base", "common/build-base"]
+    """The fragments of the file, in order, as ``layouts.toml`` assembles the plan's layout."""
+    known = layouts()
+    spec = known.layouts[plan.layout or "two-stage-docker"]
+    family, override = spec.family, dict(spec.override)
+    names = ["common/header", spec.base, "common/build-base"]
     for stage in plan.stages:
-        if therock and stage == "amdsmi":
-            names.append("therock/amdsmi")
+        if stage in override:
+            names.append(override[stage])
             continue
-        names.append(f"common/{stage}" if stage in common else f"{family}/{stage}")
+        names.append(f"common/{stage}" if stage in known.common else f"{family}/{stage}")
         if stage == "pytorch":
             names += [
                 f"{family}/pytorch-{extra}" for extra in ("vision", "audio") if plan.pin(extra)
             ]
     names += [f"{family}/vllm", f"{family}/final"]
-    if any(s in _DEB_STAGES for s in plan.stages):
+    if any(s in known.debs for s in plan.stages):
         names.append("common/final-debs")
     names.append("common/final-wheels")
     return names
