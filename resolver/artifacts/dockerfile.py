@@ -235,7 +235,7 @@ class DockerfilePlan:
     def floating(self) -> tuple[str, ...]:
         """What this file does not pin, and why: said in its header."""
         out = []
-        tags = [p for p in self.pins if not _COMMIT.fullmatch(p.ref) and p not in self.moving]
+        tags = [p for p in self.pins if not p.is_commit and p not in self.moving]
         if tags:
             out.append(
                 "tags, which upstream could move (the data records no commit for them): "
@@ -924,7 +924,6 @@ def _arg_lines(plan: DockerfilePlan) -> str:
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\x85]")
-_COMMIT = re.compile(r"[0-9a-f]{7,40}")
 
 
 def _header(plan: DockerfilePlan) -> str:
@@ -954,7 +953,7 @@ def _header(plan: DockerfilePlan) -> str:
             f"# vLLM source: its sdist {plan.vllm_source.split()[0]}, checked against sha256 "
             f"{plan.vllm_sdist[1][:12]}... by the build (sha256sum -c)."
         )
-    if any(_COMMIT.fullmatch(p.ref) for p in plan.pins):
+    if any(p.is_commit for p in plan.pins):
         lines.append(
             "# Each commit pin is checked after checkout: the build fails on any other commit."
         )
@@ -1073,7 +1072,7 @@ def _guard_lines(plan: DockerfilePlan, root: Path) -> str:
 def _verify(directory: str, pin: ComponentPin | None) -> str:
     """After a checkout of a commit pin: fail unless HEAD is that commit (a branch or tag named
     like it would otherwise be taken)."""
-    if pin is None or not _COMMIT.fullmatch(pin.ref):
+    if pin is None or not pin.is_commit:
         return ""
     return (
         f' \\\n    && case "$(git -C {directory} rev-parse HEAD)" in {pin.ref}*) ;; '

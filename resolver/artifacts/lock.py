@@ -11,7 +11,6 @@ same plan gives the same file.
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from typing import Any, Final
 from urllib.parse import quote
@@ -20,7 +19,6 @@ from resolver import __version__
 from resolver.data.model import ContainerImage
 
 SPEC_VERSION: Final = "1.5"
-_COMMIT = re.compile(r"[0-9a-f]{7,40}")
 # A fixed namespace for the serial number (uuid5 over the document's content).
 _NAMESPACE: Final = uuid.UUID("6f1c2a52-64a5-4c1e-9a54-0d2f3c0b7e11")
 
@@ -109,7 +107,7 @@ def dockerfile_bom(plan: Any) -> dict[str, Any]:
             "branch"
             if f"{pin.component}@{pin.ref}" in plan.moving_refs
             else "commit"
-            if _COMMIT.fullmatch(pin.ref)
+            if pin.is_commit
             else "tag"
         )
         owner, _, name = pin.repo.partition("/")

@@ -901,9 +901,6 @@ def _read_all(
     return {name: _read(directory, name, key, extra) for name, key in _KEYS.items()}
 
 
-_HEX_REF = re.compile(r"[0-9a-f]{7,40}")
-
-
 def one_record_per_commit(releases: tuple[VllmRelease, ...]) -> tuple[VllmRelease, ...]:
     """One spelling per commit: upstream abbreviates the same commit differently from release to
     release (ROCm/triton 669b31a in one, 669b31ac in another); each commit pin takes the longest
@@ -915,11 +912,11 @@ def one_record_per_commit(releases: tuple[VllmRelease, ...]) -> tuple[VllmReleas
     for rel in releases:
         for st in rel.stacks:
             for pin in st.pins:
-                if _HEX_REF.fullmatch(pin.ref):
+                if pin.is_commit:
                     known.setdefault(pin.repo.lower(), set()).add(pin.ref)
 
     def longest(pin: ComponentPin) -> ComponentPin:
-        if not _HEX_REF.fullmatch(pin.ref):
+        if not pin.is_commit:
             return pin
         longer = [r for r in known.get(pin.repo.lower(), ()) if r.startswith(pin.ref)]
         best = max(longer, key=len)

@@ -182,6 +182,7 @@ class GfxTarget(msgspec.Struct, frozen=True, kw_only=True):
 _FIXED_REF = re.compile(
     r"(?:[0-9a-f]{7,40}|[A-Za-z_-]*v?[0-9]+(?:\.[0-9]+)+(?:[.-]?(?:post|rc|a|b)[0-9]+)?)\Z"
 )
+_COMMIT_REF = re.compile(r"[0-9a-f]{7,40}\Z")  # a commit, full or abbreviated
 
 
 class ComponentPin(msgspec.Struct, frozen=True, kw_only=True):
@@ -193,6 +194,11 @@ class ComponentPin(msgspec.Struct, frozen=True, kw_only=True):
     def moving(self) -> bool:
         """A branch name (``main``): what it builds changes over time, so it is not reproducible."""
         return not _FIXED_REF.match(self.ref)
+
+    @property
+    def is_commit(self) -> bool:
+        """A commit (7-40 hex digits); a tag or branch is not one."""
+        return bool(_COMMIT_REF.match(self.ref))
 
 
 def stack_variant(rocm: Version | None) -> str:
