@@ -298,8 +298,8 @@ def _one_line_error(result: Any) -> str:
         (
             ["--vllm", "0.6.6.post1", "--gfx", "gfx942", "--driver", "30.30.3"],
             2,
-            "ROCm 6.2 does not run",
-            "6.4",
+            "ships ROCm 6.2, but amdgpu 30.30.x runs ROCm user space 6.3-10.0 only",
+            "6.4.x",
         ),
         # Flags are the user's input: exit 2 (unsafe values in the data are exit 3, tested below).
         (
@@ -332,12 +332,25 @@ def test_refusals(args: list[str], code: int, message: str, hint: str) -> None:
 
 
 def test_driver_hint_names_the_series_that_would_run_it() -> None:
+    """The driver rule is the solver's (issue 21 step 4): the same words and fix as `check`."""
     result = cli("--vllm", "0.6.6.post1", "--gfx", "gfx942", "--driver", "30.30.3")
     hint = result.stderr.split("hint: ", 1)[1]
-    assert "driver series that run ROCm 6.2:" in hint
-    assert "30.10" in hint
-    assert "6.4" in hint
-    assert "30.30" not in hint
+    assert "downgrade the host's amdgpu driver to 30.10.x (also running ROCm 6.2:" in hint
+    assert "6.4.x" in hint and "30.30" not in hint
+
+
+def test_a_driver_older_than_the_gpu_is_refused_as_check_refuses_it() -> None:
+    """Before, the Dockerfile checked only the base ROCm's window and wrote a file for MI355X
+    (gfx950) on amdgpu 6.3, a driver that predates the GPU; it now asks the solver, whose
+    driver-predates-gpu reason `check` gives for the same node."""
+    args = ("--vllm", "0.10.0", "--gfx", "gfx950", "--driver", "6.3.3")
+    result = cli(*args)
+    assert result.exit_code == 2 and result.stdout == ""
+    error = _one_line_error(result)
+    assert "amdgpu 6.3.x shipped with ROCm 6.3.0, before ROCm 7.0.0" in error
+    checked = runner.invoke(app, ["check", *args[:1], "==0.10.0", *args[2:], "--json"])
+    codes = {r["code"] for r in json.loads(checked.stdout)["blockers"]}
+    assert "driver-predates-gpu" in codes
 
 
 def test_missing_driver_is_a_warning_not_a_refusal() -> None:

@@ -21,15 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from packaging.version import Version
-
 from resolver.artifacts.mirrors import Mirrors, mirror_image, parse_mirror
 from resolver.data import resources
 from resolver.data.model import ComponentPin, Matrix, RocmStack, VllmRelease
 from resolver.data.node import Node
 from resolver.util.errors import InputError, UnknownGfxError, UnsafeValueError, UsageError
 from resolver.util.safety import require_safe
-from resolver.util.versions import driver_series, parse_version, series
+from resolver.util.versions import driver_series, parse_version
 
 DEFAULT_VLLM_REPO: Final = "vllm-project/vllm"
 # Where a release's sdist is fetched from: the package index's files host serves every sdist under
@@ -453,7 +451,7 @@ def plan_dockerfile(
         check_base_allowed(base_image, where=f"{where}: base_image")
     rocm = st.rocm
     assert rocm is not None  # _require_known
-    driver = _check_driver(matrix, node, rocm, warnings)
+    driver = _check_driver(matrix, node, release, st, targets, warnings)
 
     # Components: every pin is checked; gates decide which ones are built.
     pins = _safe_pins(st, where)
@@ -807,7 +805,18 @@ def _aiter_gate(matrix: Matrix, gfx: str) -> str:
     return target.features.aiter if target is not None else "none"
 
 
-def _check_driver(matrix: Matrix, node: Node, rocm: Version, warnings: list[str]) -> DriverCheck:
+def _check_driver(
+    matrix: Matrix,
+    node: Node,
+    release: VllmRelease,
+    st: RocmStack,
+    targets: tuple[str, ...],
+    warnings: list[str],
+) -> DriverCheck:
+    """The host's driver against this build, as the solver decides it for the source path
+    (``driver-window``: the base ROCm's user space; ``driver-predates-gpu``: a driver older than
+    the GPU), in the solver's words: the file is never written for a driver ``check`` refuses."""
+    rocm = st.rocm
     if not node.driver_version:
         warnings.append(
             "the node gave no amdgpu driver version: cannot check that its driver runs ROCm "
@@ -815,22 +824,22 @@ def _check_driver(matrix: Matrix, node: Node, rocm: Version, warnings: list[str]
         )
         return DriverCheck(version=None, series=None, runs_base_rocm=None)
     drv_series = driver_series(node.driver_version)
-    drv = matrix.driver(drv_series)
-    if drv is None:
+    if matrix.driver(drv_series) is None:
         warnings.append(
             f"amdgpu driver series {drv_series} is not in the data: cannot check it runs "
             f"ROCm {rocm}"
         )
         return DriverCheck(version=node.driver_version, series=drv_series, runs_base_rocm=None)
-    if not drv.runs(rocm):
-        would = [d.series for d in matrix.drivers_running(rocm)]
-        raise UsageError(
-            f"the base image's ROCm {rocm} does not run on amdgpu driver {node.driver_version} "
-            f"(series {drv_series} runs ROCm {', '.join(drv.user_space)})",
-            hint=f"driver series that run ROCm {series(rocm)}: "
-            f"{', '.join(would) or 'none in the data'}; "
-            "or pick a vLLM release whose base ROCm this driver runs",
-        )
+    from dataclasses import replace
+
+    from resolver.solve import Request, evaluate_pinned
+    from resolver.solve.types import SourceCandidate
+
+    path = SourceCandidate(vllm=release.version, rocm=rocm, release=release, stack=st)
+    verdict = evaluate_pinned(matrix, replace(node, gfx_targets=targets), Request(), path)
+    driver = [r for r in verdict.reasons if r.code in ("driver-window", "driver-predates-gpu")]
+    if driver:
+        raise UsageError(driver[0].message, hint=driver[0].hint)
     return DriverCheck(version=node.driver_version, series=drv_series, runs_base_rocm=True)
 
 
