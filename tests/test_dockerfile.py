@@ -284,8 +284,8 @@ def _one_line_error(result: Any) -> str:
         (
             ["--vllm", "0.10.0", "--gfx", "gfx906"],
             2,
-            "cannot be built for gfx906",
-            "not supported by vLLM",
+            "not gfx906; vLLM does not support gfx906",  # the solver's gfx-unsupported
+            "vLLM upstream will not run on gfx906",
         ),
         (["--vllm", "0.10.0", "--gfx", "gfx1151"], 2, "CMake does not accept it", "0.11.1"),
         (
@@ -978,3 +978,26 @@ def test_every_layout_and_component_the_data_can_name_is_in_the_layouts_manifest
     assert {c.stage for c in known.components.values()} <= {
         s for spec in known.layouts.values() for s in spec.stages
     }
+
+
+def test_a_target_the_cmake_refuses_is_refused_in_the_words_check_uses() -> None:
+    """issue 21 step 4: the gfx rule of a source build is the solver's; `dockerfile` and `check`
+    say the same thing for the same node, and both name the releases whose build accepts it."""
+    result = cli("--vllm", "0.10.0", "--gfx", "gfx1151", "--driver", "30.30.3")
+    assert result.exit_code == 2
+    error = _one_line_error(result).removeprefix("error: ")
+    assert error == (
+        "vLLM 0.10.0 cannot be built for gfx1151: its CMake does not accept it "
+        "(HIP_SUPPORTED_ARCHS)"
+    )
+    assert "releases whose build accepts gfx1151: 0.11.1" in result.stderr
+    checked = runner.invoke(
+        app, ["check", "--vllm", "==0.10.0", "--gfx", "gfx1151", "--driver", "30.30.3", "--json"]
+    )
+    messages = [
+        r["message"]
+        for e in json.loads(checked.stdout)["reasons"]
+        if e["candidate"]["kind"] == "source"
+        for r in e["reasons"]
+    ]
+    assert error in messages

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from packaging.version import Version
+
 from resolver.artifacts.mirrors import Mirrors, mirror_image, parse_mirror
 from resolver.data import resources
 from resolver.data.model import ComponentPin, Matrix, RocmStack, VllmRelease
@@ -451,7 +453,8 @@ def plan_dockerfile(
         check_base_allowed(base_image, where=f"{where}: base_image")
     rocm = st.rocm
     assert rocm is not None  # _require_known
-    driver = _check_driver(matrix, node, release, st, targets, warnings)
+    _refuse_as_the_solver_does(matrix, node, release, st, targets)
+    driver = _check_driver(matrix, node, rocm, warnings)
 
     # Components: every pin is checked; gates decide which ones are built.
     pins = _safe_pins(st, where)
@@ -568,28 +571,13 @@ def _targets(
 def _check_target(
     matrix: Matrix, release: VllmRelease, st: RocmStack, t: str, warnings: list[str]
 ) -> None:
-    """Refuse a target the data does not know or the release cannot build; warn when the build
-    accepts it but upstream does not ship for it."""
+    """Refuse a target the data does not know; warn when the build accepts it but upstream does
+    not ship for it (one it cannot build is the solver's refusal, _refuse_as_the_solver_does)."""
     target = matrix.gfx_target(t)
     if target is None:
         raise UnknownGfxError(
             f"{t} is not a gfx target the data knows",
             hint="see rocm-vllm matrix show gfx for the known targets",
-        )
-    if t not in release.cmake_arch or target.vllm_status == "unsupported":
-        able = [str(r.version) for r in matrix.vllm if r.known and t in r.cmake_arch]
-        why = (
-            "vLLM's CMake does not accept it"
-            if t not in release.cmake_arch
-            else target.vllm_note or "unsupported"
-        )
-        raise UsageError(
-            f"vLLM {release.version} cannot be built for {t}: {why}",
-            hint=(
-                f"releases whose build accepts {t}: {_some(able)}"
-                if able and target.vllm_status != "unsupported"
-                else f"{t} is not supported by vLLM on ROCm; drop it from --gfx"
-            ),
         )
     if t not in st.arch:
         warnings.append(
@@ -805,18 +793,33 @@ def _aiter_gate(matrix: Matrix, gfx: str) -> str:
     return target.features.aiter if target is not None else "none"
 
 
-def _check_driver(
-    matrix: Matrix,
-    node: Node,
-    release: VllmRelease,
-    st: RocmStack,
-    targets: tuple[str, ...],
-    warnings: list[str],
-) -> DriverCheck:
-    """The host's driver against this build, as the solver decides it for the source path
-    (``driver-window``: the base ROCm's user space; ``driver-predates-gpu``: a driver older than
-    the GPU), in the solver's words: the file is never written for a driver ``check`` refuses."""
-    rocm = st.rocm
+def _refuse_as_the_solver_does(
+    matrix: Matrix, node: Node, release: VllmRelease, st: RocmStack, targets: tuple[str, ...]
+) -> None:
+    """The solver's verdict on this source build for the node (the targets to build for, the
+    host's driver): the file is never written for a build ``check`` refuses, and the refusal is
+    in the solver's words. Its gfx reasons (``gfx-unsupported``, ``gfx-not-shipped``: a target
+    the release's CMake does not accept) come first, then its driver reasons (``driver-window``:
+    the base ROCm's user space; ``driver-predates-gpu``: a driver older than the GPU)."""
+    from dataclasses import replace
+
+    from resolver.solve import Request, evaluate_pinned
+    from resolver.solve.types import SourceCandidate
+
+    path = SourceCandidate(vllm=release.version, rocm=st.rocm, release=release, stack=st)
+    verdict = evaluate_pinned(matrix, replace(node, gfx_targets=targets), Request(), path)
+    for codes in (
+        ("gfx-unsupported", "gfx-not-shipped"),
+        ("driver-window", "driver-predates-gpu"),
+    ):
+        found = [r for r in verdict.reasons if r.code in codes]
+        if found:
+            raise UsageError(found[0].message, hint=found[0].hint)
+
+
+def _check_driver(matrix: Matrix, node: Node, rocm: Version, warnings: list[str]) -> DriverCheck:
+    """What the header says of the driver (the solver has refused a driver that cannot run the
+    build): checked, or why not."""
     if not node.driver_version:
         warnings.append(
             "the node gave no amdgpu driver version: cannot check that its driver runs ROCm "
@@ -830,16 +833,6 @@ def _check_driver(
             f"ROCm {rocm}"
         )
         return DriverCheck(version=node.driver_version, series=drv_series, runs_base_rocm=None)
-    from dataclasses import replace
-
-    from resolver.solve import Request, evaluate_pinned
-    from resolver.solve.types import SourceCandidate
-
-    path = SourceCandidate(vllm=release.version, rocm=rocm, release=release, stack=st)
-    verdict = evaluate_pinned(matrix, replace(node, gfx_targets=targets), Request(), path)
-    driver = [r for r in verdict.reasons if r.code in ("driver-window", "driver-predates-gpu")]
-    if driver:
-        raise UsageError(driver[0].message, hint=driver[0].hint)
     return DriverCheck(version=node.driver_version, series=drv_series, runs_base_rocm=True)
 
 

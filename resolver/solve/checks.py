@@ -109,8 +109,12 @@ def artifact_facts_unknown(cand: Candidate, src: str) -> Reason:
 # --- the GPU: gfx-unsupported, gfx-not-shipped ------------------------------------------------
 
 
-def gfx_check(cand: Candidate, target: GfxTarget) -> tuple[Reason | None, bool, str | None]:
-    """Does the candidate run on ``target``? (reason, unofficial, HSA override it relies on)."""
+def gfx_check(
+    cand: Candidate, target: GfxTarget, m: Matrix | None = None
+) -> tuple[Reason | None, bool, str | None]:
+    """Does the candidate run on ``target``? (reason, unofficial, HSA override it relies on).
+    ``m``: the data, to name the releases whose build does accept a target a source build's
+    CMake refuses."""
     arch, src = cand.arch, cand.source
     if target.name in arch:
         return None, False, None
@@ -131,6 +135,14 @@ def gfx_check(cand: Candidate, target: GfxTarget) -> tuple[Reason | None, bool, 
         and not (cand.stack is not None and cand.stack.preview)
     ):
         return None, True, None
+    if (
+        cand.from_source
+        and cand.release is not None
+        and cand.release.cmake_arch  # an unread CMake list claims nothing
+        and target.name not in cand.release.cmake_arch
+        and m is not None
+    ):
+        return gfx_not_buildable(m, cand, target, src), False, None
     return gfx_not_shipped(cand, target, arch, src), False, None
 
 
@@ -183,6 +195,32 @@ def gfx_not_shipped(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], s
         hint=f"choose an artifact built for {target.name}, or build from source: "
         f"`rocm-vllm dockerfile --gfx {target.name}`",
         fix=Fix(kind="gfx", text=f"an artifact built for {target.name}", host=False),
+        gfx=(target.name,),
+    )
+
+
+def gfx_not_buildable(m: Matrix, cand: Candidate, target: GfxTarget, src: str) -> Reason:
+    """``gfx-not-shipped`` for a source build: the release's CMake does not accept the target
+    (HIP_SUPPORTED_ARCHS), so no build of it carries code for it; the hint names the releases
+    whose build does."""
+    assert cand.release is not None
+    able = [str(r.version) for r in m.vllm if r.known and target.name in r.cmake_arch]
+    some = ", ".join(able) if len(able) <= 6 else f"{able[0]}, {able[1]}, ..., {able[-1]}"
+    return Reason(
+        code="gfx-not-shipped",
+        message=f"vLLM {cand.vllm} cannot be built for {target.name}: its CMake does not accept "
+        "it (HIP_SUPPORTED_ARCHS)",
+        facts=(
+            _about_path(
+                cand,
+                f"vLLM {cand.vllm}'s CMake accepts {_arch_text(cand.release.cmake_arch)}",
+                src,
+            ),
+        ),
+        hint=f"releases whose build accepts {target.name}: {some}"
+        if able
+        else f"no vLLM release in the data builds for {target.name}",
+        fix=Fix(kind="gfx", text=f"a release whose build accepts {target.name}", host=False),
         gfx=(target.name,),
     )
 

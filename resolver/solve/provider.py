@@ -144,7 +144,7 @@ class MatrixProvider:
         unofficial = False
         override: str | None = None
         for target in self.targets:
-            r, unoff, ovr = checks.gfx_check(cand, target)
+            r, unoff, ovr = checks.gfx_check(cand, target, self.m)
             if r is not None:
                 reasons.append(r)
             unofficial |= unoff
