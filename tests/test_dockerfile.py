@@ -1001,3 +1001,130 @@ def test_a_target_the_cmake_refuses_is_refused_in_the_words_check_uses() -> None
         for r in e["reasons"]
     ]
     assert error in messages
+
+
+# --- air-gapped: a generated file's fetches, built with --network=none (issue 25) --------------
+
+AIRGAP = GOLDEN / "standin" / "airgap.Dockerfile.in"
+
+
+def _copy_with_libs(binary: Path, root: Path) -> None:
+    """``binary`` and every shared library ldd names for it, at the same paths under ``root``."""
+    targets = [binary]
+    out = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, check=True).stdout
+    targets += [Path(p) for p in re.findall(r"(/\S+)", out) if Path(p).exists()]
+    for path in targets:
+        dest = root / path.relative_to("/")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path.resolve(), dest)
+
+
+@pytest.mark.docker
+def test_a_generated_file_builds_with_network_none_against_the_sites_mirrors(
+    request: pytest.FixtureRequest, m: Matrix, tmp_path: Path
+) -> None:
+    """The file's clone (through GIT_BASE, then the commit check) and its sdist fetch (through
+    VLLM_SDIST_URL, then sha256sum) reach only the mirrors a mirror file names, here inside the
+    build image (file:///mirror): the build runs with --network=none. A moved commit fails it."""
+    engine = request.getfixturevalue("docker_engine")
+    busybox, git, curl = (shutil.which(b) for b in ("busybox", "git", "curl"))
+    if not (busybox and git and curl):
+        pytest.skip("busybox, git and curl are needed to make the tools image")
+    # The site's mirrors: a bare Triton repository and a vLLM sdist.
+    tools = tmp_path / "tools"
+    mirror = tools / "rootfs" / "mirror"
+    work = tmp_path / "triton"
+    run = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    (work / "setup.py").write_text("# stand-in\n")
+    subprocess.run([*run, "-C", str(work), "add", "."], check=True)
+    subprocess.run([*run, "-C", str(work), "commit", "-q", "-m", "one"], check=True)
+    head = subprocess.run(
+        ["git", "-C", str(work), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    subprocess.run(
+        ["git", "clone", "-q", "--bare", str(work), str(mirror / "git" / "ROCm" / "triton.git")],
+        check=True,
+    )
+    import hashlib
+    import tarfile
+
+    src = tmp_path / "vllm-0.10.0"
+    src.mkdir()
+    (src / "PKG-INFO").write_text("Name: vllm\nVersion: 0.10.0\n")
+    (mirror / "sdist").mkdir(parents=True)
+    with tarfile.open(mirror / "sdist" / "vllm-0.10.0.tar.gz", "w:gz") as tar:
+        tar.add(src, arcname="vllm-0.10.0")
+    sha = hashlib.sha256((mirror / "sdist" / "vllm-0.10.0.tar.gz").read_bytes()).hexdigest()
+    # The build image: busybox, git and curl from this machine (no registry is reachable).
+    root = tools / "rootfs"
+    for binary in (git, curl):
+        _copy_with_libs(Path(binary), root)
+    (root / "bin").mkdir(exist_ok=True)
+    shutil.copy2(busybox, root / "bin" / "busybox")
+    shutil.copy2(busybox, root / "bin" / "sh")
+    core = root / "usr" / "lib" / "git-core"
+    core.mkdir(parents=True, exist_ok=True)
+    for name in ("git-upload-pack", "git-receive-pack"):
+        shutil.copy2(Path(git).resolve(), core / name)
+    tools_id = engine.build(
+        dockerfile_text=(
+            "FROM scratch\nCOPY rootfs/ /\n"
+            'RUN ["/bin/busybox", "--install", "-s", "/bin"]\n'
+            "ENV PATH=/usr/bin:/bin GIT_EXEC_PATH=/usr/lib/git-core\n"
+        ),
+        context_dir=tools,
+        tag="rocm-vllm-test/airgap-tools:1",
+        buildargs={},
+        on_progress=lambda _line: None,
+        network="none",
+    )
+    assert tools_id
+    # The generated file, through the site's mirror file.
+    config = tmp_path / "mirrors.toml"
+    config.write_text('git = "file:///mirror/git"\nsdist = "file:///mirror/sdist"\n')
+    from dataclasses import replace
+
+    from resolver.artifacts import mirrors
+
+    plan = plan_for(m, "0.10.0", "gfx942", "30.30.3", mirrors=mirrors.load(config))
+    triton = next(p for p in plan.pins if p.component == "triton")
+
+    def build(ref: str, sdist_sha: str = sha) -> str:
+        pinned = replace(
+            plan,
+            pins=tuple(
+                ComponentPin(component="triton", repo="ROCm/triton", ref=ref) if p is triton else p
+                for p in plan.pins
+            ),
+            vllm_sdist=(f"file:///mirror/sdist/vllm-{plan.vllm_version}.tar.gz", sdist_sha),
+        )
+        values = df.template_values(pinned)
+        fragment = df.render_template(
+            resources.dockerfiles_dir() / "common" / "triton.Dockerfile.in", values
+        )
+        values["triton_fetch"] = fragment.split("\nRUN --mount")[0]  # the clone and its check
+        values["tools_image"] = "rocm-vllm-test/airgap-tools:1"
+        text = df.render_template(AIRGAP, values)
+        assert "ARG GIT_BASE=file:///mirror/git" in text and "https://" not in text
+        return str(
+            engine.build(
+                dockerfile_text=text,
+                context_dir=tmp_path / "empty",
+                tag="rocm-vllm-test/airgap:1",
+                buildargs={},
+                on_progress=lambda _line: None,
+                network="none",
+            )
+        )
+
+    (tmp_path / "empty").mkdir()
+    image_id = build(head[:8])
+    result = engine.run(image_id, ["/bin/sh", "-c", "cat /app/vllm/PKG-INFO; ls /app/triton"])
+    assert "Version: 0.10.0" in result.stdout and "setup.py" in result.stdout
+    from resolver.util.errors import DockerEngineError
+
+    with pytest.raises(DockerEngineError):
+        build("deadbeef")  # a commit the mirror does not have: the build stops
+    with pytest.raises(DockerEngineError):
+        build(head[:8], "0" * 64)  # a mirror serving other bytes than the release: it stops

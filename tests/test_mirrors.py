@@ -63,10 +63,11 @@ def test_without_a_config_the_upstreams_are_the_defaults() -> None:
 @pytest.mark.parametrize(
     ("content", "why"),
     [
-        ('git = "ftp://x"\n', "is not an http(s) URL"),
-        ('git = "https://x/$(curl evil)"\n', "is not an http(s) URL"),
+        ('git = "ftp://x"\n', "is not an http(s) or file:/// URL"),
+        ('git = "https://x/$(curl evil)"\n', "is not an http(s) or file:/// URL"),
         ('gti = "https://x"\n', "unknown keys gti"),
         ("git = 5\n", "git is not a URL"),
+        ('git = "file:///m/$(id)"\n', "is not an http(s) or file:/// URL"),
         ("git = \n", "mirror config"),
         ('registry = "x y"\n', "--registry-mirror"),
     ],

@@ -216,6 +216,7 @@ class DockerEngine:
         tag: str,
         buildargs: dict[str, str],
         on_progress: Callable[[str], None],
+        network: str | None = None,
     ) -> str:
         """Build ``dockerfile_text`` with BuildKit, ``context_dir`` as context; return the image id.
 
@@ -244,7 +245,9 @@ class DockerEngine:
                 "rm": True,
                 "forcerm": True,
             }
-            if _no_bridge(self.client):
+            if network is not None:
+                params["networkmode"] = network  # "none": RUN steps reach no network at all
+            elif _no_bridge(self.client):
                 params["networkmode"] = "none"
             # docker-py has no public call that speaks BuildKit; its private helpers do the HTTP.
             response = api._post(

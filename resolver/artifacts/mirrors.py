@@ -18,6 +18,7 @@ The file's header records which mirrors it used. The commands' own calls have th
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, cast
@@ -26,6 +27,9 @@ from resolver.util.errors import InputError, UsageError
 from resolver.util.safety import is_safe, require_safe
 
 ENV_MIRRORS: Final = "ROCM_VLLM_MIRRORS"
+# A mirror inside the build image itself (a site's base image that carries its mirrors): what a
+# build with --network=none reaches. Plain path characters only.
+_FILE_URL: Final = re.compile(r"file:///[A-Za-z0-9._~%/+-]*\Z")
 DEFAULT_GIT: Final = "https://github.com"
 DEFAULT_GET_PIP: Final = "https://bootstrap.pypa.io/get-pip.py"
 KEYS: Final = ("git", "index", "sdist", "rocm_wheels", "get_pip", "registry")
@@ -76,10 +80,11 @@ def load(path: Path | None = None) -> Mirrors:
         if key == "registry":
             values[key] = parse_mirror(value)  # None: Docker Hub itself
             continue
-        if not is_safe("url", value):
+        if not (is_safe("url", value) or _FILE_URL.match(value)):
             raise InputError(
-                f"mirror config {path}: {key} {value!r} is not an http(s) URL",
-                hint="give a plain http:// or https:// URL, without quotes, spaces or shell syntax",
+                f"mirror config {path}: {key} {value!r} is not an http(s) or file:/// URL",
+                hint="give a plain http://, https:// or file:/// URL (file:///: a mirror the "
+                "build image carries), without quotes, spaces or shell syntax",
             )
         values[key] = value
     return Mirrors(**cast(dict[str, Any], values), source=str(path))
