@@ -1128,3 +1128,16 @@ def test_a_generated_file_builds_with_network_none_against_the_sites_mirrors(
         build("deadbeef")  # a commit the mirror does not have: the build stops
     with pytest.raises(DockerEngineError):
         build(head[:8], "0" * 64)  # a mirror serving other bytes than the release: it stops
+
+
+def test_every_golden_dockerfile_lints_clean() -> None:
+    """The live-data goldens too (they take vLLM from its sdist): a pipe without pipefail there
+    once slipped past the frozen-data ones."""
+    for path in sorted(GOLDEN.glob("*.Dockerfile")):
+        lint = subprocess.run(
+            [HADOLINT, "--no-color", "-f", "json", str(path)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert json.loads(lint.stdout or "[]") == [], path.name

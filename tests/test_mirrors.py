@@ -109,3 +109,57 @@ def test_a_hostile_mirror_file_name_stays_inside_its_comment(tmp_path: Path) -> 
     text = df.render(plan)
     assert not any(line.startswith("RUN curl evil") for line in text.splitlines())
     assert "ARG GIT_BASE=https://git.example.internal/gh\n" in text
+
+
+def test_apt_sources_and_the_deadsnakes_ppa_go_through_the_mirrors(tmp_path: Path) -> None:
+    """The base stage's apt sources are rewritten to the site's mirrors ([apt]) before the first
+    apt-get, and Python's PPA comes from the site's mirror of it (its key served beside it); the
+    result still lints clean."""
+    import json
+    import subprocess
+
+    path = tmp_path / "mirrors.toml"
+    path.write_text(
+        'deadsnakes = "http://apt.example.internal/deadsnakes"\n'
+        "[apt]\n"
+        '"http://archive.ubuntu.com/ubuntu" = "http://apt.example.internal/ubuntu"\n'
+        '"https://repo.radeon.com" = "http://apt.example.internal/radeon"\n'
+    )
+    loaded = mirrors.load(path)
+    assert loaded.apt == (
+        ("http://archive.ubuntu.com/ubuntu", "http://apt.example.internal/ubuntu"),
+        ("https://repo.radeon.com", "http://apt.example.internal/radeon"),
+    )
+    m = matrix.load_dir(LIVE_MATRIX)
+    node = from_flags(gfx="gfx942", gpus=None, driver="30.30.3", os=None, rocm=None, python=None)
+    for version in ("0.24.0", "0.33.0", "0.6.6.post1"):
+        release = df.find_release(m, version)
+        stack = df.choose_stack(m, node, release, None)
+        if version == "0.6.6.post1":
+            node_old = from_flags(
+                gfx="gfx942", gpus=None, driver="6.4.3", os=None, rocm=None, python=None
+            )
+            plan = df.plan_dockerfile(m, node_old, release, stack=stack, mirrors=loaded)
+        else:
+            plan = df.plan_dockerfile(m, node, release, stack=stack, mirrors=loaded)
+        text = df.render(plan)
+        first_apt = text.index("apt-get update")
+        assert (
+            text.index(
+                "-e 's|http://archive.ubuntu.com/ubuntu|http://apt.example.internal/ubuntu|g'"
+            )
+            < first_apt
+        )
+        if "deadsnakes" in text.split("FROM")[1]:
+            assert "ppa:deadsnakes" not in text
+            assert 'curl -fsSL "http://apt.example.internal/deadsnakes/KEY.gpg"' in text
+        (tmp_path / "Dockerfile").write_text(text)
+        from .test_dockerfile import HADOLINT
+
+        lint = subprocess.run(
+            [HADOLINT, "--no-color", "-f", "json", str(tmp_path / "Dockerfile")],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert json.loads(lint.stdout or "[]") == [], (version, lint.stdout)

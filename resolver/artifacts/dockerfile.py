@@ -1028,15 +1028,47 @@ def _vllm_fetch(plan: DockerfilePlan) -> str:
         return (
             "ARG VLLM_SDIST_URL\n"
             'RUN curl -fsSL "${VLLM_SDIST_URL}" -o vllm.tar.gz \\\n'
-            f'    && echo "{plan.vllm_sdist[1]}  vllm.tar.gz" | sha256sum -c - \\\n'
+            f'    && echo "{plan.vllm_sdist[1]}  vllm.tar.gz" > vllm.tar.gz.sha256 \\\n'
+            "    && sha256sum -c vllm.tar.gz.sha256 \\\n"
             "    && mkdir vllm \\\n"
             "    && tar -xzf vllm.tar.gz -C vllm --strip-components=1 \\\n"
-            "    && rm vllm.tar.gz"
+            "    && rm vllm.tar.gz vllm.tar.gz.sha256"
         )
     return (
         "ARG VLLM_REPO\nARG VLLM_BRANCH\nARG GIT_BASE\n"
         'RUN git clone "${GIT_BASE}/${VLLM_REPO}.git" vllm \\\n'
         '    && git -C vllm checkout "${VLLM_BRANCH}"'
+    )
+
+
+def _apt_sources(mirrors: Mirrors) -> str:
+    """The site's apt mirrors: every sources file of the base image rewritten, upstream base URL
+    to the mirror's (both checked as plain URLs when the mirror file was read)."""
+    if not mirrors.apt:
+        return ""
+    edits = " ".join(f"-e 's|{up}|{mirror}|g'" for up, mirror in mirrors.apt)
+    return (
+        "# The site's apt mirrors (--mirror-config [apt]): the base image's sources rewritten.\n"
+        "RUN for f in /etc/apt/sources.list /etc/apt/sources.list.d/*; do \\\n"
+        '        [ -f "${f}" ] || continue; \\\n'
+        f'        sed -i {edits} "${{f}}"; \\\n'
+        "    done\n"
+    )
+
+
+def _deadsnakes(mirrors: Mirrors) -> str:
+    """Python from the deadsnakes PPA: Launchpad, or the site's mirror of it (which serves the
+    PPA's signing key as KEY.gpg beside dists/)."""
+    if mirrors.deadsnakes is None:
+        return "add-apt-repository -y ppa:deadsnakes/ppa"
+    url = mirrors.deadsnakes
+    key = "/etc/apt/keyrings/deadsnakes.asc"
+    return (
+        "mkdir -p /etc/apt/keyrings \\\n"
+        f'    && curl -fsSL "{url}/KEY.gpg" -o {key} \\\n'
+        f'    && echo "deb [signed-by={key}] {url} '
+        '$(. /etc/os-release && echo "${VERSION_CODENAME}") main" '
+        "> /etc/apt/sources.list.d/deadsnakes.list"
     )
 
 
@@ -1147,6 +1179,8 @@ def template_values(plan: DockerfilePlan, root: Path | None = None) -> dict[str,
         "wheel_index": plan.wheel_index or "",
         "vllm_fetch": _vllm_fetch(plan),
         "get_pip": plan.mirrors.get_pip,
+        "apt_sources": _apt_sources(plan.mirrors),
+        "deadsnakes": _deadsnakes(plan.mirrors),
         "pip_index_env": (
             f"\nENV PIP_INDEX_URL={plan.mirrors.index}" if plan.mirrors.index else ""
         ),

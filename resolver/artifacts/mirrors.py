@@ -9,6 +9,12 @@ optional, each replacing one upstream in every fetch a generated Dockerfile make
     rocm_wheels = "https://rocm.example.internal/whl/"  # TheRock's ROCm and PyTorch wheels
     get_pip = "https://files.example.internal/get-pip.py"
     registry = "harbor.example.internal/dockerhub"  # Docker Hub (FROM, the # syntax= frontend)
+    deadsnakes = "http://apt.example.internal/deadsnakes"  # the deadsnakes PPA (and its KEY.gpg)
+
+    [apt]  # the base image's apt sources: upstream base URL -> the mirror's
+    "http://archive.ubuntu.com/ubuntu" = "http://apt.example.internal/ubuntu"
+    "http://security.ubuntu.com/ubuntu" = "http://apt.example.internal/ubuntu"
+    "https://repo.radeon.com" = "http://apt.example.internal/radeon"
 
 The file's header records which mirrors it used. The commands' own calls have their variables
 (``ROCM_VLLM_REGISTRY``, ``ROCM_VLLM_WHEELS`` for AMD's wheel index and every printed pip line,
@@ -32,7 +38,7 @@ ENV_MIRRORS: Final = "ROCM_VLLM_MIRRORS"
 _FILE_URL: Final = re.compile(r"file:///[A-Za-z0-9._~%/+-]*\Z")
 DEFAULT_GIT: Final = "https://github.com"
 DEFAULT_GET_PIP: Final = "https://bootstrap.pypa.io/get-pip.py"
-KEYS: Final = ("git", "index", "sdist", "rocm_wheels", "get_pip", "registry")
+KEYS: Final = ("git", "index", "sdist", "rocm_wheels", "get_pip", "registry", "deadsnakes")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -43,6 +49,9 @@ class Mirrors:
     rocm_wheels: str | None = None
     get_pip: str = DEFAULT_GET_PIP
     registry: str | None = None
+    deadsnakes: str | None = None
+    # The base image's apt sources, rewritten: (upstream base URL, mirror base URL) pairs.
+    apt: tuple[tuple[str, str], ...] = ()
     source: str = ""  # the file they came from ("" for none)
 
     def used(self) -> tuple[tuple[str, str], ...]:
@@ -52,7 +61,7 @@ class Mirrors:
             (k, str(getattr(self, k)))
             for k in KEYS
             if getattr(self, k) is not None and getattr(self, k) != getattr(defaults, k)
-        )
+        ) + tuple((f"apt {upstream}", mirror) for upstream, mirror in self.apt)
 
 
 def load(path: Path | None = None) -> Mirrors:
@@ -62,13 +71,17 @@ def load(path: Path | None = None) -> Mirrors:
         if not named:
             return Mirrors()
         path = Path(named)
-    hint = "a TOML file of base URLs: git, index, sdist, rocm_wheels, get_pip, registry"
+    hint = (
+        "a TOML file of base URLs: git, index, sdist, rocm_wheels, get_pip, registry, "
+        "deadsnakes, and an [apt] table of upstream -> mirror"
+    )
     try:
         from resolver.util import bounded
 
         data = bounded.loads_toml(bounded.read_text(path, 64 * 1024))
     except (OSError, ValueError) as exc:  # ValueError: TOMLDecodeError, UnicodeDecodeError
         raise InputError(f"mirror config {path}: {exc}", hint=hint) from None
+    apt = data.pop("apt", {})
     unknown = sorted(set(data) - set(KEYS))
     if unknown:
         raise InputError(f"mirror config {path}: unknown keys {', '.join(unknown)}", hint=hint)
@@ -87,7 +100,22 @@ def load(path: Path | None = None) -> Mirrors:
                 "build image carries), without quotes, spaces or shell syntax",
             )
         values[key] = value
-    return Mirrors(**cast(dict[str, Any], values), source=str(path))
+    if not isinstance(apt, dict):
+        raise InputError(f"mirror config {path}: [apt] is not a table", hint=hint)
+    pairs: list[tuple[str, str]] = []
+    for upstream, mirror in apt.items():
+        if not (
+            isinstance(mirror, str)
+            and is_safe("url", upstream.rstrip("/"))
+            and (is_safe("url", mirror.rstrip("/")) or _FILE_URL.match(mirror))
+        ):
+            raise InputError(
+                f"mirror config {path}: [apt] {upstream!r} = {mirror!r} is not an http(s) URL "
+                "and its mirror",
+                hint=hint,
+            )
+        pairs.append((upstream.rstrip("/"), mirror.rstrip("/")))
+    return Mirrors(**cast(dict[str, Any], values), apt=tuple(pairs), source=str(path))
 
 
 def parse_mirror(text: str | None) -> str | None:

@@ -175,10 +175,11 @@ RUN --mount=type=bind,from=build_pytorch,source=/app/install,target=/install/pyt
     python3 -m pip install /install/pytorch/*.whl
 ARG VLLM_SDIST_URL
 RUN curl -fsSL "${VLLM_SDIST_URL}" -o vllm.tar.gz \
-    && echo "d2c957d5eee3d0985012151315ddc62cbe0cd368fc96a5fc3510438d9dddf2ad  vllm.tar.gz" | sha256sum -c - \
+    && echo "d2c957d5eee3d0985012151315ddc62cbe0cd368fc96a5fc3510438d9dddf2ad  vllm.tar.gz" > vllm.tar.gz.sha256 \
+    && sha256sum -c vllm.tar.gz.sha256 \
     && mkdir vllm \
     && tar -xzf vllm.tar.gz -C vllm --strip-components=1 \
-    && rm vllm.tar.gz
+    && rm vllm.tar.gz vllm.tar.gz.sha256
 WORKDIR /app/vllm
 RUN --mount=type=cache,target=/root/.cache/pip \
     --mount=type=cache,target=/root/.cache/ccache \

@@ -214,10 +214,11 @@ RUN --mount=type=bind,from=build_pytorch,source=/app/install,target=/install/pyt
     python3 -m pip install /install/pytorch/*.whl
 ARG VLLM_SDIST_URL
 RUN curl -fsSL "${VLLM_SDIST_URL}" -o vllm.tar.gz \
-    && echo "f4c33c2503d52bb411146afa9618a4f48bed68912f617e6803ac8d76e4c74112  vllm.tar.gz" | sha256sum -c - \
+    && echo "f4c33c2503d52bb411146afa9618a4f48bed68912f617e6803ac8d76e4c74112  vllm.tar.gz" > vllm.tar.gz.sha256 \
+    && sha256sum -c vllm.tar.gz.sha256 \
     && mkdir vllm \
     && tar -xzf vllm.tar.gz -C vllm --strip-components=1 \
-    && rm vllm.tar.gz
+    && rm vllm.tar.gz vllm.tar.gz.sha256
 WORKDIR /app/vllm
 RUN --mount=type=cache,target=/root/.cache/pip \
     --mount=type=cache,target=/root/.cache/ccache \
