@@ -1021,11 +1021,13 @@ def _copy_with_libs(binary: Path, root: Path) -> None:
 
 @pytest.mark.docker
 def test_a_generated_file_builds_with_network_none_against_the_sites_mirrors(
-    request: pytest.FixtureRequest, m: Matrix, tmp_path: Path
+    request: pytest.FixtureRequest, m: Matrix, tmp_path: Path, registry_url: str
 ) -> None:
     """The file's clone (through GIT_BASE, then the commit check) and its sdist fetch (through
     VLLM_SDIST_URL, then sha256sum) reach only the mirrors a mirror file names, here inside the
-    build image (file:///mirror): the build runs with --network=none. A moved commit fails it."""
+    build image (file:///mirror), and its FROM comes through the site's registry (the tests'
+    docker-registry on loopback, the mirror file's `registry`): the build runs with
+    --network=none. A commit the mirror lacks, or other bytes for the sdist, stop it."""
     engine = request.getfixturevalue("docker_engine")
     busybox, git, curl = (shutil.which(b) for b in ("busybox", "git", "curl"))
     if not (busybox and git and curl):
@@ -1080,9 +1082,19 @@ def test_a_generated_file_builds_with_network_none_against_the_sites_mirrors(
         network="none",
     )
     assert tools_id
+    # The build image lives in the site's registry only: pushed, then gone from the engine.
+    host = registry_url.split("://", 1)[1]
+    name = f"{host}/rocm-vllm-test/airgap-tools"
+    engine.client.images.get(tools_id).tag(name, "1")
+    for event in engine.client.api.push(name, tag="1", stream=True, decode=True):
+        assert "error" not in event, event
+    engine.client.images.remove(f"{name}:1", force=True)
+    engine.client.images.remove("rocm-vllm-test/airgap-tools:1", force=True)
     # The generated file, through the site's mirror file.
     config = tmp_path / "mirrors.toml"
-    config.write_text('git = "file:///mirror/git"\nsdist = "file:///mirror/sdist"\n')
+    config.write_text(
+        f'git = "file:///mirror/git"\nsdist = "file:///mirror/sdist"\nregistry = "{registry_url}"\n'
+    )
     from dataclasses import replace
 
     from resolver.artifacts import mirrors
@@ -1104,7 +1116,10 @@ def test_a_generated_file_builds_with_network_none_against_the_sites_mirrors(
             resources.dockerfiles_dir() / "common" / "triton.Dockerfile.in", values
         )
         values["triton_fetch"] = fragment.split("\nRUN --mount")[0]  # the clone and its check
-        values["tools_image"] = "rocm-vllm-test/airgap-tools:1"
+        # FROM as the file names every Docker Hub image: through the mirror file's registry.
+        values["tools_image"] = df.mirror_image(
+            "rocm-vllm-test/airgap-tools:1", pinned.registry_mirror
+        )
         text = df.render_template(AIRGAP, values)
         assert "ARG GIT_BASE=file:///mirror/git" in text and "https://" not in text
         return str(
