@@ -256,6 +256,10 @@ class DockerfilePlan:
             "which /etc/rocm-vllm/constraints.txt holds to the built wheels): the index and "
             "archive serve today's"
         )
+        if self.layout != "single-stage":
+            out.append(
+                "get-pip.py, as its URL serves it today (upstream's base stage fetches it too)"
+            )
         return tuple(out)
 
     @property

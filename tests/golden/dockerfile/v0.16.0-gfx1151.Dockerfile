@@ -13,6 +13,7 @@
 #   - vLLM at vllm-project/vllm@v0.16.0, a Git ref (no sdist hash recorded for it)
 #   - the base image rocm/dev-ubuntu-22.04:7.0-complete, a tag (rocm-vllm dockerfile --digest pins it)
 #   - apt and pip packages without a version in the data (the base stage's tools, build requirements, vLLM's requirements other than the components built here, which /etc/rocm-vllm/constraints.txt holds to the built wheels): the index and archive serve today's
+#   - get-pip.py, as its URL serves it today (upstream's base stage fetches it too)
 # MAX_JOBS: --build-arg MAX_JOBS=N, else the build host's CPUs and memory decide.
 # The image runs `vllm serve` (ENTRYPOINT), as vllm/vllm-openai-rocm does: docker run IMAGE --model M.
 # Upstream may also apply patches (cherry-picks) that the data does not record;
