@@ -37,6 +37,18 @@ GOLDEN = Path(__file__).parent / "golden" / "dockerfile"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
 HADOLINT = shutil.which("hadolint") or str(Path(sys.executable).parent / "hadolint")
 
+
+def hadolint(path: Path) -> list[dict[str, Any]]:
+    """hadolint's findings for a Dockerfile (none: it lints clean)."""
+    lint = subprocess.run(
+        [HADOLINT, "--no-color", "-f", "json", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return list(json.loads(lint.stdout or "[]"))
+
+
 # (golden name, vLLM release, gfx list, amdgpu driver): one per era and node type.
 CASES: list[tuple[str, str, str, str | None]] = [
     ("v0.6.6.post1-gfx942", "0.6.6.post1", "gfx942", "6.4.3"),  # single-stage rocm/pytorch era
@@ -191,13 +203,7 @@ def test_golden(m: Matrix, name: str, version: str, gfx: str, driver: str | None
 @pytest.mark.parametrize("name", [c[0] for c in CASES])
 def test_hadolint_finds_nothing(name: str) -> None:
     """No error-level finding (the bar), and in fact no warning or info either."""
-    result = subprocess.run(
-        [HADOLINT, "--no-color", "-f", "json", str(GOLDEN / f"{name}.Dockerfile")],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    findings = json.loads(result.stdout or "[]")
+    findings = hadolint(GOLDEN / f"{name}.Dockerfile")
     assert [f for f in findings if f["level"] == "error"] == []
     assert findings == []
 
@@ -925,13 +931,7 @@ def test_guard_is_written_into_the_image_exactly_and_lints_clean(m: Matrix, tmp_
     subprocess.run(["bash", "-o", "pipefail", "-c", command], check=True)
     assert out.read_text() == (resources.dockerfiles_dir() / "common" / "guard.sh").read_text()
     (tmp_path / "Dockerfile").write_text(text)
-    lint = subprocess.run(
-        [HADOLINT, "--no-color", "-f", "json", str(tmp_path / "Dockerfile")],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert json.loads(lint.stdout or "[]") == []
+    assert hadolint(tmp_path / "Dockerfile") == []
     assert "rocm-vllm-guard" not in df.render(plan_for(m, "0.10.0", "gfx942", "30.30.3"))
 
 
@@ -1149,10 +1149,4 @@ def test_every_golden_dockerfile_lints_clean() -> None:
     """The live-data goldens too (they take vLLM from its sdist): a pipe without pipefail there
     once slipped past the frozen-data ones."""
     for path in sorted(GOLDEN.glob("*.Dockerfile")):
-        lint = subprocess.run(
-            [HADOLINT, "--no-color", "-f", "json", str(path)],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert json.loads(lint.stdout or "[]") == [], path.name
+        assert hadolint(path) == [], path.name
