@@ -6,38 +6,39 @@ imports happen inside the command functions so that start-up stays fast.
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Any, NoReturn
 
 import typer
 
 from resolver import __version__
-from resolver.cli import (
-    audit,
-    check,
-    dockerfile,
-    fleet,
-    image,
-    matrix_cmd,
-    probe,
-    refresh,
-    upgrade,
-)
 
 # `-h` is `--help` everywhere (subcommands inherit it from the root context).
 HELP: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
-_MODULES = (check, probe, image, dockerfile, upgrade, audit, fleet, matrix_cmd, refresh)
-# The first word of a command line -> the modules that register it. Click builds every
-# registered command's parameters from its signature at each start (~15 ms for all of them), so
-# a run builds only the command it runs; `rocm-vllm --help` and the tests get the whole `app`.
-_FOR_COMMAND: dict[str, tuple[Any, ...]] = {
-    "check": (check,),
-    "probe": (probe,),
-    "image": (image,),
-    "dockerfile": (dockerfile,),
-    "upgrade": (upgrade,),
-    "audit": (audit,),
-    "fleet": (fleet,),
-    "matrix": (matrix_cmd, refresh),
+_MODULES = (
+    "check",
+    "probe",
+    "image",
+    "dockerfile",
+    "upgrade",
+    "audit",
+    "fleet",
+    "matrix_cmd",
+    "refresh",
+)
+# The first word of a command line -> the modules (under resolver.cli) that register it. Click
+# builds every registered command's parameters from its signature at each start (~15 ms for all
+# of them), so a run imports and builds only the command it runs; `rocm-vllm --help` and the
+# tests get the whole `app`.
+_FOR_COMMAND: dict[str, tuple[str, ...]] = {
+    "check": ("check",),
+    "probe": ("probe",),
+    "image": ("image",),
+    "dockerfile": ("dockerfile",),
+    "upgrade": ("upgrade",),
+    "audit": ("audit",),
+    "fleet": ("fleet",),
+    "matrix": ("matrix_cmd", "refresh"),
 }
 
 
@@ -55,8 +56,8 @@ def _root(
     """Can this AMD GPU node run vLLM, and exactly how?"""
 
 
-def make_app(modules: tuple[Any, ...] = _MODULES) -> typer.Typer:
-    """The ``rocm-vllm`` application with the commands ``modules`` register."""
+def make_app(modules: tuple[str, ...] = _MODULES) -> typer.Typer:
+    """The ``rocm-vllm`` application with the commands ``modules`` (resolver.cli.NAME) register."""
     root = typer.Typer(
         name="rocm-vllm",
         help="Can this AMD GPU node run vLLM, and exactly how?",
@@ -70,20 +71,29 @@ def make_app(modules: tuple[Any, ...] = _MODULES) -> typer.Typer:
         no_args_is_help=True,
         context_settings=HELP,
     )
-    if matrix_cmd in modules or refresh in modules:
+    if "matrix_cmd" in modules or "refresh" in modules:
         root.add_typer(matrix_app, name="matrix")
-    for module in modules:
-        module.register(root, matrix_app)
+    for name in modules:
+        import_module(f"resolver.cli.{name}").register(root, matrix_app)
     root.callback()(_root)
     return root
 
 
-app = make_app()
+_WHOLE: list[typer.Typer] = []
+
+
+def __getattr__(name: str) -> Any:
+    """``resolver.cli.app``: the whole application, built on first use (PEP 562)."""
+    if name == "app":
+        if not _WHOLE:
+            _WHOLE.append(make_app())
+        return _WHOLE[0]
+    raise AttributeError(name)
 
 
 def _app_for(args: list[str]) -> typer.Typer:
     modules = _FOR_COMMAND.get(args[0]) if args else None
-    return make_app(modules) if modules is not None else app
+    return make_app(modules) if modules is not None else __getattr__("app")
 
 
 def main() -> None:

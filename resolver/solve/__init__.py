@@ -114,13 +114,19 @@ def _validate_request(matrix: Matrix, request: Request) -> None:
         )
 
 
+def is_nvidia(node: Node, request: Request) -> bool:
+    """Whether the plan is for NVIDIA: asked for, or the node has NVIDIA GPUs and no AMD one
+    (decided here, so an AMD node's check never imports the CUDA solver)."""
+    if request.vendor is not None:
+        return request.vendor == "nvidia"
+    return not node.gfx_targets and bool(node.nvidia_gpus)
+
+
 def solve(
     matrix: Matrix, node: Node, request: Request, reporter: Reporter | None = None
 ) -> Decision:
     """Weigh every candidate path for ``node`` and decide."""
     reporter = reporter or Reporter()
-    from resolver.solve.cuda import is_nvidia
-
     if is_nvidia(node, request):
         from resolver.solve.cuda import solve_cuda
 

@@ -63,13 +63,6 @@ def driver_branch(driver: str | None) -> int | None:
     return int(head) if head.isdigit() and len(head) <= 4 else None
 
 
-def is_nvidia(node: Node, request: Request) -> bool:
-    """Whether the plan is for NVIDIA: asked for, or the node has NVIDIA GPUs and no AMD one."""
-    if request.vendor is not None:
-        return request.vendor == "nvidia"
-    return not node.gfx_targets and bool(nvidia_gpus(node))
-
-
 def _caps(node: Node, m: Matrix | None = None) -> list[str]:
     """The GPUs' compute capabilities: nvidia-smi's, else the one NVIDIA lists for the GPU's PCI
     device id (``nvidia-gpus.toml``; a node probed without nvidia-smi)."""
