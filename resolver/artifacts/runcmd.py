@@ -39,6 +39,12 @@ _MODEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,255}\Z")
 _PATH_RE = re.compile(r"^(~|/)[A-Za-z0-9._/+-]*\Z")
 
 
+def check_run_inputs(*, model: str | None, port: int, hf_cache: str) -> None:
+    """Refuse a bad --model, --port or --hf-cache before anything slow happens (RunSpec's own
+    checks, on a stand-in image)."""
+    RunSpec(image="check", entrypoint="vllm-serve", model=model, port=port, hf_cache=hf_cache)
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RunSpec:
     image: str  # full reference, e.g. vllm/vllm-openai-rocm:v0.24.0@sha256:...

@@ -49,7 +49,7 @@ class ImageAnswer:
 
 def check_options(opts: ImageOptions) -> None:
     """Refuse bad run-command inputs before anything slow (registry, engine) happens."""
-    from resolver.artifacts.runcmd import FORMATS, RunSpec
+    from resolver.artifacts.runcmd import FORMATS, check_run_inputs
     from resolver.util.errors import UsageError
 
     if opts.fmt not in (*FORMATS, "apptainer"):
@@ -57,13 +57,7 @@ def check_options(opts: ImageOptions) -> None:
             f"--format {opts.fmt!r} is not one of {', '.join(FORMATS)}, apptainer",
             hint="use --format docker, podman, compose or apptainer",
         )
-    RunSpec(
-        image="check",
-        entrypoint="vllm-serve",
-        model=opts.model,
-        port=opts.port,
-        hf_cache=opts.hf_cache,
-    )
+    check_run_inputs(model=opts.model, port=opts.port, hf_cache=opts.hf_cache)
 
 
 def run(

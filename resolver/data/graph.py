@@ -82,7 +82,6 @@ class _Builder:
     def __init__(self, m: Matrix) -> None:
         self.m = m
         self.g: Graph = nx.MultiDiGraph()
-        self.commits = _commit_names(m)
 
     def node(self, node_id: str, kind: str, **attrs: Any) -> str:
         kept = {k: v for k, v in attrs.items() if v is not None}
@@ -161,8 +160,9 @@ class _Builder:
                 for name in st.arch:
                     self.edge(sid, f"gfx:{name}", "supports", prov)
                 for p in st.pins:
-                    # One node per commit, however upstream abbreviated it (669b31a, 669b31ac).
-                    ref = self.commits.get((p.repo, p.ref), p.ref)
+                    # One node per commit: the loader already spells each commit once
+                    # (data.matrix.one_record_per_commit: 669b31a -> 669b31ac).
+                    ref = p.ref
                     pid = self.node(
                         f"pin:{p.component}:{p.repo}@{ref}",
                         "pin",
@@ -215,24 +215,6 @@ class _Builder:
 
 
 _ARTIFACTS = ("vllm", "stack", "image", "wheel")
-_HEX = frozenset("0123456789abcdef")
-
-
-def _commit_names(m: Matrix) -> dict[tuple[str, str], str]:
-    """(repo, ref) -> the longest spelling of that commit the data has, for refs that are
-    abbreviations of one another (hex only: a branch name is its own ref)."""
-    refs: dict[str, set[str]] = {}
-    for v in m.vllm:
-        for st in v.stacks:
-            for p in st.pins:
-                if len(p.ref) >= 7 and set(p.ref.lower()) <= _HEX:
-                    refs.setdefault(p.repo, set()).add(p.ref)
-    names: dict[tuple[str, str], str] = {}
-    for repo, found in refs.items():
-        for ref in found:
-            longer = [r for r in found if r.startswith(ref)]
-            names[(repo, ref)] = max(longer, key=len)
-    return names
 
 
 def subgraph(

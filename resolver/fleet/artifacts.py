@@ -91,15 +91,9 @@ class Options:
                 f"--namespace {self.namespace!r} is not a Kubernetes namespace name",
                 hint="lower-case letters, digits and -",
             )
-        from resolver.artifacts.runcmd import RunSpec
+        from resolver.artifacts.runcmd import check_run_inputs
 
-        RunSpec(
-            image="check",
-            entrypoint="vllm-serve",
-            model=self.model,
-            port=self.port,
-            hf_cache=self.hf_cache,
-        )
+        check_run_inputs(model=self.model, port=self.port, hf_cache=self.hf_cache)
 
 
 def _image(group: Group) -> ContainerImage | None:
