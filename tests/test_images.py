@@ -579,3 +579,18 @@ def test_smoke_equals_serve_is_the_serve_flag(monkeypatch: pytest.MonkeyPatch) -
     with pytest.raises(SystemExit):
         cli_module.main()
     assert seen[0][2:] == ["--gfx", "gfx942", "--smoke-serve"]
+
+
+def test_versions_an_image_prints_are_escaped() -> None:
+    """What the smoke script prints comes from the image: a control sequence in a version stays
+    text, never reaching the terminal."""
+
+    class Engine:
+        def run(self, *_args: Any, **_kw: Any) -> Any:
+            from resolver.artifacts.engine import RunResult
+
+            return RunResult(0, json.dumps({"vllm": "0.24.0\x1b[2J\nRUN evil", "torch": None}), "")
+
+    report = images.smoke(Engine(), "ref", _official(), devices=([], []))  # type: ignore[arg-type]
+    assert report.found["vllm"] is not None and "\x1b" not in report.found["vllm"]
+    assert "\n" not in report.found["vllm"]

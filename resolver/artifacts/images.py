@@ -330,7 +330,12 @@ def smoke(
             )
         )
     else:
-        found.update({k: (str(parsed[k]) if parsed.get(k) is not None else None) for k in found})
+        from resolver.artifacts.audit import shown
+
+        # The image's own words: escaped and bounded before they reach a terminal or the JSON.
+        found.update(
+            {k: (shown(str(parsed[k]))[:100] if parsed.get(k) is not None else None) for k in found}
+        )
         problems += _compare(ref, claimed, found)
     stages: dict[str, dict[str, Any]] = {
         "versions": {"status": "failed" if problems else "passed"},
