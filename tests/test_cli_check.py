@@ -250,7 +250,7 @@ def test_matrix_validate_show_graph() -> None:
     doc = json.loads(run_cli("matrix", "show", "vllm", "--json").stdout)
     assert doc["schema_version"] == 1 and doc["table"] == "vllm"
     v0100 = next(r for r in doc["records"] if r["version"] == "0.10.0")
-    assert v0100["pins"]["aiter"] == {"repo": "ROCm/aiter", "ref": "916bf3c"}
+    assert v0100["pins"]["aiter"] == {"repo": "ROCm/aiter", "ref": "916bf3c", "moving": False}
     for table in ("rocm", "gfx", "wheels", "images", "nodes", "os"):
         assert run_cli("matrix", "show", table).exit_code == 0
     assert run_cli("matrix", "show", "nope").exit_code == 2

@@ -521,7 +521,7 @@ def test_shipped_files_validate_against_the_schema(directory: Path) -> None:
 
     from resolver.data import schema
 
-    doc = {f: tomllib.loads((directory / f).read_text()) for f in schema.TABLES}
+    doc = {f: tomllib.loads((directory / f).read_text()) for f in schema.FILES}
     jsonschema.validate(doc, schema.json_schema())
 
 
@@ -595,7 +595,7 @@ def test_a_field_the_docs_list_is_accepted_by_the_loader_and_the_schema(tmp_path
     path.write_text(text)
     loaded = matrix.load_dir(data)
     emulated = [g for g in loaded.gfx if g.features.mxfp4 == "emulated"]
-    assert emulated[0].features.mxfp4_source.confidence == "inferred"
+    assert emulated[0].features.mxfp4_provenance.confidence == "inferred"
 
 
 def test_one_record_per_commit_however_upstream_abbreviates_it() -> None:

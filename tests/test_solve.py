@@ -100,7 +100,7 @@ def test_mxfp4_support_is_a_sourced_fact_of_the_shipped_data() -> None:
     assert gates["gfx950"].mxfp4 == "native" and gates["gfx950"].mx
     for gfx in ("gfx942", "gfx1201"):
         assert gates[gfx].mxfp4 == "emulated" and not gates[gfx].mx
-        assert "GPT-OSS.md" in gates[gfx].mxfp4_source.source
+        assert "GPT-OSS.md" in gates[gfx].mxfp4_provenance.source
 
 
 def test_fp8_on_gfx942_warns_about_fnuz() -> None:

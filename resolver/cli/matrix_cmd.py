@@ -36,9 +36,6 @@ def _rows(m: Any, table: str) -> tuple[list[str], list[list[str]], list[dict[str
     def conf(p: Any) -> str:
         return str(p.confidence)
 
-    def src(p: Any) -> str:
-        return str(p.source)
-
     if table == "rocm":
         header = ["version", "stream", "date", "gfx", "confidence"]
         recs = m.rocm
@@ -46,48 +43,11 @@ def _rows(m: Any, table: str) -> tuple[list[str], list[list[str]], list[dict[str
             [str(r.version), r.stream, r.date or "?", ",".join(r.gfx) or "?", conf(r.provenance)]
             for r in recs
         ]
-        data = [
-            {
-                "version": str(r.version),
-                "stream": r.stream,
-                "date": r.date,
-                "gfx": list(r.gfx),
-                "os": list(r.os),
-                "os_restrictions": [
-                    {
-                        "gfx": list(o.gfx),
-                        "products": list(o.products),
-                        "os": list(o.os),
-                        "note": o.note,
-                    }
-                    for o in r.os_restrictions
-                ],
-                "pytorch": list(r.pytorch),
-                "source": src(r.provenance),
-                "confidence": conf(r.provenance),
-            }
-            for r in recs
-        ]
     elif table == "drivers":
         header = ["amdgpu", "runs ROCm user space", "released with", "confidence"]
         recs = m.drivers
         rows = [
             [d.series + ".x", ", ".join(d.user_space), d.paired_rocm or "-", conf(d.provenance)]
-            for d in recs
-        ]
-        data = [
-            {
-                "series": d.series,
-                "user_space": list(d.user_space),
-                "paired_rocm": d.paired_rocm,
-                "module_versions": list(d.module_versions),
-                "module_versions_source": d.module_versions_source or None,
-                "module_versions_confidence": d.module_versions_confidence
-                if d.module_versions
-                else None,
-                "source": src(d.provenance),
-                "confidence": conf(d.provenance),
-            }
             for d in recs
         ]
     elif table == "gfx":
@@ -104,49 +64,6 @@ def _rows(m: Any, table: str) -> tuple[list[str], list[list[str]], list[dict[str
                 t.features.mxfp4,
                 "; ".join(dict.fromkeys(p.name for p in t.products))[:70],
             ]
-            for t in recs
-        ]
-        data = [
-            {
-                "name": t.name,
-                "arch": t.arch,
-                "families": list(t.families),
-                "vllm_status": t.vllm_status,
-                "vllm_note": t.vllm_note,
-                "override": t.override,
-                "features": {
-                    "aiter": t.features.aiter,
-                    "fp8": t.features.fp8,
-                    "fp8_format": t.features.fp8_format,
-                    "mx": t.features.mx,
-                    "custom_allreduce": t.features.custom_allreduce,
-                    "mxfp4": t.features.mxfp4,
-                    "mxfp4_source": t.features.mxfp4_source.source,
-                },
-                "kernel_floors": [
-                    {
-                        "os": f.os,
-                        "min_kernel": f.min_kernel,
-                        "flavour": f.flavour,
-                        "source": f.provenance.source,
-                    }
-                    for f in t.kernel_floors
-                ],
-                "unified_memory_source": t.unified_memory_source or None,
-                "products": [
-                    {
-                        "name": p.name,
-                        "family": p.family,
-                        "pci_device_id": p.pci_device_id,
-                        "pci_revision": p.pci_revision,
-                        "first_rocm": p.first_rocm,
-                    }
-                    for p in t.products
-                ],
-                "env": dict(t.env),
-                "source": src(t.provenance),
-                "confidence": conf(t.provenance),
-            }
             for t in recs
         ]
     elif table == "vllm":
@@ -167,48 +84,6 @@ def _rows(m: Any, table: str) -> tuple[list[str], list[list[str]], list[dict[str
             ]
             for v in recs
         ]
-        data = [
-            {
-                "version": str(v.version),
-                "date": v.date,
-                "tag_commit": v.tag_commit,
-                "layout": v.layout,
-                "base_image": v.base_image,
-                "rocm": str(v.rocm) if v.rocm else None,
-                "python": v.python,
-                "arch": list(v.arch),
-                "aiter_arch": list(v.aiter_arch),
-                "cmake_arch": list(v.cmake_arch),
-                "pins": {p.component: {"repo": p.repo, "ref": p.ref} for p in v.pins},
-                "sdist_sha256": v.sdist_sha256,
-                "stacks": [
-                    {
-                        "variant": s.variant,
-                        "default": s.default,
-                        "dockerfile": s.dockerfile,
-                        "layout": s.layout,
-                        "stream": s.stream,
-                        "preview": s.preview,
-                        "base_image": s.base_image,
-                        "rocm": str(s.rocm) if s.rocm else None,
-                        "python": s.python,
-                        "torch": s.torch,
-                        "arch": list(s.arch),
-                        "aiter_arch": list(s.aiter_arch),
-                        "images": list(s.images),
-                        "pins": {
-                            p.component: {"repo": p.repo, "ref": p.ref, "moving": p.moving}
-                            for p in s.pins
-                        },
-                        "source": s.provenance.source,
-                    }
-                    for s in v.stacks
-                ],
-                "source": src(v.provenance),
-                "confidence": conf(v.provenance),
-            }
-            for v in recs
-        ]
     elif table == "wheels":
         header = ["variant", "rocm", "python", "glibc>=", "vllm", "status"]
         recs = m.wheels
@@ -221,21 +96,6 @@ def _rows(m: Any, table: str) -> tuple[list[str], list[list[str]], list[dict[str
                 str(w.vllm) if w.vllm else "?",
                 w.status,
             ]
-            for w in recs
-        ]
-        data = [
-            {
-                "name": w.name,
-                "rocm": str(w.rocm),
-                "python": list(w.python),
-                "glibc_min": str(w.glibc_min),
-                "vllm": str(w.vllm) if w.vllm else None,
-                "index_url": w.index_url,
-                "status": w.status,
-                "arch": list(w.arch),
-                "source": src(w.provenance),
-                "confidence": conf(w.provenance),
-            }
             for w in recs
         ]
     elif table == "images":
@@ -252,25 +112,6 @@ def _rows(m: Any, table: str) -> tuple[list[str], list[list[str]], list[dict[str
             ]
             for i in recs
         ]
-        data = [
-            {
-                "repo": i.repo,
-                "tag": i.tag,
-                "digest": i.digest,
-                "rocm": str(i.rocm) if i.rocm else None,
-                "stream": i.stream,
-                "vllm": str(i.vllm) if i.vllm else None,
-                "python": i.python,
-                "torch": i.torch,
-                "arch": list(i.arch),
-                "family_tag": i.family_tag,
-                "entrypoint": i.entrypoint,
-                "deprecated": i.deprecated,
-                "source": src(i.provenance),
-                "confidence": conf(i.provenance),
-            }
-            for i in recs
-        ]
     elif table == "nodes":
         header = ["example", "gfx", "gpus", "driver", "os", "description"]
         recs = m.examples
@@ -278,42 +119,11 @@ def _rows(m: Any, table: str) -> tuple[list[str], list[list[str]], list[dict[str
             [e.name, ",".join(e.gfx), str(e.gpus), e.driver or "-", e.os or "-", e.description]
             for e in recs
         ]
-        data = [
-            {
-                "name": e.name,
-                "description": e.description,
-                "gfx": list(e.gfx),
-                "gpus": e.gpus,
-                "product": e.product,
-                "driver": e.driver,
-                "os": e.os,
-                "python": e.python,
-                "source": src(e.provenance),
-            }
-            for e in recs
-        ]
     elif table == "capabilities":
         header = ["vllm", "quantization (ROCm platform)", "KV cache dtypes"]
         recs = m.capabilities
         rows = [
             [str(c.version), ", ".join(c.quantization), ", ".join(c.kv_cache_dtypes) or "-"]
-            for c in recs
-        ]
-        data = [
-            {
-                "version": str(c.version),
-                "quantization": list(c.quantization),
-                "kv_cache_dtypes": list(c.kv_cache_dtypes),
-                **{
-                    gate: None if getattr(c, gate) is None else list(getattr(c, gate))
-                    for gate in ("fp8", "fp8_fnuz", "mx", "custom_allreduce", "fp8_scaled_mm")
-                },
-                "rocm_kernels": None
-                if c.rocm_kernels is None
-                else {fmt: list(names) for fmt, names in c.rocm_kernels},
-                "source": src(c.provenance),
-                "confidence": conf(c.provenance),
-            }
             for c in recs
         ]
     elif table == "cuda":
@@ -329,38 +139,31 @@ def _rows(m: Any, table: str) -> tuple[list[str], list[list[str]], list[dict[str
             ]
             for r in recs
         ]
-        data = [
-            {
-                "version": str(r.version),
-                "cuda": str(r.cuda),
-                "images": [
-                    {"tag": i.tag, "cuda": str(i.cuda), "arch": list(i.arch)} for i in r.images
-                ],
-                "wheel_cuda": str(r.wheel_cuda) if r.wheel_cuda else None,
-                "arch": list(r.arch),
-                "source": src(r.provenance),
-                "confidence": conf(r.provenance),
-            }
-            for r in recs
-        ]
     else:
         header = ["os", "name", "glibc", "kernels"]
         recs = m.os
         rows = [
             [o.id, o.name, str(o.glibc) if o.glibc else "?", ", ".join(o.kernels)] for o in recs
         ]
-        data = [
-            {
-                "id": o.id,
-                "name": o.name,
-                "glibc": str(o.glibc) if o.glibc else None,
-                "kernels": list(o.kernels),
-                "source": src(o.provenance),
-                "confidence": conf(o.provenance),
-            }
-            for o in recs
-        ]
-    return header, rows, data
+    return header, rows, [_record_json(r) for r in recs]
+
+
+def _record_json(record: Any) -> dict[str, Any]:
+    """A record as ``schema.to_json`` writes it, with what a reader asks of it beside: a
+    release's default stack's facts on the release, and whether a stack is a preview."""
+    from resolver.data import schema
+    from resolver.data.model import RocmStack, VllmRelease
+
+    out = schema.to_json(record)
+    if isinstance(record, VllmRelease):
+        default = out["stacks"][0] if out["stacks"] else {}
+        for name in VllmRelease.flat_stack_fields:
+            out[name] = default.get(name)
+        for stack, st in zip(out["stacks"], record.stacks, strict=True):
+            stack["preview"] = st.preview
+    elif isinstance(record, RocmStack):
+        out["preview"] = record.preview
+    return out
 
 
 # Tables a refresh can add to: their file and how a JSON record names its key in the overlay.

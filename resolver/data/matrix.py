@@ -15,39 +15,23 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+import msgspec
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from resolver.data import resources
 from resolver.data.model import (
-    COMPONENTS,
     CONFIDENCES,
-    FAMILIES,
-    LAYOUTS,
-    MXFP4_SUPPORT,
-    STREAMS,
-    AmdgpuIsa,
     ComponentPin,
-    ContainerImage,
-    CudaDriverRule,
-    CudaImage,
-    CudaRelease,
     DriverSeries,
-    ExampleNode,
     FeatureGates,
     GfxTarget,
     GpuProduct,
     KernelFloor,
     Matrix,
-    NvidiaGpu,
-    OsRelease,
-    OsRestriction,
     Provenance,
-    ReleaseCapabilities,
-    RocmRelease,
     RocmStack,
     VllmRelease,
-    WheelVariant,
     stack_variant,
 )
 from resolver.util import atomic, bounded
@@ -62,14 +46,15 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\x85]")
 class Record:
     """One TOML table with the place it came from, and typed getters that fail with that place."""
 
-    def __init__(self, data: dict[str, Any], file: str, label: str) -> None:
+    def __init__(self, data: dict[str, Any], file: str, label: str, prefix: str = "") -> None:
         self.data = data
         self.file = file
         self.label = label
+        self.prefix = prefix  # a keyed item's place in its record: "pins.aiter."
 
     def fail(self, field: str, problem: str) -> MatrixError:
         return MatrixError(
-            f"{self.file}: {self.label}: field '{field}' {problem}",
+            f"{self.file}: {self.label}: field '{self.prefix}{field}' {problem}",
             hint=f"fix the record in matrix/{self.file} (rocm-vllm matrix validate re-checks it)",
         )
 
@@ -164,8 +149,8 @@ class Record:
     def safe(self, field: str, kind: str, value: str) -> str:
         if not is_safe(kind, value):
             raise UnsafeValueError(
-                f"{self.file}: {self.label}: field '{field}' value {value!r} is not an acceptable "
-                f"{kind.replace('_', ' ')}",
+                f"{self.file}: {self.label}: field '{self.prefix}{field}' value {value!r} is "
+                f"not an acceptable {kind.replace('_', ' ')}",
                 hint="data may hold only plain names, versions, commits and tags; "
                 "shell and Dockerfile syntax are refused",
             )
@@ -241,9 +226,10 @@ def _check_keys(file: str, table: dict[str, Any], path: tuple[str, ...], label: 
     """Refuse a key the data model does not have (data/schema.py): a typo is never ignored."""
     from resolver.data import schema
 
-    known = schema.allowed(file, path)
-    if known is None:
-        return
+    record = schema.record_of(file, path)
+    if record is None:
+        return  # a map (pins, env): its keys are checked as it is built
+    known = schema.keys(record)
     for key, value in table.items():
         where = ".".join((*path, key))
         if key not in known:
@@ -266,491 +252,279 @@ def _check_keys(file: str, table: dict[str, Any], path: tuple[str, ...], label: 
                     _check_keys(file, item, (*path, key), label)
 
 
-# --- one builder per file -------------------------------------------------------------------
+def build_record(file: str, data: dict[str, Any], label: str) -> Any:
+    """One table of ``file`` as its record, checked as the loader checks it (a refreshed record
+    before it is kept); raises ``MatrixError`` naming ``label``."""
+    from resolver.data import schema
+
+    _check_keys(file, data, (), label)
+    return _build(Record(data, file, label), schema.FILES[file][1])
 
 
-def _rocm(rec: Record) -> RocmRelease:
-    restrictions = tuple(
-        OsRestriction(
-            gfx=r.strings("gfx"),
-            products=r.strings("products"),
-            os=r.strings("os", required=True),
-            note=r.opt_text("note") or "",
-            provenance=r.sub_provenance(rec),
-        )
-        for r in rec.tables("os_restriction")
-    )
-    return RocmRelease(
-        version=cast(Version, rec.version("version")),
-        stream=cast(Any, rec.choice("stream", STREAMS)),
-        date=rec.opt_text("date"),
-        gfx=rec.strings("gfx"),
-        os=rec.strings("os"),
-        os_restrictions=restrictions,
-        pytorch=rec.strings("pytorch"),
-        kmd_at_release=rec.opt_text("kmd_at_release"),
-        provenance=rec.provenance(),
-    )
+# --- one generic builder, from the records' own declarations (resolver.data.schema) ----------
 
 
-def _os(rec: Record) -> OsRelease:
-    return OsRelease(
-        id=rec.text("id"),
-        name=rec.text("name"),
-        glibc=rec.version("glibc", required=False),
-        kernels=rec.strings("kernels"),
-        provenance=rec.provenance(),
-    )
+def _build(rec: Record, record: Any, parent: Record | None = None) -> Any:
+    """A record from one table: each key read as ``schema.shapes`` says, then the record's rules
+    (``_RULES``: what ties its fields together, and what the loader derives)."""
+    from resolver.data import schema
+
+    values: dict[str, Any] = {}
+    for shape in schema.shapes(record):
+        if shape.kind == "provenance":
+            inherit = parent is not None and schema.inherits_provenance(record)
+            values[shape.attr] = (
+                rec.sub_provenance(parent) if parent is not None and inherit else rec.provenance()
+            )
+            continue
+        value = _value(rec, shape)
+        if value is not _ABSENT:
+            values[shape.attr] = value
+    rule = _RULES.get(record)
+    if rule is not None:
+        values = rule(rec, values, parent)
+    return record(**values)
 
 
-def _driver(rec: Record) -> DriverSeries:
-    series = rec.text("series")
-    user_space = rec.strings("user_space", required=True)
-    for field_value in (series, *user_space):
-        parts = field_value.split(".")
-        if len(parts) != 2 or not all(
-            bounded.ascii_int(p, max_digits=4) is not None and p == p.strip() for p in parts
-        ):
-            raise rec.fail("series/user_space", f"{field_value!r} is not a MAJOR.MINOR series")
-    modules = rec.strings("module_versions")
-    modules_source = rec.opt_text("module_versions_source") or ""
-    if modules and not modules_source:
+_ABSENT: Any = object()
+
+
+def _value(rec: Record, s: Any) -> Any:  # noqa: C901 (one branch per kind of value)
+    key = s.key
+    if key not in rec.data:
+        if s.required:
+            raise rec.fail(key, "is missing")
+        return _ABSENT
+    if s.kind == "str":
+        text = rec.text(key) if s.required else rec.opt_text(key)
+        if text is None:
+            return _ABSENT
+        _check_text(rec, s, key, text)
+        if s.specifier:
+            _specifier(rec, key, text)
+        return text
+    if s.kind == "bool":
+        return rec.flag(key)
+    if s.kind == "int":
+        return _whole(rec, s)
+    if s.kind == "version":
+        return rec.version(key, required=s.required) or _ABSENT
+    if s.kind == "specifier":
+        text = rec.opt_text(key)
+        return _ABSENT if text is None else _specifier(rec, key, text)
+    if s.kind == "enum":
+        value = rec.opt_text(key)
+        if value is None:
+            return _ABSENT
+        if value not in s.options:
+            raise rec.fail(key, f"is {value!r}; expected one of {', '.join(s.options)}")
+        return value
+    if s.kind in ("strs", "enums", "versions"):
+        items = rec.strings(key, required=s.required)
+        for item in items:
+            if s.kind == "enums" and item not in s.options:
+                raise rec.fail(key, f"has {item!r}; expected {', '.join(s.options)}")
+            _check_text(rec, s, key, item)
+        if s.kind == "versions":
+            return tuple(_parse_version(rec, key, item) for item in items)
+        return items
+    if s.kind == "table":
+        return _build(cast(Record, rec.table(key, required=s.required)), s.record, rec)
+    if s.kind == "tables":
+        return tuple(_build(t, s.record, rec) for t in rec.tables(key))
+    if s.kind == "keyed":
+        return _keyed(rec, s)
+    return _pairs(rec, s)
+
+
+def _check_text(rec: Record, s: Any, key: str, text: str) -> None:
+    if s.safe is not None:
+        rec.safe(key, s.safe, text)
+    if s.pattern is not None and not re.fullmatch(s.pattern, text):
+        raise rec.fail(key, f"{text!r} is not {s.what}")
+
+
+def _parse_version(rec: Record, key: str, text: str) -> Version:
+    try:
+        return Version(text)
+    except ValueError:
+        raise rec.fail(key, f"{text!r} is not a version") from None
+
+
+def _specifier(rec: Record, key: str, text: str) -> SpecifierSet:
+    try:
+        return SpecifierSet(text)
+    except ValueError:
+        raise rec.fail(key, f"{text!r} is not a PEP 440 specifier") from None
+
+
+def _whole(rec: Record, s: Any) -> int:
+    value = rec.data.get(s.key)
+    low, high = s.low, s.high
+    if (
+        not isinstance(value, int)
+        or isinstance(value, bool)
+        or (low is not None and value < low)
+        or (high is not None and value > high)
+    ):
+        span = f" >= {low}" if high is None else f" from {low} to {high}"
+        raise rec.fail(s.key, f"must be a whole number{span if low is not None else ''}")
+    return value
+
+
+def _keyed(rec: Record, s: Any) -> tuple[Any, ...]:
+    """A table of tables keyed by one field of the item (pins: component -> {repo, ref})."""
+    from resolver.data import schema
+
+    table = cast(Record, rec.table(s.key))
+    item_shapes = {x.attr: x for x in schema.shapes(s.record)}
+    key_shape = item_shapes.pop(s.keyed_by)
+    fields = {x.key for x in item_shapes.values()}
+    out = []
+    for name, value in table.data.items():
+        where = f"{s.key}.{name}"
+        if name not in key_shape.options:
+            raise rec.fail(where, f"is not a known {s.keyed_by} ({', '.join(key_shape.options)})")
+        if not isinstance(value, dict) or set(value) != fields:
+            shown = ", ".join(f'{f} = "..."' for f in sorted(fields))
+            raise rec.fail(where, f"must be a table {{ {shown} }}")
+        item = Record(value, rec.file, rec.label, prefix=f"{where}.")
+        values = {x.attr: _value(item, x) for x in item_shapes.values()}
+        out.append(s.record(**{s.keyed_by: name, **values}))
+    order = key_shape.options
+    return tuple(sorted(out, key=lambda p: order.index(getattr(p, s.keyed_by))))
+
+
+def _pairs(rec: Record, s: Any) -> tuple[tuple[str, Any], ...] | Any:
+    """A map written as a TOML table (env, rocm_kernels), kept as ordered pairs."""
+    table = rec.table(s.key)
+    if table is None:
+        return _ABSENT
+    out: list[tuple[str, Any]] = []
+    for name, value in table.data.items():
+        where = f"{s.key}.{name}"
+        if s.key_safe is not None:
+            rec.safe(where, s.key_safe, name)
+        if s.key_pattern is not None and not re.fullmatch(s.key_pattern, name):
+            raise rec.fail(s.key, f"{name!r} is not {s.key_what}")
+        if s.item_strs:
+            items = table.strings(name)
+            for item in items:
+                _check_text(rec, s, s.key, item)
+            out.append((name, items))
+        else:
+            if not isinstance(value, str):
+                raise rec.fail(where, "must be a string")
+            _check_text(rec, s, where, value)
+            out.append((name, value))
+    return tuple(out)
+
+
+# --- the rules of each record: what ties its fields together, and what the loader derives ----
+
+
+def _series_key(series: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in series.split("."))
+
+
+def _driver_rules(rec: Record, v: dict[str, Any], parent: Record | None) -> dict[str, Any]:
+    # By number, so every window prints in order: "7.11" before "10.0", never "10.0, 7.11".
+    v["user_space"] = tuple(sorted(v["user_space"], key=_series_key))
+    if v.get("module_versions") and not v.get("module_versions_source"):
         raise rec.fail(
             "module_versions_source", "is required with module_versions (where AMD pairs them)"
         )
-    return DriverSeries(
-        series=series,
-        # By number, so every window prints in order: "7.11" before "10.0", never "10.0, 7.11".
-        user_space=tuple(sorted(user_space, key=lambda v: tuple(int(p) for p in v.split(".")))),
-        paired_rocm=_opt_safe(rec, "paired_rocm", "version"),
-        provenance=rec.provenance(),
-        module_versions=modules,
-        module_versions_source=modules_source,
-        module_versions_confidence=cast(
-            Any, rec.choice("module_versions_confidence", CONFIDENCES, "exact")
-        ),
-    )
+    return v
 
 
-def _gfx(rec: Record) -> GfxTarget:
-    name = rec.safe("name", "gfx", rec.text("name"))
-    feats = cast(Record, rec.table("features", required=True))
-    families = rec.strings("families", required=True)
-    for fam in families:
-        if fam not in FAMILIES:
-            raise rec.fail("families", f"has {fam!r}; expected {', '.join(FAMILIES)}")
-    products = tuple(
-        GpuProduct(
-            name=p.text("name"),
-            family=cast(Any, p.choice("family", FAMILIES)),
-            pci_device_id=(p.opt_text("pci_device_id") or "").lower() or None,
-            pci_revision=(p.opt_text("pci_revision") or "").lower() or None,
-            first_rocm=p.opt_text("first_rocm"),
-            compute_units=p._get("compute_units", int, False),
-            provenance=p.sub_provenance(rec),
-        )
-        for p in rec.tables("product")
-    )
-    env_table = rec.table("env")
-    env: list[tuple[str, str]] = []
-    for key, value in (env_table.data if env_table else {}).items():
-        if not isinstance(value, str):
-            raise rec.fail(f"env.{key}", "must be a string")
-        env.append(
-            (rec.safe(f"env.{key}", "env_name", key), rec.safe(f"env.{key}", "env_value", value))
-        )
-    fp8 = feats.flag("fp8")
-    fp8_format = feats.opt_text("fp8_format")
-    if fp8 and fp8_format not in ("fnuz", "ocp"):
-        raise feats.fail("fp8_format", "must be 'fnuz' or 'ocp' when fp8 = true")
-    mx = feats.flag("mx")
-    mxfp4 = feats.opt_text("mxfp4") or ("native" if mx else "none")
-    if mxfp4 not in MXFP4_SUPPORT:
-        raise feats.fail("mxfp4", f"must be one of {', '.join(MXFP4_SUPPORT)}")
+def _gfx_rules(rec: Record, v: dict[str, Any], parent: Record | None) -> dict[str, Any]:
+    # A route the tool recommends must say who recommends it.
+    if v.get("alternative") and not v.get("alternative_source"):
+        raise rec.fail("alternative_source", "is missing")
+    return v
+
+
+def _feature_rules(rec: Record, v: dict[str, Any], parent: Record | None) -> dict[str, Any]:
+    fp8, mx = v.get("fp8", False), v.get("mx", False)
+    if fp8 and v.get("fp8_format") not in ("fnuz", "ocp"):
+        raise rec.fail("fp8_format", "must be 'fnuz' or 'ocp' when fp8 = true")
+    if not fp8:
+        v.pop("fp8_format", None)
+    mxfp4 = v.setdefault("mxfp4", "native" if mx else "none")
     if (mxfp4 == "native") != mx:
-        raise feats.fail("mxfp4", "is 'native' exactly when mx = true (native MX compute)")
-    mxfp4_src = feats.opt_text("mxfp4_source")
-    if mxfp4 == "emulated" and not mxfp4_src:
-        raise feats.fail(
+        raise rec.fail("mxfp4", "is 'native' exactly when mx = true (native MX compute)")
+    if mxfp4 == "emulated" and not v.get("mxfp4_source"):
+        raise rec.fail(
             "mxfp4_source", "is required when mxfp4 = 'emulated' (where it says MXFP4 runs)"
         )
-    mxfp4_prov = (
-        Provenance(
-            source=mxfp4_src,
-            confidence=cast(Any, feats.choice("mxfp4_confidence", CONFIDENCES, "exact")),
-        )
-        if mxfp4_src
-        else None
-    )
-    return GfxTarget(
-        name=name,
-        arch=rec.text("arch"),
-        families=cast(Any, families),
-        products=products,
-        features=FeatureGates(
-            aiter=cast(Any, feats.choice("aiter", ("full", "triton-only", "none"))),
-            fp8=fp8,
-            fp8_format=cast(Any, fp8_format if fp8 else None),
-            mx=mx,
-            custom_allreduce=feats.flag("custom_allreduce"),
-            provenance=feats.provenance(),
-            mxfp4=cast(Any, mxfp4),
-            mxfp4_provenance=mxfp4_prov,
-        ),
-        vllm_status=cast(Any, rec.choice("vllm_status", ("official", "buildable", "unsupported"))),
-        vllm_note=rec.opt_text("vllm_note") or "",
-        override=_opt_safe(rec, "override", "gfx_override"),
-        override_target=_opt_safe(rec, "override_target", "gfx"),
-        env=tuple(env),
-        provenance=rec.provenance(),
-        kernel_floors=tuple(_kernel_floor(k, rec) for k in rec.tables("kernel_floor")),
-        unified_memory_source=rec.opt_text("unified_memory_source") or "",
-        alternative=rec.opt_text("alternative") or "",
-        # A route the tool recommends must say who recommends it.
-        alternative_source=(
-            rec.text("alternative_source")
-            if rec.opt_text("alternative")
-            else rec.opt_text("alternative_source") or ""
-        ),
-    )
+    return v
 
 
-def _kernel_floor(rec: Record, parent: Record) -> KernelFloor:
-    floor = rec.text("min_kernel")
-    parts = floor.split(".")
-    if len(parts) != 2 or not all(p.isdigit() for p in parts):
-        raise rec.fail("min_kernel", f"{floor!r} is not a MAJOR.MINOR kernel version")
-    return KernelFloor(
-        os=rec.text("os"),
-        min_kernel=floor,
-        flavour=rec.opt_text("flavour") or floor,
-        provenance=rec.sub_provenance(parent),
-    )
+def _product_rules(rec: Record, v: dict[str, Any], parent: Record | None) -> dict[str, Any]:
+    for key in ("pci_device_id", "pci_revision"):
+        if v.get(key):
+            v[key] = v[key].lower()
+    return v
 
 
-def _pins(rec: Record) -> tuple[ComponentPin, ...]:
-    pins_table = rec.table("pins")
-    pins: list[ComponentPin] = []
-    for component, value in (pins_table.data if pins_table else {}).items():
-        where = f"pins.{component}"
-        if component not in COMPONENTS:
-            raise rec.fail(where, f"is not a known component ({', '.join(COMPONENTS)})")
-        if (
-            not isinstance(value, dict)
-            or set(value) - {"repo", "ref"}
-            or not {"repo", "ref"} <= set(value)
-        ):
-            raise rec.fail(where, 'must be a table { repo = "owner/name", ref = "..." }')
-        pins.append(
-            ComponentPin(
-                component=component,
-                repo=rec.safe(f"{where}.repo", "repo", str(value["repo"])),
-                ref=rec.safe(f"{where}.ref", "ref", str(value["ref"])),
-            )
-        )
-    return tuple(sorted(pins, key=lambda p: COMPONENTS.index(p.component)))
+def _kernel_floor_rules(rec: Record, v: dict[str, Any], parent: Record | None) -> dict[str, Any]:
+    v.setdefault("flavour", v["min_kernel"])
+    return v
 
 
-def _base_image(rec: Record) -> str | None:
-    base_image = rec.opt_text("base_image")
+def _stack_rules(rec: Record, v: dict[str, Any], parent: Record | None) -> dict[str, Any]:
+    rocm = v.get("rocm")
+    if "stream" not in v:
+        preview = rocm is not None and rocm.is_prerelease
+        therock = v.get("layout") == "therock-wheels"
+        v["stream"] = "therock-preview" if preview else "therock" if therock else "legacy"
+    if not v.get("variant"):
+        v["variant"] = rec.safe("variant", "image_tag", stack_variant(rocm))
+    base_image = v.get("base_image")
     if base_image is not None:
         repo, _, tag = base_image.partition(":")
         rec.safe("base_image", "image_repo", repo)
         rec.safe("base_image", "image_tag", tag)
-    return base_image
+    return v
 
 
-def _opt_safe(rec: Record, field: str, kind: str) -> str | None:
-    value = rec.opt_text(field)
-    return rec.safe(field, kind, value) if value else None
-
-
-def _opt_version(rec: Record, field: str) -> str | None:
-    value = rec.opt_text(field)
-    return rec.safe(field, "version", value) if value else None
-
-
-def _stack(st: Record, parent: Record, *, default: bool) -> RocmStack:
-    rocm = st.version("rocm", required=False)
-    therock = st.opt_text("layout") == "therock-wheels"
-    stream = (
-        "therock-preview"
-        if rocm is not None and rocm.is_prerelease
-        else "therock"
-        if therock
-        else "legacy"
-    )
-    wheel_index = st.opt_text("wheel_index")
-    python = st.opt_text("python")
-    return RocmStack(
-        variant=st.safe("variant", "image_tag", st.opt_text("variant") or stack_variant(rocm)),
-        dockerfile=st.opt_text("dockerfile"),
-        default=default,
-        layout=cast(Any, st.choice("layout", LAYOUTS, "two-stage-docker")),
-        stream=cast(Any, st.choice("stream", STREAMS, stream)),
-        base_image=_base_image(st),
-        rocm=rocm,
-        python=st.safe("python", "version", python) if python else None,
-        torch=_opt_version(st, "torch"),
-        torchvision=_opt_version(st, "torchvision"),
-        torchaudio=_opt_version(st, "torchaudio"),
-        arch=st.strings("arch"),
-        aiter_arch=st.strings("aiter_arch"),
-        fa_arch=st.strings("fa_arch") if "fa_arch" in st.data else None,
-        mori_arch=st.strings("mori_arch") if "mori_arch" in st.data else None,
-        pins=_pins(st),
-        images=tuple(st.safe("images", "image_tag", t) for t in st.strings("images")),
-        wheel_index=st.safe("wheel_index", "url", wheel_index) if wheel_index else None,
-        provenance=st.sub_provenance(parent),
-    )
-
-
-def _vllm(rec: Record) -> VllmRelease:
+def _vllm_rules(rec: Record, v: dict[str, Any], parent: Record | None) -> dict[str, Any]:
     # Two shapes: [[release.stack]] tables (read from an sdist, one per ROCm stack, the default
     # first), or the older single-stack record whose build fields sit on the release itself.
-    tables = rec.tables("stack")
-    if tables:
-        for field_name in ("rocm", "base_image", "layout", "arch", "aiter_arch", "pins", "python"):
-            if field_name in rec.data:
-                raise rec.fail(
-                    field_name, "belongs in a [[release.stack]] table when the release has stacks"
-                )
-        defaults = [t for t in tables if t.flag("default")]
+    flat = [f for f in VllmRelease.flat_stack_fields if f in rec.data]
+    stacks: tuple[RocmStack, ...] = v.get("stacks", ())
+    if stacks:
+        if flat:
+            raise rec.fail(
+                flat[0], "belongs in a [[release.stack]] table when the release has stacks"
+            )
+        defaults = [st for st in stacks if st.default]
         if len(defaults) != 1:
             raise rec.fail(
                 "stack", f"needs exactly one stack with default = true, not {len(defaults)}"
             )
-        ordered = [defaults[0], *(t for t in tables if t is not defaults[0])]
-        stacks = tuple(_stack(t, rec, default=t is defaults[0]) for t in ordered)
+        stacks = (defaults[0], *(st for st in stacks if st is not defaults[0]))
         _unique(
             stacks,
-            lambda s: s.variant,
+            lambda st: st.variant,
             "vllm.toml",
             f"stack variant in release {rec.data.get('version')}",
         )
     elif "rocm" in rec.data or "base_image" in rec.data:
-        stacks = (_stack(rec, rec, default=True),)
-    else:
-        stacks = ()
-    sha = rec.opt_text("sdist_sha256")
-    if sha is not None and not re.fullmatch(r"[0-9a-f]{64}", sha):
-        raise rec.fail("sdist_sha256", "must be 64 lower-case hex digits")
-    return VllmRelease(
-        version=cast(Version, rec.version("version")),
-        date=rec.opt_text("date"),
-        tag_commit=rec.opt_text("tag_commit"),
-        cmake_arch=rec.strings("cmake_arch"),
-        stacks=stacks,
-        sdist_sha256=sha,
-        provenance=rec.provenance(),
-    )
+        stacks = (msgspec.structs.replace(_build(rec, RocmStack, rec), default=True),)
+    v["stacks"] = stacks
+    return v
 
 
-def _wheel(rec: Record) -> WheelVariant:
-    spec_text = rec.opt_text("vllm")
-    try:
-        spec = SpecifierSet(spec_text) if spec_text is not None else None
-    except ValueError:
-        raise rec.fail("vllm", f"{spec_text!r} is not a PEP 440 specifier") from None
-    return WheelVariant(
-        name=rec.text("name"),
-        rocm=cast(Version, rec.version("rocm")),
-        python=tuple(rec.safe("python", "python", p) for p in rec.strings("python", required=True)),
-        glibc_min=cast(Version, rec.version("glibc_min")),
-        vllm=spec,
-        includes_nightlies=rec.flag("includes_nightlies"),
-        index_url=rec.safe("index_url", "url", rec.text("index_url")),
-        status=cast(Any, rec.choice("status", ("release", "nightly", "legacy"))),
-        arch=rec.strings("arch"),
-        provenance=rec.provenance(),
-        uses_host_rocm=rec.flag("uses_host_rocm"),
-    )
-
-
-def _cuda_versions(rec: Record, field: str) -> tuple[Version, ...]:
-    out = []
-    for text in rec.strings(field):
-        try:
-            out.append(Version(text))
-        except ValueError:
-            raise rec.fail(field, f"{text!r} is not a version") from None
-    return tuple(out)
-
-
-def _compute_caps(rec: Record, field: str) -> tuple[str, ...]:
-    caps = rec.strings(field)
-    for cap in caps:
-        if not re.fullmatch(r"\d{1,2}\.\d(\+PTX)?", cap):
-            raise rec.fail(field, f"{cap!r} is not a compute capability (e.g. 9.0, 12.0+PTX)")
-    return caps
-
-
-def _cuda_release(rec: Record) -> CudaRelease:
-    images = []
-    for t in rec.tables("image"):
-        images.append(
-            CudaImage(
-                repo=rec.safe("repo", "image_repo", t.opt_text("repo") or "vllm/vllm-openai"),
-                tag=t.safe("tag", "image_tag", t.text("tag")),
-                cuda=cast(Version, t.version("cuda")),
-                arch=_compute_caps(t, "arch"),
-                arch_aarch64=_compute_caps(t, "arch_aarch64"),
-                note=t.opt_text("note") or "",
-                digest=t.safe("digest", "digest", d) if (d := t.opt_text("digest")) else None,
-            )
-        )
-    sha = rec.opt_text("sdist_sha256")
-    if sha is not None and not re.fullmatch(r"[0-9a-f]{64}", sha):
-        raise rec.fail("sdist_sha256", "must be 64 lowercase hex digits")
-    requires = rec.opt_text("requires_python")
-    if requires is not None:
-        try:
-            SpecifierSet(requires)
-        except ValueError:
-            raise rec.fail("requires_python", f"{requires!r} is not a PEP 440 specifier") from None
-    return CudaRelease(
-        version=cast(Version, rec.version("version")),
-        cuda=cast(Version, rec.version("cuda")),
-        python=_opt_safe(rec, "python", "version"),
-        arch=_compute_caps(rec, "arch"),
-        images=tuple(images),
-        wheel_cuda=rec.version("wheel_cuda", required=False),
-        wheel_variants=_cuda_versions(rec, "wheel_variants"),
-        requires_python=requires,
-        sdist_sha256=sha,
-        provenance=rec.provenance(),
-    )
-
-
-def _cuda_rule(rec: Record) -> CudaDriverRule:
-    major = rec._get("major", int, True)
-    low = rec._get("min_driver", int, True)
-    if not 1 <= major <= 99 or not 100 <= low <= 9999:
-        raise rec.fail(
-            "major", "and min_driver must be a CUDA major (12) and a driver branch (525)"
-        )
-    return CudaDriverRule(major=major, min_driver=low, provenance=rec.provenance())
-
-
-def _nvidia_gpu(rec: Record) -> NvidiaGpu:
-    ids = rec.strings("pci_device_ids", required=True)
-    for i in ids:
-        if not re.fullmatch(r"[0-9a-f]{4}", i):
-            raise rec.fail("pci_device_ids", f"{i!r} is not four lowercase hex digits")
-    cap = rec.text("compute_capability")
-    if not re.fullmatch(r"\d{1,2}\.\d", cap):
-        raise rec.fail("compute_capability", f"{cap!r} is not a compute capability (e.g. 9.0)")
-    return NvidiaGpu(
-        name=rec.text("name"),
-        compute_capability=cap,
-        pci_device_ids=ids,
-        provenance=rec.provenance(),
-    )
-
-
-def _isa(rec: Record) -> AmdgpuIsa:
-    name = rec.text("name")
-    if not re.fullmatch(r"gfx[0-9a-f]{3,4}|gfx[0-9]{1,2}(-[0-9])?-generic", name):
-        raise rec.fail("name", f"{name!r} is not an AMDGPU processor name")
-    mach = rec._get("mach", int, True)
-    if not 1 <= mach <= 0xFF:
-        raise rec.fail("mach", "must be an EF_AMDGPU_MACH value (1-255)")
-    return AmdgpuIsa(
-        name=name, mach=mach, covers=rec.strings("covers"), provenance=rec.provenance()
-    )
-
-
-def _kernel_tables(rec: Record) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
-    tables = rec.table("rocm_kernels")
-    if tables is None:
-        return None
-    out = []
-    for fmt in tables.data:
-        if not re.fullmatch(r"[a-z0-9_]{1,32}", fmt):
-            raise rec.fail("rocm_kernels", f"{fmt!r} is not a kernel format name")
-        names = tables.strings(fmt)
-        for name in names:
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,99}", name):
-                raise rec.fail("rocm_kernels", f"{name!r} is not a kernel class name")
-        out.append((fmt, names))
-    return tuple(out)
-
-
-def _capabilities(rec: Record) -> ReleaseCapabilities:
-    methods = rec.strings("quantization", required=True)
-    for method in methods:
-        if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", method):
-            raise rec.fail("quantization", f"{method!r} is not a quantization method name")
-    sha = rec.opt_text("sdist_sha256")
-    if sha is not None and not re.fullmatch(r"[0-9a-f]{64}", sha):
-        raise rec.fail("sdist_sha256", "must be 64 lowercase hex digits")
-    dtypes = rec.strings("kv_cache_dtypes")
-    for dtype in dtypes:
-        if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", dtype):
-            raise rec.fail("kv_cache_dtypes", f"{dtype!r} is not a KV cache dtype name")
-    return ReleaseCapabilities(
-        version=cast(Version, rec.version("version")),
-        quantization=methods,
-        kv_cache_dtypes=dtypes,
-        fp8=rec.strings("fp8") if "fp8" in rec.data else None,
-        fp8_fnuz=rec.strings("fp8_fnuz") if "fp8_fnuz" in rec.data else None,
-        mx=rec.strings("mx") if "mx" in rec.data else None,
-        custom_allreduce=rec.strings("custom_allreduce")
-        if "custom_allreduce" in rec.data
-        else None,
-        fp8_scaled_mm=rec.strings("fp8_scaled_mm") if "fp8_scaled_mm" in rec.data else None,
-        rocm_kernels=_kernel_tables(rec),
-        sdist_sha256=sha,
-        provenance=rec.provenance(),
-    )
-
-
-def _image(rec: Record) -> ContainerImage:
-    digest = rec.opt_text("digest")
-    if digest is not None:
-        rec.safe("digest", "digest", digest)
-    return ContainerImage(
-        repo=rec.safe("repo", "image_repo", rec.text("repo")),
-        tag=rec.safe("tag", "image_tag", rec.text("tag")),
-        digest=digest,
-        rocm=rec.version("rocm", required=False),
-        stream=cast(Any, rec.choice("stream", STREAMS, "legacy")),
-        vllm=rec.version("vllm", required=False),
-        python=_opt_safe(rec, "python", "version"),
-        torch=rec.opt_text("torch"),
-        arch=rec.strings("arch"),
-        family_tag=rec.opt_text("family_tag"),
-        entrypoint=cast(Any, rec.choice("entrypoint", ("vllm-serve", "shell"))),
-        deprecated=rec.flag("deprecated"),
-        provenance=rec.provenance(),
-        stack=rec.safe("stack", "image_tag", rec.text("stack")) if "stack" in rec.data else None,
-    )
-
-
-def _example(rec: Record) -> ExampleNode:
-    return ExampleNode(
-        name=rec.text("name"),
-        description=rec.text("description"),
-        gfx=rec.strings("gfx", required=True),
-        gpus=_positive_int(rec, "gpus"),
-        product=rec.text("product"),
-        driver=rec.opt_text("driver"),
-        os=rec.opt_text("os"),
-        python=_opt_safe(rec, "python", "version"),
-        rocm=rec.opt_text("rocm"),
-        provenance=rec.provenance(),
-    )
-
-
-def _positive_int(rec: Record, field: str) -> int:
-    value = rec.data.get(field)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise rec.fail(field, "must be a whole number >= 1")
-    return value
-
-
-def _build(records: list[Record], builder: Callable[[Record], T]) -> tuple[T, ...]:
-    return tuple(builder(r) for r in records)
+_RULES: dict[type, Callable[[Record, dict[str, Any], Record | None], dict[str, Any]]] = {
+    DriverSeries: _driver_rules,
+    GfxTarget: _gfx_rules,
+    FeatureGates: _feature_rules,
+    GpuProduct: _product_rules,
+    KernelFloor: _kernel_floor_rules,
+    RocmStack: _stack_rules,
+    VllmRelease: _vllm_rules,
+}
 
 
 # --- invariants across files ----------------------------------------------------------------
@@ -878,27 +652,12 @@ def load_dir(directory: Path, extra: Mapping[str, list[dict[str, Any]]] | None =
     return _from_raw(_read_all(directory, extra))
 
 
-_KEYS: dict[str, str] = {
-    "rocm.toml": "release",
-    "os.toml": "os",
-    "drivers.toml": "driver",
-    "gfx.toml": "gfx",
-    "vllm.toml": "release",
-    "wheels.toml": "variant",
-    "images.toml": "image",
-    "nodes.toml": "example",
-    "cuda.toml": "release",
-    "nvidia.toml": "cuda",
-    "nvidia-gpus.toml": "gpu",
-    "amdgpu-isa.toml": "isa",
-    "capabilities.toml": "release",
-}
-
-
 def _read_all(
     directory: Path, extra: Mapping[str, list[dict[str, Any]]] | None
 ) -> dict[str, list[Any]]:
-    return {name: _read(directory, name, key, extra) for name, key in _KEYS.items()}
+    from resolver.data import schema
+
+    return {name: _read(directory, name, key, extra) for name, (key, _, _) in schema.FILES.items()}
 
 
 def one_record_per_commit(releases: tuple[VllmRelease, ...]) -> tuple[VllmRelease, ...]:
@@ -931,25 +690,14 @@ def one_record_per_commit(releases: tuple[VllmRelease, ...]) -> tuple[VllmReleas
 
 def _from_raw(raw: Mapping[str, list[Any]]) -> Matrix:
     """Build and check the matrix from raw tables (the TOML files, with the overlay's records)."""
+    from resolver.data import schema
 
-    def recs(name: str) -> list[Record]:
-        return _records(name, _KEYS[name], raw[name])
-
-    m = Matrix(
-        rocm=_build(recs("rocm.toml"), _rocm),
-        os=_build(recs("os.toml"), _os),
-        drivers=_build(recs("drivers.toml"), _driver),
-        gfx=_build(recs("gfx.toml"), _gfx),
-        vllm=one_record_per_commit(_build(recs("vllm.toml"), _vllm)),
-        wheels=_build(recs("wheels.toml"), _wheel),
-        images=_build(recs("images.toml"), _image),
-        examples=_build(recs("nodes.toml"), _example),
-        cuda=_build(recs("cuda.toml"), _cuda_release),
-        nvidia=_build(recs("nvidia.toml"), _cuda_rule),
-        nvidia_gpus=_build(recs("nvidia-gpus.toml"), _nvidia_gpu),
-        isa=_build(recs("amdgpu-isa.toml"), _isa),
-        capabilities=_build(recs("capabilities.toml"), _capabilities),
-    )
+    tables = {
+        attr: tuple(_build(r, record) for r in _records(name, key, raw[name]))
+        for name, (key, record, attr) in schema.FILES.items()
+    }
+    tables["vllm"] = one_record_per_commit(tables["vllm"])
+    m = Matrix(**tables)
     check_invariants(m)
     return m
 
@@ -966,7 +714,7 @@ def _compiled_path(directory: Path, overlay_stamp: tuple[str, int, int] | None) 
     h = hashlib.sha256(f"{__version__}|{directory}".encode())
     # The builders are part of the key: an entry written by an older shape of them is not read
     # back (a development checkout changes them without a new version).
-    code = [Path(__file__), Path(__file__).with_name("model.py")]
+    code = [Path(__file__), *(Path(__file__).with_name(n) for n in ("model.py", "schema.py"))]
     files = [*(directory / name for name in resources.MATRIX_FILES), *code]
     if overlay_stamp is not None:
         files.append(Path(overlay_stamp[0]))
@@ -980,7 +728,7 @@ def _compiled_path(directory: Path, overlay_stamp: tuple[str, int, int] | None) 
     return resources.cache_dir() / "matrix" / f"{h.hexdigest()[:32]}.msgpack"
 
 
-_COMPILED_FORMAT = 3  # 3: the checked records as msgpack (2: the raw tables as JSON)
+_COMPILED_FORMAT = 4  # 4: records declared once (3: the checked records as msgpack)
 _MAX_COMPILED = 32 * bounded.MiB
 _KEY_NAME = "compiled-cache.key"
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 import msgspec
 from packaging.specifiers import SpecifierSet
@@ -45,7 +45,7 @@ LAYOUTS: tuple[Layout, ...] = (
 WheelStatus = Literal["release", "nightly", "legacy"]
 
 # Component keys a vLLM release can pin; a release has only the ones it builds.
-COMPONENTS: tuple[str, ...] = (
+Component = Literal[
     "triton",
     "pytorch",
     "vision",
@@ -56,10 +56,50 @@ COMPONENTS: tuple[str, ...] = (
     "rccl",
     "hipblaslt",
     "hipblas_common",
-)
+]
+COMPONENTS: tuple[str, ...] = get_args(Component)
+
+
+# --- how a field is written in its data file ---------------------------------------------------
+# Each record below is the one declaration of its table: ``resolver.data.schema`` reads these
+# annotations to check a file, generate docs/matrix.schema.json, order keys for
+# scripts/update-matrix and print `matrix show --json`. A field's default makes it optional in
+# the file; ``Provenance`` is written flat (source, confidence, note) on the table it describes.
+
+
+def safe(kind: str) -> msgspec.Meta:
+    """Each value must pass ``resolver.util.safety``'s ``kind`` pattern (it reaches a shell line,
+    a Dockerfile or a URL)."""
+    return msgspec.Meta(extra={"safe": kind})
+
+
+def form(pattern: str, what: str, *, keys: tuple[str, str] | None = None) -> msgspec.Meta:
+    """Each value (each item; for a map, each value's items) must match ``pattern``, else it "is
+    not ``what``"; ``keys``: the pattern and name a map's keys must match."""
+    extra: dict[str, Any] = {"pattern": pattern, "what": what}
+    if keys is not None:
+        extra["key_pattern"], extra["key_what"] = keys
+    return msgspec.Meta(extra=extra)
+
+
+def whole(low: int, high: int | None = None) -> msgspec.Meta:
+    """A whole number from ``low`` (to ``high``)."""
+    return msgspec.Meta(extra={"low": low, "high": high})
+
+
+# Not written in the data file: the loader or another table sets it (an NVIDIA record's vendor).
+DERIVED = msgspec.Meta(extra={"file": False})
+# A string the file gives as a PEP 440 specifier, kept as text.
+SPECIFIER = msgspec.Meta(extra={"specifier": True})
+# A table of tables keyed by this field of the item (pins: component -> {repo, ref}).
+KEYED_BY_COMPONENT = msgspec.Meta(extra={"keyed_by": "component"})
+SHA256 = form(r"[0-9a-f]{64}", "64 lower-case hex digits (a SHA-256)")
 
 
 class Provenance(msgspec.Struct, frozen=True, kw_only=True):
+    """Where a fact came from and how sure that is, written flat on the table it describes.
+    ``read_at`` is accepted in the overlay (``matrix refresh --write``) and not kept."""
+
     source: str
     confidence: Confidence = "exact"
     note: str = ""
@@ -68,30 +108,35 @@ class Provenance(msgspec.Struct, frozen=True, kw_only=True):
 class OsRelease(msgspec.Struct, frozen=True, kw_only=True):
     id: str  # "ubuntu-22.04": os-release ID + major.minor VERSION_ID
     name: str
-    glibc: Version | None
-    kernels: tuple[str, ...]
+    glibc: Version | None = None
+    kernels: tuple[str, ...] = ()
     provenance: Provenance
 
 
 class OsRestriction(msgspec.Struct, frozen=True, kw_only=True):
     """A matrix footnote: these GPUs are supported only on these OS releases."""
 
-    gfx: tuple[str, ...]
-    products: tuple[str, ...]
+    inherits_provenance: ClassVar[bool] = True
+
+    gfx: tuple[str, ...] = ()
+    products: tuple[str, ...] = ()
     os: tuple[str, ...]
-    note: str
     provenance: Provenance  # its own source when given, else the release's
+
+    @property
+    def note(self) -> str:
+        return self.provenance.note
 
 
 class RocmRelease(msgspec.Struct, frozen=True, kw_only=True):
     version: Version
     stream: Stream
-    date: str | None
-    gfx: tuple[str, ...]
-    os: tuple[str, ...]  # point releases as listed, e.g. "ubuntu-22.04.5"
-    os_restrictions: tuple[OsRestriction, ...]
-    pytorch: tuple[str, ...]
-    kmd_at_release: str | None  # AMD's driver cell for this release, verbatim
+    date: str | None = None
+    gfx: tuple[str, ...] = ()
+    os: tuple[str, ...] = ()  # point releases as listed, e.g. "ubuntu-22.04.5"
+    pytorch: tuple[str, ...] = ()
+    kmd_at_release: str | None = None  # AMD's driver cell for this release, verbatim
+    os_restrictions: tuple[OsRestriction, ...] = msgspec.field(default=(), name="os_restriction")
     provenance: Provenance
 
     @property
@@ -100,12 +145,17 @@ class RocmRelease(msgspec.Struct, frozen=True, kw_only=True):
         return f"ROCm {self.version}{suffix[self.stream]}"
 
 
+_SERIES = form(r"[0-9]{1,4}\.[0-9]{1,4}", "a MAJOR.MINOR series")
+
+
 class DriverSeries(msgspec.Struct, frozen=True, kw_only=True):
     """An amdgpu driver series and the ROCm user-space series it runs (containers, wheels)."""
 
-    series: str  # "30.30", "6.4"
-    user_space: tuple[str, ...]  # ROCm series: "6.3", "7.2", "7.14", "10.0"
-    paired_rocm: str | None  # the ROCm release it shipped with, where AMD says
+    series: Annotated[str, _SERIES]  # "30.30", "6.4"
+    # ROCm series: "6.3", "7.2", "7.14", "10.0"; kept in numeric order
+    user_space: Annotated[tuple[str, ...], _SERIES]
+    # the ROCm release it shipped with, where AMD says
+    paired_rocm: Annotated[str | None, safe("version")] = None
     provenance: Provenance
     # amdgpu kernel module versions (/sys/module/amdgpu/version) AMD's data pairs with this
     # release, with their own source; the probe maps a module version only through these.
@@ -118,11 +168,13 @@ class DriverSeries(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class GpuProduct(msgspec.Struct, frozen=True, kw_only=True):
+    inherits_provenance: ClassVar[bool] = True
+
     name: str
     family: Family
-    pci_device_id: str | None  # lower-case hex without 0x, e.g. "74a1"
-    pci_revision: str | None
-    first_rocm: str | None
+    pci_device_id: str | None = None  # lower-case hex without 0x, e.g. "74a1"
+    pci_revision: str | None = None
+    first_rocm: str | None = None
     provenance: Provenance  # where the name/PCI id come from; else the target's source
     # Whole-device CU count where AMD states it: tells apart products that share a PCI id
     # when no revision is known (0x74a1: MI300X 304 / MI300A 228).
@@ -131,44 +183,58 @@ class GpuProduct(msgspec.Struct, frozen=True, kw_only=True):
 
 class FeatureGates(msgspec.Struct, frozen=True, kw_only=True):
     aiter: AiterSupport
-    fp8: bool
-    fp8_format: Fp8Format | None
-    mx: bool
-    custom_allreduce: bool
-    provenance: Provenance
+    fp8: bool = False
+    fp8_format: Fp8Format | None = None  # set exactly when fp8
+    mx: bool = False
+    # written only where it is not what mx implies ("native" with mx, else "none")
     mxfp4: Mxfp4Support = "none"
-    mxfp4_provenance: Provenance | None = None  # its own source; else ``provenance``
+    # where MXFP4's support is stated, if not in ``provenance`` (required for "emulated")
+    mxfp4_source: str = ""
+    mxfp4_confidence: Confidence = "exact"
+    custom_allreduce: bool = False
+    provenance: Provenance
 
     @property
-    def mxfp4_source(self) -> Provenance:
-        return self.mxfp4_provenance or self.provenance
+    def mxfp4_provenance(self) -> Provenance:
+        """Where MXFP4's support is said: its own source, else the features' source."""
+        if not self.mxfp4_source:
+            return self.provenance
+        return Provenance(source=self.mxfp4_source, confidence=self.mxfp4_confidence)
 
 
 class KernelFloor(msgspec.Struct, frozen=True, kw_only=True):
     """AMD supports this GPU on ``os`` (an os id, e.g. "ubuntu-24.04") from kernel ``min_kernel``
     on."""
 
+    inherits_provenance: ClassVar[bool] = True
+
     os: str
-    min_kernel: str  # MAJOR.MINOR, e.g. "6.17"
-    flavour: str  # how AMD names the kernel: "OEM 6.17", "GA 7.0"
+    min_kernel: Annotated[str, form(r"[0-9]+\.[0-9]+", "a MAJOR.MINOR kernel version")]
+    flavour: str = ""  # how AMD names the kernel: "OEM 6.17", "GA 7.0"; else min_kernel
     provenance: Provenance
 
 
 class GfxTarget(msgspec.Struct, frozen=True, kw_only=True):
-    name: str
+    name: Annotated[str, safe("gfx")]
     arch: str  # "CDNA3", "RDNA4", ...
     families: tuple[Family, ...]
-    products: tuple[GpuProduct, ...]
-    features: FeatureGates
     vllm_status: VllmStatus
-    vllm_note: str
-    override: str | None  # an HSA_OVERRIDE_GFX_VERSION people use for it (unofficial)
-    override_target: str | None  # the gfx that override makes the runtime load
-    env: tuple[tuple[str, str], ...]  # recommended serving env for this target
+    vllm_note: str = ""
+    # an HSA_OVERRIDE_GFX_VERSION people use for it (unofficial), and the gfx it makes the
+    # runtime load
+    override: Annotated[str | None, safe("gfx_override")] = None
+    override_target: Annotated[str | None, safe("gfx")] = None
+    features: FeatureGates
+    # recommended serving env for this target (a table NAME = "value" in the file)
+    env: Annotated[
+        tuple[tuple[str, str], ...],
+        msgspec.Meta(extra={"safe": "env_value", "key_safe": "env_name"}),
+    ] = ()
+    products: tuple[GpuProduct, ...] = msgspec.field(default=(), name="product")
     provenance: Provenance
     # Linux releases AMD documents for this GPU with their kernel floor (APUs run the inbox
     # driver, so the kernel is the driver); empty where the data has no such statement.
-    kernel_floors: tuple[KernelFloor, ...] = ()
+    kernel_floors: tuple[KernelFloor, ...] = msgspec.field(default=(), name="kernel_floor")
     # Where AMD says how an APU's GPU memory (GTT over system RAM) is sized; "" for discrete GPUs.
     unified_memory_source: str = ""
     # The route people take where vLLM upstream does not run (a community fork), and where that
@@ -186,9 +252,9 @@ _COMMIT_REF = re.compile(r"[0-9a-f]{7,40}\Z")  # a commit, full or abbreviated
 
 
 class ComponentPin(msgspec.Struct, frozen=True, kw_only=True):
-    component: str
-    repo: str  # "ROCm/triton"
-    ref: str  # commit, tag or branch, verbatim from upstream
+    component: Component
+    repo: Annotated[str, safe("repo")]  # "ROCm/triton"
+    ref: Annotated[str, safe("ref")]  # commit, tag or branch, verbatim from upstream
 
     @property
     def moving(self) -> bool:
@@ -213,28 +279,34 @@ class RocmStack(msgspec.Struct, frozen=True, kw_only=True):
     gfx1250 stack on a TheRock nightly); v0.33 builds TheRock ROCm 10.0 by default and keeps a
     ROCm 7.2 stack as ``rocm72`` images and wheels."""
 
-    variant: (
-        str  # upstream's name: rocm{major}{minor} (stack.sh), or the Dockerfile suffix (gfx1250)
-    )
-    dockerfile: str | None  # the base Dockerfile upstream builds it from
-    default: bool  # owns the plain v<version> image tag
-    layout: Layout
-    stream: Stream
-    base_image: str | None
-    rocm: Version | None
-    python: str | None
-    torch: str | None  # the PyTorch wheel version a TheRock stack installs (no source build)
-    torchvision: str | None
-    torchaudio: str | None
-    arch: tuple[str, ...]  # PYTORCH_ROCM_ARCH: built and shipped
-    aiter_arch: tuple[str, ...]
+    inherits_provenance: ClassVar[bool] = True
+
+    # upstream's name: rocm{major}{minor} (stack.sh), or the Dockerfile suffix (gfx1250);
+    # the loader names it from its ROCm when the file does not
+    variant: Annotated[str, safe("image_tag")] = ""
+    dockerfile: str | None = None  # the base Dockerfile upstream builds it from
+    default: bool = False  # owns the plain v<version> image tag (exactly one stack per release)
+    layout: Layout = "two-stage-docker"
+    # the loader derives it from rocm and layout when the file does not say
+    stream: Stream = "legacy"
+    base_image: str | None = None  # repo:tag, each part checked as an image reference
+    rocm: Version | None = None
+    python: Annotated[str | None, safe("version")] = None
+    # the PyTorch wheel versions a TheRock stack installs (no source build)
+    torch: Annotated[str | None, safe("version")] = None
+    torchvision: Annotated[str | None, safe("version")] = None
+    torchaudio: Annotated[str | None, safe("version")] = None
+    arch: tuple[str, ...] = ()  # PYTORCH_ROCM_ARCH: built and shipped
+    aiter_arch: tuple[str, ...] = ()
     # FlashAttention's GPU_ARCHS as the stack's build line evaluates it; None: not read
     fa_arch: tuple[str, ...] | None = None
     # MORI_GPU_ARCHS as the stack sets it; () where it sets none (MORI decides); None: not read
     mori_arch: tuple[str, ...] | None = None
-    pins: tuple[ComponentPin, ...]
-    images: tuple[str, ...]  # vllm/vllm-openai-rocm tags the release pipeline publishes for it
-    wheel_index: str | None  # where a TheRock stack gets ROCm and PyTorch wheels
+    # vllm/vllm-openai-rocm tags the release pipeline publishes for it
+    images: Annotated[tuple[str, ...], safe("image_tag")] = ()
+    # where a TheRock stack gets ROCm and PyTorch wheels
+    wheel_index: Annotated[str | None, safe("url")] = None
+    pins: Annotated[tuple[ComponentPin, ...], KEYED_BY_COMPONENT] = ()
     provenance: Provenance
 
     @property
@@ -257,13 +329,25 @@ class RocmStack(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class VllmRelease(msgspec.Struct, frozen=True, kw_only=True):
+    # The shape before v0.27 data had stacks: one stack's fields on the release itself.
+    flat_stack_fields: ClassVar[tuple[str, ...]] = (
+        "layout",
+        "base_image",
+        "rocm",
+        "python",
+        "arch",
+        "aiter_arch",
+        "pins",
+    )
+
     version: Version
-    date: str | None
-    tag_commit: str | None
-    cmake_arch: tuple[str, ...]  # HIP_SUPPORTED_ARCHS: what CMake accepts (buildable)
-    stacks: tuple[RocmStack, ...]  # the default stack first
+    date: str | None = None
+    tag_commit: str | None = None
+    sdist_sha256: Annotated[str | None, SHA256] = None
+    cmake_arch: tuple[str, ...] = ()  # HIP_SUPPORTED_ARCHS: what CMake accepts (buildable)
+    # the default stack first ([[release.stack]] in the file)
+    stacks: tuple[RocmStack, ...] = msgspec.field(default=(), name="stack")
     provenance: Provenance
-    sdist_sha256: str | None = None
 
     @property
     def stack(self) -> RocmStack | None:
@@ -313,40 +397,42 @@ class VllmRelease(msgspec.Struct, frozen=True, kw_only=True):
 
 class WheelVariant(msgspec.Struct, frozen=True, kw_only=True):
     name: str  # "rocm700"; an NVIDIA wheel: "cu129"
-    rocm: Version | None  # None for an NVIDIA (CUDA) wheel
-    python: tuple[str, ...]
+    rocm: Version | None  # None: an NVIDIA (CUDA) wheel (solve/cuda.py makes those records)
+    python: Annotated[tuple[str, ...], safe("python")]
     glibc_min: Version
-    vllm: SpecifierSet | None  # None: the docs do not state the range
-    includes_nightlies: bool
-    index_url: str
-    status: WheelStatus
-    arch: tuple[str, ...]
-    provenance: Provenance
+    vllm: SpecifierSet | None = None  # None: the docs do not state the range
+    includes_nightlies: bool = False
     # The wheel's torch loads the host's /opt/rocm instead of bringing ROCm from pip (vLLM's docs:
     # the legacy-stack wheels "use a system ROCm installation"): the host must have that ROCm.
     uses_host_rocm: bool = False
-    vendor: str = "amd"  # "nvidia": vLLM's PyPI wheel (cuda.toml)
-    cuda: Version | None = None  # the CUDA an NVIDIA wheel is compiled with
-    requires_python: str | None = None  # an NVIDIA wheel: pyproject's requires-python
+    index_url: Annotated[str, safe("url")]
+    status: WheelStatus
+    arch: tuple[str, ...] = ()
+    provenance: Provenance
+    vendor: Annotated[str, DERIVED] = "amd"  # "nvidia": vLLM's PyPI wheel (cuda.toml)
+    # the CUDA an NVIDIA wheel is compiled with, and pyproject's requires-python
+    cuda: Annotated[Version | None, DERIVED] = None
+    requires_python: Annotated[str | None, DERIVED] = None
 
 
 class ContainerImage(msgspec.Struct, frozen=True, kw_only=True):
-    repo: str
-    tag: str
-    digest: str | None
-    rocm: Version | None
-    stream: Stream
-    vllm: Version | None
-    python: str | None
-    torch: str | None
-    arch: tuple[str, ...]
-    family_tag: str | None  # "cdna", "rdna", "gfx94X-dcgpu", "mi300", ...
+    repo: Annotated[str, safe("image_repo")]
+    tag: Annotated[str, safe("image_tag")]
+    stream: Stream = "legacy"
+    rocm: Version | None = None
+    vllm: Version | None = None
+    python: Annotated[str | None, safe("version")] = None
+    torch: str | None = None
+    arch: tuple[str, ...] = ()
     entrypoint: Entrypoint
-    deprecated: bool
+    # the release's ROCm stack variant this image was built from
+    stack: Annotated[str | None, safe("image_tag")] = None
+    family_tag: str | None = None  # "cdna", "rdna", "gfx94X-dcgpu", "mi300", ...
+    digest: Annotated[str | None, safe("digest")] = None
+    deprecated: bool = False
     provenance: Provenance
-    stack: str | None = None  # the release's ROCm stack variant this image was built from
-    vendor: str = "amd"  # "nvidia": a vllm/vllm-openai CUDA image (``cuda.toml``)
-    cuda: Version | None = None  # the CUDA an NVIDIA image is built with
+    vendor: Annotated[str, DERIVED] = "amd"  # "nvidia": a vllm/vllm-openai image (cuda.toml)
+    cuda: Annotated[Version | None, DERIVED] = None  # the CUDA an NVIDIA image is built with
 
     @property
     def ref(self) -> str:
@@ -359,18 +445,27 @@ class ContainerImage(msgspec.Struct, frozen=True, kw_only=True):
         return self.repo in ("vllm/vllm-openai-rocm", "vllm/vllm-openai")
 
 
+_COMPUTE_CAPS = form(r"[0-9]{1,2}\.[0-9](\+PTX)?", "a compute capability (e.g. 9.0, 12.0+PTX)")
+
+
 class CudaImage(msgspec.Struct, frozen=True, kw_only=True):
     """One ``vllm/vllm-openai`` image family of a release (``v0.32.0``, ``v0.32.0-cu129``): the
     CUDA it is built with and the compute capabilities it carries code for ("12.0+PTX": PTX
     too, which newer GPUs JIT)."""
 
-    repo: str
-    tag: str
+    repo: Annotated[str, safe("image_repo")] = "vllm/vllm-openai"
+    tag: Annotated[str, safe("image_tag")]
     cuda: Version  # major.minor
-    arch: tuple[str, ...]  # x86_64
-    arch_aarch64: tuple[str, ...]
-    note: str = ""
-    digest: str | None = None
+    arch: Annotated[tuple[str, ...], _COMPUTE_CAPS]  # x86_64
+    arch_aarch64: Annotated[tuple[str, ...], _COMPUTE_CAPS] = ()
+    digest: Annotated[str | None, safe("digest")] = None
+    provenance: Provenance  # its own source where given, else the release's
+
+    inherits_provenance: ClassVar[bool] = True
+
+    @property
+    def note(self) -> str:
+        return self.provenance.note
 
     @property
     def ref(self) -> str:
@@ -384,13 +479,14 @@ class CudaRelease(msgspec.Struct, frozen=True, kw_only=True):
 
     version: Version
     cuda: Version  # the images' default CUDA (major.minor)
-    python: str | None  # the images' Python
-    arch: tuple[str, ...]
-    images: tuple[CudaImage, ...]
-    wheel_cuda: Version | None  # the CUDA the PyPI wheels are compiled with
-    wheel_variants: tuple[Version, ...]  # other CUDA builds vLLM publishes as release assets
-    requires_python: str | None
-    sdist_sha256: str | None
+    python: Annotated[str | None, safe("version")] = None  # the images' Python
+    arch: Annotated[tuple[str, ...], _COMPUTE_CAPS]
+    images: tuple[CudaImage, ...] = msgspec.field(default=(), name="image")
+    wheel_cuda: Version | None = None  # the CUDA the PyPI wheels are compiled with
+    # other CUDA builds vLLM publishes as release assets
+    wheel_variants: tuple[Version, ...] = ()
+    requires_python: Annotated[str | None, SPECIFIER] = None
+    sdist_sha256: Annotated[str | None, SHA256] = None
     provenance: Provenance
 
 
@@ -398,17 +494,22 @@ class CudaDriverRule(msgspec.Struct, frozen=True, kw_only=True):
     """NVIDIA's minimum Linux driver branch for a CUDA major release (minor version
     compatibility: a CUDA 12.x build runs on any driver >= 525)."""
 
-    major: int
-    min_driver: int
+    major: Annotated[int, whole(1, 99)]  # a CUDA major release: 12
+    min_driver: Annotated[int, whole(100, 9999)]  # a driver branch: 525
     provenance: Provenance
+
+
+_METHOD_NAME = form(r"[a-z0-9][a-z0-9_-]{0,63}", "a method or dtype name")
 
 
 class ReleaseCapabilities(msgspec.Struct, frozen=True, kw_only=True):
     """What one vLLM release's ROCm platform accepts (``capabilities.toml``, from its sdist)."""
 
     version: Version
-    quantization: tuple[str, ...]  # RocmPlatform.supported_quantization
-    kv_cache_dtypes: tuple[str, ...]  # CacheDType (vllm/config/cache.py); empty: not read
+    # RocmPlatform.supported_quantization
+    quantization: Annotated[tuple[str, ...], _METHOD_NAME]
+    # CacheDType (vllm/config/cache.py); empty: not read
+    kv_cache_dtypes: Annotated[tuple[str, ...], _METHOD_NAME] = ()
     # The gfx targets a RocmPlatform gate admits, evaluated per target; None: not read.
     fp8: tuple[str, ...] | None = None  # supports_fp8
     fp8_fnuz: tuple[str, ...] | None = None  # is_fp8_fnuz: FP8 is e4m3fnuz there, else OCP
@@ -418,7 +519,16 @@ class ReleaseCapabilities(msgspec.Struct, frozen=True, kw_only=True):
     fp8_scaled_mm: tuple[str, ...] | None = None
     # Per format (mxfp8, mxfp4, fp8, wfp8a16, ...), the linear kernels vLLM picks from on ROCm
     # (kernels/linear/__init__.py _POSSIBLE_*_KERNELS), in its order; None: not read
-    rocm_kernels: tuple[tuple[str, tuple[str, ...]], ...] | None = None
+    rocm_kernels: Annotated[
+        tuple[tuple[str, tuple[str, ...]], ...] | None,
+        form(
+            r"[A-Za-z_][A-Za-z0-9_]{0,99}",
+            "a kernel class name",
+            keys=(r"[a-z0-9_]{1,32}", "a kernel format name"),
+        ),
+    ] = None
+    sdist_sha256: Annotated[str | None, SHA256] = None
+    provenance: Provenance
 
     def kernels(self, fmt: str) -> tuple[str, ...] | None:
         """The ROCm kernels of ``fmt``; None where the release's tables were not read or have
@@ -431,17 +541,17 @@ class ReleaseCapabilities(msgspec.Struct, frozen=True, kw_only=True):
         names = self.kernels(fmt)
         return None if names is None else any(n.startswith("Emulation") for n in names)
 
-    sdist_sha256: str | None
-    provenance: Provenance
-
 
 class AmdgpuIsa(msgspec.Struct, frozen=True, kw_only=True):
     """An AMDGPU processor as code objects name it: its ELF ``EF_AMDGPU_MACH`` value and, for a
     generic ISA (``gfx11-generic``), the real processors its code runs on."""
 
-    name: str
-    mach: int
-    covers: tuple[str, ...]
+    name: Annotated[
+        str,
+        form(r"gfx[0-9a-f]{3,4}|gfx[0-9]{1,2}(-[0-9])?-generic", "an AMDGPU processor name"),
+    ]
+    mach: Annotated[int, whole(1, 0xFF)]  # EF_AMDGPU_MACH
+    covers: tuple[str, ...] = ()
     provenance: Provenance
 
 
@@ -449,8 +559,10 @@ class NvidiaGpu(msgspec.Struct, frozen=True, kw_only=True):
     """An NVIDIA GPU by PCI device id, with its compute capability (``nvidia-gpus.toml``)."""
 
     name: str
-    compute_capability: str
-    pci_device_ids: tuple[str, ...]
+    compute_capability: Annotated[
+        str, form(r"[0-9]{1,2}\.[0-9]", "a compute capability (e.g. 9.0)")
+    ]
+    pci_device_ids: Annotated[tuple[str, ...], form(r"[0-9a-f]{4}", "four lower-case hex digits")]
     provenance: Provenance
 
 
@@ -458,12 +570,12 @@ class ExampleNode(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     description: str
     gfx: tuple[str, ...]
-    gpus: int
+    gpus: Annotated[int, whole(1)]
     product: str
-    driver: str | None
-    os: str | None
-    python: str | None
-    rocm: str | None
+    driver: str | None = None
+    os: str | None = None
+    python: Annotated[str | None, safe("version")] = None
+    rocm: str | None = None
     provenance: Provenance
 
 

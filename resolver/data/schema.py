@@ -1,306 +1,274 @@
-"""The fields each table of ``matrix/*.toml`` may have, and the JSON Schema generated from them.
+"""How each table of ``matrix/*.toml`` is written, read off the records of ``resolver.data.model``.
 
-The loader refuses a key that is not listed here (a typo such as ``vlm_status`` would otherwise be
-ignored silently and the record read with a default); ``docs/matrix.schema.json`` is generated from
-the same table (``python -m resolver.data.schema > docs/matrix.schema.json``); a test keeps them
-equal and validates the shipped files against it.
+The records are the one declaration of the data: a field's type, its default (optional in the
+file), its file name (``msgspec.field(name=...)``) and its ``Annotated`` metadata (``safe``,
+``form``, ``whole``, ...) say everything the loader checks. From them this module derives the
+``Shape`` of every key, the keys a table may have (a typo is refused, never ignored), the JSON
+Schema in ``docs/matrix.schema.json`` (``python -m resolver.data.schema``; a test keeps them
+equal), the key order ``scripts/update-matrix`` writes, and the plain JSON ``matrix show --json``
+prints. Nothing here runs on a compiled-cache hit.
 """
 
 from __future__ import annotations
 
+import functools
 import json
-from typing import Any, Final
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, Final, Literal
 
-STR: Final[dict[str, Any]] = {"type": "string"}
-STRS: Final[dict[str, Any]] = {"type": "array", "items": {"type": "string"}}
-BOOL: Final[dict[str, Any]] = {"type": "boolean"}
-INT: Final[dict[str, Any]] = {"type": "integer", "minimum": 0}
-PIN_MAP: Final[dict[str, Any]] = {
-    "type": "object",
-    "additionalProperties": {
-        "type": "object",
-        "properties": {"repo": STR, "ref": STR},
-        "required": ["repo", "ref"],
-        "additionalProperties": False,
-    },
+import msgspec
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from resolver.data import model
+from resolver.data.model import Provenance
+
+# file -> (its array-of-tables key, the record each table is, the Matrix attribute holding them)
+FILES: Final[dict[str, tuple[str, type[msgspec.Struct], str]]] = {
+    "rocm.toml": ("release", model.RocmRelease, "rocm"),
+    "os.toml": ("os", model.OsRelease, "os"),
+    "drivers.toml": ("driver", model.DriverSeries, "drivers"),
+    "gfx.toml": ("gfx", model.GfxTarget, "gfx"),
+    "vllm.toml": ("release", model.VllmRelease, "vllm"),
+    "wheels.toml": ("variant", model.WheelVariant, "wheels"),
+    "images.toml": ("image", model.ContainerImage, "images"),
+    "nodes.toml": ("example", model.ExampleNode, "examples"),
+    "cuda.toml": ("release", model.CudaRelease, "cuda"),
+    "nvidia.toml": ("cuda", model.CudaDriverRule, "nvidia"),
+    "nvidia-gpus.toml": ("gpu", model.NvidiaGpu, "nvidia_gpus"),
+    "amdgpu-isa.toml": ("isa", model.AmdgpuIsa, "isa"),
+    "capabilities.toml": ("release", model.ReleaseCapabilities, "capabilities"),
 }
-ENV_MAP: Final[dict[str, Any]] = {"type": "object", "additionalProperties": STR}
-# Every record and nested table may say where it came from and how sure that is.
-PROVENANCE: Final[dict[str, dict[str, Any]]] = {
-    "source": STR,
-    "confidence": {"enum": ["exact", "release-branch", "inferred", "unknown"]},
-    "note": STR,
-    "read_at": STR,  # written by `matrix refresh --write` into the overlay
-}
+
+# The keys a Provenance is written as, on the table it describes.
+PROVENANCE_KEYS: Final = ("source", "confidence", "note", "read_at")
+
+Kind = Literal[
+    "str",
+    "bool",
+    "int",
+    "version",
+    "specifier",
+    "enum",
+    "strs",
+    "enums",
+    "versions",
+    "table",
+    "tables",
+    "keyed",
+    "pairs",
+    "provenance",
+]
 
 
-def _table(fields: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Shape:
+    """One key of a table: how it is written and what its value must be."""
+
+    key: str  # in the file
+    attr: str  # on the record
+    kind: Kind
+    required: bool
+    optional_none: bool = False  # absent is None (not read), as opposed to empty
+    options: tuple[str, ...] = ()  # enum / enums
+    record: type[msgspec.Struct] | None = None  # table / tables / keyed
+    item_strs: bool = False  # pairs: each value is a list of strings, else one string
+    safe: str | None = None
+    key_safe: str | None = None
+    pattern: str | None = None
+    what: str = ""
+    key_pattern: str | None = None
+    key_what: str = ""
+    low: int | None = None
+    high: int | None = None
+    specifier: bool = False
+    keyed_by: str | None = None
+
+
+def _unwrap(tp: Any) -> tuple[Any, dict[str, Any], bool]:
+    """The bare type, the metadata of its ``Annotated``, and whether None is allowed."""
+    extra: dict[str, Any] = {}
+    if typing.get_origin(tp) is typing.Annotated:
+        tp, *metas = typing.get_args(tp)
+        for meta in metas:
+            if isinstance(meta, msgspec.Meta) and meta.extra:
+                extra.update(meta.extra)
+    optional = False
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        optional = len(args) < len(typing.get_args(tp))
+        tp = args[0]
+    return tp, extra, optional
+
+
+def _is_struct(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, msgspec.Struct)
+
+
+def _classify(tp: Any, extra: dict[str, Any]) -> dict[str, Any]:
+    """Kind and its details for a bare type."""
+    if tp is Provenance:
+        return {"kind": "provenance"}
+    if typing.get_origin(tp) is Literal:
+        return {"kind": "enum", "options": typing.get_args(tp)}
+    simple = {str: "str", bool: "bool", int: "int", Version: "version", SpecifierSet: "specifier"}
+    if tp in simple:
+        return {"kind": simple[tp]}
+    if _is_struct(tp):
+        return {"kind": "table", "record": tp}
+    if typing.get_origin(tp) is tuple:
+        item = typing.get_args(tp)[0]
+        if typing.get_origin(item) is tuple:  # ((key, value), ...): a map in the file
+            value = typing.get_args(item)[1]
+            return {"kind": "pairs", "item_strs": typing.get_origin(value) is tuple}
+        if item is str:
+            return {"kind": "strs"}
+        if item is Version:
+            return {"kind": "versions"}
+        if typing.get_origin(item) is Literal:
+            return {"kind": "enums", "options": typing.get_args(item)}
+        if _is_struct(item):
+            return {"kind": "keyed" if "keyed_by" in extra else "tables", "record": item}
+    raise TypeError(f"the data model has a field type the schema cannot write: {tp!r}")
+
+
+@functools.cache
+def shapes(record: type[msgspec.Struct]) -> tuple[Shape, ...]:
+    """Every key a table of ``record`` may have, in the record's order (provenance last)."""
+    out = []
+    for f in msgspec.structs.fields(record):
+        tp, extra, optional = _unwrap(f.type)
+        if extra.get("file") is False:
+            continue
+        has_default = f.default is not msgspec.NODEFAULT
+        details = _classify(tp, extra)
+        out.append(
+            Shape(
+                key=f.encode_name,
+                attr=f.name,
+                required=not has_default,
+                optional_none=optional and has_default and f.default is None,
+                safe=extra.get("safe"),
+                key_safe=extra.get("key_safe"),
+                pattern=extra.get("pattern"),
+                what=extra.get("what", ""),
+                key_pattern=extra.get("key_pattern"),
+                key_what=extra.get("key_what", ""),
+                low=extra.get("low"),
+                high=extra.get("high"),
+                specifier=bool(extra.get("specifier")),
+                keyed_by=extra.get("keyed_by"),
+                **details,
+            )
+        )
+    return tuple(sorted(out, key=lambda s: s.kind == "provenance"))
+
+
+def inherits_provenance(record: type[msgspec.Struct]) -> bool:
+    """A nested table whose source and confidence default to its parent record's."""
+    return bool(getattr(record, "inherits_provenance", False))
+
+
+@functools.cache
+def keys(record: type[msgspec.Struct], *, top: bool = True) -> dict[str, Shape | None]:
+    """The keys a table may have: each with its shape, provenance keys with None."""
+    out: dict[str, Shape | None] = {}
+    for s in shapes(record):
+        if s.kind == "provenance":
+            out.update(dict.fromkeys(PROVENANCE_KEYS))
+        else:
+            out[s.key] = s
+    flat = getattr(record, "flat_stack_fields", ())
+    if flat:  # the older shape: one stack's fields on the release itself
+        stack = {s.attr: s for s in shapes(model.RocmStack)}
+        for name in flat:
+            out.setdefault(stack[name].key, stack[name])
+    return out
+
+
+def record_of(file: str, path: tuple[str, ...] = ()) -> type[msgspec.Struct] | None:
+    """The record a table at ``path`` (nested keys below a file's record) is; None: a map."""
+    record: type[msgspec.Struct] | None = FILES[file][1]
+    for part in path:
+        shape = keys(record).get(part) if record is not None else None
+        if shape is None or shape.record is None or shape.kind == "keyed":
+            return None
+        record = shape.record
+    return record
+
+
+def key_order(file: str, path: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The order ``scripts/update-matrix`` writes a table's keys in: the record's own."""
+    record = record_of(file, path)
+    return tuple(keys(record)) if record is not None else ()
+
+
+# --- docs/matrix.schema.json ----------------------------------------------------------------
+
+_STR: Final[dict[str, Any]] = {"type": "string"}
+
+
+def _value_schema(s: Shape) -> dict[str, Any]:
+    scalar: dict[str, Any]
+    if s.kind in ("str", "version", "specifier"):
+        scalar = dict(_STR)
+    elif s.kind == "bool":
+        scalar = {"type": "boolean"}
+    elif s.kind == "int":
+        scalar = {"type": "integer", "minimum": s.low if s.low is not None else 0}
+        if s.high is not None:
+            scalar["maximum"] = s.high
+    elif s.kind == "enum":
+        scalar = {"enum": list(s.options)}
+    elif s.kind in ("strs", "versions"):
+        scalar = {"type": "array", "items": _STR}
+    elif s.kind == "enums":
+        scalar = {"type": "array", "items": {"enum": list(s.options)}}
+    elif s.kind == "table":
+        assert s.record is not None
+        scalar = _table_schema(s.record, top=False)
+    elif s.kind == "tables":
+        assert s.record is not None
+        scalar = {"type": "array", "items": _table_schema(s.record, top=False)}
+    elif s.kind == "keyed":
+        assert s.record is not None
+        item = [x for x in shapes(s.record) if x.attr != s.keyed_by]
+        scalar = {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "properties": {x.key: _value_schema(x) for x in item},
+                "required": [x.key for x in item if x.required],
+                "additionalProperties": False,
+            },
+        }
+    else:  # pairs
+        value = {"type": "array", "items": _STR} if s.item_strs else _STR
+        scalar = {"type": "object", "additionalProperties": value}
+    return scalar
+
+
+def _table_schema(record: type[msgspec.Struct], *, top: bool) -> dict[str, Any]:
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    for key, s in keys(record).items():
+        if s is None:  # provenance
+            conf = {"enum": list(model.CONFIDENCES)}
+            props[key] = conf if key == "confidence" else dict(_STR)
+            if key == "source" and (top or not inherits_provenance(record)):
+                required.append(key)
+            continue
+        props[key] = _value_schema(s)
+        if s.required and s.attr not in getattr(record, "flat_stack_fields", ()):
+            required.append(key)
     return {
         "type": "object",
-        "properties": {**fields, **PROVENANCE},
-        "required": list(required),
+        "properties": props,
+        "required": required,
         "additionalProperties": False,
     }
-
-
-_OS_RESTRICTION = _table({"gfx": STRS, "products": STRS, "os": STRS}, ("os",))
-_PRODUCT = _table(
-    {
-        "name": STR,
-        "family": STR,
-        "pci_device_id": STR,
-        "pci_revision": STR,
-        "first_rocm": STR,
-        "compute_units": INT,
-    },
-    ("name",),
-)
-_FEATURES = _table(
-    {
-        "aiter": STR,
-        "fp8": BOOL,
-        "fp8_format": STR,
-        "mx": BOOL,
-        "mxfp4": {"enum": ["native", "emulated", "none"]},
-        "mxfp4_source": STR,
-        "mxfp4_confidence": PROVENANCE["confidence"],
-        "custom_allreduce": BOOL,
-    }
-)
-_KERNEL_FLOOR = _table({"os": STR, "min_kernel": STR, "flavour": STR}, ("os", "min_kernel"))
-_STACK_FIELDS: dict[str, Any] = {
-    "variant": STR,
-    "dockerfile": STR,
-    "default": BOOL,
-    "layout": STR,
-    "stream": STR,
-    "base_image": STR,
-    "rocm": STR,
-    "python": STR,
-    "torch": STR,
-    "torchvision": STR,
-    "torchaudio": STR,
-    "arch": STRS,
-    "aiter_arch": STRS,
-    "fa_arch": STRS,
-    "mori_arch": STRS,
-    "images": STRS,
-    "wheel_index": STR,
-    "pins": PIN_MAP,
-}
-_STACK = _table(_STACK_FIELDS)
-
-# file -> (array-of-tables key, record schema)
-TABLES: Final[dict[str, tuple[str, dict[str, Any]]]] = {
-    "rocm.toml": (
-        "release",
-        _table(
-            {
-                "version": STR,
-                "stream": STR,
-                "date": STR,
-                "gfx": STRS,
-                "os": STRS,
-                "pytorch": STRS,
-                "kmd_at_release": STR,
-                "os_restriction": {"type": "array", "items": _OS_RESTRICTION},
-            },
-            ("version", "stream", "source"),
-        ),
-    ),
-    "os.toml": (
-        "os",
-        _table({"id": STR, "name": STR, "glibc": STR, "kernels": STRS}, ("id", "name", "source")),
-    ),
-    "drivers.toml": (
-        "driver",
-        _table(
-            {
-                "series": STR,
-                "user_space": STRS,
-                "paired_rocm": STR,
-                "module_versions": STRS,
-                "module_versions_source": STR,
-                "module_versions_confidence": PROVENANCE["confidence"],
-            },
-            ("series", "user_space", "source"),
-        ),
-    ),
-    "gfx.toml": (
-        "gfx",
-        _table(
-            {
-                "name": STR,
-                "arch": STR,
-                "families": STRS,
-                "vllm_status": STR,
-                "vllm_note": STR,
-                "override": STR,
-                "override_target": STR,
-                "features": _FEATURES,
-                "env": ENV_MAP,
-                "product": {"type": "array", "items": _PRODUCT},
-                "unified_memory_source": STR,
-                "alternative": STR,
-                "alternative_source": STR,
-                "kernel_floor": {"type": "array", "items": _KERNEL_FLOOR},
-            },
-            ("name", "arch", "families", "features", "vllm_status", "source"),
-        ),
-    ),
-    "vllm.toml": (
-        "release",
-        _table(
-            # The pre-stack shape keeps the default stack's fields on the release itself.
-            {
-                "version": STR,
-                "date": STR,
-                "tag_commit": STR,
-                "sdist_sha256": STR,
-                "cmake_arch": STRS,
-                **{
-                    k: v
-                    for k, v in _STACK_FIELDS.items()
-                    if k in ("layout", "base_image", "rocm", "python", "arch", "aiter_arch", "pins")
-                },
-                "stack": {"type": "array", "items": _STACK},
-            },
-            ("version", "source"),
-        ),
-    ),
-    "wheels.toml": (
-        "variant",
-        _table(
-            {
-                "name": STR,
-                "rocm": STR,
-                "python": STRS,
-                "glibc_min": STR,
-                "vllm": STR,
-                "includes_nightlies": BOOL,
-                "uses_host_rocm": BOOL,
-                "index_url": STR,
-                "status": STR,
-                "arch": STRS,
-            },
-            ("name", "rocm", "python", "glibc_min", "index_url", "status", "source"),
-        ),
-    ),
-    "images.toml": (
-        "image",
-        _table(
-            {
-                "repo": STR,
-                "tag": STR,
-                "digest": STR,
-                "rocm": STR,
-                "stream": STR,
-                "vllm": STR,
-                "python": STR,
-                "torch": STR,
-                "arch": STRS,
-                "family_tag": STR,
-                "entrypoint": STR,
-                "deprecated": BOOL,
-                "stack": STR,
-            },
-            ("repo", "tag", "entrypoint", "source"),
-        ),
-    ),
-    "nodes.toml": (
-        "example",
-        _table(
-            {
-                "name": STR,
-                "description": STR,
-                "gfx": STRS,
-                "gpus": INT,
-                "product": STR,
-                "driver": STR,
-                "os": STR,
-                "python": STR,
-                "rocm": STR,
-            },
-            ("name", "description", "gfx", "gpus", "product", "source"),
-        ),
-    ),
-    "cuda.toml": (
-        "release",
-        _table(
-            {
-                "version": STR,
-                "cuda": STR,
-                "python": STR,
-                "arch": STRS,
-                "image": {
-                    "type": "array",
-                    "items": _table(
-                        {
-                            "repo": STR,
-                            "tag": STR,
-                            "cuda": STR,
-                            "arch": STRS,
-                            "arch_aarch64": STRS,
-                            "digest": STR,
-                        },
-                        ("tag", "cuda", "arch"),
-                    ),
-                },
-                "wheel_cuda": STR,
-                "wheel_variants": STRS,
-                "requires_python": STR,
-                "sdist_sha256": STR,
-            },
-            ("version", "cuda", "arch", "source"),
-        ),
-    ),
-    "nvidia.toml": (
-        "cuda",
-        _table({"major": INT, "min_driver": INT}, ("major", "min_driver", "source")),
-    ),
-    "capabilities.toml": (
-        "release",
-        _table(
-            {
-                "version": STR,
-                "quantization": STRS,
-                "kv_cache_dtypes": STRS,
-                "fp8": STRS,
-                "fp8_fnuz": STRS,
-                "mx": STRS,
-                "custom_allreduce": STRS,
-                "fp8_scaled_mm": STRS,
-                "rocm_kernels": {"type": "object", "additionalProperties": STRS},
-                "sdist_sha256": STR,
-            },
-            ("version", "quantization", "source"),
-        ),
-    ),
-    "amdgpu-isa.toml": (
-        "isa",
-        _table({"name": STR, "mach": INT, "covers": STRS}, ("name", "mach", "source")),
-    ),
-    "nvidia-gpus.toml": (
-        "gpu",
-        _table(
-            {"name": STR, "compute_capability": STR, "pci_device_ids": STRS},
-            ("name", "compute_capability", "pci_device_ids", "source"),
-        ),
-    ),
-}
-
-
-def allowed(file: str, path: tuple[str, ...] = ()) -> frozenset[str] | None:
-    """The keys a table at ``path`` (nested table names below the record) may have; None: any."""
-    schema = TABLES[file][1]
-    for part in path:
-        prop = schema["properties"].get(part)
-        if prop is None:
-            return None
-        schema = prop["items"] if prop.get("type") == "array" else prop
-        if "properties" not in schema:
-            return None  # a map (pins, env): its keys are checked by the loader itself
-    return frozenset(schema["properties"])
 
 
 def json_schema() -> dict[str, Any]:
@@ -312,12 +280,59 @@ def json_schema() -> dict[str, Any]:
         "properties": {
             file: {
                 "type": "object",
-                "properties": {key: {"type": "array", "items": rec}},
+                "properties": {key: {"type": "array", "items": _table_schema(rec, top=True)}},
                 "additionalProperties": False,
             }
-            for file, (key, rec) in TABLES.items()
+            for file, (key, rec, _) in FILES.items()
         },
     }
+
+
+# --- `matrix show --json` -------------------------------------------------------------------
+
+
+@functools.cache
+def _json_kinds(record: type[msgspec.Struct]) -> tuple[tuple[str, str], ...]:
+    """Each attribute with how ``to_json`` writes it: as a map ("pairs", "keyed") or plainly."""
+    out = []
+    for f in msgspec.structs.fields(record):
+        tp, extra, _ = _unwrap(f.type)
+        kind = _classify(tp, extra)["kind"]
+        out.append((f.name, kind if kind in ("pairs", "keyed", "provenance") else "plain"))
+    return tuple(out)
+
+
+def to_json(record: msgspec.Struct) -> dict[str, Any]:
+    """A record as plain JSON, by attribute name: versions as text, maps as objects (pins with
+    whether each moves), its provenance as ``source`` and ``confidence`` (and ``note``)."""
+    out: dict[str, Any] = {}
+    for name, kind in _json_kinds(type(record)):
+        value = getattr(record, name)
+        if kind == "provenance":
+            out["source"], out["confidence"] = value.source, value.confidence
+            if value.note:
+                out["note"] = value.note
+        elif value is None:
+            out[name] = None
+        elif kind == "keyed":
+            out[name] = {
+                p.component: {"repo": p.repo, "ref": p.ref, "moving": p.moving} for p in value
+            }
+        elif kind == "pairs":
+            out[name] = {k: _plain(v) for k, v in value}
+        else:
+            out[name] = _plain(value)
+    return out
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, msgspec.Struct):
+        return to_json(value)
+    if isinstance(value, Version | SpecifierSet):
+        return str(value)
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value
 
 
 if __name__ == "__main__":  # regenerate docs/matrix.schema.json

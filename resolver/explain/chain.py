@@ -675,7 +675,7 @@ def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
         for name in ctx.node.gfx_targets:
             t = ctx.m.gfx_target(name)
             if t is not None and t.features.mxfp4 == "emulated":
-                src = t.features.mxfp4_source
+                src = t.features.mxfp4_provenance
                 premises.append(
                     Premise(
                         text=f"vLLM runs MXFP4 checkpoints on {name} weight-only (dequantized; "

@@ -39,15 +39,6 @@ SOURCES: tuple[str, ...] = (  # dependency order
 # GitHub) stays available for tags that have no sdist.
 DEFAULT_SOURCES: tuple[str, ...] = ("rocm", "sdist", "images", "wheels")
 
-_BUILDERS: dict[str, Any] = {
-    "vllm.toml": matrix._vllm,
-    "images.toml": matrix._image,
-    "wheels.toml": matrix._wheel,
-    "rocm.toml": matrix._rocm,
-    "cuda.toml": matrix._cuda_release,
-    "capabilities.toml": matrix._capabilities,
-}
-
 
 @dataclass
 class Outcome:
@@ -178,9 +169,8 @@ def _source(
 
 def _check(cand: Candidate, working: dict[str, list[dict[str, Any]]]) -> str | None:
     """Why this record must not be kept, or None: the loader's own checks, then cross-references."""
-    rec = matrix.Record(cand.record, cand.file, cand.key)
     try:
-        built = _BUILDERS[cand.file](rec)
+        built = matrix.build_record(cand.file, cand.record, cand.key)
     except MatrixError as exc:
         return exc.message
     if cand.file in ("cuda.toml", "capabilities.toml"):  # no gfx targets or ROCm to cross-check

@@ -508,7 +508,7 @@ def _loader_problem(record: dict[str, Any]) -> str | None:
     from resolver.util.errors import MatrixError
 
     try:
-        matrix._vllm(matrix.Record(record, "vllm.toml", str(record.get("version"))))
+        matrix.build_record("vllm.toml", record, str(record.get("version")))
     except MatrixError as exc:
         return exc.message
     return None

@@ -286,7 +286,7 @@ def mxfp4(m: Matrix, t: GfxTarget, quant: str, release: Version | None) -> list[
     """``mxfp4-native`` / ``mxfp4-emulated``: how an MXFP4 checkpoint runs on this GPU."""
     if quant not in MXFP4_QUANT or t.features.mxfp4 == "none":
         return mx_emulated(m, t, quant, release)
-    src = t.features.mxfp4_source
+    src = t.features.mxfp4_provenance
     native = t.features.mxfp4 == "native"
     gate = _release_gate(m, release, "mx", t) if native else None
     if gate is not None and gate[0]:

@@ -169,6 +169,7 @@ def _carrier(release: CudaRelease, wheel: WheelVariant) -> CudaImage:
         cuda=wheel.cuda or release.cuda,
         arch=wheel.arch,
         arch_aarch64=(),
+        provenance=wheel.provenance,
     )
 
 
