@@ -19,7 +19,7 @@ from packaging.version import Version
 from resolver.data.codes import AdvisoryCode
 from resolver.data.model import ContainerImage, Matrix
 from resolver.data.node import Node
-from resolver.solve import Advisory, Decision, Request, solve
+from resolver.solve import Advisory, Decision, Request, solve, words
 from resolver.util import bounded
 
 if TYPE_CHECKING:
@@ -118,25 +118,33 @@ def pin(image: ContainerImage, client: RegistryClient) -> Pinned:
     resolved = client.resolve(image.repo, image.tag)
     warnings: list[Advisory] = []
     if image.digest and image.digest != resolved.digest:
+        w = words.say(
+            "digest-changed",
+            image=f"{image.repo}:{image.tag}",
+            digest=resolved.digest,
+            recorded=image.digest,
+        )
         warnings.append(
             Advisory(
                 code="digest-changed",
-                message=f"{image.repo}:{image.tag} now resolves to {resolved.digest}, not the "
-                f"{image.digest} in the data",
-                hint="the tag was re-pushed; `rocm-vllm matrix refresh --source images` records "
-                "the new digest",
+                message=w.message,
+                hint=w.hint,
                 source=f"{resolved.registry} (manifest HEAD)",
             )
         )
     if resolved.from_cache:
+        w = words.say(
+            "digest-from-cache",
+            image=f"{image.repo}:{image.tag}",
+            digest=resolved.digest,
+            age=format_age(resolved.age_seconds() or 0),
+            why=resolved.unreachable,
+        )
         warnings.append(
             Advisory(
                 code="digest-from-cache",
-                message=f"{image.repo}:{image.tag}: digest {resolved.digest} is from the local "
-                f"cache, {format_age(resolved.age_seconds() or 0)} old; the registry was not "
-                f"reachable ({resolved.unreachable})",
-                hint="the tag may have moved since; pin again with --digest once the registry "
-                "answers",
+                message=w.message,
+                hint=w.hint,
                 source=f"{resolved.registry} (cached answer)",
             )
         )
@@ -201,15 +209,15 @@ def pull_verified(
     local = {d.rsplit("@", 1)[1] for d in info.repo_digests if d.rsplit("@", 1)[0] == name}
     problems: list[Advisory] = []
     if expected is not None and expected not in local:
+        w = words.say(
+            "digest-mismatch",
+            image=f"{name}:{tag}",
+            local=", ".join(sorted(local)) or words.text("digest-mismatch/none"),
+            expected=expected,
+            name=name,
+        )
         problems.append(
-            Advisory(
-                code="digest-mismatch",
-                message=f"pulled {name}:{tag} has digest {', '.join(sorted(local)) or 'none'}, not "
-                f"the pinned {expected}",
-                hint="the tag moved or the mirror serves other content; pull by digest "
-                f"({name}@{expected}) or re-pin with --digest after checking why",
-                source="docker image inspect (RepoDigests)",
-            )
+            Advisory(code="digest-mismatch", message=w.message, hint=w.hint, source=w.source)
         )
     return PullReport(
         f"{name}:{tag}",
@@ -238,15 +246,13 @@ def label_problems(report: PullReport, node: Node) -> list[Advisory]:
         return []
     from resolver.artifacts.audit import shown
 
-    return [
-        Advisory(
-            code="image-label-gfx",
-            message=f"{report.ref} says (label rocm-vllm.gfx) it carries GPU code for "
-            f"{shown(';'.join(said or ()))} only, not {', '.join(missing)}",
-            hint="run an image built for this node's targets (rocm-vllm dockerfile builds one)",
-            source="docker image inspect (Config.Labels)",
-        )
-    ]
+    w = words.say(
+        "image-label-gfx",
+        ref=report.ref,
+        said=shown(";".join(said or ())),
+        missing=", ".join(missing),
+    )
+    return [Advisory(code="image-label-gfx", message=w.message, hint=w.hint, source=w.source)]
 
 
 # --- smoke test -------------------------------------------------------------------------------
@@ -319,15 +325,12 @@ def smoke(
     problems: list[Advisory] = []
     parsed = _last_json(result.stdout)
     if result.exit_code != 0 or parsed is None:
-        tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
+        tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or [
+            words.text("smoke-failed/no-output")
+        ]
+        w = words.say("smoke-failed", ref=ref, status=result.exit_code, tail=tail[0][:200])
         problems.append(
-            Advisory(
-                code="smoke-failed",
-                message=f"the smoke command in {ref} exited {result.exit_code}: {tail[0][:200]}",
-                hint="run it by hand: docker run --rm --entrypoint python3 IMAGE "
-                "-c 'import vllm, torch'",
-                source="smoke test",
-            )
+            Advisory(code="smoke-failed", message=w.message, hint=w.hint, source=w.source)
         )
     else:
         from resolver.artifacts.audit import shown
@@ -407,14 +410,9 @@ def judge_gpu(
     devices: dict[str, Any] = {"status": "passed", "seen": seen}
     if not seen:
         devices["status"] = "failed"
+        w = words.say("smoke-no-gpu/error" if error else "smoke-no-gpu", ref=ref, error=error)
         problems.append(
-            Advisory(
-                code="smoke-no-gpu",
-                message=f"{ref}: torch in the image sees no GPU" + (f" ({error})" if error else ""),
-                hint="check the device flags (--device /dev/kfd --device /dev/dri, the video and "
-                "render groups) and that the host's amdgpu driver runs the image's ROCm",
-                source="smoke test (torch.cuda.device_count)",
-            )
+            Advisory(code="smoke-no-gpu", message=w.message, hint=w.hint, source=w.source)
         )
     wrong = sorted(
         {
@@ -425,16 +423,15 @@ def judge_gpu(
     )
     if wrong:
         devices["status"] = "failed"
+        w = words.say(
+            "smoke-gfx-mismatch",
+            ref=ref,
+            seen=", ".join(wrong),
+            node=", ".join(node_gfx) or words.text("smoke-gfx-mismatch/none"),
+            arch=", ".join(image.arch) or words.text("smoke-gfx-mismatch/unknown"),
+        )
         problems.append(
-            Advisory(
-                code="smoke-gfx-mismatch",
-                message=f"{ref}: the image sees {', '.join(wrong)}, not what the node reports "
-                f"({', '.join(node_gfx) or 'none'}) or the image carries code for "
-                f"({', '.join(image.arch) or 'unknown'})",
-                hint="an HSA_OVERRIDE_GFX_VERSION in the environment, or a GPU the data does not "
-                "expect: vLLM would load code for another GPU",
-                source="smoke test (gcnArchName)",
-            )
+            Advisory(code="smoke-gfx-mismatch", message=w.message, hint=w.hint, source=w.source)
         )
     compute: dict[str, Any] = {"status": "skipped"}
     result = parsed.get("compute")
@@ -446,26 +443,18 @@ def judge_gpu(
             "max_abs_diff": diff if isinstance(diff, int | float) else None,
         }
         if not ok:
+            w = words.say("smoke-compute-wrong", ref=ref, diff=compute["max_abs_diff"])
             problems.append(
                 Advisory(
-                    code="smoke-compute-wrong",
-                    message=f"{ref}: a 256x256 matrix product on the GPU differs from the CPU's "
-                    f"(largest difference {compute['max_abs_diff']})",
-                    hint="the image loads but computes garbage here: a ROCm/driver mismatch or "
-                    "code for another GPU; do not serve from it",
-                    source="smoke test (torch matmul, GPU against CPU)",
+                    code="smoke-compute-wrong", message=w.message, hint=w.hint, source=w.source
                 )
             )
     elif seen:
-        compute = {"status": "failed", "why": error or "no result"}
+        why = error or words.text("smoke-compute-wrong/no-result")
+        compute = {"status": "failed", "why": why}
+        w = words.say("smoke-compute-wrong/not-run", ref=ref, why=why)
         problems.append(
-            Advisory(
-                code="smoke-compute-wrong",
-                message=f"{ref}: the GPU matrix product did not run ({error or 'no result'})",
-                hint="run it by hand: python3 -c 'import torch; print(torch.ones(2).cuda() @ "
-                "torch.ones(2).cuda())' in the image",
-                source="smoke test (torch matmul, GPU against CPU)",
-            )
+            Advisory(code="smoke-compute-wrong", message=w.message, hint=w.hint, source=w.source)
         )
     return {"devices": devices, "compute": compute}, problems
 
@@ -481,20 +470,20 @@ def judge_serve(
         models = [shown(str(m))[:200] for m in parsed.get("models") or []]
         return {"status": "passed", "models": models, "model": model}, []
     if parsed is None:
-        why = "no answer from the serve script"
+        why = words.text("smoke-serve-failed/no-answer")
     elif not parsed.get("started"):
         tail = parsed.get("stderr_tail") or []
-        why = "vLLM did not start" + (f": {shown(str(tail[-1]))[:200]}" if tail else "")
-    else:
-        why = f"no completion: {shown(str(parsed.get('completion_error')))[:200]}"
-    return {"status": "failed", "why": why, "model": model}, [
-        Advisory(
-            code="smoke-serve-failed",
-            message=f"{ref}: serving {model} failed ({why})",
-            hint="the model must be in the mounted Hugging Face cache (--hf-cache), small enough "
-            "for the GPU; run the printed command by hand to see vLLM's log",
-            source="smoke test (vllm serve, /v1/models, /v1/completions)",
+        why = (
+            words.text("smoke-serve-failed/not-started-tail", tail=shown(str(tail[-1]))[:200])
+            if tail
+            else words.text("smoke-serve-failed/not-started")
         )
+    else:
+        error = shown(str(parsed.get("completion_error")))[:200]
+        why = words.text("smoke-serve-failed/no-completion", error=error)
+    w = words.say("smoke-serve-failed", ref=ref, model=model, why=why)
+    return {"status": "failed", "why": why, "model": model}, [
+        Advisory(code="smoke-serve-failed", message=w.message, hint=w.hint, source=w.source)
     ]
 
 
@@ -547,25 +536,12 @@ def _compare(
             got = got[:2] if got else None
             got_text = found["hip"]
         if got is None:
-            out.append(
-                Advisory(
-                    code=none_code,
-                    message=f"{ref}: the smoke test found no {key} version (the data says "
-                    f"{claimed[key]})",
-                    hint="the image may not be what the data describes; inspect it by hand",
-                    source="smoke test",
-                )
-            )
+            w = words.say(none_code, ref=ref, part=key, claimed=claimed[key])
+            out.append(Advisory(code=none_code, message=w.message, hint=w.hint, source=w.source))
         elif got[: len(want)] != want:
+            w = words.say(mismatch_code, ref=ref, part=key, got=got_text, claimed=claimed[key])
             out.append(
-                Advisory(
-                    code=mismatch_code,
-                    message=f"{ref}: {key} is {got_text} inside the image, the data says "
-                    f"{claimed[key]}",
-                    hint="the data is wrong or the tag moved; fix matrix/images.toml or run "
-                    "`rocm-vllm matrix refresh --source images`",
-                    source="smoke test",
-                )
+                Advisory(code=mismatch_code, message=w.message, hint=w.hint, source=w.source)
             )
     return out
 
@@ -593,14 +569,9 @@ def serving_env(
         if len(vals) == 1 and recommended_by_all:
             env.append((key, next(iter(vals))))
         else:
+            w = words.say("env-not-common", name=key)
             warnings.append(
-                Advisory(
-                    code="env-not-common",
-                    message=f"{key} is recommended for some of this node's GPU types only; left "
-                    "out of the run command",
-                    hint="run one instance per GPU type with --devices and set it where it applies",
-                    source="matrix/gfx.toml",
-                )
+                Advisory(code="env-not-common", message=w.message, hint=w.hint, source=w.source)
             )
     plan = decision.plan
     if plan is not None and plan.override:
@@ -682,15 +653,17 @@ def audit_image(
         lacking = sorted(
             {lib.path.rsplit("!", 1)[-1] for g in missing for lib in result.lacking(m, g)}
         )
+        libraries = ", ".join(lacking[:3]) or words.text("audit-lacks-gfx/libraries")
+        if len(lacking) > 3:
+            libraries = words.text("audit-lacks-gfx/more", lacking=libraries, more=len(lacking) - 3)
+        w = words.say(
+            "audit-lacks-gfx", ref=image.ref, missing=", ".join(missing), lacking=libraries
+        )
         problems.append(
             Advisory(
                 code="audit-lacks-gfx",
-                message=f"{image.ref}: the audit found no {', '.join(missing)} code in "
-                f"{', '.join(lacking[:3]) or 'its GPU libraries'}"
-                + (f" and {len(lacking) - 3} more" if len(lacking) > 3 else "")
-                + " (expect 'HIP error: invalid device function')",
-                hint="pick another image (`rocm-vllm check` now plans around this one) or build "
-                "from source for this GPU (`rocm-vllm dockerfile`)",
+                message=w.message,
+                hint=w.hint,
                 source=f"rocm-vllm audit docker://{image.repo}@{image.digest}",
             )
         )

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from resolver.data.node import Node
 from resolver.data.partitions import _compute_mode
-from resolver.solve import Advisory
+from resolver.solve import Advisory, words
 from resolver.util.errors import UsageError
 
 VLLM_HEADS_CHECK = (
@@ -127,26 +127,32 @@ def place(
     if devices is not None and listed:
         chosen_igpus = [i for i in devices if i in igpus]
         if chosen_igpus:
+            w = words.say(
+                "integrated-gpu-chosen",
+                chosen=", ".join(map(str, chosen_igpus)),
+                gfx=listed[chosen_igpus[0]].gfx,
+                discrete=",".join(map(str, discrete)),
+            )
             warnings.append(
                 Advisory(
-                    code="integrated-gpu-chosen",
-                    message=f"--devices includes {', '.join(map(str, chosen_igpus))}: the "
-                    f"integrated GPU ({listed[chosen_igpus[0]].gfx}), not a discrete one",
-                    hint=f"choose the discrete GPUs: --devices {','.join(map(str, discrete))}",
-                    source="probe (KFD node order)",
+                    code="integrated-gpu-chosen", message=w.message, hint=w.hint, source=w.source
                 )
             )
     elif igpus and discrete:
         devices = tuple(discrete[: offered or len(discrete)])
+        w = words.say(
+            "integrated-gpu-hidden",
+            devices=",".join(map(str, devices)),
+            gfx=", ".join(sorted({listed[i].gfx for i in igpus})),
+            igpus=", ".join(map(str, igpus)),
+        )
         warnings.append(
             Advisory(
                 code="integrated-gpu-hidden",
-                message=f"the run command sets HIP_VISIBLE_DEVICES={','.join(map(str, devices))}: "
-                f"the integrated GPU ({', '.join(sorted({listed[i].gfx for i in igpus}))}, device "
-                f"{', '.join(map(str, igpus))}) is hidden from vLLM",
-                hint="give --devices to choose other GPUs",
+                message=w.message,
+                hint=w.hint,
                 severity="info",
-                source="probe (KFD node order = HIP device order)",
+                source=w.source,
             )
         )
     counted = [listed[i] for i in (devices if devices is not None else discrete) if i < len(listed)]
@@ -164,15 +170,12 @@ def place(
                 "SPX) for tensor parallelism",
             )
         replica = devices if devices is not None else ((discrete or [0])[0],)
+        w = words.say("cpx-one-replica-per-partition", partition=replica[0], offered=offered)
         warnings.append(
             Advisory(
                 code="cpx-one-replica-per-partition",
-                message="CPX mode: the run command serves one TP=1 replica on partition "
-                f"{replica[0]} of {offered}",
-                # $((8000 + N)): "800N" is no TCP port from N = 10 on (80062 for partition 62).
-                hint="start one per partition: the same command with --devices N --port "
-                "$((8000 + N)) for each N (the container is named vllm-N); for tensor parallelism "
-                "switch the GPUs to SPX",
+                message=w.message,
+                hint=w.hint,
                 severity="info",
                 source=CPX_SOURCE,
             )
@@ -187,28 +190,28 @@ def place(
     tp = tensor_parallel_size(gpus, heads, kv_heads)
     if tp < gpus:
         if heads:
-            kv = f" and {kv_heads} KV heads" if kv_heads else ""
-            why = (
-                f"the model has {heads} attention heads{kv} ({heads_source}); {tp} is the largest "
-                f"size up to {gpus} that vLLM accepts for them"
+            kv = words.text("tensor-parallel-size/kv", kv_heads=kv_heads) if kv_heads else ""
+            why = words.text(
+                "tensor-parallel-size/heads",
+                heads=heads,
+                kv=kv,
+                source=heads_source,
+                tp=tp,
+                gpus=gpus,
             )
         else:
-            why = (
-                f"{tp} is the largest power of two up to {gpus} (the model's head count is not "
-                "known here; nearly every model's is a power of two)"
-            )
+            why = words.text("tensor-parallel-size/power-of-two", tp=tp, gpus=gpus)
+        w = words.say(
+            "tensor-parallel-size" if heads else "tensor-parallel-size/no-heads",
+            tp=tp,
+            gpus=gpus,
+            why=why,
+        )
         warnings.append(
             Advisory(
                 code="tensor-parallel-size",
-                message=f"--tensor-parallel-size {tp} uses {tp} of {gpus} GPUs: {why}",
-                hint="serve another replica on the other GPUs with --devices, or use pipeline "
-                "parallelism"
-                + (
-                    ""
-                    if heads
-                    else "; give --model with its config.json on this machine (a path or in "
-                    "--hf-cache) to size it exactly"
-                ),
+                message=w.message,
+                hint=w.hint,
                 source=VLLM_HEADS_CHECK,
             )
         )

@@ -37,6 +37,7 @@ from resolver.data.model import (
 from resolver.util import atomic, bounded
 from resolver.util.errors import MatrixError, UnsafeValueError
 from resolver.util.safety import is_safe
+from resolver.util.versions import series_key
 
 T = TypeVar("T")
 MAX_DATA_FILE = 16 * bounded.MiB  # the largest data file is ~100 KiB
@@ -423,13 +424,9 @@ def _pairs(rec: Record, s: Any) -> tuple[tuple[str, Any], ...] | Any:
 # --- the rules of each record: what ties its fields together, and what the loader derives ----
 
 
-def _series_key(series: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in series.split("."))
-
-
 def _driver_rules(rec: Record, v: dict[str, Any], parent: Record | None) -> dict[str, Any]:
     # By number, so every window prints in order: "7.11" before "10.0", never "10.0, 7.11".
-    v["user_space"] = tuple(sorted(v["user_space"], key=_series_key))
+    v["user_space"] = tuple(sorted(v["user_space"], key=series_key))
     if v.get("module_versions") and not v.get("module_versions_source"):
         raise rec.fail(
             "module_versions_source", "is required with module_versions (where AMD pairs them)"

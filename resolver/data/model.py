@@ -18,6 +18,8 @@ import msgspec
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from resolver.util.versions import series_key
+
 Confidence = Literal["exact", "release-branch", "inferred", "unknown"]
 CONFIDENCES: tuple[Confidence, ...] = ("exact", "release-branch", "inferred", "unknown")
 
@@ -603,9 +605,7 @@ class Matrix:
             for series in d.user_space:
                 by_series.setdefault(series, []).append(d)
         newest_first = {
-            s: tuple(
-                sorted(ds, key=lambda d: tuple(int(p) for p in d.series.split(".")), reverse=True)
-            )
+            s: tuple(sorted(ds, key=lambda d: series_key(d.series), reverse=True))
             for s, ds in by_series.items()
         }
         indexes = {
@@ -683,8 +683,9 @@ class Matrix:
         return next((o for o in self.os if o.id == os_id), None)
 
     def os_listed_as(self, listed: str) -> OsRelease | None:
-        """The OS record a ROCm release's OS list means: ``ubuntu-22.04.5`` is ``ubuntu-22.04``,
-        ``rhel-9.4`` is ``rhel-9`` where only the major release has a record."""
+        """The OS record an OS id means, as a ROCm release lists it or a node reports it:
+        ``ubuntu-22.04.5`` is ``ubuntu-22.04``, ``rhel-9.4`` is ``rhel-9`` where only the major
+        release has a record."""
         base = ".".join(listed.split(".")[:2]) if listed.count(".") > 1 else listed
         found = next((o for o in self.os if base == o.id or base.startswith(o.id + ".")), None)
         if found is None and "-" in listed:

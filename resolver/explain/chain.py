@@ -18,7 +18,7 @@ from resolver.data.codes import UNKNOWN_CODES, ReasonCode
 from resolver.data.model import CONFIDENCES, Matrix
 from resolver.data.node import Node
 from resolver.explain.derivation import Premise, Step
-from resolver.solve import MXFP4_QUANT, Decision, Evaluation, Fact, Reason, Request
+from resolver.solve import MXFP4_QUANT, Decision, Evaluation, Fact, Reason, Request, words
 from resolver.util.versions import driver_series, series
 
 # Candidate-level reason codes, most fundamental first: the one a rejected candidate is filed under.
@@ -281,115 +281,58 @@ def _member_premise(
     sources = tuple(dict.fromkeys(f.source for f in facts if f.source))
     conf = _weakest(f.confidence for f in facts)
     cands = [e.candidate for e in members]
+
+    def premise(key: str, **values: str) -> Premise:
+        form = words.PREMISES[key][1 if subject.plural else 0]
+        return Premise(
+            text=form.format(subject=subject.text, **values), sources=sources, confidence=conf
+        )
+
     if code == "driver-window":
         rocms = [c.rocm for c in cands if c.rocm is not None]
         if not rocms:
             return None
-        verb = (
-            subject.verb("builds on", "build on")
-            if all(c.from_source for c in cands)
-            else subject.verb("ships", "ship")
-        )
-        return Premise(
-            text=f"{subject.text} {verb} {ctx.rocm_text(rocms)}", sources=sources, confidence=conf
-        )
+        key = "driver-window/build" if all(c.from_source for c in cands) else "driver-window"
+        return premise(key, rocms=ctx.rocm_text(rocms))
     if code in ("gfx-not-shipped", "gfx-unsupported") and all(c.from_source for c in cands):
         accepted: list[str] = []
         for c in cands:
             if c.release is not None:
                 accepted += [a for a in c.release.cmake_arch if a not in accepted]
-        listed = ", ".join(accepted) if accepted else "no known arch list"
-        verb = subject.verb("accepts", "accept")
-        return Premise(
-            text=f"{subject.text} {verb} {listed} only (CMake HIP_SUPPORTED_ARCHS)",
-            sources=sources,
-            confidence=conf,
-        )
+        unread = words.PREMISES["gfx/cmake-unread"][0]
+        return premise("gfx/cmake", listed=", ".join(accepted) if accepted else unread)
     if code in ("gfx-not-shipped", "gfx-unsupported"):
         arch: list[str] = []
         for c in cands:
             arch += [a for a in c.arch if a not in arch]
-        built = ", ".join(arch) if arch else "an unknown arch list"
-        return Premise(
-            text=f"{subject.text} {subject.verb('is', 'are')} built for {built} only",
-            sources=sources,
-            confidence=conf,
-        )
-    if code == "artifact-facts-unknown":
-        verb = subject.verb("exists", "exist")
-        return Premise(
-            text=f"{subject.text} {verb}, but "
-            f"{subject.verb('its arch list was', 'their arch lists were')} never read",
-            sources=sources,
-            confidence=conf,
-        )
-    if code == "release-facts-unknown":
-        verb = subject.verb("exists", "exist")
-        return Premise(
-            text=f"{subject.text} {verb}, but {subject.verb('its', 'their')} ROCm build files were "
-            "never read",
-            sources=sources,
-            confidence=conf,
-        )
+        return premise("gfx", built=words.arch_text(arch))
+    if code in ("artifact-facts-unknown", "release-facts-unknown"):
+        return premise(code)
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class _Predicate:
-    """What a reason code says of its subject, in each form a conclusion needs."""
-
-    positive: str  # "runs on amdgpu 6.1.x", for "none of them ..."
-    negative: str  # "does not run on amdgpu 6.1.x", for "it ..." or a named singular subject
-    negative_plural: str  # "do not run on amdgpu 6.1.x", for a named plural subject
-    tail: str = ""  # said after any form
-
-
-def _predicate(ctx: _Context, code: str, about: str) -> _Predicate:
-    gfx = about or ",".join(ctx.node.gfx_targets)
-    if code == "driver-window":
-        drv = f"amdgpu {ctx.driver.series}.x" if ctx.driver else "this host's amdgpu driver"
-        return _Predicate(f"runs on {drv}", f"does not run on {drv}", f"do not run on {drv}")
-    if code == "driver-predates-gpu":
-        drv = f"amdgpu {ctx.driver.series}.x" if ctx.driver else "this host's amdgpu driver"
-        return _Predicate(
-            f"runs {gfx} on {drv}",
-            f"does not run {gfx} on {drv}",
-            f"do not run {gfx} on {drv}",
-            " (the driver predates the GPU)",
-        )
-    if code == "gfx-not-shipped":
-        tail = ""
-        if "hip-error" not in ctx.said:  # the symptom users search for, said once
-            ctx.said.add("hip-error")
-            tail = " (it would fail with 'HIP error: invalid device function')"
-        return _Predicate(
-            f"carries code for {gfx}",
-            f"carries no code for {gfx}",
-            f"carry no code for {gfx}",
-            tail,
-        )
-    if code == "gfx-unsupported":
-        return _Predicate(f"can run on {gfx}", f"cannot run on {gfx}", f"cannot run on {gfx}")
-    if code == "python-mismatch":
-        py = f"Python {ctx.node.python}"
-        return _Predicate(
-            f"installs on {py}",
-            f"does not install on {py}",
-            f"do not install on {py}",
-            " (pip would silently take the CUDA wheel from PyPI)",
-        )
-    if code == "glibc-too-old":
-        glibc = ctx.glibc_text()
-        return _Predicate(
-            f"loads on {glibc}", f"does not load on {glibc}", f"do not load on {glibc}"
-        )
-    if code == "host-rocm-mismatch":
-        rocm = f"ROCm {ctx.node.rocm_version}" if ctx.node.rocm_version else "the host's ROCm"
-        return _Predicate(f"runs on {rocm}", f"does not run on {rocm}", f"do not run on {rocm}")
-    if code in UNKNOWN_CODES:
-        what = "be checked for this node"
-        return _Predicate(f"can {what}", f"cannot {what}", f"cannot {what}")
-    return _Predicate("can be used here", "cannot be used here", "cannot be used here")
+def _predicate(ctx: _Context, code: str, about: str) -> words.Predicate:
+    """The code's predicate (``words.PREDICATES``) with this node's values filled in."""
+    drv = f"amdgpu {ctx.driver.series}.x" if ctx.driver else words.DRIVER_UNKNOWN
+    key = code if code in words.PREDICATES else "unknown" if code in UNKNOWN_CODES else "other"
+    p = words.PREDICATES[key]
+    values = {
+        "drv": drv,
+        "gfx": about or ",".join(ctx.node.gfx_targets),
+        "py": f"Python {ctx.node.python}",
+        "glibc": ctx.glibc_text(),
+        "rocm": f"ROCm {ctx.node.rocm_version}" if ctx.node.rocm_version else words.ROCM_UNKNOWN,
+    }
+    tail = p.tail
+    if code == "gfx-not-shipped" and "hip-error" not in ctx.said:
+        ctx.said.add("hip-error")  # the symptom users search for, said once
+        tail = words.HIP_SYMPTOM
+    return words.Predicate(
+        p.positive.format(**values),
+        p.negative.format(**values),
+        p.negative_plural.format(**values),
+        tail,
+    )
 
 
 def _conclusion(
@@ -535,17 +478,13 @@ def _gate_step(ctx: _Context, b: _Builder, reasons: Sequence[Reason]) -> int:
 def _gate_premise(reasons: Sequence[Reason], quant: str = "") -> str:
     needs = []
     for r in sorted(reasons, key=lambda r: r.code):
-        if r.code == "fp8-unsupported":
-            needs.append("FP8 quantization needs hardware FP8")
-        elif r.code == "mx-unsupported" and quant in MXFP4_QUANT:
-            needs.append(
-                "MXFP4 needs MX compute (a gfx950-class GPU) or a source saying vLLM runs it "
-                "weight-only on the GPU"
-            )
-        elif r.code == "mx-unsupported":
-            needs.append("MX (microscaling) formats need a gfx950-class GPU")
-        elif r.code == "kv-fp8-unsupported":
-            needs.append("an FP8 KV cache needs hardware FP8")
+        key = (
+            f"{r.code}/mxfp4"
+            if f"{r.code}/mxfp4" in words.GATE_NEEDS and quant in MXFP4_QUANT
+            else r.code
+        )
+        if key in words.GATE_NEEDS:
+            needs.append(words.GATE_NEEDS[key])
     return _join(list(dict.fromkeys(needs)))
 
 

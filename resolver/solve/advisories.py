@@ -12,8 +12,10 @@ from collections.abc import Iterable
 
 from packaging.version import Version
 
+from resolver.data.codes import AdvisoryCode
 from resolver.data.model import ContainerImage, GfxTarget, Matrix, Provenance, RocmStack
 from resolver.data.node import Node
+from resolver.solve import words
 from resolver.solve.host import host_os_warnings, kernel_floor_warnings, unified_memory_warnings
 from resolver.solve.types import (
     FP8_QUANT,
@@ -46,46 +48,59 @@ def rocm_lists_gfx(m: Matrix, targets: Iterable[GfxTarget], cand: Candidate) -> 
     rocm = m.rocm_for(cand.rocm)
     if rocm is None or not rocm.gfx:
         return []
-    return [
-        Advisory(
-            code="rocm-lacks-gfx",
-            message=f"AMD's matrix for {rocm.label} does not list {t.name}; {cand.label} ships "
-            "code for it anyway",
-            hint=f"expect less testing on {t.name}; AMD lists it from {_first_listing(m, t.name)}",
-            source=rocm.provenance.source,
+    out = []
+    for t in targets:
+        if t.name in rocm.gfx or t.name not in cand.arch:
+            continue
+        w = words.say(
+            "rocm-lacks-gfx",
+            rocm=rocm.label,
+            gfx=t.name,
+            label=cand.label,
+            first=_first_listing(m, t.name),
         )
-        for t in targets
-        if t.name not in rocm.gfx and t.name in cand.arch
-    ]
+        out.append(
+            Advisory(
+                code="rocm-lacks-gfx",
+                message=w.message,
+                hint=w.hint,
+                source=rocm.provenance.source,
+            )
+        )
+    return out
 
 
 def _first_listing(m: Matrix, gfx: str) -> str:
     listed = sorted(r.version for r in m.rocm if gfx in r.gfx)
-    return f"ROCm {listed[0]}" if listed else "no ROCm release in the data"
+    return (
+        words.text("rocm-lacks-gfx/first", version=listed[0])
+        if listed
+        else words.text("rocm-lacks-gfx/never")
+    )
 
 
 def image_warnings(image: ContainerImage) -> list[Advisory]:
     """``deprecated-channel`` and ``amd-image``."""
     out: list[Advisory] = []
     if image.deprecated:
+        w = words.say("deprecated-channel", repo=image.repo, ref=image.ref)
         out.append(
             Advisory(
                 code="deprecated-channel",
-                message=f"{image.repo} is deprecated in vLLM's docs; {image.ref} is used only "
-                "because nothing newer fits",
-                hint="prefer vllm/vllm-openai-rocm when the node allows it",
+                message=w.message,
+                hint=w.hint,
                 source=image.provenance.source,
             )
         )
     elif not image.official:
+        w = words.say("amd-image", repo=image.repo)
         out.append(
             # A warning, not a note: vLLM's docs call the channel deprecated, and
             # docs/verdicts.md makes a deprecated channel supported_with_warnings.
             Advisory(
                 code="amd-image",
-                message=f"{image.repo} is AMD's channel (vLLM's docs call it deprecated since "
-                "v0.19); its entrypoint is a shell",
-                hint="run `vllm serve` explicitly in it (`rocm-vllm image` writes the command)",
+                message=w.message,
+                hint=w.hint,
                 source=image.provenance.source,
             )
         )
@@ -97,26 +112,24 @@ def stack_warnings(cand: Candidate, stack: RocmStack) -> list[Advisory]:
     pins."""
     out: list[Advisory] = []
     if stack.preview:
+        w = words.say("preview-rocm", label=cand.label, stack=stack.label)
         out.append(
             Advisory(
                 code="preview-rocm",
-                message=f"{cand.label} builds on {stack.label}, a ROCm nightly or preview, not a "
-                "release",
-                hint="prefer a stack on a released ROCm; use this one only to try the GPU it "
-                "exists for",
+                message=w.message,
+                hint=w.hint,
                 source=stack.provenance.source,
             )
         )
     moving = stack.moving_pins
     if moving and cand.from_source:
         refs = ", ".join(f"{p.component} {p.repo}@{p.ref}" for p in moving)
+        w = words.say("unpinned-ref", label=cand.label, refs=refs)
         out.append(
             Advisory(
                 code="unpinned-ref",
-                message=f"{cand.label}: upstream pins {refs} to a moving branch, so the build is "
-                "not reproducible",
-                hint="pin a commit yourself (rocm-vllm dockerfile refuses this stack unless "
-                "--allow-moving-refs)",
+                message=w.message,
+                hint=w.hint,
                 source=stack.provenance.source,
             )
         )
@@ -136,14 +149,13 @@ def after_registry_checks(
         if w.code != "low-confidence":
             out.append(w)
         elif not contents_checked:
+            said = words.say("low-confidence/pinned", image=image)
             out.append(
                 Advisory(
                     code="low-confidence",
                     severity="info",
-                    message=f"{image}: the tag is at the registry (pinned to its digest), but "
-                    "what it holds (vLLM, ROCm, torch) is as the data infers until a smoke test "
-                    "reads it",
-                    hint="add --smoke to read the versions inside the image",
+                    message=said.message,
+                    hint=said.hint,
                     source=w.source,
                 )
             )
@@ -155,21 +167,18 @@ def low_confidence(cand: Candidate) -> list[Advisory]:
     registry."""
     if cand.confidence not in ("inferred", "release-branch", "unknown"):
         return []
+    w = words.say(
+        "low-confidence/image" if cand.image else "low-confidence",
+        label=cand.label,
+        confidence=cand.confidence,
+        vllm=cand.vllm,
+    )
     return [
         Advisory(
             code="low-confidence",
             severity="info",
-            message=(
-                f"{cand.label}: the tag and its contents are {cand.confidence} (from the release's "
-                "pipeline or a docs page), not confirmed at the registry"
-                if cand.image
-                else f"{cand.label}: facts are {cand.confidence}, not read at the release itself"
-            ),
-            hint="pin and verify it: `rocm-vllm image` with the same node flags, plus --digest "
-            "--smoke"
-            if cand.image
-            else "read them exactly from the sdist: `rocm-vllm matrix refresh --source sdist "
-            f"--tag {cand.vllm}`",
+            message=w.message,
+            hint=w.hint,
             source=cand.source,
         )
     ]
@@ -210,36 +219,29 @@ def node_warnings(
 def aiter(t: GfxTarget, plan: Evaluation | None) -> list[Advisory]:
     """``aiter-off-by-default`` (full AITER support) and ``aiter-partial`` (Triton kernels only)."""
     if t.features.aiter == "full" and (plan is None or plan.candidate.vllm >= Version("0.8.2")):
-        kind = plan.candidate.kind if plan is not None else None
         by_image = plan is not None and plan.candidate.image is not None
-        hint = {
-            "image": "set VLLM_ROCM_USE_AITER=1 (the run command from `rocm-vllm image` does)",
-            "wheel": "export VLLM_ROCM_USE_AITER=1 before `vllm serve`: nothing sets it for a "
-            "wheel install",
-            "source": "pass -e VLLM_ROCM_USE_AITER=1 to `docker run` of the built image: the "
-            "Dockerfile does not set it",
-        }.get(kind or "", "set VLLM_ROCM_USE_AITER=1 where vLLM runs")
+        w = words.say("aiter-off-by-default", gfx=t.name)
+        # How the user sets it depends on how the plan installs vLLM.
+        hint = words.say(f"aiter-off-by-default/{plan.candidate.kind}").hint if plan else w.hint
         return [
             Advisory(
                 code="aiter-off-by-default",
                 severity="info",
-                message=f"AITER kernels are off by default in vLLM; on {t.name} they are much "
-                "faster",
+                message=w.message,
                 hint=hint,
-                source="vllm-project/vllm vllm/envs.py (VLLM_ROCM_USE_AITER default False); "
-                "vllm-project/vllm#56945",
+                source=w.source,
                 env=(("VLLM_ROCM_USE_AITER", "1"),),
                 applied_by_plan=by_image,
             )
         ]
     if t.features.aiter == "triton-only":
+        w = words.say("aiter-partial", gfx=t.name)
         return [
             Advisory(
                 code="aiter-partial",
                 severity="info",
-                message=f"on {t.name} only AITER's Triton kernels apply; the AITER package itself "
-                "fails there",
-                hint="leave VLLM_ROCM_USE_AITER unset unless you test it (ROCm/aiter#3294)",
+                message=w.message,
+                hint=w.hint,
                 source=t.features.provenance.source,
             )
         ]
@@ -269,14 +271,19 @@ def mx_emulated(m: Matrix, t: GfxTarget, quant: str, release: Version | None) ->
         return []
     kernel = next(n for n in caps.kernels(fmt) or () if n.startswith("Emulation"))
     four = fmt == "mxfp4"
+    w = words.say(
+        "mxfp4-emulated/kernel" if four else "mxfp8-emulated",
+        quant=quant,
+        gfx=t.name,
+        vllm=release,
+        kernel=kernel,
+    )
     return [
         Advisory(
             code="mxfp4-emulated" if four else "mxfp8-emulated",
             severity="info",
-            message=f"{quant} on {t.name} runs emulated: {t.name} has no MX compute, so vLLM "
-            f"{release} falls back to {kernel} (dequantized to BF16)",
-            hint="expect less speed than on gfx950 (MI350X/MI355X); the checkpoint itself runs "
-            "unchanged",
+            message=w.message,
+            hint=w.hint,
             source=caps.provenance.source,
         )
     ]
@@ -291,21 +298,9 @@ def mxfp4(m: Matrix, t: GfxTarget, quant: str, release: Version | None) -> list[
     gate = _release_gate(m, release, "mx", t) if native else None
     if gate is not None and gate[0]:
         src = Provenance(source=gate[1], confidence="exact")  # the release's supports_mx says so
-    return [
-        Advisory(
-            code="mxfp4-native" if native else "mxfp4-emulated",
-            severity="info",
-            message=f"{quant} on {t.name} runs on native MX (microscaling) compute"
-            if native
-            else f"{quant} on {t.name} runs weight-only: vLLM dequantizes the MXFP4 weights, since "
-            f"{t.name} has no MX compute",
-            hint="nothing to do; MXFP4 checkpoints run at full speed here"
-            if native
-            else "expect less speed than on gfx950 (MI350X/MI355X); the checkpoint itself runs "
-            "unchanged",
-            source=src.source,
-        )
-    ]
+    code: AdvisoryCode = "mxfp4-native" if native else "mxfp4-emulated"
+    w = words.say(code, quant=quant, gfx=t.name)
+    return [Advisory(code=code, severity="info", message=w.message, hint=w.hint, source=src.source)]
 
 
 def fp8_format(m: Matrix, t: GfxTarget, fp8_asked: bool, release: Version | None) -> list[Advisory]:
@@ -316,18 +311,9 @@ def fp8_format(m: Matrix, t: GfxTarget, fp8_asked: bool, release: Version | None
     gate = _release_gate(m, release, "fp8_fnuz", t)
     fnuz = gate[0] if gate is not None else t.features.fp8_format == "fnuz"
     source = gate[1] if gate is not None else t.features.provenance.source
-    fmt = "e4m3fnuz (FNUZ)" if fnuz else "e4m3fn (OCP)"
+    w = words.say("fp8-format/fnuz" if fnuz else "fp8-format", gfx=t.name)
     return [
-        Advisory(
-            code="fp8-format",
-            severity="info",
-            message=f"FP8 on {t.name} uses {fmt}",
-            hint="OCP-format checkpoints are rescaled to FNUZ at load on gfx942; do not hard-code "
-            "fnuz for gfx950"
-            if fnuz
-            else "checkpoints in OCP e4m3fn run natively",
-            source=source,
-        )
+        Advisory(code="fp8-format", severity="info", message=w.message, hint=w.hint, source=source)
     ]
 
 
@@ -336,30 +322,16 @@ def mixed_fp8_formats(targets: list[GfxTarget], fp8_asked: bool) -> list[Advisor
     formats = {t.features.fp8_format for t in targets if t.features.fp8}
     if len(formats) <= 1 or not fp8_asked:
         return []
-    return [
-        Advisory(
-            code="mixed-fp8-formats",
-            message="this node mixes FNUZ (gfx942) and OCP FP8 targets; vLLM reads the arch of "
-            "device 0 only",
-            hint="run one vLLM instance per GPU type (HIP_VISIBLE_DEVICES), never one across both",
-            source="ROCm/aiter#3807; vllm-project/vllm vllm/platforms/rocm.py@001eda31",
-        )
-    ]
+    w = words.say("mixed-fp8-formats")
+    return [Advisory(code="mixed-fp8-formats", message=w.message, hint=w.hint, source=w.source)]
 
 
 def mixed_gfx(targets: list[GfxTarget]) -> list[Advisory]:
     """``mixed-gfx``: several GPU types in one node."""
     if len(targets) <= 1:
         return []
-    return [
-        Advisory(
-            code="mixed-gfx",
-            message=f"this node has several GPU types ({', '.join(t.name for t in targets)}); vLLM "
-            "assumes one",
-            hint="pin each vLLM instance to one GPU type with HIP_VISIBLE_DEVICES",
-            source="vllm-project/vllm vllm/platforms/rocm.py@001eda31 (arch read from device 0)",
-        )
-    ]
+    w = words.say("mixed-gfx", gfx=", ".join(t.name for t in targets))
+    return [Advisory(code="mixed-gfx", message=w.message, hint=w.hint, source=w.source)]
 
 
 def rdna_multi_gpu(node: Node, targets: list[GfxTarget]) -> list[Advisory]:
@@ -367,15 +339,8 @@ def rdna_multi_gpu(node: Node, targets: list[GfxTarget]) -> list[Advisory]:
     gpus = node.logical_gpu_count or len(node.gpus)
     if gpus <= 1 or not any(t.arch.startswith("RDNA") for t in targets):
         return []
-    return [
-        Advisory(
-            code="rdna-multi-gpu",
-            message="multi-GPU Radeon setups have hung in RCCL peer-to-peer collectives",
-            hint="if tensor-parallel start-up hangs: NCCL_P2P_DISABLE=1 and "
-            "--disable-custom-all-reduce",
-            source="ROCm/vllm#390; ROCm/rocm-systems#11348",
-        )
-    ]
+    w = words.say("rdna-multi-gpu")
+    return [Advisory(code="rdna-multi-gpu", message=w.message, hint=w.hint, source=w.source)]
 
 
 def custom_allreduce_off(
@@ -397,14 +362,13 @@ def custom_allreduce_off(
     names = ", ".join(t.name for t in off)
     gate = gates[off[0].name]
     source = gate[1] if gate is not None else off[0].features.provenance.source
+    w = words.say("custom-allreduce-off", gfx=names)
     return [
         Advisory(
             code="custom-allreduce-off",
             severity="info",
-            message=f"vLLM's custom all-reduce is off on {names} (vLLM enables it on MI300-class "
-            "GPUs only), so tensor parallelism all-reduces through RCCL",
-            hint="nothing to set: vLLM chooses RCCL itself; where TP throughput matters, compare "
-            "it with one replica per GPU",
+            message=w.message,
+            hint=w.hint,
             source=source,
         )
     ]
@@ -414,44 +378,30 @@ def cpx_partition(node: Node) -> list[Advisory]:
     """``cpx-partition``: GPUs in CPX mode, where tensor parallelism has produced garbage."""
     if not any(g.partition and (g.partition.compute or "").upper() == "CPX" for g in node.gpus):
         return []
-    return [
-        Advisory(
-            code="cpx-partition",
-            message="GPUs are in CPX partition mode; tensor parallelism across CPX partitions has "
-            "produced garbage output",
-            hint="use SPX/NPS1 for TP, or one TP=1 replica per partition (vllm-project/vllm#20125)",
-            source="vllm-project/vllm#20125",
-        )
-    ]
+    w = words.say("cpx-partition")
+    return [Advisory(code="cpx-partition", message=w.message, hint=w.hint, source=w.source)]
 
 
 def override_not_needed(node: Node, targets: list[GfxTarget]) -> list[Advisory]:
     """``override-not-needed``: HSA_OVERRIDE_GFX_VERSION set for a GPU vLLM supports as it is."""
     if not (node.hsa_override_gfx_version and any(t.vllm_status == "official" for t in targets)):
         return []
-    return [
-        Advisory(
-            code="override-not-needed",
-            message=f"HSA_OVERRIDE_GFX_VERSION={node.hsa_override_gfx_version} is set, but the GPU "
-            "is supported as it is",
-            hint="unset HSA_OVERRIDE_GFX_VERSION; vLLM's feature gates follow the real gfx anyway",
-            source="vllm-project/vllm vllm/platforms/rocm.py@001eda31 (arch from amdsmi)",
-        )
-    ]
+    w = words.say("override-not-needed", override=node.hsa_override_gfx_version)
+    return [Advisory(code="override-not-needed", message=w.message, hint=w.hint, source=w.source)]
 
 
 def unofficial_override(plan: Evaluation | None) -> list[Advisory]:
     """``unofficial-override``: the plan relies on HSA_OVERRIDE_GFX_VERSION."""
     if plan is None or not plan.override:
         return []
+    w = words.say("unofficial-override", override=plan.override)
     return [
         Advisory(
             code="unofficial-override",
-            message=f"this path relies on HSA_OVERRIDE_GFX_VERSION={plan.override}; the runtime "
-            "loads another GPU's code",
-            hint="unofficial: it can crash or compute wrong results; test outputs before serving",
+            message=w.message,
+            hint=w.hint,
             unofficial=True,
-            source="ROCm/ROCm#2500; ROCm/rocm-systems PR #5686",
+            source=w.source,
         )
     ]
 
@@ -481,19 +431,13 @@ def prefer_not_met(
         return []
     best = next((e for e in rejected if e.candidate.kind == want), None)
     if best is None:
-        why, hint, source = f"no {want} path exists for this request", "", ""
+        why, hint, source = words.text("prefer-not-met/none", want=want), "", ""
     else:
         first = best.reasons[0]
-        why = f"{best.candidate.label}: {first.message}"
+        why = words.text("prefer-not-met/why", label=best.candidate.label, message=first.message)
         hint, source = first.hint, first.source
-    return [
-        Advisory(
-            code="prefer-not-met",
-            message=f"--prefer {want}: the plan is {plan.candidate.label}, because {why}",
-            hint=hint or f"drop --prefer {want}, or change what stops it",
-            source=source,
-        )
-    ]
+    w = words.say("prefer-not-met", want=want, plan=plan.candidate.label, why=why)
+    return [Advisory(code="prefer-not-met", message=w.message, hint=hint or w.hint, source=source)]
 
 
 def stack_choice(plan: Evaluation | None, rejected: tuple[Evaluation, ...]) -> list[Advisory]:
@@ -517,12 +461,20 @@ def stack_choice(plan: Evaluation | None, rejected: tuple[Evaluation, ...]) -> l
         return []
     d = default.candidate.stack
     why = default.reasons[0]
+    w = words.say(
+        "stack-not-default",
+        vllm=c.vllm,
+        variant=mine.variant,
+        rocm=mine.rocm,
+        default=d.variant,
+        default_rocm=d.rocm,
+        why=why.message,
+    )
     return [
         Advisory(
             code="stack-not-default",
             severity="info",
-            message=f"vLLM {c.vllm} is planned on its {mine.variant} stack (ROCm {mine.rocm}): "
-            f"its default {d.variant} stack (ROCm {d.rocm}) does not fit here: {why.message}",
+            message=w.message,
             hint=why.hint,
             source=why.source,
         )
@@ -546,14 +498,13 @@ def newer_unknown(m: Matrix, request: Request, plan: Evaluation | None) -> list[
     ]
     if not newer:
         return []
+    w = words.say("newer-releases-unknown", count=len(newer), first=min(newer), last=max(newer))
     return [
         Advisory(
             code="newer-releases-unknown",
             severity="info",
-            message=f"{len(newer)} newer vLLM release(s) ({min(newer)} to {max(newer)}) have no "
-            "ROCm facts in the data; "
-            "some may fit this node too",
-            hint="run `rocm-vllm matrix refresh` to read newer releases",
-            source="pypi.org/project/vllm; matrix/vllm.toml",
+            message=w.message,
+            hint=w.hint,
+            source=w.source,
         )
     ]

@@ -24,6 +24,7 @@ from resolver.data.model import (
     WheelVariant,
 )
 from resolver.data.node import Node
+from resolver.solve import words
 from resolver.solve.host import os_listed
 from resolver.solve.types import (
     FP8_QUANT,
@@ -38,7 +39,7 @@ from resolver.solve.types import (
     Request,
     mx_format,
 )
-from resolver.util.versions import driver_series, series
+from resolver.util.versions import driver_series, series, series_key
 
 
 def _about_path(cand: Candidate, text: str, source: str | None = None) -> Fact:
@@ -62,47 +63,25 @@ def _from_record(
 def release_facts_unknown(cand: Candidate) -> Reason:
     """``release-facts-unknown``: the release exists, its ROCm build files were never read."""
     src = cand.release.provenance.source if cand.release else "matrix/vllm.toml"
+    w = words.say("release-facts-unknown", vllm=cand.vllm)
     return Reason(
         code="release-facts-unknown",
-        message=f"vLLM {cand.vllm}: its ROCm base, arch list and component pins are not in the "
-        "data",
-        facts=(
-            Fact(
-                text=f"vLLM {cand.vllm} exists but its ROCm build files were never read",
-                source=src,
-                confidence="unknown",
-                about=cand.label,
-            ),
-        ),
-        hint=f"run `rocm-vllm matrix refresh --source sdist --tag {cand.vllm} --write` to read "
-        "them from its sdist",
-        fix=Fix(
-            kind="data",
-            text=f"refresh the data (`rocm-vllm matrix refresh --source sdist --tag {cand.vllm} "
-            "--write`)",
-            host=False,
-        ),
+        message=w.message,
+        facts=(Fact(text=w.facts[0], source=src, confidence="unknown", about=cand.label),),
+        hint=w.hint,
+        fix=Fix(kind="data", text=w.fix, host=False),
     )
 
 
 def artifact_facts_unknown(cand: Candidate, src: str) -> Reason:
     """``artifact-facts-unknown``: the artifact exists, its arch list was never read."""
+    w = words.say("artifact-facts-unknown", label=cand.label)
     return Reason(
         code="artifact-facts-unknown",
-        message=f"{cand.label}: which GPUs it is built for is not in the data",
-        facts=(
-            Fact(
-                text=f"{cand.label} exists; its arch list was never read",
-                source=src,
-                confidence="unknown",
-                about=cand.label,
-            ),
-        ),
-        hint="run `rocm-vllm matrix refresh` to read it, or check it yourself with `rocm-vllm "
-        "image --smoke`",
-        fix=Fix(
-            kind="data", text="refresh the data (`rocm-vllm matrix refresh --write`)", host=False
-        ),
+        message=w.message,
+        facts=(Fact(text=w.facts[0], source=src, confidence="unknown", about=cand.label),),
+        hint=w.hint,
+        fix=Fix(kind="data", text=w.fix, host=False),
     )
 
 
@@ -146,21 +125,19 @@ def gfx_check(
     return gfx_not_shipped(cand, target, arch, src), False, None
 
 
-def _arch_text(arch: tuple[str, ...]) -> str:
-    return ", ".join(arch) if arch else "an unknown arch list"
-
-
 def gfx_unsupported(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], src: str) -> Reason:
     """``gfx-unsupported``: the artifact lacks the target and vLLM does not support it at all."""
-    arch_text = _arch_text(arch)
+    w = words.say(
+        "gfx-unsupported",
+        label=cand.label,
+        arch=words.arch_text(arch),
+        gfx=target.name,
+        note=target.vllm_note,
+    )
     return Reason(
         code="gfx-unsupported",
-        message=f"{cand.label} ships code for {arch_text}, not {target.name}; vLLM does not "
-        f"support {target.name}",
-        facts=(
-            _about_path(cand, f"{cand.label} is built for {arch_text}", src),
-            _from_record(f"{target.name}: {target.vllm_note}", target),
-        ),
+        message=w.message,
+        facts=(_about_path(cand, w.facts[0], src), _from_record(w.facts[1], target)),
         # No override hint here: an artifact with the override's code would have been taken
         # (above), so on this path the override leads nowhere.
         hint=gfx_hint(target, override=False),
@@ -172,10 +149,11 @@ def gfx_unsupported(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], s
 def gfx_unsupported_by_vllm(target: GfxTarget) -> Reason:
     """``gfx-unsupported`` for a release whose facts are unknown: what the GPU lacks holds
     anyway."""
+    w = words.say("gfx-unsupported/by-vllm", gfx=target.name, note=target.vllm_note)
     return Reason(
         code="gfx-unsupported",
-        message=f"vLLM does not support {target.name}",
-        facts=(_from_record(f"{target.name}: {target.vllm_note}", target),),
+        message=w.message,
+        facts=(_from_record(w.facts[0], target),),
         # No override hint here: an artifact with the override's code would have been taken
         # (above), so on this path the override leads nowhere.
         hint=gfx_hint(target, override=False),
@@ -186,15 +164,13 @@ def gfx_unsupported_by_vllm(target: GfxTarget) -> Reason:
 
 def gfx_not_shipped(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], src: str) -> Reason:
     """``gfx-not-shipped``: the artifact carries no code for the target; another artifact may."""
-    arch_text = _arch_text(arch)
+    w = words.say("gfx-not-shipped", label=cand.label, arch=words.arch_text(arch), gfx=target.name)
     return Reason(
         code="gfx-not-shipped",
-        message=f"{cand.label} ships code for {arch_text}, not {target.name} (expect 'HIP error: "
-        "invalid device function')",
-        facts=(_about_path(cand, f"{cand.label} is built for {arch_text}", src),),
-        hint=f"choose an artifact built for {target.name}, or build from source: "
-        f"`rocm-vllm dockerfile --gfx {target.name}`",
-        fix=Fix(kind="gfx", text=f"an artifact built for {target.name}", host=False),
+        message=w.message,
+        facts=(_about_path(cand, w.facts[0], src),),
+        hint=w.hint,
+        fix=Fix(kind="gfx", text=w.fix, host=False),
         gfx=(target.name,),
     )
 
@@ -206,35 +182,33 @@ def gfx_not_buildable(m: Matrix, cand: Candidate, target: GfxTarget, src: str) -
     assert cand.release is not None
     able = [str(r.version) for r in m.vllm if r.known and target.name in r.cmake_arch]
     some = ", ".join(able) if len(able) <= 6 else f"{able[0]}, {able[1]}, ..., {able[-1]}"
+    w = words.say(
+        "gfx-not-shipped/not-buildable" if able else "gfx-not-shipped/not-buildable-anywhere",
+        vllm=cand.vllm,
+        gfx=target.name,
+        arch=words.arch_text(cand.release.cmake_arch),
+        releases=some,
+    )
     return Reason(
         code="gfx-not-shipped",
-        message=f"vLLM {cand.vllm} cannot be built for {target.name}: its CMake does not accept "
-        "it (HIP_SUPPORTED_ARCHS)",
-        facts=(
-            _about_path(
-                cand,
-                f"vLLM {cand.vllm}'s CMake accepts {_arch_text(cand.release.cmake_arch)}",
-                src,
-            ),
-        ),
-        hint=f"releases whose build accepts {target.name}: {some}"
-        if able
-        else f"no vLLM release in the data builds for {target.name}",
-        fix=Fix(kind="gfx", text=f"a release whose build accepts {target.name}", host=False),
+        message=w.message,
+        facts=(_about_path(cand, w.facts[0], src),),
+        hint=w.hint,
+        fix=Fix(kind="gfx", text=w.fix, host=False),
         gfx=(target.name,),
     )
 
 
 def gfx_hint(target: GfxTarget, *, override: bool = True) -> str:
     if target.override and override:
-        return (
-            f"unofficial: HSA_OVERRIDE_GFX_VERSION={target.override} makes the runtime load "
-            f"{target.override_target} "
-            "code; it can crash or compute wrong results"
+        return words.text(
+            "gfx-unsupported/hint-override",
+            override=target.override,
+            override_target=target.override_target,
         )
     if target.alternative:
         return target.alternative
-    return "no vLLM path exists for this GPU; consider llama.cpp (ROCm or Vulkan) instead"
+    return words.text("gfx-unsupported/hint-none")
 
 
 # --- feature gates: fp8-unsupported, mx-unsupported, kv-fp8-unsupported -----------------------
@@ -250,9 +224,12 @@ def gate_checks(
     for target in targets:
         gates = target.features
         fact = Fact(
-            text=f"{target.name}: FP8 "
-            f"{'yes (' + str(gates.fp8_format) + ')' if gates.fp8 else 'no'}, MX formats "
-            f"{'yes' if gates.mx else 'no'}",
+            text=words.text(
+                "fp8-unsupported/gates-fact",
+                gfx=target.name,
+                fp8=f"yes ({gates.fp8_format})" if gates.fp8 else "no",
+                mx="yes" if gates.mx else "no",
+            ),
             source=gates.provenance.source,
             confidence=gates.provenance.confidence,
         )
@@ -274,29 +251,26 @@ def fp8_unsupported(
     if quant not in FP8_QUANT or target.features.fp8:
         return None
     facts = [fact]
-    message = (
-        f"{quant} quantization needs hardware FP8, which {target.name} ({target.arch}) does not "
-        "have"
-    )
+    w = words.say("fp8-unsupported", quant=quant, gfx=target.name, arch=target.arch)
+    message = w.message
     if caps is not None and caps.fp8 is not None and target.name in caps.fp8:
         gemm = caps.fp8_scaled_mm
+        gemm_text = ", ".join(gemm) if gemm is not None else ""
         if gemm is not None and target.name not in gemm and caps.kernels("wfp8a16") == ():
-            message += (
-                f"; vLLM {caps.version} admits FP8 there (supports_fp8) but gates its FP8 GEMM "
-                f"to {', '.join(gemm)} and has no weight-only FP8 kernel for ROCm, so FP8 runs "
-                f"neither emulated nor weight-only on {target.name}"
-            )
+            clause = "fp8-unsupported/no-kernel"
         elif gemm is not None and target.name not in gemm:
-            message += (
-                f"; vLLM {caps.version} admits FP8 there (supports_fp8) but gates its FP8 GEMM "
-                f"to {', '.join(gemm)}"
-            )
+            clause = "fp8-unsupported/gemm-gated"
         else:
-            message += f"; vLLM {caps.version} admits FP8 there (supports_fp8) all the same"
+            clause = "fp8-unsupported/admitted"
+        message += words.text(clause, vllm=caps.version, gemm=gemm_text, gfx=target.name)
+        admitted = (
+            "fp8-unsupported/admitted-fact-gemm"
+            if gemm is not None
+            else "fp8-unsupported/admitted-fact"
+        )
         facts.append(
             Fact(
-                text=f"vLLM {caps.version} supports_fp8 admits {target.name}"
-                + (f"; FP8 GEMM on {', '.join(gemm)}" if gemm is not None else ""),
+                text=words.text(admitted, vllm=caps.version, gfx=target.name, gemm=gemm_text),
                 source=caps.provenance.source,
             )
         )
@@ -304,8 +278,8 @@ def fp8_unsupported(
         code="fp8-unsupported",
         message=message,
         facts=tuple(facts),
-        hint="use a BF16/FP16 checkpoint or an AWQ/GPTQ int4 one on this GPU",
-        fix=Fix(kind="quantization", text="a BF16/FP16 or AWQ/GPTQ checkpoint", host=False),
+        hint=w.hint,
+        fix=Fix(kind="quantization", text=w.fix, host=False),
         gfx=(target.name,),
     )
 
@@ -324,21 +298,14 @@ def mx_unsupported(
     )
     if not mx_blocked or (caps is not None and caps.emulates(fmt)):
         return None
-    what = (
-        "MX (microscaling) compute, which only gfx950-class GPUs have, and no source says vLLM "
-        "runs it "
-        f"weight-only on {target.name}"
-        if quant in MXFP4_QUANT
-        else f"MX (microscaling) compute, which only gfx950-class GPUs have; {target.name} does not"
-    )
+    key = "mx-unsupported/mxfp4" if quant in MXFP4_QUANT else "mx-unsupported"
+    w = words.say(key, quant=quant, gfx=target.name)
     return Reason(
         code="mx-unsupported",
-        message=f"{quant} needs {what}",
+        message=w.message,
         facts=(fact,),
-        hint="use an FP8 or BF16 checkpoint of the model"
-        if gates.fp8
-        else "use a BF16/FP16 or AWQ/GPTQ checkpoint",
-        fix=Fix(kind="quantization", text="a non-MX checkpoint", host=False),
+        hint=words.text("mx-unsupported/hint-fp8") if gates.fp8 else w.hint,
+        fix=Fix(kind="quantization", text=w.fix, host=False),
         gfx=(target.name,),
     )
 
@@ -347,12 +314,13 @@ def kv_fp8_unsupported(kv: str | None, target: GfxTarget, fact: Fact) -> Reason 
     """``kv-fp8-unsupported``: an FP8 KV cache on a GPU without hardware FP8."""
     if kv is None or not kv.startswith("fp8") or target.features.fp8:
         return None
+    w = words.say("kv-fp8-unsupported", kv=kv, gfx=target.name)
     return Reason(
         code="kv-fp8-unsupported",
-        message=f"--kv-cache-dtype {kv} needs hardware FP8, which {target.name} does not have",
+        message=w.message,
         facts=(fact,),
-        hint="use --kv-cache-dtype auto",
-        fix=Fix(kind="quantization", text="--kv-cache-dtype auto", host=False),
+        hint=w.hint,
+        fix=Fix(kind="quantization", text=w.fix, host=False),
         gfx=(target.name,),
     )
 
@@ -391,23 +359,26 @@ def driver_predates_gpu(
         return None
     good = list(drivers_for(m, node, cand))
     rocm = cand.rocm or first
+    driver_hint = (
+        _driver_hint(driver, rocm, good)
+        if good
+        else words.text("driver-predates-gpu/no-driver", product=product.name, series=series(rocm))
+    )
+    w = words.say(
+        "driver-predates-gpu",
+        driver=driver.series,
+        paired=driver.paired_rocm,
+        first=first,
+        first_series=series(first),
+        product=product.name,
+        gfx=target.name,
+        driver_hint=driver_hint,
+    )
     return Reason(
         code="driver-predates-gpu",
-        message=f"amdgpu {driver.series}.x shipped with ROCm {driver.paired_rocm}, before ROCm "
-        f"{first}, the first to support {product.name} ({target.name})",
-        facts=(
-            _from_record(
-                f"amdgpu {driver.series}.x shipped with ROCm {driver.paired_rocm}", driver
-            ),
-            _from_record(f"{product.name} ({target.name}) is supported from ROCm {first}", product),
-        ),
-        hint=(
-            _driver_hint(driver, rocm, good)
-            if good
-            else f"no amdgpu driver in AMD's table supports {product.name} and runs ROCm "
-            f"{series(rocm)}"
-        )
-        + f" (the first driver released with ROCm {series(first)} or later)",
+        message=w.message,
+        facts=(_from_record(w.facts[0], driver), _from_record(w.facts[1], product)),
+        hint=w.hint,
         fix=_driver_fix(driver, rocm, good, m=m, node=node) if good else None,
         gfx=(target.name,),
     )
@@ -442,41 +413,25 @@ def driver_warnings(
     driver check cannot be made."""
     warnings: list[Advisory] = []
     if rocm is not None and rocm.stream == "therock-preview":
+        w = words.say("preview-rocm/runs-on", label=cand.label, rocm=rocm.label)
         warnings.append(
             Advisory(
                 code="preview-rocm",
-                message=f"{cand.label} runs on {rocm.label}, a technology preview with no upgrade "
-                "path from 7.2.x",
-                hint="prefer an artifact on a production ROCm (7.2.x legacy or 7.14+/10.x TheRock)",
+                message=w.message,
+                hint=w.hint,
                 source=rocm.provenance.source,
             )
         )
     if node.driver_version is None:
-        warnings.append(
-            Advisory(
-                code="driver-unchecked",
-                message="the host's AMD GPU Driver release is unknown, so nobody checked that it "
-                f"runs ROCm {cand.rocm}"
-                + (
-                    f" (it needs amdgpu {', '.join(d.series + '.x' for d in needs)})"
-                    if needs
-                    else ""
-                ),
-                hint="give it with --driver (the amdgpu-install version, e.g. 30.30.3); "
-                "inbox distro drivers are not in AMD's driver/user-space table",
-            )
+        w = words.say(
+            "driver-unchecked/needs" if needs else "driver-unchecked",
+            rocm=cand.rocm,
+            needs=", ".join(d.series + ".x" for d in needs),
         )
+        warnings.append(Advisory(code="driver-unchecked", message=w.message, hint=w.hint))
     elif driver is None:
-        warnings.append(
-            Advisory(
-                code="unknown-driver",
-                message=f"amdgpu driver {node.driver_version} is not in AMD's driver/user-space "
-                "table; "
-                f"cannot check that it runs ROCm {cand.rocm}",
-                hint="give the AMD GPU driver release (e.g. 30.30.3); inbox distro drivers are not "
-                "in AMD's table",
-            )
-        )
+        w = words.say("unknown-driver", driver=node.driver_version, rocm=cand.rocm)
+        warnings.append(Advisory(code="unknown-driver", message=w.message, hint=w.hint))
     return warnings
 
 
@@ -521,15 +476,17 @@ def driver_window(
     if driver.runs(cand.rocm):
         return None
     good = [d for d in m.drivers_running(cand.rocm) if node is None or knows_gpus(m, node, d)]
-    window = _window(driver.user_space)
+    w = words.say(
+        "driver-window",
+        label=cand.label,
+        rocm=cand.rocm,
+        driver=driver.series,
+        window=_window(driver.user_space),
+    )
     return Reason(
         code="driver-window",
-        message=f"{cand.label} ships ROCm {cand.rocm}, but amdgpu {driver.series}.x runs ROCm user "
-        f"space {window} only",
-        facts=(
-            _about_path(cand, f"{cand.label} ships ROCm {cand.rocm}"),
-            _from_record(f"amdgpu {driver.series}.x supports ROCm user space {window}", driver),
-        ),
+        message=w.message,
+        facts=(_about_path(cand, w.facts[0]), _from_record(w.facts[1], driver)),
         hint=_driver_hint(driver, cand.rocm, good),
         fix=_driver_fix(driver, cand.rocm, good, m=m, node=node) if good else None,
     )
@@ -548,18 +505,22 @@ def preview_driver_window(
     if driver.series in listed:
         return None
     known = (
-        f"its release notes list amdgpu {rocm.kmd_at_release}"
+        words.text("driver-window/preview-listed", drivers=rocm.kmd_at_release)
         if listed
-        else "AMD states no driver support for it here"
+        else words.text("driver-window/preview-unlisted")
+    )
+    w = words.say(
+        "driver-window/preview",
+        label=cand.label,
+        rocm=rocm.label,
+        known=known,
+        driver=driver.series,
     )
     return Reason(
         code="driver-window",
-        message=f"{cand.label} ships {rocm.label}; {known}, not {driver.series}.x",
-        facts=(
-            _about_path(cand, f"{cand.label} ships {rocm.label}"),
-            _from_record(f"{rocm.label}: {known}", rocm),
-        ),
-        hint="prefer an artifact on a production ROCm release, whose driver support AMD tabulates",
+        message=w.message,
+        facts=(_about_path(cand, w.facts[0]), _from_record(w.facts[1], rocm)),
+        hint=w.hint,
         fix=None,
     )
 
@@ -569,16 +530,16 @@ def _best_driver(
 ) -> tuple[str, Literal["upgrade", "downgrade"]]:
     """The smallest move from the host's driver to one that runs ``rocm``: the oldest series
     newer than the host's; only when none is newer, the newest older one (a downgrade)."""
-    here = _series_key(driver.series) if driver is not None else None
+    here = series_key(driver.series) if driver is not None else None
     if here is None:
         paired = [
             d for d in good if d.paired_rocm and series(Version(d.paired_rocm)) == series(rocm)
         ]
         return (paired[0] if paired else good[0]).series, "upgrade"
-    forward = [d for d in good if _series_key(d.series) > here]
+    forward = [d for d in good if series_key(d.series) > here]
     if forward:
-        return min(forward, key=lambda d: _series_key(d.series)).series, "upgrade"
-    return max(good, key=lambda d: _series_key(d.series)).series, "downgrade"
+        return min(forward, key=lambda d: series_key(d.series)).series, "upgrade"
+    return max(good, key=lambda d: series_key(d.series)).series, "downgrade"
 
 
 def _driver_fix(
@@ -595,10 +556,14 @@ def _driver_fix(
         good = _prefer_os(m, node, good)
     best, direction = _best_driver(driver, rocm, good)
     step = _os_step(m, node, best) if m is not None and node is not None else None
-    note = f" (not supported on {node.os}: move the host to {step} first)" if step and node else ""
+    text = (
+        words.text("driver-window/fix-os-first", best=best, os=node.os, step=step)
+        if step and node
+        else words.text("driver-window/fix", best=best)
+    )
     return Fix(
         kind="driver",
-        text=f"amdgpu driver {best}.x{note}",
+        text=text,
         host=True,
         change=HostChange(kind="driver", value=best, direction=direction),
         os_first=step,
@@ -645,25 +610,24 @@ def _os_step(m: Matrix, node: Node, best: str) -> str | None:
 
 def _driver_hint(driver: DriverSeries | None, rocm: Version, good: list[DriverSeries]) -> str:
     if not good:
-        return f"no amdgpu driver in AMD's table runs ROCm {series(rocm)}"
+        return words.text("driver-window/hint-none", series=series(rocm))
     best, direction = _best_driver(driver, rocm, good)
     others = ", ".join(
         d.series + ".x"
-        for d in sorted(good, key=lambda d: _series_key(d.series))
+        for d in sorted(good, key=lambda d: series_key(d.series))
         if d.series != best
     )
-    return f"{direction} the host's amdgpu driver to {best}.x" + (
-        f" (also running ROCm {series(rocm)}: {others})" if others else ""
+    return words.text(
+        "driver-window/hint-others" if others else "driver-window/hint",
+        direction=direction,
+        best=best,
+        series=series(rocm),
+        others=others,
     )
-
-
-def _series_key(value: str) -> tuple[int, ...]:
-    """ "30.30" -> (30, 30): driver series sort by number ("6.4" before "30.10")."""
-    return tuple(int(p) for p in value.split(".") if p.isdigit())
 
 
 def _window(user_space: Iterable[str]) -> str:
-    items = sorted(user_space, key=lambda s: tuple(int(p) for p in s.split(".")))
+    items = sorted(user_space, key=series_key)
     return f"{items[0]}-{items[-1]}" if len(items) > 1 else items[0]
 
 
@@ -693,33 +657,25 @@ def python_check(node: Node, wheel: WheelVariant) -> tuple[list[Reason], list[Ad
     py = node.python
     wanted = " or ".join(wheel.python)
     if py is None:
-        return [], [
-            Advisory(
-                code="python-unknown",
-                message=f"the node's Python is unknown; {wheel.name} wheels exist for CPython "
-                f"{wanted} only",
-                hint=f"create the venv with that Python: `uv venv --python {wheel.python[0]}`",
-                source=src,
-            )
-        ]
+        w = words.say("python-unknown", wheel=wheel.name, wanted=wanted, fit=wheel.python[0])
+        return [], [Advisory(code="python-unknown", message=w.message, hint=w.hint, source=src)]
     if py in wheel.python:
         return [], []
+    w = words.say(
+        "python-mismatch", wheel=wheel.name, wanted=wanted, python=py, fit=wheel.python[0]
+    )
     return [
         Reason(
             code="python-mismatch",
-            message=f"{wheel.name} wheels are built for CPython {wanted}; on Python {py} pip "
-            "silently installs the CUDA wheel from PyPI",
+            message=w.message,
             facts=(
-                _from_record(f"{wheel.name} wheels exist for CPython {wanted} only", wheel),
-                Fact(
-                    text="other Pythons fall back to the CUDA wheel",
-                    source="vllm-project/vllm#44660",
-                ),
+                _from_record(w.facts[0], wheel),
+                Fact(text=w.facts[1], source="vllm-project/vllm#44660"),
             ),
-            hint=f"use Python {wheel.python[0]} for the venv: `uv venv --python {wheel.python[0]}`",
+            hint=w.hint,
             fix=Fix(
                 kind="python",
-                text=f"Python {wheel.python[0]}",
+                text=w.fix,
                 host=True,
                 change=HostChange(kind="python", value=wheel.python[0]),
             ),
@@ -733,32 +689,29 @@ def glibc_check(
     """``glibc-too-old`` (or ``glibc-unknown`` when the host's glibc is not known)."""
     src = wheel.provenance.source
     if glibc is None:
-        return [], [
-            Advisory(
-                code="glibc-unknown",
-                message=f"the host's glibc is unknown; {wheel.name} wheels need glibc >= "
-                f"{wheel.glibc_min}",
-                hint="give --os (e.g. ubuntu-22.04) or check `ldd --version`",
-                source=src,
-            )
-        ]
+        w = words.say("glibc-unknown", wheel=wheel.name, glibc_min=wheel.glibc_min)
+        return [], [Advisory(code="glibc-unknown", message=w.message, hint=w.hint, source=src)]
     if glibc >= wheel.glibc_min:
         return [], []
+    w = words.say(
+        "glibc-too-old",
+        wheel=wheel.name,
+        glibc_min=wheel.glibc_min,
+        glibc=glibc,
+        os=node.os or "the host",
+    )
     return [
         Reason(
             code="glibc-too-old",
-            message=f"{wheel.name} wheels need glibc >= {wheel.glibc_min}; this host has {glibc}",
+            message=w.message,
             facts=(
-                _from_record(f"{wheel.name} wheels need glibc >= {wheel.glibc_min}", wheel),
-                Fact(
-                    text=f"{node.os or 'the host'} ships glibc {glibc}", source=glibc_src or "probe"
-                ),
+                _from_record(w.facts[0], wheel),
+                Fact(text=w.facts[1], source=glibc_src or "probe"),
             ),
-            hint=f"use the container image instead, or a host OS with glibc >= {wheel.glibc_min} "
-            "(Ubuntu 22.04 has 2.35)",
+            hint=w.hint,
             fix=Fix(
                 kind="os",
-                text=f"a host OS with glibc >= {wheel.glibc_min}",
+                text=w.fix,
                 host=True,
                 change=HostChange(kind="glibc", value=str(wheel.glibc_min)),
             ),
@@ -773,17 +726,15 @@ def host_rocm_check(node: Node, wheel: WheelVariant) -> tuple[list[Reason], list
     if not wheel.uses_host_rocm or wheel.rocm is None:
         return [], []
     want = series(wheel.rocm)
-    fact = _from_record(
-        f"the {wheel.name} wheel uses the host's ROCm installation (ROCm {want})", wheel
-    )
+    w = words.say("host-rocm-mismatch", wheel=wheel.name, want=want, host=node.rocm_version)
+    fact = _from_record(w.facts[0], wheel)
     if not node.rocm_version:
+        unknown = words.say("host-rocm-unknown", wheel=wheel.name, want=want)
         return [], [
             Advisory(
                 code="host-rocm-unknown",
-                message=f"the {wheel.name} wheel uses the host's ROCm, which must be ROCm {want}; "
-                "the host's ROCm is not known",
-                hint=f"give it with --rocm (cat /opt/rocm/.info/version); install ROCm {want} "
-                "on the host for this wheel",
+                message=unknown.message,
+                hint=unknown.hint,
                 source=wheel.provenance.source,
             )
         ]
@@ -796,14 +747,12 @@ def host_rocm_check(node: Node, wheel: WheelVariant) -> tuple[list[Reason], list
     return [
         Reason(
             code="host-rocm-mismatch",
-            message=f"the {wheel.name} wheel uses the host's ROCm installation, which must be "
-            f"ROCm {want}; the host has ROCm {node.rocm_version}",
+            message=w.message,
             facts=(fact,),
-            hint=f"install ROCm {want} on the host, or take a wheel or image that brings its "
-            "own ROCm",
+            hint=w.hint,
             fix=Fix(
                 kind="rocm",
-                text=f"ROCm {want} on the host",
+                text=w.fix,
                 host=True,
                 change=HostChange(kind="rocm", value=f"{want}.0"),
             ),
@@ -822,15 +771,8 @@ def host_rocm_shadowing(node: Node, wheel: WheelVariant) -> list[Advisory]:
         return []
     if series(host_rocm) == series(wheel.rocm):
         return []
-    return [
-        Advisory(
-            code="host-rocm-shadowing",
-            message=f"the host has ROCm {host_rocm}; the {wheel.name} wheel's torch brings ROCm "
-            f"{wheel.rocm} libraries",
-            hint="keep /opt/rocm*/lib off LD_LIBRARY_PATH in the venv (ROCm/rocm-libraries#4547)",
-            source="ROCm/rocm-libraries#4547",
-        )
-    ]
+    w = words.say("host-rocm-shadowing", host=host_rocm, wheel=wheel.name, rocm=wheel.rocm)
+    return [Advisory(code="host-rocm-shadowing", message=w.message, hint=w.hint, source=w.source)]
 
 
 def quantization_listed(m: Matrix, cand: Candidate, request: Request) -> Reason | None:
@@ -851,29 +793,27 @@ def quantization_listed(m: Matrix, cand: Candidate, request: Request) -> Reason 
         after = min(
             (c.version for c in m.capabilities if c.version > last.version), default=cand.vllm
         )
-        why = f"vLLM {after} removed {method} from ROCm ({last.version} lists it)"
-        hint = f"pick vLLM {last.version} (--vllm '=={last.version}'), the newest that lists it"
-        fix = Fix(kind="vllm", text=f"vLLM {last.version}", host=False)
+        why = words.say(
+            "quantization-not-listed/removed", after=after, method=method, last=last.version
+        )
     elif later:
         first = min(c.version for c in later)
-        why = f"{method} arrived in vLLM {first} on ROCm"
-        hint = f"pick vLLM {first} or newer"
-        fix = Fix(kind="vllm", text=f"vLLM {first} or newer", host=False)
+        why = words.say("quantization-not-listed/later", method=method, first=first)
     else:  # listed by no release the data knows at or around it
-        why = f"no release in the data lists {method} on ROCm"
-        hint = "pick another quantization method"
-        fix = None
+        why = words.say("quantization-not-listed/never", method=method)
+    w = words.say(
+        "quantization-not-listed",
+        vllm=cand.vllm,
+        method=method,
+        why=why.message,
+        listed=", ".join(caps.quantization),
+    )
     return Reason(
         code="quantization-not-listed",
-        message=f"vLLM {cand.vllm}'s ROCm platform does not list {method}: {why}",
-        facts=(
-            Fact(
-                text=f"vLLM {cand.vllm} supported_quantization: {', '.join(caps.quantization)}",
-                source=caps.provenance.source,
-            ),
-        ),
-        hint=hint,
-        fix=fix,
+        message=w.message,
+        facts=(Fact(text=w.facts[0], source=caps.provenance.source),),
+        hint=why.hint,
+        fix=Fix(kind="vllm", text=why.fix, host=False) if why.fix else None,
         release=cand.vllm,
     )
 
@@ -889,18 +829,19 @@ def kv_cache_dtype_listed(m: Matrix, cand: Candidate, request: Request) -> Reaso
     later = sorted(
         c.version for c in m.capabilities if c.version > cand.vllm and dtype in c.kv_cache_dtypes
     )
+    w = words.say(
+        "kv-cache-dtype-not-listed/later" if later else "kv-cache-dtype-not-listed",
+        vllm=cand.vllm,
+        dtype=dtype,
+        first=later[0] if later else "",
+        listed=", ".join(caps.kv_cache_dtypes),
+    )
     return Reason(
         code="kv-cache-dtype-not-listed",
-        message=f"vLLM {cand.vllm} has no KV cache dtype {dtype}"
-        + (f" (it arrived in {later[0]})" if later else ""),
-        facts=(
-            Fact(
-                text=f"vLLM {cand.vllm} CacheDType: {', '.join(caps.kv_cache_dtypes)}",
-                source=caps.provenance.source,
-            ),
-        ),
-        hint=f"pick vLLM {later[0]} or newer" if later else "pick another KV cache dtype",
-        fix=Fix(kind="vllm", text=f"vLLM {later[0]} or newer", host=False) if later else None,
+        message=w.message,
+        facts=(Fact(text=w.facts[0], source=caps.provenance.source),),
+        hint=w.hint,
+        fix=Fix(kind="vllm", text=w.fix, host=False) if w.fix else None,
         release=cand.vllm,
     )
 
@@ -923,27 +864,23 @@ def fp8_admitted(
     )
     later = [v for v in admitted if v > cand.vllm]
     earlier = [v for v in admitted if v < cand.vllm]
-    hint = (
-        f"pick vLLM {later[0]} or newer, which enables FP8 there"
+    w = words.say(
+        "fp8-not-admitted/later"
         if later
-        else f"pick vLLM {earlier[-1]}, the newest that enables FP8 there"
+        else "fp8-not-admitted/earlier"
         if earlier
-        else "use a BF16/FP16 or AWQ/GPTQ checkpoint on this GPU"
+        else "fp8-not-admitted",
+        vllm=cand.vllm,
+        refused=", ".join(refused),
+        admitted=", ".join(caps.fp8) or "no GPU",
+        release=later[0] if later else earlier[-1] if earlier else "",
     )
     return Reason(
         code="fp8-not-admitted",
-        message=f"vLLM {cand.vllm} does not enable FP8 on {', '.join(refused)} "
-        "(RocmPlatform.supports_fp8)",
-        facts=(
-            Fact(
-                text=f"vLLM {cand.vllm} supports_fp8 admits {', '.join(caps.fp8) or 'no GPU'}",
-                source=caps.provenance.source,
-            ),
-        ),
-        hint=hint,
-        fix=Fix(kind="vllm", text=hint.split(",")[0].removeprefix("pick "), host=False)
-        if later or earlier
-        else None,
+        message=w.message,
+        facts=(Fact(text=w.facts[0], source=caps.provenance.source),),
+        hint=w.hint,
+        fix=Fix(kind="vllm", text=w.fix, host=False) if w.fix else None,
         gfx=tuple(refused),
         release=cand.vllm,
     )

@@ -24,6 +24,7 @@ from resolver.data.model import (
     WheelVariant,
 )
 from resolver.data.node import Node
+from resolver.solve import words
 from resolver.solve.rank import _rank, distinct_alternatives
 from resolver.solve.types import (
     Advisory,
@@ -221,36 +222,34 @@ def evaluate(
     caps = _caps(node, m)
     missing = [c for c in caps if not _covers(image.arch, c)]
     if missing:
-        listed = ", ".join(image.arch)
+        w = words.say(
+            "cuda-arch-missing",
+            label=label,
+            listed=", ".join(image.arch),
+            product=product,
+            missing=", ".join(missing),
+            first_missing=missing[0],
+        )
         reasons.append(
             Reason(
                 code="cuda-arch-missing",
-                message=f"{label} carries code for compute capability {listed}; {product} is "
-                f"{', '.join(missing)}",
+                message=w.message,
                 facts=(
-                    Fact(
-                        text=f"{label} is built for compute capability {listed}",
-                        source=src,
-                        about=label,
-                    ),
-                    Fact(
-                        text=f"{product} has compute capability {', '.join(missing)}",
-                        source="nvidia-smi",
-                    ),
+                    Fact(text=w.facts[0], source=src, about=label),
+                    Fact(text=w.facts[1], source="nvidia-smi"),
                 ),
-                hint="pick a release whose image carries it, or build vLLM from source with "
-                f"TORCH_CUDA_ARCH_LIST={missing[0]}",
+                hint=w.hint,
                 release=release.version,
             )
         )
     elif not caps:
+        w = words.say("cuda-arch-unchecked", label=label, arch=", ".join(image.arch))
         warnings.append(
             Advisory(
                 code="cuda-arch-unchecked",
                 severity="info",
-                message=f"the GPU's compute capability is unknown; {label} carries code for "
-                f"{', '.join(image.arch)}",
-                hint="run `rocm-vllm probe` on the node (nvidia-smi reports it)",
+                message=w.message,
+                hint=w.hint,
                 source=src,
             )
         )
@@ -260,50 +259,56 @@ def evaluate(
     driver = nvidia_driver(node)
     branch = driver_branch(driver)
     if rule is None:
+        w = words.say("nvidia-driver-unchecked/no-rule", major=image.cuda.major)
         warnings.append(
             Advisory(
                 code="nvidia-driver-unchecked",
                 severity="info",
-                message=f"the data has no NVIDIA driver floor for CUDA {image.cuda.major}.x",
-                hint="add it to matrix/nvidia.toml with its source",
-                source="matrix/nvidia.toml",
+                message=w.message,
+                hint=w.hint,
+                source=w.source,
             )
         )
     elif branch is None:
+        w = words.say(
+            "nvidia-driver-unchecked",
+            cuda=image.cuda,
+            label=label,
+            major=image.cuda.major,
+            min_driver=rule.min_driver,
+        )
         warnings.append(
             Advisory(
                 code="nvidia-driver-unchecked",
-                message=f"the NVIDIA driver is unknown, so whether it runs CUDA {image.cuda} "
-                f"({label}) was not checked: CUDA {image.cuda.major}.x needs branch "
-                f"{rule.min_driver} or newer",
-                hint="run `rocm-vllm probe` on the node, or check `nvidia-smi`",
+                message=w.message,
+                hint=w.hint,
                 source=rule.provenance.source,
             )
         )
     elif branch < rule.min_driver:
+        w = words.say(
+            "cuda-driver-too-old",
+            label=label,
+            cuda=image.cuda,
+            major=image.cuda.major,
+            min_driver=rule.min_driver,
+            driver=driver,
+        )
         reasons.append(
             Reason(
                 code="cuda-driver-too-old",
-                message=f"{label} is built with CUDA {image.cuda}, which needs NVIDIA driver "
-                f"branch {rule.min_driver} or newer; this host runs {driver}",
+                message=w.message,
                 facts=(
-                    Fact(text=f"{label} is built with CUDA {image.cuda}", source=src, about=label),
-                    Fact(
-                        text=f"CUDA {image.cuda.major}.x needs driver {rule.min_driver} or newer",
-                        source=rule.provenance.source,
-                    ),
+                    Fact(text=w.facts[0], source=src, about=label),
+                    Fact(text=w.facts[1], source=rule.provenance.source),
                 ),
-                hint=f"upgrade the host's NVIDIA driver to the {rule.min_driver} branch or newer"
-                + (
-                    " (on a data center GPU with an R535 or R570 driver, vLLM's image can also run "
-                    "with VLLM_ENABLE_CUDA_COMPATIBILITY=1: it ships CUDA's forward compatibility "
-                    "libraries)"
-                    if image.cuda.major >= 13
-                    else ""
-                ),
+                # CUDA 13 images ship the forward compatibility libraries
+                hint=words.text("cuda-driver-too-old/compat", min_driver=rule.min_driver)
+                if image.cuda.major >= 13
+                else w.hint,
                 fix=Fix(
                     kind="driver",
-                    text=f"NVIDIA driver {rule.min_driver} or newer",
+                    text=w.fix,
                     host=True,
                     change=HostChange(kind="nvidia_driver", value=str(rule.min_driver)),
                 ),
@@ -330,24 +335,23 @@ def _wheel_reasons(
             takes = None
         if takes is not None and python not in takes:
             fits = [v for v in ("3.12", *wheel.python) if Version(v) in takes]
+            w = words.say(
+                "python-mismatch/cuda" if fits else "python-mismatch/cuda-none",
+                label=label,
+                requires=wheel.requires_python,
+                python=node.python,
+                vllm=release.version,
+                fit=fits[0] if fits else "",
+            )
             out.append(
                 Reason(
                     code="python-mismatch",
-                    message=f"{label} takes Python {wheel.requires_python}; this host has "
-                    f"Python {node.python}",
-                    facts=(
-                        Fact(
-                            text=f"vLLM {release.version} requires-python {wheel.requires_python}",
-                            source=src,
-                            about=label,
-                        ),
-                    ),
-                    hint=f"use Python {fits[0]} for the venv: `uv venv --python {fits[0]}`"
-                    if fits
-                    else "use a Python the release takes",
+                    message=w.message,
+                    facts=(Fact(text=w.facts[0], source=src, about=label),),
+                    hint=w.hint,
                     fix=Fix(
                         kind="python",
-                        text=f"Python {fits[0]}",
+                        text=w.fix,
                         host=True,
                         change=HostChange(kind="python", value=fits[0]),
                     )
@@ -363,23 +367,23 @@ def _wheel_reasons(
     except InvalidVersion:
         glibc = None
     if glibc is not None and glibc < wheel.glibc_min:
+        w = words.say("glibc-too-old/cuda", label=label, glibc_min=wheel.glibc_min, glibc=glibc)
         out.append(
             Reason(
                 code="glibc-too-old",
-                message=f"{label} is a manylinux_2_28 wheel (glibc >= {wheel.glibc_min}); this "
-                f"host has {glibc}",
+                message=w.message,
                 facts=(
                     Fact(
-                        text="vLLM's CUDA wheels are manylinux_2_28",
+                        text=w.facts[0],
                         source=f"{src.split(' ', 3)[0]} {release.version} "
                         "docs/getting_started/installation/gpu.cuda.inc.md (wheel file names)",
                         about=label,
                     ),
                 ),
-                hint="use the container image instead, or a host OS with glibc >= 2.28",
+                hint=w.hint,
                 fix=Fix(
                     kind="os",
-                    text=f"a host OS with glibc >= {wheel.glibc_min}",
+                    text=w.fix,
                     host=True,
                     change=HostChange(kind="glibc", value=str(wheel.glibc_min)),
                 ),
@@ -421,14 +425,18 @@ def _image_needs_driver(
         c = e.candidate
         if c.image is not None and c.vllm == plan.candidate.vllm and e.host_fixable:
             fix = next((r.fix for r in e.reasons if r.fix is not None), None)
+            w = words.say(
+                "cuda-image-needs-driver",
+                label=c.label,
+                fix=fix.text if fix else words.text("cuda-image-needs-driver/unknown"),
+                vllm=c.vllm,
+            )
             return [
                 Advisory(
                     code="cuda-image-needs-driver",
                     severity="info",
-                    message=f"{c.label} needs {fix.text if fix else 'a newer NVIDIA driver'}; "
-                    f"the PyPI wheel of vLLM {c.vllm} runs on this driver",
-                    hint="upgrade the driver for the container image (`rocm-vllm upgrade` plans "
-                    "it), or install the wheel as below",
+                    message=w.message,
+                    hint=w.hint,
                     source=e.reasons[0].source,
                 )
             ]

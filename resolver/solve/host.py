@@ -8,6 +8,7 @@ from packaging.version import Version
 
 from resolver.data.model import GfxTarget, Matrix
 from resolver.data.node import Node
+from resolver.solve import words
 from resolver.solve.types import Advisory, HostChange
 from resolver.util.versions import driver_series
 
@@ -28,30 +29,39 @@ def kernel_floor_warnings(node: Node, targets: list[GfxTarget]) -> list[Advisory
         floors = t.kernel_floors
         if not floors:
             continue
-        listed = ", ".join(f"{f.os} (kernel {f.flavour} or newer)" for f in floors)
+        listed = ", ".join(
+            words.text("kernel-floor-unchecked/floor", os=f.os, flavour=f.flavour) for f in floors
+        )
         source = "; ".join(dict.fromkeys(f.provenance.source for f in floors))
         who = t.products[0].name if t.products else t.name
         if not node.os:
+            w = words.say("kernel-floor-unchecked/os", gfx=t.name, who=who, listed=listed)
             out.append(
                 Advisory(
                     code="kernel-floor-unchecked",
                     severity="info",
-                    message=f"AMD supports {t.name} ({who}) on Linux only on {listed}; this node's "
-                    "OS is unknown",
-                    hint="give --os (e.g. ubuntu-24.04) or run `rocm-vllm probe` on the node",
+                    message=w.message,
+                    hint=w.hint,
                     source=source,
                 )
             )
             continue
         floor = next((f for f in floors if os_listed(node.os, (f.os,))), None)
         if floor is None:
+            w = words.say(
+                "os-unlisted-for-gpu",
+                gfx=t.name,
+                who=who,
+                listed=listed,
+                host_os=node.os,
+                os=floors[0].os,
+                flavour=floors[0].flavour,
+            )
             out.append(
                 Advisory(
                     code="os-unlisted-for-gpu",
-                    message=f"AMD supports {t.name} ({who}) on Linux only on {listed}; this host "
-                    f"runs {node.os}",
-                    hint=f"move the host to {floors[0].os} with kernel {floors[0].flavour} or "
-                    "newer",
+                    message=w.message,
+                    hint=w.hint,
                     source=source,
                     change=HostChange(kind="os", value=floors[0].os),
                 )
@@ -59,28 +69,33 @@ def kernel_floor_warnings(node: Node, targets: list[GfxTarget]) -> list[Advisory
             continue
         have = _kernel_version(node.kernel)
         need = _kernel_version(floor.min_kernel)
+        values = {
+            "gfx": t.name,
+            "who": who,
+            "os": floor.os,
+            "flavour": floor.flavour,
+            "min_kernel": floor.min_kernel,
+            "kernel": node.kernel,
+        }
         if have is None or need is None:
+            w = words.say("kernel-floor-unchecked", **values)
             out.append(
                 Advisory(
                     code="kernel-floor-unchecked",
                     severity="info",
-                    message=f"AMD supports {t.name} on {floor.os} from kernel {floor.flavour}; "
-                    "this node's kernel is unknown",
-                    hint=f"check `uname -r` is {floor.min_kernel} or newer",
+                    message=w.message,
+                    hint=w.hint,
                     source=floor.provenance.source,
                 )
             )
         elif have < need:
+            oem = floor.flavour.startswith("OEM")
+            w = words.say("kernel-too-old/oem" if oem else "kernel-too-old", **values)
             out.append(
                 Advisory(
                     code="kernel-too-old",
-                    message=f"{t.name} ({who}) needs kernel {floor.flavour} or newer on {floor.os} "
-                    "per AMD; "
-                    f"this host runs {node.kernel}",
-                    hint=f"install the {floor.flavour} kernel (Ubuntu: the linux-oem-24.04 kernel "
-                    "series) and reboot"
-                    if floor.flavour.startswith("OEM")
-                    else f"install kernel {floor.min_kernel} or newer and reboot",
+                    message=w.message,
+                    hint=w.hint,
                     source=floor.provenance.source,
                     change=HostChange(kind="kernel", value=floor.min_kernel),
                 )
@@ -95,17 +110,13 @@ def unified_memory_warnings(node: Node, targets: list[GfxTarget]) -> list[Adviso
     for t in targets:
         if not t.unified_memory_source:
             continue
+        w = words.say("apu-unified-memory", gfx=t.name)
         out.append(
             Advisory(
                 code="apu-unified-memory",
                 severity="info",
-                message=f"{t.name} is an APU: its GPU memory is system RAM mapped through GTT, not "
-                "a VRAM pool, "
-                "so how much vLLM can use for weights and KV cache depends on the GTT limit",
-                hint="size the GTT limit (ttm pages_limit) for the model weights plus KV cache, "
-                "leaving RAM for the OS, "
-                "and keep the BIOS VRAM carve-out small; check what the GPU then reports before "
-                "choosing --gpu-memory-utilization",
+                message=w.message,
+                hint=w.hint,
                 source=t.unified_memory_source,
             )
         )
@@ -136,12 +147,18 @@ def host_os_warnings(m: Matrix, node: Node, targets: list[GfxTarget]) -> list[Ad
     products = {g.product for g in node.gpus if g.product}
     out: list[Advisory] = []
     if not os_listed(node.os, rocm.os):
+        w = words.say(
+            "os-not-supported",
+            host_os=node.os,
+            rocm=rocm.label,
+            driver=driver.series,
+            listed=", ".join(rocm.os),
+        )
         out.append(
             Advisory(
                 code="os-not-supported",
-                message=f"{node.os} is not among the OS releases AMD supports for {rocm.label}, "
-                f"which amdgpu {driver.series}.x was released with",
-                hint=f"supported: {', '.join(rocm.os)}",
+                message=w.message,
+                hint=w.hint,
                 source=rocm.provenance.source,
             )
         )
@@ -158,14 +175,18 @@ def host_os_warnings(m: Matrix, node: Node, targets: list[GfxTarget]) -> list[Ad
         allowed = [entry for entry in rocm.os if all(os_listed(entry, r.os) for r in applicable)]
         if not os_listed(node.os, tuple(allowed)):
             who = ", ".join(sorted({p for r in applicable for p in r.products})) or t.name
+            w = words.say(
+                "os-not-supported-for-gpu",
+                who=who,
+                rocm=rocm.label,
+                allowed=", ".join(allowed) or words.text("os-not-supported-for-gpu/none"),
+                host_os=node.os,
+            )
             out.append(
                 Advisory(
                     code="os-not-supported-for-gpu",
-                    message=f"AMD supports {who} on {rocm.label} only on "
-                    f"{', '.join(allowed) or 'no listed OS'}; "
-                    f"this host runs {node.os}",
-                    hint="move the host to one of those OS releases, or expect an untested "
-                    "combination",
+                    message=w.message,
+                    hint=w.hint,
                     source="; ".join(
                         dict.fromkeys(
                             r.provenance.source for r in applicable if not os_listed(node.os, r.os)

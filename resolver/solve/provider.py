@@ -69,11 +69,7 @@ class MatrixProvider:
             except Exception:  # noqa: BLE001 - a probe string we cannot parse is simply unknown
                 return None, ""
         if self.node.os:
-            base = ".".join(self.node.os.split(".")[:2])
-            os_rel = self.m.os_release(base) or self.m.os_release(self.node.os.split(".")[0])
-            if os_rel is None and "-" in self.node.os:
-                family, _, ver = self.node.os.partition("-")
-                os_rel = self.m.os_release(f"{family}-{ver.split('.')[0]}")
+            os_rel = self.m.os_listed_as(self.node.os)
             if os_rel is not None and os_rel.glibc is not None:
                 return os_rel.glibc, os_rel.provenance.source
         return None, ""

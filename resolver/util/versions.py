@@ -85,6 +85,12 @@ def series(version: Version) -> str:
     return f"{version.major}.{version.minor}"
 
 
+def series_key(text: str) -> tuple[int, ...]:
+    """A MAJOR.MINOR series as numbers, for ordering: "6.4" before "30.10", "7.11" before
+    "10.0" (the data's series are checked MAJOR.MINOR at load)."""
+    return tuple(int(p) for p in text.split(".") if p.isdigit())
+
+
 def driver_series(text: str) -> str:
     """The amdgpu release series a driver version belongs to: ``30.30.3`` -> ``"30.30"``.
 
