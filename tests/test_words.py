@@ -44,7 +44,10 @@ def test_no_reason_or_advisory_is_worded_outside_the_registry() -> None:
     offenders = []
     for path, src in _sources().items():
         for node in ast.walk(ast.parse(src)):
-            if not (isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("Reason", "Advisory")):
+            if not (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", "") in ("Reason", "Advisory")
+            ):
                 continue
             for kw in node.keywords:
                 if kw.arg in ("message", "hint") and isinstance(
