@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from resolver.data import words
 from resolver.data.codes import AdvisoryCode
 from resolver.data.model import ContainerImage, Matrix
 from resolver.data.node import Node
-from resolver.solve import Advisory, Decision, Request, solve, words
+from resolver.solve import Advisory, Decision, Request, solve
 from resolver.util import bounded
 
 if TYPE_CHECKING:

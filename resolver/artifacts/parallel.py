@@ -24,9 +24,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from resolver.data import words
 from resolver.data.node import Node
 from resolver.data.partitions import _compute_mode
-from resolver.solve import Advisory, words
+from resolver.solve import Advisory
 from resolver.util.errors import UsageError
 
 VLLM_HEADS_CHECK = (

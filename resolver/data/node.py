@@ -26,6 +26,14 @@ class Problem:
     message: str
     hint: str
 
+    @classmethod
+    def said(cls, key: str, /, **values: object) -> Problem:
+        """The problem as ``resolver.data.words`` words ``key`` (its code: the key's first part)."""
+        from resolver.data import words
+
+        w = words.say(key, **values)
+        return cls(code=cast(ProblemCode, key.split("/")[0]), message=w.message, hint=w.hint)
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Partition:

@@ -40,15 +40,14 @@ def partition_problems(gpus: tuple[Gpu, ...] | list[Gpu]) -> list[Problem]:
         if len(members) < expected:
             where = first.pci_bdf.rsplit(".", 1)[0] if first.pci_bdf else key.split(":", 1)[1]
             problems.append(
-                Problem(
-                    code="partition-missing",
-                    message=f"GPU {where} ({first.product or first.gfx}) shows {len(members)} of "
-                    f"its {expected} {mode} partitions: {expected - len(members)} missing from "
-                    "what ROCm sees",
-                    hint="check `amd-smi partition` and `dmesg | grep amdgpu` on the node: 64 or "
-                    "more partitions can exceed the kernel's limit of 64 DRM device nodes (8 GPUs "
-                    "in CPX lose one; use DPX/QPX), or a partition is hidden by "
-                    "ROCR_VISIBLE_DEVICES, a container's device list or a failed XCD",
+                Problem.said(
+                    "partition-missing",
+                    where=where,
+                    what=first.product or first.gfx,
+                    shown=len(members),
+                    expected=expected,
+                    mode=mode,
+                    missing=expected - len(members),
                 )
             )
     return problems

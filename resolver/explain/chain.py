@@ -14,11 +14,12 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
+from resolver.data import words
 from resolver.data.codes import UNKNOWN_CODES, ReasonCode
 from resolver.data.model import CONFIDENCES, Matrix
 from resolver.data.node import Node
 from resolver.explain.derivation import Premise, Step
-from resolver.solve import MXFP4_QUANT, Decision, Evaluation, Fact, Reason, Request, words
+from resolver.solve import MXFP4_QUANT, Decision, Evaluation, Fact, Reason, Request
 from resolver.util.versions import driver_series, series
 
 # Candidate-level reason codes, most fundamental first: the one a rejected candidate is filed under.

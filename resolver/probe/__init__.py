@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from resolver.data import words
 from resolver.data.model import Matrix
 from resolver.data.node import Node, Origin, Problem
 from resolver.probe import driver as driver_mod
@@ -169,14 +170,7 @@ def _sysfs_view(root: Path, gfx_table: GfxTable) -> SourceView:
             (kfd / "topology").symlink_to(copied.resolve(), target_is_directory=True)
             view = sysfs.parse(Path(scratch), gfx_table=gfx_table)
     if not _found_anything(view):
-        view.problem(
-            "no-kfd-topology",
-            f"--sysfs {root}: no KFD topology or DRM device under {root} "
-            "(looked for sys/class/kfd/kfd/topology/nodes, class/kfd/kfd/topology/nodes, "
-            "sys/class/drm)",
-            "copy /sys/class/kfd/kfd/topology from the node (cp -rL), keeping the "
-            "sys/class/kfd/kfd path, or give --sysfs a copy of /sys itself",
-        )
+        view.said("no-kfd-topology", root=root)
     return view
 
 
@@ -291,23 +285,9 @@ def probe_live(
         and host.get("numa_balancing") == 1
         and any(g.gfx in {"gfx942", "gfx950", "gfx90a"} for g in node.gpus)
     ):
-        problems.append(
-            Problem(
-                code="numa-balancing-on",
-                message="kernel.numa_balancing is 1 (AMD's Instinct tuning guides ask for it off)",
-                hint="sudo sysctl kernel.numa_balancing=0 (persist it in /etc/sysctl.d/)",
-            )
-        )
+        problems.append(Problem.said("numa-balancing-on"))
     if node.gpus and not any((host.get("container_engines") or {}).values()):
-        problems.append(
-            Problem(
-                code="no-container-engine",
-                message="no Docker or Podman daemon answers on this machine: the image path cannot "
-                "run here",
-                hint="install Docker Engine and start it (`sudo systemctl enable --now docker`), "
-                "or use the source build",
-            )
-        )
+        problems.append(Problem.said("no-container-engine"))
     return _finish(node, problems, matrix)
 
 
@@ -341,15 +321,10 @@ def _not_amd(node: Node, problems: list[Problem]) -> list[Problem]:
         p for p in problems if p.code not in _AMD_DRIVER_ADVICE and not p.code.startswith("no-gpu")
     ]
     vendors = {d.get("vendor") for d in others}
-    if "nvidia" in vendors:  # planned from vLLM's CUDA images (resolver.solve.cuda)
-        message = f"no AMD GPU here; found {found}: the plan is for NVIDIA (vLLM's CUDA images)"
-        hint = "run `rocm-vllm check` here, or `rocm-vllm check --node` with this report"
-    else:
-        message = f"no AMD GPU here; found {found}, which rocm-vllm does not resolve"
-        hint = "rocm-vllm decides only for AMD GPUs (ROCm) and NVIDIA GPUs: run it on such a node"
-    if "hygon" in vendors:
-        hint += "; for Hygon DCUs use Hygon's DTK builds of vLLM"
-    return [Problem(code="not-an-amd-gpu", message=message, hint=hint), *kept]
+    # NVIDIA: planned from vLLM's CUDA images (resolver.solve.cuda)
+    w = words.say("not-an-amd-gpu/nvidia" if "nvidia" in vendors else "not-an-amd-gpu", found=found)
+    hint = w.hint + (words.text("not-an-amd-gpu/hygon") if "hygon" in vendors else "")
+    return [Problem(code="not-an-amd-gpu", message=w.message, hint=hint), *kept]
 
 
 # Another vendor's compute GPU means the machine is not an AMD GPU node. An Intel display GPU
@@ -383,17 +358,17 @@ _VENDOR_NAMES = {"nvidia": "NVIDIA", "hygon": "Hygon", "intel": "Intel", "amd": 
 def _describe(group: tuple[dict[str, object], int]) -> str:
     device, count = group
     vendor = str(device.get("vendor") or "unknown-vendor")
-    words = [
+    parts = [
         f"{count} x" if count > 1 else "an" if vendor in ("intel", "nvidia") else "a",
         _VENDOR_NAMES.get(vendor, vendor),
     ]
-    words.append(str(device.get("kind") or "GPU"))
+    parts.append(str(device.get("kind") or "GPU"))
     details = [str(v) for v in (device.get("name"), device.get("gfx")) if v]
     if device.get("compute_capability"):
         details.append(f"compute capability {device['compute_capability']}")
     if device.get("driver") and vendor == "nvidia":
         details.append(f"driver {device['driver']}")
-    return " ".join(words) + (f" ({', '.join(details)})" if details else "")
+    return " ".join(parts) + (f" ({', '.join(details)})" if details else "")
 
 
 def _finish(node: Node, problems: list[Problem], matrix: Matrix) -> Node:
@@ -409,10 +384,10 @@ def _finish(node: Node, problems: list[Problem], matrix: Matrix) -> Node:
             *problems,
             Problem(
                 code="no-gpu",
-                message="no AMD GPU found" + (f" ({', '.join(reasons)})" if reasons else ""),
-                hint=problems[0].hint
-                if problems
-                else "run the probe on the GPU node, or describe it with --gfx/--gpus",
+                message=words.text("no-gpu/because", codes=", ".join(reasons))
+                if reasons
+                else words.text("no-gpu"),
+                hint=problems[0].hint if problems else words.say("no-gpu").hint,
             ),
         ]
     return _module_version_is_not_a_release(replace(node, problems=tuple(problems)), matrix)
@@ -482,14 +457,9 @@ def _module_version_is_not_a_release(node: Node, matrix: Matrix) -> Node:
 
 def _release_unknown(node: Node, module: str) -> Problem:
     tried = (node.host.get("driver") or {}).get("tried") or []
-    asked = f" (asked: {', '.join(tried)})" if tried else ""
-    message = (
-        f"the amdgpu kernel module reports version {module}, which no AMD data pairs with an AMD "
-        f"GPU Driver release, so which ROCm user space it runs cannot be read from it{asked}"
+    w = words.say(
+        "driver-release-unknown/asked" if tried else "driver-release-unknown",
+        module=module,
+        tried=", ".join(tried),
     )
-    return Problem(
-        code="driver-release-unknown",
-        message=message,
-        hint="pass the release you installed to check/image/dockerfile, e.g. --driver 30.30.3 "
-        "(the amdgpu-install version)",
-    )
+    return Problem(code="driver-release-unknown", message=w.message, hint=w.hint)

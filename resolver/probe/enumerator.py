@@ -43,11 +43,7 @@ def parse(text: str) -> SourceView:
             other.append(word)
     view.facts["cpu_agents"] = cpus
     if not view.gpus:
-        view.problem(
-            "no-gpu-agent-enumerator",
-            "the rocm_agent_enumerator output names no GPU target"
-            + (" (only gfx000, the CPU)" if cpus and not other else ""),
-            "run `rocm_agent_enumerator` on the GPU node and save its whole output; "
-            "if it prints only gfx000 the runtime sees no GPU (check /dev/kfd and your groups)",
+        view.said(
+            "no-gpu-agent-enumerator/cpu-only" if cpus and not other else "no-gpu-agent-enumerator"
         )
     return view

@@ -60,3 +60,8 @@ class SourceView:
     def problem(self, code: ProblemCode, message: str, hint: str) -> None:
         if not any(p.code == code and p.message == message for p in self.problems):
             self.problems.append(Problem(code=code, message=message, hint=hint))
+
+    def said(self, key: str, /, **values: object) -> None:
+        """Add the problem ``resolver.data.words`` words as ``key`` (once)."""
+        found = Problem.said(key, **values)
+        self.problem(found.code, found.message, found.hint)

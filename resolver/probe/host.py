@@ -27,11 +27,6 @@ from resolver.data.node import Problem
 from resolver.probe.sysfs import read_text
 from resolver.util import bounded
 
-GROUP_HINT = (
-    "sudo usermod -aG render,video $USER, then log out and back in (in a container: "
-    "--group-add video --group-add render)"
-)
-
 
 @dataclass(slots=True)
 class HostFacts:
@@ -52,15 +47,7 @@ def gather(
     facts.kernel = _kernel(root)
     if facts.kernel and ("microsoft" in facts.kernel.lower() or "wsl" in facts.kernel.lower()):
         facts.host["wsl"] = True
-        facts.problems.append(
-            Problem(
-                code="wsl",
-                message=f"this is WSL (kernel {facts.kernel}): ROCm there exposes only RDNA3/RDNA4 "
-                "GPUs, and vLLM's amdsmi-based device detection is not supported on it",
-                hint="run vLLM on native Linux; on WSL treat any result as experimental "
-                "(ROCm/vllm#339)",
-            )
-        )
+        facts.problems.append(Problem.said("wsl", kernel=facts.kernel))
     facts.glibc = _glibc()
     facts.python = f"{platform.python_version_tuple()[0]}.{platform.python_version_tuple()[1]}"
     installs = rocm_installs(root)
@@ -184,48 +171,21 @@ def _devices(root: Path, facts: HostFacts, check_access: bool) -> None:
         renders.append(info)
     facts.host["render_nodes"] = renders
     if not loaded:
-        facts.problems.append(
-            Problem(
-                code="amdgpu-not-loaded",
-                message="the amdgpu kernel module is not loaded (no /sys/module/amdgpu)",
-                hint="on a GPU node: `sudo modprobe amdgpu`, or install the driver with "
-                "`sudo amdgpu-install --usecase=dkms`; in a container this is the host's job",
-            )
-        )
+        facts.problems.append(Problem.said("amdgpu-not-loaded"))
     if not kfd_info["present"]:
-        facts.problems.append(
-            Problem(
-                code="no-kfd",
-                message="/dev/kfd does not exist: no AMD GPU compute device on this machine",
-                hint="on a GPU node load amdgpu (`sudo modprobe amdgpu`); in a container pass "
-                "`--device /dev/kfd --device /dev/dri`",
-            )
-        )
+        facts.problems.append(Problem.said("no-kfd"))
     elif kfd_info["openable"] is False:
-        facts.problems.append(
-            Problem(
-                code="kfd-permission",
-                message=f"cannot open /dev/kfd: {kfd_info['error']}",
-                hint=GROUP_HINT,
-            )
-        )
+        facts.problems.append(Problem.said("kfd-permission", error=kfd_info["error"]))
     blocked = [r["path"] for r in renders if r["openable"] is False]
     if blocked:
-        facts.problems.append(
-            Problem(
-                code="render-permission",
-                message=f"cannot open {', '.join(blocked)}: the runtime silently drops those GPUs",
-                hint=GROUP_HINT,
-            )
-        )
+        facts.problems.append(Problem.said("render-permission", paths=", ".join(blocked)))
     missing = {"render", "video"} - set(facts.host.get("groups", []))
     if kfd_info["present"] and missing and os.getuid() != 0:
         facts.problems.append(
-            Problem(
-                code="not-in-gpu-group",
-                message=f"user {facts.host.get('user')} is not in the "
-                f"{' and '.join(sorted(missing))} group(s)",
-                hint=GROUP_HINT,
+            Problem.said(
+                "not-in-gpu-group",
+                user=facts.host.get("user"),
+                groups=" and ".join(sorted(missing)),
             )
         )
 

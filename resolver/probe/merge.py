@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from resolver.data import words
 from resolver.data.node import Gpu, Node, Origin, Partition, Problem
 from resolver.probe import gfx as gfxmod
 from resolver.probe.facts import GpuFact, SourceView
@@ -84,15 +85,7 @@ def merge(
         (v.facts.get("implied_override") for v in ordered if v.facts.get("implied_override")), None
     )
     if base is not None and not base.count_exact:
-        problems.append(
-            Problem(
-                code="partial-input",
-                message=f"the {base.source} input is a filtered or flattened paste: it names the "
-                "gfx targets but may not list every GPU",
-                hint="save the whole output (rocminfo > rocminfo.txt) or run "
-                "`rocm-vllm probe --json` on the node",
-            )
-        )
+        problems.append(Problem.said("partial-input", source=base.source))
     for fact in facts:
         fact.apu = bool(fact.apu) or gfxmod.is_apu_target(gfx_table, fact.gfx)
     has_discrete = any(not f.apu for f in facts)
@@ -103,14 +96,7 @@ def merge(
     keys = {f.physical_key(i) for i, f in counted_facts}
     unknown = [f for _, f in counted_facts if not (f.gfx and gfxmod.is_gfx_name(f.gfx))]
     if unknown and not any(p.code == "gpu-target-unknown" for p in problems):
-        problems.append(
-            Problem(
-                code="gpu-target-unknown",
-                message=f"{len(unknown)} GPU(s) listed without a gfx target or a known PCI id",
-                hint="add an output that names the target: `rocminfo`, `amd-smi static --asic`, or "
-                "--sysfs ROOT",
-            )
-        )
+        problems.append(Problem.said("gpu-target-unknown", count=len(unknown)))
     driver = next((v.driver_version for v in ordered if v.driver_version), None)
     rocm = next((v.rocm_version for v in ordered if v.rocm_version), None)
     host: dict[str, Any] = {}
@@ -259,15 +245,12 @@ def _enrich(
             if already:
                 continue
             problems.append(
-                Problem(
-                    code="gfx-override",
-                    message=f"the runtime (rocminfo) reports {extra.runtime_gfx} for a device that "
-                    f"{base.source} says is {fact.gfx}: "
-                    f"HSA_OVERRIDE_GFX_VERSION={gfxmod.to_override(extra.runtime_gfx)} "
-                    "is in effect",
-                    hint=f"this runs {fact.gfx} hardware with code built for {extra.runtime_gfx} "
-                    f"(unsupported); prefer a build for {fact.gfx} and unset "
-                    "HSA_OVERRIDE_GFX_VERSION",
+                Problem.said(
+                    "gfx-override/sources",
+                    runtime=extra.runtime_gfx,
+                    source=base.source,
+                    physical=fact.gfx,
+                    override=gfxmod.to_override(extra.runtime_gfx),
                 )
             )
     mine = sorted({f.gfx for f in facts if f.gfx})
@@ -277,25 +260,23 @@ def _enrich(
     )
     if theirs and set(theirs) - set(mine):
         problems.append(
-            Problem(
-                code="sources-disagree",
-                message=f"{base.source} says {', '.join(mine) or 'no GPU'} but {other.source} says "
-                f"{', '.join(theirs)}",
-                hint="the inputs may come from different machines; probe each node on its own",
+            Problem.said(
+                "sources-disagree",
+                source=base.source,
+                mine=", ".join(mine) or words.text("sources-disagree/no-gpu"),
+                other=other.source,
+                theirs=", ".join(theirs),
             )
         )
     if other.count_exact and base.count_exact and len(other.gpus) != len(facts):
         hidden = other.source == "rocminfo" and len(other.gpus) < len(facts)
         problems.append(
-            Problem(
-                code="gpu-count-differs",
-                message=f"{base.source} lists {len(facts)} GPU agent(s), {other.source} lists "
-                f"{len(other.gpus)}",
-                hint="the runtime drops GPUs whose /dev/dri/renderD* it cannot open: check the "
-                "container's --device list, cgroups and ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES"
-                if hidden
-                else "the inputs may come from different machines or times; probe each node on its "
-                "own",
+            Problem.said(
+                "gpu-count-differs/hidden" if hidden else "gpu-count-differs",
+                source=base.source,
+                count=len(facts),
+                other=other.source,
+                other_count=len(other.gpus),
             )
         )
 
@@ -316,25 +297,12 @@ def _apply_env_override(
             continue
         target = gfxmod.from_override(own)
         if target is None:
-            problems.append(
-                Problem(
-                    code="gfx-override-invalid",
-                    message=f"HSA_OVERRIDE_GFX_VERSION={own!r} is not major.minor.stepping; the "
-                    "runtime ignores it",
-                    hint="unset it, or write it as three decimal numbers, e.g. 11.0.0 for gfx1100",
-                )
-            )
+            problems.append(Problem.said("gfx-override-invalid", override=own))
             continue
         fact.runtime_gfx = target
         if target != fact.gfx:
             problems.append(
-                Problem(
-                    code="gfx-override",
-                    message=f"HSA_OVERRIDE_GFX_VERSION={own} makes the runtime treat this "
-                    f"{fact.gfx} as {target}",
-                    hint="unsupported unless the two are binary compatible; prefer a build for "
-                    f"{fact.gfx} and `unset HSA_OVERRIDE_GFX_VERSION`",
-                )
+                Problem.said("gfx-override", override=own, physical=fact.gfx, runtime=target)
             )
     return value
 
@@ -369,16 +337,7 @@ def _gpus(
             )
         )
         if integrated:
-            problems.append(
-                Problem(
-                    code="integrated-gpu-present",
-                    message=f"an integrated GPU ({fact.gfx}) sits beside the discrete GPU(s); it "
-                    "is not counted",
-                    hint="hide it from ROCm so ranks map to the discrete GPUs: set "
-                    "ROCR_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES to the discrete GPUs, or disable "
-                    "the iGPU in the BIOS",
-                )
-            )
+            problems.append(Problem.said("integrated-gpu-present", gfx=fact.gfx))
     return gpus
 
 

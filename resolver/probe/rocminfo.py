@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from resolver.data import words
 from resolver.probe import gfx as gfxmod
 from resolver.probe.facts import GpuFact, SourceView
 from resolver.probe.gfx import GfxTable
@@ -31,11 +32,6 @@ _FLAT_MARKETING_RE = re.compile(
     r"Marketing Name:\s+(.*?)(?=\s{2,}|\s+(?:Name|Uuid|Vendor Name):|$)"
 )
 _ISA_RE = re.compile(r"amdgcn-amd-amdhsa--(gfx[0-9a-f]{3,4}(?::[a-z]+[+-])*)", re.IGNORECASE)
-
-GROUP_HINT = (
-    "sudo usermod -aG render,video $USER, then log out and back in (in a container: --group-add "
-    "video --group-add render)"
-)
 
 
 def parse(text: str, *, gfx_table: GfxTable) -> SourceView:
@@ -70,11 +66,7 @@ def parse(text: str, *, gfx_table: GfxTable) -> SourceView:
         and not view.facts.get("other_devices")
         and not any(p.code.startswith(("kfd-", "amdgpu-")) for p in view.problems)
     ):
-        view.problem(
-            "no-gpu-agents",
-            "the rocminfo output lists no GPU agent",
-            "run `rocminfo` on the node and save its whole output (rocminfo > rocminfo.txt 2>&1)",
-        )
+        view.said("no-gpu-agents")
     return view
 
 
@@ -92,69 +84,28 @@ def _header(lines: list[str], view: SourceView) -> None:
             view.facts.setdefault("driver_kind", "in-tree")
         elif "ROCk module is NOT loaded" in stripped:
             view.amdgpu_loaded = False
-            view.problem(
-                "amdgpu-not-loaded",
-                "rocminfo: the amdgpu kernel module is not loaded (ROCk module is NOT loaded)",
-                "load it with `sudo modprobe amdgpu` (check `sudo dmesg | grep -i amdgpu`); "
-                "if it is not installed, install the AMD GPU driver: `sudo amdgpu-install "
-                "--usecase=dkms`",
-            )
+            view.said("amdgpu-not-loaded/rocminfo")
         elif "ROCk module is NOT live" in stripped:
             view.amdgpu_loaded = True
-            view.problem(
-                "amdgpu-not-live",
-                "rocminfo: the amdgpu module is loaded but not live (no GPU initialised)",
-                (
-                    "check `sudo dmesg | grep -i -e amdgpu -e kfd` for the reason the GPU failed "
-                    "to initialise"
-                ),
-            )
+            view.said("amdgpu-not-live")
         elif match := _KFD_ERR_RE.search(stripped):
             _kfd_error(match.group(1).strip(), view)
         elif match := _NOT_MEMBER_RE.search(stripped):
-            view.problem(
-                "not-in-gpu-group",
-                f"rocminfo: user {match.group(1)} is not in the {match.group(2)} group",
-                GROUP_HINT,
-            )
+            view.said("not-in-gpu-group/rocminfo", user=match.group(1), group=match.group(2))
         elif "hsa api call failure" in stripped or "HSA_STATUS_ERROR" in stripped:
-            view.problem(
-                "hsa-runtime-error",
-                "rocminfo: the HSA runtime failed to start (hsa api call failure)",
-                (
-                    "fix the /dev/kfd problem reported with it; else run with "
-                    "HSAKMT_DEBUG_LEVEL=7 and check `sudo dmesg`"
-                ),
-            )
+            view.said("hsa-runtime-error")
 
 
 def _kfd_error(reason: str, view: SourceView) -> None:
     lowered = reason.lower()
     if "permission denied" in lowered or "operation not permitted" in lowered:
-        view.problem("kfd-permission", f"rocminfo: cannot open /dev/kfd: {reason}", GROUP_HINT)
+        view.said("kfd-permission/rocminfo", error=reason)
     elif "no such file" in lowered:
-        view.problem(
-            "kfd-missing",
-            f"rocminfo: /dev/kfd does not exist ({reason})",
-            (
-                "load the driver with `sudo modprobe amdgpu`; in a container pass `--device "
-                "/dev/kfd --device /dev/dri`"
-            ),
-        )
+        view.said("kfd-missing", error=reason)
     elif "cannot allocate memory" in lowered:
-        view.problem(
-            "kfd-enomem",
-            f"rocminfo: opening /dev/kfd failed: {reason}",
-            "the kernel driver has no KFD support for this GPU: check `sudo dmesg | grep -i kfd` "
-            "(e.g. 'not supported in kfd', 'DID ... is missing'); install an amdgpu driver "
-            "that supports it",
-        )
+        view.said("kfd-enomem", error=reason)
     else:
-        view.problem(
-            "kfd-open-failed",
-            f"rocminfo: cannot open /dev/kfd: {reason}",
-            "check `ls -l /dev/kfd`, your groups (`id`) and `sudo dmesg | grep -i kfd`",
-        )
+        view.said("kfd-open-failed", error=reason)
 
 
 def _cut(lines: list[str]) -> bool:
@@ -225,10 +176,9 @@ def _agent(block: list[str], view: SourceView) -> GpuFact | None:
     gpu.vram_bytes = vram
     _agent_identity(gpu, fields)
     if gpu.gfx is None:
-        view.problem(
-            "gpu-target-unknown",
-            f"rocminfo: a GPU agent ({name or 'no name'}) has no gfx target",
-            "save the whole rocminfo output, or use --sysfs with a copy of /sys/class/kfd",
+        view.said(
+            "gpu-target-unknown/rocminfo",
+            name=name or words.text("gpu-target-unknown/no-name"),
         )
     return gpu
 
@@ -332,13 +282,12 @@ def _check_overrides(view: SourceView, gfx_table: GfxTable) -> None:
             gpu.gfx = physical
             override = gfxmod.to_override(gpu.runtime_gfx)
             view.facts["implied_override"] = override
-            view.problem(
-                "gfx-override",
-                f"rocminfo reports {gpu.runtime_gfx} for a {physical} device (PCI id "
-                f"{gpu.pci_device_id}): HSA_OVERRIDE_GFX_VERSION={override} is in effect",
-                f"this runs {physical} hardware with code built for {gpu.runtime_gfx} "
-                f"(unsupported, may crash); prefer a build for {physical}, or keep the override "
-                f"explicitly: HSA_OVERRIDE_GFX_VERSION={override}",
+            view.said(
+                "gfx-override/rocminfo",
+                runtime=gpu.runtime_gfx,
+                physical=physical,
+                pci=gpu.pci_device_id,
+                override=override,
             )
 
 

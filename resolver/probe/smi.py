@@ -169,14 +169,11 @@ def _amd_gpu(kv: dict[str, str], view: SourceView, gfx_table: GfxTable) -> GpuFa
     elif target:
         physical = gfxmod.gfx_for_pci(gfx_table, gpu.pci_device_id)
         gpu.gfx = gpu.runtime_gfx = physical
-        view.problem(
-            "amd-smi-bad-target",
-            f"amd-smi printed TARGET_GRAPHICS_VERSION {target!r}, not a gfx target"
-            + (f"; the PCI id {gpu.pci_device_id} says {physical}" if physical else ""),
-            (
-                "amd-smi before ROCm 6.4 misprints gfx targets (gfx9008 for gfx908); use a newer "
-                "amd-smi or --sysfs"
-            ),
+        view.said(
+            "amd-smi-bad-target/pci" if physical else "amd-smi-bad-target",
+            target=target,
+            pci=gpu.pci_device_id,
+            physical=physical,
         )
     gpu.compute_partition = _choice(
         kv.get("COMPUTE_PARTITION") or kv.get("ACCELERATOR_PARTITION"), _PARTITIONS
@@ -411,13 +408,7 @@ def _smi_target(target: str | None, gpu: GpuFact, view: SourceView) -> None:
     fixed = smi_misprint(name)
     if fixed:
         gpu.gfx = gpu.runtime_gfx = fixed
-        view.problem(
-            "smi-misprinted-target",
-            f"{view.source} printed the target as {name!r}, a known misprint of {fixed} "
-            "(rocm_smi_lib before "
-            f"ROCm 6.4 writes the stepping in decimal and pads the major); read as {fixed}",
-            "nothing to do; a newer rocm-smi/amd-smi (ROCm >= 6.4) prints the name right",
-        )
+        view.said("smi-misprinted-target", source=view.source, name=name, fixed=fixed)
     elif gfxmod.is_gfx_name(name):
         gpu.gfx = gpu.runtime_gfx = name
 
@@ -476,16 +467,7 @@ def _finish(view: SourceView, tool: str, gfx_table: GfxTable) -> SourceView:
                 gfx_table, gpu.pci_device_id
             ) or gfxmod.gfx_for_name(gfx_table, gpu.marketing_name)
     if not view.gpus and not view.facts.get("other_devices"):
-        view.problem(
-            "no-gpu-amd-smi" if tool == "amd-smi" else "no-gpu-rocm-smi",
-            f"the {tool} output lists no GPU",
-            (
-                f"save the whole output of `{tool} static` (or `{tool} --showproductname`) run "
-                "on the node"
-            )
-            if tool == "amd-smi"
-            else "save the whole output of `rocm-smi --showproductname` run on the node",
-        )
+        view.said("no-gpu-amd-smi" if tool == "amd-smi" else "no-gpu-rocm-smi")
     return view
 
 

@@ -345,12 +345,7 @@ def _gpu(root: Path, node: Path, view: SourceView, gfx_table: GfxTable) -> GpuFa
         # Old kernels have no gfx_target_version: fall back to the PCI id table.
         target = gfxmod.gfx_for_pci(gfx_table, gpu.pci_device_id)
         if target is None:
-            view.problem(
-                "gpu-target-unknown",
-                f"sysfs: KFD node {node.name} (PCI id {gpu.pci_device_id or '?'}) has no "
-                "gfx_target_version and the PCI id is not in the data",
-                "give --rocminfo FILE as well, or pass --gfx",
-            )
+            view.said("gpu-target-unknown/sysfs", node=node.name, pci=gpu.pci_device_id or "?")
     gpu.gfx = gpu.runtime_gfx = target
     simd, per_cu = props.get("simd_count", 0), props.get("simd_per_cu", 0)
     if per_cu:

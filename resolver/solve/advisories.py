@@ -12,10 +12,10 @@ from collections.abc import Iterable
 
 from packaging.version import Version
 
+from resolver.data import words
 from resolver.data.codes import AdvisoryCode
 from resolver.data.model import ContainerImage, GfxTarget, Matrix, Provenance, RocmStack
 from resolver.data.node import Node
-from resolver.solve import words
 from resolver.solve.host import host_os_warnings, kernel_floor_warnings, unified_memory_warnings
 from resolver.solve.types import (
     FP8_QUANT,

@@ -14,6 +14,7 @@ from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
+from resolver.data import words
 from resolver.data.model import (
     DriverSeries,
     GfxTarget,
@@ -24,7 +25,6 @@ from resolver.data.model import (
     WheelVariant,
 )
 from resolver.data.node import Node
-from resolver.solve import words
 from resolver.solve.host import os_listed
 from resolver.solve.types import (
     FP8_QUANT,

@@ -15,6 +15,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from resolver.data import words
 from resolver.data.model import (
     ContainerImage,
     CudaImage,
@@ -24,7 +25,6 @@ from resolver.data.model import (
     WheelVariant,
 )
 from resolver.data.node import Node
-from resolver.solve import words
 from resolver.solve.rank import _rank, distinct_alternatives
 from resolver.solve.types import (
     Advisory,

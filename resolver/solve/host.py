@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from packaging.version import Version
 
+from resolver.data import words
 from resolver.data.model import GfxTarget, Matrix
 from resolver.data.node import Node
-from resolver.solve import words
 from resolver.solve.types import Advisory, HostChange
 from resolver.util.versions import driver_series
 
