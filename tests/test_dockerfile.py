@@ -23,6 +23,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from resolver.artifacts import dockerfile as df
+from resolver.artifacts.dockerfile import rendering as dfr
+from resolver.artifacts.mirrors import mirror_image
 from resolver.cli import app
 from resolver.data import matrix as matrix_mod
 from resolver.data import resources
@@ -601,8 +603,8 @@ def test_registry_mirror_rewrites_from_and_syntax(m: Matrix, mirror: str, expect
     )  # the upstream name stays
     assert f"come through {expect}" in text
     # Official library images get their library/ path at a mirror.
-    assert df.mirror_image("ubuntu:24.04", expect) == f"{expect}/library/ubuntu:24.04"
-    assert df.mirror_image("ghcr.io/org/img:1", expect) == "ghcr.io/org/img:1"
+    assert mirror_image("ubuntu:24.04", expect) == f"{expect}/library/ubuntu:24.04"
+    assert mirror_image("ghcr.io/org/img:1", expect) == "ghcr.io/org/img:1"
 
 
 def test_registry_mirror_from_the_environment_and_flag_validation(tmp_path: Path) -> None:
@@ -644,8 +646,8 @@ def test_standin_template_uses_the_real_values(m: Matrix) -> None:
     """The stand-in is filled from the same values as the real file, and lints clean."""
     plan = plan_for(m, "0.10.0", "gfx942", "30.30.3")
     text = df.render_template(STANDIN, df.template_values(plan))
-    assert df._label_lines(plan) in text
-    assert df._arg_lines(plan) in text
+    assert dfr._label_lines(plan) in text
+    assert dfr._arg_lines(plan) in text
 
 
 @pytest.mark.docker
@@ -795,9 +797,9 @@ def test_vllm_comes_from_its_sdist_checked_against_the_recorded_sha256(tmp_path:
     release = df.find_release(live, "0.10.0")
     assert release.sdist_sha256 is not None
     assert plan.vllm_sdist == (f"{df.SDIST_BASE}/vllm-0.10.0.tar.gz", release.sdist_sha256)
-    assert "git clone" not in df._vllm_fetch(plan) and plan.to_json()["vllm"]["sdist"]
+    assert "git clone" not in dfr._vllm_fetch(plan) and plan.to_json()["vllm"]["sdist"]
     fork = plan_for(live, "0.10.0", "gfx942", "30.30.3", vllm_repo="me/vllm")
-    assert fork.vllm_sdist is None and "git clone" in df._vllm_fetch(fork)
+    assert fork.vllm_sdist is None and "git clone" in dfr._vllm_fetch(fork)
 
     served = tmp_path / "served"
     (served / "vllm-0.10.0").mkdir(parents=True)
@@ -821,7 +823,7 @@ def test_vllm_comes_from_its_sdist_checked_against_the_recorded_sha256(tmp_path:
             work = tmp_path / sha[:4]
             work.mkdir()
             pinned = replace(plan, vllm_sdist=(url, sha))
-            done = _run_step(df._vllm_fetch(pinned), work, {"VLLM_SDIST_URL": url})
+            done = _run_step(dfr._vllm_fetch(pinned), work, {"VLLM_SDIST_URL": url})
             assert (done.returncode == 0) == ok, done.stderr
             assert (work / "vllm" / "PKG-INFO").exists() == ok
     finally:
@@ -840,11 +842,11 @@ def test_a_commit_pin_is_checked_after_checkout(tmp_path: Path) -> None:
         [*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
     ).stdout.strip()
     for ref, ok in ((head[:8], True), ("deadbeef", False)):
-        check = df._verify("triton", ComponentPin(component="triton", repo="ROCm/triton", ref=ref))
+        check = dfr._verify("triton", ComponentPin(component="triton", repo="ROCm/triton", ref=ref))
         done = _run_step("RUN true" + check, tmp_path, {})
         assert (done.returncode == 0) == ok, done.stderr
     tag = ComponentPin(component="aiter", repo="ROCm/aiter", ref="v0.1.26")
-    assert df._verify("aiter", tag) == ""  # a tag: said to float in the header instead
+    assert dfr._verify("aiter", tag) == ""  # a tag: said to float in the header instead
 
 
 @pytest.mark.registry
@@ -1117,7 +1119,7 @@ def test_a_generated_file_builds_with_network_none_against_the_sites_mirrors(
         )
         values["triton_fetch"] = fragment.split("\nRUN --mount")[0]  # the clone and its check
         # FROM as the file names every Docker Hub image: through the mirror file's registry.
-        values["tools_image"] = df.mirror_image(
+        values["tools_image"] = mirror_image(
             "rocm-vllm-test/airgap-tools:1", pinned.registry_mirror
         )
         text = df.render_template(AIRGAP, values)
@@ -1150,3 +1152,51 @@ def test_every_golden_dockerfile_lints_clean() -> None:
     once slipped past the frozen-data ones."""
     for path in sorted(GOLDEN.glob("*.Dockerfile")):
         assert hadolint(path) == [], path.name
+
+
+# --- the plan starts from the solver's verdict ------------------------------------------------
+
+
+def test_the_cli_solves_once_and_the_plan_takes_that_evaluation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`dockerfile` asks the solver once (issue 21): the plan is made from that evaluation, not
+    from a second solve or a re-check of its own."""
+    import resolver.solve as solve_mod
+
+    calls: list[str] = []
+    real_solve, real_pinned = solve_mod.solve, solve_mod.evaluate_pinned
+
+    def counted_solve(*args: object, **kw: object) -> object:
+        calls.append("solve")
+        return real_solve(*args, **kw)  # type: ignore[arg-type]
+
+    def counted_pinned(*args: object, **kw: object) -> object:
+        calls.append("evaluate_pinned")
+        return real_pinned(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(solve_mod, "solve", counted_solve)
+    monkeypatch.setattr(solve_mod, "evaluate_pinned", counted_pinned)
+    for args in (
+        ["--gfx", "gfx942", "--driver", "30.30.3"],
+        ["--gfx", "gfx942", "--driver", "6.4.3", "--vllm", "0.33.0"],
+        ["--gfx", "gfx942", "--vllm", "0.33.0", "--stack", "rocm72"],
+        ["--gfx", "gfx942", "--vllm", "0.24.0"],
+    ):
+        calls.clear()
+        result = CliRunner().invoke(
+            app, ["dockerfile", *args, "--json"], env={"ROCM_VLLM_MATRIX_DIR": str(LIVE_MATRIX)}
+        )
+        assert result.exit_code == 0, result.output
+        assert len(calls) == 1, (args, calls)
+
+
+def test_a_plan_refuses_in_the_words_of_the_evaluation_it_is_given() -> None:
+    live = matrix_mod.load_dir(LIVE_MATRIX)
+    node = from_flags(gfx="gfx942", gpus=None, driver="6.1.3", os=None, rocm=None, python=None)
+    chosen = df.choose(live, node, vllm="0.33.0")
+    assert chosen.reasons and chosen.reasons[0].code in ("driver-window", "driver-predates-gpu")
+    first = next(r for r in chosen.reasons if r.code in ("driver-window", "driver-predates-gpu"))
+    with pytest.raises(UsageError) as info:
+        df.plan_dockerfile(live, node, chosen)
+    assert info.value.message == first.message and info.value.hint == first.hint

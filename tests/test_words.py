@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from resolver.data.codes import ADVISORY_CODES, PROBLEM_CODES, REASON_CODES
 from resolver.data import words
+from resolver.data.codes import ADVISORY_CODES, PROBLEM_CODES, REASON_CODES
 
 PACKAGE = Path(__file__).resolve().parents[1] / "resolver"
 

@@ -181,20 +181,15 @@ pinned."""
             example=example,
         )
         m = matrix_mod.load()
-        if vllm:
-            release = df.find_release(m, vllm)
-            chosen = df.choose_stack(m, node, release, stack)
-        else:
-            release, picked = df.pick(m, node)
-            chosen = df.choose_stack(m, node, release, stack) if stack or picked is None else picked
+        # One solve: the source build the solver picks (or the one asked for), as it evaluates it.
+        chosen = df.choose(m, node, vllm=vllm, stack=stack)
         plan = df.plan_dockerfile(
             m,
             node,
-            release,
+            chosen,
             vllm_repo=vllm_repo,
             vllm_ref=vllm_ref,
             max_jobs=max_jobs,
-            stack=chosen,
             allow_preview=allow_preview,
             allow_moving_refs=allow_moving_refs,
             registry_mirror=registry_mirror,

@@ -1,32 +1,22 @@
-"""Source-build Dockerfiles for vLLM on ROCm: a typed plan, then a render from template files.
-
-``plan_dockerfile`` decides everything (base image, pins, arch lists, which components to build,
-warnings) from the matrix and the node; ``render`` only fills the fragment files in
-``dockerfiles/`` with the plan's values. Every repo, ref, tag and gfx is checked against a strict
-pattern here, at plan time, even though the loader checked it already: data can be overlaid by a
-refresh, and nothing that reaches a RUN line is trusted.
-
-The build mirrors vLLM's own ROCm build of the release (../shared/reference/vllm-rocm.md §1-4):
-one ``rocm/pytorch`` stage up to v0.6.x; from v0.7.0 the base stages of ``Dockerfile.rocm_base``
-(hipBLASLt, RCCL, Triton, amdsmi, PyTorch, FlashAttention, AITER, MORI) followed by the vLLM
-wheel build of ``Dockerfile.rocm``, here in one file.
-"""
+"""The plan of a source-build Dockerfile: which release and stack (the solver's choice), then
+everything the file says, decided from the solver's evaluation of that source build and the data
+(``render`` adds nothing). Every repo, ref, tag and gfx is checked against a strict pattern here, at
+plan time, even though the loader checked it already: data can be overlaid by a refresh, and
+nothing that reaches a RUN line is trusted."""
 
 from __future__ import annotations
 
-import functools
-import re
-import string
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from resolver.artifacts.dockerfile.layout import layouts
 from resolver.artifacts.mirrors import Mirrors, mirror_image, parse_mirror
-from resolver.data import resources
 from resolver.data.model import ComponentPin, Matrix, RocmStack, VllmRelease
 from resolver.data.node import Node
+from resolver.solve.types import Evaluation, SourceCandidate
 from resolver.util.errors import InputError, UnknownGfxError, UnsafeValueError, UsageError
 from resolver.util.safety import require_safe
 from resolver.util.versions import driver_series, parse_version
@@ -39,10 +29,6 @@ SDIST_BASE: Final = "https://files.pythonhosted.org/packages/source/v/vllm"
 # The BuildKit Dockerfile frontend the file asks for (cache and bind mounts need it).
 SYNTAX_IMAGE: Final = "docker/dockerfile:1"
 LABEL_PREFIX: Final = "rocm-vllm"
-# `dockerfile --guard`: the entrypoint that checks the visible GPUs against the image's targets
-# (dockerfiles/common/guard.sh) before it runs vLLM.
-GUARD_PATH: Final = "/usr/local/bin/rocm-vllm-guard"
-GUARD_EXIT: Final = 78  # EX_CONFIG, what the guard exits with
 
 # A stack read from its sdist carries FlashAttention's and MORI's arch lists as its own files set
 # them (vllm.toml fa_arch, mori_arch). These stand in only for stacks read at a Git tag before
@@ -56,69 +42,6 @@ MORI_ARCHS: Final[frozenset[str]] = frozenset({"gfx942", "gfx950"})
 # job per CPU, at most one per 4 GiB of memory, the memory a HIP/C++ compile job of PyTorch,
 # FlashAttention or AITER needs in practice (FlashAttention's README asks to limit MAX_JOBS on
 # machines with less than 96 GB of RAM).
-
-
-@dataclass(frozen=True, slots=True)
-class LayoutSpec:
-    """One upstream layout as ``dockerfiles/layouts.toml`` describes it."""
-
-    family: str  # the fragment directory of its stages
-    base: str  # the base-stage fragment
-    stages: tuple[str, ...]  # build order
-    override: tuple[tuple[str, str], ...]  # stage -> the fragment this layout uses instead
-    upstream_files: str
-
-
-@dataclass(frozen=True, slots=True)
-class ComponentSpec:
-    arg: str  # ARG prefix: TRITON_REPO, TRITON_BRANCH (upstream's names)
-    stage: str  # the stage that builds it
-    checkout: str  # the directory its fragment clones it into
-
-
-@dataclass(frozen=True, slots=True)
-class Layouts:
-    layouts: dict[str, LayoutSpec]
-    components: dict[str, ComponentSpec]
-    common: frozenset[str]  # stages whose fragment is in common/
-    debs: frozenset[str]  # stages that produce .deb packages
-
-
-@functools.cache
-def layouts() -> Layouts:
-    """``dockerfiles/layouts.toml``: how each upstream layout is assembled, read once."""
-    from resolver.util import bounded
-
-    path = resources.dockerfiles_dir() / "layouts.toml"
-    try:
-        doc = bounded.load_toml(path, 1024 * 1024)
-        specs = {
-            name: LayoutSpec(
-                family=str(v["family"]),
-                base=str(v["base"]),
-                stages=tuple(str(s) for s in v["stages"]),
-                override=tuple((str(k), str(f)) for k, f in (v.get("override") or {}).items()),
-                upstream_files=str(v["upstream_files"]),
-            )
-            for name, v in doc["layout"].items()
-        }
-        components = {
-            name: ComponentSpec(
-                arg=str(v["arg"]), stage=str(v["stage"]), checkout=str(v["checkout"])
-            )
-            for name, v in doc["component"].items()
-        }
-        stages = doc["stages"]
-        return Layouts(specs, components, frozenset(stages["common"]), frozenset(stages["debs"]))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise UsageError(
-            f"Dockerfile layouts {path} cannot be read ({type(exc).__name__}: {exc})",
-            hint="reinstall rocm-vllm-resolver",
-        ) from None
-
-
-def _arg(component: str) -> str:
-    return layouts().components[component].arg
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -343,63 +266,82 @@ def find_release(matrix: Matrix, version: str) -> VllmRelease:
     return release
 
 
-def pick(
-    matrix: Matrix, node: Node, gfx: tuple[str, ...] | None = None
-) -> tuple[VllmRelease, RocmStack | None]:
-    """Without ``--vllm``: the release and stack the solver would build from source for this node
-    (newest with known pins that builds every target and whose base ROCm the driver runs); failing
-    that, the newest known release, whose plan then fails with the precise reason."""
-    from dataclasses import replace
+def choose(
+    matrix: Matrix,
+    node: Node,
+    *,
+    vllm: str | None = None,
+    stack: str | None = None,
+    gfx: tuple[str, ...] | list[str] | None = None,
+) -> Evaluation:
+    """The source build to write for this node, as the solver evaluates it (one solve).
 
-    from resolver.solve import Request, solve
+    ``vllm``: that release, else the one the solver would build from source (newest with known
+    pins that builds every target and whose base ROCm the driver runs), else the newest known
+    release (its plan then fails with the solver's reason). ``stack``: that stack, else the one
+    the solver picks for the release (the default unless the host's driver cannot run it).
+    ``gfx``: the targets to build for (a fleet's list), else the node's."""
+    from resolver.solve import Request, evaluate_pinned, solve
 
-    known = [r for r in matrix.vllm if r.known]
-    if not known:
+    targets = _target_names(matrix, node, gfx)
+    here = replace(node, gfx_targets=targets)
+    release = find_release(matrix, vllm) if vllm else None
+    if stack is None and (release is None or len(release.stacks) > 1):
+        spec = SpecifierSet(f"=={release.version}") if release is not None else None
+        decision = solve(matrix, here, Request(vllm=spec, paths=frozenset({"source"})))
+        plan = decision.plan
+        if plan is not None and plan.candidate.release is not None and plan.candidate.stack:
+            return plan
+    if release is None:
+        known = [r for r in matrix.vllm if r.known]
+        if not known:
+            raise UsageError(
+                "no vLLM release in the data has known ROCm build pins",
+                hint="rocm-vllm matrix refresh --source sdist",
+            )
+        release = max(known, key=lambda r: r.version)
+    _require_known(release)
+    st = release.stack_named(stack) if stack else release.stack
+    if st is None:
         raise UsageError(
-            "no vLLM release in the data has known ROCm build pins",
-            hint="rocm-vllm matrix refresh --source sdist",
+            f"vLLM {release.version} has no {stack!r} stack",
+            hint=f"its stacks: {', '.join(s.variant for s in release.stacks)}",
         )
-    target_node = replace(node, gfx_targets=gfx) if gfx else node
-    decision = solve(matrix, target_node, Request(paths=frozenset({"source"})))
-    if decision.plan is not None and decision.plan.candidate.release is not None:
-        return decision.plan.candidate.release, decision.plan.candidate.stack
-    return max(known, key=lambda r: r.version), None
+    path = SourceCandidate(vllm=release.version, rocm=st.rocm, release=release, stack=st)
+    return evaluate_pinned(matrix, here, Request(), path)
 
 
 def choose_stack(
     matrix: Matrix, node: Node, release: VllmRelease, variant: str | None
 ) -> RocmStack:
-    """``--stack VARIANT``, else the stack of this release the solver would build on for this node
-    (the default one unless the host's driver cannot run it), else the default stack."""
-    from dataclasses import replace as _replace
+    """The stack ``choose`` takes for ``release`` on this node."""
+    stack = choose(matrix, node, vllm=str(release.version), stack=variant).candidate.stack
+    assert stack is not None  # choose evaluates a stack of a known release
+    return stack
 
-    from packaging.specifiers import SpecifierSet
 
-    from resolver.solve import Request, solve
-
-    _require_known(release)
-    if variant:
-        stack = release.stack_named(variant)
-        if stack is None:
-            raise UsageError(
-                f"vLLM {release.version} has no {variant!r} stack",
-                hint=f"its stacks: {', '.join(s.variant for s in release.stacks)}",
-            )
-        return stack
-    assert release.stack is not None  # _require_known
-    if len(release.stacks) == 1 or not node.gfx_targets:
-        return release.stack
-    try:
-        decision = solve(
-            matrix,
-            _replace(node),
-            Request(vllm=SpecifierSet(f"=={release.version}"), paths=frozenset({"source"})),
+def _target_names(
+    matrix: Matrix, node: Node, gfx: tuple[str, ...] | list[str] | None
+) -> tuple[str, ...]:
+    """The gfx targets to build for: the node's, or a fleet's list given explicitly; each one a
+    target the data knows."""
+    raw_targets = tuple(gfx) if gfx else node.gfx_targets
+    if not raw_targets:
+        raise InputError(
+            "the node has no gfx target to build for",
+            hint="describe it with --gfx gfx942 (or gfx942,gfx950 for a fleet), --node FILE or "
+            "--example NAME",
         )
-    except InputError:
-        return release.stack
-    if decision.plan is not None and decision.plan.candidate.stack is not None:
-        return decision.plan.candidate.stack
-    return release.stack
+    targets = tuple(
+        sorted({require_safe("gfx", t.strip().lower(), where="--gfx") for t in raw_targets})
+    )
+    for t in targets:
+        if matrix.gfx_target(t) is None:
+            raise UnknownGfxError(
+                f"{t} is not a gfx target the data knows",
+                hint="see rocm-vllm matrix show gfx for the known targets",
+            )
+    return targets
 
 
 def _require_known(release: VllmRelease) -> None:
@@ -423,7 +365,7 @@ def _require_known(release: VllmRelease) -> None:
 def plan_dockerfile(
     matrix: Matrix,
     node: Node,
-    release: VllmRelease,
+    chosen: Evaluation | VllmRelease,
     *,
     gfx_override: tuple[str, ...] | list[str] | None = None,
     vllm_repo: str | None = None,
@@ -437,19 +379,26 @@ def plan_dockerfile(
     guard: bool = False,
     mirrors: Mirrors | None = None,
 ) -> DockerfilePlan:
-    """Decide the whole file: refuse what cannot be built, narrow every arch list to the targets,
-    leave out components whose gates exclude them (with a warning), check the driver.
+    """Decide the whole file from the solver's evaluation of the source build (``choose``): refuse
+    in the solver's words what it refused, narrow every arch list to the targets, leave out
+    components whose gates exclude them (with a warning), say what the driver check found.
 
-    ``stack`` is one of the release's ROCm stacks (default: its default stack). A stack on a ROCm
-    nightly is refused unless ``allow_preview``; one whose upstream pins name a moving branch is
-    refused unless ``allow_moving_refs`` (then the file says so loudly)."""
+    ``chosen`` is that evaluation; a release instead (a library caller's shorthand) is evaluated
+    here on ``stack`` (default: its default stack). A stack on a ROCm nightly is refused unless
+    ``allow_preview``; one whose upstream pins name a moving branch is refused unless
+    ``allow_moving_refs`` (then the file says so loudly)."""
+    targets = _target_names(matrix, node, gfx_override)
+    if isinstance(chosen, VllmRelease):
+        chosen = _evaluate(matrix, node, chosen, stack, targets)
+    release, st = chosen.candidate.release, chosen.candidate.stack
+    assert release is not None
+    assert st is not None
     _require_known(release)
-    st = stack or release.stack
-    assert st is not None  # _require_known
     where = f"vllm.toml: release {release.version} stack {st.variant}"
     warnings: list[str] = []
-    _check_preview(release, st, allow_preview, warnings)
-    targets = _targets(matrix, node, release, st, gfx_override, warnings)
+    _check_preview(chosen, release, st, allow_preview, warnings)
+    for t in targets:
+        _check_target(release, st, t, warnings)
 
     # Base image: pinned by the release; its ROCm must be one the host driver runs.
     base_image = _safe_image(st.base_image or "", where=f"{where}: base_image")
@@ -457,7 +406,7 @@ def plan_dockerfile(
         check_base_allowed(base_image, where=f"{where}: base_image")
     rocm = st.rocm
     assert rocm is not None  # _require_known
-    _refuse_as_the_solver_does(matrix, node, release, st, targets)
+    _refuse_as_the_solver_did(chosen)
     driver = _check_driver(matrix, node, rocm, warnings)
 
     # Components: every pin is checked; gates decide which ones are built.
@@ -530,10 +479,16 @@ def plan_dockerfile(
 
 
 def _check_preview(
-    release: VllmRelease, st: RocmStack, allow_preview: bool, warnings: list[str]
+    chosen: Evaluation,
+    release: VllmRelease,
+    st: RocmStack,
+    allow_preview: bool,
+    warnings: list[str],
 ) -> None:
-    """A stack on a ROCm nightly is refused unless asked for, and flagged when it is."""
-    if st.preview and not allow_preview:
+    """A stack the solver found on a ROCm nightly (its ``preview-rocm`` advisory) is refused
+    unless asked for, and flagged when it is."""
+    preview = any(w.code == "preview-rocm" for w in chosen.warnings)
+    if preview and not allow_preview:
         raise UsageError(
             f"vLLM {release.version}'s {st.variant} stack builds on ROCm {st.rocm}, "
             "a nightly/preview, not a release",
@@ -541,48 +496,15 @@ def _check_preview(
             "or pick another stack: "
             f"{', '.join(s.variant for s in release.stacks if not s.preview) or 'none'}",
         )
-    if st.preview:
+    if preview:
         warnings.append(
             f"ROCm {st.rocm} is a nightly/preview build: for trying the GPU, not for production"
         )
 
 
-def _targets(
-    matrix: Matrix,
-    node: Node,
-    release: VllmRelease,
-    st: RocmStack,
-    gfx_override: tuple[str, ...] | list[str] | None,
-    warnings: list[str],
-) -> tuple[str, ...]:
-    """The gfx targets to build for: the node's gfx list, or a fleet's list given explicitly;
-    each one must be known and accepted by the release's CMake."""
-    raw_targets = tuple(gfx_override) if gfx_override else node.gfx_targets
-    if not raw_targets:
-        raise InputError(
-            "the node has no gfx target to build for",
-            hint="describe it with --gfx gfx942 (or gfx942,gfx950 for a fleet), --node FILE or "
-            "--example NAME",
-        )
-    targets = tuple(
-        sorted({require_safe("gfx", t.strip().lower(), where="--gfx") for t in raw_targets})
-    )
-    for t in targets:
-        _check_target(matrix, release, st, t, warnings)
-    return targets
-
-
-def _check_target(
-    matrix: Matrix, release: VllmRelease, st: RocmStack, t: str, warnings: list[str]
-) -> None:
-    """Refuse a target the data does not know; warn when the build accepts it but upstream does
-    not ship for it (one it cannot build is the solver's refusal, _refuse_as_the_solver_does)."""
-    target = matrix.gfx_target(t)
-    if target is None:
-        raise UnknownGfxError(
-            f"{t} is not a gfx target the data knows",
-            hint="see rocm-vllm matrix show gfx for the known targets",
-        )
+def _check_target(release: VllmRelease, st: RocmStack, t: str, warnings: list[str]) -> None:
+    """Warn when the build accepts a target but upstream does not ship for it (one it cannot
+    build is the solver's refusal, ``_refuse_as_the_solver_did``)."""
     if t not in st.arch:
         warnings.append(
             f"{t} is not in vLLM {release.version}'s shipped PYTORCH_ROCM_ARCH "
@@ -797,26 +719,33 @@ def _aiter_gate(matrix: Matrix, gfx: str) -> str:
     return target.features.aiter if target is not None else "none"
 
 
-def _refuse_as_the_solver_does(
-    matrix: Matrix, node: Node, release: VllmRelease, st: RocmStack, targets: tuple[str, ...]
-) -> None:
-    """The solver's verdict on this source build for the node (the targets to build for, the
-    host's driver): the file is never written for a build ``check`` refuses, and the refusal is
-    in the solver's words. Its gfx reasons (``gfx-unsupported``, ``gfx-not-shipped``: a target
-    the release's CMake does not accept) come first, then its driver reasons (``driver-window``:
-    the base ROCm's user space; ``driver-predates-gpu``: a driver older than the GPU)."""
-    from dataclasses import replace
-
+def _evaluate(
+    matrix: Matrix,
+    node: Node,
+    release: VllmRelease,
+    stack: RocmStack | None,
+    targets: tuple[str, ...],
+) -> Evaluation:
+    """The solver's evaluation of a source build of ``release`` on ``stack`` for these targets."""
     from resolver.solve import Request, evaluate_pinned
-    from resolver.solve.types import SourceCandidate
 
+    _require_known(release)
+    st = stack or release.stack
+    assert st is not None  # _require_known
     path = SourceCandidate(vllm=release.version, rocm=st.rocm, release=release, stack=st)
-    verdict = evaluate_pinned(matrix, replace(node, gfx_targets=targets), Request(), path)
+    return evaluate_pinned(matrix, replace(node, gfx_targets=targets), Request(), path)
+
+
+def _refuse_as_the_solver_did(chosen: Evaluation) -> None:
+    """The file is never written for a build the solver refuses, and the refusal is in its
+    words. Its gfx reasons (``gfx-unsupported``, ``gfx-not-shipped``: a target the release's
+    CMake does not accept) come first, then its driver reasons (``driver-window``: the base
+    ROCm's user space; ``driver-predates-gpu``: a driver older than the GPU)."""
     for codes in (
         ("gfx-unsupported", "gfx-not-shipped"),
         ("driver-window", "driver-predates-gpu"),
     ):
-        found = [r for r in verdict.reasons if r.code in codes]
+        found = [r for r in chosen.reasons if r.code in codes]
         if found:
             raise UsageError(found[0].message, hint=found[0].hint)
 
@@ -905,374 +834,3 @@ def pin_base(plan: DockerfilePlan, client: Any) -> tuple[DockerfilePlan, list[st
             f"reachable ({resolved.unreachable})"
         )
     return replace(plan, base_digest=digest), warnings
-
-
-# --- render -----------------------------------------------------------------------------------
-
-
-class _Fragment(string.Template):
-    # '$' is the Dockerfile's own variable syntax, so fragments use '@{name}' for plan values.
-    delimiter = "@"
-
-
-def _arg_lines(plan: DockerfilePlan) -> str:
-    lines = [f"ARG GIT_BASE={plan.mirrors.git}"]
-    for p in plan.pins:
-        name = _arg(p.component)
-        lines.append(f"ARG {name}_REPO={p.repo}")
-        lines.append(f"ARG {name}_BRANCH={p.ref}")
-    if plan.vllm_sdist is not None:
-        lines.append(f"ARG VLLM_SDIST_URL={plan.vllm_sdist[0]}")
-    else:
-        lines.append(f"ARG VLLM_REPO={plan.vllm_repo}")
-        lines.append(f"ARG VLLM_BRANCH={plan.vllm_ref}")
-    return "\n".join(lines)
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\x85]")
-
-
-def _header(plan: DockerfilePlan) -> str:
-    lines = [
-        f"# vLLM {plan.vllm_version} for ROCm, built from source for {', '.join(plan.gfx)} only.",
-        "# GENERATED by `rocm-vllm dockerfile`; regenerate instead of editing.",
-        f"# Equivalent to upstream's {plan.upstream_files} at v{plan.vllm_version}",
-        f"#   pins: {plan.source} (confidence: {plan.confidence})",
-    ]
-    if plan.stack_note:
-        lines.insert(3, f"#   ROCm stack: {plan.stack_note}")
-    for ref in plan.moving_refs:
-        lines.append(f"# WARNING: NOT REPRODUCIBLE: upstream pins {ref}, a moving branch.")
-    if plan.driver.runs_base_rocm:
-        lines.append(
-            f"# Base image ROCm {plan.rocm} runs on the host's amdgpu driver "
-            f"{plan.driver.version} (series {plan.driver.series})."
-        )
-    else:
-        lines.append(
-            f"# Base image ROCm {plan.rocm}: NOT checked against the host's amdgpu driver."
-        )
-    for o in plan.omitted:
-        lines.append(f"# Left out: {o.component} ({o.repo}@{o.ref}): {o.reason}.")
-    if plan.vllm_sdist is not None:
-        lines.append(
-            f"# vLLM source: its sdist {plan.vllm_source.split()[0]}, checked against sha256 "
-            f"{plan.vllm_sdist[1][:12]}... by the build (sha256sum -c)."
-        )
-    if any(p.is_commit for p in plan.pins):
-        lines.append(
-            "# Each commit pin is checked after checkout: the build fails on any other commit."
-        )
-    lines.append("# Not pinned, and why:")
-    lines += [f"#   - {what}" for what in plan.floating]
-    if plan.registry_mirror:
-        lines.append(
-            "# Docker Hub images (the base image, the # syntax= frontend) come through "
-            f"{plan.registry_mirror}."
-        )
-    if plan.base_digest:
-        lines.append(f"# The base image is pinned to its digest {plan.base_digest}.")
-    if plan.mirrors.used():
-        lines.append(f"# Mirrors ({plan.mirrors.source or 'given'}):")
-        lines += [f"#   {key}: {url}" for key, url in plan.mirrors.used()]
-    if plan.max_jobs is None:
-        lines.append(
-            "# MAX_JOBS: --build-arg MAX_JOBS=N, else the build host's CPUs and memory decide."
-        )
-    lines.append(
-        "# The image runs `vllm serve` (ENTRYPOINT), as vllm/vllm-openai-rocm does: docker "
-        "run IMAGE --model M."
-    )
-    lines.append("# Upstream may also apply patches (cherry-picks) that the data does not record;")
-    lines.append(
-        "# this file builds exactly the pinned refs. Needs BuildKit (cache and bind mounts)."
-    )
-    # Free text from data (sources, reasons) must stay inside its comment line: a line break in
-    # it would start a live instruction.
-    return "\n".join(_CONTROL.sub(" ", line) for line in lines)
-
-
-def _label_lines(plan: DockerfilePlan) -> str:
-    # Pin labels read the ARGs, so an image built with --build-arg overrides still says the truth.
-    by_value = {f"{p.repo}@{p.ref}": _arg(p.component) for p in plan.pins}
-    out = []
-    for key, value in plan.labels:
-        if key.startswith(f"{LABEL_PREFIX}.pin."):
-            arg = by_value[value]
-            value = f"${{{arg}_REPO}}@${{{arg}_BRANCH}}"
-        elif key == f"{LABEL_PREFIX}.vllm" and plan.vllm_sdist is None:
-            value = "${VLLM_REPO}@${VLLM_BRANCH}"
-        out.append(f'      {key}="{value}"')
-    return "LABEL " + " \\\n".join(out).lstrip()
-
-
-def _stage_args(plan: DockerfilePlan) -> str:
-    return "\n".join(
-        [
-            *(f"ARG {_arg(p.component)}_REPO\nARG {_arg(p.component)}_BRANCH" for p in plan.pins),
-            *(_vllm_args(plan)),
-        ]
-    )
-
-
-def _vllm_args(plan: DockerfilePlan) -> list[str]:
-    return (
-        ["ARG VLLM_SDIST_URL"]
-        if plan.vllm_sdist is not None
-        else ["ARG VLLM_REPO", "ARG VLLM_BRANCH"]
-    )
-
-
-def _vllm_fetch(plan: DockerfilePlan) -> str:
-    """vLLM's source into ./vllm: the sdist, checked against its sha256 (what was released), or a
-    Git checkout of the ref."""
-    if plan.vllm_sdist is not None:
-        # curl and sha256sum, not ADD --checksum: any builder runs it (ADD --checksum needs the
-        # 1.6 frontend), and a mirror's copy is checked the same way.
-        return (
-            "ARG VLLM_SDIST_URL\n"
-            'RUN curl -fsSL "${VLLM_SDIST_URL}" -o vllm.tar.gz \\\n'
-            f'    && echo "{plan.vllm_sdist[1]}  vllm.tar.gz" > vllm.tar.gz.sha256 \\\n'
-            "    && sha256sum -c vllm.tar.gz.sha256 \\\n"
-            "    && mkdir vllm \\\n"
-            "    && tar -xzf vllm.tar.gz -C vllm --strip-components=1 \\\n"
-            "    && rm vllm.tar.gz vllm.tar.gz.sha256"
-        )
-    return (
-        "ARG VLLM_REPO\nARG VLLM_BRANCH\nARG GIT_BASE\n"
-        'RUN git clone "${GIT_BASE}/${VLLM_REPO}.git" vllm \\\n'
-        '    && git -C vllm checkout "${VLLM_BRANCH}"'
-    )
-
-
-def _apt_sources(mirrors: Mirrors) -> str:
-    """The site's apt mirrors: every sources file of the base image rewritten, upstream base URL
-    to the mirror's (both checked as plain URLs when the mirror file was read)."""
-    if not mirrors.apt:
-        return ""
-    edits = " ".join(f"-e 's|{up}|{mirror}|g'" for up, mirror in mirrors.apt)
-    return (
-        "# The site's apt mirrors (--mirror-config [apt]): the base image's sources rewritten.\n"
-        "RUN for f in /etc/apt/sources.list /etc/apt/sources.list.d/*; do \\\n"
-        '        [ -f "${f}" ] || continue; \\\n'
-        f'        sed -i {edits} "${{f}}"; \\\n'
-        "    done\n"
-    )
-
-
-def _deadsnakes(mirrors: Mirrors) -> str:
-    """Python from the deadsnakes PPA: Launchpad, or the site's mirror of it (which serves the
-    PPA's signing key as KEY.gpg beside dists/)."""
-    if mirrors.deadsnakes is None:
-        return "add-apt-repository -y ppa:deadsnakes/ppa"
-    url = mirrors.deadsnakes
-    key = "/etc/apt/keyrings/deadsnakes.asc"
-    return (
-        "mkdir -p /etc/apt/keyrings \\\n"
-        f'    && curl -fsSL "{url}/KEY.gpg" -o {key} \\\n'
-        f'    && echo "deb [signed-by={key}] {url} '
-        '$(. /etc/os-release && echo "${VERSION_CODENAME}") main" '
-        "> /etc/apt/sources.list.d/deadsnakes.list"
-    )
-
-
-def _guard_lines(plan: DockerfilePlan, root: Path) -> str:
-    """``--guard``: the guard script written into the image line by line (readable here, each
-    line shell-quoted), and the gfx list it checks against."""
-    if not plan.guard:
-        return ""
-    import shlex
-
-    try:
-        script = (root / "common" / "guard.sh").read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(
-            f"the guard script common/guard.sh is missing from {root}",
-            hint="reinstall rocm-vllm-resolver",
-        ) from None
-    # Every line in single quotes, even a bare word: shellcheck reads an unquoted `fi` or `done`
-    # argument as a misplaced keyword.
-    lines = script.rstrip("\n").split("\n")
-    quoted = " \\\n        ".join(
-        f"'{line}'" if "'" not in line else shlex.quote(line) for line in lines
-    )
-    return (
-        "\n# The entrypoint guard (rocm-vllm dockerfile --guard): vLLM starts only when every GPU\n"
-        "# the container sees is one of ROCM_VLLM_GFX; else one line and exit 78.\n"
-        "# hadolint ignore=SC2016\n"
-        f"RUN printf '%s\\n' \\\n        {quoted} \\\n"
-        f"    > {GUARD_PATH} \\\n"
-        f"    && chmod 0755 {GUARD_PATH}\n"
-        f'ENV ROCM_VLLM_GFX="{";".join(plan.gfx)}"'
-    )
-
-
-def _verify(directory: str, pin: ComponentPin | None) -> str:
-    """After a checkout of a commit pin: fail unless HEAD is that commit (a branch or tag named
-    like it would otherwise be taken)."""
-    if pin is None or not pin.is_commit:
-        return ""
-    return (
-        f' \\\n    && case "$(git -C {directory} rev-parse HEAD)" in {pin.ref}*) ;; '
-        f'*) echo "{directory}: not commit {pin.ref}" >&2; exit 1;; esac'
-    )
-
-
-def _mounts(plan: DockerfilePlan, *, debs: bool) -> str:
-    stages = [s for s in plan.stages if (s in layouts().debs) == debs]
-    return "".join(
-        f"    --mount=type=bind,from=build_{s},source=/app/install,target=/install/{s} \\\n"
-        for s in stages
-    )
-
-
-def _mori_values(plan: DockerfilePlan) -> dict[str, str]:
-    """MORI's stage: its arch list where the stack sets MORI_GPU_ARCHS, else none (upstream's
-    files from v0.27 leave it to MORI)."""
-    if plan.mori_arch:
-        return {
-            "mori_for": f"for {';'.join(plan.mori_arch)} only",
-            "mori_env": f'ENV MORI_GPU_ARCHS="{";".join(plan.mori_arch)}"',
-        }
-    return {
-        "mori_for": "for the targets MORI picks itself",
-        "mori_env": "# no MORI_GPU_ARCHS: upstream's file for this stack sets none",
-    }
-
-
-def template_values(plan: DockerfilePlan, root: Path | None = None) -> dict[str, str]:
-    """The names a fragment may use as ``@{name}``."""
-    root = root or resources.dockerfiles_dir()
-    base_apt = []
-    if plan.pin("audio"):
-        base_apt += ["libsox-dev", "libsox-fmt-all", "sox"]  # torchaudio (upstream's base stage)
-    if plan.pin("mori"):
-        base_apt += ["libopenmpi-dev", "libpci-dev"]  # MORI (upstream's base stage)
-    final_env = []
-    if plan.aiter_arch:
-        final_env.append(f'AITER_ROCM_ARCH="{";".join(plan.aiter_arch)}"')
-    if plan.mori_arch:
-        final_env.append(f'MORI_GPU_ARCHS="{";".join(plan.mori_arch)}"')
-    values = {
-        "header": _header(plan),
-        "pin_args": _arg_lines(plan),
-        "stage_pin_args": _stage_args(plan),
-        "labels": _label_lines(plan),
-        "base_image": plan.base_image_ref,
-        "syntax_image": plan.syntax_image,
-        "python": plan.python or "3",
-        "max_jobs_arg": f"ARG MAX_JOBS={plan.max_jobs}"
-        if plan.max_jobs is not None
-        else "ARG MAX_JOBS",
-        "pytorch_rocm_arch": ";".join(plan.pytorch_rocm_arch),
-        "fa_arch": ";".join(plan.fa_arch),
-        "aiter_arch": ";".join(plan.aiter_arch),
-        "mori_arch": ";".join(plan.mori_arch),
-        **_mori_values(plan),
-        "gfx": ";".join(plan.gfx),
-        "wheel_mounts": _mounts(plan, debs=False),
-        "deb_mounts": _mounts(plan, debs=True).lstrip(" "),
-        "base_apt": "".join(f" {pkg}" for pkg in base_apt),
-        "final_env": "".join(f" \\\n    {line}" for line in final_env),
-        "vllm_version": plan.vllm_version,
-        "rocm": plan.rocm,
-        "hipblas_common_install": "",
-        "torch_wheels": "",
-        "torch": plan.torch or "",
-        "torch_extras": "".join(f' "{w}"' for w in plan.torch_extras),
-        "wheel_index": plan.wheel_index or "",
-        "vllm_fetch": _vllm_fetch(plan),
-        "get_pip": plan.mirrors.get_pip,
-        "apt_sources": _apt_sources(plan.mirrors),
-        "deadsnakes": _deadsnakes(plan.mirrors),
-        "pip_index_env": (
-            f"\nENV PIP_INDEX_URL={plan.mirrors.index}" if plan.mirrors.index else ""
-        ),
-        "guard": _guard_lines(plan, root),
-        "entrypoint": (
-            f'ENTRYPOINT ["{GUARD_PATH}", "vllm", "serve"]'
-            if plan.guard
-            else 'ENTRYPOINT ["vllm", "serve"]'
-        ),
-        **{
-            f"verify_{component}": _verify(directory, plan.pin(component))
-            for component, directory in (
-                (c, spec.checkout) for c, spec in layouts().components.items()
-            )
-        },
-    }
-    if plan.layout != "single-stage" and plan.pin("pytorch"):
-        values["torch_wheels"] = render_template(
-            root / "two-stage" / "torch-wheels.Dockerfile.in", values
-        ).strip("\n")
-    if "hipblas_common" in plan.stages:
-        values["hipblas_common_install"] = render_template(
-            root / "two-stage" / "hipblas-common-install.Dockerfile.in", values
-        ).strip("\n")
-    return values
-
-
-def _fragment_names(plan: DockerfilePlan) -> list[str]:
-    """The fragments of the file, in order, as ``layouts.toml`` assembles the plan's layout."""
-    known = layouts()
-    spec = known.layouts[plan.layout or "two-stage-docker"]
-    family, override = spec.family, dict(spec.override)
-    names = ["common/header", spec.base, "common/build-base"]
-    for stage in plan.stages:
-        if stage in override:
-            names.append(override[stage])
-            continue
-        names.append(f"common/{stage}" if stage in known.common else f"{family}/{stage}")
-        if stage == "pytorch":
-            names += [
-                f"{family}/pytorch-{extra}" for extra in ("vision", "audio") if plan.pin(extra)
-            ]
-    names += [f"{family}/vllm", f"{family}/final"]
-    if any(s in known.debs for s in plan.stages):
-        names.append("common/final-debs")
-    names.append("common/final-wheels")
-    return names
-
-
-def render(plan: DockerfilePlan, *, templates: Path | None = None) -> str:
-    """The Dockerfile text: the plan's fragments, in order, with the plan's values filled in."""
-    root = templates or resources.dockerfiles_dir()
-    values = template_values(plan, root)
-    parts = [
-        render_template(root / f"{name}.Dockerfile.in", values).strip("\n")
-        for name in _fragment_names(plan)
-    ]
-    text = "\n\n".join(parts) + "\n"
-    return re.sub(r"\n{3,}", "\n\n", text)
-
-
-def render_template(path: Path, values: dict[str, str]) -> str:
-    """One template file with ``@{name}`` filled in; an unknown name is a bug in the template."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(
-            f"Dockerfile template {path.name} is missing from {path.parent}",
-            hint="reinstall rocm-vllm-resolver",
-        ) from None
-    return _Fragment(text).substitute(values)
-
-
-# --- building ---------------------------------------------------------------------------------
-
-
-def image_tag(plan: DockerfilePlan, tag: str | None = None) -> str:
-    """``--tag``, checked, or a name that says what the image is: vllm-rocm:0.10.0-gfx942."""
-    value = tag or f"rocm-vllm/vllm-rocm:{plan.vllm_version}-{'-'.join(plan.gfx)}"
-    repo, sep, version = value.rpartition(":")
-    if not sep or "/" in version:
-        repo, version = value, "latest"
-    require_safe("image_repo", repo, where="--tag")
-    require_safe("image_tag", version, where="--tag")
-    return f"{repo}:{version}"
-
-
-def build_args(plan: DockerfilePlan) -> dict[str, str]:
-    """Build arguments for the engine: the file's own defaults, stated explicitly (none for
-    MAX_JOBS unless --max-jobs set one: the build host decides)."""
-    return {"MAX_JOBS": str(plan.max_jobs)} if plan.max_jobs is not None else {}
