@@ -281,8 +281,12 @@ def choose(
     release (its plan then fails with the solver's reason). ``stack``: that stack, else the one
     the solver picks for the release (the default unless the host's driver cannot run it).
     ``gfx``: the targets to build for (a fleet's list), else the node's."""
-    from resolver.solve import Request, evaluate_pinned, solve
+    from resolver.solve import Request, evaluate_pinned, is_nvidia, solve
 
+    source_only = Request(paths=frozenset({"source"}))
+    if is_nvidia(node, source_only) and not gfx:
+        # No source build here: the solver refuses with where vLLM's own CUDA recipe is.
+        solve(matrix, node, source_only)
     targets = _target_names(matrix, node, gfx)
     here = replace(node, gfx_targets=targets)
     release = find_release(matrix, vllm) if vllm else None
