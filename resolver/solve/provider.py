@@ -2,13 +2,15 @@
 
 ``MatrixProvider`` reads the node's facts (its gfx targets, driver series, glibc), lists the
 candidate paths (every image, wheel and source build per ROCm stack of the requested releases),
-and evaluates each one by calling the checks (``resolver.solve.checks``) and the candidate
-advisories (``resolver.solve.advisories``).
+and evaluates each one by running ``RULES`` in order: each rule calls the checks of one family of
+codes (``resolver.solve.checks``) or the candidate advisories (``resolver.solve.advisories``). A
+new check is a new rule in that list.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
 from msgspec.structs import replace
 from packaging.version import Version
@@ -132,58 +134,21 @@ class MatrixProvider:
 
     def evaluate(self, cand: Candidate) -> Evaluation:
         """What stops ``cand`` here (reasons), what to watch for (warnings), and whether it is
-        official."""
+        official: each rule of ``RULES`` in turn, then the verdict's flags."""
         if cand.from_source and (cand.release is None or not cand.release.known):
             return self._evaluate_unread(cand)
-        reasons: list[Reason] = []
-        warnings: list[Advisory] = []
-        unofficial = False
-        override: str | None = None
-        for target in self.targets:
-            r, unoff, ovr = checks.gfx_check(cand, target, self.m)
-            if r is not None:
-                reasons.append(r)
-            unofficial |= unoff
-            override = override or ovr
-        reasons.extend(checks.gate_checks(self.m, cand, self.targets, self.request))
-        for listed in (
-            checks.quantization_listed(self.m, cand, self.request),
-            checks.kv_cache_dtype_listed(self.m, cand, self.request),
-            checks.fp8_admitted(self.m, cand, self.targets, self.request),
-        ):
-            if listed is not None:
-                reasons.append(listed)
-        predates: Reason | None = None
-        if self.driver is not None:
-            for target in self.targets:
-                r_old = checks.driver_predates_gpu(self.m, self.node, self.driver, target, cand)
-                if r_old is not None:
-                    reasons.append(r_old)
-                    predates = predates or r_old
-        if cand.rocm is not None:
-            r_drv, w_drv = checks.driver_check(self.m, self.node, self.driver, cand)
-            if r_drv is not None:
-                if predates is not None and r_drv.fix is not None:
-                    # One driver move must cure both: the one that knows the GPU and runs this
-                    # ROCm (the predates fix is chosen among exactly those).
-                    r_drv = replace(r_drv, fix=predates.fix, hint=predates.hint)
-                reasons.append(r_drv)
-            warnings.extend(w_drv)
-            warnings.extend(advisories.rocm_lists_gfx(self.m, self.targets, cand))
-        if cand.wheel is not None:
-            r_w, w_w = checks.wheel_checks(self.node, cand.wheel, *self.glibc())
-            reasons.extend(r_w)
-            warnings.extend(w_w)
-        warnings.extend(advisories.candidate_warnings(cand))
+        found = _Found()
+        for rule in RULES:
+            rule(self, cand, found)
         # A build on a ROCm nightly is for trying a GPU, not an official path.
-        unofficial |= cand.stack is not None and cand.stack.preview
+        unofficial = found.unofficial or (cand.stack is not None and cand.stack.preview)
         cmake_only = cand.from_source and any(t.name not in cand.arch for t in self.targets)
         return Evaluation(
             candidate=cand,
-            reasons=_about(cand, reasons),
-            warnings=tuple(warnings),
+            reasons=_about(cand, found.reasons),
+            warnings=tuple(found.warnings),
             unofficial=unofficial,
-            override=override,
+            override=found.override,
             cmake_only=cmake_only,
         )
 
@@ -204,6 +169,90 @@ class MatrixProvider:
                 if r_old is not None:
                     reasons.append(r_old)
         return Evaluation(candidate=cand, reasons=_about(cand, reasons), warnings=())
+
+
+@dataclass
+class _Found:
+    """What the rules have found so far about one candidate."""
+
+    reasons: list[Reason] = field(default_factory=list)
+    warnings: list[Advisory] = field(default_factory=list)
+    unofficial: bool = False
+    override: str | None = None  # the HSA_OVERRIDE_GFX_VERSION the path relies on
+    predates: Reason | None = None  # the first driver-predates-gpu, whose fix the window takes
+
+
+# --- the rules, in the order a candidate is checked (each one code family of checks.py) ------
+
+
+def _gpu(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
+    """gfx-unsupported, gfx-not-shipped (or the override or CMake the path relies on)."""
+    for target in p.targets:
+        r, unofficial, override = checks.gfx_check(cand, target, p.m)
+        if r is not None:
+            found.reasons.append(r)
+        found.unofficial |= unofficial
+        found.override = found.override or override
+
+
+def _gates(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
+    """fp8-unsupported, mx-unsupported, kv-fp8-unsupported: what the GPUs lack."""
+    found.reasons.extend(checks.gate_checks(p.m, cand, p.targets, p.request))
+
+
+def _listed(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
+    """quantization-not-listed, kv-cache-dtype-not-listed, fp8-not-admitted: what the release
+    accepts."""
+    for listed in (
+        checks.quantization_listed(p.m, cand, p.request),
+        checks.kv_cache_dtype_listed(p.m, cand, p.request),
+        checks.fp8_admitted(p.m, cand, p.targets, p.request),
+    ):
+        if listed is not None:
+            found.reasons.append(listed)
+
+
+def _driver_age(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
+    """driver-predates-gpu: a driver older than a GPU stops every path."""
+    if p.driver is None:
+        return
+    for target in p.targets:
+        r_old = checks.driver_predates_gpu(p.m, p.node, p.driver, target, cand)
+        if r_old is not None:
+            found.reasons.append(r_old)
+            found.predates = found.predates or r_old
+
+
+def _driver_window(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
+    """driver-window (with driver-unchecked, unknown-driver, preview-rocm) and rocm-lacks-gfx."""
+    if cand.rocm is None:
+        return
+    r_drv, w_drv = checks.driver_check(p.m, p.node, p.driver, cand)
+    if r_drv is not None:
+        if found.predates is not None and r_drv.fix is not None:
+            # One driver move must cure both: the one that knows the GPU and runs this ROCm
+            # (the predates fix is chosen among exactly those).
+            r_drv = replace(r_drv, fix=found.predates.fix, hint=found.predates.hint)
+        found.reasons.append(r_drv)
+    found.warnings.extend(w_drv)
+    found.warnings.extend(advisories.rocm_lists_gfx(p.m, p.targets, cand))
+
+
+def _wheel(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
+    """python-mismatch, glibc-too-old, host-rocm-mismatch (and what could not be checked)."""
+    if cand.wheel is not None:
+        reasons, warnings = checks.wheel_checks(p.node, cand.wheel, *p.glibc())
+        found.reasons.extend(reasons)
+        found.warnings.extend(warnings)
+
+
+def _record(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
+    """The advisories of the candidate's own record: channel, stack, confidence."""
+    found.warnings.extend(advisories.candidate_warnings(cand))
+
+
+Rule = Callable[[MatrixProvider, Candidate, _Found], None]
+RULES: tuple[Rule, ...] = (_gpu, _gates, _listed, _driver_age, _driver_window, _wheel, _record)
 
 
 def _about(cand: Candidate, reasons: list[Reason]) -> tuple[Reason, ...]:
