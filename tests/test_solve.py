@@ -469,3 +469,15 @@ def test_candidate_kinds_are_classes_with_an_ordered_channel() -> None:
     assert Channel.OFFICIAL_IMAGE < Channel.AMD_IMAGE < Channel.WHEEL < Channel.SOURCE
     src = next(c for c in every if c.from_source)
     assert src.built_for(("gfx942",)) == ("gfx942",) and src.order is Channel.SOURCE
+
+
+def test_aiter_advice_follows_whether_the_planned_release_pins_aiter() -> None:
+    """AITER exists to turn on only where the release builds it (a pin; from v0.8.2): the
+    advice follows the data, not a version written in code."""
+    node = from_flags(gfx="gfx942", gpus=8, driver="6.3.1", os=None, rocm=None, python=None)
+    for version, pinned in (("0.8.1", False), ("0.8.2", True)):
+        d = solve(M, node, Request(vllm=SpecifierSet(f"=={version}"), paths=frozenset({"source"})))
+        assert d.plan is not None, version
+        stack = d.plan.candidate.stack
+        assert stack is not None and (stack.pin("aiter") is not None) == pinned
+        assert ("aiter-off-by-default" in [w.code for w in d.warnings]) == pinned, version

@@ -218,7 +218,7 @@ def node_warnings(
 
 def aiter(t: GfxTarget, plan: Evaluation | None) -> list[Advisory]:
     """``aiter-off-by-default`` (full AITER support) and ``aiter-partial`` (Triton kernels only)."""
-    if t.features.aiter == "full" and (plan is None or plan.candidate.vllm >= Version("0.8.2")):
+    if t.features.aiter == "full" and _ships_aiter(plan):
         by_image = plan is not None and plan.candidate.image is not None
         w = words.say("aiter-off-by-default", gfx=t.name)
         # How the user sets it depends on how the plan installs vLLM.
@@ -246,6 +246,17 @@ def aiter(t: GfxTarget, plan: Evaluation | None) -> list[Advisory]:
             )
         ]
     return []
+
+
+def _ships_aiter(plan: Evaluation | None) -> bool:
+    """Whether the plan's vLLM has AITER to turn on: its release pins AITER (every release from
+    v0.8.2 does, none before), or the release's build facts are unknown (said rather than
+    hidden); with no plan, the advice is for whatever runs."""
+    release = plan.candidate.release if plan is not None else None
+    if release is None or not release.known:
+        return True
+    stack = plan.candidate.stack if plan is not None else None
+    return (stack or release).pin("aiter") is not None
 
 
 def _release_gate(

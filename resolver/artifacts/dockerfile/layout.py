@@ -26,6 +26,9 @@ class ComponentSpec:
     arg: str  # ARG prefix: TRITON_REPO, TRITON_BRANCH (upstream's names)
     stage: str  # the stage that builds it
     checkout: str  # the directory its fragment clones it into
+    # the targets it is built for where a stack's record does not say, and who says so
+    unrecorded_archs: frozenset[str] = frozenset()
+    unrecorded_archs_source: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +59,11 @@ def layouts() -> Layouts:
         }
         components = {
             name: ComponentSpec(
-                arg=str(v["arg"]), stage=str(v["stage"]), checkout=str(v["checkout"])
+                arg=str(v["arg"]),
+                stage=str(v["stage"]),
+                checkout=str(v["checkout"]),
+                unrecorded_archs=frozenset(str(a) for a in v.get("unrecorded_archs", ())),
+                unrecorded_archs_source=str(v.get("unrecorded_archs_source", "")),
             )
             for name, v in doc["component"].items()
         }

@@ -30,13 +30,6 @@ SDIST_BASE: Final = "https://files.pythonhosted.org/packages/source/v/vllm"
 SYNTAX_IMAGE: Final = "docker/dockerfile:1"
 LABEL_PREFIX: Final = "rocm-vllm"
 
-# A stack read from its sdist carries FlashAttention's and MORI's arch lists as its own files set
-# them (vllm.toml fa_arch, mori_arch). These stand in only for stacks read at a Git tag before
-# those fields existed (v0.6-v0.9): FA_GFX_ARCHS=gfx90a;gfx942 (Dockerfile.rocm v0.6.x), from
-# v0.8.3 GPU_ARCHS = PYTORCH_ROCM_ARCH with every gfx1xxx removed; Dao-AILab setup.py
-# allowed_archs = native, gfx90a, gfx950, gfx942. No such stack pins MORI.
-FA_CK_ARCHS: Final[frozenset[str]] = frozenset({"gfx90a", "gfx942", "gfx950"})
-MORI_ARCHS: Final[frozenset[str]] = frozenset({"gfx942", "gfx950"})
 
 # The file's MAX_JOBS default is decided on the build host (dockerfiles/common/build-base): one
 # job per CPU, at most one per 4 GiB of memory, the memory a HIP/C++ compile job of PyTorch,
@@ -583,7 +576,13 @@ def _gate_components(
 ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     """The targets flash_attention, AITER and MORI are built for; a component no target passes
     the gate of is left out."""
-    fa_known = frozenset(st.fa_arch) if st.fa_arch is not None else FA_CK_ARCHS
+    # A stack read before its record said (fa_arch, mori_arch): dockerfiles/layouts.toml's lists.
+    parts = layouts().components
+    fa_known = (
+        frozenset(st.fa_arch)
+        if st.fa_arch is not None
+        else parts["flash_attention"].unrecorded_archs
+    )
     fa_arch = tuple(t for t in targets if t in fa_known)
     # matrix/vllm.toml aiter_arch: AITER_ROCM_ARCH, or the literal GPU_ARCHS of v0.8.2-v0.10.x.
     aiter_arch = tuple(
@@ -591,7 +590,9 @@ def _gate_components(
     )
     # () : the stack sets no MORI_GPU_ARCHS (from v0.27 MORI picks its targets itself), so
     # MORI is built as upstream builds it, with no list of ours.
-    mori_known = frozenset(st.mori_arch) if st.mori_arch is not None else MORI_ARCHS
+    mori_known = (
+        frozenset(st.mori_arch) if st.mori_arch is not None else parts["mori"].unrecorded_archs
+    )
     mori_arch = tuple(t for t in targets if t in mori_known)
     _gate_flash_attention(st, targets, fa_arch, fa_known, drop)
     if st.pin("aiter") is not None:
