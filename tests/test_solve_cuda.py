@@ -14,6 +14,7 @@ import jsonschema
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from resolver.data import matrix
@@ -251,3 +252,20 @@ def test_without_nvidia_smi_the_pci_id_says_the_compute_capability() -> None:
 def test_each_pci_id_names_one_gpu() -> None:
     ids = [i for g in M.nvidia_gpus for i in g.pci_device_ids]
     assert len(ids) == len(set(ids)) and all(g.provenance.source for g in M.nvidia_gpus)
+
+
+def test_a_wheel_whose_tag_asks_more_glibc_than_the_host_has_is_refused() -> None:
+    """vLLM 0.20.0's PyPI wheel is manylinux_2_35: pip will not install it on Ubuntu 20.04
+    (glibc 2.31), where a 0.19.1 wheel (manylinux_2_31) installs. Read from the index, not
+    assumed to be manylinux_2_28."""
+    from dataclasses import replace
+
+    host = replace(node(), os="ubuntu-20.04", glibc="2.31", python="3.12")
+    for version, refused in (("0.20.0", True), ("0.19.1", False)):
+        d = solve(M, host, Request(vllm=SpecifierSet(f"=={version}"), prefer="wheel"))
+        wheels = [e for e in d.rejected if e.candidate.kind == "wheel"]
+        codes = {r.code for e in wheels for r in e.reasons}
+        assert ("glibc-too-old" in codes) == refused, (version, codes)
+        if refused:
+            why = next(r for e in wheels for r in e.reasons if r.code == "glibc-too-old")
+            assert "manylinux_2_35_x86_64" in why.message and "2.35" in why.message

@@ -485,6 +485,12 @@ class CudaRelease(msgspec.Struct, frozen=True, kw_only=True):
     arch: Annotated[tuple[str, ...], _COMPUTE_CAPS]
     images: tuple[CudaImage, ...] = msgspec.field(default=(), name="image")
     wheel_cuda: Version | None = None  # the CUDA the PyPI wheels are compiled with
+    # the glibc the x86_64 PyPI wheel's platform tag asks of the host, and that tag
+    # (manylinux_2_35_x86_64), read from the package index's file names; None: not read
+    wheel_glibc: Version | None = None
+    wheel_platform: Annotated[str | None, form(r"manylinux[0-9a-z_]*x86_64", "a manylinux tag")] = (
+        None
+    )
     # other CUDA builds vLLM publishes as release assets
     wheel_variants: tuple[Version, ...] = ()
     requires_python: Annotated[str | None, SPECIFIER] = None

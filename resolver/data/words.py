@@ -198,9 +198,9 @@ WORDS: Final[dict[str, Said]] = {
         fix="a host OS with glibc >= {glibc_min}",
     ),
     "glibc-too-old/cuda": Said(
-        message="{label} is a manylinux_2_28 wheel (glibc >= {glibc_min}); this host has {glibc}",
-        facts=("vLLM's CUDA wheels are manylinux_2_28",),
-        hint="use the container image instead, or a host OS with glibc >= 2.28",
+        message="{label} is a {platform} wheel (glibc >= {glibc_min}); this host has {glibc}",
+        facts=("vLLM {vllm}'s x86_64 wheel on the package index is {platform}",),
+        hint="use the container image instead, or a host OS with glibc >= {glibc_min}",
         fix="a host OS with glibc >= {glibc_min}",
     ),
     "host-rocm-mismatch": Said(

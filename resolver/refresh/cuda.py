@@ -163,6 +163,12 @@ def cuda_record(sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str, Any]
         read_from.append("docs/getting_started/installation/gpu.cuda.inc.md (wheels)")
         if more:
             record["wheel_variants"] = re.findall(r"\d+\.\d+", more.group(1))
+    floor = wheel_floor(sdist.wheels)
+    if floor is not None:
+        glibc, record["wheel_platform"], name = floor
+        if glibc is not None:
+            record["wheel_glibc"] = glibc
+        read_from.append(f"the package index's wheel file names ({name})")
     requires = _REQUIRES_PYTHON.search(files.get("pyproject.toml", ""))
     if requires:
         record["requires_python"] = requires.group(1)
@@ -177,6 +183,29 @@ def cuda_record(sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str, Any]
             "the sdist has no publish script: the image tags are not read (the wheel is the path)"
         )
     return record, ""
+
+
+# A PEP 600 tag names the glibc it needs (manylinux_2_35_x86_64: 2.35). The legacy aliases
+# (manylinux1, manylinux2014) are not read as a floor: vLLM's wheels were built on newer systems
+# than the alias claims (its install page names manylinux_2_28 assets for releases PyPI lists as
+# manylinux1), so what such a wheel needs is recorded as unknown.
+_PEP600: Final = re.compile(r"manylinux_(\d+)_(\d+)_x86_64")
+
+
+def wheel_floor(wheels: tuple[tuple[str, str], ...]) -> tuple[str | None, str, str] | None:
+    """The glibc the release's x86_64 wheel needs as its PEP 600 platform tag says (None for a
+    legacy tag), the tag and the file name: of the wheel with the lowest floor (pip installs that
+    one on any host that meets it); None where the index lists no x86_64 wheel."""
+    found: list[tuple[tuple[int, ...], str | None, str, str]] = []
+    for platform, name in wheels:
+        m = _PEP600.fullmatch(platform)
+        glibc = f"{m.group(1)}.{m.group(2)}" if m else None
+        key = tuple(int(p) for p in glibc.split(".")) if glibc else (999,)
+        found.append((key, glibc, platform, name))
+    if not found:
+        return None
+    _, glibc, platform, name = min(found)
+    return glibc, platform, name
 
 
 class CudaSource(ReleaseFactsSource):

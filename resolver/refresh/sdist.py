@@ -22,7 +22,7 @@ import os
 import re
 import tarfile
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urljoin
@@ -60,6 +60,12 @@ _WANTED: Final = re.compile(
     r"|push-release-images-dockerhub)\.sh"
 )
 _SDIST_NAME: Final = re.compile(r"vllm-(?P<version>[0-9][0-9A-Za-z.+!-]*)\.tar\.gz")
+# A release's x86_64 wheel as the index lists it (PEP 427 name, optional build tag):
+# vllm-0.20.0-cp38-abi3-manylinux_2_35_x86_64.whl
+_WHEEL_NAME: Final = re.compile(
+    r"vllm-(?P<version>[0-9][0-9A-Za-z.+!]*)(?:-[0-9][0-9A-Za-z]*)?-[a-z0-9]+-[a-z0-9]+-"
+    r"(?P<platform>manylinux[0-9a-z_]*x86_64)\.whl"
+)
 _SHA256: Final = re.compile(r"[0-9a-f]{64}")
 _COMMIT_ID: Final = re.compile(r"""commit_id\s*=\s*['"]g?([0-9a-f]{7,40})['"]""")
 _PUBLISH_STACK: Final = re.compile(r"^\s*publish_rocm_stack\s+(\S+)\s+([01])\s*$", re.MULTILINE)
@@ -76,6 +82,9 @@ class IndexFile:
     sha256: str
     size: int | None
     uploaded: str | None  # ISO date of the upload, the release date as the index knows it
+    # The platform tags of the release's x86_64 wheels the index lists, with their file names
+    # (manylinux_2_35_x86_64 -> vllm-0.20.0-cp38-abi3-manylinux_2_35_x86_64.whl)
+    wheels: tuple[tuple[str, str], ...] = ()
 
 
 def index_url(env: Mapping[str, str] | None = None) -> str:
@@ -127,15 +136,23 @@ def list_sdists(client: HttpClient, base: str, result: SourceResult) -> list[Ind
             hint=f"point {ENV_INDEX} at a simple index that speaks JSON (PyPI, devpi, Artifactory)",
         )
     out: dict[Version, IndexFile] = {}
+    wheels: dict[Version, list[tuple[str, str]]] = {}
     for item in files[:10_000]:
         if not isinstance(item, dict):
             continue
         name, url, hashes = item.get("filename"), item.get("url"), item.get("hashes")
         if not isinstance(name, str) or not isinstance(url, str):
             continue
+        w = _WHEEL_NAME.fullmatch(name)
+        if w is not None and not item.get("yanked"):
+            with contextlib.suppress(ValueError):
+                wheels.setdefault(Version(w.group("version")), []).append(
+                    (w.group("platform"), name)
+                )
+            continue
         m = _SDIST_NAME.fullmatch(name)
         if m is None:
-            continue  # a wheel, or not vLLM's
+            continue  # not vLLM's
         try:
             version = Version(m.group("version"))
         except ValueError:
@@ -166,7 +183,7 @@ def list_sdists(client: HttpClient, base: str, result: SourceResult) -> list[Ind
             if isinstance(uploaded, str) and re.match(r"[0-9]{4}-[0-9][0-9]-[0-9][0-9]", uploaded)
             else None,
         )
-    return [out[v] for v in sorted(out)]
+    return [replace(out[v], wheels=tuple(sorted(set(wheels.get(v, ()))))) for v in sorted(out)]
 
 
 class ArchiveError(ValueError):

@@ -114,9 +114,9 @@ def _image(release: CudaRelease, image: CudaImage) -> ContainerImage:
     )
 
 
-# vLLM's CUDA install page: the wheels are `manylinux_2_28` (the release assets' file names), and
-# the PyPI wheel is installed with PyTorch's index of its CUDA (`--extra-index-url .../cu129`).
-WHEEL_GLIBC = Version("2.28")
+# vLLM's CUDA install page: the PyPI wheel is installed with PyTorch's index of its CUDA
+# (`--extra-index-url .../cu129`). The glibc it needs is the release's own (cuda.toml
+# wheel_glibc, from its file name on the package index).
 _PYTHONS = ("3.9", "3.10", "3.11", "3.12", "3.13", "3.14")  # CPython releases a spec can admit
 TORCH_INDEX = "https://download.pytorch.org/whl"
 
@@ -142,7 +142,8 @@ def _wheel(release: CudaRelease) -> WheelVariant | None:
         name=tag,
         rocm=None,
         python=takes,
-        glibc_min=WHEEL_GLIBC,
+        # 0: the floor was not read (the glibc check is then not made, never guessed)
+        glibc_min=release.wheel_glibc or Version("0"),
         vllm=None,
         includes_nightlies=False,
         index_url=f"{TORCH_INDEX}/{tag}",
@@ -366,20 +367,21 @@ def _wheel_reasons(
         glibc = Version(glibc_text) if glibc_text else None
     except InvalidVersion:
         glibc = None
-    if glibc is not None and glibc < wheel.glibc_min:
-        w = words.say("glibc-too-old/cuda", label=label, glibc_min=wheel.glibc_min, glibc=glibc)
+    floor = release.wheel_glibc
+    if glibc is not None and floor is not None and glibc < floor:
+        w = words.say(
+            "glibc-too-old/cuda",
+            label=label,
+            platform=release.wheel_platform or "manylinux",
+            glibc_min=floor,
+            glibc=glibc,
+            vllm=release.version,
+        )
         out.append(
             Reason(
                 code="glibc-too-old",
                 message=w.message,
-                facts=(
-                    Fact(
-                        text=w.facts[0],
-                        source=f"{src.split(' ', 3)[0]} {release.version} "
-                        "docs/getting_started/installation/gpu.cuda.inc.md (wheel file names)",
-                        about=label,
-                    ),
-                ),
+                facts=(Fact(text=w.facts[0], source=src, about=label),),
                 hint=w.hint,
                 fix=Fix(
                     kind="os",

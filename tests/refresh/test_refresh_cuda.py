@@ -3,6 +3,7 @@ reader makes of each release's real files, and a hostile file cannot put a bad t
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 
@@ -10,8 +11,8 @@ import pytest
 from packaging.version import Version
 
 from resolver.data import matrix
-from resolver.refresh.cuda import WANTED, cuda_record
-from resolver.refresh.sdist import IndexFile, read_members
+from resolver.refresh.cuda import WANTED, cuda_record, wheel_floor
+from resolver.refresh.sdist import _WHEEL_NAME, IndexFile, read_members
 
 from .conftest import REPO_MATRIX
 
@@ -21,10 +22,24 @@ SHIPPED = {
 }
 
 
+# Real wheel entries of PyPI's PEP 691 project page for vLLM (recorded/SOURCES.md).
+WHEELS = json.loads((SLICES.parent / "sdist" / "pypi-simple-vllm-wheels.json").read_text())
+
+
+def _wheels(version: str) -> tuple[tuple[str, str], ...]:
+    out = []
+    for f in WHEELS["files"]:
+        m = _WHEEL_NAME.fullmatch(f["filename"])
+        if m and m.group("version") == version:
+            out.append((m.group("platform"), f["filename"]))
+    return tuple(sorted(out))
+
+
 def _read(version: str) -> dict[str, object]:
     files = read_members((SLICES / f"vllm-{version}.tar.gz").read_bytes(), WANTED)
     sha = str(SHIPPED[version]["sdist_sha256"])
-    record, why = cuda_record(IndexFile(Version(version), "", "", sha, None, None), files)
+    index = IndexFile(Version(version), "", "", sha, None, None, wheels=_wheels(version))
+    record, why = cuda_record(index, files)
     assert record is not None, why
     return record
 
@@ -32,6 +47,22 @@ def _read(version: str) -> dict[str, object]:
 @pytest.mark.parametrize("version", ["0.10.1.1", "0.24.0", "0.32.0", "0.33.0"])
 def test_the_shipped_record_is_what_the_sdist_says(version: str) -> None:
     assert _read(version) == SHIPPED[version]
+
+
+def test_the_wheels_glibc_floor_is_its_platform_tag_on_the_index() -> None:
+    """vLLM's CUDA wheels are not all manylinux_2_28: 0.12-0.19 ask glibc 2.31, 0.20.x 2.35
+    (pip refuses them on Ubuntu 20.04), and a legacy manylinux1 tag states no floor."""
+    assert wheel_floor(_wheels("0.20.0")) == (
+        "2.35",
+        "manylinux_2_35_x86_64",
+        "vllm-0.20.0-cp38-abi3-manylinux_2_35_x86_64.whl",
+    )
+    assert wheel_floor(_wheels("0.12.0"))[0] == "2.31"  # type: ignore[index]
+    assert wheel_floor(_wheels("0.10.1.1"))[:2] == (None, "manylinux1_x86_64")  # type: ignore[index]
+    assert wheel_floor(()) is None
+    m = matrix.load_dir(REPO_MATRIX)
+    r20 = m.cuda_release(Version("0.20.0"))
+    assert r20 is not None and r20.wheel_glibc == Version("2.35")
 
 
 def test_what_users_get_wrong_is_in_the_data() -> None:
