@@ -615,3 +615,13 @@ def test_one_record_per_commit_however_upstream_abbreviates_it() -> None:
     for repo, refs in spellings.items():
         assert not [(a, b) for a in refs for b in refs if a != b and b.startswith(a)], repo
     assert "669b31ac" in spellings["ROCm/triton"] and "669b31a" not in spellings["ROCm/triton"]
+
+
+def test_an_image_from_a_repository_no_channel_lists_is_refused(tmp_path: Path) -> None:
+    """Whether an image is vLLM's own is data (channels.toml), not a list of names in code: an
+    image from an unlisted repository is refused at load, never guessed official or not."""
+    d = _break(tmp_path, "channels.toml", 'repo = "rocm/vllm"\n', 'repo = "rocm/vllm-gone"\n')
+    with pytest.raises(MatrixError, match=r"images\.toml: image rocm/vllm:.*channels\.toml"):
+        matrix.load_dir(d)
+    m = matrix.load_dir(LIVE_MATRIX)
+    assert {i.repo for i in m.images if i.official} == {"vllm/vllm-openai-rocm"}

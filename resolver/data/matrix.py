@@ -23,10 +23,13 @@ from resolver.data import resources
 from resolver.data.model import (
     CONFIDENCES,
     ComponentPin,
+    ContainerImage,
+    CudaRelease,
     DriverSeries,
     FeatureGates,
     GfxTarget,
     GpuProduct,
+    ImageChannel,
     KernelFloor,
     Matrix,
     Provenance,
@@ -694,9 +697,33 @@ def _from_raw(raw: Mapping[str, list[Any]]) -> Matrix:
         for name, (key, record, attr) in schema.FILES.items()
     }
     tables["vllm"] = one_record_per_commit(tables["vllm"])
+    tables["images"] = _with_channels(tables["images"], tables["channels"], tables["cuda"])
     m = Matrix(**tables)
     check_invariants(m)
     return m
+
+
+def _with_channels(
+    images: tuple[ContainerImage, ...],
+    channels: tuple[ImageChannel, ...],
+    cuda: tuple[CudaRelease, ...],
+) -> tuple[ContainerImage, ...]:
+    """Each image with what channels.toml says of its repository (official or AMD's); an image
+    whose repository channels.toml does not list is refused, never guessed."""
+    _unique(channels, lambda c: c.repo, "channels.toml", "channel")
+    official = {c.repo: c.official for c in channels}
+    named = [(f"image {i.repo}:{i.tag}", i.repo, "images.toml") for i in images]
+    named += [
+        (f"release {r.version} image {i.tag}", i.repo, "cuda.toml") for r in cuda for i in r.images
+    ]
+    for label, repo, file in named:
+        if repo not in official:
+            raise MatrixError(
+                f"{file}: {label}: field 'repo' names {repo}, which channels.toml does not list",
+                hint="add the repository to matrix/channels.toml (who publishes it, with its "
+                "source) or fix the name",
+            )
+    return tuple(msgspec.structs.replace(i, official=official[i.repo]) for i in images)
 
 
 def _compiled_path(directory: Path, overlay_stamp: tuple[str, int, int] | None) -> Path | None:

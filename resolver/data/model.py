@@ -417,6 +417,15 @@ class WheelVariant(msgspec.Struct, frozen=True, kw_only=True):
     requires_python: Annotated[str | None, DERIVED] = None
 
 
+class ImageChannel(msgspec.Struct, frozen=True, kw_only=True):
+    """Who publishes a container image repository (``channels.toml``)."""
+
+    repo: Annotated[str, safe("image_repo")]
+    vendor: Literal["amd", "nvidia"]
+    official: bool  # built by vLLM's own release pipeline (as opposed to AMD's images)
+    provenance: Provenance
+
+
 class ContainerImage(msgspec.Struct, frozen=True, kw_only=True):
     repo: Annotated[str, safe("image_repo")]
     tag: Annotated[str, safe("image_tag")]
@@ -435,16 +444,13 @@ class ContainerImage(msgspec.Struct, frozen=True, kw_only=True):
     provenance: Provenance
     vendor: Annotated[str, DERIVED] = "amd"  # "nvidia": a vllm/vllm-openai image (cuda.toml)
     cuda: Annotated[Version | None, DERIVED] = None  # the CUDA an NVIDIA image is built with
+    # built by vLLM's own release pipeline: what channels.toml says of its repo, set at load
+    official: Annotated[bool, DERIVED] = False
 
     @property
     def ref(self) -> str:
         base = f"{self.repo}:{self.tag}"
         return f"{base}@{self.digest}" if self.digest else base
-
-    @property
-    def official(self) -> bool:
-        """Built by vLLM's own release pipeline (as opposed to AMD's images)."""
-        return self.repo in ("vllm/vllm-openai-rocm", "vllm/vllm-openai")
 
 
 _COMPUTE_CAPS = form(r"[0-9]{1,2}\.[0-9](\+PTX)?", "a compute capability (e.g. 9.0, 12.0+PTX)")
@@ -602,6 +608,7 @@ class Matrix:
     nvidia_gpus: tuple[NvidiaGpu, ...] = ()
     isa: tuple[AmdgpuIsa, ...] = ()
     capabilities: tuple[ReleaseCapabilities, ...] = ()
+    channels: tuple[ImageChannel, ...] = ()
 
     def __post_init__(self) -> None:
         # Lookups the solver asks several times per candidate: dicts, not scans. Attributes, not
@@ -637,6 +644,9 @@ class Matrix:
         if caps is None or admitted is None:
             return None
         return gfx in admitted, caps
+
+    def channel(self, repo: str) -> ImageChannel | None:
+        return next((c for c in self.channels if c.repo == repo), None)
 
     def cuda_release(self, version: Version) -> CudaRelease | None:
         return next((r for r in self.cuda if r.version == version), None)

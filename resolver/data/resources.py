@@ -29,6 +29,7 @@ MATRIX_FILES: Final[tuple[str, ...]] = (
     "nvidia-gpus.toml",
     "amdgpu-isa.toml",
     "capabilities.toml",
+    "channels.toml",
 )
 
 

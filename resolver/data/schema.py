@@ -40,6 +40,7 @@ FILES: Final[dict[str, tuple[str, type[msgspec.Struct], str]]] = {
     "nvidia-gpus.toml": ("gpu", model.NvidiaGpu, "nvidia_gpus"),
     "amdgpu-isa.toml": ("isa", model.AmdgpuIsa, "isa"),
     "capabilities.toml": ("release", model.ReleaseCapabilities, "capabilities"),
+    "channels.toml": ("channel", model.ImageChannel, "channels"),
 }
 
 # The keys a Provenance is written as, on the table it describes.

@@ -94,7 +94,8 @@ def _covers(arch: tuple[str, ...], cap: str) -> bool:
     return False
 
 
-def _image(release: CudaRelease, image: CudaImage) -> ContainerImage:
+def _image(m: Matrix, release: CudaRelease, image: CudaImage) -> ContainerImage:
+    channel = m.channel(image.repo)
     return ContainerImage(
         repo=image.repo,
         tag=image.tag,
@@ -111,6 +112,7 @@ def _image(release: CudaRelease, image: CudaImage) -> ContainerImage:
         provenance=release.provenance,
         vendor="nvidia",
         cuda=image.cuda,
+        official=channel is not None and channel.official,
     )
 
 
@@ -204,7 +206,7 @@ def candidates(m: Matrix, request: Request) -> list[tuple[CudaRelease, CudaImage
                         vllm=release.version,
                         rocm=None,
                         release=record,
-                        image=_image(release, image),
+                        image=_image(m, release, image),
                     ),
                 )
             )
