@@ -911,7 +911,7 @@ WORDS: Final[dict[str, Said]] = {
         message="{count} newer vLLM release(s) ({first} to {last}) have no ROCm facts in the "
         "data; some may fit this node too",
         hint="run `rocm-vllm matrix refresh` to read newer releases",
-        source="pypi.org/project/vllm; matrix/vllm.toml",
+        source="PyPI (the vllm project's releases); matrix/vllm.toml",
     ),
 }
 
