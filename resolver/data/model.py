@@ -491,6 +491,8 @@ class CudaRelease(msgspec.Struct, frozen=True, kw_only=True):
     arch: Annotated[tuple[str, ...], _COMPUTE_CAPS]
     images: tuple[CudaImage, ...] = msgspec.field(default=(), name="image")
     wheel_cuda: Version | None = None  # the CUDA the PyPI wheels are compiled with
+    # the PyTorch index the install page adds for the wheel (--extra-index-url); None: not stated
+    wheel_index: Annotated[str | None, safe("url")] = None
     # the glibc the x86_64 PyPI wheel's platform tag asks of the host, and that tag
     # (manylinux_2_35_x86_64), read from the package index's file names; None: not read
     wheel_glibc: Version | None = None

@@ -40,6 +40,8 @@ _TAG = re.compile(
 _FAMILY_CALL = re.compile(r'^\s*publish_(?:image|optional)_family\s+"(-?[a-z0-9-]*)"', re.MULTILINE)
 _WHEEL_CUDA = re.compile(r"vLLM's binaries are compiled with CUDA (\d+\.\d+)")
 _WHEEL_MORE = re.compile(r"We also provide vLLM binaries compiled with CUDA ([0-9., and]+)")
+# The PyTorch index the install page says to add for the PyPI wheel (its CUDA's torch build).
+_TORCH_INDEX = re.compile(r"https://download\.pytorch\.org/whl/cu\d+")
 _REQUIRES_PYTHON = re.compile(r'^requires-python\s*=\s*"([^"]+)"', re.MULTILINE)
 _CU_SUFFIX = re.compile(r"-cu(\d{2})(\d)\b")
 _SAFE_SUFFIX = re.compile(r"(-[a-z0-9]{1,20}){0,3}")
@@ -148,9 +150,6 @@ def cuda_record(sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str, Any]
         images.append(image)
     if suffixes:
         read_from.append(".buildkite/scripts/publish-release-images.sh (tags)")
-    docs = files.get("docs/getting_started/installation/gpu.cuda.inc.md", "")
-    wheel = _WHEEL_CUDA.search(docs)
-    more = _WHEEL_MORE.search(docs)
     record: dict[str, Any] = {
         "version": version,
         "cuda": cuda,
@@ -158,17 +157,7 @@ def cuda_record(sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str, Any]
         "arch": arch_by.get(("X86", False)) or default_arch,
         "image": images,
     }
-    if wheel:
-        record["wheel_cuda"] = wheel.group(1)
-        read_from.append("docs/getting_started/installation/gpu.cuda.inc.md (wheels)")
-        if more:
-            record["wheel_variants"] = re.findall(r"\d+\.\d+", more.group(1))
-    floor = wheel_floor(sdist.wheels)
-    if floor is not None:
-        glibc, record["wheel_platform"], name = floor
-        if glibc is not None:
-            record["wheel_glibc"] = glibc
-        read_from.append(f"the package index's wheel file names ({name})")
+    _wheel_facts(sdist, files, record, read_from)
     requires = _REQUIRES_PYTHON.search(files.get("pyproject.toml", ""))
     if requires:
         record["requires_python"] = requires.group(1)
@@ -183,6 +172,30 @@ def cuda_record(sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str, Any]
             "the sdist has no publish script: the image tags are not read (the wheel is the path)"
         )
     return record, ""
+
+
+def _wheel_facts(
+    sdist: IndexFile, files: dict[str, str], record: dict[str, Any], read_from: list[str]
+) -> None:
+    """The PyPI wheel's CUDA and PyTorch index (the install page) and its glibc floor (its file
+    name on the package index)."""
+    docs = files.get("docs/getting_started/installation/gpu.cuda.inc.md", "")
+    wheel = _WHEEL_CUDA.search(docs)
+    more = _WHEEL_MORE.search(docs)
+    if wheel:
+        record["wheel_cuda"] = wheel.group(1)
+        read_from.append("docs/getting_started/installation/gpu.cuda.inc.md (wheels)")
+        index = sorted(set(_TORCH_INDEX.findall(docs)))
+        if len(index) == 1:  # one stated index; none or several: not guessed
+            record["wheel_index"] = index[0]
+        if more:
+            record["wheel_variants"] = re.findall(r"\d+\.\d+", more.group(1))
+    floor = wheel_floor(sdist.wheels)
+    if floor is not None:
+        glibc, record["wheel_platform"], name = floor
+        if glibc is not None:
+            record["wheel_glibc"] = glibc
+        read_from.append(f"the package index's wheel file names ({name})")
 
 
 # A PEP 600 tag names the glibc it needs (manylinux_2_35_x86_64: 2.35). The legacy aliases

@@ -116,18 +116,16 @@ def _image(m: Matrix, release: CudaRelease, image: CudaImage) -> ContainerImage:
     )
 
 
-# vLLM's CUDA install page: the PyPI wheel is installed with PyTorch's index of its CUDA
-# (`--extra-index-url .../cu129`). The glibc it needs is the release's own (cuda.toml
-# wheel_glibc, from its file name on the package index).
+# The PyPI wheel is installed with the PyTorch index its install page names (cuda.toml
+# wheel_index) and needs the glibc its platform tag asks for (wheel_glibc): the release's own.
 _PYTHONS = ("3.9", "3.10", "3.11", "3.12", "3.13", "3.14")  # CPython releases a spec can admit
-TORCH_INDEX = "https://download.pytorch.org/whl"
 
 
 def _wheel(release: CudaRelease) -> WheelVariant | None:
-    """vLLM's PyPI wheel of the release (its CUDA from the install page), or None when the data
-    does not say which CUDA it is built with."""
-    cuda = release.wheel_cuda
-    if cuda is None:
+    """vLLM's PyPI wheel of the release (its CUDA and PyTorch index from the install page), or
+    None when the data does not say which CUDA it is built with or where its torch comes from."""
+    cuda, index = release.wheel_cuda, release.wheel_index
+    if cuda is None or index is None:
         return None
     tag = f"cu{cuda.major}{cuda.minor}"
     same = next((i for i in release.images if i.cuda == cuda), None)
@@ -148,7 +146,7 @@ def _wheel(release: CudaRelease) -> WheelVariant | None:
         glibc_min=release.wheel_glibc or Version("0"),
         vllm=None,
         includes_nightlies=False,
-        index_url=f"{TORCH_INDEX}/{tag}",
+        index_url=index,
         status="release",
         # Built like the release's images of the same CUDA (the pipeline's wheel build step);
         # not read from the wheel itself: inferred.
