@@ -16,14 +16,14 @@ already joined); a fragment of English that depends on the data is a wording of 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
 from typing import Final
+
+import msgspec
 
 from resolver.data.codes import ReasonCode
 
 
-@dataclass(frozen=True, slots=True)
-class Said:
+class Said(msgspec.Struct, frozen=True):
     """One wording of a code: its message, the text of each fact it rests on (in order), its
     hint and the text of its fix."""
 
@@ -919,7 +919,7 @@ WORDS: Final[dict[str, Said]] = {
 def say(key: str, /, **values: object) -> Said:
     """The wording ``key`` with ``values`` filled in (a missing value is a bug: KeyError)."""
     said = WORDS[key]
-    return replace(
+    return msgspec.structs.replace(
         said,
         message=said.message.format(**values),
         hint=said.hint.format(**values),
@@ -942,8 +942,7 @@ def arch_text(arch: Iterable[str]) -> str:
 # --- how a derivation words a rejected group under a code (resolver.explain.chain) -----------
 
 
-@dataclass(frozen=True, slots=True)
-class Predicate:
+class Predicate(msgspec.Struct, frozen=True):
     """What a reason code says of its subject, in each form a conclusion needs; the values are
     ``drv`` (the host's driver), ``gfx``, ``py``, ``glibc`` and ``rocm`` (the host's)."""
 

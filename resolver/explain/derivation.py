@@ -6,16 +6,16 @@ Plain data: ``derive`` builds them, ``text``/``rich`` render them, ``check --jso
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from resolver.util.errors import InputError
 
 DERIVATION_VERSION = 1
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Premise:
+class Premise(msgspec.Struct, frozen=True, kw_only=True):
     """One fact a step rests on, with every source it came from and how sure that source is."""
 
     text: str
@@ -23,8 +23,7 @@ class Premise:
     confidence: str = "exact"
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Step:
+class Step(msgspec.Struct, frozen=True, kw_only=True):
     """ "Because <premises> [and (cites)], <conclusion>." Numbered from 1."""
 
     number: int
@@ -35,8 +34,7 @@ class Step:
     subjects: tuple[str, ...] = ()  # the candidates it covers (labels), for --json readers
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Hint:
+class Hint(msgspec.Struct, frozen=True, kw_only=True):
     """A change that would give a (better) plan, apart from the proof; host hints were re-solved."""
 
     kind: str  # driver, vllm, image, quantization, source-build, python, os, data, override, other
@@ -49,8 +47,7 @@ class Hint:
     then: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Note:
+class Note(msgspec.Struct, frozen=True, kw_only=True):
     """A warning or remark about the decision, with what to do about it."""
 
     severity: str  # "warning" | "info"
@@ -59,8 +56,7 @@ class Note:
     source: str = ""
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class PlanSummary:
+class PlanSummary(msgspec.Struct, frozen=True, kw_only=True):
     """The chosen path as text: what it is, how sure the data is, and the commands it runs."""
 
     channel: str
@@ -73,8 +69,7 @@ class PlanSummary:
     commands: tuple[str, ...]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Derivation:
+class Derivation(msgspec.Struct, frozen=True, kw_only=True):
     """A whole explanation: headline, numbered steps, conclusion, hints, notes, plan. Built only
     from data, so ``to_json``/``from_json`` carry it through ``check --json`` and it renders to the
     same text either way."""

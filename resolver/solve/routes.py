@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
 
+import msgspec
 from packaging.version import Version
 
 from resolver.data.codes import GATE_CODES, UNKNOWN_CODES
@@ -48,8 +48,7 @@ SEED_PATHS = 4
 MAX_SOLVES = 24
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Step:
+class Step(msgspec.Struct, frozen=True, kw_only=True):
     """One host change, with what it replaces and why: the reasons it removes (their facts hold
     the sources), the advisories it heeds (a kernel floor), or the change it makes possible."""
 
@@ -64,8 +63,7 @@ class Step:
     facts: tuple[Fact, ...] = ()
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Route:
+class Route(msgspec.Struct, frozen=True, kw_only=True):
     """Changes that, taken together, were solved again to give ``opens``. ``steps`` are its host
     changes in the order a host takes them; ``after`` is the decision on the changed node (None
     when the route was checked against a given plan only)."""
@@ -90,8 +88,7 @@ class Route:
         )
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Routes:
+class Routes(msgspec.Struct, frozen=True, kw_only=True):
     """Every route the search verified, best first; empty/None where none does."""
 
     host: tuple[Route, ...] = ()
@@ -220,7 +217,7 @@ def finish(matrix: Matrix, route: Route, *, budget: int = 4) -> Route:
             warnings=tuple(w for w in heed if w.change == change),
         )
         steps = _in_order((*current.steps, step))
-        current = replace(
+        current = msgspec.structs.replace(
             current,
             changes=(*current.changes, change),
             steps=steps,
@@ -480,8 +477,7 @@ def plan_upgrade(matrix: Matrix, node: Node, request: Request) -> Upgrade:
     return Upgrade(before=before, route=None)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Upgrade:
+class Upgrade(msgspec.Struct, frozen=True, kw_only=True):
     """What `rocm-vllm upgrade` answers: the decision before, and the route (None: no host change
     gives a plan; ``blocked`` then says what stops every path)."""
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import tempfile
 import time
 from pathlib import Path
 
@@ -26,6 +25,8 @@ def write_atomic(
     directories); raises ``OSError`` (callers say what it means for them)."""
     if make_parent:
         path.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile  # only where a file is written (not on `check`'s path)
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -11,52 +11,57 @@ terminal escape or a line break never reaches a terminal or a generated file.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Final
 
 from resolver.util.errors import UnsafeInputError, UnsafeValueError
 
-PATTERNS: Final[dict[str, re.Pattern[str]]] = {
+# The patterns as text, compiled on first use (``_pattern``): a `check` that never meets one pays
+# nothing for it.
+_SOURCES: Final[dict[str, str]] = {
     # GitHub owner/name
-    "repo": re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}\Z"),
+    "repo": r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}\Z",
     # git commit, tag or branch: no spaces, no shell or Dockerfile metacharacters, no "..".
-    "ref": re.compile(r"^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._/+-]{0,127}\Z"),
+    "ref": r"^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._/+-]{0,127}\Z",
     # OCI repository path (registry host optional) and tag, per the distribution spec grammar.
-    "image_repo": re.compile(
-        r"^(?:[a-z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*\Z"
+    "image_repo": (
+        r"^(?:[a-z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:[._-][a-z0-9]+)*"
+        r"(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*\Z"
     ),
-    "image_tag": re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z"),
-    "digest": re.compile(r"^sha256:[0-9a-f]{64}\Z"),
-    "gfx": re.compile(r"^gfx[0-9a-f]{3,4}\Z"),
-    "version": re.compile(r"^[0-9]{1,9}(?:\.[0-9]{1,9}){0,3}(?:[a-z0-9.+-]{0,40})\Z"),
+    "image_tag": r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z",
+    "digest": r"^sha256:[0-9a-f]{64}\Z",
+    "gfx": r"^gfx[0-9a-f]{3,4}\Z",
+    "version": r"^[0-9]{1,9}(?:\.[0-9]{1,9}){0,3}(?:[a-z0-9.+-]{0,40})\Z",
     # a CPython minor as uv/pip take it, and HSA_OVERRIDE_GFX_VERSION's major.minor.stepping
-    "python": re.compile(r"^3\.[0-9]{1,2}\Z"),
-    "gfx_override": re.compile(r"^[0-9]{1,2}\.[0-9]{1,3}\.[0-9]{1,3}\Z"),
-    "env_name": re.compile(r"^[A-Z][A-Z0-9_]{0,63}\Z"),
-    "env_value": re.compile(r"^[A-Za-z0-9_.,:;=/+-]{0,200}\Z"),
+    "python": r"^3\.[0-9]{1,2}\Z",
+    "gfx_override": r"^[0-9]{1,2}\.[0-9]{1,3}\.[0-9]{1,3}\Z",
+    "env_name": r"^[A-Z][A-Z0-9_]{0,63}\Z",
+    "env_value": r"^[A-Za-z0-9_.,:;=/+-]{0,200}\Z",
     # A Slurm node name or host name (RFC 1123 labels; Slurm also takes "_"): what becomes a
     # file name in `fleet gather -o DIR`, so no "/", no leading "." or "-".
-    "node_name": re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,251}[A-Za-z0-9])?\Z"),
+    "node_name": r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,251}[A-Za-z0-9])?\Z",
     # A Kubernetes object name (DNS subdomain, RFC 1123) and a label value (63 characters).
-    "k8s_name": re.compile(
+    "k8s_name": (
         r"^[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?)*\Z"
     ),
-    "label_value": re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z"),
-    "label_key": re.compile(
-        r"^(?:[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}"
-        r"[A-Za-z0-9])?\Z"
-    ),
+    "label_value": r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z",
+    "label_key": r"^(?:[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}"
+    r"[A-Za-z0-9])?\Z",
     # uname -r: 6.8.0-45-generic, 5.14.0-427.13.1.el9_4.x86_64, 6.6.87.2-microsoft-standard-WSL2
-    "kernel": re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+~-]{0,127}\Z"),
-    "pci_id": re.compile(r"^(?:0[xX])?[0-9A-Fa-f]{1,8}\Z"),
-    "pci_bdf": re.compile(r"^(?:[0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]\Z"),
-    "unique_id": re.compile(r"^[A-Za-z0-9][A-Za-z0-9:._-]{0,63}\Z"),
+    "kernel": r"^[A-Za-z0-9][A-Za-z0-9._+~-]{0,127}\Z",
+    "pci_id": r"^(?:0[xX])?[0-9A-Fa-f]{1,8}\Z",
+    "pci_bdf": r"^(?:[0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]\Z",
+    "unique_id": r"^[A-Za-z0-9][A-Za-z0-9:._-]{0,63}\Z",
     # A Slurm partition name (sinfo's answer, --partition).
-    "partition": re.compile(r"^[A-Za-z0-9_.-]{1,64}\Z"),
-    "url": re.compile(
-        r"^https?://(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%/+-]*)?\Z"
-    ),
+    "partition": r"^[A-Za-z0-9_.-]{1,64}\Z",
+    "url": r"^https?://(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%/+-]*)?\Z",
 }
+
+
+@functools.cache
+def _pattern(kind: str) -> re.Pattern[str]:
+    return re.compile(_SOURCES[kind])
 
 
 # What no fact in a report needs and what breaks a line, a comment or a terminal: C0 and C1
@@ -117,12 +122,12 @@ def check_tree(value: object, *, where: str) -> None:
 
 def is_safe(kind: str, value: str) -> bool:
     # fullmatch, not match: a pattern ending in `$` still accepts a trailing newline.
-    return bool(PATTERNS[kind].fullmatch(value))
+    return bool(_pattern(kind).fullmatch(value))
 
 
 def require_safe(kind: str, value: str, *, where: str) -> str:
     """Return ``value`` when it matches the ``kind`` pattern, else raise ``UnsafeValueError``."""
-    if not isinstance(value, str) or not PATTERNS[kind].fullmatch(value):
+    if not isinstance(value, str) or not _pattern(kind).fullmatch(value):
         shown = repr(value[:80] + "..." if isinstance(value, str) and len(value) > 80 else value)
         if where.startswith("--"):  # a flag: the user's input (exit 2), not broken data (exit 3)
             raise UnsafeInputError(
