@@ -82,3 +82,19 @@ def test_a_derivation_words_each_candidate_code_through_the_registry() -> None:
 
     for code in CODE_ORDER:
         assert code in words.PREDICATES or code.endswith("-unknown"), code
+
+
+def test_no_wording_is_written_twice() -> None:
+    """A variant says only what differs (``base``); shared words are one constant: no text of
+    the registry is written in two places, so no two places can drift apart."""
+    from collections import Counter
+
+    src = (PACKAGE / "data" / "words.py").read_text()
+    literals = Counter(
+        n.value
+        for n in ast.walk(ast.parse(src))
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and len(n.value) >= 30
+    )
+    assert [t for t, n in literals.items() if n > 1] == []
+    for key, said in words.WORDS.items():
+        assert not said.base or said.base in words.WORDS, key

@@ -27,17 +27,64 @@ class Said(msgspec.Struct, frozen=True):
     """One wording of a code: its message, the text of each fact it rests on (in order), its
     hint and the text of its fix."""
 
-    message: str
+    message: str = ""
     hint: str = ""
     facts: tuple[str, ...] = ()
     fix: str = ""
     source: str = ""  # where the advice comes from, where the wording itself cites it
+    # A variant says only what differs from the wording it names here; the rest is that one's.
+    base: str = ""
 
 
 _HIP = "HIP error: invalid device function"
 _GROUP_HINT = (
     "sudo usermod -aG render,video $USER, then log out and back in (in a container: --group-add "
     "video --group-add render)"
+)
+
+# Words several wordings share, written once.
+_MX_SLOWER_HINT = (
+    "expect less speed than on gfx950 (MI350X/MI355X); the checkpoint itself runs unchanged"
+)
+_MX_EMULATED = Said(
+    message="{quant} on {gfx} runs emulated: {gfx} has no MX compute, so vLLM {vllm} falls "
+    "back to {kernel} (dequantized to BF16)",
+    hint=_MX_SLOWER_HINT,
+)
+_NONE = Said(message="none")
+_SMOKE_NO_VERSION = Said(
+    message="{ref}: the smoke test found no {part} version (the data says {claimed})",
+    hint="the image may not be what the data describes; inspect it by hand",
+    source="smoke test",
+)
+_SMOKE_VERSION_MISMATCH = Said(
+    message="{ref}: {part} is {got} inside the image, the data says {claimed}",
+    hint="the data is wrong or the tag moved; fix matrix/images.toml or run "
+    "`rocm-vllm matrix refresh --source images`",
+    source="smoke test",
+)
+_MX_UNSUPPORTED_HINT = "use a BF16/FP16 or AWQ/GPTQ checkpoint"
+_PYTHON_MISMATCH_HINT = "use Python {fit} for the venv: `uv venv --python {fit}`"
+_NEWER_RELEASE_HINT = "pick vLLM {first} or newer"
+_DRIVER_UNCHECKED_HINT = (
+    "give it with --driver (the amdgpu-install version, e.g. 30.30.3); inbox distro "
+    "drivers are not in AMD's driver/user-space table"
+)
+_SMOKE_NO_GPU_HINT = (
+    "check the device flags (--device /dev/kfd --device /dev/dri, the video and render "
+    "groups) and that the host's amdgpu driver runs the image's ROCm"
+)
+_NO_GPU_AGENT_ENUMERATOR_HINT = (
+    "run `rocm_agent_enumerator` on the GPU node and save its whole output; if it prints "
+    "only gfx000 the runtime sees no GPU (check /dev/kfd and your groups)"
+)
+_AMD_SMI_BAD_TARGET_HINT = (
+    "amd-smi before ROCm 6.4 misprints gfx targets (gfx9008 for gfx908); use a newer "
+    "amd-smi or --sysfs"
+)
+_DRIVER_RELEASE_UNKNOWN_HINT = (
+    "pass the release you installed to check/image/dockerfile, e.g. --driver 30.30.3 "
+    "(the amdgpu-install version)"
 )
 
 WORDS: Final[dict[str, Said]] = {
@@ -87,11 +134,8 @@ WORDS: Final[dict[str, Said]] = {
         fix="a release whose build accepts {gfx}",
     ),
     "gfx-not-shipped/not-buildable-anywhere": Said(
-        message="vLLM {vllm} cannot be built for {gfx}: its CMake does not accept it "
-        "(HIP_SUPPORTED_ARCHS)",
-        facts=("vLLM {vllm}'s CMake accepts {arch}",),
+        base="gfx-not-shipped/not-buildable",
         hint="no vLLM release in the data builds for {gfx}",
-        fix="a release whose build accepts {gfx}",
     ),
     # --- feature gates
     "fp8-unsupported": Said(
@@ -118,13 +162,13 @@ WORDS: Final[dict[str, Said]] = {
     "mx-unsupported": Said(
         message="{quant} needs MX (microscaling) compute, which only gfx950-class GPUs have; "
         "{gfx} does not",
-        hint="use a BF16/FP16 or AWQ/GPTQ checkpoint",
+        hint=_MX_UNSUPPORTED_HINT,
         fix="a non-MX checkpoint",
     ),
     "mx-unsupported/mxfp4": Said(
         message="{quant} needs MX (microscaling) compute, which only gfx950-class GPUs have, and "
         "no source says vLLM runs it weight-only on {gfx}",
-        hint="use a BF16/FP16 or AWQ/GPTQ checkpoint",
+        hint=_MX_UNSUPPORTED_HINT,
         fix="a non-MX checkpoint",
     ),
     "mx-unsupported/hint-fp8": Said(message="use an FP8 or BF16 checkpoint of the model"),
@@ -176,19 +220,16 @@ WORDS: Final[dict[str, Said]] = {
             "{wheel} wheels exist for CPython {wanted} only",
             "other Pythons fall back to the CUDA wheel",
         ),
-        hint="use Python {fit} for the venv: `uv venv --python {fit}`",
+        hint=_PYTHON_MISMATCH_HINT,
         fix="Python {fit}",
     ),
     "python-mismatch/cuda": Said(
+        base="python-mismatch",
         message="{label} takes Python {requires}; this host has Python {python}",
         facts=("vLLM {vllm} requires-python {requires}",),
-        hint="use Python {fit} for the venv: `uv venv --python {fit}`",
-        fix="Python {fit}",
     ),
     "python-mismatch/cuda-none": Said(
-        message="{label} takes Python {requires}; this host has Python {python}",
-        facts=("vLLM {vllm} requires-python {requires}",),
-        hint="use a Python the release takes",
+        base="python-mismatch/cuda", hint="use a Python the release takes"
     ),
     "glibc-too-old": Said(
         message="{wheel} wheels need glibc >= {glibc_min}; this host has {glibc}",
@@ -198,10 +239,10 @@ WORDS: Final[dict[str, Said]] = {
         fix="a host OS with glibc >= {glibc_min}",
     ),
     "glibc-too-old/cuda": Said(
+        base="glibc-too-old",
         message="{label} is a {platform} wheel (glibc >= {glibc_min}); this host has {glibc}",
         facts=("vLLM {vllm}'s x86_64 wheel on the package index is {platform}",),
         hint="use the container image instead, or a host OS with glibc >= {glibc_min}",
-        fix="a host OS with glibc >= {glibc_min}",
     ),
     "host-rocm-mismatch": Said(
         message="the {wheel} wheel uses the host's ROCm installation, which must be ROCm {want}; "
@@ -222,7 +263,7 @@ WORDS: Final[dict[str, Said]] = {
     ),
     "quantization-not-listed/later": Said(
         message="{method} arrived in vLLM {first} on ROCm",
-        hint="pick vLLM {first} or newer",
+        hint=_NEWER_RELEASE_HINT,
         fix="vLLM {first} or newer",
     ),
     "quantization-not-listed/never": Said(
@@ -235,9 +276,9 @@ WORDS: Final[dict[str, Said]] = {
         hint="pick another KV cache dtype",
     ),
     "kv-cache-dtype-not-listed/later": Said(
+        base="kv-cache-dtype-not-listed",
         message="vLLM {vllm} has no KV cache dtype {dtype} (it arrived in {first})",
-        facts=("vLLM {vllm} CacheDType: {listed}",),
-        hint="pick vLLM {first} or newer",
+        hint=_NEWER_RELEASE_HINT,
         fix="vLLM {first} or newer",
     ),
     "fp8-not-admitted": Said(
@@ -246,14 +287,12 @@ WORDS: Final[dict[str, Said]] = {
         hint="use a BF16/FP16 or AWQ/GPTQ checkpoint on this GPU",
     ),
     "fp8-not-admitted/later": Said(
-        message="vLLM {vllm} does not enable FP8 on {refused} (RocmPlatform.supports_fp8)",
-        facts=("vLLM {vllm} supports_fp8 admits {admitted}",),
+        base="fp8-not-admitted",
         hint="pick vLLM {release} or newer, which enables FP8 there",
         fix="vLLM {release} or newer",
     ),
     "fp8-not-admitted/earlier": Said(
-        message="vLLM {vllm} does not enable FP8 on {refused} (RocmPlatform.supports_fp8)",
-        facts=("vLLM {vllm} supports_fp8 admits {admitted}",),
+        base="fp8-not-admitted",
         hint="pick vLLM {release}, the newest that enables FP8 there",
         fix="vLLM {release}",
     ),
@@ -286,14 +325,12 @@ WORDS: Final[dict[str, Said]] = {
     "driver-unchecked": Said(
         message="the host's AMD GPU Driver release is unknown, so nobody checked that it runs "
         "ROCm {rocm}",
-        hint="give it with --driver (the amdgpu-install version, e.g. 30.30.3); inbox distro "
-        "drivers are not in AMD's driver/user-space table",
+        hint=_DRIVER_UNCHECKED_HINT,
     ),
     "driver-unchecked/needs": Said(
         message="the host's AMD GPU Driver release is unknown, so nobody checked that it runs "
         "ROCm {rocm} (it needs amdgpu {needs})",
-        hint="give it with --driver (the amdgpu-install version, e.g. 30.30.3); inbox distro "
-        "drivers are not in AMD's driver/user-space table",
+        hint=_DRIVER_UNCHECKED_HINT,
     ),
     "unknown-driver": Said(
         message="amdgpu driver {driver} is not in AMD's driver/user-space table; cannot check "
@@ -360,8 +397,7 @@ WORDS: Final[dict[str, Said]] = {
         hint="install kernel {min_kernel} or newer and reboot",
     ),
     "kernel-too-old/oem": Said(
-        message="{gfx} ({who}) needs kernel {flavour} or newer on {os} per AMD; this host runs "
-        "{kernel}",
+        base="kernel-too-old",
         hint="install the {flavour} kernel (Ubuntu: the linux-oem-24.04 kernel series) and reboot",
     ),
     "apu-unified-memory": Said(
@@ -451,24 +487,13 @@ WORDS: Final[dict[str, Said]] = {
         message="on {gfx} only AITER's Triton kernels apply; the AITER package itself fails there",
         hint="leave VLLM_ROCM_USE_AITER unset unless you test it (ROCm/aiter#3294)",
     ),
-    "mxfp4-emulated/kernel": Said(
-        message="{quant} on {gfx} runs emulated: {gfx} has no MX compute, so vLLM {vllm} falls "
-        "back to {kernel} (dequantized to BF16)",
-        hint="expect less speed than on gfx950 (MI350X/MI355X); the checkpoint itself runs "
-        "unchanged",
-    ),
+    "mxfp4-emulated/kernel": _MX_EMULATED,
     "mxfp4-emulated": Said(
         message="{quant} on {gfx} runs weight-only: vLLM dequantizes the MXFP4 weights, since "
         "{gfx} has no MX compute",
-        hint="expect less speed than on gfx950 (MI350X/MI355X); the checkpoint itself runs "
-        "unchanged",
+        hint=_MX_SLOWER_HINT,
     ),
-    "mxfp8-emulated": Said(
-        message="{quant} on {gfx} runs emulated: {gfx} has no MX compute, so vLLM {vllm} falls "
-        "back to {kernel} (dequantized to BF16)",
-        hint="expect less speed than on gfx950 (MI350X/MI355X); the checkpoint itself runs "
-        "unchanged",
-    ),
+    "mxfp8-emulated": _MX_EMULATED,
     "mxfp4-native": Said(
         message="{quant} on {gfx} runs on native MX (microscaling) compute",
         hint="nothing to do; MXFP4 checkpoints run at full speed here",
@@ -539,7 +564,7 @@ WORDS: Final[dict[str, Said]] = {
         "or re-pin with --digest after checking why",
         source="docker image inspect (RepoDigests)",
     ),
-    "digest-mismatch/none": Said(message="none"),
+    "digest-mismatch/none": _NONE,
     "image-label-gfx": Said(
         message="{ref} says (label rocm-vllm.gfx) it carries GPU code for {said} only, not "
         "{missing}",
@@ -554,15 +579,11 @@ WORDS: Final[dict[str, Said]] = {
     "smoke-failed/no-output": Said(message="no output"),
     "smoke-no-gpu": Said(
         message="{ref}: torch in the image sees no GPU",
-        hint="check the device flags (--device /dev/kfd --device /dev/dri, the video and render "
-        "groups) and that the host's amdgpu driver runs the image's ROCm",
+        hint=_SMOKE_NO_GPU_HINT,
         source="smoke test (torch.cuda.device_count)",
     ),
     "smoke-no-gpu/error": Said(
-        message="{ref}: torch in the image sees no GPU ({error})",
-        hint="check the device flags (--device /dev/kfd --device /dev/dri, the video and render "
-        "groups) and that the host's amdgpu driver runs the image's ROCm",
-        source="smoke test (torch.cuda.device_count)",
+        base="smoke-no-gpu", message="{ref}: torch in the image sees no GPU ({error})"
     ),
     "smoke-gfx-mismatch": Said(
         message="{ref}: the image sees {seen}, not what the node reports ({node}) or the image "
@@ -571,7 +592,7 @@ WORDS: Final[dict[str, Said]] = {
         "vLLM would load code for another GPU",
         source="smoke test (gcnArchName)",
     ),
-    "smoke-gfx-mismatch/none": Said(message="none"),
+    "smoke-gfx-mismatch/none": _NONE,
     "smoke-gfx-mismatch/unknown": Said(message="unknown"),
     "smoke-compute-wrong": Said(
         message="{ref}: a 256x256 matrix product on the GPU differs from the CPU's (largest "
@@ -581,10 +602,10 @@ WORDS: Final[dict[str, Said]] = {
         source="smoke test (torch matmul, GPU against CPU)",
     ),
     "smoke-compute-wrong/not-run": Said(
+        base="smoke-compute-wrong",
         message="{ref}: the GPU matrix product did not run ({why})",
         hint="run it by hand: python3 -c 'import torch; print(torch.ones(2).cuda() @ "
         "torch.ones(2).cuda())' in the image",
-        source="smoke test (torch matmul, GPU against CPU)",
     ),
     "smoke-compute-wrong/no-result": Said(message="no result"),
     "smoke-serve-failed": Said(
@@ -597,39 +618,12 @@ WORDS: Final[dict[str, Said]] = {
     "smoke-serve-failed/not-started": Said(message="vLLM did not start"),
     "smoke-serve-failed/not-started-tail": Said(message="vLLM did not start: {tail}"),
     "smoke-serve-failed/no-completion": Said(message="no completion: {error}"),
-    "smoke-no-vllm": Said(
-        message="{ref}: the smoke test found no {part} version (the data says {claimed})",
-        hint="the image may not be what the data describes; inspect it by hand",
-        source="smoke test",
-    ),
-    "smoke-no-torch": Said(
-        message="{ref}: the smoke test found no {part} version (the data says {claimed})",
-        hint="the image may not be what the data describes; inspect it by hand",
-        source="smoke test",
-    ),
-    "smoke-no-rocm": Said(
-        message="{ref}: the smoke test found no {part} version (the data says {claimed})",
-        hint="the image may not be what the data describes; inspect it by hand",
-        source="smoke test",
-    ),
-    "smoke-vllm-mismatch": Said(
-        message="{ref}: {part} is {got} inside the image, the data says {claimed}",
-        hint="the data is wrong or the tag moved; fix matrix/images.toml or run "
-        "`rocm-vllm matrix refresh --source images`",
-        source="smoke test",
-    ),
-    "smoke-torch-mismatch": Said(
-        message="{ref}: {part} is {got} inside the image, the data says {claimed}",
-        hint="the data is wrong or the tag moved; fix matrix/images.toml or run "
-        "`rocm-vllm matrix refresh --source images`",
-        source="smoke test",
-    ),
-    "smoke-rocm-mismatch": Said(
-        message="{ref}: {part} is {got} inside the image, the data says {claimed}",
-        hint="the data is wrong or the tag moved; fix matrix/images.toml or run "
-        "`rocm-vllm matrix refresh --source images`",
-        source="smoke test",
-    ),
+    "smoke-no-vllm": _SMOKE_NO_VERSION,
+    "smoke-no-torch": _SMOKE_NO_VERSION,
+    "smoke-no-rocm": _SMOKE_NO_VERSION,
+    "smoke-vllm-mismatch": _SMOKE_VERSION_MISMATCH,
+    "smoke-torch-mismatch": _SMOKE_VERSION_MISMATCH,
+    "smoke-rocm-mismatch": _SMOKE_VERSION_MISMATCH,
     "env-not-common": Said(
         message="{name} is recommended for some of this node's GPU types only; left out of the run "
         "command",
@@ -668,7 +662,7 @@ WORDS: Final[dict[str, Said]] = {
         hint="serve another replica on the other GPUs with --devices, or use pipeline parallelism",
     ),
     "tensor-parallel-size/no-heads": Said(
-        message="--tensor-parallel-size {tp} uses {tp} of {gpus} GPUs: {why}",
+        base="tensor-parallel-size",
         hint="serve another replica on the other GPUs with --devices, or use pipeline "
         "parallelism; give --model with its config.json on this machine (a path or in "
         "--hf-cache) to size it exactly",
@@ -724,7 +718,7 @@ WORDS: Final[dict[str, Said]] = {
         "supports it",
     ),
     "kfd-open-failed": Said(
-        message="rocminfo: cannot open /dev/kfd: {error}",
+        base="kfd-permission/rocminfo",
         hint="check `ls -l /dev/kfd`, your groups (`id`) and `sudo dmesg | grep -i kfd`",
     ),
     "render-permission": Said(
@@ -747,13 +741,11 @@ WORDS: Final[dict[str, Said]] = {
     ),
     "no-gpu-agent-enumerator": Said(
         message="the rocm_agent_enumerator output names no GPU target",
-        hint="run `rocm_agent_enumerator` on the GPU node and save its whole output; if it prints "
-        "only gfx000 the runtime sees no GPU (check /dev/kfd and your groups)",
+        hint=_NO_GPU_AGENT_ENUMERATOR_HINT,
     ),
     "no-gpu-agent-enumerator/cpu-only": Said(
         message="the rocm_agent_enumerator output names no GPU target (only gfx000, the CPU)",
-        hint="run `rocm_agent_enumerator` on the GPU node and save its whole output; if it prints "
-        "only gfx000 the runtime sees no GPU (check /dev/kfd and your groups)",
+        hint=_NO_GPU_AGENT_ENUMERATOR_HINT,
     ),
     "no-gpu-amd-smi": Said(
         message="the amd-smi output lists no GPU",
@@ -811,14 +803,12 @@ WORDS: Final[dict[str, Said]] = {
     ),
     "amd-smi-bad-target": Said(
         message="amd-smi printed TARGET_GRAPHICS_VERSION {target!r}, not a gfx target",
-        hint="amd-smi before ROCm 6.4 misprints gfx targets (gfx9008 for gfx908); use a newer "
-        "amd-smi or --sysfs",
+        hint=_AMD_SMI_BAD_TARGET_HINT,
     ),
     "amd-smi-bad-target/pci": Said(
         message="amd-smi printed TARGET_GRAPHICS_VERSION {target!r}, not a gfx target; the PCI id "
         "{pci} says {physical}",
-        hint="amd-smi before ROCm 6.4 misprints gfx targets (gfx9008 for gfx908); use a newer "
-        "amd-smi or --sysfs",
+        hint=_AMD_SMI_BAD_TARGET_HINT,
     ),
     "smi-misprinted-target": Said(
         message="{source} printed the target as {name!r}, a known misprint of {fixed} "
@@ -842,7 +832,7 @@ WORDS: Final[dict[str, Said]] = {
         hint="the inputs may come from different machines or times; probe each node on its own",
     ),
     "gpu-count-differs/hidden": Said(
-        message="{source} lists {count} GPU agent(s), {other} lists {other_count}",
+        base="gpu-count-differs",
         hint="the runtime drops GPUs whose /dev/dri/renderD* it cannot open: check the "
         "container's --device list, cgroups and ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES",
     ),
@@ -878,15 +868,13 @@ WORDS: Final[dict[str, Said]] = {
     "driver-release-unknown": Said(
         message="the amdgpu kernel module reports version {module}, which no AMD data pairs with "
         "an AMD GPU Driver release, so which ROCm user space it runs cannot be read from it",
-        hint="pass the release you installed to check/image/dockerfile, e.g. --driver 30.30.3 "
-        "(the amdgpu-install version)",
+        hint=_DRIVER_RELEASE_UNKNOWN_HINT,
     ),
     "driver-release-unknown/asked": Said(
         message="the amdgpu kernel module reports version {module}, which no AMD data pairs with "
         "an AMD GPU Driver release, so which ROCm user space it runs cannot be read from it "
         "(asked: {tried})",
-        hint="pass the release you installed to check/image/dockerfile, e.g. --driver 30.30.3 "
-        "(the amdgpu-install version)",
+        hint=_DRIVER_RELEASE_UNKNOWN_HINT,
     ),
     "partition-missing": Said(
         message="GPU {where} ({what}) shows {shown} of its {expected} {mode} partitions: "
@@ -919,6 +907,15 @@ WORDS: Final[dict[str, Said]] = {
 def say(key: str, /, **values: object) -> Said:
     """The wording ``key`` with ``values`` filled in (a missing value is a bug: KeyError)."""
     said = WORDS[key]
+    if said.base:
+        under = WORDS[said.base]
+        said = Said(
+            message=said.message or under.message,
+            hint=said.hint or under.hint,
+            facts=said.facts or under.facts,
+            fix=said.fix or under.fix,
+            source=said.source or under.source,
+        )
     return msgspec.structs.replace(
         said,
         message=said.message.format(**values),
@@ -948,7 +945,8 @@ class Predicate(msgspec.Struct, frozen=True):
 
     positive: str  # "runs on amdgpu 6.1.x", for "none of them ..."
     negative: str  # "does not run on amdgpu 6.1.x", for "it ..." or a named singular subject
-    negative_plural: str  # "do not run on amdgpu 6.1.x", for a named plural subject
+    # "do not run on amdgpu 6.1.x", for a named plural subject; "" where it is the singular's
+    negative_plural: str = ""
     tail: str = ""  # said after any form
 
 
@@ -963,7 +961,7 @@ PREDICATES: Final[dict[ReasonCode | str, Predicate]] = {
     "gfx-not-shipped": Predicate(
         "carries code for {gfx}", "carries no code for {gfx}", "carry no code for {gfx}"
     ),
-    "gfx-unsupported": Predicate("can run on {gfx}", "cannot run on {gfx}", "cannot run on {gfx}"),
+    "gfx-unsupported": Predicate("can run on {gfx}", "cannot run on {gfx}"),
     "python-mismatch": Predicate(
         "installs on {py}",
         "does not install on {py}",
@@ -977,13 +975,9 @@ PREDICATES: Final[dict[ReasonCode | str, Predicate]] = {
         "runs on {rocm}", "does not run on {rocm}", "do not run on {rocm}"
     ),
     # every code of UNKNOWN_CODES
-    "unknown": Predicate(
-        "can be checked for this node",
-        "cannot be checked for this node",
-        "cannot be checked for this node",
-    ),
+    "unknown": Predicate("can be checked for this node", "cannot be checked for this node"),
     # any other code
-    "other": Predicate("can be used here", "cannot be used here", "cannot be used here"),
+    "other": Predicate("can be used here", "cannot be used here"),
 }
 # The symptom users search for, said once per explanation after a gfx-not-shipped conclusion.
 HIP_SYMPTOM: Final = " (it would fail with '" + _HIP + "')"

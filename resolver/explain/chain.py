@@ -331,7 +331,7 @@ def _predicate(ctx: _Context, code: str, about: str) -> words.Predicate:
     return words.Predicate(
         p.positive.format(**values),
         p.negative.format(**values),
-        p.negative_plural.format(**values),
+        (p.negative_plural or p.negative).format(**values),
         tail,
     )
 
