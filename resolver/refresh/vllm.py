@@ -200,17 +200,16 @@ def _read_exactly(rec: dict[str, Any], sha: str) -> bool:
     return bool(rec.get("sdist_sha256")) or (bool(commit) and sha.startswith(commit))
 
 
-STACK_FIELDS: tuple[str, ...] = (
-    "layout",
-    "base_image",
-    "rocm",
-    "python",
-    "arch",
-    "aiter_arch",
-    "fa_arch",
-    "mori_arch",
-    "pins",
-)
+def _stack_fields() -> tuple[str, ...]:
+    """The keys a stack table has (the data model's own, resolver.data.schema), less its identity
+    and provenance: what a tag's flat read moves into the release's one stack."""
+    from resolver.data import schema
+
+    own = ("variant", "dockerfile", "default", *schema.PROVENANCE_KEYS)
+    return tuple(k for k in schema.key_order("vllm.toml", ("stack",)) if k not in own)
+
+
+STACK_FIELDS: tuple[str, ...] = _stack_fields()
 
 
 def with_stack(flat: dict[str, Any], dockerfile: str) -> dict[str, Any]:
