@@ -796,9 +796,15 @@ def _codec_hooks() -> tuple[Any, Any]:
             return str(obj)
         raise NotImplementedError(f"no encoding for {type(obj).__name__}")
 
+    parsed: dict[tuple[type, str], Any] = {}  # the data repeats its versions ("7.2.3" ...)
+
     def dec(kind: type, obj: Any) -> Any:
         if kind is Version or kind is SpecifierSet:
-            return kind(obj)
+            key = (kind, obj)
+            found = parsed.get(key)
+            if found is None:
+                found = parsed[key] = kind(obj)
+            return found
         raise NotImplementedError(f"no decoding for {kind.__name__}")
 
     return enc, dec

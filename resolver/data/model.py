@@ -8,7 +8,6 @@ indexes beside the records, is a frozen dataclass.
 these records. Each record carries a ``Provenance``: where the fact came from and how sure we are.
 """
 
-from __future__ import annotations
 
 import re
 from dataclasses import dataclass
