@@ -393,7 +393,9 @@ def driver_check(
     """Does the host's amdgpu driver run the candidate's ROCm user space?"""
     assert cand.rocm is not None
     rocm = m.rocm_for(cand.rocm)
-    warnings = driver_warnings(node, driver, cand, rocm, needs=drivers_for(m, node, cand))
+    # What the path needs of the driver is said only where the node's driver is unknown.
+    needs = drivers_for(m, node, cand) if node.driver_version is None else ()
+    warnings = driver_warnings(node, driver, cand, rocm, needs=needs)
     if node.driver_version is None or driver is None:
         return None, warnings
     if rocm is not None and rocm.stream == "therock-preview":
