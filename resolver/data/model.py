@@ -8,7 +8,6 @@ indexes beside the records, is a frozen dataclass.
 these records. Each record carries a ``Provenance``: where the fact came from and how sure we are.
 """
 
-
 import re
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal, get_args
