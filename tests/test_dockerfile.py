@@ -1200,3 +1200,15 @@ def test_a_plan_refuses_in_the_words_of_the_evaluation_it_is_given() -> None:
     with pytest.raises(UsageError) as info:
         df.plan_dockerfile(live, node, chosen)
     assert info.value.message == first.message and info.value.hint == first.hint
+
+
+def test_every_unrecorded_arch_list_in_the_layouts_names_its_source() -> None:
+    """dockerfiles/layouts.toml's stand-in arch lists (for stacks whose record does not state
+    fa_arch / mori_arch) are facts: each says where it comes from, and names known targets."""
+    live = matrix_mod.load_dir(LIVE_MATRIX)
+    known = {g.name for g in live.gfx}
+    lists = {k: c for k, c in df.layouts().components.items() if c.unrecorded_archs}
+    assert set(lists) == {"flash_attention", "mori"}
+    for name, comp in lists.items():
+        assert "vllm-project/vllm" in comp.unrecorded_archs_source, name
+        assert comp.unrecorded_archs <= known, name
