@@ -110,9 +110,7 @@ def test_golden_live_stacks(
 ) -> None:
     live = matrix_mod.load_dir(LIVE_MATRIX)
     node = from_flags(gfx=gfx, gpus=None, driver=driver, os=None, rocm=None, python=None)
-    release = df.find_release(live, version)
-    chosen = df.choose_stack(live, node, release, stack)
-    plan = df.plan_dockerfile(live, node, release, stack=chosen)
+    plan = df.plan_dockerfile(live, node, df.choose(live, node, vllm=version, stack=stack))
     text = df.render(plan)
     file = GOLDEN / f"{name}.Dockerfile"
     if UPDATE:
@@ -125,10 +123,11 @@ def test_stack_follows_the_host_driver_and_refuses_previews_and_branches() -> No
     release = df.find_release(live, "0.33.0")
     new = from_flags(gfx="gfx942", gpus=None, driver="30.30.3", os=None, rocm=None, python=None)
     old = from_flags(gfx="gfx942", gpus=None, driver="6.4.3", os=None, rocm=None, python=None)
-    assert df.choose_stack(live, new, release, None).variant == "rocm100"
-    assert df.choose_stack(live, old, release, None).variant == "rocm72"
+    for node, variant in ((new, "rocm100"), (old, "rocm72")):
+        stack = df.choose(live, node, vllm="0.33.0").candidate.stack
+        assert stack is not None and stack.variant == variant
     with pytest.raises(UsageError, match="no 'rocm99' stack"):
-        df.choose_stack(live, new, release, "rocm99")
+        df.choose(live, new, vllm="0.33.0", stack="rocm99")
     preview = release.stack_named("gfx1250")
     assert preview is not None and preview.preview and preview.moving_pins
     node = from_flags(gfx="gfx1250", gpus=None, driver=None, os=None, rocm=None, python=None)
@@ -748,10 +747,7 @@ def test_flash_attention_and_mori_follow_each_stacks_own_files() -> None:
     node = from_flags(gfx="gfx1100", gpus=None, driver="30.30.3", os=None, rocm=None, python=None)
 
     def plan_for(version: str) -> df.DockerfilePlan:
-        release = df.find_release(live, version)
-        return df.plan_dockerfile(
-            live, node, release, stack=df.choose_stack(live, node, release, None)
-        )
+        return df.plan_dockerfile(live, node, df.choose(live, node, vllm=version))
 
     new = plan_for("0.32.0")
     text = df.render(new)
@@ -1189,6 +1185,14 @@ def test_the_cli_solves_once_and_the_plan_takes_that_evaluation(
         )
         assert result.exit_code == 0, result.output
         assert len(calls) == 1, (args, calls)
+    # A build the solver refuses: refused from that same solve's evaluation.
+    calls.clear()
+    refused = CliRunner().invoke(
+        app,
+        ["dockerfile", "--gfx", "gfx942", "--driver", "6.1.3", "--vllm", "0.33.0", "--json"],
+        env={"ROCM_VLLM_MATRIX_DIR": str(LIVE_MATRIX)},
+    )
+    assert refused.exit_code == 2 and calls == ["solve"], (refused.output, calls)
 
 
 def test_a_plan_refuses_in_the_words_of_the_evaluation_it_is_given() -> None:

@@ -32,9 +32,7 @@ def _valid(bom: dict[str, Any]) -> None:
 def _plan(version: str, driver: str = "30.30.3", **kw: Any) -> df.DockerfilePlan:
     m = matrix.load_dir(LIVE_MATRIX)
     node = from_flags(gfx="gfx942", gpus=None, driver=driver, os=None, rocm=None, python=None)
-    release = df.find_release(m, version)
-    stack = df.choose_stack(m, node, release, None)
-    return df.plan_dockerfile(m, node, release, stack=stack, **kw)
+    return df.plan_dockerfile(m, node, df.choose(m, node, vllm=version), **kw)
 
 
 def test_a_dockerfiles_lock_names_every_component_exactly() -> None:

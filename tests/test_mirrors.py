@@ -53,8 +53,7 @@ def test_every_fetch_of_the_file_goes_through_the_mirrors(tmp_path: Path) -> Non
 def test_without_a_config_the_upstreams_are_the_defaults() -> None:
     m = matrix.load_dir(LIVE_MATRIX)
     node = from_flags(gfx="gfx942", gpus=None, driver="30.30.3", os=None, rocm=None, python=None)
-    release = df.find_release(m, "0.33.0")
-    plan = df.plan_dockerfile(m, node, release, stack=df.choose_stack(m, node, release, None))
+    plan = df.plan_dockerfile(m, node, df.choose(m, node, vllm="0.33.0"))
     text = df.render(plan)
     assert "ARG GIT_BASE=https://github.com\n" in text and "# Mirrors" not in text
     assert "PIP_INDEX_URL" not in text
@@ -98,12 +97,10 @@ def test_a_hostile_mirror_file_name_stays_inside_its_comment(tmp_path: Path) -> 
     path.write_text('git = "https://git.example.internal/gh"\n')
     m = matrix.load_dir(LIVE_MATRIX)
     node = from_flags(gfx="gfx942", gpus=None, driver="30.30.3", os=None, rocm=None, python=None)
-    release = df.find_release(m, "0.33.0")
     plan = df.plan_dockerfile(
         m,
         node,
-        release,
-        stack=df.choose_stack(m, node, release, None),
+        df.choose(m, node, vllm="0.33.0"),
         mirrors=mirrors.load(path),
     )
     text = df.render(plan)
@@ -130,16 +127,11 @@ def test_apt_sources_and_the_deadsnakes_ppa_go_through_the_mirrors(tmp_path: Pat
     )
     m = matrix.load_dir(LIVE_MATRIX)
     node = from_flags(gfx="gfx942", gpus=None, driver="30.30.3", os=None, rocm=None, python=None)
+    old = from_flags(gfx="gfx942", gpus=None, driver="6.4.3", os=None, rocm=None, python=None)
     for version in ("0.24.0", "0.33.0", "0.6.6.post1"):
-        release = df.find_release(m, version)
-        stack = df.choose_stack(m, node, release, None)
-        if version == "0.6.6.post1":
-            node_old = from_flags(
-                gfx="gfx942", gpus=None, driver="6.4.3", os=None, rocm=None, python=None
-            )
-            plan = df.plan_dockerfile(m, node_old, release, stack=stack, mirrors=loaded)
-        else:
-            plan = df.plan_dockerfile(m, node, release, stack=stack, mirrors=loaded)
+        # 0.6.6.post1's ROCm 6.2 is not in amdgpu 30.30's window: planned on a 6.4 host.
+        host = old if version == "0.6.6.post1" else node
+        plan = df.plan_dockerfile(m, host, df.choose(m, host, vllm=version), mirrors=loaded)
         text = df.render(plan)
         first_apt = text.index("apt-get update")
         assert (

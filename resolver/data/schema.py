@@ -72,7 +72,6 @@ class Shape:
     attr: str  # on the record
     kind: Kind
     required: bool
-    optional_none: bool = False  # absent is None (not read), as opposed to empty
     options: tuple[str, ...] = ()  # enum / enums
     record: type[msgspec.Struct] | None = None  # table / tables / keyed
     item_strs: bool = False  # pairs: each value is a list of strings, else one string
@@ -88,20 +87,18 @@ class Shape:
     keyed_by: str | None = None
 
 
-def _unwrap(tp: Any) -> tuple[Any, dict[str, Any], bool]:
-    """The bare type, the metadata of its ``Annotated``, and whether None is allowed."""
+def _unwrap(tp: Any) -> tuple[Any, dict[str, Any]]:
+    """The bare type (``X | None`` is ``X``: a default says what absent means) and the metadata
+    of its ``Annotated``."""
     extra: dict[str, Any] = {}
     if typing.get_origin(tp) is typing.Annotated:
         tp, *metas = typing.get_args(tp)
         for meta in metas:
             if isinstance(meta, msgspec.Meta) and meta.extra:
                 extra.update(meta.extra)
-    optional = False
     if typing.get_origin(tp) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        optional = len(args) < len(typing.get_args(tp))
-        tp = args[0]
-    return tp, extra, optional
+        tp = next(a for a in typing.get_args(tp) if a is not type(None))
+    return tp, extra
 
 
 def _is_struct(tp: Any) -> bool:
@@ -140,7 +137,7 @@ def shapes(record: type[msgspec.Struct]) -> tuple[Shape, ...]:
     """Every key a table of ``record`` may have, in the record's order (provenance last)."""
     out = []
     for f in msgspec.structs.fields(record):
-        tp, extra, optional = _unwrap(f.type)
+        tp, extra = _unwrap(f.type)
         if extra.get("file") is False:
             continue
         has_default = f.default is not msgspec.NODEFAULT
@@ -150,7 +147,6 @@ def shapes(record: type[msgspec.Struct]) -> tuple[Shape, ...]:
                 key=f.encode_name,
                 attr=f.name,
                 required=not has_default,
-                optional_none=optional and has_default and f.default is None,
                 safe=extra.get("safe"),
                 key_safe=extra.get("key_safe"),
                 pattern=extra.get("pattern"),
@@ -173,7 +169,7 @@ def inherits_provenance(record: type[msgspec.Struct]) -> bool:
 
 
 @functools.cache
-def keys(record: type[msgspec.Struct], *, top: bool = True) -> dict[str, Shape | None]:
+def keys(record: type[msgspec.Struct]) -> dict[str, Shape | None]:
     """The keys a table may have: each with its shape, provenance keys with None."""
     out: dict[str, Shape | None] = {}
     for s in shapes(record):
@@ -297,7 +293,7 @@ def _json_kinds(record: type[msgspec.Struct]) -> tuple[tuple[str, str], ...]:
     """Each attribute with how ``to_json`` writes it: as a map ("pairs", "keyed") or plainly."""
     out = []
     for f in msgspec.structs.fields(record):
-        tp, extra, _ = _unwrap(f.type)
+        tp, extra = _unwrap(f.type)
         kind = _classify(tp, extra)["kind"]
         out.append((f.name, kind if kind in ("pairs", "keyed", "provenance") else "plain"))
     return tuple(out)

@@ -982,6 +982,7 @@ PREDICATES: Final[dict[ReasonCode | str, Predicate]] = {
 # The symptom users search for, said once per explanation after a gfx-not-shipped conclusion.
 HIP_SYMPTOM: Final = " (it would fail with '" + _HIP + "')"
 DRIVER_UNKNOWN: Final = "this host's amdgpu driver"
+CMAKE_UNREAD: Final = "no known arch list"  # a release whose CMake list was not read
 ROCM_UNKNOWN: Final = "the host's ROCm"
 
 # What each feature gate needs, as the premise of a derivation's gate step.
@@ -1002,7 +1003,6 @@ PREMISES: Final[dict[str, tuple[str, str]]] = {
         "{subject} accepts {listed} only (CMake HIP_SUPPORTED_ARCHS)",
         "{subject} accept {listed} only (CMake HIP_SUPPORTED_ARCHS)",
     ),
-    "gfx/cmake-unread": ("no known arch list", "no known arch list"),
     "gfx": ("{subject} is built for {built} only", "{subject} are built for {built} only"),
     "artifact-facts-unknown": (
         "{subject} exists, but its arch list was never read",

@@ -300,8 +300,7 @@ def _member_premise(
         for c in cands:
             if c.release is not None:
                 accepted += [a for a in c.release.cmake_arch if a not in accepted]
-        unread = words.PREMISES["gfx/cmake-unread"][0]
-        return premise("gfx/cmake", listed=", ".join(accepted) if accepted else unread)
+        return premise("gfx/cmake", listed=", ".join(accepted) if accepted else words.CMAKE_UNREAD)
     if code in ("gfx-not-shipped", "gfx-unsupported"):
         arch: list[str] = []
         for c in cands:

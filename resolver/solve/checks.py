@@ -165,6 +165,10 @@ def gfx_unsupported_by_vllm(target: GfxTarget) -> Reason:
 def gfx_not_shipped(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], src: str) -> Reason:
     """``gfx-not-shipped``: the artifact carries no code for the target; another artifact may."""
     w = words.say("gfx-not-shipped", label=cand.label, arch=words.arch_text(arch), gfx=target.name)
+    return _not_shipped(cand, target, w, src)
+
+
+def _not_shipped(cand: Candidate, target: GfxTarget, w: words.Said, src: str) -> Reason:
     return Reason(
         code="gfx-not-shipped",
         message=w.message,
@@ -189,14 +193,7 @@ def gfx_not_buildable(m: Matrix, cand: Candidate, target: GfxTarget, src: str) -
         arch=words.arch_text(cand.release.cmake_arch),
         releases=some,
     )
-    return Reason(
-        code="gfx-not-shipped",
-        message=w.message,
-        facts=(_about_path(cand, w.facts[0], src),),
-        hint=w.hint,
-        fix=Fix(kind="gfx", text=w.fix, host=False),
-        gfx=(target.name,),
-    )
+    return _not_shipped(cand, target, w, src)
 
 
 def gfx_hint(target: GfxTarget, *, override: bool = True) -> str:

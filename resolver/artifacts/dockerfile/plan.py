@@ -274,7 +274,7 @@ def choose(
     release (its plan then fails with the solver's reason). ``stack``: that stack, else the one
     the solver picks for the release (the default unless the host's driver cannot run it).
     ``gfx``: the targets to build for (a fleet's list), else the node's."""
-    from resolver.solve import Request, evaluate_pinned, is_nvidia, solve
+    from resolver.solve import Request, is_nvidia, solve
 
     source_only = Request(paths=frozenset({"source"}))
     if is_nvidia(node, source_only) and not gfx:
@@ -283,12 +283,14 @@ def choose(
     targets = _target_names(matrix, node, gfx)
     here = replace(node, gfx_targets=targets)
     release = find_release(matrix, vllm) if vllm else None
+    rejected: tuple[Evaluation, ...] = ()
     if stack is None and (release is None or len(release.stacks) > 1):
         spec = SpecifierSet(f"=={release.version}") if release is not None else None
         decision = solve(matrix, here, Request(vllm=spec, paths=frozenset({"source"})))
         plan = decision.plan
         if plan is not None and plan.candidate.release is not None and plan.candidate.stack:
             return plan
+        rejected = decision.rejected
     if release is None:
         known = [r for r in matrix.vllm if r.known]
         if not known:
@@ -304,17 +306,18 @@ def choose(
             f"vLLM {release.version} has no {stack!r} stack",
             hint=f"its stacks: {', '.join(s.variant for s in release.stacks)}",
         )
-    path = SourceCandidate(vllm=release.version, rocm=st.rocm, release=release, stack=st)
-    return evaluate_pinned(matrix, here, Request(), path)
-
-
-def choose_stack(
-    matrix: Matrix, node: Node, release: VllmRelease, variant: str | None
-) -> RocmStack:
-    """The stack ``choose`` takes for ``release`` on this node."""
-    stack = choose(matrix, node, vllm=str(release.version), stack=variant).candidate.stack
-    assert stack is not None  # choose evaluates a stack of a known release
-    return stack
+    # The solve above already evaluated it where it ran: its word stands, and is not asked twice.
+    done = next(
+        (
+            e
+            for e in rejected
+            if e.candidate.from_source
+            and e.candidate.release is release
+            and e.candidate.stack is st
+        ),
+        None,
+    )
+    return done or _evaluate(matrix, node, release, st, targets)
 
 
 def _target_names(
