@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import yaml
 from hypothesis import given
@@ -166,16 +167,15 @@ def test_a_blocked_group_gets_the_route_check_prints(reports_dir: Path) -> None:
 
 
 def test_fingerprint_ignores_what_does_not_change_the_decision() -> None:
-    from dataclasses import replace
 
     from resolver.data.node import from_json
 
     node = from_json(_probe(MI300X), where="x")
-    other = replace(node, kernel="6.8.0-31-generic", host={"numa_balancing": 1})
+    other = msgspec.structs.replace(node, kernel="6.8.0-31-generic", host={"numa_balancing": 1})
     assert fingerprint(node) == fingerprint(other)
-    assert fingerprint(node) != fingerprint(replace(node, driver_version="6.1.3"))
-    assert fingerprint(replace(node, driver_version="6.1.3")) == fingerprint(
-        replace(node, driver_version="6.1.5")
+    assert fingerprint(node) != fingerprint(msgspec.structs.replace(node, driver_version="6.1.3"))
+    assert fingerprint(msgspec.structs.replace(node, driver_version="6.1.3")) == fingerprint(
+        msgspec.structs.replace(node, driver_version="6.1.5")
     )
 
 

@@ -5,11 +5,11 @@ heads, and a GPU missing a partition is a problem."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from msgspec.structs import replace
 from typer.testing import CliRunner
 
 from resolver.artifacts.parallel import model_heads, place, tensor_parallel_size

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import replace
 from pathlib import Path
 
 import msgspec.structs
@@ -149,7 +148,9 @@ def test_a_fleet_group_is_routed_to_the_main_plan_by_the_same_search() -> None:
         gfx="gfx942", gpus=8, driver="6.1.3", os="ubuntu-20.04", rocm=None, python=None
     )
     d = solve(LIVE, node, Request())
-    goal = solve(LIVE, replace(node, driver_version="30.30.3", os="ubuntu-22.04"), Request())
+    goal = solve(
+        LIVE, msgspec.structs.replace(node, driver_version="30.30.3", os="ubuntu-22.04"), Request()
+    )
     assert goal.plan is not None
     (route,) = search(LIVE, d, goal=goal.plan.candidate).host[:1]
     assert route.after is None and route.opens.candidate.label == goal.plan.candidate.label

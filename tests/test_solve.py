@@ -304,7 +304,7 @@ def test_strix_halo_kernel_floor_and_unified_memory() -> None:
     sizing advice."""
 
     def node(os: str | None, kernel: str | None) -> Node:
-        from dataclasses import replace
+        from msgspec.structs import replace
 
         return replace(
             from_flags(gfx="gfx1151", gpus=None, driver=None, os=os, rocm=None, python="3.12"),
@@ -400,7 +400,7 @@ def test_the_override_hint_comes_with_the_plan_that_uses_it() -> None:
     """issue 19: gfx1031's hint said HSA_OVERRIDE_GFX_VERSION=10.3.0 would load gfx1030 code,
     yet no path used it. Now an artifact carrying gfx1030 is the plan (unofficial, with the
     override), and without one the hint is not given."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     m = matrix.load()
     node = from_flags(gfx="gfx1031", gpus=1, driver="30.30.3", os=None, rocm=None, python=None)

@@ -258,7 +258,7 @@ def test_a_wheel_whose_tag_asks_more_glibc_than_the_host_has_is_refused() -> Non
     """vLLM 0.20.0's PyPI wheel is manylinux_2_35: pip will not install it on Ubuntu 20.04
     (glibc 2.31), where a 0.19.1 wheel (manylinux_2_31) installs. Read from the index, not
     assumed to be manylinux_2_28."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     host = replace(node(), os="ubuntu-20.04", glibc="2.31", python="3.12")
     for version, refused in (("0.20.0", True), ("0.19.1", False)):

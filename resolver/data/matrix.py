@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -41,6 +40,14 @@ from resolver.util import atomic, bounded
 from resolver.util.errors import MatrixError, UnsafeValueError
 from resolver.util.safety import is_safe
 from resolver.util.versions import series_key
+
+# Not hashlib/hmac: hashlib loads OpenSSL, a few ms of every start. BLAKE2 is CPython's own
+# module and hmac.compare_digest is _operator's; hashlib stands in where a build lacks _blake2.
+try:
+    from _blake2 import blake2b as _blake2b
+except ImportError:  # pragma: no cover - CPython builds carry it
+    from hashlib import blake2b as _blake2b
+from _operator import _compare_digest
 
 T = TypeVar("T")
 MAX_DATA_FILE = 16 * bounded.MiB  # the largest data file is ~100 KiB
@@ -735,7 +742,7 @@ def _compiled_path(directory: Path, overlay_stamp: tuple[str, int, int] | None) 
     was not built from. None when a file is missing (``load_dir`` then says which)."""
     from resolver import __version__
 
-    h = hashlib.sha256(f"{__version__}|{directory}".encode())
+    h = _blake2b(f"{__version__}|{directory}".encode(), digest_size=32)
     # The builders are part of the key: an entry written by an older shape of them is not read
     # back (a development checkout changes them without a new version).
     code = [Path(__file__), *(Path(__file__).with_name(n) for n in ("model.py", "schema.py"))]
@@ -782,9 +789,7 @@ def _seal_key() -> bytes | None:
 
 
 def _seal(key: bytes, payload: bytes) -> str:
-    import hmac
-
-    return hmac.new(key, payload, hashlib.sha256).hexdigest()
+    return _blake2b(payload, key=key, digest_size=32).hexdigest()  # keyed BLAKE2b is a MAC
 
 
 def _codec_hooks() -> tuple[Any, Any]:
@@ -829,9 +834,7 @@ def _read_compiled(path: Path) -> Matrix | None:
     except OSError:
         return None
     seal, sep, payload = blob.partition(b"\n")
-    import hmac
-
-    if not sep or not hmac.compare_digest(seal, _seal(key, payload).encode()):
+    if not sep or not _compare_digest(seal, _seal(key, payload).encode()):
         return None
     import msgspec
 

@@ -1,15 +1,15 @@
 """Frozen, typed records for every fact in ``matrix/``.
 
 Each record is a frozen ``msgspec.Struct`` (cheap to declare at start-up, decoded straight from
-the compiled matrix, ``msgspec.structs.replace`` to derive one); ``Matrix``, which keeps private
-indexes beside the records, is a frozen dataclass.
+the compiled matrix, ``msgspec.structs.replace`` to derive one); so is ``Matrix``, which also
+keeps lookup indexes, built on first use.
 
 ``resolver.data.matrix`` makes these from the TOML files and checks them; everything else reads only
 these records. Each record carries a ``Provenance``: where the fact came from and how sure we are.
 """
 
 import re
-from dataclasses import dataclass
+from functools import cached_property
 from typing import Annotated, Any, ClassVar, Literal, get_args
 
 import msgspec
@@ -593,8 +593,9 @@ class ExampleNode(msgspec.Struct, frozen=True, kw_only=True):
     provenance: Provenance
 
 
-@dataclass(frozen=True, kw_only=True)
-class Matrix:
+class Matrix(msgspec.Struct, frozen=True, kw_only=True, dict=True):
+    # dict=True: the lookup indexes below are cached properties, kept beside the fields (neither
+    # equality nor the compiled matrix carries them).
     rocm: tuple[RocmRelease, ...]
     os: tuple[OsRelease, ...]
     drivers: tuple[DriverSeries, ...]
@@ -610,28 +611,32 @@ class Matrix:
     capabilities: tuple[ReleaseCapabilities, ...] = ()
     channels: tuple[ImageChannel, ...] = ()
 
-    def __post_init__(self) -> None:
-        # Lookups the solver asks several times per candidate: dicts, not scans. Attributes, not
-        # fields, so neither equality nor the compiled matrix carries them.
+    # Lookups the solver asks several times per candidate: dicts, not scans.
+    @cached_property
+    def _gfx_index(self) -> dict[str, GfxTarget]:
+        return {g.name: g for g in self.gfx}
+
+    @cached_property
+    def _caps_index(self) -> dict[Version, ReleaseCapabilities]:
+        return {c.version: c for c in self.capabilities}
+
+    @cached_property
+    def _rocm_index(self) -> dict[Version, RocmRelease]:
+        return {r.version: r for r in self.rocm}
+
+    @cached_property
+    def _drivers_by_series(self) -> dict[str, tuple[DriverSeries, ...]]:
         by_series: dict[str, list[DriverSeries]] = {}
         for d in self.drivers:
             for series in d.user_space:
                 by_series.setdefault(series, []).append(d)
-        newest_first = {
+        return {
             s: tuple(sorted(ds, key=lambda d: series_key(d.series), reverse=True))
             for s, ds in by_series.items()
         }
-        indexes = {
-            "_gfx_index": {g.name: g for g in self.gfx},
-            "_caps_index": {c.version: c for c in self.capabilities},
-            "_rocm_index": {r.version: r for r in self.rocm},
-            "_drivers_by_series": newest_first,
-        }
-        for name, index in indexes.items():
-            object.__setattr__(self, name, index)
 
     def capabilities_of(self, version: Version) -> ReleaseCapabilities | None:
-        return self._caps_index.get(version)  # type: ignore[attr-defined,no-any-return]
+        return self._caps_index.get(version)
 
     def gate(
         self, version: Version, gate: str, gfx: str
@@ -659,10 +664,10 @@ class Matrix:
         return next((r for r in self.nvidia if r.major == cuda.major), None)
 
     def gfx_target(self, name: str) -> GfxTarget | None:
-        return self._gfx_index.get(name)  # type: ignore[attr-defined,no-any-return]
+        return self._gfx_index.get(name)
 
     def rocm_release(self, version: Version) -> RocmRelease | None:
-        return self._rocm_index.get(version)  # type: ignore[attr-defined,no-any-return]
+        return self._rocm_index.get(version)
 
     def rocm_for(self, version: Version) -> RocmRelease | None:
         """The release itself, else the newest known release in the same series (7.0 -> 7.0.2)."""
@@ -693,7 +698,7 @@ class Matrix:
     def drivers_running(self, rocm: Version) -> tuple[DriverSeries, ...]:
         """Driver series whose user-space window holds ``rocm``, newest first."""
         series = f"{rocm.major}.{rocm.minor}"
-        return self._drivers_by_series.get(series, ())  # type: ignore[attr-defined,no-any-return]
+        return self._drivers_by_series.get(series, ())
 
     def os_release(self, os_id: str) -> OsRelease | None:
         return next((o for o in self.os if o.id == os_id), None)

@@ -6,9 +6,11 @@ a contract (schema in docs/probe.schema.json). Nodes also come from flags and ``
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, NoReturn, cast
+
+import msgspec
+from msgspec.structs import replace
 
 from resolver.data.codes import PROBLEM_CODES, ProblemCode
 from resolver.util import bounded
@@ -20,8 +22,7 @@ MAX_GPUS = 1024
 MAX_NODE_FILE = 16 * bounded.MiB  # a probe JSON is a few KiB
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Problem:
+class Problem(msgspec.Struct, frozen=True, kw_only=True):
     code: ProblemCode
     message: str
     hint: str
@@ -35,14 +36,12 @@ class Problem:
         return cls(code=cast(ProblemCode, key.split("/")[0]), message=w.message, hint=w.hint)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Partition:
+class Partition(msgspec.Struct, frozen=True, kw_only=True):
     compute: str | None = None  # SPX, DPX, QPX, CPX
     memory: str | None = None  # NPS1, NPS2, NPS4
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Gpu:
+class Gpu(msgspec.Struct, frozen=True, kw_only=True):
     gfx: str
     product: str | None = None
     pci_device_id: str | None = None
@@ -98,8 +97,13 @@ class Origin(str):
 FLAGS = Origin("flags")  # a node described on the command line alone
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Node:
+def _origin_text(value: object) -> str:
+    if isinstance(value, Origin):
+        return str(value)
+    raise TypeError(f"a node holds a {type(value).__name__}")  # a bug: nodes hold JSON values
+
+
+class Node(msgspec.Struct, frozen=True, kw_only=True):
     gpus: tuple[Gpu, ...] = ()
     gfx_targets: tuple[str, ...] = ()
     physical_gpu_count: int = 0
@@ -112,15 +116,16 @@ class Node:
     glibc: str | None = None
     python: str | None = None
     problems: tuple[Problem, ...] = ()
-    host: dict[str, Any] = field(default_factory=dict)  # extra live-probe facts (groups, numa, ...)
+    host: dict[str, Any] = msgspec.field(
+        default_factory=dict
+    )  # extra live-probe facts (groups, numa, ...)
     origin: Origin = FLAGS
     # Command-line flags laid over a file, example or probe, e.g. (("--gpus", "2"),): follow-up
     # commands repeat them so they decide for the same node.
     overrides: tuple[tuple[str, str], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["gpus"] = [asdict(g) for g in self.gpus]
+        data: dict[str, Any] = msgspec.to_builtins(self, enc_hook=_origin_text)
         overrides = data.pop("overrides")
         if overrides:  # not a probe fact: only a node assembled from flags on top of one has it
             data["overrides"] = dict(overrides)

@@ -17,10 +17,10 @@ import json
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+import msgspec
 from packaging.version import Version
 
 from resolver.data import resources
@@ -43,8 +43,7 @@ TABLES: Final[dict[str, str]] = {
 }
 
 
-@dataclass(frozen=True)
-class Origin:
+class Origin(msgspec.Struct, frozen=True):
     """Where one fact came from: the embedded data, or an upstream URL read on a date."""
 
     file: str
@@ -58,9 +57,7 @@ def data_dir() -> Path:
     override = os.environ.get(ENV_DATA_DIR)
     if override:
         return Path(override)
-    import platformdirs  # small, but only needed when no override is set
-
-    return Path(platformdirs.user_data_dir("rocm-vllm", appauthor=False))
+    return resources.user_dir("data")
 
 
 def overlay_path() -> Path:

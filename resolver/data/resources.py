@@ -8,8 +8,9 @@ tool at another data directory (tests use it to load deliberately broken files).
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
-from typing import Final
+from typing import Final, Literal
 
 _PACKAGE_DIR: Final[Path] = Path(__file__).resolve().parent.parent  # resolver/
 _INSTALLED_DATA: Final[Path] = _PACKAGE_DIR / "_data"
@@ -51,15 +52,41 @@ def dockerfiles_dir() -> Path:
     return _data_root("dockerfiles")
 
 
+APP: Final = "rocm-vllm"
+# The XDG base-directory variables and their defaults, as platformdirs reads them on Linux.
+_XDG: Final = {"cache": ("XDG_CACHE_HOME", ".cache"), "data": ("XDG_DATA_HOME", ".local/share")}
+
+
+def user_dir(kind: Literal["cache", "data"]) -> Path:
+    """The tool's per-user cache or data directory. On Linux this is the XDG rule spelled here
+    (an absolute ``$XDG_CACHE_HOME`` / ``$XDG_DATA_HOME``, else under the home directory), the
+    same path platformdirs gives (tested against it) without importing it: platformdirs and the
+    tempfile it imports cost a tenth of a cold ``check``. Elsewhere platformdirs decides."""
+    if not sys.platform.startswith("linux"):
+        import platformdirs
+
+        if kind == "cache":
+            return Path(platformdirs.user_cache_dir(APP, appauthor=False))
+        return Path(platformdirs.user_data_dir(APP, appauthor=False))
+    var, default = _XDG[kind]
+    base = Path(os.environ.get(var, ""))
+    if not base.is_absolute():
+        home = Path(os.environ.get("HOME", ""))
+        if not home.is_absolute():  # a relative HOME counts as unset, as for platformdirs
+            import pwd
+
+            home = Path(pwd.getpwuid(os.getuid()).pw_dir)
+        base = home / default
+    return base / APP
+
+
 def cache_dir() -> Path:
     """Where caches live (HTTP responses, registry digests, the compiled matrix):
-    ``ROCM_VLLM_CACHE_DIR``, else the platform's user cache directory."""
+    ``ROCM_VLLM_CACHE_DIR``, else the user's cache directory."""
     override = os.environ.get("ROCM_VLLM_CACHE_DIR")
     if override:
         return Path(override)
-    import platformdirs  # small; only when no override is set
-
-    return Path(platformdirs.user_cache_dir("rocm-vllm", appauthor=False))
+    return user_dir("cache")
 
 
 # AMD's vLLM ROCm wheels (wheels.vllm.ai/rocm/VERSION/VARIANT); ROCM_VLLM_WHEELS points the

@@ -10,8 +10,8 @@ same text. Also the words for nodes and requests, and the plan's own step. Pure.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
+import msgspec
 from packaging.version import Version
 
 from resolver.data import words
@@ -150,8 +150,7 @@ def _group_of(e: Evaluation) -> tuple[int, str]:
     return int(c.order), c.kind
 
 
-@dataclass(frozen=True, slots=True)
-class _Subject:
+class _Subject(msgspec.Struct, frozen=True):
     text: str  # "the 6 vllm/vllm-openai-rocm images for vLLM 0.20.0 to 0.24.0"
     plural: bool
 

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import msgspec
+
 from resolver.data.model import ContainerImage, Matrix
 from resolver.data.node import Node
 from resolver.explain import plan_commands
@@ -405,7 +407,7 @@ def with_driver(reports: Sequence[NodeReport], driver: str) -> list[NodeReport]:
         if r.node is not None and r.node.driver_version is None:
             r = replace(
                 r,
-                node=replace(
+                node=msgspec.structs.replace(
                     r.node,
                     driver_version=driver,
                     overrides=(*r.node.overrides, ("--driver", driver)),

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+import msgspec
+
 from resolver import __version__
 from resolver.data.node import Node, Origin, from_json
 from resolver.util import bounded
@@ -272,7 +274,7 @@ def read_reports(inputs: Sequence[str]) -> list[NodeReport]:
             and is_safe("node_name", matches[0].decode())
         ):
             name = matches[0].decode()
-            node = replace(earlier.node, origin=Origin(f"file:{source}"))
+            node = msgspec.structs.replace(earlier.node, origin=Origin(f"file:{source}"))
             reports.append(replace(earlier, name=name, source=shown(source), node=node))
             continue
         try:

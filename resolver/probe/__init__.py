@@ -10,8 +10,9 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
+
+from msgspec.structs import replace
 
 from resolver.data import words
 from resolver.data.model import Matrix

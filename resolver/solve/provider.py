@@ -10,8 +10,8 @@ new check is a new rule in that list.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 
+import msgspec
 from msgspec.structs import replace
 from packaging.version import Version
 
@@ -171,12 +171,11 @@ class MatrixProvider:
         return Evaluation(candidate=cand, reasons=_about(cand, reasons), warnings=())
 
 
-@dataclass
-class _Found:
+class _Found(msgspec.Struct):
     """What the rules have found so far about one candidate."""
 
-    reasons: list[Reason] = field(default_factory=list)
-    warnings: list[Advisory] = field(default_factory=list)
+    reasons: list[Reason] = msgspec.field(default_factory=list)
+    warnings: list[Advisory] = msgspec.field(default_factory=list)
     unofficial: bool = False
     override: str | None = None  # the HSA_OVERRIDE_GFX_VERSION the path relies on
     predates: Reason | None = None  # the first driver-predates-gpu, whose fix the window takes

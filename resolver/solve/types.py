@@ -9,11 +9,11 @@ Nothing here decides anything; ``resolver.solve.provider`` builds candidates and
 
 from __future__ import annotations
 
-from dataclasses import replace
 from enum import IntEnum
 from typing import ClassVar, Literal
 
 import msgspec
+from msgspec.structs import replace
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+import msgspec
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
@@ -281,7 +282,7 @@ def choose(
         # No source build here: the solver refuses with where vLLM's own CUDA recipe is.
         solve(matrix, node, source_only)
     targets = _target_names(matrix, node, gfx)
-    here = replace(node, gfx_targets=targets)
+    here = msgspec.structs.replace(node, gfx_targets=targets)
     release = find_release(matrix, vllm) if vllm else None
     rejected: tuple[Evaluation, ...] = ()
     if stack is None and (release is None or len(release.stacks) > 1):
@@ -741,7 +742,9 @@ def _evaluate(
     st = stack or release.stack
     assert st is not None  # _require_known
     path = SourceCandidate(vllm=release.version, rocm=st.rocm, release=release, stack=st)
-    return evaluate_pinned(matrix, replace(node, gfx_targets=targets), Request(), path)
+    return evaluate_pinned(
+        matrix, msgspec.structs.replace(node, gfx_targets=targets), Request(), path
+    )
 
 
 def _refuse_as_the_solver_did(chosen: Evaluation) -> None:
@@ -828,7 +831,6 @@ def pin_base(plan: DockerfilePlan, client: Any) -> tuple[DockerfilePlan, list[st
     """The plan with its base image pinned to the manifest digest the registry (``client``, a
     ``RegistryClient`` for Docker Hub or the mirror) resolves its tag to, and what to warn about
     (a digest answered from the local cache)."""
-    from dataclasses import replace
 
     repo, _, tag = plan.base_image.partition(":")
     if "/" not in repo:
