@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import os
 import re
 import sys
@@ -226,7 +225,9 @@ def _only_one(flag: str, value: object) -> Any:
 
 
 def emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+    from resolver.util import jsontext
+
+    sys.stdout.write(jsontext.dumps(data) + "\n")
 
 
 def use_color() -> bool:

@@ -1,8 +1,6 @@
 """`rocm-vllm audit ARTIFACT`: which GPUs the code inside a wheel, library, directory or image
 archive was built for, read from the code itself."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 import typer

@@ -1,7 +1,5 @@
 """`rocm-vllm check`: can this node run vLLM, and how?"""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

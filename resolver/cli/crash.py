@@ -6,8 +6,6 @@ bug: the CLI saves the traceback with the command line and version to
 in sysexits.h), printing one ``error:`` line and one ``hint:`` line with the report's path.
 """
 
-from __future__ import annotations
-
 import contextlib
 import os
 import sys

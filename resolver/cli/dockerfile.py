@@ -1,7 +1,5 @@
 """CLI for `rocm-vllm dockerfile`: a pinned source-build Dockerfile for the node's gfx targets."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

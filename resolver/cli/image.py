@@ -1,8 +1,6 @@
 """`rocm-vllm image`: the verified image for the node, pinned by digest on request, and its run
 command."""
 
-from __future__ import annotations
-
 import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path

@@ -1,7 +1,5 @@
 """`rocm-vllm matrix show|validate|graph`: look at the data the answers rest on."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 import typer

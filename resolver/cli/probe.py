@@ -1,7 +1,5 @@
 """CLI for ``rocm-vllm probe``: the node's GPUs and host facts, as a summary or JSON."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Any
 

@@ -1,7 +1,5 @@
 """`rocm-vllm upgrade`: the fewest ordered host changes that get this node to a vLLM release."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 import typer

@@ -13,7 +13,6 @@ This module is on the ``check`` path: with no overlay it costs one ``stat``; it 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import time
 from collections.abc import Iterator
@@ -216,6 +215,8 @@ def write(
                 "written_at": written_at,
                 "files": {f: files[f] for f in TABLES if files.get(f)},
             }
+            import json
+
             atomic.write_atomic(path, json.dumps(doc, indent=1, sort_keys=False) + "\n")
     except OSError as exc:
         raise InputError(

@@ -13,7 +13,6 @@ existing ``except OSError`` says what was wrong.
 from __future__ import annotations
 
 import errno
-import json
 import math
 import os
 import re
@@ -134,6 +133,8 @@ def check_depth(value: Any, limit: int = MAX_DEPTH) -> None:
 def loads_json(data: str | bytes | bytearray, *, max_depth: int = MAX_DEPTH) -> Any:
     """``json.loads`` that never raises RecursionError and refuses non-finite numbers and
     numbers past the int-string limit as ValueError."""
+    import json  # here: a `check` that reads no JSON file never needs it
+
     try:
         value = json.loads(data, parse_constant=_no_constant)
     except RecursionError:
@@ -145,6 +146,8 @@ def loads_json(data: str | bytes | bytearray, *, max_depth: int = MAX_DEPTH) -> 
 def json_failure(exc: ValueError, what: str) -> str:
     """Why ``loads_json`` refused a text, in words: where the syntax broke, or why the value is
     not ``what`` (nested too deep, NaN, a number past the int-string limit)."""
+    import json
+
     if isinstance(exc, json.JSONDecodeError):
         return f"not valid JSON (line {exc.lineno}, column {exc.colno})"
     return f"not {what} ({exc})"
