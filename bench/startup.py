@@ -83,19 +83,30 @@ def main() -> None:
     print(f"ratio   : {ma / mb:.2f}  (target <= 1.5)")
     print(f"upgrade : median {mc * 1000:7.1f} ms over {runs} runs  (issue 22's Ubuntu 20.04 route)")
     print(f"ratio   : {mc / ma:.2f} x one cold check  (target <= 10)")
-    # What the check path loads: networkx and the graph belong to `matrix graph` alone.
+    # What the check path loads: networkx and the graph belong to `matrix graph` alone; the rest
+    # are what start-up work (issue 21) took off it (OpenSSL's hashlib, platformdirs, the stdlib
+    # json encoder, dataclasses, packaging's specifiers).
+    names = (
+        "networkx",
+        "resolver.data.graph",
+        "rich",
+        "requests",
+        "hashlib",
+        "platformdirs",
+        "json",
+        "dataclasses",
+        "packaging.specifiers",
+    )
     code = (
         "import runpy, sys\n"
         f"sys.argv = {['rocm-vllm', *check[check.index('check') :]]!r}\n"
         "try:\n    runpy.run_module('resolver', run_name='__main__')\n"
         "except SystemExit:\n    pass\n"
-        "print(*(m in sys.modules for m in"
-        " ('networkx', 'resolver.data.graph', 'rich', 'requests')), file=sys.stderr)\n"
+        f"print(*(m in sys.modules for m in {names!r}), file=sys.stderr)\n"
     )
     loaded = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=False
-    ).stderr.split()[-4:]
-    names = ("networkx", "resolver.data.graph", "rich", "requests")
+    ).stderr.split()[-len(names) :]
     print(
         "check imports: "
         + ", ".join(

@@ -27,6 +27,18 @@ def test_every_record_names_its_source() -> None:
         assert rec.provenance.source.strip(), rec
 
 
+@pytest.mark.parametrize("m", [M, matrix.load()], ids=["shipped", "frozen"])
+def test_a_wheels_releases_are_the_known_releases_its_range_holds(m: matrix.Matrix) -> None:
+    """The check asks ``rel.version in wheel.releases`` instead of evaluating the range: the
+    loader's answer must be the range's own, for every variant and release."""
+    from packaging.specifiers import SpecifierSet
+
+    assert any(w.releases for w in m.wheels)
+    for w in m.wheels:
+        want = [r.version for r in m.vllm if w.vllm and SpecifierSet(w.vllm).contains(r.version)]
+        assert list(w.releases) == want, w.name
+
+
 def test_rocm_numbering_jump_is_ordered_by_version_not_text() -> None:
     versions = {str(r.version) for r in M.rocm}
     assert {"7.2.4", "7.13.0", "7.14.0", "10.0.0"} <= versions

@@ -91,7 +91,7 @@ def _rows(m: Any, table: str) -> tuple[list[str], list[list[str]], list[dict[str
                 str(w.rocm),
                 ",".join(w.python),
                 str(w.glibc_min),
-                str(w.vllm) if w.vllm else "?",
+                w.vllm or "?",
                 w.status,
             ]
             for w in recs

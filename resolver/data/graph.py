@@ -205,7 +205,7 @@ class _Builder:
             )
             self.edge(wid, self.rocm_node(w.rocm), "built-with", w.provenance)
             for v in m.vllm:
-                if w.vllm is not None and w.vllm.contains(v.version):
+                if v.version in w.releases:
                     self.edge(wid, f"vllm:{v.version}", "built-with", w.provenance)
             for name in w.arch:
                 self.edge(wid, f"gfx:{name}", "supports", w.provenance)

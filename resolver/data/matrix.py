@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import msgspec
-from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from resolver.data import resources
@@ -34,6 +33,7 @@ from resolver.data.model import (
     Provenance,
     RocmStack,
     VllmRelease,
+    WheelVariant,
     stack_variant,
 )
 from resolver.util import atomic, bounded
@@ -320,9 +320,6 @@ def _value(rec: Record, s: Any) -> Any:  # noqa: C901 (one branch per kind of va
         return _whole(rec, s)
     if s.kind == "version":
         return rec.version(key, required=s.required) or _ABSENT
-    if s.kind == "specifier":
-        text = rec.opt_text(key)
-        return _ABSENT if text is None else _specifier(rec, key, text)
     if s.kind == "enum":
         value = rec.opt_text(key)
         if value is None:
@@ -362,9 +359,11 @@ def _parse_version(rec: Record, key: str, text: str) -> Version:
         raise rec.fail(key, f"{text!r} is not a version") from None
 
 
-def _specifier(rec: Record, key: str, text: str) -> SpecifierSet:
+def _specifier(rec: Record, key: str, text: str) -> None:
+    from packaging.specifiers import SpecifierSet
+
     try:
-        return SpecifierSet(text)
+        SpecifierSet(text)
     except ValueError:
         raise rec.fail(key, f"{text!r} is not a PEP 440 specifier") from None
 
@@ -705,6 +704,7 @@ def _from_raw(raw: Mapping[str, list[Any]]) -> Matrix:
     }
     tables["vllm"] = one_record_per_commit(tables["vllm"])
     tables["images"] = _with_channels(tables["images"], tables["channels"], tables["cuda"])
+    tables["wheels"] = _with_releases(tables["wheels"], tables["vllm"])
     m = Matrix(**tables)
     check_invariants(m)
     return m
@@ -731,6 +731,20 @@ def _with_channels(
                 "source) or fix the name",
             )
     return tuple(msgspec.structs.replace(i, official=official[i.repo]) for i in images)
+
+
+def _with_releases(
+    wheels: tuple[WheelVariant, ...], releases: tuple[VllmRelease, ...]
+) -> tuple[WheelVariant, ...]:
+    """Each wheel variant with the known releases its ``vllm`` range holds."""
+    from packaging.specifiers import SpecifierSet
+
+    out = []
+    for w in wheels:
+        spec = SpecifierSet(w.vllm) if w.vllm is not None else None  # checked PEP 440 at build
+        held = tuple(r.version for r in releases if spec is not None and spec.contains(r.version))
+        out.append(msgspec.structs.replace(w, releases=held))
+    return tuple(out)
 
 
 def _compiled_path(directory: Path, overlay_stamp: tuple[str, int, int] | None) -> Path | None:
@@ -793,22 +807,20 @@ def _seal(key: bytes, payload: bytes) -> str:
 
 
 def _codec_hooks() -> tuple[Any, Any]:
-    """Versions and specifiers travel as their text and are parsed back into their types."""
-    from packaging.specifiers import SpecifierSet
+    """Versions travel as their text and are parsed back."""
 
     def enc(obj: Any) -> Any:
-        if isinstance(obj, Version | SpecifierSet):
+        if isinstance(obj, Version):
             return str(obj)
         raise NotImplementedError(f"no encoding for {type(obj).__name__}")
 
-    parsed: dict[tuple[type, str], Any] = {}  # the data repeats its versions ("7.2.3" ...)
+    parsed: dict[str, Version] = {}  # the data repeats its versions ("7.2.3" ...)
 
     def dec(kind: type, obj: Any) -> Any:
-        if kind is Version or kind is SpecifierSet:
-            key = (kind, obj)
-            found = parsed.get(key)
+        if kind is Version:
+            found = parsed.get(obj)
             if found is None:
-                found = parsed[key] = kind(obj)
+                found = parsed[obj] = Version(obj)
             return found
         raise NotImplementedError(f"no decoding for {kind.__name__}")
 

@@ -13,7 +13,6 @@ from functools import cached_property
 from typing import Annotated, Any, ClassVar, Literal, get_args
 
 import msgspec
-from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from resolver.util.versions import series_key
@@ -400,7 +399,7 @@ class WheelVariant(msgspec.Struct, frozen=True, kw_only=True):
     rocm: Version | None  # None: an NVIDIA (CUDA) wheel (solve/cuda.py makes those records)
     python: Annotated[tuple[str, ...], safe("python")]
     glibc_min: Version
-    vllm: SpecifierSet | None = None  # None: the docs do not state the range
+    vllm: Annotated[str | None, SPECIFIER] = None  # PEP 440 range; None: the docs state none
     includes_nightlies: bool = False
     # The wheel's torch loads the host's /opt/rocm instead of bringing ROCm from pip (vLLM's docs:
     # the legacy-stack wheels "use a system ROCm installation"): the host must have that ROCm.
@@ -410,6 +409,9 @@ class WheelVariant(msgspec.Struct, frozen=True, kw_only=True):
     arch: tuple[str, ...] = ()
     provenance: Provenance
     vendor: Annotated[str, DERIVED] = "amd"  # "nvidia": vLLM's PyPI wheel (cuda.toml)
+    # The known vLLM releases in the ``vllm`` range, found once at load (a check then needs no
+    # specifier arithmetic).
+    releases: Annotated[tuple[Version, ...], DERIVED] = ()
     # the CUDA an NVIDIA wheel is compiled with, and pyproject's requires-python
     cuda: Annotated[Version | None, DERIVED] = None
     requires_python: Annotated[str | None, DERIVED] = None
@@ -669,17 +671,21 @@ class Matrix(msgspec.Struct, frozen=True, kw_only=True, dict=True):
     def rocm_release(self, version: Version) -> RocmRelease | None:
         return self._rocm_index.get(version)
 
+    @cached_property
+    def _newest_in_series(self) -> dict[tuple[int, int], RocmRelease]:
+        newest: dict[tuple[int, int], RocmRelease] = {}
+        for r in self.rocm:
+            key = (r.version.major, r.version.minor)
+            if key not in newest or r.version > newest[key].version:
+                newest[key] = r
+        return newest
+
     def rocm_for(self, version: Version) -> RocmRelease | None:
         """The release itself, else the newest known release in the same series (7.0 -> 7.0.2)."""
         exact = self.rocm_release(version)
         if exact is not None:
             return exact
-        same = [
-            r
-            for r in self.rocm
-            if (r.version.major, r.version.minor) == (version.major, version.minor)
-        ]
-        return max(same, key=lambda r: r.version) if same else None
+        return self._newest_in_series.get((version.major, version.minor))
 
     def rocm_label(self, version: Version) -> str:
         """How to name a ROCm version in prose: a nightly (7.14.0a20260623) is not its release."""

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 import msgspec
-from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from resolver.data import model
@@ -51,7 +50,6 @@ Kind = Literal[
     "bool",
     "int",
     "version",
-    "specifier",
     "enum",
     "strs",
     "enums",
@@ -111,7 +109,7 @@ def _classify(tp: Any, extra: dict[str, Any]) -> dict[str, Any]:
         return {"kind": "provenance"}
     if typing.get_origin(tp) is Literal:
         return {"kind": "enum", "options": typing.get_args(tp)}
-    simple = {str: "str", bool: "bool", int: "int", Version: "version", SpecifierSet: "specifier"}
+    simple = {str: "str", bool: "bool", int: "int", Version: "version"}
     if tp in simple:
         return {"kind": simple[tp]}
     if _is_struct(tp):
@@ -209,7 +207,7 @@ _STR: Final[dict[str, Any]] = {"type": "string"}
 
 def _value_schema(s: Shape) -> dict[str, Any]:
     scalar: dict[str, Any]
-    if s.kind in ("str", "version", "specifier"):
+    if s.kind in ("str", "version"):
         scalar = dict(_STR)
     elif s.kind == "bool":
         scalar = {"type": "boolean"}
@@ -325,7 +323,7 @@ def to_json(record: msgspec.Struct) -> dict[str, Any]:
 def _plain(value: Any) -> Any:
     if isinstance(value, msgspec.Struct):
         return to_json(value)
-    if isinstance(value, Version | SpecifierSet):
+    if isinstance(value, Version):
         return str(value)
     if isinstance(value, tuple):
         return [_plain(v) for v in value]

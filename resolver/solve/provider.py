@@ -109,7 +109,7 @@ class MatrixProvider:
             if wheel.status != "release" or wheel.vllm is None:
                 continue
             for rel in self.m.vllm:
-                if wheel.vllm.contains(rel.version) and self._in_spec(rel.version):
+                if rel.version in wheel.releases and self._in_spec(rel.version):
                     # The release pipeline names a stack's wheels after it (rocm100, rocm72).
                     stack = rel.stack_named(wheel.name)
                     yield WheelCandidate(

@@ -10,11 +10,10 @@ Nothing here decides anything; ``resolver.solve.provider`` builds candidates and
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 import msgspec
 from msgspec.structs import replace
-from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from resolver.data.codes import AdvisoryCode, ProblemCode, ReasonCode
@@ -26,6 +25,9 @@ from resolver.data.model import (
     WheelVariant,
 )
 from resolver.data.node import Node
+
+if TYPE_CHECKING:  # made by parse_spec: a check without --vllm never imports it
+    from packaging.specifiers import SpecifierSet
 
 Kind = Literal["image", "wheel", "source"]
 KINDS: tuple[Kind, ...] = ("image", "wheel", "source")

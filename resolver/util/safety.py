@@ -68,19 +68,24 @@ def _pattern(kind: str) -> re.Pattern[str]:
 # control characters (ESC starts terminal escapes; NEL, CR and LF end lines in YAML or bash), DEL,
 # the line and paragraph separators YAML breaks at, bidi overrides and isolates (they reorder what
 # a reader sees), lone surrogates (they cannot be written as UTF-8) and the BOM.
-_UNSAFE_CHARS = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff\ud800-\udfff]"
-)
+_UNSAFE: Final = "\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff\ud800-\udfff"
 # Tabs and newlines are kept in free text that is only ever shown quoted (a problem's message).
-_UNSAFE_IN_TEXT = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff\ud800-\udfff]"
+_UNSAFE_IN_TEXT: Final = (
+    "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff\ud800-\udfff"
 )
+
+
+@functools.cache
+def _unsafe(multiline: bool) -> re.Pattern[str]:
+    return re.compile(f"[{_UNSAFE_IN_TEXT if multiline else _UNSAFE}]")  # compiled on first use
+
+
 MAX_TEXT = 4096  # longer than any message, product name or path a probe reports
 
 
 def unsafe_char(value: str, *, multiline: bool = False) -> str | None:
     """The first character ``value`` must not carry, as ``U+XXXX``; None when it is clean."""
-    found = (_UNSAFE_IN_TEXT if multiline else _UNSAFE_CHARS).search(value)
+    found = _unsafe(multiline).search(value)
     return f"U+{ord(found.group()):04X}" if found else None
 
 

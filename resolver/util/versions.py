@@ -7,10 +7,14 @@ text.
 
 from __future__ import annotations
 
+import functools
 import re
+from typing import TYPE_CHECKING
 
-from packaging.specifiers import SpecifierSet
 from packaging.version import Version
+
+if TYPE_CHECKING:  # parse_spec imports it: a check without --vllm never needs it
+    from packaging.specifiers import SpecifierSet
 
 from resolver.util.errors import InputError
 
@@ -65,6 +69,8 @@ def parse_spec(text: str) -> SpecifierSet:
                     "'>=0.20'",
                 ) from None
         raw = f"=={bare}"
+    from packaging.specifiers import SpecifierSet
+
     try:
         spec = SpecifierSet(raw)
         for item in spec:  # parse every version now: packaging defers it to the first comparison
@@ -85,6 +91,7 @@ def series(version: Version) -> str:
     return f"{version.major}.{version.minor}"
 
 
+@functools.cache  # sorting drivers asks it for the same few series hundreds of times
 def series_key(text: str) -> tuple[int, ...]:
     """A MAJOR.MINOR series as numbers, for ordering: "6.4" before "30.10", "7.11" before
     "10.0" (the data's series are checked MAJOR.MINOR at load)."""

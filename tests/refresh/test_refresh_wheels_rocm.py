@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from resolver.data import matrix
@@ -32,8 +33,8 @@ def test_a_variant_missing_from_the_data_is_found(upstream: Upstream, matrix_cop
     assert rec["vllm"] == ">=0.14.0,<=0.18.0"
     assert rec["includes_nightlies"] is False
     variant = next(w for w in matrix.load().wheels if w.name == "rocm700")
-    assert variant.vllm.contains("0.16.0")
-    assert not variant.vllm.contains("0.19.0")
+    assert SpecifierSet(variant.vllm).contains("0.16.0")
+    assert not SpecifierSet(variant.vllm).contains("0.19.0")
 
 
 def test_wheel_links_are_read_from_the_pep503_page() -> None:
