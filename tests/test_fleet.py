@@ -534,7 +534,6 @@ def test_driver_for_nodes_without_one(reports_dir: Path) -> None:
 
 
 def test_reports_that_differ_only_by_hostname_read_alike(tmp_path: Path) -> None:
-    from dataclasses import replace
 
     from resolver.fleet.reports import report_from_json
 
@@ -554,7 +553,9 @@ def test_reports_that_differ_only_by_hostname_read_alike(tmp_path: Path) -> None
         assert r.node is not None and r.node.origin == f"file:{r.source}"
     assert reports[3].status == "failed"  # same length, other content: parsed, not reused
     assert (
-        replace(reports[1], name="gpu001", source=reports[0].source, node=reports[0].node)
+        msgspec.structs.replace(
+            reports[1], name="gpu001", source=reports[0].source, node=reports[0].node
+        )
         == reports[0]
     )
 

@@ -265,11 +265,11 @@ def wrapped(text: str, *, width: int, later: str | None = None) -> str:
     )
 
 
-_BREAK = re.compile(r"(?<=,)|\s+")  # a cell may break at a space or after a comma
+_BREAK = r"(?<=,)|\s+"  # a cell may break at a space or after a comma (compiled on use)
 
 
 def _pieces(cell: str) -> list[str]:
-    return [p for p in _BREAK.split(cell) if p]
+    return [p for p in re.split(_BREAK, cell) if p]
 
 
 def _wrap_cell(cell: str, width: int) -> list[str]:

@@ -637,6 +637,19 @@ class Matrix(msgspec.Struct, frozen=True, kw_only=True, dict=True):
             for s, ds in by_series.items()
         }
 
+    @cached_property
+    def _cmake_accepts(self) -> dict[str, tuple[Version, ...]]:
+        accepts: dict[str, list[Version]] = {}
+        for r in self.vllm:
+            if r.known:
+                for name in r.cmake_arch:
+                    accepts.setdefault(name, []).append(r.version)
+        return {name: tuple(vs) for name, vs in accepts.items()}
+
+    def cmake_accepts(self, gfx: str) -> tuple[Version, ...]:
+        """The releases (build facts known) whose CMake accepts ``gfx`` (HIP_SUPPORTED_ARCHS)."""
+        return self._cmake_accepts.get(gfx, ())
+
     def capabilities_of(self, version: Version) -> ReleaseCapabilities | None:
         return self._caps_index.get(version)
 

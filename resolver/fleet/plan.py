@@ -405,7 +405,7 @@ def with_driver(reports: Sequence[NodeReport], driver: str) -> list[NodeReport]:
     out = []
     for r in reports:
         if r.node is not None and r.node.driver_version is None:
-            r = replace(
+            r = msgspec.structs.replace(
                 r,
                 node=msgspec.structs.replace(
                     r.node,

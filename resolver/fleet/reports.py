@@ -13,7 +13,7 @@ from __future__ import annotations
 import glob
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,8 +29,7 @@ Status = Literal["ok", "unknown", "failed"]
 MAX_REPORT = 16 * 1024 * 1024  # a probe report is a few KiB
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class NodeReport:
+class NodeReport(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     source: str  # a file path, "srun:NODE" or "kubernetes:NODE"
     node: Node | None = None
@@ -39,7 +38,7 @@ class NodeReport:
     # What identifies the node to a scheduler: Kubernetes labels of a labelled node, the
     # amd.com resource it offers (``amd.com/gpu`` or a partition resource such as
     # ``amd.com/cpx_nps4``).
-    labels: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, str] = msgspec.field(default_factory=dict)
     resource: str = "amd.com/gpu"
     busy: bool = False  # Slurm could not start a step on it (allocated to other jobs)
 
@@ -127,7 +126,11 @@ def _files(inputs: Sequence[str]) -> list[Path]:
         path = Path(text)
         if any(ch in text for ch in "*?["):
             # A user's absolute or relative pattern: Path.glob takes only relative ones.
-            matched = sorted(Path(p) for p in glob.glob(text, recursive=True))  # noqa: PTH207
+            # Sorted as paths (by their parts), with a key: Path's own ordering is slow.
+            matched = sorted(
+                (Path(p) for p in glob.glob(text, recursive=True)),  # noqa: PTH207
+                key=lambda p: p.parts,
+            )
             if not matched:
                 raise InputError(
                     f"{text}: the pattern matches no file",
@@ -135,7 +138,7 @@ def _files(inputs: Sequence[str]) -> list[Path]:
                 )
             files += [p for p in matched if p.is_file()]
         elif path.is_dir():
-            found = sorted(path.glob("*.json"))
+            found = sorted(path.glob("*.json"), key=lambda p: p.name)  # one directory: by name
             if not found:
                 raise InputError(
                     f"{text}: a directory without *.json probe reports",
@@ -158,9 +161,12 @@ _HOSTNAME_RE = re.compile(rb'"hostname": *"([A-Za-z0-9._-]{1,253})"')
 # A GPU's own identity (its unique id, its PCI address): every node's differ, nothing planned
 # depends on them. Only values inside the patterns node.from_json accepts are blanked (hex ids,
 # plain BDFs), so a blanked report equal to an earlier one is as safe as that one.
-_IDENTITY_RE = re.compile(
-    rb'"(unique_id|pci_bdf)": *"((?:[0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]|'
-    rb'[0-9A-Fa-f]{8,32})"'
+_ID_VALUE = rb'"((?:[0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]|[0-9A-Fa-f]{8,32})"'
+# One pattern per member, each replaced by a literal (a template would be expanded per match, and
+# a 100,000-node fleet has millions of them).
+_IDENTITY_RES = tuple(
+    (re.compile(b'"' + member + b'": *' + _ID_VALUE), b'"' + member + b'": ""')
+    for member in (b"unique_id", b"pci_bdf")
 )
 # What every probe report has at least one of (a node without GPUs still says gpus: []).
 _PROBE_KEYS = frozenset({"gpus", "gfx_targets", "driver_version", "physical_gpu_count"})
@@ -222,6 +228,14 @@ def gathered_where(inputs: Sequence[str]) -> GatheredWhere | None:
     return GatheredWhere(part, minutes)
 
 
+def _blanked(raw: bytes) -> bytes:
+    """The report with its host name and its GPUs' own ids blanked: what nodes of a kind share."""
+    key = _HOSTNAME_RE.sub(b'"hostname": ""', raw)
+    for pattern, blank in _IDENTITY_RES:
+        key = pattern.sub(blank, key)
+    return key
+
+
 def read_reports(inputs: Sequence[str]) -> list[NodeReport]:
     """Probe JSON files, directories of them (``*.json``) or globs. The node's name is the
     ``hostname`` the report carries, else the file's stem. An unreadable or unparsable file is a
@@ -262,11 +276,7 @@ def read_reports(inputs: Sequence[str]) -> list[NodeReport]:
             )
             continue
         matches = _HOSTNAME_RE.findall(raw)
-        key = (
-            _IDENTITY_RE.sub(rb'"\1": ""', _HOSTNAME_RE.sub(b'"hostname": ""', raw))
-            if len(matches) == 1
-            else None
-        )
+        key = _blanked(raw) if len(matches) == 1 else None
         earlier = seen.get(key) if key is not None else None
         if (
             earlier is not None
@@ -275,7 +285,9 @@ def read_reports(inputs: Sequence[str]) -> list[NodeReport]:
         ):
             name = matches[0].decode()
             node = msgspec.structs.replace(earlier.node, origin=Origin(f"file:{source}"))
-            reports.append(replace(earlier, name=name, source=shown(source), node=node))
+            reports.append(
+                msgspec.structs.replace(earlier, name=name, source=shown(source), node=node)
+            )
             continue
         try:
             data = bounded.loads_json(raw.decode("utf-8"))
@@ -321,7 +333,7 @@ def mark_duplicates(reports: Iterable[NodeReport]) -> list[NodeReport]:
         others = [s for s in same if s != r.source] or same[1:]
         if len(same) > 1:
             out.append(
-                replace(
+                msgspec.structs.replace(
                     r,
                     node=None,
                     reason=f"duplicate node name {r.name!r}: also reported by {', '.join(others)}",

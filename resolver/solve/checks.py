@@ -9,7 +9,7 @@ unknown) instead of stopping the path.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Literal
 
 from packaging.version import InvalidVersion, Version
@@ -184,7 +184,7 @@ def gfx_not_buildable(m: Matrix, cand: Candidate, target: GfxTarget, src: str) -
     (HIP_SUPPORTED_ARCHS), so no build of it carries code for it; the hint names the releases
     whose build does."""
     assert cand.release is not None
-    able = [str(r.version) for r in m.vllm if r.known and target.name in r.cmake_arch]
+    able = [str(v) for v in m.cmake_accepts(target.name)]
     some = ", ".join(able) if len(able) <= 6 else f"{able[0]}, {able[1]}, ..., {able[-1]}"
     w = words.say(
         "gfx-not-shipped/not-buildable" if able else "gfx-not-shipped/not-buildable-anywhere",
@@ -385,9 +385,15 @@ def driver_predates_gpu(
 
 
 def driver_check(
-    m: Matrix, node: Node, driver: DriverSeries | None, cand: Candidate
+    m: Matrix,
+    node: Node,
+    driver: DriverSeries | None,
+    cand: Candidate,
+    *,
+    move: Callable[[Version], DriverMove] | None = None,
 ) -> tuple[Reason | None, list[Advisory]]:
-    """Does the host's amdgpu driver run the candidate's ROCm user space?"""
+    """Does the host's amdgpu driver run the candidate's ROCm user space? ``move``: the
+    driver move to a ROCm (``driver_move``), where the caller keeps it for many candidates."""
     assert cand.rocm is not None
     rocm = m.rocm_for(cand.rocm)
     # What the path needs of the driver is said only where the node's driver is unknown.
@@ -397,7 +403,7 @@ def driver_check(
         return None, warnings
     if rocm is not None and rocm.stream == "therock-preview":
         return preview_driver_window(driver, cand, rocm), warnings
-    return driver_window(m, driver, cand, node), warnings
+    return driver_window(m, driver, cand, node, move=move), warnings
 
 
 def driver_warnings(
@@ -466,15 +472,31 @@ def drivers_for(m: Matrix, node: Node, cand: Candidate) -> tuple[DriverSeries, .
     return tuple(d for d in pool if knows_gpus(m, node, d, floor))
 
 
+# The hint and the fix of a driver that does not run a ROCm.
+DriverMove = tuple[str, Fix | None]
+
+
+def driver_move(m: Matrix, driver: DriverSeries, rocm: Version, node: Node | None) -> DriverMove:
+    """How to get from ``driver`` to one that runs ``rocm`` (and knows the node's GPUs)."""
+    good = [d for d in m.drivers_running(rocm) if node is None or knows_gpus(m, node, d)]
+    fix = _driver_fix(driver, rocm, good, m=m, node=node) if good else None
+    return _driver_hint(driver, rocm, good), fix
+
+
 def driver_window(
-    m: Matrix, driver: DriverSeries, cand: Candidate, node: Node | None = None
+    m: Matrix,
+    driver: DriverSeries,
+    cand: Candidate,
+    node: Node | None = None,
+    *,
+    move: Callable[[Version], DriverMove] | None = None,
 ) -> Reason | None:
     """``driver-window``: the driver series does not run the candidate's ROCm (AMD's table).
     The fix is a series that runs it and knows the node's GPUs."""
     assert cand.rocm is not None
     if driver.runs(cand.rocm):
         return None
-    good = [d for d in m.drivers_running(cand.rocm) if node is None or knows_gpus(m, node, d)]
+    hint, fix = move(cand.rocm) if move is not None else driver_move(m, driver, cand.rocm, node)
     w = words.say(
         "driver-window",
         label=cand.label,
@@ -486,8 +508,8 @@ def driver_window(
         code="driver-window",
         message=w.message,
         facts=(_about_path(cand, w.facts[0]), _from_record(w.facts[1], driver)),
-        hint=_driver_hint(driver, cand.rocm, good),
-        fix=_driver_fix(driver, cand.rocm, good, m=m, node=node) if good else None,
+        hint=hint,
+        fix=fix,
     )
 
 

@@ -43,6 +43,10 @@ class MatrixProvider:
         self.request = request
         self.targets = self._targets()
         self.driver = self._driver()
+        # driver-predates-gpu depends on the GPU and the path's ROCm alone, and a solve asks it of
+        # a hundred candidates sharing a dozen ROCm releases.
+        self._predates: dict[tuple[str, Version | None], Reason | None] = {}
+        self._moves: dict[Version, checks.DriverMove] = {}  # the same, for the driver window
 
     # node facts ----------------------------------------------------------------------------
 
@@ -75,6 +79,23 @@ class MatrixProvider:
             if os_rel is not None and os_rel.glibc is not None:
                 return os_rel.glibc, os_rel.provenance.source
         return None, ""
+
+    def predates(self, target: GfxTarget, cand: Candidate) -> Reason | None:
+        """``driver-predates-gpu`` for ``target`` on ``cand``'s ROCm, decided once per solve."""
+        key = (target.name, cand.rocm)
+        if key not in self._predates:
+            assert self.driver is not None
+            self._predates[key] = checks.driver_predates_gpu(
+                self.m, self.node, self.driver, target, cand
+            )
+        return self._predates[key]
+
+    def driver_move(self, rocm: Version) -> checks.DriverMove:
+        """The move from the node's driver to one that runs ``rocm``, found once per solve."""
+        if rocm not in self._moves:
+            assert self.driver is not None
+            self._moves[rocm] = checks.driver_move(self.m, self.driver, rocm, self.node)
+        return self._moves[rocm]
 
     # candidates ----------------------------------------------------------------------------
 
@@ -165,7 +186,7 @@ class MatrixProvider:
         # A driver older than the GPU stops any release, read or not.
         if self.driver is not None:
             for target in self.targets:
-                r_old = checks.driver_predates_gpu(self.m, self.node, self.driver, target, cand)
+                r_old = self.predates(target, cand)
                 if r_old is not None:
                     reasons.append(r_old)
         return Evaluation(candidate=cand, reasons=_about(cand, reasons), warnings=())
@@ -216,7 +237,7 @@ def _driver_age(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
     if p.driver is None:
         return
     for target in p.targets:
-        r_old = checks.driver_predates_gpu(p.m, p.node, p.driver, target, cand)
+        r_old = p.predates(target, cand)
         if r_old is not None:
             found.reasons.append(r_old)
             found.predates = found.predates or r_old
@@ -226,7 +247,7 @@ def _driver_window(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
     """driver-window (with driver-unchecked, unknown-driver, preview-rocm) and rocm-lacks-gfx."""
     if cand.rocm is None:
         return
-    r_drv, w_drv = checks.driver_check(p.m, p.node, p.driver, cand)
+    r_drv, w_drv = checks.driver_check(p.m, p.node, p.driver, cand, move=p.driver_move)
     if r_drv is not None:
         if found.predates is not None and r_drv.fix is not None:
             # One driver move must cure both: the one that knows the GPU and runs this ROCm

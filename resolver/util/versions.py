@@ -23,8 +23,9 @@ _DRIVER_RE = re.compile(
     r"^\s*([0-9]{1,3})\.([0-9]{1,3})(?:\.([0-9]{1,6}))?(?:[-.+~][0-9A-Za-z.+~-]*)?\s*\Z"
 )
 _GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}\Z")
-_OS_RE = re.compile(r"^([a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)*)-([0-9]+(?:\.[0-9]+){0,2})\Z")
-_PY_RE = re.compile(r"^3\.([0-9]{1,2})(?:\.[0-9]+)?\Z")
+# Patterns a `check` from flags never meets stay text: re compiles (and caches) them on first use.
+_OS_RE = r"^([a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)*)-([0-9]+(?:\.[0-9]+){0,2})\Z"
+_PY_RE = r"^3\.([0-9]{1,2})(?:\.[0-9]+)?\Z"
 
 
 def parse_version(text: str, *, what: str) -> Version:
@@ -116,19 +117,19 @@ def driver_series(text: str) -> str:
 
 
 # How rocminfo and the compilers print a target: ``amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-``.
-_TARGET_ID_RE = re.compile(r"^(?:amdgcn-amd-amdhsa--)?(gfx[0-9a-f]{3,5})((?::[a-z0-9_]+[+-])*)\Z")
+_TARGET_ID_RE = r"^(?:amdgcn-amd-amdhsa--)?(gfx[0-9a-f]{3,5})((?::[a-z0-9_]+[+-])*)\Z"
 # rocm_smi_lib / amd-smi before ROCm 6.4 built the name in decimal and, when the minor digit is 0,
 # multiplied the major by another 10: gfx908 -> "gfx9008", gfx90a -> "gfx9010", gfx1101 ->
 # "gfx11001"
 # (ROCm/amdsmi CHANGELOG, amd_smi_lib for ROCm 6.4.0, resolved issues). No real target has a
 # 4-digit name starting with 6-9 or a 5-digit name, so those are read back as major, 0, stepping.
-_SMI_MISPRINT_RE = re.compile(r"^gfx(?:([6-9])|(1[0-2]))0([0-9][0-9])\Z")
+_SMI_MISPRINT_RE = r"^gfx(?:([6-9])|(1[0-2]))0([0-9][0-9])\Z"
 
 
 def smi_misprint(name: str) -> str | None:
     """The target a misprinted rocm-smi/amd-smi name stands for (``gfx9010`` -> ``gfx90a``), or
     None when ``name`` is not such a misprint."""
-    match = _SMI_MISPRINT_RE.match(name.strip().lower())
+    match = re.match(_SMI_MISPRINT_RE, name.strip().lower())
     if not match:
         return None
     major = match.group(1) or match.group(2)
@@ -142,7 +143,7 @@ def gfx_base_name(text: str) -> str | None:
     """A target as tools print it -> the bare name: ``gfx942:sramecc+:xnack-``,
     ``amdgcn-amd-amdhsa--gfx90a:xnack-`` and the misprint ``gfx9010`` all give a plain
     ``gfx...`` name; None when ``text`` names no target."""
-    match = _TARGET_ID_RE.match(text.strip().lower())
+    match = re.match(_TARGET_ID_RE, text.strip().lower())
     if not match:
         return None
     name = match.group(1)
@@ -167,7 +168,7 @@ def check_gfx_name(text: str) -> str:
 
 def split_os(text: str) -> tuple[str, str]:
     """``ubuntu-22.04`` -> ``("ubuntu", "22.04")``."""
-    match = _OS_RE.match(text.strip().lower())
+    match = re.match(_OS_RE, text.strip().lower())
     if not match:
         raise InputError(
             f"--os {text!r} is not an OS id",
@@ -178,7 +179,7 @@ def split_os(text: str) -> tuple[str, str]:
 
 
 def python_minor(text: str) -> str:
-    match = _PY_RE.match(text.strip())
+    match = re.match(_PY_RE, text.strip())
     if not match:
         raise InputError(
             f"--python {text!r} is not a CPython 3 version",
