@@ -59,6 +59,10 @@ def test_nan_is_null_not_invalid_json() -> None:
     assert json.loads(text) == {"nan": None, "inf": [None]}
 
 
+def test_delete_alone_is_escaped() -> None:
+    assert jsontext.dumps({"\x7f": None}) == _reference({"\x7f": None})
+
+
 def test_empty_containers_and_escapes() -> None:
     data = {"a": [], "b": {}, "c": 'tab\there \x7f \x00 \u2028 \U0001f600 "q" \\', "d": [[]]}
     assert jsontext.dumps(data) == _reference(data)

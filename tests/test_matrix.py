@@ -410,6 +410,47 @@ def test_duplicate_records_are_refused(tmp_path: Path) -> None:
 # --- the compiled matrix kept between runs -----------------------------------------------------
 
 
+def test_settled_files_are_known_by_their_stat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once every file is older than the settling time, its stat names the content key: the next
+    start reads no data file's content; an edit (a new ctime) hashes the content again."""
+    d = copy_matrix(tmp_path)
+    monkeypatch.setenv("ROCM_VLLM_MATRIX_DIR", str(d))
+    monkeypatch.setattr(matrix, "_SETTLED_NS", 0)  # the copies are fresh: settle them at once
+    matrix._load_cached.cache_clear()
+    first = matrix.load()
+    from resolver.data import resources
+
+    assert len(list((resources.cache_dir() / "matrix").glob("*.stat"))) == 1
+    matrix._load_cached.cache_clear()
+
+    def no_hashing(*_args: object, **_kw: object) -> None:
+        raise AssertionError("the content was hashed again")
+
+    with monkeypatch.context() as mp:
+        mp.setattr(matrix, "_content_key", no_hashing)
+        assert matrix.load() == first
+    text = (d / "nodes.toml").read_text().replace("8x AMD Instinct MI300X", "Eight MI300X", 1)
+    (d / "nodes.toml").write_text(text)
+    matrix._load_cached.cache_clear()
+    assert matrix.load().example("mi300x-8").description.startswith("Eight MI300X")  # type: ignore[union-attr]
+
+
+def test_files_edited_a_moment_ago_are_not_known_by_their_stat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file written within the settling time could be written again in the same timestamp
+    tick with the same size: no stat index is kept for it, so its content is hashed each start."""
+    d = copy_matrix(tmp_path)
+    monkeypatch.setenv("ROCM_VLLM_MATRIX_DIR", str(d))
+    matrix._load_cached.cache_clear()
+    matrix.load()
+    from resolver.data import resources
+
+    assert not list((resources.cache_dir() / "matrix").glob("*.stat"))
+
+
 def test_compiled_matrix_is_reused_and_invalidated(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -747,22 +747,22 @@ def _with_releases(
     return tuple(out)
 
 
-def _compiled_path(directory: Path, overlay_stamp: tuple[str, int, int] | None) -> Path | None:
-    """Where the checked matrix for exactly these files is kept between runs.
-
-    Parsing ~240 KB of TOML and checking it costs more than the rest of a `check`; the key is
-    the sha256 of the tool version, the data directory and every data file's content (and the
-    overlay's), so any edit or refresh makes a new entry, and an entry is never taken for data it
-    was not built from. None when a file is missing (``load_dir`` then says which)."""
-    from resolver import __version__
-
-    h = _blake2b(f"{__version__}|{directory}".encode(), digest_size=32)
-    # The builders are part of the key: an entry written by an older shape of them is not read
-    # back (a development checkout changes them without a new version).
+def _key_files(directory: Path, overlay_stamp: tuple[str, int, int] | None) -> list[Path]:
+    """What a compiled entry is built from: every data file, the overlay, and the builders (an
+    entry written by an older shape of them is not read back: a development checkout changes them
+    without a new version)."""
     code = [Path(__file__), *(Path(__file__).with_name(n) for n in ("model.py", "schema.py"))]
     files = [*(directory / name for name in resources.MATRIX_FILES), *code]
     if overlay_stamp is not None:
         files.append(Path(overlay_stamp[0]))
+    return files
+
+
+def _content_key(directory: Path, files: list[Path]) -> str | None:
+    """The BLAKE2b of the tool version, the data directory and every file's content."""
+    from resolver import __version__
+
+    h = _blake2b(f"{__version__}|{directory}".encode(), digest_size=32)
     for path in files:
         try:
             content = bounded.read_bytes(path, _MAX_COMPILED)
@@ -770,7 +770,71 @@ def _compiled_path(directory: Path, overlay_stamp: tuple[str, int, int] | None) 
             return None
         h.update(f"|{path.name}:{len(content)}|".encode())
         h.update(content)
-    return resources.cache_dir() / "matrix" / f"{h.hexdigest()[:32]}.msgpack"
+    return h.hexdigest()[:32]
+
+
+# A file changed less than this long ago may change again within one tick of its timestamps
+# without its stat changing: its stat is not yet taken as the identity of its content.
+_SETTLED_NS = 2_000_000_000
+
+
+def _stat_key(directory: Path, files: list[Path], stats: list[os.stat_result]) -> str:
+    from resolver import __version__
+
+    h = _blake2b(f"{__version__}|{directory}".encode(), digest_size=16)
+    for path, st in zip(files, stats, strict=True):
+        h.update(
+            f"|{path}:{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}".encode()
+        )
+    return h.hexdigest()
+
+
+def _compiled_path(
+    directory: Path, overlay_stamp: tuple[str, int, int] | None, key: bytes | None
+) -> Path | None:
+    """Where the checked matrix for exactly these files is kept between runs.
+
+    Parsing ~240 KB of TOML and checking it costs more than the rest of a `check`; an entry is
+    named by the BLAKE2b of the tool version, the data directory and every data file's content
+    (and the overlay's), so any edit or refresh makes a new entry, and an entry is never taken for
+    data it was not built from. Hashing ~600 KB at every start is itself a millisecond or two, so
+    the content key is also kept under the files' stat (device, inode, size, mtime, ctime), as git
+    keeps its index: sealed like the entries, and only once every file has settled (an edit
+    changes ctime, which nothing can set back). None when a file is missing (``load_dir`` then
+    says which)."""
+    files = _key_files(directory, overlay_stamp)
+    try:
+        stats = [path.stat() for path in files]
+    except OSError:
+        return None
+    entries = resources.cache_dir() / "matrix"
+    index = entries / f"{_stat_key(directory, files, stats)}.stat"
+    content = _read_index(index, key) if key is not None else None
+    if content is None:
+        content = _content_key(directory, files)
+        if content is None:
+            return None
+        import time
+
+        now = time.time_ns()
+        settled = all(now - max(st.st_mtime_ns, st.st_ctime_ns) > _SETTLED_NS for st in stats)
+        if key is not None and settled:
+            with contextlib.suppress(OSError):
+                payload = f"{index.stem}|{content}".encode()
+                atomic.write_atomic(index, f"{_seal(key, payload)}\n{content}\n".encode())
+    return entries / f"{content}.msgpack"
+
+
+def _read_index(index: Path, key: bytes) -> str | None:
+    """The content key kept under these stats, when its seal is this user's tool's."""
+    try:
+        seal, content = bounded.read_bytes(index, 256).decode("ascii").split()
+    except (OSError, ValueError):  # missing, unreadable, or not two words of ASCII
+        return None
+    payload = f"{index.stem}|{content}".encode()
+    if not _compare_digest(seal.encode(), _seal(key, payload).encode()):
+        return None
+    return content if re.fullmatch(r"[0-9a-f]{32}", content) else None
 
 
 _COMPILED_FORMAT = 4  # 4: records declared once (3: the checked records as msgpack)
@@ -802,7 +866,7 @@ def _seal_key() -> bytes | None:
     return None
 
 
-def _seal(key: bytes, payload: bytes) -> str:
+def _seal(key: bytes, payload: bytes | memoryview) -> str:
     return _blake2b(payload, key=key, digest_size=32).hexdigest()  # keyed BLAKE2b is a MAC
 
 
@@ -827,26 +891,26 @@ def _codec_hooks() -> tuple[Any, Any]:
     return enc, dec
 
 
-def _read_compiled(path: Path) -> Matrix | None:
+def _read_compiled(path: Path, key: bytes) -> Matrix | None:
     """The matrix from a cache entry, or None (missing, damaged, unsealed, or not of the record
     types).
 
-    An entry is its seal (an HMAC of the rest, ``_seal_key``), a line break, then the checked
-    ``Matrix`` as msgpack (never a pickle: a crafted file must not run code). An entry whose seal
-    does not match was not written by this user's tool for these files (an edited entry could
-    point every printed command at another image repository) and is a miss. A sealed entry holds
-    records this tool built and checked from exactly these files (the key covers them and the
-    builders' code), so it is decoded straight into the typed records: msgspec checks every
+    An entry is its seal (a keyed BLAKE2b of the rest, ``_seal_key``), a line break, then the
+    checked ``Matrix`` as msgpack (never a pickle: a crafted file must not run code). An entry
+    whose seal does not match was not written by this user's tool for these files (an edited
+    entry could point every printed command at another image repository) and is a miss. A sealed
+    entry holds records this tool built and checked from exactly these files (the key covers them
+    and the builders' code), so it is decoded straight into the typed records: msgspec checks every
     field against its declared type, and nothing is parsed or checked twice."""
-    key = _seal_key()
-    if key is None:
-        return None
     try:
         blob = bounded.read_bytes(path, _MAX_COMPILED)
     except OSError:
         return None
-    seal, sep, payload = blob.partition(b"\n")
-    if not sep or not _compare_digest(seal, _seal(key, payload).encode()):
+    cut = blob.find(b"\n", 0, 256)  # the seal is 64 hex digits; the payload is not copied
+    if cut < 0:
+        return None
+    payload = memoryview(blob)[cut + 1 :]
+    if not _compare_digest(blob[:cut], _seal(key, payload).encode()):
         return None
     import msgspec
 
@@ -858,11 +922,8 @@ def _read_compiled(path: Path) -> Matrix | None:
     return m if fmt == _COMPILED_FORMAT else None
 
 
-def _write_compiled(path: Path, m: Matrix) -> None:
+def _write_compiled(path: Path, m: Matrix, key: bytes) -> None:
     """Best effort: a read-only or full cache dir only costs speed."""
-    key = _seal_key()
-    if key is None:
-        return
     import msgspec
 
     enc, _ = _codec_hooks()
@@ -875,13 +936,16 @@ def _write_compiled(path: Path, m: Matrix) -> None:
 def _load_cached(directory: str, overlay_stamp: tuple[str, int, int] | None) -> Matrix:
     from resolver.data import overlay
 
-    compiled = _compiled_path(Path(directory), overlay_stamp)
-    if compiled is not None and (m := _read_compiled(compiled)) is not None:
-        return m
+    key = _seal_key()  # None: no cache (neither read nor written)
+    compiled = _compiled_path(Path(directory), overlay_stamp, key) if key is not None else None
+    if compiled is not None and key is not None:
+        found = _read_compiled(compiled, key)
+        if found is not None:
+            return found
     extra = overlay.read(Path(overlay_stamp[0])) if overlay_stamp else None
     m = _from_raw(_read_all(Path(directory), extra))
-    if compiled is not None:
-        _write_compiled(compiled, m)
+    if compiled is not None and key is not None:
+        _write_compiled(compiled, m, key)
     return m
 
 

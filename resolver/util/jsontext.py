@@ -36,4 +36,6 @@ def dumps(data: Any) -> str:
 
         return json.dumps(data, indent=2, default=str)
     text = msgspec.json.format(raw, indent=2).decode()
-    return text if text.isascii() else _NOT_ASCII.sub(_escape, text)
+    if text.isascii() and "\x7f" not in text:  # DEL is ASCII, and json escapes it too
+        return text
+    return _NOT_ASCII.sub(_escape, text)

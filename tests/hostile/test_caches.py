@@ -40,7 +40,7 @@ class _Boom:
 
 
 def _compiled_entries() -> list[Path]:
-    return sorted((resources.cache_dir() / "matrix").glob("*"))
+    return sorted((resources.cache_dir() / "matrix").glob("*.msgpack"))
 
 
 @settings(HOSTILE, max_examples=12)
@@ -56,8 +56,8 @@ def _compiled_entries() -> list[Path]:
 def test_compiled_matrix_cache_garbage(content: bytes) -> None:
     matrix._load_cached.cache_clear()
     assert cli(["check", "--gfx", "gfx942", "--quiet"]).code in (0, 1)  # writes the entry
-    entries = _compiled_entries()
-    assert entries and all(e.suffix == ".msgpack" for e in entries)
+    entries = sorted((resources.cache_dir() / "matrix").glob("*"))  # entries and stat indexes
+    assert entries and {e.suffix for e in entries} <= {".msgpack", ".stat"}
     for entry in entries:
         entry.write_bytes(content)
     matrix._load_cached.cache_clear()
@@ -283,3 +283,22 @@ def test_a_release_refused_from_cached_files_names_the_cache(tmp_path: Path) -> 
             reasons.append(result.refused[0].reason)
     assert "HTTP cache" not in reasons[0]
     assert "read from the HTTP cache" in reasons[1] and str(tmp_path) in reasons[1]
+
+
+def test_a_stat_index_pointing_elsewhere_is_a_miss() -> None:
+    """The stat index (files' stat -> content key) is sealed like the entries: one edited to point
+    at another entry this user's tool wrote (older data, say) is not followed; the content is
+    hashed again and the right entry read."""
+    matrix._load_cached.cache_clear()
+    first = matrix.load()
+    (index,) = sorted((resources.cache_dir() / "matrix").glob("*.stat"))
+    (entry,) = _compiled_entries()
+    decoy = entry.with_name("0" * 32 + ".msgpack")
+    decoy.write_bytes(entry.read_bytes())  # a sealed entry, under another content key
+    seal, _ = index.read_text().split()
+    index.write_text(f"{seal}\n{'0' * 32}\n")
+    matrix._load_cached.cache_clear()
+    assert (
+        matrix._compiled_path(resources.matrix_dir(), None, matrix._seal_key()) == entry
+    )  # the forged index was not followed
+    assert matrix.load() == first
