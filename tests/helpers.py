@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,14 @@ def run_cli(*args: str, env: dict[str, str] | None = None, input_text: str | Non
         env={"NO_COLOR": "1", **(env or {})},
         input=input_text,
         catch_exceptions=False,
+    )
+
+
+def run_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m resolver ARGS`` as its own process (the console script's path: its exit
+    codes and its usage errors, which in-process runs do not go through)."""
+    return subprocess.run(
+        [sys.executable, "-m", "resolver", *args], capture_output=True, text=True, check=False
     )
 
 

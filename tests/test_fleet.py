@@ -24,7 +24,7 @@ from resolver.fleet.plan import fingerprint, fleet_json, plan_fleet, render_text
 from resolver.fleet.reports import NodeReport, read_reports
 from resolver.solve import Request
 from resolver.util.errors import InputError
-from tests.helpers import cpx_node, run_cli
+from tests.helpers import cpx_node, run_cli, run_process
 from tests.probe_data import probe_matrix
 
 FIXTURES = Path(__file__).parent / "probe" / "fixtures"
@@ -381,12 +381,7 @@ def test_cli_output_dir_not_written_on_bad_input(tmp_path: Path) -> None:
 
 
 def test_repeated_node_option_is_refused() -> None:
-    run = subprocess.run(
-        [sys.executable, "-m", "resolver", "check", "--node", "a.json", "--node=b.json"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    run = run_process("check", "--node", "a.json", "--node=b.json")
     assert run.returncode == 2
     assert run.stderr.splitlines() == [
         "error: --node given 2 times (a.json, b.json); a command decides for one value",

@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from tests.helpers import run_process
+
 
 def _threshold_after(code: str) -> str:
     out = subprocess.run(
@@ -22,11 +24,6 @@ def test_importing_the_cli_leaves_the_collector_alone() -> None:
 
 
 def test_the_console_script_runs_a_command() -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "resolver", "check", "--example", "mi300x-8", "--json"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    out = run_process("check", "--example", "mi300x-8", "--json")
     assert out.returncode == 0, out.stderr
     assert '"verdict": "supported"' in out.stdout
