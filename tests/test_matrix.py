@@ -410,6 +410,26 @@ def test_duplicate_records_are_refused(tmp_path: Path) -> None:
 # --- the compiled matrix kept between runs -----------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("file", "old", "new"),
+    [
+        ("wheels.toml", 'python = ["3.12"]', "python = []"),
+        ("drivers.toml", "user_space = [", "user_space = [] #"),
+    ],
+)
+def test_a_list_the_solver_names_the_first_of_is_never_empty(
+    tmp_path: Path, file: str, old: str, new: str
+) -> None:
+    """A wheel with no Python, a driver with no user-space window: refused at load with the field
+    named (the solver quotes the first item; an empty list was an internal error)."""
+    d = copy_matrix(tmp_path)
+    text = (d / file).read_text()
+    assert old in text
+    (d / file).write_text(text.replace(old, new, 1))
+    with pytest.raises(MatrixError, match="is empty; give at least one"):
+        matrix.load_dir(d)
+
+
 def test_settled_files_are_known_by_their_stat(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -312,7 +312,7 @@ def _value(rec: Record, s: Any) -> Any:  # noqa: C901 (one branch per kind of va
             return _ABSENT
         _check_text(rec, s, key, text)
         if s.specifier:
-            _specifier(rec, key, text)
+            _check_specifier(rec, key, text)
         return text
     if s.kind == "bool":
         return rec.flag(key)
@@ -329,6 +329,8 @@ def _value(rec: Record, s: Any) -> Any:  # noqa: C901 (one branch per kind of va
         return value
     if s.kind in ("strs", "enums", "versions"):
         items = rec.strings(key, required=s.required)
+        if s.nonempty and not items:
+            raise rec.fail(key, "is empty; give at least one")
         for item in items:
             if s.kind == "enums" and item not in s.options:
                 raise rec.fail(key, f"has {item!r}; expected {', '.join(s.options)}")
@@ -359,7 +361,7 @@ def _parse_version(rec: Record, key: str, text: str) -> Version:
         raise rec.fail(key, f"{text!r} is not a version") from None
 
 
-def _specifier(rec: Record, key: str, text: str) -> None:
+def _check_specifier(rec: Record, key: str, text: str) -> None:
     from packaging.specifiers import SpecifierSet
 
     try:
@@ -790,7 +792,7 @@ def _stat_key(directory: Path, files: list[Path], stats: list[os.stat_result]) -
 
 
 def _compiled_path(
-    directory: Path, overlay_stamp: tuple[str, int, int] | None, key: bytes | None
+    directory: Path, overlay_stamp: tuple[str, int, int] | None, key: bytes
 ) -> Path | None:
     """Where the checked matrix for exactly these files is kept between runs.
 
@@ -809,7 +811,7 @@ def _compiled_path(
         return None
     entries = resources.cache_dir() / "matrix"
     index = entries / f"{_stat_key(directory, files, stats)}.stat"
-    content = _read_index(index, key) if key is not None else None
+    content = _read_index(index, key)
     if content is None:
         content = _content_key(directory, files)
         if content is None:
@@ -818,7 +820,7 @@ def _compiled_path(
 
         now = time.time_ns()
         settled = all(now - max(st.st_mtime_ns, st.st_ctime_ns) > _SETTLED_NS for st in stats)
-        if key is not None and settled:
+        if settled:
             with contextlib.suppress(OSError):
                 payload = f"{index.stem}|{content}".encode()
                 atomic.write_atomic(index, f"{_seal(key, payload)}\n{content}\n".encode())
@@ -938,7 +940,7 @@ def _load_cached(directory: str, overlay_stamp: tuple[str, int, int] | None) -> 
 
     key = _seal_key()  # None: no cache (neither read nor written)
     compiled = _compiled_path(Path(directory), overlay_stamp, key) if key is not None else None
-    if compiled is not None and key is not None:
+    if compiled is not None and key is not None:  # (the second test is for the type checker)
         found = _read_compiled(compiled, key)
         if found is not None:
             return found

@@ -90,6 +90,8 @@ def whole(low: int, high: int | None = None) -> msgspec.Meta:
 DERIVED = msgspec.Meta(extra={"file": False})
 # A string the file gives as a PEP 440 specifier, kept as text.
 SPECIFIER = msgspec.Meta(extra={"specifier": True})
+# A list the file must give at least one item of (what is decided names its first).
+NONEMPTY = msgspec.Meta(extra={"nonempty": True})
 # A table of tables keyed by this field of the item (pins: component -> {repo, ref}).
 KEYED_BY_COMPONENT = msgspec.Meta(extra={"keyed_by": "component"})
 SHA256 = form(r"[0-9a-f]{64}", "64 lower-case hex digits (a SHA-256)")
@@ -152,7 +154,7 @@ class DriverSeries(msgspec.Struct, frozen=True, kw_only=True):
 
     series: Annotated[str, _SERIES]  # "30.30", "6.4"
     # ROCm series: "6.3", "7.2", "7.14", "10.0"; kept in numeric order
-    user_space: Annotated[tuple[str, ...], _SERIES]
+    user_space: Annotated[tuple[str, ...], _SERIES, NONEMPTY]
     # the ROCm release it shipped with, where AMD says
     paired_rocm: Annotated[str | None, safe("version")] = None
     provenance: Provenance
@@ -397,7 +399,7 @@ class VllmRelease(msgspec.Struct, frozen=True, kw_only=True):
 class WheelVariant(msgspec.Struct, frozen=True, kw_only=True):
     name: str  # "rocm700"; an NVIDIA wheel: "cu129"
     rocm: Version | None  # None: an NVIDIA (CUDA) wheel (solve/cuda.py makes those records)
-    python: Annotated[tuple[str, ...], safe("python")]
+    python: Annotated[tuple[str, ...], safe("python"), NONEMPTY]
     glibc_min: Version
     vllm: Annotated[str | None, SPECIFIER] = None  # PEP 440 range; None: the docs state none
     includes_nightlies: bool = False

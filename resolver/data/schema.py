@@ -82,6 +82,7 @@ class Shape:
     low: int | None = None
     high: int | None = None
     specifier: bool = False
+    nonempty: bool = False
     keyed_by: str | None = None
 
 
@@ -154,6 +155,7 @@ def shapes(record: type[msgspec.Struct]) -> tuple[Shape, ...]:
                 low=extra.get("low"),
                 high=extra.get("high"),
                 specifier=bool(extra.get("specifier")),
+                nonempty=bool(extra.get("nonempty")),
                 keyed_by=extra.get("keyed_by"),
                 **details,
             )
@@ -218,7 +220,7 @@ def _value_schema(s: Shape) -> dict[str, Any]:
     elif s.kind == "enum":
         scalar = {"enum": list(s.options)}
     elif s.kind in ("strs", "versions"):
-        scalar = {"type": "array", "items": _STR}
+        scalar = {"type": "array", "items": _STR, **({"minItems": 1} if s.nonempty else {})}
     elif s.kind == "enums":
         scalar = {"type": "array", "items": {"enum": list(s.options)}}
     elif s.kind == "table":
