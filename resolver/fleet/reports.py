@@ -11,6 +11,7 @@ dropped.
 from __future__ import annotations
 
 import glob
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -120,25 +121,31 @@ def report_from_json(
     return NodeReport(name=node_name, source=source, node=node, notes=notes)
 
 
-def _files(inputs: Sequence[str]) -> list[Path]:
-    files: list[Path] = []
+def _files(inputs: Sequence[str]) -> list[str]:
+    """The report files ``inputs`` name, as path strings (a fleet has 100,000 of them: Path
+    objects cost more than reading the files)."""
+    files: list[str] = []
     for text in inputs:
         path = Path(text)
         if any(ch in text for ch in "*?["):
             # A user's absolute or relative pattern: Path.glob takes only relative ones.
-            # Sorted as paths (by their parts), with a key: Path's own ordering is slow.
+            # Sorted as paths (by their parts).
             matched = sorted(
-                (Path(p) for p in glob.glob(text, recursive=True)),  # noqa: PTH207
-                key=lambda p: p.parts,
+                glob.glob(text, recursive=True),  # noqa: PTH207
+                key=lambda p: Path(p).parts,
             )
             if not matched:
                 raise InputError(
                     f"{text}: the pattern matches no file",
                     hint="quote the pattern, or check the directory",
                 )
-            files += [p for p in matched if p.is_file()]
+            files += [str(Path(p)) for p in matched if os.path.isfile(p)]  # noqa: PTH113
         elif path.is_dir():
-            found = sorted(path.glob("*.json"), key=lambda p: p.name)  # one directory: by name
+            # As Path(text) / name spells them ("reports/a.json", "a.json" in "."), by name.
+            base = str(path)
+            prefix = "" if base == "." else base if base.endswith("/") else base + "/"
+            names = sorted(os.listdir(path))  # noqa: PTH208 (names, not Paths: see above)
+            found = [prefix + name for name in names if name.endswith(".json")]
             if not found:
                 raise InputError(
                     f"{text}: a directory without *.json probe reports",
@@ -147,7 +154,7 @@ def _files(inputs: Sequence[str]) -> list[Path]:
                 )
             files += found
         elif path.is_file():
-            files.append(path)
+            files.append(str(path))
         else:
             raise InputError(
                 f"{text}: no such file or directory",
@@ -228,12 +235,16 @@ def gathered_where(inputs: Sequence[str]) -> GatheredWhere | None:
     return GatheredWhere(part, minutes)
 
 
-def _blanked(raw: bytes) -> bytes:
-    """The report with its host name and its GPUs' own ids blanked: what nodes of a kind share."""
-    key = _HOSTNAME_RE.sub(b'"hostname": ""', raw)
+def _host_and_key(raw: bytes) -> tuple[str | None, bytes | None]:
+    """The report's one ``hostname`` and the report with it and its GPUs' own ids blanked (what
+    nodes of a kind share); (None, None) unless the report names exactly one host name."""
+    found = _HOSTNAME_RE.search(raw)
+    if found is None or _HOSTNAME_RE.search(raw, found.end()) is not None:
+        return None, None
+    key = raw[: found.start(1)] + raw[found.end(1) :]
     for pattern, blank in _IDENTITY_RES:
         key = pattern.sub(blank, key)
-    return key
+    return found.group(1).decode(), key
 
 
 def read_reports(inputs: Sequence[str]) -> list[NodeReport]:
@@ -249,8 +260,8 @@ def read_reports(inputs: Sequence[str]) -> list[NodeReport]:
     reports: list[NodeReport] = []
     seen: dict[bytes, NodeReport] = {}
     for path in _files(inputs):
-        source = shown(str(path))
-        stem = shown(path.stem)
+        source = shown(path)
+        stem = shown(os.path.splitext(os.path.basename(path))[0])  # noqa: PTH119, PTH122
         try:
             # Regular files only (a FIFO in the directory must not hang the fleet), size-capped.
             raw = bounded.read_bytes(path, MAX_REPORT)
@@ -275,19 +286,17 @@ def read_reports(inputs: Sequence[str]) -> list[NodeReport]:
                 )
             )
             continue
-        matches = _HOSTNAME_RE.findall(raw)
-        key = _blanked(raw) if len(matches) == 1 else None
+        host, key = _host_and_key(raw)
         earlier = seen.get(key) if key is not None else None
         if (
             earlier is not None
             and earlier.node is not None
-            and is_safe("node_name", matches[0].decode())
+            and host is not None
+            and is_safe("node_name", host)
         ):
-            name = matches[0].decode()
+            name = host
             node = msgspec.structs.replace(earlier.node, origin=Origin(f"file:{source}"))
-            reports.append(
-                msgspec.structs.replace(earlier, name=name, source=shown(source), node=node)
-            )
+            reports.append(msgspec.structs.replace(earlier, name=name, source=source, node=node))
             continue
         try:
             data = bounded.loads_json(raw.decode("utf-8"))
@@ -311,9 +320,9 @@ def read_reports(inputs: Sequence[str]) -> list[NodeReport]:
             )
             continue
         hostname = data.get("hostname")
-        name = hostname if isinstance(hostname, str) and hostname else path.stem
+        name = hostname if isinstance(hostname, str) and hostname else Path(path).stem
         report = report_from_json(data, name=name, source=str(path))
-        if key is not None and report.node is not None and name == matches[0].decode():
+        if key is not None and report.node is not None and name == host:
             seen[key] = report
         reports.append(report)
     return reports

@@ -73,12 +73,15 @@ def _kind(mode: int) -> str:
     return "special file"
 
 
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
+
+
 def read_bytes(path: Path | str, limit: int) -> bytes:
     """The content of the regular file ``path`` (symlinks followed), at most ``limit`` bytes.
 
     Opened non-blocking so that a FIFO cannot hang the open; anything but a regular file raises
     ``NotRegularFileError``, a longer file ``TooLargeError``; other failures are plain OSError."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    fd = os.open(path, _READ_FLAGS)
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
