@@ -820,3 +820,20 @@ def test_a_hostile_nvidia_product_name_reaches_no_artifact(mixed_dir: Path) -> N
     import re
 
     assert re.fullmatch(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?", value) and len(value) <= 63
+
+
+@pytest.mark.parametrize("spelled", ["{d}", "{d}/", "{d}//", "./{rel}"])
+def test_report_files_are_named_as_their_paths_are(
+    spelled: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A directory's reports are named (in sources, `fleet.json`) as ``Path(dir) / name``
+    spells them, however the directory was typed; every ``*.json`` entry, by name."""
+    from resolver.fleet.reports import _files
+
+    d = tmp_path / "reports"
+    d.mkdir()
+    for name in ("b.json", "a.json", ".hidden.json", "notes.txt"):
+        (d / name).write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    text = spelled.format(d=d, rel="reports")
+    assert _files([text]) == [str(p) for p in sorted(Path(text).glob("*.json"))]
