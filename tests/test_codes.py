@@ -12,12 +12,35 @@ CODE = re.compile(r"""\bcode=["']([a-z0-9][a-z0-9-]*)["']""")
 POSITIONAL = re.compile(r"""\b(?:Problem|problem)\(\s*f?["']([a-z0-9][a-z0-9{}_-]*)["']""")
 
 
+def said_codes(text: str) -> set[str]:
+    """The codes of ``Advisory.said(KEY, ...)`` calls: every string the key can be (a
+    conditional's branches too), each up to its first "/" (the wording's variant)."""
+    import ast
+
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(text)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "said"
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "Advisory"
+        ):
+            assert node.args, "Advisory.said without its key"
+            for part in ast.walk(node.args[0]):
+                assert not isinstance(part, ast.JoinedStr), "an advisory key built from pieces"
+                if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                    found.add(part.value.partition("/")[0])
+    return found
+
+
 def emitted_codes() -> set[str]:
     found: set[str] = set()
     for path in (ROOT / "resolver").rglob("*.py"):
         text = path.read_text()
         found |= set(CODE.findall(text))
         found |= {c for c in POSITIONAL.findall(text) if "{" not in c}
+        found |= said_codes(text)
     return found
 
 
@@ -57,7 +80,7 @@ def test_no_reason_or_advisory_code_outside_the_literals() -> None:
     found: set[str] = set()
     for path in paths:
         text = path.read_text()
-        found |= set(CODE.findall(text))
+        found |= set(CODE.findall(text)) | said_codes(text)
         # Every string a code= argument can take, a conditional's branches too (issue 21: a
         # `code="a" if x else "b"` hid "mxfp4-emulated" from the regex above).
         for node in ast.walk(ast.parse(text)):

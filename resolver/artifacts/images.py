@@ -119,17 +119,12 @@ def pin(image: ContainerImage, client: RegistryClient) -> Pinned:
     resolved = client.resolve(image.repo, image.tag)
     warnings: list[Advisory] = []
     if image.digest and image.digest != resolved.digest:
-        w = words.say(
-            "digest-changed",
-            image=f"{image.repo}:{image.tag}",
-            digest=resolved.digest,
-            recorded=image.digest,
-        )
         warnings.append(
-            Advisory(
-                code="digest-changed",
-                message=w.message,
-                hint=w.hint,
+            Advisory.said(
+                "digest-changed",
+                image=f"{image.repo}:{image.tag}",
+                digest=resolved.digest,
+                recorded=image.digest,
                 source=f"{resolved.registry} (manifest HEAD)",
             )
         )
@@ -329,9 +324,8 @@ def smoke(
         tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or [
             words.text("smoke-failed/no-output")
         ]
-        w = words.say("smoke-failed", ref=ref, status=result.exit_code, tail=tail[0][:200])
         problems.append(
-            Advisory(code="smoke-failed", message=w.message, hint=w.hint, source=w.source)
+            Advisory.said("smoke-failed", ref=ref, status=result.exit_code, tail=tail[0][:200])
         )
     else:
         from resolver.artifacts.audit import shown
@@ -411,9 +405,8 @@ def judge_gpu(
     devices: dict[str, Any] = {"status": "passed", "seen": seen}
     if not seen:
         devices["status"] = "failed"
-        w = words.say("smoke-no-gpu/error" if error else "smoke-no-gpu", ref=ref, error=error)
         problems.append(
-            Advisory(code="smoke-no-gpu", message=w.message, hint=w.hint, source=w.source)
+            Advisory.said("smoke-no-gpu/error" if error else "smoke-no-gpu", ref=ref, error=error)
         )
     wrong = sorted(
         {
@@ -424,15 +417,14 @@ def judge_gpu(
     )
     if wrong:
         devices["status"] = "failed"
-        w = words.say(
-            "smoke-gfx-mismatch",
-            ref=ref,
-            seen=", ".join(wrong),
-            node=", ".join(node_gfx) or words.text("smoke-gfx-mismatch/none"),
-            arch=", ".join(image.arch) or words.text("smoke-gfx-mismatch/unknown"),
-        )
         problems.append(
-            Advisory(code="smoke-gfx-mismatch", message=w.message, hint=w.hint, source=w.source)
+            Advisory.said(
+                "smoke-gfx-mismatch",
+                ref=ref,
+                seen=", ".join(wrong),
+                node=", ".join(node_gfx) or words.text("smoke-gfx-mismatch/none"),
+                arch=", ".join(image.arch) or words.text("smoke-gfx-mismatch/unknown"),
+            )
         )
     compute: dict[str, Any] = {"status": "skipped"}
     result = parsed.get("compute")
@@ -444,19 +436,13 @@ def judge_gpu(
             "max_abs_diff": diff if isinstance(diff, int | float) else None,
         }
         if not ok:
-            w = words.say("smoke-compute-wrong", ref=ref, diff=compute["max_abs_diff"])
             problems.append(
-                Advisory(
-                    code="smoke-compute-wrong", message=w.message, hint=w.hint, source=w.source
-                )
+                Advisory.said("smoke-compute-wrong", ref=ref, diff=compute["max_abs_diff"])
             )
     elif seen:
         why = error or words.text("smoke-compute-wrong/no-result")
         compute = {"status": "failed", "why": why}
-        w = words.say("smoke-compute-wrong/not-run", ref=ref, why=why)
-        problems.append(
-            Advisory(code="smoke-compute-wrong", message=w.message, hint=w.hint, source=w.source)
-        )
+        problems.append(Advisory.said("smoke-compute-wrong/not-run", ref=ref, why=why))
     return {"devices": devices, "compute": compute}, problems
 
 
@@ -570,10 +556,7 @@ def serving_env(
         if len(vals) == 1 and recommended_by_all:
             env.append((key, next(iter(vals))))
         else:
-            w = words.say("env-not-common", name=key)
-            warnings.append(
-                Advisory(code="env-not-common", message=w.message, hint=w.hint, source=w.source)
-            )
+            warnings.append(Advisory.said("env-not-common", name=key))
     plan = decision.plan
     if plan is not None and plan.override:
         env.append(("HSA_OVERRIDE_GFX_VERSION", plan.override))
@@ -657,14 +640,12 @@ def audit_image(
         libraries = ", ".join(lacking[:3]) or words.text("audit-lacks-gfx/libraries")
         if len(lacking) > 3:
             libraries = words.text("audit-lacks-gfx/more", lacking=libraries, more=len(lacking) - 3)
-        w = words.say(
-            "audit-lacks-gfx", ref=image.ref, missing=", ".join(missing), lacking=libraries
-        )
         problems.append(
-            Advisory(
-                code="audit-lacks-gfx",
-                message=w.message,
-                hint=w.hint,
+            Advisory.said(
+                "audit-lacks-gfx",
+                ref=image.ref,
+                missing=", ".join(missing),
+                lacking=libraries,
                 source=f"rocm-vllm audit docker://{image.repo}@{image.digest}",
             )
         )

@@ -171,12 +171,11 @@ def place(
                 "SPX) for tensor parallelism",
             )
         replica = devices if devices is not None else ((discrete or [0])[0],)
-        w = words.say("cpx-one-replica-per-partition", partition=replica[0], offered=offered)
         warnings.append(
-            Advisory(
-                code="cpx-one-replica-per-partition",
-                message=w.message,
-                hint=w.hint,
+            Advisory.said(
+                "cpx-one-replica-per-partition",
+                partition=replica[0],
+                offered=offered,
                 severity="info",
                 source=CPX_SOURCE,
             )
@@ -202,17 +201,12 @@ def place(
             )
         else:
             why = words.text("tensor-parallel-size/power-of-two", tp=tp, gpus=gpus)
-        w = words.say(
-            "tensor-parallel-size" if heads else "tensor-parallel-size/no-heads",
-            tp=tp,
-            gpus=gpus,
-            why=why,
-        )
         warnings.append(
-            Advisory(
-                code="tensor-parallel-size",
-                message=w.message,
-                hint=w.hint,
+            Advisory.said(
+                "tensor-parallel-size" if heads else "tensor-parallel-size/no-heads",
+                tp=tp,
+                gpus=gpus,
+                why=why,
                 source=VLLM_HEADS_CHECK,
             )
         )

@@ -52,18 +52,13 @@ def rocm_lists_gfx(m: Matrix, targets: Iterable[GfxTarget], cand: Candidate) -> 
     for t in targets:
         if t.name in rocm.gfx or t.name not in cand.arch:
             continue
-        w = words.say(
-            "rocm-lacks-gfx",
-            rocm=rocm.label,
-            gfx=t.name,
-            label=cand.label,
-            first=_first_listing(m, t.name),
-        )
         out.append(
-            Advisory(
-                code="rocm-lacks-gfx",
-                message=w.message,
-                hint=w.hint,
+            Advisory.said(
+                "rocm-lacks-gfx",
+                rocm=rocm.label,
+                gfx=t.name,
+                label=cand.label,
+                first=_first_listing(m, t.name),
                 source=rocm.provenance.source,
             )
         )
@@ -83,13 +78,9 @@ def image_warnings(image: ContainerImage) -> list[Advisory]:
     """``deprecated-channel`` and ``amd-image``."""
     out: list[Advisory] = []
     if image.deprecated:
-        w = words.say("deprecated-channel", repo=image.repo, ref=image.ref)
         out.append(
-            Advisory(
-                code="deprecated-channel",
-                message=w.message,
-                hint=w.hint,
-                source=image.provenance.source,
+            Advisory.said(
+                "deprecated-channel", repo=image.repo, ref=image.ref, source=image.provenance.source
             )
         )
     elif not image.official:
@@ -112,25 +103,17 @@ def stack_warnings(cand: Candidate, stack: RocmStack) -> list[Advisory]:
     pins."""
     out: list[Advisory] = []
     if stack.preview:
-        w = words.say("preview-rocm", label=cand.label, stack=stack.label)
         out.append(
-            Advisory(
-                code="preview-rocm",
-                message=w.message,
-                hint=w.hint,
-                source=stack.provenance.source,
+            Advisory.said(
+                "preview-rocm", label=cand.label, stack=stack.label, source=stack.provenance.source
             )
         )
     moving = stack.moving_pins
     if moving and cand.from_source:
         refs = ", ".join(f"{p.component} {p.repo}@{p.ref}" for p in moving)
-        w = words.say("unpinned-ref", label=cand.label, refs=refs)
         out.append(
-            Advisory(
-                code="unpinned-ref",
-                message=w.message,
-                hint=w.hint,
-                source=stack.provenance.source,
+            Advisory.said(
+                "unpinned-ref", label=cand.label, refs=refs, source=stack.provenance.source
             )
         )
     return out
@@ -167,18 +150,13 @@ def low_confidence(cand: Candidate) -> list[Advisory]:
     registry."""
     if cand.confidence not in ("inferred", "release-branch", "unknown"):
         return []
-    w = words.say(
-        "low-confidence/image" if cand.image else "low-confidence",
-        label=cand.label,
-        confidence=cand.confidence,
-        vllm=cand.vllm,
-    )
     return [
-        Advisory(
-            code="low-confidence",
+        Advisory.said(
+            "low-confidence/image" if cand.image else "low-confidence",
+            label=cand.label,
+            confidence=cand.confidence,
+            vllm=cand.vllm,
             severity="info",
-            message=w.message,
-            hint=w.hint,
             source=cand.source,
         )
     ]
@@ -235,14 +213,9 @@ def aiter(t: GfxTarget, plan: Evaluation | None) -> list[Advisory]:
             )
         ]
     if t.features.aiter == "triton-only":
-        w = words.say("aiter-partial", gfx=t.name)
         return [
-            Advisory(
-                code="aiter-partial",
-                severity="info",
-                message=w.message,
-                hint=w.hint,
-                source=t.features.provenance.source,
+            Advisory.said(
+                "aiter-partial", gfx=t.name, severity="info", source=t.features.provenance.source
             )
         ]
     return []
@@ -322,9 +295,10 @@ def fp8_format(m: Matrix, t: GfxTarget, fp8_asked: bool, release: Version | None
     gate = _release_gate(m, release, "fp8_fnuz", t)
     fnuz = gate[0] if gate is not None else t.features.fp8_format == "fnuz"
     source = gate[1] if gate is not None else t.features.provenance.source
-    w = words.say("fp8-format/fnuz" if fnuz else "fp8-format", gfx=t.name)
     return [
-        Advisory(code="fp8-format", severity="info", message=w.message, hint=w.hint, source=source)
+        Advisory.said(
+            "fp8-format/fnuz" if fnuz else "fp8-format", gfx=t.name, severity="info", source=source
+        )
     ]
 
 
@@ -333,16 +307,14 @@ def mixed_fp8_formats(targets: list[GfxTarget], fp8_asked: bool) -> list[Advisor
     formats = {t.features.fp8_format for t in targets if t.features.fp8}
     if len(formats) <= 1 or not fp8_asked:
         return []
-    w = words.say("mixed-fp8-formats")
-    return [Advisory(code="mixed-fp8-formats", message=w.message, hint=w.hint, source=w.source)]
+    return [Advisory.said("mixed-fp8-formats")]
 
 
 def mixed_gfx(targets: list[GfxTarget]) -> list[Advisory]:
     """``mixed-gfx``: several GPU types in one node."""
     if len(targets) <= 1:
         return []
-    w = words.say("mixed-gfx", gfx=", ".join(t.name for t in targets))
-    return [Advisory(code="mixed-gfx", message=w.message, hint=w.hint, source=w.source)]
+    return [Advisory.said("mixed-gfx", gfx=", ".join(t.name for t in targets))]
 
 
 def rdna_multi_gpu(node: Node, targets: list[GfxTarget]) -> list[Advisory]:
@@ -350,8 +322,7 @@ def rdna_multi_gpu(node: Node, targets: list[GfxTarget]) -> list[Advisory]:
     gpus = node.logical_gpu_count or len(node.gpus)
     if gpus <= 1 or not any(t.arch.startswith("RDNA") for t in targets):
         return []
-    w = words.say("rdna-multi-gpu")
-    return [Advisory(code="rdna-multi-gpu", message=w.message, hint=w.hint, source=w.source)]
+    return [Advisory.said("rdna-multi-gpu")]
 
 
 def custom_allreduce_off(
@@ -373,48 +344,28 @@ def custom_allreduce_off(
     names = ", ".join(t.name for t in off)
     gate = gates[off[0].name]
     source = gate[1] if gate is not None else off[0].features.provenance.source
-    w = words.say("custom-allreduce-off", gfx=names)
-    return [
-        Advisory(
-            code="custom-allreduce-off",
-            severity="info",
-            message=w.message,
-            hint=w.hint,
-            source=source,
-        )
-    ]
+    return [Advisory.said("custom-allreduce-off", gfx=names, severity="info", source=source)]
 
 
 def cpx_partition(node: Node) -> list[Advisory]:
     """``cpx-partition``: GPUs in CPX mode, where tensor parallelism has produced garbage."""
     if not any(g.partition and (g.partition.compute or "").upper() == "CPX" for g in node.gpus):
         return []
-    w = words.say("cpx-partition")
-    return [Advisory(code="cpx-partition", message=w.message, hint=w.hint, source=w.source)]
+    return [Advisory.said("cpx-partition")]
 
 
 def override_not_needed(node: Node, targets: list[GfxTarget]) -> list[Advisory]:
     """``override-not-needed``: HSA_OVERRIDE_GFX_VERSION set for a GPU vLLM supports as it is."""
     if not (node.hsa_override_gfx_version and any(t.vllm_status == "official" for t in targets)):
         return []
-    w = words.say("override-not-needed", override=node.hsa_override_gfx_version)
-    return [Advisory(code="override-not-needed", message=w.message, hint=w.hint, source=w.source)]
+    return [Advisory.said("override-not-needed", override=node.hsa_override_gfx_version)]
 
 
 def unofficial_override(plan: Evaluation | None) -> list[Advisory]:
     """``unofficial-override``: the plan relies on HSA_OVERRIDE_GFX_VERSION."""
     if plan is None or not plan.override:
         return []
-    w = words.say("unofficial-override", override=plan.override)
-    return [
-        Advisory(
-            code="unofficial-override",
-            message=w.message,
-            hint=w.hint,
-            unofficial=True,
-            source=w.source,
-        )
-    ]
+    return [Advisory.said("unofficial-override", override=plan.override, unofficial=True)]
 
 
 def probe_problems(node: Node) -> list[Advisory]:
@@ -509,13 +460,12 @@ def newer_unknown(m: Matrix, request: Request, plan: Evaluation | None) -> list[
     ]
     if not newer:
         return []
-    w = words.say("newer-releases-unknown", count=len(newer), first=min(newer), last=max(newer))
     return [
-        Advisory(
-            code="newer-releases-unknown",
+        Advisory.said(
+            "newer-releases-unknown",
+            count=len(newer),
+            first=min(newer),
+            last=max(newer),
             severity="info",
-            message=w.message,
-            hint=w.hint,
-            source=w.source,
         )
     ]

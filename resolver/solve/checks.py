@@ -418,12 +418,11 @@ def driver_warnings(
     driver check cannot be made."""
     warnings: list[Advisory] = []
     if rocm is not None and rocm.stream == "therock-preview":
-        w = words.say("preview-rocm/runs-on", label=cand.label, rocm=rocm.label)
         warnings.append(
-            Advisory(
-                code="preview-rocm",
-                message=w.message,
-                hint=w.hint,
+            Advisory.said(
+                "preview-rocm/runs-on",
+                label=cand.label,
+                rocm=rocm.label,
                 source=rocm.provenance.source,
             )
         )
@@ -792,8 +791,7 @@ def host_rocm_shadowing(node: Node, wheel: WheelVariant) -> list[Advisory]:
         return []
     if series(host_rocm) == series(wheel.rocm):
         return []
-    w = words.say("host-rocm-shadowing", host=host_rocm, wheel=wheel.name, rocm=wheel.rocm)
-    return [Advisory(code="host-rocm-shadowing", message=w.message, hint=w.hint, source=w.source)]
+    return [Advisory.said("host-rocm-shadowing", host=host_rocm, wheel=wheel.name, rocm=wheel.rocm)]
 
 
 def quantization_listed(m: Matrix, cand: Candidate, request: Request) -> Reason | None:

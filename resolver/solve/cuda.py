@@ -244,13 +244,12 @@ def evaluate(
             )
         )
     elif not caps:
-        w = words.say("cuda-arch-unchecked", label=label, arch=", ".join(image.arch))
         warnings.append(
-            Advisory(
-                code="cuda-arch-unchecked",
+            Advisory.said(
+                "cuda-arch-unchecked",
+                label=label,
+                arch=", ".join(image.arch),
                 severity="info",
-                message=w.message,
-                hint=w.hint,
                 source=src,
             )
         )
@@ -260,29 +259,19 @@ def evaluate(
     driver = nvidia_driver(node)
     branch = driver_branch(driver)
     if rule is None:
-        w = words.say("nvidia-driver-unchecked/no-rule", major=image.cuda.major)
         warnings.append(
-            Advisory(
-                code="nvidia-driver-unchecked",
-                severity="info",
-                message=w.message,
-                hint=w.hint,
-                source=w.source,
+            Advisory.said(
+                "nvidia-driver-unchecked/no-rule", major=image.cuda.major, severity="info"
             )
         )
     elif branch is None:
-        w = words.say(
-            "nvidia-driver-unchecked",
-            cuda=image.cuda,
-            label=label,
-            major=image.cuda.major,
-            min_driver=rule.min_driver,
-        )
         warnings.append(
-            Advisory(
-                code="nvidia-driver-unchecked",
-                message=w.message,
-                hint=w.hint,
+            Advisory.said(
+                "nvidia-driver-unchecked",
+                cuda=image.cuda,
+                label=label,
+                major=image.cuda.major,
+                min_driver=rule.min_driver,
                 source=rule.provenance.source,
             )
         )
@@ -427,18 +416,13 @@ def _image_needs_driver(
         c = e.candidate
         if c.image is not None and c.vllm == plan.candidate.vllm and e.host_fixable:
             fix = next((r.fix for r in e.reasons if r.fix is not None), None)
-            w = words.say(
-                "cuda-image-needs-driver",
-                label=c.label,
-                fix=fix.text if fix else words.text("cuda-image-needs-driver/unknown"),
-                vllm=c.vllm,
-            )
             return [
-                Advisory(
-                    code="cuda-image-needs-driver",
+                Advisory.said(
+                    "cuda-image-needs-driver",
+                    label=c.label,
+                    fix=fix.text if fix else words.text("cuda-image-needs-driver/unknown"),
+                    vllm=c.vllm,
                     severity="info",
-                    message=w.message,
-                    hint=w.hint,
                     source=e.reasons[0].source,
                 )
             ]

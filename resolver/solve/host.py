@@ -9,7 +9,7 @@ from packaging.version import Version
 from resolver.data import words
 from resolver.data.model import GfxTarget, Matrix
 from resolver.data.node import Node
-from resolver.solve.types import Advisory, HostChange
+from resolver.solve.types import Advisory, HostChange, Severity
 from resolver.util.versions import driver_series
 
 
@@ -35,33 +35,28 @@ def kernel_floor_warnings(node: Node, targets: list[GfxTarget]) -> list[Advisory
         source = "; ".join(dict.fromkeys(f.provenance.source for f in floors))
         who = t.products[0].name if t.products else t.name
         if not node.os:
-            w = words.say("kernel-floor-unchecked/os", gfx=t.name, who=who, listed=listed)
             out.append(
-                Advisory(
-                    code="kernel-floor-unchecked",
+                Advisory.said(
+                    "kernel-floor-unchecked/os",
+                    gfx=t.name,
+                    who=who,
+                    listed=listed,
                     severity="info",
-                    message=w.message,
-                    hint=w.hint,
                     source=source,
                 )
             )
             continue
         floor = next((f for f in floors if os_listed(node.os, (f.os,))), None)
         if floor is None:
-            w = words.say(
-                "os-unlisted-for-gpu",
-                gfx=t.name,
-                who=who,
-                listed=listed,
-                host_os=node.os,
-                os=floors[0].os,
-                flavour=floors[0].flavour,
-            )
             out.append(
-                Advisory(
-                    code="os-unlisted-for-gpu",
-                    message=w.message,
-                    hint=w.hint,
+                Advisory.said(
+                    "os-unlisted-for-gpu",
+                    gfx=t.name,
+                    who=who,
+                    listed=listed,
+                    host_os=node.os,
+                    os=floors[0].os,
+                    flavour=floors[0].flavour,
                     source=source,
                     change=HostChange(kind="os", value=floors[0].os),
                 )
@@ -69,37 +64,29 @@ def kernel_floor_warnings(node: Node, targets: list[GfxTarget]) -> list[Advisory
             continue
         have = _kernel_version(node.kernel)
         need = _kernel_version(floor.min_kernel)
-        values = {
-            "gfx": t.name,
-            "who": who,
-            "os": floor.os,
-            "flavour": floor.flavour,
-            "min_kernel": floor.min_kernel,
-            "kernel": node.kernel,
-        }
+        severity: Severity
+        change: HostChange | None
         if have is None or need is None:
-            w = words.say("kernel-floor-unchecked", **values)
-            out.append(
-                Advisory(
-                    code="kernel-floor-unchecked",
-                    severity="info",
-                    message=w.message,
-                    hint=w.hint,
-                    source=floor.provenance.source,
-                )
-            )
+            key, severity, change = "kernel-floor-unchecked", "info", None
         elif have < need:
-            oem = floor.flavour.startswith("OEM")
-            w = words.say("kernel-too-old/oem" if oem else "kernel-too-old", **values)
-            out.append(
-                Advisory(
-                    code="kernel-too-old",
-                    message=w.message,
-                    hint=w.hint,
-                    source=floor.provenance.source,
-                    change=HostChange(kind="kernel", value=floor.min_kernel),
-                )
+            key = "kernel-too-old/oem" if floor.flavour.startswith("OEM") else "kernel-too-old"
+            severity, change = "warning", HostChange(kind="kernel", value=floor.min_kernel)
+        else:
+            continue
+        out.append(
+            Advisory.said(
+                key,
+                gfx=t.name,
+                who=who,
+                os=floor.os,
+                flavour=floor.flavour,
+                min_kernel=floor.min_kernel,
+                kernel=node.kernel,
+                severity=severity,
+                source=floor.provenance.source,
+                change=change,
             )
+        )
     return out
 
 
@@ -110,14 +97,9 @@ def unified_memory_warnings(node: Node, targets: list[GfxTarget]) -> list[Adviso
     for t in targets:
         if not t.unified_memory_source:
             continue
-        w = words.say("apu-unified-memory", gfx=t.name)
         out.append(
-            Advisory(
-                code="apu-unified-memory",
-                severity="info",
-                message=w.message,
-                hint=w.hint,
-                source=t.unified_memory_source,
+            Advisory.said(
+                "apu-unified-memory", gfx=t.name, severity="info", source=t.unified_memory_source
             )
         )
     return out
@@ -147,18 +129,13 @@ def host_os_warnings(m: Matrix, node: Node, targets: list[GfxTarget]) -> list[Ad
     products = {g.product for g in node.gpus if g.product}
     out: list[Advisory] = []
     if not os_listed(node.os, rocm.os):
-        w = words.say(
-            "os-not-supported",
-            host_os=node.os,
-            rocm=rocm.label,
-            driver=driver.series,
-            listed=", ".join(rocm.os),
-        )
         out.append(
-            Advisory(
-                code="os-not-supported",
-                message=w.message,
-                hint=w.hint,
+            Advisory.said(
+                "os-not-supported",
+                host_os=node.os,
+                rocm=rocm.label,
+                driver=driver.series,
+                listed=", ".join(rocm.os),
                 source=rocm.provenance.source,
             )
         )

@@ -10,12 +10,13 @@ Nothing here decides anything; ``resolver.solve.provider`` builds candidates and
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal, cast
 
 import msgspec
 from msgspec.structs import replace
 from packaging.version import Version
 
+from resolver.data import words
 from resolver.data.codes import AdvisoryCode, ProblemCode, ReasonCode
 from resolver.data.model import (
     Confidence,
@@ -229,6 +230,37 @@ class Advisory(msgspec.Struct, frozen=True, kw_only=True):
     unofficial: bool = False  # the advice is an unofficial route (its hint says the risk)
     # A host change that heeds it (a kernel floor): the upgrade planner takes it as a step.
     change: HostChange | None = None
+
+    @classmethod
+    def said(
+        cls,
+        key: str,
+        /,
+        *,
+        source: str | None = None,
+        severity: Severity = "warning",
+        env: tuple[tuple[str, str], ...] = (),
+        applied_by_plan: bool = False,
+        unofficial: bool = False,
+        change: HostChange | None = None,
+        **values: object,
+    ) -> Advisory:
+        """The advisory as ``resolver.data.words`` words ``key`` with ``values`` (its code: the
+        key's first part, as ``Problem.said``); ``source``: where the fact came from, by default
+        the wording's own."""
+        w = words.say(key, **values)
+        code, _, _ = key.partition("/")
+        return cls(
+            code=cast(AdvisoryCode, code),
+            message=w.message,
+            hint=w.hint,
+            severity=severity,
+            source=w.source if source is None else source,
+            env=env,
+            applied_by_plan=applied_by_plan,
+            unofficial=unofficial,
+            change=change,
+        )
 
 
 class Channel(IntEnum):
