@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from resolver.cli import app
 from resolver.data import matrix, overlay
+from resolver.data.model import VllmRelease
 from resolver.refresh.runner import refresh
 from resolver.refresh.vllm import STACK_FIELDS
 
@@ -21,18 +22,7 @@ from .server import Upstream
 
 COVERED = ["v0.6.2", "v0.7.0", "v0.8.2", "v0.8.3", "v0.10.0"]  # tags with recorded Dockerfiles
 # Fields the refresh reads at a tag; each must equal matrix/vllm.toml for the covered tags.
-FIELDS = (
-    "version",
-    "tag_commit",
-    "layout",
-    "base_image",
-    "rocm",
-    "python",
-    "arch",
-    "aiter_arch",
-    "cmake_arch",
-    "pins",
-)
+FIELDS = ("version", "tag_commit", "cmake_arch", *VllmRelease.flat_stack_fields)
 runner = CliRunner()
 
 
