@@ -98,10 +98,50 @@ def test_one_node_per_commit_and_paths_between_records() -> None:
         and a["ref"].startswith("669b31a")
     )
     assert triton == ["669b31ac"]
-    found = graph.paths(live, "driver:6.4", "vllm:0.33.0")
-    assert found and all(e.source for hops in found for e in hops)
+    found = graph.paths(live, "driver:6.4", "vllm:0.33.0").found
+    assert found and all(e.source for p in found for e in p.hops)
     shortest = found[0]
-    assert len(shortest) == 3 and shortest[0].src == "driver:6.4"
+    assert len(shortest.hops) == 3 and shortest.hops[0].src == "driver:6.4"
+
+
+def test_paths_follow_the_meaning_of_the_edges() -> None:
+    """Issue 34: --path listed 20 undirected detours (driver:6.4 - rocm:6.1.0 - gfx:gfx942 -
+    stack:0.33.0:rocm72 ...). A driver meets a release at the ROCm releases its stacks build on; a
+    gfx target reaches a release through the stacks, images and wheels that list it."""
+    from .conftest import LIVE_MATRIX
+
+    live = graph.build(matrix.load_dir(LIVE_MATRIX))
+    driver = graph.paths(live, "driver:6.4", "vllm:0.33.0").found
+    for p in driver:
+        kinds = [live.nodes[n]["type"] for n in p.walk]
+        assert kinds == ["driver", "rocm", "stack", "vllm"], p.walk
+        # every stack on the way belongs to the release and builds on the ROCm the driver runs
+        assert p.walk[2].startswith("stack:0.33.0:") and live.has_edge(p.walk[0], p.walk[1])
+    assert graph.arrows(driver[0]).startswith("driver:6.4 -> rocm:")
+    gfx = graph.paths(live, "gfx:gfx942", "vllm:0.33.0").found
+    assert gfx[0].walk[1].startswith("stack:0.33.0:") and gfx[0].via == "gfx:gfx942"
+    middles = {live.nodes[p.walk[1]]["type"] for p in gfx}
+    assert middles == {"stack", "image", "wheel"} and all(len(p.hops) == 2 for p in gfx)
+    for p in gfx:  # each middle record lists gfx942 itself
+        assert live.has_edge(p.walk[1], "gfx:gfx942", key="supports")
+    # No path wanders through a gfx target, an OS or a release it did not start or end at.
+    for a, b in [
+        ("driver:6.4", "vllm:0.33.0"),
+        ("image:vllm/vllm-openai-rocm:v0.24.0", "driver:30.30"),
+    ]:
+        for p in graph.paths(live, a, b).found:
+            assert not any(live.nodes[n]["type"] in ("gfx", "os") for n in p.walk[1:-1]), p.walk
+
+
+def test_unrelated_records_have_no_path() -> None:
+    """Issue 35: gfx906 is on no stack, image or wheel of 0.33.0; that its ROCm supports it is
+    no relation (the stack's own arch list says what it runs on)."""
+    from .conftest import LIVE_MATRIX
+
+    live = graph.build(matrix.load_dir(LIVE_MATRIX))
+    assert graph.paths(live, "gfx:gfx906", "vllm:0.33.0").found == ()
+    many = graph.paths(live, "gfx:gfx942", "os:ubuntu-22.04")
+    assert len(many.found) == graph.MAX_PATHS and many.omitted > 0
 
 
 def test_a_plain_check_imports_neither_networkx_nor_the_graph() -> None:
@@ -131,8 +171,39 @@ def test_matrix_graph_path_on_the_command_line() -> None:
     out = run_cli("matrix", "graph", "--path", "driver:6.4", "vllm:0.33.0", "--json", env=env)
     assert out.exit_code == 0
     data = json.loads(out.stdout)
-    assert data["paths"] and all(hop["source"] for hops in data["paths"] for hop in hops)
+    assert data["paths"] and data["exit_code"] == 0
+    assert all(hop["source"] for p in data["paths"] for hop in p["hops"])
+    assert data["paths"][0]["walk"][0] == "driver:6.4"
     text = run_cli("matrix", "graph", "--path", "driver:6.4", "vllm:0.33.0", env=env)
-    assert text.stdout.startswith("1. driver:6.4 - rocm:")
+    assert text.stdout.startswith("1. driver:6.4 -> rocm:")
     bad = run_cli("matrix", "graph", "--path", "nope:1", "vllm:0.33.0", env=env)
     assert bad.exit_code == 2 and "no record 'nope:1'" in bad.stderr
+
+
+def test_unrelated_records_on_the_command_line() -> None:
+    """Issue 35: exit 1 (not an internal error), and JSON under --json."""
+    from .conftest import LIVE_MATRIX
+    from .helpers import run_cli
+
+    env = {"ROCM_VLLM_MATRIX_DIR": str(LIVE_MATRIX)}
+    ends = ("gfx:gfx906", "vllm:0.33.0")
+    out = run_cli("matrix", "graph", "--path", *ends, "--json", env=env)
+    assert out.exit_code == 1
+    data = json.loads(out.stdout)
+    assert data["paths"] == [] and data["exit_code"] == 1
+    text = run_cli("matrix", "graph", "--path", *ends, env=env)
+    assert text.exit_code == 1 and text.stdout.startswith("no path between")
+
+
+def test_path_lines_fit_the_terminal() -> None:
+    """Issue 34: --path lines were up to 704 characters; they wrap at COLUMNS, and only a single
+    unbreakable word (a source's URL or path) may stick out."""
+    from .conftest import LIVE_MATRIX
+    from .helpers import run_cli
+
+    for columns in (60, 80, 120):
+        env = {"ROCM_VLLM_MATRIX_DIR": str(LIVE_MATRIX), "COLUMNS": str(columns)}
+        out = run_cli("matrix", "graph", "--path", "gfx:gfx942", "os:ubuntu-22.04", env=env)
+        assert out.exit_code == 0
+        for line in out.stdout.splitlines():
+            assert len(line) <= columns or " " not in line.strip(), (columns, line)

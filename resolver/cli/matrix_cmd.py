@@ -11,6 +11,7 @@ from resolver.cli._common import (
     format_table,
     handle_errors,
     terminal_width,
+    wrapped,
 )
 
 TABLES = (
@@ -335,7 +336,7 @@ def graph(
             stack=stack,
         )
     if path is not None:
-        _show_paths(graph_mod, g, path, as_json=json_out or (fmt == "json" and json_out))
+        _show_paths(graph_mod, g, path, as_json=json_out)
         return
     if fmt == "json":
         emit_json({"schema_version": SCHEMA_VERSION, **graph_mod.to_json(g)})
@@ -356,27 +357,37 @@ def _show_paths(graph_mod: Any, g: Any, ends: tuple[str, str], *, as_json: bool)
                 hint=f"ids are TYPE:KEY ({', '.join(kinds)}), e.g. driver:30.30, vllm:0.33.0, "
                 "rocm:7.2.3; `matrix graph --json` lists them",
             )
-    found = graph_mod.paths(g, *ends)
+    result = graph_mod.paths(g, *ends)
+    code = 0 if result.found else 1  # exit 1: the two records are not related (docs/cli.md)
     if as_json:
         emit_json(
             {
                 "schema_version": SCHEMA_VERSION,
                 "from": ends[0],
                 "to": ends[1],
-                "paths": [[e.to_json() for e in hops] for hops in found],
+                "paths": [p.to_json() for p in result.found],
+                "omitted": result.omitted,
+                "exit_code": code,
             }
         )
-        return
-    if not found:
-        typer.echo(f"no path between {ends[0]} and {ends[1]}")
-        raise typer.Exit(1)
-    for i, hops in enumerate(found, 1):
-        walk = [ends[0]]
-        for e in hops:  # a hop may run against its edge: the walk names the next record
-            walk.append(e.dst if e.src == walk[-1] else e.src)
-        typer.echo(f"{i}. " + " - ".join(walk))
-        for e in hops:
-            typer.echo(f"     {e.src} {e.relation} {e.dst}: {e.source} ({e.confidence})")
+        raise typer.Exit(code)
+    width = terminal_width()
+    if not result.found:
+        typer.echo(
+            wrapped(
+                f"no path between {ends[0]} and {ends[1]}: neither reaches the other through the "
+                "data's relations, and no record ties the two together",
+                width=width,
+            )
+        )
+        raise typer.Exit(code)
+    for i, p in enumerate(result.found, 1):
+        typer.echo(wrapped(f"{i}. {graph_mod.arrows(p)}", width=width, later="     "))
+        for e in p.hops:
+            said = f"     {e.src} {e.relation} {e.dst}: {e.source} ({e.confidence})"
+            typer.echo(wrapped(said, width=width, later="       "))
+    if result.omitted:
+        typer.echo(f"({result.omitted} longer or later path(s) not shown)")
 
 
 def register(app: typer.Typer, matrix_app: typer.Typer) -> None:

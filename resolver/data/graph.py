@@ -337,18 +337,93 @@ def to_dot(g: Graph) -> str:
 MAX_PATHS = 20
 PATH_CUTOFF = 6
 
+# Records with their own arch list: what they run on is that list, not what their ROCm supports.
+_OWN_ARCH = frozenset({"stack", "image", "wheel"})
+# What many records share: two records meet at one only when each names it itself ("both run on
+# gfx942"), not when one reaches it through another (a driver's ROCm supports it, an image's arch
+# list names it: nothing ties the driver to the image).
+_TRAITS = frozenset({"gfx", "os"})
 
-def paths(g: Graph, start: str, end: str) -> list[list[Edge]]:
-    """The ways two records are related (at most ``MAX_PATHS``, each at most ``PATH_CUTOFF``
-    hops, shortest first): hops in either direction, each the data's edge as it is, with its
-    source. ``driver:6.4`` and ``vllm:0.33.0`` meet at the ROCm releases both reach."""
-    undirected = g.to_undirected(as_view=True)
-    found: list[list[Edge]] = []
-    for nodes in nx.shortest_simple_paths(nx.Graph(undirected), start, end):
-        if len(nodes) - 1 > PATH_CUTOFF or len(found) >= MAX_PATHS:
-            break
-        found.append([_hop(g, a, b) for a, b in itertools.pairwise(nodes)])
-    return found
+
+@dataclass(frozen=True, slots=True)
+class GraphPath:
+    """One way two records are related: the hops in reading order (``hops[0]`` touches the
+    first record), each the data's edge as it is (``src -> dst``) with its source, and the
+    record where the two sides meet (``via``; the far end when one reaches the other)."""
+
+    hops: tuple[Edge, ...]
+    walk: tuple[str, ...]
+    via: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"walk": list(self.walk), "via": self.via, "hops": [e.to_json() for e in self.hops]}
+
+
+@dataclass(frozen=True, slots=True)
+class GraphPaths:
+    """The paths found (at most ``MAX_PATHS``, shortest first) and how many more there were."""
+
+    found: tuple[GraphPath, ...]
+    omitted: int = 0
+
+
+def _kind(g: Graph, n: str) -> str:
+    return str(g.nodes[n].get("type", ""))
+
+
+def _meaningful(g: Graph, leg: list[str]) -> bool:
+    """Does a chain of edges (``leg[0] -> leg[1] -> ...``) say something about its ends? Not when
+    it runs from an artifact through its ROCm to a gfx target (the artifact's own arch list says
+    what it runs on), nor from an image or wheel through its release into the release's other
+    stacks (``vllm -> stack`` only starts a chain)."""
+    kinds = [_kind(g, n) for n in leg]
+    for i in range(1, len(leg)):
+        a, b = kinds[i - 1], kinds[i]
+        if a == "rocm" and b == "gfx" and any(k in _OWN_ARCH for k in kinds[: i - 1]):
+            return False
+        if a == "vllm" and b == "stack" and i > 1:
+            return False
+    return True
+
+
+def _legs(g: Graph, start: str, *, forward: bool) -> dict[str, list[list[str]]]:
+    """The shortest meaningful chains of edges from ``start`` to each record it reaches
+    (``forward``), or to ``start`` from each record that reaches it, keyed by that record; every
+    chain is written along its edges."""
+    best: dict[str, list[list[str]]] = {start: [[start]]}
+    frontier = [[start]]
+    for _ in range(PATH_CUTOFF):
+        grown: list[list[str]] = []
+        for leg in frontier:
+            tip = leg[-1] if forward else leg[0]
+            for nxt in g.successors(tip) if forward else g.predecessors(tip):
+                if nxt in leg:
+                    continue
+                cand = [*leg, nxt] if forward else [nxt, *leg]
+                have = best.get(nxt)
+                if have is not None and len(have[0]) < len(cand):
+                    continue  # a shorter chain already reaches it
+                if not _meaningful(g, cand):
+                    continue
+                best.setdefault(nxt, []).append(cand)
+                grown.append(cand)
+        frontier = grown
+    return best
+
+
+def _nearest(g: Graph, meets: set[str], *, down: bool) -> set[str]:
+    """The meeting records nearest the two ends: a shared descendant is dropped when another one
+    reaches it (``driver:6.4`` and ``vllm:0.33.0`` meet at ROCm 7.2.3, not at every gfx target
+    ROCm 7.2.3 supports); a shared ancestor when it reaches another one."""
+    below = {m: nx.descendants(g, m) & meets for m in meets}
+    if down:
+        return {m for m in meets if not any(m in below[o] for o in meets)}
+    return {m for m in meets if not below[m]}
+
+
+def _along(g: Graph, walk: list[str]) -> list[Edge]:
+    """The data's edge under each step of a walk (a step may run against its edge)."""
+    return [_hop(g, a, b) for a, b in itertools.pairwise(walk)]
 
 
 def _hop(g: Graph, a: str, b: str) -> Edge:
@@ -358,3 +433,45 @@ def _hop(g: Graph, a: str, b: str) -> Edge:
         return Edge(a, b, key, data.get("source", ""), data.get("confidence", "exact"))
     key, data = min((g.get_edge_data(b, a) or {}).items())
     return Edge(b, a, key, data.get("source", ""), data.get("confidence", "exact"))
+
+
+def paths(g: Graph, start: str, end: str) -> GraphPaths:
+    """The ways two records are related, read along the meaning of the edges: one reaches the other
+    (``vllm:0.33.0 -> stack:0.33.0:rocm72 -> gfx:gfx942``), both reach a record
+    (``driver:6.4 -> rocm:7.2.3 <- stack:0.33.0:rocm72 <- vllm:0.33.0``), or one record reaches
+    both (``gfx:gfx942 <- image:...:v0.33.0 -> vllm:0.33.0``), meeting at the nearest such
+    records. A chain never runs through a gfx target, an OS or a release into unrelated ones, nor
+    from an artifact through its ROCm to a gfx its own arch list lacks. At most ``MAX_PATHS``
+    (shortest first), each at most ``PATH_CUTOFF`` hops a side; no path when none is meaningful."""
+    if start == end:
+        return GraphPaths(())
+    down_a, down_b = _legs(g, start, forward=True), _legs(g, end, forward=True)
+    up_a, up_b = _legs(g, start, forward=False), _legs(g, end, forward=False)
+    walks: list[tuple[list[str], str]] = []  # (the records from start to end, where they meet)
+    # One end reaches the other: the chain itself, read from the start.
+    walks += [(leg, end) for leg in down_a.get(end, [])]
+    walks += [(leg[::-1], start) for leg in down_b.get(start, [])]
+    ends = {start, end}
+    # Both reach a record: start -> ... -> m <- ... <- end.
+    for m in sorted(_nearest(g, (set(down_a) & set(down_b)) - ends, down=True)):
+        walks += [
+            (a + b[::-1][1:], m)
+            for a in down_a[m]
+            for b in down_b[m]
+            if _kind(g, m) not in _TRAITS or len(a) == len(b) == 2
+        ]
+    # A record reaches both: start <- ... <- m -> ... -> end.
+    for m in sorted(_nearest(g, (set(up_a) & set(up_b)) - ends, down=False)):
+        walks += [(a[::-1] + b[1:], m) for a in up_a[m] for b in up_b[m]]
+    found = [GraphPath(tuple(_along(g, w)), tuple(w), via) for w, via in walks]
+    # Shortest first; of equal length, one end reaching the other before a meeting.
+    found.sort(key=lambda p: (len(p.hops), p.via not in ends, p.walk))
+    return GraphPaths(tuple(found[:MAX_PATHS]), max(0, len(found) - MAX_PATHS))
+
+
+def arrows(p: GraphPath) -> str:
+    """A path's walk with each hop's direction: ``a -> b`` along the edge, ``a <- b`` against."""
+    out = [p.walk[0]]
+    for here, e in zip(p.walk[1:], p.hops, strict=True):
+        out.append(("-> " if e.dst == here else "<- ") + here)
+    return " ".join(out)
