@@ -917,6 +917,157 @@ def test_the_guard_starts_vllm_only_on_the_gpus_the_image_carries_code_for(
     assert over.returncode == 0, over.stderr
 
 
+# A RX 9070 XT beside a Ryzen iGPU, as tests/probe/fixtures/rocminfo-gfx1201-with-igpu-gfx1036-
+# rocm5861.txt lists them: node 0 the CPU, node 1 gfx1201 (UUID GPU-33cdcaebba902e5f), node 2
+# gfx1036 (UUID GPU-XX: unique_id 0).
+DGPU_UUID = "GPU-33cdcaebba902e5f"
+DGPU_IGPU = ((0, None, 0), (120001, 128, 0x33CDCAEBBA902E5F), (100306, 129, 0))
+
+
+def _sysfs(tmp_path: Path, nodes: tuple[tuple[int, int | None, int], ...]) -> Path:
+    """A KFD topology of (gfx_target_version, drm_render_minor, unique_id) nodes, and a /dev
+    beside it with the render node of each GPU."""
+    root = tmp_path / f"kfd-{len(list(tmp_path.iterdir()))}"
+    (root / "dev" / "dri").mkdir(parents=True)
+    for i, (version, minor, unique) in enumerate(nodes):
+        node = root / "sys" / "topology" / "nodes" / str(i)
+        node.mkdir(parents=True)
+        lines = [f"gfx_target_version {version}", f"unique_id {unique}"]
+        if minor is not None:
+            lines.append(f"drm_render_minor {minor}")
+            (root / "dev" / "dri" / f"renderD{minor}").touch()
+        (node / "properties").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def _guard_on(root: Path, want: str, **env: str) -> subprocess.CompletedProcess[str]:
+    script = resources.dockerfiles_dir() / "common" / "guard.sh"
+    return subprocess.run(
+        ["sh", str(script), "echo", "vllm started"],
+        env={
+            "PATH": os.environ["PATH"],
+            "ROCM_VLLM_GFX": want,
+            "ROCM_VLLM_GUARD_SYSFS": str(root / "sys"),
+            "ROCM_VLLM_GUARD_DEV": str(root / "dev"),
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+
+
+def _refused(result: subprocess.CompletedProcess[str], names: str) -> bool:
+    """Refused the way the guard refuses: exit 78, nothing started, one line naming `names`."""
+    return (
+        result.returncode == df.GUARD_EXIT
+        and result.stdout == ""
+        and result.stderr.count("\n") == 1
+        and result.stderr.startswith("rocm-vllm guard: ")
+        and names in result.stderr
+    )
+
+
+def test_the_guard_checks_only_the_gpus_the_visible_devices_variables_leave(
+    tmp_path: Path,
+) -> None:
+    """issue 34: a dGPU + iGPU node runs under the HIP_VISIBLE_DEVICES=0 that `image` prints;
+    ROCR_VISIBLE_DEVICES picks among the GPU agents (index or UUID), then HIP/CUDA index into
+    what it left, as the runtime does."""
+    node = _sysfs(tmp_path, DGPU_IGPU)
+    started = (0, "vllm started\n", "")
+
+    def run(**env: str) -> tuple[int, str, str]:
+        r = _guard_on(node, "gfx1201", **env)
+        return (r.returncode, r.stdout, r.stderr)
+
+    # Without the variables the runtime sees both, and the iGPU's code is not in the image.
+    assert _refused(_guard_on(node, "gfx1201"), "a visible GPU is gfx1036 (GPU 1 of the 2")
+    assert run(HIP_VISIBLE_DEVICES="0") == started
+    assert run(CUDA_VISIBLE_DEVICES="0") == started  # HIP honours it when HIP_VISIBLE_DEVICES is
+    assert run(HIP_VISIBLE_DEVICES="", CUDA_VISIBLE_DEVICES="0") == started  # ... empty
+    assert run(ROCR_VISIBLE_DEVICES="0") == started
+    assert run(ROCR_VISIBLE_DEVICES="0", HIP_VISIBLE_DEVICES="0") == started
+    # HIP indexes into ROCR's order: ROCR puts the iGPU first, HIP takes the second.
+    assert run(ROCR_VISIBLE_DEVICES="1,0", HIP_VISIBLE_DEVICES="1") == started
+    assert _refused(
+        _guard_on(node, "gfx1201", ROCR_VISIBLE_DEVICES="1,0", HIP_VISIBLE_DEVICES="0"),
+        "a visible GPU is gfx1036",
+    )
+    # UUIDs: ROCR takes a unique prefix in any case and trims blanks; HIP the UUID rocminfo prints.
+    assert run(ROCR_VISIBLE_DEVICES=DGPU_UUID.upper()) == started
+    assert run(ROCR_VISIBLE_DEVICES=" gpu-33cd ") == started
+    assert run(HIP_VISIBLE_DEVICES=DGPU_UUID) == started
+    assert run(HIP_VISIBLE_DEVICES="0,0,") == started  # HIP skips a repeat and the empty tail
+    # A value the runtime would stop at: refused with a line that names it, not run on fewer GPUs.
+    assert _refused(_guard_on(node, "gfx1201", HIP_VISIBLE_DEVICES="2"), 'names "2"')
+    assert _refused(_guard_on(node, "gfx1201", HIP_VISIBLE_DEVICES="0,5"), 'names "5"')
+    assert _refused(_guard_on(node, "gfx1201", ROCR_VISIBLE_DEVICES="2"), 'names "2"')
+    assert _refused(
+        _guard_on(node, "gfx1201", ROCR_VISIBLE_DEVICES="0", HIP_VISIBLE_DEVICES="1"), 'names "1"'
+    )
+    assert _refused(_guard_on(node, "gfx1201", ROCR_VISIBLE_DEVICES="GPU-XX"), 'names "GPU-XX"')
+    assert _refused(_guard_on(node, "gfx1201", ROCR_VISIBLE_DEVICES="0,0"), "GPU 0 twice")
+    assert _refused(_guard_on(node, "gfx1201", HIP_VISIBLE_DEVICES="GPU-0bad"), "GPU-0bad")
+    # ROCR_VISIBLE_DEVICES set and empty selects no GPU.
+    assert _refused(_guard_on(node, "gfx1201", ROCR_VISIBLE_DEVICES=""), "no AMD GPU is visible")
+
+
+def test_the_guard_orders_gpus_by_node_number_past_ten(tmp_path: Path) -> None:
+    """ROCR's index is the KFD node order by number (node 10 after node 9), not the order a
+    shell glob lists the directories in (10 before 2)."""
+    nodes = ((0, None, 0), *((90010, 128 + i, 0) for i in range(9)), (90402, 137, 0))
+    root = _sysfs(tmp_path, nodes)
+    assert _guard_on(root, "gfx90a", HIP_VISIBLE_DEVICES="0,1,2,3,4,5,6,7,8").returncode == 0
+    assert _refused(_guard_on(root, "gfx90a", HIP_VISIBLE_DEVICES="9"), "gfx942 (GPU 0 of the 1")
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"HIP_VISIBLE_DEVICES": "$(touch PWNED)"},
+        {"HIP_VISIBLE_DEVICES": "`touch PWNED`"},
+        {"ROCR_VISIBLE_DEVICES": "0;touch PWNED"},
+        {"ROCR_VISIBLE_DEVICES": "G$(touch PWNED)"},
+        {"CUDA_VISIBLE_DEVICES": "*"},
+        {"HIP_VISIBLE_DEVICES": "0\ntouch PWNED"},
+        {"HIP_VISIBLE_DEVICES": "a[$(touch PWNED)]"},
+        {"HIP_VISIBLE_DEVICES": "99999999999999999999999"},
+        {"HIP_VISIBLE_DEVICES": "0x0"},
+        {"HIP_VISIBLE_DEVICES": "-1"},
+        {"HIP_VISIBLE_DEVICES": "0," * 3000},
+        {"HSA_OVERRIDE_GFX_VERSION": "$(touch PWNED)"},
+        {"HSA_OVERRIDE_GFX_VERSION": "12.0.1;touch PWNED"},
+    ],
+)
+def test_the_guard_reads_hostile_values_as_data(tmp_path: Path, env: dict[str, str]) -> None:
+    """Values from the environment are compared, never run: each is refused with one line and
+    no file appears, under dash and under bash."""
+    node = _sysfs(tmp_path, DGPU_IGPU)
+    work = tmp_path / "cwd"
+    work.mkdir()
+    script = resources.dockerfiles_dir() / "common" / "guard.sh"
+    for shell in ("sh", "bash"):
+        r = subprocess.run(
+            [shell, str(script), "echo", "vllm started"],
+            env={
+                "PATH": os.environ["PATH"],
+                "ROCM_VLLM_GFX": "gfx1201",
+                "ROCM_VLLM_GUARD_SYSFS": str(node / "sys"),
+                "ROCM_VLLM_GUARD_DEV": str(node / "dev"),
+                **env,
+            },
+            cwd=work,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+        assert _refused(r, "rocm-vllm guard: "), (shell, r.stderr)
+        assert list(work.iterdir()) == []
+
+
 def test_guard_is_written_into_the_image_exactly_and_lints_clean(m: Matrix, tmp_path: Path) -> None:
     plan = plan_for(m, "0.10.0", "gfx942", "30.30.3", guard=True)
     text = df.render(plan)

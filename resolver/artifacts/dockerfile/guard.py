@@ -37,7 +37,8 @@ def guard_lines(plan: DockerfilePlan, root: Path) -> str:
     )
     return (
         "\n# The entrypoint guard (rocm-vllm dockerfile --guard): vLLM starts only when every GPU\n"
-        "# the container sees is one of ROCM_VLLM_GFX; else one line and exit 78.\n"
+        "# it will use (after ROCR_/HIP_VISIBLE_DEVICES) is one of ROCM_VLLM_GFX; else one line\n"
+        "# and exit 78.\n"
         "# hadolint ignore=SC2016\n"
         f"RUN printf '%s\\n' \\\n        {quoted} \\\n"
         f"    > {GUARD_PATH} \\\n"
