@@ -17,7 +17,6 @@ from resolver.fleet.kube import read_nodes
 from resolver.fleet.plan import plan_fleet
 from resolver.solve import Request
 from tests.helpers import run_cli
-from tests.probe_data import probe_gfx
 
 RECORDED = Path(__file__).parent / "fleet_kube"
 K8S_VERSIONS = ("1.25.0", "1.37.0")
@@ -54,7 +53,7 @@ def test_labels_place_the_node(
 ) -> None:
     reports = {
         r.name: r
-        for r in read_nodes((RECORDED / file).read_text(), where=file, gfx_table=probe_gfx())
+        for r in read_nodes((RECORDED / file).read_text(), where=file, matrix=matrix.load())
     }
     report = reports[name]
     assert report.status == "ok", report.reason
@@ -68,7 +67,7 @@ def test_unplaceable_node_is_unknown_not_dropped() -> None:
     (report,) = read_nodes(
         (RECORDED / "nodes-vega8-beta-only-k8sdp42.json").read_text(),
         where="x",
-        gfx_table=probe_gfx(),
+        matrix=matrix.load(),
     )
     assert report.status == "unknown"
     assert (
@@ -135,7 +134,7 @@ def _node(labels: dict[str, str], capacity: dict[str, str] | None = None) -> str
 def test_contradicting_labels_are_listed_with_why(
     labels: dict[str, str], capacity: dict[str, str] | None, why: str
 ) -> None:
-    (report,) = read_nodes(_node(labels, capacity), where="x", gfx_table=probe_gfx())
+    (report,) = read_nodes(_node(labels, capacity), where="x", matrix=matrix.load())
     assert report.status == "failed"
     assert report.reason is not None and report.reason.startswith(why), report.reason
 
@@ -156,7 +155,7 @@ def test_family_contradicting_device_id() -> None:
             }
         ],
     }
-    (report,) = read_nodes(json.dumps(doc), where="x", gfx_table=probe_gfx())
+    (report,) = read_nodes(json.dumps(doc), where="x", matrix=matrix.load())
     assert report.reason == "amd.com/gpu.family=NV contradicts device id 74b5 (gfx942)"
 
 
@@ -164,7 +163,7 @@ def test_partition_resource_and_no_device_plugin() -> None:
     doc = json.loads((RECORDED / "nodes-mi355x-dpx-spx-gpuop555.json").read_text())
     doc["items"][0]["status"]["capacity"] = {"amd.com/dpx_nps1": "16"}
     doc["items"][1]["status"]["capacity"] = {"cpu": "192"}
-    a, b = read_nodes(json.dumps(doc), where="x", gfx_table=probe_gfx())
+    a, b = read_nodes(json.dumps(doc), where="x", matrix=matrix.load())
     assert a.status == "ok" and a.resource == "amd.com/dpx_nps1"
     assert (
         b.status == "unknown"
@@ -176,9 +175,9 @@ def test_bad_node_lists_are_bad_input() -> None:
     from resolver.util.errors import InputError
 
     with pytest.raises(InputError, match="not valid JSON"):
-        read_nodes("{", where="x", gfx_table=probe_gfx())
+        read_nodes("{", where="x", matrix=matrix.load())
     with pytest.raises(InputError, match="not a Kubernetes node list"):
-        read_nodes('{"kind": "Pod"}', where="x", gfx_table=probe_gfx())
+        read_nodes('{"kind": "Pod"}', where="x", matrix=matrix.load())
 
 
 def test_recorded_cluster_plans_into_groups_and_valid_manifests(tmp_path: Path) -> None:
@@ -186,7 +185,7 @@ def test_recorded_cluster_plans_into_groups_and_valid_manifests(tmp_path: Path) 
     import yaml
 
     m = matrix.load()
-    reports = read_nodes(json.dumps(_all_items()), where="recorded", gfx_table=probe_gfx())
+    reports = read_nodes(json.dumps(_all_items()), where="recorded", matrix=matrix.load())
     fleet = plan_fleet(m, reports, Request())
     verdicts = {g.hostlist: g.verdict for g in fleet.groups}
     assert verdicts["vega8-node"] == "unknown"
@@ -233,7 +232,7 @@ def test_invalid_manifest_is_caught_by_the_validator() -> None:
     fleet = plan_fleet(
         m,
         read_nodes(
-            (RECORDED / "nodes-mi300x-gpuop266.json").read_text(), where="x", gfx_table=probe_gfx()
+            (RECORDED / "nodes-mi300x-gpuop266.json").read_text(), where="x", matrix=matrix.load()
         ),
         Request(),
     )
@@ -322,7 +321,7 @@ def test_the_current_labellers_partition_label_is_read() -> None:
     (report,) = read_nodes(
         _node({"amd.com/gpu.compute-memory-partition": "cpx_nps4"}, capacity),
         where="x",
-        gfx_table=probe_gfx(),
+        matrix=matrix.load(),
     )
     assert report.status == "ok" and report.node is not None
     assert {(g.partition.compute, g.partition.memory) for g in report.node.gpus if g.partition} == {
@@ -350,7 +349,7 @@ def test_the_current_labellers_partition_label_is_read() -> None:
             capacity,
         ),
         where="x",
-        gfx_table=probe_gfx(),
+        matrix=matrix.load(),
     )
     assert bad.status == "failed" and "disagree on the partition mode" in str(bad.reason)
 
@@ -371,10 +370,10 @@ def test_rdna_family_names_are_the_kernels(family: str, device: str) -> None:
             }
         ],
     }
-    (ok,) = read_nodes(json.dumps(doc), where="x", gfx_table=probe_gfx())
+    (ok,) = read_nodes(json.dumps(doc), where="x", matrix=matrix.load())
     assert ok.status == "ok", ok.reason
     doc["items"][0]["metadata"]["labels"]["amd.com/gpu.device-id"] = "74a1"  # MI300X
-    (bad,) = read_nodes(json.dumps(doc), where="x", gfx_table=probe_gfx())
+    (bad,) = read_nodes(json.dumps(doc), where="x", matrix=matrix.load())
     assert f"amd.com/gpu.family={family} contradicts device id 74a1" in str(bad.reason)
 
 
@@ -385,7 +384,7 @@ def test_nodes_offering_different_resources_are_different_groups() -> None:
     twin["metadata"]["name"] = "node-c"
     twin["status"]["capacity"] = {"amd.com/dpx_nps1": "16"}
     doc["items"].append(twin)
-    reports = read_nodes(json.dumps(doc), where="x", gfx_table=probe_gfx())
+    reports = read_nodes(json.dumps(doc), where="x", matrix=matrix.load())
     fleet = plan_fleet(matrix.load(), reports, Request())
     groups = {g.hostlist for g in fleet.groups}
     assert "node-a" in groups and "node-c" in groups  # same GPUs, other resource
@@ -398,7 +397,7 @@ def test_deployments_can_roll_and_keep_their_model_cache() -> None:
     import yaml
 
     reports = read_nodes(
-        (RECORDED / "nodes-mi300x-gpuop266.json").read_text(), where="x", gfx_table=probe_gfx()
+        (RECORDED / "nodes-mi300x-gpuop266.json").read_text(), where="x", matrix=matrix.load()
     )
     m = matrix.load()
     files = render_all(m, plan_fleet(m, reports, Request()), Options())
@@ -416,7 +415,7 @@ GFD = Path(__file__).parent / "fleet_kube" / "nodes-a100-gfd-readme.json"
 
 
 def test_an_nvidia_node_is_read_from_its_gfd_labels() -> None:
-    (report,) = read_nodes(GFD.read_text(), where="gfd", gfx_table=probe_gfx())
+    (report,) = read_nodes(GFD.read_text(), where="gfd", matrix=matrix.load())
     assert report.node is not None and report.reason is None
     assert report.resource == "nvidia.com/gpu"
     (gpu,) = report.node.nvidia_gpus
@@ -445,7 +444,7 @@ def test_a_mixed_cluster_gets_manifests_per_vendor() -> None:
     items["items"] += doc["items"]
     m = matrix.load()
     fleet = plan_fleet(
-        m, read_nodes(json.dumps(items), where="mixed", gfx_table=probe_gfx()), Request()
+        m, read_nodes(json.dumps(items), where="mixed", matrix=matrix.load()), Request()
     )
     a100 = next(g for g in fleet.groups if g.hostlist == "dgx-a100-0")
     assert a100.verdict == "supported" and set(fleet.main_plans) == {"amd", "nvidia"}
@@ -469,7 +468,7 @@ def test_generated_files_say_what_the_image_needs_of_a_node() -> None:
     fleet = plan_fleet(
         m,
         read_nodes(
-            (RECORDED / "nodes-mi300x-gpuop266.json").read_text(), where="x", gfx_table=probe_gfx()
+            (RECORDED / "nodes-mi300x-gpuop266.json").read_text(), where="x", matrix=matrix.load()
         ),
         Request(),
     )

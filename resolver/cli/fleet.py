@@ -121,7 +121,6 @@ def _reports(
     if kube:
         from resolver.data import matrix
         from resolver.fleet.kube import MAX_NODE_LIST, cluster_nodes, read_nodes
-        from resolver.probe.gfx import GfxTable
         from resolver.util import bounded  # only here: keep CLI start-up free of them
 
         if kube == "-":
@@ -153,7 +152,7 @@ def _reports(
                     ),
                     hint="save it with `kubectl get nodes -o json > nodes.json`",
                 ) from None
-        reports += read_nodes(text, where=origin, gfx_table=GfxTable.of(matrix.load().gfx))
+        reports += read_nodes(text, where=origin, matrix=matrix.load())
     return reports, where
 
 

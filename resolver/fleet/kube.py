@@ -13,21 +13,37 @@ and RDNA4, ``GC_11_0_0``... ``GC_12_0_0`` (the kernel's ``AMDGPU_FAMILY_GC_*``).
 device plugin advertises ``amd.com/gpu`` (or, with the mixed naming strategy, one resource per
 partition type such as ``amd.com/cpx_nps4``) in the node's capacity.
 
+The rest of a node's facts are read into the same ``Node`` fields the probe fills, through the
+same functions: the OS from Node Feature Discovery's ``feature.node.kubernetes.io/
+system-os_release.ID`` and ``.VERSION_ID`` labels (the os-release fields the probe reads, through
+``probe.host.os_id``), else from ``status.nodeInfo.osImage`` (the kubelet's copy of os-release's
+PRETTY_NAME, "Ubuntu 22.04.4 LTS"); the kernel from ``status.nodeInfo.kernelVersion`` (``uname
+-r``); and the labeller's module version becomes a driver release only where the data pairs it
+with one (``probe.driver.release_of_module``, as for rocminfo's "ROCk module version").
+
 A node whose labels do not name a GPU the data knows is kept as ``unknown`` with the reason; a
-node whose labels contradict each other is listed as failed, with the contradiction.
+node whose labels contradict each other, or whose facts no kubelet or API server would write, is
+listed as failed, with why.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from msgspec.structs import replace
 
 from resolver.data.node import MAX_GPUS, Gpu, Node, Origin, Partition
 from resolver.fleet.reports import NodeReport
+from resolver.probe import driver as driver_mod
 from resolver.probe.gfx import GfxTable, gfx_for_pci, product_for_pci
+from resolver.probe.host import os_id
 from resolver.util import bounded
 from resolver.util.errors import InputError
-from resolver.util.safety import is_safe, shown
+from resolver.util.safety import is_safe, shown, unsafe_char
+
+if TYPE_CHECKING:
+    from resolver.data.model import Matrix
 
 PREFIXES = ("amd.com/gpu.", "beta.amd.com/gpu.")
 PARTITION_LABEL = "amd.com/gpu.compute-memory-partition"  # the labeller since 2025-04
@@ -50,6 +66,30 @@ _FAMILY_GFX = {
     "GC_11_5_0": ("gfx11",),
     "GC_12_0_0": ("gfx12",),
 }
+# Node Feature Discovery's system labels (kubernetes-sigs/node-feature-discovery docs, "System"
+# features: os_release ID and VERSION_ID; "Kernel": kernel-version.full), which the AMD GPU
+# operator deploys and reads (ROCm/gpu-operator internal/kmmmodule/kmmmodule.go).
+NFD_OS_ID = "feature.node.kubernetes.io/system-os_release.ID"
+NFD_OS_VERSION = "feature.node.kubernetes.io/system-os_release.VERSION_ID"
+NFD_KERNEL = "feature.node.kubernetes.io/kernel-version.full"
+DRIVER_LABEL = "amd.com/gpu.driver-version"
+# osImage is os-release's PRETTY_NAME; for the distributions the data has OS records for it is
+# NAME, a space, then VERSION_ID or more of the version: "Ubuntu 22.04.4 LTS", "Red Hat Enterprise
+# Linux 9.4 (Plow)", "SUSE Linux Enterprise Server 15 SP5", "Oracle Linux Server 9.4", "Debian
+# GNU/Linux 12 (bookworm)", "Rocky Linux 9.3 (Blue Onyx)", "Microsoft Azure Linux 3.0", "CentOS
+# Linux 7 (Core)" (each distribution's /etc/os-release). -> os-release ID. Any other name (RHEL
+# CoreOS "Red Hat Enterprise Linux CoreOS 415.92...", Talos, Bottlerocket) leaves the OS unknown.
+_PRETTY_NAMES = (
+    ("Ubuntu", "ubuntu"),
+    ("Red Hat Enterprise Linux", "rhel"),
+    ("SUSE Linux Enterprise Server", "sles"),
+    ("Oracle Linux Server", "ol"),
+    ("Debian GNU/Linux", "debian"),
+    ("Rocky Linux", "rocky"),
+    ("Microsoft Azure Linux", "azurelinux"),
+    ("CentOS Linux", "centos"),
+)
+_PRETTY_VERSION_RE = re.compile(r"([0-9]{1,4}(?:\.[0-9]{1,4})*)(?: SP([0-9]{1,2}))?(?: .*)?")
 MAX_NODES = 100_000
 MAX_NODE_LIST = 64 * 1024 * 1024  # kubectl's node list for thousands of nodes is a few MiB
 
@@ -121,9 +161,67 @@ def _capacity(node: dict[str, Any]) -> tuple[str, int]:
     return GPU_RESOURCE, 0
 
 
-def node_report(item: Any, *, index: int, gfx_table: GfxTable) -> NodeReport:
-    """One item of ``kubectl get nodes -o json``; ``gfx_table`` (the data's gfx records) turns the
-    labels' PCI device ids into gfx targets and products."""
+def os_from_image(text: str) -> str | None:
+    """``status.nodeInfo.osImage`` (os-release's PRETTY_NAME) -> the OS id the probe reads from
+    os-release (``ubuntu-22.04``, ``sles-15.5``), through the probe's own ``os_id``; None for a
+    name it does not know."""
+    for name, ident in _PRETTY_NAMES:
+        rest = text[len(name) + 1 :] if text.startswith(name + " ") else None
+        match = _PRETTY_VERSION_RE.fullmatch(rest) if rest is not None else None
+        if match is not None:
+            version = match.group(1) + (f".{match.group(2)}" if match.group(2) else "")
+            return os_id(f"ID={ident}\nVERSION_ID={version}")
+    return None
+
+
+def _system(item: dict[str, Any], labels: dict[str, str]) -> tuple[str | None, str | None]:
+    """(OS id, kernel release) from NFD's labels and ``status.nodeInfo``; a value no kubelet
+    writes (a control character, an over-long or malformed one) is a ``Contradiction``."""
+    status = item.get("status")
+    info: Any = status.get("nodeInfo") if isinstance(status, dict) else None
+    info = info if isinstance(info, dict) else {}
+    image, kernel = info.get("osImage"), info.get("kernelVersion")
+    if image is not None and (
+        not isinstance(image, str) or len(image) > 256 or unsafe_char(image) is not None
+    ):
+        raise Contradiction(f"status.nodeInfo.osImage {shown(str(image))[:80]} is not an OS name")
+    if kernel is not None and (not isinstance(kernel, str) or not is_safe("kernel", kernel)):
+        raise Contradiction(
+            f"status.nodeInfo.kernelVersion {shown(str(kernel))[:80]} is not a kernel release"
+        )
+    ident, version = labels.get(NFD_OS_ID), labels.get(NFD_OS_VERSION)
+    os = os_id(f"ID={ident}\nVERSION_ID={version}") if ident and version else None
+    if os is None and image:
+        os = os_from_image(image)
+    return os, kernel or labels.get(NFD_KERNEL) or None
+
+
+def _read_driver(node: Node, module: str | None, matrix: Matrix) -> Node:
+    """The labeller's module version read as rocminfo's is: a release where the data pairs it with
+    one (``driver_release_source`` and ``driver_release_confidence`` say so), else kept as
+    ``host.amdgpu_module_version`` with the release unknown."""
+    if module is None:
+        return node
+    reading = driver_mod.DriverReading(
+        module_version=module, source=f"{DRIVER_LABEL} label", tried=[f"{DRIVER_LABEL} label"]
+    )
+    host = {**node.host, "driver": reading.to_json()}
+    return driver_mod.release_of_module(replace(node, driver_version=module, host=host), matrix)
+
+
+def node_report(
+    item: Any, *, index: int, matrix: Matrix, gfx_table: GfxTable | None = None
+) -> NodeReport:
+    """One item of ``kubectl get nodes -o json``; ``matrix`` is the data: its gfx records turn the
+    labels' PCI device ids into gfx targets and products (``gfx_table``, when the caller has made
+    it already), its driver records pair module versions with releases."""
+    if isinstance(item, dict) and item.get("kind") not in (None, "Node"):
+        kind = shown(str(item.get("kind")))[:40]
+        return NodeReport(
+            name=f"items[{index}]",
+            source=f"kubernetes:items[{index}]",
+            reason=f"a {kind}, not a Node object",
+        )
     if not isinstance(item, dict) or not isinstance(item.get("metadata"), dict):
         return NodeReport(
             name=f"items[{index}]", source=f"kubernetes:items[{index}]", reason="not a Node object"
@@ -144,34 +242,47 @@ def node_report(item: Any, *, index: int, gfx_table: GfxTable) -> NodeReport:
     raw_labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
     labels = {str(k): str(v) for k, v in raw_labels.items()}
     amd_labels = {k: v for k, v in labels.items() if k.startswith(("amd.com/", "beta.amd.com/"))}
-    for key, value in amd_labels.items():
-        part = "key" if not is_safe("label_key", key) else None
-        part = part or ("value" if not is_safe("label_value", value) else None)
-        if part is not None:  # the API server accepts neither: the node list was edited
-            return NodeReport(
-                name=name,
-                source=source,
-                reason=f"label {shown(key, limit=80)} has no valid Kubernetes label {part}",
-            )
+    refused = _refused_label({**amd_labels, **{k: labels[k] for k in _NFD if k in labels}})
+    if refused is not None:  # the API server accepts no such label: the node list was edited
+        return NodeReport(name=name, source=source, reason=refused)
+    try:
+        os, kernel = _system(item, labels)
+    except Contradiction as exc:
+        return NodeReport(name=name, source=source, reason=str(exc), labels=amd_labels)
     nvidia = _nvidia_node(labels, item)
     if nvidia is not None and not amd_labels:
         node, unplaced, kept = nvidia
         return NodeReport(
             name=name,
             source=source,
-            node=node,
+            node=replace(node, os=os, kernel=kernel),
             reason=unplaced,
             labels=kept,
             resource=NVIDIA_RESOURCE,
         )
     try:
         resource, count = _capacity(item)
-        node, unplaced = _node(labels, resource, count, gfx_table)
+        node, unplaced = _node(labels, resource, count, gfx_table or GfxTable.of(matrix.gfx))
     except Contradiction as exc:
         return NodeReport(name=name, source=source, reason=str(exc), labels=amd_labels)
+    node = _read_driver(replace(node, os=os, kernel=kernel), _one(labels, "driver-version"), matrix)
     return NodeReport(
         name=name, source=source, node=node, reason=unplaced, labels=amd_labels, resource=resource
     )
+
+
+_NFD = (NFD_OS_ID, NFD_OS_VERSION, NFD_KERNEL)
+
+
+def _refused_label(labels: dict[str, str]) -> str | None:
+    """Why one of ``labels`` could not be on a Node (key or value outside Kubernetes' label
+    syntax), or None."""
+    for key, value in labels.items():
+        part = "key" if not is_safe("label_key", key) else None
+        part = part or ("value" if not is_safe("label_value", value) else None)
+        if part is not None:
+            return f"label {shown(key, limit=80)} has no valid Kubernetes label {part}"
+    return None
 
 
 NVIDIA_RESOURCE = "nvidia.com/gpu"
@@ -286,9 +397,9 @@ def _node(
     cu = bounded.ascii_int(cu_text, max_digits=6)
     vram_match = _VRAM_RE.fullmatch(vram_text or "")
     vram = int(vram_match.group(1)) * 1024**3 if vram_match else None
+    if module and not is_safe("version", module):
+        raise Contradiction(f"{DRIVER_LABEL}={module} is not a kernel module version")
     host: dict[str, Any] = {"kubernetes_resource": resource}
-    if module:
-        host["amdgpu_module_version"] = module
     gfx_by_id = {i: gfx_for_pci(gfx_table, i) for i in ids}
     if not ids and not product_label:
         why = "no AMD GPU labels (deploy AMD's node labeller with -device-id)"
@@ -399,9 +510,10 @@ def cluster_nodes(*, timeout: float = 60, limit: int = MAX_NODE_LIST) -> str:
     return run.stdout
 
 
-def read_nodes(text: str, *, where: str, gfx_table: GfxTable) -> list[NodeReport]:
-    """``kubectl get nodes -o json`` (a List) or ``kubectl get node NAME -o json`` (one Node);
-    ``gfx_table`` as for ``node_report``."""
+def read_nodes(text: str, *, where: str, matrix: Matrix) -> list[NodeReport]:
+    """``kubectl get nodes -o json`` (a ``List``, or the API's ``NodeList``) or ``kubectl get node
+    NAME -o json`` (one ``Node``, read as a list of one: the command a user runs for one node);
+    ``matrix`` as for ``node_report``."""
     try:
         data = bounded.loads_json(text)
     except ValueError as exc:
@@ -409,15 +521,26 @@ def read_nodes(text: str, *, where: str, gfx_table: GfxTable) -> list[NodeReport
             f"{where}: {bounded.json_failure(exc, 'a usable node list')}",
             hint="give the output of `kubectl get nodes -o json`",
         ) from None
-    if isinstance(data, dict) and data.get("kind") == "Node":
+    kind = data.get("kind") if isinstance(data, dict) else None
+    if kind == "Node":
         items: Any = [data]
-    elif isinstance(data, dict) and isinstance(data.get("items"), list):
+    elif (
+        isinstance(data, dict)
+        and kind in (None, "List", "NodeList")
+        and isinstance(data.get("items"), list)
+    ):
         items = data["items"]
     else:
+        what = f" (kind {shown(str(kind))[:40]})" if isinstance(kind, str) else ""
         raise InputError(
-            f"{where}: not a Kubernetes node list",
-            hint="give the output of `kubectl get nodes -o json`",
+            f"{where}: not a Kubernetes node list{what}",
+            hint="give the output of `kubectl get nodes -o json` (or `kubectl get node NAME -o "
+            "json` for one node)",
         )
     if len(items) > MAX_NODES:
         raise InputError(f"{where}: more than {MAX_NODES} nodes", hint="split the list")
-    return [node_report(item, index=i, gfx_table=gfx_table) for i, item in enumerate(items)]
+    gfx_table = GfxTable.of(matrix.gfx)
+    return [
+        node_report(item, index=i, matrix=matrix, gfx_table=gfx_table)
+        for i, item in enumerate(items)
+    ]

@@ -22,6 +22,7 @@ from resolver.probe import enumerator, smi, sysfs, tools
 from resolver.probe import host as hostmod
 from resolver.probe import nvidia as nvidia_mod
 from resolver.probe import rocminfo as rocminfo_mod
+from resolver.probe.driver import MODULE_PAIRED as MODULE_PAIRED  # cli/probe.py reads it here
 from resolver.probe.facts import SourceView
 from resolver.probe.gfx import GfxTable
 from resolver.probe.merge import merge
@@ -260,14 +261,14 @@ def probe_live(
         root,
         environ,
         run_tools=run_tools,
-        module_releases=functools.partial(module_release, matrix),
+        module_releases=functools.partial(driver_mod.module_release, matrix),
     )
     host["driver"] = reading.to_json()
     module = reading.module_version or node.driver_version
     if reading.release is not None:
         host["driver_release_source"] = reading.source
         host["driver_release_confidence"] = (
-            "exact" if reading.package_version else _pairing_confidence(matrix, module)
+            "exact" if reading.package_version else driver_mod.pairing_confidence(matrix, module)
         )
     node = replace(
         node,
@@ -391,18 +392,7 @@ def _finish(node: Node, problems: list[Problem], matrix: Matrix) -> Node:
                 hint=problems[0].hint if problems else words.say("no-gpu").hint,
             ),
         ]
-    return _module_version_is_not_a_release(replace(node, problems=tuple(problems)), matrix)
-
-
-# driver_release_source for a module version the data pairs with a series (docs/probe.schema.json).
-MODULE_PAIRED = "amdgpu module version (matrix/drivers.toml pairs it with a series)"
-
-
-def module_release(matrix: Matrix, module_version: str) -> str | None:
-    """The AMD GPU Driver release AMD's data pairs a kernel module version with (drivers.toml
-    ``module_versions``), as a series ("31.40"); None when no AMD source pairs them."""
-    found = matrix.driver_for_module(module_version.split("-")[0])
-    return found.series if found is not None else None
+    return driver_mod.release_of_module(replace(node, problems=tuple(problems)), matrix)
 
 
 def confidence(node: Node) -> dict[str, str]:
@@ -421,46 +411,3 @@ def confidence(node: Node) -> dict[str, str]:
     if node.driver_version:
         driver = str(host.get("driver_release_confidence") or "exact")
     return {"gpu_count": count, "gfx_targets": targets, "driver_version": driver}
-
-
-def _pairing_confidence(matrix: Matrix, module_version: str | None) -> str:
-    """How sure the data is of the series a module version pairs with (drivers.toml)."""
-    found = matrix.driver_for_module((module_version or "").split("-")[0])
-    return found.module_versions_confidence if found is not None else "unknown"
-
-
-def _module_version_is_not_a_release(node: Node, matrix: Matrix) -> Node:
-    """Tools report the amdgpu kernel module's own version (``/sys/module/amdgpu/version``,
-    rocminfo's "ROCk module version", amd-smi's driver version), e.g. 6.16.6. AMD's
-    driver/user-space table speaks of AMD GPU Driver releases (30.30.3, 6.4.x). A module version
-    becomes a release only where AMD's data pairs the two (``module_release``), or when the live
-    probe read the release itself (the amdgpu-dkms package: ``host.driver_release_source``);
-    otherwise the module version is kept as a host fact, ``driver_version`` stays unknown and a
-    problem says which sources were asked."""
-    if node.host.get("driver_release_source"):
-        return node
-    module = node.driver_version
-    if module is None:  # nothing reported a version; check/image say the release is unknown
-        return node
-    host = {**node.host, "amdgpu_module_version": module}
-    paired = module_release(matrix, module)
-    if paired is not None:
-        host["driver_release_source"] = (
-            "amdgpu module version (matrix/drivers.toml pairs it with a series)"
-        )
-        host["driver_release_confidence"] = _pairing_confidence(matrix, module)
-        return replace(node, driver_version=paired, host=host)
-    problems = list(node.problems)
-    if node.gpus:
-        problems.append(_release_unknown(node, module))
-    return replace(node, driver_version=None, host=host, problems=tuple(problems))
-
-
-def _release_unknown(node: Node, module: str) -> Problem:
-    tried = (node.host.get("driver") or {}).get("tried") or []
-    w = words.say(
-        "driver-release-unknown/asked" if tried else "driver-release-unknown",
-        module=module,
-        tried=", ".join(tried),
-    )
-    return Problem(code="driver-release-unknown", message=w.message, hint=w.hint)

@@ -13,6 +13,10 @@ Sources, in the order they are asked (the first that gives a release answers):
 
 Every tool runs with a timeout; a missing or hung tool says nothing. Pure parsing lives in
 ``parse_package_version``, ``parse_amd_smi_version`` and ``parse_modinfo`` for tests.
+
+``release_of_module`` is the one reading of a module version as a release, for every input path:
+the live probe, saved tool outputs (rocminfo's "ROCk module version") and Kubernetes nodes
+(``amd.com/gpu.driver-version``, the labeller's copy of the loaded module's version).
 """
 
 from __future__ import annotations
@@ -21,9 +25,17 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from msgspec.structs import replace
+
+from resolver.data import words
+from resolver.data.node import Node, Problem
 from resolver.probe import tools
 from resolver.probe.sysfs import read_text
+
+if TYPE_CHECKING:
+    from resolver.data.model import Matrix
 
 TIMEOUT = 10.0
 
@@ -151,3 +163,56 @@ def read(
 def _clean(text: str | None) -> str | None:
     value = (text or "").strip()
     return value if _MODULE.match(value) else None
+
+
+# driver_release_source for a module version the data pairs with a series (docs/probe.schema.json).
+MODULE_PAIRED = "amdgpu module version (matrix/drivers.toml pairs it with a series)"
+
+
+def module_release(matrix: Matrix, module_version: str) -> str | None:
+    """The AMD GPU Driver release AMD's data pairs a kernel module version with (drivers.toml
+    ``module_versions``), as a series ("31.40"); None when no AMD source pairs them."""
+    found = matrix.driver_for_module(module_version.split("-")[0])
+    return found.series if found is not None else None
+
+
+def pairing_confidence(matrix: Matrix, module_version: str | None) -> str:
+    """How sure the data is of the series a module version pairs with (drivers.toml)."""
+    found = matrix.driver_for_module((module_version or "").split("-")[0])
+    return found.module_versions_confidence if found is not None else "unknown"
+
+
+def release_of_module(node: Node, matrix: Matrix) -> Node:
+    """Tools report the amdgpu kernel module's own version (``/sys/module/amdgpu/version``,
+    rocminfo's "ROCk module version", amd-smi's driver version, the Kubernetes labeller's
+    ``amd.com/gpu.driver-version``), e.g. 6.16.6, in ``node.driver_version``. AMD's
+    driver/user-space table speaks of AMD GPU Driver releases (30.30.3, 6.4.x). A module version
+    becomes a release only where AMD's data pairs the two (``module_release``), or when the live
+    probe read the release itself (the amdgpu-dkms package: ``host.driver_release_source``);
+    otherwise the module version is kept as a host fact, ``driver_version`` stays unknown and a
+    problem says which sources were asked."""
+    if node.host.get("driver_release_source"):
+        return node
+    module = node.driver_version
+    if module is None:  # nothing reported a version; check/image say the release is unknown
+        return node
+    host = {**node.host, "amdgpu_module_version": module}
+    paired = module_release(matrix, module)
+    if paired is not None:
+        host["driver_release_source"] = MODULE_PAIRED
+        host["driver_release_confidence"] = pairing_confidence(matrix, module)
+        return replace(node, driver_version=paired, host=host)
+    problems = list(node.problems)
+    if node.gpus:
+        problems.append(_release_unknown(node, module))
+    return replace(node, driver_version=None, host=host, problems=tuple(problems))
+
+
+def _release_unknown(node: Node, module: str) -> Problem:
+    tried = (node.host.get("driver") or {}).get("tried") or []
+    w = words.say(
+        "driver-release-unknown/asked" if tried else "driver-release-unknown",
+        module=module,
+        tried=", ".join(tried),
+    )
+    return Problem(code="driver-release-unknown", message=w.message, hint=w.hint)
