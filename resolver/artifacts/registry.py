@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from resolver.data import resources
-from resolver.util import atomic, bounded, deadline
+from resolver.util import atomic, bounded, deadline, redact
 from resolver.util.errors import RegistryError, RegistryUnreachableError, UsageError
 from resolver.util.safety import is_safe, require_safe
 
@@ -93,9 +93,11 @@ class Registry:
         return f"{self.host}/{self.repository(repo)}"
 
 
-def parse_registry(url: str | None) -> Registry:
-    """``--registry URL`` (or ``ROCM_VLLM_REGISTRY``); none means Docker Hub."""
-    raw = (url or os.environ.get(REGISTRY_ENV) or "").strip()
+def parse_registry(url: str | None, *, flag: str = "--registry") -> Registry:
+    """``--registry URL`` (or ``ROCM_VLLM_REGISTRY``); none means Docker Hub. ``flag`` names the
+    setting in errors, which show the URL with any credential hidden (``util.redact``)."""
+    name = flag if url else REGISTRY_ENV
+    raw = redact.setting(name, url or os.environ.get(REGISTRY_ENV) or "").strip()
     if not raw:
         return Registry(DOCKER_HUB)
     if "://" not in raw:
@@ -105,13 +107,21 @@ def parse_registry(url: str | None) -> Registry:
         parts.port  # noqa: B018 - raises ValueError on a malformed port
     except ValueError:
         parts = urlsplit("invalid:")
-    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+    if "@" in parts.netloc or parts.query:
+        # Credentials come from the Docker config (docker login), never from a URL that every
+        # message and printed image name would have to carry.
         raise UsageError(
-            f"--registry {url!r} is not a registry URL",
+            f"{name} {redact.url(raw)}: a registry URL carries no user, password or token",
+            hint=f"give the URL without them and log in once: docker login {parts.hostname or ''}"
+            " (read from $DOCKER_CONFIG/config.json or ~/.docker/config.json)",
+        )
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.fragment:
+        raise UsageError(
+            f"{name} {redact.url(url or raw)} is not a registry URL",
             hint="give the registry's base URL, e.g. https://registry.example.com or http://127.0.0.1:5000",
         )
     base = f"{parts.scheme}://{parts.netloc}"
-    require_safe("url", base, where="--registry")
+    require_safe("url", base, where=name if name.startswith("--") else f"--registry ({name})")
     prefix = parts.path.strip("/")
     if prefix.startswith("v2"):
         prefix = prefix[2:].strip("/")
@@ -269,25 +279,69 @@ class RegistryClient:
         return ResolvedDigest(repo, tag, digest, media_type, self.registry.url, False)
 
     def manifest(self, repo: str, ref: str) -> tuple[dict[str, Any], str | None]:
-        """The manifest (or index) ``repo:ref`` names, parsed, and its media type."""
+        """The manifest (or index) ``repo:ref`` names, parsed, and its media type, within the
+        deadline ``resolve`` keeps. Its bytes are verified before anything is read from them, as
+        registries and containerd do: against ``ref`` when it is a digest, else against the
+        ``Docker-Content-Digest`` the registry sends with it (a manifest by tag from a registry
+        that sends none is the one read nothing can check)."""
         require_safe("image_repo", repo, where="image repository")
+        pinned = is_safe("digest", ref)
+        if not pinned and not is_safe("image_tag", ref):
+            # A reference a document named (an index entry): the registry's answer is bad.
+            raise RegistryError(
+                f"{self.registry.image_name(repo)}: {self.registry.url} names a malformed "
+                f"reference {redact.text(ref[:80])!r}",
+                hint="a digest is sha256: and 64 hex digits; the registry or a mirror in between "
+                "altered the document, so nothing from it is trusted",
+            )
         path = f"/v2/{self.registry.repository(repo)}/manifests/{ref}"
-        response = self._authorized("GET", path, repo)
+        limit = deadline.configured(self.deadline)
+        try:
+            with deadline.within(limit):
+                response = self._authorized("GET", path, repo)
+        except deadline.DeadlineExceeded:
+            self.session.close()
+            raise RegistryError(
+                f"{self.registry.image_name(repo)}:{ref[:19]}: {self.registry.url} did not "
+                f"answer within {limit:g} s",
+                hint=f"the registry is too slow or stalls; retry later, use --registry with a "
+                f"closer mirror, or raise {deadline.ENV}",
+            ) from None
         media_type = _media_type(response.headers.get("Content-Type"))
         if not _is_manifest(response.content, media_type):
             raise RegistryError(
-                f"{self.registry.image_name(repo)}:{ref}: {self.registry.url} sent no manifest",
+                f"{self.registry.image_name(repo)}:{ref[:19]}: {self.registry.url} sent no "
+                "manifest",
                 hint="the URL may be a web proxy, not an OCI registry; check --registry",
+            )
+        served = "sha256:" + hashlib.sha256(response.content).hexdigest()
+        claimed = response.headers.get("Docker-Content-Digest")
+        expected = ref if pinned else claimed
+        if expected is not None and expected != served:
+            said = "its digest" if pinned else "the digest it sent (Docker-Content-Digest)"
+            raise RegistryError(
+                f"{self.registry.image_name(repo)}@{ref if pinned else ref[:40]}: the manifest "
+                f"{self.registry.url} served does not match {said}",
+                hint="a registry, mirror or proxy altered the manifest: nothing from it is "
+                "trusted; use another --registry, or ask the registry's operator",
             )
         doc = bounded.loads_json(response.content)
         return doc, media_type or doc.get("mediaType")
 
     def blob(self, repo: str, digest: str) -> Any:
         """A streaming answer for one blob (a layer): the caller reads ``.raw`` and closes it.
-        Authorized like a manifest request; the bytes are the caller's to verify."""
+        Authorized like a manifest request; the bytes are the caller's to verify. A digest that
+        is not ``sha256:`` and 64 hex digits is refused before any request (exit 4: a manifest
+        named it)."""
         import requests
 
-        require_safe("digest", digest, where="blob digest")
+        if not is_safe("digest", digest):
+            raise RegistryError(
+                f"{self.registry.image_name(repo)}: a manifest names the malformed blob digest "
+                f"{redact.text(digest[:80])!r}",
+                hint="a digest is sha256: and 64 hex digits; the registry or a mirror in between "
+                "altered the manifest, so nothing from it is trusted",
+            )
         path = f"/v2/{self.registry.repository(repo)}/blobs/{digest}"
         scope = f"repository:{self.registry.repository(repo)}:pull"
         for _ in range(2):
@@ -296,7 +350,11 @@ class RegistryClient:
                 headers["Authorization"] = self._authorization[scope]
             try:
                 response = self.session.get(
-                    self.registry.url + path, headers=headers, stream=True, timeout=self.timeout
+                    self.registry.url + path,
+                    headers=headers,
+                    stream=True,
+                    timeout=self.timeout,
+                    allow_redirects=True,
                 )
             except requests.RequestException as exc:
                 raise RegistryUnreachableError(
@@ -423,13 +481,14 @@ class RegistryClient:
         if response.status_code != 200:
             if creds is not None:
                 raise RegistryError(
-                    f"token server {realm} refused the credentials for {self.registry.host} from "
-                    f"{creds.source} (HTTP {response.status_code}) for {repo}",
+                    f"token server {redact.url(realm)} refused the credentials for "
+                    f"{self.registry.host} from {creds.source} (HTTP {response.status_code}) "
+                    f"for {repo}",
                     hint=f"log in again: docker login {self.registry.host}",
                 )
             raise RegistryError(
-                f"token server {realm} refused an anonymous pull token for {repo} (HTTP "
-                f"{response.status_code})",
+                f"token server {redact.url(realm)} refused an anonymous pull token for {repo} "
+                f"(HTTP {response.status_code})",
                 hint="the repository may be private or misspelled; for a private one, docker "
                 f"login {self.registry.host} (credentials are read from the Docker config), or use "
                 "--registry with a mirror",
@@ -441,7 +500,7 @@ class RegistryClient:
         token = body.get("token") or body.get("access_token") if isinstance(body, dict) else None
         if not isinstance(token, str) or not token:
             raise RegistryError(
-                f"token server {realm} answered without a token",
+                f"token server {redact.url(realm)} answered without a token",
                 hint="the registry's auth service is misbehaving; retry later or use --registry "
                 "with a mirror",
             )
@@ -535,8 +594,8 @@ def _read_capped(response: requests.Response, what: str) -> None:
         size += len(chunk)
         if size > MAX_BODY:
             raise RegistryError(
-                f"{response.url}: the answer for {what} is larger than {MAX_BODY // (1024 * 1024)} "
-                "MiB",
+                f"{redact.url(response.url)}: the answer for {what} is larger than "
+                f"{MAX_BODY // (1024 * 1024)} MiB",
                 hint="this is not an OCI registry (or a proxy sends an endless body); check "
                 "--registry",
             )
@@ -574,4 +633,5 @@ def _short(exc: Exception) -> str:
     text = str(exc)
     # urllib3 messages repeat the whole pool description; the last clause says what happened.
     tail = text.rsplit(":", 1)[-1].strip(" )'\"") if ":" in text else text
-    return tail[:120] or exc.__class__.__name__
+    # A request's error can quote its URL or headers: shown only with any credential hidden.
+    return redact.text(tail[:120]) or exc.__class__.__name__

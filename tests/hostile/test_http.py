@@ -271,3 +271,268 @@ def test_registry_any_challenge_and_digest(challenge: str, digest: str | None) -
             assert exc.exit_code == 4 and exc.hint
         finally:
             client.close()
+
+
+# --- registries that lie about a digest -------------------------------------------------------
+# A stand-in registry serving one image (a config and a layer, pushed as a registry stores them),
+# each answer scriptable: the manifest it sends for a digest, the digest header it sends for a tag.
+
+REPO = "vllm/vllm-openai-rocm"
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+OCI_INDEX = "application/vnd.oci.image.index.v1+json"
+
+
+def _sha(data: bytes) -> str:
+    import hashlib
+
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _layer(files: dict[str, bytes]) -> bytes:
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as t:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _manifest(config: bytes, layers: list[bytes]) -> bytes:
+    return json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": OCI_MANIFEST,
+            "config": {
+                "mediaType": "application/vnd.oci.image.config.v1+json",
+                "digest": _sha(config),
+                "size": len(config),
+            },
+            "layers": [
+                {
+                    "mediaType": "application/vnd.oci.image.layer.v1.tar",
+                    "digest": _sha(x),
+                    "size": len(x),
+                }
+                for x in layers
+            ],
+        }
+    ).encode()
+
+
+class _Image:
+    """The documents and blobs a faithful registry holds for one image; tests swap answers."""
+
+    def __init__(self) -> None:
+        self.config = json.dumps({"architecture": "amd64", "os": "linux", "config": {}}).encode()
+        self.layer = _layer({"usr/share/doc/readme": b"no GPU code here"})
+        self.manifest = _manifest(self.config, [self.layer])
+        self.digest = _sha(self.manifest)
+        # What the registry serves: path -> (body, content type, Docker-Content-Digest)
+        self.served: dict[str, tuple[bytes, str, str | None]] = {
+            f"/v2/{REPO}/manifests/{self.digest}": (self.manifest, OCI_MANIFEST, self.digest),
+            f"/v2/{REPO}/manifests/v0.24.0": (self.manifest, OCI_MANIFEST, self.digest),
+            f"/v2/{REPO}/blobs/{_sha(self.config)}": (self.config, "application/json", None),
+            f"/v2/{REPO}/blobs/{_sha(self.layer)}": (self.layer, "application/octet-stream", None),
+        }
+
+    def script(self, h: BaseHTTPRequestHandler) -> None:
+        found = self.served.get(h.path)
+        if found is None:
+            reply(404, b'{"errors": []}')(h)
+            return
+        body, media, digest = found
+        headers = {"Content-Type": media}
+        if digest is not None:
+            headers["Docker-Content-Digest"] = digest
+        reply(200, body, headers)(h)
+
+
+def _audit(srv_base: str, ref: str, *extra: str) -> object:
+    return cli(["audit", f"docker://{ref}", "--registry", srv_base, "--json", *extra])
+
+
+def test_a_faithful_stand_in_registry_is_audited() -> None:
+    image = _Image()
+    with scripted_server() as srv:
+        srv.routes["*"] = image.script
+        o = _audit(srv.base, f"{REPO}@{image.digest}")
+    assert_clean(o)
+    assert o.code == 0 and json.loads(o.out)["files"] == 2, str(o)  # the layer, its file
+
+
+def test_a_manifest_rewritten_for_its_digest_is_refused_before_any_layer_is_read() -> None:
+    image = _Image()
+    evil = _layer({"usr/lib/evil.so": b"\x7fELF" + b"\0" * 60})
+    rewritten = _manifest(image.config, [evil])
+    image.served[f"/v2/{REPO}/manifests/{image.digest}"] = (rewritten, OCI_MANIFEST, image.digest)
+    image.served[f"/v2/{REPO}/blobs/{_sha(evil)}"] = (evil, "application/octet-stream", None)
+    with scripted_server() as srv:
+        srv.routes["*"] = image.script
+        o = _audit(srv.base, f"{REPO}@{image.digest}")
+    assert_clean(o)
+    assert o.code == 4, str(o)
+    assert not any("/blobs/" in hit for hit in srv.hits), srv.hits
+
+
+def test_a_manifest_by_tag_is_checked_against_the_digest_the_registry_sends() -> None:
+    image = _Image()
+    rewritten = _manifest(image.config, [image.layer, image.layer])
+    image.served[f"/v2/{REPO}/manifests/v0.24.0"] = (rewritten, OCI_MANIFEST, image.digest)
+    with scripted_server() as srv:
+        srv.routes["*"] = image.script
+        o = _audit(srv.base, f"{REPO}:v0.24.0")
+    assert_clean(o)
+    assert o.code == 4, str(o)
+
+
+@pytest.mark.parametrize(
+    "entry_digest",
+    [
+        "../../../../v2/evil/manifests/pwn",
+        "sha256:" + "a" * 64 + "?x=1",
+        "sha256:" + "A" * 64,
+        "sha256:../../../../v2/evil/manifests/pwn",
+        "sha512:" + "a" * 128,
+        "",
+        None,
+        ["sha256:" + "a" * 64],
+    ],
+)
+def test_an_index_entry_digest_is_validated_before_it_is_asked_for(entry_digest: object) -> None:
+    image = _Image()
+    index = json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": OCI_INDEX,
+            "manifests": [
+                {
+                    "mediaType": OCI_MANIFEST,
+                    "digest": entry_digest,
+                    "size": len(image.manifest),
+                    "platform": {"os": "linux", "architecture": "amd64"},
+                }
+            ],
+        }
+    ).encode()
+    image.served[f"/v2/{REPO}/manifests/{_sha(index)}"] = (index, OCI_INDEX, _sha(index))
+    with scripted_server() as srv:
+        srv.routes["*"] = image.script
+        o = _audit(srv.base, f"{REPO}@{_sha(index)}")
+    assert_clean(o)
+    assert o.code == 4, str(o)
+    assert len(srv.hits) == 1 and not any("evil" in hit or "?" in hit for hit in srv.hits), srv.hits
+
+
+@pytest.mark.parametrize("platform", ["linux/amd64", ["linux"], 7, None])
+def test_an_index_platform_that_is_not_an_object_is_no_crash(platform: object) -> None:
+    image = _Image()
+    index = json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": OCI_INDEX,
+            "manifests": [{"digest": image.digest, "size": 1, "platform": platform}],
+        }
+    ).encode()
+    image.served[f"/v2/{REPO}/manifests/{_sha(index)}"] = (index, OCI_INDEX, _sha(index))
+    with scripted_server() as srv:
+        srv.routes["*"] = image.script
+        o = _audit(srv.base, f"{REPO}@{_sha(index)}")
+    assert_clean(o)
+    assert o.code == 2, str(o)  # no linux/amd64 image in it: nothing to audit
+
+
+@pytest.mark.parametrize(
+    "layer",
+    [
+        {"digest": "sha256:../../../../v2/evil/blobs/x", "size": 10},
+        {"digest": "sha256:" + "0" * 64 + "?x=1", "size": 10},
+        {"digest": "md5:abc", "size": 10},
+        {"digest": "sha256:" + "0" * 64},
+        {"digest": "sha256:" + "0" * 64, "size": -1},
+        {"digest": "sha256:" + "0" * 64, "size": "10"},
+        "sha256:" + "0" * 64,
+    ],
+)
+def test_a_bad_layer_descriptor_is_the_registrys_failure(layer: object) -> None:
+    image = _Image()
+    doc = json.loads(image.manifest)
+    doc["layers"] = [layer]
+    manifest = json.dumps(doc).encode()
+    image.served[f"/v2/{REPO}/manifests/{_sha(manifest)}"] = (manifest, OCI_MANIFEST, None)
+    with scripted_server() as srv:
+        srv.routes["*"] = image.script
+        o = _audit(srv.base, f"{REPO}@{_sha(manifest)}")
+    assert_clean(o)
+    assert o.code == 4, str(o)
+    assert not any("evil" in hit or "?" in hit for hit in srv.hits), srv.hits
+
+
+@pytest.mark.parametrize("change", ["altered", "longer", "shorter"])
+def test_a_layer_that_is_not_what_the_manifest_names_is_exit_4(change: str) -> None:
+    image = _Image()
+    path = f"/v2/{REPO}/blobs/{_sha(image.layer)}"
+    body = {
+        "altered": image.layer.replace(b"no GPU", b"my GPU"),
+        "longer": image.layer + b"\0" * 4096,
+        "shorter": image.layer[:-1024],
+    }[change]
+    image.served[path] = (body, "application/octet-stream", None)
+    with scripted_server() as srv:
+        srv.routes["*"] = image.script
+        o = _audit(srv.base, f"{REPO}@{image.digest}")
+    assert_clean(o)
+    assert o.code == 4, str(o)
+
+
+def test_a_deep_image_config_is_refused_cleanly() -> None:
+    image = _Image()
+    image.config = b"[" * 100_000
+    image.manifest = _manifest(image.config, [image.layer])
+    image.digest = _sha(image.manifest)
+    image.served[f"/v2/{REPO}/manifests/{image.digest}"] = (image.manifest, OCI_MANIFEST, None)
+    image.served[f"/v2/{REPO}/blobs/{_sha(image.config)}"] = (image.config, "text/plain", None)
+    with scripted_server() as srv:
+        srv.routes["*"] = image.script
+        o = _audit(srv.base, f"{REPO}@{image.digest}")
+    assert_clean(o)
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "Upper/Case:v1",
+        "repo@sha256:abc",
+        "repo@sha256:" + "0" * 64 + "/../x",
+        "repo:tag\nerror: forged",
+        "repo:ta g",
+        "../../etc/passwd",
+    ],
+)
+def test_a_malformed_reference_to_audit_is_bad_input(ref: str) -> None:
+    with scripted_server() as srv:
+        o = _audit(srv.base, ref)
+        assert srv.hits == []
+    assert_clean(o)
+    assert o.code == 2, str(o)
+    assert "\nerror: forged" not in o.err
+
+
+def test_image_audit_through_a_rewriting_registry_writes_nothing(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    image = _Image()
+    rewritten = _manifest(image.config, [])
+    image.served[f"/v2/{REPO}/manifests/{image.digest}"] = (rewritten, OCI_MANIFEST, image.digest)
+    data = tmp_path / "data"
+    with scripted_server() as srv:
+        srv.routes["*"] = image.script
+        o = cli(
+            ["image", "--gfx", "gfx942", "--driver", "30.30.3", "--vllm", "==0.24.0", "--audit",
+             "--registry", srv.base, "--json"],
+            env={"ROCM_VLLM_DATA_DIR": str(data)},
+        )  # fmt: skip
+    assert_clean(o)
+    assert o.code == 4, str(o)
+    assert not data.exists() or not any(p.is_file() for p in data.rglob("*")), list(data.rglob("*"))

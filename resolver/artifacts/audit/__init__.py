@@ -29,6 +29,9 @@ from typing import IO, Any, cast
 
 from resolver.artifacts.audit.bundle import ELF_MAGIC, AuditError, Found, gpu_code, natural
 from resolver.data.model import Matrix
+from resolver.util import deadline
+from resolver.util.errors import InputError, RegistryError, ResolverError
+from resolver.util.safety import is_safe
 
 MAX_LIBRARY = 4 * 1024**3  # the largest single file read (torch's HIP library is ~1-2 GB)
 MAX_MEMBERS = 500_000  # files in one artifact, all levels
@@ -290,8 +293,8 @@ class _Reader:
                 f"{name}: not a readable tar archive ({type(exc).__name__})",
                 hint="a truncated or damaged archive",
             ) from None
-        except AuditError:
-            raise
+        except (ResolverError, deadline.DeadlineExceeded):
+            raise  # the registry's failure or the deadline: not the archive's
         except Exception as exc:  # noqa: BLE001 - zstandard.ZstdError, imported lazily
             raise AuditError(
                 f"{name}: cannot be decompressed ({type(exc).__name__})",
@@ -333,12 +336,9 @@ class _Prefixed(io.RawIOBase):
 
 def _from_engine(artifact: str, machs: dict[int, str]) -> Audit:
     from resolver.artifacts.engine import DockerEngine
-    from resolver.util.safety import require_safe
 
     name = artifact[len(ENGINE_PREFIX) :]
-    repo, tag = _split_ref(name)
-    require_safe("image_repo", repo, where="image repository")
-    require_safe("digest" if tag.startswith("sha256:") else "image_tag", tag, where="image tag")
+    _reference(name)
     result = Audit(artifact=artifact)
     with DockerEngine() as engine:
         try:
@@ -373,83 +373,146 @@ def _split_ref(ref: str) -> tuple[str, str]:
     return ref, "latest"
 
 
+def _reference(ref: str) -> tuple[str, str]:
+    """``REPO:TAG`` or ``REPO@sha256:HEX`` split, each part checked: a malformed reference is
+    the user's input (exit 2), named escaped."""
+    repo, tag = _split_ref(ref)
+    pinned = "@" in ref
+    if not is_safe("image_repo", repo) or not is_safe("digest" if pinned else "image_tag", tag):
+        raise InputError(
+            f"{shown(ref[:200])}: not an image reference",
+            hint="give docker://REPO:TAG or docker://REPO@sha256:<64 hex digits> (a lower-case "
+            "repository; --registry names the registry)",
+        )
+    return repo, tag
+
+
+MAX_LAYERS = 256  # an image has at most 127 layers on overlayfs; more is a hostile manifest
+MAX_LAYER_BYTES = 64 * 1024**3  # one compressed layer as the manifest states its size
+REGISTRY_DEADLINE = 1800.0  # one docker:// audit, every request and read (ROCM_VLLM_HTTP_DEADLINE)
+
+
 def _from_registry(artifact: str, machs: dict[int, str], registry: str | None) -> Audit:
-    """The image's layers from the registry (the linux/amd64 image of an index), each streamed
-    through the reader and its bytes checked against the digest the manifest names."""
+    """The image's layers from the registry (the linux/amd64 image of an index). Every document
+    is verified before it is read: the index or manifest by the digest it was asked by
+    (``RegistryClient.manifest``), the config and each layer by the digest and size the verified
+    manifest names, streamed through the reader; the whole read ends within the deadline."""
     from resolver.artifacts.registry import RegistryClient, parse_registry
-    from resolver.util.safety import require_safe
 
     ref = artifact[len(REGISTRY_PREFIX) :]
-    repo, tag = _split_ref(ref)
-    require_safe("image_repo", repo, where="image repository")
-    require_safe("digest" if tag.startswith("sha256:") else "image_tag", tag, where="image tag")
+    repo, tag = _reference(ref)
     result = Audit(artifact=artifact)
-    reader = _Reader(result, machs)
     client = RegistryClient(parse_registry(registry))
+    limit = deadline.configured(REGISTRY_DEADLINE)
     try:
-        doc, media_type = client.manifest(repo, tag)
-        if media_type in _INDEX_TYPES or "manifests" in doc:
-            chosen = next(
-                (
-                    d
-                    for d in doc.get("manifests", [])
-                    if isinstance(d, dict)
-                    and (d.get("platform") or {}).get("os") == "linux"
-                    and (d.get("platform") or {}).get("architecture") == "amd64"
-                ),
-                None,
-            )
-            if chosen is None:
-                raise AuditError(
-                    f"{ref}: the index lists no linux/amd64 image", hint="audit a platform image"
-                )
-            doc, media_type = client.manifest(repo, str(chosen.get("digest")))
-        layers = doc.get("layers")
-        if not isinstance(layers, list):
-            raise AuditError(f"{ref}: the manifest lists no layers", hint="not an image manifest")
-        result.labels = _config_labels(client, repo, doc.get("config"))
-        for layer in layers:
-            digest = layer.get("digest") if isinstance(layer, dict) else None
-            if not isinstance(digest, str) or not digest.startswith("sha256:"):
-                raise AuditError(f"{ref}: a layer has no sha256 digest", hint="a damaged manifest")
-            size = layer.get("size") if isinstance(layer.get("size"), int) else None
-            response = client.blob(repo, digest)
-            try:
-                verified = _Verified(response.raw, digest)
-                reader.stream(cast(IO[bytes], verified), f"{ref}!{digest[:19]}", size, depth=0)
-                verified.finish()
-            finally:
-                response.close()
+        with deadline.within(limit):
+            _read_image(client, repo, tag, ref, _Reader(result, machs), result)
+    except deadline.DeadlineExceeded:
+        raise RegistryError(
+            f"{shown(ref)}: the image was not read within {limit:g} s",
+            hint=f"the registry is too slow or stalls; retry later, use a closer --registry, or "
+            f"raise {deadline.ENV}",
+        ) from None
     finally:
         client.close()
     return result
 
 
-def _config_labels(client: Any, repo: str, config: object) -> dict[str, str]:
-    """The labels of the image config a manifest names, its bytes checked against the digest."""
-    import json
+def _platform_entry(doc: dict[str, Any], ref: str) -> str:
+    """The digest of the linux/amd64 entry of an index, checked to be a digest."""
+    entries = doc.get("manifests")
+    if not isinstance(entries, list):
+        raise RegistryError(f"{shown(ref)}: the index lists no manifests", hint=_ALTERED)
+    for entry in entries[:MAX_LAYERS]:
+        platform = entry.get("platform") if isinstance(entry, dict) else None
+        if not isinstance(platform, dict):
+            continue
+        if platform.get("os") == "linux" and platform.get("architecture") == "amd64":
+            digest = entry.get("digest")
+            if not isinstance(digest, str) or not is_safe("digest", digest):
+                raise RegistryError(
+                    f"{shown(ref)}: the index names a malformed digest for linux/amd64",
+                    hint=_ALTERED,
+                )
+            return digest
+    raise AuditError(
+        f"{shown(ref)}: the index lists no linux/amd64 image", hint="audit a platform image"
+    )
 
-    digest = config.get("digest") if isinstance(config, dict) else None
-    if not isinstance(digest, str) or not digest.startswith("sha256:"):
-        return {}
+
+_ALTERED = (
+    "a digest is sha256: and 64 hex digits, a size a count of bytes; the registry or a mirror in "
+    "between altered the document, so nothing from it is trusted"
+)
+
+
+def _descriptor(item: object, ref: str, what: str) -> tuple[str, int]:
+    """The digest and size a manifest gives ``what`` (a layer, the config), both checked."""
+    digest = item.get("digest") if isinstance(item, dict) else None
+    size = item.get("size") if isinstance(item, dict) else None
+    if not isinstance(digest, str) or not is_safe("digest", digest):
+        raise RegistryError(f"{shown(ref)}: {what} has no well-formed digest", hint=_ALTERED)
+    if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= MAX_LAYER_BYTES:
+        raise RegistryError(
+            f"{shown(ref)}: {what} {digest[:19]} states no size up to {MAX_LAYER_BYTES} bytes",
+            hint=_ALTERED,
+        )
+    return digest, size
+
+
+def _read_image(client: Any, repo: str, tag: str, ref: str, reader: _Reader, result: Audit) -> None:
+    doc, media_type = client.manifest(repo, tag)
+    if media_type in _INDEX_TYPES or "manifests" in doc:
+        doc, media_type = client.manifest(repo, _platform_entry(doc, ref))
+    layers = doc.get("layers")
+    if not isinstance(layers, list):
+        raise AuditError(
+            f"{shown(ref)}: the manifest lists no layers", hint="not an image manifest"
+        )
+    if len(layers) > MAX_LAYERS:
+        raise RegistryError(
+            f"{shown(ref)}: the manifest lists {len(layers)} layers, more than {MAX_LAYERS}",
+            hint="no image has that many layers: a hostile or damaged manifest",
+        )
+    described = [_descriptor(layer, ref, "a layer") for layer in layers]
+    config = doc.get("config")
+    if config is not None:
+        result.labels = _config_labels(client, repo, _descriptor(config, ref, "the config"))
+    for digest, size in described:
+        response = client.blob(repo, digest)
+        try:
+            verified = _Verified(response.raw, digest, size)
+            reader.stream(cast(IO[bytes], verified), f"{ref}!{digest[:19]}", size, depth=0)
+            verified.finish()
+        finally:
+            response.close()
+
+
+def _config_labels(client: Any, repo: str, config: tuple[str, int]) -> dict[str, str]:
+    """The labels of the image config a manifest names, its bytes checked against the digest."""
+    from resolver.util import bounded
+
+    digest, size = config
+    if size > _MAX_CONFIG:
+        raise AuditError(
+            f"{repo}: its image config is larger than {_MAX_CONFIG} bytes",
+            hint="not an image config",
+        )
     response = client.blob(repo, digest)
     try:
-        verified = _Verified(response.raw, digest)
+        verified = _Verified(response.raw, digest, size)
         body = b""
-        while len(body) <= _MAX_CONFIG and (chunk := verified.read(1 << 16)):
+        while chunk := verified.read(1 << 16):  # _Verified stops one byte past the size
             body += chunk
-        if len(body) > _MAX_CONFIG:
-            raise AuditError(
-                f"{repo}: its image config is larger than {_MAX_CONFIG} bytes",
-                hint="not an image config",
-            )
         verified.finish()
     finally:
         response.close()
     try:
-        doc = json.loads(body)
+        doc = bounded.loads_json(body)
     except ValueError:
-        raise AuditError(f"{repo}: its image config is not JSON", hint="a damaged image") from None
+        raise AuditError(
+            f"{repo}: its image config is not JSON (or nested too deep)", hint="a damaged image"
+        ) from None
     inner = doc.get("config") if isinstance(doc, dict) else None
     return image_labels(inner.get("Labels") if isinstance(inner, dict) else None)
 
@@ -480,20 +543,41 @@ class _Chunks(io.RawIOBase):
 
 
 class _Verified(io.RawIOBase):
-    """A layer's bytes, hashed as they are read; ``finish`` reads the rest and compares."""
+    """A blob's bytes, hashed and counted as they are read: never more than the ``size`` the
+    manifest states; ``finish`` reads the rest and compares the count and the digest. A read
+    the connection breaks is the registry's failure (exit 4), not the artifact's."""
 
-    def __init__(self, raw: IO[bytes], digest: str) -> None:
+    def __init__(self, raw: IO[bytes], digest: str, size: int) -> None:
         import hashlib
 
         self._raw = raw
         self._digest = digest
+        self._size = size
+        self._read = 0
         self._hash = hashlib.sha256()
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
-        data = self._raw.read(len(buffer))
+        # One byte past the stated size is enough to know the registry sends more than it said.
+        want = min(len(buffer), self._size + 1 - self._read)
+        try:
+            data = self._raw.read(want) if want > 0 else b""
+        except Exception as exc:  # urllib3's read errors, without importing it here
+            if isinstance(exc, deadline.DeadlineExceeded):
+                raise
+            raise RegistryError(
+                f"blob {self._digest[:19]}: the registry's answer broke off ({type(exc).__name__})",
+                hint="retry later, or use a closer --registry",
+            ) from None
+        self._read += len(data)
+        if self._read > self._size:
+            raise RegistryError(
+                f"blob {self._digest[:19]}: the registry sends more than the {self._size} bytes "
+                "the manifest states",
+                hint="a proxy or mirror altered the blob; nothing from it is trusted",
+            )
         self._hash.update(data)
         buffer[: len(data)] = data
         return len(data)
@@ -501,8 +585,8 @@ class _Verified(io.RawIOBase):
     def finish(self) -> None:
         while self.read(1 << 20):
             pass
-        if "sha256:" + self._hash.hexdigest() != self._digest:
-            raise AuditError(
-                f"layer {self._digest[:19]}: the bytes served do not match its digest",
-                hint="a proxy or mirror altered the layer; nothing from it is trusted",
+        if self._read != self._size or "sha256:" + self._hash.hexdigest() != self._digest:
+            raise RegistryError(
+                f"blob {self._digest[:19]}: the bytes served do not match its digest and size",
+                hint="a proxy or mirror altered the blob; nothing from it is trusted",
             )
