@@ -484,3 +484,188 @@ def test_generated_files_say_what_the_image_needs_of_a_node() -> None:
     assert meta["rocm-vllm/needs-amdgpu-driver-series"] == ",".join(series) and series
     script = files["slurm/g1.sbatch"]
     assert f"# needs: gfx {';'.join(image.arch)}; rocm {image.rocm} ({image.stream})" in script
+
+
+# --- One reading of node facts (issue 34) -------------------------------------------------------
+
+MI300X_ROCMINFO = (
+    Path(__file__).parent / "probe" / "fixtures" / "rocminfo-gfx942-mi300x-4gpu-thamada.txt"
+)
+DRIVER_FACTS = ("amdgpu_module_version", "driver_release_source", "driver_release_confidence")
+
+
+def _with(
+    labels: dict[str, str] | None = None,
+    node_info: dict[str, str] | None = None,
+    drop: tuple[str, ...] = (),
+) -> str:
+    """The gpuop266 MI300X node (module 6.12.12) with labels changed and ``status.nodeInfo``."""
+    doc = json.loads((RECORDED / "nodes-mi300x-gpuop266.json").read_text())
+    item = doc["items"][0]
+    item["metadata"]["labels"].update(labels or {})
+    for key in drop:
+        del item["metadata"]["labels"][key]
+    if node_info is not None:
+        item["status"]["nodeInfo"] = node_info
+    return json.dumps(doc)
+
+
+def _rocminfo_node(tmp_path: Path, module: str, m: Any) -> Any:
+    """The MI300X rocminfo fixture as if its ROCk module were ``module``."""
+    from resolver.probe import probe_files
+
+    text = MI300X_ROCMINFO.read_text().replace(
+        "ROCk module is loaded", f"ROCk module version {module} is loaded", 1
+    )
+    path = tmp_path / "rocminfo.txt"
+    path.write_text(text)
+    return probe_files(rocminfo=path, matrix=m)
+
+
+@pytest.mark.parametrize("module", ["6.19.14", "6.18.3"])
+def test_the_module_label_is_read_as_rocminfo_reads_it(tmp_path: Path, module: str) -> None:
+    """The same module version gives the same driver facts, and the same confidence words,
+    whether rocminfo or the labeller reported it: 6.19.14 is 31.40 (gpu-operator's own
+    pairing), 6.18.3 is a module no AMD source pairs, so the release stays unknown."""
+    from resolver.probe import confidence
+
+    m = matrix.load()
+    (report,) = read_nodes(_with({"amd.com/gpu.driver-version": module}), where="x", matrix=m)
+    kube = report.node
+    probed = _rocminfo_node(tmp_path, module, m)
+    assert kube is not None and report.status == "ok"
+    assert kube.driver_version == probed.driver_version
+    assert {k: kube.host.get(k) for k in DRIVER_FACTS} == {
+        k: probed.host.get(k) for k in DRIVER_FACTS
+    }
+    assert confidence(kube)["driver_version"] == confidence(probed)["driver_version"]
+    codes = {p.code for p in kube.problems}
+    if module == "6.19.14":
+        assert kube.driver_version == "31.40" and "driver-release-unknown" not in codes
+    else:  # unknown stays unknown: no release, the module kept, the problem said
+        assert kube.driver_version is None and kube.host["amdgpu_module_version"] == "6.18.3"
+        assert "driver-release-unknown" in codes
+        (group,) = plan_fleet(m, [report], Request()).groups
+        assert group.fingerprint.driver == "module 6.18"
+
+
+def test_the_gpuop266_node_plans_what_rocminfo_plans(tmp_path: Path) -> None:
+    """Issue 34 on the shipped data: the operator's node labelled amd.com/gpu.driver-version
+    6.12.12 (AMD's 6.4.x packages) was planned the ROCm 10 image with a "driver unknown"
+    warning, exit 0; it now gets the image `check --rocminfo` gives the same module."""
+    from tests.conftest import LIVE_MATRIX
+
+    env = {"ROCM_VLLM_MATRIX_DIR": str(LIVE_MATRIX)}
+    fleet = run_cli(
+        "fleet", "plan", "--kube", str(RECORDED / "nodes-mi300x-gpuop266.json"), "--json", env=env
+    )
+    (group,) = json.loads(fleet.stdout)["groups"]
+    text = MI300X_ROCMINFO.read_text().replace(
+        "ROCk module is loaded", "ROCk module version 6.12.12 is loaded", 1
+    )
+    (tmp_path / "rocminfo.txt").write_text(text)
+    check = json.loads(
+        run_cli("check", "--rocminfo", str(tmp_path / "rocminfo.txt"), "--json", env=env).stdout
+    )
+    assert check["node"]["driver_version"] == "6.4"
+    assert group["fingerprint"]["driver_series"] == "6.4"
+    assert group["plan"]["label"] == check["plan"]["label"]
+    assert group["plan"]["rocm"] == check["plan"]["rocm"]
+    assert "driver-unchecked" not in {w["code"] for w in group["warnings"]}
+
+
+@pytest.mark.parametrize(
+    ("image", "os"),
+    [
+        ("Ubuntu 22.04.4 LTS", "ubuntu-22.04"),
+        ("Ubuntu 24.04.1 LTS", "ubuntu-24.04"),
+        ("Red Hat Enterprise Linux 9.4 (Plow)", "rhel-9.4"),
+        ("SUSE Linux Enterprise Server 15 SP5", "sles-15.5"),
+        ("Oracle Linux Server 9.4", "ol-9.4"),
+        ("Debian GNU/Linux 12 (bookworm)", "debian-12"),
+        ("Rocky Linux 9.3 (Blue Onyx)", "rocky-9.3"),
+        ("Microsoft Azure Linux 3.0", "azurelinux-3.0"),
+        ("CentOS Linux 7 (Core)", "centos-7"),
+        # Not RHEL's own release numbers, and not OSes the data has records of: unknown.
+        ("Red Hat Enterprise Linux CoreOS 415.92.202402201450-0 (Plow)", None),
+        ("Talos (v1.7.0)", None),
+        ("Ubuntu", None),
+        ("", None),
+    ],
+)
+def test_the_os_image_is_read(image: str, os: str | None) -> None:
+    (report,) = read_nodes(
+        _with(node_info={"osImage": image, "kernelVersion": "5.15.0-94-generic"}),
+        where="x",
+        matrix=matrix.load(),
+    )
+    assert report.status == "ok" and report.node is not None
+    assert report.node.os == os
+    assert report.node.kernel == "5.15.0-94-generic"
+
+
+def test_node_feature_discovery_labels_name_the_os_and_kernel() -> None:
+    """NFD's os_release labels are os-release's ID and VERSION_ID, read as the probe reads
+    /etc/os-release; they name the OS where nodeInfo is absent, and the fingerprint carries it."""
+    labels = {
+        "feature.node.kubernetes.io/system-os_release.ID": "ubuntu",
+        "feature.node.kubernetes.io/system-os_release.VERSION_ID": "22.04",
+        "feature.node.kubernetes.io/kernel-version.full": "6.8.0-40-generic",
+    }
+    m = matrix.load()
+    (report,) = read_nodes(_with(labels), where="x", matrix=m)
+    assert report.node is not None
+    assert (report.node.os, report.node.kernel) == ("ubuntu-22.04", "6.8.0-40-generic")
+    (group,) = plan_fleet(m, [report], Request()).groups
+    assert group.fingerprint.os == "ubuntu-22.04"
+
+
+@pytest.mark.parametrize(
+    ("labels", "node_info", "why"),
+    [
+        ({}, {"osImage": "Ubuntu 22.04\ntouch /tmp/x"}, "status.nodeInfo.osImage "),
+        ({}, {"osImage": "U" * 300}, "status.nodeInfo.osImage "),
+        ({}, {"kernelVersion": "$(touch /tmp/x)"}, "status.nodeInfo.kernelVersion "),
+        ({}, {"kernelVersion": "5.15.0 generic"}, "status.nodeInfo.kernelVersion "),
+        (
+            {"feature.node.kubernetes.io/system-os_release.ID": "ubuntu linux"},
+            None,
+            "label feature.node.kubernetes.io/system-os_release.ID has no valid",
+        ),
+        (
+            {"amd.com/gpu.driver-version": "latest"},
+            None,
+            "amd.com/gpu.driver-version=latest is not a kernel module version",
+        ),
+    ],
+)
+def test_hostile_node_facts_are_refused(
+    labels: dict[str, str], node_info: dict[str, str] | None, why: str
+) -> None:
+    """No kubelet writes these: the node is listed as failed with why, in no group."""
+    (report,) = read_nodes(_with(labels, node_info), where="x", matrix=matrix.load())
+    assert report.status == "failed"
+    assert report.reason is not None and report.reason.startswith(why), report.reason
+
+
+def test_one_node_object_is_a_list_of_one() -> None:
+    """Issue 35, decided: `kubectl get node NAME -o json` prints one Node; it is read as a list
+    of one (the command a user runs for one node). Anything else that is not a node list is
+    refused in one line, and an item of another kind is listed as failed."""
+    from resolver.util.errors import InputError
+
+    m = matrix.load()
+    node = json.loads(_with())["items"][0]
+    (report,) = read_nodes(json.dumps(node), where="x", matrix=m)
+    assert report.name == "master-1" and report.status == "ok"
+    (listed,) = read_nodes(_with(), where="x", matrix=m)
+    assert report.node == listed.node  # the same reading as the node in a list
+    with pytest.raises(InputError, match=r"^x: not a Kubernetes node list \(kind PodList\)$"):
+        read_nodes(json.dumps({"kind": "PodList", "items": [node]}), where="x", matrix=m)
+    pod = {"kind": "Pod", "metadata": {"name": "p"}}
+    good, bad = read_nodes(json.dumps({"kind": "List", "items": [node, pod]}), where="x", matrix=m)
+    assert good.status == "ok"
+    assert bad.status == "failed" and bad.reason == "a Pod, not a Node object"
+    result = run_cli("fleet", "plan", "--kube", "-", "--json", input_text=json.dumps(node))
+    assert result.exit_code in (0, 1, 6), result.stderr
+    assert json.loads(result.stdout)["nodes"]["total"] == 1

@@ -91,6 +91,7 @@ _PRETTY_NAMES = (
 )
 _PRETTY_VERSION_RE = re.compile(r"([0-9]{1,4}(?:\.[0-9]{1,4})*)(?: SP([0-9]{1,2}))?(?: .*)?")
 MAX_NODES = 100_000
+MAX_OS_IMAGE = 256  # os-release's PRETTY_NAME is a line, not a page
 MAX_NODE_LIST = 64 * 1024 * 1024  # kubectl's node list for thousands of nodes is a few MiB
 
 KUBERNETES = Origin("kubernetes")  # nodes read from `kubectl get nodes`
@@ -182,7 +183,7 @@ def _system(item: dict[str, Any], labels: dict[str, str]) -> tuple[str | None, s
     info = info if isinstance(info, dict) else {}
     image, kernel = info.get("osImage"), info.get("kernelVersion")
     if image is not None and (
-        not isinstance(image, str) or len(image) > 256 or unsafe_char(image) is not None
+        not isinstance(image, str) or len(image) > MAX_OS_IMAGE or unsafe_char(image) is not None
     ):
         raise Contradiction(f"status.nodeInfo.osImage {shown(str(image))[:80]} is not an OS name")
     if kernel is not None and (not isinstance(kernel, str) or not is_safe("kernel", kernel)):
