@@ -23,7 +23,7 @@ from packaging.version import Version
 
 from resolver.data import matrix
 from resolver.data.model import Matrix
-from resolver.data.node import from_flags
+from resolver.data.node import Node, from_flags
 from resolver.solve import OK_VERDICTS, Decision, Request, solve
 from resolver.solve.checks import first_product
 from resolver.solve.host import os_listed
@@ -48,7 +48,13 @@ def _data(name: str) -> Matrix:
 
 def _nodes(m: Matrix) -> st.SearchStrategy[tuple[str, int, str | None, str | None, str | None]]:
     gfx = sorted(g.name for g in m.gfx)
-    drivers = [None, *sorted(f"{d.series}.0" for d in m.drivers)]
+    # Each series' x.y.0, and every release AMD pairs with a ROCm (a patch release is itself).
+    drivers = [
+        None,
+        *sorted(
+            {f"{d.series}.0" for d in m.drivers} | {r for d in m.drivers for r, _ in d.releases}
+        ),
+    ]
     oses = [None, *sorted(o.id for o in m.os)]
     return st.tuples(
         st.sampled_from(gfx),
@@ -65,6 +71,39 @@ def _decide(m: Matrix, node_facts: tuple[str, int, str | None, str | None, str |
     return solve(m, node, Request())
 
 
+def _shipped(m: Matrix, driver: str | None) -> Version | None:
+    """The ROCm the node's amdgpu release shipped with, as the data states it: its own release's
+    pair, else its series' x.y.0 (the test's own reading of drivers.toml)."""
+    drv = m.driver(series(Version(driver))) if driver else None
+    if drv is None or driver is None:
+        return None
+    pairs = dict(drv.releases)
+    if driver in pairs:
+        return Version(pairs[driver])
+    return Version(drv.paired_rocm) if drv.paired_rocm else None
+
+
+def _first_rocm(m: Matrix, node: Node, gfx: str) -> Version | None:
+    target = m.gfx_target(gfx)
+    assert target is not None
+    product = first_product(node, target)
+    return Version(product.first_rocm) if product and product.first_rocm else None
+
+
+def _check_no_false_red(m: Matrix, d: Decision) -> None:
+    """No path is refused because the driver predates a GPU that the node's own release, as the
+    data pairs it, knows."""
+    shipped = _shipped(m, d.node.driver_version)
+    if shipped is None:
+        return
+    for ev in d.rejected:
+        for r in ev.reasons:
+            if r.code == "driver-predates-gpu":
+                for gfx in r.gfx:
+                    first = _first_rocm(m, d.node, gfx)
+                    assert first is None or shipped < first, (d.node.driver_version, gfx)
+
+
 def _check_supported(m: Matrix, d: Decision) -> None:
     assert d.plan is not None
     c = d.plan.candidate
@@ -77,17 +116,12 @@ def _check_supported(m: Matrix, d: Decision) -> None:
         rocm = m.rocm_for(c.rocm)
         if rocm is None or rocm.stream != "therock-preview":
             assert drv.runs(c.rocm), (c.label, drv.series, c.rocm)
-    if drv is not None and drv.paired_rocm is not None:
+    shipped = _shipped(m, node.driver_version)
+    if shipped is not None:
         for name in node.gfx_targets:
-            target = m.gfx_target(name)
-            assert target is not None
-            product = first_product(node, target)
-            if product is not None and product.first_rocm is not None:
-                assert Version(drv.paired_rocm) >= Version(product.first_rocm), (
-                    c.label,
-                    drv.series,
-                    product.name,
-                )
+            first = _first_rocm(m, node, name)
+            if first is not None:
+                assert shipped >= first, (c.label, node.driver_version, name)
     if c.wheel is not None:
         if node.python is not None:
             assert node.python in c.wheel.python
@@ -125,6 +159,7 @@ def test_no_supported_plan_breaks_a_rule_the_data_states(data: str) -> None:
             _check_driver_os(m, d)
         if d.verdict == "unknown":
             assert d.missing, facts
+        _check_no_false_red(m, d)
         if d.verdict == "blocked_host_fix":
             assert d.host_fix is not None and d.host_fix.host_fixable
             node = d.node

@@ -47,10 +47,11 @@ CASES = {
         "--os",
         "ubuntu-22.04",
     ],
-    # RX 9070 XT on amdgpu 6.4: the driver step is also a move to TheRock's stream, said so.
+    # MI355X on amdgpu 6.4.3 (its first ROCm is 7.0.0): the driver step is also a move to
+    # TheRock's stream, said so.
     "stream-change": [
         "--gfx",
-        "gfx1201",
+        "gfx950",
         "--gpus",
         "1",
         "--driver",

@@ -25,9 +25,13 @@ ReasonCode = Literal[
     "artifact-facts-unknown",
     "quantization-not-listed",
     "kv-cache-dtype-not-listed",
+    "kv-cache-dtype-no-backend",
     "fp8-not-admitted",
     "cuda-arch-missing",
     "cuda-driver-too-old",
+    "gpu-access-denied",
+    "driver-os-unsupported",
+    "wsl-host",
 ]
 
 # What a decision advises about a candidate or the node (``resolver.solve.advisories``,
@@ -51,6 +55,7 @@ AdvisoryCode = Literal[
     "digest-mismatch",
     "image-label-gfx",
     "driver-unchecked",
+    "driver-release-unchecked",
     "env-not-common",
     "fp8-format",
     "glibc-unknown",
@@ -93,6 +98,9 @@ AdvisoryCode = Literal[
     "unknown-driver",
     "unofficial-override",
     "unpinned-ref",
+    "visible-devices-ray",
+    "visible-devices-hide-gfx",
+    "visible-devices-count",
 ]
 
 # What the probe (or a node file) reports about the node: ``resolver.data.node.Problem.code``. A
@@ -129,6 +137,7 @@ ProblemCode = Literal[
     "render-permission",
     "smi-misprinted-target",
     "sources-disagree",
+    "visible-devices-invalid",
     "wsl",
     "probe-reported",
 ]

@@ -39,7 +39,7 @@ from resolver.data.model import (
 from resolver.util import atomic, bounded
 from resolver.util.errors import MatrixError, UnsafeValueError
 from resolver.util.safety import is_safe
-from resolver.util.versions import series_key
+from resolver.util.versions import driver_series, series_key
 
 # Not hashlib/hmac: hashlib loads OpenSSL, a few ms of every start. BLAKE2 is CPython's own
 # module and hmac.compare_digest is _operator's; hashlib stands in where a build lacks _blake2.
@@ -442,6 +442,16 @@ def _driver_rules(rec: Record, v: dict[str, Any], parent: Record | None) -> dict
         raise rec.fail(
             "module_versions_source", "is required with module_versions (where AMD pairs them)"
         )
+    if v.get("releases"):
+        if not v.get("releases_source"):
+            raise rec.fail("releases_source", "is required with releases (where AMD pairs them)")
+        for release, rocm in v["releases"]:
+            if driver_series(release) != v["series"] or release.count(".") != 2:
+                raise rec.fail("releases", f"{release!r} is not a release of series {v['series']}")
+            if rocm.count(".") != 2:
+                raise rec.fail("releases", f"{release!r}: {rocm!r} is not a ROCm MAJOR.MINOR.PATCH")
+        # In release order, so that the ROCm a release shipped with is found by bisecting.
+        v["releases"] = tuple(sorted(v["releases"], key=lambda p: Version(p[0])))
     return v
 
 
@@ -578,6 +588,26 @@ def check_invariants(m: Matrix) -> None:
                 f"{d.paired_rocm}",
                 hint="add the release to matrix/rocm.toml or fix the version",
             )
+        _check_driver_releases(d)
+
+
+def _check_driver_releases(d: DriverSeries) -> None:
+    """A later driver release never shipped with an older ROCm, and the series' first release
+    shipped with the ROCm the series is paired with: the driver rules bisect on both."""
+    rocms = [Version(rocm) for _, rocm in d.releases]
+    if rocms != sorted(rocms):
+        raise MatrixError(
+            f"drivers.toml: series {d.series}: field 'releases' pairs a later driver release "
+            "with an older ROCm",
+            hint="check the pairs against AMD's release notes",
+        )
+    first = dict(d.releases).get(f"{d.series}.0")
+    if first is not None and d.paired_rocm is not None and first != d.paired_rocm:
+        raise MatrixError(
+            f"drivers.toml: series {d.series}: releases pair {d.series}.0 with ROCm {first}, "
+            f"but paired_rocm is {d.paired_rocm}",
+            hint="one of the two records is wrong: fix it",
+        )
 
 
 def _check_not_empty(m: Matrix) -> None:

@@ -163,6 +163,15 @@ class DriverSeries(msgspec.Struct, frozen=True, kw_only=True):
     module_versions: tuple[str, ...] = ()
     module_versions_source: str = ""
     module_versions_confidence: Confidence = "exact"
+    # Each driver release of the series AMD paired with a ROCm release (a table "30.10.1" =
+    # "7.0.1"): a GPU first supported by a patch ROCm (RX 9070 XT: 6.4.1) is known to the series'
+    # later releases, not to its x.y.0.
+    releases: Annotated[
+        tuple[tuple[str, str], ...],
+        msgspec.Meta(extra={"safe": "version", "key_safe": "version"}),
+    ] = ()
+    releases_source: str = ""
+    releases_confidence: Confidence = "exact"
 
     def runs(self, rocm: Version) -> bool:
         return f"{rocm.major}.{rocm.minor}" in self.user_space
@@ -545,8 +554,25 @@ class ReleaseCapabilities(msgspec.Struct, frozen=True, kw_only=True):
             keys=(r"[a-z0-9_]{1,32}", "a kernel format name"),
         ),
     ] = None
+    # Per ROCm attention backend (rocm.py _get_backend_priorities, and the registry's ROCM_*
+    # ones), the KV cache dtypes it accepts; None: not read (before 0.18.0 nothing checks it)
+    rocm_attention: Annotated[
+        tuple[tuple[str, tuple[str, ...]], ...] | None,
+        form(
+            r"[a-z0-9][a-z0-9_-]{0,63}",
+            "a KV cache dtype name",
+            keys=(r"[a-z0-9_]{1,48}", "an attention backend name"),
+        ),
+    ] = None
     sdist_sha256: Annotated[str | None, SHA256] = None
     provenance: Provenance
+
+    def attention_backends(self, dtype: str) -> tuple[str, ...] | None:
+        """The ROCm attention backends that accept KV cache ``dtype`` (empty: none does, and
+        vLLM finds "No valid attention backend"); None where the backends were not read."""
+        if self.rocm_attention is None:
+            return None
+        return tuple(name for name, dtypes in self.rocm_attention if dtype in dtypes)
 
     def kernels(self, fmt: str) -> tuple[str, ...] | None:
         """The ROCm kernels of ``fmt``; None where the release's tables were not read or have

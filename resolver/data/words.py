@@ -42,6 +42,18 @@ _GROUP_HINT = (
     "video --group-add render)"
 )
 
+_WSL_DOCS = (
+    "https://rocm.docs.amd.com/projects/radeon-ryzen/en/latest/docs/install/installrad/wsl/"
+    "howto_wsl.html"
+)
+_GPU_GROUPS_FACT = (
+    "ROCm needs the user in the render and video groups to open /dev/kfd and /dev/dri/renderD*"
+)
+_RAY_AMD = (
+    "ray-project/ray python/ray/_private/accelerators/amd_gpu.py@"
+    "2efec5ba91d40a403e554ce1636687618e4e5ecf"
+)
+
 # Words several wordings share, written once.
 _MX_SLOWER_HINT = (
     "expect less speed than on gfx950 (MI350X/MI355X); the checkpoint itself runs unchanged"
@@ -179,10 +191,10 @@ WORDS: Final[dict[str, Said]] = {
     ),
     # --- the driver
     "driver-predates-gpu": Said(
-        message="amdgpu {driver}.x shipped with ROCm {paired}, before ROCm {first}, the first to "
+        message="amdgpu {driver} shipped with ROCm {paired}, before ROCm {first}, the first to "
         "support {product} ({gfx})",
         facts=(
-            "amdgpu {driver}.x shipped with ROCm {paired}",
+            "amdgpu {driver} shipped with ROCm {paired}",
             "{product} ({gfx}) is supported from ROCm {first}",
         ),
         hint="{driver_hint} (the first driver released with ROCm {first_series} or later)",
@@ -202,15 +214,15 @@ WORDS: Final[dict[str, Said]] = {
     ),
     "driver-window/preview-listed": Said(message="its release notes list amdgpu {drivers}"),
     "driver-window/preview-unlisted": Said(message="AMD states no driver support for it here"),
-    "driver-window/hint": Said(message="{direction} the host's amdgpu driver to {best}.x"),
+    "driver-window/hint": Said(message="{direction} the host's amdgpu driver to {best}"),
     "driver-window/hint-others": Said(
-        message="{direction} the host's amdgpu driver to {best}.x (also running ROCm {series}: "
+        message="{direction} the host's amdgpu driver to {best} (also running ROCm {series}: "
         "{others})"
     ),
     "driver-window/hint-none": Said(message="no amdgpu driver in AMD's table runs ROCm {series}"),
-    "driver-window/fix": Said(message="amdgpu driver {best}.x"),
+    "driver-window/fix": Said(message="amdgpu driver {best}"),
     "driver-window/fix-os-first": Said(
-        message="amdgpu driver {best}.x (not supported on {os}: move the host to {step} first)"
+        message="amdgpu driver {best} (not supported on {os}: move the host to {step} first)"
     ),
     # --- wheels
     "python-mismatch": Said(
@@ -281,6 +293,12 @@ WORDS: Final[dict[str, Said]] = {
         hint=_NEWER_RELEASE_HINT,
         fix="vLLM {first} or newer",
     ),
+    "kv-cache-dtype-no-backend": Said(
+        message="no ROCm attention backend of vLLM {vllm} accepts the KV cache dtype {dtype} "
+        "(vLLM stops with 'No valid attention backend found')",
+        facts=("vLLM {vllm} ROCm attention backends accept: {accepted}",),
+        hint="pick a KV cache dtype a ROCm backend accepts ({accepted})",
+    ),
     "fp8-not-admitted": Said(
         message="vLLM {vllm} does not enable FP8 on {refused} (RocmPlatform.supports_fp8)",
         facts=("vLLM {vllm} supports_fp8 admits {admitted}",),
@@ -331,6 +349,19 @@ WORDS: Final[dict[str, Said]] = {
         message="the host's AMD GPU Driver release is unknown, so nobody checked that it runs "
         "ROCm {rocm} (it needs amdgpu {needs})",
         hint=_DRIVER_UNCHECKED_HINT,
+    ),
+    "driver-release-unchecked": Said(
+        message="amdgpu {driver} may predate {product} ({gfx}): AMD added it in ROCm {first}, and "
+        "the node's release within {series}.x is not known",
+        hint="give the full driver release (--driver, e.g. the amdgpu-install version) so it "
+        "can be checked",
+    ),
+    "driver-release-unchecked/needs": Said(
+        message="amdgpu {driver} may predate {product} ({gfx}): AMD added it in ROCm {first}, "
+        "which amdgpu {needed} shipped with, and the node's release within {series}.x is not "
+        "known",
+        hint="check that the host runs amdgpu {needed} or later (`apt policy amdgpu-dkms`, "
+        "`dnf info amdgpu-dkms`), or give it with --driver {needed}",
     ),
     "unknown-driver": Said(
         message="amdgpu driver {driver} is not in AMD's driver/user-space table; cannot check "
@@ -417,6 +448,93 @@ WORDS: Final[dict[str, Said]] = {
         hint="move the host to one of those OS releases, or expect an untested combination",
     ),
     "os-not-supported-for-gpu/none": Said(message="no listed OS"),
+    # --- what stops every path on the host (resolver.solve.host)
+    "gpu-access-denied": Said(
+        message="user {user} cannot open the GPUs: not in the {groups} group(s), which own "
+        "/dev/kfd and /dev/dri/renderD*",
+        facts=(
+            "user {user} is in: {have}",
+            _GPU_GROUPS_FACT,
+        ),
+        hint=_GROUP_HINT,
+        fix="add {user} to the render and video groups (sudo usermod -aG render,video $USER)",
+    ),
+    "gpu-access-denied/denied": Said(
+        base="gpu-access-denied",
+        message="user {user} cannot open the GPUs: /dev/kfd refuses it with {error}",
+        facts=(
+            "opening /dev/kfd as {user} failed: {error}",
+            _GPU_GROUPS_FACT,
+        ),
+    ),
+    "driver-os-unsupported": Said(
+        message="AMD does not support amdgpu {driver}.x on {host_os}, only where {rocm}, its "
+        "release, runs ({listed}); its DKMS module may not build on this OS's kernel",
+        facts=(
+            "amdgpu {driver}.x was released with {rocm}",
+            "AMD supports {rocm} on {listed}",
+        ),
+        hint="move the host to {step}, or install an amdgpu driver AMD supports on {host_os}: "
+        "{drivers}",
+        fix="move the host to {step}",
+    ),
+    "driver-os-unsupported/none": Said(
+        base="driver-os-unsupported",
+        hint="move the host to {step} (no amdgpu driver in AMD's table lists {host_os})",
+    ),
+    "wsl-host": Said(
+        message="this host is WSL{kernel}: vLLM's ROCm paths need /dev/kfd (the images are run "
+        "with --device /dev/kfd) and amdsmi to find the GPU, and WSL has neither (ROCm reaches "
+        "the GPU there through /dev/dxg)",
+        facts=(
+            "the node is WSL{kernel}",
+            (
+                "ROCm on WSL is a separate, Radeon- and Ryzen-only path (librocdxg over /dev/dxg, "
+                "no /dev/kfd) for the GPUs AMD lists for it"
+            ),
+            "vLLM's ROCm platform detection (amdsmi) fails on WSL",
+        ),
+        hint="run vLLM on native Linux (a Linux install on the same machine, or another Linux "
+        "host); what AMD supports on WSL is listed at " + _WSL_DOCS,
+        fix="native Linux instead of WSL",
+    ),
+    # --- the environment the node records (resolver.solve.host)
+    "visible-devices-ray": Said(
+        message="ROCR_VISIBLE_DEVICES={rocr} is set without HIP_VISIBLE_DEVICES: Ray refuses to "
+        "start ('Please use HIP_VISIBLE_DEVICES instead of ROCR_VISIBLE_DEVICES'), so vLLM's "
+        "Ray backend (multi-node, --distributed-executor-backend ray) fails",
+        hint="select the GPUs with HIP_VISIBLE_DEVICES alone: export "
+        "HIP_VISIBLE_DEVICES={rocr}; unset ROCR_VISIBLE_DEVICES",
+        source=_RAY_AMD,
+    ),
+    "visible-devices-ray/both": Said(
+        message="ROCR_VISIBLE_DEVICES={rocr} and HIP_VISIBLE_DEVICES={hip} are both set: HIP "
+        "numbers the GPUs ROCR left visible, so the two masks compound (1 under 1 leaves no "
+        "GPU), and Ray releases before ray-project/ray#53757 refuse to start",
+        hint="select the GPUs with one variable, HIP_VISIBLE_DEVICES (a scheduler that sets "
+        "ROCR_VISIBLE_DEVICES: copy it to HIP_VISIBLE_DEVICES and unset it)",
+        source=_RAY_AMD + "; ray-project/ray#53737",
+    ),
+    "visible-devices-ray/hip-cuda": Said(
+        message="HIP_VISIBLE_DEVICES={hip} and CUDA_VISIBLE_DEVICES={cuda} disagree: Ray "
+        "refuses to start ('Inconsistent values found') and HIP takes HIP_VISIBLE_DEVICES",
+        hint="unset CUDA_VISIBLE_DEVICES, or give it the same value",
+        source=_RAY_AMD,
+    ),
+    "visible-devices-hide-gfx": Said(
+        message="{vars} hide every {gfx} GPU: a vLLM started in this environment does not see "
+        "the GPUs the plan is for",
+        hint="unset them, or list the {gfx} GPUs ({indices}) in HIP_VISIBLE_DEVICES",
+    ),
+    "visible-devices-hide-gfx/all": Said(
+        message="{vars} hide every GPU: a vLLM started in this environment sees none",
+        hint="unset them, or list the GPUs to use (0 to {last}) in HIP_VISIBLE_DEVICES",
+    ),
+    "visible-devices-count": Said(
+        message="{vars} leave {seen} of the node's {total} GPUs visible ({indices}): the plan "
+        "uses those {seen}",
+        hint="unset them to use every GPU",
+    ),
     # --- advisories about a candidate (resolver.solve.advisories)
     "rocm-lacks-gfx": Said(
         message="AMD's matrix for {rocm} does not list {gfx}; {label} ships code for it anyway",
@@ -677,6 +795,11 @@ WORDS: Final[dict[str, Said]] = {
         "known here; nearly every model's is a power of two)"
     ),
     # --- what the probe found wrong on the node (resolver.probe, resolver.data.partitions)
+    "visible-devices-invalid": Said(
+        message="{var}={value} is not a GPU list (indices or GPU-<uuid>, comma-separated): "
+        "left out of the report",
+        hint="fix or unset {var}; the GPUs it would select are not counted",
+    ),
     "wsl": Said(
         message="this is WSL (kernel {kernel}): ROCm there exposes only RDNA3/RDNA4 GPUs, and "
         "vLLM's amdsmi-based device detection is not supported on it",
@@ -974,6 +1097,18 @@ PREDICATES: Final[dict[ReasonCode | str, Predicate]] = {
     "host-rocm-mismatch": Predicate(
         "runs on {rocm}", "does not run on {rocm}", "do not run on {rocm}"
     ),
+    "gpu-access-denied": Predicate(
+        "can open the GPUs as this user",
+        "cannot open the GPUs as this user",
+        tail=" (the user is not in the render and video groups)",
+    ),
+    "driver-os-unsupported": Predicate(
+        "runs on {drv} on this OS",
+        "does not run on {drv} on this OS",
+        "do not run on {drv} on this OS",
+        " (AMD does not support the driver there)",
+    ),
+    "wsl-host": Predicate("runs on WSL", "does not run on WSL", "do not run on WSL"),
     # every code of UNKNOWN_CODES
     "unknown": Predicate("can be checked for this node", "cannot be checked for this node"),
     # any other code

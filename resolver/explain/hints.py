@@ -19,9 +19,10 @@ from resolver.explain.chain import (
 from resolver.explain.derivation import Hint
 from resolver.explain.steps import node_flags
 from resolver.solve import Evaluation
+from resolver.solve.checks import node_release, shipped_with
 from resolver.solve.routes import Route, Routes
 from resolver.util import shell
-from resolver.util.versions import driver_series, series
+from resolver.util.versions import driver_label, driver_series, series
 
 
 def _then(ev: Evaluation) -> str:
@@ -51,7 +52,7 @@ def _hints(ctx: _Context, plan: Evaluation | None, found: Routes) -> list[Hint]:
         add(h)
     for h in _override_hints(ctx, plan):
         add(h)
-    if not ok_now:
+    if plan is None:  # a fork or llama.cpp only where no vLLM path exists at all
         overridden = any(h.kind == "override" for h in hints)
         for h in _other_routes(ctx, overridden):
             add(h)
@@ -130,11 +131,16 @@ def _source_hint(ctx: _Context, found: Routes) -> Hint | None:
         ]
     )
     unofficial = (
-        " (unofficial: vLLM accepts this target in CMake but ships and tests no artifact for it)"
+        f" and run it under HSA_OVERRIDE_GFX_VERSION={src.override} (unofficial: the runtime "
+        "loads another GPU's code)"
+        if src.override
+        else " (unofficial: vLLM accepts this target in CMake but ships and tests no artifact for "
+        "it)"
     )
+    built = ",".join(src.built_for(ctx.node.gfx_targets))
     return Hint(
         kind="source-build",
-        text=f"build vLLM {src.candidate.vllm} from source for {gfx} only"
+        text=f"build vLLM {src.candidate.vllm} from source for {built} only"
         + (unofficial if src.unofficial else ""),
         unofficial=src.unofficial,
         command=cmd,
@@ -178,10 +184,9 @@ def _override_hints(ctx: _Context, plan: Evaluation | None) -> list[Hint]:
         if plan is not None and plan.override == t.override:
             continue
         # Without any plan, no prebuilt artifact carries the near target's code either: it needs
-        # a build for it.
+        # a build for it, which `dockerfile --gfx` of this GPU writes with the override set.
         build = (
-            f" in a build for {t.override_target} "
-            f"(`rocm-vllm dockerfile --gfx {t.override_target}`)"
+            f" in a build for {t.override_target} (`rocm-vllm dockerfile --gfx {name}`)"
             if plan is None
             else ""
         )
@@ -220,10 +225,18 @@ def route_words(m: Matrix, route: Route) -> tuple[str, str]:
     verbs: list[str] = []
     for change in route.host_changes:
         if change.kind == "driver":
-            part = f"{change.direction or 'upgrade'} the host's amdgpu driver to {change.value}.x"
+            part = (
+                f"{change.direction or 'upgrade'} the host's amdgpu driver to "
+                f"{driver_label(change.value)}"
+            )
             paired = m.driver(driver_series(route.node.driver_version or ""))
-            if paired is not None and paired.paired_rocm:
-                part += f" (AMD released it with ROCm {paired.paired_rocm})"
+            shipped = (
+                shipped_with(paired, node_release(paired, route.node.driver_version))
+                if paired is not None
+                else None
+            )
+            if shipped is not None:
+                part += f" (AMD released it with ROCm {shipped})"
             os_first = next(
                 (
                     r.fix.os_first

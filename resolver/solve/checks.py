@@ -39,7 +39,7 @@ from resolver.solve.types import (
     Request,
     mx_format,
 )
-from resolver.util.versions import driver_series, series, series_key
+from resolver.util.versions import driver_label, driver_series, series, series_key
 
 
 def _about_path(cand: Candidate, text: str, source: str | None = None) -> Fact:
@@ -101,6 +101,8 @@ def gfx_check(
     # the plan that uses it (also for a GPU vLLM does not support itself, such as gfx1031).
     if target.override and target.override_target in arch and not cand.from_source:
         return None, True, target.override
+    if _override_build(cand, target):
+        return None, True, target.override
     if target.vllm_status == "unsupported":
         return gfx_unsupported(cand, target, arch, src), False, None
     if not arch:
@@ -125,6 +127,18 @@ def gfx_check(
     return gfx_not_shipped(cand, target, arch, src), False, None
 
 
+def _override_build(cand: Candidate, target: GfxTarget) -> bool:
+    """A source build of the near target, run under the override (unofficial): only where the
+    build cannot target the GPU itself (gfx1031 is in no CMake list; gfx1102 builds as itself),
+    and not on a preview stack, which carries its one GPU only."""
+    rel = cand.release
+    if not (target.override and target.override_target and cand.from_source and rel is not None):
+        return False
+    if target.name in rel.cmake_arch or (cand.stack is not None and cand.stack.preview):
+        return False
+    return target.override_target in cand.arch or target.override_target in rel.cmake_arch
+
+
 def gfx_unsupported(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], src: str) -> Reason:
     """``gfx-unsupported``: the artifact lacks the target and vLLM does not support it at all."""
     w = words.say(
@@ -138,11 +152,12 @@ def gfx_unsupported(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], s
         code="gfx-unsupported",
         message=w.message,
         facts=(_about_path(cand, w.facts[0], src), _from_record(w.facts[1], target)),
-        # No override hint here: an artifact with the override's code would have been taken
-        # (above), so on this path the override leads nowhere.
-        hint=gfx_hint(target, override=False),
+        # A GPU the data gives an override names it: a build of the near target runs it
+        # (``_override_build``), so "no vLLM path exists" would be untrue.
+        hint=gfx_hint(target),
         gfx=(target.name,),
-        unofficial=bool(target.alternative),
+        unofficial=bool(target.alternative or target.override),
+        override=target.override,
     )
 
 
@@ -154,11 +169,12 @@ def gfx_unsupported_by_vllm(target: GfxTarget) -> Reason:
         code="gfx-unsupported",
         message=w.message,
         facts=(_from_record(w.facts[0], target),),
-        # No override hint here: an artifact with the override's code would have been taken
-        # (above), so on this path the override leads nowhere.
-        hint=gfx_hint(target, override=False),
+        # A GPU the data gives an override names it: a build of the near target runs it
+        # (``_override_build``), so "no vLLM path exists" would be untrue.
+        hint=gfx_hint(target),
         gfx=(target.name,),
-        unofficial=bool(target.alternative),
+        unofficial=bool(target.alternative or target.override),
+        override=target.override,
     )
 
 
@@ -342,29 +358,106 @@ def first_product(node: Node, target: GfxTarget) -> GpuProduct | None:
     return min(pool, key=lambda p: _v(p.first_rocm or "0"), default=None)
 
 
+def node_release(driver: DriverSeries, text: str | None) -> Version | None:
+    """The node's own amdgpu release within ``driver`` (``6.4.3`` of "6.4.3" or
+    "6.4.3-2194681"), None where only its series is known ("6.4", a probe's module version)."""
+    head = (text or "").split("-", 1)[0]
+    parts = head.split(".")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        return None
+    version = _v(head)
+    return version if f"{version.major}.{version.minor}" == driver.series else None
+
+
+@functools.cache
+def _pairs(driver: DriverSeries) -> tuple[tuple[Version, Version], ...]:
+    return tuple((_v(d), _v(r)) for d, r in driver.releases)
+
+
+def _ceiling(m: Matrix, driver: DriverSeries) -> Version | None:
+    """The ROCm the next newer paired series shipped with: every release of ``driver`` shipped
+    with an older one."""
+    here = series_key(driver.series)
+    newer = [d for d in m.drivers if d.paired_rocm is not None and series_key(d.series) > here]
+    nxt = min(newer, key=lambda d: series_key(d.series), default=None)
+    return _v(nxt.paired_rocm) if nxt is not None and nxt.paired_rocm else None
+
+
+def shipped_with(driver: DriverSeries, release: Version | None) -> Version | None:
+    """The ROCm the node's amdgpu shipped with, at least: its own release's where AMD pairs it,
+    else the newest paired release before it, else the series' x.y.0 (``paired_rocm``)."""
+    base = _v(driver.paired_rocm) if driver.paired_rocm else None
+    pairs = _pairs(driver)
+    if release is None:
+        return base if base is not None else (pairs[0][1] if pairs else None)
+    upto = [r for d, r in pairs if d <= release]
+    return max(upto) if upto else base
+
+
+def driver_knows(
+    m: Matrix, driver: DriverSeries, release: Version | None, first: Version
+) -> bool | None:
+    """Did the node's amdgpu (``release`` of ``driver``; None: only the series is known) ship
+    with ROCm ``first`` or later, the first to support a GPU? None where the series has releases
+    on both sides and the node's own is not known well enough to tell (``6.4`` for a GPU that
+    6.4.1 added)."""
+    pairs = _pairs(driver)
+    low = shipped_with(driver, release)
+    if low is None:
+        return True  # nothing recorded of the series: not ruled out
+    if low >= first:
+        return True
+    if not pairs:
+        return False  # only the series' x.y.0 is known to AMD's data
+    if release is not None:
+        if any(d == release for d, _ in pairs):
+            return False
+        later = [r for d, r in pairs if d > release]
+        if later and min(later) < first:
+            return False
+    ceiling = _ceiling(m, driver)
+    if ceiling is not None and first >= ceiling:
+        return False
+    return None
+
+
+def first_release_knowing(driver: DriverSeries, first: Version) -> str | None:
+    """The oldest release of ``driver`` AMD paired with ROCm ``first`` or later, where its x.y.0
+    did not (``6.4.1`` for RX 9070 XT); None where the series' first release does, or none is
+    known to."""
+    base = _v(driver.paired_rocm) if driver.paired_rocm else None
+    if base is not None and base >= first:
+        return None
+    return next((str(d) for d, r in _pairs(driver) if r >= first), None)
+
+
 def driver_predates_gpu(
     m: Matrix, node: Node, driver: DriverSeries, target: GfxTarget, cand: Candidate
 ) -> Reason | None:
     """``driver-predates-gpu``: the host's amdgpu shipped with a ROCm older than the first ROCm
     that supports the GPU, so its kernel driver does not know the GPU, whatever the container
-    brings (a GPU newer than its driver)."""
+    brings (a GPU newer than its driver). The node's own release counts, not its series' x.y.0:
+    amdgpu 6.4.4 knows the RX 9070 XT that ROCm 6.4.1 added."""
     product = first_product(node, target)
-    if product is None or product.first_rocm is None or driver.paired_rocm is None:
+    if product is None or product.first_rocm is None:
         return None
     first = _v(product.first_rocm)
-    if _v(driver.paired_rocm) >= first:
+    release = node_release(driver, node.driver_version)
+    if driver_knows(m, driver, release, first) is not False:
         return None
     good = list(drivers_for(m, node, cand))
     rocm = cand.rocm or first
     driver_hint = (
-        _driver_hint(driver, rocm, good)
+        _driver_hint(driver, rocm, good, node=node, m=m)
         if good
         else words.text("driver-predates-gpu/no-driver", product=product.name, series=series(rocm))
     )
+    # The node's own release where AMD pairs it with a ROCm, else the series and its x.y.0.
+    paired = release if release is not None and release in dict(_pairs(driver)) else None
     w = words.say(
         "driver-predates-gpu",
-        driver=driver.series,
-        paired=driver.paired_rocm,
+        driver=str(paired) if paired is not None else f"{driver.series}.x",
+        paired=shipped_with(driver, paired),
         first=first,
         first_series=series(first),
         product=product.name,
@@ -374,10 +467,44 @@ def driver_predates_gpu(
     return Reason(
         code="driver-predates-gpu",
         message=w.message,
-        facts=(_from_record(w.facts[0], driver), _from_record(w.facts[1], product)),
+        facts=(_shipped_fact(w.facts[0], driver, paired), _from_record(w.facts[1], product)),
         hint=w.hint,
         fix=_driver_fix(driver, rocm, good, m=m, node=node) if good else None,
         gfx=(target.name,),
+    )
+
+
+def _shipped_fact(text: str, driver: DriverSeries, release: Version | None) -> Fact:
+    """Which ROCm the node's amdgpu shipped with: from the release pairs where its own release
+    is known and paired, else from the series' record."""
+    if release is not None and driver.releases:
+        return Fact(text=text, source=driver.releases_source, confidence=driver.releases_confidence)
+    return _from_record(text, driver)
+
+
+def driver_release_unchecked(
+    m: Matrix, node: Node, driver: DriverSeries, target: GfxTarget
+) -> Advisory | None:
+    """``driver-release-unchecked``: the series has releases older and newer than the GPU, and
+    the node's own release is not known well enough to say which it runs."""
+    product = first_product(node, target)
+    if product is None or product.first_rocm is None:
+        return None
+    first = _v(product.first_rocm)
+    release = node_release(driver, node.driver_version)
+    if driver_knows(m, driver, release, first) is not None:
+        return None
+    needed = first_release_knowing(driver, first)
+    return Advisory.said(
+        "driver-release-unchecked/needs" if needed else "driver-release-unchecked",
+        driver=node.driver_version,
+        series=driver.series,
+        product=product.name,
+        gfx=target.name,
+        first=first,
+        needed=needed,
+        source=driver.releases_source or driver.provenance.source,
+        change=HostChange(kind="driver", value=needed, direction="upgrade") if needed else None,
     )
 
 
@@ -453,13 +580,14 @@ def gpus_first_rocm(m: Matrix, node: Node) -> Version | None:
 
 
 def knows_gpus(m: Matrix, node: Node, driver: DriverSeries, floor: Version | None = None) -> bool:
-    """The driver did not ship before any of the node's GPUs (``driver-predates-gpu``'s rule; a
+    """Some release of the series knows every GPU of the node (``driver-predates-gpu``'s rule; a
     series whose release ROCm is not recorded is not ruled out). ``floor``: the node's
     ``gpus_first_rocm``, where the caller asks for many drivers."""
-    if driver.paired_rocm is None:
-        return True
     newest = floor if floor is not None else gpus_first_rocm(m, node)
-    return newest is None or _v(driver.paired_rocm) >= newest
+    if newest is None or (driver.paired_rocm is None and not driver.releases):
+        return True
+    base = shipped_with(driver, None)
+    return (base is not None and base >= newest) or any(r >= newest for _, r in _pairs(driver))
 
 
 def drivers_for(m: Matrix, node: Node, cand: Candidate) -> tuple[DriverSeries, ...]:
@@ -479,7 +607,7 @@ def driver_move(m: Matrix, driver: DriverSeries, rocm: Version, node: Node | Non
     """How to get from ``driver`` to one that runs ``rocm`` (and knows the node's GPUs)."""
     good = [d for d in m.drivers_running(rocm) if node is None or knows_gpus(m, node, d)]
     fix = _driver_fix(driver, rocm, good, m=m, node=node) if good else None
-    return _driver_hint(driver, rocm, good), fix
+    return _driver_hint(driver, rocm, good, node=node, m=m), fix
 
 
 def driver_window(
@@ -546,20 +674,36 @@ def preview_driver_window(
 
 
 def _best_driver(
-    driver: DriverSeries | None, rocm: Version, good: list[DriverSeries]
+    driver: DriverSeries | None,
+    rocm: Version,
+    good: list[DriverSeries],
+    floor: Version | None = None,
+    release: Version | None = None,
 ) -> tuple[str, Literal["upgrade", "downgrade"]]:
-    """The smallest move from the host's driver to one that runs ``rocm``: the oldest series
-    newer than the host's; only when none is newer, the newest older one (a downgrade)."""
+    """The smallest move from the host's driver to one that runs ``rocm``: a later release of
+    the host's own series where one knows the GPUs (``floor``: their newest first ROCm) and the
+    host's ``release`` does not; else the oldest series newer than the host's; only when none is
+    newer, the newest older one (a downgrade). A series whose x.y.0 predates the GPUs is named by
+    the release that knows them (``6.4.1``)."""
+
+    def value(d: DriverSeries) -> str:
+        needed = first_release_knowing(d, floor) if floor is not None else None
+        return needed or d.series
+
     here = series_key(driver.series) if driver is not None else None
     if here is None:
         paired = [
             d for d in good if d.paired_rocm and series(Version(d.paired_rocm)) == series(rocm)
         ]
-        return (paired[0] if paired else good[0]).series, "upgrade"
+        return value(paired[0] if paired else good[0]), "upgrade"
+    if driver is not None and driver in good and floor is not None:
+        needed = first_release_knowing(driver, floor)
+        if needed is not None and (release is None or release < _v(needed)):
+            return needed, "upgrade"
     forward = [d for d in good if series_key(d.series) > here]
     if forward:
-        return min(forward, key=lambda d: series_key(d.series)).series, "upgrade"
-    return max(good, key=lambda d: series_key(d.series)).series, "downgrade"
+        return value(min(forward, key=lambda d: series_key(d.series))), "upgrade"
+    return value(max(good, key=lambda d: series_key(d.series))), "downgrade"
 
 
 def _driver_fix(
@@ -572,14 +716,16 @@ def _driver_fix(
 ) -> Fix:
     """The driver move; among the series that would do, one AMD supports on the host's OS when
     there is one, else the move names the OS step it needs (amdgpu 6.4 is not for Ubuntu 20.04)."""
+    floor = gpus_first_rocm(m, node) if m is not None and node is not None else None
+    release = node_release(driver, node.driver_version) if driver and node else None
     if m is not None and node is not None:
         good = _prefer_os(m, node, good)
-    best, direction = _best_driver(driver, rocm, good)
+    best, direction = _best_driver(driver, rocm, good, floor, release)
     step = _os_step(m, node, best) if m is not None and node is not None else None
     text = (
-        words.text("driver-window/fix-os-first", best=best, os=node.os, step=step)
+        words.text("driver-window/fix-os-first", best=driver_label(best), os=node.os, step=step)
         if step and node
-        else words.text("driver-window/fix", best=best)
+        else words.text("driver-window/fix", best=driver_label(best))
     )
     return Fix(
         kind="driver",
@@ -611,7 +757,7 @@ def _prefer_os(m: Matrix, node: Node, good: list[DriverSeries]) -> list[DriverSe
 def _os_step(m: Matrix, node: Node, best: str) -> str | None:
     """The OS release to move the host to before ``best`` when AMD does not support ``best`` on
     the host's OS: the nearest newer release of the same OS where there is one."""
-    d = m.driver(best)
+    d = m.driver(driver_series(best))
     oses = _os_support(m, d) if d is not None else None
     if not node.os or not oses or os_listed(node.os, oses):
         return None
@@ -625,22 +771,35 @@ def _os_step(m: Matrix, node: Node, best: str) -> str | None:
             return Version("0")
 
     newer = sorted((o for o in same if key(o) > key(node.os)), key=key)
-    return (newer or sorted(same, key=key) or list(oses))[0]
+    step = (newer or sorted(same, key=key) or list(oses))[0]
+    # One spelling everywhere (check's fix, upgrade's step): the data's OS record, which a point
+    # release AMD lists (ubuntu-22.04.5) belongs to.
+    record = m.os_listed_as(step)
+    return record.id if record is not None else step
 
 
-def _driver_hint(driver: DriverSeries | None, rocm: Version, good: list[DriverSeries]) -> str:
+def _driver_hint(
+    driver: DriverSeries | None,
+    rocm: Version,
+    good: list[DriverSeries],
+    *,
+    node: Node | None = None,
+    m: Matrix | None = None,
+) -> str:
     if not good:
         return words.text("driver-window/hint-none", series=series(rocm))
-    best, direction = _best_driver(driver, rocm, good)
+    floor = gpus_first_rocm(m, node) if m is not None and node is not None else None
+    release = node_release(driver, node.driver_version) if driver and node else None
+    best, direction = _best_driver(driver, rocm, good, floor, release)
     others = ", ".join(
-        d.series + ".x"
+        driver_label((first_release_knowing(d, floor) if floor else None) or d.series)
         for d in sorted(good, key=lambda d: series_key(d.series))
-        if d.series != best
+        if d.series != driver_series(best)
     )
     return words.text(
         "driver-window/hint-others" if others else "driver-window/hint",
         direction=direction,
-        best=best,
+        best=driver_label(best),
         series=series(rocm),
         others=others,
     )
@@ -861,6 +1020,28 @@ def kv_cache_dtype_listed(m: Matrix, cand: Candidate, request: Request) -> Reaso
         facts=(Fact(text=w.facts[0], source=caps.provenance.source),),
         hint=w.hint,
         fix=Fix(kind="vllm", text=w.fix, host=False) if w.fix else None,
+        release=cand.vllm,
+    )
+
+
+def kv_cache_dtype_backend(m: Matrix, cand: Candidate, request: Request) -> Reason | None:
+    """``kv-cache-dtype-no-backend``: the release names the dtype (CacheDType is
+    platform-wide), but none of its ROCm attention backends accepts it (``capabilities.toml``
+    ``rocm_attention``), so vLLM finds no valid backend. Per-gfx backend gates are not read:
+    this refuses only what no ROCm backend takes on any GPU."""
+    dtype = (request.kv_cache_dtype or "").lower()
+    caps = m.capabilities_of(cand.vllm) if dtype else None
+    if caps is None or dtype not in caps.kv_cache_dtypes or caps.attention_backends(dtype) != ():
+        return None  # not named at all is kv-cache-dtype-not-listed's answer
+    accepted = ", ".join(
+        dict.fromkeys(d for _, dtypes in caps.rocm_attention or () for d in dtypes)
+    )
+    w = words.say("kv-cache-dtype-no-backend", vllm=cand.vllm, dtype=dtype, accepted=accepted)
+    return Reason(
+        code="kv-cache-dtype-no-backend",
+        message=w.message,
+        facts=(Fact(text=w.facts[0], source=caps.provenance.source),),
+        hint=w.hint,
         release=cand.vllm,
     )
 

@@ -19,6 +19,7 @@ from resolver.data.codes import GATE_CODES
 from resolver.data.model import DriverSeries, GfxTarget, Matrix
 from resolver.data.node import Node
 from resolver.solve import advisories, checks
+from resolver.solve.host import host_blockers
 from resolver.solve.types import (
     Advisory,
     Candidate,
@@ -47,6 +48,8 @@ class MatrixProvider:
         # a hundred candidates sharing a dozen ROCm releases.
         self._predates: dict[tuple[str, Version | None], Reason | None] = {}
         self._moves: dict[Version, checks.DriverMove] = {}  # the same, for the driver window
+        self.blockers = host_blockers(matrix, node)  # the same for every candidate
+        self._unchecked: dict[str, Advisory | None] = {}
 
     # node facts ----------------------------------------------------------------------------
 
@@ -89,6 +92,15 @@ class MatrixProvider:
                 self.m, self.node, self.driver, target, cand
             )
         return self._predates[key]
+
+    def release_unchecked(self, target: GfxTarget) -> Advisory | None:
+        """``driver-release-unchecked`` for ``target``, decided once per solve."""
+        if target.name not in self._unchecked:
+            assert self.driver is not None
+            self._unchecked[target.name] = checks.driver_release_unchecked(
+                self.m, self.node, self.driver, target
+            )
+        return self._unchecked[target.name]
 
     def driver_move(self, rocm: Version) -> checks.DriverMove:
         """The move from the node's driver to one that runs ``rocm``, found once per solve."""
@@ -165,6 +177,7 @@ class MatrixProvider:
         unofficial = found.unofficial or (cand.stack is not None and cand.stack.preview)
         cmake_only = cand.from_source and any(t.name not in cand.arch for t in self.targets)
         return Evaluation(
+            runs_as=tuple(found.runs_as.items()),
             candidate=cand,
             reasons=_about(cand, found.reasons),
             warnings=tuple(found.warnings),
@@ -183,6 +196,7 @@ class MatrixProvider:
             if t.vllm_status == "unsupported"
         ]
         reasons.extend(checks.gate_checks(self.m, cand, self.targets, self.request))
+        reasons.extend(self.blockers.every)  # the host stops any release, read or not
         # A driver older than the GPU stops any release, read or not.
         if self.driver is not None:
             for target in self.targets:
@@ -199,6 +213,8 @@ class _Found(msgspec.Struct):
     warnings: list[Advisory] = msgspec.field(default_factory=list)
     unofficial: bool = False
     override: str | None = None  # the HSA_OVERRIDE_GFX_VERSION the path relies on
+    # node gfx -> the near target whose code it runs under that override
+    runs_as: dict[str, str] = msgspec.field(default_factory=dict)
     predates: Reason | None = None  # the first driver-predates-gpu, whose fix the window takes
 
 
@@ -213,6 +229,8 @@ def _gpu(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
             found.reasons.append(r)
         found.unofficial |= unofficial
         found.override = found.override or override
+        if override is not None and target.override_target:
+            found.runs_as[target.name] = target.override_target
 
 
 def _gates(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
@@ -221,11 +239,12 @@ def _gates(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
 
 
 def _listed(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
-    """quantization-not-listed, kv-cache-dtype-not-listed, fp8-not-admitted: what the release
-    accepts."""
+    """quantization-not-listed, kv-cache-dtype-not-listed, kv-cache-dtype-no-backend,
+    fp8-not-admitted: what the release accepts."""
     for listed in (
         checks.quantization_listed(p.m, cand, p.request),
         checks.kv_cache_dtype_listed(p.m, cand, p.request),
+        checks.kv_cache_dtype_backend(p.m, cand, p.request),
         checks.fp8_admitted(p.m, cand, p.targets, p.request),
     ):
         if listed is not None:
@@ -233,7 +252,8 @@ def _listed(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
 
 
 def _driver_age(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
-    """driver-predates-gpu: a driver older than a GPU stops every path."""
+    """driver-predates-gpu: a driver older than a GPU stops every path (driver-release-unchecked
+    where the node's release within its series cannot tell)."""
     if p.driver is None:
         return
     for target in p.targets:
@@ -241,6 +261,8 @@ def _driver_age(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
         if r_old is not None:
             found.reasons.append(r_old)
             found.predates = found.predates or r_old
+        elif (unchecked := p.release_unchecked(target)) is not None:
+            found.warnings.append(unchecked)
 
 
 def _driver_window(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
@@ -266,13 +288,30 @@ def _wheel(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
         found.warnings.extend(warnings)
 
 
+def _host(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
+    """wsl-host, driver-os-unsupported, gpu-access-denied: what stops vLLM at start on this host
+    (a wheel runs as the user; a Docker daemon's container as root)."""
+    found.reasons.extend(p.blockers.every)
+    if cand.wheel is not None:
+        found.reasons.extend(p.blockers.as_user)
+
+
 def _record(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
     """The advisories of the candidate's own record: channel, stack, confidence."""
     found.warnings.extend(advisories.candidate_warnings(cand))
 
 
 Rule = Callable[[MatrixProvider, Candidate, _Found], None]
-RULES: tuple[Rule, ...] = (_gpu, _gates, _listed, _driver_age, _driver_window, _wheel, _record)
+RULES: tuple[Rule, ...] = (
+    _gpu,
+    _gates,
+    _listed,
+    _driver_age,
+    _driver_window,
+    _wheel,
+    _host,
+    _record,
+)
 
 
 def _about(cand: Candidate, reasons: list[Reason]) -> tuple[Reason, ...]:

@@ -96,13 +96,16 @@ class Fact(msgspec.Struct, frozen=True, kw_only=True):
     about: str | None = None
 
 
-HostChangeKind = Literal["driver", "python", "glibc", "os", "rocm", "kernel", "nvidia_driver"]
+HostChangeKind = Literal[
+    "driver", "python", "glibc", "os", "rocm", "kernel", "nvidia_driver", "groups", "platform"
+]
 RequestChangeKind = Literal["vllm", "quantization", "source"]
 # What each change costs the user, for the what-if search (``resolver.solve.routes``): fewer
 # changes first, then the cheaper ones (a venv's Python before a new OS release).
 CHANGE_COST: dict[str, int] = {
     "python": 1,
     "rocm": 1,
+    "groups": 1,
     "vllm": 1,
     "quantization": 1,
     "kernel": 2,
@@ -111,6 +114,7 @@ CHANGE_COST: dict[str, int] = {
     "source": 2,
     "glibc": 3,
     "os": 3,
+    "platform": 4,  # another machine, or Linux installed beside Windows
 }
 
 
@@ -120,7 +124,8 @@ class HostChange(msgspec.Struct, frozen=True, kw_only=True):
 
     ``driver`` is an amdgpu series ("30.30"), ``python`` a CPython version ("3.12"), ``glibc`` a
     floor ("2.35"), ``os`` an OS id ("ubuntu-22.04"), ``rocm`` a host ROCm version ("7.2.1"),
-    ``kernel`` a Linux kernel floor ("6.17").
+    ``kernel`` a Linux kernel floor ("6.17"), ``groups`` the groups the user joins
+    ("render,video"), ``platform`` the host kind to run on ("linux": native Linux, not WSL).
     """
 
     kind: HostChangeKind
@@ -144,7 +149,13 @@ class HostChange(msgspec.Struct, frozen=True, kw_only=True):
             return node.with_nvidia_driver(self.value)
         if self.kind == "glibc":
             return replace(node, glibc=self.value)
-        value = f"{self.value}.0" if self.kind == "driver" else self.value
+        if self.kind == "groups":
+            return node.with_gpu_groups()
+        if self.kind == "platform":
+            return node.on_native_linux()
+        # A driver series becomes its x.y.0; a release a GPU needs (6.4.1) stays itself.
+        driver = self.kind == "driver" and self.value.count(".") == 1
+        value = f"{self.value}.0" if driver else self.value
         flag = f"--{self.kind}"
         overrides = (*((f, v) for f, v in node.overrides if f != flag), (flag, value))
         if self.kind == "driver":
@@ -183,7 +194,8 @@ class Fix(msgspec.Struct, frozen=True, kw_only=True):
     """The smallest change that would remove a reason. ``host`` fixes change the machine and say
     how in ``change``; the others change the request or the data."""
 
-    kind: Literal["driver", "python", "os", "rocm", "vllm", "quantization", "gfx", "data"]
+    # "host": the host's setup besides its software versions (user groups, native Linux)
+    kind: Literal["driver", "python", "os", "rocm", "vllm", "quantization", "gfx", "data", "host"]
     text: str
     host: bool
     change: HostChange | None = None  # host fixes: the change itself (never parse ``text``)
@@ -452,6 +464,8 @@ class Evaluation(msgspec.Struct, frozen=True, kw_only=True):
         False  # works only off the supported path (source build for an unshipped gfx, override)
     )
     override: str | None = None  # HSA_OVERRIDE_GFX_VERSION this path relies on
+    # (node gfx, near target) pairs: the gfx runs the near target's code under ``override``
+    runs_as: tuple[tuple[str, str], ...] = ()
     cmake_only: bool = (
         False  # a source build for a gfx its stack does not ship (CMake accepts it; nothing more)
     )
@@ -459,6 +473,15 @@ class Evaluation(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def ok(self) -> bool:
         return not self.reasons
+
+    def built_for(self, node_targets: tuple[str, ...]) -> tuple[str, ...]:
+        """The gfx targets the artifact this path hands over carries code for: a prebuilt one,
+        its arch list; a source build, the node's targets, each one the override runs as its
+        near target built as that target (gfx1031 -> gfx1030)."""
+        if not self.candidate.from_source:
+            return self.candidate.built_for(node_targets)
+        near = dict(self.runs_as)
+        return tuple(dict.fromkeys(near.get(t, t) for t in node_targets))
 
     @property
     def host_fixable(self) -> bool:

@@ -99,6 +99,12 @@ def series_key(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in text.split(".") if p.isdigit())
 
 
+def driver_label(value: str) -> str:
+    """How a driver move names its target: a series as ``6.4.x``, a release that a GPU needs
+    within its series as ``6.4.1 or later``."""
+    return f"{value}.x" if value.count(".") == 1 else f"{value} or later"
+
+
 def driver_series(text: str) -> str:
     """The amdgpu release series a driver version belongs to: ``30.30.3`` -> ``"30.30"``.
 
