@@ -125,6 +125,8 @@ def place(
     igpus = [i for i, g in enumerate(listed) if g.integrated]
     # An NVIDIA node lists no AMD GPUs: its GPUs are the ones nvidia-smi reported.
     offered = node.logical_gpu_count or len(discrete) or len(listed) or len(node.nvidia_gpus)
+    if devices is None and (visible := node.visible_gpus()):
+        devices = visible  # what the node's HIP/ROCR/CUDA_VISIBLE_DEVICES leave visible
     if devices is not None and listed:
         chosen_igpus = [i for i in devices if i in igpus]
         if chosen_igpus:

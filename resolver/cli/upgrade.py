@@ -23,7 +23,7 @@ from resolver.cli._common import (
 )
 
 SCHEMA_VERSION = 1
-_NOT_A_FLAG = ("kernel", "nvidia_driver")
+_NOT_A_FLAG = ("kernel", "nvidia_driver", "groups", "platform")
 _STREAMS = {"legacy": "legacy (7.x)", "therock": "TheRock (7.14, 10.x)"}
 # How a step names what it changes.
 _WHAT = {
@@ -34,6 +34,8 @@ _WHAT = {
     "rocm": "host ROCm",
     "glibc": "glibc",
     "python": "Python",
+    "groups": "the user's groups",
+    "platform": "host platform",
 }
 
 

@@ -96,6 +96,50 @@ class Origin(str):
 
 FLAGS = Origin("flags")  # a node described on the command line alone
 
+# The groups that own /dev/kfd and /dev/dri/renderD* on AMD's packages (AMD's install guide:
+# `usermod -a -G render,video`), and the probe problems membership in them cures.
+GPU_GROUPS = ("render", "video")
+ACCESS_PROBLEMS = frozenset({"not-in-gpu-group", "kfd-permission", "render-permission"})
+# The variables that choose the GPUs a ROCm process sees, in the order the runtime applies them
+# (HIP numbers what ROCr left visible; CUDA_VISIBLE_DEVICES is HIP's alias).
+VISIBLE_VARS = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
+_VISIBLE_TOKEN = r"(?:[0-9]{1,4}|GPU-[0-9A-Fa-f][0-9A-Fa-f-]{0,47})"
+VISIBLE_FORM = rf"^(?:{_VISIBLE_TOKEN}(?:,{_VISIBLE_TOKEN}){{0,{MAX_GPUS - 1}}})?\Z"
+
+
+def visible_ok(value: str) -> bool:
+    """A visibility variable's value as the runtimes take it: empty (no GPU), or GPU indices and
+    ``GPU-<uuid>`` forms separated by commas."""
+    import re
+
+    return len(value) <= 16 * MAX_GPUS and re.match(VISIBLE_FORM, value) is not None
+
+
+def _select(seen: list[int], mask: str, gpus: tuple[Gpu, ...]) -> list[int] | None:
+    """The entries of ``seen`` that ``mask`` names, in its order. As HIP and CUDA read it, the
+    list ends at the first entry that names no device; None when a UUID cannot be matched
+    because the GPUs carry none."""
+    out: list[int] = []
+    for token in mask.split(",") if mask else ():
+        if token.isdigit():
+            pick = seen[int(token)] if int(token) < len(seen) else None
+        elif not any(gpus[i].unique_id for i in seen if i < len(gpus)):
+            return None
+        else:
+            want = token[4:].lower()
+            pick = next(
+                (
+                    i
+                    for i in seen
+                    if i < len(gpus) and (gpus[i].unique_id or "").lower() == want and i not in out
+                ),
+                None,
+            )
+        if pick is None or pick in out:
+            break
+        out.append(pick)
+    return out
+
 
 def _origin_text(value: object) -> str:
     if isinstance(value, Origin):
@@ -123,16 +167,66 @@ class Node(msgspec.Struct, frozen=True, kw_only=True):
     # Command-line flags laid over a file, example or probe, e.g. (("--gpus", "2"),): follow-up
     # commands repeat them so they decide for the same node.
     overrides: tuple[tuple[str, str], ...] = ()
+    # The GPU visibility variables set where the probe ran (VISIBLE_VARS -> value, each checked by
+    # ``visible_ok``): they decide which GPUs a vLLM started from that environment sees.
+    visible_devices: dict[str, str] = msgspec.field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = msgspec.to_builtins(self, enc_hook=_origin_text)
         overrides = data.pop("overrides")
         if overrides:  # not a probe fact: only a node assembled from flags on top of one has it
             data["overrides"] = dict(overrides)
+        if not data["visible_devices"]:  # set only where a variable was: reports stay as they were
+            del data["visible_devices"]
         return data
 
     def with_overrides(self, **changes: Any) -> Node:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    def visible_gpus(self) -> tuple[int, ...] | None:
+        """The indices (into ``gpus``) of the GPUs a process started in the recorded environment
+        sees: ROCR_VISIBLE_DEVICES picks among every GPU agent, then HIP_VISIBLE_DEVICES (or
+        CUDA_VISIBLE_DEVICES, HIP's alias, when HIP's is unset) among those. None: no variable
+        is set, or one names a GPU UUID the node's GPUs do not say."""
+        rocr = self.visible_devices.get("ROCR_VISIBLE_DEVICES")
+        hip = self.visible_devices.get(
+            "HIP_VISIBLE_DEVICES", self.visible_devices.get("CUDA_VISIBLE_DEVICES")
+        )
+        if rocr is None and hip is None:
+            return None
+        seen: list[int] | None = list(range(len(self.gpus) or self.logical_gpu_count))
+        for mask in (rocr, hip):
+            if mask is not None and seen is not None:
+                seen = _select(seen, mask, self.gpus)
+        return None if seen is None else tuple(seen)
+
+    @property
+    def visible_gpu_count(self) -> int:
+        """The GPUs vLLM can use here: the visible ones where a variable hides some, else the
+        logical count."""
+        visible = self.visible_gpus()
+        return self.logical_gpu_count if visible is None else len(visible)
+
+    def with_gpu_groups(self) -> Node:
+        """The node with its user in the render and video groups (the what-if search's change):
+        the device permission problems that membership cures are gone."""
+        host = dict(self.host) if isinstance(self.host, dict) else {}
+        groups = host.get("groups")
+        listed = [g for g in groups if isinstance(g, str)] if isinstance(groups, list) else []
+        host["groups"] = sorted({*listed, *GPU_GROUPS})
+        kfd = host.get("kfd")
+        if isinstance(kfd, dict) and kfd.get("openable") is False:
+            host["kfd"] = {**kfd, "openable": None, "error": None}
+        problems = tuple(p for p in self.problems if p.code not in ACCESS_PROBLEMS)
+        return replace(self, host=host, problems=problems)
+
+    def on_native_linux(self) -> Node:
+        """The node as a native Linux host instead of WSL (the what-if search's change); its
+        kernel is then not known."""
+        host = dict(self.host) if isinstance(self.host, dict) else {}
+        host["wsl"] = False
+        problems = tuple(p for p in self.problems if p.code != "wsl")
+        return replace(self, host=host, problems=problems, kernel=None)
 
     @property
     def nvidia_gpus(self) -> list[dict[str, Any]]:
@@ -351,6 +445,7 @@ def from_json(data: Any, *, where: str, origin: str | None = None) -> Node:
                 f"{where}: '{key}' is {value}", hint=f"a node has 0 to {MAX_GPUS} GPUs"
             )
     host = _opt(data, "host", dict, where) or {}
+    visible = _visible(data, where)
     if host.get("amdgpu_module_version") is not None:
         _fact(host, "amdgpu_module_version", "version", f"{where}: host")
     return Node(
@@ -368,7 +463,22 @@ def from_json(data: Any, *, where: str, origin: str | None = None) -> Node:
         problems=tuple(problems),
         host=host,
         origin=Origin(origin or f"file:{where}"),
+        visible_devices=visible,
     )
+
+
+def _visible(data: dict[str, Any], where: str) -> dict[str, str]:
+    """``visible_devices``: only the visibility variables, each value in a form the runtimes
+    take (a report is a file anyone can write, and these values reach run commands)."""
+    given = _opt(data, "visible_devices", dict, where) or {}
+    out: dict[str, str] = {}
+    for key, value in given.items():
+        if key not in VISIBLE_VARS:
+            _refuse("visible_devices", str(key), where)
+        if not isinstance(value, str) or not visible_ok(value):
+            _refuse(key, str(value), where)
+        out[key] = value
+    return out
 
 
 def _count(data: dict[str, Any], key: str, where: str) -> int | None:

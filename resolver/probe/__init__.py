@@ -16,7 +16,7 @@ from msgspec.structs import replace
 
 from resolver.data import words
 from resolver.data.model import Matrix
-from resolver.data.node import Node, Origin, Problem
+from resolver.data.node import VISIBLE_VARS, Node, Origin, Problem
 from resolver.probe import driver as driver_mod
 from resolver.probe import enumerator, smi, sysfs, tools
 from resolver.probe import host as hostmod
@@ -242,7 +242,10 @@ def probe_live(
     view = sysfs.parse(root, gfx_table=gfx_table)
     views = [view]
     if run_tools:
-        views.extend(_tool_views(environ, gfx_table))
+        # The tools list every GPU (rocminfo would list only the visible ones); the report keeps
+        # the visibility variables and the solver applies them.
+        tool_env = {k: v for k, v in environ.items() if k not in VISIBLE_VARS}
+        views.extend(_tool_views(tool_env, gfx_table))
     # NVIDIA's own tool where it is (product, compute capability, CUDA); else the signs the
     # kernel module leaves.
     said = nvidia_mod.read_live(environ) if run_tools else None
@@ -280,6 +283,7 @@ def probe_live(
         driver_version=reading.release or module,
         host=host,
         origin=Origin("probe"),
+        visible_devices=facts.visible,
     )
     problems = facts.problems + problems
     if (

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from resolver.data.node import Problem
+from resolver.data.node import VISIBLE_VARS, Problem, visible_ok
 from resolver.probe.sysfs import read_text
 from resolver.util import bounded
 
@@ -37,6 +37,7 @@ class HostFacts:
     rocm_version: str | None = None
     host: dict[str, Any] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
+    visible: dict[str, str] = field(default_factory=dict)  # Node.visible_devices
 
 
 def gather(
@@ -57,6 +58,7 @@ def gather(
         if len({i["version"] for i in installs}) > 1:
             facts.host["rocm_side_by_side"] = True
     _identity(facts, env)
+    facts.visible = visible_devices(env, facts.problems)
     _devices(root, facts, check_access)
     numa = read_text(root / "proc/sys/kernel/numa_balancing")
     facts.host["numa_balancing"] = bounded.ascii_int(numa)
@@ -146,6 +148,25 @@ def _identity(facts: HostFacts, env: Mapping[str, str]) -> None:
             groups.append(str(gid))
     facts.host["user"] = user
     facts.host["groups"] = sorted(set(groups))
+
+
+def visible_devices(env: Mapping[str, str], problems: list[Problem]) -> dict[str, str]:
+    """The GPU visibility variables set here, each in a form the runtimes take; any other value
+    is a problem and is left out (it would reach a run command)."""
+    from resolver.util.safety import shown
+
+    out: dict[str, str] = {}
+    for var in VISIBLE_VARS:
+        value = env.get(var)
+        if value is None:
+            continue
+        if visible_ok(value):
+            out[var] = value
+        else:
+            problems.append(
+                Problem.said("visible-devices-invalid", var=var, value=shown(value, limit=64))
+            )
+    return out
 
 
 def _devices(root: Path, facts: HostFacts, check_access: bool) -> None:

@@ -16,7 +16,12 @@ from resolver.data import words
 from resolver.data.codes import AdvisoryCode
 from resolver.data.model import ContainerImage, GfxTarget, Matrix, Provenance, RocmStack
 from resolver.data.node import Node
-from resolver.solve.host import host_os_warnings, kernel_floor_warnings, unified_memory_warnings
+from resolver.solve.host import (
+    host_os_warnings,
+    kernel_floor_warnings,
+    unified_memory_warnings,
+    visible_device_warnings,
+)
 from resolver.solve.types import (
     FP8_QUANT,
     MX_QUANT,
@@ -190,6 +195,7 @@ def node_warnings(
     out.extend(host_os_warnings(m, node, targets))
     out.extend(kernel_floor_warnings(node, targets))
     out.extend(unified_memory_warnings(node, targets))
+    out.extend(visible_device_warnings(node, targets))
     out.extend(probe_problems(node))
     return out
 

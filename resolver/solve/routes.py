@@ -39,9 +39,20 @@ from resolver.solve.types import (
 )
 from resolver.util.errors import ResolverError
 
-# The order a host takes its changes in: an OS release before the kernel and the driver AMD
-# supports there, the host's ROCm, glibc and Python after.
-STEP_ORDER = ("os", "kernel", "driver", "nvidia_driver", "rocm", "glibc", "python")
+# The order a host takes its changes in: native Linux instead of WSL first, an OS release before
+# the kernel and the driver AMD supports there, the host's ROCm, the user's GPU groups (the
+# driver's packages create them), glibc and Python after.
+STEP_ORDER = (
+    "platform",
+    "os",
+    "kernel",
+    "driver",
+    "nvidia_driver",
+    "rocm",
+    "groups",
+    "glibc",
+    "python",
+)
 # How many rejected paths seed the host search, and how many solves one search may spend: a
 # bound, so a node no change fixes answers as fast as one that needs one.
 SEED_PATHS = 4
@@ -443,7 +454,14 @@ def _value(node: Node, kind: str) -> str | None:
         "rocm": node.rocm_version,
         "glibc": node.glibc,
         "python": node.python,
+        "groups": _groups(node),
+        "platform": "wsl" if node.host.get("wsl") else None,
     }.get(kind)
+
+
+def _groups(node: Node) -> str | None:
+    groups = node.host.get("groups")
+    return ",".join(g for g in groups if isinstance(g, str)) if isinstance(groups, list) else None
 
 
 def empty_route(decision: Decision) -> Route:
