@@ -296,13 +296,6 @@ def _one_line_error(result: Any) -> str:
         ),
         (["--vllm", "0.10.0", "--gfx", "gfx1151"], 2, "CMake does not accept it", "0.11.1"),
         (
-            ["--vllm", "0.17.0", "--gfx", "gfx942"],
-            2,
-            "pins are not recorded",
-            "matrix refresh --source sdist --tag 0.17.0",
-        ),
-        (["--vllm", "0.99.0", "--gfx", "gfx942"], 2, "not in the data", "known ROCm build pins"),
-        (
             ["--vllm", "0.6.6.post1", "--gfx", "gfx942", "--driver", "30.30.3"],
             2,
             "ships ROCm 6.2, but amdgpu 30.30.x runs ROCm user space 6.3-10.0 only",
@@ -336,6 +329,58 @@ def test_refusals(args: list[str], code: int, message: str, hint: str) -> None:
     assert message in _one_line_error(result)
     assert hint in result.stderr.split("hint: ", 1)[1]
     assert result.stdout == ""
+
+
+def test_vllm_is_read_as_check_reads_it() -> None:
+    """issue 34: one parser, one rule. A PEP 440 specifier `check` takes is taken; a release newer
+    than the data, or one whose build facts the data lacks, is check's `unknown` (exit 6) with
+    the same refresh command, and no Dockerfile on stdout."""
+    node = ("--gfx", "gfx942", "--driver", "30.30.3")
+    plain = cli("--vllm", "0.10.0", *node)
+    assert plain.exit_code == 0, plain.stderr
+    for spec in ("==0.10.0", "v0.10.0", "===0.10.0"):
+        same = cli("--vllm", spec, *node)
+        assert (same.exit_code, same.stdout) == (0, plain.stdout), (spec, same.stderr)
+    ranged = cli("--vllm", ">=0.6,<0.10.1", *node, "--json")
+    assert ranged.exit_code == 0, ranged.stderr
+    assert json.loads(ranged.stdout)["vllm"]["version"] == "0.10.0"
+    # 0.17.0 is in the (frozen) data without its build files: `check` answers from its image, a
+    # source build has nothing to go on.
+    for spec, subject in (("0.99.0", "0.99.0"), ("==0.99.0", "0.99.0"), ("0.17.0", "0.17.0")):
+        answer = cli("--vllm", spec, *node, "--json")
+        assert answer.exit_code == 6, answer.output
+        data = json.loads(answer.stdout)
+        assert (data["verdict"], data["exit_code"]) == ("unknown", 6)
+        fetch = [f["fetch"] for f in data["missing"]]
+        assert fetch == [f"rocm-vllm matrix refresh --source sdist --tag {subject} --write"]
+        if subject == "0.99.0":
+            checked = runner.invoke(app, ["check", "--vllm", spec, *node, "--json"])
+            assert checked.exit_code == 6, checked.stdout
+            said = [(f["detail"], f["fetch"]) for f in json.loads(checked.stdout)["missing"]]
+            assert said == [(f["detail"], f["fetch"]) for f in data["missing"]]
+        text = cli("--vllm", spec, *node)
+        assert (text.exit_code, text.stdout) == (6, "")
+        assert f"fetch: {fetch[0]}" in text.stderr
+    # What check refuses as input, dockerfile refuses the same way (exit 2, the same line).
+    for bad in ("garbage", ">=0.99", "0.1.0"):
+        checked = runner.invoke(app, ["check", "--vllm", bad, *node, "--json"])
+        refused = cli("--vllm", bad, *node, "--json")
+        assert refused.exit_code == checked.exit_code == 2, bad
+        assert json.loads(refused.stdout)["error"] == json.loads(checked.stdout)["error"]
+
+
+def test_a_bad_output_target_leaves_the_other_unwritten(tmp_path: Path) -> None:
+    """issue 35: -o and --lock are both checked before either is written."""
+    node = ("--vllm", "0.10.0", "--gfx", "gfx942", "--driver", "30.30.3")
+    good, missing = tmp_path / "Dockerfile", tmp_path / "no" / "such" / "dir" / "x.json"
+    for args in (("-o", good, "--lock", missing), ("-o", missing, "--lock", good)):
+        result = cli(*node, *(str(a) for a in args))
+        assert result.exit_code == 2 and result.stdout == ""
+        assert str(missing) in _one_line_error(result)
+        assert not good.exists()
+    (tmp_path / "old").write_text("kept\n")
+    result = cli(*node, "-o", str(tmp_path / "old"), "--lock", str(tmp_path))  # a directory
+    assert result.exit_code == 2 and (tmp_path / "old").read_text() == "kept\n"
 
 
 def test_driver_hint_names_the_series_that_would_run_it() -> None:
@@ -1367,3 +1412,31 @@ def test_every_unrecorded_arch_list_in_the_layouts_names_its_source() -> None:
     for name, comp in lists.items():
         assert "vllm-project/vllm" in comp.unrecorded_archs_source, name
         assert comp.unrecorded_archs <= known, name
+
+
+def test_a_gpu_with_an_override_gets_the_near_targets_build_with_the_override_set() -> None:
+    """issue 34: `dockerfile --gfx gfx1031` refused (exit 2) while `check` planned the gfx1030
+    build under HSA_OVERRIDE_GFX_VERSION=10.3.0. It writes that build: PYTORCH_ROCM_ARCH and the
+    gfx label say gfx1030 (what the image carries, which the guard checks against the override's
+    target), the image sets the override with a comment saying why, and it says unofficial."""
+    result = cli("--gfx", "gfx1031", "--driver", "30.30.3")
+    assert result.exit_code == 0, result.stderr
+    text = result.stdout
+    assert 'PYTORCH_ROCM_ARCH="gfx1030"' in text
+    assert 'rocm-vllm.gfx="gfx1030"' in text
+    lines = text.splitlines()
+    env = lines.index("ENV HSA_OVERRIDE_GFX_VERSION=10.3.0")
+    assert lines[env - 2].startswith("# UNOFFICIAL:") and "gfx1031 as gfx1030" in lines[env - 2]
+    assert any(line.startswith("# UNOFFICIAL: built for gfx1030, run on gfx1031") for line in lines)
+    assert "unofficial: gfx1031" in result.stderr
+    as_json = cli("--gfx", "gfx1031", "--driver", "30.30.3", "--json")
+    doc = json.loads(as_json.stdout)
+    assert doc["override"] == {
+        "hsa_override_gfx_version": "10.3.0",
+        "runs_as": {"gfx1031": "gfx1030"},
+    }
+    assert doc["gfx"] == ["gfx1030"]
+    # A target built as itself sets no override.
+    plain = json.loads(cli("--gfx", "gfx1030", "--driver", "30.30.3", "--json").stdout)
+    assert plain["override"] is None
+    assert "HSA_OVERRIDE_GFX_VERSION" not in cli("--gfx", "gfx1030", "--driver", "30.30.3").stdout

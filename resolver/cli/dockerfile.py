@@ -1,7 +1,7 @@
 """CLI for `rocm-vllm dockerfile`: a pinned source-build Dockerfile for the node's gfx targets."""
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -40,7 +40,9 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         vllm: Annotated[
             str | None,
             typer.Option(
-                "--vllm", help="vLLM release to build, e.g. 0.10.0 (default: newest that fits)."
+                "--vllm",
+                help="vLLM version or PEP 440 spec, as for check, e.g. 0.10.0 or '0.10.*' "
+                "(default: newest that fits).",
             ),
         ] = None,
         vllm_repo: Annotated[
@@ -166,7 +168,13 @@ pinned."""
         from resolver.artifacts import dockerfile as df
         from resolver.artifacts.mirrors import load as load_mirrors
         from resolver.data import matrix as matrix_mod
+        from resolver.util.atomic import check_output
 
+        # Both targets are checked before anything is written: a bad -o never leaves --lock
+        # written, nor a bad --lock -o (issue 35).
+        for target in (output, lock):
+            if target is not None:
+                check_output(target)
         node = resolve_node(
             gfx=gfx,
             gpus=gpus,
@@ -180,7 +188,11 @@ pinned."""
         )
         m = matrix_mod.load()
         # One solve: the source build the solver picks (or the one asked for), as it evaluates it.
-        chosen = df.choose(m, node, vllm=vllm, stack=stack)
+        chosen = (
+            _choose(m, node, vllm, stack=stack, json_out=json_out)
+            if vllm is not None
+            else df.choose(m, node, stack=stack)
+        )
         plan = df.plan_dockerfile(
             m,
             node,
@@ -231,6 +243,102 @@ pinned."""
 
         if build and not dry_run:
             _build(text, plan, image_tag)
+
+
+def _choose(m: Any, node: Any, text: str, *, stack: str | None, json_out: bool) -> Any:
+    """``--vllm`` read as `check` reads it (a version or a PEP 440 specifier: one parser), and
+    the source build to write for it, from one solve as ``df.choose`` makes it. A release newer
+    than the data, or one whose build facts are unknown, gets `check`'s answer (one rule):
+    verdict unknown, exit 6, with the refresh command that reads it."""
+    from resolver.artifacts import dockerfile as df
+    from resolver.solve import Request, is_nvidia, solve
+    from resolver.util.versions import parse_spec
+
+    spec = parse_spec(text)
+    source = Request(vllm=spec, paths=frozenset({"source"}))
+    if is_nvidia(node, source):
+        return df.choose(m, node, stack=stack)  # refused there, with vLLM's CUDA recipe
+    items = list(spec)
+    exact = (
+        items[0].version
+        if len(items) == 1 and items[0].operator in ("==", "===") and "*" not in items[0].version
+        else None
+    )
+    release = (
+        next((r for r in m.vllm if spec.contains(r.version, prereleases=True)), None)
+        if exact is not None
+        else None
+    )
+    if release is not None and _facts_known(release):
+        return df.choose(m, node, vllm=str(release.version), stack=stack)
+    # A range, a release the data lacks, or one whose facts it lacks: the solver's answer (it
+    # raises "no vLLM release in the data matches" as in `check`).
+    decision = solve(m, node, source)
+    # Only the release's facts: an unknown gfx or driver keeps the refusal the plan words.
+    if decision.verdict == "unknown" and all(f.kind == "release" for f in decision.missing):
+        _unknown(decision, json_out=json_out)
+    plan = decision.plan
+    if stack is None and plan is not None and plan.candidate.release is not None:
+        return plan
+    newest = plan.candidate.release if plan is not None else None
+    if newest is None:
+        matching = [r for r in m.vllm if spec.contains(r.version, prereleases=True)]
+        newest = max(matching, key=lambda r: r.version)
+    if stack is None:
+        # Refused in the words of that same solve's evaluation of its default stack.
+        release, default = newest, newest.stack
+        done = next(
+            (
+                e
+                for e in decision.rejected
+                if e.candidate.from_source
+                and e.candidate.release is release
+                and e.candidate.stack is default
+            ),
+            None,
+        )
+        if done is not None:
+            return done
+    return df.choose(m, node, vllm=str(newest.version), stack=stack)
+
+
+def _facts_known(release: Any) -> bool:
+    """Whether the data has what a source build of ``release`` needs (else `unknown`)."""
+    return bool(
+        release.known
+        and release.pins
+        and release.layout is not None
+        and release.base_image is not None
+    )
+
+
+def _unknown(decision: Any, *, json_out: bool) -> None:
+    """The `unknown` answer, as `check` gives it: what the data lacks and the command that reads
+    it; stdout carries no Dockerfile (exit 6)."""
+    missing = [
+        {"kind": f.kind, "subject": f.subject, "detail": f.detail, "fetch": f.fetch}
+        for f in decision.missing
+    ]
+    if json_out:
+        emit_json(
+            {
+                "schema_version": 1,
+                "verdict": "unknown",
+                "exit_code": decision.exit_code,
+                "request": {"vllm": str(decision.request.vllm)},
+                "missing": missing,
+            }
+        )
+    else:
+        typer.echo(f"verdict: unknown  (exit {decision.exit_code})", err=True)
+        typer.echo(
+            "the data lacks facts this answer depends on (unknown is not unsupported):", err=True
+        )
+        for fact in missing:
+            typer.echo(f"  ? {fact['detail']}", err=True)
+            if fact["fetch"]:
+                typer.echo(f"    fetch: {fact['fetch']}", err=True)
+    raise typer.Exit(decision.exit_code)
 
 
 def _build(text: str, plan: object, image_tag: str) -> None:

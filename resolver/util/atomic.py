@@ -65,6 +65,30 @@ def sweep_stale(
     return removed
 
 
+def check_output(path: Path) -> None:
+    """Refuse, before anything is written, a user's ``-o``/``--lock`` target that
+    ``write_output`` would refuse (a directory, a missing or unwritable directory), so a command
+    with two outputs never leaves one written and then fails on the other. Raises the same
+    ``InputError`` (exit 2)."""
+    from resolver.util.errors import InputError
+
+    why = None
+    if path.is_dir():
+        why = "Is a directory"
+    elif path.exists() and not path.is_file():
+        if not os.access(path, os.W_OK):
+            why = "Permission denied"
+    elif not path.resolve().parent.is_dir():
+        why = "No such file or directory"
+    elif not os.access(path.resolve().parent, os.W_OK | os.X_OK):
+        why = "Permission denied"
+    if why is not None:
+        raise InputError(
+            f"cannot write {path}: {why}",
+            hint="give a file in an existing, writable directory (or -o /dev/stdout)",
+        )
+
+
 def write_output(path: Path, text: str) -> None:
     """A user's ``-o FILE``: a regular file is replaced atomically (mode 0644); a device or pipe
     that already exists (``-o /dev/stdout``, a FIFO) is written into, never renamed over; a
