@@ -193,6 +193,81 @@ def test_output_into_a_missing_directory_is_bad_input(tmp_path: Path) -> None:
     assert result.stderr.startswith("error: cannot write ")
 
 
+def test_a_bad_lock_leaves_the_output_unwritten(tmp_path: Path) -> None:
+    """issue 35: `image -o FILE --lock BAD` exited 2 with FILE written; both are checked first."""
+    target, bad = tmp_path / "run.sh", tmp_path / "no" / "bom.json"
+    result = cli(*MI300X_X8, "--driver", "30.30.3", "-o", str(target), "--lock", str(bad))
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith(f"error: cannot write {bad}")
+    assert list(tmp_path.iterdir()) == []
+    into_dir = cli(*MI300X_X8, "--driver", "30.30.3", "-o", str(target), "--lock", str(tmp_path))
+    assert into_dir.exit_code == 2 and list(tmp_path.iterdir()) == []
+
+
+def _failed_check_hands_over_nothing(
+    args: list[str], tmp_path: Path, env: dict[str, str], problem: str
+) -> dict[str, Any]:
+    """issue 34: a check that fails (exit 1) prints no run command, writes no -o or --lock (an
+    existing file is left as it was), and says why; --json keeps what was found, with nothing
+    runnable in it. Returns that JSON document."""
+    out_dir, data = tmp_path / "out", tmp_path / "data"
+    out_dir.mkdir()
+    target, lock = out_dir / "run.sh", out_dir / "bom.json"
+    target.write_text("echo the old command\n")
+    # Each run with its own data overlay: an audit's record would change the next run's choice.
+    env = {**env, "ROCM_VLLM_DATA_DIR": str(data / "1")}
+    result = cli(*args, "-o", str(target), "--lock", str(lock), env={**env, "COLUMNS": "200"})
+    assert result.exit_code == 1, result.output
+    assert result.stdout == ""
+    assert target.read_text() == "echo the old command\n" and not lock.exists()
+    assert [p.name for p in out_dir.iterdir()] == ["run.sh"]  # no temp file either
+    assert "problem: " in result.stderr and "no run command" in result.stderr
+    plain = cli(*args, env={**env, "ROCM_VLLM_DATA_DIR": str(data / "2")})
+    assert (plain.exit_code, plain.stdout) == (1, "")
+    code, out = cli_json(
+        *args, "-o", str(target), env={**env, "ROCM_VLLM_DATA_DIR": str(data / "3")}
+    )
+    assert code == 1 and out["exit_code"] == 1 and out["verdict"] == "unsupported"
+    assert problem in [p["code"] for p in out["problems"]]
+    assert out["image"] is not None  # what was found stays
+    assert (out["run_command"], out["run_args"], out["compose"], out["output"]) == (None,) * 4
+    assert target.read_text() == "echo the old command\n"
+    return out
+
+
+def test_a_failed_audit_hands_over_no_run_command(tmp_path: Path) -> None:
+    """`image --audit` that finds the node's gfx missing from the image's GPU code."""
+    from . import services
+    from .audit.test_audit import tar_bytes
+    from .audit.test_audit_drives_check import LIB, bundle_without
+    from .audit.test_audit_images import _push
+    from .audit.test_bundle import elf_with
+    from .conftest import _start
+
+    url, cm = _start(services.registry(storage=tmp_path / "registry"))
+    try:
+        layer = tar_bytes({LIB: elf_with(bundle_without("gfx1201"))}, compress="gzip")
+        media = "application/vnd.oci.image.layer.v1.tar+gzip"
+        _push(url, "vllm/vllm-openai-rocm", "v0.24.0", layer, media)
+        args = ["--gfx", "gfx1201", "--driver", "30.30.3", "--audit", "--registry", url]
+        out = _failed_check_hands_over_nothing(args, tmp_path, {}, "audit-lacks-gfx")
+        assert "gfx942" in out["audit"]["arch"] and "gfx1201" not in out["audit"]["arch"]
+    finally:
+        cm.__exit__(None, None, None)
+
+
+@pytest.mark.docker
+def test_a_failed_smoke_test_hands_over_no_run_command(
+    shim_images, docker_url: str, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """`image --smoke` that finds another vLLM than the data says."""
+    args = [*MI300X_X8, "--vllm", "0.23.0", "--registry", shim_images.registry, "--pull", "--smoke"]
+    out = _failed_check_hands_over_nothing(
+        args, tmp_path, {"DOCKER_HOST": docker_url}, "smoke-vllm-mismatch"
+    )
+    assert out["smoke"]["found"]["vllm"] is not None
+
+
 def test_no_image_prints_nothing_on_stdout() -> None:
     result = cli(
         "--gfx", "gfx1030", "--driver", "30.30.3", "--vllm", "<0.28", "--format", "compose"

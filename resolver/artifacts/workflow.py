@@ -37,10 +37,16 @@ class ImageOptions:
     definition_file: str = "vllm.def"
 
 
+# The --json fields that carry something to run: null when the answer is not a yes.
+RUNNABLE_KEYS = ("run_command", "run_args", "compose", "definition", "follow_up")
+
+
 @dataclass(frozen=True, slots=True)
 class ImageAnswer:
     out: dict[str, Any]  # the --json document
-    artifact: str | None  # what stdout (or -o) carries; None when no image fits
+    # What stdout (or -o) carries; None when no image fits, or when the chosen one (``image``)
+    # failed a check (exit_code != 0).
+    artifact: str | None
     file_text: str | None  # the compose file or .def, where the format has one
     exit_code: int
     image: ContainerImage | None = None  # the chosen image (with its digest when pinned)
@@ -193,9 +199,15 @@ def run(
         # here, whatever the data said; the verdict says so, not only the exit status.
         out["verdict"] = "unsupported"
         out["verdict_before_checks"] = decision.verdict
-    # Same exit as `check` for the same verdict (an unofficial image is printed, but is not a
-    # yes).
+    # Same exit as `check` for the same verdict.
     out["exit_code"] = 1 if problems else decision.exit_code
+    if out["exit_code"] != 0:
+        # issue 34: a failed check (audit, pull, smoke) hands over nothing runnable: no run
+        # command, compose file or definition, here or in the JSON; what was found stays.
+        for key in RUNNABLE_KEYS:
+            if key in out:
+                out[key] = None
+        return ImageAnswer(out, None, None, out["exit_code"], image=chosen, ref=ref)
     return ImageAnswer(out, artifact, file_text, out["exit_code"], image=chosen, ref=ref)
 
 

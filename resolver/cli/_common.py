@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -265,62 +264,14 @@ def wrapped(text: str, *, width: int, later: str | None = None) -> str:
     )
 
 
-_BREAK = r"(?<=,)|\s+"  # a cell may break at a space or after a comma (compiled on use)
-
-
-def _pieces(cell: str) -> list[str]:
-    return [p for p in re.split(_BREAK, cell) if p]
-
-
-def _wrap_cell(cell: str, width: int) -> list[str]:
-    """Greedy fill at spaces and after commas ("gfx90a,gfx942," stays one list); a piece longer
-    than the column sticks out rather than being cut."""
-    lines: list[str] = []
-    line = ""
-    for piece in _pieces(cell):
-        glue = "" if not line or line.endswith(",") else " "
-        if line and len(line) + len(glue) + len(piece) > width:
-            lines.append(line)
-            line = piece
-        else:
-            line += glue + piece
-    return [*lines, line]
-
-
 def format_table(
     header: Sequence[str], rows: Sequence[Sequence[str]], *, width: int, rule: bool = True
 ) -> str:
-    """Columns padded to line up, within ``width``: when the natural widths do not fit, the widest
-    columns are narrowed (never below their header or their longest unbreakable piece) and their
-    cells wrap onto further lines of the same row."""
-    table = [[str(c) for c in header], *[[str(c) for c in row] for row in rows]]
-    widths = [max(len(cell) for cell in col) for col in zip(*table, strict=True)]
-    floors = [
-        max(len(col[0]), *(len(p) for cell in col for p in _pieces(cell)))
-        for col in zip(*table, strict=True)
-    ]
-    while sum(widths) + 2 * (len(widths) - 1) > width:
-        i = max(range(len(widths)), key=lambda c: widths[c] - floors[c])
-        if widths[i] <= floors[i]:
-            break
-        widths[i] -= 1
+    """``resolver.util.table.format_table`` (tables live a layer down, where the fleet's written
+    plan reaches them too)."""
+    from resolver.util import table
 
-    def lines_of(row: list[str]) -> list[str]:
-        cells = [_wrap_cell(c, w) for c, w in zip(row, widths, strict=True)]
-        out = []
-        for k in range(max(len(c) for c in cells)):
-            parts = [
-                (c[k] if k < len(c) else "").ljust(w) for c, w in zip(cells, widths, strict=True)
-            ]
-            out.append("  ".join(parts).rstrip())
-        return out
-
-    lines = lines_of(table[0])
-    if rule:
-        lines.append("  ".join("-" * w for w in widths))
-    for row in table[1:]:
-        lines += lines_of(row)
-    return "\n".join(lines) + "\n"
+    return table.format_table(header, rows, width=width, rule=rule)
 
 
 def stdout_file() -> str | None:

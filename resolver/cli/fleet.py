@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from resolver.cli._common import JsonOpt, emit_json, handle_errors, use_color
+from resolver.cli._common import JsonOpt, emit_json, handle_errors, terminal_width, use_color
 
 if TYPE_CHECKING:
     from resolver.data.model import Matrix
@@ -423,7 +423,7 @@ def _show_fleet(fleet: FleetPlan, m: Matrix, *, json_out: bool) -> None:
 
         render_rich(fleet, rich_console())
     else:
-        typer.echo(render_text(fleet), nl=False)
+        typer.echo(render_text(fleet, width=terminal_width()), nl=False)
 
 
 def _gathered_files(found: Any, slurm: str) -> dict[str, str]:

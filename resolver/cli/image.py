@@ -183,6 +183,13 @@ or a failed check)."""
         definition_file=_artifact_file(output, json_out, "vllm.def"),
     )
     workflow.check_options(opts)
+    # Every target is checked before anything slow runs, so a bad --lock never leaves -o written
+    # (issue 35).
+    from resolver.util.atomic import check_output
+
+    for target in (output, lock):
+        if target is not None:
+            check_output(target)
     m = matrix.load()
     node = resolve_node(
         gfx=gfx,
@@ -201,20 +208,41 @@ or a failed check)."""
     else:
         answer = workflow.run(m, node, opts)
     out = answer.out
-    if answer.artifact is None:
+    if answer.image is None:
         _finish(out, json_out, exit_code=answer.exit_code)
         return
-    out["output"] = str(output) if output is not None else None
-    if output is not None:
-        from resolver.util.atomic import write_output
+    out["output"] = None
+    out["lock"] = None
+    if answer.artifact is None:
+        # The image failed a check: what was found is said, nothing runnable is printed or
+        # written, and an existing -o/--lock file is left as it was (issue 34).
+        if json_out:
+            emit_json(out)
+        else:
+            _print_text(out, None, None)
+            kept = [str(p) for p in (output, lock) if p is not None]
+            typer.echo(
+                wrapped(
+                    f"no run command: the image failed the checks above (exit {answer.exit_code})"
+                    + (f"; {', '.join(kept)} left untouched" if kept else ""),
+                    width=terminal_width(err=True),
+                ),
+                err=True,
+            )
+        raise typer.Exit(answer.exit_code)
+    from resolver.util.atomic import write_output
 
-        write_output(output, answer.artifact)
-    out["lock"] = str(lock) if lock is not None else None
-    if lock is not None and answer.image is not None and answer.ref is not None:
+    lock_text = None
+    if lock is not None and answer.ref is not None:
         from resolver.artifacts.lock import dumps, image_bom
-        from resolver.util.atomic import write_output
 
-        write_output(lock, dumps(image_bom(answer.image, answer.ref)))
+        lock_text = dumps(image_bom(answer.image, answer.ref))
+    if output is not None:
+        write_output(output, answer.artifact)
+        out["output"] = str(output)
+    if lock is not None and lock_text is not None:
+        write_output(lock, lock_text)
+        out["lock"] = str(lock)
     if json_out:
         emit_json(out)
     else:

@@ -8,11 +8,11 @@ from resolver.cli._common import (
     JsonOpt,
     completer,
     emit_json,
-    format_table,
     handle_errors,
     terminal_width,
     wrapped,
 )
+from resolver.util.table import fit_table
 
 TABLES = (
     "rocm",
@@ -221,7 +221,7 @@ def show(
     if json_out:
         emit_json({"schema_version": SCHEMA_VERSION, "table": table, "records": data})
     else:
-        typer.echo(format_table(header, rows, width=terminal_width()), nl=False)
+        typer.echo(fit_table(header, rows, width=terminal_width()), nl=False)
 
 
 @handle_errors

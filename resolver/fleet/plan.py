@@ -605,42 +605,58 @@ def main_plan_lines(fleet: FleetPlan) -> list[str]:
     return []
 
 
-def render_text(fleet: FleetPlan) -> str:
+def render_text(fleet: FleetPlan, width: int | None = None) -> str:
+    """The plan in words: the main plan, a table of the groups, what each group needs. With
+    ``width`` (a terminal's) the table and the prose fit it (commands never wrap); without it
+    (fleet.txt) each group is one table line."""
+    from resolver.explain.text import fill
+    from resolver.util.table import fit_table
+
+    def fit(line: str) -> list[str]:
+        if width is None:
+            return [line]
+        indent = line[: len(line) - len(line.lstrip(" "))]
+        return fill(line.lstrip(" "), indent, indent + "  ", width)
+
     lines: list[str] = []
     total = fleet.node_count
-    lines.append(
+    lines += fit(
         f"fleet: {total} node(s) in {len(fleet.groups)} group(s), {len(fleet.failed)} without a "
         "usable report"
     )
-    lines += main_plan_lines(fleet)
+    for line in main_plan_lines(fleet):
+        lines += fit(line)
     lines.append("")
-    rows = [("group", "nodes", "n", "verdict", "plan", "to join the main plan")]
-    rows += [_row(g) for g in fleet.groups]
-    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]) - 1)]
-    for row in rows:
-        lines.append(
-            "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])) + "  " + row[-1]
-        )
+    header = ("group", "nodes", "n", "verdict", "plan", "to join the main plan")
+    rows = [_row(g) for g in fleet.groups]
+    if width is not None:
+        lines += fit_table(header, rows, width=width).splitlines()
+    else:
+        widths = [max(len(r[c]) for r in [header, *rows]) for c in range(len(header) - 1)]
+        for row in [header, *rows]:
+            lines.append(
+                "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])) + "  " + row[-1]
+            )
     lines.append("")
     for g in fleet.groups:
-        lines.append(f"{g.id}: {g.fingerprint.short()}")
+        lines += fit(f"{g.id}: {g.fingerprint.short()}")
         if g.decision is None:
-            lines.append(f"  unknown: {g.error}")
+            lines += fit(f"  unknown: {g.error}")
         elif g.decision.missing:
-            lines += [f"  unknown: {f.detail}" for f in g.decision.missing]
+            lines += [ln for f in g.decision.missing for ln in fit(f"  unknown: {f.detail}")]
         elif g.route is not None and fleet.matrix is not None:  # check's route, solved again
             lead, _ = route_words(fleet.matrix, g.route)
-            lines.append(
+            lines += fit(
                 f"  host fix for its own best plan ({g.route.opens.candidate.label}): {lead}"
             )
         elif g.decision.host_fix is not None:
             fixes = list(g.decision.host_fix.fix_texts)
-            lines.append(
+            lines += fit(
                 f"  host fix for its own best plan ({g.decision.host_fix.candidate.label}): "
                 f"{'; '.join(fixes)}"
             )
         elif g.plan is not None and g.image is None:
-            lines.append(
+            lines += fit(
                 "  no prebuilt image fits: no batch script or manifest; the plan is "
                 f"{g.plan.candidate.label}"
             )
@@ -648,9 +664,9 @@ def render_text(fleet: FleetPlan) -> str:
     if fleet.failed:
         lines.append("")
         lines.append("nodes without a usable report:")
-        lines += [f"  {r.name} ({r.source}): {r.reason}" for r in fleet.failed]
+        lines += [ln for r in fleet.failed for ln in fit(f"  {r.name} ({r.source}): {r.reason}")]
     if fleet.notes:
         lines.append("")
         lines.append("notes:")
-        lines += [f"  {n}: {note}" for n, note in fleet.notes]
+        lines += [ln for n, note in fleet.notes for ln in fit(f"  {n}: {note}")]
     return "\n".join(lines) + "\n"
