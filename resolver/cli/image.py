@@ -224,7 +224,7 @@ or a failed check)."""
             typer.echo(
                 wrapped(
                     f"no run command: the image failed the checks above (exit {answer.exit_code})"
-                    + (f"; {', '.join(kept)} left untouched" if kept else ""),
+                    + (f"; nothing written to {', '.join(kept)}" if kept else ""),
                     width=terminal_width(err=True),
                 ),
                 err=True,
