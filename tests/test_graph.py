@@ -77,6 +77,8 @@ def test_stacks_of_the_newest_release_and_filters() -> None:
     assert all(e.source for e in graph.edges(sub))
     # Issue 22: a filter keeps what bears on the answer: the drivers that run the ROCm kept.
     assert "driver:30.30" in sub and "driver:6.4" in sub and "driver:6.1" not in sub
+    # Issue 34: --gfx gfx942 kept 8 other gfx targets (those its stacks and ROCm list too).
+    assert {n for n, a in sub.nodes(data=True) if a.get("type") == "gfx"} == {"gfx:gfx942"}
     only_1250 = graph.subgraph(live, gfx="gfx1250")
     assert {n for n, a in only_1250.nodes(data=True) if a["type"] == "stack"} >= {
         "stack:0.33.0:gfx1250"

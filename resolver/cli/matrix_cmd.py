@@ -267,16 +267,24 @@ def validate(json_out: JsonOpt = False) -> None:
             }
         )
     else:
+        width = terminal_width()
         typer.echo(
-            f"ok: {sum(counts.values())} records in {resources.matrix_dir()} ("
-            + ", ".join(f"{k} {v}" for k, v in counts.items())
-            + ")"
+            wrapped(
+                f"ok: {sum(counts.values())} records in {resources.matrix_dir()} ("
+                + ", ".join(f"{k} {v}" for k, v in counts.items())
+                + ")",
+                width=width,
+            )
         )
         if active:
+            files = ", ".join(f"{k} {v}" for k, v in laid.items())
             typer.echo(
-                f"overlay active: {overlay.overlay_path()} lays {sum(laid.values())} refreshed "
-                f"record(s) over it ({', '.join(f'{k} {v}' for k, v in laid.items())}); every "
-                "command uses them, and they check out"
+                wrapped(
+                    f"overlay active: {overlay.overlay_path()} lays {sum(laid.values())} "
+                    f"refreshed record(s) over it ({files}); every command uses them, and they "
+                    "check out",
+                    width=width,
+                )
             )
 
 

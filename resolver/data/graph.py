@@ -241,6 +241,8 @@ def subgraph(
     drivers = {a for a, _ in g.in_edges(rocm) if g.nodes[a].get("type") == "driver"}
     reach |= drivers
     reach |= {b for n in rocm for b in g.successors(n) if g.nodes[b].get("type") == "os"}
+    if gfx is not None:  # the other targets the kept records list bear not on this one
+        reach = {n for n in reach if g.nodes[n].get("type") != "gfx" or n == f"gfx:{gfx}"}
     return g.subgraph(reach).copy()
 
 
