@@ -68,7 +68,7 @@ def test_without_a_config_the_upstreams_are_the_defaults() -> None:
         ("git = 5\n", "git is not a URL"),
         ('git = "file:///m/$(id)"\n', "is not an http(s) or file:/// URL"),
         ("git = \n", "mirror config"),
-        ('registry = "x y"\n', "--registry-mirror"),
+        ('registry = "x y"\n', "registry x y is not a registry host"),
     ],
 )
 def test_a_bad_mirror_config_is_one_clear_error(tmp_path: Path, content: str, why: str) -> None:

@@ -29,8 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, cast
 
+from resolver.util import redact
 from resolver.util.errors import InputError, UsageError
-from resolver.util.safety import is_safe, require_safe
+from resolver.util.safety import is_safe, shown
 
 ENV_MIRRORS: Final = "ROCM_VLLM_MIRRORS"
 # A mirror inside the build image itself (a site's base image that carries its mirrors): what a
@@ -79,57 +80,91 @@ def load(path: Path | None = None) -> Mirrors:
         from resolver.util import bounded
 
         data = bounded.loads_toml(bounded.read_text(path, 64 * 1024))
-    except (OSError, ValueError) as exc:  # ValueError: TOMLDecodeError, UnicodeDecodeError
-        raise InputError(f"mirror config {path}: {exc}", hint=hint) from None
+    except OSError as exc:
+        raise InputError(
+            f"mirror config {shown(str(path))}: cannot read it "
+            f"({exc.strerror or type(exc).__name__})",
+            hint=hint,
+        ) from None
+    except ValueError as exc:  # TOMLDecodeError, UnicodeDecodeError: they quote no value
+        raise InputError(
+            f"mirror config {shown(str(path))}: {redact.text(str(exc))}", hint=hint
+        ) from None
+    path_shown = shown(str(path))
     apt = data.pop("apt", {})
     unknown = sorted(set(data) - set(KEYS))
     if unknown:
-        raise InputError(f"mirror config {path}: unknown keys {', '.join(unknown)}", hint=hint)
+        raise InputError(
+            f"mirror config {path_shown}: unknown keys {shown(', '.join(unknown))}", hint=hint
+        )
     values: dict[str, str | None] = {}
     for key, value in data.items():
         if not isinstance(value, str) or not value.strip():
-            raise InputError(f"mirror config {path}: {key} is not a URL", hint=hint)
+            raise InputError(f"mirror config {path_shown}: {key} is not a URL", hint=hint)
         value = value.strip().rstrip("/") if key != "rocm_wheels" else value.strip()
         if key == "registry":
-            values[key] = parse_mirror(value)  # None: Docker Hub itself
+            values[key] = parse_mirror(value, flag=f"mirror config {path_shown}: registry")
             continue
+        _refuse_credentials(value, f"mirror config {path_shown}: {key}")
         if not (is_safe("url", value) or _FILE_URL.match(value)):
             raise InputError(
-                f"mirror config {path}: {key} {value!r} is not an http(s) or file:/// URL",
+                f"mirror config {path_shown}: {key} {redact.url(value)} is not an http(s) or "
+                "file:/// URL",
                 hint="give a plain http://, https:// or file:/// URL (file:///: a mirror the "
                 "build image carries), without quotes, spaces or shell syntax",
             )
         values[key] = value
     if not isinstance(apt, dict):
-        raise InputError(f"mirror config {path}: [apt] is not a table", hint=hint)
+        raise InputError(f"mirror config {path_shown}: [apt] is not a table", hint=hint)
     pairs: list[tuple[str, str]] = []
     for upstream, mirror in apt.items():
+        where = f"mirror config {path_shown}: [apt] {redact.url(upstream)}"
+        _refuse_credentials(upstream, where)
+        if isinstance(mirror, str):
+            _refuse_credentials(mirror, where)
         if not (
             isinstance(mirror, str)
             and is_safe("url", upstream.rstrip("/"))
             and (is_safe("url", mirror.rstrip("/")) or _FILE_URL.match(mirror))
         ):
+            shown_mirror = redact.url(mirror) if isinstance(mirror, str) else "(not text)"
             raise InputError(
-                f"mirror config {path}: [apt] {upstream!r} = {mirror!r} is not an http(s) URL "
-                "and its mirror",
-                hint=hint,
+                f"{where} = {shown_mirror} is not an http(s) URL and its mirror", hint=hint
             )
         pairs.append((upstream.rstrip("/"), mirror.rstrip("/")))
     return Mirrors(**cast(dict[str, Any], values), apt=tuple(pairs), source=str(path))
 
 
-def parse_mirror(text: str | None) -> str | None:
+def _refuse_credentials(value: str, where: str) -> None:
+    """A mirror URL goes into a generated file (a Dockerfile, its build's layers): one with a
+    user, password or token in it, or a control character, is refused, shown with them hidden."""
+    if redact.has_control(value):
+        raise InputError(
+            f"{where}: {redact.url(value)} carries a control character",
+            hint="give one URL on one line",
+        )
+    if redact.has_credentials(value):
+        raise InputError(
+            f"{where}: {redact.url(value)} carries a user, password, token or query",
+            hint="a generated file never carries credentials: give the mirror's URL without them "
+            "(pip and git read a login from ~/.netrc, which a build can mount as a secret)",
+        )
+
+
+def parse_mirror(text: str | None, *, flag: str = "--registry-mirror") -> str | None:
     """``--registry-mirror HOST[:PORT][/PREFIX]`` (or a URL): the registry the FROM lines pull
     Docker Hub images through. Empty or Docker Hub itself means none."""
     if not text or not text.strip():
         return None
     from resolver.artifacts.registry import parse_registry
 
+    if redact.has_control(text) or redact.has_credentials(text):
+        _refuse_credentials(text, flag)
     try:
         registry = parse_registry(text)
     except (InputError, UsageError):  # a bad URL, or one with shell syntax: say which flag
         raise UsageError(
-            f"--registry-mirror {text!r} is not a registry host",
+            f"{flag} {redact.url(text)} is not a registry host",
             hint=(
                 "give HOST[:PORT] or HOST/PREFIX of a Docker Hub mirror, e.g. "
                 "harbor.example.com/dockerhub"
@@ -138,7 +173,11 @@ def parse_mirror(text: str | None) -> str | None:
     if registry.is_docker_hub:
         return None
     mirror = f"{registry.host}/{registry.prefix}" if registry.prefix else registry.host
-    require_safe("image_repo", f"{mirror}/x", where="--registry-mirror")
+    if not is_safe("image_repo", f"{mirror}/x"):
+        raise UsageError(
+            f"{flag} {redact.url(text)} is not a registry host",
+            hint="give HOST[:PORT] or HOST/PREFIX of a Docker Hub mirror in lower case",
+        )
     return mirror
 
 

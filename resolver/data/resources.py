@@ -97,5 +97,21 @@ DEFAULT_WHEELS: Final = "https://wheels.vllm.ai/rocm"
 
 def wheels_base(recorded: str | None = None) -> str:
     """Where AMD's wheels are fetched: ``ROCM_VLLM_WHEELS`` (a mirror), else ``recorded`` (the
-    variant's index in wheels.toml), else the upstream default."""
-    return (os.environ.get(ENV_WHEELS) or recorded or DEFAULT_WHEELS).rstrip("/")
+    variant's index in wheels.toml), else the upstream default. A mirror's ``user:token@`` (and
+    query) is left out: this URL is printed in commands, which never carry a credential
+    (``wheels_login`` names the host whose login the installer must find)."""
+    from resolver.util import redact
+
+    mirror = redact.setting(ENV_WHEELS, os.environ.get(ENV_WHEELS) or "")
+    return redact.without_credentials(mirror or recorded or DEFAULT_WHEELS).rstrip("/")
+
+
+def wheels_login() -> str | None:
+    """The host of ``ROCM_VLLM_WHEELS`` when it carries a login (``user:token@``) or a query:
+    the printed install line leaves them out and says where the installer reads a login."""
+    from resolver.util import redact
+
+    mirror = os.environ.get(ENV_WHEELS) or ""
+    if not mirror or not redact.has_credentials(mirror):
+        return None
+    return redact.without_credentials(mirror).partition("://")[2].partition("/")[0] or None

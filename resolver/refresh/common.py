@@ -37,16 +37,36 @@ class Endpoints:
     github_token: str | None = None
     index: str | None = None  # a PEP 691 package index; None: pip's configured index
 
+    # (host[:port], user, password) taken off the base URLs' userinfo: sent as HTTP auth by the
+    # client (``HttpClient.adopt``), never kept in a URL that a record or a message shows.
+    credentials: tuple[tuple[str, str, str], ...] = field(default=(), repr=False)
+
     @classmethod
     def from_env(cls) -> Endpoints:
+        """The base URLs and token from the environment, each refused with a one-line error
+        naming the variable (never its value) when it carries a control character; a token
+        file's trailing CR/LF is taken off."""
+        from resolver.util import redact
+
         env = os.environ
+        creds: list[tuple[str, str, str]] = []
+
+        def base(name: str, default: str) -> str:
+            clean, auth = redact.split_userinfo(redact.setting(name, env.get(name, default)))
+            if auth is not None:
+                creds.append((clean.partition("://")[2].partition("/")[0].lower(), *auth))
+            return clean.rstrip("/")
+
+        token = redact.setting("GITHUB_TOKEN", (env.get("GITHUB_TOKEN") or "").strip())
         return cls(
-            github_api=env.get(ENV_GITHUB_API, cls.github_api).rstrip("/"),
-            github_raw=env.get(ENV_GITHUB_RAW, cls.github_raw).rstrip("/"),
-            registry=env.get(ENV_REGISTRY, cls.registry).rstrip("/"),
-            wheels=env.get(ENV_WHEELS, cls.wheels).rstrip("/"),
-            github_token=env.get("GITHUB_TOKEN") or None,
-            index=(env.get(ENV_INDEX) or "").rstrip("/") or None,
+            github_api=base(ENV_GITHUB_API, cls.github_api),
+            github_raw=base(ENV_GITHUB_RAW, cls.github_raw),
+            # The registry keeps its URL: parse_registry refuses userinfo there, as `image` does.
+            registry=redact.setting(ENV_REGISTRY, env.get(ENV_REGISTRY, cls.registry)).rstrip("/"),
+            wheels=base(ENV_WHEELS, cls.wheels),
+            github_token=token or None,
+            index=base(ENV_INDEX, "") or None,
+            credentials=tuple(creds),
         )
 
     def github_headers(self) -> dict[str, str]:
@@ -109,6 +129,8 @@ class Source:
     ) -> None:
         self.client = client
         self.ep = endpoints
+        for host, user, password in endpoints.credentials:
+            client.credentials[host] = (user, password)
         self.current = current
         self.progress = progress
 

@@ -7,6 +7,9 @@ each. Files addressed by a full commit SHA cannot change, so they are answered f
 without a request at all (``immutable=True``), including a remembered 404.
 
 Failures become ``RegistryError`` (exit 4) with the URL in the message; nothing here prints.
+A URL's ``user:token@`` (an Artifactory or Nexus mirror) is taken off before the request and sent
+as HTTP auth to that host only (``adopt``): what is kept, cached, counted or shown is the URL
+without it, and every URL a message shows goes through ``util.redact``.
 """
 
 from __future__ import annotations
@@ -15,12 +18,12 @@ import contextlib
 import hashlib
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from resolver.util import atomic, bounded, deadline
+from resolver.util import atomic, bounded, deadline, redact
 from resolver.util.errors import RegistryError
 
 DEFAULT_TIMEOUT: tuple[float, float] = (5.0, 30.0)  # connect, read
@@ -60,7 +63,7 @@ class Response:
                 else ""
             )
             raise RegistryError(
-                f"{self.url}: the response is not valid JSON{detail}{cached}",
+                f"{redact.url(self.url)}: the response is not valid JSON{detail}{cached}",
                 hint="the upstream answered with something else (a proxy page?); retry later "
                 "or point the base URL at a working mirror",
             ) from None
@@ -90,6 +93,8 @@ class HttpClient:
     sent: list[SentRequest] = field(default_factory=list)
     deadline: float | None = None  # seconds per get(); None: ROCM_VLLM_HTTP_DEADLINE or 120
     max_body: int = MAX_BODY
+    # host[:port] -> (user, password), from URLs given with userinfo; never shown
+    credentials: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         import requests  # only refresh needs requests; keep it off the check path
@@ -100,6 +105,19 @@ class HttpClient:
 
     def close(self) -> None:
         self.session.close()
+
+    def adopt(self, url: str) -> str:
+        """``url`` without its userinfo, which is kept as the HTTP auth of its host."""
+        clean, auth = redact.split_userinfo(url)
+        if auth is not None:
+            self.credentials[_host(clean)] = auth
+        return clean
+
+    def _auth(self, url: str, headers: Mapping[str, str]) -> tuple[str, str] | None:
+        # An explicit Authorization (a GitHub or registry token) wins over the URL's userinfo.
+        if any(k.lower() == "authorization" for k in headers):
+            return None
+        return self.credentials.get(_host(url))
 
     # --- public ---------------------------------------------------------------------------
 
@@ -115,6 +133,7 @@ class HttpClient:
         """Fetch ``url``; statuses in ``allow`` are returned, any other failure raises.
 
         The whole call (retries and their sleeps included) ends within the client's deadline."""
+        url = self.adopt(_sendable(url))
         limit = (
             self.deadline if self.deadline is not None else deadline.configured(DEFAULT_DEADLINE)
         )
@@ -126,7 +145,7 @@ class HttpClient:
         except deadline.DeadlineExceeded:
             self.session.close()  # the interrupted connection is not reused
             raise RegistryError(
-                f"{method} {url}: not finished within {limit:g} s",
+                f"{method} {redact.url(url)}: not finished within {limit:g} s",
                 hint="the server is too slow or stalls; retry later, use a closer mirror, or "
                 f"raise {deadline.ENV}",
             ) from None
@@ -161,7 +180,7 @@ class HttpClient:
         if resp.ok or resp.status in allow:
             return resp
         raise RegistryError(
-            f"{method} {url} failed: HTTP {resp.status}",
+            f"{method} {redact.url(url)} failed: HTTP {resp.status}",
             hint=_hint_for(resp.status),
         )
 
@@ -194,7 +213,7 @@ class HttpClient:
         except deadline.DeadlineExceeded as exc:
             self.session.close()
             raise RegistryError(
-                f"GET {url}: not finished within {exc.seconds:g} s",
+                f"GET {redact.url(url)}: not finished within {exc.seconds:g} s",
                 hint="the server is too slow; retry later or use a closer mirror",
             ) from None
 
@@ -218,7 +237,11 @@ class HttpClient:
             size = 0
             try:
                 with self.session.get(
-                    url, headers=dict(headers or {}), timeout=self.timeout, stream=True
+                    url,
+                    headers=dict(headers or {}),
+                    timeout=self.timeout,
+                    stream=True,
+                    auth=self._auth(url, headers or {}),
                 ) as r:
                     self.sent.append(SentRequest("GET", url, False, r.status_code))
                     if r.status_code in RETRY_STATUSES:
@@ -226,12 +249,14 @@ class HttpClient:
                         continue
                     if not 200 <= r.status_code < 300:
                         raise RegistryError(
-                            f"GET {url} failed: HTTP {r.status_code}", hint=_hint_for(r.status_code)
+                            f"GET {redact.url(url)} failed: HTTP {r.status_code}",
+                            hint=_hint_for(r.status_code),
                         )
                     total = _int_header(r.headers.get("Content-Length"))
                     if total is not None and total > max_bytes:
                         raise IntegrityError(
-                            f"GET {url}: {total} bytes is more than the {max_bytes} allowed",
+                            f"GET {redact.url(url)}: {total} bytes is more than the {max_bytes} "
+                            "allowed",
                             hint="the index lists a file far larger than any release; check the "
                             "mirror",
                         )
@@ -239,11 +264,12 @@ class HttpClient:
                         size += len(chunk)
                         if size > max_bytes:
                             raise IntegrityError(
-                                f"GET {url}: more than {max_bytes} bytes", hint="check the mirror"
+                                f"GET {redact.url(url)}: more than {max_bytes} bytes",
+                                hint="check the mirror",
                             )
                         if time.monotonic() - started > deadline:
                             raise RegistryError(
-                                f"GET {url}: not finished within {deadline:.0f} s",
+                                f"GET {redact.url(url)}: not finished within {deadline:.0f} s",
                                 hint="the server is too slow; retry later or use a closer mirror",
                             )
                         digest.update(chunk)
@@ -255,17 +281,17 @@ class HttpClient:
                 last_problem = _short(exc)
                 continue
             except (req.RequestException, ValueError) as exc:
-                raise _request_failed("GET", url, exc) from None
+                raise _request_failed("GET", url, exc, headers) from None
             if digest.hexdigest() != sha256:
                 raise IntegrityError(
-                    f"GET {url}: sha256 {digest.hexdigest()[:16]}... does not match the index's "
-                    f"{sha256[:16]}...",
+                    f"GET {redact.url(url)}: sha256 {digest.hexdigest()[:16]}... does not match "
+                    f"the index's {sha256[:16]}...",
                     hint="the download was altered or truncated, or the mirror serves another "
                     "file; nothing was read from it",
                 )
             return b"".join(chunks)
         raise RegistryError(
-            f"GET {url} failed after {self.retries + 1} attempts: {last_problem}",
+            f"GET {redact.url(url)} failed after {self.retries + 1} attempts: {last_problem}",
             hint="the index is unreachable; retry later or set ROCM_VLLM_INDEX_URL to a mirror",
         )
 
@@ -283,7 +309,12 @@ class HttpClient:
             last_retry_after = None
             try:
                 with self.session.request(
-                    method, url, headers=dict(headers), timeout=self.timeout, stream=True
+                    method,
+                    url,
+                    headers=dict(headers),
+                    timeout=self.timeout,
+                    stream=True,
+                    auth=self._auth(url, headers),
                 ) as r:
                     body = self._body(r, method, url)  # a short body raises here
             except (req.Timeout, req.ConnectionError, req.exceptions.ChunkedEncodingError) as exc:
@@ -293,7 +324,7 @@ class HttpClient:
             except (req.RequestException, ValueError) as exc:
                 # A malformed base URL, a redirect to file:// or in a loop, a header value (a
                 # GITHUB_TOKEN) that is not header-safe: retrying cannot help.
-                raise _request_failed(method, url, exc) from None
+                raise _request_failed(method, url, exc, headers) from None
             status = r.status_code
             self.sent.append(SentRequest(method, url, conditional, status))
             if status in RETRY_STATUSES:
@@ -302,7 +333,7 @@ class HttpClient:
                 continue
             return Response(url, status, _pick(r.headers), body)
         raise RegistryError(
-            f"{method} {url} failed after {self.retries + 1} attempts: {last_problem}",
+            f"{method} {redact.url(url)} failed after {self.retries + 1} attempts: {last_problem}",
             hint="the upstream is unreachable or overloaded; retry later, or set the source's "
             "base URL (ROCM_VLLM_GITHUB_API, ROCM_VLLM_GITHUB_RAW, ROCM_VLLM_REGISTRY, "
             "ROCM_VLLM_WHEELS) to a mirror",
@@ -313,7 +344,8 @@ class HttpClient:
         declared = _int_header(r.headers.get("Content-Length"))
         if method != "HEAD" and declared is not None and declared > self.max_body:
             raise RegistryError(
-                f"{method} {url}: {declared} bytes is more than the {self.max_body} allowed",
+                f"{method} {redact.url(url)}: {declared} bytes is more than the "
+                f"{self.max_body} allowed",
                 hint="the upstream answered with something far larger than any page it serves; "
                 "check the base URL",
             )
@@ -323,7 +355,7 @@ class HttpClient:
             size += len(chunk)
             if size > self.max_body:
                 raise RegistryError(
-                    f"{method} {url}: more than {self.max_body} bytes",
+                    f"{method} {redact.url(url)}: more than {self.max_body} bytes",
                     hint="the upstream sends an endless or oversized body; check the base URL",
                 )
             chunks.append(chunk)
@@ -396,18 +428,47 @@ def _int_header(value: str | None) -> int | None:
     return int(value)
 
 
-def _request_failed(method: str, url: str, exc: BaseException) -> RegistryError:
+def _request_failed(
+    method: str, url: str, exc: BaseException, headers: Mapping[str, str] | None = None
+) -> RegistryError:
+    # The error's text may quote a header value (a GITHUB_TOKEN that is not header-safe) or the
+    # URL: it is shown only with both hidden.
     return RegistryError(
-        f"{method} {url} failed: {_short(exc)}",
+        f"{method} {redact.url(url)} failed: {_short(exc, (headers or {}).values())}",
         hint="check the source's base URL (ROCM_VLLM_GITHUB_API, ROCM_VLLM_GITHUB_RAW, "
         "ROCM_VLLM_REGISTRY, ROCM_VLLM_WHEELS, ROCM_VLLM_INDEX_URL: an http(s) URL that does not "
         "redirect elsewhere) and GITHUB_TOKEN (a token, nothing else)",
     )
 
 
-def _short(exc: BaseException) -> str:
+def _short(exc: BaseException, secrets: Iterable[str] = ()) -> str:
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return f"{type(exc).__name__}: {text[:200]}"
+    return redact.text(f"{type(exc).__name__}: {text[:200]}", _secrets(secrets))
+
+
+def _secrets(values: Iterable[str]) -> list[str]:
+    """Header values as secrets to hide, with the token of ``Bearer TOKEN`` on its own."""
+    out: list[str] = []
+    for value in values:
+        out += [value, value.partition(" ")[2]]
+    return out
+
+
+def _host(url: str) -> str:
+    return url.partition("://")[2].partition("/")[0].partition("?")[0].lower()
+
+
+def _sendable(url: str) -> str:
+    """``url`` when it holds no control character (a line break in a base URL setting would be
+    sent as ``%0A`` and echoed as a line of its own); else a RegistryError that shows it
+    escaped."""
+    if redact.has_control(url):
+        raise RegistryError(
+            f"{redact.url(url)}: the URL carries a control character",
+            hint="check the source's base URL (ROCM_VLLM_GITHUB_API, ROCM_VLLM_GITHUB_RAW, "
+            "ROCM_VLLM_REGISTRY, ROCM_VLLM_WHEELS, ROCM_VLLM_INDEX_URL): one URL on one line",
+        )
+    return url
 
 
 def _hint_for(status: int) -> str:

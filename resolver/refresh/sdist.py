@@ -553,7 +553,8 @@ class SdistSource(Source):
         super().__init__(client, endpoints, current, progress=progress)
         self.cache = cache
         self.forced = {v.lstrip("v") for v in versions or []}
-        self.base = endpoints.index or index_url()
+        # pip's index may carry user:token@ (a private mirror): sent as auth, never shown.
+        self.base = endpoints.index or client.adopt(index_url())
 
     def _wanted(self, listed: list[IndexFile]) -> list[IndexFile]:
         known = self.known_releases()

@@ -94,17 +94,45 @@ def without_credentials(raw: str) -> str:
     )
 
 
+def split_userinfo(raw: str) -> tuple[str, tuple[str, str] | None]:
+    """``https://user:token@host/path`` -> (``https://host/path``, (user, token)), the parts
+    percent-decoded as a browser would; a URL without userinfo comes back as it is, with None.
+    The caller sends the pair as HTTP auth and shows, logs and records only the URL."""
+    from urllib.parse import unquote
+
+    scheme, sep, rest = raw.partition("://")
+    if not sep:
+        return raw, None
+    end = min((i for i in (rest.find(c) for c in "/?#") if i != -1), default=len(rest))
+    authority = rest[:end]
+    if "@" not in authority:
+        return raw, None
+    userinfo, _, host = authority.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    return f"{scheme}://{host}{rest[end:]}", (unquote(user), unquote(password))
+
+
 def text(message: str, secrets: Iterable[str | None] = ()) -> str:
     """Free text (an exception's message) as it may be shown: every URL in it through ``url``,
     every query hidden, each of ``secrets`` (and its stripped form) replaced by ``***``, control
     characters escaped."""
     for secret in secrets:
-        for form in {secret, secret.strip()} if secret else ():
-            if len(form) >= 4:  # a shorter "secret" would hide ordinary words
+        if not secret:
+            continue
+        # As given, stripped, as repr() quotes it (an error naming a header value with CR/LF),
+        # and each run between control characters.
+        forms = {secret, secret.strip(), repr(secret)[1:-1], *_CONTROL.split(secret)}
+        for form in sorted(forms, key=len, reverse=True):
+            if len(form.strip()) >= 4:  # a shorter "secret" would hide ordinary words
                 message = message.replace(form, HIDDEN)
     message = _URL_IN_TEXT.sub(lambda m: _hide(m.group()), message)
     message = _QUERY_IN_TEXT.sub(lambda m: f"?{_hide_query(m.group()[1:])}", message)
     return _escape(message)
+
+
+def has_control(value: str) -> bool:
+    """``value`` carries a character ``url`` and ``text`` would escape."""
+    return _CONTROL.search(value) is not None
 
 
 def setting(name: str, value: str) -> str:
