@@ -1055,6 +1055,12 @@ def test_the_guard_checks_only_the_gpus_the_visible_devices_variables_leave(
     assert _refused(_guard_on(node, "gfx1201", ROCR_VISIBLE_DEVICES="GPU-XX"), 'names "GPU-XX"')
     assert _refused(_guard_on(node, "gfx1201", ROCR_VISIBLE_DEVICES="0,0"), "GPU 0 twice")
     assert _refused(_guard_on(node, "gfx1201", HIP_VISIBLE_DEVICES="GPU-0bad"), "GPU-0bad")
+    # The partitions of one GPU share its UUID: ROCR stops at a UUID several GPUs match, HIP takes
+    # the first.
+    twins = _sysfs(tmp_path, ((0, None, 0), (90402, 128, 0xABC), (90402, 129, 0xABC)))
+    shared = "GPU-0000000000000abc"
+    assert _refused(_guard_on(twins, "gfx942", ROCR_VISIBLE_DEVICES=shared), "exactly one GPU")
+    assert _guard_on(twins, "gfx942", HIP_VISIBLE_DEVICES=shared).returncode == 0
     # ROCR_VISIBLE_DEVICES set and empty selects no GPU.
     assert _refused(_guard_on(node, "gfx1201", ROCR_VISIBLE_DEVICES=""), "no AMD GPU is visible")
 

@@ -20,6 +20,9 @@ want="${ROCM_VLLM_GFX:-}"
 sysfs="${ROCM_VLLM_GUARD_SYSFS:-/sys/class/kfd/kfd}"
 dev="${ROCM_VLLM_GUARD_DEV:-/dev}"
 set -f
+# A line break: the agents list is one line an agent, split on it (globbing is off).
+nl=$(printf '\nx')
+nl="${nl%x}"
 say() {
     echo "rocm-vllm guard: $*" >&2
     exit 78
@@ -45,7 +48,8 @@ if [ -n "${HSA_OVERRIDE_GFX_VERSION:-}" ]; then
     over=$(printf "gfx%d%x%x" "${o%%.*}" "${mi%%.*}" "${o##*.}")
 fi
 
-# The agents, in the runtime's order: "gfx uuid" a line; uuid is - where unique_id is 0 or absent.
+# The agents, in the runtime's order: "gfx uuid" a line, the uuid in lower case (gpu-<16 hex>),
+# or - where unique_id is 0 or absent.
 agents=""
 n=0
 i=0
@@ -63,10 +67,9 @@ while [ "${i}" -lt 4096 ] && [ -d "${sysfs}/topology/nodes/${i}" ]; do
     gfx=$(printf "gfx%d%x%x" $((v / 10000)) $((v / 100 % 100)) $((v % 100)))
     uuid="-"
     if [ -n "${uid}" ] && [ "${uid}" != 0 ]; then
-        uuid=$(printf "GPU-%016x" "${uid}")
+        uuid=$(printf "gpu-%016x" "${uid}")
     fi
-    agents="${agents}${gfx} ${uuid}
-"
+    agents="${agents}${gfx} ${uuid}${nl}"
     n=$((n + 1))
 done
 lower() {
@@ -93,12 +96,13 @@ uuid() {
     t=$(lower "$1")
     k=0
     found=""
-    while [ "${k}" -lt "${n}" ]; do
-        u=$(pick "${k}")
+    IFS="${nl}"
+    for u in ${agents}; do
+        unset IFS
         u="${u#* }"
         case "${u}" in
-            GPU-?*)
-                case "$(lower "${u}")" in
+            gpu-?*)
+                case "${u}" in
                     "${t}"*)
                         [ -z "${found}" ] || return 0
                         found="${k}"
@@ -128,7 +132,7 @@ if [ -n "${ROCR_VISIBLE_DEVICES+set}" ]; then
                 ;;
             *) k=$(index "${t}" "${n}") ;;
         esac
-        [ -n "${k}" ] || say "ROCR_VISIBLE_DEVICES names \"$(shown "${t}")\", which is none of the ${n} GPU(s) this container has (an index 0-$((n - 1)), or a unique prefix of a UUID GPU-...); the runtime would stop at it and run on fewer GPUs than asked"
+        [ -n "${k}" ] || say "ROCR_VISIBLE_DEVICES names \"$(shown "${t}")\", which picks none of the ${n} GPU(s) this container has (an index 0-$((n - 1)), or a prefix of exactly one GPU's UUID GPU-...: the partitions of one GPU share it); the runtime would stop at it and run on fewer GPUs than asked"
         case " ${chosen} " in
             *" ${k} "*) say "ROCR_VISIBLE_DEVICES names GPU ${k} twice (\"$(shown "${t}")\"); the runtime would stop there and run on fewer GPUs than asked" ;;
         esac
@@ -138,8 +142,7 @@ if [ -n "${ROCR_VISIBLE_DEVICES+set}" ]; then
     unset IFS
     left=""
     for k in ${chosen}; do
-        left="${left}$(pick "${k}")
-"
+        left="${left}$(pick "${k}")${nl}"
     done
     agents="${left}"
     n="${m}"
@@ -171,8 +174,7 @@ if [ -n "${hvd}" ] && [ "${n}" -gt 0 ]; then
     left=""
     m=0
     for k in ${chosen}; do
-        left="${left}$(pick "${k}")
-"
+        left="${left}$(pick "${k}")${nl}"
         m=$((m + 1))
     done
     agents="${left}"
@@ -183,9 +185,10 @@ if [ "${n}" -eq 0 ]; then
     say "no AMD GPU is visible to this process; pass --device /dev/kfd --device /dev/dri, and check ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES"
 fi
 k=0
-while [ "${k}" -lt "${n}" ]; do
-    line=$(pick "${k}")
-    gfx="${over:-${line%% *}}"
+IFS="${nl}"
+for g in ${agents}; do
+    unset IFS
+    gfx="${over:-${g%% *}}"
     case ";${want};" in
         *";${gfx};"*) ;;
         *) say "a visible GPU is ${gfx} (GPU ${k} of the ${n} this process sees), but this image carries GPU code for ${want} only (vLLM would fail with HIP error: invalid device function); run an image built for ${gfx}, or leave that GPU out with HIP_VISIBLE_DEVICES" ;;
