@@ -134,16 +134,33 @@ def test_gfx1030_hint_and_plan_are_unofficial_source_build() -> None:
     assert "rocm-vllm dockerfile --gfx gfx1030" in flat
 
 
-def test_override_hint_is_marked_unofficial_with_risk() -> None:
+def test_override_is_the_plan_marked_unofficial_with_risk() -> None:
+    """issue 34: gfx1031 gets one answer everywhere: `unofficial_only` with the gfx1030 build run
+    under HSA_OVERRIDE_GFX_VERSION=10.3.0, in the short form, --explain and --json; "consider
+    llama.cpp" only where no path exists at all."""
+    from resolver.data import words
+
+    none = words.text("gfx-unsupported/hint-none")
+    flags = ["--gfx", "gfx1031", "--driver", "30.30.3"]
     _, text = explain("gfx1031-override-hint")
-    hint = next(
-        line
-        for line in text.splitlines()
-        if "HSA_OVERRIDE_GFX_VERSION=10.3.0" in line and line.startswith("hint:")
-    )
-    assert hint.startswith("hint: unofficial:")
-    assert "risk" in text
+    assert text.startswith("verdict: unofficial_only")
+    assert none not in " ".join(text.split())
+    assert "needs HSA_OVERRIDE_GFX_VERSION=10.3.0" in text
     assert "wrong results" in text
+    code, short = run("check", *flags)
+    assert code == 1 and short.startswith("verdict: unofficial_only")
+    assert none not in " ".join(short.split())
+    code, out = run("check", *flags, "--json")
+    doc = json.loads(out)
+    assert (doc["verdict"], doc["exit_code"]) == ("unofficial_only", code)
+    plan = doc["plan"]
+    assert plan["kind"] == "source" and plan["unofficial"] and plan["override"] == "10.3.0"
+    assert plan["built_for"] == ["gfx1030"]
+    assert plan["env"]["HSA_OVERRIDE_GFX_VERSION"] == "10.3.0"
+    assert "unofficial-override" in {w["code"] for w in doc["warnings"]}
+    # A GPU with no path at all keeps the llama.cpp hint.
+    _, igpu = run("check", "--gfx", "gfx1036", "--driver", "30.30.3")
+    assert igpu.startswith("verdict: unsupported") and none in " ".join(igpu.split())
 
 
 def test_preferred_wheel_rejection_is_explained_when_an_image_is_the_plan() -> None:

@@ -669,3 +669,21 @@ def test_versions_an_image_prints_are_escaped() -> None:
     report = images.smoke(Engine(), "ref", _official(), devices=([], []))  # type: ignore[arg-type]
     assert report.found["vllm"] is not None and "\x1b" not in report.found["vllm"]
     assert "\n" not in report.found["vllm"]
+
+
+def test_no_image_says_what_check_plans_instead() -> None:
+    """issue 34: `image --gfx gfx1031` said only "unsupported" while `check` plans the gfx1030
+    build under HSA_OVERRIDE_GFX_VERSION: with no image, the answer carries check's verdict and
+    plan (a source build, unofficial, with the override) and the commands that write it."""
+    code, out = cli_json("--gfx", "gfx1031", "--driver", "30.30.3")
+    assert code == 1 and out["image"] is None
+    src = out["source_plan"]
+    assert src["verdict"] == "unofficial_only" and src["unofficial"]
+    assert src["plan"]["kind"] == "source" and src["override"] == "10.3.0"
+    assert src["built_for"] == ["gfx1030"]
+    assert src["commands"][0].startswith("rocm-vllm dockerfile --gfx gfx1031 ")
+    text = cli("--gfx", "gfx1031", "--driver", "30.30.3")
+    assert text.stdout == "" and "unofficial_only" in text.stderr
+    # Where nothing fits at all, nothing is promised.
+    _, none = cli_json("--gfx", "gfx906", "--driver", "30.30.3")
+    assert none["source_plan"] is None

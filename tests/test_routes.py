@@ -156,3 +156,23 @@ def test_a_fleet_group_is_routed_to_the_main_plan_by_the_same_search() -> None:
     assert route.after is None and route.opens.candidate.label == goal.plan.candidate.label
     assert [s.change.kind for s in route.steps] == ["os", "driver"]
     assert MatrixProvider(LIVE, applied(node, route), Request()).evaluate(goal.plan.candidate).ok
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--gfx", "gfx950", "--driver", "6.2.4"],
+        ["--gfx", "gfx942", "--driver", "6.1.3", "--vllm", "==0.33.0"],
+        ["--gfx", "gfx1201", "--driver", "6.3.1", "--os", "ubuntu-20.04"],
+        ["--gfx", "gfx1102", "--driver", "6.2.4", "--os", "ubuntu-20.04"],
+    ],
+)
+def test_host_fix_names_the_plan_the_route_opens(flags: list[str]) -> None:
+    """issue 36: `check --json` named v0.33.0-rocm72 in `host_fix` and v0.33.0 in `route` for one
+    driver change. The host fix is the path the solver ranks first among those asking the
+    smallest change (an official one before one that runs only under an override), which is the
+    plan solving the changed node gives."""
+    env = {"ROCM_VLLM_MATRIX_DIR": str(LIVE_MATRIX)}
+    doc = json.loads(run_cli("check", *flags, "--json", env=env).stdout)
+    assert doc["verdict"] == "blocked_host_fix"
+    assert doc["host_fix"]["candidate"]["label"] == doc["route"]["plan"]["label"]

@@ -7,7 +7,7 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from resolver.data import matrix
+from resolver.data import matrix, words
 from resolver.data.node import Node, from_flags
 from resolver.solve import Decision, Request, solve
 from resolver.solve.types import HostChange
@@ -396,24 +396,40 @@ def test_a_driver_move_the_os_cannot_take_names_the_os_step() -> None:
     assert all(r.fix.os_first is None for r in ok_os.host_fix.reasons if r.fix is not None)
 
 
-def test_the_override_hint_comes_with_the_plan_that_uses_it() -> None:
-    """issue 19: gfx1031's hint said HSA_OVERRIDE_GFX_VERSION=10.3.0 would load gfx1030 code,
-    yet no path used it. Now an artifact carrying gfx1030 is the plan (unofficial, with the
-    override), and without one the hint is not given."""
+def test_the_override_is_a_plan_a_build_of_the_near_target() -> None:
+    """issue 34: gfx1031's hint named a gfx1030 build with HSA_OVERRIDE_GFX_VERSION=10.3.0 while
+    the verdict was `unsupported` and the short form said "consider llama.cpp". The override is a
+    path (docs/verdicts.md: unofficial): a source build of gfx1030, run under the override."""
     from msgspec.structs import replace
 
     m = matrix.load()
     node = from_flags(gfx="gfx1031", gpus=1, driver="30.30.3", os=None, rocm=None, python=None)
-    plain = solve(m, node, Request())
-    assert plain.verdict == "unsupported"
-    assert all("HSA_OVERRIDE" not in r.hint for e in plain.rejected for r in e.reasons)
+    d = solve(m, node, Request())
+    assert d.verdict == "unofficial_only" and d.plan is not None
+    assert d.plan.candidate.from_source and d.plan.unofficial
+    assert d.plan.override == "10.3.0"
+    assert d.plan.runs_as == (("gfx1031", "gfx1030"),)
+    assert d.plan.built_for(node.gfx_targets) == ("gfx1030",)
+    assert "unofficial-override" in codes(d)
+    # No rejected path says that no vLLM path exists: one does.
+    none = words.text("gfx-unsupported/hint-none")
+    assert all(r.hint != none for e in d.rejected for r in e.reasons)
+    # An artifact carrying gfx1030 is taken before a build (prebuilt first).
     image = next(i for i in m.images if i.official and i.vllm is not None)
     with_1030 = msgspec.structs.replace(image, arch=(*image.arch, "gfx1030"))
     m2 = replace(m, images=tuple(with_1030 if i is image else i for i in m.images))
-    d = solve(m2, node, Request())
-    assert d.verdict == "unofficial_only" and d.plan is not None
-    assert d.plan.override == "10.3.0" and d.plan.unofficial
-    assert d.plan.candidate.image is not None and "gfx1030" in d.plan.candidate.arch
+    d2 = solve(m2, node, Request())
+    assert d2.verdict == "unofficial_only" and d2.plan is not None
+    assert d2.plan.override == "10.3.0" and d2.plan.candidate.image is not None
+
+
+def test_a_target_cmake_accepts_builds_as_itself_not_under_the_override() -> None:
+    """gfx1102 has an override too, but vLLM's CMake accepts it: a source build is for gfx1102
+    itself, never gfx1100 under the override."""
+    d = decide("gfx1102", gpus=1, driver="30.30.3", prefer="source")
+    assert d.plan is not None and d.plan.candidate.from_source
+    assert d.plan.override is None and d.plan.runs_as == ()
+    assert d.plan.built_for(("gfx1102",)) == ("gfx1102",)
 
 
 def test_prefer_that_cannot_be_met_says_why() -> None:

@@ -161,3 +161,71 @@ def test_a_route_taken_gives_what_it_promised(gfx: str) -> None:
                 assert again.verdict in OK_VERDICTS, (gfx, driver, os_id, want, kinds)
                 assert route.plan is not None and again.plan is not None
                 assert again.plan.candidate.label == route.plan.candidate.label
+
+
+def test_each_step_says_why_in_terms_of_the_plan_the_route_ends_on() -> None:
+    """issue 34: MI355X on amdgpu 6.2.4: the route ends on v0.33.0 (rocm100), yet its "because"
+    cited v0.33.0-rocm72, the stack that seeded the search. Every reason a step gives is about the
+    plan the route ends on, and the step's driver is the one that plan asked for."""
+    for gfx, driver, os_id, want in (
+        ("gfx950", "6.2.4", "ubuntu-24.04", None),
+        ("gfx1201", "6.3.1", "ubuntu-20.04", None),
+        ("gfx942", "6.1.3", "ubuntu-20.04", "==0.33.0"),
+    ):
+        node = from_flags(gfx=gfx, gpus=8, driver=driver, os=os_id, rocm=None, python=None)
+        route = plan_upgrade(M, node, Request(vllm=parse_spec(want) if want else None))
+        assert route.plan is not None and route.steps, (gfx, driver)
+        plan = route.plan.candidate
+        stack = plan.stack.variant if plan.stack is not None else None
+        about = [r for s in route.steps for r in s.reasons if r.release is not None]
+        assert about, (gfx, driver)
+        assert all((r.release, r.stack) == (plan.vllm, stack) for r in about), (gfx, driver)
+
+
+def test_check_and_upgrade_name_one_os_target_with_its_source() -> None:
+    """issue 34: `check` said "ubuntu-22.04.5" where `upgrade` said "ubuntu-22.04", and the OS
+    step's source was null: both name the data's OS record, and the step cites it."""
+    env = {"ROCM_VLLM_MATRIX_DIR": str(LIVE_MATRIX)}
+    flags = CASES["os-then-driver"]
+    check = json.loads(run_cli("check", *flags, "--json", env=env).stdout)
+    up = json.loads(run_cli("upgrade", *flags, "--json", env=env).stdout)
+    os_step = up["steps"][0]
+    assert os_step["change"] == "os"
+    record = M.os_release(os_step["to"])
+    assert record is not None and record.id == os_step["to"]
+    assert os_step["source"] and record.provenance.source in os_step["source"]
+    assert check["route"]["steps"][0]["to"] == os_step["to"]
+    node = from_flags(
+        gfx="gfx942", gpus=8, driver="6.1.3", os="ubuntu-20.04", rocm=None, python=None
+    )
+    d = solve(M, node, Request(vllm=parse_spec("==0.33.0")))
+    assert d.host_fix is not None
+    firsts = {r.fix.os_first for r in d.host_fix.reasons if r.fix is not None and r.fix.os_first}
+    assert firsts == {os_step["to"]}
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--gfx", "gfx950", "--gpus", "8", "--driver", "6.2.4", "--os", "ubuntu-24.04"],
+        ["--gfx", "gfx1201", "--gpus", "1", "--driver", "6.3.1", "--os", "ubuntu-20.04"],
+        ["--gfx", "gfx942", "--gpus", "1", "--driver", "6.1.3", "--os", "ubuntu-20.04"],
+    ],
+)
+def test_prefer_source_promises_the_verdict_its_check_gives(flags: list[str]) -> None:
+    """issue 35: `upgrade --prefer source` said `source_build_required` where the check it prints
+    (`--prefer source` moves source builds to the front, beside images that fit) says
+    `supported`: the verdicts before and after are check's."""
+    import shlex
+
+    env = {"ROCM_VLLM_MATRIX_DIR": str(LIVE_MATRIX)}
+    up = json.loads(run_cli("upgrade", *flags, "--prefer", "source", "--json", env=env).stdout)
+    now = json.loads(run_cli("check", *flags, "--prefer", "source", "--json", env=env).stdout)
+    assert up["verdict_before"] == now["verdict"]
+    assert up["found"] and up["plan"]["kind"] == "source"
+    if up["check"] is None:  # nothing to change: check as it is is the promise
+        assert up["verdict_after"] == now["verdict"]
+        assert now["plan"]["label"] == up["plan"]["label"]
+        return
+    after = json.loads(run_cli(*shlex.split(up["check"])[1:], "--json", env=env).stdout)
+    assert (after["verdict"], after["plan"]["label"]) == (up["verdict_after"], up["plan"]["label"])

@@ -86,6 +86,8 @@ def run(
         # "unknown" keeps its own exit code: the data cannot tell, which is not a no.
         code = decision.exit_code if decision.verdict == "unknown" else 1
         out["exit_code"] = code
+        if decision.verdict != "unknown":
+            out["source_plan"] = _source_plan(m, node, decision)
         return ImageAnswer(out, None, None, code)
 
     from resolver.artifacts.registry import parse_registry
@@ -259,6 +261,27 @@ def _iso(epoch: float | None) -> str | None:
     from datetime import UTC, datetime
 
     return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
+
+
+def _source_plan(m: Matrix, node: Node, images_only: Any) -> dict[str, Any] | None:
+    """What `check` plans where no image fits: a source build (gfx1030; gfx1031 built as gfx1030
+    under HSA_OVERRIDE_GFX_VERSION), with check's verdict, so `image` names the same answer."""
+    from resolver.explain import candidate_json
+    from resolver.explain.steps import plan_steps
+    from resolver.solve import Request, solve
+
+    full = solve(m, node, Request(vllm=images_only.request.vllm))
+    plan = full.plan
+    if plan is None or not plan.candidate.from_source:
+        return None
+    return {
+        "verdict": full.verdict,
+        "plan": candidate_json(plan.candidate),
+        "unofficial": plan.unofficial,
+        "override": plan.override,
+        "built_for": list(plan.built_for(node.gfx_targets)),
+        "commands": [cmd for cmd, _why in plan_steps(plan, node)],
+    }
 
 
 def _base_json(decision: Any) -> dict[str, Any]:

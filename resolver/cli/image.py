@@ -342,7 +342,14 @@ def _finish(out: dict[str, Any], json_out: bool, *, exit_code: int) -> None:
         def say(text: str) -> None:
             typer.echo(wrapped(text, width=width), err=True)
 
-        say(f"no verified image fits this node (verdict: {out['verdict']})")
+        src = out.get("source_plan")
+        if src:  # the images' verdict beside check's, so the two answers read as one
+            say(
+                f"no verified image fits this node (images: {out['verdict']}; "
+                f"`rocm-vllm check`: {src['verdict']}, a source build)"
+            )
+        else:
+            say(f"no verified image fits this node (verdict: {out['verdict']})")
         for reason in out["blockers"]:
             say(f"  - {reason['message']}")
             say(f"    hint: {reason['hint']}")
@@ -352,7 +359,18 @@ def _finish(out: dict[str, Any], json_out: bool, *, exit_code: int) -> None:
                 say(f"    fetch: {fact['fetch']}")
         if not out["blockers"] and not out["missing"]:
             say("  every candidate was rejected; --json lists each with its reasons")
-        say("  a source build may still work: rocm-vllm check, then rocm-vllm dockerfile")
+        if src:  # check's answer: a source build (under an override, where it needs one)
+            needs = f" under HSA_OVERRIDE_GFX_VERSION={src['override']}" if src["override"] else ""
+            say(
+                f"  plan: {src['plan']['label']}, built for {', '.join(src['built_for'])}{needs}"
+                + (" (unofficial)" if src["unofficial"] else "")
+            )
+            for cmd in src["commands"]:
+                typer.echo(f"    $ {cmd}", err=True)  # a command: never wrapped
+        elif "source_plan" in out:
+            say("  no source build fits either: `rocm-vllm check --explain` says why")
+        else:
+            say("  a source build may still work: rocm-vllm check, then rocm-vllm dockerfile")
     raise typer.Exit(exit_code)
 
 

@@ -159,7 +159,7 @@ def route_json(route: Any, node: Any, m: Any) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "exit_code": 0 if route.found else 6 if unknown else 1,
         "found": route.found,
-        "verdict_before": route.before.verdict,
+        "verdict_before": route.verdict_before,
         "verdict_after": route.after.verdict if route.after is not None else None,
         "steps": steps,
         "plan": candidate_json(plan.candidate) if plan is not None else None,
@@ -196,6 +196,13 @@ def render(data: dict[str, Any], *, width: int = 100) -> str:
             lines.append(f"  ? {fact['detail']}")
             if fact["fetch"]:
                 lines.append(f"    fetch: {fact['fetch']}")
+        return "\n".join(wrapped(line, width=width) for line in lines) + "\n"
+    if not data["found"] and data["verdict_before"] == "unofficial_only":
+        # Not "no plan": check gives one, off the supported path; no host change gives a better.
+        lines.append(
+            f"no route: no host change gives this node an official plan ({where}); as it is, "
+            "`rocm-vllm check` answers unofficial_only (its plan says how)"
+        )
         return "\n".join(wrapped(line, width=width) for line in lines) + "\n"
     if not data["found"]:
         lines.append(f"no route: no host change gives this node a plan ({where})")

@@ -98,7 +98,7 @@ def plan_json(ev: Evaluation, node: Node, m: Matrix) -> dict[str, Any]:
         "arch": list(arch),
         # What the artifact carries code for: a source build builds for this node's targets
         # only (the text's "builds for ... only"); a prebuilt one, its own arch list.
-        "built_for": list(c.built_for(node.gfx_targets)),
+        "built_for": list(ev.built_for(node.gfx_targets)),
         "unofficial": ev.unofficial,
         "override": ev.override,
         "env": env,
@@ -136,7 +136,7 @@ def step_json(step: Step) -> dict[str, Any]:
     if step.needed_for:
         why.append(f"AMD supports {step.needed_for} on {step.change.value}, not on the host's")
     sources = [r.source for r in step.reasons] + [w.source for w in step.warnings]
-    sources += [f.source for f in step.facts]
+    sources += [f.source for f in step.facts] + [step.source]
     return {
         "change": step.change.kind,
         "from": step.before,

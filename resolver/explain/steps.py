@@ -71,7 +71,7 @@ def plan_steps(ev: Evaluation, node: Node) -> list[tuple[str, str]]:
             "assert torch.version.hip and not torch.version.cuda",
             "a CUDA wheel must not have slipped in",
         )
-    gfx = ",".join(node.gfx_targets)
+    gfx = ",".join(ev.built_for(node.gfx_targets))
     stack: list[str] = []
     if c.stack is not None and c.release is not None and len(c.release.stacks) > 1:
         stack = ["--stack", c.stack.variant]
@@ -93,7 +93,12 @@ def plan_steps(ev: Evaluation, node: Node) -> list[tuple[str, str]]:
                     "Dockerfile.vllm-rocm",
                 ]
             ),
-            f"built for {gfx} only" if gfx else "",
+            (
+                f"built for {gfx} only"
+                + (f", run under HSA_OVERRIDE_GFX_VERSION={ev.override}" if ev.override else "")
+            )
+            if gfx
+            else "",
         ),
         (
             shell.join(

@@ -72,8 +72,15 @@ def _plan_lines(ev: Evaluation, m: Matrix, node: Node, width: int = WIDTH) -> li
             # The Dockerfile builds for this node's targets only (PYTORCH_ROCM_ARCH), so that is
             # what the artifact carries; the stack's own list says what upstream ships.
             ships = f"; the stack ships {', '.join(c.arch)}" if c.arch else ""
+            built = ev.built_for(node.gfx_targets)
+            whose = (
+                "this node's targets"
+                if built == node.gfx_targets
+                else f"the targets {', '.join(node.gfx_targets)} run as under "
+                f"HSA_OVERRIDE_GFX_VERSION={ev.override}"
+            )
             lines += fill(
-                f"builds for {', '.join(node.gfx_targets)} only (this node's targets{ships})",
+                f"builds for {', '.join(built)} only ({whose}{ships})",
                 "  ",
                 "    ",
                 width,

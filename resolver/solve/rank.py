@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from resolver.solve.types import Evaluation, Kind
 
@@ -55,11 +55,32 @@ def fix_order(ranked: Sequence[Evaluation]) -> list[Evaluation]:
     if not fixable:
         return []
     best = fixable[0].candidate
+    # An official path before an unofficial one (as the solver ranks them), then the smallest
+    # change; stable: among paths that ask the same change, rank order (the default stack first),
+    # which is the plan the solver gives once the change is made (the what-if search's route).
     top = sorted(
         (e for e in fixable if e.candidate.vllm == best.vllm and type(e.candidate) is type(best)),
-        key=lambda e: e.candidate.rocm or Version("0"),  # stable: rank order among equals
+        key=lambda e: (e.unofficial, _change_size(e)),
     )
     return [*top, *(e for e in fixable if e not in top)]
+
+
+def _change_size(e: Evaluation) -> tuple[object, ...]:
+    """How much host change a path asks: fewer changes, then cheaper kinds, then the nearer
+    value (an upgrade to the lower series, a downgrade to the higher one)."""
+    changes = tuple(
+        dict.fromkeys(r.fix.change for r in e.reasons if r.fix is not None and r.fix.change)
+    )
+    values: list[tuple[object, ...]] = []
+    for c in sorted(changes, key=lambda c: c.kind):
+        try:
+            v = Version(c.value)
+        except InvalidVersion:
+            values.append((c.kind, 1, c.value))
+            continue
+        down = c.direction == "downgrade"
+        values.append((c.kind, 0, 1, _neg(v)) if down else (c.kind, 0, 0, v))
+    return (len(changes), sum(c.cost for c in changes), tuple(values))
 
 
 def distinct_alternatives(

@@ -72,6 +72,7 @@ class Step(msgspec.Struct, frozen=True, kw_only=True):
     # fact that the OS release makes it.
     stands_for: HostChange | None = None
     facts: tuple[Fact, ...] = ()
+    source: str = ""  # where an OS step's target is recorded (its reasons and facts hold theirs)
 
 
 class Route(msgspec.Struct, frozen=True, kw_only=True):
@@ -344,6 +345,7 @@ def _best_first(
             node = step.change.apply(node)
         opens, after, more = check(node, s.decision.request)
         if opens is not None:
+            steps, removes = _about_opened(s, opens, steps, removes)
             found.append(
                 Route(
                     changes=group,
@@ -366,6 +368,43 @@ def _best_first(
                     by_change[r.fix.change] += (r,)
             push((*group, *grow))
     return found  # the fewest changes that work: one alone, else the set that works together
+
+
+def _about_opened(
+    s: _Search, opens: Evaluation, steps: tuple[Step, ...], removes: tuple[Reason, ...]
+) -> tuple[tuple[Step, ...], tuple[Reason, ...]]:
+    """The steps' "because" about the plan the route ends on: the seed path's reasons may be
+    another stack's (v0.33.0-rocm72 seeds the driver move that opens v0.33.0), so each step takes
+    the reasons the opened path itself had on the node as it is, where it had one for that kind
+    of change."""
+    here = next(
+        (e for e in s.decision.rejected if e.candidate.key == opens.candidate.key),
+        None,
+    )
+    if here is None:
+        here = s.evaluate(s.decision.node, s.decision.request, opens.candidate)
+    own = [r for r in here.reasons if r.fix is not None and r.fix.change is not None]
+    if not own:
+        return steps, removes
+
+    def kind_of(st: Step) -> str:
+        return (st.stands_for or st.change).kind
+
+    out = []
+    for st in steps:
+        mine = tuple(
+            r
+            for r in own
+            if r.fix is not None and r.fix.change is not None and r.fix.change.kind == kind_of(st)
+        )
+        out.append(msgspec.structs.replace(st, reasons=mine) if mine and st.reasons else st)
+    kinds = {kind_of(st) for st in steps}
+    taken = tuple(
+        r
+        for r in own
+        if r.fix is not None and r.fix.change is not None and r.fix.change.kind in kinds
+    )
+    return tuple(out), taken or removes
 
 
 def _request_route(s: _Search, change: RequestChange, *, ok_only: bool) -> Route | None:
@@ -423,8 +462,22 @@ def _steps(
                     change=HostChange(kind="os", value=target.id),
                     before=node.os,
                     needed_for=f"amdgpu {change.value}",
+                    source=_os_source(m, target, change.value),
                 )
     return _in_order(steps.values())
+
+
+def _os_source(m: Matrix, target: OsRelease, driver: str) -> str:
+    """Where the OS step's facts are recorded: the OS record, and the ROCm release whose OS list
+    says AMD supports the driver there (the release the driver series shipped with)."""
+    series = m.driver(driver)
+    paired = (
+        m.rocm_release(Version(series.paired_rocm))
+        if series is not None and series.paired_rocm
+        else None
+    )
+    sources = [target.provenance.source, paired.provenance.source if paired else ""]
+    return "; ".join(dict.fromkeys(x for x in sources if x))
 
 
 def _os_with_glibc(m: Matrix, node: Node, change: HostChange) -> OsRelease | None:
@@ -487,12 +540,32 @@ def plan_upgrade(matrix: Matrix, node: Node, request: Request) -> Upgrade:
 
     before = solve(matrix, node, request)
     if before.plan is not None and before.verdict in OK_VERDICTS and before.exit_code == 0:
-        return Upgrade(before=before, route=finish(matrix, empty_route(before)))
+        return _as_check(matrix, before, finish(matrix, empty_route(before)))
     routes = search(matrix, before)
     best = routes.host[0] if routes.host else None
     if best is not None and best.after is not None and best.after.verdict in OK_VERDICTS:
-        return Upgrade(before=before, route=finish(matrix, best))
-    return Upgrade(before=before, route=None)
+        return _as_check(matrix, before, finish(matrix, best))
+    return _as_check(matrix, before, None)
+
+
+def _as_check(matrix: Matrix, before: Decision, route: Route | None) -> Upgrade:
+    """The upgrade with the verdicts `check` gives for the same flags: a ``--prefer`` upgrade
+    plans the route to that kind of path only (``paths``), but check's ``--prefer`` only moves
+    the kind to the front, and a source plan beside a fitting image is ``supported`` there,
+    not ``source_build_required`` (issue 35): the verdicts promised are check's."""
+    if before.request.paths is None:
+        return Upgrade(before=before, route=route)
+    from resolver.solve import solve
+
+    def as_check(r: Request) -> Request:
+        return msgspec.structs.replace(r, paths=None)
+
+    checked = solve(matrix, before.node, as_check(before.request))
+    if route is not None and route.after is not None:
+        after = solve(matrix, route.node, as_check(route.request))
+        if after.plan is not None and after.plan.candidate.key == route.opens.candidate.key:
+            route = msgspec.structs.replace(route, after=after)
+    return Upgrade(before=before, route=route, checked=checked)
 
 
 class Upgrade(msgspec.Struct, frozen=True, kw_only=True):
@@ -501,6 +574,14 @@ class Upgrade(msgspec.Struct, frozen=True, kw_only=True):
 
     before: Decision
     route: Route | None
+    # The decision `check` gives on the node as it is, where the upgrade's request is not check's
+    # (a --prefer that plans one kind of path only); None: ``before`` is it.
+    checked: Decision | None = None
+
+    @property
+    def verdict_before(self) -> str:
+        """The verdict `check` gives the node as it is, with the same flags."""
+        return (self.checked or self.before).verdict
 
     @property
     def found(self) -> bool:

@@ -96,6 +96,10 @@ class DockerfilePlan:
     # what a host needs to run the image, said in its labels.
     runs_on_drivers: tuple[str, ...] = ()
     guard: bool = False  # ENTRYPOINT checks the visible GPUs against the labels before vLLM starts
+    # HSA_OVERRIDE_GFX_VERSION the image sets (unofficial): the node's GPUs run the near target's
+    # code, ``runs_as`` (node gfx, near target) says which
+    override: str | None = None
+    runs_as: tuple[tuple[str, str], ...] = ()
     mirrors: Mirrors = field(default_factory=Mirrors)  # where every fetch goes (--mirror-config)
 
     @property
@@ -238,6 +242,14 @@ class DockerfilePlan:
                 else {}
             ),
             "moving_refs": list(self.moving_refs),
+            "override": (
+                {
+                    "hsa_override_gfx_version": self.override,
+                    "runs_as": {gfx: near for gfx, near in self.runs_as},
+                }
+                if self.override
+                else None
+            ),
         }
 
 
@@ -388,9 +400,13 @@ def plan_dockerfile(
     here on ``stack`` (default: its default stack). A stack on a ROCm nightly is refused unless
     ``allow_preview``; one whose upstream pins name a moving branch is refused unless
     ``allow_moving_refs`` (then the file says so loudly)."""
-    targets = _target_names(matrix, node, gfx_override)
+    asked = _target_names(matrix, node, gfx_override)
     if isinstance(chosen, VllmRelease):
-        chosen = _evaluate(matrix, node, chosen, stack, targets)
+        chosen = _evaluate(matrix, node, chosen, stack, asked)
+    # What is built: the targets, each one the solver runs under an HSA override as its near
+    # target (gfx1031 -> gfx1030, which the image then sets HSA_OVERRIDE_GFX_VERSION for).
+    targets = tuple(sorted(set(chosen.built_for(asked))))
+    runs_as = tuple((g, near) for g, near in chosen.runs_as if g in asked)
     release, st = chosen.candidate.release, chosen.candidate.stack
     assert release is not None
     assert st is not None
@@ -409,6 +425,13 @@ def plan_dockerfile(
     assert rocm is not None  # _require_known
     _refuse_as_the_solver_did(chosen)
     driver = _check_driver(matrix, node, rocm, warnings)
+    override = chosen.override if runs_as else None
+    for gfx, near in runs_as:
+        warnings.append(
+            f"unofficial: {gfx} is no target of vLLM's build; the image carries {near} code and "
+            f"sets HSA_OVERRIDE_GFX_VERSION={override} so the runtime loads it on {gfx}; it can "
+            "crash or compute wrong results: test outputs before serving"
+        )
 
     # Components: every pin is checked; gates decide which ones are built.
     pins = _safe_pins(st, where)
@@ -476,6 +499,8 @@ def plan_dockerfile(
         runs_on_drivers=tuple(d.series for d in matrix.drivers_running(rocm)),
         guard=guard,
         mirrors=mirrors,
+        override=override,
+        runs_as=runs_as,
     )
 
 

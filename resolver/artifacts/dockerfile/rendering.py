@@ -50,6 +50,11 @@ def _header(plan: DockerfilePlan) -> str:
     ]
     if plan.stack_note:
         lines.insert(3, f"#   ROCm stack: {plan.stack_note}")
+    for gfx, near in plan.runs_as:
+        lines.append(
+            f"# UNOFFICIAL: built for {near}, run on {gfx} under HSA_OVERRIDE_GFX_VERSION="
+            f"{plan.override} (set below): {gfx} is no target of vLLM's build."
+        )
     for ref in plan.moving_refs:
         lines.append(f"# WARNING: NOT REPRODUCIBLE: upstream pins {ref}, a moving branch.")
     if plan.driver.runs_base_rocm:
@@ -221,6 +226,18 @@ def _mori_values(plan: DockerfilePlan) -> dict[str, str]:
     }
 
 
+def _override_env(plan: DockerfilePlan) -> str:
+    """The HSA override an unofficial build for a near target runs under, said where it is set."""
+    if not plan.override:
+        return ""
+    pairs = ", ".join(f"{gfx} as {near}" for gfx, near in plan.runs_as)
+    return (
+        "\n# UNOFFICIAL: the ROCm runtime loads this image's code for the near target on the "
+        f"GPU ({pairs});\n# it can crash or compute wrong results: test outputs before serving."
+        f"\nENV HSA_OVERRIDE_GFX_VERSION={plan.override}"
+    )
+
+
 def template_values(plan: DockerfilePlan, root: Path | None = None) -> dict[str, str]:
     """The names a fragment may use as ``@{name}``."""
     root = root or resources.dockerfiles_dir()
@@ -255,6 +272,7 @@ def template_values(plan: DockerfilePlan, root: Path | None = None) -> dict[str,
         "deb_mounts": _mounts(plan, debs=True).lstrip(" "),
         "base_apt": "".join(f" {pkg}" for pkg in base_apt),
         "final_env": "".join(f" \\\n    {line}" for line in final_env),
+        "override_env": _override_env(plan),
         "vllm_version": plan.vllm_version,
         "rocm": plan.rocm,
         "hipblas_common_install": "",
