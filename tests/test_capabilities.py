@@ -163,3 +163,82 @@ def test_mxfp4_runs_emulated_where_the_releases_kernel_table_says_so() -> None:
     assert caps is not None and caps.rocm_kernels is None
     old = solve(M, w7900, Request(quantization="mxfp4", vllm=parse_spec("==0.10.1.1")))
     assert old.plan is None
+
+
+# --- issue 34: what the ROCm attention backends take, and the releases read from wheels -------
+
+
+def test_a_kv_cache_dtype_no_rocm_backend_accepts_is_refused() -> None:
+    """nvfp4 is in 0.33.0's CacheDType (platform-wide), but no ROCm attention backend takes it:
+    vLLM stops with "No valid attention backend found". No release runs it on ROCm."""
+    pinned = solve(M, MI300, Request(kv_cache_dtype="nvfp4", vllm=parse_spec("==0.33.0")))
+    assert pinned.plan is None and pinned.verdict == "unsupported"
+    (reason,) = [r for r in pinned.blockers if r.code == "kv-cache-dtype-no-backend"]
+    assert "_get_backend_priorities" in reason.source and "vllm 0.33.0 sdist" in reason.source
+    for dtype in ("nvfp4", "nvfp4_4over6", "nvfp4_ds_mla"):
+        assert solve(M, MI300, Request(kv_cache_dtype=dtype)).verdict not in OK_VERDICTS
+
+
+def test_a_dtype_only_a_model_picked_rocm_backend_takes_is_not_refused() -> None:
+    """fp8_ds_mla is taken by DeepSeek V4's ROCm sparse MLA backends (the registry's ROCM_*
+    ones, picked by the model, not by _get_backend_priorities)."""
+    caps = M.capabilities_of(Version("0.33.0"))
+    assert caps is not None and caps.attention_backends("fp8_ds_mla")
+    d = solve(M, MI300, Request(kv_cache_dtype="fp8_ds_mla", vllm=parse_spec("==0.33.0")))
+    assert d.plan is not None and d.verdict in OK_VERDICTS
+
+
+def test_a_release_whose_backends_were_not_read_is_not_judged_by_them() -> None:
+    """Before 0.18.0 vLLM's ROCm selection did not validate the KV cache dtype per backend: no
+    backend table, no kv-cache-dtype-no-backend."""
+    caps = M.capabilities_of(Version("0.16.0"))
+    assert caps is not None and caps.rocm_attention is None
+    d = solve(M, MI300, Request(kv_cache_dtype="fp8_ds_mla", vllm=parse_spec("==0.16.0")))
+    assert not any(r.code == "kv-cache-dtype-no-backend" for r in d.blockers)
+
+
+def test_a_release_older_than_every_read_list_predates_a_newer_dtype() -> None:
+    """0.8.3's dtypes were never read (CacheDType came later), but the oldest list read, 0.8.5's,
+    lacks nvfp4: vLLM only ever added KV cache dtypes, so 0.8.3 has no nvfp4 either."""
+    d = solve(M, MI300, Request(kv_cache_dtype="nvfp4", vllm=parse_spec("==0.8.3")))
+    assert d.plan is None
+    reason = next(r for r in d.blockers if r.code == "kv-cache-dtype-not-listed")
+    assert "vllm 0.8.5 sdist" in reason.source
+    kept = solve(M, MI300, Request(kv_cache_dtype="fp8", vllm=parse_spec("==0.8.3")))
+    assert not any(r.code == "kv-cache-dtype-not-listed" for r in kept.blockers)
+
+
+KV_DTYPES = sorted({d for c in M.capabilities for d in c.kv_cache_dtypes})
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(KV_DTYPES), st.sampled_from(["gfx942", "gfx90a", "gfx1100", "gfx950"]))
+def test_no_plan_uses_a_kv_cache_dtype_no_rocm_backend_of_its_release_takes(
+    dtype: str, gfx: str
+) -> None:
+    """The rule the data states, property-tested: a plan's release names the dtype and, where
+    its backends were read, one of them accepts it."""
+    node = from_flags(gfx=gfx, gpus=1, driver="30.30.3", os="ubuntu-22.04", rocm=None, python=None)
+    d = solve(M, node, Request(kv_cache_dtype=dtype))
+    if d.plan is None or d.verdict not in OK_VERDICTS:
+        return
+    caps = M.capabilities_of(d.plan.candidate.vllm)
+    if caps is None or not caps.kv_cache_dtypes:
+        return
+    assert dtype in caps.kv_cache_dtypes
+    assert caps.attention_backends(dtype) != ()
+
+
+def test_a_release_with_no_sdist_is_read_from_its_wheel() -> None:
+    """0.15.0 has only wheels on the index: its record comes from the x86_64 wheel (named with
+    its sha256), and bitsandbytes, which its platform file does not list, is refused there."""
+    caps = M.capabilities_of(Version("0.15.0"))
+    assert caps is not None and "bitsandbytes" not in caps.quantization
+    assert caps.sdist_sha256 is None
+    assert caps.provenance.source.startswith(
+        "PyPI wheel vllm-0.15.0-cp38-abi3-manylinux_2_31_x86_64.whl sha256 fd0337168756"
+    )
+    d = solve(M, MI300, Request(quantization="bitsandbytes", vllm=parse_spec("==0.15.0")))
+    assert d.plan is None
+    (reason,) = [r for r in d.blockers if r.code == "quantization-not-listed"]
+    assert "PyPI wheel" in reason.source

@@ -160,3 +160,23 @@ def test_a_preview_stack_is_offered_only_to_its_gpu() -> None:
     assert plan is not None and plan.candidate.arch == ("gfx1250",)
     out = run_cli("check", "--gfx", "gfx1250", "--driver", "31.50.0", "--json", env=LIVE)
     assert json.loads(out.stdout)["plan"]["arch"] == ["gfx1250"]
+
+
+def test_every_release_from_0_18_has_its_rocm_attention_backends() -> None:
+    """issue 34: the KV cache dtypes each ROCm attention backend takes are read per release from
+    0.18.0 (when vLLM began validating them); the nvfp4 dtypes have no ROCm backend."""
+    for caps in M.capabilities:
+        if caps.version >= Version("0.18.0"):
+            assert caps.rocm_attention, caps.version
+            assert caps.attention_backends("auto") and caps.attention_backends("nvfp4") == ()
+            assert "_get_backend_priorities" in caps.provenance.source
+
+
+def test_the_rocm723_release_wheels_cover_0_23_to_0_32() -> None:
+    """issue 34: the 0.23.0-0.32.0 release pipelines publish rocm723 wheels (setup.py's
+    +rocm<digits> of the 7.2.3 base), 0.21-0.22 rocm722; 0.33.0 names them rocm72."""
+    wheels = {w.name: w for w in M.wheels}
+    assert {str(v) for v in wheels["rocm723"].releases} >= {"0.30.0", "0.31.0", "0.32.0"}
+    assert Version("0.33.0") not in wheels["rocm723"].releases
+    assert wheels["rocm723"].uses_host_rocm and wheels["rocm723"].rocm == Version("7.2.3")
+    assert {str(v) for v in wheels["rocm722"].releases} == {"0.21.0", "0.22.0", "0.22.1"}

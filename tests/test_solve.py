@@ -497,3 +497,62 @@ def test_aiter_advice_follows_whether_the_planned_release_pins_aiter() -> None:
         stack = d.plan.candidate.stack
         assert stack is not None and (stack.pin("aiter") is not None) == pinned
         assert ("aiter-off-by-default" in [w.code for w in d.warnings]) == pinned, version
+
+
+# --- issue 34, on the shipped data: a dtype no ROCm backend takes, a release read from its
+# wheel, and the wheel line with the rocm723 release wheels.
+
+
+def _live_mi300(**kw: str) -> Node:
+    return from_flags(
+        gfx="gfx942",
+        gpus=8,
+        driver="30.30.3",
+        os=kw.get("os", "ubuntu-22.04"),
+        rocm=kw.get("rocm"),
+        python=kw.get("python"),
+    )
+
+
+def test_nvfp4_kv_cache_on_gfx942_has_no_rocm_backend() -> None:
+    from tests.conftest import LIVE_MATRIX
+
+    live = matrix.load_dir(LIVE_MATRIX)
+    d = solve(live, _live_mi300(), Request(kv_cache_dtype="nvfp4"))
+    assert d.verdict == "unsupported" and d.plan is None
+    newest = solve(
+        live, _live_mi300(), Request(kv_cache_dtype="nvfp4", vllm=SpecifierSet(">=0.20"))
+    )
+    assert {r.code for r in newest.blockers} == {"kv-cache-dtype-no-backend"}
+
+
+def test_bitsandbytes_is_refused_on_0_15_0_from_its_wheel() -> None:
+    from tests.conftest import LIVE_MATRIX
+
+    live = matrix.load_dir(LIVE_MATRIX)
+    request = Request(quantization="bitsandbytes", vllm=SpecifierSet("==0.15.0"))
+    d = solve(live, _live_mi300(), request)
+    assert d.verdict == "unsupported"
+    assert {r.code for r in d.blockers} == {"quantization-not-listed"}
+
+
+def test_the_wheel_line_names_each_release_index_once() -> None:
+    """The rocm100 record holds its per-release index already: the line must not append the
+    version and variant again. 0.30.0's pipeline publishes rocm723 release wheels."""
+    from resolver.explain import plan_steps
+    from tests.conftest import LIVE_MATRIX
+
+    live = matrix.load_dir(LIVE_MATRIX)
+    node = _live_mi300(os="ubuntu-24.04", python="3.12")
+    d = solve(live, node, Request(vllm=SpecifierSet("==0.33.0"), paths=frozenset({"wheel"})))
+    assert d.plan is not None and d.plan.candidate.wheel is not None
+    line = " ".join(cmd for cmd, _ in plan_steps(d.plan, node))
+    assert "--extra-index-url https://wheels.vllm.ai/rocm/0.33.0/rocm100" in line
+    assert "/rocm100/0.33.0/" not in line
+    node = _live_mi300(python="3.12", rocm="7.2.3")
+    d = solve(live, node, Request(vllm=SpecifierSet("==0.30.0"), paths=frozenset({"wheel"})))
+    assert d.plan is not None and d.plan.candidate.label == "vllm==0.30.0+rocm723 (wheel)"
+    line = " ".join(cmd for cmd, _ in plan_steps(d.plan, node))
+    assert (
+        "vllm==0.30.0+rocm723 --extra-index-url https://wheels.vllm.ai/rocm/0.30.0/rocm723" in line
+    )

@@ -293,6 +293,13 @@ WORDS: Final[dict[str, Said]] = {
         hint=_NEWER_RELEASE_HINT,
         fix="vLLM {first} or newer",
     ),
+    "kv-cache-dtype-not-listed/older": Said(
+        message="vLLM {vllm} predates the KV cache dtype {dtype}: the oldest release whose "
+        "dtypes were read, {oldest}, does not have it yet",
+        facts=("vLLM {oldest} CacheDType: {listed}",),
+        hint=_NEWER_RELEASE_HINT,
+        fix="vLLM {first} or newer",
+    ),
     "kv-cache-dtype-no-backend": Said(
         message="no ROCm attention backend of vLLM {vllm} accepts the KV cache dtype {dtype} "
         "(vLLM stops with 'No valid attention backend found')",

@@ -42,6 +42,17 @@ def _node_flags(node: Node, *, without: frozenset[str] = frozenset()) -> list[st
 node_flags = _node_flags  # public name for derive's hints
 
 
+def rocm_wheel_index(recorded: str, vllm: str, variant: str) -> str:
+    """The per-release index of a ROCm wheel, ``<root>/<version>/<variant>`` as vLLM's docs
+    write it. A record may hold the root (``.../rocm/``) or a per-release index already
+    (``.../rocm/0.33.0/rocm100``: appending to it doubled the path, issue 34), whose root is two
+    segments up; a mirror (ROCM_VLLM_WHEELS) stands for the root."""
+    base = resources.wheels_base(recorded)
+    if base.endswith(f"/{variant}"):
+        base = base.rsplit("/", 2)[0]
+    return f"{base}/{vllm}/{variant}"
+
+
 def plan_steps(ev: Evaluation, node: Node) -> list[tuple[str, str]]:
     """What to run for this path: (copy-pasteable shell line, why) pairs; ``why`` may be empty."""
     c = ev.candidate
@@ -67,7 +78,7 @@ def plan_steps(ev: Evaluation, node: Node) -> list[tuple[str, str]]:
         return _wheel_steps(
             c.wheel.python[0],
             f"vllm=={c.vllm}+{c.wheel.name}",
-            f"{resources.wheels_base(c.wheel.index_url)}/{c.vllm}/{c.wheel.name}",
+            rocm_wheel_index(c.wheel.index_url, str(c.vllm), c.wheel.name),
             "assert torch.version.hip and not torch.version.cuda",
             "a CUDA wheel must not have slipped in",
         )

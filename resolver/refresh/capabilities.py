@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from typing import Any, Final
 
 from resolver.refresh.sdist import IndexFile, ReleaseFactsSource
@@ -19,6 +20,11 @@ WANTED: Final = re.compile(
     r"vllm/platforms/rocm\.py|vllm/config/cache\.py|vllm/config\.py"
     r"|vllm/model_executor/kernels/linear/scaled_mm/pytorch\.py"
     r"|vllm/model_executor/kernels/linear/__init__\.py"
+    # the attention backends and the registry that names their classes (issue 34)
+    r"|vllm/v1/attention/backend\.py|vllm/v1/attention/backends/(mla/)?"
+    r"(registry|rocm_[a-z0-9_]{1,64}|triton_[a-z0-9_]{1,64}|aiter_[a-z0-9_]{1,64}"
+    r"|turboquant_attn|ultraquant_attn)\.py"
+    r"|vllm/models/[a-z0-9_]{1,64}/(amd/rocm|sparse_mla)\.py"  # model-picked ROCm backends
 )
 # The kernel lists vLLM picks a linear kernel from, per format and platform (_POSSIBLE_*_KERNELS).
 KERNELS: Final = "vllm/model_executor/kernels/linear/__init__.py"
@@ -133,6 +139,192 @@ def cache_dtypes(text: str) -> list[str] | None:
 
 class _Unknown(Exception):
     """A construct the rule evaluator does not know: the rule is not claimed."""
+
+
+# Where RocmPlatform lists the attention backends it picks from (from 0.18.0: each is validated
+# against the request, KV cache dtype included, and none valid is "No valid attention backend").
+PRIORITIES: Final = "_get_backend_priorities"
+REGISTRY: Final = "vllm/v1/attention/backends/registry.py"  # AttentionBackendEnum -> class path
+_BASE_BACKEND: Final = "AttentionBackend"  # its supports_kv_cache_dtype reads the class's list
+
+
+def rocm_attention(files: dict[str, str], cache: list[str]) -> dict[str, list[str]] | None:
+    """Per backend ``RocmPlatform`` picks from (``_get_backend_priorities`` in
+    vllm/platforms/rocm.py) and per ``ROCM_*`` backend of the registry, the KV cache dtypes it
+    accepts: its ``supported_kv_cache_dtypes``
+    (inherited through the classes it imports), or what its own ``supports_kv_cache_dtype``
+    admits of ``cache`` (the release's CacheDType) where it overrides the list. None when the
+    release has no such function or any backend's rule is not understood: a partial answer
+    would refuse a dtype the unread backend may take."""
+    try:
+        platform = ast.parse(files.get(FILE, ""))
+        registry = ast.parse(files.get(REGISTRY, ""))
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    func = next(
+        (f for f in platform.body if isinstance(f, ast.FunctionDef) and f.name == PRIORITIES),
+        None,
+    )
+    paths = _enum_paths(registry)
+    if func is None or not paths:
+        return None
+    # The backends it picks from, then every ROCm one the registry names: those a model picks
+    # itself (DeepSeek V4's sparse MLA takes fp8_ds_mla) or --attention-backend selects.
+    named = sorted(
+        (n.lineno, n.col_offset, n.attr)  # in the order the function names them
+        for n in ast.walk(func)
+        if isinstance(n, ast.Attribute)
+        and isinstance(n.value, ast.Name)
+        and n.value.id == "AttentionBackendEnum"
+    )
+    names = [attr for _, _, attr in named] + [n for n in paths if n.startswith("ROCM_")]
+    out: dict[str, list[str]] = {}
+    try:
+        for name in dict.fromkeys(names):
+            module, _, cls = paths.get(name, "").rpartition(".")
+            if not module:
+                return None
+            out[name.lower()] = _Backends(files, cache).accepts(_module_file(module), cls)
+    except (_Unknown, SyntaxError, ValueError, RecursionError):
+        return None
+    return out or None
+
+
+def _module_file(module: str) -> str:
+    return module.replace(".", "/") + ".py"
+
+
+def _enum_paths(registry: ast.Module) -> dict[str, str]:
+    """``AttentionBackendEnum``'s members and the class path each names."""
+    for node in registry.body:
+        if isinstance(node, ast.ClassDef) and node.name == "AttentionBackendEnum":
+            return {
+                stmt.targets[0].id: stmt.value.value
+                for stmt in node.body
+                if isinstance(stmt, ast.Assign)
+                and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)
+                and isinstance(stmt.value, ast.Constant)
+                and isinstance(stmt.value.value, str)
+            }
+    return {}
+
+
+class _Backends:
+    """The backend classes of the files read, followed through their bases as Python would
+    (depth first, left to right: single inheritance is all these files use)."""
+
+    def __init__(self, files: dict[str, str], cache: list[str]) -> None:
+        self.files, self.cache = files, cache
+        self.trees: dict[str, ast.Module] = {}
+
+    def _tree(self, path: str) -> ast.Module:
+        if path not in self.trees:
+            if path not in self.files:
+                raise _Unknown  # a base class in a file that was not read
+            self.trees[path] = ast.parse(self.files[path])
+        return self.trees[path]
+
+    def _class(self, path: str, name: str, depth: int = 0) -> tuple[str, ast.ClassDef]:
+        tree = self._tree(path)
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name == name:
+                return path, node
+        for node in tree.body:  # imported: from vllm.x.y import Name
+            if isinstance(node, ast.ImportFrom) and node.module and depth < 5:
+                for alias in node.names:
+                    if (alias.asname or alias.name) == name:
+                        return self._class(_module_file(node.module), alias.name, depth + 1)
+        raise _Unknown
+
+    def _mro(self, path: str, name: str) -> Iterator[ast.ClassDef]:
+        """The class, then its bases, each read only when the ones before did not answer (a
+        backend with its own list needs no base from a file this source does not read)."""
+        todo = [(path, name)]
+        for _ in range(20):
+            if not todo:
+                return
+            where, cls = self._class(*todo.pop(0))
+            yield cls
+            if cls.name == _BASE_BACKEND:
+                return
+            bases = [b.id for b in cls.bases if isinstance(b, ast.Name)]
+            if len(bases) != len(cls.bases):
+                raise _Unknown  # a base written as an expression
+            todo = [(where, b) for b in bases] + todo
+
+    def accepts(self, path: str, name: str) -> list[str]:
+        for cls in self._mro(path, name):
+            method = _member(cls, "supports_kv_cache_dtype")
+            if isinstance(method, ast.FunctionDef) and cls.name != _BASE_BACKEND:
+                return self._override(method)
+            listed = _member(cls, "supported_kv_cache_dtypes")
+            if listed is not None:
+                return _literal_strings(listed)
+        raise _Unknown
+
+    def _override(self, method: ast.FunctionDef) -> list[str]:
+        """The dtypes of ``cache`` a backend's own ``supports_kv_cache_dtype`` admits: its last
+        return is ``dtype == "x"`` or ``dtype.startswith("x")`` (an earlier ``None`` test only
+        refuses no dtype at all)."""
+        arg = method.args.args[-1].arg if method.args.args else ""
+        returns = [s for s in method.body if isinstance(s, ast.Return)]
+        value = returns[-1].value if returns else None
+        if (
+            isinstance(value, ast.Compare)
+            and len(value.ops) == 1
+            and isinstance(value.ops[0], ast.Eq)
+            and isinstance(value.left, ast.Name)
+            and value.left.id == arg
+            and isinstance(value.comparators[0], ast.Constant)
+            and isinstance(value.comparators[0].value, str)
+        ):
+            return [value.comparators[0].value]
+        if (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr == "startswith"
+            and isinstance(value.func.value, ast.Name)
+            and value.func.value.id == arg
+            and len(value.args) == 1
+            and isinstance(value.args[0], ast.Constant)
+            and isinstance(value.args[0].value, str)
+        ):
+            prefix = value.args[0].value
+            return [d for d in self.cache if d.startswith(prefix)]
+        raise _Unknown
+
+
+def _member(cls: ast.ClassDef, name: str) -> ast.expr | ast.FunctionDef | None:
+    for stmt in cls.body:
+        if isinstance(stmt, ast.FunctionDef) and stmt.name == name:
+            return stmt
+        target = (
+            stmt.target
+            if isinstance(stmt, ast.AnnAssign)
+            else stmt.targets[0]
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+            else None
+        )
+        if isinstance(target, ast.Name) and target.id == name:
+            value = stmt.value if isinstance(stmt, ast.AnnAssign | ast.Assign) else None
+            if value is None:
+                raise _Unknown
+            return value
+    return None
+
+
+def _literal_strings(value: ast.expr | ast.FunctionDef) -> list[str]:
+    if not isinstance(value, ast.List):
+        raise _Unknown  # list(...) of another table, a comprehension: not evaluated
+    out = []
+    for e in value.elts:
+        if not (isinstance(e, ast.Constant) and isinstance(e.value, str)):
+            raise _Unknown
+        if not _METHOD.fullmatch(e.value):
+            raise _Unknown
+        out.append(e.value)
+    return list(dict.fromkeys(out))
 
 
 # capabilities.toml field -> the RocmPlatform classmethod whose answer it records, per gfx.
@@ -310,12 +502,22 @@ def capability_record(
     if scaled_mm is not None:
         record["fp8_scaled_mm"] = scaled_mm
         read.append(f"{SCALED_MM[0]} ({SCALED_MM[1]}, evaluated per gfx)")
+    dtypes: list[str] = []
     for name in CACHE_FILES:
-        dtypes = cache_dtypes(files.get(name, ""))
+        dtypes = cache_dtypes(files.get(name, "")) or []
         if dtypes:
             record["kv_cache_dtypes"] = dtypes
             read.append(f"{name} (CacheDType)")
             break
+    attention = rocm_attention(files, dtypes)
+    if attention is not None:
+        record["rocm_attention"] = attention
+        read.append(
+            f"{FILE} ({PRIORITIES}) with {REGISTRY} and each backend's supported_kv_cache_dtypes"
+        )
+    if sdist.filename.endswith(".whl"):  # a release with no sdist, read from its wheel
+        record["source"] = f"PyPI wheel {sdist.filename} sha256 {sdist.sha256} " + ", ".join(read)
+        return record, ""
     record["sdist_sha256"] = sdist.sha256
     record["source"] = f"vllm {version} sdist sha256:{sdist.sha256[:12]} " + ", ".join(read)
     return record, ""
@@ -327,7 +529,8 @@ class CapabilitiesSource(ReleaseFactsSource):
     name = "capabilities"
     table = "capabilities.toml"
     wanted = WANTED
-    cache_tag = "capabilities-5"  # v2 KV cache dtypes, v3 gates, v4 scaled-MM, v5 kernel lists
+    # v2 KV cache dtypes, v3 gates, v4 scaled-MM, v5 kernel lists, v6 attention backends
+    cache_tag = "capabilities-6"
 
     def record(self, sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str, Any] | None, str]:
         names = [str(g.get("name")) for g in self.current.get("gfx.toml", []) if g.get("name")]

@@ -998,20 +998,31 @@ def quantization_listed(m: Matrix, cand: Candidate, request: Request) -> Reason 
 
 def kv_cache_dtype_listed(m: Matrix, cand: Candidate, request: Request) -> Reason | None:
     """``kv-cache-dtype-not-listed``: the release's ``CacheDType`` (vllm/config/cache.py, from
-    its sdist) does not name ``--kv-cache-dtype``. A release whose list was not read is not
-    judged."""
+    its sdist) does not name ``--kv-cache-dtype``. A release whose list was not read (before
+    0.8.5) is judged only when it is older than the oldest list read and that list lacks the
+    dtype: vLLM has only ever added KV cache dtypes (issue 34: nvfp4 on a 0.8.3 image)."""
     dtype = (request.kv_cache_dtype or "").lower()
     caps = m.capabilities_of(cand.vllm) if dtype else None
-    if caps is None or not caps.kv_cache_dtypes or dtype in caps.kv_cache_dtypes:
+    variant = "kv-cache-dtype-not-listed"
+    if dtype and (caps is None or not caps.kv_cache_dtypes):
+        read = [c for c in m.capabilities if c.kv_cache_dtypes]
+        oldest = min(read, key=lambda c: c.version) if read else None
+        if oldest is None or oldest.version < cand.vllm or dtype in oldest.kv_cache_dtypes:
+            return None
+        caps, variant = oldest, "kv-cache-dtype-not-listed/older"
+    if caps is None or dtype in caps.kv_cache_dtypes:
         return None
     later = sorted(
         c.version for c in m.capabilities if c.version > cand.vllm and dtype in c.kv_cache_dtypes
     )
+    if later and variant == "kv-cache-dtype-not-listed":
+        variant = "kv-cache-dtype-not-listed/later"
     w = words.say(
-        "kv-cache-dtype-not-listed/later" if later else "kv-cache-dtype-not-listed",
+        variant,
         vllm=cand.vllm,
         dtype=dtype,
         first=later[0] if later else "",
+        oldest=caps.version,
         listed=", ".join(caps.kv_cache_dtypes),
     )
     return Reason(
