@@ -320,3 +320,57 @@ def test_broken_answers_are_registry_errors_never_pinned(
     with pytest.raises(RegistryError, match=message) as info:
         _resolve_against(status, headers, body)
     assert info.value.exit_code == 4 and info.value.hint
+
+
+# --- credentials and control characters in a registry URL --------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://bob:s3cr3tTok@registry.example.com",
+        "https://s3cr3tTok@registry.example.com/dockerhub",
+        "https://registry.example.com/?token=s3cr3tTok",
+    ],
+)
+def test_a_registry_url_with_a_login_is_refused_without_showing_it(url: str) -> None:
+    with pytest.raises(UsageError) as err:
+        parse_registry(url)
+    assert "s3cr3tTok" not in err.value.message + (err.value.hint or "")
+    assert "docker login registry.example.com" in (err.value.hint or "")
+
+
+@pytest.mark.parametrize(
+    "url", ["https://r.example.com\n", "http://r.example.com/\x1b[2J", "x" * 3000]
+)
+def test_a_registry_setting_with_a_control_character_names_the_setting(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ROCM_VLLM_REGISTRY", url)
+    with pytest.raises(UsageError, match=r"^ROCM_VLLM_REGISTRY ") as err:
+        parse_registry(None)
+    assert "\n" not in err.value.message and "\x1b" not in err.value.message
+
+
+def test_a_manifest_is_verified_against_the_digest_it_was_asked_by() -> None:
+    manifest = json.dumps(
+        {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json"}
+    ).encode()
+    import hashlib
+
+    good = "sha256:" + hashlib.sha256(manifest).hexdigest()
+    other = "sha256:" + "0" * 64
+    server = _Misbehaving(
+        200, {"Content-Type": "application/vnd.oci.image.manifest.v1+json"}, manifest
+    )
+    try:
+        doc, _media = client(server.url).manifest(OFFICIAL, good)
+        assert doc["schemaVersion"] == 2
+        with pytest.raises(RegistryError, match="does not match") as err:
+            client(server.url).manifest(OFFICIAL, other)
+        assert err.value.exit_code == 4
+        for ref in ("../../v2/evil/manifests/x", f"{good}?x=1", "sha256:abc"):
+            with pytest.raises(RegistryError, match="malformed reference"):
+                client(server.url).manifest(OFFICIAL, ref)
+    finally:
+        server.close()

@@ -724,3 +724,53 @@ def test_a_wheel_mirrors_login_is_left_out_of_the_printed_install_line() -> None
     assert "--extra-index-url https://art.example.com/rocm/0.18.0/rocm700 " in install
     assert "~/.netrc" in install  # where uv finds the login instead
     assert "https://art.example.com/rocm/0.18.0/rocm700" in data.out
+
+
+# --- registry reads are bounded: in time (ROCM_VLLM_HTTP_DEADLINE), bytes and layers ------------
+
+
+def test_a_dripping_layer_ends_at_the_deadline() -> None:
+    image = _Image()
+    with scripted_server() as srv:
+        srv.routes["*"] = image.script
+        srv.routes[f"/v2/{REPO}/blobs/{_sha(image.layer)}"] = drip(every=0.5, stop=srv.stop)
+        o = cli(
+            ["audit", f"docker://{REPO}@{image.digest}", "--registry", srv.base],
+            env={"ROCM_VLLM_HTTP_DEADLINE": "2"},
+        )
+    assert_clean(o)
+    assert o.code == 4 and "within 2 s" in o.err and o.seconds < 4, str(o)
+
+
+def test_a_dripping_manifest_ends_at_the_deadline() -> None:
+    with scripted_server() as srv:
+        srv.routes["*"] = drip(every=0.5, stop=srv.stop)
+        o = cli(
+            ["audit", f"docker://{REPO}:v0.24.0", "--registry", srv.base],
+            env={"ROCM_VLLM_HTTP_DEADLINE": "2"},
+        )
+    assert_clean(o)
+    assert o.code == 4 and o.seconds < 4, str(o)
+
+
+def test_an_endless_layer_is_cut_at_the_size_the_manifest_states() -> None:
+    image = _Image()
+    with scripted_server() as srv:
+        srv.routes["*"] = image.script
+        srv.routes[f"/v2/{REPO}/blobs/{_sha(image.layer)}"] = endless(stop=srv.stop)
+        o = _audit(srv.base, f"{REPO}@{image.digest}")
+    assert_clean(o)
+    assert o.code == 4 and o.seconds < 3, str(o)
+
+
+def test_a_manifest_with_thousands_of_layers_is_refused_before_any_is_read() -> None:
+    image = _Image()
+    doc = json.loads(image.manifest)
+    doc["layers"] = doc["layers"] * 3000
+    manifest = json.dumps(doc).encode()
+    image.served[f"/v2/{REPO}/manifests/{_sha(manifest)}"] = (manifest, OCI_MANIFEST, None)
+    with scripted_server() as srv:
+        srv.routes["*"] = image.script
+        o = _audit(srv.base, f"{REPO}@{_sha(manifest)}")
+    assert_clean(o)
+    assert o.code == 4 and not any("/blobs/" in hit for hit in srv.hits), str(o)
