@@ -139,9 +139,17 @@ def _wheel_steps(
     python: str, requirement: str, index: str, check: str, why: str
 ) -> list[tuple[str, str]]:
     """A uv venv, the wheel from its index, and a one-line torch check that it is the build
-    the GPU needs."""
+    the GPU needs. An index reached with ROCM_VLLM_WHEELS's user and token is printed without
+    them, and the line says where uv reads the login instead."""
+    login = resources.wheels_login()
+    where = (
+        f"uv reads the login for {login} from ~/.netrc or a keyring (--keyring-provider "
+        "subprocess), as pip does; ROCM_VLLM_WHEELS's user and token are not printed"
+        if login and f"://{login}/" in f"{index}/"
+        else ""
+    )
     return [
         (shell.join(["uv", "venv", "--python", python, ".venv"]) + " && . .venv/bin/activate", ""),
-        (shell.join(["uv", "pip", "install", requirement, "--extra-index-url", index]), ""),
+        (shell.join(["uv", "pip", "install", requirement, "--extra-index-url", index]), where),
         (f"python -c 'import torch; {check}, torch.__version__'", why),
     ]
