@@ -83,3 +83,127 @@ def test_an_fp8_rule_the_evaluator_does_not_know_claims_nothing(body: str) -> No
 
     text = f"class RocmPlatform:\n    def supports_fp8(cls):\n        {body}\n"
     assert gate_targets(text, ["gfx942"], "supports_fp8") is None
+
+
+# --- issue 34: the KV cache dtypes each ROCm attention backend takes -----------------------------
+
+_PLATFORM = """
+from vllm.v1.attention.backends.registry import AttentionBackendEnum
+def _get_backend_priorities(use_mla):
+    if use_mla:
+        return [AttentionBackendEnum.TRITON_MLA]
+    return [AttentionBackendEnum.ROCM_ATTN, AttentionBackendEnum.TURBOQUANT]
+class RocmPlatform:
+    supported_quantization = ['fp8']
+"""
+_REGISTRY = """
+class AttentionBackendEnum(Enum):
+    ROCM_ATTN = "vllm.v1.attention.backends.rocm_attn.RocmAttentionBackend"
+    TRITON_MLA = "vllm.v1.attention.backends.mla.triton_mla.TritonMLABackend"
+    TURBOQUANT = "vllm.v1.attention.backends.turboquant_attn.TurboQuantAttentionBackend"
+    ROCM_AITER_FA = "vllm.v1.attention.backends.rocm_aiter_fa.AiterFlashAttentionBackend"
+    FLASHINFER = "vllm.v1.attention.backends.flashinfer.FlashInferBackend"
+"""
+_FILES = {
+    "vllm/platforms/rocm.py": _PLATFORM,
+    "vllm/v1/attention/backends/registry.py": _REGISTRY,
+    "vllm/v1/attention/backend.py": (
+        "class AttentionBackend(ABC):\n"
+        "    supported_kv_cache_dtypes = ['auto', 'float16', 'bfloat16']\n"
+        "    @classmethod\n"
+        "    def supports_kv_cache_dtype(cls, kv_cache_dtype):\n"
+        "        return kv_cache_dtype in cls.supported_kv_cache_dtypes\n"
+    ),
+    # inherits the base's list through the name it imports
+    "vllm/v1/attention/backends/rocm_attn.py": (
+        "from vllm.v1.attention.backend import AttentionBackend as Base\n"
+        "class RocmAttentionBackend(Base):\n    pass\n"
+    ),
+    "vllm/v1/attention/backends/mla/triton_mla.py": (
+        "from vllm.model_executor.layers.attention.mla_attention import MLACommonBackend\n"
+        "class TritonMLABackend(MLACommonBackend):\n"
+        "    supported_kv_cache_dtypes: ClassVar[list[CacheDType]] = ['auto', 'fp8']\n"
+    ),
+    "vllm/v1/attention/backends/turboquant_attn.py": (
+        "from vllm.v1.attention.backend import AttentionBackend\n"
+        "class TurboQuantAttentionBackend(AttentionBackend):\n"
+        "    supported_kv_cache_dtypes = ['never_read']\n"
+        "    @classmethod\n"
+        "    def supports_kv_cache_dtype(cls, kv_cache_dtype):\n"
+        "        if kv_cache_dtype is None:\n"
+        "            return False\n"
+        "        return kv_cache_dtype.startswith('turboquant_')\n"
+    ),
+}
+_CACHE = ["auto", "float16", "bfloat16", "fp8", "nvfp4", "turboquant_k8v4", "turboquant_3bit_nc"]
+
+
+def test_each_rocm_backend_and_what_it_takes_is_read_as_python_would_resolve_it() -> None:
+    """The backends the platform names, in its order, each with its own list, an inherited one,
+    or what its own supports_kv_cache_dtype admits of CacheDType; a ROCm backend the registry
+    names but the function does not is read too, a CUDA one is not."""
+    from resolver.refresh.capabilities import rocm_attention
+
+    files = dict(_FILES)
+    files["vllm/v1/attention/backends/rocm_aiter_fa.py"] = (
+        "class AiterFlashAttentionBackend(AttentionBackend):\n"
+        "    supported_kv_cache_dtypes = ['auto', 'fp8']\n"
+    )
+    assert rocm_attention(files, _CACHE) == {
+        "triton_mla": ["auto", "fp8"],
+        "rocm_attn": ["auto", "float16", "bfloat16"],
+        "turboquant": ["turboquant_k8v4", "turboquant_3bit_nc"],
+        "rocm_aiter_fa": ["auto", "fp8"],
+    }
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        # a backend whose file was not read: the others alone would refuse what it may take
+        ("vllm/v1/attention/backends/rocm_attn.py", None),
+        # a list that is not plain names
+        (
+            "vllm/v1/attention/backends/mla/triton_mla.py",
+            "class TritonMLABackend(X):\n    supported_kv_cache_dtypes = list(OTHER)\n",
+        ),
+        # an override the evaluator does not know
+        (
+            "vllm/v1/attention/backends/turboquant_attn.py",
+            (
+                "class TurboQuantAttentionBackend(AttentionBackend):\n"
+                "    @classmethod\n"
+                "    def supports_kv_cache_dtype(cls, d):\n        return is_ok(d)\n"
+            ),
+        ),
+        # a release before the validated selection (no _get_backend_priorities)
+        ("vllm/platforms/rocm.py", "class RocmPlatform:\n    supported_quantization = []\n"),
+    ],
+)
+def test_a_backend_rule_not_understood_claims_nothing_for_the_release(
+    path: str, text: str | None
+) -> None:
+    from resolver.refresh.capabilities import rocm_attention
+
+    files = dict(_FILES)
+    if text is None:
+        del files[path]
+    else:
+        files[path] = text
+    assert rocm_attention(files, _CACHE) is None
+
+
+def test_a_release_read_from_its_wheel_names_the_wheel() -> None:
+    """0.15.0 has no sdist: its record names the PyPI wheel and its sha256, no sdist_sha256,
+    and is the shipped record."""
+    files = {"vllm/platforms/rocm.py": _PLATFORM}
+    sha = "fd03371687568c511be2f9204932b3d76fd432ccaf4c19632cd53e98b0eb53c8"
+    wheel = IndexFile(
+        Version("0.15.0"), "vllm-0.15.0-cp38-abi3-manylinux_2_31_x86_64.whl", "", sha, None, None
+    )
+    record, _ = capability_record(wheel, files, ["gfx942"])
+    assert record is not None and "sdist_sha256" not in record
+    assert record["source"].startswith(f"PyPI wheel {wheel.filename} sha256 {sha} ")
+    shipped = SHIPPED["0.15.0"]
+    assert shipped["source"].startswith(f"PyPI wheel {wheel.filename} sha256 {sha} ")
+    assert "bitsandbytes" not in shipped["quantization"] and "sdist_sha256" not in shipped
