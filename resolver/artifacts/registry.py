@@ -64,6 +64,7 @@ MANIFEST_ACCEPT = (
 )
 _CHALLENGE_RE = re.compile(r'(\w+)="([^"]*)"')
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+DEFAULT_DEADLINE = 60.0  # one resolve() or manifest(), retries included (ROCM_VLLM_HTTP_DEADLINE)
 _sleep = time.sleep  # one place for tests to stop retries from waiting
 
 
@@ -201,7 +202,7 @@ class RegistryClient:
         registry: Registry,
         *,
         timeout: float = 10.0,
-        deadline: float = 60.0,
+        deadline: float = DEFAULT_DEADLINE,
         retries: int = 3,
         backoff: float = 0.5,
         cache: DigestCache | None = None,
@@ -212,7 +213,7 @@ class RegistryClient:
 
         self.registry = registry
         self.timeout = timeout
-        self.deadline = deadline  # seconds for one resolve(), retries included
+        self.deadline = deadline  # seconds for one resolve() or manifest(), retries included
         self.retries = max(1, retries)
         self.backoff = backoff
         self.cache = cache
