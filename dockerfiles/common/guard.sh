@@ -38,7 +38,7 @@ over=""
 if [ -n "${HSA_OVERRIDE_GFX_VERSION:-}" ]; then
     o="${HSA_OVERRIDE_GFX_VERSION}"
     case "${o}" in
-        *[!0-9.]* | .* | *. | *..* | *.*.*.* | [!0-9]*) o="" ;;
+        *[!0-9.]* | .* | *. | *..* | *.*.*.* | 0[0-9]* | *.0[0-9]*) o="" ;;
         *.*.*) ;;
         *) o="" ;;
     esac
