@@ -171,7 +171,13 @@ def test_unknown_gfx_is_verdict_unknown_exit_6_not_an_error() -> None:
     data = json.loads(run_cli("check", "--gfx", "gfx1234", "--json").stdout)
     assert data["verdict"] == "unknown" and data["exit_code"] == 6
     assert data["missing"] == [
-        {"kind": "gfx", "subject": "gfx1234", "detail": data["missing"][0]["detail"], "fetch": None}
+        {
+            "kind": "gfx",
+            "subject": "gfx1234",
+            "detail": data["missing"][0]["detail"],
+            "fetch": None,
+            "hint": None,
+        }
     ]
 
 

@@ -84,8 +84,12 @@ def _shipped(m: Matrix, driver: str | None) -> Version | None:
 
 
 def _first_rocm(m: Matrix, node: Node, gfx: str) -> Version | None:
+    """The first ROCm that supports the node's GPU, where an amdgpu release decides it (not for
+    a GPU on the kernel's own amdgpu: its kernel floors do)."""
     target = m.gfx_target(gfx)
     assert target is not None
+    if target.inbox_driver_source:
+        return None
     product = first_product(node, target)
     return Version(product.first_rocm) if product and product.first_rocm else None
 

@@ -685,6 +685,7 @@ def audited_record(
             "digest": digest,
             "arch": list(arch),
             "confidence": "exact",
+            "arch_from": "audit",
             "source": f"rocm-vllm audit docker://{repo}@{digest}: the GPU code of "
             f"{len(judged)} librar{'y' if len(judged) == 1 else 'ies'} ({libs})",
             "note": "audited: the arch list is what every library that decides 'invalid device "
@@ -692,4 +693,7 @@ def audited_record(
         }
     )
     out.pop("read_at", None)
+    # The audit read every library: what an issue said the image lacks is now in ``arch``.
+    out.pop("lacks", None)
+    out.pop("lacks_source", None)
     return out

@@ -80,6 +80,16 @@ def check(
         bool, typer.Option("--verbose", "-v", help="List every rejected candidate.")
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict.")] = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="For CI: an answer that rests on a requirement nobody checked (the driver "
+            "release, a kernel floor, an arch list only a docs page claims) is unknown (exit 6), "
+            "naming what to give.",
+            rich_help_panel=REQUEST_PANEL,
+        ),
+    ] = False,
 ) -> None:
     """Decide whether the node can run vLLM and how (exit 0 yes, 1 no, 2 bad input, 6 unknown).
 
@@ -116,6 +126,7 @@ def check(
         kv_cache_dtype=kv_cache_dtype,
         prefer=prefer,
         vendor=vendor,  # type: ignore[arg-type]  # checked above
+        strict=strict,
     )
     decision = solve(m, node, request)
     what_if = None

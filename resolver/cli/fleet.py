@@ -286,6 +286,14 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             ),
         ] = None,
         wait_busy: WaitBusyOpt = False,
+        strict: Annotated[
+            bool,
+            typer.Option(
+                "--strict",
+                help="For CI: a group whose plan rests on a requirement nobody checked (driver "
+                "release, kernel floor, an arch list only a docs page claims) is unknown.",
+            ),
+        ] = False,
         json_out: JsonOpt = False,
     ) -> None:
         """Group nodes by fingerprint, decide each group once, and say how the rest join the main
@@ -317,7 +325,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             from resolver.util.versions import driver_series
 
             driver_series(driver)
-        request = Request(vllm=parse_spec(vllm) if vllm else None)
+        request = Request(vllm=parse_spec(vllm) if vllm else None, strict=strict)
         reports, where = _reports(inputs, slurm, kube, probe_command, timeout, wait_busy)
         # Scripts run where the nodes were found: that partition, within its MaxTime.
         gathered_in = where.partition if where is not None else None

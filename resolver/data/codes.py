@@ -56,6 +56,7 @@ AdvisoryCode = Literal[
     "image-label-gfx",
     "driver-unchecked",
     "driver-release-unchecked",
+    "arch-from-docs",
     "env-not-common",
     "fp8-format",
     "glibc-unknown",
@@ -150,6 +151,22 @@ PROBLEM_CODES: tuple[ProblemCode, ...] = get_args(ProblemCode)
 # ``unsupported``.
 UNKNOWN_CODES: frozenset[ReasonCode] = frozenset(
     {"release-facts-unknown", "artifact-facts-unknown"}
+)
+# Advisories that say a requirement the plan rests on was not checked (a fact of the node or of
+# the artifact nobody read): under --strict each makes the answer unknown, naming what to give.
+UNCHECKED_CODES: frozenset[str] = frozenset(
+    {
+        "driver-unchecked",
+        "driver-release-unchecked",
+        "unknown-driver",
+        "kernel-floor-unchecked",
+        "arch-from-docs",
+        "python-unknown",
+        "glibc-unknown",
+        "host-rocm-unknown",
+        "cuda-arch-unchecked",
+        "nvidia-driver-unchecked",
+    }
 )
 # The request's quantization or KV cache dtype against the GPU's feature gates.
 GATE_CODES: frozenset[ReasonCode] = frozenset(

@@ -534,7 +534,15 @@ def _vllm_rules(rec: Record, v: dict[str, Any], parent: Record | None) -> dict[s
     return v
 
 
+def _image_rules(rec: Record, v: dict[str, Any], parent: Record | None) -> dict[str, Any]:
+    # Evidence against a claim must say where it comes from.
+    if v.get("lacks") and not v.get("lacks_source"):
+        raise rec.fail("lacks_source", "is required with lacks (the evidence)")
+    return v
+
+
 _RULES: dict[type, Callable[[Record, dict[str, Any], Record | None], dict[str, Any]]] = {
+    ContainerImage: _image_rules,
     DriverSeries: _driver_rules,
     GfxTarget: _gfx_rules,
     FeatureGates: _feature_rules,
@@ -578,6 +586,7 @@ def check_invariants(m: Matrix) -> None:
         _rocm_known(m, w.rocm, "wheels.toml", f"variant {w.name}")
     for i in m.images:
         _gfx_known(known_gfx, i.arch, "images.toml", f"image {i.repo}:{i.tag}", "arch")
+        _gfx_known(known_gfx, i.lacks, "images.toml", f"image {i.repo}:{i.tag}", "lacks")
         _rocm_known(m, i.rocm, "images.toml", f"image {i.repo}:{i.tag}")
     for e in m.examples:
         _gfx_known(known_gfx, e.gfx, "nodes.toml", f"example {e.name}", "gfx")

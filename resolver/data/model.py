@@ -247,6 +247,9 @@ class GfxTarget(msgspec.Struct, frozen=True, kw_only=True):
     kernel_floors: tuple[KernelFloor, ...] = msgspec.field(default=(), name="kernel_floor")
     # Where AMD says how an APU's GPU memory (GTT over system RAM) is sized; "" for discrete GPUs.
     unified_memory_source: str = ""
+    # Where AMD says this GPU runs on the distribution kernel's own amdgpu (its Ryzen AI tables
+    # name a kernel, not an amdgpu release): the kernel floors decide, not AMD's driver table.
+    inbox_driver_source: str = ""
     # The route people take where vLLM upstream does not run (a community fork), and where that
     # is said; "" where the data names none.
     alternative: str = ""
@@ -428,6 +431,9 @@ class WheelVariant(msgspec.Struct, frozen=True, kw_only=True):
     requires_python: Annotated[str | None, DERIVED] = None
 
 
+ArchFrom = Literal["recipe", "docs", "audit"]
+
+
 class ImageChannel(msgspec.Struct, frozen=True, kw_only=True):
     """Who publishes a container image repository (``channels.toml``)."""
 
@@ -452,6 +458,14 @@ class ContainerImage(msgspec.Struct, frozen=True, kw_only=True):
     family_tag: str | None = None  # "cdna", "rdna", "gfx94X-dcgpu", "mi300", ...
     digest: Annotated[str | None, safe("digest")] = None
     deprecated: bool = False
+    # How ``arch`` was read: "recipe" (the release's build files at its tag, from the sdist),
+    # "docs" (a docs page's claim), "audit" (the image's own code objects): a docs claim alone
+    # is what --strict will not rest a plan on.
+    arch_from: ArchFrom = "docs"
+    # gfx targets evidence says the image carries no code for, whatever ``arch`` claims (an
+    # issue's listing of its libraries), with that evidence's source: never planned for them.
+    lacks: tuple[str, ...] = ()
+    lacks_source: str = ""
     provenance: Provenance
     vendor: Annotated[str, DERIVED] = "amd"  # "nvidia": a vllm/vllm-openai image (cuda.toml)
     cuda: Annotated[Version | None, DERIVED] = None  # the CUDA an NVIDIA image is built with

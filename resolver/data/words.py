@@ -138,6 +138,12 @@ WORDS: Final[dict[str, Said]] = {
         "`rocm-vllm dockerfile --gfx {gfx}`",
         fix="an artifact built for {gfx}",
     ),
+    "gfx-not-shipped/contradicted": Said(
+        base="gfx-not-shipped",
+        message="{label} is listed for {gfx} by a docs page, but its own libraries carry no {gfx} "
+        "code (expect '" + _HIP + "')",
+        facts=("{label} carries no {gfx} code",),
+    ),
     "gfx-not-shipped/not-buildable": Said(
         message="vLLM {vllm} cannot be built for {gfx}: its CMake does not accept it "
         "(HIP_SUPPORTED_ARCHS)",
@@ -357,6 +363,12 @@ WORDS: Final[dict[str, Said]] = {
         "ROCm {rocm} (it needs amdgpu {needs})",
         hint=_DRIVER_UNCHECKED_HINT,
     ),
+    "arch-from-docs": Said(
+        message="that {label} carries code for {gfx} rests on a docs page alone (read neither "
+        "from the release's build files nor from the image)",
+        hint="read it from the image: `rocm-vllm audit docker://{ref} --gfx {gfx}` (or `rocm-vllm "
+        "image ... --audit`, which records what it finds)",
+    ),
     "driver-release-unchecked": Said(
         message="amdgpu {driver} may predate {product} ({gfx}): AMD added it in ROCm {first}, and "
         "the node's release within {series}.x is not known",
@@ -484,6 +496,12 @@ WORDS: Final[dict[str, Said]] = {
         hint="move the host to {step}, or install an amdgpu driver AMD supports on {host_os}: "
         "{drivers}",
         fix="move the host to {step}",
+    ),
+    "driver-os-unsupported/move": Said(
+        base="driver-os-unsupported",
+        message="AMD does not support amdgpu {driver}.x, the driver this path needs, on "
+        "{host_os}, only where {rocm}, its release, runs ({listed})",
+        hint="move the host to {step} before installing amdgpu {driver}.x",
     ),
     "driver-os-unsupported/none": Said(
         base="driver-os-unsupported",
@@ -1024,6 +1042,12 @@ WORDS: Final[dict[str, Said]] = {
     "stack-not-default": Said(
         message="vLLM {vllm} is planned on its {variant} stack (ROCm {rocm}): its default "
         "{default} stack (ROCm {default_rocm}) does not fit here: {why}",
+    ),
+    "stack-not-default/driver-unknown": Said(
+        message="vLLM {vllm} is planned on its {variant} stack (ROCm {rocm}), which the oldest "
+        "drivers run: the host's driver release is unknown, and its default {default} stack (ROCm "
+        "{default_rocm}) needs a newer one",
+        hint="give the driver (--driver) to plan the stack it runs",
     ),
     "newer-releases-unknown": Said(
         message="{count} newer vLLM release(s) ({first} to {last}) have no ROCm facts in the "

@@ -187,7 +187,13 @@ def decision_json(d: Decision, m: Matrix, what_if: Routes | None = None) -> dict
         "warnings": [warning_json(w) for w in d.warnings],
         "blockers": [reason_json(r) for r in d.blockers],
         "missing": [
-            {"kind": f.kind, "subject": f.subject, "detail": f.detail, "fetch": f.fetch}
+            {
+                "kind": f.kind,
+                "subject": f.subject,
+                "detail": f.detail,
+                "fetch": f.fetch,
+                "hint": f.hint or None,
+            }
             for f in d.missing
         ],
         "host_fix": {

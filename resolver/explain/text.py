@@ -130,6 +130,24 @@ def _reason_lines(r: Reason, indent: str = "  ", width: int = WIDTH) -> list[str
     return lines
 
 
+def _missing_lines(d: Decision, width: int) -> list[str]:
+    """What an ``unknown`` answer lacks: facts the data does not hold, or (--strict) facts of
+    the node or artifact nobody checked, each with how to get it."""
+    strict = all(fact.kind == "unchecked" for fact in d.missing)
+    lines = [
+        "--strict: the plan rests on facts nobody checked (give them, or drop --strict):"
+        if strict
+        else "the data lacks facts this answer depends on (unknown is not unsupported):"
+    ]
+    for fact in d.missing:
+        lines += fill(f"? {fact.detail}", "  ", "    ", width)
+        if fact.fetch:
+            lines.append(f"    fetch: {fact.fetch}")
+        if fact.hint:
+            lines += fill(f"hint: {fact.hint}", "    ", "      ", width)
+    return lines
+
+
 def render(
     d: Decision,
     m: Matrix,
@@ -148,11 +166,7 @@ def render(
         "",
     ]
     if d.verdict == "unknown":
-        lines.append("the data lacks facts this answer depends on (unknown is not unsupported):")
-        for fact in d.missing:
-            lines += fill(f"? {fact.detail}", "  ", "    ", width)
-            if fact.fetch:
-                lines.append(f"    fetch: {fact.fetch}")
+        lines += _missing_lines(d, width)
     elif d.plan is not None:
         lines += _plan_lines(d.plan, m, d.node, width)
     else:

@@ -10,11 +10,13 @@ verdict of the ``Decision``. Every reason carries the facts it rests on with the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import msgspec
 from packaging.version import InvalidVersion, Version
 
-from resolver.data.codes import UNKNOWN_CODES
+from resolver.data.codes import UNCHECKED_CODES, UNKNOWN_CODES
 from resolver.data.model import Matrix
 from resolver.data.node import Node
 from resolver.solve.advisories import (
@@ -50,7 +52,7 @@ from resolver.solve.types import (
 )
 from resolver.util import shell
 from resolver.util.errors import InputError
-from resolver.util.versions import driver_series
+from resolver.util.versions import driver_series, series_key
 
 __all__ = [
     "FP8_QUANT",
@@ -125,12 +127,50 @@ def is_nvidia(node: Node, request: Request) -> bool:
 def solve(
     matrix: Matrix, node: Node, request: Request, reporter: Reporter | None = None
 ) -> Decision:
-    """Weigh every candidate path for ``node`` and decide."""
+    """Weigh every candidate path for ``node`` and decide (for either vendor); under
+    ``request.strict``, a plan that rests on a requirement nobody checked is ``unknown``."""
     reporter = reporter or Reporter()
     if is_nvidia(node, request):
         from resolver.solve.cuda import solve_cuda
 
-        return solve_cuda(matrix, node, request, reporter)
+        decision = solve_cuda(matrix, node, request, reporter)
+    else:
+        decision = _solve_amd(matrix, node, request, reporter)
+    return _strict(decision) if request.strict else decision
+
+
+def _strict(d: Decision) -> Decision:
+    """--strict: an answer that would run (exit 0) but rests on a requirement nobody checked (the
+    driver release, a kernel floor, an arch list a docs page alone claims, ...) is ``unknown``,
+    each unchecked fact named with what to give; one that rests on nothing unchecked stands."""
+    if d.verdict not in OK_VERDICTS:
+        return d
+    unchecked = {
+        (w.code, w.message): MissingFact(
+            kind="unchecked",
+            subject=w.code,
+            detail=w.message,
+            fetch=None,
+            source=w.source,
+            hint=w.hint,
+        )
+        for w in d.warnings
+        if w.code in UNCHECKED_CODES
+    }
+    if not unchecked:
+        return d
+    return msgspec.structs.replace(
+        d,
+        verdict="unknown",
+        plan=None,
+        alternatives=(),
+        warnings=tuple(w for w in d.warnings if w.code not in UNCHECKED_CODES),
+        missing=tuple(unchecked.values()),
+    )
+
+
+def _solve_amd(matrix: Matrix, node: Node, request: Request, reporter: Reporter) -> Decision:
+    """The AMD provider's candidates, ranked, and the verdict."""
     _validate_request(matrix, request)
     if not node.gfx_targets:
         # Say why, when the probe knows: "permission denied on /dev/kfd" needs another fix than "no
@@ -160,7 +200,8 @@ def solve(
             if matrix.vllm
             else "the data has no vLLM releases",
         )
-    ranked = sorted(evaluations, key=lambda e: _rank(e, request.prefer))
+    window = _oldest_driver(matrix) if node.driver_version is None and not provider.inbox else None
+    ranked = sorted(evaluations, key=lambda e: _rank(e, request.prefer, window))
     accepted = [e for e in ranked if e.ok]
     official = [e for e in accepted if not e.unofficial]
     rejected = tuple(e for e in ranked if not e.ok)
@@ -191,7 +232,7 @@ def solve(
             verdict = "unsupported"
 
     warnings = list(plan.warnings if plan else ())
-    warnings += stack_choice(plan, rejected)
+    warnings += stack_choice(plan, rejected, accepted)
     warnings += prefer_not_met(request, plan, rejected)
     warnings += node_warnings(matrix, node, request, plan)
     warnings += newer_unknown(matrix, request, plan)
@@ -211,6 +252,18 @@ def solve(
         host_fix=host_fix,
         missing=missing,
     )
+
+
+def _oldest_driver(matrix: Matrix) -> Callable[[Evaluation], tuple[int, ...]]:
+    """A path's driver floor: the oldest amdgpu series that runs its ROCm (lower fits more
+    hosts); a ROCm no series in AMD's table runs comes last."""
+
+    def floor(e: Evaluation) -> tuple[int, ...]:
+        rocm = e.candidate.rocm
+        drivers = matrix.drivers_running(rocm) if rocm is not None else ()
+        return min((series_key(d.series) for d in drivers), default=(1 << 30,))
+
+    return floor
 
 
 def _unplaceable(matrix: Matrix, node: Node, request: Request) -> tuple[MissingFact, ...]:

@@ -8,7 +8,7 @@ once for the decision.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from packaging.version import Version
 
@@ -45,6 +45,27 @@ def candidate_warnings(cand: Candidate) -> list[Advisory]:
         out.extend(stack_warnings(cand, cand.stack))
     out.extend(low_confidence(cand))
     return out
+
+
+def arch_from_docs(targets: Iterable[GfxTarget], cand: Candidate) -> list[Advisory]:
+    """``arch-from-docs``: the image's code for the node's GPU rests on a docs page's claim alone,
+    read neither from the release's build files nor from the image (--strict will not plan it)."""
+    image = cand.image
+    if image is None or image.vendor != "amd" or image.arch_from != "docs":
+        return []
+    gfx = [t.name for t in targets if t.name in image.arch]
+    if not gfx:
+        return []
+    return [
+        Advisory.said(
+            "arch-from-docs",
+            label=cand.label,
+            gfx=", ".join(gfx),
+            ref=image.ref,
+            severity="info",
+            source=image.provenance.source,
+        )
+    ]
 
 
 def rocm_lists_gfx(m: Matrix, targets: Iterable[GfxTarget], cand: Candidate) -> list[Advisory]:
@@ -408,23 +429,41 @@ def prefer_not_met(
     return [Advisory(code="prefer-not-met", message=w.message, hint=hint or w.hint, source=source)]
 
 
-def stack_choice(plan: Evaluation | None, rejected: tuple[Evaluation, ...]) -> list[Advisory]:
-    """Say which stack the plan is on and why, when it is not the release's default one."""
+def stack_choice(
+    plan: Evaluation | None,
+    rejected: tuple[Evaluation, ...],
+    accepted: Sequence[Evaluation] = (),
+) -> list[Advisory]:
+    """Say which stack the plan is on and why, when it is not the release's default one: the
+    default does not fit, or (``accepted``: it would) the node's driver is unknown and the plan
+    is the stack the oldest driver runs."""
     if plan is None or plan.candidate.stack is None or plan.candidate.stack.default:
         return []
     c = plan.candidate
     mine = plan.candidate.stack
-    default = next(
-        (
-            e
-            for e in rejected
-            if e.candidate.vllm == c.vllm
+
+    def is_default(e: Evaluation) -> bool:
+        return (
+            e.candidate.vllm == c.vllm
             and type(e.candidate) is type(c)
             and e.candidate.stack is not None
             and e.candidate.stack.default
-        ),
-        None,
-    )
+        )
+
+    fits = next((e for e in accepted if is_default(e)), None)
+    if fits is not None and fits.candidate.stack is not None:
+        return [
+            Advisory.said(
+                "stack-not-default/driver-unknown",
+                vllm=c.vllm,
+                variant=mine.variant,
+                rocm=mine.rocm,
+                default=fits.candidate.stack.variant,
+                default_rocm=fits.candidate.stack.rocm,
+                severity="info",
+            )
+        ]
+    default = next((e for e in rejected if is_default(e)), None)
     if default is None or default.candidate.stack is None:
         return []
     d = default.candidate.stack

@@ -12,6 +12,7 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import Literal
 
+import msgspec.structs
 from packaging.version import InvalidVersion, Version
 
 from resolver.data import words
@@ -89,12 +90,17 @@ def artifact_facts_unknown(cand: Candidate, src: str) -> Reason:
 
 
 def gfx_check(
-    cand: Candidate, target: GfxTarget, m: Matrix | None = None
+    cand: Candidate, target: GfxTarget, m: Matrix | None = None, *, override: bool = True
 ) -> tuple[Reason | None, bool, str | None]:
     """Does the candidate run on ``target``? (reason, unofficial, HSA override it relies on).
     ``m``: the data, to name the releases whose build does accept a target a source build's
-    CMake refuses."""
+    CMake refuses. ``override``: False where the node cannot take the target's HSA override."""
     arch, src = cand.arch, cand.source
+    if not override:
+        target = msgspec.structs.replace(target, override=None, override_target=None)
+    if cand.image is not None and target.name in cand.image.lacks:
+        # Evidence read from the image outweighs the arch list a docs page claims for it.
+        return gfx_contradicted(cand, target), False, None
     if target.name in arch:
         return None, False, None
     # A near target the runtime can be told to load (HSA_OVERRIDE_GFX_VERSION): unofficial, and
@@ -182,6 +188,14 @@ def gfx_not_shipped(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], s
     """``gfx-not-shipped``: the artifact carries no code for the target; another artifact may."""
     w = words.say("gfx-not-shipped", label=cand.label, arch=words.arch_text(arch), gfx=target.name)
     return _not_shipped(cand, target, w, src)
+
+
+def gfx_contradicted(cand: Candidate, target: GfxTarget) -> Reason:
+    """``gfx-not-shipped`` where the arch list claims the target but evidence read from the
+    image (``images.toml`` ``lacks``) says it carries no code for it."""
+    assert cand.image is not None
+    w = words.say("gfx-not-shipped/contradicted", label=cand.label, gfx=target.name)
+    return _not_shipped(cand, target, w, cand.image.lacks_source)
 
 
 def _not_shipped(cand: Candidate, target: GfxTarget, w: words.Said, src: str) -> Reason:
@@ -438,6 +452,8 @@ def driver_predates_gpu(
     that supports the GPU, so its kernel driver does not know the GPU, whatever the container
     brings (a GPU newer than its driver). The node's own release counts, not its series' x.y.0:
     amdgpu 6.4.4 knows the RX 9070 XT that ROCm 6.4.1 added."""
+    if target.inbox_driver_source:
+        return None  # the distribution kernel's amdgpu runs it: the kernel floors decide
     product = first_product(node, target)
     if product is None or product.first_rocm is None:
         return None
@@ -488,7 +504,7 @@ def driver_release_unchecked(
     """``driver-release-unchecked``: the series has releases older and newer than the GPU, and
     the node's own release is not known well enough to say which it runs."""
     product = first_product(node, target)
-    if product is None or product.first_rocm is None:
+    if target.inbox_driver_source or product is None or product.first_rocm is None:
         return None
     first = _v(product.first_rocm)
     release = node_release(driver, node.driver_version)
@@ -518,11 +534,16 @@ def driver_check(
     cand: Candidate,
     *,
     move: Callable[[Version], DriverMove] | None = None,
+    inbox: bool = False,
 ) -> tuple[Reason | None, list[Advisory]]:
     """Does the host's amdgpu driver run the candidate's ROCm user space? ``move``: the
-    driver move to a ROCm (``driver_move``), where the caller keeps it for many candidates."""
+    driver move to a ROCm (``driver_move``), where the caller keeps it for many candidates.
+    ``inbox``: every GPU of the node runs on the kernel's own amdgpu, so a node that names no
+    amdgpu release is not missing one (its kernel floors are checked instead)."""
     assert cand.rocm is not None
     rocm = m.rocm_for(cand.rocm)
+    if inbox and node.driver_version is None:
+        return None, driver_warnings(node, driver, cand, rocm, inbox=True)
     # What the path needs of the driver is said only where the node's driver is unknown.
     needs = drivers_for(m, node, cand) if node.driver_version is None else ()
     warnings = driver_warnings(node, driver, cand, rocm, needs=needs)
@@ -540,9 +561,10 @@ def driver_warnings(
     rocm: RocmRelease | None,
     *,
     needs: tuple[DriverSeries, ...] = (),
+    inbox: bool = False,
 ) -> list[Advisory]:
     """``preview-rocm`` for a preview ROCm; ``driver-unchecked``/``unknown-driver`` when the
-    driver check cannot be made."""
+    driver check cannot be made (not for a node on the kernel's own amdgpu: ``inbox``)."""
     warnings: list[Advisory] = []
     if rocm is not None and rocm.stream == "therock-preview":
         warnings.append(
@@ -553,6 +575,8 @@ def driver_warnings(
                 source=rocm.provenance.source,
             )
         )
+    if inbox:
+        return warnings
     if node.driver_version is None:
         w = words.say(
             "driver-unchecked/needs" if needs else "driver-unchecked",

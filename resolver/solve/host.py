@@ -46,7 +46,7 @@ def kernel_floor_warnings(node: Node, targets: list[GfxTarget]) -> list[Advisory
                     gfx=t.name,
                     who=who,
                     listed=listed,
-                    severity="info",
+                    severity="warning" if t.inbox_driver_source else "info",
                     source=source,
                 )
             )
@@ -72,7 +72,9 @@ def kernel_floor_warnings(node: Node, targets: list[GfxTarget]) -> list[Advisory
         severity: Severity
         change: HostChange | None
         if have is None or need is None:
-            key, severity, change = "kernel-floor-unchecked", "info", None
+            # On the kernel's own amdgpu the kernel is the driver: unchecked, it is a warning.
+            unchecked: Severity = "warning" if t.inbox_driver_source else "info"
+            key, severity, change = "kernel-floor-unchecked", unchecked, None
         elif have < need:
             key = "kernel-too-old/oem" if floor.flavour.startswith("OEM") else "kernel-too-old"
             severity, change = "warning", HostChange(kind="kernel", value=floor.min_kernel)
@@ -196,10 +198,11 @@ class Blockers:
 
 
 def host_blockers(m: Matrix, node: Node) -> Blockers:
-    """WSL, a user the GPUs refuse, a driver AMD does not support on the host's OS: each stops
-    vLLM at start, each with the host change that removes it. Only where the fact is known: a
-    node whose groups nobody read is not blocked for them."""
-    every = [r for r in (wsl_host(node), driver_os(m, node)) if r is not None]
+    """WSL and a user the GPUs refuse stop vLLM at start, each with the host change that removes
+    it. Only where the fact is known: a node whose groups nobody read is not blocked for them.
+    (A driver AMD does not support on the host's OS depends on the path's driver move:
+    ``driver_os``.)"""
+    every = [r for r in (wsl_host(node),) if r is not None]
     access = gpu_access(node)
     as_user: list[Reason] = []
     if access is not None:
@@ -307,23 +310,38 @@ def _module_loaded(node: Node) -> bool:
     return node.host.get("amdgpu_module") == "loaded"
 
 
-def driver_os(m: Matrix, node: Node) -> Reason | None:
+def driver_os(m: Matrix, node: Node, move: Fix | None = None) -> Reason | None:
     """``driver-os-unsupported``: the host's OS is not among those AMD supports for the ROCm
-    release its amdgpu driver was released with, and no probe saw that driver loaded here (an
-    amdgpu-dkms built for other kernels need not build on this one: Ubuntu 26.04 with an older
-    amdgpu). The fix: the nearest OS release AMD lists for it."""
-    if not node.os or not node.driver_version or _module_loaded(node):
+    release the path's amdgpu driver was released with, and no probe saw that driver loaded here
+    (an amdgpu-dkms built for other kernels need not build on this one: Ubuntu 26.04 with an
+    older amdgpu). The fix: the nearest OS release AMD lists for it. A path that needs a driver
+    ``move`` is about the driver it moves to: where AMD does not support that one on the host's
+    OS, the OS release the move names first (``os_first``), so that the path's changes, taken
+    together, give a host AMD supports."""
+    if not node.os or not node.driver_version:
         return None
-    driver = m.driver(driver_series(node.driver_version))
+    if move is not None:
+        if move.change is None or not move.os_first:
+            return None
+        driver = m.driver(driver_series(move.change.value))
+    elif _module_loaded(node):
+        return None
+    else:
+        driver = m.driver(driver_series(node.driver_version))
     if driver is None or driver.paired_rocm is None:
         return None
     rocm = m.rocm_release(Version(driver.paired_rocm))
     if rocm is None or not rocm.os or os_listed(node.os, rocm.os):
         return None
-    step = _nearest_os(m, node.os, rocm.os)
+    if move is not None and move.os_first:
+        found = m.os_listed_as(move.os_first)
+        step = found.id if found is not None else move.os_first
+    else:
+        step = _nearest_os(m, node.os, rocm.os)
     drivers = ", ".join(f"{d.series}.x" for d in _drivers_on(m, node.os))
+    key = "driver-os-unsupported" if drivers else "driver-os-unsupported/none"
     w = words.say(
-        "driver-os-unsupported" if drivers else "driver-os-unsupported/none",
+        "driver-os-unsupported/move" if move is not None else key,
         driver=driver.series,
         host_os=node.os,
         rocm=rocm.label,
@@ -339,7 +357,13 @@ def driver_os(m: Matrix, node: Node) -> Reason | None:
             Fact(text=w.facts[1], source=rocm.provenance.source),
         ),
         hint=w.hint,
-        fix=Fix(kind="os", text=w.fix, host=True, change=HostChange(kind="os", value=step)),
+        # The OS step of a driver move belongs to that move (its hint ranks as the driver's).
+        fix=Fix(
+            kind="driver" if move is not None else "os",
+            text=w.fix,
+            host=True,
+            change=HostChange(kind="os", value=step),
+        ),
     )
 
 

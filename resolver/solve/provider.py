@@ -19,7 +19,7 @@ from resolver.data.codes import GATE_CODES
 from resolver.data.model import DriverSeries, GfxTarget, Matrix
 from resolver.data.node import Node
 from resolver.solve import advisories, checks
-from resolver.solve.host import host_blockers
+from resolver.solve.host import driver_os, host_blockers
 from resolver.solve.types import (
     Advisory,
     Candidate,
@@ -43,12 +43,16 @@ class MatrixProvider:
         self.node = node
         self.request = request
         self.targets = self._targets()
+        self.override_ok = self._override_ok()
         self.driver = self._driver()
+        # Every GPU runs on the kernel's own amdgpu (Ryzen AI): no amdgpu release to miss.
+        self.inbox = bool(self.targets) and all(t.inbox_driver_source for t in self.targets)
         # driver-predates-gpu depends on the GPU and the path's ROCm alone, and a solve asks it of
         # a hundred candidates sharing a dozen ROCm releases.
         self._predates: dict[tuple[str, Version | None], Reason | None] = {}
         self._moves: dict[Version, checks.DriverMove] = {}  # the same, for the driver window
         self.blockers = host_blockers(matrix, node)  # the same for every candidate
+        self._driver_os: dict[tuple[str | None, str | None], Reason | None] = {}
         self._unchecked: dict[str, Advisory | None] = {}
 
     # node facts ----------------------------------------------------------------------------
@@ -65,6 +69,19 @@ class MatrixProvider:
                 )
             out.append(target)
         return tuple(out)
+
+    def _override_ok(self) -> bool:
+        """Whether the node can take a GPU's HSA override: HSA_OVERRIDE_GFX_VERSION is
+        process-wide, so every GPU then loads the near target's code. Only where each GPU takes
+        that one override or is its near target itself (gfx1031 beside gfx1030, not beside
+        gfx1100, which would load gfx1030 code too)."""
+        taking = [t for t in self.targets if t.override]
+        if not taking:
+            return True
+        near = {t.override_target for t in taking}
+        return len({t.override for t in taking}) == 1 and all(
+            t.override or t.name in near for t in self.targets
+        )
 
     def _driver(self) -> DriverSeries | None:
         if not self.node.driver_version:
@@ -101,6 +118,22 @@ class MatrixProvider:
                 self.m, self.node, self.driver, target
             )
         return self._unchecked[target.name]
+
+    def driver_os(self, reasons: list[Reason]) -> Reason | None:
+        """``driver-os-unsupported`` for a path with these reasons: about the driver its driver
+        move goes to, if it has one, else the host's; decided once per solve for each."""
+        move = next(
+            (
+                r.fix
+                for r in reasons
+                if r.fix is not None and r.fix.change is not None and r.fix.change.kind == "driver"
+            ),
+            None,
+        )
+        key = (move.change.value, move.os_first) if move and move.change else (None, None)
+        if key not in self._driver_os:
+            self._driver_os[key] = driver_os(self.m, self.node, move)
+        return self._driver_os[key]
 
     def driver_move(self, rocm: Version) -> checks.DriverMove:
         """The move from the node's driver to one that runs ``rocm``, found once per solve."""
@@ -197,6 +230,9 @@ class MatrixProvider:
         ]
         reasons.extend(checks.gate_checks(self.m, cand, self.targets, self.request))
         reasons.extend(self.blockers.every)  # the host stops any release, read or not
+        r_os = self.driver_os(reasons)
+        if r_os is not None:
+            reasons.append(r_os)
         # A driver older than the GPU stops any release, read or not.
         if self.driver is not None:
             for target in self.targets:
@@ -224,7 +260,7 @@ class _Found(msgspec.Struct):
 def _gpu(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
     """gfx-unsupported, gfx-not-shipped (or the override or CMake the path relies on)."""
     for target in p.targets:
-        r, unofficial, override = checks.gfx_check(cand, target, p.m)
+        r, unofficial, override = checks.gfx_check(cand, target, p.m, override=p.override_ok)
         if r is not None:
             found.reasons.append(r)
         found.unofficial |= unofficial
@@ -269,7 +305,9 @@ def _driver_window(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
     """driver-window (with driver-unchecked, unknown-driver, preview-rocm) and rocm-lacks-gfx."""
     if cand.rocm is None:
         return
-    r_drv, w_drv = checks.driver_check(p.m, p.node, p.driver, cand, move=p.driver_move)
+    r_drv, w_drv = checks.driver_check(
+        p.m, p.node, p.driver, cand, move=p.driver_move, inbox=p.inbox
+    )
     if r_drv is not None:
         if found.predates is not None and r_drv.fix is not None:
             # One driver move must cure both: the one that knows the GPU and runs this ROCm
@@ -278,6 +316,7 @@ def _driver_window(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
         found.reasons.append(r_drv)
     found.warnings.extend(w_drv)
     found.warnings.extend(advisories.rocm_lists_gfx(p.m, p.targets, cand))
+    found.warnings.extend(advisories.arch_from_docs(p.targets, cand))
 
 
 def _wheel(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
@@ -294,6 +333,9 @@ def _host(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
     found.reasons.extend(p.blockers.every)
     if cand.wheel is not None:
         found.reasons.extend(p.blockers.as_user)
+    r_os = p.driver_os(found.reasons)
+    if r_os is not None:
+        found.reasons.append(r_os)
 
 
 def _record(p: MatrixProvider, cand: Candidate, found: _Found) -> None:

@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from packaging.version import InvalidVersion, Version
 
 from resolver.solve.types import Evaluation, Kind
 
 
-def _rank(e: Evaluation, prefer: Kind | None) -> tuple[object, ...]:
+def _rank(
+    e: Evaluation, prefer: Kind | None, window: Callable[[Evaluation], object] | None = None
+) -> tuple[object, ...]:
     c = e.candidate
     group = -1 if prefer is not None and c.kind == prefer else c.rank_group(cmake_only=e.cmake_only)
     # vLLM's own images, then any other image (AMD's, deprecated), then the rest.
     channel = min(int(c.order), 2)
     # Within one release: its default stack before the others, and an image's plain tag
-    # (v0.33.0) before the same image's stack alias (v0.33.0-rocm100).
-    stack_order = 0 if c.stack is None or c.stack.default else 1
+    # (v0.33.0) before the same image's stack alias (v0.33.0-rocm100). Where the node's driver
+    # is unknown (``window``), first the stack whose ROCm the oldest driver runs: the plan that
+    # fits the most hosts, not the most demanding one.
+    default = 0 if c.stack is None or c.stack.default else 1
+    stack_order = (window(e), default) if window is not None else (default,)
     tag_len = len(c.image.tag) if c.image is not None else 0
     # vLLM's own images before AMD's before wheels; the newest release within each channel.
     return (group, int(e.unofficial), channel, _neg(c.vllm), stack_order, tag_len)

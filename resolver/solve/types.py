@@ -83,6 +83,8 @@ class Request(msgspec.Struct, frozen=True, kw_only=True):
     prefer: Kind | None = None
     paths: frozenset[str] | None = None  # restrict candidate kinds, e.g. {"image"}
     vendor: Literal["amd", "nvidia"] | None = None  # None: the vendor whose GPUs the node has
+    # --strict: a plan that rests on a requirement nobody checked is ``unknown``, not supported
+    strict: bool = False
 
 
 class Fact(msgspec.Struct, frozen=True, kw_only=True):
@@ -497,11 +499,12 @@ class Evaluation(msgspec.Struct, frozen=True, kw_only=True):
 class MissingFact(msgspec.Struct, frozen=True, kw_only=True):
     """A fact the answer depends on that the data does not hold, and how to get it."""
 
-    kind: Literal["gfx", "release", "driver"]
-    subject: str  # "gfx1299", "0.34.0", "99.1"
+    kind: Literal["gfx", "release", "driver", "unchecked"]
+    subject: str  # "gfx1299", "0.34.0", "99.1"; for "unchecked", the advisory's code
     detail: str
     fetch: str | None  # the command that reads it from upstream, where one exists
     source: str = ""  # where the data says the subject exists
+    hint: str = ""  # for "unchecked": what to give so that it can be checked
 
 
 class Decision(msgspec.Struct, frozen=True, kw_only=True):
