@@ -101,6 +101,27 @@ def test_a_missing_helper_and_a_broken_config_are_clean_errors(tmp_path: Path) -
     assert "!!!" not in err.value.message
 
 
+def test_a_config_path_and_key_are_shown_escaped_and_without_a_login(tmp_path: Path) -> None:
+    odd = tmp_path / "cfg\nerror: forged"
+    (odd).mkdir()
+    (odd / "config.json").write_text("{not json")
+    with pytest.raises(InputError) as err:
+        lookup("r.example", env={"DOCKER_CONFIG": str(odd)})
+    assert "\n" not in err.value.message and "error: forged" in err.value.message
+    # A helper that fails for a server key carrying a login: the hint's command hides it.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    helper = bin_dir / "docker-credential-broken"
+    helper.write_text("#!/bin/sh\necho not-json\n")
+    helper.chmod(0o755)
+    env = write_config(
+        tmp_path / "k", {"credsStore": "broken", "auths": {"https://bob:S3cretTok@r.example": {}}}
+    ) | {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+    with pytest.raises(RegistryError) as failed:
+        lookup("r.example", env=env)
+    assert "S3cretTok" not in failed.value.message + (failed.value.hint or "")
+
+
 def test_a_secret_is_never_in_repr_or_str() -> None:
     creds = Credentials("user", "very-secret", "auths in /x/config.json")
     assert "very-secret" not in repr(creds) and "very-secret" not in str(creds)

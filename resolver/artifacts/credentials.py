@@ -24,8 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from resolver.util import bounded, capture
+from resolver.util import bounded, capture, redact, shell
 from resolver.util.errors import InputError, RegistryError
+from resolver.util.safety import shown
 
 # Docker Hub is stored under its v1 index URL (what `docker login` writes), whatever host is asked.
 DOCKER_HUB_KEYS = (
@@ -95,7 +96,7 @@ def _read_config(path: Path) -> dict[str, object]:
         return {}
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(
-            f"cannot read the Docker config {path} "
+            f"cannot read the Docker config {shown(str(path))} "
             f"({getattr(exc, 'strerror', None) or exc.__class__.__name__})",
             hint="fix its permissions, or point DOCKER_CONFIG at a directory with a readable "
             "config.json",
@@ -104,7 +105,7 @@ def _read_config(path: Path) -> dict[str, object]:
         data = bounded.loads_json(text)
     except ValueError:
         raise InputError(
-            f"the Docker config {path} is not valid JSON (or nested too deep)",
+            f"the Docker config {shown(str(path))} is not valid JSON (or nested too deep)",
             hint="fix or remove it (`docker login` rewrites it), or point DOCKER_CONFIG elsewhere",
         ) from None
     return data if isinstance(data, dict) else {}
@@ -117,29 +118,30 @@ def lookup(host: str, *, env: Mapping[str, str] | None = None) -> Credentials | 
     config = _read_config(path)
     if not config:
         return None
+    where = shown(str(path))  # DOCKER_CONFIG is the user's text: shown escaped in messages
     keys = _keys_for(host)
     helpers = config.get("credHelpers")
     if isinstance(helpers, dict):
         for key, name in helpers.items():
             if isinstance(key, str) and _host_of(key) in keys and isinstance(name, str):
-                return _from_helper(name, key, env, f"credHelpers in {path}")
+                return _from_helper(name, key, env, f"credHelpers in {where}")
     store = config.get("credsStore")
     if isinstance(store, str) and store:
-        found = _store_lookup(store, keys, config, env, path)
+        found = _store_lookup(store, keys, config, env, where)
         if found is not None:
             return found
     auths = config.get("auths")
     if isinstance(auths, dict):
         for key, entry in auths.items():
             if isinstance(key, str) and _host_of(key) in keys and isinstance(entry, dict):
-                found = _from_auth_entry(entry, f"auths[{key!r}] in {path}")
+                found = _from_auth_entry(entry, f"auths[{redact.url(key)!r}] in {where}")
                 if found is not None:
                     return found
     return None
 
 
 def _store_lookup(
-    store: str, keys: set[str], config: dict[str, object], env: Mapping[str, str], path: Path
+    store: str, keys: set[str], config: dict[str, object], env: Mapping[str, str], where: str
 ) -> Credentials | None:
     # docker asks the store with the server key it logged in with: the auths key, else the host.
     auths = config.get("auths")
@@ -149,7 +151,7 @@ def _store_lookup(
         else []
     )
     for server in servers or sorted(keys):
-        found = _from_helper(store, server, env, f"credsStore in {path}", missing_ok=True)
+        found = _from_helper(store, server, env, f"credsStore in {where}", missing_ok=True)
         if found is not None:
             return found
     return None
@@ -192,6 +194,8 @@ def _from_helper(
             hint="fix credHelpers/credsStore in the Docker config",
         )
     binary = f"docker-credential-{name}"
+    # A config key, shown with any login in it hidden and quoted for the hint's command line.
+    server_shown = shell.quote(redact.url(server))
     found = shutil.which(binary, path=env.get("PATH"))
     if found is None:
         if missing_ok:
@@ -210,13 +214,15 @@ def _from_helper(
         )
     except OSError as exc:
         raise RegistryError(
-            f"credential helper {binary} did not answer for {server} ({exc.__class__.__name__})",
-            hint=f"run `echo {server} | {binary} get` by hand to see what it needs",
+            f"credential helper {binary} did not answer for {server_shown} "
+            f"({exc.__class__.__name__})",
+            hint=f"run `echo {server_shown} | {binary} get` by hand to see what it needs",
         ) from None
     if result.timed_out:
         raise RegistryError(
-            f"credential helper {binary} did not answer for {server} within {HELPER_TIMEOUT:.0f}s",
-            hint=f"run `echo {server} | {binary} get` by hand to see what it needs",
+            f"credential helper {binary} did not answer for {server_shown} within "
+            f"{HELPER_TIMEOUT:.0f}s",
+            hint=f"run `echo {server_shown} | {binary} get` by hand to see what it needs",
         )
     if result.returncode != 0:
         # "credentials not found in native keychain": no login for this server.
@@ -227,8 +233,8 @@ def _from_helper(
         data = None
     if not isinstance(data, dict) or not isinstance(data.get("Secret"), str):
         raise RegistryError(
-            f"credential helper {binary} answered for {server} without Username/Secret JSON",
-            hint=f"run `echo {server} | {binary} get` by hand (it prints the secret: do it "
+            f"credential helper {binary} answered for {server_shown} without Username/Secret JSON",
+            hint=f"run `echo {server_shown} | {binary} get` by hand (it prints the secret: do it "
             "privately)",
         )
     user = data.get("Username")
