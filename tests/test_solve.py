@@ -423,6 +423,17 @@ def test_the_override_is_a_plan_a_build_of_the_near_target() -> None:
     assert d2.plan.override == "10.3.0" and d2.plan.candidate.image is not None
 
 
+def test_an_override_is_a_path_only_where_every_gpu_takes_it() -> None:
+    """HSA_OVERRIDE_GFX_VERSION is process-wide: beside a gfx1100 it would make that GPU load
+    gfx1030 code too, so no plan relies on it there; beside a gfx1030 (its near target) it does."""
+    mixed = decide("gfx1031,gfx1100", gpus=2, driver="30.30.3")
+    assert mixed.plan is None or mixed.plan.override is None
+    assert all(e.override is None for e in (*mixed.rejected, *mixed.alternatives))
+    same = decide("gfx1031,gfx1030", gpus=2, driver="30.30.3")
+    assert same.plan is not None and same.plan.override == "10.3.0"
+    assert same.plan.built_for(("gfx1030", "gfx1031")) == ("gfx1030",)
+
+
 def test_a_target_cmake_accepts_builds_as_itself_not_under_the_override() -> None:
     """gfx1102 has an override too, but vLLM's CMake accepts it: a source build is for gfx1102
     itself, never gfx1100 under the override."""
