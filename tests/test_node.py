@@ -98,3 +98,84 @@ def test_a_nodes_origin_yields_the_flags_that_describe_it_again() -> None:
     assert Origin("probe").flags() is None and Origin("flags").flags() is None
     origin = Origin("srun:ws1")
     assert origin == "srun:ws1" and (origin.kind, origin.detail) == ("srun", "ws1")
+
+
+def _report(**fields: object) -> dict[str, object]:
+    return {"gpus": [{"gfx": "gfx942"}] * 4, "logical_gpu_count": 4, **fields}
+
+
+def test_visibility_variables_are_read_and_applied_as_the_runtime_does() -> None:
+    node = from_json(
+        _report(visible_devices={"ROCR_VISIBLE_DEVICES": "1,2,3", "HIP_VISIBLE_DEVICES": "0,2"}),
+        where="t",
+    )
+    # ROCR picks GPUs 1,2,3; HIP's 0 and 2 index those: GPUs 1 and 3
+    assert node.visible_gpus() == (1, 3) and node.visible_gpu_count == 2
+    assert node.to_json()["visible_devices"] == {
+        "ROCR_VISIBLE_DEVICES": "1,2,3",
+        "HIP_VISIBLE_DEVICES": "0,2",
+    }
+    # a list ends at the first entry that names no GPU; CUDA_VISIBLE_DEVICES is HIP's alias
+    cut = from_json(_report(visible_devices={"CUDA_VISIBLE_DEVICES": "3,9,0"}), where="t")
+    assert cut.visible_gpus() == (3,)
+    # empty: no GPU; unset: every GPU, and the report says nothing of it
+    assert (
+        from_json(_report(visible_devices={"HIP_VISIBLE_DEVICES": ""}), where="t").visible_gpus()
+        == ()
+    )
+    plain = from_json(_report(), where="t")
+    assert plain.visible_gpus() is None and plain.visible_gpu_count == 4
+    assert "visible_devices" not in plain.to_json()
+
+
+def test_visibility_by_uuid_matches_the_gpus_unique_ids() -> None:
+    gpus = [{"gfx": "gfx942", "unique_id": f"aa0000000000000{i}"} for i in range(4)]
+    node = from_json(
+        _report(gpus=gpus, visible_devices={"ROCR_VISIBLE_DEVICES": "GPU-AA00000000000002,0"}),
+        where="t",
+    )
+    assert node.visible_gpus() == (2, 0)
+    unknown = from_json(_report(visible_devices={"HIP_VISIBLE_DEVICES": "GPU-aa01"}), where="t")
+    assert unknown.visible_gpus() is None  # the GPUs carry no UUID: not guessed
+
+
+@pytest.mark.parametrize(
+    "visible",
+    [
+        {"HIP_VISIBLE_DEVICES": "0;rm -rf /"},
+        {"HIP_VISIBLE_DEVICES": "0, 1"},
+        {"HIP_VISIBLE_DEVICES": "-1"},
+        {"HIP_VISIBLE_DEVICES": 0},
+        {"LD_PRELOAD": "x.so"},
+        "0,1",
+    ],
+)
+def test_a_hostile_visibility_value_is_refused(visible: object) -> None:
+    with pytest.raises(InputError, match=r"visible_devices|VISIBLE_DEVICES"):
+        from_json(_report(visible_devices=visible), where="t")
+
+
+def test_the_what_if_changes_of_the_host_blockers() -> None:
+    node = from_json(
+        _report(
+            kernel="6.6.87.2-microsoft-standard-WSL2",
+            host={
+                "user": "al",
+                "groups": ["al"],
+                "kfd": {"openable": False, "error": "EACCES"},
+                "wsl": True,
+            },
+            problems=[
+                {"code": "wsl", "message": "m", "hint": "h"},
+                {"code": "not-in-gpu-group", "message": "m", "hint": "h"},
+            ],
+        ),
+        where="t",
+    )
+    joined = node.with_gpu_groups()
+    assert joined.host["groups"] == ["al", "render", "video"]
+    assert joined.host["kfd"]["openable"] is None
+    assert [p.code for p in joined.problems] == ["wsl"]
+    native = node.on_native_linux()
+    assert native.host["wsl"] is False and native.kernel is None
+    assert "wsl" not in [p.code for p in native.problems]

@@ -45,6 +45,7 @@ HINT_ORDER: tuple[str, ...] = (
     "source-build",
     "python",
     "os",
+    "host",  # the user's groups, native Linux instead of WSL
     "data",
     "override",
     "other",

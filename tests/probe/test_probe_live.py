@@ -269,3 +269,31 @@ def test_an_intel_display_gpu_does_not_hide_the_amdgpu_advice(tmp_path: Path) ->
     assert "amdgpu-not-loaded" in codes and codes[-1] == "no-gpu"
     assert "not-an-amd-gpu" not in codes
     assert node.host["other_devices"][0]["vendor"] == "intel"
+
+
+def test_visibility_variables_are_recorded_checked_and_kept_from_the_tools(tmp_path: Path) -> None:
+    """The report keeps HIP/ROCR/CUDA_VISIBLE_DEVICES (the solver applies them); the tools run
+    without them, so rocminfo would list every GPU; a value no runtime takes is a problem and is
+    left out."""
+    bin_dir = tmp_path / "bin"
+    env_out = tmp_path / "env.txt"
+    bin_dir.mkdir()
+    script = bin_dir / "rocm_agent_enumerator"
+    script.write_text(f"#!/bin/sh\n'{shutil.which('env')}' > '{env_out}'\necho gfx942\n")
+    script.chmod(0o755)
+    root = tmp_path / "root"
+    root.mkdir()
+    env = {
+        "PATH": str(bin_dir),
+        "ROCR_VISIBLE_DEVICES": "0,GPU-5b0f1c2e3d4a5b6c",
+        "HIP_VISIBLE_DEVICES": "1",
+        "CUDA_VISIBLE_DEVICES": "0;reboot",
+    }
+    node = probe_live(root=root, env=env, check_access=False, matrix=probe_matrix())
+    assert node.visible_devices == {
+        "ROCR_VISIBLE_DEVICES": "0,GPU-5b0f1c2e3d4a5b6c",
+        "HIP_VISIBLE_DEVICES": "1",
+    }
+    bad = [p for p in node.problems if p.code == "visible-devices-invalid"]
+    assert len(bad) == 1 and "CUDA_VISIBLE_DEVICES" in bad[0].message
+    assert "VISIBLE_DEVICES" not in env_out.read_text()
