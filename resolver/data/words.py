@@ -309,7 +309,7 @@ WORDS: Final[dict[str, Said]] = {
     "kv-cache-dtype-no-backend": Said(
         message="no ROCm attention backend of vLLM {vllm} accepts the KV cache dtype {dtype} "
         "(vLLM stops with 'No valid attention backend found')",
-        facts=("vLLM {vllm} ROCm attention backends accept: {accepted}",),
+        facts=("none of vLLM {vllm}'s {count} ROCm attention backends takes {dtype}",),
         hint="pick a KV cache dtype a ROCm backend accepts ({accepted})",
     ),
     "fp8-not-admitted": Said(
@@ -1140,6 +1140,11 @@ PREDICATES: Final[dict[ReasonCode | str, Predicate]] = {
         " (AMD does not support the driver there)",
     ),
     "wsl-host": Predicate("runs on WSL", "does not run on WSL", "do not run on WSL"),
+    "kv-cache-dtype-no-backend": Predicate(
+        "has a ROCm attention backend for this KV cache dtype",
+        "has no ROCm attention backend for this KV cache dtype",
+        "have no ROCm attention backend for this KV cache dtype",
+    ),
     # every code of UNKNOWN_CODES
     "unknown": Predicate("can be checked for this node", "cannot be checked for this node"),
     # any other code

@@ -1071,7 +1071,13 @@ def kv_cache_dtype_backend(m: Matrix, cand: Candidate, request: Request) -> Reas
     accepted = ", ".join(
         dict.fromkeys(d for _, dtypes in caps.rocm_attention or () for d in dtypes)
     )
-    w = words.say("kv-cache-dtype-no-backend", vllm=cand.vllm, dtype=dtype, accepted=accepted)
+    w = words.say(
+        "kv-cache-dtype-no-backend",
+        vllm=cand.vllm,
+        dtype=dtype,
+        accepted=accepted,
+        count=len(caps.rocm_attention or ()),
+    )
     return Reason(
         code="kv-cache-dtype-no-backend",
         message=w.message,
