@@ -20,6 +20,7 @@ from resolver.explain.derivation import Hint
 from resolver.explain.steps import node_flags
 from resolver.solve import Evaluation
 from resolver.solve.checks import node_release, shipped_with
+from resolver.solve.provider import override_ok
 from resolver.solve.routes import Route, Routes
 from resolver.util import shell
 from resolver.util.versions import driver_label, driver_series, series
@@ -177,6 +178,9 @@ def _data_hints(ctx: _Context, ok_now: bool) -> list[Hint]:
 def _override_hints(ctx: _Context, plan: Evaluation | None) -> list[Hint]:
     """Unofficial routes the data names for near targets (HSA_OVERRIDE_GFX_VERSION), with risk."""
     hints: list[Hint] = []
+    known = tuple(t for n in ctx.node.gfx_targets if (t := ctx.m.gfx_target(n)) is not None)
+    if not override_ok(known):  # the override would make the node's other GPUs load its code
+        return hints
     for name in ctx.node.gfx_targets:
         t = ctx.m.gfx_target(name)
         if t is None or not t.override or t.vllm_status == "official":

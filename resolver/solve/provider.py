@@ -35,6 +35,20 @@ from resolver.util.errors import UnknownGfxError
 from resolver.util.versions import driver_series
 
 
+def override_ok(targets: tuple[GfxTarget, ...]) -> bool:
+    """Whether a node of these GPUs can take a GPU's HSA override: HSA_OVERRIDE_GFX_VERSION is
+    process-wide, so every GPU then loads the near target's code. Only where each GPU takes that
+    one override or is its near target itself (gfx1031 beside gfx1030, not beside gfx1100, which
+    would load gfx1030 code too)."""
+    taking = [t for t in targets if t.override]
+    if not taking:
+        return True
+    near = {t.override_target for t in taking}
+    return len({t.override for t in taking}) == 1 and all(
+        t.override or t.name in near for t in targets
+    )
+
+
 class MatrixProvider:
     """Answers the solver's questions from the matrix: which paths exist, and what stops each."""
 
@@ -43,7 +57,7 @@ class MatrixProvider:
         self.node = node
         self.request = request
         self.targets = self._targets()
-        self.override_ok = self._override_ok()
+        self.override_ok = override_ok(self.targets)
         self.driver = self._driver()
         # Every GPU runs on the kernel's own amdgpu (Ryzen AI): no amdgpu release to miss.
         self.inbox = bool(self.targets) and all(t.inbox_driver_source for t in self.targets)
@@ -69,19 +83,6 @@ class MatrixProvider:
                 )
             out.append(target)
         return tuple(out)
-
-    def _override_ok(self) -> bool:
-        """Whether the node can take a GPU's HSA override: HSA_OVERRIDE_GFX_VERSION is
-        process-wide, so every GPU then loads the near target's code. Only where each GPU takes
-        that one override or is its near target itself (gfx1031 beside gfx1030, not beside
-        gfx1100, which would load gfx1030 code too)."""
-        taking = [t for t in self.targets if t.override]
-        if not taking:
-            return True
-        near = {t.override_target for t in taking}
-        return len({t.override for t in taking}) == 1 and all(
-            t.override or t.name in near for t in self.targets
-        )
 
     def _driver(self) -> DriverSeries | None:
         if not self.node.driver_version:
