@@ -8,6 +8,7 @@ import json
 import time
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from typing import Self
 
 import pytest
 from hypothesis import example, given, settings
@@ -774,3 +775,45 @@ def test_a_manifest_with_thousands_of_layers_is_refused_before_any_is_read() -> 
         o = _audit(srv.base, f"{REPO}@{_sha(manifest)}")
     assert_clean(o)
     assert o.code == 4 and not any("/blobs/" in hit for hit in srv.hits), str(o)
+
+
+class _DrippingEngine:
+    """A stand-in for the Docker Engine whose `docker save` stream never ends (or breaks off)."""
+
+    def __init__(self, *, breaks: bool = False) -> None:
+        from types import SimpleNamespace
+
+        def save(_name: str) -> object:
+            yield _layer({"a": b"x"})[:512]  # a tar header, then a byte now and then, for ever
+            if breaks:
+                raise ConnectionError("the engine went away")
+            while True:
+                time.sleep(0.2)
+                yield b"\0"
+
+        image = SimpleNamespace(labels={})
+        self.client = SimpleNamespace(
+            images=SimpleNamespace(get=lambda _name: image),
+            api=SimpleNamespace(get_image=save),
+        )
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("breaks", [False, True], ids=["drips", "breaks-off"])
+def test_an_engine_image_stream_is_bounded_by_the_deadline(
+    breaks: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from resolver.artifacts import engine
+
+    monkeypatch.setattr(engine, "DockerEngine", lambda: _DrippingEngine(breaks=breaks))
+    o = cli(
+        ["audit", "docker-daemon:vllm/vllm-openai-rocm:v0.24.0"],
+        env={"ROCM_VLLM_HTTP_DEADLINE": "1"},
+    )
+    assert_clean(o)
+    assert o.code == 5 and o.seconds < 3, str(o)

@@ -351,7 +351,18 @@ def _from_engine(artifact: str, machs: dict[int, str]) -> Audit:
                 hint="pull it first (docker pull), or give a registry reference: docker://REF",
             ) from None
         stream = cast(IO[bytes], _Chunks(iter(chunks)))
-        _Reader(result, machs).stream(stream, name, None, depth=0)
+        limit = deadline.configured(REGISTRY_DEADLINE)
+        try:
+            # An engine that streams for ever (or drips) is bounded like a registry.
+            with deadline.within(limit):
+                _Reader(result, machs).stream(stream, name, None, depth=0)
+        except deadline.DeadlineExceeded:
+            from resolver.util.errors import DockerEngineError
+
+            raise DockerEngineError(
+                f"{shown(name)}: the engine's image stream did not end within {limit:g} s",
+                hint=f"the engine is too slow or the image too large; raise {deadline.ENV}",
+            ) from None
     return result
 
 
@@ -389,7 +400,8 @@ def _reference(ref: str) -> tuple[str, str]:
 
 MAX_LAYERS = 256  # an image has at most 127 layers on overlayfs; more is a hostile manifest
 MAX_LAYER_BYTES = 64 * 1024**3  # one compressed layer as the manifest states its size
-REGISTRY_DEADLINE = 1800.0  # one docker:// audit, every request and read (ROCM_VLLM_HTTP_DEADLINE)
+# One docker:// or docker-daemon: audit, every request and read (ROCM_VLLM_HTTP_DEADLINE).
+REGISTRY_DEADLINE = 1800.0
 
 
 def _from_registry(artifact: str, machs: dict[int, str], registry: str | None) -> Audit:
@@ -536,6 +548,15 @@ class _Chunks(io.RawIOBase):
                 self._rest = next(self._chunks)
             except StopIteration:
                 return 0
+            except deadline.DeadlineExceeded:
+                raise
+            except Exception as exc:  # noqa: BLE001 - docker and requests errors, not imported here
+                from resolver.util.errors import DockerEngineError
+
+                raise DockerEngineError(
+                    f"the engine's image stream broke off ({type(exc).__name__})",
+                    hint="check the Docker Engine (docker info) and retry",
+                ) from None
         n = min(len(buffer), len(self._rest))
         buffer[:n] = self._rest[:n]
         self._rest = self._rest[n:]
