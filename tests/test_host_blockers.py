@@ -5,8 +5,11 @@ records (GPU visibility variables) decides the GPUs the plan uses."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
+import pytest
 from msgspec.structs import replace
 from packaging.version import Version
 
@@ -16,7 +19,7 @@ from resolver.solve import Decision, Request, solve
 from resolver.solve.routes import plan_upgrade, search
 from resolver.solve.types import HostChange
 
-from .helpers import decide
+from .helpers import decide, run_cli
 
 M = matrix.load()
 
@@ -204,3 +207,56 @@ def test_a_set_that_hides_the_planned_gfx_is_said() -> None:
     d = solve(M, node, Request())
     hidden = [w for w in d.warnings if w.code == "visible-devices-hide-gfx"]
     assert len(hidden) == 1 and "gfx942" in hidden[0].message and "(0)" in hidden[0].hint
+
+
+# --- what the user reads (golden files: UPDATE_GOLDEN=1 regenerates them) --------------------
+
+NODES = Path(__file__).parent / "data" / "nodes"
+GOLDEN = Path(__file__).parent / "golden" / "host"
+GOLDEN_CASES = {
+    "not-in-gpu-groups": ["check", "--node", str(NODES / "mi300x-user-not-in-gpu-groups.json")],
+    "not-in-gpu-groups-explain": [
+        "check",
+        "--node",
+        str(NODES / "mi300x-user-not-in-gpu-groups.json"),
+        "--explain",
+    ],
+    "not-in-gpu-groups-upgrade": [
+        "upgrade",
+        "--node",
+        str(NODES / "mi300x-user-not-in-gpu-groups.json"),
+    ],
+    "wsl": ["check", "--node", str(NODES / "rx7900xtx-wsl.json")],
+    "wsl-explain": ["check", "--node", str(NODES / "rx7900xtx-wsl.json"), "--explain"],
+    "driver-off-its-os": ["check", "--gfx", "gfx942", "--driver", "6.4.3", "--os", "ubuntu-26.04"],
+    "visible-devices": ["check", "--node", str(NODES / "mi300x-visible-devices.json")],
+    "visible-devices-image": ["image", "--node", str(NODES / "mi300x-visible-devices.json")],
+}
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN_CASES))
+def test_golden(name: str) -> None:
+    result = run_cli(*GOLDEN_CASES[name], env={"COLUMNS": "100"})
+    assert result.exit_code in (0, 1), result.stderr
+    text = result.stdout.replace(str(NODES), "tests/data/nodes")
+    file = GOLDEN / f"{name}.txt"
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        GOLDEN.mkdir(parents=True, exist_ok=True)
+        file.write_text(text)
+    assert text == file.read_text(), f"{file.name} differs; UPDATE_GOLDEN=1 regenerates it"
+
+
+def test_check_json_and_upgrade_json_carry_the_new_change_kinds() -> None:
+    import json
+
+    import jsonschema
+
+    node = str(NODES / "mi300x-user-not-in-gpu-groups.json")
+    docs = Path(__file__).parents[1] / "docs"
+    checked = json.loads(run_cli("check", "--node", node, "--json").stdout)
+    jsonschema.validate(checked, json.loads((docs / "check.schema.json").read_text()))
+    assert [s["change"] for s in checked["route"]["steps"]] == ["groups"]
+    up = json.loads(run_cli("upgrade", "--node", node, "--json").stdout)
+    jsonschema.validate(up, json.loads((docs / "upgrade.schema.json").read_text()))
+    assert [(s["change"], s["to"]) for s in up["steps"]] == [("groups", "render,video")]
+    assert up["check"] == "rocm-vllm check"  # confirmed by a probe on the node after the change

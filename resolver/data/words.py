@@ -1131,7 +1131,7 @@ PREDICATES: Final[dict[ReasonCode | str, Predicate]] = {
     "gpu-access-denied": Predicate(
         "can open the GPUs as this user",
         "cannot open the GPUs as this user",
-        tail=" (the user is not in the render and video groups)",
+        tail=" (the render and video groups grant /dev/kfd and the render nodes)",
     ),
     "driver-os-unsupported": Predicate(
         "runs on {drv} on this OS",
