@@ -580,6 +580,12 @@ class _Verified(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
+    def read(self, size: int | None = -1) -> bytes:
+        # RawIOBase.read(n) allocates n bytes first: never more than the blob can still hold (a
+        # reader asking for a library's worth must not need 4 GiB for a small layer).
+        left = self._size + 1 - self._read
+        return super().read(left if size is None or size < 0 or size > left else size) or b""
+
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
         # One byte past the stated size is enough to know the registry sends more than it said.
         want = min(len(buffer), self._size + 1 - self._read)
