@@ -14,7 +14,17 @@ import re
 from collections.abc import Iterator
 from typing import Any, Final
 
-from resolver.refresh.sdist import IndexFile, ReleaseFactsSource
+from resolver.refresh.common import Candidate, SourceResult
+from resolver.refresh.http import IntegrityError
+from resolver.refresh.sdist import (
+    MAX_FILES,
+    MAX_MEMBER_BYTES,
+    PEP691,
+    PROJECT,
+    ArchiveError,
+    IndexFile,
+    ReleaseFactsSource,
+)
 
 WANTED: Final = re.compile(
     r"vllm/platforms/rocm\.py|vllm/config/cache\.py|vllm/config\.py"
@@ -523,6 +533,40 @@ def capability_record(
     return record, ""
 
 
+# A release the index has only wheels of (0.15.0, 0.15.1) is read from its x86_64 wheel, whose
+# vllm/ files are the sdist's: vLLM's are ~510 MB, read once (the extracted files are cached).
+MAX_WHEEL_BYTES: Final = 768 * 1024**2
+_X86_WHEEL: Final = re.compile(
+    r"vllm-(?P<version>[0-9][0-9a-z.]{0,40})-cp[0-9]{2,3}-(abi3|cp[0-9]{2,3})-"
+    r"manylinux[0-9a-z_]{0,40}_x86_64\.whl"
+)
+
+
+def read_wheel_members(data: bytes, wanted: re.Pattern[str] = WANTED) -> dict[str, str]:
+    """The ``wanted`` files of a wheel, by path in it (a wheel has no top directory), each
+    bounded as an sdist's members are; nothing touches the disk."""
+    import io
+    import zipfile
+
+    files: dict[str, str] = {}
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            for info in archive.infolist():
+                name = info.filename
+                if not wanted.fullmatch(name) or info.is_dir():
+                    continue
+                if info.file_size > MAX_MEMBER_BYTES or len(files) >= MAX_FILES:
+                    raise ArchiveError(f"member {name[:80]!r} is too large, or too many files")
+                with archive.open(info) as fh:
+                    raw = fh.read(MAX_MEMBER_BYTES + 1)
+                files[name] = raw[:MAX_MEMBER_BYTES].decode("utf-8", errors="replace")
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        if isinstance(exc, ArchiveError):
+            raise
+        raise ArchiveError(f"not a readable wheel ({type(exc).__name__})") from None
+    return files
+
+
 class CapabilitiesSource(ReleaseFactsSource):
     """``matrix refresh --source capabilities``: one record per release the data knows."""
 
@@ -535,3 +579,83 @@ class CapabilitiesSource(ReleaseFactsSource):
     def record(self, sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str, Any] | None, str]:
         names = [str(g.get("name")) for g in self.current.get("gfx.toml", []) if g.get("name")]
         return capability_record(sdist, files, names)
+
+    def read(self) -> SourceResult:
+        result = super().read()
+        for wheel in self._wheel_only(result):
+            files = self._wheel_files(wheel, result)
+            if files is None:
+                continue
+            record, why = self.record(wheel, files)
+            if record is None:
+                result.refuse(f"vllm {wheel.version} wheel", why)
+                continue
+            result.candidates.append(Candidate(self.table, str(wheel.version), record))
+        return result
+
+    def _wheel_only(self, result: SourceResult) -> list[IndexFile]:
+        """The known releases the index has no sdist of, each with its x86_64 wheel: those
+        with no record yet, or asked for with ``--tag`` (``--verify`` does not download ~510 MB
+        again for a record read from the same wheel)."""
+        from urllib.parse import urljoin
+
+        from packaging.version import InvalidVersion, Version
+
+        page = f"{self.base}/{PROJECT}/"
+        data, _ = self.client.get_json(page, headers={"Accept": PEP691})
+        items = data.get("files") if isinstance(data, dict) else None
+        have = {str(r.get("version")) for r in self.current.get(self.table, [])}
+        known = self.known_releases()
+        sdists: set[str] = set()
+        wheels: dict[Version, IndexFile] = {}
+        for item in items[:10_000] if isinstance(items, list) else []:
+            if not isinstance(item, dict) or item.get("yanked"):
+                continue
+            name, url, hashes = item.get("filename"), item.get("url"), item.get("hashes")
+            if not isinstance(name, str) or not isinstance(url, str):
+                continue
+            if name.startswith(f"{PROJECT}-") and name.endswith(".tar.gz"):
+                sdists.add(name[len(PROJECT) + 1 : -len(".tar.gz")])
+            m = _X86_WHEEL.fullmatch(name)
+            sha = hashes.get("sha256") if isinstance(hashes, dict) else None
+            full = urljoin(page, url)
+            if m is None or not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{64}", sha):
+                continue
+            if not full.startswith(("https://", "http://")):
+                continue
+            try:
+                version = Version(m.group("version"))
+            except InvalidVersion:
+                continue
+            size = item.get("size")
+            wheels.setdefault(
+                version,
+                IndexFile(version, name, full, sha, size if isinstance(size, int) else None, None),
+            )
+        return [
+            w
+            for v, w in sorted(wheels.items())
+            if v in known and str(v) not in sdists and (str(v) not in have or str(v) in self.forced)
+        ]
+
+    def _wheel_files(self, wheel: IndexFile, result: SourceResult) -> dict[str, str] | None:
+        cached = self._cache_read(wheel.sha256)
+        if cached is not None:
+            return cached
+        if wheel.size is not None and wheel.size > MAX_WHEEL_BYTES:
+            result.refuse(
+                f"vllm {wheel.version} wheel",
+                f"the index lists {wheel.size} bytes (limit {MAX_WHEEL_BYTES})",
+            )
+            return None
+        try:
+            data = self.client.download(wheel.url, sha256=wheel.sha256, max_bytes=MAX_WHEEL_BYTES)
+            files = read_wheel_members(data, self.wanted)
+        except IntegrityError as exc:
+            result.refuse(f"vllm {wheel.version} wheel", exc.message)
+            return None
+        except ArchiveError as exc:
+            result.refuse(f"vllm {wheel.version} wheel", str(exc))
+            return None
+        self._cache_write(wheel.sha256, files)
+        return files

@@ -4,16 +4,27 @@ names claims nothing."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import tomllib
 from pathlib import Path
 
 import pytest
 from packaging.version import Version
 
-from resolver.refresh.capabilities import WANTED, capability_record, supported_quantization
+from resolver.data import overlay
+from resolver.refresh.capabilities import (
+    WANTED,
+    CapabilitiesSource,
+    capability_record,
+    supported_quantization,
+)
+from resolver.refresh.common import Endpoints
+from resolver.refresh.http import HttpClient
 from resolver.refresh.sdist import IndexFile, read_members
 
-from .conftest import REPO_MATRIX
+from .conftest import REPO_MATRIX, drop_records
+from .server import Upstream
 
 SLICES = Path(__file__).parent / "recorded" / "sdist-capabilities"
 SHIPPED = {
@@ -207,3 +218,55 @@ def test_a_release_read_from_its_wheel_names_the_wheel() -> None:
     shipped = SHIPPED["0.15.0"]
     assert shipped["source"].startswith(f"PyPI wheel {wheel.filename} sha256 {sha} ")
     assert "bitsandbytes" not in shipped["quantization"] and "sdist_sha256" not in shipped
+
+
+WHEEL = "vllm-0.15.0-cp38-abi3-manylinux_2_31_x86_64.whl"
+
+
+def _wheel_index(upstream: Upstream) -> bytes:
+    """The index page as PyPI answers for a release with wheels only, serving the recorded wheel
+    slice under its own sha256."""
+    data = (SLICES.parent / "wheel-capabilities" / WHEEL).read_bytes()
+    upstream.overrides[f"/files/{WHEEL}"] = data
+    entry = {
+        "filename": WHEEL,
+        "url": f"/files/{WHEEL}",
+        "hashes": {"sha256": hashlib.sha256(data).hexdigest()},
+        "size": len(data),
+    }
+    page = {"meta": {"api-version": "1.1"}, "name": "vllm", "files": [entry]}
+    upstream.overrides["/simple/vllm/"] = json.dumps(page).encode()
+    return data
+
+
+def _source() -> CapabilitiesSource:
+    return CapabilitiesSource(
+        HttpClient(cache_dir=None), Endpoints.from_env(), overlay.current_raw(), cache=None
+    )
+
+
+def test_a_release_with_only_wheels_is_read_from_its_wheel(
+    upstream: Upstream, matrix_copy: Path
+) -> None:
+    """The refresh reads a release the index has no sdist of from its x86_64 wheel, into the
+    record the data ships (the source names the wheel and the sha256 it was served with)."""
+    data = _wheel_index(upstream)
+    drop_records(matrix_copy / "capabilities.toml", "version", {"0.15.0"})
+    result = _source().read()
+    assert not result.refused, result.refused
+    (cand,) = result.candidates
+    sha = hashlib.sha256(data).hexdigest()
+    assert cand.key == "0.15.0"
+    assert cand.record["source"].startswith(f"PyPI wheel {WHEEL} sha256 {sha} ")
+    want = dict(SHIPPED["0.15.0"])
+    assert {k: v for k, v in cand.record.items() if k != "source"} == {
+        k: v for k, v in want.items() if k != "source"
+    }
+
+
+def test_a_release_read_from_its_wheel_already_is_not_downloaded_again(
+    upstream: Upstream,
+) -> None:
+    _wheel_index(upstream)
+    result = _source().read()
+    assert not result.candidates and not upstream.requests("/files/")
