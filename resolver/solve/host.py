@@ -238,6 +238,7 @@ def wsl_host(node: Node) -> Reason | None:
                 text=w.facts[1],
                 source="https://rocm.docs.amd.com/projects/radeon-ryzen/en/latest/docs/install/"
                 "installrad/wsl/howto_wsl.html; ROCm/librocdxg",
+                confidence="inferred",  # the page's support table was not read here
             ),
             Fact(text=w.facts[2], source="ROCm/vllm#339", confidence="inferred"),
         ),
@@ -292,7 +293,8 @@ def gpu_access(node: Node) -> Reason | None:
             Fact(
                 text=w.facts[1],
                 source="https://rocm.docs.amd.com/projects/install-on-linux/en/latest/install/"
-                "prerequisites.html (configuring permissions for GPU access)",
+                "prerequisites.html (configuring permissions for GPU access); "
+                "ROCm/ROCT-Thunk-Interface README.md (the video group; render on Ubuntu 20.04+)",
             ),
         ),
         hint=w.hint,
