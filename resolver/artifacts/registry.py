@@ -112,7 +112,7 @@ def parse_registry(url: str | None, *, flag: str = "--registry") -> Registry:
         # Credentials come from the Docker config (docker login), never from a URL that every
         # message and printed image name would have to carry.
         raise UsageError(
-            f"{name} {redact.url(raw)}: a registry URL carries no user, password or token",
+            f"{name} {redact.url(raw)}: a registry URL carries no user, password, token or query",
             hint=f"give the URL without them and log in once: docker login {parts.hostname or ''}"
             " (read from $DOCKER_CONFIG/config.json or ~/.docker/config.json)",
         )
