@@ -112,7 +112,9 @@ def visible_ok(value: str) -> bool:
     ``GPU-<uuid>`` forms separated by commas."""
     import re
 
-    return len(value) <= 16 * MAX_GPUS and re.match(VISIBLE_FORM, value) is not None
+    from resolver.util.safety import MAX_TEXT  # the bound of every string a report holds
+
+    return len(value) <= MAX_TEXT and re.match(VISIBLE_FORM, value) is not None
 
 
 def _select(seen: list[int], mask: str, gpus: tuple[Gpu, ...]) -> list[int] | None:
