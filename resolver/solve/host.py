@@ -400,6 +400,9 @@ def _drivers_on(m: Matrix, host_os: str) -> list[DriverSeries]:
 # --- the environment the node records ---------------------------------------------------------
 
 
+EMPTY = '""'  # how an empty variable (no GPU) is shown
+
+
 def visible_device_warnings(node: Node, targets: list[GfxTarget]) -> list[Advisory]:
     """The GPU visibility variables the probe recorded: Ray's rules about them, a set that hides
     the GPUs the plan is for, and how many GPUs the plan then uses."""
@@ -409,17 +412,17 @@ def visible_device_warnings(node: Node, targets: list[GfxTarget]) -> list[Adviso
     out: list[Advisory] = []
     rocr, hip, cuda = (env.get(k) for k in VISIBLE_VARS)
     if rocr is not None and hip is None:
-        out.append(Advisory.said("visible-devices-ray", rocr=rocr or '""'))
+        out.append(Advisory.said("visible-devices-ray", rocr=rocr or EMPTY))
     elif rocr is not None and hip is not None:
-        out.append(Advisory.said("visible-devices-ray/both", rocr=rocr or '""', hip=hip or '""'))
+        out.append(Advisory.said("visible-devices-ray/both", rocr=rocr or EMPTY, hip=hip or EMPTY))
     if hip is not None and cuda is not None and hip != cuda:
         out.append(
-            Advisory.said("visible-devices-ray/hip-cuda", hip=hip or '""', cuda=cuda or '""')
+            Advisory.said("visible-devices-ray/hip-cuda", hip=hip or EMPTY, cuda=cuda or EMPTY)
         )
     visible = node.visible_gpus()
     if visible is None:
         return out
-    names = " and ".join(f"{k}={env[k] or chr(34) * 2}" for k in VISIBLE_VARS if k in env)
+    names = " and ".join(f"{k}={env[k] or EMPTY}" for k in VISIBLE_VARS if k in env)
     total = len(node.gpus) or node.logical_gpu_count
     if not visible:
         out.append(
