@@ -113,8 +113,9 @@ def parse_registry(url: str | None, *, flag: str = "--registry") -> Registry:
         # message and printed image name would have to carry.
         raise UsageError(
             f"{name} {redact.url(raw)}: a registry URL carries no user, password, token or query",
-            hint=f"give the URL without them and log in once: docker login {parts.hostname or ''}"
-            " (read from $DOCKER_CONFIG/config.json or ~/.docker/config.json)",
+            hint="give the URL without them and log in once: docker login "
+            f"{parts.netloc.rpartition('@')[2]} (read from $DOCKER_CONFIG/config.json or "
+            "~/.docker/config.json)",
         )
     if parts.scheme not in ("http", "https") or not parts.netloc or parts.fragment:
         raise UsageError(
