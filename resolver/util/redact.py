@@ -30,7 +30,7 @@ _CONTROL: Final = re.compile(
 # A URL inside free text, up to the first character no URL in a message carries.
 _URL_IN_TEXT: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>()\[\]{},]*")
 # A path with a query inside free text (urllib3: "Max retries exceeded with url: /x?token=...").
-_QUERY_IN_TEXT: Final = re.compile(r"\?[^\s'\"<>()]*")
+_QUERY_IN_TEXT: Final = re.compile(r"\?[^\s'\"<>()]+")
 
 
 def _escape(text: str) -> str:
@@ -45,7 +45,7 @@ def _escape(text: str) -> str:
 def _hide_query(query: str) -> str:
     """``a=1&token=x`` -> ``a=***&token=***``: a value may be a token whatever its key says."""
     return "&".join(
-        f"{key}={HIDDEN}" if sep else HIDDEN
+        f"{key}={HIDDEN}" if sep else HIDDEN if key else ""
         for key, sep, _value in (part.partition("=") for part in query.split("&"))
     )
 
