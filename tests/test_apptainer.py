@@ -153,7 +153,7 @@ def test_definition_follows_the_grammar() -> None:
         )
     assert (
         sections["runscript"][0].strip()
-        == 'exec vllm serve --model Qwen/Qwen3-8B --tensor-parallel-size 8 --port 8000 "$@"'
+        == 'exec vllm serve Qwen/Qwen3-8B --tensor-parallel-size 8 --port 8000 "$@"'
     )
 
 
@@ -211,7 +211,8 @@ def test_image_format_apptainer() -> None:
     assert data["format"] == "apptainer"
     _options, container, command = parse_exec(data["run_args"])
     assert container == "docker://" + data["image"]
-    assert command[:4] == ["vllm", "serve", "--model", "Qwen/Qwen3-8B"]
+    assert command[:3] == ["vllm", "serve", "Qwen/Qwen3-8B"]  # positional (vLLM #7347)
+    assert "--model" not in command
     header, _sections = parse_definition(data["definition"])
     assert header["From"] == data["image"]
     text = run_cli("image", "--example", "mi300x-8", "--format", "apptainer")

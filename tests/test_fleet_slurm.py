@@ -275,7 +275,7 @@ def test_generated_sbatch_runs_under_slurm(slurm_cluster: SlurmCluster, tmp_path
     assert args[:2] == ["run", "--rm"]
     assert args[args.index("--device") : args.index("--device") + 2] == ["--device", "/dev/kfd"]
     assert "vllm/vllm-openai-rocm:v0.24.0" in args
-    assert args[-4:] == ["--model", "Qwen/Qwen3-8B", "--tensor-parallel-size", "4"]
+    assert args[-3:] == ["Qwen/Qwen3-8B", "--tensor-parallel-size", "4"]  # positional model
 
 
 def test_sbatch_test_only_accepts_every_group_script(

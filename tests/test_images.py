@@ -86,7 +86,8 @@ def test_text_output_prints_the_run_command() -> None:
     assert result.exit_code == 0
     assert result.stderr.splitlines()[0].startswith("image: vllm/vllm-openai-rocm:v")
     assert result.stdout.count("\n") == 1
-    assert result.stdout.rstrip().endswith("--model Qwen/Qwen3-8B --tensor-parallel-size 8")
+    assert result.stdout.rstrip().endswith(" Qwen/Qwen3-8B --tensor-parallel-size 8")
+    assert "--model" not in result.stdout  # positional: v0.6.0-v0.11.0 refuse --model
 
 
 # --- what a user redirects is exactly the artifact (issue 11.11) ---------------------------------
@@ -100,7 +101,7 @@ def test_compose_on_stdout_is_valid_yaml_and_nothing_else() -> None:
     doc = yaml.safe_load(result.stdout)
     service = doc["services"]["vllm"]
     assert service["image"].startswith("vllm/vllm-openai-rocm:v")
-    assert service["command"] == ["--model", "org/m", "--tensor-parallel-size", "8"]
+    assert service["command"] == ["org/m", "--tensor-parallel-size", "8"]
     assert "/dev/kfd" in service["devices"]
     assert "image: vllm/vllm-openai-rocm" in result.stderr  # the commentary is still there
     assert "then: docker compose -f compose.yaml up -d" in result.stderr
@@ -535,7 +536,7 @@ def test_model_reaches_vllm_serve_with_either_entrypoint(
     shim_images, engine, driver: str, which: str
 ) -> None:  # type: ignore[no-untyped-def]
     """Run what the rendered command runs (entrypoint + arguments after the image) in the real
-    stand-in image: the vllm shim must receive `serve --model M` both ways."""
+    stand-in image: the vllm shim must receive `serve M` (positional) both ways."""
     m = matrix.load()
     from resolver.data.node import from_flags
 
@@ -559,7 +560,7 @@ def test_model_reaches_vllm_serve_with_either_entrypoint(
     entrypoint = [args[args.index("--entrypoint") + 1]] if "--entrypoint" in args else None
     engine.pull(pushed.ref)
     out = engine.run(pushed.ref, args[at + 1 :], entrypoint=entrypoint)
-    assert out.stdout.strip() == "vllm-shim serve --model org/model --tensor-parallel-size 2"
+    assert out.stdout.strip() == "vllm-shim serve org/model --tensor-parallel-size 2"
 
 
 # --- the smoke stages (issue 25): devices, compute, serve -------------------------------------

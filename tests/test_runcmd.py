@@ -67,7 +67,9 @@ def test_golden(case: str, fmt: str) -> None:
 def test_official_image_gets_model_after_image() -> None:
     args = render(CASES["official-mi300x-x8"], "docker", home=HOME).args
     image_at = args.index(CASES["official-mi300x-x8"].image)
-    assert args[image_at + 1 : image_at + 3] == ("--model", "meta-llama/Llama-3.1-8B-Instruct")
+    # positional, the first word the image's `vllm serve` entrypoint reads
+    assert args[image_at + 1] == "meta-llama/Llama-3.1-8B-Instruct"
+    assert "--model" not in args
     assert "--entrypoint" not in args
 
 
@@ -78,9 +80,37 @@ def test_shell_image_overrides_entrypoint_and_runs_serve() -> None:
         "vllm",
         "rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909",
         "serve",
-        "--model",
         "Qwen/Qwen3-8B",
     )
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_model_is_positional_in_every_form(fmt: str) -> None:
+    """vLLM v0.6.0-v0.11.0 refuse `vllm serve --model X` at argument parsing (vLLM #7347), and
+    every release takes `vllm serve X`: no form passes --model."""
+    for spec in CASES.values():
+        r = render(spec, fmt, home=HOME)  # type: ignore[arg-type]
+        assert "--model" not in r.args
+        assert "--model" not in (r.file_text or "")
+    compose = render(CASES["amd-shell-entrypoint"], "compose", home=HOME).file_text or ""
+    assert 'command: ["serve", "Qwen/Qwen3-8B"]' in compose
+
+
+def test_nvidia_image_runs_vllm_serve_itself() -> None:
+    """vllm/vllm-openai up to v0.11.0 starts the API server module, which parses a positional
+    model and serves its default one: the run names `vllm serve` for every NVIDIA image."""
+    spec = RunSpec(
+        image="vllm/vllm-openai:v0.10.1",
+        entrypoint="vllm-serve",
+        model="Qwen/Qwen3-8B",
+        vendor="nvidia",
+    )
+    args = render(spec, "docker", home=HOME).args
+    i = args.index("--entrypoint")
+    assert args[i + 1 : i + 5] == ("vllm", "vllm/vllm-openai:v0.10.1", "serve", "Qwen/Qwen3-8B")
+    compose = render(spec, "compose", home=HOME).file_text or ""
+    assert 'entrypoint: ["vllm"]' in compose
+    assert 'command: ["serve", "Qwen/Qwen3-8B"]' in compose
 
 
 def test_hip_visible_devices_only() -> None:

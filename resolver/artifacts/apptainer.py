@@ -14,7 +14,7 @@ OCI images from a registry with the ``docker://`` transport. Following Apptainer
   ``--writable-tmpfs`` lets vLLM and Triton write their caches inside the image.
 * A definition file starts with a header (``Bootstrap: docker`` and ``From: IMAGE``), then
   ``%labels``, ``%environment``, ``%runscript`` and ``%help`` sections; ``apptainer build
-  vllm.sif vllm.def`` builds it and ``apptainer run vllm.sif --model ...`` serves.
+  vllm.sif vllm.def`` builds it and ``apptainer run vllm.sif [MODEL] ...`` serves.
 """
 
 from __future__ import annotations
@@ -70,9 +70,8 @@ def _env(spec: RunSpec) -> list[str]:
 
 
 def _serve(spec: RunSpec) -> list[str]:
-    args = ["vllm", "serve"]
-    if spec.model:
-        args += ["--model", spec.model]
+    # The model positionally, as every release takes it (v0.6.0-v0.11.0 refuse --model).
+    args = ["vllm", "serve", *([spec.model] if spec.model else [])]
     if spec.tensor_parallel and spec.tensor_parallel > 1:
         args += ["--tensor-parallel-size", str(spec.tensor_parallel)]
     args += ["--port", shell.Expansion(REPLICA_PORT) if spec.per_replica else str(spec.port)]

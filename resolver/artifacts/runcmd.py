@@ -6,8 +6,13 @@ Flags follow vLLM's ROCm docs (v0.15+ official image: ``--device /dev/kfd --devi
 cache volume, ``HF_TOKEN``, ``-p 8000:8000``; shared/reference/vllm-rocm.md §5).
 
 Entrypoints differ: ``vllm/vllm-openai-rocm`` runs ``vllm serve`` (arguments after the image go
-to it); AMD's ``rocm/vllm`` and ``rocm/vllm-dev`` start a shell. For those the command sets
+to it); AMD's ``rocm/vllm`` and ``rocm/vllm-dev`` start a shell, and NVIDIA's ``vllm/vllm-openai``
+up to v0.11.0 starts ``python3 -m vllm.entrypoints.openai.api_server``. For those the command sets
 ``--entrypoint vllm`` and passes ``serve ...``, which works whatever ENTRYPOINT/CMD the image has.
+
+The model is passed positionally (``vllm serve MODEL``): every release in the data takes it so,
+while v0.6.0-v0.11.0 refuse ``--model`` at argument parsing (``serve_model_option`` in
+matrix/vllm.toml, read from each sdist).
 """
 
 from __future__ import annotations
@@ -168,10 +173,18 @@ def visible_devices_var(spec: RunSpec) -> str:
     return "CUDA_VISIBLE_DEVICES" if spec.vendor == "nvidia" else "HIP_VISIBLE_DEVICES"
 
 
-def _serve_args(spec: RunSpec) -> list[str]:
-    args: list[str] = []
-    if spec.model:
-        args += ["--model", spec.model]
+def names_serve(spec: RunSpec) -> bool:
+    """Whether the run names ``vllm serve`` itself (``--entrypoint vllm``, then ``serve``) rather
+    than relying on the image's ENTRYPOINT: AMD's images start a shell, and NVIDIA's start the API
+    server module up to v0.11.0 (docker/Dockerfile of each sdist; ``vllm serve`` from v0.11.1),
+    which parses a positional model and then serves its default one instead."""
+    return spec.entrypoint == "shell" or spec.vendor == "nvidia"
+
+
+def serve_args(spec: RunSpec) -> list[str]:
+    """The arguments after ``vllm serve``: the model first and positional, as every release takes
+    it (v0.6.0-v0.11.0 refuse ``--model``)."""
+    args: list[str] = [spec.model] if spec.model else []
     if spec.tensor_parallel and spec.tensor_parallel > 1:
         args += ["--tensor-parallel-size", str(spec.tensor_parallel)]
     if spec.per_replica:
@@ -223,18 +236,18 @@ def _run_words(spec: RunSpec, fmt: Format) -> list[str]:
     ):
         # Podman refuses or prompts for short names; Docker's default registry is docker.io.
         image = f"docker.io/{image}"
-    if spec.entrypoint == "shell":
+    if names_serve(spec):
         words += ["--entrypoint", "vllm", image, "serve"]
     else:
         words.append(image)
-    return words + _serve_args(spec)
+    return words + serve_args(spec)
 
 
 def _compose(spec: RunSpec) -> str:
     q = json.dumps  # a JSON string is a valid YAML double-quoted scalar
     lines = ["services:", f"  {spec.name}:", f"    image: {q(spec.image)}"]
-    command = _serve_args(spec)
-    if spec.entrypoint == "shell":
+    command = serve_args(spec)
+    if names_serve(spec):
         lines.append(f"    entrypoint: [{q('vllm')}]")
         command = ["serve", *command]
     if command:

@@ -219,7 +219,7 @@ or a failed check)."""
         if json_out:
             emit_json(out)
         else:
-            _print_text(out, None, None)
+            _print_text(out, None, None, model=model)
             kept = [str(p) for p in (output, lock) if p is not None]
             typer.echo(
                 wrapped(
@@ -247,7 +247,7 @@ or a failed check)."""
         emit_json(out)
     else:
         # stdout carries only the artifact (redirectable as is); everything else goes to stderr.
-        _print_text(out, answer.file_text, output, definition=fmt == "apptainer")
+        _print_text(out, answer.file_text, output, definition=fmt == "apptainer", model=model)
         if output is None:
             typer.echo(answer.artifact, nl=False)
     raise typer.Exit(answer.exit_code)
@@ -375,7 +375,12 @@ def _finish(out: dict[str, Any], json_out: bool, *, exit_code: int) -> None:
 
 
 def _print_text(
-    out: dict[str, Any], compose_text: str | None, output: Path | None, *, definition: bool = False
+    out: dict[str, Any],
+    compose_text: str | None,
+    output: Path | None,
+    *,
+    definition: bool = False,
+    model: str | None = None,
 ) -> None:
     """The commentary, on stderr: what the image is, warnings, problems, and where the artifact
     went."""
@@ -422,7 +427,8 @@ def _print_text(
         echo(f"{kind}: {w['message']}\n  hint: {w['hint']}")
     for p in out["problems"]:
         echo(f"problem: {p['message']}\n  hint: {p['hint']}")
-    if out["run_args"] and "--model" not in out["run_args"] and compose_text is None:
+    # The model is a positional word of the run command (vllm serve MODEL), so ask the option.
+    if out["run_args"] and model is None and compose_text is None:
         echo("  no --model given: vLLM serves its default model; add --model ORG/NAME")
     if output is not None:
         what = (

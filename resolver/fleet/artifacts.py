@@ -344,6 +344,8 @@ def _selector(group: Group) -> tuple[dict[str, str], list[dict[str, Any]], str]:
 
 
 def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
+    from resolver.artifacts.runcmd import names_serve
+
     image = _image(group)
     if image is None:
         return None
@@ -362,14 +364,13 @@ def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
     node_selector, expressions, resource = (
         _nvidia_selector(m, group, image) if nvidia else _selector(group)
     )
-    serve = []
-    if spec.model:
-        serve += ["--model", spec.model]
+    # The model positionally, as every release takes it (v0.6.0-v0.11.0 refuse --model).
+    serve = [spec.model] if spec.model else []
     if placed.tensor_parallel and placed.tensor_parallel > 1 and not per_replica:
         serve += ["--tensor-parallel-size", str(placed.tensor_parallel)]
     serve += ["--port", str(opts.port)]
     container: dict[str, Any] = {"name": "vllm", "image": spec.image}
-    if image.entrypoint == "shell":
+    if names_serve(spec):
         container["command"] = ["vllm"]
         container["args"] = ["serve", *serve]
     else:
