@@ -382,6 +382,7 @@ def read_release(
                 stack[key] = rec[key]
         if "mori_arch" in rec:
             stack["mori_arch"] = rec["mori_arch"]  # [] says the stack sets none
+        stack.update(_build_steps(sf, files))
         tags = publishing.tags(ver, sf.base, variant)
         if tags:
             stack["images"] = tags
@@ -432,6 +433,69 @@ def _therock_stack(args: Mapping[str, str]) -> dict[str, Any]:
     if index and is_safe("url", index):
         stack["wheel_index"] = index
     return stack
+
+
+# ENV of upstream's base stage that a source build keeps; the rest of that stage's ENV is paths
+# and arch lists the generator sets for its own layout and targets.
+_BASE_ENV_KEPT: Final = ("HSA_NO_SCRATCH_RECLAIM",)
+_DEVICE_EXTRA: Final = re.compile(r"\b([a-z][a-z0-9_-]*)\[device-\$\{arch\}\]")
+_KPACK: Final = re.compile(r"\$\{?SITE_PACKAGES\}?/([A-Za-z0-9_./:+-]+\.kpack)")
+
+
+def _build_steps(sf: _StackFiles, files: Mapping[str, str]) -> dict[str, Any]:
+    """What else a stack's Dockerfiles do besides their pins (issue 39): the final image's ENV,
+    the base's kept ENV, AITER's system-Triton switch, the triton_kernels, ROCr/CLR and
+    rocprofiler-sdk commits, and TheRock's nightly index, device extras, kpack removals and
+    rocm_sdk patch. Only what the files say; nothing is filled in."""
+    base = dockerfile_parse.parse(files[sf.base]) if sf.base and sf.base in files else None
+    app = dockerfile_parse.parse(files[sf.app]) if sf.app in files else None
+    out: dict[str, Any] = {}
+    final: dict[str, str] = {}
+    if base is not None:
+        final.update(base.stage_env.get("final", {}))
+        kept = {k: v for k, v in base.stage_env.get("base", {}).items() if k in _BASE_ENV_KEPT}
+        if kept:
+            out["base_env"] = kept
+    if app is not None:
+        name = "final_common" if "final_common" in app.stages else "final"
+        final.update(app.stage_env.get(name, {}))
+    final = {
+        k: v for k, v in final.items() if v and is_safe("env_name", k) and is_safe("env_value", v)
+    }
+    if final:
+        out["final_env"] = final
+    runs = [run for f in (base, app) if f is not None for _, run in f.runs]
+    if any("AITER_USE_SYSTEM_TRITON=1" in r for r in runs if "setup.py" in r):
+        out["aiter_system_triton"] = True
+    args: dict[str, str] = {}
+    for f in (base, app):
+        for k, v in (f.args if f else {}).items():
+            args.setdefault(k, v)
+    for arg, key, kind in (
+        ("ROCM_TRITON_KERNELS_COMMIT", "triton_kernels_commit", "ref"),
+        ("ROCM_RUNTIME_COMMIT", "rocm_runtime_commit", "ref"),
+        ("ROCPROFILER_SDK_COMMIT", "rocprofiler_sdk_commit", "ref"),
+        ("ROCM_NIGHTLY_WHEELS_MULTIARCH_URL", "nightly_index", "url"),
+    ):
+        value = args.get(arg, "").strip()
+        if value and is_safe(kind, value):
+            out[key] = value
+    base_runs = [run for _, run in base.runs] if base is not None else []
+    extras = list(dict.fromkeys(m for r in base_runs for m in _DEVICE_EXTRA.findall(r)))
+    if extras and all(is_safe("ref", e) for e in extras):
+        out["device_packages"] = extras
+    kpacks = [
+        m
+        for r in base_runs
+        if r.lstrip().startswith("rm ")
+        for m in _KPACK.findall(r)
+        if ".." not in m and is_safe("env_value", m)
+    ]
+    if kpacks:
+        out["drop_kpacks"] = kpacks
+    if any("rtld_global: bool = False" in r for r in base_runs):
+        out["rocm_sdk_rtld_local"] = True
+    return out
 
 
 def _version_or_none(text: str) -> Version | None:
@@ -507,6 +571,8 @@ def _image_record(
     if stack.get("torch"):
         rec["torch"] = stack["torch"]
     rec["arch"] = list(stack.get("arch", []))
+    if rec["arch"]:
+        rec["arch_from"] = "recipe"  # the release's own Dockerfile, read at its tag
     rec["entrypoint"] = "vllm-serve"
     rec["stack"] = stack["variant"]
     rec["source"] = f"{where} {script} (tag), {stack['dockerfile']} (ROCm, arch)"
