@@ -44,15 +44,15 @@ class Endpoints:
     @classmethod
     def from_env(cls) -> Endpoints:
         """The base URLs and token from the environment, each refused with a one-line error
-        naming the variable (never its value) when it carries a control character; a token
-        file's trailing CR/LF is taken off."""
+        naming the variable (never its value) when it carries a control character (a base URL
+        also with a query); a token file's trailing CR/LF is taken off."""
         from resolver.util import redact
 
         env = os.environ
         creds: list[tuple[str, str, str]] = []
 
         def base(name: str, default: str) -> str:
-            clean, auth = redact.split_userinfo(redact.setting(name, env.get(name, default)))
+            clean, auth = redact.base_url(name, env.get(name, default))
             if auth is not None:
                 creds.append((clean.partition("://")[2].partition("/")[0].lower(), *auth))
             return clean.rstrip("/")

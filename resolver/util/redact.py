@@ -151,3 +151,18 @@ def setting(name: str, value: str) -> str:
             hint=f"set {name} to the base URL of one server",
         )
     return value
+
+
+def base_url(name: str, value: str) -> tuple[str, tuple[str, str] | None]:
+    """The base URL setting ``name`` split into the URL to use and show and its login (or
+    None); refused (``setting``) with a control character, and with a query or fragment: every
+    request path is appended to a base URL, so a query there would end up in each request and
+    in every record that names where a fact was read."""
+    clean, auth = split_userinfo(setting(name, value))
+    if "?" in clean or "#" in clean:
+        raise UsageError(
+            f"{name} {url(value)}: a base URL carries no query or fragment",
+            hint=f"set {name} to the server's base URL; a login goes in user:token@ (sent as "
+            "HTTP auth, never shown) or ~/.netrc",
+        )
+    return clean, auth

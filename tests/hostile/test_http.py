@@ -635,12 +635,14 @@ def test_a_line_break_in_a_base_url_is_refused_and_forges_no_line(variable: str)
     _one_error_line(o)
 
 
-def test_a_query_token_in_a_base_url_is_never_shown() -> None:
+@pytest.mark.parametrize("tail", [f"/api?access_token={CANARY}", f"?{CANARY}", f"/#{CANARY}"])
+def test_a_query_token_in_a_base_url_is_refused_unshown(tail: str) -> None:
     with scripted_server() as srv:
         srv.routes["*"] = reply(500, b"down")
-        o = _refresh(srv.base + f"/api?access_token={CANARY}", {})
+        o = _refresh(srv.base + tail, {})
+        assert srv.hits == []
     assert_clean(o)
-    assert o.code == 4, str(o)
+    assert o.code == 2 and "ROCM_VLLM_GITHUB_API" in o.err, str(o)
     _no_canary(o)
 
 
