@@ -318,12 +318,69 @@ def test_apptainer_script_pulls_once_and_runs_the_sif(reports_dir: Path, tmp_pat
     fleet = plan_fleet(m, read_reports([str(reports_dir)]), Request())
     script = render_all(m, fleet, Options(engine="apptainer"))["slurm/g1.sbatch"]
     runs = _run_script(script, tmp_path)
-    assert runs[0][:2] == ["pull", str(tmp_path / "vllm-g1.sif")]
-    assert runs[1][0] == "exec" and str(tmp_path / "vllm-g1.sif") in runs[1]
+    sif = _sif_of(script)
+    assert runs[0][:2] == ["pull", str(tmp_path / sif)]
+    assert runs[1][0] == "exec" and str(tmp_path / sif) in runs[1]
     assert not any("docker://" in w for w in runs[1])
     # Run again (the SIF is there): no second pull.
     (tmp_path / "engine.log").unlink()
     assert [r[0] for r in _run_script(script, tmp_path)] == ["exec"]
+
+
+def _sif_of(script: str) -> str:
+    """The SIF file name a batch script pulls to and runs (its `SIF=` default)."""
+    line = next(ln for ln in script.splitlines() if ln.startswith('SIF="${SIF:-$PWD/'))
+    return line.removeprefix('SIF="${SIF:-$PWD/').removesuffix('}"')
+
+
+def test_apptainer_sif_is_named_by_the_image_not_the_group(
+    reports_dir: Path, tmp_path: Path
+) -> None:
+    """Issue 40: SIFs were vllm-gN.sif and an existing one was used as is, so a later plan whose
+    g1 is another image ran the earlier plan's image, and two groups of one image pulled it
+    twice. A SIF is named by the image's reference and digest: the same file for the same
+    image, another file (and a pull) for another image."""
+    import shlex
+
+    m = matrix.load()
+    fleet = plan_fleet(m, read_reports([str(reports_dir)]), Request())
+    files = render_all(m, fleet, Options(engine="apptainer"))
+    scripts = {p: t for p, t in files.items() if p.startswith("slurm/") and p.endswith(".sbatch")}
+    pulled = {}
+    for path, text in scripts.items():
+        pull = next(ln for ln in text.splitlines() if '"$CONTAINER" pull "$SIF" ' in ln)
+        ref = next(w for w in shlex.split(pull) if w.startswith("docker://"))
+        pulled[path] = (_sif_of(text), ref)
+        assert "-g" not in _sif_of(text).split("=")[0]  # no group number in the name
+    for a, (sif_a, ref_a) in pulled.items():
+        for b, (sif_b, ref_b) in pulled.items():
+            assert (sif_a == sif_b) == (ref_a == ref_b), (a, b)
+    # Two plans of different images from one submit directory: the second pulls its own image.
+    distinct = {ref: path for path, (_sif, ref) in pulled.items()}
+    assert len(distinct) >= 2, pulled
+    first, second = list(distinct.values())[:2]
+    _run_script(scripts[first], tmp_path)
+    (tmp_path / "engine.log").unlink()
+    runs = _run_script(scripts[second], tmp_path)
+    assert runs[0][:2] == ["pull", str(tmp_path / pulled[second][0])]
+    assert pulled[second][0] != pulled[first][0]
+
+
+def test_sif_names_are_distinct_words() -> None:
+    from resolver.artifacts.apptainer import sif_name
+
+    digest = "sha256:" + "0123456789abcdef" * 4
+    names = {
+        sif_name(ref)
+        for ref in (
+            "rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909",
+            "rocm/vllm_rocm6.4.1:vllm_0.10.1_20250909",
+            f"rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909@{digest}",
+            f"127.0.0.1:5000/rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909@{digest}",
+        )
+    }
+    assert len(names) == 4
+    assert all("/" not in n and n.endswith(".sif") for n in names)
 
 
 # --- the command line ---------------------------------------------------------------------------

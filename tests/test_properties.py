@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from functools import cache
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -177,5 +178,65 @@ def test_no_supported_plan_breaks_a_rule_the_data_states(data: str) -> None:
             assert again.ok, (facts, d.host_fix.candidate.label, [r.code for r in again.reasons])
             if fixed.verdict in OK_VERDICTS:
                 _check_supported(m, fixed)
+
+    check()
+
+
+KERNELS = [None, "6.8.0-45-generic", "6.14.0-37-generic", "6.17.0-1012-oem", "7.0.0-15-generic"]
+VISIBLE: list[dict[str, str]] = [
+    {},
+    {"HIP_VISIBLE_DEVICES": "0"},
+    {"ROCR_VISIBLE_DEVICES": ""},
+    {"ROCR_VISIBLE_DEVICES": "0", "HIP_VISIBLE_DEVICES": "0"},
+]
+
+
+def _kernel_below_floor(m: Matrix, node: Node) -> bool:
+    """The data's kernel floor for one of the node's GPUs on its OS, which its kernel is below."""
+    if not node.kernel or not node.os:
+        return False
+    have = tuple(int(p) for p in node.kernel.split("-")[0].split(".")[:2])
+    for name in node.gfx_targets:
+        target = m.gfx_target(name)
+        assert target is not None
+        for floor in target.kernel_floors:
+            if os_listed(node.os, (floor.os,)):
+                need = tuple(int(p) for p in floor.min_kernel.split("."))
+                if have < need:
+                    return True
+    return False
+
+
+@pytest.mark.parametrize("data", sorted(DATA))
+def test_host_facts_the_data_states_are_never_broken_by_a_plain_supported(data: str) -> None:
+    """Kernel floors and the GPUs the environment leaves visible (issue 34): a plain ``supported``
+    is never on a kernel below the GPU's floor, with no GPU visible, or with both HIP's and
+    ROCR's masks set (Ray fails); and a node whose own patch release the data pairs with a ROCm
+    that knows its GPU is never refused for its driver's age."""
+    m = _data(data)
+    gfx = sorted(g.name for g in m.gfx if g.vllm_status == "official")
+    drivers = [None, *sorted({r for d in m.drivers for r, _ in d.releases})]
+    oses = [None, "ubuntu-22.04", "ubuntu-24.04", "ubuntu-26.04"]
+
+    @PROPERTY
+    @given(
+        facts=st.tuples(
+            st.sampled_from(gfx),
+            st.sampled_from(drivers),
+            st.sampled_from(oses),
+            st.sampled_from(KERNELS),
+            st.sampled_from(range(len(VISIBLE))),
+        )
+    )
+    def check(facts: tuple[str, str | None, str | None, str | None, int]) -> None:
+        name, driver, os_id, kernel, visible = facts
+        node = from_flags(gfx=name, gpus=2, driver=driver, os=os_id, rocm=None, python=None)
+        node = msgspec.structs.replace(node, kernel=kernel, visible_devices=VISIBLE[visible])
+        d = solve(m, node, Request())
+        if d.verdict == "supported":
+            assert not _kernel_below_floor(m, node), facts
+            assert VISIBLE[visible].get("ROCR_VISIBLE_DEVICES") != "", facts
+            assert len(VISIBLE[visible]) < 2, facts
+        _check_no_false_red(m, d)
 
     check()

@@ -54,6 +54,15 @@ def oci_ref(image: str) -> str:
     return image
 
 
+def sif_name(image: str) -> str:
+    """The file a batch script pulls ``image`` into, named by its whole reference (registry,
+    repository, tag and digest), so that a SIF is reused only for the image it holds: a later
+    plan from the same directory pulls its own image, and two groups of one image share one
+    file. ``/`` becomes ``+`` and ``:`` ``=`` (neither is a reference character, so two
+    references never share a name); the rest of a checked reference is already a safe word."""
+    return image.replace("/", "+").replace(":", "=") + ".sif"
+
+
 def _env(spec: RunSpec) -> list[str]:
     env = [f"HF_HOME={CONTAINER_HF_CACHE}"]
     visible = visible_devices_var(spec)

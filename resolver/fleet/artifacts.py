@@ -243,15 +243,18 @@ def sbatch_script(m: Matrix, group: Group, opts: Options) -> str | None:
         f'CONTAINER="${{CONTAINER:-{words[0]}}}"',
     ]
     if opts.engine in ("apptainer", "singularity"):
-        from resolver.artifacts.apptainer import oci_ref
+        from resolver.artifacts.apptainer import oci_ref, sif_name
 
         # Pull the image once, to the submit directory (shared storage on a cluster), and run
         # that SIF on every node: Apptainer's advice, rather than every node pulling docker://.
-        sif = f"vllm-{group.id}.sif"
+        # The file is named by the image's reference and digest, never by the group number: an
+        # existing one holds this very image. A pull that fails because another job of the same
+        # image has just written the file is no failure (`|| [ -f "$SIF" ]`).
         lines += [
-            f'SIF="${{SIF:-$PWD/{sif}}}"',
+            f'SIF="${{SIF:-$PWD/{sif_name(spec.image)}}}"',
             '[ -f "$SIF" ] || "$CONTAINER" pull "$SIF" '
-            + shell.quote(f"docker://{oci_ref(spec.image)}"),
+            + shell.quote(f"docker://{oci_ref(spec.image)}")
+            + ' || [ -f "$SIF" ]',
             "export SIF",
         ]
     body = '"$CONTAINER" ' + " ".join(_shell_word(w) for w in words[1:])
