@@ -240,7 +240,9 @@ def test_sbatch_script_engines(reports_dir: Path) -> None:
         '[ -f "$SIF" ] || "$CONTAINER" pull "$SIF" docker://vllm/vllm-openai-rocm:v0.24.0'
         in apptainer
     )
-    assert '"$SIF" vllm serve' in apptainer and 'SIF="${SIF:-$PWD/vllm-g1.sif}"' in apptainer
+    # named by the image (issue 40), not by the group number
+    assert 'SIF="${SIF:-$PWD/vllm+vllm-openai-rocm=v0.24.0.sif}"' in apptainer
+    assert '"$SIF" vllm serve' in apptainer
     assert '  mkdir -p "$HOME"/.cache/huggingface' in apptainer
     for script in (docker, podman, apptainer):
         assert subprocess.run(["bash", "-n"], input=script, text=True, check=False).returncode == 0
