@@ -212,7 +212,9 @@ pinned."""
         if digest:
             from resolver.artifacts.registry import DigestCache, RegistryClient, parse_registry
 
-            client = RegistryClient(parse_registry(registry_mirror), cache=DigestCache())
+            client = RegistryClient(
+                parse_registry(registry_mirror, flag="--registry-mirror"), cache=DigestCache()
+            )
             try:
                 plan, pin_warnings = df.pin_base(plan, client)
             finally:
