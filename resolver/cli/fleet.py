@@ -306,7 +306,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         from resolver.solve import Request
         from resolver.util.versions import parse_spec
 
-        def options(partition: str | None, time: str) -> Options:
+        def options(partition: str | None, time: str, layout: Any = None) -> Options:
             made = Options(
                 engine=engine,  # type: ignore[arg-type]  # checked by Options.check
                 model=model,
@@ -316,6 +316,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
                 time=time,
                 shm_size=shm_size,
                 namespace=namespace,
+                slurm=layout,
             )
             made.check()
             return made
@@ -331,7 +332,9 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         gathered_in = where.partition if where is not None else None
         in_partition = partition or gathered_in
         limit = where.max_minutes if where is not None and in_partition == gathered_in else None
-        opts = options(in_partition, job_time(time_limit, in_partition, limit))
+        # What Slurm said of each node (partitions, limits, gres): scripts Slurm can start.
+        layout = where.layout if where is not None else None
+        opts = options(in_partition, job_time(time_limit, in_partition, limit), layout)
         if driver is not None:
             from resolver.fleet.plan import with_driver
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from resolver.data.model import ContainerImage, Matrix
+from resolver.fleet.layout import SlurmLayout
 from resolver.fleet.plan import FleetPlan, Group, fleet_json, render_text
 from resolver.util import atomic, shell
 from resolver.util.errors import InputError, UsageError
@@ -60,6 +61,9 @@ class Options:
     time: str = "04:00:00"
     shm_size: str = "16Gi"
     namespace: str | None = None
+    # What Slurm said of the gathered nodes (partitions, their limits, gres): the batch scripts
+    # split a group into jobs Slurm can start (fleet gather --slurm); None: one job per group.
+    slurm: SlurmLayout | None = None
 
     def check(self) -> None:
         if self.engine not in ENGINES:
@@ -169,8 +173,10 @@ def comment(text: str) -> str:
     return ascii(text)[1:-1]
 
 
-def _hostlist(group: Group) -> str:
-    hosts = group.hostlist
+def _hostlist(group: Group, nodes: tuple[str, ...] | None = None) -> str:
+    from resolver.fleet import hostlist
+
+    hosts = group.hostlist if nodes is None else hostlist.compress(nodes)
     if not _HOSTLIST_RE.fullmatch(hosts):  # the names were checked where they entered
         raise InputError(
             f"group {group.id}: host list {comment(hosts)[:80]} is not a Slurm node list",
@@ -201,37 +207,194 @@ def needs(m: Matrix, image: ContainerImage) -> tuple[tuple[str, str], ...]:
     )
 
 
-def sbatch_script(m: Matrix, group: Group, opts: Options) -> str | None:
-    """One vLLM server per node of the group: ``#SBATCH`` picks the nodes (``--nodelist`` with
-    the group's host list, or ``--constraint``), one task per node, every GPU of the node."""
+@dataclass(frozen=True, slots=True)
+class SlurmJob:
+    """One batch job of a group: nodes Slurm can give one job (within the MaxNodes of the
+    partitions it names, all in them, all with one gres count)."""
+
+    nodes: tuple[str, ...]  # empty: --constraint picks the node
+    partition: str | None  # "a" or "a,b": sbatch runs it in the first that can start it
+    time: str
+    gres: int | None = None  # GPUs Slurm's gres declares on each node (0: none); None: not known
+    notes: tuple[str, ...] = ()  # comment lines: where the job differs from what was asked
+
+
+def _partition_jobs(
+    nodes: list[str], parts: tuple[str, ...], gres: int | None, layout: SlurmLayout, time: str
+) -> list[SlurmJob]:
+    """``nodes`` (one gres count, held by every partition of ``parts``) in jobs of at most the
+    MaxNodes of the partitions they name, within their MaxTime (a job past either pends forever:
+    PartitionNodeLimit, PartitionTimeLimit)."""
+    from resolver.fleet.layout import PartitionLimits
+    from resolver.fleet.slurm import clock, minutes_of
+
+    def limit(p: str) -> PartitionLimits:
+        return layout.limits.get(p, PartitionLimits())
+
+    asked = minutes_of(time)
+
+    def within(p: str) -> bool:
+        top = limit(p).max_minutes
+        return asked is None or top is None or top >= asked
+
+    fits = [p for p in parts if within(p)]
+    notes: tuple[str, ...] = ()
+    if parts and not fits:  # longer than every MaxTime: the longest there is
+        longest = max(limit(p).max_minutes or 0 for p in parts)
+        fits = [p for p in parts if limit(p).max_minutes == longest]
+        notes = (f"--time {time} is past MaxTime of {','.join(parts)}: {clock(longest)} asked",)
+        time = clock(longest)
+    caps = [limit(p).max_nodes for p in fits]
+    size = len(nodes) if not caps or None in caps else max(c for c in caps if c is not None)
+    jobs = []
+    for i in range(0, len(nodes), max(1, size)):
+        chunk = nodes[i : i + size]
+        named = [p for p in fits if (limit(p).max_nodes or len(chunk)) >= len(chunk)]
+        jobs.append(SlurmJob(tuple(chunk), ",".join(named) or None, time, gres, notes))
+    return jobs
+
+
+def slurm_jobs(group: Group, opts: Options) -> list[SlurmJob]:
+    """The batch jobs that start the group's servers. Without what Slurm said of the nodes
+    (``opts.slurm``), or with ``--constraint``, one job. With it: the nodes by the GPUs their gres
+    declares, then by the partitions that hold them (``--partition``, else those holding every
+    node of the group, else each node's own), then in jobs within those partitions' MaxNodes."""
+    layout = opts.slurm
+    if opts.constraint:
+        return [SlurmJob((), opts.partition, opts.time)]
+    names = group.names
+    if layout is None:
+        return [SlurmJob(tuple(names), opts.partition, opts.time)]
+    common = set.intersection(*(set(layout.member_of.get(n, ())) for n in names))
+    by: dict[tuple[int | None, tuple[str, ...]], list[str]] = {}
+    for n in names:
+        if opts.partition:
+            parts: tuple[str, ...] = (opts.partition,)
+        elif common:
+            parts = tuple(p for p in layout.member_of.get(n, ()) if p in common)
+        else:
+            parts = layout.member_of.get(n, ())
+        by.setdefault((layout.gpus.get(n), parts), []).append(n)
+    return [
+        job
+        for (gres, parts), members in by.items()
+        for job in _partition_jobs(members, parts, gres, layout, opts.time)
+    ]
+
+
+def sbatch_scripts(m: Matrix, group: Group, opts: Options) -> dict[str, str]:
+    """The group's batch scripts by file stem: ``gN``, or ``gN-1``, ``gN-2``, ... when Slurm
+    cannot start the group as one job (``slurm_jobs``); none without an image path."""
+    if _image(group) is None:
+        return {}
+    jobs = slurm_jobs(group, opts)
+    scripts: dict[str, str] = {}
+    for i, job in enumerate(jobs, 1):
+        stem = group.id if len(jobs) == 1 else f"{group.id}-{i}"
+        script = sbatch_script(m, group, opts, job=job, name=stem)
+        if script is not None:
+            scripts[stem] = script
+    return scripts
+
+
+def _gpu_lines(job: SlurmJob, probed: int) -> list[str]:
+    """``--gpus-per-node``: every GPU Slurm's gres declares on the nodes (asking more is refused),
+    the probe's count where Slurm's is not known."""
+    if job.gres is None:
+        return [f"#SBATCH --gpus-per-node={probed}"]
+    if job.gres == 0:
+        return ["# Slurm declares no GPU gres on these nodes: --exclusive gives the job them whole"]
+    lines = [f"#SBATCH --gpus-per-node={job.gres}"]
+    if job.gres != probed:
+        lines.append(
+            f"# Slurm's gres declares {job.gres} GPUs on these nodes, the probe saw {probed}: "
+            "the job asks for Slurm's count"
+        )
+    return lines
+
+
+# After `serve`: each node's server is a job step of its own, in the background; the job waits
+# for them all and names the nodes whose server stopped with an error.
+_RUN_ON = [
+    "# Each node's server is a job step of its own: one that fails, or loses its node, stops only",
+    "# itself (--no-kill keeps the job). The job's output names the nodes whose server stopped;",
+    (
+        "# see the steps with: squeue -s -j JOBID, or after the job: sacct -j JOBID -o "
+        "JobID,NodeList,State,ExitCode"
+    ),
+    "run_on() {",
+    "  local rc=0",
+    (
+        '  srun --nodes=1 --ntasks=1 --kill-on-bad-exit=0 ${1:+"--nodelist=$1"} '
+        'bash -c "$(declare -f serve); serve" || rc=$?'
+    ),
+    "  if ((rc != 0)); then",
+    (
+        '    echo "rocm-vllm: the server on ${1:-this node} stopped (exit $rc); the other nodes '
+        'keep serving" >&2'
+    ),
+    "  fi",
+    '  return "$rc"',
+    "}",
+    "declare -A on=()",
+]
+_WAIT_ALL = [
+    '  run_on "$node" &',
+    '  on[$!]="$node"',
+    "done",
+    "failed=()",
+    'for pid in "${!on[@]}"; do',
+    '  wait "$pid" || failed+=("${on[$pid]:-this node}")',
+    "done",
+    "if ((${#failed[@]})); then",
+    '  echo "rocm-vllm: servers that stopped with an error: ${failed[*]}" >&2',
+    "  exit 1",
+    "fi",
+]
+
+
+def sbatch_script(
+    m: Matrix,
+    group: Group,
+    opts: Options,
+    *,
+    job: SlurmJob | None = None,
+    name: str | None = None,
+) -> str | None:
+    """One vLLM server per node of ``job`` (default: the group's one job): ``#SBATCH`` picks the
+    nodes (``--nodelist`` with the job's host list, or ``--constraint``), one task per node,
+    every GPU of the node; each node's server is its own job step."""
     image = _image(group)
     if image is None:
         return None
     assert group.decision is not None
+    job = job or slurm_jobs(group, opts)[0]
+    name = name or group.id
     spec, placed = _serving(m, group, image, opts)
     words = _engine_words(spec, opts)
     node = group.representative
     gpus = node.logical_gpu_count or len(node.gpus) or len(node.nvidia_gpus)
-    nodes = len(group.reports)
     lines = [
         "#!/bin/bash",
-        f"#SBATCH --job-name=vllm-{group.id}",
+        f"#SBATCH --job-name=vllm-{name}",
     ]
-    if opts.constraint:
+    if not job.nodes:
         lines.append(f"#SBATCH --constraint={opts.constraint}")
         lines.append("#SBATCH --nodes=1")
     else:
-        lines.append(f"#SBATCH --nodelist={_hostlist(group)}")
-        lines.append(f"#SBATCH --nodes={nodes}")
-    if opts.partition:
-        lines.append(f"#SBATCH --partition={opts.partition}")
+        lines.append(f"#SBATCH --nodelist={_hostlist(group, job.nodes)}")
+        lines.append(f"#SBATCH --nodes={len(job.nodes)}")
+    if job.partition:
+        lines.append(f"#SBATCH --partition={job.partition}")
     unpinned = "not pinned by digest: run `rocm-vllm image --digest` on a node to pin it"
     lines += [
         "#SBATCH --ntasks-per-node=1",
-        f"#SBATCH --gpus-per-node={gpus}",
+        *_gpu_lines(job, gpus),
         "#SBATCH --exclusive",
-        f"#SBATCH --time={opts.time}",
-        f"#SBATCH --output=vllm-{group.id}-%j.out",
+        "#SBATCH --no-kill",
+        f"#SBATCH --time={job.time}",
+        f"#SBATCH --output=vllm-{name}-%j.out",
+        *(comment(f"# {note}") for note in job.notes),
         f"# rocm-vllm fleet plan, group {group.id}: {comment(group.fingerprint.short())}",
         comment(
             f"# verdict {group.decision.verdict}; image {image.ref} (vLLM {image.vllm}, "
@@ -280,8 +443,9 @@ def sbatch_script(m: Matrix, group: Group, opts: Options) -> str | None:
         *serve,
         "}",
         "export CONTAINER",
-        # Each task serves on its own node; the engine sees every GPU Slurm gave the job.
-        'srun --ntasks-per-node=1 --kill-on-bad-exit=1 bash -c "$(declare -f serve); serve"',
+        *_RUN_ON,
+        f"for node in {' '.join(shell.quote(n) for n in job.nodes) or shell.quote('')}; do",
+        *_WAIT_ALL,
     ]
     return "\n".join(lines) + "\n"
 
@@ -510,9 +674,8 @@ def render_all(m: Matrix, fleet: FleetPlan, opts: Options) -> dict[str, str]:
         "fleet.txt": render_text(fleet),
     }
     for g in fleet.groups:
-        script = sbatch_script(m, g, opts)
-        if script is not None:
-            files[f"slurm/{g.id}.sbatch"] = script
+        for stem, script in sbatch_scripts(m, g, opts).items():
+            files[f"slurm/{stem}.sbatch"] = script
         manifest = manifests(m, g, opts)
         if manifest is not None:
             files[f"kubernetes/{g.id}.yaml"] = manifest

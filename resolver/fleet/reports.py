@@ -22,6 +22,7 @@ import msgspec
 
 from resolver import __version__
 from resolver.data.node import Node, Origin, from_json
+from resolver.fleet.layout import SlurmLayout
 from resolver.util import bounded
 from resolver.util.errors import InputError
 from resolver.util.safety import is_safe, shown
@@ -196,10 +197,11 @@ MAX_JOB_MINUTES = 366 * 24 * 60
 @dataclass(frozen=True, slots=True)
 class GatheredWhere:
     """Where `fleet gather` found the nodes of a directory (its summary): their partition and its
-    MaxTime in minutes."""
+    MaxTime in minutes; from a live gather, also every node's partitions and gres."""
 
     partition: str | None
     max_minutes: int | None
+    layout: SlurmLayout | None = None
 
 
 def gathered_where(inputs: Sequence[str]) -> GatheredWhere | None:

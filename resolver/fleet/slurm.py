@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from resolver.fleet import hostlist
+from resolver.fleet.layout import PartitionLimits, SlurmLayout
 from resolver.fleet.reports import GatheredWhere, NodeReport, report_from_json
 from resolver.util import bounded, capture
 from resolver.util.errors import InputError, SlurmError, UsageError
@@ -36,16 +37,20 @@ from resolver.util.safety import is_safe, shown
 MARKER = "@rocm-vllm-node "
 # Every task first names the node it runs on (slurmd sets SLURMD_NODENAME), then runs the probe,
 # under coreutils' timeout where the node has it ($0 is the per-task limit in seconds), so a hung
-# probe ends its own task and srun returns in time.
+# probe ends its own task and srun returns in time. A probe that ignores SIGTERM is KILLed 5 s
+# later and timeout exits 137, as an OOM kill would: one that ends so after its limit exits 124.
 _WRAPPER = (
     f'printf "{MARKER}%s\\n" "$SLURMD_NODENAME"; '
-    'if command -v timeout >/dev/null 2>&1; then exec timeout -k 5 "$0" "$@"; fi; exec "$@"'
+    'command -v timeout >/dev/null 2>&1 || exec "$@"; '
+    't=$(date +%s); timeout -k 5 "$0" "$@"; s=$?; '
+    '[ "$s" -eq 137 ] && [ $(($(date +%s) - t)) -ge "$0" ] && exit 124; exit "$s"'
 )
 TIMED_OUT = 124  # timeout(1)'s exit status
 _EXITED_RE = re.compile(r"srun: error: (\S+): tasks? [0-9,\-]+: Exited with exit code (\d+)")
 DEFAULT_PROBE = ("rocm-vllm", "probe", "--json")
 MAX_TIMEOUT = 86_400.0  # --timeout: a day
 SINFO_LIMIT = 16 * capture.MiB  # sinfo -N for 100,000 nodes is a few MiB
+SINFO_FORMAT = "%N|%P|%t|%s|%l|%G"  # node, partition (default: *), state, MaxNodes, MaxTime, gres
 SRUN_LIMIT = 256 * capture.MiB  # every node's report (a few KiB each) for a large partition
 SRUN_LINE = 1024  # srun --label cuts a task's output lines at this many bytes
 CHUNK = 128  # nodes per srun step at most: one busy node costs its step, not the whole gather
@@ -76,14 +81,6 @@ _UNUSABLE = (
 
 
 @dataclass(frozen=True, slots=True)
-class PartitionLimits:
-    """What a partition allows one job (sinfo ``%s`` and ``%l``); None: no limit."""
-
-    max_nodes: int | None = None
-    max_minutes: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class Target:
     nodes: tuple[str, ...]  # every node asked about, in order
     states: dict[str, str]  # node -> sinfo state
@@ -91,6 +88,11 @@ class Target:
     # node -> the partitions that hold it (a node may be in several)
     member_of: dict[str, tuple[str, ...]] = field(default_factory=dict)
     limits: dict[str, PartitionLimits] = field(default_factory=dict)
+    gpus: dict[str, int] = field(default_factory=dict)  # node -> GPUs its gres declares
+
+    @property
+    def layout(self) -> SlurmLayout:
+        return SlurmLayout(self.member_of, self.limits, self.gpus)
 
     def partitions_of(self, node: str) -> tuple[str, ...]:
         if self.partition is not None:
@@ -114,11 +116,12 @@ class Gathered:
     partition: str | None = None
     max_minutes: int | None = None
     steps: int = 0  # srun steps run (one per chunk, plus the halves of chunks that could not start)
+    layout: SlurmLayout | None = None  # every node's partitions and gres, each partition's limits
 
     @property
     def where(self) -> GatheredWhere:
         """Where the nodes were found, as a `fleet gather` directory's summary says it too."""
-        return GatheredWhere(self.partition, self.max_minutes)
+        return GatheredWhere(self.partition, self.max_minutes, self.layout)
 
 
 def _tool(name: str) -> str:
@@ -170,7 +173,29 @@ def _max_nodes(text: str) -> int | None:
     return bounded.ascii_int(top, max_digits=7) if top.isdigit() else None
 
 
-def _minutes(text: str) -> int | None:
+# One gpu entry of sinfo %G: "gpu:4", "gpu:mi300x:8(S:0-1)", "gpu:mi300x:4(IDX:0-3)".
+_GRES_GPU_RE = re.compile(r"gpu(?::[A-Za-z0-9_.-]{1,64})?:([0-9]{1,6})(?:\([^()]{0,200}\))?")
+
+
+def _gres_gpus(text: str) -> int | None:
+    """The GPUs a node's gres declares (sinfo ``%G``): the sum of its ``gpu`` entries, 0 for a
+    node without one ("(null)", or other gres only); None when sinfo's words are not read."""
+    text = text.strip()
+    if text in ("", "(null)"):
+        return 0
+    total = 0
+    # Entries are comma-separated, but a socket list may hold commas too: split outside "()".
+    for entry in re.split(r",(?![^()]*\))", text):
+        if not entry.startswith("gpu"):
+            continue
+        match = _GRES_GPU_RE.fullmatch(entry)
+        if match is None:
+            return None
+        total += int(match.group(1))
+    return total
+
+
+def minutes_of(text: str) -> int | None:
     """sinfo ``%l`` (MaxTime): "infinite", "10:00" (MM:SS), "4:00:00", "1-00:00:00"; minutes,
     rounded down, None when unlimited or unreadable."""
     text = text.strip()
@@ -195,7 +220,7 @@ def _minutes(text: str) -> int | None:
 DEFAULT_JOB_TIME = "04:00:00"
 
 
-def _clock(minutes: int) -> str:
+def clock(minutes: int) -> str:
     days, rest = divmod(minutes, 24 * 60)
     hours, mins = divmod(rest, 60)
     return (f"{days}-" if days else "") + f"{hours:02d}:{mins:02d}:00"
@@ -206,35 +231,33 @@ def job_time(given: str | None, partition: str | None, max_minutes: int | None) 
     (a job asking for more pends forever with reason PartitionTimeLimit)."""
     if given is None:
         if max_minutes is not None and max_minutes < 240:
-            return _clock(max_minutes)
+            return clock(max_minutes)
         return DEFAULT_JOB_TIME
-    asked = _minutes(given)
+    asked = minutes_of(given)
     if max_minutes is not None and asked is not None and asked > max_minutes:
         raise UsageError(
             f"--time {given} is longer than partition {partition}'s MaxTime "
-            f"({_clock(max_minutes)}): the jobs would pend forever (PartitionTimeLimit)",
-            hint=f"give --time {_clock(max_minutes)} or less, or another --partition",
+            f"({clock(max_minutes)}): the jobs would pend forever (PartitionTimeLimit)",
+            hint=f"give --time {clock(max_minutes)} or less, or another --partition",
         )
     return given
 
 
-def resolve_target(
-    target: str, *, env: Mapping[str, str] | None = None, timeout: float = 30
-) -> Target:
-    """``target`` is a partition name or a node list; a name that is both is refused."""
-    run = _run([_tool("sinfo"), "-h", "-N", "-o", "%N|%P|%t|%s|%l"], env, timeout)
-    if run.returncode != 0:
-        raise SlurmError(
-            f"sinfo failed: {run.stderr.strip() or run.returncode}",
-            hint="check that slurmctld is up and SLURM_CONF points at its slurm.conf",
-        )
+def _read_sinfo(
+    text: str,
+) -> tuple[
+    dict[str, str], dict[str, list[str]], dict[str, PartitionLimits], dict[str, int], list[str]
+]:
+    """``sinfo -N -o SINFO_FORMAT``: each node's state, each partition's nodes and limits, each
+    node's gres GPUs, and the nodes whose names are left out (not plain)."""
     states: dict[str, str] = {}
     partitions: dict[str, list[str]] = {}
     limits: dict[str, PartitionLimits] = {}
+    gpus: dict[str, int] = {}
     odd: list[str] = []
-    for line in run.stdout.splitlines():
+    for line in text.splitlines():
         parts = line.strip().split("|")
-        if len(parts) not in (3, 5):
+        if len(parts) not in (3, 5, 6):
             continue
         node, part, state = parts[:3]
         # sinfo's answer becomes srun arguments, file names and batch scripts: a name that is
@@ -251,8 +274,24 @@ def resolve_target(
         members = partitions.setdefault(name, [])
         if node not in members:
             members.append(node)
-        if len(parts) == 5:
-            limits[name] = PartitionLimits(_max_nodes(parts[3]), _minutes(parts[4]))
+        if len(parts) >= 5:
+            limits[name] = PartitionLimits(_max_nodes(parts[3]), minutes_of(parts[4]))
+        if len(parts) == 6 and (count := _gres_gpus(parts[5])) is not None:
+            gpus[node] = count
+    return states, partitions, limits, gpus, odd
+
+
+def resolve_target(
+    target: str, *, env: Mapping[str, str] | None = None, timeout: float = 30
+) -> Target:
+    """``target`` is a partition name or a node list; a name that is both is refused."""
+    run = _run([_tool("sinfo"), "-h", "-N", "-o", SINFO_FORMAT], env, timeout)
+    if run.returncode != 0:
+        raise SlurmError(
+            f"sinfo failed: {run.stderr.strip() or run.returncode}",
+            hint="check that slurmctld is up and SLURM_CONF points at its slurm.conf",
+        )
+    states, partitions, limits, gpus, odd = _read_sinfo(run.stdout)
     if odd and not states:
         raise SlurmError(
             "sinfo listed no node with a usable name",
@@ -261,7 +300,7 @@ def resolve_target(
     member_of = {n: tuple(p for p, members in partitions.items() if n in members) for n in states}
 
     def made(nodes: Sequence[str], partition: str | None) -> Target:
-        return Target(tuple(nodes), states, partition, member_of, limits)
+        return Target(tuple(nodes), states, partition, member_of, limits, gpus)
 
     if target.startswith("partition="):
         name = target.split("=", 1)[1]
@@ -312,7 +351,9 @@ def srun_args(
 ) -> list[str]:
     """One step: one task on each of ``nodes``; ``partition`` may list several ("a,b"), and
     ``immediate`` is how long the step may wait for its allocation (default: ``timeout``)."""
-    minutes = max(1, int(timeout // 60) + 1)
+    # Whole minutes, rounded up: no more than a partition's MaxTime when the limit is that MaxTime
+    # (a step asking more is refused as if its nodes were busy).
+    minutes = max(1, math.ceil(timeout / 60))
     args = [
         _tool("srun"),
         f"--nodelist={hostlist.compress(nodes)}",
@@ -333,12 +374,20 @@ def srun_args(
 
 def _joined(lines: Sequence[str]) -> str:
     """A task's lines as the text it printed. ``srun --label`` cuts output lines at 1024 bytes
-    and labels each piece: a piece of exactly that length continues on the next line."""
+    and labels each piece: a piece of exactly that length continues on the next line. The lines
+    hold srun's bytes (decoded with surrogateescape), so a character the cut split in two is
+    measured as its bytes and whole again once the pieces are joined."""
     parts: list[str] = []
     for line in lines:
         parts.append(line)
-        parts.append("" if len(line.encode("utf-8", "replace")) == SRUN_LINE else "\n")
-    return "".join(parts).strip()
+        parts.append("" if len(line.encode("utf-8", "surrogateescape")) == SRUN_LINE else "\n")
+    text = "".join(parts).strip()
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _text(raw: str) -> str:
+    """srun's bytes (decoded with surrogateescape) as text: what is not UTF-8 replaced."""
+    return raw.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _by_task(text: str) -> dict[str, list[str]]:
@@ -353,7 +402,9 @@ def _by_task(text: str) -> dict[str, list[str]]:
 def parse_output(
     stdout: str, stderr: str, nodes: Sequence[str], *, timeout: float | None = None
 ) -> list[NodeReport]:
-    """The reports in ``srun --label`` output: each task's lines after its node marker."""
+    """The reports in ``srun --label`` output: each task's lines after its node marker (the
+    output as srun's bytes decoded with surrogateescape, or plain text)."""
+    stderr = _text(stderr)
     out_tasks, err_tasks = _by_task(stdout), _by_task(stderr)
     asked = set(nodes)
     exits = {m.group(1): int(m.group(2)) for m in _EXITED_RE.finditer(stderr)}
@@ -362,7 +413,7 @@ def parse_output(
     for task, lines in out_tasks.items():
         if not lines or not lines[0].startswith(MARKER):
             continue
-        name = lines[0][len(MARKER) :].strip()
+        name = _text(lines[0][len(MARKER) :]).strip()
         if name not in asked:  # a task names only a node it was sent to; anything else is noise
             continue
         if name in claimed:
@@ -595,7 +646,7 @@ def gather(
             )
         else:
             asked.append(n)
-    found = Gathered(skipped, resolved.partition, resolved.max_minutes)
+    found = Gathered(skipped, resolved.partition, resolved.max_minutes, layout=resolved.layout)
     if not asked:
         return found
     environment = dict(env if env is not None else os.environ)
@@ -626,6 +677,7 @@ def gather(
         resolved.partition,
         resolved.max_minutes,
         steps,
+        resolved.layout,
     )
 
 
@@ -633,13 +685,21 @@ def _srun(args: list[str], env: dict[str, str], limit: float) -> tuple[str, str,
     """Run srun; past ``limit`` seconds it gets SIGINT twice (srun's "cancel the step"), then
     SIGKILL (its whole process group: a site wrapper's children too)."""
     try:
-        run = capture.run(args, env=env, timeout=limit, limit=SRUN_LIMIT, polite=signal.SIGINT)
+        # Bytes kept as surrogates: srun cuts lines at a byte count, maybe inside a character.
+        run = capture.run(
+            args,
+            env=env,
+            timeout=limit,
+            limit=SRUN_LIMIT,
+            polite=signal.SIGINT,
+            errors="surrogateescape",
+        )
     except OSError as exc:
         raise SlurmError(
             f"srun could not start ({exc.strerror or type(exc).__name__})",
             hint="check the Slurm client tools on PATH",
         ) from None
-    err = run.stderr
+    err = _text(run.stderr)
     if run.timed_out:
         err += f"\nsrun did not finish within {limit:g}s"
     if run.truncated:

@@ -95,8 +95,8 @@ class _Reader:
     def close(self) -> None:
         self.sel.close()
 
-    def text(self, index: int) -> str:
-        return bytes(self.data[self.order[index]]).decode("utf-8", errors="replace")
+    def text(self, index: int, errors: str = "replace") -> str:
+        return bytes(self.data[self.order[index]]).decode("utf-8", errors=errors)
 
 
 def run(
@@ -107,9 +107,11 @@ def run(
     limit: int = DEFAULT_LIMIT,
     polite: int | None = None,
     stdin: bytes | None = None,
+    errors: str = "replace",
 ) -> Captured:
     """Run ``args`` (``stdin`` written to it, else no input); past ``timeout`` seconds the
     process group gets ``polite`` (twice, when given), then SIGKILL after ``GRACE`` seconds.
+    Its output is decoded as UTF-8 with ``errors`` (``surrogateescape`` keeps the bytes).
     Raises OSError when it cannot start."""
     proc = subprocess.Popen(
         list(args),
@@ -150,8 +152,8 @@ def run(
             reader.close()
         return Captured(
             returncode=None if timed_out else proc.returncode,
-            stdout=reader.text(0),
-            stderr=reader.text(1),
+            stdout=reader.text(0, errors),
+            stderr=reader.text(1, errors),
             timed_out=timed_out,
             truncated=reader.truncated,
         )

@@ -130,7 +130,26 @@ SCRIPT_LINES = (
     '    "$CONTAINER" ',
     "  done",
     "  wait",
-    'srun --ntasks-per-node=1 --kill-on-bad-exit=1 bash -c "$(declare -f serve); serve"',
+    # each node's server its own job step, waited for; the nodes whose server stopped are named
+    "run_on() {",
+    "  local rc=0",
+    '  srun --nodes=1 --ntasks=1 --kill-on-bad-exit=0 ${1:+"--nodelist=$1"} bash -c ',
+    "  if ((rc != 0)); then",
+    '    echo "rocm-vllm: the server on ${1:-this node} stopped',
+    "  fi",
+    '  return "$rc"',
+    "declare -A on=()",
+    "for node in ",
+    '  run_on "$node" &',
+    '  on[$!]="$node"',
+    "done",
+    "failed=()",
+    'for pid in "${!on[@]}"; do',
+    '  wait "$pid" || failed+=(',
+    "if ((${#failed[@]})); then",
+    '  echo "rocm-vllm: servers that stopped with an error: ${failed[*]}" >&2',
+    "  exit 1",
+    "fi",
 )
 
 
