@@ -58,9 +58,13 @@ def audit(
 
 def audit_json(result: Any, m: Any, wanted: list[str]) -> dict[str, Any]:
     said = result.labelled_gfx  # the image's rocm-vllm.gfx label, where it has one
+    # No GPU code is not coverage: an artifact with only CPU code (or whose code lies in
+    # archives nested deeper than read) covers no gfx.
+    has_code = bool(result.libraries)
     covers = {
         g: {
-            "covered": not result.lacking(m, g) and (said is None or g in said),
+            "covered": has_code and not result.lacking(m, g) and (said is None or g in said),
+            "reason": _reason(result, m, g, said),
             "lacking": [lib.path for lib in result.lacking(m, g)],
             # None: the image states no targets; False: its label leaves this gfx out.
             "labelled": None if said is None else g in said,
@@ -74,6 +78,7 @@ def audit_json(result: Any, m: Any, wanted: list[str]) -> dict[str, Any]:
         "labels": {k: v for k, v in sorted(result.labels.items()) if k.startswith("rocm-vllm.")},
         "files": result.files,
         "elf_files": result.elf,
+        "unread_archives": result.unread,
         "libraries": [
             {
                 "path": lib.path,
@@ -90,6 +95,17 @@ def audit_json(result: Any, m: Any, wanted: list[str]) -> dict[str, Any]:
     }
 
 
+def _reason(result: Any, m: Any, gfx: str, said: tuple[str, ...] | None) -> str:
+    """Why ``gfx`` is covered or not, as a code (docs/audit.schema.json)."""
+    if not result.libraries:
+        return "no-gpu-code-unread-archives" if result.unread else "no-gpu-code"
+    if result.lacking(m, gfx):
+        return "lacking"
+    if said is not None and gfx not in said:
+        return "label"
+    return "covered"
+
+
 def render(data: dict[str, Any], *, width: int = 100) -> str:
     n = len(data["libraries"])
     read = f"{data['elf_files']} ELF files of {data['files']} read"
@@ -102,6 +118,10 @@ def render(data: dict[str, Any], *, width: int = 100) -> str:
         lines.append(f"targets (all libraries): {' '.join(data['targets'])}")
     else:
         lines.append("no GPU code found")
+    if data["unread_archives"]:
+        lines.append(
+            f"{data['unread_archives']} archive(s) nested deeper than read: their code is unknown"
+        )
     which = (
         "vLLM's, torch's, AITER's and FlashAttention's libraries"
         if data["judged"] == "decisive"
@@ -113,6 +133,11 @@ def render(data: dict[str, Any], *, width: int = 100) -> str:
     for gfx, c in data["covers"].items():
         if c["covered"]:
             lines.append(f"{gfx}: covered ({which}{', and the label says so' if said else ''})")
+        elif c["reason"].startswith("no-gpu-code"):
+            deeper = (
+                " (some archives are nested too deep to read)" if data["unread_archives"] else ""
+            )
+            lines.append(f"{gfx}: NOT covered: the artifact carries no GPU code{deeper}")
         elif c["lacking"]:
             lines.append(f"{gfx}: NOT covered: no {gfx} code in {', '.join(c['lacking'][:5])}")
             if len(c["lacking"]) > 5:

@@ -98,8 +98,18 @@ def test_an_images_gfx_label_is_read_and_checked_against_the_node(registry_url: 
     result = audit(M, "docker://audit/labelled:v1", registry=registry_url)
     assert result.labelled_gfx == ("gfx942",)
     data = audit_json(result, M, ["gfx942", "gfx90a"])
-    assert data["covers"]["gfx942"] == {"covered": True, "lacking": [], "labelled": True}
-    assert data["covers"]["gfx90a"] == {"covered": False, "lacking": [], "labelled": False}
+    assert data["covers"]["gfx942"] == {
+        "covered": True,
+        "reason": "covered",
+        "lacking": [],
+        "labelled": True,
+    }
+    assert data["covers"]["gfx90a"] == {
+        "covered": False,
+        "reason": "label",
+        "lacking": [],
+        "labelled": False,
+    }
     assert data["exit_code"] == 1
     assert set(data["labels"]) == {"rocm-vllm.gfx", "rocm-vllm.rocm", "rocm-vllm.note"}
     assert data["labels"]["rocm-vllm.note"] == "line\\x0abreak\\x1b[2J"
@@ -111,5 +121,10 @@ def test_an_images_gfx_label_is_read_and_checked_against_the_node(registry_url: 
     # An image without the label is judged by its code alone.
     push(registry_url, "audit/plain", "v1", [(layer, media)])
     plain = audit_json(audit(M, "docker://audit/plain:v1", registry=registry_url), M, ["gfx90a"])
-    assert plain["covers"]["gfx90a"] == {"covered": True, "lacking": [], "labelled": None}
+    assert plain["covers"]["gfx90a"] == {
+        "covered": True,
+        "reason": "covered",
+        "lacking": [],
+        "labelled": None,
+    }
     assert plain["labels"] == {}

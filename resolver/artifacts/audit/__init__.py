@@ -37,6 +37,16 @@ MAX_LIBRARY = 4 * 1024**3  # the largest single file read (torch's HIP library i
 MAX_MEMBERS = 500_000  # files in one artifact, all levels
 MAX_DEPTH = 2  # archives inside archives
 MAX_RATIO = 200  # a zip member may unpack to at most this many times its stored size
+# Archive entries of every kind (directories, links, devices too), all levels: each is parsed
+# and skipped, so a million empty directories are a bound, not a stall.
+MAX_ENTRIES = 1_000_000
+# What the gzip and zstd streams of one artifact unpack to, all levels together (a ROCm vLLM
+# image is ~40 GiB unpacked), and at most MAX_RATIO times the compressed bytes read plus
+# RATIO_SLACK: a 2 GiB zero file inside a small .tar.gz is a bomb, stopped after a few MiB.
+MAX_UNPACKED = 256 * 1024**3
+RATIO_SLACK = 64 * 1024**2
+MAX_TAR_HEADER = 1024**2  # a pax or GNU long-name header (a path is at most 4 KiB on Linux)
+CHUNK = 1024**2  # reads are made in pieces: nothing allocates what a header claims up front
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 ZIP_MAGIC = b"PK\x03\x04"
@@ -86,6 +96,8 @@ class Audit:
     libraries: list[Library] = field(default_factory=list)
     files: int = 0  # files looked at
     elf: int = 0  # ELF files read
+    # Archives nested deeper than MAX_DEPTH: not read, so their GPU code is unknown.
+    unread: int = 0
     # The image's own labels (its config), where the artifact is an image; escaped like names.
     labels: dict[str, str] = field(default_factory=dict)
 
@@ -168,8 +180,7 @@ def audit(m: Matrix, artifact: str, *, registry: str | None = None) -> Audit:
     if stat.S_ISDIR(info.st_mode):
         reader.directory(path)
     elif stat.S_ISREG(info.st_mode):
-        with path.open("rb") as fh:
-            reader.stream(fh, path.name, info.st_size, depth=0)
+        reader.file(path, path.name, info.st_size)
     else:
         raise AuditError(f"{artifact}: not a file or directory", hint="give a regular file")
     return result
@@ -179,6 +190,8 @@ class _Reader:
     def __init__(self, result: Audit, machs: dict[int, str]) -> None:
         self.result = result
         self.machs = machs
+        self.entries = 0  # archive entries of every kind, all levels
+        self.unpacked = 0  # bytes the gzip and zstd streams gave, all levels
 
     def _count(self) -> None:
         self.result.files += 1
@@ -199,23 +212,52 @@ class _Reader:
                     continue
                 if not stat.S_ISREG(info.st_mode):
                     continue  # links and devices: never followed
-                rel = shown(path.relative_to(root).as_posix())
-                with path.open("rb") as fh:
-                    self.stream(fh, rel, info.st_size, depth=0)
+                self.file(path, shown(path.relative_to(root).as_posix()), info.st_size)
+
+    def file(self, path: Path, name: str, size: int) -> None:
+        """One regular file on disk; one that cannot be opened or read is the input's fault
+        (exit 2), named, never an internal error."""
+        try:
+            with path.open("rb") as fh:
+                self.stream(fh, name, size, depth=0)
+        except OSError as exc:
+            raise AuditError(
+                f"{shown(str(path))}: cannot read it ({exc.strerror or type(exc).__name__})",
+                hint="check its permissions (every file of the artifact is read)",
+            ) from None
+
+    def _whole(self, fh: IO[bytes], head: bytes, size: int | None, name: str) -> bytearray:
+        """The rest of ``fh`` after ``head``, at most ``MAX_LIBRARY`` bytes, read in ``CHUNK``
+        pieces into one buffer: memory follows the bytes that arrive, never a size asked for up
+        front (a 4 GiB request fails under a 4 GiB address-space limit)."""
+        if size is not None and size > MAX_LIBRARY:
+            raise AuditError(
+                f"{name}: {size} bytes, more than one library may be ({MAX_LIBRARY})",
+                hint="a damaged or hostile archive",
+            )
+        data = bytearray(head)
+        try:
+            while chunk := fh.read(min(CHUNK, MAX_LIBRARY + 1 - len(data))):
+                data += chunk
+                if len(data) > MAX_LIBRARY:
+                    raise AuditError(
+                        f"{name}: larger than {MAX_LIBRARY} bytes", hint="a hostile file"
+                    )
+        except MemoryError:
+            del data
+            raise AuditError(
+                f"{name}: does not fit in the memory this process may use",
+                hint="raise the memory limit (ulimit -v, the container's limit); one library is "
+                "read whole",
+            ) from None
+        return data
 
     def stream(self, fh: IO[bytes], name: str, size: int | None, *, depth: int) -> None:
         """One file: an ELF is read for GPU code, an archive is opened, anything else skipped."""
         self._count()
         head = fh.read(512)
         if head[:4] == ELF_MAGIC:
-            if size is not None and size > MAX_LIBRARY:
-                raise AuditError(
-                    f"{name}: {size} bytes, more than one library may be ({MAX_LIBRARY})",
-                    hint="a damaged or hostile archive",
-                )
-            data = head + fh.read(MAX_LIBRARY + 1 - len(head))
-            if len(data) > MAX_LIBRARY:
-                raise AuditError(f"{name}: larger than {MAX_LIBRARY} bytes", hint="a hostile file")
+            data = self._whole(fh, head, size, name)
             self.result.elf += 1
             try:
                 found = gpu_code(data, self.machs)
@@ -224,7 +266,13 @@ class _Reader:
             if found is not None:
                 self._add(name, found)
             return
-        if depth > MAX_DEPTH:
+        archive = (
+            head[:4] in (ZIP_MAGIC, ZSTD_MAGIC)
+            or head[:2] == GZIP_MAGIC
+            or head[257:262] == b"ustar"
+        )
+        if archive and depth > MAX_DEPTH:
+            self.result.unread += 1  # said, never taken for "no GPU code"
             return
         if head[:4] == ZIP_MAGIC:
             # A zip's directory is at its end: a file is read in place, an archive member (a
@@ -233,10 +281,8 @@ class _Reader:
                 fh.seek(0)
                 self.zip(fh, name, depth=depth + 1)
             else:
-                whole = head + fh.read(MAX_LIBRARY + 1 - len(head))
-                if len(whole) > MAX_LIBRARY:
-                    raise AuditError(f"{name}: a zip larger than {MAX_LIBRARY} bytes", hint="")
-                self.zip(io.BytesIO(whole), name, depth=depth + 1)
+                whole = self._whole(fh, head, size, name)
+                self.zip(cast(IO[bytes], _Memory(whole)), name, depth=depth + 1)
         elif head[:2] == GZIP_MAGIC or head[:4] == ZSTD_MAGIC or head[257:262] == b"ustar":
             self.tar(cast(IO[bytes], _Prefixed(head, fh)), name, depth=depth + 1)
 
@@ -255,6 +301,11 @@ class _Reader:
                 if info.is_dir():
                     continue
                 inner = f"{name}!{shown(info.filename)}"
+                if info.flag_bits & 0x1:
+                    raise AuditError(
+                        f"{inner}: encrypted; its code cannot be read",
+                        hint="audit the artifact unencrypted (wheels are never encrypted)",
+                    )
                 if info.file_size > MAX_LIBRARY or info.file_size > MAX_RATIO * max(
                     info.compress_size, 1024
                 ):
@@ -271,17 +322,40 @@ class _Reader:
                         f"{inner}: cannot be read ({type(exc).__name__})",
                         hint="a damaged wheel",
                     ) from None
+                except (NotImplementedError, RuntimeError):
+                    # zipfile: an unsupported method (deflate64, implode...) or a password.
+                    raise AuditError(
+                        f"{inner}: stored with compression method {info.compress_type}, which "
+                        "cannot be read",
+                        hint="wheels use stored (0), deflate (8), bzip2 (12) or lzma (14)",
+                    ) from None
 
     def tar(self, fh: IO[bytes], name: str, *, depth: int) -> None:
         head = fh.read(4)
-        src = cast(IO[bytes], _Prefixed(head, fh))
-        if head == ZSTD_MAGIC:
-            import zstandard
-
-            src = cast(IO[bytes], zstandard.ZstdDecompressor().stream_reader(src))
+        packed = _Counted(_Prefixed(head, fh))
+        src: IO[bytes] = cast(IO[bytes], packed)
         try:
-            with tarfile.open(fileobj=src, mode="r|*") as archive:
+            # Decompressed here, not by tarfile, so what a stream unpacks is counted and bounded.
+            if head == ZSTD_MAGIC:
+                import zstandard
+
+                src = cast(IO[bytes], zstandard.ZstdDecompressor().stream_reader(src))
+            elif head[:2] == GZIP_MAGIC:
+                import gzip
+
+                src = cast(IO[bytes], gzip.GzipFile(fileobj=src, mode="rb"))
+            if head == ZSTD_MAGIC or head[:2] == GZIP_MAGIC:
+                src = cast(IO[bytes], _Unpacked(src, packed, self, name))
+            with tarfile.open(fileobj=src, mode="r|", tarinfo=_BoundedTarInfo) as archive:
                 for member in archive:
+                    # A stream's members are not kept: each is freed once read.
+                    archive.members = []  # type: ignore[attr-defined]
+                    self.entries += 1
+                    if self.entries > MAX_ENTRIES:
+                        raise AuditError(
+                            f"{name}: the artifact holds more than {MAX_ENTRIES} archive entries",
+                            hint="audit one layer or one directory at a time",
+                        )
                     if not member.isfile():
                         continue
                     extracted = archive.extractfile(member)
@@ -300,6 +374,108 @@ class _Reader:
                 f"{name}: cannot be decompressed ({type(exc).__name__})",
                 hint="a truncated or damaged archive",
             ) from None
+
+
+class _BoundedTarInfo(tarfile.TarInfo):
+    """tarfile reads a pax or GNU long-name header's data whole, at the size the header
+    claims: more than ``MAX_TAR_HEADER`` is refused before it is read."""
+
+    def _proc_gnulong(self, archive: tarfile.TarFile) -> tarfile.TarInfo:
+        self._bounded()
+        return cast(tarfile.TarInfo, super()._proc_gnulong(archive))  # type: ignore[misc]
+
+    def _proc_pax(self, archive: tarfile.TarFile) -> tarfile.TarInfo:
+        self._bounded()
+        return cast(tarfile.TarInfo, super()._proc_pax(archive))  # type: ignore[misc]
+
+    def _bounded(self) -> None:
+        if self.size > MAX_TAR_HEADER:
+            raise AuditError(
+                f"a tar header claims {self.size} bytes of names or attributes",
+                hint="a damaged or hostile archive",
+            )
+
+
+class _Counted(io.RawIOBase):
+    """A stream whose bytes read so far are counted (a compressed stream's input)."""
+
+    def __init__(self, fh: io.RawIOBase) -> None:
+        self._fh = fh
+        self.count = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        n = self._fh.readinto(buffer) or 0
+        self.count += n
+        return n
+
+
+class _Unpacked(io.RawIOBase):
+    """A decompressed stream, bounded: at most ``MAX_RATIO`` times the compressed bytes read
+    (plus ``RATIO_SLACK``), and at most ``MAX_UNPACKED`` for the artifact, all levels."""
+
+    def __init__(self, fh: IO[bytes], packed: _Counted, reader: _Reader, name: str) -> None:
+        self._fh = fh
+        self._packed = packed
+        self._reader = reader
+        self._name = name
+        self._count = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        data = self._fh.read(min(len(buffer), CHUNK))
+        n = len(data)
+        buffer[:n] = data
+        self._count += n
+        self._reader.unpacked += n
+        if self._count > MAX_RATIO * self._packed.count + RATIO_SLACK:
+            raise AuditError(
+                f"{self._name}: unpacks to more than {MAX_RATIO} times its compressed size "
+                "(a compression bomb?)",
+                hint="a damaged or hostile archive",
+            )
+        if self._reader.unpacked > MAX_UNPACKED:
+            raise AuditError(
+                f"{self._name}: the artifact unpacks to more than {MAX_UNPACKED} bytes",
+                hint="audit one layer or one directory at a time",
+            )
+        return n
+
+
+class _Memory(io.RawIOBase):
+    """A seekable, read-only file over a buffer already in memory, not copied (a wheel inside
+    a tar, read by zipfile, which seeks)."""
+
+    def __init__(self, data: bytearray) -> None:
+        self._view = memoryview(data)
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: len(self._view)}[whence]
+        if base + offset < 0:
+            raise ValueError("negative seek position")
+        self._pos = base + offset
+        return self._pos
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        piece = self._view[self._pos : self._pos + len(buffer)]
+        n = len(piece)
+        buffer[:n] = piece
+        self._pos += n
+        return n
 
 
 def _seekable(fh: IO[bytes]) -> bool:

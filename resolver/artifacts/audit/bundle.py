@@ -31,6 +31,23 @@ MAX_UNPACKED = 1024**3  # one bundle unpacked; real ones are a few MB to a few h
 MAX_ENTRIES = 4096
 MAX_ID = 512
 MAX_SECTIONS = 65535
+MAX_NAME = 256  # a section name read (".hip_fatbin" is 11): a longer one is not ours
+# Everything the bundles of one section unpack to, together: a section of many small
+# compressed bundles each claiming MAX_UNPACKED is a bomb, not a library.
+MAX_SECTION_UNPACKED = 2 * MAX_UNPACKED
+
+
+Bytes = bytes | bytearray  # a file's bytes as read: a bytearray is filled in place, not copied
+
+_UNPRINTABLE = re.compile(r"[^\x20-\x7e]")
+
+
+def printable(text: str) -> str:
+    """``text`` from inside a file with everything but printable ASCII written ``\\xNN``: an
+    offload-bundle ID reaches terminals and JSON, and an escape sequence there is the file's."""
+    return _UNPRINTABLE.sub(
+        lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else "?", text
+    )
 
 
 def natural(target: str) -> tuple[object, ...]:
@@ -51,9 +68,10 @@ class Found:
     kind: str  # "bundle" (a .hip_fatbin) or "code-object" (a bare AMDGPU ELF)
 
 
-def elf_sections(data: bytes) -> dict[str, tuple[int, int]] | None:
+def elf_sections(data: Bytes) -> dict[str, tuple[int, int]] | None:
     """Section name -> (offset, size) of a 64-bit little-endian ELF; None if ``data`` is not one.
-    Offsets and sizes outside the data are an AuditError."""
+    Offsets and sizes outside the data are an AuditError. Linear in the table: each name is
+    looked for over at most ``MAX_NAME`` bytes (a table with no NUL is not searched per section)."""
     if len(data) < 64 or data[:4] != ELF_MAGIC or data[4] != 2 or data[5] != 1:
         return None
     shoff = struct.unpack_from("<Q", data, 0x28)[0]
@@ -79,10 +97,10 @@ def elf_sections(data: bytes) -> dict[str, tuple[int, int]] | None:
     for i in range(shnum):
         sh = header(i)
         start = base + sh[0]
-        end = data.find(b"\0", start, limit) if start < limit else -1
+        end = data.find(b"\0", start, min(limit, start + MAX_NAME)) if start < limit else -1
         if end < 0:
             continue
-        name = data[start:end].decode("ascii", errors="replace")
+        name = bytes(data[start:end]).decode("ascii", errors="replace")
         kind, offset, size = sh[1], sh[4], sh[5]
         if kind == 8:  # SHT_NOBITS: no bytes in the file
             continue
@@ -95,56 +113,63 @@ def elf_sections(data: bytes) -> dict[str, tuple[int, int]] | None:
     return out
 
 
-def _entries(raw: bytes) -> list[str]:
-    """The entry IDs of one uncompressed bundle."""
-    if len(raw) < len(BUNDLE_MAGIC) + 8 or not raw.startswith(BUNDLE_MAGIC):
+def _entries(raw: Bytes, at: int = 0, stop: int | None = None) -> tuple[list[str], int]:
+    """The entry IDs of the uncompressed bundle at ``at`` in ``raw``, and where the bundle ends
+    (past its entry table and every code object it names): read in place, never copied. The
+    bundle ends by ``stop`` (the section's end in ``raw``)."""
+    stop = len(raw) if stop is None else stop
+    if stop < at + len(BUNDLE_MAGIC) + 8 or raw[at : at + len(BUNDLE_MAGIC)] != BUNDLE_MAGIC:
         raise AuditError("an offload bundle does not start with its magic", hint="a damaged file")
-    (count,) = struct.unpack_from("<Q", raw, len(BUNDLE_MAGIC))
+    (count,) = struct.unpack_from("<Q", raw, at + len(BUNDLE_MAGIC))
     if count > MAX_ENTRIES:
         raise AuditError(f"an offload bundle claims {count} entries", hint="a damaged file")
-    pos = len(BUNDLE_MAGIC) + 8
+    pos = at + len(BUNDLE_MAGIC) + 8
+    end = pos
     ids = []
     for _ in range(count):
-        if pos + 24 > len(raw):
+        if pos + 24 > stop:
             raise AuditError("an offload bundle's entry table is cut short", hint="a damaged file")
         offset, size, id_len = struct.unpack_from("<QQQ", raw, pos)
         pos += 24
-        if id_len > MAX_ID or pos + id_len > len(raw) or offset + size > len(raw):
+        # Offsets count from the bundle's start (LLVM's OffloadBundler).
+        if id_len > MAX_ID or pos + id_len > stop or at + offset + size > stop:
             raise AuditError(
                 "an offload bundle entry lies outside the bundle", hint="a damaged file"
             )
-        ids.append(raw[pos : pos + id_len].decode("ascii", errors="replace"))
+        ids.append(printable(bytes(raw[pos : pos + id_len]).decode("ascii", errors="replace")))
         pos += id_len
-    return ids
+        end = max(end, at + offset + size)
+    return ids, max(end, pos)
 
 
-def _decompress(data: bytes, pos: int) -> tuple[bytes, int]:
-    """One compressed bundle at ``pos``: its uncompressed bytes and its length in ``data``."""
-    if pos + 8 > len(data):
+def _decompress(data: Bytes, pos: int, stop: int | None = None) -> tuple[bytes, int]:
+    """One compressed bundle at ``pos``: its uncompressed bytes and its length in ``data`` (the
+    section ends at ``stop``)."""
+    stop = len(data) if stop is None else stop
+    if pos + 8 > stop:
         raise AuditError("a compressed offload bundle is cut short", hint="a damaged file")
     version, method = struct.unpack_from("<HH", data, pos + 4)
-    if version == 1:
-        (unpacked,) = struct.unpack_from("<I", data, pos + 8)
-        header, total = 20, len(data) - pos  # v1 has no total size: the rest of the section
-    elif version == 2:
-        total, unpacked = struct.unpack_from("<II", data, pos + 8)
-        header = 24
-    elif version == 3:
-        if pos + 32 > len(data):
-            raise AuditError("a compressed offload bundle is cut short", hint="a damaged file")
-        total, unpacked = struct.unpack_from("<QQ", data, pos + 8)
-        header = 32
-    else:
+    header = {1: 20, 2: 24, 3: 32}.get(version)
+    if header is None:
         raise AuditError(
             f"a compressed offload bundle has version {version}",
             hint="LLVM writes versions 1 to 3; a newer one needs a newer rocm-vllm",
         )
-    if total < header or pos + total > len(data) or unpacked > MAX_UNPACKED:
+    if pos + header > stop:
+        raise AuditError("a compressed offload bundle is cut short", hint="a damaged file")
+    if version == 1:
+        (unpacked,) = struct.unpack_from("<I", data, pos + 8)
+        total = stop - pos  # v1 has no total size: the rest of the section
+    elif version == 2:
+        total, unpacked = struct.unpack_from("<II", data, pos + 8)
+    else:
+        total, unpacked = struct.unpack_from("<QQ", data, pos + 8)
+    if total < header or pos + total > stop or unpacked > MAX_UNPACKED:
         raise AuditError(
             "a compressed offload bundle's sizes lie (past the section, or too large unpacked)",
             hint="a damaged or hostile file",
         )
-    payload = data[pos + header : pos + total]
+    payload = bytes(data[pos + header : pos + total])
     try:
         if method == 1:
             import zstandard
@@ -173,28 +198,42 @@ def _decompress(data: bytes, pos: int) -> tuple[bytes, int]:
     return raw, total
 
 
-def bundle_ids(section: bytes) -> tuple[list[str], bool]:
-    """Every entry ID of the bundles in a ``.hip_fatbin`` section, and whether any was
-    compressed. Bundles follow each other, padded; what lies between them is skipped."""
+def bundle_ids(section: Bytes, start: int = 0, stop: int | None = None) -> tuple[list[str], bool]:
+    """Every entry ID of the bundles in a ``.hip_fatbin`` section (``section[start:stop]``, read
+    in place: the section of a 2 GB library is not copied), and whether any was
+    compressed. Bundles follow each other, padded; what lies between them is skipped. Linear in
+    the section: each magic is searched for once past where the last search found it, and the
+    next search starts past the bundle just read (its code objects are not searched again)."""
     ids: list[str] = []
     compressed = False
-    pos = 0
-    while pos < len(section):
-        c = section.find(CCOB_MAGIC, pos)
-        u = section.find(BUNDLE_MAGIC, pos)
+    unpacked = 0
+    stop = len(section) if stop is None else stop
+    pos = start
+    c = u = -2  # where each magic was last found (-1: not past there; -2: not searched yet)
+    while pos < stop:
+        if c != -1 and c < pos:
+            c = section.find(CCOB_MAGIC, pos, stop)
+        if u != -1 and u < pos:
+            u = section.find(BUNDLE_MAGIC, pos, stop)
         starts = [x for x in (c, u) if x >= 0]
         if not starts:
             break
         pos = min(starts)
         if pos == c:
-            raw, used = _decompress(section, pos)
-            ids += _entries(raw)
+            raw, used = _decompress(section, pos, stop)
+            unpacked += len(raw)
+            if unpacked > MAX_SECTION_UNPACKED:
+                raise AuditError(
+                    f"a .hip_fatbin section unpacks to more than {MAX_SECTION_UNPACKED} bytes",
+                    hint="a damaged or hostile file",
+                )
+            ids += _entries(raw)[0]
             compressed = True
             pos += max(used, 1)
         else:
-            entries = _entries(section[pos:])
+            entries, end = _entries(section, pos, stop)
             ids += entries
-            pos += len(BUNDLE_MAGIC) + 8
+            pos = max(end, pos + len(BUNDLE_MAGIC) + 8)
     return ids, compressed
 
 
@@ -208,7 +247,7 @@ def processor(entry_id: str) -> str | None:
     return target or None
 
 
-def code_object_target(data: bytes, machs: Mapping[int, str]) -> str | None:
+def code_object_target(data: Bytes, machs: Mapping[int, str]) -> str | None:
     """The processor of a bare AMDGPU code object (``e_flags``' machine value), with its xnack
     and sramecc settings (code object v4+), or None for another ELF."""
     if len(data) < 64 or data[:4] != ELF_MAGIC or data[4] != 2 or data[5] != 1:
@@ -230,7 +269,7 @@ def code_object_target(data: bytes, machs: Mapping[int, str]) -> str | None:
     return name + features
 
 
-def gpu_code(data: bytes, machs: Mapping[int, str]) -> Found | None:
+def gpu_code(data: Bytes, machs: Mapping[int, str]) -> Found | None:
     """The GPU code of one file's bytes, or None when it carries none."""
     target = code_object_target(data, machs)
     if target is not None:
@@ -239,6 +278,6 @@ def gpu_code(data: bytes, machs: Mapping[int, str]) -> Found | None:
     if not sections or ".hip_fatbin" not in sections:
         return None
     offset, size = sections[".hip_fatbin"]
-    ids, compressed = bundle_ids(data[offset : offset + size])
+    ids, compressed = bundle_ids(data, offset, offset + size)
     targets = tuple(sorted(dict.fromkeys(t for t in (processor(i) for i in ids) if t), key=natural))
     return Found(targets=targets, compressed=compressed, kind="bundle") if targets else None
