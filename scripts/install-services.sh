@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Debian packages the image tests run for real: the Docker Engine (dockerd), the CNCF distribution
 # registry, static busybox (the stand-in images are built FROM scratch with it) and openssl (signs
-# the test token server's JWTs); the fleet tests run a three-node Slurm cluster on this machine
+# the test token server's JWTs); the fleet tests run an eight-node Slurm cluster on this machine
 # (slurm-wlm: slurmctld, slurmd, srun, sbatch; munge for its authentication).
 # Idempotent: installs only what is missing.
 set -euo pipefail

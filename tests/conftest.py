@@ -85,7 +85,8 @@ def docker_url() -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def slurm_cluster() -> Iterator[services.SlurmCluster]:
-    """Three slurmd (n1, n2, n3) and a slurmctld on this machine, with their own munged."""
+    """Eight slurmd (n1-n8), several partitions and a reservation, and a slurmctld on this
+    machine, all on loopback, with their own munged (tests/services.py)."""
     cluster, cm = _start(services.slurm())
     try:
         yield cluster

@@ -401,24 +401,69 @@ class SlurmCluster:
         return {**os.environ, "SLURM_CONF": str(self.conf)}
 
 
-SLURM_NODES = ("n1", "n2", "n3")
-SLURM_GPUS_PER_NODE = 4
+SLURM_NODES = ("n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8")
+# Each node's typed gpu gres (type, count), as a site's gres.conf declares it; n4 declares none.
+SLURM_GRES: dict[str, tuple[str, int] | None] = {
+    "n1": ("mi300x", 4),
+    "n2": ("mi300x", 4),
+    "n3": ("mi210", 8),
+    "n4": None,
+    "n5": ("mi300x", 4),
+    "n6": ("mi300x", 4),
+    "n7": ("mi300x", 4),
+    "n8": ("mi300x", 4),
+}
 SMALL_PARTITION = "small"
+WIDE_PARTITION = "wide"
+TINY_PARTITION = "tiny"
+RESERVATION = "rvtest-resv"
+# The partitions, as production clusters have them: a default GPU partition; a non-default one
+# over some of its nodes where one job may hold one node (MaxNodes=1) for 5 minutes; one whose
+# jobs hold at most two of its four nodes (n4 without gres among them); one with MaxTime=1; and
+# one whose node is in a reservation (RESERVATION, for root).
+SLURM_PARTITIONS = (
+    ("gpu", "n[1-3]", "Default=YES MaxTime=10"),
+    (SMALL_PARTITION, "n[2-3]", "MaxNodes=1 MaxTime=5"),
+    (WIDE_PARTITION, "n[4-7]", "MaxNodes=2 MaxTime=30"),
+    (TINY_PARTITION, "n7", "MaxTime=1"),
+    ("resv", "n8", "MaxTime=10"),
+)
+RESERVED_NODE = "n8"
+
+
+def _loopback_host() -> str:
+    """This machine's short host name, which must resolve to a loopback address: the daemons
+    bind to what it resolves to (NoInAddrAny), and nothing may listen beyond this machine."""
+    host = socket.gethostname().split(".")[0]
+    try:
+        address = socket.gethostbyname(host)
+    except OSError as exc:
+        raise ServiceError(
+            f"the host name {host!r} does not resolve ({exc}): add `127.0.0.1 {host}` to "
+            "/etc/hosts for the Slurm test cluster"
+        ) from None
+    if not address.startswith("127."):
+        raise ServiceError(
+            f"the host name {host!r} resolves to {address}, not a loopback address: the Slurm "
+            f"test cluster would listen there; add `127.0.0.1 {host}` to /etc/hosts"
+        )
+    return host
 
 
 @contextlib.contextmanager
 def slurm(nodes: tuple[str, ...] = SLURM_NODES) -> Iterator[SlurmCluster]:
     """A real Slurm cluster on this machine (Debian's slurm-wlm and munge, run as root): one
     ``munged`` with its own key and socket, one ``slurmctld`` and one ``slurmd -N NAME`` per node,
-    all on private ports with state, spool, pid and log files under a temporary directory. Each
-    node declares ``gpu`` generic resources (a count, no device files) so that ``--gpus-per-node``
-    is accepted as on a real GPU partition. Stops what it started, by pid."""
+    all bound to loopback on private ports with state, spool, pid and log files under a temporary
+    directory. Nodes declare typed ``gpu`` gres (stand-in device files; SLURM_GRES) so that
+    ``--gpus-per-node`` is checked as on a real GPU partition; the partitions are
+    SLURM_PARTITIONS, and RESERVED_NODE is in RESERVATION. Stops what it started, by pid."""
     munged, slurmctld, slurmd = _need("munged"), _need("slurmctld"), _need("slurmd")
     _need("srun")
     if os.geteuid() != 0:
         raise ServiceError("the Slurm test cluster runs as root (slurmd forks jobs as any user)")
+    host = _loopback_host()
     root = Path(tempfile.mkdtemp(prefix="rvs-", dir="/tmp"))
-    host = socket.gethostname().split(".")[0]
     procs: list[subprocess.Popen[bytes]] = []
     try:
         key = root / "munge.key"
@@ -449,7 +494,10 @@ def slurm(nodes: tuple[str, ...] = SLURM_NODES) -> Iterator[SlurmCluster]:
         partition = "gpu"
         lines = [
             "ClusterName=rvtest",
-            f"SlurmctldHost={host}",
+            # Loopback only: the controller at 127.0.0.1, every daemon bound to that address
+            # rather than to all of the machine's.
+            f"SlurmctldHost={host}(127.0.0.1)",
+            "CommunicationParameters=NoCtldInAddrAny,NoInAddrAny",
             f"SlurmctldPort={ctld_port}",
             "AuthType=auth/munge",
             f"AuthInfo=socket={msock}",
@@ -476,30 +524,28 @@ def slurm(nodes: tuple[str, ...] = SLURM_NODES) -> Iterator[SlurmCluster]:
             "InactiveLimit=0",
             "KillWait=5",
         ]
+        gres_conf = ["AutoDetect=off"]
         for name, port in zip(nodes, ports, strict=True):
+            gres = SLURM_GRES.get(name)
             lines.append(
                 f"NodeName={name} NodeHostname={host} NodeAddr=127.0.0.1 Port={port} CPUs=1 "
-                f"Gres=gpu:{SLURM_GPUS_PER_NODE} State=UNKNOWN"
+                + (f"Gres=gpu:{gres[0]}:{gres[1]} " if gres else "")
+                + "State=UNKNOWN"
             )
-        lines.append(
-            f"PartitionName={partition} Nodes={','.join(nodes)} Default=YES MaxTime=10 State=UP"
-        )
-        # A second, non-default partition over some of the nodes, as production GPU partitions
-        # are: one job may hold one node (MaxNodes=1) for 5 minutes (MaxTime=5).
-        lines.append(
-            f"PartitionName={SMALL_PARTITION} Nodes={','.join(nodes[1:])} MaxNodes=1 MaxTime=5 "
-            "State=UP"
-        )
+            if gres:
+                # Stand-in device files (a node's /dev/dri/renderD*): Slurm counts a gpu gres by
+                # its files; with task/none nothing confines a job to them.
+                gres_conf.append(
+                    f"NodeName={name} Name=gpu Type={gres[0]} File=/dev/tty[0-{gres[1] - 1}]"
+                )
+        for part, members, limits in SLURM_PARTITIONS:
+            lines.append(f"PartitionName={part} Nodes={members} {limits} State=UP")
         (root / "state").mkdir()
         for name in nodes:
             (root / "spool" / name).mkdir(parents=True)
         conf = root / "slurm.conf"
         conf.write_text("\n".join(lines) + "\n")
-        (root / "gres.conf").write_text(
-            # Stand-in device files (a node's /dev/dri/renderD*): Slurm counts a gpu gres by its
-            # files; with task/none nothing confines a job to them.
-            f"AutoDetect=off\nName=gpu File=/dev/tty[0-{SLURM_GPUS_PER_NODE - 1}]\n"
-        )
+        (root / "gres.conf").write_text("\n".join(gres_conf) + "\n")
         env = {**os.environ, "SLURM_CONF": str(conf)}
         clog = root / "slurmctld.log"
         procs.append(
@@ -523,6 +569,23 @@ def slurm(nodes: tuple[str, ...] = SLURM_NODES) -> Iterator[SlurmCluster]:
             )
         cluster = SlurmCluster(conf=conf, partition=partition, nodes=nodes, root=root)
         _wait_idle(cluster, procs, clog)
+        if RESERVED_NODE in nodes:
+            subprocess.run(
+                [
+                    _need("scontrol"),
+                    "create",
+                    "reservation",
+                    f"ReservationName={RESERVATION}",
+                    "Users=root",
+                    f"Nodes={RESERVED_NODE}",
+                    "StartTime=now",
+                    "Duration=infinite",
+                ],
+                env=env,
+                capture_output=True,
+                timeout=30,
+                check=True,
+            )
         yield cluster
     finally:
         for proc in reversed(procs):

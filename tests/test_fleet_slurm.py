@@ -1,4 +1,4 @@
-"""Fleets through a real Slurm cluster: three slurmd on this machine (tests/services.py), each
+"""Fleets through a real Slurm cluster: eight slurmd on this machine (tests/services.py), each
 node's probe reading a different recorded rocminfo or KFD sysfs tree (chosen by
 $SLURMD_NODENAME), gathered through real srun fan-out, planned into groups, and the generated
 batch script run by real sbatch with a stand-in container command."""
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FROZEN_MATRIX
-from tests.services import SlurmCluster
+from tests.services import RESERVED_NODE, WIDE_PARTITION, SlurmCluster
 
 pytestmark = pytest.mark.slurm
 
@@ -22,13 +22,16 @@ MI300X = FIXTURES / "rocminfo-gfx942-mi300x-4gpu-thamada.txt"
 MI210 = FIXTURES / "sysfs" / "kfd-gfx90a-mi210-8gpu-k8sdp"
 
 
-def _probe_script(tmp: Path, *, broken: str | None = None, hung: str | None = None) -> Path:
-    """What srun runs on each node: the real probe on that node's recorded inputs."""
+def _probe_script(
+    tmp: Path, *, broken: str | None = None, hung: str | None = None, stubborn: str | None = None
+) -> Path:
+    """What srun runs on each node: the real probe on that node's recorded inputs (n3: an MI210
+    with 8 GPUs, every other node an MI300X with 4)."""
     probe = f"{sys.executable} -m resolver probe --json"
     lines = [
         "#!/bin/sh",
         'case "$SLURMD_NODENAME" in',
-        f"  n1|n2) exec {probe} --rocminfo {MI300X} ;;",
+        f"  n1|n2|n4|n5|n6|n7|n8) exec {probe} --rocminfo {MI300X} ;;",
         f"  n3) exec {probe} --sysfs {MI210} ;;",
         "esac",
         'echo "no recorded inputs for $SLURMD_NODENAME" >&2; exit 3',
@@ -39,6 +42,8 @@ def _probe_script(tmp: Path, *, broken: str | None = None, hung: str | None = No
         )
     if hung:
         lines.insert(2, f"  {hung}) exec sleep 120 ;;")
+    if stubborn:  # ignores SIGTERM: only a KILL stops it
+        lines.insert(2, f"  {stubborn}) trap '' TERM INT; sleep 120 ;;")
     path = tmp / ("probe-broken.sh" if broken else "probe-hung.sh" if hung else "probe.sh")
     path.write_text("\n".join(lines) + "\n")
     path.chmod(0o755)
@@ -69,14 +74,16 @@ def _wait_idle(cluster: SlurmCluster, timeout: float = 60) -> None:
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        states = subprocess.run(
-            ["sinfo", "-h", "-N", "-o", "%t"],
+        lines = subprocess.run(
+            ["sinfo", "-h", "-N", "-o", "%N %t"],
             env=cluster.env,
             capture_output=True,
             text=True,
             timeout=10,
             check=False,
-        ).stdout.split()
+        ).stdout.splitlines()
+        # The reserved node reads "resv" (tests/services.py), not idle.
+        states = [line.split()[1] for line in lines if line.split()[:1] != [RESERVED_NODE]]
         if states and set(states) == {"idle"}:
             return
         time.sleep(0.5)
@@ -167,9 +174,11 @@ def test_nodes_that_fail_are_listed_with_why(slurm_cluster: SlurmCluster, tmp_pa
 
 
 def test_a_hung_probe_is_stopped_and_listed(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    """A probe that hangs, and one that ignores SIGTERM too (KILLed 5 s after its limit, issue
+    40): both did not answer within the limit, neither "printed nothing"."""
     import time
 
-    probe = _probe_script(tmp_path, hung="n3")
+    probe = _probe_script(tmp_path, hung="n3", stubborn="n2")
     start = time.monotonic()
     run = _fleet(
         slurm_cluster,
@@ -185,9 +194,10 @@ def test_a_hung_probe_is_stopped_and_listed(slurm_cluster: SlurmCluster, tmp_pat
     assert run.returncode == 1, run.stderr
     data = json.loads(run.stdout)
     assert [(f["name"], f["reason"]) for f in data["failed"]] == [
-        ("n3", "the probe did not answer within 3s; it was stopped")
+        ("n2", "the probe did not answer within 3s; it was stopped"),
+        ("n3", "the probe did not answer within 3s; it was stopped"),
     ]
-    assert [g["nodes"] for g in data["groups"]] == ["n[1-2]"]
+    assert [g["nodes"] for g in data["groups"]] == ["n1"]
 
 
 def test_gather_writes_one_report_per_node(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
@@ -225,7 +235,7 @@ def test_unknown_target_and_dead_controller(slurm_cluster: SlurmCluster, tmp_pat
     assert run.stderr.startswith(
         "error: --slurm gpu[001-004]: neither a partition nor nodes Slurm knows"
     )
-    assert "hint: partitions: gpu, small; nodes: n[1-3]" in run.stderr
+    assert "hint: partitions: gpu, resv, small, tiny, wide; nodes: n[1-8]" in run.stderr
 
 
 def test_generated_sbatch_runs_under_slurm(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
@@ -305,16 +315,10 @@ def test_sbatch_test_only_accepts_every_group_script(
             timeout=30,
             check=False,
         )
-        gpus = int(
-            next(
-                line for line in script.read_text().splitlines() if "--gpus-per-node" in line
-            ).split("=")[1]
-        )
-        if gpus <= 4:  # the test nodes declare 4 GPUs each
-            assert check.returncode == 0, check.stderr
-            assert "to start at" in check.stderr
-        else:
-            assert check.returncode != 0
+        # n3 (MI210) has 8 GPUs and its gres says 8; the MI300X nodes 4 (issue 40: Slurm's own
+        # count, so that it is never more than Slurm has).
+        assert check.returncode == 0, check.stderr
+        assert "to start at" in check.stderr
 
 
 def test_scontrol_agrees_with_our_hostlists(slurm_cluster: SlurmCluster) -> None:
@@ -565,8 +569,7 @@ def test_a_partition_below_the_node_count_is_probed_in_steps(
             timeout=30,
             check=False,
         )
-        if "--gpus-per-node=4" in text:  # the test nodes declare 4 GPUs each
-            assert test_only.returncode == 0, test_only.stderr
+        assert test_only.returncode == 0, test_only.stderr
     # A --time past the partition's MaxTime would pend forever: refused before any srun.
     too_long = _fleet(
         slurm_cluster,
@@ -705,3 +708,150 @@ def test_a_mixed_fleet_under_slurm_gets_one_group_and_script_per_vendor(
     assert line.startswith("ran on n3 args: run --rm")
     assert "--gpus all" in line and "/dev/kfd" not in line
     assert "vllm/vllm-openai:v0.33.0" in line
+
+
+def _test_only(cluster: SlurmCluster, script: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["sbatch", "--test-only", str(script)],
+        env=cluster.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+
+def _sbatch(script: Path) -> dict[str, str]:
+    """A script's #SBATCH options: name -> value."""
+    options = {}
+    for line in script.read_text().splitlines():
+        if line.startswith("#SBATCH --"):
+            key, _, value = line.removeprefix("#SBATCH --").partition("=")
+            options[key] = value
+    return options
+
+
+def test_a_group_past_maxnodes_is_split_into_jobs_that_start(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    """Issue 40: a group larger than its partition's MaxNodes was one job that pends forever
+    (PartitionNodeLimit). `wide` lets a job hold 2 of its 4 nodes, and n4 declares no gpu gres:
+    the one MI300X group becomes jobs of at most 2 nodes, each of one gres count, and sbatch
+    accepts every one as written."""
+    probe = _probe_script(tmp_path)
+    out = tmp_path / "plan"
+    run = _fleet(slurm_cluster, "plan", WIDE_PARTITION, probe, "-o", str(out), cwd=tmp_path)
+    assert run.returncode == 0, run.stderr + run.stdout
+    data = json.loads((out / "fleet.json").read_text())
+    assert [g["nodes"] for g in data["groups"]] == ["n[4-7]"]
+    scripts = sorted((out / "slurm").iterdir())
+    assert [p.name for p in scripts] == ["g1-1.sbatch", "g1-2.sbatch", "g1-3.sbatch"]
+    jobs = {_sbatch(p)["nodelist"]: _sbatch(p) for p in scripts}
+    assert set(jobs) == {"n4", "n[5-6]", "n7"}
+    for options in jobs.values():
+        assert options["partition"] == WIDE_PARTITION and int(options["nodes"]) <= 2
+    # n4 has no gpu gres: no --gpus-per-node (Slurm would refuse it), the job takes it whole.
+    assert "gpus-per-node" not in jobs["n4"] and "exclusive" in jobs["n4"]
+    assert jobs["n[5-6]"]["gpus-per-node"] == "4"
+    for script in scripts:
+        check = _test_only(slurm_cluster, script)
+        assert check.returncode == 0, (script.name, check.stderr)
+
+
+def test_a_group_spanning_partitions_names_the_ones_holding_its_nodes(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    """Issue 40: a node list no one partition holds got no --partition (the jobs pended in the
+    default partition with PartitionConfig). n[1-2] are in gpu (n2 in small too), n[5-6] in wide:
+    one job in each, within its MaxTime (gpu: 10 minutes, wide: 30), and sbatch accepts them."""
+    probe = _probe_script(tmp_path)
+    out = tmp_path / "plan"
+    run = _fleet(slurm_cluster, "plan", "n[1-2,5-6]", probe, "-o", str(out), cwd=tmp_path)
+    assert run.returncode == 0, run.stderr + run.stdout
+    scripts = sorted((out / "slurm").iterdir())
+    jobs = {_sbatch(p)["nodelist"]: _sbatch(p) for p in scripts}
+    assert {k: (v["partition"], v["time"]) for k, v in jobs.items()} == {
+        "n[1-2]": ("gpu", "00:10:00"),
+        "n[5-6]": (WIDE_PARTITION, "00:30:00"),
+    }
+    for script in scripts:
+        check = _test_only(slurm_cluster, script)
+        assert check.returncode == 0, (script.name, check.stderr)
+
+
+def test_gpus_per_node_is_what_slurm_declares(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    """Issue 40: --gpus-per-node came from the probe; a node whose gres differs got a script Slurm
+    refuses. n3 declares gpu:mi210:8; here its probe says 4 MI300X, as n1 and n2 (gpu:mi300x:4):
+    one group, two jobs, each asking for what Slurm declares, and the script says why."""
+    probe = tmp_path / "probe-all-mi300x.sh"
+    probe.write_text(
+        f"#!/bin/sh\nexec {sys.executable} -m resolver probe --json --rocminfo {MI300X}\n"
+    )
+    probe.chmod(0o755)
+    out = tmp_path / "plan"
+    run = _fleet(slurm_cluster, "plan", "gpu", probe, "-o", str(out), cwd=tmp_path)
+    assert run.returncode == 0, run.stderr + run.stdout
+    scripts = sorted((out / "slurm").iterdir())
+    jobs = {_sbatch(p)["nodelist"]: (p, _sbatch(p)) for p in scripts}
+    assert {k: v[1]["gpus-per-node"] for k, v in jobs.items()} == {"n[1-2]": "4", "n3": "8"}
+    assert "# Slurm's gres declares 8 GPUs on these nodes, the probe saw 4" in (
+        jobs["n3"][0].read_text()
+    )
+    for script in scripts:
+        check = _test_only(slurm_cluster, script)
+        assert check.returncode == 0, (script.name, check.stderr)
+
+
+def test_one_failing_server_stops_only_itself(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    """Issue 40: one `srun --kill-on-bad-exit=1` over the group's nodes meant one failing node
+    killed every other server. Each node's server is now its own step: the container stand-in
+    fails at once on n1 and serves for 3 s on n2, which still finishes; the job fails and its
+    output names n1."""
+    probe = _probe_script(tmp_path)
+    out = tmp_path / "plan"
+    run = _fleet(
+        slurm_cluster, "plan", "n[1-2]", probe, "--time", "00:05:00", "-o", str(out), cwd=tmp_path
+    )
+    assert run.returncode == 0, run.stderr
+    standin = tmp_path / "docker-standin"
+    standin.write_text(
+        "#!/bin/sh\n"
+        '[ "$SLURMD_NODENAME" = n1 ] && { echo "failed on n1" >&2; exit 7; }\n'
+        'sleep 3; echo "served on $SLURMD_NODENAME to the end"\n'
+    )
+    standin.chmod(0o755)
+    submit = subprocess.run(
+        ["sbatch", "--wait", "--parsable", str(out / "slurm" / "g1.sbatch")],
+        env={**slurm_cluster.env, "CONTAINER": str(standin)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+    assert submit.returncode != 0  # the job says some server failed
+    job = submit.stdout.strip().split(";")[0]
+    output = (tmp_path / f"vllm-g1-{job}.out").read_text()
+    assert "served on n2 to the end" in output, output
+    assert "rocm-vllm: the server on n1 stopped (exit 7)" in output, output
+    assert "rocm-vllm: servers that stopped with an error: n1" in output, output
+    _wait_idle(slurm_cluster)
+
+
+def test_a_maxtime_one_partition_is_probed(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    """Issue 40: with the default --timeout on a MaxTime=1 partition the probe step asked for 3
+    minutes, was refused, and every idle node read as busy."""
+    from tests.services import TINY_PARTITION
+
+    run = _fleet(
+        slurm_cluster,
+        "gather",
+        TINY_PARTITION,
+        _probe_script(tmp_path),
+        "-o",
+        str(tmp_path / "reports"),
+        "--json",
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr + run.stdout
+    assert [(n["name"], n["status"]) for n in json.loads(run.stdout)["nodes"]] == [("n7", "ok")]

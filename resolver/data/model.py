@@ -320,6 +320,32 @@ class RocmStack(msgspec.Struct, frozen=True, kw_only=True):
     # where a TheRock stack gets ROCm and PyTorch wheels
     wheel_index: Annotated[str | None, safe("url")] = None
     pins: Annotated[tuple[ComponentPin, ...], KEYED_BY_COMPONENT] = ()
+    # What else the stack's Dockerfiles do, read from the sdist (v0.30 on; empty, False or None
+    # where not read). ENV of upstream's base stage a source build keeps (HSA_NO_SCRATCH_RECLAIM)
+    base_env: Annotated[
+        tuple[tuple[str, str], ...],
+        msgspec.Meta(extra={"safe": "env_value", "key_safe": "env_name"}),
+    ] = ()
+    # ENV of upstream's final image: the app file's final stage and the base file's final stage
+    final_env: Annotated[
+        tuple[tuple[str, str], ...],
+        msgspec.Meta(extra={"safe": "env_value", "key_safe": "env_name"}),
+    ] = ()
+    aiter_system_triton: bool = False  # AITER built with AITER_USE_SYSTEM_TRITON=1
+    # ROCm/triton commit whose python/triton_kernels vLLM's build uses (ROCM_TRITON_KERNELS_COMMIT)
+    triton_kernels_commit: Annotated[str | None, safe("ref")] = None
+    # ROCr+CLR and rocprofiler-sdk that upstream builds from ROCm/rocm-systems over the base ROCm
+    rocm_runtime_commit: Annotated[str | None, safe("ref")] = None
+    rocprofiler_sdk_commit: Annotated[str | None, safe("ref")] = None
+    # TheRock: the nightly wheel index upstream adds as --extra-index-url
+    nightly_index: Annotated[str | None, safe("url")] = None
+    # TheRock: the packages whose [device-<arch>] extra is installed per target (torch, ...)
+    device_packages: Annotated[tuple[str, ...], safe("ref")] = ()
+    # TheRock: kpack files upstream deletes under site-packages (gfx90a xnack builds that fail
+    # with hipErrorInvalidImage on MI250)
+    drop_kpacks: Annotated[tuple[str, ...], safe("env_value")] = ()
+    # TheRock: upstream patches rocm_sdk to load its libraries without RTLD_GLOBAL
+    rocm_sdk_rtld_local: bool = False
     provenance: Provenance
 
     @property

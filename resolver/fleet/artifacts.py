@@ -254,26 +254,44 @@ def _partition_jobs(
     return jobs
 
 
+def _holding(names: list[str], layout: SlurmLayout) -> dict[str, tuple[str, ...]]:
+    """Each node's partitions for its job: those holding it and as many of ``names`` as one
+    partition can (the one holding most first), so that a group spanning partitions gets as few
+    jobs as it can, each naming every partition that holds all of its nodes."""
+    left = list(names)
+    chosen: dict[str, tuple[str, ...]] = {}
+    while left:
+        counts: dict[str, int] = {}
+        for n in left:
+            for p in layout.member_of.get(n, ()):
+                counts[p] = counts.get(p, 0) + 1
+        if not counts:  # nodes Slurm named no partition for: no --partition
+            chosen.update(dict.fromkeys(left, ()))
+            break
+        top = max(counts, key=lambda p: counts[p])  # first of the most: sinfo's order
+        taken = [n for n in left if top in layout.member_of.get(n, ())]
+        shared = set.intersection(*(set(layout.member_of.get(n, ())) for n in taken))
+        parts = tuple(p for p in layout.member_of.get(taken[0], ()) if p in shared)
+        chosen.update(dict.fromkeys(taken, parts))
+        left = [n for n in left if n not in chosen]
+    return chosen
+
+
 def slurm_jobs(group: Group, opts: Options) -> list[SlurmJob]:
     """The batch jobs that start the group's servers. Without what Slurm said of the nodes
     (``opts.slurm``), or with ``--constraint``, one job. With it: the nodes by the GPUs their gres
-    declares, then by the partitions that hold them (``--partition``, else those holding every
-    node of the group, else each node's own), then in jobs within those partitions' MaxNodes."""
+    declares, then by the partitions that hold them (``--partition``, else ``_holding``), then in
+    jobs within those partitions' MaxNodes."""
     layout = opts.slurm
     if opts.constraint:
         return [SlurmJob((), opts.partition, opts.time)]
     names = group.names
     if layout is None:
         return [SlurmJob(tuple(names), opts.partition, opts.time)]
-    common = set.intersection(*(set(layout.member_of.get(n, ())) for n in names))
+    holding = _holding(names, layout)
     by: dict[tuple[int | None, tuple[str, ...]], list[str]] = {}
     for n in names:
-        if opts.partition:
-            parts: tuple[str, ...] = (opts.partition,)
-        elif common:
-            parts = tuple(p for p in layout.member_of.get(n, ()) if p in common)
-        else:
-            parts = layout.member_of.get(n, ())
+        parts = (opts.partition,) if opts.partition else holding[n]
         by.setdefault((layout.gpus.get(n), parts), []).append(n)
     return [
         job

@@ -35,6 +35,10 @@ class DockerfileFacts:
         default_factory=list
     )  # literal GPU_ARCHS on AITER's build line
     fa_build_archs: str | None = None  # FlashAttention's GPU_ARCHS as its build line makes it
+    stages: list[str] = field(default_factory=list)  # FROM ... AS name, in order
+    # ENV each stage sets, ARGs expanded (a value naming an unset variable is left out)
+    stage_env: dict[str, dict[str, str]] = field(default_factory=dict)
+    runs: list[tuple[str, str]] = field(default_factory=list)  # (stage, RUN line), in order
 
 
 def logical_lines(text: str) -> list[str]:
@@ -81,9 +85,12 @@ def _unquote(value: str) -> str:
 
 def parse(text: str) -> DockerfileFacts:
     facts = DockerfileFacts()
+    stage = ""  # before the first FROM: the global scope
     for line in logical_lines(text):
         instr, _, rest = line.partition(" ")
         keyword = instr.upper()
+        if keyword == "ENV":
+            _stage_env(facts.stage_env.setdefault(stage, {}), rest, facts.args)
         if keyword in ("ARG", "ENV"):
             for word in _split(rest):
                 name, eq, default = word.partition("=")
@@ -100,7 +107,11 @@ def parse(text: str) -> DockerfileFacts:
             words = [w for w in rest.split() if not w.startswith("--")]
             if words:
                 facts.froms.append(expand(words[0], facts.args))
+            if len(words) == 3 and words[1].upper() == "AS":
+                stage = words[2]
+                facts.stages.append(stage)
         elif keyword == "RUN":
+            facts.runs.append((stage, rest))
             facts.clones.extend(_clone_urls(rest))
             if "flash-attention" in rest and facts.fa_build_archs is None:
                 facts.fa_build_archs = _fa_archs(rest, facts.args)
@@ -109,6 +120,19 @@ def parse(text: str) -> DockerfileFacts:
                 if m:
                     facts.aiter_build_archs = [a for a in m.group(1).split(";") if a]
     return facts
+
+
+def _stage_env(env: dict[str, str], rest: str, args: dict[str, str]) -> None:
+    """One ENV instruction into ``env``: ``NAME=value ...``, or the legacy ``NAME value``."""
+    words = _split(rest)
+    if words and "=" not in words[0]:
+        pairs = [(words[0], " ".join(words[1:]))]
+    else:
+        pairs = [w.partition("=")[::2] for w in words if "=" in w]
+    for name, value in pairs:
+        value = _unquote(value)
+        if _known_refs(value, args):
+            env[name] = expand(value, args)
 
 
 def _split(rest: str) -> list[str]:

@@ -32,11 +32,26 @@ class ComponentSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class UpstreamStep:
+    """A step of upstream's Dockerfiles the generated file leaves out or does differently."""
+
+    how: str  # "left out" or "differs"
+    what: str  # may name the stack field it needs as {value}
+    reason: str
+    names: tuple[str, ...]  # upstream's ARG, ENV and stage names it covers
+    layouts: frozenset[str]  # the layouts it is said for
+    when: str = ""  # a stack field that must be set (non-empty) for it to be said
+
+
+@dataclass(frozen=True, slots=True)
 class Layouts:
     layouts: dict[str, LayoutSpec]
     components: dict[str, ComponentSpec]
     common: frozenset[str]  # stages whose fragment is in common/
     debs: frozenset[str]  # stages that produce .deb packages
+    # repo -> tag -> the commit it pointed to when read (checked after checkout)
+    tag_commits: dict[str, dict[str, str]]
+    steps: tuple[UpstreamStep, ...]  # upstream's steps not reproduced as upstream does them
 
 
 @functools.cache
@@ -68,7 +83,29 @@ def layouts() -> Layouts:
             for name, v in doc["component"].items()
         }
         stages = doc["stages"]
-        return Layouts(specs, components, frozenset(stages["common"]), frozenset(stages["debs"]))
+        tag_commits = {
+            str(repo): {str(t): str(c) for t, c in v["tags"].items()}
+            for repo, v in doc.get("tag_commit", {}).items()
+        }
+        steps = tuple(
+            UpstreamStep(
+                how=str(v["how"]),
+                what=str(v["what"]),
+                reason=str(v["reason"]),
+                names=tuple(str(n) for n in v.get("names", ())),
+                layouts=frozenset(str(x) for x in v["layouts"]),
+                when=str(v.get("when", "")),
+            )
+            for v in doc.get("upstream_step", [])
+        )
+        return Layouts(
+            specs,
+            components,
+            frozenset(stages["common"]),
+            frozenset(stages["debs"]),
+            tag_commits,
+            steps,
+        )
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise UsageError(
             f"Dockerfile layouts {path} cannot be read ({type(exc).__name__}: {exc})",
@@ -79,3 +116,8 @@ def layouts() -> Layouts:
 def arg_prefix(component: str) -> str:
     """The ARG prefix of a component (TRITON for TRITON_REPO, TRITON_BRANCH)."""
     return layouts().components[component].arg
+
+
+def tag_commit(repo: str, ref: str) -> str | None:
+    """The commit a pinned tag pointed to when it was read (``[tag_commit]``), else None."""
+    return layouts().tag_commits.get(repo, {}).get(ref)

@@ -13,7 +13,7 @@ import msgspec
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from resolver.artifacts.dockerfile.layout import layouts
+from resolver.artifacts.dockerfile.layout import layouts, tag_commit
 from resolver.artifacts.mirrors import Mirrors, mirror_image, parse_mirror
 from resolver.data.model import ComponentPin, Matrix, RocmStack, VllmRelease
 from resolver.data.node import Node
@@ -101,6 +101,8 @@ class DockerfilePlan:
     override: str | None = None
     runs_as: tuple[tuple[str, str], ...] = ()
     mirrors: Mirrors = field(default_factory=Mirrors)  # where every fetch goes (--mirror-config)
+    # the stack record, for the build steps it says upstream takes (final ENV, kpacks, ...)
+    upstream: RocmStack | None = None
 
     @property
     def base_image_ref(self) -> str:
@@ -156,7 +158,11 @@ class DockerfilePlan:
     def floating(self) -> tuple[str, ...]:
         """What this file does not pin, and why: said in its header."""
         out = []
-        tags = [p for p in self.pins if not p.is_commit and p not in self.moving]
+        tags = [
+            p
+            for p in self.pins
+            if not p.is_commit and p not in self.moving and not tag_commit(p.repo, p.ref)
+        ]
         if tags:
             out.append(
                 "tags, which upstream could move (the data records no commit for them): "
@@ -501,6 +507,7 @@ def plan_dockerfile(
         mirrors=mirrors,
         override=override,
         runs_as=runs_as,
+        upstream=st,
     )
 
 

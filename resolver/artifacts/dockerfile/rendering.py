@@ -6,9 +6,12 @@ from __future__ import annotations
 import re
 import string
 from pathlib import Path
+from typing import Final
+
+from packaging.version import Version
 
 from resolver.artifacts.dockerfile.guard import GUARD_PATH, guard_lines
-from resolver.artifacts.dockerfile.layout import arg_prefix, layouts
+from resolver.artifacts.dockerfile.layout import UpstreamStep, arg_prefix, layouts, tag_commit
 from resolver.artifacts.dockerfile.plan import LABEL_PREFIX, DockerfilePlan
 from resolver.artifacts.mirrors import Mirrors
 from resolver.data import resources
@@ -30,6 +33,8 @@ def _arg_lines(plan: DockerfilePlan) -> str:
         name = arg_prefix(p.component)
         lines.append(f"ARG {name}_REPO={p.repo}")
         lines.append(f"ARG {name}_BRANCH={p.ref}")
+    if plan.upstream is not None and plan.upstream.triton_kernels_commit:
+        lines.append(f"ARG ROCM_TRITON_KERNELS_COMMIT={plan.upstream.triton_kernels_commit}")
     if plan.vllm_sdist is not None:
         lines.append(f"ARG VLLM_SDIST_URL={plan.vllm_sdist[0]}")
     else:
@@ -73,9 +78,22 @@ def _header(plan: DockerfilePlan) -> str:
             f"# vLLM source: its sdist {plan.vllm_source.split()[0]}, checked against sha256 "
             f"{plan.vllm_sdist[1][:12]}... by the build (sha256sum -c)."
         )
-    if any(p.is_commit for p in plan.pins):
+    if any(not p.is_commit and tag_commit(p.repo, p.ref) for p in plan.pins):
+        lines.append(
+            "# Each commit pin, and each tag whose commit is recorded, is checked after checkout: "
+            "the build fails on any other commit."
+        )
+    elif any(p.is_commit for p in plan.pins):
         lines.append(
             "# Each commit pin is checked after checkout: the build fails on any other commit."
+        )
+    steps = upstream_steps(plan)
+    lines += [_step_line(plan, s) for s in steps if s.how != "left out"]
+    lines += [_step_line(plan, s) for s in steps if s.how == "left out"]
+    if plan.upstream is not None and Version(plan.vllm_version) < STEPS_SINCE:
+        lines.append(
+            f"# Upstream's build steps beyond the pins are compared from v{STEPS_SINCE} on; "
+            "this release's are not listed."
         )
     lines.append("# Not pinned, and why:")
     lines += [f"#   - {what}" for what in plan.floating]
@@ -195,12 +213,17 @@ def _deadsnakes(mirrors: Mirrors) -> str:
 
 def _verify(directory: str, pin: ComponentPin | None) -> str:
     """After a checkout of a commit pin: fail unless HEAD is that commit (a branch or tag named
-    like it would otherwise be taken)."""
-    if pin is None or not pin.is_commit:
+    like it would otherwise be taken); after a tag whose commit is recorded: fail unless the tag
+    still points there (a tag can move)."""
+    if pin is None:
         return ""
+    commit = pin.ref if pin.is_commit else tag_commit(pin.repo, pin.ref)
+    if commit is None:
+        return ""
+    what = f"commit {commit}" if pin.is_commit else f"{pin.ref} at {commit}"
     return (
-        f' \\\n    && case "$(git -C {directory} rev-parse HEAD)" in {pin.ref}*) ;; '
-        f'*) echo "{directory}: not commit {pin.ref}" >&2; exit 1;; esac'
+        f' \\\n    && case "$(git -C {directory} rev-parse HEAD)" in {commit}*) ;; '
+        f'*) echo "{directory}: not {what}" >&2; exit 1;; esac'
     )
 
 
@@ -238,6 +261,156 @@ def _override_env(plan: DockerfilePlan) -> str:
     )
 
 
+# The releases whose upstream build steps (beyond the pins) are read and compared: the header's
+# "Left out" and "Differs" lines are said for them (tests/test_dockerfile.py checks each).
+STEPS_SINCE: Final = Version("0.30.0")
+
+
+def upstream_steps(plan: DockerfilePlan) -> tuple[UpstreamStep, ...]:
+    """Upstream's build steps this file leaves out or does differently, as ``layouts.toml``
+    lists them, for this plan's layout and what its stack records."""
+    if plan.upstream is None or Version(plan.vllm_version) < STEPS_SINCE:
+        return ()
+    return tuple(
+        s
+        for s in layouts().steps
+        if plan.layout in s.layouts and (not s.when or getattr(plan.upstream, s.when, None))
+    )
+
+
+def _step_line(plan: DockerfilePlan, step: UpstreamStep) -> str:
+    value = getattr(plan.upstream, step.when, "") if step.when else ""
+    what = step.what.replace("{value}", str(value)[:12] if isinstance(value, str) else "")
+    label = "Left out" if step.how == "left out" else "Differs"
+    return f"# {label}: {what}: {step.reason}."
+
+
+def _env_block(pairs: list[tuple[str, str]]) -> str:
+    return "ENV " + " \\\n    ".join(f"{k}={v}" for k, v in pairs)
+
+
+def _base_env(plan: DockerfilePlan) -> str:
+    """ENV upstream's base stage sets that a build keeps (HSA_NO_SCRATCH_RECLAIM), as read."""
+    pairs = list(plan.upstream.base_env) if plan.upstream else []
+    if not pairs:
+        return ""
+    for name, value in pairs:
+        require_safe("env_name", name, where="base_env")
+        require_safe("env_value", value, where=f"base_env {name}")
+    return "# As upstream's base stage sets it (read from the release's Dockerfile).\n" + (
+        _env_block(pairs) + "\n"
+    )
+
+
+def _runtime_env(plan: DockerfilePlan) -> str:
+    """The final image's ENV: what upstream's final image sets, as read from the release's
+    Dockerfiles (less what a listed step leaves out or does differently: UV_* for uv, UCX_* for
+    the UCX not built here), then this build's AITER/MORI targets."""
+    skipped = {n for s in upstream_steps(plan) for n in s.names}
+    upstream = [
+        (k, v) for k, v in (plan.upstream.final_env if plan.upstream else ()) if k not in skipped
+    ]
+    for name, value in upstream:
+        require_safe("env_name", name, where="final_env")
+        require_safe("env_value", value, where=f"final_env {name}")
+    out = []
+    if upstream:
+        out.append(
+            "# Runtime settings upstream's final image sets (read from the release's Dockerfiles)."
+        )
+        if any("TOKEN" in k for k, _ in upstream):
+            # DL3064 matches "TOKEN" in TOKENIZERS_PARALLELISM, a tokenizer switch, not a secret.
+            out.append("# hadolint ignore=DL3064")
+        out.append(_env_block(upstream))
+    else:
+        out.append("# Upstream's runtime ENV for this release is not recorded (none is set here).")
+    ours = []
+    if plan.aiter_arch:
+        ours.append(("AITER_ROCM_ARCH", f'"{";".join(plan.aiter_arch)}"'))
+    if plan.mori_arch:
+        ours.append(("MORI_GPU_ARCHS", f'"{";".join(plan.mori_arch)}"'))
+    if ours:
+        out.append("# The targets AITER and MORI were built for (upstream's base sets them too).")
+        out.append(_env_block(ours))
+    return "\n".join(out)
+
+
+def _triton_kernels(plan: DockerfilePlan) -> str:
+    """triton_kernels (the MoE kernels of gpt-oss) from ROCm/triton at upstream's
+    ROCM_TRITON_KERNELS_COMMIT, as upstream's rocm-triton-kernels stage fetches them; vLLM's
+    CMake then takes TRITON_KERNELS_SRC_DIR instead of fetching its own tag."""
+    commit = plan.upstream.triton_kernels_commit if plan.upstream else None
+    if not commit:
+        return ""
+    require_safe("ref", commit, where="triton_kernels_commit")
+    d = "/tmp/triton-kernels"  # a scratch directory of the build container
+    return (
+        "# triton_kernels (gpt-oss's MoE kernels) at upstream's ROCM_TRITON_KERNELS_COMMIT, from\n"
+        "# ROCm/triton as upstream's rocm-triton-kernels stage takes them; vLLM's CMake builds\n"
+        "# against TRITON_KERNELS_SRC_DIR instead of fetching its own tag.\n"
+        "ARG ROCM_TRITON_KERNELS_COMMIT\n"
+        "ARG GIT_BASE\n"
+        f"RUN git init -q {d} \\\n"
+        f'    && git -C {d} fetch -q --depth 1 "${{GIT_BASE}}/ROCm/triton.git" '
+        '"${ROCM_TRITON_KERNELS_COMMIT}" \\\n'
+        f"    && git -C {d} checkout -q FETCH_HEAD \\\n"
+        f'    && case "$(git -C {d} rev-parse HEAD)" in {commit}*) ;; '
+        f'*) echo "triton_kernels: not commit {commit}" >&2; exit 1;; esac \\\n'
+        "    && mkdir -p /opt/rocm-triton-kernels \\\n"
+        f"    && cp -r {d}/python/triton_kernels/triton_kernels/. /opt/rocm-triton-kernels/ \\\n"
+        "    && test -f /opt/rocm-triton-kernels/__init__.py \\\n"
+        f"    && rm -rf {d}\n"
+        "ENV TRITON_KERNELS_SRC_DIR=/opt/rocm-triton-kernels\n"
+    )
+
+
+def _therock_values(plan: DockerfilePlan) -> dict[str, str]:
+    """TheRock base: the nightly extra index, the [device-<arch>] packages, the kpacks upstream
+    deletes and its rocm_sdk patch, each as the stack's Dockerfile has it."""
+    st = plan.upstream
+    nightly = st.nightly_index if st is not None and not plan.mirrors.rocm_wheels else None
+    if nightly:
+        require_safe("url", nightly, where="nightly_index")
+    extra = (
+        ' \\\n        --extra-index-url "${ROCM_NIGHTLY_WHEELS_MULTIARCH_URL}"' if nightly else ""
+    )
+    versions = {"torch": plan.torch or "", "rocm": plan.rocm}
+    for w in plan.torch_extras:
+        name, _, version = w.partition("==")
+        versions[name] = version
+    wanted = (st.device_packages if st is not None else ()) or ("torch", "rocm")
+    device = " ".join(f'"{p}[device-${{arch}}]=={versions[p]}"' for p in wanted if versions.get(p))
+    kpacks = st.drop_kpacks if st is not None else ()
+    for k in kpacks:
+        require_safe("env_value", k, where="drop_kpacks")
+        if ".." in k:
+            raise UsageError(
+                f"drop_kpacks: {k!r} leaves site-packages", hint="fix matrix/vllm.toml"
+            )
+    comments, steps = [], []
+    if kpacks:
+        comments.append(
+            "# Remove the kpacks upstream removes (its comment: ASAN artifacts that cause\n"
+            "# hipErrorInvalidImage on MI250, gfx90a)."
+        )
+        steps.append("rm -f " + " \\\n        ".join(f'"${{SITE_PACKAGES}}/{k}"' for k in kpacks))
+    if st is not None and st.rocm_sdk_rtld_local:
+        comments.append("# As upstream: rocm_sdk loads its libraries without RTLD_GLOBAL.")
+        steps.append(
+            'if [ -f "${SITE_PACKAGES}/rocm_sdk/__init__.py" ]; then \\\n'
+            "        sed -i 's/rtld_global: bool = True/rtld_global: bool = False/g' "
+            '"${SITE_PACKAGES}/rocm_sdk/__init__.py"; \\\n'
+            "    fi"
+        )
+    fixes = "\n".join(comments) + "\nRUN " + " \\\n    && ".join(steps) if steps else ""
+    return {
+        "nightly_arg": f"\nARG ROCM_NIGHTLY_WHEELS_MULTIARCH_URL={nightly}" if nightly else "",
+        "nightly_extra": extra,
+        "device_packages": device,
+        "therock_fixes": fixes,
+    }
+
+
 def template_values(plan: DockerfilePlan, root: Path | None = None) -> dict[str, str]:
     """The names a fragment may use as ``@{name}``."""
     root = root or resources.dockerfiles_dir()
@@ -246,11 +419,7 @@ def template_values(plan: DockerfilePlan, root: Path | None = None) -> dict[str,
         base_apt += ["libsox-dev", "libsox-fmt-all", "sox"]  # torchaudio (upstream's base stage)
     if plan.pin("mori"):
         base_apt += ["libopenmpi-dev", "libpci-dev"]  # MORI (upstream's base stage)
-    final_env = []
-    if plan.aiter_arch:
-        final_env.append(f'AITER_ROCM_ARCH="{";".join(plan.aiter_arch)}"')
-    if plan.mori_arch:
-        final_env.append(f'MORI_GPU_ARCHS="{";".join(plan.mori_arch)}"')
+    aiter_triton = plan.upstream is not None and plan.upstream.aiter_system_triton
     values = {
         "header": _header(plan),
         "pin_args": _arg_lines(plan),
@@ -271,7 +440,11 @@ def template_values(plan: DockerfilePlan, root: Path | None = None) -> dict[str,
         "wheel_mounts": _mounts(plan, debs=False),
         "deb_mounts": _mounts(plan, debs=True).lstrip(" "),
         "base_apt": "".join(f" {pkg}" for pkg in base_apt),
-        "final_env": "".join(f" \\\n    {line}" for line in final_env),
+        "runtime_env": _runtime_env(plan),
+        "base_env": _base_env(plan),
+        "triton_kernels": _triton_kernels(plan),
+        "aiter_env": "AITER_USE_SYSTEM_TRITON=1 " if aiter_triton else "",
+        **_therock_values(plan),
         "override_env": _override_env(plan),
         "vllm_version": plan.vllm_version,
         "rocm": plan.rocm,

@@ -5,6 +5,7 @@
 #   pins: vllm-project/vllm@v0.10.0 (6d8d0a24c0): docker/Dockerfile.rocm_base + docker/Dockerfile.rocm; CMakeLists.txt HIP_SUPPORTED_ARCHS (confidence: exact)
 # Base image ROCm 6.3.1 runs on the host's amdgpu driver 30.30.3 (series 30.30).
 # Each commit pin is checked after checkout: the build fails on any other commit.
+# Upstream's build steps beyond the pins are compared from v0.30.0 on; this release's are not listed.
 # Not pinned, and why:
 #   - tags, which upstream could move (the data records no commit for them): vision v0.21.0
 #   - vLLM at vllm-project/vllm@v0.10.0, a Git ref (no sdist hash recorded for it)
@@ -207,7 +208,8 @@ RUN --mount=type=cache,target=/root/.cache/ccache \
     GPU_ARCHS="gfx942" python3 setup.py bdist_wheel --dist-dir=/app/install
 WORKDIR /app
 
-# AITER with prebuilt kernels for gfx942 only (the targets its gate admits).
+# AITER with prebuilt kernels for gfx942 only (the targets its gate admits); where upstream
+# sets AITER_USE_SYSTEM_TRITON=1, setup.py keeps the pinned Triton instead of resolving its own.
 FROM build_base AS build_aiter
 ARG AITER_REPO
 ARG AITER_BRANCH
@@ -294,12 +296,9 @@ RUN --mount=type=cache,target=/root/.cache/pip \
     && req=/install/vllm/requirements/rocm.txt; [ -f "${req}" ] || req=/install/vllm/requirements-rocm.txt; \
     python3 -m pip install -r "${req}" -c /etc/rocm-vllm/constraints.txt
 
-# Runtime settings upstream bakes into its image. DL3064 matches "TOKEN" in TOKENIZERS_PARALLELISM,
-# which is a tokenizer switch, not a secret.
-# hadolint ignore=DL3064
-ENV RAY_EXPERIMENTAL_NOSET_ROCR_VISIBLE_DEVICES=1 \
-    TOKENIZERS_PARALLELISM=false \
-    AITER_ROCM_ARCH="gfx942"
+# Upstream's runtime ENV for this release is not recorded (none is set here).
+# The targets AITER and MORI were built for (upstream's base sets them too).
+ENV AITER_ROCM_ARCH="gfx942"
 LABEL org.opencontainers.image.title="vllm-rocm" \
       org.opencontainers.image.description="vLLM 0.10.0 built from source for gfx942 on rocm/dev-ubuntu-22.04:6.3.1-complete" \
       org.opencontainers.image.version="0.10.0" \

@@ -8,6 +8,7 @@
 # Left out: aiter (ROCm/aiter@v0.1.13.post1): no target passes its gate (gfx1201: triton-only).
 # Left out: mori (ROCm/mori@v1.1.0): upstream builds it for gfx942;gfx950 only (MORI_GPU_ARCHS).
 # Each commit pin is checked after checkout: the build fails on any other commit.
+# Upstream's build steps beyond the pins are compared from v0.30.0 on; this release's are not listed.
 # Not pinned, and why:
 #   - tags, which upstream could move (the data records no commit for them): vision v0.24.1, audio v2.9.0
 #   - vLLM at vllm-project/vllm@v0.23.0, a Git ref (no sdist hash recorded for it)
@@ -198,11 +199,7 @@ RUN --mount=type=cache,target=/root/.cache/pip \
     && req=/install/vllm/requirements/rocm.txt; [ -f "${req}" ] || req=/install/vllm/requirements-rocm.txt; \
     python3 -m pip install -r "${req}" -c /etc/rocm-vllm/constraints.txt
 
-# Runtime settings upstream bakes into its image. DL3064 matches "TOKEN" in TOKENIZERS_PARALLELISM,
-# which is a tokenizer switch, not a secret.
-# hadolint ignore=DL3064
-ENV RAY_EXPERIMENTAL_NOSET_ROCR_VISIBLE_DEVICES=1 \
-    TOKENIZERS_PARALLELISM=false
+# Upstream's runtime ENV for this release is not recorded (none is set here).
 LABEL org.opencontainers.image.title="vllm-rocm" \
       org.opencontainers.image.description="vLLM 0.23.0 built from source for gfx1201 on rocm/dev-ubuntu-22.04:7.2.3-complete" \
       org.opencontainers.image.version="0.23.0" \

@@ -4,9 +4,10 @@
 # Equivalent to upstream's docker/Dockerfile.rocm_base + docker/Dockerfile.rocm at v0.24.0
 #   pins: vllm-project/vllm release branch v0.24.0 as carried by neuralmagic/vllm branch varun/v0.24.0 (cut 6c427dd401 2026-06-23, tip ee0da84ab9 2026-06-28): docker/Dockerfile.rocm_base (confidence: release-branch)
 # Base image ROCm 7.2.3 runs on the host's amdgpu driver 30.30.3 (series 30.30).
-# Each commit pin is checked after checkout: the build fails on any other commit.
+# Each commit pin, and each tag whose commit is recorded, is checked after checkout: the build fails on any other commit.
+# Upstream's build steps beyond the pins are compared from v0.30.0 on; this release's are not listed.
 # Not pinned, and why:
-#   - tags, which upstream could move (the data records no commit for them): vision v0.24.1, audio v2.9.0, aiter v0.1.13.post1, mori v1.1.0
+#   - tags, which upstream could move (the data records no commit for them): vision v0.24.1, audio v2.9.0
 #   - vLLM at vllm-project/vllm@v0.24.0, a Git ref (no sdist hash recorded for it)
 #   - the base image rocm/dev-ubuntu-22.04:7.2.3-complete, a tag (rocm-vllm dockerfile --digest pins it)
 #   - apt and pip packages without a version in the data (the base stage's tools, build requirements, vLLM's requirements other than the components built here, which /etc/rocm-vllm/constraints.txt holds to the built wheels): the index and archive serve today's
@@ -171,7 +172,8 @@ RUN --mount=type=cache,target=/root/.cache/ccache \
     GPU_ARCHS="gfx942;gfx950" python3 setup.py bdist_wheel --dist-dir=/app/install
 WORKDIR /app
 
-# AITER with prebuilt kernels for gfx942;gfx950 only (the targets its gate admits).
+# AITER with prebuilt kernels for gfx942;gfx950 only (the targets its gate admits); where upstream
+# sets AITER_USE_SYSTEM_TRITON=1, setup.py keeps the pinned Triton instead of resolving its own.
 FROM build_base AS build_aiter
 ARG AITER_REPO
 ARG AITER_BRANCH
@@ -182,6 +184,7 @@ RUN --mount=type=bind,from=build_pytorch,source=/app/install,target=/install/pyt
     python3 -m pip install /install/pytorch/*.whl
 RUN git clone "${GIT_BASE}/${AITER_REPO}.git" aiter \
     && git -C aiter checkout "${AITER_BRANCH}" \
+    && case "$(git -C aiter rev-parse HEAD)" in 3a38da3991275e02e98a7906b7503b7087d67be3*) ;; *) echo "aiter: not v0.1.13.post1 at 3a38da3991275e02e98a7906b7503b7087d67be3" >&2; exit 1;; esac \
     && git -C aiter submodule update --init --recursive
 WORKDIR /app/aiter
 # hadolint ignore=DL3013
@@ -202,6 +205,7 @@ RUN --mount=type=bind,from=build_pytorch,source=/app/install,target=/install/pyt
     python3 -m pip install /install/pytorch/*.whl
 RUN git clone "${GIT_BASE}/${MORI_REPO}.git" mori \
     && git -C mori checkout "${MORI_BRANCH}" \
+    && case "$(git -C mori rev-parse HEAD)" in c4d5877a50a20dea00b414c4422ebc240228684e*) ;; *) echo "mori: not v1.1.0 at c4d5877a50a20dea00b414c4422ebc240228684e" >&2; exit 1;; esac \
     && git -C mori submodule update --init --recursive
 WORKDIR /app/mori
 RUN --mount=type=cache,target=/root/.cache/ccache \
@@ -264,12 +268,9 @@ RUN --mount=type=cache,target=/root/.cache/pip \
     && req=/install/vllm/requirements/rocm.txt; [ -f "${req}" ] || req=/install/vllm/requirements-rocm.txt; \
     python3 -m pip install -r "${req}" -c /etc/rocm-vllm/constraints.txt
 
-# Runtime settings upstream bakes into its image. DL3064 matches "TOKEN" in TOKENIZERS_PARALLELISM,
-# which is a tokenizer switch, not a secret.
-# hadolint ignore=DL3064
-ENV RAY_EXPERIMENTAL_NOSET_ROCR_VISIBLE_DEVICES=1 \
-    TOKENIZERS_PARALLELISM=false \
-    AITER_ROCM_ARCH="gfx942;gfx950" \
+# Upstream's runtime ENV for this release is not recorded (none is set here).
+# The targets AITER and MORI were built for (upstream's base sets them too).
+ENV AITER_ROCM_ARCH="gfx942;gfx950" \
     MORI_GPU_ARCHS="gfx942;gfx950"
 LABEL org.opencontainers.image.title="vllm-rocm" \
       org.opencontainers.image.description="vLLM 0.24.0 built from source for gfx942,gfx950 on rocm/dev-ubuntu-22.04:7.2.3-complete" \

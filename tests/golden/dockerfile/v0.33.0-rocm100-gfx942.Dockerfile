@@ -7,6 +7,20 @@
 # Base image ROCm 10.0.0 runs on the host's amdgpu driver 30.30.3 (series 30.30).
 # vLLM source: its sdist vllm-0.33.0.tar.gz, checked against sha256 f4c33c2503d5... by the build (sha256sum -c).
 # Each commit pin is checked after checkout: the build fails on any other commit.
+# Differs: one file builds the base and the image (upstream: a base image published from the base Dockerfile, then Dockerfile.rocm FROM it, collecting wheels in debs stages): so the build is for this node's targets only, from the pins in this file.
+# Differs: vLLM from its sdist, sha256-checked, built in one build_vllm stage (upstream: the build context or a Git clone, a csrc-build stage and wheel export stages): the released source, checked, without upstream's repository checkout.
+# Differs: pip with BuildKit cache mounts, ccache and MAX_JOBS from the build host (upstream: uv, sccache in its release pipeline, max_jobs): no build service or cache bucket is assumed.
+# Differs: Triton is held by /etc/rocm-vllm/constraints.txt and installed with --force-reinstall (upstream: checks pip show triton against TRITON_VERSION, strips torch's Requires-Dist on triton, fingerprints Triton and pybind11 in /app/versions.txt): every built wheel is pinned by name and version the same way.
+# Differs: triton_kernels fetched with git at ROCM_TRITON_KERNELS_COMMIT and checked (upstream: an ADD of codeload.github.com's tarball in a rocm-triton-kernels stage): the fetch goes through GIT_BASE, so a Git mirror serves it.
+# Differs: TheRock's versions are written into the install lines and ROCM_WHEEL_INDEX names the release index (upstream: ARGs ROCM_SDK_VERSION, TORCH_VERSION, TORCHVISION_VERSION, TORCHAUDIO_VERSION, ROCM_RELEASE_WHEELS_MULTIARCH_URL): ROCM_WHEEL_INDEX is the one argument a mirror needs.
+# Left out: ROCr and CLR built from ROCm/rocm-systems at ROCM_RUNTIME_COMMIT 25e14349f260 and hard-linked over the SDK's libhsa-runtime64 and libamdhip64, and the other TheRock runtime fixes that go with them (librocm_smi64 link, /etc/ld.so.conf.d/rocm-pip.conf, relinked SDK library copies): a runtime built from source replaces the SDK wheel's own; this file keeps the wheel's ROCr and CLR (rocm[libraries,devel] at the stack's version).
+# Left out: HIP_CLANG_PATH, HIP_DEVICE_LIB_PATH and PYTHONPATH (amd_smi sources) of upstream's TheRock base: hipcc's own lookup inside the SDK is used and amdsmi is installed as a wheel (build_amdsmi); not checked by a GPU build here.
+# Left out: vLLM's Rust parts (vllm-rs, _rust_*.so) from upstream's rust-toolchain and rust-build stages (rustup from sh.rustup.rs): no Rust toolchain is installed here; vLLM's setup.py builds them itself when none are prebuilt, which needs cargo (not checked by a build here).
+# Left out: NIXL and UCX (build_nixl: ai-dynamo/nixl and openucx/ucx at NIXL_BRANCH, UCX_BRANCH) and the UCX_* settings: KV-cache transfer between instances (disaggregated serving), not recorded in the data; one vllm serve does not use it.
+# Left out: LMCache (INSTALL_LMCACHE, LMCACHE_REF): optional upstream too (INSTALL_LMCACHE=false by default).
+# Left out: the NIC user-space libraries of MORI's transport (mori_base: AINIC_VERSION from repo.radeon.com, Broadcom bnxt, NIC_BACKEND) and the MoRI proxy's Python packages: third-party apt repositories and NIC drivers for RDMA between nodes; MORI itself is built.
+# Left out: upstream's CI image and tests (ci_base with DeepEP and rocSHMEM, test, test_smoke, kernel symbol maps): CI only, not part of the released image.
+# Left out: KINETO_CONFIG and the libkineto.conf upstream writes for it (ROCTRACER_MAX_EVENTS): a profiler setting; the file it names is not written here.
 # Not pinned, and why:
 #   - tags, which upstream could move (the data records no commit for them): aiter v0.1.26, mori v1.2.3.post1
 #   - the base image ubuntu:22.04, a tag (rocm-vllm dockerfile --digest pins it)
@@ -27,6 +41,7 @@ ARG AITER_REPO=ROCm/aiter
 ARG AITER_BRANCH=v0.1.26
 ARG MORI_REPO=ROCm/mori
 ARG MORI_BRANCH=v1.2.3.post1
+ARG ROCM_TRITON_KERNELS_COMMIT=669b31acc1dd1b3fd93286afd5db67f65d9f7557
 ARG VLLM_SDIST_URL=https://files.pythonhosted.org/packages/source/v/vllm/vllm-0.33.0.tar.gz
 
 # Base stage, as upstream's TheRock docker/Dockerfile.rocm_base: plain Ubuntu, Python 3.12
@@ -36,6 +51,7 @@ FROM ubuntu:22.04 AS base
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 ARG GET_PIP_URL=https://bootstrap.pypa.io/get-pip.py
 ARG ROCM_WHEEL_INDEX=https://stable.repo.amd.com/rocm/whl-next/
+ARG ROCM_NIGHTLY_WHEELS_MULTIARCH_URL=https://nightly.repo.amd.com/rocm/whl-next/
 ENV PYTHON_VERSION=3.12 \
     PYTORCH_ROCM_ARCH="gfx942" \
     SITE_PACKAGES=/usr/local/lib/python3.12/dist-packages \
@@ -47,6 +63,8 @@ ENV ROCM_PATH="${SDK_DEV}" \
     HIP_PATH="${SDK_DEV}" \
     LD_LIBRARY_PATH="${SDK_DEV}/lib:${SDK_CORE}/lib" \
     PATH="${SDK_DEV}/bin:${SDK_DEV}/lib/llvm/bin:${SDK_CORE}/bin:${PATH}"
+# As upstream's base stage sets it (read from the release's Dockerfile).
+ENV HSA_NO_SCRATCH_RECLAIM=1
 WORKDIR /app
 # Distribution packages follow the Ubuntu archive of the base image, as upstream's do (not pinned).
 # hadolint ignore=DL3008
@@ -65,17 +83,31 @@ RUN apt-get update \
 # hadolint ignore=DL3013
 RUN --mount=type=cache,target=/root/.cache/pip \
     python3 -m pip install -U packaging 'cmake<4' ninja wheel 'setuptools<80' pybind11 Cython
-# ROCm SDK and PyTorch, at the stack's pinned versions, from the ROCm wheel index.
+# ROCm SDK and PyTorch, at the stack's pinned versions, from the ROCm wheel index (and the
+# nightly index where upstream adds it).
 RUN --mount=type=cache,target=/root/.cache/pip \
-    python3 -m pip install --index-url "${ROCM_WHEEL_INDEX}" "rocm[libraries,devel]==10.0.0" \
+    python3 -m pip install --index-url "${ROCM_WHEEL_INDEX}" \
+        --extra-index-url "${ROCM_NIGHTLY_WHEELS_MULTIARCH_URL}" \
+        "rocm[libraries,devel]==10.0.0" \
     && rocm-sdk init \
-    && python3 -m pip install --index-url "${ROCM_WHEEL_INDEX}" "torch==2.13.0+rocm10.0.0" "torchvision==0.28.0+rocm10.0.0" "torchaudio==2.11.0+rocm10.0.0"
+    && python3 -m pip install --index-url "${ROCM_WHEEL_INDEX}" \
+        --extra-index-url "${ROCM_NIGHTLY_WHEELS_MULTIARCH_URL}" \
+        "torch==2.13.0+rocm10.0.0" "torchvision==0.28.0+rocm10.0.0" "torchaudio==2.11.0+rocm10.0.0"
 # Device code for the targets of this build only (upstream installs every shipped arch).
 RUN --mount=type=cache,target=/root/.cache/pip \
     for arch in $(echo "${PYTORCH_ROCM_ARCH}" | tr ';' ' '); do \
         python3 -m pip install --index-url "${ROCM_WHEEL_INDEX}" \
-            "torch[device-${arch}]==2.13.0+rocm10.0.0" "rocm[device-${arch}]==10.0.0" || exit 1; \
+        --extra-index-url "${ROCM_NIGHTLY_WHEELS_MULTIARCH_URL}" \
+            "torch[device-${arch}]==2.13.0+rocm10.0.0" "torchvision[device-${arch}]==0.28.0+rocm10.0.0" "rocm[device-${arch}]==10.0.0" || exit 1; \
     done
+# Remove the kpacks upstream removes (its comment: ASAN artifacts that cause
+# hipErrorInvalidImage on MI250, gfx90a).
+# As upstream: rocm_sdk loads its libraries without RTLD_GLOBAL.
+RUN rm -f "${SITE_PACKAGES}/torch/.kpack/torch_gfx90a:xnack+.kpack" \
+        "${SITE_PACKAGES}/torch/.kpack/torch_gfx90a:xnack-.kpack" \
+    && if [ -f "${SITE_PACKAGES}/rocm_sdk/__init__.py" ]; then \
+        sed -i 's/rtld_global: bool = True/rtld_global: bool = False/g' "${SITE_PACKAGES}/rocm_sdk/__init__.py"; \
+    fi
 
 # Build stages share ccache and pip caches across builds; the final image does not carry them.
 FROM base AS build_base
@@ -137,7 +169,8 @@ RUN --mount=type=cache,target=/root/.cache/ccache \
     GPU_ARCHS="gfx942" python3 setup.py bdist_wheel --dist-dir=/app/install
 WORKDIR /app
 
-# AITER with prebuilt kernels for gfx942 only (the targets its gate admits).
+# AITER with prebuilt kernels for gfx942 only (the targets its gate admits); where upstream
+# sets AITER_USE_SYSTEM_TRITON=1, setup.py keeps the pinned Triton instead of resolving its own.
 FROM build_base AS build_aiter
 ARG AITER_REPO
 ARG AITER_BRANCH
@@ -152,7 +185,7 @@ WORKDIR /app/aiter
 RUN --mount=type=cache,target=/root/.cache/pip \
     --mount=type=cache,target=/root/.cache/ccache \
     python3 -m pip install -r requirements.txt pyyaml \
-    && PREBUILD_KERNELS=1 GPU_ARCHS="${AITER_ROCM_ARCH}" python3 setup.py bdist_wheel --dist-dir=/app/install
+    && PREBUILD_KERNELS=1 AITER_USE_SYSTEM_TRITON=1 GPU_ARCHS="${AITER_ROCM_ARCH}" python3 setup.py bdist_wheel --dist-dir=/app/install
 WORKDIR /app
 
 # MORI (MoE dispatch/combine over RDMA) for the targets MORI picks itself.
@@ -173,6 +206,20 @@ WORKDIR /app
 # vLLM itself (upstream's Dockerfile.rocm build_vllm stage), for PYTORCH_ROCM_ARCH.
 FROM build_base AS build_vllm
 
+# triton_kernels (gpt-oss's MoE kernels) at upstream's ROCM_TRITON_KERNELS_COMMIT, from
+# ROCm/triton as upstream's rocm-triton-kernels stage takes them; vLLM's CMake builds
+# against TRITON_KERNELS_SRC_DIR instead of fetching its own tag.
+ARG ROCM_TRITON_KERNELS_COMMIT
+ARG GIT_BASE
+RUN git init -q /tmp/triton-kernels \
+    && git -C /tmp/triton-kernels fetch -q --depth 1 "${GIT_BASE}/ROCm/triton.git" "${ROCM_TRITON_KERNELS_COMMIT}" \
+    && git -C /tmp/triton-kernels checkout -q FETCH_HEAD \
+    && case "$(git -C /tmp/triton-kernels rev-parse HEAD)" in 669b31acc1dd1b3fd93286afd5db67f65d9f7557*) ;; *) echo "triton_kernels: not commit 669b31acc1dd1b3fd93286afd5db67f65d9f7557" >&2; exit 1;; esac \
+    && mkdir -p /opt/rocm-triton-kernels \
+    && cp -r /tmp/triton-kernels/python/triton_kernels/triton_kernels/. /opt/rocm-triton-kernels/ \
+    && test -f /opt/rocm-triton-kernels/__init__.py \
+    && rm -rf /tmp/triton-kernels
+ENV TRITON_KERNELS_SRC_DIR=/opt/rocm-triton-kernels
 ARG VLLM_SDIST_URL
 RUN curl -fsSL "${VLLM_SDIST_URL}" -o vllm.tar.gz \
     && echo "f4c33c2503d52bb411146afa9618a4f48bed68912f617e6803ac8d76e4c74112  vllm.tar.gz" > vllm.tar.gz.sha256 \
@@ -218,12 +265,16 @@ RUN --mount=type=cache,target=/root/.cache/pip \
     && req=/install/vllm/requirements/rocm.txt; [ -f "${req}" ] || req=/install/vllm/requirements-rocm.txt; \
     python3 -m pip install -r "${req}" -c /etc/rocm-vllm/constraints.txt
 
-# Runtime settings upstream bakes into its image. DL3064 matches "TOKEN" in TOKENIZERS_PARALLELISM,
-# which is a tokenizer switch, not a secret.
+# Runtime settings upstream's final image sets (read from the release's Dockerfiles).
 # hadolint ignore=DL3064
-ENV RAY_EXPERIMENTAL_NOSET_ROCR_VISIBLE_DEVICES=1 \
+ENV ROCPROFILER_QUEUE_INTERPOSITION=0 \
+    HSA_ENABLE_IPC_MODE_LEGACY=1 \
     TOKENIZERS_PARALLELISM=false \
-    AITER_ROCM_ARCH="gfx942"
+    SAFETENSORS_FAST_GPU=1 \
+    HIP_FORCE_DEV_KERNARG=1 \
+    PYTORCH_NVML_BASED_CUDA_CHECK=1
+# The targets AITER and MORI were built for (upstream's base sets them too).
+ENV AITER_ROCM_ARCH="gfx942"
 LABEL org.opencontainers.image.title="vllm-rocm" \
       org.opencontainers.image.description="vLLM 0.33.0 built from source for gfx942 on ubuntu:22.04" \
       org.opencontainers.image.version="0.33.0" \

@@ -7,6 +7,20 @@
 # Base image ROCm 7.2.3 runs on the host's amdgpu driver 6.4.3 (series 6.4).
 # vLLM source: its sdist vllm-0.33.0.tar.gz, checked against sha256 f4c33c2503d5... by the build (sha256sum -c).
 # Each commit pin is checked after checkout: the build fails on any other commit.
+# Differs: one file builds the base and the image (upstream: a base image published from the base Dockerfile, then Dockerfile.rocm FROM it, collecting wheels in debs stages): so the build is for this node's targets only, from the pins in this file.
+# Differs: vLLM from its sdist, sha256-checked, built in one build_vllm stage (upstream: the build context or a Git clone, a csrc-build stage and wheel export stages): the released source, checked, without upstream's repository checkout.
+# Differs: pip with BuildKit cache mounts, ccache and MAX_JOBS from the build host (upstream: uv, sccache in its release pipeline, max_jobs): no build service or cache bucket is assumed.
+# Differs: Triton is held by /etc/rocm-vllm/constraints.txt and installed with --force-reinstall (upstream: checks pip show triton against TRITON_VERSION, strips torch's Requires-Dist on triton, fingerprints Triton and pybind11 in /app/versions.txt): every built wheel is pinned by name and version the same way.
+# Differs: triton_kernels fetched with git at ROCM_TRITON_KERNELS_COMMIT and checked (upstream: an ADD of codeload.github.com's tarball in a rocm-triton-kernels stage): the fetch goes through GIT_BASE, so a Git mirror serves it.
+# Differs: torchvision and torchaudio are built in the build_pytorch stage (upstream: build_pytorch_runtime, build_torchvision and build_torchaudio stages): same pins, one stage.
+# Left out: ROCr and CLR built from ROCm/rocm-systems at ROCM_RUNTIME_COMMIT af70edc91f1d and copied over /opt/rocm: a runtime built from source over the base image's ROCm replaces files its packages own; this file keeps the base image's ROCr and CLR, the ROCm the data checks against the host's driver.
+# Left out: rocprofiler-sdk built at ROCPROFILER_SDK_COMMIT 2b22ab0195cc with two patches fetched from GitHub commit URLs (ROCPROFILER_SDK_PR_7796, _7924), copied over /opt/rocm: patches fetched at build time with no recorded hash, for a profiler vllm serve does not need; ROCPROFILER_QUEUE_INTERPOSITION=0 is still set as upstream sets it.
+# Left out: vLLM's Rust parts (vllm-rs, _rust_*.so) from upstream's rust-toolchain and rust-build stages (rustup from sh.rustup.rs): no Rust toolchain is installed here; vLLM's setup.py builds them itself when none are prebuilt, which needs cargo (not checked by a build here).
+# Left out: NIXL and UCX (build_nixl: ai-dynamo/nixl and openucx/ucx at NIXL_BRANCH, UCX_BRANCH) and the UCX_* settings: KV-cache transfer between instances (disaggregated serving), not recorded in the data; one vllm serve does not use it.
+# Left out: LMCache (INSTALL_LMCACHE, LMCACHE_REF): optional upstream too (INSTALL_LMCACHE=false by default).
+# Left out: the NIC user-space libraries of MORI's transport (mori_base: AINIC_VERSION from repo.radeon.com, Broadcom bnxt, NIC_BACKEND) and the MoRI proxy's Python packages: third-party apt repositories and NIC drivers for RDMA between nodes; MORI itself is built.
+# Left out: upstream's CI image and tests (ci_base with DeepEP and rocSHMEM, test, test_smoke, kernel symbol maps): CI only, not part of the released image.
+# Left out: KINETO_CONFIG and the libkineto.conf upstream writes for it (ROCTRACER_MAX_EVENTS): a profiler setting; the file it names is not written here.
 # Not pinned, and why:
 #   - tags, which upstream could move (the data records no commit for them): vision v0.28.0, audio v2.11.0, aiter v0.1.26, mori v1.2.3.post1
 #   - the base image rocm/dev-ubuntu-22.04:7.2.3-complete, a tag (rocm-vllm dockerfile --digest pins it)
@@ -33,6 +47,7 @@ ARG AITER_REPO=ROCm/aiter
 ARG AITER_BRANCH=v0.1.26
 ARG MORI_REPO=ROCm/mori
 ARG MORI_BRANCH=v1.2.3.post1
+ARG ROCM_TRITON_KERNELS_COMMIT=669b31acc1dd1b3fd93286afd5db67f65d9f7557
 ARG VLLM_SDIST_URL=https://files.pythonhosted.org/packages/source/v/vllm/vllm-0.33.0.tar.gz
 
 # Base stage, as upstream's Dockerfile.rocm_base: ROCm 7.2.3 "complete" image, Python 3.12
@@ -46,6 +61,8 @@ ENV PATH=/opt/rocm/llvm/bin:/opt/rocm/bin:${PATH} \
     PYTORCH_ROCM_ARCH="gfx942" \
     PYTHON_VERSION=3.12 \
     DEBIAN_FRONTEND=noninteractive
+# As upstream's base stage sets it (read from the release's Dockerfile).
+ENV HSA_NO_SCRATCH_RECLAIM=1
 WORKDIR /app
 # Distribution packages follow the Ubuntu archive of the base image, as upstream's do (not pinned).
 # hadolint ignore=DL3008
@@ -171,7 +188,8 @@ RUN --mount=type=cache,target=/root/.cache/ccache \
     GPU_ARCHS="gfx942" python3 setup.py bdist_wheel --dist-dir=/app/install
 WORKDIR /app
 
-# AITER with prebuilt kernels for gfx942 only (the targets its gate admits).
+# AITER with prebuilt kernels for gfx942 only (the targets its gate admits); where upstream
+# sets AITER_USE_SYSTEM_TRITON=1, setup.py keeps the pinned Triton instead of resolving its own.
 FROM build_base AS build_aiter
 ARG AITER_REPO
 ARG AITER_BRANCH
@@ -188,7 +206,7 @@ WORKDIR /app/aiter
 RUN --mount=type=cache,target=/root/.cache/pip \
     --mount=type=cache,target=/root/.cache/ccache \
     python3 -m pip install -r requirements.txt pyyaml \
-    && PREBUILD_KERNELS=1 GPU_ARCHS="${AITER_ROCM_ARCH}" python3 setup.py bdist_wheel --dist-dir=/app/install
+    && PREBUILD_KERNELS=1 AITER_USE_SYSTEM_TRITON=1 GPU_ARCHS="${AITER_ROCM_ARCH}" python3 setup.py bdist_wheel --dist-dir=/app/install
 WORKDIR /app
 
 # MORI (MoE dispatch/combine over RDMA) for the targets MORI picks itself.
@@ -213,6 +231,20 @@ FROM build_base AS build_vllm
 RUN --mount=type=bind,from=build_pytorch,source=/app/install,target=/install/pytorch \
     --mount=type=cache,target=/root/.cache/pip \
     python3 -m pip install /install/pytorch/*.whl
+# triton_kernels (gpt-oss's MoE kernels) at upstream's ROCM_TRITON_KERNELS_COMMIT, from
+# ROCm/triton as upstream's rocm-triton-kernels stage takes them; vLLM's CMake builds
+# against TRITON_KERNELS_SRC_DIR instead of fetching its own tag.
+ARG ROCM_TRITON_KERNELS_COMMIT
+ARG GIT_BASE
+RUN git init -q /tmp/triton-kernels \
+    && git -C /tmp/triton-kernels fetch -q --depth 1 "${GIT_BASE}/ROCm/triton.git" "${ROCM_TRITON_KERNELS_COMMIT}" \
+    && git -C /tmp/triton-kernels checkout -q FETCH_HEAD \
+    && case "$(git -C /tmp/triton-kernels rev-parse HEAD)" in 669b31acc1dd1b3fd93286afd5db67f65d9f7557*) ;; *) echo "triton_kernels: not commit 669b31acc1dd1b3fd93286afd5db67f65d9f7557" >&2; exit 1;; esac \
+    && mkdir -p /opt/rocm-triton-kernels \
+    && cp -r /tmp/triton-kernels/python/triton_kernels/triton_kernels/. /opt/rocm-triton-kernels/ \
+    && test -f /opt/rocm-triton-kernels/__init__.py \
+    && rm -rf /tmp/triton-kernels
+ENV TRITON_KERNELS_SRC_DIR=/opt/rocm-triton-kernels
 ARG VLLM_SDIST_URL
 RUN curl -fsSL "${VLLM_SDIST_URL}" -o vllm.tar.gz \
     && echo "f4c33c2503d52bb411146afa9618a4f48bed68912f617e6803ac8d76e4c74112  vllm.tar.gz" > vllm.tar.gz.sha256 \
@@ -265,12 +297,16 @@ RUN --mount=type=cache,target=/root/.cache/pip \
     && req=/install/vllm/requirements/rocm.txt; [ -f "${req}" ] || req=/install/vllm/requirements-rocm.txt; \
     python3 -m pip install -r "${req}" -c /etc/rocm-vllm/constraints.txt
 
-# Runtime settings upstream bakes into its image. DL3064 matches "TOKEN" in TOKENIZERS_PARALLELISM,
-# which is a tokenizer switch, not a secret.
+# Runtime settings upstream's final image sets (read from the release's Dockerfiles).
 # hadolint ignore=DL3064
-ENV RAY_EXPERIMENTAL_NOSET_ROCR_VISIBLE_DEVICES=1 \
+ENV ROCPROFILER_QUEUE_INTERPOSITION=0 \
+    HSA_ENABLE_IPC_MODE_LEGACY=1 \
     TOKENIZERS_PARALLELISM=false \
-    AITER_ROCM_ARCH="gfx942"
+    SAFETENSORS_FAST_GPU=1 \
+    HIP_FORCE_DEV_KERNARG=1 \
+    PYTORCH_NVML_BASED_CUDA_CHECK=1
+# The targets AITER and MORI were built for (upstream's base sets them too).
+ENV AITER_ROCM_ARCH="gfx942"
 LABEL org.opencontainers.image.title="vllm-rocm" \
       org.opencontainers.image.description="vLLM 0.33.0 built from source for gfx942 on rocm/dev-ubuntu-22.04:7.2.3-complete" \
       org.opencontainers.image.version="0.33.0" \

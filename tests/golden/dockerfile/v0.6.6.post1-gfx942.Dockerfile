@@ -5,6 +5,7 @@
 #   pins: vllm-project/vllm@v0.6.6.post1 (2339d59f92): Dockerfile.rocm; CMakeLists.txt HIP_SUPPORTED_ARCHS (confidence: exact)
 # Base image ROCm 6.2 runs on the host's amdgpu driver 6.4.3 (series 6.4).
 # Each commit pin is checked after checkout: the build fails on any other commit.
+# Upstream's build steps beyond the pins are compared from v0.30.0 on; this release's are not listed.
 # Not pinned, and why:
 #   - vLLM at vllm-project/vllm@v0.6.6.post1, a Git ref (no sdist hash recorded for it)
 #   - the base image rocm/pytorch:rocm6.2_ubuntu20.04_py3.9_pytorch_release_2.3.0, a tag (rocm-vllm dockerfile --digest pins it)
@@ -139,11 +140,7 @@ RUN --mount=type=cache,target=/root/.cache/pip \
     && req=/install/vllm/requirements/rocm.txt; [ -f "${req}" ] || req=/install/vllm/requirements-rocm.txt; \
     python3 -m pip install -r "${req}" -c /etc/rocm-vllm/constraints.txt
 
-# Runtime settings upstream bakes into its image. DL3064 matches "TOKEN" in TOKENIZERS_PARALLELISM,
-# which is a tokenizer switch, not a secret.
-# hadolint ignore=DL3064
-ENV RAY_EXPERIMENTAL_NOSET_ROCR_VISIBLE_DEVICES=1 \
-    TOKENIZERS_PARALLELISM=false
+# Upstream's runtime ENV for this release is not recorded (none is set here).
 LABEL org.opencontainers.image.title="vllm-rocm" \
       org.opencontainers.image.description="vLLM 0.6.6.post1 built from source for gfx942 on rocm/pytorch:rocm6.2_ubuntu20.04_py3.9_pytorch_release_2.3.0" \
       org.opencontainers.image.version="0.6.6.post1" \

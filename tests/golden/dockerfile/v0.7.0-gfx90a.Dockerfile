@@ -5,6 +5,7 @@
 #   pins: vllm-project/vllm@v0.7.0 (5204ff5c3f): Dockerfile.rocm_base + Dockerfile.rocm; CMakeLists.txt HIP_SUPPORTED_ARCHS (confidence: exact)
 # Base image ROCm 6.3.1 runs on the host's amdgpu driver 6.4.3 (series 6.4).
 # Each commit pin is checked after checkout: the build fails on any other commit.
+# Upstream's build steps beyond the pins are compared from v0.30.0 on; this release's are not listed.
 # Not pinned, and why:
 #   - tags, which upstream could move (the data records no commit for them): vision v0.19.1
 #   - vLLM at vllm-project/vllm@v0.7.0, a Git ref (no sdist hash recorded for it)
@@ -268,11 +269,7 @@ RUN --mount=type=cache,target=/root/.cache/pip \
     && req=/install/vllm/requirements/rocm.txt; [ -f "${req}" ] || req=/install/vllm/requirements-rocm.txt; \
     python3 -m pip install -r "${req}" -c /etc/rocm-vllm/constraints.txt
 
-# Runtime settings upstream bakes into its image. DL3064 matches "TOKEN" in TOKENIZERS_PARALLELISM,
-# which is a tokenizer switch, not a secret.
-# hadolint ignore=DL3064
-ENV RAY_EXPERIMENTAL_NOSET_ROCR_VISIBLE_DEVICES=1 \
-    TOKENIZERS_PARALLELISM=false
+# Upstream's runtime ENV for this release is not recorded (none is set here).
 LABEL org.opencontainers.image.title="vllm-rocm" \
       org.opencontainers.image.description="vLLM 0.7.0 built from source for gfx90a on rocm/dev-ubuntu-22.04:6.3.1-complete" \
       org.opencontainers.image.version="0.7.0" \

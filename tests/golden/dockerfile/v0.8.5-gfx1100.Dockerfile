@@ -7,6 +7,7 @@
 # Left out: flash_attention (Dao-AILab/flash-attention@1a7f4dfa): its CK kernels build only for gfx90a, gfx942, gfx950 and upstream strips other targets from its GPU_ARCHS; none of gfx1100 is one.
 # Left out: aiter (ROCm/aiter@7e1ed08): no target passes its gate (gfx1100: none).
 # Each commit pin is checked after checkout: the build fails on any other commit.
+# Upstream's build steps beyond the pins are compared from v0.30.0 on; this release's are not listed.
 # Not pinned, and why:
 #   - tags, which upstream could move (the data records no commit for them): vision v0.21.0
 #   - vLLM at vllm-project/vllm@v0.8.5, a Git ref (no sdist hash recorded for it)
@@ -248,11 +249,7 @@ RUN --mount=type=cache,target=/root/.cache/pip \
     && req=/install/vllm/requirements/rocm.txt; [ -f "${req}" ] || req=/install/vllm/requirements-rocm.txt; \
     python3 -m pip install -r "${req}" -c /etc/rocm-vllm/constraints.txt
 
-# Runtime settings upstream bakes into its image. DL3064 matches "TOKEN" in TOKENIZERS_PARALLELISM,
-# which is a tokenizer switch, not a secret.
-# hadolint ignore=DL3064
-ENV RAY_EXPERIMENTAL_NOSET_ROCR_VISIBLE_DEVICES=1 \
-    TOKENIZERS_PARALLELISM=false
+# Upstream's runtime ENV for this release is not recorded (none is set here).
 LABEL org.opencontainers.image.title="vllm-rocm" \
       org.opencontainers.image.description="vLLM 0.8.5 built from source for gfx1100 on rocm/dev-ubuntu-22.04:6.3.1-complete" \
       org.opencontainers.image.version="0.8.5" \
