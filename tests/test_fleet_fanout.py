@@ -93,3 +93,29 @@ def test_five_thousand_nodes_in_bounded_steps_and_time(tmp_path: Path, monkeypat
     assert not any(set(s) & (DOWN | ALLOCATED) for s in steps)  # never asked
     assert found.partition == "gpu" and found.max_minutes == 240
     assert took < 120, took
+
+
+def test_a_character_cut_at_srun_line_limit_is_whole_again() -> None:
+    """Issue 40: srun --label cuts a task's line at 1,024 bytes, maybe inside a UTF-8 character;
+    a one-line report whose site field has a 2-byte character across the cut was read as two
+    lines (not valid JSON). The output is kept as bytes until the pieces are joined."""
+    base = json.dumps({**REPORT, "hostname": "g0001", "site_rack": ""}, ensure_ascii=False)
+    pad = slurm.SRUN_LINE - 1 - len(base[: base.index('"site_rack": "') + 14].encode())
+    line = base.replace('"site_rack": ""', '"site_rack": "' + "x" * pad + "é Zürich" + '"')
+    raw = line.encode()
+    assert raw[slurm.SRUN_LINE - 1 : slurm.SRUN_LINE + 1] == "é".encode()  # across the cut
+    pieces = [raw[i : i + slurm.SRUN_LINE] for i in range(0, len(raw), slurm.SRUN_LINE)]
+    out = b"0: @rocm-vllm-node g0001\n" + b"".join(b"0: " + p + b"\n" for p in pieces)
+    (report,) = slurm.parse_output(out.decode("utf-8", "surrogateescape"), "", ["g0001"])
+    assert report.status == "ok", report.reason
+
+
+def test_gres_as_sinfo_writes_it() -> None:
+    """sinfo %G: the GPUs a node's gres declares (typed, with socket lists, beside other gres);
+    0 for none; None for what is not read."""
+    gres = slurm._gres_gpus
+    assert gres("gpu:4") == 4
+    assert gres("gpu:mi300x:8(S:0-1)") == 8
+    assert gres("gpu:mi300x:4(S:0,2),gpu:mi210:2(S:1),nic:2") == 6
+    assert gres("(null)") == 0 and gres("nic:2") == 0
+    assert gres("gpu:lots") is None
