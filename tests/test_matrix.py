@@ -506,6 +506,91 @@ def test_compiled_matrix_is_reused_and_invalidated(
     matrix._load_cached.cache_clear()
 
 
+def _installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An installed wheel's layout: the shipped data as ``resolver/_data/matrix`` with the
+    compiled matrix its build hook (hatch_build.py) writes beside it; no ROCM_VLLM_MATRIX_DIR."""
+    import shutil
+
+    from resolver.data import resources
+
+    data = tmp_path / "_data"
+    shutil.copytree(LIVE_MATRIX, data / "matrix")
+    (data / resources.SHIPPED_COMPILED).write_bytes(matrix.compile_shipped(data / "matrix"))
+    monkeypatch.setattr(resources, "_INSTALLED_DATA", data)
+    monkeypatch.delenv("ROCM_VLLM_MATRIX_DIR")
+    assert resources.matrix_dir() == data / "matrix"
+    matrix._load_cached.cache_clear()
+    return data
+
+
+def _no_parsing(*_args: object, **_kw: object) -> None:
+    raise AssertionError("the TOML was parsed")
+
+
+def test_a_first_run_of_an_installed_wheel_parses_no_toml(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 40: with empty cache and data dirs (a fresh CI container) the installed tool reads
+    the records its wheel ships, the same records a fresh compile of matrix/ gives, and writes
+    nothing to the user's dirs (no cache entry, no seal key)."""
+    from resolver.data import overlay, resources
+
+    _installed(tmp_path, monkeypatch)
+    with monkeypatch.context() as mp:
+        mp.setattr(matrix.bounded, "load_toml", _no_parsing)
+        assert matrix.load() == M
+    assert not resources.cache_dir().exists() and not overlay.data_dir().exists()
+    matrix._load_cached.cache_clear()
+
+
+def test_the_shipped_compiled_matrix_is_only_for_the_files_it_was_built_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An edited installed data file, an overlay or a damaged shipped file each go through the
+    loader (the edit, the overlay's record are seen); the shipped file is never taken for data it
+    was not built from."""
+    from resolver.data import overlay
+
+    data = _installed(tmp_path, monkeypatch)
+    nodes = data / "matrix" / "nodes.toml"
+    text = nodes.read_text()
+    nodes.write_text(text.replace("8x AMD Instinct MI300X", "Eight MI300X", 1))
+    assert matrix.load().example("mi300x-8").description.startswith("Eight MI300X")  # type: ignore[union-attr]
+    nodes.write_text(text)
+    matrix._load_cached.cache_clear()
+    assert matrix.load() == M
+    # An overlay (even one that changes nothing) is laid over the TOML by the loader.
+    overlay.data_dir().mkdir(parents=True, exist_ok=True)
+    overlay.overlay_path().write_text('{"format": 1, "files": {}}')
+    parsed: list[object] = []
+    with monkeypatch.context() as mp:
+        real = matrix.bounded.load_toml
+        mp.setattr(matrix.bounded, "load_toml", lambda *a: parsed.append(a) or real(*a))
+        matrix._load_cached.cache_clear()
+        assert matrix.load() == M
+    assert parsed
+    overlay.overlay_path().unlink()
+    from resolver.data import resources
+
+    (data / resources.SHIPPED_COMPILED).write_bytes(b"0" * 32 + b"\nnot msgpack")
+    matrix._load_cached.cache_clear()
+    assert matrix.load() == M
+    matrix._load_cached.cache_clear()
+
+
+def test_the_shipped_key_names_the_content_not_the_place(tmp_path: Path) -> None:
+    """The wheel is compiled before it is installed: its key is the same in any directory, and
+    any data file's edit changes it."""
+    import shutil
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(LIVE_MATRIX, a)
+    shutil.copytree(LIVE_MATRIX, b)
+    assert matrix.shipped_key(a) == matrix.shipped_key(b) == matrix.shipped_key(LIVE_MATRIX)
+    (b / "channels.toml").write_text((b / "channels.toml").read_text() + "\n")
+    assert matrix.shipped_key(a) != matrix.shipped_key(b)
+
+
 def test_the_compiled_matrix_key_covers_every_data_file() -> None:
     """resources.MATRIX_FILES keys the compiled-matrix cache; a data file missing from it would be
     served stale after an edit."""

@@ -799,11 +799,13 @@ def _key_files(directory: Path, overlay_stamp: tuple[str, int, int] | None) -> l
     return files
 
 
-def _content_key(directory: Path, files: list[Path]) -> str | None:
-    """The BLAKE2b of the tool version, the data directory and every file's content."""
+def _content_key(directory: Path | None, files: list[Path]) -> str | None:
+    """The BLAKE2b of the tool version, the data directory and every file's content (no
+    directory for the shipped compiled matrix: it is built before it is installed)."""
     from resolver import __version__
 
-    h = _blake2b(f"{__version__}|{directory}".encode(), digest_size=32)
+    where = "shipped" if directory is None else str(directory)
+    h = _blake2b(f"{__version__}|{_COMPILED_FORMAT}|{where}".encode(), digest_size=32)
     for path in files:
         try:
             content = bounded.read_bytes(path, _MAX_COMPILED)
@@ -953,6 +955,10 @@ def _read_compiled(path: Path, key: bytes) -> Matrix | None:
     payload = memoryview(blob)[cut + 1 :]
     if not _compare_digest(blob[:cut], _seal(key, payload).encode()):
         return None
+    return _decode_compiled(payload)
+
+
+def _decode_compiled(payload: memoryview) -> Matrix | None:
     import msgspec
 
     _, dec = _codec_hooks()
@@ -973,10 +979,53 @@ def _write_compiled(path: Path, m: Matrix, key: bytes) -> None:
         atomic.write_atomic(path, _seal(key, payload).encode() + b"\n" + payload)
 
 
+# --- the compiled matrix shipped in the wheel ----------------------------------------------------
+
+
+def shipped_key(directory: Path) -> str | None:
+    """What a shipped compiled matrix is built from: the tool version, the compiled format, every
+    data file's and the builders' content; not the directory (it is built before it is
+    installed). None when a file is missing."""
+    return _content_key(None, _key_files(directory, None))
+
+
+def compile_shipped(directory: Path) -> bytes:
+    """The checked matrix of ``directory`` as the wheel ships it (``hatch_build.py``): its
+    ``shipped_key``, a line break, then the records as msgpack. Raises ``MatrixError`` as
+    ``load_dir`` does: a wheel is never built from data the loader refuses."""
+    import msgspec
+
+    key = shipped_key(directory)
+    if key is None:
+        raise MatrixError(f"a data file is missing from {directory}", hint="restore matrix/")
+    enc, _ = _codec_hooks()
+    payload = msgspec.msgpack.encode((_COMPILED_FORMAT, load_dir(directory)), enc_hook=enc)
+    return key.encode() + b"\n" + payload
+
+
+def _read_shipped(path: Path, directory: Path) -> Matrix | None:
+    """The matrix the wheel ships, when it was built from exactly the files in ``directory``
+    (an edited installed data file makes it a miss). It is package code, trusted like the
+    ``.py`` files beside it: no seal, and no cache dir or seal key is needed to read it."""
+    try:
+        blob = bounded.read_bytes(path, _MAX_COMPILED)
+    except OSError:
+        return None
+    cut = blob.find(b"\n", 0, 64)
+    if cut < 0 or blob[:cut].decode("ascii", "replace") != shipped_key(directory):
+        return None
+    return _decode_compiled(memoryview(blob)[cut + 1 :])
+
+
 @functools.cache
 def _load_cached(directory: str, overlay_stamp: tuple[str, int, int] | None) -> Matrix:
     from resolver.data import overlay
 
+    shipped = resources.shipped_compiled(Path(directory)) if overlay_stamp is None else None
+    if shipped is not None:
+        found = _read_shipped(shipped, Path(directory))
+        if found is not None:
+            return found
     key = _seal_key()  # None: no cache (neither read nor written)
     compiled = _compiled_path(Path(directory), overlay_stamp, key) if key is not None else None
     if compiled is not None and key is not None:  # (the second test is for the type checker)

@@ -52,6 +52,19 @@ def dockerfiles_dir() -> Path:
     return _data_root("dockerfiles")
 
 
+# The checked matrix compiled when the wheel is built (hatch_build.py), so that a first run (a
+# fresh CI container, an init container) parses no TOML. Only an installed wheel has it.
+SHIPPED_COMPILED: Final = "compiled-matrix.msgpack"
+
+
+def shipped_compiled(directory: Path) -> Path | None:
+    """The compiled matrix the wheel ships for ``directory`` when that is the wheel's own data
+    dir; None for any other (a checkout, ``ROCM_VLLM_MATRIX_DIR`` elsewhere): those go through
+    the loader and its sealed cache."""
+    own = _INSTALLED_DATA / "matrix"
+    return _INSTALLED_DATA / SHIPPED_COMPILED if directory == own else None
+
+
 APP: Final = "rocm-vllm"
 # The XDG base-directory variables and their defaults, as platformdirs reads them on Linux.
 _XDG: Final = {"cache": ("XDG_CACHE_HOME", ".cache"), "data": ("XDG_DATA_HOME", ".local/share")}
