@@ -154,3 +154,37 @@ def test_unsafe_values_are_refused(bad: dict[str, object]) -> None:
 def test_unknown_format() -> None:
     with pytest.raises(ResolverError):
         render(CASES["official-mi300x-x8"], "k8s")  # type: ignore[arg-type]
+
+
+def test_no_image_of_the_data_gets_model_as_an_option() -> None:
+    """Issue 40: for every image the shipped data can plan, what `vllm serve` receives in every
+    form starts with the model, positionally, and never has --model; the releases that refuse
+    --model (read from their sdists) are among them, and every release read takes the model
+    positionally, which is what makes one form safe for all."""
+    from resolver.artifacts import apptainer
+    from resolver.artifacts.runcmd import names_serve
+    from resolver.data import matrix
+
+    from .conftest import LIVE_MATRIX
+
+    m = matrix.load_dir(LIVE_MATRIX)  # the shipped data: the frozen copy predates the fields
+    read = [r for r in m.vllm if r.serve_model_tag is not None]
+    assert read and all(r.serve_source.startswith(f"vllm {r.version} sdist sha256:") for r in read)
+    refusing = {r.version for r in m.vllm if r.serve_model_option == "refused"}
+    assert {str(v) for v in refusing} >= {"0.6.4", "0.10.1", "0.10.2", "0.11.0"}
+    images = list(m.images)
+    assert any(i.vllm in refusing for i in images)  # AMD's rocm/vllm images of 0.6.4-0.10.2
+    model = "Qwen/Qwen3-8B"
+    for image in images:
+        spec = RunSpec(
+            image=image.ref, entrypoint=image.entrypoint, model=model, vendor=image.vendor
+        )
+        for fmt in ("docker", "podman"):
+            args = list(render(spec, fmt, home=HOME).args)  # type: ignore[arg-type]
+            at = next(i for i, a in enumerate(args) if a.endswith(image.ref))
+            # what the container's `vllm serve` gets: named by the run, or the image's own
+            argv = args[at + 1 :] if names_serve(spec) else ["serve", *args[at + 1 :]]
+            assert argv[:2] == ["serve", model] and "--model" not in argv, (image.ref, fmt)
+        words = apptainer.words(spec)
+        at = words.index("vllm")
+        assert words[at + 1 : at + 3] == ["serve", model] and "--model" not in words

@@ -384,6 +384,13 @@ class VllmRelease(msgspec.Struct, frozen=True, kw_only=True):
     tag_commit: str | None = None
     sdist_sha256: Annotated[str | None, SHA256] = None
     cmake_arch: tuple[str, ...] = ()  # HIP_SUPPORTED_ARCHS: what CMake accepts (buildable)
+    # How `vllm serve` takes the model, read from the sdist's CLI files (refresh/sdist.py
+    # serve_cli): the positional model_tag "required" (to v0.8.2) or "optional", and `--model`
+    # "refused" at argument parsing (v0.6.0-v0.11.0, vLLM #7347) or "deprecated" (a warning,
+    # #25967); None where not read. Every run form passes the model positionally.
+    serve_model_tag: Literal["required", "optional"] | None = None
+    serve_model_option: Literal["refused", "deprecated"] | None = None
+    serve_source: str = ""  # the sdist (sha256) and the files both were read from
     # the default stack first ([[release.stack]] in the file)
     stacks: tuple[RocmStack, ...] = msgspec.field(default=(), name="stack")
     provenance: Provenance

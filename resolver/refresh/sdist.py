@@ -58,6 +58,8 @@ _WANTED: Final = re.compile(
     r"|\.buildkite/release-pipeline\.yaml"
     r"|\.buildkite/scripts/(?:publish-release-images|annotate-rocm-release|annotate-release"
     r"|push-release-images-dockerhub)\.sh"
+    r"|vllm/(?:scripts|utils)\.py|vllm/utils/(?:__init__|argparse_utils)\.py"
+    r"|vllm/entrypoints/(?:cli/serve|[a-z_]+/cli_args)\.py"
 )
 _SDIST_NAME: Final = re.compile(r"vllm-(?P<version>[0-9][0-9A-Za-z.+!-]*)\.tar\.gz")
 # A release's x86_64 wheel as the index lists it (PEP 427 name, optional build tag):
@@ -540,6 +542,7 @@ def _release_record(
         if p in files
     ]
     record["source"] = f"{where} " + ", ".join(read)
+    record.update(serve_cli(files, where))
     record["stack"] = stacks
     return record
 
@@ -582,6 +585,63 @@ def _image_record(
         "Digest unknown until pinned (rocm-vllm image --digest)."
     )
     return rec
+
+
+# How `vllm serve` takes the model, by release: where the positional `model_tag` is declared
+# (vllm/scripts.py to v0.7.2, entrypoints/cli/serve.py to v0.9.2, then the make_arg_parser that
+# cli/serve.py imports: entrypoints/openai/, launchers/ (v0.29) or common/ (v0.33) cli_args.py),
+# and where `--model` given to `vllm serve` is caught (scripts.py or cli/serve.py, then
+# FlexibleArgumentParser.parse_args in vllm/utils[.py|/__init__.py|/argparse_utils.py]).
+_SERVE_PARSERS: Final = ("vllm/entrypoints/cli/serve.py", "vllm/scripts.py")
+_ARG_PARSER_IMPORT: Final = re.compile(r"from vllm\.entrypoints\.([a-z_]+)\.cli_args import")
+_MODEL_CHECKS: Final = (
+    "vllm/scripts.py",
+    "vllm/entrypoints/cli/serve.py",
+    "vllm/utils/argparse_utils.py",
+    "vllm/utils/__init__.py",
+    "vllm/utils.py",
+)
+_MODEL_TAG: Final = re.compile(r"""add_argument\(\s*["']model_tag["']""")
+_OPTIONAL: Final = re.compile(r"""nargs\s*=\s*["']\?["']""")
+# vLLM #7347's message; what precedes it says whether it is raised or logged (#25967)
+_MODEL_MESSAGE: Final = "you should provide the model as a"
+_RAISED_OR_LOGGED: Final = re.compile(r"raise ValueError\(|logger\.warning\(")
+
+
+def serve_cli(files: Mapping[str, str], where: str) -> dict[str, str]:
+    """How the release's ``vllm serve`` takes the model: ``serve_model_tag`` (the positional
+    model, "required" or "optional"), ``serve_model_option`` (``--model`` "refused" at argument
+    parsing or "deprecated", a warning) and ``serve_source``; a fact not found is left out."""
+    out: dict[str, str] = {}
+    read: list[str] = []
+    imported = _ARG_PARSER_IMPORT.search(files.get(_SERVE_PARSERS[0], ""))
+    parsers = [_SERVE_PARSERS[0]]
+    if imported is not None:
+        parsers.append(f"vllm/entrypoints/{imported.group(1)}/cli_args.py")
+    for path in [*parsers, *_SERVE_PARSERS[1:]]:
+        text = files.get(path, "")
+        m = _MODEL_TAG.search(text)
+        if m is not None:
+            # the call's own keywords: up to the next add_argument (help text may hold parens)
+            call = text[m.end() : m.end() + 400].split("add_argument(", 1)[0]
+            out["serve_model_tag"] = "optional" if _OPTIONAL.search(call) else "required"
+            read.append(f"{path} (model_tag)")
+            break
+    for path in _MODEL_CHECKS:
+        text = files.get(path, "")
+        at = text.find(_MODEL_MESSAGE)
+        if at < 0 or "--model" not in text[at : at + 300]:
+            continue
+        # the nearest raise or warning before the message (a few lines up)
+        calls = list(_RAISED_OR_LOGGED.finditer(text, max(0, at - 400), at))
+        if calls:
+            raised = calls[-1].group(0).startswith("raise")
+            out["serve_model_option"] = "refused" if raised else "deprecated"
+            read.append(f"{path} (--model)")
+        break
+    if out:
+        out["serve_source"] = f"{where} " + ", ".join(read)
+    return out
 
 
 def _loader_problem(record: dict[str, Any]) -> str | None:

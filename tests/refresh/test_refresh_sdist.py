@@ -359,10 +359,14 @@ def test_verify_re_reads_what_the_data_holds_and_catches_a_tampered_record(
     clean = json.loads(
         runner.invoke(app, ["matrix", "refresh", "--source", "sdist", "--verify", "--json"]).output
     )
-    # The slices are repacks of the real sdists: their hash (and the source naming it) is all
+    # The slices are repacks of the real sdists: their hash (and the sources naming it) is all
     # that differs from the shipped records.
     assert clean["compared"]["records"] >= len(SLICED)  # each release, and its images
-    assert {f["field"] for c in clean["changes"] for f in c["fields"]} <= {"sdist_sha256", "source"}
+    assert {f["field"] for c in clean["changes"] for f in c["fields"]} <= {
+        "sdist_sha256",
+        "source",
+        "serve_source",
+    }
     path = matrix_copy / "vllm.toml"
     text = path.read_text()
     block = text.index('version = "0.33.0"')
@@ -376,3 +380,34 @@ def test_verify_re_reads_what_the_data_holds_and_catches_a_tampered_record(
     assert doc["compared"]["records"] > 1 and doc["compared"]["fields"] > doc["compared"]["records"]
     (changed,) = [c for c in doc["changes"] if c["key"] == "0.33.0"]
     assert any(f["field"] == "date" and f["old"] == "2020-01-01" for f in changed["fields"])
+
+
+@pytest.mark.parametrize(
+    ("version", "tag", "option"),
+    [
+        ("0.6.4", "required", "refused"),  # vllm/scripts.py
+        ("0.10.1", "optional", "refused"),  # FlexibleArgumentParser raises (vLLM #7347)
+        ("0.11.0", "optional", "refused"),
+        ("0.11.1", "optional", "deprecated"),  # a warning (vLLM #25967)
+        ("0.29.0", "optional", "deprecated"),  # make_arg_parser in entrypoints/launchers/
+        ("0.33.0", "optional", "deprecated"),  # make_arg_parser in entrypoints/common/
+    ],
+)
+def test_how_vllm_serve_takes_the_model_is_read_from_the_sdist(
+    version: str, tag: str, option: str
+) -> None:
+    """Issue 40: whether a release's `vllm serve` takes the model positionally and refuses
+    --model, read from its own CLI files, wherever the release keeps them."""
+    files = sdist.read_members((RECORDED / "sdist" / f"vllm-{version}.tar.gz").read_bytes())
+    got = sdist.serve_cli(files, f"vllm {version} sdist sha256:X")
+    assert (got["serve_model_tag"], got["serve_model_option"]) == (tag, option)
+    assert got["serve_source"].startswith(f"vllm {version} sdist sha256:X vllm/")
+
+
+def test_serve_cli_leaves_out_what_it_does_not_find() -> None:
+    assert sdist.serve_cli({}, "w") == {}
+    only_tag = {"vllm/scripts.py": 'p.add_argument("model_tag", type=str, help="(x)")\n'}
+    assert sdist.serve_cli(only_tag, "w") == {
+        "serve_model_tag": "required",
+        "serve_source": "w vllm/scripts.py (model_tag)",
+    }
