@@ -756,6 +756,18 @@ def test_a_group_past_maxnodes_is_split_into_jobs_that_start(
     for script in scripts:
         check = _test_only(slurm_cluster, script)
         assert check.returncode == 0, (script.name, check.stderr)
+    # gather, then plan the directory: the summary carries the partitions and gres, the same jobs.
+    reports = tmp_path / "reports"
+    gathered = _fleet(
+        slurm_cluster, "gather", WIDE_PARTITION, probe, "-o", str(reports), cwd=tmp_path
+    )
+    assert gathered.returncode == 0, gathered.stderr
+    again = tmp_path / "again"
+    plan = _cli(slurm_cluster, "fleet", "plan", str(reports), "-o", str(again), cwd=tmp_path)
+    assert plan.returncode == 0, plan.stderr
+    assert {p.name: _sbatch(p) for p in (again / "slurm").iterdir()} == {
+        p.name: _sbatch(p) for p in scripts
+    }
 
 
 def test_a_group_spanning_partitions_names_the_ones_holding_its_nodes(

@@ -444,6 +444,7 @@ def _gathered_files(found: Any, slurm: str) -> dict[str, str]:
     import json
 
     from resolver import __version__
+    from resolver.fleet.layout import layout_json
     from resolver.fleet.reports import GATHER_SUMMARY
 
     files: dict[str, str] = {}
@@ -465,6 +466,8 @@ def _gathered_files(found: Any, slurm: str) -> dict[str, str]:
                 "partition": found.partition,
                 "max_minutes": found.max_minutes,
                 "nodes": [r.to_json() for r in reports],
+                # Each node's partitions and gres, for the batch scripts of `fleet plan DIR`.
+                **({"slurm": layout_json(found.layout)} if found.layout else {}),
             },
             indent=2,
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,3 +29,60 @@ class SlurmLayout:
     limits: Mapping[str, PartitionLimits] = field(default_factory=dict)
     # node -> the GPUs its gres declares (sinfo %G; 0: no gpu gres); a node not here: not known
     gpus: Mapping[str, int] = field(default_factory=dict)
+
+
+MAX_COUNT = 1_000_000  # nodes of a job, GPUs of a node: anything above is not what sinfo says
+
+
+def _count(value: object) -> int | None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
+    return value if ok else None  # type: ignore[return-value]
+
+
+def layout_json(layout: SlurmLayout) -> dict[str, Any]:
+    """The layout as `fleet gather` saves it in its summary, for `fleet plan DIR`."""
+    parts = {p for n in layout.member_of for p in layout.member_of[n]}
+    return {
+        "partitions": {
+            p: {"max_nodes": lim.max_nodes, "max_minutes": lim.max_minutes}
+            for p, lim in layout.limits.items()
+            if p in parts
+        },
+        "nodes": {
+            n: {"partitions": list(layout.member_of[n]), "gpus": layout.gpus.get(n)}
+            for n in layout.member_of
+        },
+    }
+
+
+def layout_from_json(data: object, *, max_minutes: int) -> SlurmLayout | None:
+    """A saved layout, every name and number checked as sinfo's were (a summary is a file anyone
+    may have edited); None when it is not one."""
+    from resolver.util.safety import is_safe
+
+    if not isinstance(data, dict):
+        return None
+    partitions, nodes = data.get("partitions"), data.get("nodes")
+    if not isinstance(partitions, dict) or not isinstance(nodes, dict):
+        return None
+    limits: dict[str, PartitionLimits] = {}
+    for name, lim in partitions.items():
+        if not (is_safe("partition", name) and isinstance(lim, dict)):
+            return None
+        minutes = _count(lim.get("max_minutes"))
+        limits[name] = PartitionLimits(
+            _count(lim.get("max_nodes")) or None,
+            minutes if minutes and minutes <= max_minutes else None,
+        )
+    member_of: dict[str, tuple[str, ...]] = {}
+    gpus: dict[str, int] = {}
+    for name, node in nodes.items():
+        held = node.get("partitions") if isinstance(node, dict) else None
+        if not (is_safe("node_name", name) and isinstance(held, list)):
+            return None
+        if not all(isinstance(p, str) and p in limits for p in held):
+            return None
+        member_of[name] = tuple(held)
+        if (count := _count(node.get("gpus"))) is not None:
+            gpus[name] = count
+    return SlurmLayout(member_of, limits, gpus)

@@ -22,7 +22,7 @@ import msgspec
 
 from resolver import __version__
 from resolver.data.node import Node, Origin, from_json
-from resolver.fleet.layout import SlurmLayout
+from resolver.fleet.layout import SlurmLayout, layout_from_json
 from resolver.util import bounded
 from resolver.util.errors import InputError
 from resolver.util.safety import is_safe, shown
@@ -208,6 +208,7 @@ def gathered_where(inputs: Sequence[str]) -> GatheredWhere | None:
     """The partition of the one `fleet gather` directory among ``inputs`` (None when there is
     none, or several that disagree)."""
     found: set[tuple[str | None, int | None]] = set()
+    layouts: list[SlurmLayout | None] = []
     for name in inputs:
         path = Path(name) / GATHER_SUMMARY
         if not Path(name).is_dir() or not path.is_file():
@@ -220,6 +221,7 @@ def gathered_where(inputs: Sequence[str]) -> GatheredWhere | None:
             continue
         part = data.get("partition")
         minutes = data.get("max_minutes")
+        layouts.append(layout_from_json(data.get("slurm"), max_minutes=MAX_JOB_MINUTES))
         found.add(
             (
                 part if isinstance(part, str) and is_safe("partition", part) else None,
@@ -234,7 +236,8 @@ def gathered_where(inputs: Sequence[str]) -> GatheredWhere | None:
     if len(found) != 1:
         return None
     ((part, minutes),) = found
-    return GatheredWhere(part, minutes)
+    # The nodes' partitions and gres: from one summary only (two would need merging).
+    return GatheredWhere(part, minutes, layouts[0] if len(layouts) == 1 else None)
 
 
 def _host_and_key(raw: bytes) -> tuple[str | None, bytes | None]:

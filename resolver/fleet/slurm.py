@@ -92,7 +92,13 @@ class Target:
 
     @property
     def layout(self) -> SlurmLayout:
-        return SlurmLayout(self.member_of, self.limits, self.gpus)
+        """What sinfo said of the target's nodes (their partitions and gres) and those
+        partitions' limits."""
+        member_of = {n: self.partitions_of(n) for n in self.nodes}
+        held = {p for parts in member_of.values() for p in parts}
+        limits = {p: lim for p, lim in self.limits.items() if p in held}
+        gpus = {n: self.gpus[n] for n in self.nodes if n in self.gpus}
+        return SlurmLayout(member_of, limits, gpus)
 
     def partitions_of(self, node: str) -> tuple[str, ...]:
         if self.partition is not None:
