@@ -300,7 +300,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         plan (exit 0: every node has a supported plan; 1: some do not or did not report; 2: bad
         input; 4: Slurm or kubectl failed; 6: only unknowns)."""
         from resolver.data import matrix
-        from resolver.fleet.artifacts import Options, render_all, write_dir
+        from resolver.fleet.artifacts import Options, check_output_dir, render_all, write_dir
         from resolver.fleet.plan import plan_fleet
         from resolver.fleet.slurm import DEFAULT_JOB_TIME, job_time
         from resolver.solve import Request
@@ -322,6 +322,8 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             return made
 
         options(partition, time_limit or DEFAULT_JOB_TIME)  # bad flags fail before any srun
+        if out_dir is not None:  # so does an -o that cannot be written (issue 40)
+            check_output_dir(out_dir, force=force)
         if driver is not None:
             from resolver.util.versions import driver_series
 
@@ -378,8 +380,9 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         """Run `probe --json` on every node through srun and save each node's report (exit 0: all
         answered; 1: some did not, listed with why; 4: Slurm failed)."""
         from resolver.fleet import slurm as slurm_mod
-        from resolver.fleet.artifacts import write_dir
+        from resolver.fleet.artifacts import check_output_dir, write_dir
 
+        check_output_dir(out_dir, force=force)  # before any srun (issue 40)
         found = slurm_mod.gather(
             slurm,
             probe=slurm_mod.probe_command(probe_command),

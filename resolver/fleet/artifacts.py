@@ -745,12 +745,20 @@ def _relative(rel: str) -> Path:
     return path
 
 
-def write_dir(target: Path, files: Mapping[str, str], *, force: bool = False) -> None:
-    """All files appear at once: they are written into a temporary directory beside ``target``
-    and renamed into place. Without ``force`` the rename itself decides: it succeeds only onto a
-    missing or empty directory, so of several writers exactly one wins and the others fail
-    saying the directory is not empty. With ``force`` an existing directory is swapped out, never
-    merged. On any failure nothing is left behind; what a killed writer left is swept."""
+def check_output_dir(target: Path, *, force: bool = False) -> None:
+    """Refuse an ``-o`` that ``write_dir`` would refuse, before the slow part (the gather, the
+    planning) rather than after it: a path that is not a directory, a parent that does not
+    exist, a non-empty directory without ``force``. The rename in ``write_dir`` still decides
+    between writers racing for one directory."""
+    target = _writable_target(target)
+    if not force and target.is_dir() and any(target.iterdir()):
+        raise InputError(
+            f"-o {target}: the directory is not empty",
+            hint="give a new directory, or --force to replace it",
+        )
+
+
+def _writable_target(target: Path) -> Path:
     target = target.absolute()
     if target.exists() and not target.is_dir():
         raise InputError(
@@ -760,6 +768,16 @@ def write_dir(target: Path, files: Mapping[str, str], *, force: bool = False) ->
         raise InputError(
             f"-o {target}: {target.parent} does not exist", hint="create the parent directory first"
         )
+    return target
+
+
+def write_dir(target: Path, files: Mapping[str, str], *, force: bool = False) -> None:
+    """All files appear at once: they are written into a temporary directory beside ``target``
+    and renamed into place. Without ``force`` the rename itself decides: it succeeds only onto a
+    missing or empty directory, so of several writers exactly one wins and the others fail
+    saying the directory is not empty. With ``force`` an existing directory is swapped out, never
+    merged. On any failure nothing is left behind; what a killed writer left is swept."""
+    target = _writable_target(target)
     sweep_leftovers(target.parent, target.name)
     stem = f".{target.name[:64]}."
     tmp: Path | None = None
