@@ -78,6 +78,9 @@ LIVE_CASES: list[tuple[str, str, str, str | None, str | None]] = [
         None,
     ),  # the stack an amdgpu 6.4 host runs
     ("v0.32.0-gfx1100", "0.32.0", "gfx1100", "30.30.3", None),
+    # issue 39: MI250 on TheRock (the xnack kpacks removed), and v0.30.0's legacy stack
+    ("v0.33.0-rocm100-gfx90a", "0.33.0", "gfx90a", "30.30.3", "rocm100"),
+    ("v0.30.0-gfx942", "0.30.0", "gfx942", "30.30.3", None),
 ]
 
 runner = CliRunner()
@@ -1446,3 +1449,238 @@ def test_a_gpu_with_an_override_gets_the_near_targets_build_with_the_override_se
     plain = json.loads(cli("--gfx", "gfx1030", "--driver", "30.30.3", "--json").stdout)
     assert plain["override"] is None
     assert "HSA_OVERRIDE_GFX_VERSION" not in cli("--gfx", "gfx1030", "--driver", "30.30.3").stdout
+
+
+# --- issue 39: the build as vLLM builds it, per release ----------------------------------------
+
+SLICES = Path(__file__).parent / "refresh" / "recorded" / "sdist"
+# (release, stack): every release with ROCm Dockerfiles since rendering.STEPS_SINCE, each stack
+# but the gfx1250 preview (its own, differently shaped files; not compared yet).
+UPSTREAM_STACKS = [
+    ("0.30.0", None),
+    ("0.31.0", None),
+    ("0.32.0", None),
+    ("0.33.0", "rocm100"),
+    ("0.33.0", "rocm72"),
+]
+
+
+def _upstream_files(version: str, stack: str | None) -> tuple[str, str]:
+    """The stack's base and app Dockerfiles, from the release's recorded sdist slice."""
+    import tarfile
+
+    from resolver.refresh import sdist
+
+    with tarfile.open(SLICES / f"vllm-{version}.tar.gz") as tar:
+        files = {
+            m.name.split("/", 1)[1]: tar.extractfile(m).read().decode()  # type: ignore[union-attr]
+            for m in tar.getmembers()
+            if m.isfile()
+        }
+    live = df.find_release(matrix_mod.load_dir(LIVE_MATRIX), version)
+    st = next(s for s in live.stacks if (s.variant == stack if stack else s.default))
+    sf = next(f for f in sdist._stack_files(files) if f.base == st.dockerfile)
+    assert sf.base is not None
+    return files[sf.base], files[sf.app]
+
+
+def _names(text: str) -> set[str]:
+    """Every ARG, ENV and stage name a Dockerfile declares."""
+    from resolver.refresh import dockerfile_parse as dp
+
+    out = set(dp.parse(text).stages)
+    for line in dp.logical_lines(text):
+        keyword, _, rest = line.partition(" ")
+        words = rest.split()
+        if not words or keyword.upper() not in ("ARG", "ENV"):
+            continue
+        if keyword.upper() == "ARG" or "=" not in words[0]:
+            out.add(words[0].partition("=")[0])
+        else:
+            out |= {w.partition("=")[0] for w in dp._split(rest) if "=" in w}
+    return out
+
+
+def _live_plan(version: str, stack: str | None, gfx: str) -> df.DockerfilePlan:
+    live = matrix_mod.load_dir(LIVE_MATRIX)
+    node = from_flags(gfx=gfx, gpus=None, driver="30.30.3", os=None, rocm=None, python=None)
+    return df.plan_dockerfile(live, node, df.choose(live, node, vllm=version, stack=stack))
+
+
+@pytest.mark.parametrize("gfx", ["gfx942", "gfx90a", "gfx1100", "gfx1201"])
+@pytest.mark.parametrize(("version", "stack"), UPSTREAM_STACKS)
+def test_every_upstream_step_is_reproduced_or_listed_with_a_reason(
+    version: str, stack: str | None, gfx: str
+) -> None:
+    """Each ARG, ENV and stage of upstream's two Dockerfiles (read from the sdist) is in the
+    generated file, or covered by a header line that says it is left out or done differently,
+    and why; a component left out for the targets is said so too."""
+    base, app = _upstream_files(version, stack)
+    plan = _live_plan(version, stack, gfx)
+    text = df.render(plan)
+    header = [line for line in text.splitlines() if line.startswith("# ")]
+    covered = _names(text)
+    for step in dfr.upstream_steps(plan):
+        assert dfr._step_line(plan, step) in header
+        assert step.reason and step.what
+        covered |= set(step.names)
+    for o in plan.omitted:
+        arg = df.layouts().components[o.component].arg
+        spec = df.layouts().components[o.component]
+        assert any(line.startswith(f"# Left out: {o.component} (") for line in header)
+        covered |= {f"{arg}_REPO", f"{arg}_BRANCH", f"build_{spec.stage}", f"{arg}_ROCM_ARCH"}
+    missing = sorted((_names(base) | _names(app)) - covered)
+    assert not missing, f"upstream's {missing} neither reproduced nor listed"
+
+
+@pytest.mark.parametrize(("version", "stack"), UPSTREAM_STACKS)
+def test_the_image_sets_the_runtime_env_upstreams_final_image_sets(
+    version: str, stack: str | None
+) -> None:
+    """The final stage's ENV is upstream's, value for value, less what the header lists; the
+    base keeps HSA_NO_SCRATCH_RECLAIM; nothing is credited to upstream that it does not set."""
+    from resolver.refresh import dockerfile_parse as dp
+
+    base, app = _upstream_files(version, stack)
+    up_base, up_app = dp.parse(base), dp.parse(app)
+    want = {**up_base.stage_env["final"], **up_app.stage_env["final_common"]}
+    plan = _live_plan(version, stack, "gfx942")
+    listed = {n for s in dfr.upstream_steps(plan) for n in s.names}
+    got = dp.parse(df.render(plan)).stage_env
+    ours = {"AITER_ROCM_ARCH": "gfx942"}
+    assert got["final"] == {
+        **{k: v for k, v in want.items() if v and k not in listed},
+        **ours,
+    }
+    assert "RAY_EXPERIMENTAL_NOSET_ROCR_VISIBLE_DEVICES" not in got["final"]
+    assert {"HSA_ENABLE_IPC_MODE_LEGACY", "PYTORCH_NVML_BASED_CUDA_CHECK"} <= set(got["final"])
+    assert (
+        got["base"]["HSA_NO_SCRATCH_RECLAIM"] == up_base.stage_env["base"]["HSA_NO_SCRATCH_RECLAIM"]
+    )
+
+
+@pytest.mark.parametrize(("version", "stack"), UPSTREAM_STACKS)
+def test_aiter_and_triton_kernels_are_built_as_upstream_builds_them(
+    version: str, stack: str | None
+) -> None:
+    """AITER_USE_SYSTEM_TRITON=1 where upstream's AITER line has it (all four releases), and
+    triton_kernels at upstream's ROCM_TRITON_KERNELS_COMMIT, which vLLM's build is pointed at."""
+    from resolver.refresh import dockerfile_parse as dp
+
+    _base, app = _upstream_files(version, stack)
+    plan = _live_plan(version, stack, "gfx942")
+    text = df.render(plan)
+    aiter_line = next(
+        r for r in text.split("\nRUN ") if "setup.py bdist_wheel" in r and "AITER" in r
+    )
+    assert "AITER_USE_SYSTEM_TRITON=1" in aiter_line
+    commit = dp.parse(app).args["ROCM_TRITON_KERNELS_COMMIT"]
+    assert plan.upstream is not None and plan.upstream.triton_kernels_commit == commit
+    facts = dp.parse(text)
+    assert facts.args["ROCM_TRITON_KERNELS_COMMIT"] == commit
+    assert facts.stage_env["build_vllm"]["TRITON_KERNELS_SRC_DIR"] == "/opt/rocm-triton-kernels"
+
+
+def test_a_release_that_does_not_set_it_gets_no_system_triton_switch(m: Matrix) -> None:
+    """Unknown stays unknown: a stack read before the field existed (the frozen data) builds
+    AITER as before and says its runtime ENV is not recorded."""
+    text = df.render(plan_for(m, "0.24.0", "gfx942,gfx950", "30.30.3"))
+    assert "AITER_USE_SYSTEM_TRITON=1 GPU_ARCHS" not in text
+    assert "runtime ENV for this release is not recorded" in text
+
+
+def test_gfx90a_therock_build_removes_the_xnack_kpacks(tmp_path: Path) -> None:
+    """v0.33.0's TheRock stack on MI250: the kpacks upstream deletes (ASAN builds that fail with
+    hipErrorInvalidImage) are deleted, rocm_sdk is patched as upstream patches it, and the
+    device extras are torch, torchvision and rocm from both indexes."""
+    plan = _live_plan("0.33.0", "rocm100", "gfx90a")
+    assert plan.upstream is not None
+    assert set(plan.upstream.drop_kpacks) == {
+        "torch/.kpack/torch_gfx90a:xnack+.kpack",
+        "torch/.kpack/torch_gfx90a:xnack-.kpack",
+    }
+    values = dfr._therock_values(plan)
+    assert '"torchvision[device-${arch}]==0.28.0+rocm10.0.0"' in values["device_packages"]
+    text = df.render(plan)
+    assert text.count('--extra-index-url "${ROCM_NIGHTLY_WHEELS_MULTIARCH_URL}"') == 3
+    site = tmp_path / "site"
+    kpacks = site / "torch" / ".kpack"
+    kpacks.mkdir(parents=True)
+    for name in ("torch_gfx90a:xnack+.kpack", "torch_gfx90a:xnack-.kpack", "torch_gfx90a.kpack"):
+        (kpacks / name).write_text("x")
+    (site / "rocm_sdk").mkdir()
+    (site / "rocm_sdk" / "__init__.py").write_text("def f(rtld_global: bool = True): ...\n")
+    done = _run_step(values["therock_fixes"], tmp_path, {"SITE_PACKAGES": str(site)})
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in kpacks.iterdir()) == ["torch_gfx90a.kpack"]
+    assert "rtld_global: bool = False" in (site / "rocm_sdk" / "__init__.py").read_text()
+    # behind a wheel mirror the nightly index is not reached past it
+    from dataclasses import replace
+
+    through = replace(plan, mirrors=replace(plan.mirrors, rocm_wheels="https://mirror.example/w/"))
+    assert "ROCM_NIGHTLY_WHEELS_MULTIARCH_URL" not in df.render(through)
+
+
+def test_triton_kernels_are_fetched_at_the_commit_and_checked(tmp_path: Path) -> None:
+    """The triton_kernels step against a local repository standing in for ROCm/triton through
+    GIT_BASE: the package lands where TRITON_KERNELS_SRC_DIR points; another commit fails."""
+    from dataclasses import replace
+
+    repo = tmp_path / "ROCm" / "triton.git"
+    src = repo / "python" / "triton_kernels" / "triton_kernels"
+    src.mkdir(parents=True)
+    (src / "__init__.py").write_text("")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo)]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "kernels"], check=True)
+    head = subprocess.run(
+        [*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    plan = _live_plan("0.33.0", "rocm100", "gfx942")
+    assert plan.upstream is not None
+    dest = tmp_path / "opt"
+    for commit, ok in ((head, True), ("0" * 40, False)):
+        pinned = replace(
+            plan,
+            upstream=msgspec.structs.replace(plan.upstream, triton_kernels_commit=commit),
+        )
+        step = dfr._triton_kernels(pinned).replace("/opt/rocm-triton-kernels", str(dest))
+        step = step.replace("/tmp/triton-kernels", str(tmp_path / "scratch"))
+        env = {"GIT_BASE": f"file://{tmp_path}", "ROCM_TRITON_KERNELS_COMMIT": commit}
+        done = _run_step(step.split("\nENV ")[0], tmp_path, env)
+        assert (done.returncode == 0) == ok, done.stderr
+        assert (dest / "__init__.py").exists() == ok
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.rmtree(tmp_path / "scratch", ignore_errors=True)
+
+
+def test_a_tag_with_a_recorded_commit_is_checked_after_checkout(tmp_path: Path) -> None:
+    """AITER and MORI tags whose commit the layouts record (a tag can move) fail the build when
+    the checkout is at another commit; a tag newer than the record is said to float instead."""
+    recorded = ComponentPin(component="mori", repo="ROCm/mori", ref="v1.1.0")
+    check = dfr._verify("mori", recorded)
+    assert "c4d5877a50a20dea00b414c4422ebc240228684e" in check
+    repo = tmp_path / "mori"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(
+        [
+            "git",
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-C",
+            str(repo),
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "moved",
+        ],
+        check=True,
+    )
+    done = _run_step("RUN true" + check, tmp_path, {})
+    assert done.returncode != 0 and "mori: not v1.1.0 at c4d5877a" in done.stderr
+    plan = _live_plan("0.33.0", "rocm72", "gfx942")
+    assert "aiter v0.1.26" in " ".join(plan.floating)  # newer than the recorded snapshot
