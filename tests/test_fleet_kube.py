@@ -42,7 +42,8 @@ def test_every_recorded_file_has_its_source() -> None:
     ("file", "name", "gfx", "gpus", "partitions"),
     [
         ("nodes-aks-mi300x-vf-k8sdp112.json", "aks-mi300x-0", ("gfx942",), 8, set()),
-        ("nodes-mi300x-cpx-k8sdp108.json", "mi300x-cpx-0", ("gfx942",), 8, set()),
+        # PR #108's older labeller writes no partition label: CPX from its counts and CUs.
+        ("nodes-mi300x-cpx-k8sdp108.json", "mi300x-cpx-0", ("gfx942",), 8, {"CPX"}),
         ("nodes-mi300x-gpuop266.json", "master-1", ("gfx942",), 8, set()),
         ("nodes-mi355x-dpx-spx-gpuop555.json", "node-a", ("gfx950",), 16, {"DPX"}),
         ("nodes-mi355x-dpx-spx-gpuop555.json", "node-b", ("gfx950",), 8, {"SPX"}),

@@ -29,15 +29,17 @@ listed as failed, with why.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from msgspec.structs import replace
 
 from resolver.data.node import MAX_GPUS, Gpu, Node, Origin, Partition
 from resolver.fleet.reports import NodeReport
 from resolver.probe import driver as driver_mod
-from resolver.probe.gfx import GfxTable, gfx_for_pci, product_for_pci
+from resolver.probe.gfx import PARTITIONABLE, GfxTable, PciEntry, gfx_for_pci, product_for_pci
 from resolver.probe.host import os_id
+from resolver.probe.sysfs import _MAX_CU_PER_XCD as MAX_CU_PER_XCD
+from resolver.probe.sysfs import infer_compute_partition
 from resolver.util import bounded
 from resolver.util.errors import InputError
 from resolver.util.safety import is_safe, shown, unsafe_char
@@ -133,13 +135,29 @@ def _gpu_count(text: object) -> int | None:
 
 
 def _counts(labels: dict[str, str], prop: str) -> dict[str, int]:
-    """``beta.amd.com/gpu.device-id.74a1=8`` -> {"74a1": 8} (a count per value, when present)."""
+    """``beta.amd.com/gpu.device-id.74a1=8`` -> {"74a1": 8} (a count per value, when present;
+    the beta count label, written for one value or several, else ``amd.com/gpu.X.V``, written
+    only for several)."""
     out: dict[str, int] = {}
-    key = f"beta.amd.com/gpu.{prop}."
-    for k, v in labels.items():
-        if k.startswith(key) and (n := _gpu_count(v)) is not None:
-            out[k[len(key) :]] = n
+    for prefix in reversed(PREFIXES):
+        key = f"{prefix}{prop}."
+        for k, v in labels.items():
+            if k.startswith(key) and (n := _gpu_count(v)) is not None:
+                out.setdefault(k[len(key) :], n)
     return out
+
+
+def _several(labels: dict[str, str], prop: str) -> dict[str, int | None]:
+    """A property the labeller writes per GPU (cu-count, vram) -> {value: how many GPUs have it,
+    None where no count label says}. Its ``createLabels`` writes one value as plain labels
+    (``amd.com/gpu.X=V``, ``beta.amd.com/gpu.X=V``) beside ``beta.amd.com/gpu.X.V=N``, and
+    several values as count labels only: several values are GPUs that differ, not labels that
+    disagree; a plain label beside another value is a ``Contradiction``."""
+    values = _values(labels, prop)
+    if len(values) > 1 and any(labels.get(prefix + prop) for prefix in PREFIXES):
+        _one(labels, prop)  # raises, saying what each label says
+    counts = _counts(labels, prop)
+    return {value: counts.get(value) for value in sorted(values)}
 
 
 def _capacity(node: dict[str, Any]) -> tuple[str, int]:
@@ -160,6 +178,20 @@ def _capacity(node: dict[str, Any]) -> tuple[str, int]:
         if value is not None and count is None and key == GPU_RESOURCE:
             raise Contradiction(f"capacity {key} is {shown(str(value))[:40]}, not a GPU count")
     return GPU_RESOURCE, 0
+
+
+def _offered_modes(node: dict[str, Any]) -> dict[str, int]:
+    """The partition resources the device plugin's mixed naming strategy offers, one per
+    partition type on the node (``amd.com/cpx_nps1``: 32, ``amd.com/spx_nps1``: 4) -> counts."""
+    status = node.get("status")
+    capacity: Any = status.get("capacity") if isinstance(status, dict) else None
+    out: dict[str, int] = {}
+    for key, value in (capacity if isinstance(capacity, dict) else {}).items():
+        mode = key[len("amd.com/") :] if key.startswith("amd.com/") else ""
+        count = _gpu_count(str(value)) if not isinstance(value, bool) else None
+        if _PARTITION_RE.fullmatch(mode) and count:
+            out[mode] = count
+    return out
 
 
 def os_from_image(text: str) -> str | None:
@@ -263,12 +295,19 @@ def node_report(
         )
     try:
         resource, count = _capacity(item)
-        node, unplaced = _node(labels, resource, count, gfx_table or GfxTable.of(matrix.gfx))
+        table = gfx_table or GfxTable.of(matrix.gfx)
+        node, unplaced, notes = _node(labels, resource, count, table, _offered_modes(item))
     except Contradiction as exc:
         return NodeReport(name=name, source=source, reason=str(exc), labels=amd_labels)
     node = _read_driver(replace(node, os=os, kernel=kernel), _one(labels, "driver-version"), matrix)
     return NodeReport(
-        name=name, source=source, node=node, reason=unplaced, labels=amd_labels, resource=resource
+        name=name,
+        source=source,
+        node=node,
+        reason=unplaced,
+        notes=notes,
+        labels=amd_labels,
+        resource=resource,
     )
 
 
@@ -347,11 +386,159 @@ def _nvidia_node(
     return Node(host=host, origin=KUBERNETES), None, kept
 
 
+# One kind of GPU on a node in mixed partition modes: (what, partition, CUs, how many).
+_Kind = tuple[str, Partition | None, int | None, int | None]
+
+
+class _Unlabelled(NamedTuple):
+    """What the labels of a partitionable GPU with no partition label say of its partitions."""
+
+    mode: str | None = None  # CPX, DPX, TPX, QPX; None: whole GPUs, or (with why) unknown
+    per_gpu: int | None = None  # partitions per physical GPU, where the labels tell
+    evidence: tuple[str, ...] = ()
+    why: str | None = None  # partitioned, but in which mode the labels do not say
+
+
+def _cu_mode(cu: int, wholes: set[int]) -> tuple[str | None, int | None]:
+    """A device of ``cu`` CUs on a GPU whose whole-device count the data states (``wholes``:
+    304 for an MI300X) -> (mode, partitions per GPU), as the probe reads KFD nodes
+    (``probe.sysfs.infer_compute_partition``): at most one XCD's CUs is CPX, the whole count is
+    SPX, a share of it DPX/TPX/QPX."""
+    if cu in wholes:
+        return "SPX", 1
+    shares = {w // cu for w in wholes if w % cu == 0 and w > cu}
+    per_gpu = shares.pop() if len(shares) == 1 else None
+    if cu <= MAX_CU_PER_XCD:
+        return "CPX", per_gpu
+    return (infer_compute_partition(per_gpu, None, cu) if per_gpu else None), per_gpu
+
+
+def _unlabelled(
+    entries: tuple[PciEntry, ...], device_id: str, cu: int | None, agents: int, physical: int | None
+) -> _Unlabelled:
+    """A labeller before 2025-04 writes no partition label; its other labels still say how the
+    GPUs are split. Each partition is a device of its own to the labeller, but ``device-id`` is
+    read from the PCI function, which partitions do not have (ROCm/k8s-device-plugin PR #108
+    prints ``beta.amd.com/gpu.device-id.74a1: "1"`` beside ``beta.amd.com/gpu.cu-count.38:
+    "8"`` for one MI300X in CPX): more devices than the device-id count are partitions, and a
+    device's CU count against the whole GPU's says which mode."""
+    wholes = {e.compute_units for e in entries if e.compute_units}
+    evidence: list[str] = []
+    split = physical is not None and 0 < physical < agents
+    # Fewer CUs than any whole GPU of the id has: a share of one.
+    shrunk = cu is not None and bool(wholes) and cu < min(wholes)
+    per_gpu = agents // physical if split and physical and agents % physical == 0 else None
+    if split:
+        gpus = f"{physical} GPU" + ("s" if physical != 1 else "")
+        evidence.append(f"{agents} devices on {gpus} (device-id.{device_id}={physical})")
+    mode = None
+    if cu is not None:
+        mode, share = _cu_mode(cu, wholes)
+        per_gpu = per_gpu or share
+        evidence.append(f"{cu} CUs per device")
+        if mode == "SPX" and split:  # the counts say partitions, the CUs a whole GPU
+            mode = None
+        elif per_gpu and per_gpu > 1 and mode is None and cu > MAX_CU_PER_XCD:
+            mode = infer_compute_partition(per_gpu, None, cu)
+    elif per_gpu and per_gpu > 4:  # DPX, TPX and QPX are 2, 3 and 4 per GPU
+        mode = "CPX"
+    if not (split or shrunk) or mode == "SPX":
+        return _Unlabelled()  # whole GPUs, or nothing says otherwise
+    why = None
+    if mode is None:
+        why = (
+            f"partitioned GPUs ({'; '.join(evidence)}) but no partition mode in the labels: not "
+            "planned, since a plan must not span partitions; label the node with a node labeller "
+            "from 2025-04 on (amd.com/gpu.compute-memory-partition), or run it with -cu-count"
+        )
+    return _Unlabelled(mode, per_gpu, tuple(evidence), why)
+
+
+def _mixed(
+    offered: dict[str, int],
+    cu_values: dict[str, int | None],
+    vram_values: dict[str, int | None],
+    wholes: set[int],
+) -> list[_Kind]:
+    """GPUs of one node in different partition modes -> (what, partition, CUs, how many) per
+    kind; empty when they are in one mode. The device plugin offers one resource per partition
+    type under its mixed strategy (``getResourceList``; a node with several types needs it), and
+    the labeller then writes no partition label, and count labels for each CU count and VRAM size
+    (``createLabels``: ``cu-count.38=32``, ``cu-count.304=4``)."""
+    if len(offered) > 1:
+        out: list[_Kind] = []
+        for name, count in sorted(offered.items()):
+            match = _PARTITION_RE.fullmatch(name)
+            assert match is not None
+            partition = Partition(compute=match.group(1).upper(), memory=match.group(2).upper())
+            out.append((f"{partition.compute}/{partition.memory}", partition, None, count))
+        return out
+    if len(cu_values) > 1:
+        out = []
+        for value, how_many in cu_values.items():
+            cu = bounded.ascii_int(value, max_digits=6)
+            mode = _cu_mode(cu, wholes)[0] if cu else None
+            out.append(
+                (mode or f"{value} CUs", Partition(compute=mode) if mode else None, cu, how_many)
+            )
+        return out
+    if len(vram_values) > 1:  # one CU count, memory split differently (NPS1 and NPS4)
+        return [(f"{value} VRAM", None, None, count) for value, count in vram_values.items()]
+    return []
+
+
+def _mixed_reason(kinds: list[_Kind]) -> str:
+    said = ", ".join(what + (f" x{count}" if count else "") for what, _, _, count in kinds)
+    return (
+        f"mixed partition types on one node ({said}): not planned; set all its GPUs to one "
+        "partition mode (amd-smi set --compute-partition MODE --memory-partition MODE) to plan it"
+    )
+
+
+def _labelled_partition(
+    labels: dict[str, str], resource: str, offered: dict[str, int]
+) -> Partition | None:
+    """The partition mode the labeller's label names (either of its names), else the one the
+    device plugin's mixed strategy names the node's only resource after (``amd.com/cpx_nps4``)."""
+    modes = {k: labels[k] for k in (PARTITION_LABEL, OLD_PARTITION_LABEL) if labels.get(k)}
+    if len({v.lower() for v in modes.values()}) > 1:
+        raise Contradiction(
+            "the labels disagree on the partition mode: "
+            + "; ".join(f"{k} says {v}" for k, v in modes.items())
+        )
+    label_key, partition_text = next(iter(modes.items()), (PARTITION_LABEL, None))
+    if partition_text is None:
+        mode = resource[len("amd.com/") :] if len(offered) == 1 else ""
+        match = _PARTITION_RE.fullmatch(mode)
+    else:
+        match = _PARTITION_RE.fullmatch(partition_text.lower())
+        if match is None:
+            raise Contradiction(
+                f"{label_key}={partition_text} is not a compute_memory partition mode"
+            )
+        # The labeller writes the label only where the GPUs share one mode (IsHomogeneous).
+        theirs = sorted(f"amd.com/{m}" for m in offered)
+        if theirs and theirs != [f"amd.com/{partition_text.lower()}"]:
+            raise Contradiction(
+                f"capacity offers {', '.join(theirs)} but {label_key} is {partition_text}"
+            )
+    if match is None:
+        return None
+    return Partition(compute=match.group(1).upper(), memory=match.group(2).upper())
+
+
 def _node(
-    labels: dict[str, str], resource: str, count: int, gfx_table: GfxTable
-) -> tuple[Node, str | None]:
+    labels: dict[str, str],
+    resource: str,
+    count: int,
+    gfx_table: GfxTable,
+    offered: dict[str, int] | None = None,
+) -> tuple[Node, str | None, tuple[str, ...]]:
+    """The node the labels describe, why it cannot be placed (or None), and notes on how it was
+    read."""
     from resolver.util.versions import check_gfx_name
 
+    offered = offered or {}
     device_ids = _values(labels, "device-id")
     per_id = _counts(labels, "device-id")
     singles = {
@@ -370,31 +557,13 @@ def _node(
         )
     ids = sorted(set(device_ids) | set(per_id))
     family = _one(labels, "family")
-    cu_text = _one(labels, "cu-count")
-    vram_text = _one(labels, "vram")
+    cu_values = _several(labels, "cu-count")
+    vram_values = _several(labels, "vram")
     module = _one(labels, "driver-version")
     product_label = _one(labels, "product-name")
-    modes = {k: labels[k] for k in (PARTITION_LABEL, OLD_PARTITION_LABEL) if labels.get(k)}
-    if len({v.lower() for v in modes.values()}) > 1:
-        raise Contradiction(
-            "the labels disagree on the partition mode: "
-            + "; ".join(f"{k} says {v}" for k, v in modes.items())
-        )
-    label_key, partition_text = next(iter(modes.items()), (PARTITION_LABEL, None))
-    partition = None
-    if partition_text:
-        match = _PARTITION_RE.fullmatch(partition_text.lower())
-        if match is None:
-            raise Contradiction(
-                f"{label_key}={partition_text} is not a compute_memory partition mode"
-            )
-        partition = Partition(compute=match.group(1).upper(), memory=match.group(2).upper())
-    if (
-        resource != GPU_RESOURCE
-        and partition_text
-        and resource != f"amd.com/{partition_text.lower()}"
-    ):
-        raise Contradiction(f"capacity offers {resource} but {label_key} is {partition_text}")
+    partition = _labelled_partition(labels, resource, offered)
+    cu_text = next(iter(cu_values)) if len(cu_values) == 1 else None
+    vram_text = next(iter(vram_values)) if len(vram_values) == 1 else None
     cu = bounded.ascii_int(cu_text, max_digits=6)
     vram_match = _VRAM_RE.fullmatch(vram_text or "")
     vram = int(vram_match.group(1)) * 1024**3 if vram_match else None
@@ -404,9 +573,11 @@ def _node(
     gfx_by_id = {i: gfx_for_pci(gfx_table, i) for i in ids}
     if not ids and not product_label:
         why = "no AMD GPU labels (deploy AMD's node labeller with -device-id)"
-        return Node(
-            logical_gpu_count=count, physical_gpu_count=count, host=host, origin=KUBERNETES
-        ), why
+        return (
+            Node(logical_gpu_count=count, physical_gpu_count=count, host=host, origin=KUBERNETES),
+            why,
+            (),
+        )
     unknown = [i for i, g in gfx_by_id.items() if g is None]
     targets = sorted({g for g in gfx_by_id.values() if g})
     if unknown or not targets:
@@ -422,20 +593,55 @@ def _node(
                 f"{what} is not a GPU the compatibility data knows; the node cannot be placed from "
                 "its labels"
             ),
+            (),
         )
     if family in _FAMILY_GFX and not all(t.startswith(_FAMILY_GFX[family]) for t in targets):
         raise Contradiction(
             f"amd.com/gpu.family={family} contradicts device id {', '.join(ids)} "
             f"({', '.join(targets)})"
         )
+    one_kind = len(ids) == 1 and targets[0] in PARTITIONABLE
+    entries = gfx_table.pci.get(ids[0], ()) if len(ids) == 1 else ()
+    wholes = {e.compute_units for e in entries if e.compute_units}
+    kinds = _mixed(offered, cu_values if one_kind else {}, vram_values if one_kind else {}, wholes)
+    if partition is None and kinds:
+        cus = {c for v in cu_values if (c := bounded.ascii_int(v, max_digits=6))}
+        mixed = _mixed_node(kinds, ids, targets, gfx_table, host, per_id, cus & wholes)
+        return mixed, _mixed_reason(kinds), ()
     if count == 0:
         return (
             Node(gfx_targets=tuple(targets), host=host, origin=KUBERNETES),
             f"the node offers no {GPU_RESOURCE} (is AMD's device plugin running on it?)",
+            (),
         )
+    notes: tuple[str, ...] = ()
+    physical: int | None = None
+    if partition is None and one_kind:
+        read = _unlabelled(entries, ids[0], cu, count, per_id.get(ids[0]))
+        if read.why is not None:
+            return (
+                Node(
+                    gfx_targets=tuple(targets),
+                    logical_gpu_count=count,
+                    host={**host, "partition_inferred": True},
+                    origin=KUBERNETES,
+                ),
+                read.why,
+                (),
+            )
+        if read.mode is not None:
+            partition = Partition(compute=read.mode)
+            host["partition_inferred"] = True  # as the probe says of partitions it infers
+            physical = count // read.per_gpu if read.per_gpu else per_id.get(ids[0])
+            each = f", {read.per_gpu} per GPU" if read.per_gpu else ""
+            said = "; ".join(read.evidence)
+            why = f"no partition label (a node labeller before 2025-04): read as {read.mode}"
+            notes = (f"{why}{each}, from {said}",)
     gpus: list[Gpu] = []
     if len(ids) == 1:
-        product = product_for_pci(gfx_table, ids[0], compute_units=cu)
+        # The product by the whole GPU's CUs (8 CPX partitions of 38 are an MI300X's 304).
+        share = count // physical if partition is not None and physical else 1
+        product = product_for_pci(gfx_table, ids[0], compute_units=cu * share if cu else None)
         gpus = [
             Gpu(
                 gfx=check_gfx_name(targets[0]),
@@ -455,19 +661,60 @@ def _node(
             gpus += [
                 Gpu(gfx=gfx, pci_device_id=i, partition=partition) for _ in range(per_id.get(i, 0))
             ]
-    # Partitions per physical GPU differ by product (MI300X CPX: 8, MI300A CPX: 6): the labels do
-    # not say how many physical GPUs a partitioned node has, so that count stays unknown (0).
-    physical = count if partition is None or partition.compute == "SPX" else 0
+    # Partitions per physical GPU differ by product (MI300X CPX: 8, MI300A CPX: 6): unless the
+    # labels say how many are on one GPU, a partitioned node's physical count stays unknown (0).
+    if physical is None:
+        physical = count if partition is None or partition.compute == "SPX" else 0
     return (
         Node(
             gpus=tuple(gpus),
             gfx_targets=tuple(targets),
-            physical_gpu_count=physical,
+            physical_gpu_count=physical or 0,
             logical_gpu_count=count,
             host=host,
             origin=KUBERNETES,
         ),
         None,
+        notes,
+    )
+
+
+def _mixed_node(
+    kinds: list[_Kind],
+    ids: list[str],
+    targets: list[str],
+    gfx_table: GfxTable,
+    host: dict[str, Any],
+    per_id: dict[str, int],
+    whole: set[int],
+) -> Node:
+    """A node whose GPUs are in several partition modes, each GPU with its own (where the labels
+    count them), listed but not planned; ``whole``: CU counts of its labels that are a whole
+    GPU's, which name the product (an MI300X's 304 beside its CPX partitions' 38)."""
+    from resolver.util.versions import check_gfx_name
+
+    gpus: list[Gpu] = []
+    if len(ids) == 1 and all(count for *_, count in kinds):
+        cu = next(iter(whole)) if len(whole) == 1 else None
+        product = product_for_pci(gfx_table, ids[0], compute_units=cu)
+        for _, partition, cu, count in kinds:
+            gpus += [
+                Gpu(
+                    gfx=check_gfx_name(targets[0]),
+                    product=product,
+                    pci_device_id=ids[0],
+                    compute_units=cu,
+                    partition=partition,
+                )
+                for _ in range(count or 0)
+            ]
+    return Node(
+        gpus=tuple(gpus),
+        gfx_targets=tuple(targets),
+        physical_gpu_count=sum(per_id.values()) if len(ids) == 1 else 0,
+        logical_gpu_count=len(gpus) or sum(count or 0 for *_, count in kinds),
+        host=host,
+        origin=KUBERNETES,
     )
 
 
