@@ -22,6 +22,7 @@ import shlex
 import shutil
 import signal
 import time
+from collections import deque
 from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -53,6 +54,9 @@ SINFO_LIMIT = 16 * capture.MiB  # sinfo -N for 100,000 nodes is a few MiB
 SINFO_FORMAT = "%N|%P|%t|%s|%l|%G"  # node, partition (default: *), state, MaxNodes, MaxTime, gres
 SRUN_LIMIT = 256 * capture.MiB  # every node's report (a few KiB each) for a large partition
 SRUN_LINE = 1024  # srun --label cuts a task's output lines at this many bytes
+# Lines of one srun step's stdout or stderr read (a step has at most CHUNK tasks, each report a
+# few dozen lines): 256 MiB of short lines would otherwise be tens of millions of strings.
+SRUN_LINES = 1_000_000
 CHUNK = 128  # nodes per srun step at most: one busy node costs its step, not the whole gather
 PARALLEL = 8  # srun steps at once (each is a job step the controller schedules)
 IMMEDIATE = 2  # seconds a step waits for its allocation when busy nodes are not waited for
@@ -396,9 +400,18 @@ def _text(raw: str) -> str:
     return raw.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-def _by_task(text: str) -> dict[str, list[str]]:
+def _lines(text: str) -> tuple[list[str], bool]:
+    """``text``'s first ``SRUN_LINES`` lines, and whether there were more (dropped)."""
+    lines = text.split("\n", SRUN_LINES)
+    over = len(lines) > SRUN_LINES
+    if over:
+        lines.pop()  # everything past the bound, in one piece: dropped
+    return [line.rstrip("\r") for line in lines], over
+
+
+def _by_task(lines: list[str]) -> dict[str, list[str]]:
     tasks: dict[str, list[str]] = {}
-    for line in text.splitlines():
+    for line in lines:
         label, sep, rest = line.partition(": ")
         if sep and label.strip().isdigit():
             tasks.setdefault(label.strip(), []).append(rest)
@@ -411,9 +424,16 @@ def parse_output(
     """The reports in ``srun --label`` output: each task's lines after its node marker (the
     output as srun's bytes decoded with surrogateescape, or plain text)."""
     stderr = _text(stderr)
-    out_tasks, err_tasks = _by_task(stdout), _by_task(stderr)
+    # Bounded in lines as well as bytes: 256 MiB of short lines would be tens of millions of
+    # strings.
+    (out_lines, out_over), (err_lines, err_over) = _lines(stdout), _lines(stderr)
+    out_tasks, err_tasks = _by_task(out_lines), _by_task(err_lines)
     asked = set(nodes)
-    exits = {m.group(1): int(m.group(2)) for m in _EXITED_RE.finditer(stderr)}
+    exits = {
+        m.group(1): int(m.group(2)) if len(m.group(2)) <= 6 else -1  # 5,000 digits: no int
+        for m in _EXITED_RE.finditer(stderr)
+        if m.group(1) in asked  # only the nodes asked: a flood of others is not kept
+    }
     answered: dict[str, NodeReport] = {}
     claimed: dict[str, int] = {}
     for task, lines in out_tasks.items():
@@ -453,13 +473,18 @@ def parse_output(
             )
             continue
         answered[name] = report_from_json(data, name=name, source=source, origin=source)
-    general = " | ".join(
+    # srun's own lines (not a task's), the last few: only their last 300 characters are shown.
+    tail: deque[str] = deque(maxlen=64)
+    tail.extend(
         line.strip()
-        for line in stderr.splitlines()
+        for line in err_lines
         if line.strip()
         and not line.split(":", 1)[0].strip().isdigit()
         and not _EXITED_RE.match(line.strip())
     )
+    if out_over or err_over:
+        tail.append(f"srun printed more than {SRUN_LINES} lines; the rest was dropped")
+    general = " | ".join(tail)
     for name, count in claimed.items():
         if count > 1:  # slurmd names each task's node: two claims mean a task lied about its own
             answered[name] = NodeReport(

@@ -133,7 +133,10 @@ def parse_csv(text: str) -> NvidiaReading | None:
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines or "name" not in [h.strip() for h in lines[0].split(",")]:
         return None
-    rows = list(csv.reader(io.StringIO("\n".join(lines)), skipinitialspace=True))
+    try:
+        rows = list(csv.reader(io.StringIO("\n".join(lines)), skipinitialspace=True))
+    except csv.Error:  # a field past csv's 131,072-character limit, a NUL: not nvidia-smi's
+        return None
     header = [h.split(" [", 1)[0].strip() for h in rows[0]]
     reading = NvidiaReading(sources=["nvidia-smi --query-gpu"])
     for row in rows[1:]:

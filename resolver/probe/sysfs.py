@@ -21,6 +21,7 @@ from resolver.probe import gfx as gfxmod
 from resolver.probe.facts import GpuFact, SourceView
 from resolver.probe.gfx import GfxTable
 from resolver.util import bounded
+from resolver.util.safety import is_safe, shown
 
 KFD_NODES = "sys/class/kfd/kfd/topology/nodes"
 _SRAM_EDC_BIT = 1 << 26  # HSA_CAPABILITY.SRAM_EDCSupport: the runtime's sramecc default
@@ -113,11 +114,12 @@ class DrmDevice:
 
 
 def _attr(directory: Path, name: str) -> str | None:
+    """An attribute's text, escaped (``shown``): a copied tree's value is never printed raw."""
     text = read_text(directory / name)
     if text is None:
         return None
     value = text.strip()
-    return value or None
+    return shown(value) if value else None
 
 
 def _int_attr(directory: Path, name: str) -> int | None:
@@ -210,7 +212,7 @@ def _uevent(text: str | None) -> dict[str, str]:
     for line in (text or "").splitlines():
         key, sep, value = line.partition("=")
         if sep:
-            out[key.strip()] = value.strip()
+            out[key.strip()] = shown(value.strip())
     return out
 
 
@@ -318,14 +320,24 @@ def _driver(root: Path, view: SourceView) -> None:
     view.amdgpu_loaded = module.is_dir()
     version = read_text(module / "version")
     if version and version.strip():
-        view.driver_version = version.strip()
+        value = version.strip()
+        # Kept only as a version: a copied tree's file with control characters or 5,000 digits
+        # would reach the terminal, and the report written would be refused by `check`.
+        if is_safe("version", value):
+            view.driver_version = value
+        else:
+            view.problem(
+                "driver-release-unknown",
+                f"{module / 'version'}: {shown(value, limit=40)} is not a module version; ignored",
+                "copy /sys/module/amdgpu/version from the node as it is",
+            )
         view.facts["driver_kind"] = "dkms"
     elif view.amdgpu_loaded:
         # The in-tree (distro kernel) amdgpu has no version file.
         view.facts["driver_kind"] = "in-tree"
     initstate = read_text(module / "initstate")
     if initstate is not None:
-        view.facts["amdgpu_initstate"] = initstate.strip()
+        view.facts["amdgpu_initstate"] = shown(initstate.strip(), limit=64)
 
 
 def _gpu(root: Path, node: Path, view: SourceView, gfx_table: GfxTable) -> GpuFact | None:
