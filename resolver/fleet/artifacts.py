@@ -242,7 +242,8 @@ def _partition_jobs(
     if parts and not fits:  # longer than every MaxTime: the longest there is
         longest = max(limit(p).max_minutes or 0 for p in parts)
         fits = [p for p in parts if limit(p).max_minutes == longest]
-        notes = (f"--time {time} is past MaxTime of {','.join(parts)}: {clock(longest)} asked",)
+        said = f"MaxTime of {','.join(parts)} is {clock(longest)}, shorter than --time {time}"
+        notes = (f"{said}: the job asks for that",)
         time = clock(longest)
     caps = [limit(p).max_nodes for p in fits]
     size = len(nodes) if not caps or None in caps else max(c for c in caps if c is not None)
@@ -303,13 +304,15 @@ def slurm_jobs(group: Group, opts: Options) -> list[SlurmJob]:
 def sbatch_scripts(m: Matrix, group: Group, opts: Options) -> dict[str, str]:
     """The group's batch scripts by file stem: ``gN``, or ``gN-1``, ``gN-2``, ... when Slurm
     cannot start the group as one job (``slurm_jobs``); none without an image path."""
-    if _image(group) is None:
+    image = _image(group)
+    if image is None:
         return {}
+    served = _serving(m, group, image, opts)  # once per group: it may read the model's config
     jobs = slurm_jobs(group, opts)
     scripts: dict[str, str] = {}
     for i, job in enumerate(jobs, 1):
         stem = group.id if len(jobs) == 1 else f"{group.id}-{i}"
-        script = sbatch_script(m, group, opts, job=job, name=stem)
+        script = sbatch_script(m, group, opts, job=job, name=stem, served=served)
         if script is not None:
             scripts[stem] = script
     return scripts
@@ -378,6 +381,7 @@ def sbatch_script(
     *,
     job: SlurmJob | None = None,
     name: str | None = None,
+    served: tuple[Any, Any] | None = None,
 ) -> str | None:
     """One vLLM server per node of ``job`` (default: the group's one job): ``#SBATCH`` picks the
     nodes (``--nodelist`` with the job's host list, or ``--constraint``), one task per node,
@@ -388,7 +392,7 @@ def sbatch_script(
     assert group.decision is not None
     job = job or slurm_jobs(group, opts)[0]
     name = name or group.id
-    spec, placed = _serving(m, group, image, opts)
+    spec, placed = served or _serving(m, group, image, opts)
     words = _engine_words(spec, opts)
     node = group.representative
     gpus = node.logical_gpu_count or len(node.gpus) or len(node.nvidia_gpus)
