@@ -640,28 +640,10 @@ def test_reports_that_differ_only_by_hostname_read_alike(tmp_path: Path) -> None
     )
 
 
-def test_reports_that_differ_by_gpu_ids_are_parsed_once_and_hostile_ids_are_not(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Issue 23: real nodes' reports differ in their GPUs' unique ids and PCI addresses, so the
-    byte-for-byte reuse never fired (10,000 reports: 24 times one check). Ids inside the accepted
-    patterns are blanked for the comparison; a hostile one is not, so that file is parsed and
-    refused on its own."""
+def _counting_full_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the reports read in full (parsed and checked by ``node.from_json``)."""
     from resolver.fleet import reports as reports_mod
 
-    data = _probe(MI300X)
-    for i, name in enumerate(("gpu001", "gpu002", "gpu003")):
-        gpus = [
-            {**g, "unique_id": f"{i:02d}{j:014x}", "pci_bdf": f"0000:{i + 1:02x}:{j:02x}.0"}
-            for j, g in enumerate(data["gpus"])
-        ]
-        (tmp_path / f"{name}.json").write_text(
-            json.dumps({**data, "gpus": gpus, "hostname": name}, indent=2)
-        )
-    hostile = [{**g, "unique_id": "1\u202e2"} for g in data["gpus"]]
-    (tmp_path / "gpu004.json").write_text(
-        json.dumps({**data, "gpus": hostile, "hostname": "gpu004"}, indent=2)
-    )
     parsed: list[str] = []
     real = reports_mod.report_from_json
 
@@ -670,10 +652,141 @@ def test_reports_that_differ_by_gpu_ids_are_parsed_once_and_hostile_ids_are_not(
         return real(*args, **kwargs)
 
     monkeypatch.setattr(reports_mod, "report_from_json", counting)
+    return parsed
+
+
+def _write(where: Path, name: str, data: dict[str, Any]) -> None:
+    (where / f"{name}.json").write_text(json.dumps({**data, "hostname": name}, indent=2))
+
+
+def test_reports_that_differ_beyond_what_is_planned_are_read_in_full_once_per_kind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 40: in a rolling kernel update every report differs (its kernel, its GPUs' ids), and
+    reading each one in full cost 20-40 times one check at 10,000 nodes. A report's cost is now
+    what decides its plan: the first report of a kind is read in full; a later one with the same
+    fingerprint facts is that node with its own name and origin, and what else it says is
+    neither read nor kept: a hostile value there reaches nothing."""
+    data = _probe(MI300X, driver_version="30.30.3", os="ubuntu-22.04")
+    for i, name in enumerate(("gpu001", "gpu002", "gpu003")):
+        gpus = [
+            {**g, "unique_id": f"{i:02d}{j:014x}", "pci_bdf": f"0000:{i + 1:02x}:{j:02x}.0"}
+            for j, g in enumerate(data["gpus"])
+        ]
+        _write(tmp_path, name, {**data, "gpus": gpus, "kernel": f"6.8.0-{40 + i}-generic"})
+    hostile = [{**g, "unique_id": "1\u202e2", "product": "\x1b]0;owned\x07"} for g in data["gpus"]]
+    _write(tmp_path, "gpu004", {**data, "gpus": hostile, "kernel": "6.8\ntouch /tmp/x"})
+    parsed = _counting_full_reads(monkeypatch)
     got = read_reports([str(tmp_path)])
-    assert [r.status for r in got] == ["ok", "ok", "ok", "failed"]
-    assert parsed == ["gpu001", "gpu004"]  # the other two reuse gpu001's node
-    assert all(r.node is not None and r.node.origin == f"file:{r.source}" for r in got[:3])
+    assert parsed == ["gpu001"]
+    assert [r.name for r in got] == ["gpu001", "gpu002", "gpu003", "gpu004"]
+    assert all(r.status == "ok" and r.node is not None for r in got)
+    first = got[0].node
+    assert first is not None and first.kernel == "6.8.0-40-generic"
+    for r in got[1:]:
+        assert r.node == msgspec.structs.replace(first, origin=f"file:{r.source}")
+    fleet = plan_fleet(matrix.load(), got, Request())
+    assert [g.hostlist for g in fleet.groups] == ["gpu[001-004]"]
+    files = render_all(matrix.load(), fleet, Options())
+    text = (
+        render_text(fleet) + json.dumps(fleet_json(fleet, matrix.load())) + "".join(files.values())
+    )
+    assert "\u202e" not in text and "\x1b" not in text and "touch /tmp/x" not in text
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "apart"),
+    [
+        (("driver_version",), "6.1.3", True),
+        (("driver_version",), "30.30.1", False),  # the same series: another key all the same
+        (("os",), "rhel-9.4", True),
+        (("python",), "3.10", True),
+        (("rocm_version",), "6.2.0", True),
+        (("hsa_override_gfx_version",), "9.4.2", True),
+        (("logical_gpu_count",), 2, True),
+        (("physical_gpu_count",), 2, True),
+        (("gpus", 0, "partition"), {"compute": "CPX", "memory": "NPS4"}, True),
+        (("gpus", 0, "pci_device_id"), "74b5", False),  # a manifest selects on the ids
+        (("gpus", 0, "runtime_gfx"), "gfx90a", False),
+        (("host", "amdgpu_module_version"), "6.8.5", False),
+        (("host", "kubernetes_resource"), "amd.com/cpx_nps4", True),
+        (("visible_devices",), {"HIP_VISIBLE_DEVICES": "0,1"}, False),
+        (("tool",), {"name": "rocm-vllm", "version": "0.0.9"}, False),  # its own note
+        # A value of the wrong type where the plan reads: read in full, which says why.
+        (("driver_version",), 30, None),
+        (("gpus",), "eight", None),
+        (("gfx_targets",), ["gfx90a"], None),
+        (("host",), [], None),
+        (("gpus", 0, "integrated"), "yes", False),  # from_json takes any truthy value
+        # A `fleet gather` summary's member: read in full (and skipped when it is one).
+        (("target",), "gpu", False),
+    ],
+)
+def test_a_report_that_differs_in_what_is_planned_is_read_in_full(
+    path: tuple[Any, ...],
+    value: object,
+    apart: bool | None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every fact the fingerprint, the driver fill-in, a manifest's selector, the visible GPUs or
+    a note reads is part of a report's key: a report that differs there is read and checked on
+    its own, and grouped by what it says (``apart``; None: refused)."""
+    from resolver.fleet.plan import fingerprint
+
+    base = _probe(MI300X, driver_version="30.30.3", os="ubuntu-22.04")
+    _write(tmp_path, "gpu001", base)
+    changed = json.loads(json.dumps(base))
+    target: Any = changed
+    for part in path[:-1]:
+        target = target[part]
+    target[path[-1]] = value
+    _write(tmp_path, "gpu002", changed)
+    parsed = _counting_full_reads(monkeypatch)
+    first, second = read_reports([str(tmp_path)])
+    assert parsed == ["gpu001", "gpu002"]
+    assert first.node is not None
+    if apart is None:
+        assert second.status == "failed"
+    else:
+        assert second.node is not None
+        assert (fingerprint(second.node) != fingerprint(first.node)) == apart
+
+
+def test_the_first_report_of_a_kind_is_checked_in_full(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group is decided on a report read in full: when the first of a kind is refused (a
+    hostile kernel), the next one is read in full and stands for the group; when the first names
+    a node another file names too (both are refused as duplicates), the next one with a name of
+    its own is read in full again."""
+    data = _probe(MI300X, driver_version="30.30.3", os="ubuntu-22.04")
+    _write(tmp_path, "gpu001", {**data, "kernel": "6.8\u001b[2J"})
+    _write(tmp_path, "gpu002", {**data, "kernel": "6.8.0-41-generic"})
+    _write(tmp_path, "gpu003", {**data, "kernel": "6.8.0-42-generic"})
+    parsed = _counting_full_reads(monkeypatch)
+    got = read_reports([str(tmp_path)])
+    assert parsed == ["gpu001", "gpu002"]
+    assert [r.status for r in got] == ["failed", "ok", "ok"]
+    fleet = plan_fleet(matrix.load(), got, Request())
+    assert fleet.groups[0].representative.kernel == "6.8.0-41-generic"
+
+    dup = tmp_path / "dup"
+    dup.mkdir()
+    for name, host, kernel in (
+        ("a", "gpu001", "6.8.0-40-generic"),
+        ("b", "GPU001", "6.8.0-8"),  # the same node as a's, by another name: both refused
+        ("c", "gpu002", "6.8.0-9"),
+        ("d", "gpu003", "6.8.0-7"),
+    ):
+        (dup / f"{name}.json").write_text(json.dumps({**data, "hostname": host, "kernel": kernel}))
+    parsed.clear()
+    got = read_reports([str(dup)])
+    assert parsed == ["gpu001", "gpu002"]  # c is read again, in full: it stands for the group
+    fleet = plan_fleet(matrix.load(), got, Request())
+    (group,) = fleet.groups
+    assert group.names == ["gpu002", "gpu003"] and group.representative.kernel == "6.8.0-9"
+    assert len(fleet.failed) == 2
 
 
 def test_srun_output_is_read_per_task() -> None:
@@ -922,3 +1035,150 @@ def test_report_files_are_named_as_their_paths_are(
     monkeypatch.chdir(tmp_path)
     text = spelled.format(d=d, rel="reports")
     assert _files([text]) == [str(p) for p in sorted(Path(text).glob("*.json"))]
+
+
+# --- what an API server refuses that the schemas let through (issue 40) -------------------------
+
+
+def _fleet_manifests() -> dict[str, list[dict[str, Any]]]:
+    """Every manifest file the fleet writes for the fleets the tests know: MI300X and MI50
+    report files, a CPX node (one pod per partition), and the recorded Kubernetes clusters (AMD
+    and NVIDIA labels), with and without a namespace and a model."""
+    from resolver.fleet.kube import read_nodes
+    from tests.test_fleet_kube import FILES, NVIDIA_FILES
+
+    m = matrix.load()
+    mi300x, mi50 = _probe(MI300X), _probe(MI50)
+    reports = [
+        NodeReport(name=f"gpu{i:03d}", source="t", node=msgspec.convert(mi300x, Node))
+        for i in range(1, 3)
+    ]
+    reports.append(NodeReport(name="gpu007", source="t", node=msgspec.convert(mi50, Node)))
+    reports.append(NodeReport(name="cpx1", source="t", node=cpx_node()))
+    fleets = [plan_fleet(m, reports, Request())]
+    for path in [*FILES, *NVIDIA_FILES]:
+        fleets.append(
+            plan_fleet(m, read_nodes(path.read_text(), where=path.name, matrix=m), Request())
+        )
+    out: dict[str, list[dict[str, Any]]] = {}
+    for i, fleet in enumerate(fleets):
+        for opts in (
+            Options(),
+            Options(model="Qwen/Qwen3-8B", namespace="llm-serving", port=9000, shm_size="32Gi"),
+        ):
+            for name, text in render_all(m, fleet, opts).items():
+                if name.startswith("kubernetes/"):
+                    out[f"{i}:{opts.namespace}:{name}"] = [d for d in yaml.safe_load_all(text) if d]
+    return out
+
+
+def test_manifests_pass_what_an_api_server_checks() -> None:
+    """Names, labels, annotations, quantities, ports and the references between fields, as a
+    Kubernetes API server validates them (tests/kube_semantics.py): no schema checks these."""
+    from tests.kube_semantics import problems
+
+    manifests = _fleet_manifests()
+    assert len(manifests) >= 6
+    kinds = set()
+    for name, docs in manifests.items():
+        assert problems(docs) == [], name
+        kinds |= {d["kind"] for d in docs}
+        deployment = next(d for d in docs if d["kind"] == "Deployment")
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        # vllm serve's model is positional (v0.6.0-v0.11.0 refuse --model)
+        assert "--model" not in container["args"]
+        if "Qwen/Qwen3-8B" in container["args"]:
+            serve = (
+                container["args"][container["args"].index("serve") + 1 :]
+                if container.get("command") == ["vllm"]
+                else container["args"]
+            )
+            assert serve[0] == "Qwen/Qwen3-8B", name
+    assert kinds == {"Deployment", "Service"}
+
+
+@pytest.mark.parametrize(
+    ("where", "bad"),
+    [
+        ("service-name", "x" * 64),  # a Service name is a DNS-1035 label, 63 at most
+        ("service-name", "1vllm"),  # ... starting with a letter
+        ("deployment-name", "vLLM-g1"),
+        ("namespace", "LLM"),
+        ("label-value", "a" * 64),
+        ("label-value", "mi300x node"),
+        ("label-key", "amd.com/gpu/x/y"),
+        ("annotation-key", "-bad/key"),
+        ("gpu-limit", "4 GPUs"),
+        ("gpu-limit", "1.5"),
+        ("gpu-request", 2),  # differs from the limit: an extended resource is not overcommitted
+        ("container-port", 70000),
+        ("service-port", 0),
+        ("port-name", "http-server-port"),  # 16 characters; an IANA service name has 15
+        ("target-port", "grpc"),
+        ("probe-port", "metrics"),
+        ("selector", {"app.kubernetes.io/instance": "other"}),
+        ("strategy", {"maxSurge": 0, "maxUnavailable": 0}),
+        ("env-name", "HF TOKEN"),
+        ("mount", "nowhere"),
+        ("shm", "lots"),
+        ("node-affinity", []),
+    ],
+)
+def test_api_server_checks_catch_broken_copies(where: str, bad: Any) -> None:
+    """Each rule of tests/kube_semantics.py, on a copy of a generated manifest broken in one
+    place: the check must say so."""
+    import copy
+
+    from tests.kube_semantics import problems
+
+    good = next(iter(_fleet_manifests().values()))
+    assert problems(good) == []
+    docs = copy.deepcopy(good)
+    dep = next(d for d in docs if d["kind"] == "Deployment")
+    svc = next(d for d in docs if d["kind"] == "Service")
+    pod = dep["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    (resource,) = c["resources"]["limits"]
+    match where:
+        case "service-name":
+            svc["metadata"]["name"] = bad
+        case "deployment-name":
+            dep["metadata"]["name"] = bad
+        case "namespace":
+            dep["metadata"]["namespace"] = bad
+        case "label-value":
+            dep["metadata"]["labels"]["app.kubernetes.io/name"] = bad
+        case "label-key":
+            pod["nodeSelector"] = {bad: "1"}
+        case "annotation-key":
+            dep["metadata"]["annotations"][bad] = "x"
+        case "gpu-limit":
+            c["resources"]["limits"][resource] = bad
+        case "gpu-request":
+            c["resources"]["requests"][resource] = c["resources"]["limits"][resource] + 1
+        case "container-port":
+            c["ports"][0]["containerPort"] = bad
+        case "service-port":
+            svc["spec"]["ports"][0]["port"] = bad
+        case "port-name":
+            c["ports"][0]["name"] = bad
+        case "target-port":
+            svc["spec"]["ports"][0]["targetPort"] = bad
+        case "probe-port":
+            c["readinessProbe"]["httpGet"]["port"] = bad
+        case "selector":
+            dep["spec"]["selector"]["matchLabels"] = bad
+        case "strategy":
+            dep["spec"]["strategy"]["rollingUpdate"] = bad
+        case "env-name":
+            c["env"][0]["name"] = bad
+        case "mount":
+            c["volumeMounts"][0]["name"] = bad
+        case "shm":
+            next(v for v in pod["volumes"] if "emptyDir" in v)["emptyDir"]["sizeLimit"] = bad
+        case "node-affinity":
+            terms = pod["affinity"]["nodeAffinity"][
+                "requiredDuringSchedulingIgnoredDuringExecution"
+            ]
+            terms["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] = bad
+    assert problems(docs), (where, bad)

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import glob
 import os
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from resolver import __version__
 from resolver.data.node import Node, Origin, from_json
@@ -164,18 +164,96 @@ def _files(inputs: Sequence[str]) -> list[str]:
     return files
 
 
-# A report's "hostname" member as probe --json writes it (a JSON string without escapes).
-_HOSTNAME_RE = re.compile(rb'"hostname": *"([A-Za-z0-9._-]{1,253})"')
-# A GPU's own identity (its unique id, its PCI address): every node's differ, nothing planned
-# depends on them. Only values inside the patterns node.from_json accepts are blanked (hex ids,
-# plain BDFs), so a blanked report equal to an earlier one is as safe as that one.
-_ID_VALUE = rb'"((?:[0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]|[0-9A-Fa-f]{8,32})"'
-# One pattern per member, each replaced by a literal (a template would be expanded per match, and
-# a 100,000-node fleet has millions of them).
-_IDENTITY_RES = tuple(
-    (re.compile(b'"' + member + b'": *' + _ID_VALUE), b'"' + member + b'": ""')
-    for member in (b"unique_id", b"pci_bdf")
-)
+# What decides a report's plan, read in one pass: msgspec decodes these members straight into
+# typed records and skips the rest of the text without building it. They are the fingerprint's
+# facts (``fleet.plan.fingerprint``), what the plan reads from every node besides (the driver
+# release ``--driver`` fills in, the GPUs' PCI device ids a manifest selects on, the variables
+# that choose the GPUs vLLM sees) and the tool version a note names. Each is typed as
+# ``node.from_json`` requires it: a member of another type fails the view, and the report is then
+# read in full, which says what is wrong with it.
+class _PartitionView(msgspec.Struct, frozen=True):
+    compute: str | None = None
+    memory: str | None = None
+
+
+class _GpuView(msgspec.Struct, frozen=True):
+    gfx: str
+    pci_device_id: str | None = None
+    partition: _PartitionView | None = None
+    integrated: bool = False
+    runtime_gfx: str | None = None
+
+
+class _DeviceView(msgspec.Struct, frozen=True):
+    """An entry of ``host.other_devices`` (an NVIDIA node's GPUs), as its fingerprint reads it."""
+
+    vendor: str | None = None
+    kind: str | None = None
+    name: str | None = None
+    pci_device_id: str | None = None
+    compute_capability: str | None = None
+    mig: bool | None = None
+    driver: str | None = None
+
+
+class _NvidiaView(msgspec.Struct, frozen=True):
+    driver: str | None = None
+
+
+class _HostView(msgspec.Struct, frozen=True):
+    amdgpu_module_version: str | None = None
+    kubernetes_resource: str | None = None
+    nvidia: _NvidiaView | None = None
+    other_devices: tuple[_DeviceView, ...] | None = None
+
+
+class _VisibleView(msgspec.Struct, frozen=True, rename="upper"):
+    rocr_visible_devices: str | None = None
+    hip_visible_devices: str | None = None
+    cuda_visible_devices: str | None = None
+
+
+class _ToolView(msgspec.Struct, frozen=True):
+    version: str | None = None
+
+
+class _ReportView(msgspec.Struct, frozen=True):
+    """A report as far as its plan goes. Without its host name it is the report's key: two
+    reports with equal keys are planned alike (the same fingerprint, driver, device ids and
+    visible GPUs). The probe's members are UNSET when absent, as ``_PROBE_KEYS`` tells them from
+    null."""
+
+    hostname: str | None = None
+    target: msgspec.Raw | UnsetType = UNSET  # a `fleet gather` summary has one: read in full
+    tool: _ToolView | None = None
+    gpus: tuple[_GpuView, ...] | UnsetType | None = UNSET
+    gfx_targets: tuple[str, ...] | UnsetType | None = UNSET
+    physical_gpu_count: int | UnsetType | None = UNSET
+    driver_version: str | UnsetType | None = UNSET
+    logical_gpu_count: int | None = None
+    hsa_override_gfx_version: str | None = None
+    rocm_version: str | None = None
+    os: str | None = None
+    python: str | None = None
+    host: _HostView | None = None
+    visible_devices: _VisibleView | None = None
+
+
+_VIEW = msgspec.json.Decoder(_ReportView)
+
+
+def _view(raw: bytes) -> tuple[str | None, _ReportView | None]:
+    """The report's ``hostname`` and its key (None: the report is read in full: it is not an
+    object of the expected types, or it may be a `fleet gather` summary)."""
+    try:
+        view = _VIEW.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        return None, None
+    if view.target is not UNSET:
+        return None, None
+    return view.hostname, msgspec.structs.replace(view, hostname=None)
+
+
 # What every probe report has at least one of (a node without GPUs still says gpus: []).
 _PROBE_KEYS = frozenset({"gpus", "gfx_targets", "driver_version", "physical_gpu_count"})
 GATHER_SUMMARY = "_gather.json"  # "_" starts no host name, so no node's report is named so
@@ -240,96 +318,111 @@ def gathered_where(inputs: Sequence[str]) -> GatheredWhere | None:
     return GatheredWhere(part, minutes, layouts[0] if len(layouts) == 1 else None)
 
 
-def _host_and_key(raw: bytes) -> tuple[str | None, bytes | None]:
-    """The report's one ``hostname`` and the report with it and its GPUs' own ids blanked (what
-    nodes of a kind share); (None, None) unless the report names exactly one host name."""
-    found = _HOSTNAME_RE.search(raw)
-    if found is None or _HOSTNAME_RE.search(raw, found.end()) is not None:
-        return None, None
-    key = raw[: found.start(1)] + raw[found.end(1) :]
-    for pattern, blank in _IDENTITY_RES:
-        key = pattern.sub(blank, key)
-    return found.group(1).decode(), key
-
-
 def read_reports(inputs: Sequence[str]) -> list[NodeReport]:
     """Probe JSON files, directories of them (``*.json``) or globs. The node's name is the
     ``hostname`` the report carries, else the file's stem. An unreadable or unparsable file is a
     failed report naming why.
 
-    Nodes of one kind write the same report but for their host name and their GPUs' own ids: a
-    file whose bytes, with the ``hostname`` member and the GPUs' ``unique_id`` / ``pci_bdf``
-    blanked, equal an earlier file's is not parsed again (its node is the earlier one's with this
-    file as origin; the ids are not planned on). A fleet of 100,000 nodes of 50 kinds is parsed
-    50 times."""
+    A report costs what decides its plan, not its bytes: each file is decoded once into its key
+    (``_ReportView``: the fingerprint's facts and the few others the plan reads from every node).
+    The first report of each key is read in full and checked as ``node.from_json`` checks a
+    ``--node`` file; it is the node its group is decided on. A later report with that key (and a
+    name that is a host name) is that node with this file as origin: the members that make the
+    key equal the checked ones, and nothing else of the file (its kernel, problems, host facts,
+    GPU ids) is decoded or kept, so nothing else of it can reach an output. 100,000 nodes of 50
+    kinds are read in full 50 times, whether or not their kernels differ."""
     reports: list[NodeReport] = []
-    seen: dict[bytes, NodeReport] = {}
+    first: dict[_ReportView, int] = {}  # key -> the index of its report read in full
+    later: dict[int, list[tuple[int, str]]] = {}  # that index -> (index, path) of its takers
     for path in _files(inputs):
         source = shown(path)
-        stem = shown(os.path.splitext(os.path.basename(path))[0])  # noqa: PTH119, PTH122
+        stem = os.path.splitext(os.path.basename(path))[0]  # noqa: PTH119, PTH122
         try:
             # Regular files only (a FIFO in the directory must not hang the fleet), size-capped.
             raw = bounded.read_bytes(path, MAX_REPORT)
-        except bounded.TooLargeError:
-            reports.append(
-                NodeReport(
-                    name=stem, source=source, reason="larger than 16 MiB, not a probe report"
-                )
-            )
-            continue
-        except bounded.NotRegularFileError as exc:
-            reports.append(
-                NodeReport(name=stem, source=source, reason=f"not a regular file ({exc.strerror})")
-            )
-            continue
         except OSError as exc:
-            reports.append(
-                NodeReport(
-                    name=stem,
-                    source=source,
-                    reason=f"cannot read it ({exc.strerror or type(exc).__name__})",
-                )
-            )
+            reports.append(_unreadable(exc, shown(stem), source))
             continue
-        host, key = _host_and_key(raw)
-        earlier = seen.get(key) if key is not None else None
-        if (
-            earlier is not None
-            and earlier.node is not None
-            and host is not None
-            and is_safe("node_name", host)
-        ):
-            name = host
-            node = msgspec.structs.replace(earlier.node, origin=Origin(f"file:{source}"))
-            reports.append(msgspec.structs.replace(earlier, name=name, source=source, node=node))
+        host, key = _view(raw)
+        name = host or stem
+        at = first.get(key) if key is not None else None
+        earlier = reports[at].node if at is not None else None
+        if at is not None and earlier is not None and is_safe("node_name", name):
+            node = msgspec.structs.replace(earlier, origin=Origin(f"file:{source}"))
+            later.setdefault(at, []).append((len(reports), path))
+            notes = reports[at].notes
+            reports.append(NodeReport(name=name, source=source, node=node, notes=notes))
             continue
-        try:
-            data = bounded.loads_json(raw.decode("utf-8"))
-        except UnicodeDecodeError:
-            reports.append(NodeReport(name=stem, source=source, reason="not UTF-8 text"))
-            continue
-        except ValueError as exc:
-            why = bounded.json_failure(exc, "a usable JSON report")
-            reports.append(NodeReport(name=stem, source=source, reason=why))
-            continue
-        if is_gather_summary(data):
-            continue  # what `fleet gather -o DIR` writes beside the reports: not a node
-        if not isinstance(data, dict) or not _PROBE_KEYS & data.keys():
-            reports.append(
-                NodeReport(
-                    name=stem,
-                    source=source,
-                    reason="not a probe report (none of gpus, gfx_targets, driver_version); "
-                    "write it with `rocm-vllm probe --json`",
-                )
-            )
-            continue
-        hostname = data.get("hostname")
-        name = hostname if isinstance(hostname, str) and hostname else Path(path).stem
-        report = report_from_json(data, name=name, source=str(path))
-        if key is not None and report.node is not None and name == host:
-            seen[key] = report
+        report = _read_whole(raw, path, stem)
+        if report is None:
+            continue  # a `fleet gather` summary
+        if key is not None and report.node is not None and key not in first:
+            first[key] = len(reports)
         reports.append(report)
+    return _redecided(reports, first, later)
+
+
+def _unreadable(exc: OSError, stem: str, source: str) -> NodeReport:
+    if isinstance(exc, bounded.TooLargeError):
+        why = "larger than 16 MiB, not a probe report"
+    elif isinstance(exc, bounded.NotRegularFileError):
+        why = f"not a regular file ({exc.strerror})"
+    else:
+        why = f"cannot read it ({exc.strerror or type(exc).__name__})"
+    return NodeReport(name=stem, source=source, reason=why)
+
+
+def _read_whole(raw: bytes, path: str, stem: str) -> NodeReport | None:
+    """A report read in full: parsed, every string checked (``check_tree``) and every fact
+    matched against its pattern (``node.from_json``); None for a `fleet gather` summary."""
+    source = shown(path)
+    try:
+        data = bounded.loads_json(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return NodeReport(name=shown(stem), source=source, reason="not UTF-8 text")
+    except ValueError as exc:
+        why = bounded.json_failure(exc, "a usable JSON report")
+        return NodeReport(name=shown(stem), source=source, reason=why)
+    if is_gather_summary(data):
+        return None  # what `fleet gather -o DIR` writes beside the reports: not a node
+    if not isinstance(data, dict) or not _PROBE_KEYS & data.keys():
+        return NodeReport(
+            name=shown(stem),
+            source=source,
+            reason="not a probe report (none of gpus, gfx_targets, driver_version); "
+            "write it with `rocm-vllm probe --json`",
+        )
+    hostname = data.get("hostname")
+    name = hostname if isinstance(hostname, str) and hostname else stem
+    return report_from_json(data, name=name, source=path)
+
+
+def _redecided(
+    reports: list[NodeReport],
+    first: dict[_ReportView, int],
+    later: dict[int, list[tuple[int, str]]],
+) -> list[NodeReport]:
+    """A group is decided on its first node with a usable report. When the report read in full
+    for a key names a node that another report names too, ``mark_duplicates`` fails it, and the
+    next report of that key would stand for the group with facts it did not read: the first of
+    them with a name of its own is read in full instead (a rare case: the file is read again)."""
+    counts: dict[str, int] = {}
+    for r in reports:
+        counts[node_key(r.name)] = counts.get(node_key(r.name), 0) + 1
+    for at in first.values():
+        if counts[node_key(reports[at].name)] == 1:
+            continue
+        for i, path in later.get(at, ()):
+            if counts[node_key(reports[i].name)] > 1:
+                continue
+            stem = os.path.splitext(os.path.basename(path))[0]  # noqa: PTH119, PTH122
+            try:
+                whole = _read_whole(bounded.read_bytes(path, MAX_REPORT), path, stem)
+            except OSError as exc:
+                whole = _unreadable(exc, shown(stem), reports[i].source)
+            reports[i] = whole or reports[i]
+            if reports[i].node is not None:
+                break
     return reports
 
 
