@@ -10,6 +10,7 @@ image/wheel -> vLLM), ``pins`` (vLLM -> component pin), ``requires`` (wheel -> O
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
@@ -294,16 +295,29 @@ def to_graphml(g: Graph) -> str:
     GraphML attributes are scalars."""
     flat: Graph = nx.MultiDiGraph()
     for n, attrs in g.nodes(data=True):
-        flat.add_node(n, **{k: _scalar(v) for k, v in attrs.items()})
+        flat.add_node(_xml(n), **{k: _scalar(v) for k, v in attrs.items()})
     for a, b, k, d in g.edges(keys=True, data=True):
-        flat.add_edge(a, b, key=k, relation=k, **{x: _scalar(v) for x, v in d.items()})
+        flat.add_edge(
+            _xml(a), _xml(b), key=_xml(k), relation=_xml(k), **{x: _scalar(v) for x, v in d.items()}
+        )
     return "\n".join(nx.generate_graphml(flat)) + "\n"
+
+
+# What XML 1.0 cannot carry at all, escaped or not (C0 controls but tab and line breaks, lone
+# surrogates, U+FFFE and U+FFFF): written as text, so the document stays well-formed.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", value)
 
 
 def _scalar(value: Any) -> Any:
     if isinstance(value, list | tuple):
-        return ",".join(str(v) for v in value)
-    return value
+        return _xml(",".join(str(v) for v in value))
+    return _xml(value)
 
 
 def _dot_id(text: str) -> str:

@@ -4,6 +4,7 @@ Every hostile input is built here, at run time."""
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import subprocess
@@ -119,3 +120,23 @@ def test_sysfs_text_reaches_no_terminal_raw(tmp_path: Path) -> None:
     o = cli(["probe", "--sysfs", str(root)])
     assert_clean(o)
     assert "\x1b" not in o.out and "\x07" not in o.out
+
+
+# -- GraphML: characters XML 1.0 cannot carry -----------------------------------------------------
+
+
+def test_graphml_with_noncharacters_is_well_formed() -> None:
+    from xml.etree import ElementTree
+
+    import networkx as nx
+
+    from resolver.data.graph import to_graphml
+
+    g = nx.MultiDiGraph()
+    bad = "vllm:0.33\ufffe\uffff\x01\ud800"
+    g.add_node(bad, note="x\uffff", aliases=["a\x00", "b"])
+    g.add_edge(bad, "gfx:gfx942", key="runs-on\x02", source="s\ufffe")
+    text = to_graphml(g)
+    ElementTree.fromstring(text.encode("utf-8"))  # well-formed: parses
+    back = nx.read_graphml(io.StringIO(text))
+    assert any(n.startswith("vllm:0.33\\ufffe\\uffff\\u0001") for n in back.nodes)
