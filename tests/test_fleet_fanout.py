@@ -11,7 +11,9 @@ import sys
 import time
 from pathlib import Path
 
+from resolver.data.model import Matrix
 from resolver.fleet import slurm
+from resolver.fleet.plan import FleetPlan
 
 NODES = [f"g{i:04d}" for i in range(1, 5001)]
 DOWN = {"g0007", "g2500"}
@@ -119,3 +121,93 @@ def test_gres_as_sinfo_writes_it() -> None:
     assert gres("gpu:mi300x:4(S:0,2),gpu:mi210:2(S:1),nic:2") == 6
     assert gres("(null)") == 0 and gres("nic:2") == 0
     assert gres("gpu:lots") is None
+
+
+def _planned(names: list[str]) -> tuple[Matrix, FleetPlan]:
+    from resolver.data import matrix
+    from resolver.fleet.plan import plan_fleet
+    from resolver.fleet.reports import report_from_json
+    from resolver.solve import Request
+
+    m = matrix.load()
+    reports = [report_from_json(REPORT, name=n, source=f"srun:{n}") for n in names]
+    return m, plan_fleet(m, reports, Request())
+
+
+def test_jobs_follow_what_slurm_said_of_the_nodes() -> None:
+    """Issue 40, without a cluster: one group of 7 MI300X nodes; g[1-4] in `gpu` (MaxNodes=2,
+    gres 8), g5 in `gpu` without gres, g[6-7] only in `other` (MaxTime 1 hour). Jobs: gpu's
+    nodes in twos, g5 alone without --gpus-per-node, g[6-7] in `other` within its MaxTime; the
+    servers are per-node steps, never one all-or-nothing step."""
+    from resolver.fleet.artifacts import Options, render_all
+    from resolver.fleet.layout import PartitionLimits, SlurmLayout
+
+    names = [f"g{i}" for i in range(1, 8)]
+    layout = SlurmLayout(
+        member_of={n: ("gpu",) for n in names[:5]} | {n: ("other",) for n in names[5:]},
+        limits={"gpu": PartitionLimits(2, None), "other": PartitionLimits(None, 60)},
+        gpus={n: 8 for n in names[:4]} | {"g5": 0} | {n: 8 for n in names[5:]},
+    )
+    m, fleet = _planned(names)
+    files = render_all(m, fleet, Options(slurm=layout))
+    scripts = {k: v for k, v in files.items() if k.startswith("slurm/")}
+
+    def option(text: str, key: str) -> str | None:
+        found = [
+            ln.split("=", 1)[1] for ln in text.splitlines() if ln.startswith(f"#SBATCH --{key}=")
+        ]
+        return found[0] if found else None
+
+    jobs = {
+        option(t, "nodelist"): (
+            option(t, "partition"),
+            option(t, "gpus-per-node"),
+            option(t, "time"),
+        )
+        for t in scripts.values()
+    }
+    assert jobs == {
+        "g[1-2]": ("gpu", "8", "04:00:00"),
+        "g[3-4]": ("gpu", "8", "04:00:00"),
+        "g5": ("gpu", None, "04:00:00"),
+        "g[6-7]": ("other", "8", "01:00:00"),
+    }
+    assert sorted(scripts) == [f"slurm/g1-{i}.sbatch" for i in range(1, 5)]
+    for text in scripts.values():
+        assert "--kill-on-bad-exit=1" not in text and "#SBATCH --no-kill" in text
+    # Without what Slurm said (a plan from report files): one job, as before.
+    plain = render_all(m, fleet, Options())
+    assert [k for k in plain if k.startswith("slurm/")] == ["slurm/g1.sbatch"]
+
+
+def test_a_saved_layout_is_checked_as_sinfo_was() -> None:
+    """The `slurm` of a `fleet gather` summary is a file anyone may have edited: a name that is
+    not a partition or host name refuses the whole layout; a number that is not a count is
+    unknown."""
+    from resolver.fleet.layout import SlurmLayout, layout_from_json, layout_json
+
+    good = {
+        "partitions": {"gpu": {"max_nodes": 2, "max_minutes": 60}},
+        "nodes": {"n1": {"partitions": ["gpu"], "gpus": 8}},
+    }
+    layout = layout_from_json(good, max_minutes=10_000)
+    assert isinstance(layout, SlurmLayout) and layout.gpus == {"n1": 8}
+    assert layout_json(layout) == good
+    bad: object
+    for bad in (
+        {**good, "partitions": {"gpu\n#SBATCH --wrap=x": {}}},
+        {**good, "nodes": {"../n1": {"partitions": ["gpu"]}}},
+        {**good, "nodes": {"n1": {"partitions": ["elsewhere"]}}},
+        {**good, "nodes": {"n1": {"partitions": "gpu"}}},
+        [],
+    ):
+        assert layout_from_json(bad, max_minutes=10_000) is None, bad
+    odd = layout_from_json(
+        {
+            "partitions": {"gpu": {"max_nodes": True, "max_minutes": 10**12}},
+            "nodes": {"n1": {"partitions": ["gpu"], "gpus": "8; rm -rf /"}},
+        },
+        max_minutes=10_000,
+    )
+    assert odd is not None and odd.gpus == {} and odd.limits["gpu"].max_nodes is None
+    assert odd.limits["gpu"].max_minutes is None
