@@ -3,6 +3,7 @@ main plan and how other groups join it, the output directory, and the CLI's bad-
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -1040,26 +1041,25 @@ def test_report_files_are_named_as_their_paths_are(
 # --- what an API server refuses that the schemas let through (issue 40) -------------------------
 
 
+@functools.cache
 def _fleet_manifests() -> dict[str, list[dict[str, Any]]]:
     """Every manifest file the fleet writes for the fleets the tests know: MI300X and MI50
     report files, a CPX node (one pod per partition), and the recorded Kubernetes clusters (AMD
     and NVIDIA labels), with and without a namespace and a model."""
+    from resolver.data.node import from_json
     from resolver.fleet.kube import read_nodes
     from tests.test_fleet_kube import FILES, NVIDIA_FILES
 
     m = matrix.load()
-    mi300x, mi50 = _probe(MI300X), _probe(MI50)
     reports = [
-        NodeReport(name=f"gpu{i:03d}", source="t", node=msgspec.convert(mi300x, Node))
-        for i in range(1, 3)
+        NodeReport(name=name, source="t", node=from_json(_probe(path), where=name))
+        for name, path in (("gpu001", MI300X), ("gpu002", MI300X), ("gpu007", MI50))
     ]
-    reports.append(NodeReport(name="gpu007", source="t", node=msgspec.convert(mi50, Node)))
     reports.append(NodeReport(name="cpx1", source="t", node=cpx_node()))
     fleets = [plan_fleet(m, reports, Request())]
     for path in [*FILES, *NVIDIA_FILES]:
-        fleets.append(
-            plan_fleet(m, read_nodes(path.read_text(), where=path.name, matrix=m), Request())
-        )
+        nodes = read_nodes(path.read_text(), where=path.name, matrix=m)
+        fleets.append(plan_fleet(m, nodes, Request()))
     out: dict[str, list[dict[str, Any]]] = {}
     for i, fleet in enumerate(fleets):
         for opts in (
@@ -1079,22 +1079,59 @@ def test_manifests_pass_what_an_api_server_checks() -> None:
 
     manifests = _fleet_manifests()
     assert len(manifests) >= 6
-    kinds = set()
+    served = 0
     for name, docs in manifests.items():
         assert problems(docs) == [], name
-        kinds |= {d["kind"] for d in docs}
+        assert sorted(d["kind"] for d in docs) == ["Deployment", "Service"], name
         deployment = next(d for d in docs if d["kind"] == "Deployment")
         (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        args = container["args"]
         # vllm serve's model is positional (v0.6.0-v0.11.0 refuse --model)
-        assert "--model" not in container["args"]
-        if "Qwen/Qwen3-8B" in container["args"]:
-            serve = (
-                container["args"][container["args"].index("serve") + 1 :]
-                if container.get("command") == ["vllm"]
-                else container["args"]
-            )
+        assert "--model" not in args
+        if "Qwen/Qwen3-8B" in args:
+            serve = args[1:] if container.get("command") == ["vllm"] else args
             assert serve[0] == "Qwen/Qwen3-8B", name
-    assert kinds == {"Deployment", "Service"}
+            served += 1
+    assert served
+
+
+def _break(docs: list[dict[str, Any]], where: str, bad: Any) -> None:
+    """Break one field of a Deployment + Service pair, as named by ``where``."""
+    dep = next(d for d in docs if d["kind"] == "Deployment")
+    svc = next(d for d in docs if d["kind"] == "Service")
+    pod = dep["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    (resource,) = c["resources"]["limits"]
+    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    edits: dict[str, tuple[dict[str, Any], str]] = {
+        "service-name": (svc["metadata"], "name"),
+        "deployment-name": (dep["metadata"], "name"),
+        "namespace": (dep["metadata"], "namespace"),
+        "label-value": (dep["metadata"]["labels"], "app.kubernetes.io/name"),
+        "gpu-limit": (c["resources"]["limits"], resource),
+        "container-port": (c["ports"][0], "containerPort"),
+        "service-port": (svc["spec"]["ports"][0], "port"),
+        "port-name": (c["ports"][0], "name"),
+        "target-port": (svc["spec"]["ports"][0], "targetPort"),
+        "probe-port": (c["readinessProbe"]["httpGet"], "port"),
+        "selector": (dep["spec"]["selector"], "matchLabels"),
+        "strategy": (dep["spec"]["strategy"], "rollingUpdate"),
+        "env-name": (c["env"][0], "name"),
+        "mount": (c["volumeMounts"][0], "name"),
+        "shm": (next(v for v in pod["volumes"] if "emptyDir" in v)["emptyDir"], "sizeLimit"),
+        "node-affinity": (terms["nodeSelectorTerms"][0]["matchExpressions"][0], "values"),
+        "label-key": (pod, "nodeSelector"),
+        "annotation-key": (dep["metadata"], "annotations"),
+        "gpu-request": (c["resources"]["requests"], resource),
+    }
+    target, key = edits[where]
+    if where == "label-key":
+        bad = {bad: "1"}
+    elif where == "annotation-key":
+        bad = {**target[key], bad: "x"}
+    elif where == "gpu-request":
+        bad = c["resources"]["limits"][resource] + 1
+    target[key] = bad
 
 
 @pytest.mark.parametrize(
@@ -1110,7 +1147,7 @@ def test_manifests_pass_what_an_api_server_checks() -> None:
         ("annotation-key", "-bad/key"),
         ("gpu-limit", "4 GPUs"),
         ("gpu-limit", "1.5"),
-        ("gpu-request", 2),  # differs from the limit: an extended resource is not overcommitted
+        ("gpu-request", None),  # limit + 1: an extended resource is never overcommitted
         ("container-port", 70000),
         ("service-port", 0),
         ("port-name", "http-server-port"),  # 16 characters; an IANA service name has 15
@@ -1131,54 +1168,11 @@ def test_api_server_checks_catch_broken_copies(where: str, bad: Any) -> None:
 
     from tests.kube_semantics import problems
 
-    good = next(iter(_fleet_manifests().values()))
+    # a deep copy: the planned manifests are cached for every case
+    good = next(
+        d for d in _fleet_manifests().values() if any("namespace" in x["metadata"] for x in d)
+    )
     assert problems(good) == []
     docs = copy.deepcopy(good)
-    dep = next(d for d in docs if d["kind"] == "Deployment")
-    svc = next(d for d in docs if d["kind"] == "Service")
-    pod = dep["spec"]["template"]["spec"]
-    (c,) = pod["containers"]
-    (resource,) = c["resources"]["limits"]
-    match where:
-        case "service-name":
-            svc["metadata"]["name"] = bad
-        case "deployment-name":
-            dep["metadata"]["name"] = bad
-        case "namespace":
-            dep["metadata"]["namespace"] = bad
-        case "label-value":
-            dep["metadata"]["labels"]["app.kubernetes.io/name"] = bad
-        case "label-key":
-            pod["nodeSelector"] = {bad: "1"}
-        case "annotation-key":
-            dep["metadata"]["annotations"][bad] = "x"
-        case "gpu-limit":
-            c["resources"]["limits"][resource] = bad
-        case "gpu-request":
-            c["resources"]["requests"][resource] = c["resources"]["limits"][resource] + 1
-        case "container-port":
-            c["ports"][0]["containerPort"] = bad
-        case "service-port":
-            svc["spec"]["ports"][0]["port"] = bad
-        case "port-name":
-            c["ports"][0]["name"] = bad
-        case "target-port":
-            svc["spec"]["ports"][0]["targetPort"] = bad
-        case "probe-port":
-            c["readinessProbe"]["httpGet"]["port"] = bad
-        case "selector":
-            dep["spec"]["selector"]["matchLabels"] = bad
-        case "strategy":
-            dep["spec"]["strategy"]["rollingUpdate"] = bad
-        case "env-name":
-            c["env"][0]["name"] = bad
-        case "mount":
-            c["volumeMounts"][0]["name"] = bad
-        case "shm":
-            next(v for v in pod["volumes"] if "emptyDir" in v)["emptyDir"]["sizeLimit"] = bad
-        case "node-affinity":
-            terms = pod["affinity"]["nodeAffinity"][
-                "requiredDuringSchedulingIgnoredDuringExecution"
-            ]
-            terms["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] = bad
+    _break(docs, where, bad)
     assert problems(docs), (where, bad)
