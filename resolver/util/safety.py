@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Final
+from typing import Any, Final
 
 from resolver.util.errors import UnsafeInputError, UnsafeValueError
 
@@ -101,28 +101,57 @@ def shown(text: str, *, limit: int = 512) -> str:
 def check_tree(value: object, *, where: str) -> None:
     """Refuse (``InputError``) any string in a parsed report, key or value, that carries a
     character ``unsafe_char`` names or is longer than ``MAX_TEXT``."""
-    from resolver.util.errors import InputError
-
-    stack: list[tuple[object, str]] = [(value, "")]
+    # Each item travels with where it sits, as (parent's place, key or index, kind), worded only
+    # for the one refused: most strings are printable ASCII, passed by two C-level tests.
+    stack: list[tuple[object, _Place | None]] = [(value, None)]
     while stack:
-        item, path = stack.pop()
+        item, place = stack.pop()
         if isinstance(item, str):
+            if len(item) <= MAX_TEXT and item.isascii() and item.isprintable():
+                continue
             bad = unsafe_char(item, multiline=True)
             if bad is not None or len(item) > MAX_TEXT:
+                from resolver.util.errors import InputError
+
                 why = f"carries {bad}" if bad else f"is longer than {MAX_TEXT} characters"
                 raise InputError(
-                    f"{where}: {path or 'a value'} {why}",
+                    f"{where}: {_worded(place) or 'a value'} {why}",
                     hint="a probe report holds plain names and versions; write it with "
                     "`rocm-vllm probe --json`",
                 )
         elif isinstance(item, dict):
             for k, v in item.items():
-                # repr() escapes what is not printable: the message itself stays one clean line.
-                name = k if isinstance(k, str) and k.isprintable() and len(k) <= 64 else repr(k)
-                stack.append((k, f"a key in {path or 'the report'}"))
-                stack.append((v, f"{path}.{name}" if path else name))
+                stack.append((k, (place, k, _KEY)))
+                stack.append((v, (place, k, _MEMBER)))
         elif isinstance(item, list):
-            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(item))
+            stack.extend((v, (place, i, _ITEM)) for i, v in enumerate(item))
+
+
+_MEMBER, _ITEM, _KEY = 0, 1, 2
+_Place = tuple[Any, object, int]  # (the parent's _Place or None, key or index, kind)
+
+
+def _worded(place: _Place | None) -> str:
+    """Where an item sits, as ``check_tree`` names it: ``gpus[0].product``, ``a key in host``."""
+    steps: list[tuple[object, int]] = []
+    while place is not None:
+        place, step, kind = place
+        steps.append((step, kind))
+    path = ""
+    for step, kind in reversed(steps):
+        if kind == _KEY:
+            path = f"a key in {path or 'the report'}"
+        elif kind == _ITEM:
+            path = f"{path}[{step}]"
+        else:
+            # repr() escapes what is not printable: the message itself stays one clean line.
+            name = (
+                step
+                if isinstance(step, str) and step.isprintable() and len(step) <= 64
+                else repr(step)
+            )
+            path = f"{path}.{name}" if path else str(name)
+    return path
 
 
 def is_safe(kind: str, value: str) -> bool:
