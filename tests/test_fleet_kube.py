@@ -670,3 +670,213 @@ def test_one_node_object_is_a_list_of_one() -> None:
     result = run_cli("fleet", "plan", "--kube", "-", "--json", input_text=json.dumps(node))
     assert result.exit_code in (0, 1, 6), result.stderr
     assert json.loads(result.stdout)["nodes"]["total"] == 1
+
+
+# --- Partitions as real nodes show them (issue 40) ----------------------------------------------
+
+DERIVED = RECORDED / "derived"
+
+
+def test_every_derived_file_has_its_source_and_says_what_changed() -> None:
+    sources = (RECORDED / "SOURCES.md").read_text()
+    files = sorted(DERIVED.glob("*.json"))
+    assert files
+    for path in files:
+        assert f"`{path.name}`" in sources
+        for item in json.loads(path.read_text())["items"]:
+            said = item["metadata"]["annotations"]["rocm-vllm.test/derived-from"]
+            assert said.startswith(tuple(f"{p.name} " for p in FILES)), said
+
+
+def _derived(name: str) -> dict[str, Any]:
+    m = matrix.load()
+    return {r.name: r for r in read_nodes((DERIVED / name).read_text(), where=name, matrix=m)}
+
+
+MIXED = "nodes-mi300x-mixed-partitions-k8sdp108.json"
+
+
+@pytest.mark.parametrize(
+    ("name", "modes"),
+    [
+        # the device plugin's mixed strategy: one resource per partition type
+        ("mi300x-mixed-0", {"CPX/NPS1": 32, "SPX/NPS1": 4}),
+        # no resource (the single strategy refuses the node): the CU count labels say it
+        ("mi300x-mixed-1", {"CPX": 32, "SPX": 4}),
+    ],
+)
+def test_a_node_in_mixed_partition_modes_is_listed_not_refused(
+    name: str, modes: dict[str, int]
+) -> None:
+    """N12: GPUs of one node in different partition modes are a legitimate node (the labeller
+    writes count labels for each CU count and no partition label), not contradictory labels: it
+    is an unknown group that says why it is not planned and what to do, with its GPUs' modes."""
+    from collections import Counter
+
+    report = _derived(MIXED)[name]
+    assert report.status == "unknown" and report.node is not None
+    node = report.node
+    assert node.gfx_targets == ("gfx942",) and node.logical_gpu_count == 36
+    assert node.physical_gpu_count == 8
+    seen = Counter(
+        "/".join(p for p in (g.partition.compute, g.partition.memory) if p)
+        for g in node.gpus
+        if g.partition
+    )
+    assert seen == modes
+    assert {g.product for g in node.gpus} == {"Instinct MI300X"}  # the SPX GPUs' 304 CUs say so
+    said = ", ".join(f"{mode} x{n}" for mode, n in sorted(modes.items()))
+    assert report.reason == (
+        f"mixed partition types on one node ({said}): not planned; set all its GPUs to one "
+        "partition mode (amd-smi set --compute-partition MODE --memory-partition MODE) to plan it"
+    )
+    fleet = plan_fleet(matrix.load(), [report], Request())
+    (group,) = fleet.groups
+    assert (group.verdict, group.decision, fleet.failed) == ("unknown", None, ())
+    assert group.fingerprint.partitions == tuple(sorted(modes))
+    assert fleet.exit_code == 6
+
+
+def test_mixed_partition_nodes_through_the_cli(tmp_path: Path) -> None:
+    """Listed as unknown groups (exit 6), none failed, and no manifest for them."""
+    out = tmp_path / "out"
+    result = run_cli("fleet", "plan", "--kube", str(DERIVED / MIXED), "-o", str(out), "--json")
+    assert result.exit_code == 6, result.stderr
+    data = json.loads(result.stdout)
+    assert data["nodes"] == {"total": 2, "planned": 0, "unknown": 2, "failed": 0}
+    assert {tuple(g["fingerprint"]["partitions"]) for g in data["groups"]} == {
+        ("CPX/NPS1", "SPX/NPS1"),
+        ("CPX", "SPX"),
+    }
+    assert all(g["verdict"] == "unknown" and g["plan"] is None for g in data["groups"])
+    assert not (out / "kubernetes").exists() or not list((out / "kubernetes").iterdir())
+
+
+def test_a_partition_label_beside_several_partition_resources_is_a_contradiction() -> None:
+    """The labeller writes the partition label only when every GPU is in that mode."""
+    doc = json.loads((DERIVED / MIXED).read_text())
+    del doc["items"][1]
+    doc["items"][0]["metadata"]["labels"]["amd.com/gpu.compute-memory-partition"] = "cpx_nps1"
+    (report,) = read_nodes(json.dumps(doc), where="x", matrix=matrix.load())
+    assert report.status == "failed"
+    assert report.reason == (
+        "capacity offers amd.com/cpx_nps1, amd.com/spx_nps1 but "
+        "amd.com/gpu.compute-memory-partition is cpx_nps1"
+    )
+
+
+def test_several_values_are_gpus_that_differ_a_plain_label_beside_another_is_not() -> None:
+    """createLabels writes several values as count labels only; a plain label says there is one
+    value, so a count label naming another beside it is a contradiction, as before."""
+    # Two GPU kinds on one node: each kind's CU count, written as count labels, is no contradiction.
+    labels = {
+        "amd.com/gpu.device-id.74a1": "4",
+        "beta.amd.com/gpu.device-id.74a1": "4",
+        "amd.com/gpu.device-id.740f": "4",
+        "beta.amd.com/gpu.device-id.740f": "4",
+        "amd.com/gpu.cu-count.304": "4",
+        "amd.com/gpu.cu-count.104": "4",
+        "amd.com/gpu.family": "AI",
+    }
+    doc = {
+        "kind": "List",
+        "items": [
+            {
+                "metadata": {"name": "two-kinds", "labels": labels},
+                "status": {"capacity": {"amd.com/gpu": "8"}},
+            }
+        ],
+    }
+    (report,) = read_nodes(json.dumps(doc), where="x", matrix=matrix.load())
+    assert report.status == "ok", report.reason
+    assert report.node is not None and report.node.gfx_targets == ("gfx90a", "gfx942")
+    (bad,) = read_nodes(
+        _node({"beta.amd.com/gpu.cu-count.38": "8"}), where="x", matrix=matrix.load()
+    )
+    assert bad.status == "failed"
+    assert str(bad.reason).startswith("the labels disagree on cu-count: ")
+
+
+OLDER = "nodes-mi300x-older-labeller-k8sdp108.json"
+
+
+@pytest.mark.parametrize(
+    ("name", "mode", "logical", "physical", "product"),
+    [
+        # 64 devices on 8 GPUs of 38 CUs each: CPX, 8 per MI300X (8 x 38 = its 304 CUs)
+        ("cpx-8gpu", "CPX", 64, 8, "Instinct MI300X"),
+        # no CU label: 8 per GPU is more than DPX/TPX/QPX make; which 74a1 part is not said
+        ("cpx-8gpu-no-cu", "CPX", 64, 8, "Instinct MI300X / Instinct MI300A"),
+        ("dpx-8gpu", "DPX", 16, 8, "Instinct MI300X"),  # 152 CUs: half an MI300X
+        ("spx-8gpu", None, 8, 8, "Instinct MI300X"),  # whole GPUs: as before
+    ],
+)
+def test_an_older_labellers_partitions_are_read_from_its_counts(
+    name: str, mode: str | None, logical: int, physical: int, product: str
+) -> None:
+    """N11 (turn-3 12b): a labeller before 2025-04 writes no partition label; a CPX node was
+    planned as whole GPUs. Its device count against its device-id count, and its CUs per device
+    against the whole GPU's, say the mode; the node says how it was read."""
+    report = _derived(OLDER)[name]
+    assert report.status == "ok", report.reason
+    node = report.node
+    assert node is not None
+    assert {g.partition.compute if g.partition else None for g in node.gpus} == {mode}
+    assert (node.logical_gpu_count, node.physical_gpu_count) == (logical, physical)
+    assert {g.product for g in node.gpus} == {product}
+    assert node.host.get("partition_inferred", False) is (mode is not None)
+    assert len(report.notes) == (1 if mode else 0)
+
+
+def test_an_older_labellers_partitions_in_no_readable_mode_are_not_planned() -> None:
+    """32 devices on 8 GPUs with no CU label: QPX on an MI300X or CPX on a 4-XCD part. The
+    partition is unknown, so the node is not planned (never TP across partitions)."""
+    report = _derived(OLDER)["split-4-no-cu"]
+    assert report.status == "unknown" and report.node is not None
+    assert report.reason == (
+        "partitioned GPUs in a mode the labels do not name (32 devices on 8 GPUs, "
+        "beta.amd.com/gpu.device-id.74a1=8): not planned, since a plan must not span partitions; "
+        "label the node with a node labeller from 2025-04 on (it writes "
+        "amd.com/gpu.compute-memory-partition), or add -cu-count to the labeller's flags"
+    )
+    (group,) = plan_fleet(matrix.load(), [report], Request()).groups
+    assert group.verdict == "unknown"
+
+
+@pytest.mark.parametrize(
+    ("file", "name", "replicas"),
+    [
+        ("nodes-mi300x-cpx-k8sdp108.json", "mi300x-cpx-0", 8),  # recorded: 8 partitions, 1 GPU
+        (f"derived/{OLDER}", "cpx-8gpu", 64),
+        (f"derived/{OLDER}", "cpx-8gpu-no-cu", 64),
+    ],
+)
+def test_an_older_labellers_cpx_node_is_never_tp_across_partitions(
+    file: str, name: str, replicas: int
+) -> None:
+    """The manifest serves one TP=1 pod per partition (one amd.com/gpu each), not one pod with
+    --tensor-parallel-size 8 across CPX partitions; the group carries the CPX warning."""
+    import yaml
+
+    m = matrix.load()
+    reports = [
+        r for r in read_nodes((RECORDED / file).read_text(), where=file, matrix=m) if r.name == name
+    ]
+    fleet = plan_fleet(m, reports, Request())
+    (group,) = fleet.groups
+    assert group.decision is not None
+    assert "cpx-partition" in {w.code for w in group.decision.warnings}
+    assert [n for n, _ in fleet.notes] == [name]
+    files = render_all(m, fleet, Options(model="Qwen/Qwen3-8B"))
+    deployment = next(yaml.safe_load_all(files[f"kubernetes/{group.id}.yaml"]))
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert deployment["spec"]["replicas"] == replicas
+    assert container["resources"]["limits"] == {"amd.com/gpu": 1}
+    args = container["args"]
+    assert "--tensor-parallel-size" not in args or (
+        args[args.index("--tensor-parallel-size") + 1] == "1"
+    )
+    for doc in yaml.safe_load_all(files[f"kubernetes/{group.id}.yaml"]):
+        if doc:
+            for version in K8S_VERSIONS:
+                __import__("kubernetes_validate").validate(doc, version, strict=True)

@@ -430,7 +430,9 @@ def _unlabelled(
     per_gpu = agents // physical if split and physical and agents % physical == 0 else None
     if split:
         gpus = f"{physical} GPU" + ("s" if physical != 1 else "")
-        evidence.append(f"{agents} devices on {gpus} (device-id.{device_id}={physical})")
+        evidence.append(
+            f"{agents} devices on {gpus}, beta.amd.com/gpu.device-id.{device_id}={physical}"
+        )
     mode = None
     if cu is not None:
         mode, share = _cu_mode(cu, wholes)
@@ -447,9 +449,10 @@ def _unlabelled(
     why = None
     if mode is None:
         why = (
-            f"partitioned GPUs ({'; '.join(evidence)}) but no partition mode in the labels: not "
+            f"partitioned GPUs in a mode the labels do not name ({'; '.join(evidence)}): not "
             "planned, since a plan must not span partitions; label the node with a node labeller "
-            "from 2025-04 on (amd.com/gpu.compute-memory-partition), or run it with -cu-count"
+            "from 2025-04 on (it writes amd.com/gpu.compute-memory-partition), or add -cu-count to "
+            "the labeller's flags"
         )
     return _Unlabelled(mode, per_gpu, tuple(evidence), why)
 
@@ -481,7 +484,7 @@ def _mixed(
             out.append(
                 (mode or f"{value} CUs", Partition(compute=mode) if mode else None, cu, how_many)
             )
-        return out
+        return sorted(out, key=lambda kind: kind[0])
     if len(vram_values) > 1:  # one CU count, memory split differently (NPS1 and NPS4)
         return [(f"{value} VRAM", None, None, count) for value, count in vram_values.items()]
     return []
@@ -623,7 +626,8 @@ def _node(
                 Node(
                     gfx_targets=tuple(targets),
                     logical_gpu_count=count,
-                    host={**host, "partition_inferred": True},
+                    physical_gpu_count=per_id.get(ids[0], 0),
+                    host=host,
                     origin=KUBERNETES,
                 ),
                 read.why,
