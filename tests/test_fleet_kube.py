@@ -880,3 +880,43 @@ def test_an_older_labellers_cpx_node_is_never_tp_across_partitions(
         if doc:
             for version in K8S_VERSIONS:
                 __import__("kubernetes_validate").validate(doc, version, strict=True)
+
+
+@pytest.mark.parametrize(
+    ("changes", "device_id", "mode", "per_gpu", "physical"),
+    [
+        # cpx-8gpu with capacity 63 (one partition missing, as 8 GPUs in CPX can lose one to the
+        # kernel's 64 DRM nodes): the CUs still say CPX; how many per GPU the counts do not say
+        ({"capacity": "63"}, "74a1", "CPX", None, 8),
+        # cpx-8gpu as an MI308X (74a2, 4 XCDs of 20 CUs, no whole CU count in the data) with 32
+        # devices: 4 per GPU alone could be QPX; 20 CUs per device is one XCD, so CPX
+        ({"device": "74a2", "cu": "20", "capacity": "32"}, "74a2", "CPX", 4, 8),
+    ],
+)
+def test_the_cus_decide_where_the_counts_cannot(
+    changes: dict[str, str], device_id: str, mode: str, per_gpu: int | None, physical: int
+) -> None:
+    doc = json.loads((DERIVED / OLDER).read_text())
+    item = doc["items"][0]  # cpx-8gpu, changed as the case says
+    labels = item["metadata"]["labels"]
+    if "device" in changes:
+        labels = {
+            k.replace("74a1", changes["device"]): v.replace("74a1", changes["device"])
+            for k, v in labels.items()
+        }
+    if "cu" in changes:
+        labels = {
+            k.replace(".38", "." + changes["cu"]): (changes["cu"] if v == "38" else v)
+            for k, v in labels.items()
+        }
+    item["metadata"]["labels"] = labels
+    item["status"]["capacity"] = {"amd.com/gpu": changes["capacity"]}
+    (report,) = read_nodes(
+        json.dumps({"kind": "List", "items": [item]}), where="x", matrix=matrix.load()
+    )
+    assert report.status == "ok" and report.node is not None, report.reason
+    assert {g.partition.compute for g in report.node.gpus if g.partition} == {mode}
+    assert {g.pci_device_id for g in report.node.gpus} == {device_id}
+    assert report.node.physical_gpu_count == physical
+    (note,) = report.notes
+    assert (f", {per_gpu} per GPU," in note) is (per_gpu is not None)

@@ -21,6 +21,12 @@ PRETTY_NAME, "Ubuntu 22.04.4 LTS"); the kernel from ``status.nodeInfo.kernelVers
 -r``); and the labeller's module version becomes a driver release only where the data pairs it
 with one (``probe.driver.release_of_module``, as for rocminfo's "ROCk module version").
 
+Partitions: the partition label where there is one; a node whose GPUs are in several modes (the
+labeller then writes none, and the device plugin one resource per type) is kept as ``unknown``,
+"mixed partition types: not planned"; an older labeller's node (no partition label) is read from
+its counts and CU counts (``_unlabelled``), and is ``unknown`` where they show partitions in no
+mode they name, so that no plan spans partitions.
+
 A node whose labels do not name a GPU the data knows is kept as ``unknown`` with the reason; a
 node whose labels contradict each other, or whose facts no kubelet or API server would write, is
 listed as failed, with why.
@@ -444,7 +450,7 @@ def _unlabelled(
             mode = infer_compute_partition(per_gpu, None, cu)
     elif per_gpu and per_gpu > 4:  # DPX, TPX and QPX are 2, 3 and 4 per GPU
         mode = "CPX"
-    if not (split or shrunk) or mode == "SPX":
+    if not (split or shrunk or mode == "CPX") or mode == "SPX":
         return _Unlabelled()  # whole GPUs, or nothing says otherwise
     why = None
     if mode is None:
@@ -485,7 +491,9 @@ def _mixed(
                 (mode or f"{value} CUs", Partition(compute=mode) if mode else None, cu, how_many)
             )
         return sorted(out, key=lambda kind: kind[0])
-    if len(vram_values) > 1:  # one CU count, memory split differently (NPS1 and NPS4)
+    sizes = [int(m.group(1)) for v in vram_values if (m := _VRAM_RE.fullmatch(v))]
+    # One CU count, memory split differently (NPS1 and NPS4): a share of it, not a rounding.
+    if len(sizes) > 1 and max(sizes) >= 2 * min(sizes):
         return [(f"{value} VRAM", None, None, count) for value, count in vram_values.items()]
     return []
 
@@ -619,6 +627,7 @@ def _node(
         )
     notes: tuple[str, ...] = ()
     physical: int | None = None
+    whole_cu = cu  # the product by the whole GPU's CUs (8 CPX partitions of 38: an MI300X's 304)
     if partition is None and one_kind:
         read = _unlabelled(entries, ids[0], cu, count, per_id.get(ids[0]))
         if read.why is not None:
@@ -637,15 +646,14 @@ def _node(
             partition = Partition(compute=read.mode)
             host["partition_inferred"] = True  # as the probe says of partitions it infers
             physical = count // read.per_gpu if read.per_gpu else per_id.get(ids[0])
+            whole_cu = cu * read.per_gpu if cu and read.per_gpu else None
             each = f", {read.per_gpu} per GPU" if read.per_gpu else ""
             said = "; ".join(read.evidence)
             why = f"no partition label (a node labeller before 2025-04): read as {read.mode}"
             notes = (f"{why}{each}, from {said}",)
     gpus: list[Gpu] = []
     if len(ids) == 1:
-        # The product by the whole GPU's CUs (8 CPX partitions of 38 are an MI300X's 304).
-        share = count // physical if partition is not None and physical else 1
-        product = product_for_pci(gfx_table, ids[0], compute_units=cu * share if cu else None)
+        product = product_for_pci(gfx_table, ids[0], compute_units=whole_cu)
         gpus = [
             Gpu(
                 gfx=check_gfx_name(targets[0]),
