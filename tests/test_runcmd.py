@@ -188,3 +188,20 @@ def test_no_image_of_the_data_gets_model_as_an_option() -> None:
         words = apptainer.words(spec)
         at = words.index("vllm")
         assert words[at + 1 : at + 3] == ["serve", model] and "--model" not in words
+
+
+def test_image_without_model_says_when_the_release_requires_one() -> None:
+    """Up to v0.8.2 `vllm serve` requires its positional model (serve_model_tag): without
+    --model, `image` says the printed command needs one instead of promising a default model."""
+    from .conftest import LIVE_MATRIX
+    from .helpers import run_cli
+
+    env = {"ROCM_VLLM_MATRIX_DIR": str(LIVE_MATRIX)}
+    node = ("image", "--gfx", "gfx942", "--gpus", "8", "--driver", "6.3.6")
+    old = run_cli(*node, "--vllm", "<0.8", env=env)
+    assert old.exit_code == 0, old.stderr
+    assert "vllm0.7.3" in old.stdout
+    assert "`vllm serve` requires the model" in old.stderr
+    given = run_cli(*node, "--vllm", "<0.8", "--model", "org/m", env=env)
+    assert "no --model given" not in given.stderr
+    assert given.stdout.split(" serve ", 1)[1].startswith("org/m")

@@ -247,7 +247,19 @@ or a failed check)."""
         emit_json(out)
     else:
         # stdout carries only the artifact (redirectable as is); everything else goes to stderr.
-        _print_text(out, answer.file_text, output, definition=fmt == "apptainer", model=model)
+        # Up to v0.8.2 `vllm serve` requires its positional model (serve_model_tag, read from
+        # each sdist): without --model the printed command would stop at argument parsing.
+        required = model is None and any(
+            r.version == answer.image.vllm and r.serve_model_tag == "required" for r in m.vllm
+        )
+        _print_text(
+            out,
+            answer.file_text,
+            output,
+            definition=fmt == "apptainer",
+            model=model,
+            model_required=required,
+        )
         if output is None:
             typer.echo(answer.artifact, nl=False)
     raise typer.Exit(answer.exit_code)
@@ -381,6 +393,7 @@ def _print_text(
     *,
     definition: bool = False,
     model: str | None = None,
+    model_required: bool = False,
 ) -> None:
     """The commentary, on stderr: what the image is, warnings, problems, and where the artifact
     went."""
@@ -428,7 +441,12 @@ def _print_text(
     for p in out["problems"]:
         echo(f"problem: {p['message']}\n  hint: {p['hint']}")
     # The model is a positional word of the run command (vllm serve MODEL), so ask the option.
-    if out["run_args"] and model is None and compose_text is None:
+    if model_required:
+        echo(
+            f"  no --model given: vLLM {out['vllm']}'s `vllm serve` requires the model; "
+            "add --model ORG/NAME"
+        )
+    elif out["run_args"] and model is None and compose_text is None:
         echo("  no --model given: vLLM serves its default model; add --model ORG/NAME")
     if output is not None:
         what = (
