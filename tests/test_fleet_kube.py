@@ -920,3 +920,24 @@ def test_the_cus_decide_where_the_counts_cannot(
     assert report.node.physical_gpu_count == physical
     (note,) = report.notes
     assert (f", {per_gpu} per GPU," in note) is (per_gpu is not None)
+
+
+def test_many_count_labels_stay_bounded() -> None:
+    """Thousands of CU count labels of 1,024 GPUs each: one unknown node, a one-line reason, no
+    million Gpu records."""
+    labels = {"amd.com/gpu.device-id": "74a1"}
+    labels.update({f"amd.com/gpu.cu-count.{i}": "1024" for i in range(1, 3000)})
+    doc = {
+        "kind": "List",
+        "items": [
+            {
+                "metadata": {"name": "h", "labels": labels},
+                "status": {"capacity": {"amd.com/gpu": "8"}},
+            }
+        ],
+    }
+    (report,) = read_nodes(json.dumps(doc), where="x", matrix=matrix.load())
+    assert report.status == "unknown" and report.node is not None
+    assert len(report.node.gpus) <= 1024 and report.node.logical_gpu_count <= 1024
+    assert report.reason is not None and len(report.reason) < 400
+    assert report.reason.startswith("mixed partition types on one node (")

@@ -499,7 +499,9 @@ def _mixed(
 
 
 def _mixed_reason(kinds: list[_Kind]) -> str:
-    said = ", ".join(what + (f" x{count}" if count else "") for what, _, _, count in kinds)
+    said = ", ".join(what + (f" x{count}" if count else "") for what, _, _, count in kinds[:8])
+    if len(kinds) > 8:  # a line, not a page, whatever the labels hold
+        said += f" and {len(kinds) - 8} more"
     return (
         f"mixed partition types on one node ({said}): not planned; set all its GPUs to one "
         "partition mode (amd-smi set --compute-partition MODE --memory-partition MODE) to plan it"
@@ -706,7 +708,8 @@ def _mixed_node(
     from resolver.util.versions import check_gfx_name
 
     gpus: list[Gpu] = []
-    if len(ids) == 1 and all(count for *_, count in kinds):
+    counts = [count or 0 for *_, count in kinds]
+    if len(ids) == 1 and all(counts) and sum(counts) <= MAX_GPUS:  # one Gpu each, within bounds
         cu = next(iter(whole)) if len(whole) == 1 else None
         product = product_for_pci(gfx_table, ids[0], compute_units=cu)
         for _, partition, cu, count in kinds:
@@ -724,7 +727,7 @@ def _mixed_node(
         gpus=tuple(gpus),
         gfx_targets=tuple(targets),
         physical_gpu_count=sum(per_id.values()) if len(ids) == 1 else 0,
-        logical_gpu_count=len(gpus) or sum(count or 0 for *_, count in kinds),
+        logical_gpu_count=len(gpus) or min(sum(counts), MAX_GPUS),
         host=host,
         origin=KUBERNETES,
     )
