@@ -175,8 +175,11 @@ class MatrixProvider:
         for wheel in self.m.wheels:
             if wheel.status != "release" or wheel.vllm is None:
                 continue
+            # A set: a tuple is scanned with one Version compare per item, for every release
+            # (quadratic in the data: ~6,500 compares a solve at 4 times today's releases).
+            held = set(wheel.releases)
             for rel in self.m.vllm:
-                if rel.version in wheel.releases and self._in_spec(rel.version):
+                if rel.version in held and self._in_spec(rel.version):
                     # The release pipeline names a stack's wheels after it (rocm100, rocm72).
                     stack = rel.stack_named(wheel.name)
                     yield WheelCandidate(
