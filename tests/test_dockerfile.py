@@ -1454,8 +1454,7 @@ def test_a_gpu_with_an_override_gets_the_near_targets_build_with_the_override_se
 # --- issue 39: the build as vLLM builds it, per release ----------------------------------------
 
 SLICES = Path(__file__).parent / "refresh" / "recorded" / "sdist"
-# (release, stack): every release with ROCm Dockerfiles since rendering.STEPS_SINCE, each stack
-# but the gfx1250 preview (its own, differently shaped files; not compared yet).
+# (release, stack): every release with ROCm Dockerfiles since rendering.STEPS_SINCE, each stack.
 UPSTREAM_STACKS = [
     ("0.30.0", None),
     ("0.31.0", None),
@@ -1463,6 +1462,7 @@ UPSTREAM_STACKS = [
     ("0.33.0", "rocm100"),
     ("0.33.0", "rocm72"),
 ]
+PREVIEW_STACKS = [(v, "gfx1250") for v in ("0.30.0", "0.31.0", "0.32.0", "0.33.0")]
 
 
 def _upstream_files(version: str, stack: str | None) -> tuple[str, str]:
@@ -1503,12 +1503,29 @@ def _names(text: str) -> set[str]:
 
 def _live_plan(version: str, stack: str | None, gfx: str) -> df.DockerfilePlan:
     live = matrix_mod.load_dir(LIVE_MATRIX)
-    node = from_flags(gfx=gfx, gpus=None, driver="30.30.3", os=None, rocm=None, python=None)
-    return df.plan_dockerfile(live, node, df.choose(live, node, vllm=version, stack=stack))
+    preview = stack == "gfx1250"  # a nightly ROCm no driver of AMD's table runs, branch pins
+    driver = None if preview else "30.30.3"
+    node = from_flags(gfx=gfx, gpus=None, driver=driver, os=None, rocm=None, python=None)
+    return df.plan_dockerfile(
+        live,
+        node,
+        df.choose(live, node, vllm=version, stack=stack),
+        allow_preview=preview,
+        allow_moving_refs=preview,
+    )
 
 
-@pytest.mark.parametrize("gfx", ["gfx942", "gfx90a", "gfx1100", "gfx1201"])
-@pytest.mark.parametrize(("version", "stack"), UPSTREAM_STACKS)
+@pytest.mark.parametrize(
+    ("version", "stack", "gfx"),
+    [
+        *(
+            (v, st, g)
+            for v, st in UPSTREAM_STACKS
+            for g in ("gfx942", "gfx90a", "gfx1100", "gfx1201")
+        ),
+        *((v, st, g) for v, st in PREVIEW_STACKS for g in ("gfx1250",)),
+    ],
+)
 def test_every_upstream_step_is_reproduced_or_listed_with_a_reason(
     version: str, stack: str | None, gfx: str
 ) -> None:
@@ -1529,6 +1546,7 @@ def test_every_upstream_step_is_reproduced_or_listed_with_a_reason(
         spec = df.layouts().components[o.component]
         assert any(line.startswith(f"# Left out: {o.component} (") for line in header)
         covered |= {f"{arg}_REPO", f"{arg}_BRANCH", f"build_{spec.stage}", f"{arg}_ROCM_ARCH"}
+        covered |= {f"{arg}_GPU_ARCHS"}  # MORI_GPU_ARCHS
     missing = sorted((_names(base) | _names(app)) - covered)
     assert not missing, f"upstream's {missing} neither reproduced nor listed"
 

@@ -41,6 +41,7 @@ class UpstreamStep:
     names: tuple[str, ...]  # upstream's ARG, ENV and stage names it covers
     layouts: frozenset[str]  # the layouts it is said for
     when: str = ""  # a stack field that must be set (non-empty) for it to be said
+    variants: frozenset[str] = frozenset()  # the stack variants it is said for (empty: all)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +96,7 @@ def layouts() -> Layouts:
                 names=tuple(str(n) for n in v.get("names", ())),
                 layouts=frozenset(str(x) for x in v["layouts"]),
                 when=str(v.get("when", "")),
+                variants=frozenset(str(x) for x in v.get("variants", ())),
             )
             for v in doc.get("upstream_step", [])
         )

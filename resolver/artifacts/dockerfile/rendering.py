@@ -274,7 +274,9 @@ def upstream_steps(plan: DockerfilePlan) -> tuple[UpstreamStep, ...]:
     return tuple(
         s
         for s in layouts().steps
-        if plan.layout in s.layouts and (not s.when or getattr(plan.upstream, s.when, None))
+        if plan.layout in s.layouts
+        and (not s.variants or plan.stack in s.variants)
+        and (not s.when or getattr(plan.upstream, s.when, None))
     )
 
 
