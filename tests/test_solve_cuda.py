@@ -74,14 +74,17 @@ def test_a_570_driver_runs_the_cuda_12_builds() -> None:
     # Without a wanted release: the newest image its driver runs (CUDA 12.9; 0.33.0 has none).
     d = solve(M, old, Request())
     assert d.plan is not None and d.plan.candidate.label == "vllm/vllm-openai:v0.32.0-cu129"
-    # 0.33.0 itself: the PyPI wheel (CUDA 12.9, minor version compatibility from 525), with a
-    # note that its image needs 580.
-    wheel = solve(M, old, Request(vllm=parse_spec("==0.33.0")))
-    assert wheel.verdict == "supported" and wheel.plan is not None
-    assert wheel.plan.candidate.kind == "wheel" and wheel.plan.candidate.label == (
-        "vllm==0.33.0 (wheel)"
-    )
-    assert "cuda-image-needs-driver" in [w.code for w in wheel.warnings]
+    # 0.33.0 itself: its PyPI wheel is a CUDA 13 build too (it links libcudart.so.13), so neither
+    # path runs on 570: a host fix naming branch 580, never "the wheel fits".
+    pinned = solve(M, old, Request(vllm=parse_spec("==0.33.0")))
+    assert pinned.verdict == "blocked_host_fix" and pinned.plan is None
+    wheel = next(e for e in pinned.rejected if e.candidate.kind == "wheel")
+    assert [r.code for r in wheel.reasons] == ["cuda-driver-too-old"]
+    fix = wheel.reasons[0].fix
+    assert fix is not None and fix.change is not None and fix.change.value == "580"
+    # 0.32.0's PyPI wheel is CUDA 13 as well; its cu129 image is what a 570 driver runs.
+    d32 = solve(M, old, Request(vllm=parse_spec("==0.32.0")))
+    assert d32.plan is not None and d32.plan.candidate.label == "vllm/vllm-openai:v0.32.0-cu129"
 
 
 def test_an_old_driver_is_a_host_fix_naming_the_branch() -> None:
@@ -148,7 +151,14 @@ def test_no_supported_cuda_plan_breaks_the_rules_the_data_states(branch: int, ca
     assert built is not None and built.cuda is not None
     rule = M.cuda_driver_rule(built.cuda)
     assert rule is not None and rule.min_driver <= branch
-    assert any(a.split("+")[0] == cap for a in built.arch)
+    # its own SASS, its family target, or PTX of an earlier capability (CUDA's rules)
+    major, minor = (int(p) for p in cap.split("."))
+    assert any(
+        a.split("+")[0] == cap
+        or (a.split("+")[0].endswith("f") and a.startswith(f"{major}.") and a[-2:-1] <= str(minor))
+        or (a.endswith("+PTX") and float(a.split("+")[0]) <= float(cap))
+        for a in built.arch
+    ), (cap, built.arch)
 
 
 def test_driver_branch_reads_only_a_driver_version() -> None:
@@ -245,8 +255,35 @@ def test_without_nvidia_smi_the_pci_id_says_the_compute_capability() -> None:
     assert {r.code for e in v100.rejected for r in e.reasons if e.candidate.kind == "image"} == {
         "cuda-arch-missing"
     }
+    # A GPU neither nvidia-smi nor the data places is never "supported" for an arch list: the
+    # answer is unknown, naming the GPU and what would tell.
     unknown = solve(M, node(compute_capability=None, pci_device_id="ffff"), Request())
-    assert "cuda-arch-unchecked" in [w.code for w in unknown.warnings]
+    assert unknown.verdict == "unknown" and unknown.plan is None
+    assert [f.subject for f in unknown.missing] == ["cuda-arch-unchecked"]
+    assert "NVIDIA H200" in unknown.missing[0].detail
+
+
+def test_cuda_arch_rules_family_ptx_and_arch_specific() -> None:
+    """CUDA's rules: sm_X.Yf covers the family, PTX JIT-compiles forward (not an `a` target's),
+    sm_90a runs on 9.0 only; a plain X.Y is held to its own capability."""
+    from resolver.solve.cuda import _covers
+
+    assert _covers(("10.0f",), "10.3") and _covers(("12.0f",), "12.1")
+    assert not _covers(("10.0f",), "11.0") and not _covers(("10.3f",), "10.0")
+    assert _covers(("9.0a",), "9.0") and not _covers(("9.0a",), "10.0")
+    assert not _covers(("9.0a+PTX",), "10.0")
+    assert _covers(("9.0+PTX",), "10.0") and _covers(("8.0+PTX",), "8.6")
+    assert not _covers(("9.0+PTX",), "8.9")
+    assert not _covers(("10.0",), "10.3") and not _covers(("8.0",), "8.6")
+    assert not _covers(("10.0f",), "None")
+
+
+def test_a_b300_runs_the_cuda_13_images_through_their_family_targets() -> None:
+    """vLLM 0.33.0 builds 10.0f on CUDA 13 (CMakeLists.txt): its image runs on a B300 (10.3)."""
+    b300 = node(compute_capability="10.3", name="NVIDIA B300")
+    d = solve(M, b300, Request(vllm=SpecifierSet("==0.33.0"), prefer="image"))
+    assert d.verdict == "supported", [r.code for e in d.rejected for r in e.reasons]
+    assert d.plan is not None and d.plan.candidate.label == "vllm/vllm-openai:v0.33.0"
 
 
 def test_each_pci_id_names_one_gpu() -> None:

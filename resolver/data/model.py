@@ -511,7 +511,10 @@ class ContainerImage(msgspec.Struct, frozen=True, kw_only=True):
         return f"{base}@{self.digest}" if self.digest else base
 
 
-_COMPUTE_CAPS = form(r"[0-9]{1,2}\.[0-9](\+PTX)?", "a compute capability (e.g. 9.0, 12.0+PTX)")
+# X.Y, X.Ya (arch-specific: runs on X.Y only), X.Yf (family: on every X.Z, Z >= Y), +PTX
+_COMPUTE_CAPS = form(
+    r"[0-9]{1,2}\.[0-9][af]?(\+PTX)?", "a compute capability (e.g. 9.0, 10.0f, 12.0+PTX)"
+)
 
 
 class CudaImage(msgspec.Struct, frozen=True, kw_only=True):

@@ -408,8 +408,10 @@ WORDS: Final[dict[str, Said]] = {
         source="ROCm/rocm-libraries#4547",
     ),
     "cuda-arch-unchecked": Said(
-        message="the GPU's compute capability is unknown; {label} carries code for {arch}",
-        hint="run `rocm-vllm probe` on the node (nvidia-smi reports it)",
+        message="the compute capability of {product} is unknown (nvidia-smi did not say it and "
+        "the data does not list its PCI id); {label} carries code for {arch}",
+        hint="run `rocm-vllm probe` on the node with nvidia-smi on PATH (its compute_cap), or "
+        "give it with --cc",
     ),
     "nvidia-driver-unchecked/no-rule": Said(
         message="the data has no NVIDIA driver floor for CUDA {major}.x",

@@ -27,6 +27,8 @@ WANTED: Final = re.compile(
     r"|\.buildkite/release-pipeline\.yaml"
     r"|\.buildkite/scripts/publish-release-images\.sh"
     r"|docs/getting_started/installation/gpu\.cuda\.inc\.md"
+    r"|vllm/envs\.py"
+    r"|CMakeLists\.txt"
 )
 _ARG = re.compile(
     r"^ARG\s+(CUDA_VERSION|PYTHON_VERSION|torch_cuda_arch_list)=(\S.*)$", re.MULTILINE
@@ -42,11 +44,45 @@ _WHEEL_CUDA = re.compile(r"vLLM's binaries are compiled with CUDA (\d+\.\d+)")
 _WHEEL_MORE = re.compile(r"We also provide vLLM binaries compiled with CUDA ([0-9., and]+)")
 # The PyTorch index the install page says to add for the PyPI wheel (its CUDA's torch build).
 _TORCH_INDEX = re.compile(r"https://download\.pytorch\.org/whl/cu\d+")
+# ... and its pattern for a wheel of another CUDA ("--extra-index-url .../cu${CUDA_VERSION}").
+_TORCH_INDEX_OF = re.compile(r"https://download\.pytorch\.org/whl/cu\$\{CUDA_VERSION\}")
+# The CUDA of the default build, the one the PyPI upload keeps (files without "+cuXYZ"): the
+# code's own, where the install page has gone stale (0.20+: "12.9" there, 13.0 in the wheel).
+_MAIN_CUDA = re.compile(r'^\s*VLLM_MAIN_CUDA_VERSION:\s*str\s*=\s*"(\d+\.\d+)"', re.MULTILINE)
+# The x86_64 CUDA wheels the release pipeline builds ("Build wheel - x86_64 - CUDA 12.9").
+_PIPELINE_WHEEL = re.compile(r'label:\s*"Build wheel - x86_64 - CUDA (\d+\.\d+)"')
+# CMakeLists.txt: from this nvcc on, Blackwell and later are built as family targets (10.0f
+# runs on 10.3), "to support the whole generation".
+_FAMILY_FROM = re.compile(
+    r"VERSION_GREATER_EQUAL\s+(\d+\.\d+)\)\s*\n\s*#\s*starting from CUDA [0-9.]+ and "
+    r"Blackwell \(10\.0\), we use family-specific targets"
+)
+_FAMILY_MAJOR: Final = 10  # Blackwell: the first generation with family targets
 _REQUIRES_PYTHON = re.compile(r'^requires-python\s*=\s*"([^"]+)"', re.MULTILINE)
 _CU_SUFFIX = re.compile(r"-cu(\d{2})(\d)\b")
 _SAFE_SUFFIX = re.compile(r"(-[a-z0-9]{1,20}){0,3}")
 _CUDA = re.compile(r"\d+\.\d+(\.\d+)?")
 _ARCH = re.compile(r"\d+\.\d+(\+PTX)?")
+
+
+def _family_floor(files: dict[str, str]) -> str | None:
+    """The nvcc from which the release builds family targets (CMakeLists.txt), or None."""
+    found = _FAMILY_FROM.search(files.get("CMakeLists.txt", ""))
+    return found.group(1) if found else None
+
+
+def _as_built(arch: list[str], cuda: str, floor: str | None) -> list[str]:
+    """The arch list as CMake builds it with this CUDA: X.0 of Blackwell and later as the
+    family target X.0f where the release does so from ``floor`` on."""
+    if floor is None or _version_key(cuda) < _version_key(floor):
+        return arch
+    return [
+        f"{a}f" if a.endswith(".0") and int(a.split(".")[0]) >= _FAMILY_MAJOR else a for a in arch
+    ]
+
+
+def _version_key(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split(".") if p.isdigit())
 
 
 def _defaults(files: dict[str, str]) -> tuple[dict[str, str], str]:
@@ -125,6 +161,9 @@ def cuda_record(sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str, Any]
     else:
         read_from.append(f"{where} (torch_cuda_arch_list)")
     suffixes = _tags(files)
+    family = _family_floor(files)
+    if family is not None:
+        read_from.append(f"CMakeLists.txt (family targets from CUDA {family})")
     images: list[dict[str, Any]] = []
     for suffix in suffixes:
         cu = _CU_SUFFIX.search(suffix)
@@ -132,6 +171,8 @@ def cuda_record(sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str, Any]
         is_cu129 = bool(cu) and family_cuda == "12.9"
         arch = arch_by.get(("X86", is_cu129)) or arch_by.get(("X86", False)) or default_arch
         arm = arch_by.get(("AARCH64", is_cu129)) or arch_by.get(("AARCH64", False))
+        arch = _as_built(arch, family_cuda, family)
+        arm = _as_built(arm, family_cuda, family) if arm else arm
         image: dict[str, Any] = {"tag": f"v{version}{suffix}", "cuda": family_cuda, "arch": arch}
         # Each image names where its tag and arch list were read (the release's own sdist).
         image["source"] = (
@@ -154,7 +195,7 @@ def cuda_record(sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str, Any]
         "version": version,
         "cuda": cuda,
         "python": defaults.get("python") or None,
-        "arch": arch_by.get(("X86", False)) or default_arch,
+        "arch": _as_built(arch_by.get(("X86", False)) or default_arch, cuda, family),
         "image": images,
     }
     _wheel_facts(sdist, files, record, read_from)
@@ -177,18 +218,37 @@ def cuda_record(sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str, Any]
 def _wheel_facts(
     sdist: IndexFile, files: dict[str, str], record: dict[str, Any], read_from: list[str]
 ) -> None:
-    """The PyPI wheel's CUDA and PyTorch index (the install page) and its glibc floor (its file
-    name on the package index)."""
+    """The PyPI wheel's CUDA (``VLLM_MAIN_CUDA_VERSION`` in ``vllm/envs.py``: the default build,
+    the only one uploaded to PyPI; else the install page), its PyTorch index (the install page's,
+    for that CUDA), the other CUDA wheels the release pipeline builds (release assets), and its
+    glibc floor (its file name on the package index)."""
     docs = files.get("docs/getting_started/installation/gpu.cuda.inc.md", "")
     wheel = _WHEEL_CUDA.search(docs)
     more = _WHEEL_MORE.search(docs)
-    if wheel:
-        record["wheel_cuda"] = wheel.group(1)
-        read_from.append("docs/getting_started/installation/gpu.cuda.inc.md (wheels)")
+    main = _MAIN_CUDA.search(files.get("vllm/envs.py", ""))
+    said = wheel.group(1) if wheel else None
+    cuda = main.group(1) if main else said
+    if cuda is not None:
+        record["wheel_cuda"] = cuda
+        if main:
+            read_from.append("vllm/envs.py (VLLM_MAIN_CUDA_VERSION: the PyPI wheel's CUDA)")
+        if wheel:
+            read_from.append("docs/getting_started/installation/gpu.cuda.inc.md (wheels)")
         index = sorted(set(_TORCH_INDEX.findall(docs)))
-        if len(index) == 1:  # one stated index; none or several: not guessed
+        if cuda == said and len(index) == 1:  # one stated index; none or several: not guessed
             record["wheel_index"] = index[0]
-        if more:
+        elif cuda != said and _TORCH_INDEX_OF.search(docs):
+            # the page's own rule for a wheel of another CUDA: PyTorch's index of that CUDA
+            record["wheel_index"] = "https://download.pytorch.org/whl/cu" + cuda.replace(".", "")
+        built = list(
+            dict.fromkeys(
+                _PIPELINE_WHEEL.findall(files.get(".buildkite/release-pipeline.yaml", ""))
+            )
+        )
+        if built:
+            record["wheel_variants"] = [v for v in built if v != cuda]
+            read_from.append(".buildkite/release-pipeline.yaml (wheel builds)")
+        elif more:
             record["wheel_variants"] = re.findall(r"\d+\.\d+", more.group(1))
     floor = wheel_floor(sdist.wheels)
     if floor is not None:

@@ -76,20 +76,50 @@ def _caps(node: Node, m: Matrix | None = None) -> list[str]:
     return sorted(out)
 
 
+def _cc(text: str) -> tuple[int, int] | None:
+    """ "10.3" -> (10, 3); None when it is not a compute capability."""
+    major, dot, minor = text.partition(".")
+    if not dot or not major.isdigit() or not minor.isdigit():
+        return None
+    return int(major), int(minor)
+
+
+def _unplaced(node: Node, m: Matrix | None = None) -> list[str]:
+    """The NVIDIA GPUs whose compute capability neither nvidia-smi nor the data gives (by name,
+    else PCI id): no arch list can be checked for them."""
+    out = []
+    for g in nvidia_gpus(node):
+        if g.get("compute_capability"):
+            continue
+        if m is not None and m.nvidia_gpu(g.get("pci_device_id")) is not None:
+            continue
+        pci = g.get("pci_device_id")
+        name = str(g.get("name") or (f"PCI device 10de:{pci}" if pci else "an NVIDIA GPU"))
+        if name not in out:
+            out.append(name)
+    return out
+
+
 def _covers(arch: tuple[str, ...], cap: str) -> bool:
-    """An image carries code for ``cap``: its own SASS, or PTX of an older capability of the same
-    major that the driver JIT-compiles."""
-    try:
-        want = Version(cap)
-    except InvalidVersion:
+    """An image carries code for ``cap``, by CUDA's rules: SASS for exactly that capability
+    (``9.0``, or ``9.0a``, which runs on 9.0 only); a family target ``X.Yf`` on every X.Z with
+    Z >= Y (sm_100f on 10.0 and 10.3); PTX (``X.Y+PTX``), which the driver JIT-compiles for any
+    later capability (never an ``a`` target's). A plain ``X.Y`` is held to its own capability:
+    vLLM builds arch-specific kernels (``10.0a``) beside it, which a 10.3 cannot run."""
+    want = _cc(cap)
+    if want is None:
         return False
     for entry in arch:
         base, _, ptx = entry.partition("+")
-        try:
-            have = Version(base)
-        except InvalidVersion:
+        suffix = base[-1] if base[-1:] in ("a", "f") else ""
+        have = _cc(base.removesuffix(suffix) if suffix else base)
+        if have is None:
             continue
-        if have == want or (ptx == "PTX" and have.major == want.major and have <= want):
+        if have == want:
+            return True
+        if suffix == "f" and have[0] == want[0] and have[1] <= want[1]:
+            return True
+        if ptx == "PTX" and suffix != "a" and have <= want:
             return True
     return False
 
@@ -243,12 +273,14 @@ def evaluate(
                 release=release.version,
             )
         )
-    elif not caps:
+    unplaced = _unplaced(node, m)
+    if unplaced:
         warnings.append(
             Advisory.said(
                 "cuda-arch-unchecked",
                 label=label,
                 arch=", ".join(image.arch),
+                product=", ".join(unplaced),
                 severity="info",
                 source=src,
             )
@@ -567,6 +599,30 @@ def solve_cuda(
             verdict = "unsupported"
     warnings = list(plan.warnings if plan else ())
     warnings += _image_needs_driver(plan, rejected)
+    unchecked = [w for w in warnings if w.code == "cuda-arch-unchecked"]
+    if plan is not None and unchecked:
+        # A GPU whose compute capability is unknown is never "supported" for an arch list: what
+        # would tell is named instead (nvidia-smi's compute_cap, or the GPU in nvidia-gpus.toml).
+        w = unchecked[0]
+        return Decision(
+            verdict="unknown",
+            node=node,
+            request=request,
+            plan=None,
+            warnings=tuple(x for x in warnings if x.code != "cuda-arch-unchecked"),
+            rejected=rejected,
+            alternatives=(),
+            missing=(
+                MissingFact(
+                    kind="unchecked",
+                    subject=w.code,
+                    detail=w.message,
+                    fetch=None,
+                    source=w.source,
+                    hint=w.hint,
+                ),
+            ),
+        )
     if verdict == "supported" and any(w.severity == "warning" for w in warnings):
         verdict = "supported_with_warnings"
     common = (

@@ -226,7 +226,8 @@ def test_check_json_on_an_nvidia_host_is_a_cuda_plan(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """issue 26: without nvidia-smi (the driver's /proc version and /dev/nvidia* only) the node
-    still gets vLLM's CUDA image; the compute capability it could not read is said."""
+    is still planned as an NVIDIA node; issue 38: the compute capability it could not read (no
+    PCI id either) makes it unknown, never supported for an arch list, naming what would tell."""
     import json
 
     from typer.testing import CliRunner
@@ -242,10 +243,10 @@ def test_check_json_on_an_nvidia_host_is_a_cuda_plan(
         lambda **kw: real(root=root, env={}, check_access=False, matrix=kw["matrix"]),
     )
     result = CliRunner().invoke(app, ["check", "--json"])
-    assert result.exit_code == 0, result.stdout
+    assert result.exit_code == 6, result.stdout
     decision = json.loads(result.stdout)
-    assert decision["plan"]["image"].startswith("vllm/vllm-openai:v")
-    assert "cuda-arch-unchecked" in [w["code"] for w in decision["warnings"]]
+    assert decision["verdict"] == "unknown" and decision["plan"] is None
+    assert "cuda-arch-unchecked" in [m["subject"] for m in decision["missing"]]
     assert "modprobe" not in result.stdout
     probe = CliRunner().invoke(app, ["probe"])
     assert "NVIDIA" in probe.stdout and "modprobe" not in probe.stdout

@@ -75,8 +75,18 @@ def test_what_users_get_wrong_is_in_the_data() -> None:
     assert {i.tag: str(i.cuda) for i in r32.images}["v0.32.0-cu129"] == "12.9"
     # The x86_64 release images skip 11.0 (Jetson Thor), the aarch64 ones carry it.
     default = next(i for i in r33.images if i.tag == "v0.33.0")
-    assert "11.0" not in default.arch and "11.0" in default.arch_aarch64
-    assert r33.wheel_cuda == Version("12.9") and r33.provenance.confidence == "exact"
+    assert "11.0f" not in default.arch and "11.0f" in default.arch_aarch64
+    # CUDA 13 builds Blackwell and later as family targets (CMakeLists.txt); the cu129 family
+    # of 0.32.0 does not.
+    assert "10.0f" in default.arch
+    assert "10.0" in {i.tag: i for i in r32.images}["v0.32.0-cu129"].arch
+    # The PyPI wheel is the CUDA 13.0 build (VLLM_MAIN_CUDA_VERSION; it links libcudart.so.13),
+    # not the 12.9 the stale install page names; 0.32.0 also built CUDA 12.9 wheels.
+    assert r33.wheel_cuda == Version("13.0") and r33.provenance.confidence == "exact"
+    assert r33.wheel_index == "https://download.pytorch.org/whl/cu130"
+    assert r33.wheel_variants == () and r32.wheel_variants == (Version("12.9"),)
+    r19 = m.cuda_release(Version("0.19.1"))
+    assert r19 is not None and r19.wheel_cuda == Version("12.9")
     # An sdist without the publish script says nothing about image tags: none are invented.
     old = m.cuda_release(Version("0.10.1.1"))
     assert old is not None and old.images == () and old.provenance.confidence == "inferred"
