@@ -1176,3 +1176,28 @@ def test_api_server_checks_catch_broken_copies(where: str, bad: Any) -> None:
     docs = copy.deepcopy(good)
     _break(docs, where, bad)
     assert problems(docs), (where, bad)
+
+
+def test_scripts_without_model_say_when_the_release_requires_one(reports_dir: Path) -> None:
+    """Issue 40: up to v0.8.2 `vllm serve` requires its positional model (serve_model_tag); a
+    script or manifest written without --model for such a release says so, with the fix."""
+    m = matrix.load()
+    fleet = plan_fleet(m, read_reports([str(reports_dir)]), Request())
+    g1 = fleet.groups[0]
+    assert g1.image is not None and g1.image.plan is not None
+    version = g1.image.plan.candidate.image.vllm
+    required = msgspec.structs.replace(
+        m,
+        vllm=tuple(
+            msgspec.structs.replace(r, serve_model_tag="required") if r.version == version else r
+            for r in m.vllm
+        ),
+    )
+    for data, model, noted in (
+        (required, None, True),
+        (required, "org/m", False),
+        (m, None, False),
+    ):
+        files = render_all(data, fleet, Options(model=model))
+        for path in ("slurm/g1.sbatch", "kubernetes/g1.yaml"):
+            assert ("requires the model" in files[path]) is noted, (path, model)

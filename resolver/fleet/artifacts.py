@@ -424,6 +424,7 @@ def sbatch_script(
         ),
         comment(f"# {'digest ' + image.digest if image.digest else unpinned}"),
         comment("# needs: " + "; ".join(f"{k} {v}" for k, v in needs(m, image))),
+        *(comment(f"# {note}") for note in model_notes(m, image, opts)),
         "set -euo pipefail",
         f'CONTAINER="${{CONTAINER:-{words[0]}}}"',
     ]
@@ -530,6 +531,21 @@ def _selector(group: Group) -> tuple[dict[str, str], list[dict[str, Any]], str]:
     resources = {r.resource for r in group.reports}
     resource = resources.pop() if len(resources) == 1 else "amd.com/gpu"
     return common, expressions, resource
+
+
+def model_notes(m: Matrix, image: ContainerImage, opts: Options) -> list[str]:
+    """What a script or manifest says when no --model was given and the image's vLLM requires
+    the positional model (serve_model_tag "required", to v0.8.2): it would stop at argument
+    parsing."""
+    if opts.model is not None or not any(
+        r.version == image.vllm and r.serve_model_tag == "required" for r in m.vllm
+    ):
+        return []
+    note = (
+        f"vLLM {image.vllm}'s `vllm serve` requires the model and none was given: plan again "
+        "with --model ORG/NAME (as written, the server stops at argument parsing)"
+    )
+    return [note]
 
 
 def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
@@ -663,7 +679,8 @@ def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
         f"{group.fingerprint.short()}"
     )
     note = NVIDIA_POD_SECURITY_NOTE if nvidia else POD_SECURITY_NOTE
-    return header + "\n" + comment(f"# {note}") + "\n" + _dump_yaml([deployment, service])
+    notes = "".join(comment(f"# {n}") + "\n" for n in model_notes(m, image, opts))
+    return header + "\n" + comment(f"# {note}") + "\n" + notes + _dump_yaml([deployment, service])
 
 
 def _dump_yaml(documents: list[dict[str, Any]]) -> str:
