@@ -134,8 +134,8 @@ def stack_warnings(cand: Candidate, stack: RocmStack) -> list[Advisory]:
                 "preview-rocm", label=cand.label, stack=stack.label, source=stack.provenance.source
             )
         )
-    moving = stack.moving_pins
-    if moving and cand.from_source:
+    moving = stack.moving_pins if cand.from_source else ()  # an image or wheel is built already
+    if moving:
         refs = ", ".join(f"{p.component} {p.repo}@{p.ref}" for p in moving)
         out.append(
             Advisory.said(

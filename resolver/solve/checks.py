@@ -248,6 +248,8 @@ def gate_checks(
     reasons: list[Reason] = []
     quant = (request.quantization or "").lower() or None
     kv = (request.kv_cache_dtype or "").lower() or None
+    if quant is None and kv is None:
+        return reasons  # nothing asked of the gates: no fact worded for every candidate
     for target in targets:
         gates = target.features
         fact = Fact(
