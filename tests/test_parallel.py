@@ -56,7 +56,7 @@ def test_cpx_node_gets_one_tp1_replica_not_tp63(cpx_node_file: Path) -> None:
     )
     assert code == 0, out
     assert "--tensor-parallel-size" not in out["run_args"]
-    assert serve_args(out) == ["--model", "org/m"]
+    assert serve_args(out) == ["org/m"]  # positional (vLLM #7347)
     assert "HIP_VISIBLE_DEVICES=0" in out["run_args"]
     assert out["parallel"] == {
         "devices": [0],
@@ -209,7 +209,7 @@ def test_heads_are_read_from_the_hf_cache_and_size_tp(tmp_path: Path) -> None:
         str(cache),
     )
     assert code == 0
-    assert serve_args(out) == ["--model", "org/m28", "--tensor-parallel-size", "4"]
+    assert serve_args(out) == ["org/m28", "--tensor-parallel-size", "4"]
     assert (out["parallel"]["attention_heads"], out["parallel"]["kv_heads"]) == (28, 4)
     [w] = [w for w in out["warnings"] if w["code"] == "tensor-parallel-size"]
     assert "28 attention heads and 4 KV heads" in w["message"] and "4 of 8 GPUs" in w["message"]
