@@ -3,14 +3,22 @@ cold `rocm-vllm check` for a single node.
 
 The reports are what `probe --json` writes on real nodes: each kind is the probe of a recorded
 tool output from tests/probe/fixtures (the shipped fixtures' variety: MI300X, MI250/MI210, RX
-7900 XTX, RX 9070 XT, Strix Halo, MI350X, ...) with a driver release and an OS, and every node's
-GPUs get unique ids and PCI addresses of their own, so no two reports are byte-identical but for
-the host name. Kinds x drivers x OSes give about 50 fingerprints. Both commands run as fresh
-processes, interleaved, at least 3 times each; the script prints both medians, their ratio
-(fleet / one check) and the fleet's peak memory (the largest resident set of its runs).
+7900 XTX, RX 9070 XT, Strix Halo, MI350X, ...) with a driver release and an OS; kinds x drivers x
+OSes give 48 fingerprints. Two fleets of that size are planned:
 
-Targets (issue 23): 10,000 reports within 10x one cold check; 100,000 within 100x and under
-1 GiB. Usage: python bench/fleet.py [--runs N] [--nodes N]
+- ids: every node's GPUs get unique ids and PCI addresses of their own, so no two reports are
+  byte-identical but for the host name and those ids;
+- unique: as ids, and every node also reports its own kernel release (a rolling kernel update):
+  no two reports are equal even with the host name and ids left out.
+
+The fleets and the check run as fresh processes, interleaved (ids, unique, check), at least 3
+times each; the script prints each fleet's median, its ratio to the check's median, the range of
+the ratios run by run (how noisy the machine was) and the fleet's peak memory (the largest
+resident set of its runs).
+
+Targets (issues 23 and 40): 10,000 reports within 10x one cold check, whether or not every report
+differs; 100,000 within 100x and under 1 GiB (under 300 MiB when every report differs).
+Usage: python bench/fleet.py [--runs N] [--nodes N]
 """
 
 from __future__ import annotations
@@ -65,8 +73,9 @@ def _kinds() -> list[dict[str, object]]:
     return out
 
 
-def write_reports(root: Path, nodes: int) -> int:
-    """``nodes`` reports over the kinds; each GPU gets its own unique id and PCI address."""
+def write_reports(root: Path, nodes: int, *, unique: bool = False) -> int:
+    """``nodes`` reports over the kinds; each GPU gets its own unique id and PCI address, and
+    with ``unique`` each node its own kernel release."""
     kinds = _kinds()
     rng = random.Random(20261201)
     for i in range(nodes):
@@ -75,6 +84,8 @@ def write_reports(root: Path, nodes: int) -> int:
             gpu["unique_id"] = f"{rng.getrandbits(64):016x}"
             gpu["pci_bdf"] = f"0000:{rng.randrange(1, 255):02x}:{j:02x}.0"
         data["hostname"] = f"gpu{i + 1:06d}"
+        if unique:
+            data["kernel"] = f"6.8.0-{i + 1}-generic"
         (root / f"gpu{i + 1:06d}.json").write_text(json.dumps(data, indent=2))
     return len(kinds)
 
@@ -105,12 +116,16 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=10_000)
     args = parser.parse_args()
     runs = max(3, args.runs)
+    cases = ("ids", "unique")
     with tempfile.TemporaryDirectory(prefix="rocm-vllm-fleet-bench-") as tmp:
-        reports = Path(tmp) / "reports"
-        reports.mkdir()
-        kinds = write_reports(reports, args.nodes)
-        out = Path(tmp) / "out"
-        fleet = [*_exe(), "fleet", "plan", str(reports), "--json", "-o", str(out), "--force"]
+        fleets: dict[str, list[str]] = {}
+        for case in cases:
+            reports = Path(tmp) / case
+            reports.mkdir()
+            kinds = write_reports(reports, args.nodes, unique=case == "unique")
+            out = Path(tmp) / f"out-{case}"
+            fleets[case] = [*_exe(), "fleet", "plan", str(reports), "--json"]
+            fleets[case] += ["-o", str(out), "--force"]
         check = [
             *_exe(),
             "check",
@@ -122,24 +137,32 @@ def main() -> None:
             "30.30.3",
             "--json",
         ]
-        _rss_of(fleet), _rss_of(check)  # warm the OS file cache
-        a: list[float] = []
-        b: list[float] = []
-        peak = 0
+        for cmd in (*fleets.values(), check):
+            _rss_of(cmd)  # warm the OS file cache
+        times: dict[str, list[float]] = {case: [] for case in (*cases, "check")}
+        peaks = dict.fromkeys(cases, 0)
         for _ in range(runs):
-            seconds, kib = _rss_of(fleet)
-            a.append(seconds)
-            peak = max(peak, kib)
-            b.append(_rss_of(check)[0])
-        groups = len(json.loads((out / "fleet.json").read_text())["groups"])
-    ma, mb = statistics.median(a), statistics.median(b)
+            for case in cases:
+                seconds, kib = _rss_of(fleets[case])
+                times[case].append(seconds)
+                peaks[case] = max(peaks[case], kib)
+            times["check"].append(_rss_of(check)[0])
+        groups = {
+            case: len(json.loads((Path(tmp) / f"out-{case}" / "fleet.json").read_text())["groups"])
+            for case in cases
+        }
+    mb = statistics.median(times["check"])
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    print(
-        f"fleet plan: median {ma * 1000:7.0f} ms over {runs} runs  ({args.nodes} realistic "
-        f"reports, {kinds} kinds -> {groups} groups, -o DIR); peak RSS {peak / 1024:.0f} MiB"
-    )
-    print(f"one check : median {mb * 1000:7.0f} ms over {runs} runs")
-    print(f"ratio     : {ma / mb:.1f}  (fleet plan / one cold check; {cpus} CPUs)")
+    print(f"{args.nodes} realistic reports of {kinds} kinds; {runs} runs each, interleaved")
+    for case in cases:
+        ma = statistics.median(times[case])
+        ratios = [a / b for a, b in zip(times[case], times["check"], strict=True)]
+        print(
+            f"fleet plan ({case:6}): median {ma * 1000:7.0f} ms, {ma / mb:5.1f} x one check "
+            f"(run by run {min(ratios):.1f}-{max(ratios):.1f}); {groups[case]} groups, -o DIR; "
+            f"peak RSS {peaks[case] / 1024:.0f} MiB"
+        )
+    print(f"one check        : median {mb * 1000:7.0f} ms ({cpus} CPUs)")
 
 
 if __name__ == "__main__":
