@@ -740,7 +740,15 @@ class SdistSource(Source):
             doc = bounded.loads_json(bounded.read_bytes(path, MAX_FILES * MAX_MEMBER_BYTES))
         except (OSError, ValueError):
             return None
-        files = doc.get("files") if isinstance(doc, dict) and doc.get("sha256") == sha else None
+        # An entry written for another set of files (an older reader) is a miss: it would lack
+        # files this reader reads, and the facts from them would silently go missing.
+        files = (
+            doc.get("files")
+            if isinstance(doc, dict)
+            and doc.get("sha256") == sha
+            and doc.get("wanted") == self.wanted.pattern
+            else None
+        )
         if not isinstance(files, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in files.items()
         ):
@@ -753,7 +761,8 @@ class SdistSource(Source):
             return
         # A read-only cache costs a download next time, nothing else.
         with contextlib.suppress(OSError):
-            atomic.write_atomic(path, json.dumps({"sha256": sha, "files": files}).encode())
+            doc = {"sha256": sha, "wanted": self.wanted.pattern, "files": files}
+            atomic.write_atomic(path, json.dumps(doc).encode())
 
     def releases(self, result: SourceResult) -> Iterator[tuple[IndexFile, dict[str, str]]]:
         """Each wanted release's sdist with the files this source reads from it (an sdist that

@@ -411,3 +411,16 @@ def test_serve_cli_leaves_out_what_it_does_not_find() -> None:
         "serve_model_tag": "required",
         "serve_source": "w vllm/scripts.py (model_tag)",
     }
+
+
+def test_a_cache_entry_of_another_reader_is_a_miss(tmp_path: Path) -> None:
+    """A cached sdist read by an older reader lacks files this one reads (the CLI files of
+    serve_cli, issue 40): it is read again, not taken as the whole release."""
+    src = sdist.SdistSource(
+        HttpClient(cache_dir=None), Endpoints.from_env(), {}, cache=tmp_path, versions=[]
+    )
+    sha = "0" * 64
+    (tmp_path / f"{sha}.json").write_text(json.dumps({"sha256": sha, "files": {"a": "b"}}))
+    assert src._cache_read(sha) is None
+    src._cache_write(sha, {"a": "b"})
+    assert src._cache_read(sha) == {"a": "b"}
