@@ -442,7 +442,9 @@ class VllmRelease(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class WheelVariant(msgspec.Struct, frozen=True, kw_only=True):
-    name: str  # "rocm700"; an NVIDIA wheel: "cu129"
+    # "rocm700"; an NVIDIA wheel: "cu129". A local version label: it reaches `pip install`
+    # lines and Dockerfiles, so no shell syntax ("x;id" is refused like any unsafe value).
+    name: Annotated[str, safe("image_tag")]
     rocm: Version | None  # None: an NVIDIA (CUDA) wheel (solve/cuda.py makes those records)
     python: Annotated[tuple[str, ...], safe("python"), NONEMPTY]
     glibc_min: Version

@@ -91,7 +91,8 @@ def read(path: Path | None = None) -> dict[str, list[dict[str, Any]]]:
     path = path or overlay_path()
     try:
         text = bounded.read_text(path, MAX_OVERLAY)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
+        # No overlay there (a data directory under a file has none either: --write says why).
         return {}
     except OSError as exc:
         raise _broken(path, f"cannot be read ({exc.strerror})") from None

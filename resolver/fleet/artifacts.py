@@ -26,7 +26,7 @@ from resolver.fleet.layout import SlurmLayout
 from resolver.fleet.plan import FleetPlan, Group, fleet_json, render_text
 from resolver.util import atomic, shell
 from resolver.util.errors import InputError, UsageError
-from resolver.util.safety import is_safe
+from resolver.util.safety import is_safe, shown
 
 Engine = Literal["docker", "podman", "apptainer", "singularity"]
 ENGINES: tuple[str, ...] = ("docker", "podman", "apptainer", "singularity")
@@ -781,6 +781,15 @@ def check_output_dir(target: Path, *, force: bool = False) -> None:
 
 def _writable_target(target: Path) -> Path:
     target = target.absolute()
+    try:
+        target.lstat()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:  # a name of 256+ bytes, a parent that is a file, a loop: the input
+        raise InputError(
+            f"-o {shown(str(target)[:300])}: cannot be used ({exc.strerror or type(exc).__name__})",
+            hint="give a directory path under an existing directory (each name at most 255 bytes)",
+        ) from None
     if target.exists() and not target.is_dir():
         raise InputError(
             f"-o {target}: exists and is not a directory", hint="give a directory path"

@@ -71,8 +71,18 @@ def check_output(path: Path) -> None:
     with two outputs never leaves one written and then fails on the other. Raises the same
     ``InputError`` (exit 2)."""
     from resolver.util.errors import InputError
+    from resolver.util.safety import shown
 
     why = None
+    try:
+        path.lstat()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:  # a name of 256+ bytes, a loop, a file as a parent: said, not a crash
+        raise InputError(
+            f"cannot write {shown(str(path))}: {exc.strerror or type(exc).__name__}",
+            hint="give a file in an existing, writable directory (or -o /dev/stdout)",
+        ) from None
     if path.is_dir():
         why = "Is a directory"
     elif path.exists() and not path.is_file():
@@ -84,7 +94,7 @@ def check_output(path: Path) -> None:
         why = "Permission denied"
     if why is not None:
         raise InputError(
-            f"cannot write {path}: {why}",
+            f"cannot write {shown(str(path))}: {why}",
             hint="give a file in an existing, writable directory (or -o /dev/stdout)",
         )
 

@@ -140,3 +140,60 @@ def test_graphml_with_noncharacters_is_well_formed() -> None:
     ElementTree.fromstring(text.encode("utf-8"))  # well-formed: parses
     back = nx.read_graphml(io.StringIO(text))
     assert any(n.startswith("vllm:0.33\\ufffe\\uffff\\u0001") for n in back.nodes)
+
+
+# -- outputs, flags and data that were accepted or crashed ----------------------------------------
+
+
+def test_an_output_name_of_256_bytes_is_bad_input(tmp_path: Path) -> None:
+    long = tmp_path / ("a" * 300)
+    nodes = Path(__file__).resolve().parent.parent / "data" / "nodes"
+    for argv in (
+        ["fleet", "plan", str(nodes), "-o", str(long)],
+        ["image", "--gfx", "gfx942", "-o", str(long)],
+        ["dockerfile", "--gfx", "gfx942", "-o", str(long)],
+        ["image", "--gfx", "gfx942", "-o", str(tmp_path / "file" / "x")],
+    ):
+        (tmp_path / "file").write_text("")
+        o = cli(argv)
+        assert_clean(o)
+        assert o.code == 2, str(o)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+def test_max_jobs_is_bounded() -> None:
+    for jobs in ("99999999999999999999", "0", "4097"):
+        o = cli(["dockerfile", "--gfx", "gfx942", "--max-jobs", jobs])
+        assert_clean(o)
+        assert o.code == 2, str(o)
+    assert cli(["dockerfile", "--gfx", "gfx942", "--max-jobs", "4096"]).code == 0
+
+
+def test_a_wheel_variant_named_with_shell_syntax_fails_validate(tmp_path: Path) -> None:
+    src = Path(__file__).resolve().parents[2] / "matrix"
+    data = tmp_path / "matrix"
+    shutil.copytree(src, data)
+    wheels = data / "wheels.toml"
+    wheels.write_text(wheels.read_text().replace('name = "rocm700"', 'name = "x;id"', 1))
+    o = cli(["matrix", "validate", "--json"], env={"ROCM_VLLM_MATRIX_DIR": str(data)})
+    assert_clean(o)
+    assert o.code == 3 and json.loads(o.out)["error"]["exit_code"] == 3
+
+
+def test_a_data_dir_under_a_file_is_no_overlay_and_refresh_write_is_bad_input(
+    tmp_path: Path,
+) -> None:
+    import pytest
+
+    from resolver.data import overlay
+    from resolver.util.errors import InputError
+
+    (tmp_path / "file").write_text("")
+    under = tmp_path / "file" / "data"
+    o = cli(["check", "--gfx", "gfx942", "--json"], env={"ROCM_VLLM_DATA_DIR": str(under)})
+    assert_clean(o)
+    assert o.code != 3, str(o)
+    assert overlay.read(under / overlay.OVERLAY_NAME) == {}
+    with pytest.raises(InputError) as caught:
+        overlay.write({}, written_at="2026-12-02T00:00:00Z", path=under / overlay.OVERLAY_NAME)
+    assert caught.value.exit_code == 2

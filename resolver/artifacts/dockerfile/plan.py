@@ -262,6 +262,9 @@ class DockerfilePlan:
 # --- choosing the release ---------------------------------------------------------------------
 
 
+MAX_JOBS = 4096  # --max-jobs: parallel compile jobs; no build host has more CPUs
+
+
 def find_release(matrix: Matrix, version: str) -> VllmRelease:
     """The release record for ``--vllm VERSION``; a release without pins is refused with a hint."""
     wanted = parse_version(version, what="--vllm")
@@ -455,9 +458,10 @@ def plan_dockerfile(
 
     # No default baked in from the machine that writes the file: the build host decides.
     jobs = max_jobs
-    if jobs is not None and jobs < 1:
+    if jobs is not None and not 1 <= jobs <= MAX_JOBS:
         raise InputError(
-            f"--max-jobs {jobs} must be at least 1", hint="give the number of parallel compile jobs"
+            f"--max-jobs {str(jobs)[:24]} must be 1 to {MAX_JOBS}",
+            hint="give the number of parallel compile jobs (at most the build host's CPUs)",
         )
     mirrors = mirrors or Mirrors()
     mirror = parse_mirror(registry_mirror) if registry_mirror else mirrors.registry
