@@ -48,8 +48,8 @@ NvidiaSmiOpt = Annotated[
     list[Path] | None,
     typer.Option(
         "--nvidia-smi",
-        help="A saved `nvidia-smi -q -x` or `nvidia-smi --query-gpu=... --format=csv` output "
-        "(NVIDIA GPUs are listed, not planned); repeatable.",
+        help="A saved `nvidia-smi -q -x`, `nvidia-smi --query-gpu=... --format=csv` or plain "
+        "`nvidia-smi` output (`check` plans vLLM's CUDA builds for NVIDIA GPUs); repeatable.",
     ),
 ]
 RocminfoFileOpt = Annotated[

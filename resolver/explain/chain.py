@@ -563,6 +563,40 @@ def _driver_premises(ctx: _Context, rocm: Version) -> tuple[list[Premise], str]:
     return premises, hedge
 
 
+def _cuda_premises(ctx: _Context, ev: Evaluation) -> list[Premise]:
+    """An NVIDIA path (issue 38): the compute capabilities it is built for against the GPU's, and
+    its CUDA against NVIDIA's driver floor, from the same records the solver checked."""
+    c = ev.candidate
+    built = c.image if c.image is not None else c.wheel
+    if built is None or built.vendor != "nvidia" or built.cuda is None:
+        return []
+    src = (built.provenance.source,)
+    gpus = ctx.node.nvidia_gpus
+    names = sorted({str(g.get("name") or "the GPU") for g in gpus}) or ["the GPU"]
+    caps = sorted({str(cc) for g in gpus if (cc := g.get("compute_capability"))})
+    out = [
+        Premise(
+            text=f"{c.label} is built with CUDA {built.cuda} for compute capability "
+            f"{', '.join(built.arch)}"
+            + (f", which covers {_join(names)} ({', '.join(caps)})" if caps else ""),
+            sources=src,
+            confidence=built.provenance.confidence,
+        )
+    ]
+    rule = ctx.m.cuda_driver_rule(built.cuda)
+    driver = ctx.node.nvidia_driver
+    if rule is not None and driver:
+        out.append(
+            Premise(
+                text=f"CUDA {built.cuda.major}.x needs NVIDIA driver {rule.min_driver} or newer "
+                f"and this host runs {driver}",
+                sources=(rule.provenance.source,),
+                confidence=rule.provenance.confidence,
+            )
+        )
+    return out
+
+
 def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
     """What the chosen path rests on, and the conclusion ("it runs on this node")."""
     c = ev.candidate
@@ -577,6 +611,7 @@ def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
             Premise(text=f"{c.label} is built for {_join(native)}", sources=rsrc, confidence=rconf)
         )
     premises += _gfx_premises(ctx, ev, arch, rsrc)
+    premises += _cuda_premises(ctx, ev)
     hedge = ""
     if c.rocm is not None:
         verb = "builds on" if c.from_source else "ships"
@@ -653,7 +688,7 @@ def _why_this(ctx: _Context, ev: Evaluation) -> str:
 
 
 _CONF_NOTE = {
-    "exact": "every fact above was read at a release tag or in AMD's published tables",
+    "exact": "every fact above was read at a release tag or in the vendor's published tables",
     "release-branch": "the weakest fact above was read on a release branch, not at the tag",
     "inferred": "the weakest fact above is inferred, e.g. an image's contents from its build "
     "scripts",

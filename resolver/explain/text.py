@@ -89,7 +89,9 @@ def _plan_lines(ev: Evaluation, m: Matrix, node: Node, width: int = WIDTH) -> li
             (c.image is not None and c.image.vendor == "nvidia")
             or (c.wheel is not None and c.wheel.vendor == "nvidia")
         ):
-            have = ", ".join(sorted({str(g.get("compute_capability")) for g in node.nvidia_gpus}))
+            have = ", ".join(
+                sorted({str(cc) for g in node.nvidia_gpus if (cc := g.get("compute_capability"))})
+            )
             lines += fill(
                 f"built for compute capability {', '.join(c.arch)}"
                 + (f" (this GPU: {have})" if have else ""),

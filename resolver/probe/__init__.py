@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from msgspec.structs import replace
@@ -115,13 +115,14 @@ def probe_files(
         if reading is None:
             raise ProbeError(
                 f"--nvidia-smi {path}: not an nvidia-smi output",
-                hint="save `nvidia-smi -q -x` or `nvidia-smi --query-gpu=name,pci.bus_id,"
-                "compute_cap,memory.total,driver_version --format=csv`",
+                hint="save `nvidia-smi -q -x`, `nvidia-smi --query-gpu=name,pci.bus_id,"
+                "compute_cap,memory.total,driver_version --format=csv` or plain `nvidia-smi`",
             )
         readings.append(reading)
         names.append(f"nvidia-smi:{path}")
     said = nvidia_mod.merge(readings)
     if said is not None:
+        nvidia_mod.fill_capabilities(said.gpus, _known_capability(matrix))
         views.append(SourceView(source="host", facts={"other_devices": said.gpus}))
     if not views:
         raise ProbeError(
@@ -250,6 +251,7 @@ def probe_live(
     # kernel module leaves.
     said = nvidia_mod.read_live(environ) if run_tools else None
     nvidia = said.gpus if said is not None else hostmod.nvidia_devices(root)
+    nvidia_mod.fill_capabilities(nvidia, _known_capability(matrix))
     if nvidia:
         views.append(SourceView(source="host", facts={"other_devices": nvidia}))
     node, problems = merge(views, origin="probe", env=environ, gfx_table=gfx_table)
@@ -295,6 +297,24 @@ def probe_live(
     if node.gpus and not any((host.get("container_engines") or {}).values()):
         problems.append(Problem.said("no-container-engine"))
     return _finish(node, problems, matrix)
+
+
+def _known_capability(matrix: Matrix) -> Callable[[str | None, str | None], str | None]:
+    """``nvidia-gpus.toml``'s compute capability of an NVIDIA GPU: by PCI device id, else by
+    product name (the record's, or it and a variant: "NVIDIA H100 80GB HBM3")."""
+
+    def known(pci: str | None, name: str | None) -> str | None:
+        record = matrix.nvidia_gpu(pci) if pci else None
+        if record is not None:
+            return record.compute_capability
+        named = [
+            g
+            for g in matrix.nvidia_gpus
+            if name and (name == g.name or name.startswith(g.name + " "))
+        ]
+        return max(named, key=lambda g: len(g.name)).compute_capability if named else None
+
+    return known
 
 
 def _tool_views(env: Mapping[str, str], gfx_table: GfxTable) -> list[SourceView]:

@@ -3,9 +3,11 @@
 ``nvidia-smi -q -x`` (XML: the driver and the CUDA version it supports, and per GPU the product,
 architecture, PCI ids and bus id, memory, MIG mode, UUID) and ``nvidia-smi --query-gpu=...
 --format=csv`` (the compute capability, which the XML does not carry) are read live where
-``nvidia-smi`` is on PATH, or from saved files (``probe --nvidia-smi FILE``, XML or CSV, told
-apart by content). Without the tool, ``host.nvidia_devices`` still notices the GPU from
-``/proc/driver/nvidia/version`` and the device nodes.
+``nvidia-smi`` is on PATH, or from saved files (``probe --nvidia-smi FILE``: XML, CSV or the
+plain ``nvidia-smi`` table, told apart by content). Without the tool, ``host.nvidia_devices``
+still notices the GPU from ``/proc/driver/nvidia/version`` and the device nodes. A compute
+capability nvidia-smi did not say is filled from the data (``fill_capabilities``: the caller's
+``nvidia-gpus.toml`` records, by PCI device id, else by product name), with where it came from.
 
 The result is plain data for ``host.other_devices`` (one entry per GPU, ``vendor: "nvidia"``)
 and ``host.nvidia`` (driver, CUDA, where each came from); nothing here plans. Every value is
@@ -17,7 +19,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from xml.etree import ElementTree
@@ -40,6 +42,9 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._()/+-]{0,79}")
 _UUID = re.compile(r"GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _ARCH = re.compile(r"[A-Za-z]{2,20}")
 _MIG = {"enabled": True, "disabled": False}
+# The plain table's banner: "NVIDIA-SMI 580.159.04  Driver Version: 580.159.04  CUDA Version: 13.0"
+_BANNER = re.compile(r"NVIDIA-SMI\s+\S+\s+Driver Version:\s+(\S+)\s+CUDA Version:\s+(\S+)")
+_TABLE_MIB = re.compile(r"([0-9]{1,9})MiB\s*/\s*([0-9]{1,9})MiB")
 
 
 @dataclass(slots=True)
@@ -73,6 +78,7 @@ def _gpu(**facts: Any) -> dict[str, Any]:
         "vram_bytes": facts.get("vram_bytes"),
         "compute_units": None,
         "compute_capability": facts.get("compute_capability"),
+        "compute_capability_source": "nvidia-smi" if facts.get("compute_capability") else None,
         "architecture": facts.get("architecture"),
         "mig": facts.get("mig"),
         "driver": facts.get("driver"),
@@ -161,9 +167,70 @@ def parse_csv(text: str) -> NvidiaReading | None:
     return reading
 
 
+def parse_table(text: str) -> NvidiaReading | None:
+    """The plain ``nvidia-smi`` table: the banner (driver, CUDA) and per GPU its index line
+    (index, product, bus id), the line below it (memory) and the MIG cell. It names no PCI device
+    id or compute capability (``fill_capabilities`` adds the latter from the data by name); a
+    product name the table cut short ("...") is kept as printed. None when there is no banner."""
+    if len(text) > MAX_XML:
+        return None
+    banner = _BANNER.search(text)
+    if banner is None:
+        return None
+    reading = NvidiaReading(
+        driver=_kept(_VERSION, banner.group(1)),
+        cuda=_kept(_CUDA, banner.group(2)),
+        sources=["nvidia-smi"],
+    )
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        cells = line.split("|")
+        if len(cells) < 5:  # a GPU's lines have three cells between bars; the process list one
+            continue
+        words = cells[1].split()
+        bus = _bus(cells[2].split()[0]) if cells[2].split() else None
+        if len(words) < 2 or not words[0].isdigit() or bus is None:
+            continue
+        name = words[1:-1] if words[-1] in ("On", "Off") else words[1:]
+        below = lines[i + 1].split("|") if i + 1 < len(lines) else []
+        mib = _TABLE_MIB.search(below[2]) if len(below) > 2 else None
+        third = lines[i + 2].split("|") if i + 2 < len(lines) else []
+        mig = third[3].strip().lower() if len(third) > 3 else ""
+        reading.gpus.append(
+            _gpu(
+                name=_kept(_NAME, " ".join(name)),
+                pci_bdf=bus,
+                vram_bytes=int(mib.group(2)) * 1024 * 1024 if mib else None,
+                mig=_MIG.get(mig),
+                driver=reading.driver,
+            )
+        )
+    return reading
+
+
 def parse(text: str) -> NvidiaReading | None:
-    """A saved nvidia-smi output, XML or CSV, told apart by content."""
-    return parse_xml(text) if "<nvidia_smi_log" in text else parse_csv(text)
+    """A saved nvidia-smi output, XML, CSV or the plain table, told apart by content."""
+    if "<nvidia_smi_log" in text:
+        return parse_xml(text)
+    if _BANNER.search(text[:4096]):
+        return parse_table(text)
+    return parse_csv(text)
+
+
+def fill_capabilities(
+    gpus: list[dict[str, Any]], known: Callable[[str | None, str | None], str | None]
+) -> None:
+    """Each GPU's compute capability where nvidia-smi did not say it (the XML and the plain table
+    never do): ``known(pci_device_id, name)``, the caller's data (the probe never loads it). Each
+    GPU says where its capability came from: ``nvidia-smi``, ``nvidia-gpus.toml`` or nowhere
+    (null: the solver then answers unknown, never supported)."""
+    for gpu in gpus:
+        if gpu.get("compute_capability"):
+            continue
+        cap = known(gpu.get("pci_device_id"), gpu.get("name"))
+        if cap is not None and _CAPABILITY.fullmatch(cap):
+            gpu["compute_capability"] = cap
+            gpu["compute_capability_source"] = "nvidia-gpus.toml"
 
 
 def merge(readings: list[NvidiaReading]) -> NvidiaReading | None:

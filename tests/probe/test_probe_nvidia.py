@@ -139,3 +139,71 @@ def test_the_live_probe_on_the_h200_machine_reads_back() -> None:
     assert (gpu["name"], gpu["compute_capability"], gpu["mig"]) == ("NVIDIA H200", "9.0", False)
     node = from_json(data, where="probe-live-h200.json")
     assert node.gpus == () and node.problems[0].code == "not-an-amd-gpu"
+
+
+TABLE = FIXTURES / "nvidia-smi-h200.txt"
+
+
+def test_the_plain_table_is_read_and_the_data_gives_the_compute_capability() -> None:
+    """issue 38: plain `nvidia-smi` (the table most people paste) is an nvidia-smi output: the
+    driver, the CUDA it supports and each GPU; the compute capability it never prints comes from
+    nvidia-gpus.toml by product name, and says so."""
+    for path in (TABLE, FIXTURES / "nvidia-smi-h200-20261202.txt"):
+        reading = nvidia.parse(path.read_text())
+        assert reading is not None and reading.sources == ["nvidia-smi"]
+        assert (reading.driver, reading.cuda) == ("580.159.04", "13.0")
+        (gpu,) = reading.gpus
+        assert (gpu["name"], gpu["pci_bdf"], gpu["mig"]) == ("NVIDIA H200", "0000:00:06.0", False)
+        assert gpu["vram_bytes"] == 143771 * 1024 * 1024 and gpu["compute_capability"] is None
+    node = probe_files(nvidia_smi=TABLE, matrix=probe_matrix())
+    (gpu,) = node.nvidia_gpus
+    assert (gpu["compute_capability"], gpu["compute_capability_source"]) == (
+        "9.0",
+        "nvidia-gpus.toml",
+    )
+
+
+def test_the_xml_alone_gets_the_compute_capability_from_the_pci_id() -> None:
+    """issue 38: the XML prints the PCI device id (0x2335), not the capability: the probe fills
+    it from nvidia-gpus.toml; nvidia-smi's own value, where the CSV gives it, wins."""
+    node = probe_files(nvidia_smi=XML, matrix=probe_matrix())
+    (gpu,) = node.nvidia_gpus
+    assert (gpu["compute_capability"], gpu["compute_capability_source"]) == (
+        "9.0",
+        "nvidia-gpus.toml",
+    )
+    both = probe_files(nvidia_smi=[XML, CSV], matrix=probe_matrix())
+    assert both.nvidia_gpus[0]["compute_capability_source"] == "nvidia-smi"
+    result = run_cli("probe", "--nvidia-smi", str(XML), "--json")
+    assert result.exit_code == 0
+    jsonschema_validate(json.loads(result.stdout))
+
+
+def jsonschema_validate(data: object) -> None:
+    import jsonschema
+
+    jsonschema.validate(data, SCHEMA)
+
+
+def test_a_table_of_several_gpus_lists_each_and_an_unknown_one_stays_unknown() -> None:
+    """Two GPU blocks (the recorded one and a copy on another bus, named as a GPU the data does
+    not list): two GPUs; the unknown product gets no capability, and no source."""
+    text = TABLE.read_text()
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if "NVIDIA H200" in line)
+    block = lines[start : start + 3]
+    other = [
+        block[0]
+        .replace("   0  NVIDIA H200   ", "   1  NVIDIA X9999   ")
+        .replace("00:06.0", "00:07.0"),
+        *block[1:],
+    ]
+    two = "\n".join([*lines[: start + 3], lines[start + 3], *other, *lines[start + 3 :]])
+    reading = nvidia.parse(two)
+    assert reading is not None
+    assert [g["pci_bdf"] for g in reading.gpus] == ["0000:00:06.0", "0000:00:07.0"]
+    nvidia.fill_capabilities(
+        reading.gpus, lambda pci, name: "9.0" if name == "NVIDIA H200" else None
+    )
+    assert [g["compute_capability"] for g in reading.gpus] == ["9.0", None]
+    assert [g["compute_capability_source"] for g in reading.gpus] == ["nvidia-gpus.toml", None]
