@@ -91,7 +91,8 @@ def _validate_request(matrix: Matrix, request: Request) -> None:
     """A method no release's ROCm platform ever listed (``capabilities.toml``, read from the
     sdists) is bad input, with the nearest names."""
     quant = (request.quantization or "").lower()
-    listed = {q for c in matrix.capabilities for q in c.quantization}
+    # Each set only when its option is given: every release's lists, for nothing otherwise.
+    listed = {q for c in matrix.capabilities for q in c.quantization} if quant else set()
     if quant and listed and quant not in listed:
         import difflib
 
@@ -103,7 +104,7 @@ def _validate_request(matrix: Matrix, request: Request) -> None:
             + "`rocm-vllm matrix show capabilities` lists each release's methods",
         )
     kv = (request.kv_cache_dtype or "").lower()
-    dtypes = {d for c in matrix.capabilities for d in c.kv_cache_dtypes}
+    dtypes = {d for c in matrix.capabilities for d in c.kv_cache_dtypes} if kv else set()
     if kv and dtypes and kv not in dtypes:
         import difflib
 
