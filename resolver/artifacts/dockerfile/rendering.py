@@ -408,6 +408,7 @@ def _therock_values(plan: DockerfilePlan) -> dict[str, str]:
     return {
         "nightly_arg": f"\nARG ROCM_NIGHTLY_WHEELS_MULTIARCH_URL={nightly}" if nightly else "",
         "nightly_extra": extra,
+        "nightly_extra_loop": extra.replace("\n        ", "\n            "),
         "device_packages": device,
         "therock_fixes": fixes,
     }

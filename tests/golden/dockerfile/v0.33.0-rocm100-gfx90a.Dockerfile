@@ -96,7 +96,7 @@ RUN --mount=type=cache,target=/root/.cache/pip \
 RUN --mount=type=cache,target=/root/.cache/pip \
     for arch in $(echo "${PYTORCH_ROCM_ARCH}" | tr ';' ' '); do \
         python3 -m pip install --index-url "${ROCM_WHEEL_INDEX}" \
-        --extra-index-url "${ROCM_NIGHTLY_WHEELS_MULTIARCH_URL}" \
+            --extra-index-url "${ROCM_NIGHTLY_WHEELS_MULTIARCH_URL}" \
             "torch[device-${arch}]==2.13.0+rocm10.0.0" "torchvision[device-${arch}]==0.28.0+rocm10.0.0" "rocm[device-${arch}]==10.0.0" || exit 1; \
     done
 # Remove the kpacks upstream removes (its comment: ASAN artifacts that cause
