@@ -335,3 +335,35 @@ def test_a_read_error_mid_file_is_bad_input(tmp_path: Path) -> None:
     with mock.patch.object(Path, "open", return_value=io.BufferedReader(Failing())):
         result = run_cli("audit", str(path))
     assert result.exit_code == 2 and "Traceback" not in result.stderr
+
+
+def test_a_damaged_zip_member_is_bad_input(tmp_path: Path) -> None:
+    """A deflate stream that breaks mid-member raises zlib.error inside zipfile: the wheel's
+    fault (exit 2), read directly or inside a layer."""
+    whl = wheel(tmp_path / "x-1-py3-none-any.whl", {"vllm/_C.abi3.so": NO_GPU * 64})
+    raw = bytearray(whl.read_bytes())
+    start = raw.find(b"PK\x03\x04") + 30 + len("vllm/_C.abi3.so")
+    raw[start + 20 : start + 60] = bytes(range(40))  # inside the deflate data
+    whl.write_bytes(bytes(raw))
+    result = run_cli("audit", str(whl))
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    layer = tmp_path / "layer.tar.gz"
+    layer.write_bytes(tar_bytes({"x.whl": bytes(raw)}, compress="gzip"))
+    assert run_cli("audit", str(layer)).exit_code == 2
+
+
+def test_a_directory_thousands_of_levels_deep_is_walked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No recursion error (exit 70) on a tree 1,500 levels deep."""
+    here = tmp_path / "deep"
+    here.mkdir()
+    monkeypatch.chdir(here)  # short relative names: each mkdir stays under PATH_MAX
+    for _ in range(1500):
+        Path("d").mkdir()
+        monkeypatch.chdir("d")
+    Path("lib.so").write_bytes(REAL.read_bytes())
+    monkeypatch.chdir(ROOT)
+    result = run_cli("audit", str(here), "--gfx", "gfx942", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert len(json.loads(result.stdout)["libraries"]) == 1

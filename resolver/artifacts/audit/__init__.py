@@ -202,17 +202,40 @@ class _Reader:
             )
 
     def directory(self, root: Path) -> None:
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-            dirnames.sort()
-            for name in sorted(filenames):
-                path = Path(dirpath) / name
+        """Every regular file under ``root``, in name order, walked with a stack of our own
+        (a tree thousands of levels deep is no recursion error); links are never followed, and
+        entries of every kind count toward ``MAX_ENTRIES``."""
+        stack = [root]
+        while stack:
+            here = stack.pop()
+            try:
+                with os.scandir(here) as listing:
+                    entries = sorted(listing, key=lambda e: e.name)
+            except OSError as exc:
+                raise AuditError(
+                    f"{shown(str(here))}: cannot list it ({exc.strerror or type(exc).__name__})",
+                    hint="check its permissions (every directory of the artifact is read)",
+                ) from None
+            subdirs = []
+            for entry in entries:
+                self.entries += 1
+                if self.entries > MAX_ENTRIES:
+                    raise AuditError(
+                        f"{shown(str(root))}: more than {MAX_ENTRIES} entries",
+                        hint="audit one layer or one directory at a time",
+                    )
                 try:
-                    info = path.lstat()
+                    if entry.is_dir(follow_symlinks=False):
+                        subdirs.append(Path(entry.path))
+                        continue
+                    if not entry.is_file(follow_symlinks=False):
+                        continue  # links and devices: never followed
+                    size = entry.stat(follow_symlinks=False).st_size
                 except OSError:
-                    continue
-                if not stat.S_ISREG(info.st_mode):
-                    continue  # links and devices: never followed
-                self.file(path, shown(path.relative_to(root).as_posix()), info.st_size)
+                    continue  # gone since it was listed
+                path = Path(entry.path)
+                self.file(path, shown(path.relative_to(root).as_posix()), size)
+            stack.extend(reversed(subdirs))
 
     def file(self, path: Path, name: str, size: int) -> None:
         """One regular file on disk; one that cannot be opened or read is the input's fault
@@ -294,7 +317,7 @@ class _Reader:
     def zip(self, src: IO[bytes], name: str, *, depth: int) -> None:
         try:
             archive = zipfile.ZipFile(src)
-        except (zipfile.BadZipFile, OSError, ValueError):
+        except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, EOFError):
             raise AuditError(f"{name}: not a readable zip", hint="a damaged wheel") from None
         with archive:
             for info in archive.infolist():
@@ -317,17 +340,20 @@ class _Reader:
                 try:
                     with archive.open(info) as member:
                         self.stream(member, inner, info.file_size, depth=depth)
-                except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
-                    raise AuditError(
-                        f"{inner}: cannot be read ({type(exc).__name__})",
-                        hint="a damaged wheel",
-                    ) from None
+                except (ResolverError, deadline.DeadlineExceeded):
+                    raise  # a nested archive's own error, or the deadline
                 except (NotImplementedError, RuntimeError):
                     # zipfile: an unsupported method (deflate64, implode...) or a password.
                     raise AuditError(
                         f"{inner}: stored with compression method {info.compress_type}, which "
                         "cannot be read",
                         hint="wheels use stored (0), deflate (8), bzip2 (12) or lzma (14)",
+                    ) from None
+                except Exception as exc:  # noqa: BLE001 - BadZipFile, EOFError, OSError, zlib.error,
+                    # lzma.LZMAError...: whatever a damaged member raises is the wheel's fault
+                    raise AuditError(
+                        f"{inner}: cannot be read ({type(exc).__name__})",
+                        hint="a damaged wheel",
                     ) from None
 
     def tar(self, fh: IO[bytes], name: str, *, depth: int) -> None:
