@@ -306,3 +306,52 @@ def test_a_wheel_whose_tag_asks_more_glibc_than_the_host_has_is_refused() -> Non
         if refused:
             why = next(r for e in wheels for r in e.reasons if r.code == "glibc-too-old")
             assert "manylinux_2_35_x86_64" in why.message and "2.35" in why.message
+
+
+def test_an_nvidia_node_is_described_by_flags() -> None:
+    """issue 38 (e): GPU name or compute capability, count and NVIDIA driver, as --gfx/--gpus/
+    --driver do for AMD; a count alone leaves the capability unknown (exit 6, naming it)."""
+    h200 = run_cli(
+        "check",
+        "--nvidia-gpu",
+        "H200",
+        "--gpus",
+        "8",
+        "--nvidia-driver",
+        "580.159.04",
+        "--json",
+        env=ENV,
+    )
+    assert h200.exit_code == 0, h200.stdout
+    d = json.loads(h200.stdout)
+    assert d["plan"]["label"] == "vllm/vllm-openai:v0.33.0"
+    devices = d["node"]["host"]["other_devices"]
+    assert len(devices) == 8 and {g["compute_capability"] for g in devices} == {"9.0"}
+    bare = run_cli("check", "--vendor", "nvidia", "--gpus", "8", "--json", env=ENV)
+    assert bare.exit_code == 6, bare.stdout
+    assert [m["subject"] for m in json.loads(bare.stdout)["missing"]] == ["cuda-arch-unchecked"]
+    # The wrong-CUDA case of the issue: driver 550 is told no CUDA 13 build fits (wheel included).
+    old = run_cli(
+        "check",
+        "--cc",
+        "9.0",
+        "--nvidia-driver",
+        "550.163.01",
+        "--vllm",
+        "==0.33.0",
+        "--json",
+        env=ENV,
+    )
+    assert old.exit_code == 1 and json.loads(old.stdout)["plan"] is None
+    b300 = run_cli("check", "--cc", "10.3", "--nvidia-driver", "580", "--vllm", "==0.33.0", env=ENV)
+    assert b300.exit_code == 0, b300.stdout
+    for bad in (
+        ("--cc", "9"),
+        ("--nvidia-gpu", "X9999"),
+        ("--nvidia-driver", "5x"),
+        ("--cc", "9.0", "--gfx", "gfx942"),
+        ("--nvidia-gpu", "H200", "--cc", "8.0"),
+    ):
+        result = run_cli("check", *bad, env=ENV)
+        assert result.exit_code == 2, (bad, result.stdout)
+        assert result.stderr.startswith("error: ") and "\nhint: " in result.stderr

@@ -11,7 +11,7 @@ from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
 
-from resolver.util.errors import ResolverError, UsageError
+from resolver.util.errors import InputError, ResolverError, UsageError
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -70,6 +70,31 @@ DriverOpt = Annotated[
     str | None,
     typer.Option(
         "--driver", help="amdgpu driver version, e.g. 30.30.3 or 6.4.1.", rich_help_panel=NODE_PANEL
+    ),
+]
+# An NVIDIA node by flags (issue 38): what nvidia-smi would say of it.
+CcOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--cc",
+        help="NVIDIA: the GPUs' CUDA compute capability, e.g. 9.0 (with --gpus, --nvidia-driver).",
+        rich_help_panel=NODE_PANEL,
+    ),
+]
+NvidiaGpuOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--nvidia-gpu",
+        help="NVIDIA: the GPU product, e.g. H200 (its compute capability from the data).",
+        rich_help_panel=NODE_PANEL,
+    ),
+]
+NvidiaDriverOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--nvidia-driver",
+        help="NVIDIA driver version, e.g. 580.159.04 (or its branch, 580).",
+        rich_help_panel=NODE_PANEL,
     ),
 ]
 OsOpt = Annotated[
@@ -152,10 +177,33 @@ def resolve_node(
     node_file: Path | Sequence[Path] | None,
     rocminfo: Path | Sequence[Path] | None,
     example: str | Sequence[str] | None,
+    vendor: str | None = None,
+    cc: str | None = None,
+    nvidia_gpu: str | None = None,
+    nvidia_driver: str | None = None,
 ) -> Any:
     """The node a command decides for: one source (file, rocminfo, example or live probe), then
-    flags on top of it. Flags alone describe a node too."""
+    flags on top of it. Flags alone describe a node too: an AMD one (--gfx), or an NVIDIA one
+    (--cc or --nvidia-gpu, --nvidia-driver, or --vendor nvidia; --gpus counts either)."""
     from resolver.data import node as node_mod
+
+    nvidia_flags = cc is not None or nvidia_gpu is not None or nvidia_driver is not None
+    no_source = not (node_file or rocminfo or example)
+    if nvidia_flags or (vendor == "nvidia" and gfx is None and no_source and gpus is not None):
+        nv = _nvidia_node(
+            gfx=gfx,
+            gpus=gpus,
+            cc=cc,
+            name=nvidia_gpu,
+            driver=nvidia_driver,
+            others=(node_file, rocminfo, example, driver, rocm),
+        )
+        said = node_mod.from_flags(
+            gfx=None, gpus=None, driver=None, os=os_id, rocm=None, python=python
+        )
+        from msgspec.structs import replace
+
+        return replace(nv, os=said.os, python=said.python)
 
     node_path: Path | None = _only_one("--node", node_file)
     rocminfo_path: Path | None = _only_one("--rocminfo", rocminfo)
@@ -205,6 +253,48 @@ def resolve_node(
 
         base = probe_live(matrix=matrix.load())
     return node_mod.merge_flags(base, flag_node, flags)
+
+
+def _nvidia_node(
+    *,
+    gfx: str | None,
+    gpus: int | None,
+    cc: str | None,
+    name: str | None,
+    driver: str | None,
+    others: tuple[object, ...],
+) -> Any:
+    """An NVIDIA node from flags alone: a product name is looked up in nvidia-gpus.toml (its
+    compute capability); one the data does not list is refused, never guessed."""
+    from resolver.data import node as node_mod
+
+    if gfx is not None or any(others):
+        raise UsageError(
+            "--cc, --nvidia-gpu and --nvidia-driver describe an NVIDIA node by themselves",
+            hint="give them with --gpus (and --os, --python) only; for a probed node use --node "
+            "FILE, or --gfx/--driver for an AMD one",
+        )
+    product = None
+    if name is not None:
+        from resolver.data import matrix
+
+        known = matrix.load().nvidia_gpus
+        want = name.strip().lower().removeprefix("nvidia ").strip()
+        found = next((g for g in known if g.name.lower().removeprefix("nvidia ") == want), None)
+        if found is None:
+            raise InputError(
+                f"--nvidia-gpu {name!r} is not a GPU the data lists",
+                hint="give its compute capability instead (--cc 9.0); listed: "
+                + ", ".join(g.name.removeprefix("NVIDIA ") for g in known),
+            )
+        if cc is not None and cc != found.compute_capability:
+            raise InputError(
+                f"--cc {cc} contradicts --nvidia-gpu {name}: the data lists "
+                f"{found.name} as compute capability {found.compute_capability}",
+                hint="give one of them",
+            )
+        product, cc = found.name, found.compute_capability
+    return node_mod.from_nvidia_flags(name=product, cc=cc, gpus=gpus, driver=driver)
 
 
 def _only_one(flag: str, value: object) -> Any:

@@ -5,12 +5,15 @@ from typing import Annotated
 import typer
 
 from resolver.cli._common import (
+    CcOpt,
     DriverOpt,
     ExampleOpt,
     GfxOpt,
     GpusOpt,
     JsonOpt,
     NodeFileOpt,
+    NvidiaDriverOpt,
+    NvidiaGpuOpt,
     OsOpt,
     PythonOpt,
     RocminfoOpt,
@@ -30,6 +33,9 @@ def check(
     gfx: GfxOpt = None,
     gpus: GpusOpt = None,
     driver: DriverOpt = None,
+    cc: CcOpt = None,
+    nvidia_gpu: NvidiaGpuOpt = None,
+    nvidia_driver: NvidiaDriverOpt = None,
     os_id: OsOpt = None,
     rocm: RocmOpt = None,
     python: PythonOpt = None,
@@ -119,6 +125,10 @@ def check(
         node_file=node_file,
         rocminfo=rocminfo,
         example=example,
+        vendor=vendor,
+        cc=cc,
+        nvidia_gpu=nvidia_gpu,
+        nvidia_driver=nvidia_driver,
     )
     request = Request(
         vllm=parse_spec(vllm) if vllm else None,

@@ -6,6 +6,7 @@ a contract (schema in docs/probe.schema.json). Nodes also come from flags and ``
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, NoReturn, cast
 
@@ -316,6 +317,52 @@ def from_flags(
         python=python,
         origin=FLAGS,
     )
+
+
+_CC = re.compile(r"[0-9]{1,2}\.[0-9]")
+_NVIDIA_DRIVER = re.compile(r"[0-9]{3,4}(\.[0-9]{1,3}){0,2}")
+
+
+def from_nvidia_flags(
+    *, name: str | None, cc: str | None, gpus: int | None, driver: str | None
+) -> Node:
+    """An NVIDIA node described on the command line (issue 38): ``gpus`` GPUs (default 1) named
+    ``name`` with compute capability ``cc`` (None: unknown, so no arch list is checked and the
+    answer is unknown) on NVIDIA driver ``driver``; the same shape the probe gives
+    (``host.other_devices`` and ``host.nvidia``). Each value is checked and fails with a hint."""
+    if cc is not None and not _CC.fullmatch(cc):
+        raise InputError(
+            f"--cc {cc!r} is not a CUDA compute capability",
+            hint="give it as MAJOR.MINOR, e.g. --cc 9.0 (nvidia-smi --query-gpu=compute_cap "
+            "--format=csv prints it)",
+        )
+    if driver is not None and not _NVIDIA_DRIVER.fullmatch(driver):
+        raise InputError(
+            f"--nvidia-driver {driver!r} is not an NVIDIA driver version",
+            hint="give it as nvidia-smi prints it, e.g. --nvidia-driver 580.159.04 (or its "
+            "branch, 580)",
+        )
+    count = 1 if gpus is None else gpus
+    if not 1 <= count <= MAX_GPUS:
+        raise InputError(
+            f"--gpus {count} is not a GPU count of one node",
+            hint=f"give the GPUs of one node (1 to {MAX_GPUS})",
+        )
+    gpu = {
+        "vendor": "nvidia",
+        "kind": "GPU",
+        "gfx": None,
+        "name": name or "NVIDIA GPU",
+        "pci_device_id": None,
+        "compute_capability": cc,
+        "compute_capability_source": "flags" if cc else None,
+        "driver": driver,
+    }
+    host = {
+        "other_devices": [dict(gpu) for _ in range(count)],
+        "nvidia": {"driver": driver, "cuda": None, "sources": ["flags"]},
+    }
+    return Node(host=host, origin=FLAGS)
 
 
 def _opt(data: dict[str, Any], key: str, kind: type, where: str) -> Any:

@@ -135,10 +135,13 @@ def _reason_lines(r: Reason, indent: str = "  ", width: int = WIDTH) -> list[str
 def _missing_lines(d: Decision, width: int) -> list[str]:
     """What an ``unknown`` answer lacks: facts the data does not hold, or (--strict) facts of
     the node or artifact nobody checked, each with how to get it."""
-    strict = all(fact.kind == "unchecked" for fact in d.missing)
+    unchecked = all(fact.kind == "unchecked" for fact in d.missing)
     lines = [
         "--strict: the plan rests on facts nobody checked (give them, or drop --strict):"
-        if strict
+        if unchecked and d.request.strict
+        # an NVIDIA GPU whose compute capability nobody gave: unknown without --strict too
+        else "a fact of the node this answer depends on is unknown (unknown is not unsupported):"
+        if unchecked
         else "the data lacks facts this answer depends on (unknown is not unsupported):"
     ]
     for fact in d.missing:
