@@ -572,9 +572,13 @@ def test_the_shipped_compiled_matrix_is_only_for_the_files_it_was_built_from(
     overlay.overlay_path().unlink()
     from resolver.data import resources
 
-    (data / resources.SHIPPED_COMPILED).write_bytes(b"0" * 32 + b"\nnot msgpack")
-    matrix._load_cached.cache_clear()
-    assert matrix.load() == M
+    shipped = data / resources.SHIPPED_COMPILED
+    key = matrix.shipped_key(data / "matrix")
+    assert key is not None
+    for damaged in (b"0" * 32 + b"\nnot msgpack", key.encode() + b"\nnot msgpack", b""):
+        shipped.write_bytes(damaged)
+        matrix._load_cached.cache_clear()
+        assert matrix.load() == M
     matrix._load_cached.cache_clear()
 
 
