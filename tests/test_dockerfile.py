@@ -1702,3 +1702,21 @@ def test_a_tag_with_a_recorded_commit_is_checked_after_checkout(tmp_path: Path) 
     assert done.returncode != 0 and "mori: not v1.1.0 at c4d5877a" in done.stderr
     plan = _live_plan("0.33.0", "rocm72", "gfx942")
     assert "aiter v0.1.26" in " ".join(plan.floating)  # newer than the recorded snapshot
+
+
+def test_a_release_before_the_compared_ones_gets_upstreams_env_less_what_is_not_built() -> None:
+    """v0.29.0 (read from its sdist, steps not compared): the final ENV is upstream's, but not
+    the UCX settings of a UCX that is not built nor a KINETO_CONFIG naming a file not written, and
+    the header says which were not set."""
+    from resolver.refresh import dockerfile_parse as dp
+
+    plan = _live_plan("0.29.0", None, "gfx942")
+    text = df.render(plan)
+    final = dp.parse(text).stage_env["final"]
+    assert plan.upstream is not None
+    recorded = dict(plan.upstream.final_env)
+    assert {"KINETO_CONFIG", "UCX_RMA_PPLN_ENABLE"} <= set(recorded)
+    assert not {"KINETO_CONFIG", "UCX_RMA_PPLN_ENABLE"} & set(final)
+    assert final["HSA_ENABLE_IPC_MODE_LEGACY"] == recorded["HSA_ENABLE_IPC_MODE_LEGACY"]
+    assert "its final ENV is set less UCX_RMA_PPLN_ENABLE" in text
+    assert not dfr.upstream_steps(plan)  # no Left out / Differs lines for it

@@ -91,9 +91,12 @@ def _header(plan: DockerfilePlan) -> str:
     lines += [_step_line(plan, s) for s in steps if s.how != "left out"]
     lines += [_step_line(plan, s) for s in steps if s.how == "left out"]
     if plan.upstream is not None and Version(plan.vllm_version) < STEPS_SINCE:
+        covered = {n for s in upstream_steps(plan, compared=False) for n in s.names}
+        unset = [k for k, _ in plan.upstream.final_env if k in covered]
         lines.append(
             f"# Upstream's build steps beyond the pins are compared from v{STEPS_SINCE} on; "
-            "this release's are not listed."
+            "this release's are not listed"
+            + (f" (its final ENV is set less {', '.join(unset)})." if unset else ".")
         )
     lines.append("# Not pinned, and why:")
     lines += [f"#   - {what}" for what in plan.floating]
@@ -266,10 +269,12 @@ def _override_env(plan: DockerfilePlan) -> str:
 STEPS_SINCE: Final = Version("0.30.0")
 
 
-def upstream_steps(plan: DockerfilePlan) -> tuple[UpstreamStep, ...]:
+def upstream_steps(plan: DockerfilePlan, *, compared: bool = True) -> tuple[UpstreamStep, ...]:
     """Upstream's build steps this file leaves out or does differently, as ``layouts.toml``
-    lists them, for this plan's layout and what its stack records."""
-    if plan.upstream is None or Version(plan.vllm_version) < STEPS_SINCE:
+    lists them, for this plan's layout and what its stack records; ``compared``: only for the
+    releases whose steps are compared (said in the header), else for any release (the ENV a
+    listed step covers is kept out of every image)."""
+    if plan.upstream is None or (compared and Version(plan.vllm_version) < STEPS_SINCE):
         return ()
     return tuple(
         s
@@ -308,7 +313,7 @@ def _runtime_env(plan: DockerfilePlan) -> str:
     """The final image's ENV: what upstream's final image sets, as read from the release's
     Dockerfiles (less what a listed step leaves out or does differently: UV_* for uv, UCX_* for
     the UCX not built here), then this build's AITER/MORI targets."""
-    skipped = {n for s in upstream_steps(plan) for n in s.names}
+    skipped = {n for s in upstream_steps(plan, compared=False) for n in s.names}
     upstream = [
         (k, v) for k, v in (plan.upstream.final_env if plan.upstream else ()) if k not in skipped
     ]
