@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tarfile
 import time
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from unittest import mock
@@ -364,6 +365,40 @@ def test_a_directory_thousands_of_levels_deep_is_walked(
         monkeypatch.chdir("d")
     Path("lib.so").write_bytes(REAL.read_bytes())
     monkeypatch.chdir(ROOT)
-    result = run_cli("audit", str(here), "--gfx", "gfx942", "--json")
-    assert result.exit_code == 0, result.stderr
-    assert len(json.loads(result.stdout)["libraries"]) == 1
+    try:
+        result = run_cli("audit", str(here), "--gfx", "gfx942", "--json")
+        assert result.exit_code == 0, result.stderr
+        assert len(json.loads(result.stdout)["libraries"]) == 1
+    finally:
+        _remove_deep(here)
+
+
+def _remove_deep(top: Path) -> None:
+    """Remove the deep tree from the bottom up: shutil.rmtree (and pytest's cleanup of old
+    temporary directories) recurse per level on Python 3.11."""
+    depth = 0
+    os.chdir(top)
+    while Path("d").is_dir():
+        os.chdir("d")
+        depth += 1
+    for leaf in Path().iterdir():
+        leaf.unlink()
+    for _ in range(depth):
+        os.chdir("..")
+        Path("d").rmdir()
+    os.chdir(ROOT)
+
+
+def test_a_zip_listing_too_many_members_is_refused_before_its_directory_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    many = wheel(tmp_path / "many-1-py3-none-any.whl", {f"m/{i}.py": b"" for i in range(20)})
+    assert run_cli("audit", str(many)).exit_code == 0
+    monkeypatch.setattr(audit_module, "MAX_MEMBERS", 10)
+    parsed: list[object] = []
+    real = zipfile.ZipFile._RealGetContents  # type: ignore[attr-defined]
+    monkeypatch.setattr(
+        zipfile.ZipFile, "_RealGetContents", lambda self: parsed.append(1) or real(self)
+    )
+    result = run_cli("audit", str(many), "--json")
+    assert result.exit_code == 2 and parsed == []  # the end record was enough

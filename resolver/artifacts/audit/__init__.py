@@ -316,9 +316,23 @@ class _Reader:
 
     def zip(self, src: IO[bytes], name: str, *, depth: int) -> None:
         try:
+            # zipfile reads the whole central directory up front: its entry count (the end
+            # record's, read first) is bounded before that happens.
+            end = zipfile._EndRecData(src)  # type: ignore[attr-defined]
+            listed = int(end[zipfile._ECD_ENTRIES_TOTAL]) if end else 0  # type: ignore[attr-defined]
+            if listed > MAX_MEMBERS:
+                raise AuditError(
+                    f"{name}: a zip that lists {listed} members, more than {MAX_MEMBERS}",
+                    hint="a damaged or hostile wheel",
+                )
+            src.seek(0)
             archive = zipfile.ZipFile(src)
         except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, EOFError):
             raise AuditError(f"{name}: not a readable zip", hint="a damaged wheel") from None
+        except MemoryError:
+            raise AuditError(
+                f"{name}: its zip directory does not fit in memory", hint="a hostile wheel"
+            ) from None
         with archive:
             for info in archive.infolist():
                 if info.is_dir():
