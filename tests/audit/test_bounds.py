@@ -402,3 +402,24 @@ def test_a_zip_listing_too_many_members_is_refused_before_its_directory_is_read(
     )
     result = run_cli("audit", str(many), "--json")
     assert result.exit_code == 2 and parsed == []  # the end record was enough
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "docker://a@sha256:ABC",
+        "docker://a/../b:1",
+        "docker://a\n:1",
+        "docker://UPPER/x:1",
+        "docker://a@sha512:00",
+        "docker-daemon:a@sha256:zz",
+        "docker://" + "a" * 300 + ":" + "b" * 300,
+    ],
+    ids=lambda r: repr(r[:24]),
+)
+def test_a_malformed_reference_is_bad_input_not_bad_data(ref: str) -> None:
+    """The user's reference: exit 2 ("fix the input"), never 3 ("fix the data"), and nothing is
+    asked of a registry or engine (the port below answers nothing)."""
+    result = run_cli("audit", ref, "--registry", "http://127.0.0.1:9", "--json")
+    assert result.exit_code == 2, result.stdout
+    assert json.loads(result.stdout)["error"]["exit_code"] == 2
