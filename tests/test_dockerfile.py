@@ -1484,23 +1484,6 @@ def _upstream_files(version: str, stack: str | None) -> tuple[str, str]:
     return files[sf.base], files[sf.app]
 
 
-def _names(text: str) -> set[str]:
-    """Every ARG, ENV and stage name a Dockerfile declares."""
-    from resolver.refresh import dockerfile_parse as dp
-
-    out = set(dp.parse(text).stages)
-    for line in dp.logical_lines(text):
-        keyword, _, rest = line.partition(" ")
-        words = rest.split()
-        if not words or keyword.upper() not in ("ARG", "ENV"):
-            continue
-        if keyword.upper() == "ARG" or "=" not in words[0]:
-            out.add(words[0].partition("=")[0])
-        else:
-            out |= {w.partition("=")[0] for w in dp._split(rest) if "=" in w}
-    return out
-
-
 def _live_plan(version: str, stack: str | None, gfx: str) -> df.DockerfilePlan:
     live = matrix_mod.load_dir(LIVE_MATRIX)
     preview = stack == "gfx1250"  # a nightly ROCm no driver of AMD's table runs, branch pins
@@ -1534,21 +1517,17 @@ def test_every_upstream_step_is_reproduced_or_listed_with_a_reason(
     and why; a component left out for the targets is said so too."""
     base, app = _upstream_files(version, stack)
     plan = _live_plan(version, stack, gfx)
-    text = df.render(plan)
-    header = [line for line in text.splitlines() if line.startswith("# ")]
-    covered = _names(text)
+    header = [line for line in df.render(plan).splitlines() if line.startswith("# ")]
     for step in dfr.upstream_steps(plan):
         assert dfr._step_line(plan, step) in header
         assert step.reason and step.what
-        covered |= set(step.names)
     for o in plan.omitted:
-        arg = df.layouts().components[o.component].arg
-        spec = df.layouts().components[o.component]
         assert any(line.startswith(f"# Left out: {o.component} (") for line in header)
-        covered |= {f"{arg}_REPO", f"{arg}_BRANCH", f"build_{spec.stage}", f"{arg}_ROCM_ARCH"}
-        covered |= {f"{arg}_GPU_ARCHS"}  # MORI_GPU_ARCHS
-    missing = sorted((_names(base) | _names(app)) - covered)
+    table = dfr.compare_upstream(plan, [base, app])
+    missing = [name for name, how, _ in table if how == "unlisted"]
     assert not missing, f"upstream's {missing} neither reproduced nor listed"
+    assert all(reason for _, how, reason in table if how != "reproduced")
+    assert {how for _, how, _ in table} >= {"reproduced", "differs", "left out"}
 
 
 @pytest.mark.parametrize(("version", "stack"), UPSTREAM_STACKS)
@@ -1720,3 +1699,17 @@ def test_a_release_before_the_compared_ones_gets_upstreams_env_less_what_is_not_
     assert final["HSA_ENABLE_IPC_MODE_LEGACY"] == recorded["HSA_ENABLE_IPC_MODE_LEGACY"]
     assert "its final ENV is set less UCX_RMA_PPLN_ENABLE" in text
     assert not dfr.upstream_steps(plan)  # no Left out / Differs lines for it
+
+
+def test_an_upstream_step_nobody_listed_is_caught() -> None:
+    """The comparison fails on what upstream adds and the layouts do not explain: a new ARG, a
+    new ENV of the final image, a new stage."""
+    base, app = _upstream_files("0.33.0", "rocm100")
+    plan = _live_plan("0.33.0", "rocm100", "gfx942")
+    added = "FROM base AS build_something_new\nARG SOMETHING_NEW=1\nENV NEW_RUNTIME_SWITCH=1\n"
+    table = dfr.compare_upstream(plan, [base, app + added])
+    assert [n for n, how, _ in table if how == "unlisted"] == [
+        "NEW_RUNTIME_SWITCH",
+        "SOMETHING_NEW",
+        "build_something_new",
+    ]

@@ -135,6 +135,22 @@ def _stage_env(env: dict[str, str], rest: str, args: dict[str, str]) -> None:
             env[name] = expand(value, args)
 
 
+def declared_names(text: str) -> set[str]:
+    """Every ARG, ENV and stage name a Dockerfile declares (what a build of it can be compared
+    by: issue 39's upstream comparison)."""
+    out = set(parse(text).stages)
+    for line in logical_lines(text):
+        keyword, _, rest = line.partition(" ")
+        words = rest.split()
+        if not words or keyword.upper() not in ("ARG", "ENV"):
+            continue
+        if keyword.upper() == "ARG" or "=" not in words[0]:
+            out.add(words[0].partition("=")[0])
+        else:
+            out |= {w.partition("=")[0] for w in _split(rest) if "=" in w}
+    return out
+
+
 def _split(rest: str) -> list[str]:
     try:
         return shlex.split(rest, posix=False)

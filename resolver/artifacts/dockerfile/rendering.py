@@ -285,6 +285,33 @@ def upstream_steps(plan: DockerfilePlan, *, compared: bool = True) -> tuple[Upst
     )
 
 
+def compare_upstream(plan: DockerfilePlan, upstream: list[str]) -> list[tuple[str, str, str]]:
+    """(name, how, reason) for every ARG, ENV and stage name of upstream's Dockerfiles (their
+    texts, e.g. from the release's sdist): "reproduced" (the rendered file declares it),
+    "differs" or "left out" (a header line says so, with the reason), "component left out" (the
+    component is not built for these targets), or "unlisted" (a gap nothing explains)."""
+    from resolver.refresh.dockerfile_parse import declared_names
+
+    ours = declared_names(render(plan))
+    by_step = {n: (s.how, s.reason) for s in upstream_steps(plan) for n in s.names}
+    known = layouts().components
+    for o in plan.omitted:
+        spec = known[o.component]
+        for n in (f"{spec.arg}_REPO", f"{spec.arg}_BRANCH", f"{spec.arg}_ROCM_ARCH"):
+            by_step.setdefault(n, ("component left out", o.reason))
+        by_step.setdefault(f"{spec.arg}_GPU_ARCHS", ("component left out", o.reason))
+        by_step.setdefault(f"build_{spec.stage}", ("component left out", o.reason))
+    names = sorted(set().union(*(declared_names(t) for t in upstream)))
+    return [
+        (n, "reproduced", "")
+        if n in ours
+        else (n, *by_step[n])
+        if n in by_step
+        else (n, "unlisted", "")
+        for n in names
+    ]
+
+
 def _step_line(plan: DockerfilePlan, step: UpstreamStep) -> str:
     value = getattr(plan.upstream, step.when, "") if step.when else ""
     what = step.what.replace("{value}", str(value)[:12] if isinstance(value, str) else "")
