@@ -355,3 +355,20 @@ def test_an_nvidia_node_is_described_by_flags() -> None:
         result = run_cli("check", *bad, env=ENV)
         assert result.exit_code == 2, (bad, result.stdout)
         assert result.stderr.startswith("error: ") and "\nhint: " in result.stderr
+
+
+def test_an_nvidia_node_is_a_node_in_every_output() -> None:
+    """issue 38 (b): an 8-GPU NVIDIA node is an 8-GPU node with its vendor stated, in check's and
+    image's JSON alike, and not-an-amd-gpu is no problem of a node check plans (a report written
+    before issue 38, with 0 GPUs and that problem, reads the same)."""
+    flags = ("--nvidia-gpu", "H100", "--gpus", "8", "--nvidia-driver", "580.159.04", "--json")
+    d = json.loads(run_cli("check", *flags, env=ENV).stdout)
+    assert (d["node"]["physical_gpu_count"], d["node"]["logical_gpu_count"]) == (8, 8)
+    assert d["node"]["gpu_vendor"] == "nvidia"
+    old = json.loads(run_cli("check", "--node", str(LIVE), "--json", env=ENV).stdout)
+    assert old["node"]["logical_gpu_count"] == 1 and old["node"]["gpu_vendor"] == "nvidia"
+    assert "not-an-amd-gpu" not in [p["code"] for p in old["node"]["problems"]]
+    image = run_cli("image", "--node", str(LIVE), "--json", env=ENV)
+    assert image.exit_code == 0, image.stdout
+    node = json.loads(image.stdout)["node"]
+    assert (node["gpus"], node["gpu_vendor"]) == (1, "nvidia")

@@ -294,6 +294,7 @@ def _base_json(decision: Any) -> dict[str, Any]:
         "node": {
             "gfx_targets": list(decision.node.gfx_targets),
             "gpus": decision.node.logical_gpu_count,
+            "gpu_vendor": decision.node.gpu_vendor,  # whose GPUs "gpus" counts
             "driver_version": decision.node.driver_version,
         },
         "request": {

@@ -147,7 +147,7 @@ def render(node: Any, width: int = DEFAULT_WIDTH) -> str:
             f"gfx targets: {', '.join(node.gfx_targets) or '-'}   "
             f"GPUs: {node.logical_gpu_count} logical, {node.physical_gpu_count} physical"
         )
-    elif node.logical_gpu_count:
+    elif node.logical_gpu_count and not node.nvidia_gpus:
         lines.append(
             f"{node.logical_gpu_count} GPU(s) listed, but no source names their gfx target."
         )

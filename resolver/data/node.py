@@ -174,8 +174,19 @@ class Node(msgspec.Struct, frozen=True, kw_only=True):
     # ``visible_ok``): they decide which GPUs a vLLM started from that environment sees.
     visible_devices: dict[str, str] = msgspec.field(default_factory=dict)
 
+    @property
+    def gpu_vendor(self) -> str | None:
+        """Whose GPUs the node's counts are: "amd", "nvidia" (no AMD GPU, NVIDIA ones in
+        ``host.other_devices``), or None (no GPU)."""
+        if self.gfx_targets or self.gpus:
+            return "amd"
+        if self.nvidia_gpus:
+            return "nvidia"
+        return "amd" if self.logical_gpu_count else None
+
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = msgspec.to_builtins(self, enc_hook=_origin_text)
+        data["gpu_vendor"] = self.gpu_vendor  # derived: stated so no reader infers it
         overrides = data.pop("overrides")
         if overrides:  # not a probe fact: only a node assembled from flags on top of one has it
             data["overrides"] = dict(overrides)
@@ -362,7 +373,7 @@ def from_nvidia_flags(
         "other_devices": [dict(gpu) for _ in range(count)],
         "nvidia": {"driver": driver, "cuda": None, "sources": ["flags"]},
     }
-    return Node(host=host, origin=FLAGS)
+    return Node(host=host, origin=FLAGS, physical_gpu_count=count, logical_gpu_count=count)
 
 
 def _opt(data: dict[str, Any], key: str, kind: type, where: str) -> Any:

@@ -16,7 +16,7 @@ from msgspec.structs import replace
 
 from resolver.data import words
 from resolver.data.model import Matrix
-from resolver.data.node import VISIBLE_VARS, Node, Origin, Problem
+from resolver.data.node import MAX_GPUS, VISIBLE_VARS, Node, Origin, Problem
 from resolver.probe import driver as driver_mod
 from resolver.probe import enumerator, smi, sysfs, tools
 from resolver.probe import host as hostmod
@@ -347,7 +347,9 @@ def _not_amd(node: Node, problems: list[Problem]) -> list[Problem]:
         p for p in problems if p.code not in _AMD_DRIVER_ADVICE and not p.code.startswith("no-gpu")
     ]
     vendors = {d.get("vendor") for d in others}
-    # NVIDIA: planned from vLLM's CUDA images (resolver.solve.cuda)
+    if vendors == {"nvidia"}:
+        # An NVIDIA node is a node (issue 38): planned from vLLM's CUDA builds, not a problem
+        return kept
     w = words.say("not-an-amd-gpu/nvidia" if "nvidia" in vendors else "not-an-amd-gpu", found=found)
     hint = w.hint + (words.text("not-an-amd-gpu/hygon") if "hygon" in vendors else "")
     return [Problem(code="not-an-amd-gpu", message=w.message, hint=hint), *kept]
@@ -399,6 +401,12 @@ def _describe(group: tuple[dict[str, object], int]) -> str:
 
 def _finish(node: Node, problems: list[Problem], matrix: Matrix) -> Node:
     problems = _not_amd(node, problems)
+    nvidia = node.nvidia_gpus
+    if nvidia and not node.gfx_targets and not node.logical_gpu_count:
+        # An NVIDIA node counts its GPUs like any node (issue 38); they stay listed in
+        # host.other_devices, whose entries say the vendor.
+        count = min(len(nvidia), MAX_GPUS)
+        node = replace(node, physical_gpu_count=count, logical_gpu_count=count)
     if (
         not node.gpus
         and not node.logical_gpu_count

@@ -513,6 +513,19 @@ def _unread(m: Matrix, node: Node, request: Request) -> tuple[MissingFact, ...]:
     return tuple(out[:3])
 
 
+def _as_nvidia_node(node: Node) -> Node:
+    """A report written before issue 38 counts an NVIDIA node's GPUs as 0 and calls it a problem
+    (``not-an-amd-gpu``): the decision's node counts them and drops that problem, as the probe
+    now does."""
+    from msgspec.structs import replace
+
+    if node.gfx_targets or node.logical_gpu_count:
+        return node
+    count = len(nvidia_gpus(node))
+    problems = tuple(p for p in node.problems if p.code != "not-an-amd-gpu")
+    return replace(node, physical_gpu_count=count, logical_gpu_count=count, problems=problems)
+
+
 def solve_cuda(
     m: Matrix, node: Node, request: Request, reporter: Reporter | None = None
 ) -> Decision:
@@ -523,6 +536,7 @@ def solve_cuda(
             "the node has no NVIDIA GPU to decide for",
             hint="run `rocm-vllm probe` on an NVIDIA node (nvidia-smi), or drop --vendor nvidia",
         )
+    node = _as_nvidia_node(node)
     if request.quantization or request.kv_cache_dtype:
         raise InputError(
             "--quantization and --kv-cache-dtype are checked for AMD GPUs only",

@@ -211,10 +211,10 @@ def test_nvidia_host_says_what_it_found_and_suggests_no_amdgpu(tmp_path: Path) -
     node = probe_live(
         root=_nvidia_root(tmp_path), env={}, check_access=False, matrix=probe_matrix()
     )
-    assert node.gpus == () and node.logical_gpu_count == 0
-    first = node.problems[0]
-    assert first.code == "not-an-amd-gpu"
-    assert "NVIDIA" in first.message and "580.95.05" in first.message
+    # issue 38: eight NVIDIA GPUs are an 8-GPU node of vendor nvidia, not a problem
+    assert node.gpus == () and (node.logical_gpu_count, node.physical_gpu_count) == (8, 8)
+    assert node.gpu_vendor == "nvidia"
+    assert "not-an-amd-gpu" not in [p.code for p in node.problems]
     assert all("modprobe" not in p.hint and "amdgpu-install" not in p.hint for p in node.problems)
     assert [d["device_node"] for d in node.host["other_devices"]] == [
         f"/dev/nvidia{i}" for i in range(8)

@@ -46,11 +46,11 @@ def test_the_csv_gives_the_compute_capability_and_both_merge_by_bus_id() -> None
 def test_saved_outputs_make_a_node_that_says_what_is_there() -> None:
     node = probe_files(nvidia_smi=[XML, CSV], matrix=probe_matrix())
     assert node.gpus == () and node.host["nvidia"]["cuda"] == "13.0"
-    (problem,) = node.problems
-    assert problem.code == "not-an-amd-gpu"
-    assert "an NVIDIA GPU (NVIDIA H200, compute capability 9.0, driver 580.159.04)" in (
-        problem.message
-    )
+    # issue 38: one NVIDIA GPU, counted and attributed; not a problem of the node
+    assert node.problems == ()
+    data = node.to_json()
+    assert (data["physical_gpu_count"], data["logical_gpu_count"]) == (1, 1)
+    assert data["gpu_vendor"] == "nvidia"
     import jsonschema
 
     jsonschema.validate(json.loads(json.dumps({"schema_version": 1, **node.to_json()})), SCHEMA)
@@ -82,7 +82,9 @@ def test_the_live_probe_asks_nvidia_smi_and_never_advises_amdgpu(tmp_path: Path)
     }
     (gpu,) = [d for d in node.host["other_devices"] if d["vendor"] == "nvidia"]
     assert gpu["compute_capability"] == "9.0"
-    assert node.problems[0].code == "not-an-amd-gpu"
+    # issue 38: an NVIDIA node is a node: its GPUs counted, its vendor said, no problem raised
+    assert (node.physical_gpu_count, node.logical_gpu_count, node.gpu_vendor) == (1, 1, "nvidia")
+    assert "not-an-amd-gpu" not in [p.code for p in node.problems]
     for problem in node.problems:
         assert "modprobe amdgpu" not in problem.hint, problem
 
