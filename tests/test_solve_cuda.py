@@ -372,3 +372,14 @@ def test_an_nvidia_node_is_a_node_in_every_output() -> None:
     assert image.exit_code == 0, image.stdout
     node = json.loads(image.stdout)["node"]
     assert (node["gpus"], node["gpu_vendor"]) == (1, "nvidia")
+
+
+def test_a_pypi_wheel_too_new_for_the_driver_names_the_release_s_cuda_12_build() -> None:
+    """issue 38 (c): 0.32.0's PyPI wheel is the CUDA 13.0 build; its pipeline also builds a CUDA
+    12.9 wheel (not on PyPI), which a 570 driver runs: the wheel's rejection says so, and never
+    offers the image's forward-compatibility route for a wheel."""
+    d = solve(M, node(driver="570.195.03"), Request(vllm=parse_spec("==0.32.0")))
+    wheel = next(e for e in d.rejected if e.candidate.kind == "wheel")
+    (reason,) = wheel.reasons
+    assert reason.code == "cuda-driver-too-old"
+    assert "CUDA 12.9 build" in reason.hint and "VLLM_ENABLE_CUDA_COMPATIBILITY" not in reason.hint

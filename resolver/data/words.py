@@ -352,6 +352,11 @@ WORDS: Final[dict[str, Said]] = {
         "center GPU with an R535 or R570 driver, vLLM's image can also run with "
         "VLLM_ENABLE_CUDA_COMPATIBILITY=1: it ships CUDA's forward compatibility libraries)",
     ),
+    "cuda-driver-too-old/variant": Said(
+        message="upgrade the host's NVIDIA driver to the {min_driver} branch or newer, or install "
+        "vLLM {vllm}'s CUDA {variants} build: its release pipeline builds that wheel too, but only "
+        "the default (CUDA {cuda}) one is on PyPI (the others are release assets)",
+    ),
     # --- advisories about checks that could not be made (resolver.solve.checks, .cuda)
     "driver-unchecked": Said(
         message="the host's AMD GPU Driver release is unknown, so nobody checked that it runs "

@@ -324,10 +324,7 @@ def evaluate(
                     Fact(text=w.facts[0], source=src, about=label),
                     Fact(text=w.facts[1], source=rule.provenance.source),
                 ),
-                # CUDA 13 images ship the forward compatibility libraries
-                hint=words.text("cuda-driver-too-old/compat", min_driver=rule.min_driver)
-                if image.cuda.major >= 13
-                else w.hint,
+                hint=_driver_hint(m, release, cand, image, branch, rule.min_driver, w.hint),
                 fix=Fix(
                     kind="driver",
                     text=w.fix,
@@ -338,6 +335,38 @@ def evaluate(
             )
         )
     return Evaluation(candidate=cand, reasons=tuple(reasons), warnings=tuple(warnings))
+
+
+def _driver_hint(
+    m: Matrix,
+    release: CudaRelease,
+    cand: Candidate,
+    image: CudaImage,
+    branch: int,
+    min_driver: int,
+    plain: str,
+) -> str:
+    """What to do about a driver too old for the build: the PyPI wheel names the release's other
+    CUDA wheels this driver runs (release assets, not on PyPI); a CUDA 13 image ships CUDA's
+    forward compatibility libraries."""
+    if cand.wheel is not None:
+        fits = [
+            v
+            for v in release.wheel_variants
+            if (r := m.cuda_driver_rule(v)) is not None and r.min_driver <= branch
+        ]
+        if fits:
+            return words.text(
+                "cuda-driver-too-old/variant",
+                min_driver=min_driver,
+                vllm=release.version,
+                variants=", ".join(str(v) for v in fits),
+                cuda=image.cuda,
+            )
+        return plain
+    if image.cuda.major >= 13:
+        return words.text("cuda-driver-too-old/compat", min_driver=min_driver)
+    return plain
 
 
 def _wheel_reasons(
