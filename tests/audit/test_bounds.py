@@ -45,10 +45,10 @@ def _seconds(work: Callable[[], object]) -> float:
 
 
 def _grows_linearly(build: Callable[[int], Callable[[], object]], n: int) -> None:
-    """Doubling the input at most about doubles the time (quadratic would quadruple it)."""
-    small, large = build(n), build(2 * n)
-    t1, t2 = _seconds(small), _seconds(large)
-    assert t2 < 3.0 * t1 + 0.02, f"{n}: {t1:.4f} s, {2 * n}: {t2:.4f} s"
+    """Doubling the input twice multiplies the time by about 4, not 16 (quadratic): the bound
+    of 8 leaves room for a shared, noisy machine and for caches."""
+    t1, t2, t4 = (_seconds(build(k * n)) for k in (1, 2, 4))
+    assert t4 < 8.0 * t1 + 0.05, f"{n}: {t1:.4f} s, {2 * n}: {t2:.4f} s, {4 * n}: {t4:.4f} s"
 
 
 # -- (a) linear parsing ---------------------------------------------------------------------------
@@ -61,30 +61,33 @@ def _many_bundles(n: int) -> Callable[[], object]:
     return lambda: bundle_ids(section)
 
 
-def _nameless_sections(n: int) -> Callable[[], object]:
-    # n sections whose name table holds no NUL at all: each name must not be searched for over
-    # the whole table.
-    table = b"A" * (16 * n)
+def _nameless_elf(n: int) -> bytes:
+    """An ELF of n sections whose name table holds no NUL at all: each name must not be searched
+    for over the whole table."""
+    table = b"A" * (64 * n)
     data = elf_with(table, name=b"x")
     header = bytearray(data[:64])
-    shoff = len(data)
-    struct.pack_into("<Q", header, 0x28, shoff)
+    struct.pack_into("<Q", header, 0x28, len(data))
     struct.pack_into("<HHH", header, 0x3A, 64, n, 0)
-    # Section 0 is the name table itself (it starts where elf_with put its section).
+    # Every section is the name table itself (where elf_with put its one section).
     entry = struct.pack("<IIQQQQIIQQ", 0, 3, 0, 0, 64, len(table), 0, 0, 1, 0)
-    body = bytes(header) + data[64:] + entry * n
+    return bytes(header) + data[64:] + entry * n
+
+
+def _nameless_sections(n: int) -> Callable[[], object]:
+    body = _nameless_elf(n)
     return lambda: elf_sections(body)
 
 
 def test_offload_bundles_are_parsed_in_linear_time() -> None:
     ids, compressed = _many_bundles(4)()  # type: ignore[misc]
     assert ids == [] and not compressed
-    _grows_linearly(_many_bundles, 40_000)
+    _grows_linearly(_many_bundles, 20_000)
 
 
 def test_elf_section_names_are_read_in_linear_time() -> None:
-    assert elf_sections(_nameless_sections(8).__closure__[0].cell_contents) == {}  # type: ignore[index]
-    _grows_linearly(_nameless_sections, 16_000)
+    assert elf_sections(_nameless_elf(8)) == {}  # no name ends: none is kept
+    _grows_linearly(_nameless_sections, 8_000)
 
 
 def test_bundle_ids_are_escaped() -> None:
