@@ -292,3 +292,69 @@ class CudaSource(ReleaseFactsSource):
 
     def record(self, sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str, Any] | None, str]:
         return cuda_record(sdist, files)
+
+
+# --- the CUDA a built wheel needs, read from the wheel itself (issue 38): its METADATA's
+# Requires-Dist (vLLM's CUDA 13 wheels require nvidia-cutlass-dsl[cu13]; setup.py strips the
+# [cu13] extra on CUDA 12 builds) and the CUDA runtime sonames its libraries link
+# (libcudart.so.13, libnvrtc.so.13). Both are majors: the minor is the release's (envs.py).
+# "nvidia-cutlass-dsl[cu13]==4.8.0" (an extra) or "nvidia-cuda-runtime-cu12" (a name)
+_REQUIRES_CU = re.compile(r"[A-Za-z0-9._-]+(?:\[(?:[^]]*,\s*)?cu(\d{2})\b|-cu(\d{2})\b)")
+_CUDA_SONAME = re.compile(r"lib(?:cudart|nvrtc|cublas|cublasLt|cusparse|cufft)\.so\.(\d{2})")
+
+
+def metadata_cuda_major(metadata: str) -> str | None:
+    """The CUDA major a wheel's METADATA requires, from its unconditional ``Requires-Dist``
+    lines (one behind ``extra == ...`` is an option, not the default install); None when they
+    name none or several."""
+    found = set()
+    for line in metadata.splitlines():
+        key, _, value = line.partition(":")
+        requirement, _, marker = value.partition(";")
+        if key != "Requires-Dist" or "extra" in marker:
+            continue
+        m = _REQUIRES_CU.match(requirement.strip())
+        if m:
+            found.add(m.group(1) or m.group(2))
+    return found.pop() if len(found) == 1 else None
+
+
+def elf_needed(data: bytes, limit: int = 64) -> list[str]:
+    """The DT_NEEDED sonames of a little-endian ELF64 shared library (at most ``limit``); [] for
+    anything else or a damaged file (bounds are checked, nothing is trusted)."""
+    import struct
+
+    if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        return []
+    shoff, _, _, _, _, shentsize, shnum = struct.unpack_from("<QIHHHHH", data, 0x28)[0:7]
+    if shentsize != 64 or shnum > 4096 or shoff + shnum * 64 > len(data):
+        return []
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * 64) for i in range(shnum)]
+    out: list[str] = []
+    for sh in sections:
+        if sh[1] != 6:  # SHT_DYNAMIC
+            continue
+        offset, size, link = sh[4], sh[5], sh[6]
+        if link >= shnum or offset + size > len(data):
+            return []
+        strtab = sections[link]
+        str_off, str_size = strtab[4], strtab[5]
+        if str_off + str_size > len(data):
+            return []
+        for i in range(0, size - 15, 16):
+            tag, value = struct.unpack_from("<qQ", data, offset + i)
+            if tag == 0:
+                break
+            if tag == 1 and value < str_size:  # DT_NEEDED
+                end = data.find(b"\0", str_off + value, str_off + str_size)
+                name = data[str_off + value : end if end >= 0 else str_off + str_size]
+                out.append(name.decode("ascii", "replace"))
+                if len(out) >= limit:
+                    return out
+    return out
+
+
+def needed_cuda_major(sonames: list[str]) -> str | None:
+    """The CUDA major of the runtime libraries a wheel's code links, or None (none, or several)."""
+    found = {m.group(1) for s in sonames if (m := _CUDA_SONAME.fullmatch(s))}
+    return found.pop() if len(found) == 1 else None

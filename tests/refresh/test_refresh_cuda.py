@@ -11,7 +11,14 @@ import pytest
 from packaging.version import Version
 
 from resolver.data import matrix
-from resolver.refresh.cuda import WANTED, cuda_record, wheel_floor
+from resolver.refresh.cuda import (
+    WANTED,
+    cuda_record,
+    elf_needed,
+    metadata_cuda_major,
+    needed_cuda_major,
+    wheel_floor,
+)
 from resolver.refresh.sdist import _WHEEL_NAME, IndexFile, read_members
 
 from .conftest import REPO_MATRIX
@@ -106,3 +113,30 @@ def test_a_hostile_tag_suffix_is_not_read(tmp_path: Path) -> None:
 def test_no_cuda_version_is_refused_with_the_reason() -> None:
     record, why = cuda_record(IndexFile(Version("0.6.0"), "", "", "0" * 64, None, None), {})
     assert record is None and "CUDA_VERSION" in why
+
+
+WHEEL = SLICES.parent / "wheel-cuda"
+
+
+def test_the_wheel_itself_says_cuda_13_as_the_data_does() -> None:
+    """issue 38: the CUDA of vLLM 0.33.0's PyPI wheel, read from the wheel (its METADATA and one
+    of its libraries, recorded/SOURCES.md), is the major the data records, not the 12.9 of the
+    stale install page."""
+    metadata = (WHEEL / "vllm-0.33.0.METADATA").read_text()
+    needed = elf_needed((WHEEL / "vllm-0.33.0-cumem_allocator.abi3.so").read_bytes())
+    assert "libnvrtc.so.13" in needed and "libcuda.so.1" in needed
+    assert metadata_cuda_major(metadata) == needed_cuda_major(needed) == "13"
+    shipped = Version(str(SHIPPED["0.33.0"]["wheel_cuda"]))
+    assert str(shipped.major) == "13"
+
+
+def test_wheel_cuda_readers_take_only_what_they_recognise() -> None:
+    cu12 = "Requires-Dist: torch==2.9.0\nRequires-Dist: nvidia-cuda-runtime-cu12==12.9.79\n"
+    assert metadata_cuda_major(cu12) == "12"
+    optional = 'Requires-Dist: nvidia-deepstream-videodecode-cu13>=9.0.2; extra == "deepstream"\n'
+    assert metadata_cuda_major(optional) is None  # an extra is not the default install
+    assert metadata_cuda_major(cu12 + "Requires-Dist: humming-kernels[cu13]==0.1.19\n") is None
+    assert needed_cuda_major(["libcudart.so.12", "libc.so.6"]) == "12"
+    assert needed_cuda_major(["libcudart.so.12", "libnvrtc.so.13"]) is None
+    for junk in (b"", b"\x7fELF" + b"\0" * 60, b"\x7fELF\x02\x01" + b"\xff" * 200, b"MZ" * 40):
+        assert elf_needed(junk) == []
