@@ -169,6 +169,9 @@ def _subject(group: str, members: Sequence[Evaluation]) -> _Subject:
         c = cands[0]
         if c.image is not None:
             return _Subject(c.image.ref, False)
+        if c.wheel is not None and c.wheel.vendor == "nvidia":
+            # vLLM's PyPI wheel has no local label: "+cu130" names no file anyone installs
+            return _Subject(f"vLLM {c.vllm}'s PyPI wheel (CUDA {c.wheel.cuda})", False)
         if c.wheel is not None:
             return _Subject(f"the vllm=={c.vllm}+{c.wheel.name} wheel", False)
         return _Subject(f"a source build of vLLM {c.vllm}", False)
