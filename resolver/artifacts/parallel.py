@@ -20,7 +20,6 @@ mode (63 of 64 CPX partitions): one partition is missing from what ROCm sees.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,9 +79,15 @@ def _count(section: dict[str, object], key: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
+_MAX_MODEL_CONFIG = 4 * 1024 * 1024  # a model's config.json is a few KB
+
+
 def _heads_in(path: Path) -> tuple[int, int | None] | None:
+    from resolver.util import bounded
+
     try:
-        config = json.loads(path.read_text(encoding="utf-8"))
+        # Bounded like every JSON read: a FIFO, a huge file or deep nesting is no config.
+        config = bounded.loads_json(bounded.read_text(path, _MAX_MODEL_CONFIG))
     except (OSError, ValueError):
         return None
     if not isinstance(config, dict):

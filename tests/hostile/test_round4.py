@@ -197,3 +197,21 @@ def test_a_data_dir_under_a_file_is_no_overlay_and_refresh_write_is_bad_input(
     with pytest.raises(InputError) as caught:
         overlay.write({}, written_at="2026-12-02T00:00:00Z", path=under / overlay.OVERLAY_NAME)
     assert caught.value.exit_code == 2
+
+
+def test_a_model_config_that_is_deep_or_a_fifo_is_no_config(tmp_path: Path) -> None:
+    """The model's config.json (heads for --tp) is read like every JSON input: bounded in size
+    and depth, a FIFO never waited on."""
+    import os
+
+    from resolver.artifacts.parallel import _heads_in
+
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    assert _heads_in(deep) is None
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    assert _heads_in(fifo) is None
+    good = tmp_path / "config.json"
+    good.write_text(json.dumps({"num_attention_heads": 64, "num_key_value_heads": 8}))
+    assert _heads_in(good) == (64, 8)
