@@ -383,3 +383,19 @@ def test_a_pypi_wheel_too_new_for_the_driver_names_the_release_s_cuda_12_build()
     (reason,) = wheel.reasons
     assert reason.code == "cuda-driver-too-old"
     assert "CUDA 12.9 build" in reason.hint and "VLLM_ENABLE_CUDA_COMPATIBILITY" not in reason.hint
+
+
+def test_nvidia_flags_reach_image_and_the_follow_up_command() -> None:
+    """issue 38 (e): the flags describe the node to `image` and `upgrade` too, and check's
+    follow-up spells them again: an 8-GPU H200 node gets --tensor-parallel-size 8."""
+    flags = ("--cc", "9.0", "--gpus", "8", "--nvidia-driver", "580.159.04")
+    check = run_cli("check", *flags, env=ENV)
+    assert check.exit_code == 0
+    follow = next(line for line in check.stdout.splitlines() if "rocm-vllm image" in line)
+    assert "--cc 9.0 --gpus 8 --nvidia-driver 580.159.04" in follow
+    image = run_cli("image", *flags, "--json", env=ENV)
+    assert image.exit_code == 0, image.stdout
+    out = json.loads(image.stdout)
+    assert out["node"]["gpus"] == 8 and "--tensor-parallel-size" in out["run_args"]
+    up = run_cli("upgrade", "--cc", "9.0", "--nvidia-driver", "570", "--vllm", "==0.33.0", env=ENV)
+    assert up.exit_code == 0 and "580" in up.stdout

@@ -9,12 +9,15 @@ from typing import Annotated, Any
 import typer
 
 from resolver.cli._common import (
+    CcOpt,
     DriverOpt,
     ExampleOpt,
     GfxOpt,
     GpusOpt,
     JsonOpt,
     NodeFileOpt,
+    NvidiaDriverOpt,
+    NvidiaGpuOpt,
     OsOpt,
     PythonOpt,
     RocminfoOpt,
@@ -37,6 +40,9 @@ def image(
     gfx: GfxOpt = None,
     gpus: GpusOpt = None,
     driver: DriverOpt = None,
+    cc: CcOpt = None,
+    nvidia_gpu: NvidiaGpuOpt = None,
+    nvidia_driver: NvidiaDriverOpt = None,
     os_id: OsOpt = None,
     rocm: RocmOpt = None,
     python: PythonOpt = None,
@@ -201,6 +207,9 @@ or a failed check)."""
         node_file=node_file,
         rocminfo=rocminfo,
         example=example,
+        cc=cc,
+        nvidia_gpu=nvidia_gpu,
+        nvidia_driver=nvidia_driver,
     )
     if pull and not json_out:
         with _pull_progress() as on_pull:

@@ -5,12 +5,15 @@ from typing import Annotated, Any
 import typer
 
 from resolver.cli._common import (
+    CcOpt,
     DriverOpt,
     ExampleOpt,
     GfxOpt,
     GpusOpt,
     JsonOpt,
     NodeFileOpt,
+    NvidiaDriverOpt,
+    NvidiaGpuOpt,
     OsOpt,
     PythonOpt,
     RocminfoOpt,
@@ -44,6 +47,9 @@ def upgrade(
     gfx: GfxOpt = None,
     gpus: GpusOpt = None,
     driver: DriverOpt = None,
+    cc: CcOpt = None,
+    nvidia_gpu: NvidiaGpuOpt = None,
+    nvidia_driver: NvidiaDriverOpt = None,
     os_id: OsOpt = None,
     rocm: RocmOpt = None,
     python: PythonOpt = None,
@@ -85,6 +91,9 @@ def upgrade(
         node_file=node_file,
         rocminfo=rocminfo,
         example=example,
+        cc=cc,
+        nvidia_gpu=nvidia_gpu,
+        nvidia_driver=nvidia_driver,
     )
     from resolver.solve.types import KINDS
     from resolver.util.errors import InputError

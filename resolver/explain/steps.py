@@ -13,13 +13,29 @@ from resolver.solve import Evaluation
 from resolver.util import shell
 
 
+def _nvidia_flags(node: Node) -> list[str]:
+    """An NVIDIA node given by flags (issue 38), spelled again for a follow-up command."""
+    gpus = node.nvidia_gpus
+    cc = next((str(g["compute_capability"]) for g in gpus if g.get("compute_capability")), None)
+    if cc is None:  # nothing but a count: no plan follows from it
+        return []
+    out = ["--cc", cc] + (["--gpus", str(len(gpus))] if len(gpus) > 1 else [])
+    if node.nvidia_driver:
+        out += ["--nvidia-driver", node.nvidia_driver]
+    for flag, value in (("--os", node.os), ("--python", node.python)):
+        if value:
+            out += [flag, value]
+    return out
+
+
 def _node_flags(node: Node, *, without: frozenset[str] = frozenset()) -> list[str]:
     """Flags that describe ``node`` to a follow-up command: its source, then the flags that were
     laid over it (``--example mi300x-8 --gpus 2`` stays a 2-GPU node in the next command).
     ``without`` leaves flags out that the follow-up gives itself (a hint's own ``--driver``)."""
     base = node.origin.flags()
     if base is None and not node.gfx_targets and node.nvidia_gpus:
-        base = []  # a live NVIDIA node: no flag describes it, the follow-up probes it again
+        base = _nvidia_flags(node) if node.origin.kind == "flags" else []
+        # a live NVIDIA node: no flag describes it, the follow-up probes it again
     if base is not None:
         laid = [(flag, value) for flag, value in node.overrides if flag not in without]
         return base + [part for flag, value in laid for part in (flag, value)]
