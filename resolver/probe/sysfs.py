@@ -165,9 +165,7 @@ def drm_devices(root: Path) -> list[DrmDevice]:
                 bdf=bdf if bdf and _BDF_RE.match(bdf) else None,
                 vendor_id=vendor_id,
                 device_id=gfxmod.pci_id(device_attr),
-                revision=(_attr(directory, "revision") or "").lower().removeprefix("0x").zfill(2)
-                if _attr(directory, "revision")
-                else None,
+                revision=_revision(_attr(directory, "revision")),
                 driver=driver,
                 unique_id=unique.lower().zfill(16)
                 if unique and re.fullmatch(r"[0-9a-fA-F]{1,16}", unique) and unique.strip("0")
@@ -184,6 +182,12 @@ def drm_devices(root: Path) -> list[DrmDevice]:
             )
         )
     return devices
+
+
+def _revision(text: str | None) -> str | None:
+    """A PCI revision ("0xc1" -> "c1"); None when the file holds anything else."""
+    value = (text or "").lower().removeprefix("0x")
+    return value.zfill(2) if re.fullmatch(r"[0-9a-f]{1,2}", value) else None
 
 
 def _drm_order(path: Path) -> tuple[bool, int]:
