@@ -426,3 +426,20 @@ def test_a_malformed_reference_is_bad_input_not_bad_data(ref: str) -> None:
     result = run_cli("audit", ref, "--registry", "http://127.0.0.1:9", "--json")
     assert result.exit_code == 2, result.stdout
     assert json.loads(result.stdout)["error"]["exit_code"] == 2
+
+
+def test_a_compressed_bundle_bomb_is_refused_before_it_is_unpacked() -> None:
+    """70 KB of zstd that claims (and would give) 512 MiB: more than MAX_BUNDLE_RATIO times its
+    compressed bytes, refused from its header, in no time; a real bundle (40x) is read."""
+    import zstandard
+
+    from resolver.artifacts.audit.bundle import AuditError, gpu_code
+
+    size = 512 * 1024**2
+    packed = zstandard.ZstdCompressor(level=19).compress(bytes(size))
+    ccob = b"CCOB" + struct.pack("<HHQQ", 3, 1, 32 + len(packed), size) + bytes(8) + packed
+    start = time.monotonic()
+    with pytest.raises(AuditError):
+        gpu_code(elf_with(ccob), {})
+    assert time.monotonic() - start < 1
+    assert gpu_code(REAL.read_bytes(), {i.mach: i.name for i in M.isa}) is not None

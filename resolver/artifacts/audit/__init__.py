@@ -288,6 +288,12 @@ class _Reader:
                 raise AuditError(f"{name}: {exc.message}", hint=exc.hint) from None
             if found is not None:
                 self._add(name, found)
+                self.unpacked += found.unpacked  # bundles count toward what the artifact unpacks
+                if self.unpacked > MAX_UNPACKED:
+                    raise AuditError(
+                        f"{name}: the artifact unpacks to more than {MAX_UNPACKED} bytes",
+                        hint="audit one layer or one directory at a time",
+                    )
             return
         archive = (
             head[:4] in (ZIP_MAGIC, ZSTD_MAGIC)

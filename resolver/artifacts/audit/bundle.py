@@ -35,6 +35,10 @@ MAX_NAME = 256  # a section name read (".hip_fatbin" is 11): a longer one is not
 # Everything the bundles of one section unpack to, together: a section of many small
 # compressed bundles each claiming MAX_UNPACKED is a bomb, not a library.
 MAX_SECTION_UNPACKED = 2 * MAX_UNPACKED
+# A compressed bundle unpacks to at most this many times its compressed bytes (plus 1 MiB): real
+# ones are 5-100x (the fixture's is 40x); zstd turns 70 KB of zeros into 1 GiB, and a wheel of
+# many such "libraries" would be a time bomb however little memory each one takes.
+MAX_BUNDLE_RATIO = 1000
 
 
 Bytes = bytes | bytearray  # a file's bytes as read: a bytearray is filled in place, not copied
@@ -66,6 +70,7 @@ class Found:
     targets: tuple[str, ...]
     compressed: bool
     kind: str  # "bundle" (a .hip_fatbin) or "code-object" (a bare AMDGPU ELF)
+    unpacked: int = 0  # what its compressed bundles unpacked to (counted toward the artifact's)
 
 
 def elf_sections(data: Bytes) -> dict[str, tuple[int, int]] | None:
@@ -169,6 +174,12 @@ def _decompress(data: Bytes, pos: int, stop: int | None = None) -> tuple[bytes, 
             "a compressed offload bundle's sizes lie (past the section, or too large unpacked)",
             hint="a damaged or hostile file",
         )
+    if unpacked > MAX_BUNDLE_RATIO * (total - header) + 1024**2:
+        raise AuditError(
+            f"a compressed offload bundle claims {unpacked} bytes from {total - header} (more "
+            f"than {MAX_BUNDLE_RATIO} times: a compression bomb?)",
+            hint="a damaged or hostile file",
+        )
     payload = bytes(data[pos + header : pos + total])
     try:
         if method == 1:
@@ -199,11 +210,20 @@ def _decompress(data: Bytes, pos: int, stop: int | None = None) -> tuple[bytes, 
 
 
 def bundle_ids(section: Bytes, start: int = 0, stop: int | None = None) -> tuple[list[str], bool]:
+    """``_bundles`` without the unpacked size."""
+    ids, compressed, _ = _bundles(section, start, stop)
+    return ids, compressed
+
+
+def _bundles(
+    section: Bytes, start: int = 0, stop: int | None = None
+) -> tuple[list[str], bool, int]:
     """Every entry ID of the bundles in a ``.hip_fatbin`` section (``section[start:stop]``, read
-    in place: the section of a 2 GB library is not copied), and whether any was
-    compressed. Bundles follow each other, padded; what lies between them is skipped. Linear in
-    the section: each magic is searched for once past where the last search found it, and the
-    next search starts past the bundle just read (its code objects are not searched again)."""
+    in place: the section of a 2 GB library is not copied), whether any was compressed, and how
+    many bytes the compressed ones unpacked to. Bundles follow each other, padded; what lies
+    between them is skipped. Linear in the section: each magic is searched for once past where
+    the last search found it, and the next search starts past the bundle just read (its code
+    objects are not searched again)."""
     ids: list[str] = []
     compressed = False
     unpacked = 0
@@ -234,7 +254,7 @@ def bundle_ids(section: Bytes, start: int = 0, stop: int | None = None) -> tuple
             entries, end = _entries(section, pos, stop)
             ids += entries
             pos = max(end, pos + len(BUNDLE_MAGIC) + 8)
-    return ids, compressed
+    return ids, compressed, unpacked
 
 
 def processor(entry_id: str) -> str | None:
@@ -278,6 +298,8 @@ def gpu_code(data: Bytes, machs: Mapping[int, str]) -> Found | None:
     if not sections or ".hip_fatbin" not in sections:
         return None
     offset, size = sections[".hip_fatbin"]
-    ids, compressed = bundle_ids(data, offset, offset + size)
+    ids, compressed, unpacked = _bundles(data, offset, offset + size)
     targets = tuple(sorted(dict.fromkeys(t for t in (processor(i) for i in ids) if t), key=natural))
-    return Found(targets=targets, compressed=compressed, kind="bundle") if targets else None
+    if not targets:
+        return None
+    return Found(targets=targets, compressed=compressed, kind="bundle", unpacked=unpacked)
