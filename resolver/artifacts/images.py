@@ -673,7 +673,8 @@ def audited_record(
     from resolver.artifacts.audit import common_arch
 
     judged = result.judged()
-    if not judged:
+    # A read that left archives unread (nested too deep) says nothing exact of the arch list.
+    if not judged or result.unread:
         return None
     arch = common_arch(m, result)
     repo = str(raw.get("repo"))
