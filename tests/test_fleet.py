@@ -754,6 +754,74 @@ def test_a_report_that_differs_in_what_is_planned_is_read_in_full(
         assert (fingerprint(second.node) != fingerprint(first.node)) == apart
 
 
+# Every member a probe report can carry, with another value a probe could write.
+EVERY_MEMBER: list[tuple[tuple[Any, ...], object]] = [
+    (("kernel",), "6.8.0-99-generic"),
+    (("glibc",), "2.39"),
+    (("problems",), [{"code": "numa-balancing", "message": "on", "hint": "turn it off"}]),
+    (("host", "groups"), ["render"]),
+    (("host", "wsl"), True),
+    (("host", "amdgpu_module_version"), "6.8.5"),
+    (("host", "kubernetes_resource"), "amd.com/cpx_nps4"),
+    (("host", "nvidia"), {"driver": "580.65.06"}),
+    (("gpus", 0, "unique_id"), "0123456789abcdef"),
+    (("gpus", 0, "pci_bdf"), "0000:c1:00.0"),
+    (("gpus", 0, "product"), "Instinct MI300X VF"),
+    (("gpus", 0, "marketing_name"), "AMD Instinct MI300X VF"),
+    (("gpus", 0, "compute_units"), 228),
+    (("gpus", 0, "vram_bytes"), 1),
+    (("gpus", 0, "xnack"), True),
+    (("gpus", 0, "sramecc"), False),
+    (("gpus", 0, "apu"), True),
+    (("gpus", 0, "integrated"), True),
+    (("gpus", 0, "runtime_gfx"), "gfx90a"),
+    (("gpus", 0, "pci_device_id"), "74b5"),
+    (("gpus", 0, "partition"), {"compute": "CPX", "memory": "NPS4"}),
+    (("gpus", 0, "gfx"), "gfx90a"),
+    (("gfx_targets",), []),
+    (("logical_gpu_count",), 1),
+    (("physical_gpu_count",), 1),
+    (("driver_version",), "30.30.1"),
+    (("rocm_version",), "6.2.0"),
+    (("os",), "ubuntu-24.04"),
+    (("python",), "3.11"),
+    (("hsa_override_gfx_version",), "9.4.2"),
+    (("visible_devices",), {"ROCR_VISIBLE_DEVICES": "0"}),
+    (("tool",), {"name": "rocm-vllm", "version": "0.0.9"}),
+]
+
+
+@pytest.mark.parametrize(("path", "value"), EVERY_MEMBER)
+def test_a_node_taken_from_an_earlier_report_is_planned_as_its_own_would_be(
+    path: tuple[Any, ...], value: object, tmp_path: Path
+) -> None:
+    """The guard on the key: whatever member differs, the node a report is read as (taken from
+    an earlier report of its kind, or read in full) has the fingerprint, driver, device ids,
+    visible GPUs and notes its own full reading gives. A fact the plan starts reading must join
+    ``_ReportView``, or this fails."""
+    from resolver.fleet.plan import fingerprint
+    from resolver.fleet.reports import report_from_json
+
+    base = _probe(MI300X, driver_version="30.30.3", os="ubuntu-22.04")
+    _write(tmp_path, "gpu001", base)
+    changed = json.loads(json.dumps(base))
+    target: Any = changed
+    for part in path[:-1]:
+        target = target[part]
+    target[path[-1]] = value
+    _write(tmp_path, "gpu002", changed)
+    _, got = read_reports([str(tmp_path)])
+    own = report_from_json(
+        json.loads((tmp_path / "gpu002.json").read_text()), name="gpu002", source=got.source
+    )
+    assert got.node is not None and own.node is not None, own.reason
+    assert fingerprint(got.node) == fingerprint(own.node)
+    assert got.node.driver_version == own.node.driver_version
+    assert [g.pci_device_id for g in got.node.gpus] == [g.pci_device_id for g in own.node.gpus]
+    assert got.node.visible_gpus() == own.node.visible_gpus()
+    assert got.notes == own.notes and got.name == own.name
+
+
 def test_the_first_report_of_a_kind_is_checked_in_full(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
