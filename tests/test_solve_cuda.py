@@ -399,3 +399,12 @@ def test_nvidia_flags_reach_image_and_the_follow_up_command() -> None:
     assert out["node"]["gpus"] == 8 and "--tensor-parallel-size" in out["run_args"]
     up = run_cli("upgrade", "--cc", "9.0", "--nvidia-driver", "570", "--vllm", "==0.33.0", env=ENV)
     assert up.exit_code == 0 and "580" in up.stdout
+
+
+def test_a_report_written_before_issue_38_reads_as_an_nvidia_node() -> None:
+    """The recorded live report (0 GPUs, not-an-amd-gpu) reads back as a 1-GPU NVIDIA node."""
+    old = json.loads(LIVE.read_text())
+    assert old["physical_gpu_count"] == 0 and old["problems"][0]["code"] == "not-an-amd-gpu"
+    n = from_json(old, where="test")
+    assert (n.physical_gpu_count, n.logical_gpu_count, n.gpu_vendor) == (1, 1, "nvidia")
+    assert "not-an-amd-gpu" not in [p.code for p in n.problems]

@@ -506,6 +506,20 @@ def from_json(data: Any, *, where: str, origin: str | None = None) -> Node:
             )
     host = _opt(data, "host", dict, where) or {}
     visible = _visible(data, where)
+    if not gpus and not any(counts.values()):
+        # A report written before issue 38 counts an NVIDIA node's GPUs as 0: count them.
+        nvidia = [
+            d
+            for d in host.get("other_devices") or []
+            if isinstance(d, dict) and d.get("vendor") == "nvidia" and d.get("kind", "GPU") == "GPU"
+        ]
+        counts = dict.fromkeys(counts, min(len(nvidia), MAX_GPUS))
+        hygon = any(
+            isinstance(d, dict) and d.get("vendor") == "hygon"
+            for d in host.get("other_devices") or []
+        )
+        if nvidia and not hygon:  # nor calls it a problem: check plans it (a DCU's stays)
+            problems = [p for p in problems if p.code != "not-an-amd-gpu"]
     if host.get("amdgpu_module_version") is not None:
         _fact(host, "amdgpu_module_version", "version", f"{where}: host")
     return Node(

@@ -140,7 +140,9 @@ def test_the_live_probe_on_the_h200_machine_reads_back() -> None:
     (gpu,) = [d for d in data["host"]["other_devices"] if d["vendor"] == "nvidia"]
     assert (gpu["name"], gpu["compute_capability"], gpu["mig"]) == ("NVIDIA H200", "9.0", False)
     node = from_json(data, where="probe-live-h200.json")
-    assert node.gpus == () and node.problems[0].code == "not-an-amd-gpu"
+    # written before issue 38 (0 GPUs, not-an-amd-gpu): read back as the 1-GPU NVIDIA node it is
+    assert node.gpus == () and (node.logical_gpu_count, node.gpu_vendor) == (1, "nvidia")
+    assert "not-an-amd-gpu" not in [p.code for p in node.problems]
 
 
 TABLE = FIXTURES / "nvidia-smi-h200.txt"
