@@ -101,30 +101,47 @@ def shown(text: str, *, limit: int = 512) -> str:
 def check_tree(value: object, *, where: str) -> None:
     """Refuse (``InputError``) any string in a parsed report, key or value, that carries a
     character ``unsafe_char`` names or is longer than ``MAX_TEXT``."""
-    # Each item travels with where it sits, as (parent's place, key or index, kind), worded only
-    # for the one refused: most strings are printable ASCII, passed by two C-level tests.
+    # Most strings are printable ASCII and pass two C-level tests where they sit; only containers
+    # travel on the stack, each with where it sits as (parent's place, key or index, kind), worded
+    # only for the one refused.
+    if isinstance(value, str):
+        _check_text(value, None, where)
     stack: list[tuple[object, _Place | None]] = [(value, None)]
     while stack:
         item, place = stack.pop()
-        if isinstance(item, str):
-            if len(item) <= MAX_TEXT and item.isascii() and item.isprintable():
-                continue
-            bad = unsafe_char(item, multiline=True)
-            if bad is not None or len(item) > MAX_TEXT:
-                from resolver.util.errors import InputError
-
-                why = f"carries {bad}" if bad else f"is longer than {MAX_TEXT} characters"
-                raise InputError(
-                    f"{where}: {_worded(place) or 'a value'} {why}",
-                    hint="a probe report holds plain names and versions; write it with "
-                    "`rocm-vllm probe --json`",
-                )
-        elif isinstance(item, dict):
+        if isinstance(item, dict):
             for k, v in item.items():
-                stack.append((k, (place, k, _KEY)))
-                stack.append((v, (place, k, _MEMBER)))
+                if not (
+                    isinstance(k, str) and len(k) <= MAX_TEXT and k.isascii() and k.isprintable()
+                ):
+                    _check_text(k, (place, k, _KEY), where)
+                if isinstance(v, str):
+                    if not (len(v) <= MAX_TEXT and v.isascii() and v.isprintable()):
+                        _check_text(v, (place, k, _MEMBER), where)
+                elif isinstance(v, (dict, list)):
+                    stack.append((v, (place, k, _MEMBER)))
         elif isinstance(item, list):
-            stack.extend((v, (place, i, _ITEM)) for i, v in enumerate(item))
+            for i, v in enumerate(item):
+                if isinstance(v, str):
+                    if not (len(v) <= MAX_TEXT and v.isascii() and v.isprintable()):
+                        _check_text(v, (place, i, _ITEM), where)
+                elif isinstance(v, (dict, list)):
+                    stack.append((v, (place, i, _ITEM)))
+
+
+def _check_text(item: object, place: _Place | None, where: str) -> None:
+    if not isinstance(item, str):
+        return
+    bad = unsafe_char(item, multiline=True)
+    if bad is not None or len(item) > MAX_TEXT:
+        from resolver.util.errors import InputError
+
+        why = f"carries {bad}" if bad else f"is longer than {MAX_TEXT} characters"
+        raise InputError(
+            f"{where}: {_worded(place) or 'a value'} {why}",
+            hint="a probe report holds plain names and versions; write it with "
+            "`rocm-vllm probe --json`",
+        )
 
 
 _MEMBER, _ITEM, _KEY = 0, 1, 2
