@@ -211,3 +211,25 @@ def test_a_table_of_several_gpus_lists_each_and_an_unknown_one_stays_unknown() -
     )
     assert [g["compute_capability"] for g in reading.gpus] == ["9.0", None]
     assert [g["compute_capability_source"] for g in reading.gpus] == ["nvidia-gpus.toml", None]
+
+
+def test_the_issue_38_live_run_on_the_h200_reads_back_the_same() -> None:
+    """What the live path wrote on a lent H200 with issue 38's code (fixtures/nvidia/*-38.*):
+    an NVIDIA node of one GPU with no problem, and check's answer there is the one this tree
+    gives for that report."""
+    import jsonschema
+
+    from resolver.data import matrix
+    from resolver.data.node import from_json
+    from resolver.solve import Request, solve
+
+    data = json.loads((FIXTURES / "probe-live-h200-38.json").read_text())
+    jsonschema.validate(data, SCHEMA)
+    assert (data["physical_gpu_count"], data["gpu_vendor"], data["problems"]) == (1, "nvidia", [])
+    (gpu,) = data["host"]["other_devices"]
+    assert (gpu["compute_capability"], gpu["compute_capability_source"]) == ("9.0", "nvidia-smi")
+    live = json.loads((FIXTURES / "check-live-h200-38.json").read_text())
+    d = solve(matrix.load(), from_json(data, where="probe-live-h200-38.json"), Request())
+    assert d.plan is not None
+    assert (live["verdict"], live["plan"]["label"]) == (d.verdict, d.plan.candidate.label)
+    assert "Because ," not in (FIXTURES / "check-live-h200-38.txt").read_text()
