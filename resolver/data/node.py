@@ -330,8 +330,9 @@ def from_flags(
     )
 
 
-_CC = re.compile(r"[0-9]{1,2}\.[0-9]")
-_NVIDIA_DRIVER = re.compile(r"[0-9]{3,4}(\.[0-9]{1,3}){0,2}")
+# strings, not compiled: the check path rarely meets them (re caches them on first use)
+_CC = r"[0-9]{1,2}\.[0-9]"
+_NVIDIA_DRIVER = r"[0-9]{3,4}(\.[0-9]{1,3}){0,2}"
 
 
 def from_nvidia_flags(
@@ -341,13 +342,13 @@ def from_nvidia_flags(
     ``name`` with compute capability ``cc`` (None: unknown, so no arch list is checked and the
     answer is unknown) on NVIDIA driver ``driver``; the same shape the probe gives
     (``host.other_devices`` and ``host.nvidia``). Each value is checked and fails with a hint."""
-    if cc is not None and not _CC.fullmatch(cc):
+    if cc is not None and not re.fullmatch(_CC, cc):
         raise InputError(
             f"--cc {cc!r} is not a CUDA compute capability",
             hint="give it as MAJOR.MINOR, e.g. --cc 9.0 (nvidia-smi --query-gpu=compute_cap "
             "--format=csv prints it)",
         )
-    if driver is not None and not _NVIDIA_DRIVER.fullmatch(driver):
+    if driver is not None and not re.fullmatch(_NVIDIA_DRIVER, driver):
         raise InputError(
             f"--nvidia-driver {driver!r} is not an NVIDIA driver version",
             hint="give it as nvidia-smi prints it, e.g. --nvidia-driver 580.159.04 (or its "
