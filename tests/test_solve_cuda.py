@@ -408,3 +408,14 @@ def test_a_report_written_before_issue_38_reads_as_an_nvidia_node() -> None:
     n = from_json(old, where="test")
     assert (n.physical_gpu_count, n.logical_gpu_count, n.gpu_vendor) == (1, 1, "nvidia")
     assert "not-an-amd-gpu" not in [p.code for p in n.problems]
+
+
+def test_a_gpu_covered_only_through_ptx_is_said_to_jit() -> None:
+    """0.22.0's CUDA 13 build lists 12.0+PTX: a 12.1 GPU runs it through the driver's JIT (said,
+    info); a B300 on 0.33.0's family target 10.0f needs none."""
+    spark = solve(M, node(compute_capability="12.1"), Request(vllm=parse_spec("==0.22.0")))
+    assert spark.plan is not None, [r.code for e in spark.rejected for r in e.reasons]
+    assert "cuda-arch-ptx-jit" in [w.code for w in spark.warnings]
+    assert spark.verdict == "supported"  # info, not a warning
+    b300 = solve(M, node(compute_capability="10.3"), Request(vllm=parse_spec("==0.33.0")))
+    assert "cuda-arch-ptx-jit" not in [w.code for w in b300.warnings]

@@ -46,6 +46,7 @@ AdvisoryCode = Literal[
     "audit-lacks-gfx",
     "cpx-one-replica-per-partition",
     "cpx-partition",
+    "cuda-arch-ptx-jit",
     "cuda-arch-unchecked",
     "cuda-image-needs-driver",
     "custom-allreduce-off",

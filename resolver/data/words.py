@@ -412,6 +412,13 @@ WORDS: Final[dict[str, Said]] = {
         hint="keep /opt/rocm*/lib off LD_LIBRARY_PATH in the venv (ROCm/rocm-libraries#4547)",
         source="ROCm/rocm-libraries#4547",
     ),
+    "cuda-arch-ptx-jit": Said(
+        message="{label} has no compiled code for compute capability {caps}: the driver "
+        "JIT-compiles its PTX ({ptx}) at the first start (slower, cached afterwards), and kernels "
+        "built only for arch-specific targets are not there",
+        hint="expect a slow first start; a build for this GPU (torch_cuda_arch_list={caps}) "
+        "avoids it",
+    ),
     "cuda-arch-unchecked": Said(
         message="the compute capability of {product} is unknown (nvidia-smi did not say it and "
         "the data does not list its PCI id); {label} carries code for {arch}",

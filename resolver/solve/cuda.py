@@ -124,6 +124,11 @@ def _covers(arch: tuple[str, ...], cap: str) -> bool:
     return False
 
 
+def _compiled(arch: tuple[str, ...]) -> tuple[str, ...]:
+    """The arch list without its PTX: what runs without a JIT compile."""
+    return tuple(a.partition("+")[0] for a in arch)
+
+
 def _image(m: Matrix, release: CudaRelease, image: CudaImage) -> ContainerImage:
     channel = m.channel(image.repo)
     return ContainerImage(
@@ -271,6 +276,18 @@ def evaluate(
                 ),
                 hint=w.hint,
                 release=release.version,
+            )
+        )
+    jit = [c for c in caps if c not in missing and not _covers(_compiled(image.arch), c)]
+    if jit:
+        warnings.append(
+            Advisory.said(
+                "cuda-arch-ptx-jit",
+                label=label,
+                caps=", ".join(jit),
+                ptx=", ".join(a for a in image.arch if a.endswith("+PTX")),
+                severity="info",
+                source=src,
             )
         )
     unplaced = _unplaced(node, m)
