@@ -301,7 +301,8 @@ def probe_live(
 
 def _known_capability(matrix: Matrix) -> Callable[[str | None, str | None], str | None]:
     """``nvidia-gpus.toml``'s compute capability of an NVIDIA GPU: by PCI device id, else by
-    product name (the record's, or it and a variant: "NVIDIA H100 80GB HBM3")."""
+    product name (the record's, or it and a variant: "NVIDIA H100 80GB HBM3",
+    "NVIDIA A100-SXM4-80GB")."""
 
     def known(pci: str | None, name: str | None) -> str | None:
         record = matrix.nvidia_gpu(pci) if pci else None
@@ -310,7 +311,7 @@ def _known_capability(matrix: Matrix) -> Callable[[str | None, str | None], str 
         named = [
             g
             for g in matrix.nvidia_gpus
-            if name and (name == g.name or name.startswith(g.name + " "))
+            if name and (name == g.name or name.startswith((g.name + " ", g.name + "-")))
         ]
         return max(named, key=lambda g: len(g.name)).compute_capability if named else None
 

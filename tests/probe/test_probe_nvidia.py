@@ -233,3 +233,18 @@ def test_the_issue_38_live_run_on_the_h200_reads_back_the_same() -> None:
     assert d.plan is not None
     assert (live["verdict"], live["plan"]["label"]) == (d.verdict, d.plan.candidate.label)
     assert "Because ," not in (FIXTURES / "check-live-h200-38.txt").read_text()
+
+
+def test_a_table_of_an_a100_gets_its_capability_by_name() -> None:
+    """The table names an A100 as nvidia-smi does ("NVIDIA A100-SXM4-80GB"): the data's NVIDIA
+    A100 (8.0) by name; a name the data does not list stays unknown."""
+    text = TABLE.read_text().replace("NVIDIA H200       ", "NVIDIA A100-SXM4-80GB")
+    reading = nvidia.parse(text)
+    assert reading is not None and reading.gpus[0]["name"] == "NVIDIA A100-SXM4-80GB"
+    from resolver.data import matrix
+    from resolver.probe import _known_capability
+    from tests.conftest import LIVE_MATRIX
+
+    known = _known_capability(matrix.load_dir(LIVE_MATRIX))
+    assert known(None, "NVIDIA A100-SXM4-80GB") == "8.0" and known("20b2", None) == "8.0"
+    assert known(None, "NVIDIA A1000") is None and known(None, "NVIDIA H100 80GB HBM3") == "9.0"
