@@ -30,6 +30,7 @@ from resolver.data import matrix as matrix_mod
 from resolver.data import resources
 from resolver.data.model import ComponentPin, Matrix
 from resolver.data.node import from_flags
+from resolver.refresh import dockerfile_parse as dp
 from resolver.util.atomic import write_output
 from resolver.util.errors import InputError, UnsafeInputError, UnsafeValueError, UsageError
 
@@ -1523,7 +1524,7 @@ def test_every_upstream_step_is_reproduced_or_listed_with_a_reason(
         assert step.reason and step.what
     for o in plan.omitted:
         assert any(line.startswith(f"# Left out: {o.component} (") for line in header)
-    table = dfr.compare_upstream(plan, [base, app])
+    table = dfr.compare_upstream(plan, [base, app], dp.declared_names)
     missing = [name for name, how, _ in table if how == "unlisted"]
     assert not missing, f"upstream's {missing} neither reproduced nor listed"
     assert all(reason for _, how, reason in table if how != "reproduced")
@@ -1707,7 +1708,7 @@ def test_an_upstream_step_nobody_listed_is_caught() -> None:
     base, app = _upstream_files("0.33.0", "rocm100")
     plan = _live_plan("0.33.0", "rocm100", "gfx942")
     added = "FROM base AS build_something_new\nARG SOMETHING_NEW=1\nENV NEW_RUNTIME_SWITCH=1\n"
-    table = dfr.compare_upstream(plan, [base, app + added])
+    table = dfr.compare_upstream(plan, [base, app + added], dp.declared_names)
     assert [n for n, how, _ in table if how == "unlisted"] == [
         "NEW_RUNTIME_SWITCH",
         "SOMETHING_NEW",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
@@ -285,13 +286,15 @@ def upstream_steps(plan: DockerfilePlan, *, compared: bool = True) -> tuple[Upst
     )
 
 
-def compare_upstream(plan: DockerfilePlan, upstream: list[str]) -> list[tuple[str, str, str]]:
+def compare_upstream(
+    plan: DockerfilePlan, upstream: list[str], declared_names: Callable[[str], set[str]]
+) -> list[tuple[str, str, str]]:
     """(name, how, reason) for every ARG, ENV and stage name of upstream's Dockerfiles (their
     texts, e.g. from the release's sdist): "reproduced" (the rendered file declares it),
     "differs" or "left out" (a header line says so, with the reason), "component left out" (the
-    component is not built for these targets), or "unlisted" (a gap nothing explains)."""
-    from resolver.refresh.dockerfile_parse import declared_names
-
+    component is not built for these targets), or "unlisted" (a gap nothing explains).
+    ``declared_names``: the Dockerfile reader's (``refresh.dockerfile_parse``), passed in because
+    that layer imports this one."""
     ours = declared_names(render(plan))
     by_step = {n: (s.how, s.reason) for s in upstream_steps(plan) for n in s.names}
     known = layouts().components
