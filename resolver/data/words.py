@@ -1032,6 +1032,10 @@ WORDS: Final[dict[str, Said]] = {
         "an AMD GPU Driver release, so which ROCm user space it runs cannot be read from it",
         hint=_DRIVER_RELEASE_UNKNOWN_HINT,
     ),
+    "driver-release-unknown/not-a-version": Said(
+        message="{path}: {value} is not a module version; ignored",
+        hint="copy /sys/module/amdgpu/version from the node as it is",
+    ),
     "driver-release-unknown/asked": Said(
         message="the amdgpu kernel module reports version {module}, which no AMD data pairs with "
         "an AMD GPU Driver release, so which ROCm user space it runs cannot be read from it "

@@ -330,10 +330,10 @@ def _driver(root: Path, view: SourceView) -> None:
         if is_safe("version", value):
             view.driver_version = value
         else:
-            view.problem(
-                "driver-release-unknown",
-                f"{module / 'version'}: {shown(value, limit=40)} is not a module version; ignored",
-                "copy /sys/module/amdgpu/version from the node as it is",
+            view.said(
+                "driver-release-unknown/not-a-version",
+                path=module / "version",
+                value=shown(value, limit=40),
             )
         view.facts["driver_kind"] = "dkms"
     elif view.amdgpu_loaded:
