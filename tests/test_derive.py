@@ -111,13 +111,13 @@ def test_hints_follow_the_documented_order() -> None:
         assert kinds == sorted(kinds, key=HINT_ORDER.index)
 
 
-def test_unofficial_hints_are_flagged() -> None:
+def test_unofficial_plans_and_hints_are_flagged() -> None:
+    # gfx1031's plan is the near target's build run under the override: unofficial, and said so.
     d = decide("gfx1031")
-    override = [h for h in d.hints if h.kind == "override"]
-    assert override
-    assert all(
-        h.unofficial and h.text.startswith("unofficial:") and "risk" in h.text for h in override
-    )
+    assert d.verdict == "unofficial_only"
+    assert d.plan is not None and d.plan.unofficial and d.plan.override == "10.3.0"
+    flagged = [h for h in d.hints if h.unofficial]
+    assert flagged and all(h.text.startswith("unofficial:") for h in flagged)
     official = decide("gfx942", driver="6.1.3", vllm=">=0.23,<0.25")
     assert not any(h.unofficial for h in official.hints)
 
