@@ -71,6 +71,12 @@ def _norm(name: str, value: Any) -> Any:
     return value
 
 
+# Facts only a release's sdist gives (its upload date; how its `vllm serve` takes the model, from
+# the CLI files the Git-tag reader does not fetch): absent from a record another source read, they
+# are not a change.
+READ_FROM_SDIST_ONLY = frozenset({"date", "serve_model_tag", "serve_model_option", "serve_source"})
+
+
 def compare(old: dict[str, Any], new: dict[str, Any]) -> list[FieldChange]:
     a, b = flatten(old), flatten(new)
     changes = []
@@ -79,8 +85,8 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> list[FieldChange]:
             continue
         va = _norm(name, a.get(name, DEFAULTS.get(name)))
         vb = _norm(name, b.get(name, DEFAULTS.get(name)))
-        if name not in b and name == "date":
-            continue  # refresh cannot read release dates; an absent date is not a change
+        if name not in b and _leaf(name) in READ_FROM_SDIST_ONLY:
+            continue  # a source that cannot read it (a Git tag's files) does not unsay it
         if va != vb:
             changes.append(FieldChange(name, a.get(name), b.get(name)))
     return changes
