@@ -419,3 +419,26 @@ def test_a_gpu_covered_only_through_ptx_is_said_to_jit() -> None:
     assert spark.verdict == "supported"  # info, not a warning
     b300 = solve(M, node(compute_capability="10.3"), Request(vllm=parse_spec("==0.33.0")))
     assert "cuda-arch-ptx-jit" not in [w.code for w in b300.warnings]
+
+
+@pytest.mark.parametrize("spec", ["==0.10.0", "==0.6.0", "==0.8.3", ">=0.6,<0.8.3"])
+def test_a_listed_release_with_no_cuda_artifacts_read_is_unknown_not_bad_input(
+    spec: str, tmp_path: Path
+) -> None:
+    # Issue 38 (a): vllm.toml lists it; its CUDA images/wheel were never read (no cuda.toml
+    # record, or one from an sdist without the publish script): exit 6 with the refresh, never 2.
+    d = solve(M, node(), Request(vllm=parse_spec(spec)))
+    assert d.verdict == "unknown" and d.exit_code == 6 and d.plan is None
+    assert d.missing and all(f.kind == "release" for f in d.missing)
+    for fact in d.missing:
+        assert Version(fact.subject) in SpecifierSet(spec)
+        assert fact.fetch == f"rocm-vllm matrix refresh --source cuda --tag {fact.subject} --write"
+    r = run_cli("check", "--node", str(write(tmp_path)), "--vllm", spec, "--json")
+    assert r.exit_code == 6 and json.loads(r.stdout)["verdict"] == "unknown"
+
+
+def test_a_release_the_data_does_not_list_stays_bad_input() -> None:
+    from resolver.util.errors import InputError
+
+    with pytest.raises(InputError):
+        solve(M, node(), Request(vllm=parse_spec("==0.5.9")))

@@ -559,6 +559,40 @@ def _unread(m: Matrix, node: Node, request: Request) -> tuple[MissingFact, ...]:
     return tuple(out[:3])
 
 
+def _unread_releases(m: Matrix, request: Request) -> tuple[MissingFact, ...]:
+    """Releases in the request that ``vllm.toml`` lists but whose CUDA image tags and wheel the
+    data does not hold (no ``cuda.toml`` record, or one read from an sdist without the publish
+    script or the wheel's CUDA): newest first, with the command that reads them."""
+    cuda = {r.version: r for r in m.cuda}
+    out = []
+    for version in sorted({r.version for r in m.vllm}, reverse=True):
+        if request.vllm is not None and version not in request.vllm:
+            continue
+        release = cuda.get(version)
+        if release is not None and (release.images or _wheel(release) is not None):
+            continue
+        if release is None:
+            detail = f"the data holds no CUDA facts for vLLM {version} (its sdist was never read)"
+            source = ""
+        else:
+            detail = (
+                f"vLLM {version} builds for compute capability {', '.join(release.arch)}, but "
+                "the data holds neither its image tags (its sdist has no publish script) nor its "
+                "PyPI wheel's CUDA"
+            )
+            source = release.provenance.source
+        out.append(
+            MissingFact(
+                kind="release",
+                subject=str(version),
+                detail=detail,
+                fetch=f"rocm-vllm matrix refresh --source cuda --tag {version} --write",
+                source=source,
+            )
+        )
+    return tuple(out[:3])
+
+
 def _as_nvidia_node(node: Node) -> Node:
     """A report written before issue 38 counts an NVIDIA node's GPUs as 0 and calls it a problem
     (``not-an-amd-gpu``): the decision's node counts them and drops that problem, as the probe
@@ -614,6 +648,19 @@ def solve_cuda(
                 rejected=(),
                 alternatives=(),
                 missing=missing,
+            )
+        if unread := _unread_releases(m, request):
+            # A release the data lists whose CUDA artifacts were never read is not bad input:
+            # what they are is unknown, and the refresh names them (issue 38 a).
+            return Decision(
+                verdict="unknown",
+                node=node,
+                request=request,
+                plan=None,
+                warnings=(),
+                rejected=(),
+                alternatives=(),
+                missing=unread,
             )
         spec = str(request.vllm) if request.vllm else "any"
         known = [r for r in m.cuda if r.images]
