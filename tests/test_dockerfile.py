@@ -1714,3 +1714,89 @@ def test_an_upstream_step_nobody_listed_is_caught() -> None:
         "SOMETHING_NEW",
         "build_something_new",
     ]
+
+
+# --- issue 39: `dockerfile --compare-upstream`, every release ---------------------------------
+
+
+def _cache_slices(cache: Path) -> None:
+    """The sdist cache as the refresh leaves it (files by the recorded sdist's sha256), filled
+    from the recorded slices: the command reads it and downloads nothing."""
+    from resolver.refresh import sdist
+
+    (cache / "sdist").mkdir(parents=True, exist_ok=True)
+    for r in matrix_mod.load_dir(LIVE_MATRIX).vllm:
+        tarball = SLICES / f"vllm-{r.version}.tar.gz"
+        if r.sdist_sha256 and tarball.exists():
+            doc = {
+                "sha256": r.sdist_sha256,
+                "wanted": sdist._WANTED.pattern,
+                "files": sdist.read_members(tarball.read_bytes()),
+            }
+            (cache / "sdist" / f"{r.sdist_sha256}.json").write_text(json.dumps(doc))
+
+
+def test_compare_upstream_prints_the_table_from_the_cached_sdist(tmp_path: Path) -> None:
+    """`--compare-upstream` prints every upstream name with how it is taken and why, from the
+    release's sdist as the refresh cached it; --json validates against the published schema."""
+    import jsonschema
+
+    _cache_slices(tmp_path)
+    env = {"ROCM_VLLM_CACHE_DIR": str(tmp_path), "ROCM_VLLM_MATRIX_DIR": str(LIVE_MATRIX)}
+    args = ("--gfx", "gfx942", "--driver", "30.30.3", "--vllm", "0.33.0", "--compare-upstream")
+    text = cli(*args, env=env)
+    assert text.exit_code == 0, text.output
+    assert "FROM" not in text.stdout  # a table, not a Dockerfile
+    rows = {line.split()[0]: line for line in text.stdout.splitlines()[2:-1]}
+    assert "AITER_BRANCH" in rows and " reproduced" in rows["AITER_BRANCH"]
+    doc = json.loads(cli(*args, "--json", env=env).stdout)
+    schema = json.loads(
+        (Path(__file__).parents[1] / "docs" / "dockerfile-compare.schema.json").read_text()
+    )
+    jsonschema.validate(doc, schema)
+    assert (doc["vllm"], doc["stack"], doc["gfx"]) == ("0.33.0", "rocm100", ["gfx942"])
+    assert doc["dockerfiles"] == ["docker/Dockerfile.rocm_base", "docker/Dockerfile.rocm"]
+    assert doc["unlisted"] == []
+    by_name = {s["name"]: s for s in doc["steps"]}
+    assert by_name["AITER_BRANCH"]["how"] == "reproduced"
+    assert all(s["reason"] for s in doc["steps"] if s["how"] != "reproduced")
+    assert {s["how"] for s in doc["steps"]} >= {"reproduced", "differs", "left out"}
+    # The other stack of the same release: its own files.
+    other = json.loads(cli(*args, "--stack", "rocm72", "--json", env=env).stdout)
+    assert other["dockerfiles"] == ["docker/Dockerfile.rocm_72_base", "docker/Dockerfile.rocm_72"]
+
+
+def test_compare_upstream_offline_says_where_to_get_the_sdist(tmp_path: Path) -> None:
+    """No cached sdist and no index to reach: one line, the refresh command that caches it,
+    exit 4 (an upstream HTTP failure); --json gives the error object."""
+    mirrors = tmp_path / "mirrors.toml"
+    mirrors.write_text('sdist = "http://127.0.0.1:9/packages"\n')
+    env = {
+        "ROCM_VLLM_CACHE_DIR": str(tmp_path / "cache"),
+        "ROCM_VLLM_MATRIX_DIR": str(LIVE_MATRIX),
+    }
+    args = ("--gfx", "gfx942", "--driver", "30.30.3", "--vllm", "0.33.0", "--compare-upstream")
+    result = cli(*args, "--mirror-config", str(mirrors), env=env)
+    assert result.exit_code == 4, result.output
+    assert "Traceback" not in result.output
+    assert "matrix refresh --source sdist --tag 0.33.0" in result.output
+    doc = json.loads(cli(*args, "--mirror-config", str(mirrors), "--json", env=env).stdout)
+    assert doc["error"]["exit_code"] == 4
+    # And a table is not a Dockerfile: nothing to write or build.
+    refused = cli(*args, "--build", env=env)
+    assert refused.exit_code == UsageError.exit_code
+
+
+def test_compare_upstream_fails_on_an_unlisted_step(tmp_path: Path) -> None:
+    """A name upstream's files gain that nothing lists: named, exit 1 (CI can gate on it)."""
+    _cache_slices(tmp_path)
+    release = df.find_release(matrix_mod.load_dir(LIVE_MATRIX), "0.33.0")
+    cached = tmp_path / "sdist" / f"{release.sdist_sha256}.json"
+    doc = json.loads(cached.read_text())
+    doc["files"]["docker/Dockerfile.rocm"] += "\nARG SOMETHING_NEW=1\n"
+    cached.write_text(json.dumps(doc))
+    env = {"ROCM_VLLM_CACHE_DIR": str(tmp_path), "ROCM_VLLM_MATRIX_DIR": str(LIVE_MATRIX)}
+    args = ("--gfx", "gfx942", "--driver", "30.30.3", "--vllm", "0.33.0", "--compare-upstream")
+    result = cli(*args, "--json", env=env)
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["unlisted"] == ["SOMETHING_NEW"]

@@ -162,6 +162,16 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
                 "almalinux, rockylinux on Docker Hub).",
             ),
         ] = False,
+        compare_upstream: Annotated[
+            bool,
+            typer.Option(
+                "--compare-upstream",
+                help="Instead of the Dockerfile, print each ARG, ENV and stage of upstream's "
+                "Dockerfiles for this release and stack (read from its sdist, verified by sha256 "
+                "and cached) and how this file takes it: reproduced, differs, left out (why). "
+                "Exit 1 if one is unlisted.",
+            ),
+        ] = False,
     ) -> None:
         """A source-build Dockerfile for the node's gfx targets only, with every component \
 pinned."""
@@ -207,6 +217,16 @@ pinned."""
             guard=guard,
             mirrors=load_mirrors(mirror_config),
         )
+        if compare_upstream:
+            if build or output is not None or lock is not None or digest:
+                from resolver.util.errors import UsageError
+
+                raise UsageError(
+                    "--compare-upstream prints a table, it writes no Dockerfile",
+                    hint="drop --build, -o, --lock and --digest, or run without --compare-upstream",
+                )
+            _compare(plan, json_out=json_out)
+            return
         image_tag = df.image_tag(plan, tag)  # checked now, so a bad --tag fails before any output
         pin_warnings: list[str] = []
         if digest:
@@ -341,6 +361,116 @@ def _unknown(decision: Any, *, json_out: bool) -> None:
             if fact["fetch"]:
                 typer.echo(f"    fetch: {fact['fetch']}", err=True)
     raise typer.Exit(decision.exit_code)
+
+
+def _compare(plan: Any, *, json_out: bool) -> None:
+    """``--compare-upstream``: the table of ``rendering.compare_upstream`` for the plan, from
+    upstream's Dockerfiles in the release's sdist (the refresh's reader and its cache)."""
+    from resolver.artifacts.dockerfile.rendering import compare_upstream
+    from resolver.refresh import dockerfile_parse
+
+    _check_comparable(plan)
+    files = _sdist_files(plan)
+    names, texts = list(files), list(files.values())
+    table = compare_upstream(plan, texts, dockerfile_parse.declared_names)
+    unlisted = [n for n, how, _ in table if how == "unlisted"]
+    if json_out:
+        emit_json(
+            {
+                "schema_version": 1,
+                "vllm": plan.vllm_version,
+                "stack": plan.stack,
+                "layout": plan.layout,
+                "gfx": list(plan.gfx),
+                "sdist": {"url": plan.vllm_sdist[0], "sha256": plan.vllm_sdist[1]},
+                "dockerfiles": names,
+                "steps": [{"name": n, "how": how, "reason": why} for n, how, why in table],
+                "unlisted": unlisted,
+            }
+        )
+    else:
+        typer.echo(
+            f"vLLM {plan.vllm_version}, {plan.stack} stack, for {', '.join(plan.gfx)}: upstream's "
+            f"{' and '.join(names)} (from the sdist) against this build"
+        )
+        width = max((len(n) for n, _, _ in table), default=4)
+        how_w = max((len(h) for _, h, _ in table), default=3)
+        typer.echo(f"{'NAME':<{width}}  {'HOW':<{how_w}}  REASON")
+        for n, how, why in table:
+            typer.echo(f"{n:<{width}}  {how:<{how_w}}  {why}".rstrip())
+        counts: dict[str, int] = {}
+        for _, how, _ in table:
+            counts[how] = counts.get(how, 0) + 1
+        typer.echo(", ".join(f"{c} {h}" for h, c in sorted(counts.items())))
+    if unlisted:
+        typer.echo(
+            f"error: upstream's {', '.join(unlisted)} neither reproduced nor listed "
+            "(dockerfiles/layouts.toml [[upstream_step]])",
+            err=True,
+        )
+        raise typer.Exit(1)
+
+
+def _check_comparable(plan: Any) -> None:
+    """A release as released: its sdist recorded, and the stack record that names its files."""
+    from resolver.util.errors import UsageError
+
+    if plan.vllm_sdist is None or plan.upstream is None:
+        raise UsageError(
+            f"vLLM {plan.vllm_version}: no sdist is recorded to read upstream's Dockerfiles from "
+            "(a fork or ref, or a release read from Git)",
+            hint="--compare-upstream compares a release as released; drop --vllm-repo/--vllm-ref",
+        )
+
+
+def _sdist_files(plan: Any) -> dict[str, str]:
+    """The release's ROCm build files, from the sdist cache or downloaded (sha256 checked) and
+    cached; offline and uncached: a RegistryError (exit 4) saying where to get them."""
+    from packaging.version import Version
+
+    from resolver.refresh import sdist
+    from resolver.refresh.common import Endpoints, SourceResult
+    from resolver.refresh.http import HttpClient
+    from resolver.refresh.runner import cache_dir, sdist_cache_dir
+    from resolver.util.errors import MatrixError, RegistryError
+
+    url, sha = plan.vllm_sdist
+    version = plan.vllm_version
+    hint = (
+        f"while online: rocm-vllm matrix refresh --source sdist --tag {version} caches it "
+        f"(or fetch {url} through ROCM_VLLM_INDEX_URL's mirror)"
+    )
+    client = HttpClient(cache_dir=cache_dir())
+    try:
+        src = sdist.SdistSource(client, Endpoints.from_env(), {}, cache=sdist_cache_dir())
+        entry = sdist.IndexFile(
+            version=Version(version),
+            filename=url.rsplit("/", 1)[-1],
+            url=url,
+            sha256=sha,
+            size=None,
+            uploaded=None,
+        )
+        result = SourceResult("sdist")
+        try:
+            files = src.files_of(entry, result)
+        except RegistryError as exc:
+            raise RegistryError(
+                f"vLLM {version}'s sdist could not be read: {exc.message}", hint=hint
+            ) from None
+    finally:
+        client.close()
+    if files is None:
+        why = "; ".join(r.reason for r in result.refused) or "not read"
+        raise RegistryError(f"vLLM {version}'s sdist could not be read: {why}", hint=hint)
+    want = plan.upstream.dockerfile  # the stack's base file; None: the single-file layout
+    for sf in sdist._stack_files(files):
+        if sf.base == want or (sf.base is None and want in (None, sf.app)):
+            return {p: files[p] for p in (sf.base, sf.app) if p is not None}
+    raise MatrixError(
+        f"vLLM {version}'s sdist has no Dockerfile {want} for the {plan.stack} stack",
+        hint=f"rocm-vllm matrix refresh --source sdist --tag {version} --verify",
+    )
 
 
 def _build(text: str, plan: object, image_tag: str) -> None:
