@@ -22,6 +22,7 @@ from resolver.refresh.sdist import IndexFile, ReleaseFactsSource
 IMAGE_REPO: Final = "vllm/vllm-openai"
 WANTED: Final = re.compile(
     r"docker/Dockerfile"
+    r"|Dockerfile"  # where it sat before 0.8.3 (0.6.2 to 0.8.2 sdists; 0.6.0-0.6.1 hold none)
     r"|docker/versions\.json"
     r"|pyproject\.toml"
     r"|\.buildkite/release-pipeline\.yaml"
@@ -40,6 +41,11 @@ _TAG = re.compile(
     r"vllm/vllm-openai:v\$\{RELEASE_VERSION\}(-[a-z0-9]+(?:-[a-z0-9]+)*)?(?=[\s\"'$]|\Z)"
 )
 _FAMILY_CALL = re.compile(r'^\s*publish_(?:image|optional)_family\s+"(-?[a-z0-9-]*)"', re.MULTILINE)
+# The release image's own CUDA where the pipeline builds it with another than the Dockerfile's
+# default (0.7.3: CUDA_VERSION=12.1.0 on a Dockerfile that says 12.4.1).
+_RELEASE_STEP = re.compile(r'-\s*label:\s*"Build release image"\s*$', re.MULTILINE)
+_STEP = re.compile(r"^\s*-\s*(?:label|block|group|wait)\b", re.MULTILINE)
+_BUILD_CUDA = re.compile(r"--build-arg\s+CUDA_VERSION=(\d+\.\d+(?:\.\d+)?)\b")
 _WHEEL_CUDA = re.compile(r"vLLM's binaries are compiled with CUDA (\d+\.\d+)")
 _WHEEL_MORE = re.compile(r"We also provide vLLM binaries compiled with CUDA ([0-9., and]+)")
 # The PyTorch index the install page says to add for the PyPI wheel (its CUDA's torch build).
@@ -104,15 +110,26 @@ def _defaults(files: dict[str, str]) -> tuple[dict[str, str], str]:
                 "python": out.get("PYTHON_VERSION", ""),
                 "arch": out.get("TORCH_CUDA_ARCH_LIST", ""),
             }, "docker/versions.json"
-    dockerfile = files.get("docker/Dockerfile", "")
-    args = {k: v.strip().strip("'\"") for k, v in _ARG.findall(dockerfile)}
+    where = "docker/Dockerfile" if "docker/Dockerfile" in files else "Dockerfile"
+    args = {k: v.strip().strip("'\"") for k, v in _ARG.findall(files.get(where, ""))}
     if "CUDA_VERSION" not in args:
         return {}, ""
     return {
         "cuda": args["CUDA_VERSION"],
         "python": args.get("PYTHON_VERSION", ""),
         "arch": args.get("torch_cuda_arch_list", ""),
-    }, "docker/Dockerfile"
+    }, where
+
+
+def _release_image_cuda(pipeline: str) -> str | None:
+    """The CUDA_VERSION the pipeline's "Build release image" step passes (None where the step
+    or the argument is absent, or where it passes several)."""
+    step = _RELEASE_STEP.search(pipeline)
+    if step is None:
+        return None
+    end = _STEP.search(pipeline, step.end())
+    found = set(_BUILD_CUDA.findall(pipeline[step.end() : end.start() if end else None]))
+    return found.pop() if len(found) == 1 else None
 
 
 def _arch_list(text: str) -> list[str] | None:
@@ -147,9 +164,15 @@ def cuda_record(sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str, Any]
     defaults, where = _defaults(files)
     if not defaults or not _CUDA.fullmatch(defaults["cuda"]):
         return None, "neither docker/versions.json nor docker/Dockerfile names a CUDA_VERSION"
-    cuda = _major_minor(defaults["cuda"])
-    read_from = [f"{where} (CUDA_VERSION {defaults['cuda']})"]
     pipeline = files.get(".buildkite/release-pipeline.yaml", "")
+    built_with = _release_image_cuda(pipeline)
+    if built_with is not None and _major_minor(built_with) != _major_minor(defaults["cuda"]):
+        cuda = _major_minor(built_with)
+        step = f"Build release image: CUDA_VERSION {built_with}; {where} default {defaults['cuda']}"
+        read_from = [f".buildkite/release-pipeline.yaml ({step})"]
+    else:
+        cuda = _major_minor(defaults["cuda"])
+        read_from = [f"{where} (CUDA_VERSION {defaults['cuda']})"]
     arch_by: dict[tuple[str, bool], list[str]] = {}
     for machine, cu129, text in _PIPELINE_ARCH.findall(pipeline):
         parsed = _arch_list(text)

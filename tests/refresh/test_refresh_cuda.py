@@ -33,7 +33,17 @@ SHIPPED = {
 WHEELS = json.loads((SLICES.parent / "sdist" / "pypi-simple-vllm-wheels.json").read_text())
 
 
+# Older releases' x86_64 wheels, as PyPI's PEP 691 page for vLLM lists them (not in the recorded
+# page above, which holds 0.10 and later).
+OLDER_WHEELS = {
+    v: (("manylinux1_x86_64", f"vllm-{v}-cp38-abi3-manylinux1_x86_64.whl"),)
+    for v in ("0.6.1", "0.6.2", "0.7.3")
+}
+
+
 def _wheels(version: str) -> tuple[tuple[str, str], ...]:
+    if version in OLDER_WHEELS:
+        return OLDER_WHEELS[version]
     out = []
     for f in WHEELS["files"]:
         m = _WHEEL_NAME.fullmatch(f["filename"])
@@ -51,7 +61,7 @@ def _read(version: str) -> dict[str, object]:
     return record
 
 
-@pytest.mark.parametrize("version", ["0.10.1.1", "0.24.0", "0.32.0", "0.33.0"])
+@pytest.mark.parametrize("version", ["0.6.2", "0.7.3", "0.10.1.1", "0.24.0", "0.32.0", "0.33.0"])
 def test_the_shipped_record_is_what_the_sdist_says(version: str) -> None:
     assert _read(version) == SHIPPED[version]
 
@@ -140,3 +150,22 @@ def test_wheel_cuda_readers_take_only_what_they_recognise() -> None:
     assert needed_cuda_major(["libcudart.so.12", "libnvrtc.so.13"]) is None
     for junk in (b"", b"\x7fELF" + b"\0" * 60, b"\x7fELF\x02\x01" + b"\xff" * 200, b"MZ" * 40):
         assert elf_needed(junk) == []
+
+
+def test_before_0_8_3_the_dockerfile_at_the_root_and_the_release_image_s_cuda_are_read() -> None:
+    """Issue 38 (a): the Dockerfile sat at the sdist's root before 0.8.3; from 0.6.5 to 0.7.3 the
+    pipeline built the release image with CUDA 12.1.0 on a Dockerfile whose default is 12.4.1,
+    so the image's CUDA is the pipeline's; an sdist with no Dockerfile (0.6.1) is refused."""
+    r062, r073 = _read("0.6.2"), _read("0.7.3")
+    assert r062["cuda"] == "12.4" and str(r062["source"]).count("Dockerfile (") == 2
+    assert r073["cuda"] == "12.1" and "Build release image: CUDA_VERSION 12.1.0" in str(
+        r073["source"]
+    )
+    assert r073["image"] == [] and r073["confidence"] == "inferred"
+    files = read_members((SLICES / "vllm-0.6.1.tar.gz").read_bytes(), WANTED)
+    record, why = cuda_record(IndexFile(Version("0.6.1"), "", "", "0" * 64, None, None), files)
+    assert record is None and "CUDA_VERSION" in why
+    m = matrix.load_dir(REPO_MATRIX)
+    assert m.cuda_release(Version("0.6.1")) is None
+    for version in ("0.6.2", "0.7.3", "0.8.2"):
+        assert m.cuda_release(Version(version)) is not None
