@@ -530,6 +530,9 @@ def slurm(nodes: tuple[str, ...] = SLURM_NODES) -> Iterator[SlurmCluster]:
             lines.append(
                 f"NodeName={name} NodeHostname={host} NodeAddr=127.0.0.1 Port={port} CPUs=1 "
                 + (f"Gres=gpu:{gres[0]}:{gres[1]} " if gres else "")
+                # Its GPU model as a node feature too (sinfo %f), as sites tag them: what a
+                # --constraint picks nodes by.
+                + (f"Features={gres[0]} " if gres else "")
                 + "State=UNKNOWN"
             )
             if gres:

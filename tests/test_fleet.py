@@ -24,7 +24,7 @@ from resolver.fleet.artifacts import Options, render_all, write_dir
 from resolver.fleet.plan import fingerprint, fleet_json, plan_fleet, render_text
 from resolver.fleet.reports import NodeReport, read_reports
 from resolver.solve import Request
-from resolver.util.errors import InputError
+from resolver.util.errors import InputError, UsageError
 from tests.helpers import cpx_node, run_cli, run_process
 from tests.probe_data import probe_matrix
 
@@ -227,8 +227,12 @@ def test_sbatch_script_engines(reports_dir: Path) -> None:
         '"$CONTAINER" run --rm --name vllm-g1 --device /dev/kfd --device /dev/dri --group-add video'
         in docker
     )
-    podman = render_all(m, fleet, Options(engine="podman", constraint="mi300x"))["slurm/g1.sbatch"]
-    assert "#SBATCH --constraint=mi300x" in podman and "#SBATCH --nodelist" not in podman
+    podman = render_all(m, fleet, Options(engine="podman"))["slurm/g1.sbatch"]
+    # Issue 40: with several groups and no node features known (probe files), one --constraint
+    # cannot pick each group's nodes: refused, not written into every group's script.
+    assert len(fleet.groups) > 1
+    with pytest.raises(UsageError, match=r"--constraint mi300x: .* groups"):
+        render_all(m, fleet, Options(engine="podman", constraint="mi300x"))
     assert "--group-add keep-groups" in podman and "docker.io/vllm/vllm-openai-rocm" in podman
     apptainer = render_all(m, fleet, Options(engine="apptainer"))["slurm/g1.sbatch"]
     assert (
@@ -1269,3 +1273,13 @@ def test_scripts_without_model_say_when_the_release_requires_one(reports_dir: Pa
         files = render_all(data, fleet, Options(model=model))
         for path in ("slurm/g1.sbatch", "kubernetes/g1.yaml"):
             assert ("requires the model" in files[path]) is noted, (path, model)
+
+
+def test_a_plan_of_no_group_says_why_not_an_empty_table() -> None:
+    """Issue 40: with no usable report the plan printed the table's header over nothing."""
+    m = matrix.load()
+    failed = [NodeReport(name="n1", source="srun:n1", reason="Slurm state down: not asked")]
+    for fleet in (plan_fleet(m, failed, Request()), plan_fleet(m, [], Request())):
+        text = render_text(fleet)
+        assert not fleet.groups and "nothing to plan: no node" in text
+        assert not any(line.startswith("group ") for line in text.splitlines())

@@ -211,3 +211,73 @@ def test_a_saved_layout_is_checked_as_sinfo_was() -> None:
     )
     assert odd is not None and odd.gpus == {} and odd.limits["gpu"].max_nodes is None
     assert odd.limits["gpu"].max_minutes is None
+
+
+def test_sinfo_states_features_reasons_and_reservations_are_read() -> None:
+    """Issue 40: sinfo's partition availability (%a), features (%f) and down/drain reason (%E,
+    last: an admin's free text may hold "|"), bounded and escaped; scontrol's active
+    reservations by node."""
+    text = "\n".join(
+        [
+            "n1|gpu*|idle|1-infinite|10:00|gpu:mi300x:8|up|mi300x,ib|none",
+            "n2|gpu*|drain|1-infinite|10:00|gpu:mi300x:8|up|(null)|bad HBM | x\x1b[31m",
+            "n3|wide|idle|1-2|30:00|(null)|down|mi210,bad feat|none",
+            "n4|wide|down*|1-2|30:00|(null)|down|(null)|" + "y" * 500,
+        ]
+    )
+    got = slurm._read_sinfo(text)
+    assert got.down == {"wide": "down"}
+    assert got.features == {"n1": ("mi300x", "ib"), "n2": (), "n3": ("mi210",), "n4": ()}
+    assert got.reasons["n2"].startswith("'bad HBM | x\\x1b") and "\x1b" not in got.reasons["n2"]
+    assert len(got.reasons["n4"]) <= slurm.REASON_LIMIT + 3 and "n1" not in got.reasons
+    resv = (
+        "ReservationName=teamx StartTime=now Nodes=n[1-2] NodeCnt=2 Users=alice State=ACTIVE\n"
+        "ReservationName=later Nodes=n3 State=INACTIVE\n"
+        "ReservationName=bad;name Nodes=n4 State=ACTIVE\n"
+    )
+    assert slurm.read_reservations(resv) == {"n1": "teamx", "n2": "teamx"}
+
+
+def test_a_group_gets_the_constraint_only_where_its_nodes_have_it() -> None:
+    """Issue 40: --constraint replaces a group's node list only where every node of the group
+    has the features (sinfo %f); else the node list, with a comment saying why; a reserved
+    node's job names its reservation."""
+    from resolver.fleet.artifacts import Options, render_all
+    from resolver.fleet.layout import PartitionLimits, SlurmLayout, layout_from_json, layout_json
+
+    names = ["g1", "g2", "g3"]
+    m, fleet = _planned(names)
+
+    def layout(features: dict[str, tuple[str, ...]], reserved: dict[str, str]) -> SlurmLayout:
+        return SlurmLayout(
+            member_of=dict.fromkeys(names, ("gpu",)),
+            limits={"gpu": PartitionLimits()},
+            gpus=dict.fromkeys(names, 8),
+            features=features,
+            reserved=reserved,
+        )
+
+    every = layout(dict.fromkeys(names, ("mi300x", "ib")), {})
+    (script,) = [
+        v
+        for k, v in render_all(m, fleet, Options(constraint="mi300x&ib", slurm=every)).items()
+        if k.startswith("slurm/")
+    ]
+    assert "#SBATCH --constraint=mi300x&ib\n#SBATCH --nodes=3\n" in script
+    assert "#SBATCH --nodelist" not in script
+    some = layout({"g1": ("mi300x",), "g2": ("mi300x",), "g3": ()}, {"g3": "teamx"})
+    scripts = [
+        v
+        for k, v in render_all(m, fleet, Options(constraint="mi300x", slurm=some)).items()
+        if k.startswith("slurm/")
+    ]
+    assert all("#SBATCH --constraint" not in s for s in scripts)
+    assert all("# --constraint mi300x: g3 lacks it" in s for s in scripts)
+    reserved = [s for s in scripts if "#SBATCH --nodelist=g3\n" in s]
+    assert len(reserved) == 1 and "#SBATCH --reservation=teamx\n" in reserved[0]
+    assert sum("--reservation" in s for s in scripts) == 1
+    # What a `fleet gather` summary saves is read back the same; a feature not plain refuses it.
+    saved = layout_json(some)
+    assert layout_from_json(saved, max_minutes=10_000) == some
+    saved["nodes"]["g1"]["features"] = ["mi300x\n#SBATCH --wrap=x"]
+    assert layout_from_json(saved, max_minutes=10_000) is None

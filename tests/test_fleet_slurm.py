@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FROZEN_MATRIX
-from tests.services import RESERVED_NODE, WIDE_PARTITION, SlurmCluster
+from tests.services import RESERVATION, RESERVED_NODE, WIDE_PARTITION, SlurmCluster
 
 pytestmark = pytest.mark.slurm
 
@@ -107,8 +107,10 @@ def _tool(cluster: SlurmCluster, *args: str, check: bool = False) -> str:
     ).stdout
 
 
-def _cli(cluster: SlurmCluster, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**cluster.env, "ROCM_VLLM_MATRIX_DIR": str(FROZEN_MATRIX)}
+def _cli(
+    cluster: SlurmCluster, *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**cluster.env, "ROCM_VLLM_MATRIX_DIR": str(FROZEN_MATRIX), **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "resolver", *args],
         env=env,
@@ -343,7 +345,8 @@ def test_drained_node_is_listed_not_asked(slurm_cluster: SlurmCluster, tmp_path:
     probe = _probe_script(tmp_path)
     scontrol = ["scontrol", "update", "nodename=n3"]
     subprocess.run(
-        [*scontrol, "state=drain", "reason=fleet-test"],
+        # An admin's free text, with an escape sequence: shown, escaped (issue 40).
+        [*scontrol, "state=drain", "reason=bad HBM \x1b[31m"],
         env=slurm_cluster.env,
         check=True,
         timeout=10,
@@ -362,9 +365,12 @@ def test_drained_node_is_listed_not_asked(slurm_cluster: SlurmCluster, tmp_path:
         _wait_idle(slurm_cluster)  # a resumed node answers again only after its next ping
     assert run.returncode == 1, run.stderr
     data = json.loads(run.stdout)
-    assert [(f["name"], f["reason"].split(":")[0]) for f in data["failed"]] == [
+    assert [(f["name"], f["reason"].split(" (")[0]) for f in data["failed"]] == [
         ("n3", "Slurm state drain")
     ]
+    # The drain reason is shown (it was not), escaped: no raw escape reaches a terminal.
+    assert "bad HBM" in data["failed"][0]["reason"]
+    assert "\x1b" not in data["failed"][0]["reason"]
     assert [g["nodes"] for g in data["groups"]] == ["n[1-2]"]
 
 
@@ -867,3 +873,166 @@ def test_a_maxtime_one_partition_is_probed(slurm_cluster: SlurmCluster, tmp_path
     )
     assert run.returncode == 0, run.stderr + run.stdout
     assert [(n["name"], n["status"]) for n in json.loads(run.stdout)["nodes"]] == [("n7", "ok")]
+
+
+def _logging_probe(tmp: Path) -> tuple[Path, Path]:
+    """The recorded probe, behind a wrapper that logs each node it ran on: what was asked."""
+    inner = _probe_script(tmp)
+    log = tmp / "asked.log"
+    wrapper = tmp / "probe-logged.sh"
+    wrapper.write_text(f'#!/bin/sh\necho "$SLURMD_NODENAME" >> {log}\nexec {inner} "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper, log
+
+
+def test_a_node_in_a_reservation_is_listed_reserved_not_asked(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    """Issue 40: a node in a reservation the gather does not name was asked, refused, split
+    and reported busy (76 s at 256 nodes); it is now listed as reserved, never asked."""
+    probe, log = _logging_probe(tmp_path)
+    run = _fleet(slurm_cluster, "plan", "n[7-8]", probe, "--json", cwd=tmp_path)
+    assert run.returncode == 1, run.stderr
+    data = json.loads(run.stdout)
+    assert [(f["name"], f["busy"]) for f in data["failed"]] == [(RESERVED_NODE, False)]
+    assert data["failed"][0]["reason"].startswith("reserved:")
+    assert RESERVATION in data["failed"][0]["reason"]  # the name to give --reservation
+    assert [g["nodes"] for g in data["groups"]] == ["n7"]
+    assert log.read_text().split() == ["n7"]
+
+
+def test_reservation_probes_its_nodes_and_the_scripts_carry_it(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    """`--reservation NAME` (default $SLURM_RESERVATION): the reserved node is probed in it,
+    its batch script names it, and Slurm would start that script now."""
+    probe = _probe_script(tmp_path)
+    out = tmp_path / "plan"
+    run = _fleet(
+        slurm_cluster,
+        "plan",
+        "n[7-8]",
+        probe,
+        "--reservation",
+        RESERVATION,
+        "--time",
+        "00:01:00",
+        "-o",
+        str(out),
+        "--json",
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr + run.stdout
+    data = json.loads(run.stdout)
+    assert data["nodes"]["planned"] == 2
+    scripts = {p.name: p.read_text() for p in (out / "slurm").iterdir()}
+    reserved = [t for t in scripts.values() if f"--nodelist={RESERVED_NODE}\n" in t]
+    others = [t for t in scripts.values() if f"--nodelist={RESERVED_NODE}\n" not in t]
+    assert len(reserved) == 1 and others
+    assert f"#SBATCH --reservation={RESERVATION}\n" in reserved[0]
+    assert all("--reservation" not in t for t in others)  # n7 is in no reservation
+    check = subprocess.run(
+        [
+            "sbatch",
+            "--test-only",
+            str(out / "slurm" / next(n for n, t in scripts.items() if t is reserved[0])),
+        ],
+        env=slurm_cluster.env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert check.returncode == 0 and "to start at" in check.stderr, check.stderr
+    # The environment's reservation is the default, as srun's own.
+    gathered = _cli(
+        slurm_cluster,
+        "fleet",
+        "gather",
+        "--slurm",
+        RESERVED_NODE,
+        "--probe-command",
+        str(probe),
+        "-o",
+        str(tmp_path / "reports"),
+        "--json",
+        cwd=tmp_path,
+        env={"SLURM_RESERVATION": RESERVATION},
+    )
+    assert gathered.returncode == 0, gathered.stderr + gathered.stdout
+    assert [n["status"] for n in json.loads(gathered.stdout)["nodes"]] == ["ok"]
+
+
+def test_a_down_partition_is_said_not_read_as_busy(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    """Issue 40: srun's "Requested nodes are busy" made a down partition read as every node
+    busy. Asked for, it is a Slurm error (exit 4) naming it; a node it alone holds is listed
+    with it, and a node another partition holds too is asked there."""
+    probe = _probe_script(tmp_path)
+    update = ["scontrol", "update", f"partitionname={WIDE_PARTITION}"]
+    subprocess.run([*update, "state=down"], env=slurm_cluster.env, check=True, timeout=10)
+    try:
+        whole = _fleet(slurm_cluster, "plan", WIDE_PARTITION, probe, cwd=tmp_path)
+        some = _fleet(slurm_cluster, "plan", "n[6-7]", probe, "--json", cwd=tmp_path)
+    finally:
+        subprocess.run([*update, "state=up"], env=slurm_cluster.env, check=True, timeout=10)
+    assert whole.returncode == 4, whole.stderr
+    assert f"partition {WIDE_PARTITION} is down" in whole.stderr
+    assert "busy" not in whole.stderr + whole.stdout
+    data = json.loads(some.stdout)
+    assert [(f["name"], f["busy"]) for f in data["failed"]] == [("n6", False)]
+    assert data["failed"][0]["reason"] == f"partition {WIDE_PARTITION} is down: not asked"
+    assert [g["nodes"] for g in data["groups"]] == ["n7"]  # through partition tiny
+
+
+def test_constraint_is_used_only_by_groups_whose_nodes_all_have_it(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    """Issue 40: one --constraint went into every group's script, with --nodes=1. Now a
+    group gets it where all of its nodes have the feature (sinfo %f), for all of its nodes;
+    another keeps its node list, and the script says why."""
+    out = tmp_path / "plan"
+    run = _fleet(
+        slurm_cluster,
+        "plan",
+        "gpu",
+        _probe_script(tmp_path),
+        "--constraint",
+        "mi300x",
+        "--time",
+        "00:05:00",
+        "-o",
+        str(out),
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr
+    scripts = {p.name: p.read_text() for p in sorted((out / "slurm").iterdir())}
+    headers = {
+        name: [
+            ln
+            for ln in text.splitlines()
+            if ln.startswith(("#SBATCH --nodes", "#SBATCH --nodelist", "#SBATCH --c"))
+        ]
+        for name, text in scripts.items()
+    }
+    assert sorted(headers.values()) == sorted(
+        [
+            ["#SBATCH --constraint=mi300x", "#SBATCH --nodes=2"],
+            ["#SBATCH --nodelist=n3", "#SBATCH --nodes=1"],
+        ]
+    )
+    mi210 = next(t for t in scripts.values() if "--nodelist=n3" in t)
+    assert "# --constraint mi300x: n3 lacks it" in mi210
+    for script in scripts:
+        check = subprocess.run(
+            ["sbatch", "--test-only", str(out / "slurm" / script)],
+            env=slurm_cluster.env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        assert check.returncode == 0, check.stderr

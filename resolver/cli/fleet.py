@@ -72,6 +72,18 @@ WaitBusyOpt = Annotated[
         rich_help_panel=INPUT_PANEL,
     ),
 ]
+ReservationOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--reservation",
+        envvar="SLURM_RESERVATION",
+        help=(
+            "A Slurm reservation of yours: its nodes are probed in it, and their batch scripts "
+            "carry #SBATCH --reservation (default: $SLURM_RESERVATION)."
+        ),
+        rich_help_panel=INPUT_PANEL,
+    ),
+]
 
 
 def _reports(
@@ -81,6 +93,7 @@ def _reports(
     probe_command: str | None,
     timeout: float,
     wait_busy: bool = False,
+    reservation: str | None = None,
 ) -> tuple[list[Any], GatheredWhere | None]:
     """The nodes' reports, and where Slurm scripts for them run: the gather's partition and its
     MaxTime (from --slurm, or a `fleet gather` directory's summary), or None."""
@@ -115,6 +128,7 @@ def _reports(
             probe=slurm_mod.probe_command(probe_command),
             timeout=timeout,
             wait_busy=wait_busy,
+            reservation=reservation,
         )
         reports += found.reports
         where = found.where
@@ -286,6 +300,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             ),
         ] = None,
         wait_busy: WaitBusyOpt = False,
+        reservation: ReservationOpt = None,
         strict: Annotated[
             bool,
             typer.Option(
@@ -313,6 +328,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
                 port=port,
                 constraint=constraint,
                 partition=partition,
+                reservation=reservation,
                 time=time,
                 shm_size=shm_size,
                 namespace=namespace,
@@ -329,7 +345,9 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
 
             driver_series(driver)
         request = Request(vllm=parse_spec(vllm) if vllm else None, strict=strict)
-        reports, where = _reports(inputs, slurm, kube, probe_command, timeout, wait_busy)
+        reports, where = _reports(
+            inputs, slurm, kube, probe_command, timeout, wait_busy, reservation
+        )
         # Scripts run where the nodes were found: that partition, within its MaxTime.
         gathered_in = where.partition if where is not None else None
         in_partition = partition or gathered_in
@@ -375,6 +393,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             bool, typer.Option("--force", help="Replace a non-empty -o directory.")
         ] = False,
         wait_busy: WaitBusyOpt = False,
+        reservation: ReservationOpt = None,
         json_out: JsonOpt = False,
     ) -> None:
         """Run `probe --json` on every node through srun and save each node's report (exit 0: all
@@ -388,6 +407,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             probe=slurm_mod.probe_command(probe_command),
             timeout=timeout,
             wait_busy=wait_busy,
+            reservation=reservation,
         )
         reports = found.reports
         failed = [r for r in reports if r.node is None]

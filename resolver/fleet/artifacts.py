@@ -17,7 +17,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -56,8 +56,10 @@ class Options:
     model: str | None = None
     port: int = 8000
     hf_cache: str = "~/.cache/huggingface"
-    constraint: str | None = None  # sbatch --constraint instead of --nodelist
+    # sbatch --constraint instead of --nodelist, for the groups whose nodes all have it
+    constraint: str | None = None
     partition: str | None = None  # sbatch --partition
+    reservation: str | None = None  # sbatch --reservation, for the jobs of its nodes
     time: str = "04:00:00"
     shm_size: str = "16Gi"
     namespace: str | None = None
@@ -75,6 +77,11 @@ class Options:
             raise UsageError(
                 f"--constraint {self.constraint!r} is not a Slurm feature expression",
                 hint="e.g. --constraint mi300x or 'mi300x&ib'",
+            )
+        if self.reservation is not None and not is_safe("partition", self.reservation):
+            raise UsageError(
+                f"--reservation {shown(self.reservation)} is not a Slurm reservation name",
+                hint="give the name `scontrol show reservation` lists, e.g. --reservation teamx",
             )
         if self.partition is not None and not is_safe("partition", self.partition):
             raise UsageError(
@@ -212,11 +219,13 @@ class SlurmJob:
     """One batch job of a group: nodes Slurm can give one job (within the MaxNodes of the
     partitions it names, all in them, all with one gres count)."""
 
-    nodes: tuple[str, ...]  # empty: --constraint picks the node
+    nodes: tuple[str, ...]  # the job's nodes (with a constraint: how many, not which)
     partition: str | None  # "a" or "a,b": sbatch runs it in the first that can start it
     time: str
     gres: int | None = None  # GPUs Slurm's gres declares on each node (0: none); None: not known
     notes: tuple[str, ...] = ()  # comment lines: where the job differs from what was asked
+    constraint: str | None = None  # --constraint instead of --nodelist (``_constraint``)
+    reservation: str | None = None  # --reservation: every node of the job is in it
 
 
 def _partition_jobs(
@@ -278,25 +287,67 @@ def _holding(names: list[str], layout: SlurmLayout) -> dict[str, tuple[str, ...]
     return chosen
 
 
+def _satisfies(features: tuple[str, ...], expression: str) -> bool | None:
+    """Whether a node with ``features`` satisfies a --constraint of names joined by ``&`` (and)
+    and ``|`` (or, between and-terms); None for what else Slurm's syntax allows (counts,
+    brackets, parentheses, negation), which is not evaluated here."""
+    if not re.fullmatch(r"[A-Za-z0-9_.:+-]+([&|][A-Za-z0-9_.:+-]+)*", expression):
+        return None
+    have = set(features)
+    return any(all(w in have for w in term.split("&")) for term in expression.split("|"))
+
+
+def _constraint(names: list[str], opts: Options) -> tuple[str | None, tuple[str, ...]]:
+    """The group's --constraint, and a note saying how it was chosen: the user's, where every
+    node of the group has its features (sinfo %f, saved by `fleet gather`); else the node list.
+    Without the nodes' features, the user's as given, said to be unchecked."""
+    given = opts.constraint
+    if given is None:
+        return None, ()
+    layout = opts.slurm
+    if layout is None or not all(n in layout.features for n in names):
+        said = (
+            "not checked against the nodes' features (Slurm's are known only through --slurm "
+            "or a `fleet gather` directory)"
+        )
+        return given, (f"--constraint {given}: {said}",)
+    fits = {n: _satisfies(layout.features[n], given) for n in names}
+    if None in fits.values():
+        said = "an expression not evaluated here; the group's node list instead"
+        return None, (f"--constraint {given}: {said}",)
+    lacking = [n for n, ok in fits.items() if not ok]
+    if lacking:
+        from resolver.fleet.hostlist import compress
+
+        verb = "lacks" if len(lacking) == 1 else "lack"
+        said = f"{compress(lacking)} {verb} it (sinfo %f); the group's node list instead"
+        return None, (f"--constraint {given}: {said}",)
+    return given, (f"--constraint {given}: every node of this group has it (sinfo %f)",)
+
+
 def slurm_jobs(group: Group, opts: Options) -> list[SlurmJob]:
     """The batch jobs that start the group's servers. Without what Slurm said of the nodes
-    (``opts.slurm``), or with ``--constraint``, one job. With it: the nodes by the GPUs their gres
-    declares, then by the partitions that hold them (``--partition``, else ``_holding``), then in
-    jobs within those partitions' MaxNodes."""
+    (``opts.slurm``), one job. With it: the nodes by the GPUs their gres declares, their
+    reservation, then by the partitions that hold them (``--partition``, else ``_holding``),
+    then in jobs within those partitions' MaxNodes. ``--constraint`` replaces the node list
+    where every node of the group has it (``_constraint``)."""
     layout = opts.slurm
-    if opts.constraint:
-        return [SlurmJob((), opts.partition, opts.time)]
     names = group.names
+    constraint, said = _constraint(names, opts)
     if layout is None:
-        return [SlurmJob(tuple(names), opts.partition, opts.time)]
+        job = SlurmJob(tuple(names), opts.partition, opts.time, notes=said)
+        return [replace(job, constraint=constraint, reservation=opts.reservation)]
     holding = _holding(names, layout)
-    by: dict[tuple[int | None, tuple[str, ...]], list[str]] = {}
+    by: dict[tuple[int | None, tuple[str, ...], str | None], list[str]] = {}
     for n in names:
         parts = (opts.partition,) if opts.partition else holding[n]
-        by.setdefault((layout.gpus.get(n), parts), []).append(n)
+        # A job in a reservation may hold only its nodes: the reserved ones apart.
+        # Which reservation holds a node is known when sinfo showed one: else --reservation's.
+        resv = layout.reserved.get(n) if layout.reserved else opts.reservation
+        by.setdefault((layout.gpus.get(n), parts, resv), []).append(n)
     return [
-        job
-        for (gres, parts), members in by.items()
+        replace(job, notes=said + job.notes, constraint=constraint, reservation=resv)
+        for (gres, parts, resv), members in by.items()
         for job in _partition_jobs(members, parts, gres, layout, opts.time)
     ]
 
@@ -400,14 +451,15 @@ def sbatch_script(
         "#!/bin/bash",
         f"#SBATCH --job-name=vllm-{name}",
     ]
-    if not job.nodes:
-        lines.append(f"#SBATCH --constraint={opts.constraint}")
-        lines.append("#SBATCH --nodes=1")
+    if job.constraint:
+        lines.append(f"#SBATCH --constraint={job.constraint}")
     else:
         lines.append(f"#SBATCH --nodelist={_hostlist(group, job.nodes)}")
-        lines.append(f"#SBATCH --nodes={len(job.nodes)}")
+    lines.append(f"#SBATCH --nodes={len(job.nodes)}")
     if job.partition:
         lines.append(f"#SBATCH --partition={job.partition}")
+    if job.reservation:
+        lines.append(f"#SBATCH --reservation={job.reservation}")
     unpinned = "not pinned by digest: run `rocm-vllm image --digest` on a node to pin it"
     lines += [
         "#SBATCH --ntasks-per-node=1",
@@ -708,6 +760,16 @@ def _dump_yaml(documents: list[dict[str, Any]]) -> str:
 def render_all(m: Matrix, fleet: FleetPlan, opts: Options) -> dict[str, str]:
     """Every file of the output directory, by relative path."""
     opts.check()
+    scripted = [g for g in fleet.groups if _image(g) is not None]
+    if opts.constraint and opts.slurm is None and len(scripted) > 1:
+        # Unchecked, one feature expression would send every group's jobs to the same nodes.
+        raise UsageError(
+            f"--constraint {opts.constraint}: {len(scripted)} groups, and the nodes' features "
+            "are not known here, so one constraint cannot pick each group's nodes",
+            hint="plan with --slurm or from a `fleet gather` directory (their features are "
+            "read, and each group gets the constraint only where all its nodes have it), or "
+            "leave out --constraint",
+        )
     files: dict[str, str] = {
         "fleet.json": json.dumps(fleet_json(fleet, m), indent=2) + "\n",
         "fleet.txt": render_text(fleet),

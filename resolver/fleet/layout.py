@@ -8,6 +8,7 @@ facts, not from the probe (``fleet.artifacts``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,8 +30,14 @@ class SlurmLayout:
     limits: Mapping[str, PartitionLimits] = field(default_factory=dict)
     # node -> the GPUs its gres declares (sinfo %G; 0: no gpu gres); a node not here: not known
     gpus: Mapping[str, int] = field(default_factory=dict)
+    # node -> its features (sinfo %f), for a per-group --constraint; a node not here: not known
+    features: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # node -> the active reservation holding it (scontrol show reservation): its job names it
+    reserved: Mapping[str, str] = field(default_factory=dict)
 
 
+# A Slurm feature name as sinfo %f lists it (and --constraint names it).
+FEATURE_RE = re.compile(r"[A-Za-z0-9_.:+-]{1,64}")
 MAX_COUNT = 1_000_000  # nodes of a job, GPUs of a node: anything above is not what sinfo says
 
 
@@ -49,7 +56,12 @@ def layout_json(layout: SlurmLayout) -> dict[str, Any]:
             if p in parts
         },
         "nodes": {
-            n: {"partitions": list(layout.member_of[n]), "gpus": layout.gpus.get(n)}
+            n: {
+                "partitions": list(layout.member_of[n]),
+                "gpus": layout.gpus.get(n),
+                **({"features": list(layout.features[n])} if n in layout.features else {}),
+                **({"reservation": layout.reserved[n]} if n in layout.reserved else {}),
+            }
             for n in layout.member_of
         },
     }
@@ -76,6 +88,8 @@ def layout_from_json(data: object, *, max_minutes: int) -> SlurmLayout | None:
         )
     member_of: dict[str, tuple[str, ...]] = {}
     gpus: dict[str, int] = {}
+    features: dict[str, tuple[str, ...]] = {}
+    reserved: dict[str, str] = {}
     for name, node in nodes.items():
         held = node.get("partitions") if isinstance(node, dict) else None
         if not (is_safe("node_name", name) and isinstance(held, list)):
@@ -85,4 +99,13 @@ def layout_from_json(data: object, *, max_minutes: int) -> SlurmLayout | None:
         member_of[name] = tuple(held)
         if (count := _count(node.get("gpus"))) is not None:
             gpus[name] = count
-    return SlurmLayout(member_of, limits, gpus)
+        feats = node.get("features")
+        if isinstance(feats, list) and len(feats) <= 256:
+            if not all(isinstance(f, str) and FEATURE_RE.fullmatch(f) for f in feats):
+                return None
+            features[name] = tuple(feats)
+        if (resv := node.get("reservation")) is not None:
+            if not (isinstance(resv, str) and is_safe("partition", resv)):
+                return None
+            reserved[name] = resv
+    return SlurmLayout(member_of, limits, gpus, features, reserved)

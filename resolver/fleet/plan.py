@@ -629,7 +629,10 @@ def render_text(fleet: FleetPlan, width: int | None = None) -> str:
     lines.append("")
     header = ("group", "nodes", "n", "verdict", "plan", "to join the main plan")
     rows = [_row(g) for g in fleet.groups]
-    if width is not None:
+    if not rows:  # no table of nothing: say why there is nothing to plan
+        why = "no node was given" if not fleet.failed else "no node gave a usable report"
+        lines += fit(f"nothing to plan: {why}" + (" (listed below)" if fleet.failed else ""))
+    elif width is not None:
         lines += fit_table(header, rows, width=width).splitlines()
     else:
         widths = [max(len(r[c]) for r in [header, *rows]) for c in range(len(header) - 1)]

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from resolver.fleet import hostlist
-from resolver.fleet.layout import PartitionLimits, SlurmLayout
+from resolver.fleet.layout import FEATURE_RE, PartitionLimits, SlurmLayout
 from resolver.fleet.reports import GatheredWhere, NodeReport, report_from_json
 from resolver.util import bounded, capture
 from resolver.util.errors import InputError, SlurmError, UsageError
@@ -51,7 +51,12 @@ _EXITED_RE = re.compile(r"srun: error: (\S+): tasks? [0-9,\-]+: Exited with exit
 DEFAULT_PROBE = ("rocm-vllm", "probe", "--json")
 MAX_TIMEOUT = 86_400.0  # --timeout: a day
 SINFO_LIMIT = 16 * capture.MiB  # sinfo -N for 100,000 nodes is a few MiB
-SINFO_FORMAT = "%N|%P|%t|%s|%l|%G"  # node, partition (default: *), state, MaxNodes, MaxTime, gres
+# node, partition (default: *), state, MaxNodes, MaxTime, gres, partition availability (up,
+# down, drain, inact), features, and last (it may hold "|") the down or drain reason
+SINFO_FORMAT = "%N|%P|%t|%s|%l|%G|%a|%f|%E"
+REASON_LIMIT = 120  # characters of a node's down/drain reason shown (an admin's free text)
+# `scontrol show reservation --oneliner`: one reservation per line, Key=Value words.
+_RESV_RE = re.compile(r"(?:^|\s)(ReservationName|Nodes|State|Flags)=(\S*)")
 SRUN_LIMIT = 256 * capture.MiB  # every node's report (a few KiB each) for a large partition
 SRUN_LINE = 1024  # srun --label cuts a task's output lines at this many bytes
 # Lines of one srun step's stdout or stderr read (a step has at most CHUNK tasks, each report a
@@ -93,6 +98,10 @@ class Target:
     member_of: dict[str, tuple[str, ...]] = field(default_factory=dict)
     limits: dict[str, PartitionLimits] = field(default_factory=dict)
     gpus: dict[str, int] = field(default_factory=dict)  # node -> GPUs its gres declares
+    down: dict[str, str] = field(default_factory=dict)  # partition -> availability, when not up
+    reasons: dict[str, str] = field(default_factory=dict)  # node -> down/drain reason, shown
+    features: dict[str, tuple[str, ...]] = field(default_factory=dict)  # node -> sinfo %f
+    reserved: dict[str, str] = field(default_factory=dict)  # node -> its active reservation
 
     @property
     def layout(self) -> SlurmLayout:
@@ -102,7 +111,9 @@ class Target:
         held = {p for parts in member_of.values() for p in parts}
         limits = {p: lim for p, lim in self.limits.items() if p in held}
         gpus = {n: self.gpus[n] for n in self.nodes if n in self.gpus}
-        return SlurmLayout(member_of, limits, gpus)
+        features = {n: self.features[n] for n in self.nodes if n in self.features}
+        reserved = {n: self.reserved[n] for n in self.nodes if n in self.reserved}
+        return SlurmLayout(member_of, limits, gpus, features, reserved)
 
     def partitions_of(self, node: str) -> tuple[str, ...]:
         if self.partition is not None:
@@ -253,21 +264,43 @@ def job_time(given: str | None, partition: str | None, max_minutes: int | None) 
     return given
 
 
-def _read_sinfo(
-    text: str,
-) -> tuple[
-    dict[str, str], dict[str, list[str]], dict[str, PartitionLimits], dict[str, int], list[str]
-]:
-    """``sinfo -N -o SINFO_FORMAT``: each node's state, each partition's nodes and limits, each
-    node's gres GPUs, and the nodes whose names are left out (not plain)."""
-    states: dict[str, str] = {}
-    partitions: dict[str, list[str]] = {}
-    limits: dict[str, PartitionLimits] = {}
-    gpus: dict[str, int] = {}
-    odd: list[str] = []
+@dataclass(slots=True)
+class _Sinfo:
+    """What ``sinfo -N -o SINFO_FORMAT`` said: each node's state, each partition's nodes,
+    limits and availability (when not up), each node's gres GPUs, features and down/drain
+    reason, and the nodes whose names are left out (not plain)."""
+
+    states: dict[str, str] = field(default_factory=dict)
+    partitions: dict[str, list[str]] = field(default_factory=dict)
+    limits: dict[str, PartitionLimits] = field(default_factory=dict)
+    gpus: dict[str, int] = field(default_factory=dict)
+    down: dict[str, str] = field(default_factory=dict)
+    features: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)
+    odd: list[str] = field(default_factory=list)
+
+
+def _features(text: str) -> tuple[str, ...]:
+    """sinfo ``%f`` (the node's available features, "a,b", "(null)"): the plain ones."""
+    words = [w for w in text.strip().split(",") if w and w != "(null)"]
+    return tuple(w for w in words if FEATURE_RE.fullmatch(w))
+
+
+def _reason(text: str) -> str | None:
+    """sinfo ``%E``: an admin's free text ("none" when there is none), bounded and escaped."""
+    text = text.strip()
+    if not text or text == "none":
+        return None
+    cut = text[:REASON_LIMIT] + ("..." if len(text) > REASON_LIMIT else "")
+    return shown(cut, limit=REASON_LIMIT + 3)
+
+
+def _read_sinfo(text: str) -> _Sinfo:
+    """``sinfo -N -o SINFO_FORMAT`` (or its older, shorter forms) read (``_Sinfo``)."""
+    got = _Sinfo()
     for line in text.splitlines():
-        parts = line.strip().split("|")
-        if len(parts) not in (3, 5, 6):
+        parts = line.strip().split("|", 8)
+        if len(parts) not in (3, 5, 6, 9):
             continue
         node, part, state = parts[:3]
         # sinfo's answer becomes srun arguments, file names and batch scripts: a name that is
@@ -277,22 +310,50 @@ def _read_sinfo(
             and is_safe("partition", part.rstrip("*"))
             and _STATE_RE.fullmatch(state)
         ):
-            odd.append(node)
+            got.odd.append(node)
             continue
-        states[node] = state
+        got.states[node] = state
         name = part.rstrip("*")
-        members = partitions.setdefault(name, [])
+        members = got.partitions.setdefault(name, [])
         if node not in members:
             members.append(node)
         if len(parts) >= 5:
-            limits[name] = PartitionLimits(_max_nodes(parts[3]), minutes_of(parts[4]))
-        if len(parts) == 6 and (count := _gres_gpus(parts[5])) is not None:
-            gpus[node] = count
-    return states, partitions, limits, gpus, odd
+            got.limits[name] = PartitionLimits(_max_nodes(parts[3]), minutes_of(parts[4]))
+        if len(parts) >= 6 and (count := _gres_gpus(parts[5])) is not None:
+            got.gpus[node] = count
+        if len(parts) == 9:
+            avail = parts[6].strip().lower()
+            if avail != "up" and _STATE_RE.fullmatch(avail):
+                got.down[name] = avail
+            got.features[node] = _features(parts[7])
+            if (why := _reason(parts[8])) is not None:
+                got.reasons[node] = why
+    return got
+
+
+def read_reservations(text: str) -> dict[str, str]:
+    """``scontrol show reservation --oneliner``: each node of an active reservation -> its name
+    (a maintenance reservation's nodes read "maint" in sinfo and are left to it)."""
+    held: dict[str, str] = {}
+    for line in text.splitlines()[:10_000]:
+        words: dict[str, str] = {m.group(1): m.group(2) for m in _RESV_RE.finditer(line)}
+        name, nodes = words.get("ReservationName", ""), words.get("Nodes", "")
+        if words.get("State") != "ACTIVE" or not is_safe("partition", name):
+            continue  # a reservation name is as plain as a partition's, or it is not used
+        try:
+            members = hostlist.expand(nodes) if nodes and nodes != "(null)" else []
+        except (InputError, UsageError, ValueError):
+            continue
+        for n in members:
+            held.setdefault(n, name)
+    return held
 
 
 def resolve_target(
-    target: str, *, env: Mapping[str, str] | None = None, timeout: float = 30
+    target: str,
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 30,
 ) -> Target:
     """``target`` is a partition name or a node list; a name that is both is refused."""
     run = _run([_tool("sinfo"), "-h", "-N", "-o", SINFO_FORMAT], env, timeout)
@@ -301,16 +362,31 @@ def resolve_target(
             f"sinfo failed: {run.stderr.strip() or run.returncode}",
             hint="check that slurmctld is up and SLURM_CONF points at its slurm.conf",
         )
-    states, partitions, limits, gpus, odd = _read_sinfo(run.stdout)
-    if odd and not states:
+    got = _read_sinfo(run.stdout)
+    states, partitions, limits = got.states, got.partitions, got.limits
+    if got.odd and not states:
         raise SlurmError(
             "sinfo listed no node with a usable name",
             hint="check sinfo's output (`sinfo -h -N -o '%N|%P|%t'`)",
         )
     member_of = {n: tuple(p for p, members in partitions.items() if n in members) for n in states}
+    # Which reservation holds each node: sinfo's state says "resv" only for some of them (an
+    # idle node in a reservation may read "idle"), and a step refused for it costs seconds.
+    reserved = _reservations(env, timeout)
 
     def made(nodes: Sequence[str], partition: str | None) -> Target:
-        return Target(tuple(nodes), states, partition, member_of, limits, gpus)
+        return Target(
+            tuple(nodes),
+            states,
+            partition,
+            member_of,
+            limits,
+            got.gpus,
+            got.down,
+            got.reasons,
+            got.features,
+            reserved,
+        )
 
     if target.startswith("partition="):
         name = target.split("=", 1)[1]
@@ -343,8 +419,26 @@ def resolve_target(
         )
     # srun without --partition asks the default partition: each step names the partitions that
     # hold its nodes; batch scripts get the one partition that holds every node, if one does.
-    holding = [p for p, members in partitions.items() if set(named_nodes) <= set(members)]
+    # (one that is up: a node list is asked through the partitions that can start a job)
+    holding = [
+        p
+        for p, members in partitions.items()
+        if set(named_nodes) <= set(members) and p not in got.down
+    ]
     return made(list(dict.fromkeys(named_nodes)), holding[0] if len(holding) == 1 else None)
+
+
+def _reservations(env: Mapping[str, str] | None, timeout: float) -> dict[str, str]:
+    """Each node of an active reservation -> its name (``read_reservations``); nothing when
+    scontrol cannot say (the nodes are then asked, and refused as busy)."""
+    path = shutil.which("scontrol")
+    if path is None:
+        return {}
+    try:
+        run = _run([path, "show", "reservation", "--oneliner"], env, timeout)
+    except SlurmError:
+        return {}
+    return read_reservations(run.stdout) if run.returncode == 0 else {}
 
 
 def _usable(state: str) -> bool:
@@ -358,6 +452,7 @@ def srun_args(
     timeout: float,
     partition: str | None,
     immediate: float | None = None,
+    reservation: str | None = None,
 ) -> list[str]:
     """One step: one task on each of ``nodes``; ``partition`` may list several ("a,b"), and
     ``immediate`` is how long the step may wait for its allocation (default: ``timeout``)."""
@@ -378,6 +473,8 @@ def srun_args(
     ]
     if partition:
         args.append(f"--partition={partition}")
+    if reservation:
+        args.append(f"--reservation={reservation}")
     task_limit = str(max(1, int(timeout) - 5))
     return [*args, "sh", "-c", _WRAPPER, task_limit, *probe]
 
@@ -513,6 +610,7 @@ class _Step:
     nodes: tuple[str, ...]
     partition: str | None  # "a" or "a,b": every partition that holds all of the step's nodes
     wait: bool = False  # a busy node waited for: its own step, waiting for its allocation
+    reservation: str | None = None  # srun --reservation: the step's nodes are in it
 
 
 @dataclass(frozen=True, slots=True)
@@ -523,24 +621,49 @@ class _Outcome:
     started: bool = False  # the step ran (its tasks answered, or failed on their own)
 
 
-def _steps(resolved: Target, nodes: Sequence[str], *, wait_busy: bool) -> list[_Step]:
-    """Chunks of nodes that share their partitions, none larger than CHUNK or than any of those
-    partitions' MaxNodes. A busy node waited for gets a step of its own, so that waiting for it
-    holds up no other node."""
-    by_parts: dict[tuple[str, ...], list[str]] = {}
+def _steps(
+    resolved: Target, nodes: Sequence[str], *, wait_busy: bool, reservation: str | None = None
+) -> list[_Step]:
+    """Chunks of nodes that share their partitions (those up) and reservation, none larger than
+    CHUNK or than any of those partitions' MaxNodes. A busy node waited for gets a step of its
+    own, so that waiting for it holds up no other node. Only the nodes of ``reservation`` are
+    asked in it (srun refuses a step in a reservation for a node outside it)."""
+    by_parts: dict[tuple[tuple[str, ...], str | None], list[str]] = {}
     steps: list[_Step] = []
+    # A reservation scontrol did not list as active is named on every step, as srun's own
+    # SLURM_RESERVATION would be: Slurm then says why it refuses.
+    known = None if reservation in resolved.reserved.values() else reservation
     for n in nodes:
-        parts = resolved.partitions_of(n)
+        parts = tuple(p for p in resolved.partitions_of(n) if p not in resolved.down)
+        resv = (
+            reservation if reservation and resolved.reserved.get(n, known) == reservation else None
+        )
         if wait_busy and _busy(resolved.states.get(n, "")):
-            steps.append(_Step((n,), ",".join(parts) or None, wait=True))
+            steps.append(_Step((n,), ",".join(parts) or None, wait=True, reservation=resv))
         else:
-            by_parts.setdefault(parts, []).append(n)
-    for parts, members in by_parts.items():
+            by_parts.setdefault((parts, resv), []).append(n)
+    for (parts, resv), members in by_parts.items():
         caps = [resolved.limits.get(p, PartitionLimits()).max_nodes for p in parts]
         size = min([CHUNK, *(c for c in caps if c)])
         for i in range(0, len(members), size):
-            steps.append(_Step(tuple(members[i : i + size]), ",".join(parts) or None))
+            steps.append(
+                _Step(tuple(members[i : i + size]), ",".join(parts) or None, reservation=resv)
+            )
     return steps
+
+
+def _step_minutes(resolved: Target, step: _Step) -> int | None:
+    """The MaxTime a step must keep within: the gather's partition's, else the shortest of the
+    partitions the step names (a step asking more of one is refused as if its nodes were busy;
+    a probe needs seconds)."""
+    if resolved.partition is not None or not step.partition:
+        return resolved.max_minutes
+    caps = [
+        top
+        for p in step.partition.split(",")
+        if (top := resolved.limits.get(p, PartitionLimits()).max_minutes) is not None
+    ]
+    return min(caps) if caps else None
 
 
 def _run_step(
@@ -569,6 +692,7 @@ def _run_step(
         timeout=limit,
         partition=step.partition,
         immediate=limit if step.wait else IMMEDIATE,
+        reservation=step.reservation,
     )
     stdout, stderr, code = _srun(args, env, limit + 15)
     if code not in (None, 0) and MARKER not in stdout:
@@ -581,8 +705,8 @@ def _run_step(
                 [],
                 refused=None if _BUSY_SAID.search(reason) else f"(exit {code}): {reason}",
                 halves=(
-                    _Step(step.nodes[:half], step.partition, step.wait),
-                    _Step(step.nodes[half:], step.partition, step.wait),
+                    _Step(step.nodes[:half], step.partition, step.wait, step.reservation),
+                    _Step(step.nodes[half:], step.partition, step.wait, step.reservation),
                 ),
             )
         (name,) = step.nodes
@@ -626,7 +750,7 @@ def _fan_out(
                     probe,
                     env,
                     deadline=deadline,
-                    max_minutes=resolved.max_minutes,
+                    max_minutes=_step_minutes(resolved, step),
                 )
             )
         done, running = wait(running, return_when=FIRST_COMPLETED)
@@ -647,24 +771,33 @@ def gather(
     timeout: float = 120,
     env: Mapping[str, str] | None = None,
     wait_busy: bool = False,
+    reservation: str | None = None,
 ) -> Gathered:
     """Every node of ``target`` (a partition or node list), probed in bounded-parallel srun steps
-    (module docstring)."""
+    (module docstring); the nodes of ``reservation`` in it, other reserved nodes not asked."""
     check_timeout(timeout)
+    if reservation is None:  # srun's own default, which steps then name themselves
+        reservation = (env if env is not None else os.environ).get("SLURM_RESERVATION") or None
+    check_reservation(reservation)
     if not probe:
         raise UsageError(
             "--probe-command is empty", hint="e.g. --probe-command 'rocm-vllm probe --json'"
         )
     deadline = time.monotonic() + timeout
     resolved = resolve_target(target, env=env)
+    if resolved.partition in resolved.down:
+        raise SlurmError(
+            f"partition {resolved.partition} is {resolved.down[resolved.partition]} "
+            "(sinfo %a): no job can start in it, so no node was asked",
+            hint=f"`scontrol show partition {resolved.partition}`; ask an admin to bring it up, "
+            "or give another partition",
+        )
     skipped: list[NodeReport] = []
     asked: list[str] = []
     for n in resolved.nodes:
         state = resolved.states.get(n, "unknown")
-        if not _usable(state):
-            skipped.append(
-                NodeReport(name=n, source=f"srun:{n}", reason=f"Slurm state {state}: not asked")
-            )
+        if (why := _not_asked(resolved, n, state, reservation)) is not None:
+            skipped.append(NodeReport(name=n, source=f"srun:{n}", reason=why))
         elif _busy(state) and not wait_busy:
             skipped.append(
                 NodeReport(
@@ -681,10 +814,12 @@ def gather(
     if not asked:
         return found
     environment = dict(env if env is not None else os.environ)
+    # Each step names its reservation (or none): srun would apply this one to every step.
+    environment.pop("SLURM_RESERVATION", None)
     reports: list[NodeReport] = []
     refusals: list[str] = []
     steps = started = 0
-    planned = _steps(resolved, asked, wait_busy=wait_busy)
+    planned = _steps(resolved, asked, wait_busy=wait_busy, reservation=reservation)
     # Steps that wait for busy nodes go last: a step pending in the queue makes Slurm refuse
     # later --immediate steps as busy, so none may wait while the others are asked.
     phases = [[st for st in planned if not st.wait], [st for st in planned if st.wait]]
@@ -710,6 +845,35 @@ def gather(
         steps,
         resolved.layout,
     )
+
+
+def check_reservation(name: str | None) -> str | None:
+    """``--reservation``: a plain Slurm name (it goes into srun arguments and batch scripts)."""
+    if name is not None and not is_safe("partition", name):
+        raise UsageError(
+            f"--reservation {shown(name)} is not a Slurm reservation name",
+            hint="give the name `scontrol show reservation` lists, e.g. --reservation teamx",
+        )
+    return name
+
+
+def _not_asked(resolved: Target, node: str, state: str, reservation: str | None) -> str | None:
+    """Why ``node`` is not asked (its state, its partitions all down, another reservation), or
+    None when it is."""
+    if not _usable(state):
+        why = resolved.reasons.get(node)
+        return f"Slurm state {state}" + (f" (reason: {why})" if why else "") + ": not asked"
+    parts = resolved.partitions_of(node)
+    if parts and all(p in resolved.down for p in parts):
+        said = ", ".join(f"partition {p} is {resolved.down[p]}" for p in parts)
+        return f"{said}: not asked"
+    held = resolved.reserved.get(node)
+    if held is not None and held != reservation:
+        return (
+            f"reserved: in reservation {held}; not asked (--reservation {held} asks it, if the "
+            "reservation admits you)"
+        )
+    return None
 
 
 def _srun(args: list[str], env: dict[str, str], limit: float) -> tuple[str, str, int | None]:
