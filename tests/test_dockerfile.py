@@ -1684,10 +1684,10 @@ def test_a_tag_with_a_recorded_commit_is_checked_after_checkout(tmp_path: Path) 
     assert "aiter v0.1.26" in " ".join(plan.floating)  # newer than the recorded snapshot
 
 
-def test_a_release_before_the_compared_ones_gets_upstreams_env_less_what_is_not_built() -> None:
-    """v0.29.0 (read from its sdist, steps not compared): the final ENV is upstream's, but not
-    the UCX settings of a UCX that is not built nor a KINETO_CONFIG naming a file not written, and
-    the header says which were not set."""
+def test_an_older_release_gets_upstreams_env_less_what_is_not_built() -> None:
+    """v0.29.0 (read from its sdist): the final ENV is upstream's, but not the UCX settings of a
+    UCX that is not built nor a KINETO_CONFIG naming a file not written, and the header's
+    Left out lines say so (its steps are compared since issue 39 b)."""
     from resolver.refresh import dockerfile_parse as dp
 
     plan = _live_plan("0.29.0", None, "gfx942")
@@ -1698,8 +1698,10 @@ def test_a_release_before_the_compared_ones_gets_upstreams_env_less_what_is_not_
     assert {"KINETO_CONFIG", "UCX_RMA_PPLN_ENABLE"} <= set(recorded)
     assert not {"KINETO_CONFIG", "UCX_RMA_PPLN_ENABLE"} & set(final)
     assert final["HSA_ENABLE_IPC_MODE_LEGACY"] == recorded["HSA_ENABLE_IPC_MODE_LEGACY"]
-    assert "its final ENV is set less UCX_RMA_PPLN_ENABLE" in text
-    assert not dfr.upstream_steps(plan)  # no Left out / Differs lines for it
+    header = [line for line in text.splitlines() if line.startswith("# ")]
+    assert any(line.startswith("# Left out: NIXL and UCX") for line in header)
+    assert any(line.startswith("# Left out: KINETO_CONFIG") for line in header)
+    assert not any("are compared from" in line for line in header)
 
 
 def test_an_upstream_step_nobody_listed_is_caught() -> None:
@@ -1800,3 +1802,39 @@ def test_compare_upstream_fails_on_an_unlisted_step(tmp_path: Path) -> None:
     result = cli(*args, "--json", env=env)
     assert result.exit_code == 1
     assert json.loads(result.stdout)["unlisted"] == ["SOMETHING_NEW"]
+
+
+def _slice_stacks() -> list[tuple[str, str, str]]:
+    """(release, stack, gfx) for every release whose recorded sdist slice has the two-file ROCm
+    Dockerfiles (v0.10.0 on; v0.6.4's single file predates rendering.STEPS_SINCE), each stack."""
+    from packaging.version import Version
+
+    out = []
+    for r in sorted(matrix_mod.load_dir(LIVE_MATRIX).vllm, key=lambda r: r.version):
+        if not (SLICES / f"vllm-{r.version}.tar.gz").exists() or r.version < Version("0.10.0"):
+            continue
+        for stack in r.stacks:
+            gfxs = ("gfx1250",) if stack.variant == "gfx1250" else ("gfx942", "gfx1100")
+            out += [(str(r.version), stack.variant, g) for g in gfxs]
+    return out
+
+
+@pytest.mark.parametrize(("version", "stack", "gfx"), _slice_stacks())
+def test_every_release_with_rocm_dockerfiles_is_reproduced_or_listed(
+    version: str, stack: str, gfx: str
+) -> None:
+    """Issue 39 b: every ARG, ENV and stage of each release's upstream files (every recorded
+    sdist slice from v0.10.0, every stack) is in the generated file or in a header line with its
+    reason; each such line is said only for releases whose files have one of its names."""
+    base, app = _upstream_files(version, stack)
+    upstream = dp.declared_names(base) | dp.declared_names(app)
+    plan = _live_plan(version, stack, gfx)
+    header = [line for line in df.render(plan).splitlines() if line.startswith("# ")]
+    for step in dfr.upstream_steps(plan):
+        assert dfr._step_line(plan, step) in header
+        if plan.layout == "two-stage-docker":
+            assert set(step.names) & upstream, f"{step.what!r} said but not in {version}'s files"
+    table = dfr.compare_upstream(plan, [base, app], dp.declared_names)
+    missing = [name for name, how, _ in table if how == "unlisted"]
+    assert not missing, f"upstream's {missing} neither reproduced nor listed"
+    assert all(reason for _, how, reason in table if how != "reproduced")

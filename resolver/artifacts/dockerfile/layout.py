@@ -42,6 +42,10 @@ class UpstreamStep:
     layouts: frozenset[str]  # the layouts it is said for
     when: str = ""  # a stack field that must be set (non-empty) for it to be said
     variants: frozenset[str] = frozenset()  # the stack variants it is said for (empty: all)
+    # the vLLM releases it is said for: since <= version < until (empty: unbounded), as the
+    # step's names occur in each release's upstream files
+    since: str = ""
+    until: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +101,8 @@ def layouts() -> Layouts:
                 layouts=frozenset(str(x) for x in v["layouts"]),
                 when=str(v.get("when", "")),
                 variants=frozenset(str(x) for x in v.get("variants", ())),
+                since=str(v.get("since", "")),
+                until=str(v.get("until", "")),
             )
             for v in doc.get("upstream_step", [])
         )

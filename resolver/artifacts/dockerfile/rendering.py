@@ -267,7 +267,7 @@ def _override_env(plan: DockerfilePlan) -> str:
 
 # The releases whose upstream build steps (beyond the pins) are read and compared: the header's
 # "Left out" and "Differs" lines are said for them (tests/test_dockerfile.py checks each).
-STEPS_SINCE: Final = Version("0.30.0")
+STEPS_SINCE: Final = Version("0.10.0")
 
 
 def upstream_steps(plan: DockerfilePlan, *, compared: bool = True) -> tuple[UpstreamStep, ...]:
@@ -275,7 +275,8 @@ def upstream_steps(plan: DockerfilePlan, *, compared: bool = True) -> tuple[Upst
     lists them, for this plan's layout and what its stack records; ``compared``: only for the
     releases whose steps are compared (said in the header), else for any release (the ENV a
     listed step covers is kept out of every image)."""
-    if plan.upstream is None or (compared and Version(plan.vllm_version) < STEPS_SINCE):
+    version = Version(plan.vllm_version)
+    if plan.upstream is None or (compared and version < STEPS_SINCE):
         return ()
     return tuple(
         s
@@ -283,6 +284,8 @@ def upstream_steps(plan: DockerfilePlan, *, compared: bool = True) -> tuple[Upst
         if plan.layout in s.layouts
         and (not s.variants or plan.stack in s.variants)
         and (not s.when or getattr(plan.upstream, s.when, None))
+        and (not s.since or version >= Version(s.since))
+        and (not s.until or version < Version(s.until))
     )
 
 

@@ -5,7 +5,10 @@
 #   pins: vllm-project/vllm@v0.10.0 (6d8d0a24c0): docker/Dockerfile.rocm_base + docker/Dockerfile.rocm; CMakeLists.txt HIP_SUPPORTED_ARCHS (confidence: exact)
 # Base image ROCm 6.3.1 runs on the host's amdgpu driver 30.30.3 (series 30.30).
 # Each commit pin is checked after checkout: the build fails on any other commit.
-# Upstream's build steps beyond the pins are compared from v0.30.0 on; this release's are not listed.
+# Differs: one file builds the base and the image (upstream: a base image published from the base Dockerfile, then Dockerfile.rocm FROM it, collecting wheels in debs stages): so the build is for this node's targets only, from the pins in this file.
+# Differs: vLLM from its sdist, sha256-checked, built in one build_vllm stage (upstream: the build context or a Git clone, a csrc-build stage and wheel export stages): the released source, checked, without upstream's repository checkout.
+# Left out: upstream's test stage and the settings only it sets: CI only, not part of the released image.
+# Left out: LEGACY_HIPBLASLT_OPTION, an extra install.sh option for hipBLASLt: empty in upstream's file too (its comment: --legacy_hipblas_direct for ROCm 6.2 and older); this stack's ROCm is newer.
 # Not pinned, and why:
 #   - tags, which upstream could move (the data records no commit for them): vision v0.21.0
 #   - vLLM at vllm-project/vllm@v0.10.0, a Git ref (no sdist hash recorded for it)

@@ -8,7 +8,12 @@
 # Left out: aiter (ROCm/aiter@6af8b687): no target passes its gate (gfx1151: none).
 # Left out: mori (ROCm/mori@2d02c6a9): upstream builds it for gfx942;gfx950 only (MORI_GPU_ARCHS).
 # Each commit pin is checked after checkout: the build fails on any other commit.
-# Upstream's build steps beyond the pins are compared from v0.30.0 on; this release's are not listed.
+# Differs: one file builds the base and the image (upstream: a base image published from the base Dockerfile, then Dockerfile.rocm FROM it, collecting wheels in debs stages): so the build is for this node's targets only, from the pins in this file.
+# Differs: vLLM from its sdist, sha256-checked, built in one build_vllm stage (upstream: the build context or a Git clone, a csrc-build stage and wheel export stages): the released source, checked, without upstream's repository checkout.
+# Differs: pip with BuildKit cache mounts, ccache and MAX_JOBS from the build host (upstream: uv, sccache in its release pipeline, max_jobs): no build service or cache bucket is assumed.
+# Left out: KINETO_CONFIG and the libkineto.conf upstream writes for it (ROCTRACER_MAX_EVENTS): a profiler setting; the file it names is not written here.
+# Left out: upstream's test stage and the settings only it sets: CI only, not part of the released image.
+# Left out: RIXL and UCX (build_rixl: RIXL_REPO at RIXL_BRANCH, UCX_REPO at UCX_BRANCH) and the RIXL wheel upstream installs into its final image: KV-cache transfer between instances (disaggregated serving), not recorded in the data; one vllm serve does not use it.
 # Not pinned, and why:
 #   - tags, which upstream could move (the data records no commit for them): vision v0.24.1, audio v2.9.0
 #   - vLLM at vllm-project/vllm@v0.16.0, a Git ref (no sdist hash recorded for it)

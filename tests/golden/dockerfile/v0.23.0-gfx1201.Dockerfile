@@ -8,7 +8,14 @@
 # Left out: aiter (ROCm/aiter@v0.1.13.post1): no target passes its gate (gfx1201: triton-only).
 # Left out: mori (ROCm/mori@v1.1.0): upstream builds it for gfx942;gfx950 only (MORI_GPU_ARCHS).
 # Each commit pin is checked after checkout: the build fails on any other commit.
-# Upstream's build steps beyond the pins are compared from v0.30.0 on; this release's are not listed.
+# Differs: one file builds the base and the image (upstream: a base image published from the base Dockerfile, then Dockerfile.rocm FROM it, collecting wheels in debs stages): so the build is for this node's targets only, from the pins in this file.
+# Differs: vLLM from its sdist, sha256-checked, built in one build_vllm stage (upstream: the build context or a Git clone, a csrc-build stage and wheel export stages): the released source, checked, without upstream's repository checkout.
+# Differs: pip with BuildKit cache mounts, ccache and MAX_JOBS from the build host (upstream: uv, sccache in its release pipeline, max_jobs): no build service or cache bucket is assumed.
+# Left out: vLLM's Rust parts (vllm-rs, _rust_*.so) from upstream's rust-toolchain and rust-build stages (rustup from sh.rustup.rs): no Rust toolchain is installed here; vLLM's setup.py builds them itself when none are prebuilt, which needs cargo (not checked by a build here).
+# Left out: the NIC user-space libraries of MORI's transport (mori_base: AINIC_VERSION from repo.radeon.com, Broadcom bnxt, NIC_BACKEND) and the MoRI proxy's Python packages: third-party apt repositories and NIC drivers for RDMA between nodes; MORI itself is built.
+# Left out: upstream's CI image and tests (ci_base with DeepEP and rocSHMEM, test, test_smoke, kernel symbol maps): CI only, not part of the released image.
+# Left out: KINETO_CONFIG and the libkineto.conf upstream writes for it (ROCTRACER_MAX_EVENTS): a profiler setting; the file it names is not written here.
+# Left out: RIXL and UCX (build_rixl: RIXL_REPO at RIXL_BRANCH, UCX_REPO at UCX_BRANCH) and the RIXL wheel upstream installs into its final image: KV-cache transfer between instances (disaggregated serving), not recorded in the data; one vllm serve does not use it.
 # Not pinned, and why:
 #   - tags, which upstream could move (the data records no commit for them): vision v0.24.1, audio v2.9.0
 #   - vLLM at vllm-project/vllm@v0.23.0, a Git ref (no sdist hash recorded for it)
