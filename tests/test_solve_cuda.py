@@ -442,3 +442,47 @@ def test_a_release_the_data_does_not_list_stays_bad_input() -> None:
 
     with pytest.raises(InputError):
         solve(M, node(), Request(vllm=parse_spec("==0.5.9")))
+
+
+def test_a_quantization_below_the_gpu_s_capability_floor_is_refused_per_release() -> None:
+    """Issue 38 (b): --quantization on an NVIDIA node is checked against the floor the release's
+    own config states (get_min_capability in its sdist), not refused as a question."""
+    r20 = M.cuda_release(Version("0.20.0"))
+    assert r20 is not None and r20.quant_floor("modelopt") == "8.9"
+    assert r20.quant_floor("fp_quant") == "10.0"
+    # An A100 (8.0) is below modelopt FP8's 8.9 in 0.20.0: no path, with the reason code.
+    a100 = node(compute_capability="8.0", name="NVIDIA A100-SXM4-80GB")
+    d = solve(M, a100, Request(vllm=parse_spec("==0.20.0"), quantization="modelopt"))
+    assert d.verdict == "unsupported" and d.exit_code != 0
+    assert d.rejected and all(
+        "cuda-quant-capability" in {r.code for r in e.reasons} for e in d.rejected
+    )
+    # The H200 (9.0) clears it; fp_quant (10.0) it does not.
+    assert (
+        solve(M, node(), Request(vllm=parse_spec("==0.20.0"), quantization="modelopt")).plan
+        is not None
+    )
+    h = solve(M, node(), Request(vllm=parse_spec("==0.20.0"), quantization="fp_quant"))
+    assert h.plan is None and any(r.code == "cuda-quant-capability" for r in h.blockers)
+    # A method the release does not state a floor for is not refused.
+    assert (
+        solve(M, node(), Request(vllm=parse_spec("==0.20.0"), quantization="no-such")).plan
+        is not None
+    )
+
+
+def test_no_supported_cuda_plan_runs_a_method_below_its_floor() -> None:
+    for cap in ("7.5", "8.0", "8.6", "8.9", "9.0", "10.0"):
+        n = node(compute_capability=cap)
+        for method in ("fp8", "modelopt", "fp_quant", "mxfp4", "awq_marlin"):
+            d = solve(M, n, Request(quantization=method))
+            if d.plan is None:
+                continue
+            release = M.cuda_release(d.plan.candidate.vllm)
+            floor = release.quant_floor(method) if release else None
+            assert floor is None or Version(cap) >= Version(floor), (cap, method)
+
+
+def test_kv_cache_dtype_on_an_nvidia_node_is_still_bad_input(tmp_path: Path) -> None:
+    r = run_cli("check", "--node", str(write(tmp_path)), "--kv-cache-dtype", "fp8")
+    assert r.exit_code == 2

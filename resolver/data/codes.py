@@ -29,6 +29,7 @@ ReasonCode = Literal[
     "fp8-not-admitted",
     "cuda-arch-missing",
     "cuda-driver-too-old",
+    "cuda-quant-capability",
     "gpu-access-denied",
     "driver-os-unsupported",
     "wsl-host",
@@ -171,5 +172,5 @@ UNCHECKED_CODES: frozenset[str] = frozenset(
 )
 # The request's quantization or KV cache dtype against the GPU's feature gates.
 GATE_CODES: frozenset[ReasonCode] = frozenset(
-    {"fp8-unsupported", "mx-unsupported", "kv-fp8-unsupported"}
+    {"fp8-unsupported", "mx-unsupported", "kv-fp8-unsupported", "cuda-quant-capability"}
 )

@@ -565,8 +565,23 @@ class CudaRelease(msgspec.Struct, frozen=True, kw_only=True):
     # other CUDA builds vLLM publishes as release assets
     wheel_variants: tuple[Version, ...] = ()
     requires_python: Annotated[str | None, SPECIFIER] = None
+    # Per quantization method (its get_name()), the lowest compute capability its config's
+    # get_min_capability() admits on CUDA ("8.9" for modelopt's FP8); None: not read, and a
+    # method missing here is not checked
+    quant_min_capability: Annotated[
+        tuple[tuple[str, str], ...] | None,
+        form(
+            r"[0-9]{1,2}\.[0-9]",
+            "a compute capability",
+            keys=(r"[a-z0-9][a-z0-9_-]{0,63}", "a quantization method name"),
+        ),
+    ] = None
     sdist_sha256: Annotated[str | None, SHA256] = None
     provenance: Provenance
+
+    def quant_floor(self, method: str) -> str | None:
+        """The compute capability ``method`` needs on CUDA, where the release's file states it."""
+        return dict(self.quant_min_capability or ()).get(method)
 
 
 class CudaDriverRule(msgspec.Struct, frozen=True, kw_only=True):

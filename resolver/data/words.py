@@ -337,6 +337,16 @@ WORDS: Final[dict[str, Said]] = {
         hint="pick a release whose image carries it, or build vLLM from source with "
         "TORCH_CUDA_ARCH_LIST={first_missing}",
     ),
+    "cuda-quant-capability": Said(
+        message="vLLM {vllm}'s {method} needs compute capability {floor} or newer; {product} is "
+        "{caps}",
+        facts=(
+            "vLLM {vllm} {method} get_min_capability: {floor}",
+            "{product} has compute capability {caps}",
+        ),
+        hint="pick a quantization method this GPU's compute capability admits, or a GPU of "
+        "compute capability {floor} or newer",
+    ),
     "cuda-driver-too-old": Said(
         message="{label} is built with CUDA {cuda}, which needs NVIDIA driver branch {min_driver} "
         "or newer; this host runs {driver}",

@@ -30,7 +30,10 @@ WANTED: Final = re.compile(
     r"|docs/getting_started/installation/gpu\.cuda\.inc\.md"
     r"|vllm/envs\.py"
     r"|CMakeLists\.txt"
+    # each quantization method's config: get_name() and get_min_capability() (issue 38 b)
+    r"|vllm/model_executor/layers/quantization/(?:compressed_tensors/)?[a-z0-9_]+\.py"
 )
+_QUANT_DIR: Final = "vllm/model_executor/layers/quantization/"
 _ARG = re.compile(
     r"^ARG\s+(CUDA_VERSION|PYTHON_VERSION|torch_cuda_arch_list)=(\S.*)$", re.MULTILINE
 )
@@ -158,6 +161,53 @@ def _tags(files: dict[str, str]) -> list[str]:
     return out
 
 
+def _returned(fn: Any) -> object:
+    """The constant a one-statement ``return <literal>`` method gives, else None."""
+    import ast
+
+    body = [b for b in fn.body if not isinstance(b, ast.Expr)]  # a docstring is no statement
+    if len(body) == 1 and isinstance(body[0], ast.Return):
+        value = body[0].value
+        if isinstance(value, ast.Constant):
+            return value.value
+    return None
+
+
+def quant_floors(files: dict[str, str]) -> list[tuple[str, str]]:
+    """Each quantization method's compute-capability floor on CUDA, as its config class states
+    it: ``get_name()`` returning a string literal and ``get_min_capability()`` an int literal
+    (80 -> "8.0"), parsed, never run. A method said twice with different floors, or a class
+    whose methods compute their answer, is left out (not guessed)."""
+    import ast
+
+    found: dict[str, set[str]] = {}
+    for path, text in sorted(files.items()):
+        if not path.startswith(_QUANT_DIR):
+            continue
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+            methods = {
+                f.name: f
+                for f in cls.body
+                if isinstance(f, ast.FunctionDef) and f.name in ("get_name", "get_min_capability")
+            }
+            if len(methods) != 2:
+                continue
+            name, floor = _returned(methods["get_name"]), _returned(methods["get_min_capability"])
+            if (
+                isinstance(name, str)
+                and re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", name)
+                and isinstance(floor, int)
+                and not isinstance(floor, bool)
+                and 10 <= floor <= 199
+            ):
+                found.setdefault(name, set()).add(f"{floor // 10}.{floor % 10}")
+    return sorted((k, v.pop()) for k, v in found.items() if len(v) == 1)
+
+
 def cuda_record(sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str, Any] | None, str]:
     """The ``cuda.toml`` record of one release, or None and why it cannot be made."""
     version = str(sdist.version)
@@ -226,6 +276,10 @@ def cuda_record(sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str, Any]
     if requires:
         record["requires_python"] = requires.group(1)
         read_from.append("pyproject.toml (requires-python)")
+    floors = quant_floors(files)
+    if floors:
+        record["quant_min_capability"] = dict(floors)
+        read_from.append(f"{_QUANT_DIR}*.py (get_min_capability)")
     record = {k: v for k, v in record.items() if v not in (None, [], "")}
     record["image"] = images
     record["sdist_sha256"] = sdist.sha256

@@ -124,6 +124,16 @@ def _covers(arch: tuple[str, ...], cap: str) -> bool:
     return False
 
 
+def _below_floor(
+    release: CudaRelease, caps: list[str], quantization: str | None
+) -> tuple[str | None, list[str]]:
+    """The floor the release states for ``quantization`` and the capabilities below it."""
+    floor = release.quant_floor(quantization) if quantization else None
+    if floor is None or (want := _cc(floor)) is None:
+        return floor, []
+    return floor, [c for c in caps if (have := _cc(c)) is not None and have < want]
+
+
 def _compiled(arch: tuple[str, ...]) -> tuple[str, ...]:
     """The arch list without its PTX: what runs without a JIT compile."""
     return tuple(a.partition("+")[0] for a in arch)
@@ -247,7 +257,12 @@ def candidates(m: Matrix, request: Request) -> list[tuple[CudaRelease, CudaImage
 
 
 def evaluate(
-    m: Matrix, node: Node, release: CudaRelease, image: CudaImage, cand: Candidate
+    m: Matrix,
+    node: Node,
+    release: CudaRelease,
+    image: CudaImage,
+    cand: Candidate,
+    quantization: str | None = None,
 ) -> Evaluation:
     reasons: list[Reason] = []
     warnings: list[Advisory] = []
@@ -272,6 +287,30 @@ def evaluate(
                 message=w.message,
                 facts=(
                     Fact(text=w.facts[0], source=src, about=label),
+                    Fact(text=w.facts[1], source="nvidia-smi"),
+                ),
+                hint=w.hint,
+                release=release.version,
+            )
+        )
+    # The method's floor where the release's config states one (a method it does not state is
+    # not checked here: vLLM itself refuses it at load if the GPU is below its floor).
+    floor, below = _below_floor(release, caps, quantization)
+    if quantization and floor and below:
+        w = words.say(
+            "cuda-quant-capability",
+            vllm=release.version,
+            method=quantization,
+            floor=floor,
+            product=product,
+            caps=", ".join(below),
+        )
+        reasons.append(
+            Reason(
+                code="cuda-quant-capability",
+                message=w.message,
+                facts=(
+                    Fact(text=w.facts[0], source=src, about=str(release.version)),
                     Fact(text=w.facts[1], source="nvidia-smi"),
                 ),
                 hint=w.hint,
@@ -544,6 +583,8 @@ def _unread(m: Matrix, node: Node, request: Request) -> tuple[MissingFact, ...]:
     for release in sorted(m.cuda, key=lambda r: r.version, reverse=True):
         if release.images or (request.vllm is not None and release.version not in request.vllm):
             continue
+        if _below_floor(release, caps, request.quantization)[1]:
+            continue  # the method's floor refuses every artifact of the release alike
         if caps and all(_covers(release.arch, c) for c in caps):
             out.append(
                 MissingFact(
@@ -617,10 +658,11 @@ def solve_cuda(
             hint="run `rocm-vllm probe` on an NVIDIA node (nvidia-smi), or drop --vendor nvidia",
         )
     node = _as_nvidia_node(node)
-    if request.quantization or request.kv_cache_dtype:
+    if request.kv_cache_dtype:
         raise InputError(
-            "--quantization and --kv-cache-dtype are checked for AMD GPUs only",
-            hint="drop them for an NVIDIA node; vLLM's CUDA build takes every method it lists",
+            "--kv-cache-dtype is checked for AMD GPUs only",
+            hint="drop it for an NVIDIA node; --quantization is checked against the release's "
+            "compute-capability floors",
         )
     if request.paths is not None and not request.paths & {"image", "wheel"}:
         raise InputError(
@@ -674,7 +716,7 @@ def solve_cuda(
     evaluations = []
     for release, image, cand in listed:
         reporter.considering(cand)
-        ev = evaluate(m, node, release, image, cand)
+        ev = evaluate(m, node, release, image, cand, request.quantization)
         (reporter.accepting(cand) if ev.ok else reporter.rejecting(cand, ev.reasons))
         evaluations.append(ev)
     ranked = sorted(evaluations, key=lambda e: _rank(e, request.prefer))

@@ -17,6 +17,7 @@ from resolver.refresh.cuda import (
     elf_needed,
     metadata_cuda_major,
     needed_cuda_major,
+    quant_floors,
     wheel_floor,
 )
 from resolver.refresh.sdist import _WHEEL_NAME, IndexFile, read_members
@@ -169,3 +170,26 @@ def test_before_0_8_3_the_dockerfile_at_the_root_and_the_release_image_s_cuda_ar
     assert m.cuda_release(Version("0.6.1")) is None
     for version in ("0.6.2", "0.7.3", "0.8.2"):
         assert m.cuda_release(Version(version)) is not None
+
+
+def test_quantization_floors_are_each_config_s_literal_answers() -> None:
+    """Issue 38 (b): get_min_capability() as the release's own config class returns it
+    (modelopt FP8 8.9 in 0.20.0, fp8 8.0 through Marlin before 0.20, 7.5 from it)."""
+    assert dict(_read("0.7.3")["quant_min_capability"])["modelopt"] == "8.9"  # type: ignore[call-overload]
+    assert dict(_read("0.7.3")["quant_min_capability"])["fp8"] == "8.0"  # type: ignore[call-overload]
+    assert dict(_read("0.33.0")["quant_min_capability"])["fp_quant"] == "10.0"  # type: ignore[call-overload]
+    q = "vllm/model_executor/layers/quantization/"
+    computed = (
+        "class A:\n def get_name(cls): return 'a'\n"
+        " def get_min_capability(cls): return 80 if X else 75\n"
+    )
+    twice = (
+        "class B:\n def get_name(cls): return 'b'\n def get_min_capability(cls): return 80\n"
+        "class C:\n def get_name(cls): return 'b'\n def get_min_capability(cls): return 90\n"
+    )
+    odd = "class D:\n def get_name(cls): return 'D; rm'\n def get_min_capability(cls): return 80\n"
+    files = {q + "a.py": computed, q + "b.py": twice, q + "d.py": odd, q + "e.py": "def (:"}
+    files["elsewhere.py"] = (
+        "class E:\n def get_name(c): return 'e'\n def get_min_capability(c): return 1\n"
+    )
+    assert quant_floors(files) == []
