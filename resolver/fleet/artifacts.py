@@ -338,12 +338,15 @@ def slurm_jobs(group: Group, opts: Options) -> list[SlurmJob]:
         job = SlurmJob(tuple(names), opts.partition, opts.time, notes=said)
         return [replace(job, constraint=constraint, reservation=opts.reservation)]
     holding = _holding(names, layout)
+    listed = opts.reservation in layout.reserved.values()
+    unlisted = None if listed else opts.reservation
     by: dict[tuple[int | None, tuple[str, ...], str | None], list[str]] = {}
     for n in names:
         parts = (opts.partition,) if opts.partition else holding[n]
         # A job in a reservation may hold only its nodes: the reserved ones apart.
-        # Which reservation holds a node is known when sinfo showed one: else --reservation's.
-        resv = layout.reserved.get(n) if layout.reserved else opts.reservation
+        # The reservation holding the node, as scontrol said; --reservation's where scontrol
+        # did not list it as active (the probe steps named it on every node then too).
+        resv = layout.reserved.get(n, unlisted)
         by.setdefault((layout.gpus.get(n), parts, resv), []).append(n)
     return [
         replace(job, notes=said + job.notes, constraint=constraint, reservation=resv)
