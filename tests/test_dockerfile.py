@@ -1838,3 +1838,107 @@ def test_every_release_with_rocm_dockerfiles_is_reproduced_or_listed(
     missing = [name for name, how, _ in table if how == "unlisted"]
     assert not missing, f"upstream's {missing} neither reproduced nor listed"
     assert all(reason for _, how, reason in table if how != "reproduced")
+
+
+@pytest.mark.docker
+def test_the_small_stages_run_under_buildkit_against_local_stand_ins(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Issue 39 c: the generated steps that need no ROCm, run by BuildKit with --network=none in
+    an image of this machine's busybox and git: gfx90a's kpack removal on a stand-in TheRock
+    site-packages (the plain gfx90a kpack stays), the triton_kernels fetch from a local Git
+    mirror through GIT_BASE at the commit and its check, and the commit check after a checkout.
+    A checkout at another commit stops the build."""
+    from dataclasses import replace
+
+    from resolver.util.errors import DockerEngineError
+
+    engine = request.getfixturevalue("docker_engine")
+    busybox, git = shutil.which("busybox"), shutil.which("git")
+    if not (busybox and git):
+        pytest.skip("busybox and git are needed to make the build image")
+    # The local Git server: a bare ROCm/triton.git with triton_kernels, two commits.
+    context = tmp_path / "context"
+    root = context / "rootfs"
+    work = tmp_path / "triton"
+    kernels = work / "python" / "triton_kernels" / "triton_kernels"
+    kernels.mkdir(parents=True)
+    run = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(work)]
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    commits = []
+    for i in (1, 2):
+        (kernels / "__init__.py").write_text(f"# stand-in {i}\n")
+        subprocess.run([*run, "add", "-A"], check=True)
+        subprocess.run([*run, "commit", "-q", "-m", f"kernels {i}"], check=True)
+        commits.append(
+            subprocess.run(
+                [*run, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+            ).stdout.strip()
+        )
+    old, head = commits
+    subprocess.run(
+        ["git", "clone", "-q", "--bare", str(work), str(root / "mirror/git/ROCm/triton.git")],
+        check=True,
+    )
+    _copy_with_libs(Path(git), root)
+    (root / "bin").mkdir(exist_ok=True)
+    shutil.copy2(busybox, root / "bin" / "busybox")
+    shutil.copy2(busybox, root / "bin" / "sh")
+    core = root / "usr" / "lib" / "git-core"
+    core.mkdir(parents=True, exist_ok=True)
+    for name in ("git-upload-pack", "git-receive-pack"):
+        shutil.copy2(Path(git).resolve(), core / name)
+    # The steps as the generated file writes them for v0.33.0's TheRock stack on MI250.
+    plan = _live_plan("0.33.0", "rocm100", "gfx90a")
+    assert plan.upstream is not None and plan.upstream.drop_kpacks
+    plan = replace(
+        plan, upstream=msgspec.structs.replace(plan.upstream, triton_kernels_commit=head)
+    )
+    text = df.render(plan)
+    fixes = dfr._therock_values(plan)["therock_fixes"]
+    fetch = dfr._triton_kernels(plan)
+    assert fixes in text and fetch in text  # exactly the rendered steps
+    kpack = "/site/torch/.kpack"
+    names = [f"{kpack}/{k.rsplit('/', 1)[1]}" for k in plan.upstream.drop_kpacks]
+    check = dfr._verify(
+        "/src/triton", ComponentPin(component="triton", repo="ROCm/triton", ref=head)
+    )
+
+    def build(checkout: str) -> str:
+        dockerfile = (
+            "FROM scratch\nCOPY rootfs/ /\n"
+            'RUN ["/bin/busybox", "--install", "-s", "/bin"]\n'
+            "ENV PATH=/usr/bin:/bin GIT_EXEC_PATH=/usr/lib/git-core SITE_PACKAGES=/site\n"
+            f"RUN mkdir -p {kpack} && touch "
+            + " ".join(f'"{n}"' for n in [*names, f"{kpack}/torch_gfx90a.kpack"])
+            + f"\n{fixes}\n"
+            + "RUN "
+            + " && ".join(f'test ! -e "{n}"' for n in names)
+            + f" && test -e {kpack}/torch_gfx90a.kpack\n"
+            + f"{fetch}\n"
+            + "RUN test -f /opt/rocm-triton-kernels/__init__.py\n"
+            + "RUN git clone -q file:///mirror/git/ROCm/triton.git /src/triton"
+            + f" && git -C /src/triton checkout -q {checkout}{check}\n"
+        )
+        return str(
+            engine.build(
+                dockerfile_text=dockerfile,
+                context_dir=context,
+                tag="rocm-vllm-test/small-stages:1",
+                buildargs={"GIT_BASE": "file:///mirror/git", "ROCM_TRITON_KERNELS_COMMIT": head},
+                on_progress=lambda _line: None,
+                network="none",
+            )
+        )
+
+    image_id = build(head)
+    result = engine.run(image_id, ["/bin/sh", "-c", "cat /opt/rocm-triton-kernels/__init__.py"])
+    assert "stand-in 2" in result.stdout
+    # (no ExcInfo kept: its traceback would hold the build's socket open past the test)
+    said = ""
+    try:
+        build(old)
+    except DockerEngineError as exc:
+        said = f"{exc.message} {exc.hint or ''}"
+    assert said, "a checkout at another commit was built"
+    assert "not commit" in said, said
