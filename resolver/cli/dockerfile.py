@@ -438,7 +438,7 @@ def _sdist_files(plan: Any) -> dict[str, str]:
     version = plan.vllm_version
     hint = (
         f"while online: rocm-vllm matrix refresh --source sdist --tag {version} caches it "
-        f"(or fetch {url} through ROCM_VLLM_INDEX_URL's mirror)"
+        "(from the index, or the mirror ROCM_VLLM_INDEX_URL names)"
     )
     client = HttpClient(cache_dir=cache_dir())
     try:
