@@ -688,3 +688,70 @@ def test_no_image_says_what_check_plans_instead() -> None:
     # Where nothing fits at all, nothing is promised.
     _, none = cli_json("--gfx", "gfx906", "--driver", "30.30.3")
     assert none["source_plan"] is None
+
+
+# --- smoke on an NVIDIA host (issue 38 c): --gpus all, devices judged by compute capability ---
+
+# The smoke script's answer shaped for one H200 in vllm/vllm-openai:v0.33.0: the product name
+# and compute capability 9.0 as nvidia-smi gave them on the lent H200
+# (tests/probe/fixtures/nvidia), the CUDA the data records for the image; not recorded from the
+# image itself (torch's version is left out: the data does not claim one for CUDA images).
+SHAPED_H200 = {
+    "vllm": "0.33.0",
+    "torch": None,
+    "rocm": None,
+    "hip": None,
+    "cuda": "13.0",
+    "names": ["NVIDIA H200"],
+    "devices": ["9.0"],
+    "compute": {"max_abs_diff": 0.0, "ok": True},
+}
+
+
+def _cuda_image(version: str = "0.33.0") -> Any:
+    from packaging.version import Version
+
+    from resolver.solve.cuda import _image
+
+    m = matrix.load()
+    release = m.cuda_release(Version(version))
+    assert release is not None and release.images
+    return _image(m, release, release.images[0])
+
+
+def test_nvidia_devices_are_judged_by_compute_capability() -> None:
+    image = _cuda_image()
+    stages, problems = images.judge_gpu("ref", SHAPED_H200, image, (), gpu=True, node_caps=("9.0",))
+    assert problems == [] and stages["devices"]["status"] == "passed"
+    assert stages["compute"]["status"] == "passed"
+    # A capability the node did not report (or the image does not carry) fails the stage.
+    other = {**SHAPED_H200, "devices": ["7.0"]}
+    stages, problems = images.judge_gpu("ref", other, image, (), gpu=True, node_caps=("9.0",))
+    assert stages["devices"]["status"] == "failed"
+    assert [p.code for p in problems] == ["smoke-gfx-mismatch"]
+    # No NVIDIA driver on this machine: skipped, and said so the NVIDIA way.
+    stages, problems = images.judge_gpu("ref", SHAPED_H200, image, (), gpu=False)
+    assert problems == [] and "nvidia" in stages["devices"]["why"].lower()
+
+
+class _Recorder:
+    """A stand-in engine that records how the container was asked for and answers SHAPED_H200."""
+
+    def __init__(self) -> None:
+        self.kwargs: dict[str, Any] = {}
+
+    def run(self, ref: str, command: list[str], **kwargs: Any) -> Any:
+        from resolver.artifacts.engine import RunResult
+
+        self.kwargs = kwargs
+        return RunResult(0, json.dumps(SHAPED_H200) + "\n", "")
+
+
+def test_smoke_passes_nvidia_gpus_with_gpus_all_not_dev_kfd() -> None:
+    engine = _Recorder()
+    report = images.smoke(engine, "ref", _cuda_image(), node_caps=("9.0",), nvidia=True)  # type: ignore[arg-type]
+    assert engine.kwargs["nvidia_gpus"] is True and engine.kwargs["devices"] == []
+    assert report.gpu and report.stages["devices"]["status"] == "passed"
+    assert report.stages["compute"]["status"] == "passed"
+    report = images.smoke(engine, "ref", _cuda_image(), node_caps=("9.0",), nvidia=False)  # type: ignore[arg-type]
+    assert engine.kwargs["nvidia_gpus"] is False and report.stages["devices"]["status"] == "skipped"

@@ -172,6 +172,7 @@ class DockerEngine:
         group_add: list[str] | None = None,
         environment: dict[str, str] | None = None,
         gpu_flags: bool = False,
+        nvidia_gpus: bool = False,
         network: str = "none",
         timeout: int = 300,
         volumes: dict[str, dict[str, str]] | None = None,
@@ -183,6 +184,10 @@ class DockerEngine:
             extra.update(
                 ipc_mode="host", cap_add=["SYS_PTRACE"], security_opt=["seccomp=unconfined"]
             )
+        if nvidia_gpus:  # docker run --gpus all: the NVIDIA container toolkit passes them in
+            from docker.types import DeviceRequest
+
+            extra["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
         hint = (
             "check that the image runs on this engine (docker run --rm IMAGE) and that "
             "/dev/kfd, /dev/dri exist for GPU runs"

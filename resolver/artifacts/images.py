@@ -46,7 +46,11 @@ except Exception: hip = None
 out = {'vllm': v('vllm'), 'torch': v('torch'), 'rocm': rocm, 'hip': hip}
 try:
     n = torch.cuda.device_count()
-    out['devices'] = [torch.cuda.get_device_properties(i).gcnArchName for i in range(n)]
+    ps = [torch.cuda.get_device_properties(i) for i in range(n)]
+    # HIP: the gfx target; CUDA: the compute capability, and the product names
+    out['devices'] = [p.gcnArchName if hip else f'{p.major}.{p.minor}' for p in ps]
+    if not hip:
+        out['cuda'], out['names'] = torch.version.cuda, [p.name for p in ps]
     if n:
         a, b = torch.randn(256, 256), torch.randn(256, 256)
         got = (a.to('cuda') @ b.to('cuda')).cpu()
@@ -282,6 +286,12 @@ class SmokeReport:
         }
 
 
+def nvidia_host() -> bool:
+    """Whether this machine's NVIDIA driver is loaded (its control device exists): the GPUs are
+    then passed the NVIDIA way (``--gpus all``, the container toolkit), not as device nodes."""
+    return Path("/dev/nvidiactl").exists()
+
+
 def gpu_devices() -> tuple[list[str], list[str]]:
     """Device nodes and their groups (numeric) when this machine has AMD GPUs, else empty."""
     kfd = Path("/dev/kfd")
@@ -301,16 +311,28 @@ def smoke(
     command: list[str] | None = None,
     devices: tuple[list[str], list[str]] | None = None,
     node_gfx: tuple[str, ...] = (),
+    node_caps: tuple[str, ...] = (),
+    nvidia: bool | None = None,
 ) -> SmokeReport:
-    """Run the version probe inside ``ref`` and compare with what the matrix claims for it."""
-    dev, groups = devices if devices is not None else gpu_devices()
+    """Run the version probe inside ``ref`` and compare with what the matrix claims for it. An
+    NVIDIA image gets the host's NVIDIA GPUs (``--gpus all``) where its driver is loaded; its
+    devices are judged by compute capability (``node_caps``, the image's arch list)."""
+    cuda = image.vendor == "nvidia"
+    dev, groups = ([], []) if cuda else devices if devices is not None else gpu_devices()
+    gpus = cuda and (nvidia if nvidia is not None else nvidia_host())
     if command is None:
         entrypoint: list[str] | None = SMOKE_ENTRYPOINT
         args = [SMOKE_SCRIPT]
     else:
         entrypoint, args = command[:1], command[1:]
     result = engine.run(
-        ref, args, entrypoint=entrypoint, devices=dev, group_add=groups, gpu_flags=bool(dev)
+        ref,
+        args,
+        entrypoint=entrypoint,
+        devices=dev,
+        group_add=groups,
+        gpu_flags=bool(dev) or gpus,
+        nvidia_gpus=gpus,
     )
     claimed = {
         "vllm": str(image.vllm) if image.vllm else None,
@@ -339,11 +361,13 @@ def smoke(
         "versions": {"status": "failed" if problems else "passed"},
     }
     if parsed is not None:
-        gpu_stages, gpu_problems = judge_gpu(ref, parsed, image, node_gfx, gpu=bool(dev))
+        gpu_stages, gpu_problems = judge_gpu(
+            ref, parsed, image, node_gfx, gpu=bool(dev) or gpus, node_caps=node_caps
+        )
         stages.update(gpu_stages)
         problems += gpu_problems
     return SmokeReport(
-        ref, found, claimed, result.exit_code, bool(dev), tuple(problems), stages=stages
+        ref, found, claimed, result.exit_code, bool(dev) or gpus, tuple(problems), stages=stages
     )
 
 
@@ -389,12 +413,17 @@ def judge_gpu(
     node_gfx: tuple[str, ...],
     *,
     gpu: bool,
+    node_caps: tuple[str, ...] = (),
 ) -> tuple[dict[str, dict[str, Any]], list[Advisory]]:
     """The devices and compute stages from the smoke script's answer: the HIP devices the image
     sees (each gcnArchName against the node's targets and the image's arch list), and a matrix
     product on the GPU against the CPU's. Skipped where the host passed no GPU (no /dev/kfd)."""
     if not gpu:
-        why = "this machine has no /dev/kfd: no GPU was passed to the container"
+        why = (
+            "this machine has no NVIDIA driver (/dev/nvidiactl): no GPU was passed to the container"
+            if image.vendor == "nvidia"
+            else "this machine has no /dev/kfd: no GPU was passed to the container"
+        )
         return {"devices": {"status": "skipped", "why": why}, "compute": {"status": "skipped"}}, []
     from resolver.artifacts.audit import shown
 
@@ -408,13 +437,38 @@ def judge_gpu(
         problems.append(
             Advisory.said("smoke-no-gpu/error" if error else "smoke-no-gpu", ref=ref, error=error)
         )
-    wrong = sorted(
-        {
-            _base_gfx(d)
-            for d in seen
-            if _base_gfx(d) not in node_gfx or (image.arch and _base_gfx(d) not in image.arch)
-        }
-    )
+    if image.vendor == "nvidia":
+        from resolver.solve.cuda import _covers
+
+        # A capability the node did not report, or one the image's arch list does not cover
+        # (CUDA's rules: family targets, PTX), is code for another GPU.
+        wrong = sorted(
+            {
+                d
+                for d in seen
+                if (node_caps and d not in node_caps) or (image.arch and not _covers(image.arch, d))
+            }
+        )
+        if wrong:
+            devices["status"] = "failed"
+            problems.append(
+                Advisory.said(
+                    "smoke-gfx-mismatch/cuda",
+                    ref=ref,
+                    seen=", ".join(wrong),
+                    node=", ".join(node_caps) or words.text("smoke-gfx-mismatch/none"),
+                    arch=", ".join(image.arch) or words.text("smoke-gfx-mismatch/unknown"),
+                )
+            )
+        wrong = []
+    else:
+        wrong = sorted(
+            {
+                _base_gfx(d)
+                for d in seen
+                if _base_gfx(d) not in node_gfx or (image.arch and _base_gfx(d) not in image.arch)
+            }
+        )
     if wrong:
         devices["status"] = "failed"
         problems.append(

@@ -245,7 +245,16 @@ def _engine_steps(
         problems += report.problems
         problems += images.label_problems(report, node)
     if opts.smoke:
-        smoke_report = images.smoke(engine, ref, chosen, node_gfx=node.gfx_targets)
+        caps = tuple(
+            sorted(
+                {
+                    str(g["compute_capability"])
+                    for g in node.nvidia_gpus
+                    if g.get("compute_capability")
+                }
+            )
+        )
+        smoke_report = images.smoke(engine, ref, chosen, node_gfx=node.gfx_targets, node_caps=caps)
         out["smoke"] = smoke_report.to_json()
         problems += smoke_report.problems
         if opts.smoke == "serve":

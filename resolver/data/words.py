@@ -759,6 +759,11 @@ WORDS: Final[dict[str, Said]] = {
         "vLLM would load code for another GPU",
         source="smoke test (gcnArchName)",
     ),
+    "smoke-gfx-mismatch/cuda": Said(
+        base="smoke-gfx-mismatch",
+        message="{ref}: the image sees compute capability {seen}, not what the node reports "
+        "({node}) or the image carries code for ({arch})",
+    ),
     "smoke-gfx-mismatch/none": _NONE,
     "smoke-gfx-mismatch/unknown": Said(message="unknown"),
     "smoke-compute-wrong": Said(
