@@ -692,20 +692,16 @@ def test_no_image_says_what_check_plans_instead() -> None:
 
 # --- smoke on an NVIDIA host (issue 38 c): --gpus all, devices judged by compute capability ---
 
-# The smoke script's answer shaped for one H200 in vllm/vllm-openai:v0.33.0: the product name
-# and compute capability 9.0 as nvidia-smi gave them on the lent H200
-# (tests/probe/fixtures/nvidia), the CUDA the data records for the image; not recorded from the
-# image itself (torch's version is left out: the data does not claim one for CUDA images).
-SHAPED_H200 = {
-    "vllm": "0.33.0",
-    "torch": None,
-    "rocm": None,
-    "hip": None,
-    "cuda": "13.0",
-    "names": ["NVIDIA H200"],
-    "devices": ["9.0"],
-    "compute": {"max_abs_diff": 0.0, "ok": True},
-}
+# The smoke script (SMOKE_SCRIPT, as committed) run with python3 on a lent H200 machine, outside
+# any container (torch 2.11.0+cu130 there, no vLLM; nvidia-smi: "NVIDIA H200, 9.0", and
+# /dev/nvidiactl present), its one line recorded as printed.
+RECORDED_H200 = json.loads(
+    '{"vllm": null, "torch": "2.11.0", "rocm": null, "hip": null, "devices": ["9.0"], '
+    '"cuda": "13.0", "names": ["NVIDIA H200"], '
+    '"compute": {"max_abs_diff": 4.57763671875e-05, "ok": true}}'
+)
+# ... and as the image would answer: the same devices, with the vLLM the data says it holds.
+SHAPED_H200 = {**RECORDED_H200, "vllm": "0.33.0", "torch": None}
 
 
 def _cuda_image(version: str = "0.33.0") -> Any:
@@ -721,16 +717,18 @@ def _cuda_image(version: str = "0.33.0") -> Any:
 
 def test_nvidia_devices_are_judged_by_compute_capability() -> None:
     image = _cuda_image()
-    stages, problems = images.judge_gpu("ref", SHAPED_H200, image, (), gpu=True, node_caps=("9.0",))
+    stages, problems = images.judge_gpu(
+        "ref", RECORDED_H200, image, (), gpu=True, node_caps=("9.0",)
+    )
     assert problems == [] and stages["devices"]["status"] == "passed"
     assert stages["compute"]["status"] == "passed"
     # A capability the node did not report (or the image does not carry) fails the stage.
-    other = {**SHAPED_H200, "devices": ["7.0"]}
+    other = {**RECORDED_H200, "devices": ["7.0"]}
     stages, problems = images.judge_gpu("ref", other, image, (), gpu=True, node_caps=("9.0",))
     assert stages["devices"]["status"] == "failed"
     assert [p.code for p in problems] == ["smoke-gfx-mismatch"]
     # No NVIDIA driver on this machine: skipped, and said so the NVIDIA way.
-    stages, problems = images.judge_gpu("ref", SHAPED_H200, image, (), gpu=False)
+    stages, problems = images.judge_gpu("ref", RECORDED_H200, image, (), gpu=False)
     assert problems == [] and "nvidia" in stages["devices"]["why"].lower()
 
 
