@@ -753,3 +753,11 @@ def test_smoke_passes_nvidia_gpus_with_gpus_all_not_dev_kfd() -> None:
     assert report.stages["compute"]["status"] == "passed"
     report = images.smoke(engine, "ref", _cuda_image(), node_caps=("9.0",), nvidia=False)  # type: ignore[arg-type]
     assert engine.kwargs["nvidia_gpus"] is False and report.stages["devices"]["status"] == "skipped"
+
+
+def test_smoke_serve_passes_nvidia_gpus_too() -> None:
+    engine = _Recorder()
+    images.smoke_serve(engine, "ref", "Qwen/Qwen3-0.6B", "~", cuda=True, nvidia=True)  # type: ignore[arg-type]
+    assert engine.kwargs["nvidia_gpus"] is True and engine.kwargs["devices"] == []
+    stage, problems = images.smoke_serve(engine, "ref", "m", "~", cuda=True, nvidia=False)  # type: ignore[arg-type]
+    assert stage["status"] == "skipped" and problems == [] and "nvidia" in stage["why"].lower()

@@ -378,13 +378,20 @@ def smoke_serve(
     hf_cache: str,
     *,
     devices: tuple[list[str], list[str]] | None = None,
+    cuda: bool = False,
+    nvidia: bool | None = None,
 ) -> tuple[dict[str, Any], list[Advisory]]:
     """``--smoke=serve``: vLLM in the image serves ``model`` from the host's Hugging Face cache
-    (mounted, offline), answers /v1/models and one completion, and is stopped."""
-    dev, groups = devices if devices is not None else gpu_devices()
+    (mounted, offline), answers /v1/models and one completion, and is stopped. An NVIDIA image
+    (``cuda``) gets the GPUs with ``--gpus all`` where the NVIDIA driver is loaded."""
+    dev, groups = ([], []) if cuda else devices if devices is not None else gpu_devices()
+    gpus = cuda and (nvidia if nvidia is not None else nvidia_host())
     if model is None:
         return {"status": "skipped", "why": "no --model to serve"}, []
-    if not dev:
+    if cuda and not gpus:
+        why = "this machine has no NVIDIA driver (/dev/nvidiactl): no GPU to serve on"
+        return {"status": "skipped", "why": why}, []
+    if not dev and not gpus:
         return {"status": "skipped", "why": "this machine has no /dev/kfd: no GPU to serve on"}, []
     cache = str(Path(hf_cache).expanduser())
     result = engine.run(
@@ -394,6 +401,7 @@ def smoke_serve(
         devices=dev,
         group_add=groups,
         gpu_flags=True,
+        nvidia_gpus=gpus,
         environment={"HF_HUB_OFFLINE": "1"},
         volumes={cache: {"bind": "/root/.cache/huggingface", "mode": "ro"}},
         timeout=1200,

@@ -258,7 +258,9 @@ def _engine_steps(
         out["smoke"] = smoke_report.to_json()
         problems += smoke_report.problems
         if opts.smoke == "serve":
-            stage, serve_problems = images.smoke_serve(engine, ref, opts.model, opts.hf_cache)
+            stage, serve_problems = images.smoke_serve(
+                engine, ref, opts.model, opts.hf_cache, cuda=chosen.vendor == "nvidia"
+            )
             out["smoke"]["stages"]["serve"] = stage
             problems += serve_problems
     return problems
