@@ -178,10 +178,17 @@ ENV = {"ROCM_VLLM_MATRIX_DIR": str(LIVE_MATRIX), "COLUMNS": "100"}
         ("check-h200-570-033", ["check", "--vllm", "==0.33.0"]),
         ("explain-h200-570-033", ["check", "--vllm", "==0.33.0", "--explain"]),
         ("upgrade-h200-570-033-image", ["upgrade", "--vllm", "==0.33.0", "--prefer", "image"]),
+        # issue 38 (b): an A100 (8.0) below modelopt FP8's 8.9 in 0.20.0, step by step
+        (
+            "explain-a100-020-modelopt",
+            ["check", "--vllm", "==0.20.0", "--quantization", "modelopt", "--explain"],
+        ),
     ],
 )
 def test_golden_answers(name: str, args: list[str], tmp_path: Path) -> None:
-    change = {} if name == "check-h200" else {"driver": "570.195.03"}
+    change: dict[str, Any] = {} if name == "check-h200" else {"driver": "570.195.03"}
+    if "a100" in name:
+        change = {"compute_capability": "8.0", "name": "NVIDIA A100-SXM4-80GB"}
     path = write(tmp_path, **change)
     result = run_cli(*args, "--node", str(path), env=ENV)
     assert result.exit_code in (0, 1), result.stdout + result.stderr

@@ -172,5 +172,8 @@ UNCHECKED_CODES: frozenset[str] = frozenset(
 )
 # The request's quantization or KV cache dtype against the GPU's feature gates.
 GATE_CODES: frozenset[ReasonCode] = frozenset(
-    {"fp8-unsupported", "mx-unsupported", "kv-fp8-unsupported", "cuda-quant-capability"}
+    {"fp8-unsupported", "mx-unsupported", "kv-fp8-unsupported"}
 )
+# Every reason the request's quantization makes (the what-if search drops it to find what
+# runs): the AMD gates, and an NVIDIA GPU below the method's compute-capability floor.
+QUANT_CODES: frozenset[ReasonCode] = GATE_CODES | {"cuda-quant-capability"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from packaging.version import Version
 
-from resolver.data.codes import GATE_CODES
+from resolver.data.codes import GATE_CODES, QUANT_CODES
 from resolver.data.model import Matrix
 from resolver.data.node import Node
 from resolver.explain.chain import (
@@ -109,7 +109,7 @@ def _quantization_hints(ctx: _Context, found: Routes) -> list[Hint]:
     return [
         Hint(kind="quantization", text=f"{r.hint}{tail}")
         for r in ctx.d.blockers
-        if r.code in GATE_CODES
+        if r.code in QUANT_CODES
     ]
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 import msgspec
 from packaging.version import Version
 
-from resolver.data.codes import GATE_CODES, UNKNOWN_CODES
+from resolver.data.codes import QUANT_CODES, UNKNOWN_CODES
 from resolver.data.model import Matrix, OsRelease
 from resolver.data.node import Node
 from resolver.solve.rank import fix_order, rank
@@ -183,7 +183,7 @@ def search(
     older = without = source = None
     if request.vllm is not None and str(request.vllm) and not ok_now:
         older = _request_route(s, RequestChange(kind="vllm"), ok_only=True)
-    if any(r.code in GATE_CODES for r in decision.blockers):
+    if any(r.code in QUANT_CODES for r in decision.blockers):
         without = _request_route(s, RequestChange(kind="quantization"), ok_only=True)
     if plan is None or (plan.unofficial and not plan.candidate.from_source):
         source = _request_route(s, RequestChange(kind="source"), ok_only=False)
