@@ -627,7 +627,10 @@ def _unread_releases(m: Matrix, request: Request) -> tuple[MissingFact, ...]:
                 kind="release",
                 subject=str(version),
                 detail=detail,
-                fetch=f"rocm-vllm matrix refresh --source cuda --tag {version} --write",
+                # a read sdist that said nothing of images or wheel says no more when re-read
+                fetch=None
+                if release is not None
+                else f"rocm-vllm matrix refresh --source cuda --tag {version} --write",
                 source=source,
             )
         )
