@@ -147,14 +147,7 @@ def _strict(d: Decision) -> Decision:
     if d.verdict not in OK_VERDICTS:
         return d
     unchecked = {
-        (w.code, w.message): MissingFact(
-            kind="unchecked",
-            subject=w.code,
-            detail=w.message,
-            fetch=None,
-            source=w.source,
-            hint=w.hint,
-        )
+        (w.code, w.message): MissingFact.unchecked(w)
         for w in d.warnings
         if w.code in UNCHECKED_CODES
     }

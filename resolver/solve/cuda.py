@@ -764,16 +764,7 @@ def solve_cuda(
             warnings=tuple(x for x in warnings if x.code != "cuda-arch-unchecked"),
             rejected=rejected,
             alternatives=(),
-            missing=(
-                MissingFact(
-                    kind="unchecked",
-                    subject=w.code,
-                    detail=w.message,
-                    fetch=None,
-                    source=w.source,
-                    hint=w.hint,
-                ),
-            ),
+            missing=(MissingFact.unchecked(w),),
         )
     if verdict == "supported" and any(w.severity == "warning" for w in warnings):
         verdict = "supported_with_warnings"

@@ -506,6 +506,18 @@ class MissingFact(msgspec.Struct, frozen=True, kw_only=True):
     source: str = ""  # where the data says the subject exists
     hint: str = ""  # for "unchecked": what to give so that it can be checked
 
+    @classmethod
+    def unchecked(cls, advisory: Advisory) -> MissingFact:
+        """A requirement an advisory says nobody checked, as what the answer lacks."""
+        return cls(
+            kind="unchecked",
+            subject=advisory.code,
+            detail=advisory.message,
+            fetch=None,
+            source=advisory.source,
+            hint=advisory.hint,
+        )
+
 
 class Decision(msgspec.Struct, frozen=True, kw_only=True):
     """The answer for a node and a request: the verdict, the plan, the rejected paths and why."""
