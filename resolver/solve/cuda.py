@@ -650,6 +650,27 @@ def _as_nvidia_node(node: Node) -> Node:
     return replace(node, physical_gpu_count=count, logical_gpu_count=count, problems=problems)
 
 
+def _unknown(
+    node: Node,
+    request: Request,
+    *,
+    missing: tuple[MissingFact, ...],
+    rejected: tuple[Evaluation, ...] = (),
+    warnings: tuple[Advisory, ...] = (),
+) -> Decision:
+    """No plan: the answer depends on facts the data lacks or nobody checked (``missing``)."""
+    return Decision(
+        verdict="unknown",
+        node=node,
+        request=request,
+        plan=None,
+        warnings=warnings,
+        rejected=rejected,
+        alternatives=(),
+        missing=missing,
+    )
+
+
 def solve_cuda(
     m: Matrix, node: Node, request: Request, reporter: Reporter | None = None
 ) -> Decision:
@@ -684,29 +705,11 @@ def solve_cuda(
                     fetch="rocm-vllm matrix refresh --source cuda",
                 ),
             )
-            return Decision(
-                verdict="unknown",
-                node=node,
-                request=request,
-                plan=None,
-                warnings=(),
-                rejected=(),
-                alternatives=(),
-                missing=missing,
-            )
+            return _unknown(node, request, missing=missing)
         if unread := _unread_releases(m, request):
             # A release the data lists whose CUDA artifacts were never read is not bad input:
             # what they are is unknown, and the refresh names them (issue 38 a).
-            return Decision(
-                verdict="unknown",
-                node=node,
-                request=request,
-                plan=None,
-                warnings=(),
-                rejected=(),
-                alternatives=(),
-                missing=unread,
-            )
+            return _unknown(node, request, missing=unread)
         spec = str(request.vllm) if request.vllm else "any"
         known = [r for r in m.cuda if r.images]
         raise InputError(
@@ -737,16 +740,7 @@ def solve_cuda(
             host_fix = fixable[0]
             verdict = "blocked_host_fix"
         elif unread:  # a release whose images were never read may carry this GPU: not a no
-            return Decision(
-                verdict="unknown",
-                node=node,
-                request=request,
-                plan=None,
-                warnings=(),
-                rejected=rejected,
-                alternatives=(),
-                missing=unread,
-            )
+            return _unknown(node, request, missing=unread, rejected=rejected)
         else:
             verdict = "unsupported"
     warnings = list(plan.warnings if plan else ())
@@ -756,15 +750,12 @@ def solve_cuda(
         # A GPU whose compute capability is unknown is never "supported" for an arch list: what
         # would tell is named instead (nvidia-smi's compute_cap, or the GPU in nvidia-gpus.toml).
         w = unchecked[0]
-        return Decision(
-            verdict="unknown",
-            node=node,
-            request=request,
-            plan=None,
-            warnings=tuple(x for x in warnings if x.code != "cuda-arch-unchecked"),
-            rejected=rejected,
-            alternatives=(),
+        return _unknown(
+            node,
+            request,
             missing=(MissingFact.unchecked(w),),
+            rejected=rejected,
+            warnings=tuple(x for x in warnings if x.code != "cuda-arch-unchecked"),
         )
     if verdict == "supported" and any(w.severity == "warning" for w in warnings):
         verdict = "supported_with_warnings"
