@@ -13,6 +13,8 @@ from typing import Any
 import jsonschema
 import pytest
 
+from resolver.cli import matrix_cmd
+
 from .helpers import run_cli
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -83,18 +85,7 @@ def test_the_schemas_ship_in_the_wheel() -> None:
 
 # --- issue 34: every --json output validates against a shipped schema, on real outputs ---------
 
-TABLES = [
-    "rocm",
-    "drivers",
-    "gfx",
-    "vllm",
-    "wheels",
-    "images",
-    "nodes",
-    "os",
-    "capabilities",
-    "cuda",
-]
+TABLES = list(matrix_cmd.TABLES)  # the tables `matrix show` offers, from the command itself
 
 
 def _validated(

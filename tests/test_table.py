@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from resolver.cli import matrix_cmd
 from resolver.util.table import fit_table
 
 from .helpers import run_cli
@@ -59,18 +60,7 @@ def test_a_table_that_fits_is_left_as_it_is() -> None:
     assert fit_table(header, rows, width=80) == "a  b\n-  -\n1  2\n3  4\n"
 
 
-TABLES = [
-    "rocm",
-    "drivers",
-    "gfx",
-    "vllm",
-    "wheels",
-    "images",
-    "nodes",
-    "os",
-    "capabilities",
-    "cuda",
-]
+TABLES = list(matrix_cmd.TABLES)  # the tables `matrix show` offers, from the command itself
 
 
 @pytest.mark.parametrize("columns", [60, 80, 120])
