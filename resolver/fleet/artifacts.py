@@ -78,11 +78,9 @@ class Options:
                 f"--constraint {self.constraint!r} is not a Slurm feature expression",
                 hint="e.g. --constraint mi300x or 'mi300x&ib'",
             )
-        if self.reservation is not None and not is_safe("partition", self.reservation):
-            raise UsageError(
-                f"--reservation {shown(self.reservation)} is not a Slurm reservation name",
-                hint="give the name `scontrol show reservation` lists, e.g. --reservation teamx",
-            )
+        from resolver.fleet.slurm import check_reservation
+
+        check_reservation(self.reservation)  # one rule for the srun probes and the scripts
         if self.partition is not None and not is_safe("partition", self.partition):
             raise UsageError(
                 f"--partition {self.partition!r} is not a partition name",
