@@ -177,6 +177,24 @@ class DriverSeries(msgspec.Struct, frozen=True, kw_only=True):
         return f"{rocm.major}.{rocm.minor}" in self.user_space
 
 
+ComputePartition = Literal["SPX", "DPX", "TPX", "QPX", "CPX"]
+MemoryPartition = Literal["NPS1", "NPS2", "NPS4", "NPS8"]
+
+
+class PartitionMemory(msgspec.Struct, frozen=True, kw_only=True):
+    """A compute + memory partition mode AMD documents for a product, and the memory of one of
+    the logical GPUs it makes (what vLLM on one partition can use)."""
+
+    inherits_provenance: ClassVar[bool] = True
+
+    compute: ComputePartition
+    memory: MemoryPartition
+    logical_gpus: Annotated[int, whole(1, 64)]
+    # bytes of one logical GPU; None where AMD states no size for this mode
+    memory_bytes: Annotated[int | None, whole(1)] = None
+    provenance: Provenance
+
+
 class GpuProduct(msgspec.Struct, frozen=True, kw_only=True):
     inherits_provenance: ClassVar[bool] = True
 
@@ -189,6 +207,20 @@ class GpuProduct(msgspec.Struct, frozen=True, kw_only=True):
     # Whole-device CU count where AMD states it: tells apart products that share a PCI id
     # when no revision is known (0x74a1: MI300X 304 / MI300A 228).
     compute_units: int | None = None
+    # Memory of one GPU as ROCm enumerates it (one GCD of an MI250/MI250X), in bytes: the
+    # driver's own reading where a published one exists, else AMD's stated size (confidence
+    # inferred: the driver keeps back a few MiB). None with confidence "unknown": not known.
+    memory_bytes: Annotated[int | None, whole(1)] = None
+    memory_source: str = ""
+    memory_confidence: Confidence = "exact"
+    # AMD's stated size for the product (its spec table's "VRAM (GiB)", whole package), in bytes
+    marketed_memory_bytes: Annotated[int | None, whole(1)] = None
+    marketed_memory_source: str = ""
+    # An APU: the GPU's memory is system memory shared with the CPU (sized by the machine and
+    # the kernel's GTT/TTM limits), not dedicated VRAM.
+    memory_unified: bool = False
+    partitions: tuple[PartitionMemory, ...] = msgspec.field(default=(), name="partition")
+
 
 
 class FeatureGates(msgspec.Struct, frozen=True, kw_only=True):
@@ -666,6 +698,21 @@ class AmdgpuIsa(msgspec.Struct, frozen=True, kw_only=True):
     provenance: Provenance
 
 
+class NvidiaMemory(msgspec.Struct, frozen=True, kw_only=True):
+    """The memory of the boards with these PCI device ids (one GPU name has 80 GB and 94 GB
+    boards): NVIDIA's stated size and, where a published nvidia-smi reading exists, the
+    ``memory.total`` the driver reports (what vLLM sees), both in bytes."""
+
+    inherits_provenance: ClassVar[bool] = True
+
+    pci_device_ids: Annotated[tuple[str, ...], form(r"[0-9a-f]{4}", "four lower-case hex digits")]
+    marketed: str = ""  # NVIDIA's words, e.g. "80GB HBM3"
+    marketed_memory_bytes: Annotated[int | None, whole(1)] = None
+    memory_bytes: Annotated[int | None, whole(1)] = None
+    memory_source: str = ""
+    provenance: Provenance  # where the stated size is said
+
+
 class NvidiaGpu(msgspec.Struct, frozen=True, kw_only=True):
     """An NVIDIA GPU by PCI device id, with its compute capability (``nvidia-gpus.toml``)."""
 
@@ -675,6 +722,7 @@ class NvidiaGpu(msgspec.Struct, frozen=True, kw_only=True):
     ]
     pci_device_ids: Annotated[tuple[str, ...], form(r"[0-9a-f]{4}", "four lower-case hex digits")]
     provenance: Provenance
+    memory: tuple[NvidiaMemory, ...] = ()
 
 
 class ExampleNode(msgspec.Struct, frozen=True, kw_only=True):
