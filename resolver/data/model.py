@@ -222,7 +222,6 @@ class GpuProduct(msgspec.Struct, frozen=True, kw_only=True):
     partitions: tuple[PartitionMemory, ...] = msgspec.field(default=(), name="partition")
 
 
-
 class FeatureGates(msgspec.Struct, frozen=True, kw_only=True):
     aiter: AiterSupport
     fp8: bool = False
@@ -685,6 +684,93 @@ class ReleaseCapabilities(msgspec.Struct, frozen=True, kw_only=True):
         return None if names is None else any(n.startswith("Emulation") for n in names)
 
 
+_ARCH_NAME = form(
+    r"[A-Za-z_][A-Za-z0-9_]{0,99}",
+    "an architecture name",
+    keys=(r"[a-z][a-z0-9_]{0,47}", "a registry kind"),
+)
+
+
+class AttentionTraits(msgspec.Struct, frozen=True, kw_only=True):
+    """What one ROCm attention backend's class states plainly (``models.toml``): a trait left
+    out (None) is one the class does not state as a plain ``return``, so it is unknown."""
+
+    inherits_provenance: ClassVar[bool] = True
+
+    name: Annotated[str, form(r"[a-z0-9_]{1,48}", "an attention backend name")]
+    # get_supported_head_sizes (empty: any head size), or an override ``head_size >= N``
+    head_sizes: Annotated[tuple[str, ...] | None, form(r"[1-9][0-9]{0,3}", "a head size")] = None
+    head_size_min: Annotated[int | None, whole(1, 9999)] = None
+    mla: bool | None = None  # is_mla
+    sparse: bool | None = None  # is_sparse (DeepSeek V3.2-style sparse MLA)
+    sink: bool | None = None  # supports_sink (attention sinks: gpt-oss)
+    sliding_window: bool | None = None  # supports_sliding_window
+    # supports_attn_type: AttentionType values ("decoder", "encoder_decoder", ...)
+    attn_types: Annotated[tuple[str, ...] | None, form(r"[a-z_]{1,32}", "an attention type")] = None
+    # supports_compute_capability's return, verbatim and not evaluated; "" admits every GPU
+    gfx_gate: Annotated[str | None, form(r"[A-Za-z0-9_ ().,<>=!]{0,120}", "a gate")] = None
+    provenance: Provenance
+
+    def takes_head_size(self, head_size: int) -> bool | None:
+        """Whether the backend takes ``head_size``; None where its class does not say."""
+        if self.head_size_min is not None:
+            return head_size >= self.head_size_min
+        if self.head_sizes is None:
+            return None
+        return not self.head_sizes or str(head_size) in self.head_sizes
+
+
+class ModelRelease(msgspec.Struct, frozen=True, kw_only=True):
+    """What one vLLM release offers models (``models.toml``, from its sdist). The registry is
+    kept as what changed since the previous record: ``Matrix.model_support`` adds it up."""
+
+    version: Version
+    registry_read: bool = False  # the registry was read (added/removed are then complete)
+    # registry kind (text_generation, multimodal, ...) -> architectures new since the record before
+    added: Annotated[tuple[tuple[str, tuple[str, ...]], ...], _ARCH_NAME] = ()
+    removed: Annotated[tuple[tuple[str, tuple[str, ...]], ...], _ARCH_NAME] = ()
+    # _ROCM_UNSUPPORTED_MODELS; None: not read
+    rocm_unsupported: Annotated[
+        tuple[str, ...] | None, form(r"[A-Za-z_][A-Za-z0-9_]{0,99}", "an architecture name")
+    ] = None
+    # _ROCM_PARTIALLY_SUPPORTED_MODELS: architecture -> the release's reason
+    rocm_partial: Annotated[
+        tuple[tuple[str, str], ...],
+        form(r"[^\x00-\x1f]{1,600}", "a reason", keys=(r"[A-Za-z_][A-Za-z0-9_]{0,99}", "a name")),
+    ] = ()
+    # EngineArgs' (CacheConfig's) default, as written ("0.92"); None: not read
+    gpu_memory_utilization: Annotated[
+        str | None, form(r"0\.[0-9]{1,4}|1\.0", "a fraction in (0, 1]")
+    ] = None
+    backends: tuple[AttentionTraits, ...] | None = msgspec.field(default=None, name="backend")
+    sdist_sha256: Annotated[str | None, SHA256] = None
+    provenance: Provenance
+
+
+class ModelSupport(msgspec.Struct, frozen=True, kw_only=True):
+    """One release's model facts, the registry added up (``Matrix.model_support``)."""
+
+    version: Version
+    # kind -> architectures; None where the registry was not read
+    registry: tuple[tuple[str, frozenset[str]], ...] | None
+    rocm_unsupported: dict[str, str] | None  # architecture -> reason ("" where none is given)
+    rocm_partial: dict[str, str]
+    gpu_memory_utilization: float | None
+    backends: tuple[AttentionTraits, ...] | None
+    record: ModelRelease
+
+    @property
+    def architectures(self) -> frozenset[str] | None:
+        if self.registry is None:
+            return None
+        return frozenset().union(*(names for _, names in self.registry))
+
+    def kinds_of(self, architecture: str) -> tuple[str, ...]:
+        """The registry kinds listing ``architecture`` (LlamaForCausalLM is text_generation
+        and, where a release maps it for pooling too, embedding)."""
+        return tuple(k for k, names in self.registry or () if architecture in names)
+
+
 class AmdgpuIsa(msgspec.Struct, frozen=True, kw_only=True):
     """An AMDGPU processor as code objects name it: its ELF ``EF_AMDGPU_MACH`` value and, for a
     generic ISA (``gfx11-generic``), the real processors its code runs on."""
@@ -755,6 +841,7 @@ class Matrix(msgspec.Struct, frozen=True, kw_only=True, dict=True):
     isa: tuple[AmdgpuIsa, ...] = ()
     capabilities: tuple[ReleaseCapabilities, ...] = ()
     channels: tuple[ImageChannel, ...] = ()
+    models: tuple[ModelRelease, ...] = ()
 
     # Lookups the solver asks several times per candidate: dicts, not scans.
     @cached_property
@@ -878,3 +965,52 @@ class Matrix(msgspec.Struct, frozen=True, kw_only=True, dict=True):
 
     def example(self, name: str) -> ExampleNode | None:
         return next((e for e in self.examples if e.name == name), None)
+
+    @cached_property
+    def _models_index(self) -> dict[Version, ModelSupport]:
+        """Each release's registry added up from the deltas, oldest first (built on first use:
+        only a --model answer pays for it)."""
+        out: dict[Version, ModelSupport] = {}
+        have: dict[str, frozenset[str]] = {}
+        for rec in sorted(self.models, key=lambda r: r.version):
+            if rec.registry_read:
+                gone = dict(rec.removed)
+                have = {k: v - frozenset(gone.get(k, ())) for k, v in have.items()}
+                for kind, names in rec.added:
+                    have[kind] = have.get(kind, frozenset()) | frozenset(names)
+                have = {k: v for k, v in have.items() if v}
+            gmu = rec.gpu_memory_utilization
+            out[rec.version] = ModelSupport(
+                version=rec.version,
+                registry=tuple(sorted(have.items())) if rec.registry_read else None,
+                rocm_unsupported=(
+                    None
+                    if rec.rocm_unsupported is None
+                    else dict.fromkeys(rec.rocm_unsupported, "")
+                ),
+                rocm_partial=dict(rec.rocm_partial),
+                gpu_memory_utilization=float(gmu) if gmu is not None else None,
+                backends=rec.backends,
+                record=rec,
+            )
+        return out
+
+    def model_support(self, version: Version) -> ModelSupport | None:
+        """What release ``version`` offers models; None where models.toml has no record."""
+        return self._models_index.get(version)
+
+    def architectures_of(self, version: Version) -> frozenset[str] | None:
+        support = self.model_support(version)
+        return support.architectures if support is not None else None
+
+    def first_release_with(self, architecture: str) -> Version | None:
+        """The oldest release whose registry lists ``architecture`` (the "needs vLLM >= X"
+        hint), among the releases models.toml holds."""
+        return next(
+            (
+                v
+                for v, s in self._models_index.items()
+                if s.architectures is not None and architecture in s.architectures
+            ),
+            None,
+        )

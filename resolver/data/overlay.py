@@ -39,6 +39,7 @@ TABLES: Final[dict[str, str]] = {
     "wheels.toml": "variant",
     "cuda.toml": "release",
     "capabilities.toml": "release",
+    "models.toml": "release",
 }
 
 

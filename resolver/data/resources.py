@@ -31,6 +31,7 @@ MATRIX_FILES: Final[tuple[str, ...]] = (
     "amdgpu-isa.toml",
     "capabilities.toml",
     "channels.toml",
+    "models.toml",
 )
 
 

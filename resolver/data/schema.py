@@ -40,6 +40,7 @@ FILES: Final[dict[str, tuple[str, type[msgspec.Struct], str]]] = {
     "amdgpu-isa.toml": ("isa", model.AmdgpuIsa, "isa"),
     "capabilities.toml": ("release", model.ReleaseCapabilities, "capabilities"),
     "channels.toml": ("channel", model.ImageChannel, "channels"),
+    "models.toml": ("release", model.ModelRelease, "models"),
 }
 
 # The keys a Provenance is written as, on the table it describes.

@@ -166,6 +166,22 @@ def rocm_attention(files: dict[str, str], cache: list[str]) -> dict[str, list[st
     admits of ``cache`` (the release's CacheDType) where it overrides the list. None when the
     release has no such function or any backend's rule is not understood: a partial answer
     would refuse a dtype the unread backend may take."""
+    found = rocm_backends(files)
+    if found is None:
+        return None
+    out: dict[str, list[str]] = {}
+    try:
+        for name, (path, cls) in found.items():
+            out[name] = _Backends(files, cache).accepts(path, cls)
+    except (_Unknown, SyntaxError, ValueError, RecursionError):
+        return None
+    return out or None
+
+
+def rocm_backends(files: dict[str, str]) -> dict[str, tuple[str, str]] | None:
+    """Per backend ``RocmPlatform`` picks from (``_get_backend_priorities``), in its order, then
+    per ``ROCM_*`` backend of the registry: (the file of its class, the class name); None when
+    the release has no such function or a name the registry does not map."""
     try:
         platform = ast.parse(files.get(FILE, ""))
         registry = ast.parse(files.get(REGISTRY, ""))
@@ -188,15 +204,12 @@ def rocm_attention(files: dict[str, str], cache: list[str]) -> dict[str, list[st
         and n.value.id == "AttentionBackendEnum"
     )
     names = [attr for _, _, attr in named] + [n for n in paths if n.startswith("ROCM_")]
-    out: dict[str, list[str]] = {}
-    try:
-        for name in dict.fromkeys(names):
-            module, _, cls = paths.get(name, "").rpartition(".")
-            if not module:
-                return None
-            out[name.lower()] = _Backends(files, cache).accepts(_module_file(module), cls)
-    except (_Unknown, SyntaxError, ValueError, RecursionError):
-        return None
+    out: dict[str, tuple[str, str]] = {}
+    for name in dict.fromkeys(names):
+        module, _, cls = paths.get(name, "").rpartition(".")
+        if not module:
+            return None
+        out[name.lower()] = (_module_file(module), cls)
     return out or None
 
 

@@ -19,6 +19,7 @@ from resolver.refresh.common import Candidate, Endpoints, Progress, Refusal
 from resolver.refresh.cuda import CudaSource
 from resolver.refresh.http import HttpClient
 from resolver.refresh.images import ImagesSource
+from resolver.refresh.models import ModelsSource
 from resolver.refresh.rocm import RocmSource
 from resolver.refresh.sdist import SdistSource
 from resolver.refresh.vllm import VllmSource
@@ -31,6 +32,7 @@ SOURCES: tuple[str, ...] = (  # dependency order
     "sdist",
     "cuda",
     "capabilities",
+    "models",
     "vllm",
     "images",
     "wheels",
@@ -154,6 +156,10 @@ def _source(
         return CapabilitiesSource(
             http, ep, current, cache=sdist_cache_dir(), versions=tags, progress=progress
         )
+    if name == "models":
+        return ModelsSource(
+            http, ep, current, cache=sdist_cache_dir(), versions=tags, progress=progress
+        )
     if name == "cuda":
         return CudaSource(
             http, ep, current, cache=sdist_cache_dir(), versions=tags, progress=progress
@@ -173,7 +179,11 @@ def _check(cand: Candidate, working: dict[str, list[dict[str, Any]]]) -> str | N
         built = matrix.build_record(cand.file, cand.record, cand.key)
     except MatrixError as exc:
         return exc.message
-    if cand.file in ("cuda.toml", "capabilities.toml"):  # no gfx targets or ROCm to cross-check
+    if cand.file in (
+        "cuda.toml",
+        "capabilities.toml",
+        "models.toml",
+    ):  # no gfx targets or ROCm to cross-check
         return None
     known_gfx = {str(g.get("name")) for g in working.get("gfx.toml", [])}
     for field_name in ("arch", "aiter_arch", "fa_arch", "mori_arch", "cmake_arch", "gfx"):
