@@ -105,7 +105,7 @@ def main() -> None:
     if sys.argv[1:2] == ["image"]:
         sys.argv[2:] = ["--smoke-serve" if a == "--smoke=serve" else a for a in sys.argv[2:]]
     click_exception = _click_exception()
-    wants_json = "--json" in _before_dashes(sys.argv[1:])
+    wants_json = _wants_json(_before_dashes(sys.argv[1:]))
     odd = _non_ascii_number(sys.argv[1:])
     if odd is not None:
         # Click's int()/float() read other scripts' digits: `--port ٨٠` would serve on port 80.
@@ -185,6 +185,13 @@ SINGLE_VALUED = (
 
 def _before_dashes(argv: list[str]) -> list[str]:
     return argv[: argv.index("--")] if "--" in argv else argv
+
+
+def _wants_json(argv: list[str]) -> bool:
+    """--json, or its spelling --format json (check, upgrade, matrix graph)."""
+    from itertools import pairwise
+
+    return "--json" in argv or "--format=json" in argv or ("--format", "json") in pairwise(argv)
 
 
 def _usage_error(message: str, hint: str, *, wants_json: bool, exit_code: int = 2) -> NoReturn:

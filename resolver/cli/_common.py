@@ -5,7 +5,8 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from enum import Enum, StrEnum
 from pathlib import Path
 from typing import Annotated, Any, ParamSpec, TypeVar
 
@@ -15,6 +16,7 @@ from resolver.util.errors import InputError, ResolverError, UsageError
 
 P = ParamSpec("P")
 R = TypeVar("R")
+F = TypeVar("F", bound=Enum)
 
 NODE_PANEL = "Node (default: probe this machine)"
 
@@ -138,6 +140,43 @@ JsonOpt = Annotated[
 ]
 
 
+class TextOrJson(StrEnum):
+    """``--format`` of a command whose only outputs are its text and its JSON document."""
+
+    text = "text"
+    json = "json"
+
+
+def format_option(help_text: str) -> Any:
+    """``--format``: one option naming the output; its values are the ``Enum`` the parameter is
+    annotated with (Click's choice gives the shell completion and the error for a bad value)."""
+    return typer.Option("--format", help=f"{help_text}.", show_choices=True)
+
+
+def pick_format(chosen: F | None, aliases: Mapping[F, bool], default: F) -> F:
+    """The one output format: ``--format``, or the flag that is its alias (``--json`` is
+    ``--format json``; each alias is spelled ``--VALUE``). Two that ask for different outputs
+    are a usage error (exit 2): keeping one silently would print what was not asked for."""
+    said = {f"--{fmt.value}": fmt for fmt, given in aliases.items() if given}
+    if chosen is not None:
+        said[f"--format {chosen.value}"] = chosen
+    asked = set(said.values())
+    if len(asked) > 1:
+        *first, last = said
+        raise UsageError(
+            f"{', '.join(first)} and {last} ask for different outputs",
+            hint="give one output format: --format VALUE or one of its flags (--json is "
+            "--format json)",
+        )
+    return next(iter(asked)) if asked else default
+
+
+def wants_json(kwargs: Mapping[str, Any]) -> bool:
+    """Whether a command's arguments ask for JSON: ``--json`` or ``--format json``."""
+    fmt = kwargs.get("output_format")
+    return bool(kwargs.get("json_out")) or (fmt is not None and str(fmt.value) == "json")
+
+
 def error_document(code: str, message: str, hint: str | None, exit_code: int) -> dict[str, Any]:
     """The one JSON shape of an error under --json (docs/cli.md; the error branch of every
     published schema): parser errors in ``resolver.cli.main`` and ``ResolverError`` alike."""
@@ -155,7 +194,7 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
         try:
             return func(*args, **kwargs)
         except ResolverError as exc:
-            if kwargs.get("json_out"):
+            if wants_json(kwargs):
                 # --json promises JSON on stdout: the error is an object there too
                 emit_json(error_document(exc.reference, exc.message, exc.hint, exc.exit_code))
             typer.echo(f"error: {exc.message}", err=True)
@@ -306,9 +345,8 @@ def _only_one(flag: str, value: object) -> Any:
         shown = " ".join(f"{flag} {v}" for v in values)
         raise UsageError(
             f"{shown}: one command decides for one node, and {flag} was given {len(values)} times",
-            hint="run the command once per node (for f in a.json b.json; do rocm-vllm check "
-            f'{flag} "$f"; done); '
-            "deciding for a fleet in one run is not supported yet",
+            hint="for many nodes in one run: rocm-vllm fleet plan a.json b.json (docs/fleet.md); "
+            f'for one answer each: for f in a.json b.json; do rocm-vllm check {flag} "$f"; done',
         )
     return values[0] if values else None
 

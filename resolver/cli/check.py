@@ -1,6 +1,7 @@
 """`rocm-vllm check`: can this node run vLLM, and how?"""
 
-from typing import Annotated
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated, assert_never
 
 import typer
 
@@ -19,13 +20,30 @@ from resolver.cli._common import (
     RocminfoOpt,
     RocmOpt,
     emit_json,
+    format_option,
     handle_errors,
+    pick_format,
     resolve_node,
     terminal_width,
     use_color,
 )
 
+if TYPE_CHECKING:
+    from resolver.data.model import Matrix
+    from resolver.solve import Decision
+    from resolver.solve.routes import Routes
+
 REQUEST_PANEL = "Request"
+
+
+class CheckFormat(StrEnum):
+    """What `check` prints; --json, --explain, --verbose and --quiet are aliases of its values."""
+
+    text = "text"
+    json = "json"
+    explain = "explain"
+    verbose = "verbose"
+    quiet = "quiet"
 
 
 @handle_errors
@@ -75,6 +93,9 @@ def check(
             rich_help_panel=REQUEST_PANEL,
         ),
     ] = None,
+    output_format: Annotated[
+        CheckFormat | None, format_option("What to print (default: text)")
+    ] = None,
     json_out: JsonOpt = False,
     explain: Annotated[
         bool,
@@ -114,6 +135,16 @@ def check(
         raise UsageError(
             f"--prefer {prefer!r} is not a path kind", hint="use --prefer image, wheel or source"
         )
+    fmt = pick_format(
+        output_format,
+        {
+            CheckFormat.json: json_out,
+            CheckFormat.explain: explain,
+            CheckFormat.verbose: verbose,
+            CheckFormat.quiet: quiet,
+        },
+        CheckFormat.text,
+    )
     m = matrix.load()
     node = resolve_node(
         gfx=gfx,
@@ -140,45 +171,55 @@ def check(
     )
     decision = solve(m, node, request)
     what_if = None
-    if json_out or explain or decision.verdict == "blocked_host_fix":
+    wants_routes = fmt in (CheckFormat.json, CheckFormat.explain)
+    if wants_routes or decision.verdict == "blocked_host_fix":
         # The what-if search (host changes, an older vLLM, ...): the short form prints its best
         # host route, --explain words every route, --json carries them.
         from resolver.solve.routes import search
 
         what_if = search(m, decision)
-    if json_out:
-        from resolver.explain import decision_json
+    # One branch per format; mypy's assert_never fails the build when a new one has none.
+    match fmt:
+        case CheckFormat.json:
+            from resolver.explain import decision_json
 
-        emit_json(decision_json(decision, m, what_if))
-    elif quiet:
-        typer.echo(decision.verdict)
-    elif explain:
-        from resolver.explain import derive
+            emit_json(decision_json(decision, m, what_if))
+        case CheckFormat.quiet:
+            typer.echo(decision.verdict)
+        case CheckFormat.explain:
+            _explain(decision, m, what_if)
+        case CheckFormat.text | CheckFormat.verbose:
+            from resolver.explain import render
 
-        derivation = derive(decision, m, what_if)
-        if use_color():
-            from resolver.explain import render_rich, rich_console
-
-            render_rich(derivation, rich_console())
-        else:
-            from resolver.explain import render_derivation
-
-            typer.echo(render_derivation(derivation, width=terminal_width()), nl=False)
-    else:
-        from resolver.explain import render
-
-        typer.echo(
-            render(
-                decision,
-                m,
-                color=use_color(),
-                verbose=verbose,
-                width=terminal_width(),
-                route=what_if.best if what_if is not None else None,
-            ),
-            nl=False,
-        )
+            typer.echo(
+                render(
+                    decision,
+                    m,
+                    color=use_color(),
+                    verbose=fmt is CheckFormat.verbose,
+                    width=terminal_width(),
+                    route=what_if.best if what_if is not None else None,
+                ),
+                nl=False,
+            )
+        case _:
+            assert_never(fmt)
     raise typer.Exit(decision.exit_code)
+
+
+def _explain(decision: "Decision", m: "Matrix", what_if: "Routes | None") -> None:
+    """--explain: the derivation, in rich's colours on a terminal, else as plain text."""
+    from resolver.explain import derive
+
+    derivation = derive(decision, m, what_if)
+    if use_color():
+        from resolver.explain import render_rich, rich_console
+
+        render_rich(derivation, rich_console())
+    else:
+        from resolver.explain import render_derivation
+
+        typer.echo(render_derivation(derivation, width=terminal_width()), nl=False)
 
 
 def register(app: typer.Typer, matrix_app: typer.Typer) -> None:

@@ -1,6 +1,7 @@
 """`rocm-vllm matrix show|validate|graph`: look at the data the answers rest on."""
 
-from typing import Annotated, Any
+from enum import StrEnum
+from typing import Annotated, Any, assert_never
 
 import typer
 
@@ -8,7 +9,9 @@ from resolver.cli._common import (
     JsonOpt,
     completer,
     emit_json,
+    format_option,
     handle_errors,
+    pick_format,
     terminal_width,
     wrapped,
 )
@@ -27,6 +30,14 @@ TABLES = (
     "cuda",
 )
 SCHEMA_VERSION = 1  # of every `matrix ... --json` document
+
+
+class GraphFormat(StrEnum):
+    """`matrix graph --format`; --json is --format json."""
+
+    json = "json"
+    graphml = "graphml"
+    dot = "dot"
 
 
 def _rows(m: Any, table: str) -> tuple[list[str], list[list[str]], list[dict[str, Any]]]:
@@ -290,14 +301,10 @@ def validate(json_out: JsonOpt = False) -> None:
 
 @handle_errors
 def graph(
-    fmt: Annotated[
-        str,
-        typer.Option(
-            "--format",
-            help="json (networkx node-link), graphml or dot.",
-            autocompletion=completer("json", "graphml", "dot"),
-        ),
-    ] = "json",
+    output_format: Annotated[
+        GraphFormat | None,
+        format_option("json (networkx node-link, the default), graphml or dot"),
+    ] = None,
     gfx: Annotated[
         str | None, typer.Option("--gfx", help="Only what concerns this gfx target.")
     ] = None,
@@ -324,15 +331,9 @@ def graph(
     --stack cut it down to what bears on them (the drivers and OS releases included)."""
     from resolver.data import graph as graph_mod
     from resolver.data import matrix
-    from resolver.util.errors import UsageError
     from resolver.util.versions import parse_spec
 
-    if fmt not in ("json", "graphml", "dot"):
-        raise UsageError(
-            f"--format {fmt!r} is not supported", hint="use --format json, graphml or dot"
-        )
-    if json_out and fmt != "json":
-        raise UsageError(f"--json and --format {fmt} ask for two outputs", hint="give one of them")
+    fmt = pick_format(output_format, {GraphFormat.json: json_out}, GraphFormat.json)
     g = graph_mod.build(matrix.load())
     if gfx or vllm or stack:
         from resolver.util.versions import check_gfx_name
@@ -344,14 +345,19 @@ def graph(
             stack=stack,
         )
     if path is not None:
-        _show_paths(graph_mod, g, path, as_json=json_out)
+        # The ways between two records are text unless JSON was asked for by name.
+        asked = json_out or output_format is not None
+        _show_paths(graph_mod, g, path, as_json=asked and fmt is GraphFormat.json)
         return
-    if fmt == "json":
-        emit_json({"schema_version": SCHEMA_VERSION, **graph_mod.to_json(g)})
-    elif fmt == "graphml":
-        typer.echo(graph_mod.to_graphml(g), nl=False)
-    else:
-        typer.echo(graph_mod.to_dot(g), nl=False)
+    match fmt:
+        case GraphFormat.json:
+            emit_json({"schema_version": SCHEMA_VERSION, **graph_mod.to_json(g)})
+        case GraphFormat.graphml:
+            typer.echo(graph_mod.to_graphml(g), nl=False)
+        case GraphFormat.dot:
+            typer.echo(graph_mod.to_dot(g), nl=False)
+        case _:
+            assert_never(fmt)
 
 
 def _show_paths(graph_mod: Any, g: Any, ends: tuple[str, str], *, as_json: bool) -> None:

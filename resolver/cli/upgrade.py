@@ -1,6 +1,6 @@
 """`rocm-vllm upgrade`: the fewest ordered host changes that get this node to a vLLM release."""
 
-from typing import Annotated, Any
+from typing import Annotated, Any, assert_never
 
 import typer
 
@@ -18,8 +18,11 @@ from resolver.cli._common import (
     PythonOpt,
     RocminfoOpt,
     RocmOpt,
+    TextOrJson,
     emit_json,
+    format_option,
     handle_errors,
+    pick_format,
     resolve_node,
     terminal_width,
     wrapped,
@@ -68,6 +71,9 @@ def upgrade(
             "install: --prefer wheel).",
         ),
     ] = None,
+    output_format: Annotated[
+        TextOrJson | None, format_option("What to print (default: text)")
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """The fewest ordered host changes that make `check` accept the release (exit 0 a route, 1
@@ -80,6 +86,7 @@ def upgrade(
     from resolver.solve.routes import plan_upgrade
     from resolver.util.versions import parse_spec
 
+    fmt = pick_format(output_format, {TextOrJson.json: json_out}, TextOrJson.text)
     m = matrix.load()
     node = resolve_node(
         gfx=gfx,
@@ -109,10 +116,13 @@ def upgrade(
     )
     route = plan_upgrade(m, node, request)
     data = route_json(route, node, m)
-    if json_out:
-        emit_json(data)
-    else:
-        typer.echo(render(data, width=terminal_width()), nl=False)
+    match fmt:
+        case TextOrJson.json:
+            emit_json(data)
+        case TextOrJson.text:
+            typer.echo(render(data, width=terminal_width()), nl=False)
+        case _:
+            assert_never(fmt)
     raise typer.Exit(data["exit_code"])
 
 
