@@ -27,8 +27,8 @@ def _toml(name: str) -> dict[str, Any]:
 
 
 def test_enough_fixtures() -> None:
-    # Issue 37 asks for at least 25 real configs.
-    assert len(SLUGS) >= 25
+    # Issue 37 asks for at least 25 real configs; 30 are kept now (a drop means one was lost).
+    assert len(SLUGS) >= 30
 
 
 @pytest.mark.parametrize("slug", SLUGS)
