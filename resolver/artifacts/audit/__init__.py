@@ -11,7 +11,8 @@ The result is data (``Audit``); the CLI words it. ``covers`` answers for a node'
 whether the libraries that decide "invalid device function" carry code for them: vLLM's own
 extensions, torch's HIP libraries, AITER and FlashAttention when the artifact has them, every
 library with GPU code otherwise. A generic ISA (``gfx11-generic``) covers the processors
-``amdgpu-isa.toml`` lists for it.
+``amdgpu-isa.toml`` lists for it. A CUDA library's fat binaries (``audit.fatbin``) give
+``sm_XY``/``compute_XY`` targets; ``cuda_coverage`` answers for a compute capability.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 from resolver.artifacts.audit.bundle import ELF_MAGIC, AuditError, Found, gpu_code, natural
+from resolver.artifacts.audit.fatbin import Covered, coverage, cuda_code
 from resolver.data.model import Matrix
 from resolver.util import deadline
 from resolver.util.errors import InputError, RegistryError, ResolverError
@@ -51,10 +53,12 @@ GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 ZIP_MAGIC = b"PK\x03\x04"
 # The libraries whose GPU code decides whether vLLM starts on a GPU (the kernels vLLM, torch,
-# AITER and FlashAttention launch); matched on the path's file name.
+# AITER and FlashAttention launch); matched on the path's file name. On CUDA: torch's CUDA
+# libraries and vLLM's own FlashAttention builds (vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so).
 DECISIVE = re.compile(
     r"(^|/)(vllm/(_C|_rocm_C|_moe_C)[^/]*\.so"
     r"|libtorch_hip\.so[^/]*|libc10_hip\.so[^/]*"
+    r"|libtorch_cuda\.so[^/]*|libc10_cuda\.so[^/]*|vllm_flash_attn/[^/]*\.so[^/]*"
     r"|aiter/[^!]*\.so[^/]*|[^/]*flash_attn[^/]*\.so[^/]*)$"
 )
 
@@ -121,6 +125,16 @@ class Audit:
     def lacking(self, m: Matrix, gfx: str) -> list[Library]:
         """The judged libraries with no code for ``gfx`` (none: the artifact covers it)."""
         return [lib for lib in self.judged() if not any(runs(m, t, gfx) for t in lib.targets)]
+
+    def judged_cuda(self) -> list[Library]:
+        """The CUDA libraries ``cuda_coverage`` judges: the decisive ones where there are any."""
+        cuda = [lib for lib in self.libraries if lib.kind == "fatbin"]
+        return [lib for lib in cuda if lib.decisive] or cuda
+
+    def cuda_coverage(self, cc: tuple[int, int]) -> dict[str, Covered | None]:
+        """Per judged CUDA library (its path), how its code runs on compute capability ``cc``:
+        "cubin", "ptx" (only through a JIT compile) or None ("no kernel image is available")."""
+        return {lib.path: coverage(lib.targets, cc) for lib in self.judged_cuda()}
 
 
 def image_labels(raw: object) -> dict[str, str]:
@@ -283,7 +297,8 @@ class _Reader:
             data = self._whole(fh, head, size, name)
             self.result.elf += 1
             try:
-                found = gpu_code(data, self.machs)
+                # An ELF carries AMD or CUDA code, never both: the CUDA reader only when not AMD.
+                found = gpu_code(data, self.machs) or cuda_code(data)
             except AuditError as exc:
                 raise AuditError(f"{name}: {exc.message}", hint=exc.hint) from None
             if found is not None:
