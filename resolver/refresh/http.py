@@ -34,7 +34,15 @@ MAX_RETRY_AFTER = 30.0  # a Retry-After of an hour is not honoured for an hour
 _sleep = time.sleep  # one place for tests to stop retries from waiting
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 USER_AGENT = "rocm-vllm-resolver (matrix refresh)"
-_KEPT_HEADERS = ("etag", "last-modified", "link", "content-type", "docker-content-digest", "date")
+_KEPT_HEADERS = (
+    "etag",
+    "last-modified",
+    "link",
+    "content-type",
+    "docker-content-digest",
+    "date",
+    "x-repo-commit",  # the Hub's snapshot commit (refresh/hf.py)
+)
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,13 @@ class UnknownGfxError(InputError):
     reference = "unknown-gfx"
 
 
+class ModelError(InputError):
+    """A model given by ``--model`` cannot be read: no such id or file, not a config.json, or a
+    field missing or out of bounds (the message names the field)."""
+
+    reference = "bad-model"
+
+
 class ProbeError(InputError):
     """A probe input (rocminfo, amd-smi, sysfs) could not be read at all."""
 
