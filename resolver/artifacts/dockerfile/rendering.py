@@ -91,12 +91,13 @@ def _header(plan: DockerfilePlan) -> str:
     steps = upstream_steps(plan)
     lines += [_step_line(plan, s) for s in steps if s.how != "left out"]
     lines += [_step_line(plan, s) for s in steps if s.how == "left out"]
-    if plan.upstream is not None and Version(plan.vllm_version) < STEPS_SINCE:
+    if plan.upstream is not None and not is_compared(Version(plan.vllm_version)):
         covered = {n for s in upstream_steps(plan, compared=False) for n in s.names}
         unset = [k for k, _ in plan.upstream.final_env if k in covered]
+        also = "".join(f"v{v}, " for v in sorted(STEPS_ALSO))
         lines.append(
-            f"# Upstream's build steps beyond the pins are compared from v{STEPS_SINCE} on; "
-            "this release's are not listed"
+            f"# Upstream's build steps beyond the pins are compared for {also}and from "
+            f"v{STEPS_SINCE} on; this release's are not listed"
             + (f" (its final ENV is set less {', '.join(unset)})." if unset else ".")
         )
     lines.append("# Not pinned, and why:")
@@ -268,6 +269,14 @@ def _override_env(plan: DockerfilePlan) -> str:
 # The releases whose upstream build steps (beyond the pins) are read and compared: the header's
 # "Left out" and "Differs" lines are said for them (tests/test_dockerfile.py checks each).
 STEPS_SINCE: Final = Version("0.10.0")
+# Before it, the releases whose sdist the data records: v0.6.4's one Dockerfile.rocm (the other
+# v0.6-v0.9 releases were read at their Git tags; no sdist of theirs is recorded to compare).
+STEPS_ALSO: Final = frozenset({Version("0.6.4")})
+
+
+def is_compared(version: Version) -> bool:
+    """Whether a release's upstream build steps are compared (listed in the header)."""
+    return version >= STEPS_SINCE or version in STEPS_ALSO
 
 
 def upstream_steps(plan: DockerfilePlan, *, compared: bool = True) -> tuple[UpstreamStep, ...]:
@@ -276,7 +285,7 @@ def upstream_steps(plan: DockerfilePlan, *, compared: bool = True) -> tuple[Upst
     releases whose steps are compared (said in the header), else for any release (the ENV a
     listed step covers is kept out of every image)."""
     version = Version(plan.vllm_version)
-    if plan.upstream is None or (compared and version < STEPS_SINCE):
+    if plan.upstream is None or (compared and not is_compared(version)):
         return ()
     return tuple(
         s

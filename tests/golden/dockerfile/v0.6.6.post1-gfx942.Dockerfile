@@ -5,7 +5,7 @@
 #   pins: vllm-project/vllm@v0.6.6.post1 (2339d59f92): Dockerfile.rocm; CMakeLists.txt HIP_SUPPORTED_ARCHS (confidence: exact)
 # Base image ROCm 6.2 runs on the host's amdgpu driver 6.4.3 (series 6.4).
 # Each commit pin is checked after checkout: the build fails on any other commit.
-# Upstream's build steps beyond the pins are compared from v0.10.0 on; this release's are not listed.
+# Upstream's build steps beyond the pins are compared for v0.6.4, and from v0.10.0 on; this release's are not listed.
 # Not pinned, and why:
 #   - vLLM at vllm-project/vllm@v0.6.6.post1, a Git ref (no sdist hash recorded for it)
 #   - the base image rocm/pytorch:rocm6.2_ubuntu20.04_py3.9_pytorch_release_2.3.0, a tag (rocm-vllm dockerfile --digest pins it)

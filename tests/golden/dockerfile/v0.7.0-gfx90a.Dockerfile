@@ -5,7 +5,7 @@
 #   pins: vllm-project/vllm@v0.7.0 (5204ff5c3f): Dockerfile.rocm_base + Dockerfile.rocm; CMakeLists.txt HIP_SUPPORTED_ARCHS (confidence: exact)
 # Base image ROCm 6.3.1 runs on the host's amdgpu driver 6.4.3 (series 6.4).
 # Each commit pin is checked after checkout: the build fails on any other commit.
-# Upstream's build steps beyond the pins are compared from v0.10.0 on; this release's are not listed.
+# Upstream's build steps beyond the pins are compared for v0.6.4, and from v0.10.0 on; this release's are not listed.
 # Not pinned, and why:
 #   - tags, which upstream could move (the data records no commit for them): vision v0.19.1
 #   - vLLM at vllm-project/vllm@v0.7.0, a Git ref (no sdist hash recorded for it)

@@ -7,7 +7,7 @@
 # Left out: flash_attention (Dao-AILab/flash-attention@1a7f4dfa): its CK kernels build only for gfx90a, gfx942, gfx950 and upstream strips other targets from its GPU_ARCHS; none of gfx1100 is one.
 # Left out: aiter (ROCm/aiter@7e1ed08): no target passes its gate (gfx1100: none).
 # Each commit pin is checked after checkout: the build fails on any other commit.
-# Upstream's build steps beyond the pins are compared from v0.10.0 on; this release's are not listed.
+# Upstream's build steps beyond the pins are compared for v0.6.4, and from v0.10.0 on; this release's are not listed.
 # Not pinned, and why:
 #   - tags, which upstream could move (the data records no commit for them): vision v0.21.0
 #   - vLLM at vllm-project/vllm@v0.8.5, a Git ref (no sdist hash recorded for it)
