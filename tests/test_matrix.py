@@ -787,3 +787,65 @@ def test_an_image_from_a_repository_no_channel_lists_is_refused(tmp_path: Path) 
         matrix.load_dir(d)
     m = matrix.load_dir(LIVE_MATRIX)
     assert {i.repo for i in m.images if i.official} == {"vllm/vllm-openai-rocm"}
+
+
+def test_a_checked_entry_is_known_by_its_stat_and_a_changed_one_is_checked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once a settled entry's seal has been checked, its sealed stat (ENTRY.seen) spares the next
+    start the hashing; an entry edited in place after that (same size, mtime set back: only its
+    ctime tells), replaced, or carrying a forged mark is checked again, and a bad seal is a miss."""
+    import os
+
+    from resolver.data import resources
+
+    d = copy_matrix(tmp_path)
+    monkeypatch.setenv("ROCM_VLLM_MATRIX_DIR", str(d))
+    monkeypatch.setattr(matrix, "_SETTLED_NS", 0)
+    matrix._load_cached.cache_clear()
+    first = matrix.load()  # parsed, entry written
+    (entry,) = (resources.cache_dir() / "matrix").glob("*.msgpack")
+    mark = entry.with_name(entry.name + ".seen")
+    assert not mark.exists()  # written by this run: not yet checked by a reader
+    matrix._load_cached.cache_clear()
+    assert matrix.load() == first  # seal checked, stat kept
+    assert mark.is_file()
+    hashed: list[int] = []
+    real_seal = matrix._seal
+
+    def counting(key: bytes, payload: bytes | memoryview) -> str:
+        hashed.append(len(payload))
+        return real_seal(key, payload)
+
+    monkeypatch.setattr(matrix, "_seal", counting)
+    matrix._load_cached.cache_clear()
+    assert matrix.load() == first
+    assert not any(n > 10_000 for n in hashed)  # the entry itself was not hashed again
+
+    # In place, same size, mtime restored: the stat's ctime differs, the seal is checked, and the
+    # edited bytes fail it: the data files are parsed again (the answer stays the data's).
+    blob = bytearray(entry.read_bytes())
+    at = blob.index(b"8x AMD Instinct MI300X")
+    blob[at : at + 2] = b"9x"
+    st = entry.stat()
+    with entry.open("r+b") as f:
+        f.write(blob)
+    os.utime(entry, ns=(st.st_atime_ns, st.st_mtime_ns))
+    hashed.clear()
+    matrix._load_cached.cache_clear()
+    assert matrix.load() == first
+    assert any(n > 10_000 for n in hashed)
+    assert b"9x AMD" not in entry.read_bytes()  # rewritten from the data files
+
+    # A mark that names the entry's stat but is not sealed with this user's key is not trusted.
+    matrix._load_cached.cache_clear()
+    matrix.load()  # the rewritten entry gets its mark
+    assert mark.is_file()
+    blob = bytearray(entry.read_bytes())
+    blob[blob.index(b"8x AMD Instinct MI300X")] = ord("9")
+    entry.write_bytes(blob)  # same size; a new ctime
+    mark.write_text(f"{'0' * 64}\n{matrix._stat_line(entry.stat())}\n")
+    hashed.clear()
+    matrix._load_cached.cache_clear()
+    assert matrix.load() == first
+    assert any(n > 10_000 for n in hashed)
