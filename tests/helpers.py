@@ -14,6 +14,7 @@ from resolver.cli import app
 from resolver.data import resources
 from resolver.data.node import Node
 from resolver.solve import Decision
+from resolver.solve.finding import Phrase
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -87,3 +88,11 @@ def applied(node: Node, route: Any) -> Node:
     for step in route.steps or ():
         node = step.change.apply(node)
     return node
+
+
+def said(phrase: Phrase) -> str:
+    """What a finding says, for a test that checks a sourced fact or a printed line (most assert
+    the finding's key and values instead)."""
+    from resolver.explain.words import word
+
+    return word(phrase)

@@ -14,7 +14,7 @@ import pytest
 
 from resolver.artifacts.apptainer import definition, oci_ref, run_command
 from resolver.artifacts.runcmd import RunSpec
-from tests.helpers import run_cli
+from tests.helpers import run_cli, said
 
 # Header keywords and bootstrap agents from the user guide; the agents that pull OCI images need
 # From.
@@ -258,4 +258,4 @@ def test_cpx_hint_gives_ports_that_exist() -> None:
     node = Node(gpus=gpus, gfx_targets=("gfx942",), physical_gpu_count=8, logical_gpu_count=64)
     placed = place(node, devices=None, model=None, hf_cache="~/.cache/huggingface")
     (w,) = [w for w in placed.warnings if w.code == "cpx-one-replica-per-partition"]
-    assert "800N" not in w.hint and "$((8000 + N))" in w.hint
+    assert "800N" not in said(w.hint) and "$((8000 + N))" in said(w.hint)

@@ -138,7 +138,7 @@ def test_override_is_the_plan_marked_unofficial_with_risk() -> None:
     """issue 34: gfx1031 gets one answer everywhere: `unofficial_only` with the gfx1030 build run
     under HSA_OVERRIDE_GFX_VERSION=10.3.0, in the short form, --explain and --json; "consider
     llama.cpp" only where no path exists at all."""
-    from resolver.data import words
+    from resolver.explain import words
 
     none = words.text("gfx-unsupported/hint-none")
     flags = ["--gfx", "gfx1031", "--driver", "30.30.3"]

@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from resolver.data import words
 from resolver.data.codes import AdvisoryCode
 from resolver.data.model import ContainerImage, Matrix
 from resolver.data.node import Node
+from resolver.explain import words as wording
 from resolver.solve import Advisory, Decision, Request, solve
+from resolver.solve.finding import Phrase, finding, phrase
 from resolver.util import bounded
 
 if TYPE_CHECKING:
@@ -133,7 +134,7 @@ def pin(image: ContainerImage, client: RegistryClient) -> Pinned:
             )
         )
     if resolved.from_cache:
-        w = words.say(
+        w = finding(
             "digest-from-cache",
             image=f"{image.repo}:{image.tag}",
             digest=resolved.digest,
@@ -145,7 +146,7 @@ def pin(image: ContainerImage, client: RegistryClient) -> Pinned:
                 code="digest-from-cache",
                 message=w.message,
                 hint=w.hint,
-                source=f"{resolved.registry} (cached answer)",
+                source=Phrase.verbatim(f"{resolved.registry} (cached answer)"),
             )
         )
     from msgspec.structs import replace
@@ -209,10 +210,10 @@ def pull_verified(
     local = {d.rsplit("@", 1)[1] for d in info.repo_digests if d.rsplit("@", 1)[0] == name}
     problems: list[Advisory] = []
     if expected is not None and expected not in local:
-        w = words.say(
+        w = finding(
             "digest-mismatch",
             image=f"{name}:{tag}",
-            local=", ".join(sorted(local)) or words.text("digest-mismatch/none"),
+            local=", ".join(sorted(local)) or phrase("digest-mismatch/none"),
             expected=expected,
             name=name,
         )
@@ -246,7 +247,7 @@ def label_problems(report: PullReport, node: Node) -> list[Advisory]:
         return []
     from resolver.artifacts.audit import shown
 
-    w = words.say(
+    w = finding(
         "image-label-gfx",
         ref=report.ref,
         said=shown(";".join(said or ())),
@@ -344,7 +345,7 @@ def smoke(
     parsed = _last_json(result.stdout)
     if result.exit_code != 0 or parsed is None:
         tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or [
-            words.text("smoke-failed/no-output")
+            wording.text("smoke-failed/no-output")
         ]
         problems.append(
             Advisory.said("smoke-failed", ref=ref, status=result.exit_code, tail=tail[0][:200])
@@ -464,8 +465,8 @@ def judge_gpu(
                     "smoke-gfx-mismatch/cuda",
                     ref=ref,
                     seen=", ".join(wrong),
-                    node=", ".join(node_caps) or words.text("smoke-gfx-mismatch/none"),
-                    arch=", ".join(image.arch) or words.text("smoke-gfx-mismatch/unknown"),
+                    node=", ".join(node_caps) or phrase("smoke-gfx-mismatch/none"),
+                    arch=", ".join(image.arch) or phrase("smoke-gfx-mismatch/unknown"),
                 )
             )
         wrong = []
@@ -484,8 +485,8 @@ def judge_gpu(
                 "smoke-gfx-mismatch",
                 ref=ref,
                 seen=", ".join(wrong),
-                node=", ".join(node_gfx) or words.text("smoke-gfx-mismatch/none"),
-                arch=", ".join(image.arch) or words.text("smoke-gfx-mismatch/unknown"),
+                node=", ".join(node_gfx) or phrase("smoke-gfx-mismatch/none"),
+                arch=", ".join(image.arch) or phrase("smoke-gfx-mismatch/unknown"),
             )
         )
     compute: dict[str, Any] = {"status": "skipped"}
@@ -502,7 +503,7 @@ def judge_gpu(
                 Advisory.said("smoke-compute-wrong", ref=ref, diff=compute["max_abs_diff"])
             )
     elif seen:
-        why = error or words.text("smoke-compute-wrong/no-result")
+        why = error or wording.text("smoke-compute-wrong/no-result")
         compute = {"status": "failed", "why": why}
         problems.append(Advisory.said("smoke-compute-wrong/not-run", ref=ref, why=why))
     return {"devices": devices, "compute": compute}, problems
@@ -519,19 +520,19 @@ def judge_serve(
         models = [shown(str(m))[:200] for m in parsed.get("models") or []]
         return {"status": "passed", "models": models, "model": model}, []
     if parsed is None:
-        why = words.text("smoke-serve-failed/no-answer")
+        why = phrase("smoke-serve-failed/no-answer")
     elif not parsed.get("started"):
         tail = parsed.get("stderr_tail") or []
         why = (
-            words.text("smoke-serve-failed/not-started-tail", tail=shown(str(tail[-1]))[:200])
+            phrase("smoke-serve-failed/not-started-tail", tail=shown(str(tail[-1]))[:200])
             if tail
-            else words.text("smoke-serve-failed/not-started")
+            else phrase("smoke-serve-failed/not-started")
         )
     else:
         error = shown(str(parsed.get("completion_error")))[:200]
-        why = words.text("smoke-serve-failed/no-completion", error=error)
-    w = words.say("smoke-serve-failed", ref=ref, model=model, why=why)
-    return {"status": "failed", "why": why, "model": model}, [
+        why = phrase("smoke-serve-failed/no-completion", error=error)
+    w = finding("smoke-serve-failed", ref=ref, model=model, why=why)
+    return {"status": "failed", "why": wording.word(why), "model": model}, [
         Advisory(code="smoke-serve-failed", message=w.message, hint=w.hint, source=w.source)
     ]
 
@@ -585,10 +586,10 @@ def _compare(
             got = got[:2] if got else None
             got_text = found["hip"]
         if got is None:
-            w = words.say(none_code, ref=ref, part=key, claimed=claimed[key])
+            w = finding(none_code, ref=ref, part=key, claimed=claimed[key])
             out.append(Advisory(code=none_code, message=w.message, hint=w.hint, source=w.source))
         elif got[: len(want)] != want:
-            w = words.say(mismatch_code, ref=ref, part=key, got=got_text, claimed=claimed[key])
+            w = finding(mismatch_code, ref=ref, part=key, got=got_text, claimed=claimed[key])
             out.append(
                 Advisory(code=mismatch_code, message=w.message, hint=w.hint, source=w.source)
             )
@@ -699,9 +700,9 @@ def audit_image(
         lacking = sorted(
             {lib.path.rsplit("!", 1)[-1] for g in missing for lib in result.lacking(m, g)}
         )
-        libraries = ", ".join(lacking[:3]) or words.text("audit-lacks-gfx/libraries")
+        libraries = ", ".join(lacking[:3]) or phrase("audit-lacks-gfx/libraries")
         if len(lacking) > 3:
-            libraries = words.text("audit-lacks-gfx/more", lacking=libraries, more=len(lacking) - 3)
+            libraries = phrase("audit-lacks-gfx/more", lacking=libraries, more=len(lacking) - 3)
         problems.append(
             Advisory.said(
                 "audit-lacks-gfx",

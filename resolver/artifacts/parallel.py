@@ -23,10 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from resolver.data import words
 from resolver.data.node import Node
 from resolver.data.partitions import _compute_mode
 from resolver.solve import Advisory
+from resolver.solve.finding import finding, phrase
 from resolver.util.errors import UsageError
 
 VLLM_HEADS_CHECK = (
@@ -135,7 +135,7 @@ def place(
     if devices is not None and listed:
         chosen_igpus = [i for i in devices if i in igpus]
         if chosen_igpus:
-            w = words.say(
+            w = finding(
                 "integrated-gpu-chosen",
                 chosen=", ".join(map(str, chosen_igpus)),
                 gfx=listed[chosen_igpus[0]].gfx,
@@ -148,7 +148,7 @@ def place(
             )
     elif igpus and discrete:
         devices = tuple(discrete[: offered or len(discrete)])
-        w = words.say(
+        w = finding(
             "integrated-gpu-hidden",
             devices=",".join(map(str, devices)),
             gfx=", ".join(sorted({listed[i].gfx for i in igpus})),
@@ -197,8 +197,8 @@ def place(
     tp = tensor_parallel_size(gpus, heads, kv_heads)
     if tp < gpus:
         if heads:
-            kv = words.text("tensor-parallel-size/kv", kv_heads=kv_heads) if kv_heads else ""
-            why = words.text(
+            kv = phrase("tensor-parallel-size/kv", kv_heads=kv_heads) if kv_heads else ""
+            why = phrase(
                 "tensor-parallel-size/heads",
                 heads=heads,
                 kv=kv,
@@ -207,7 +207,7 @@ def place(
                 gpus=gpus,
             )
         else:
-            why = words.text("tensor-parallel-size/power-of-two", tp=tp, gpus=gpus)
+            why = phrase("tensor-parallel-size/power-of-two", tp=tp, gpus=gpus)
         warnings.append(
             Advisory.said(
                 "tensor-parallel-size" if heads else "tensor-parallel-size/no-heads",

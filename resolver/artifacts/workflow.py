@@ -296,7 +296,7 @@ def _source_plan(m: Matrix, node: Node, images_only: Any) -> dict[str, Any] | No
 
 
 def _base_json(decision: Any) -> dict[str, Any]:
-    from resolver.explain import candidate_json, reason_json, warning_json
+    from resolver.explain import candidate_json, missing_json, reason_json, warning_json
 
     return {
         "schema_version": 1,
@@ -317,10 +317,7 @@ def _base_json(decision: Any) -> dict[str, Any]:
         "run_args": None,
         "warnings": [warning_json(w) for w in decision.warnings],
         "blockers": [reason_json(r) for r in decision.blockers],
-        "missing": [
-            {"kind": f.kind, "subject": f.subject, "detail": f.detail, "fetch": f.fetch}
-            for f in decision.missing
-        ],
+        "missing": [missing_json(f) for f in decision.missing],
         "rejected": [
             {
                 "image": e.candidate.label,

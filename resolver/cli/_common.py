@@ -194,6 +194,10 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
         try:
             return func(*args, **kwargs)
         except ResolverError as exc:
+            if hasattr(exc, "said"):  # the solver's bad input, as data: worded here
+                from resolver.explain.words import error_words
+
+                error_words(exc)
             if wants_json(kwargs):
                 # --json promises JSON on stdout: the error is an object there too
                 emit_json(error_document(exc.reference, exc.message, exc.hint, exc.exit_code))

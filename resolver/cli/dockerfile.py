@@ -337,10 +337,9 @@ def _facts_known(release: Any) -> bool:
 def _unknown(decision: Any, *, json_out: bool) -> None:
     """The `unknown` answer, as `check` gives it: what the data lacks and the command that reads
     it; stdout carries no Dockerfile (exit 6)."""
-    missing = [
-        {"kind": f.kind, "subject": f.subject, "detail": f.detail, "fetch": f.fetch}
-        for f in decision.missing
-    ]
+    from resolver.explain.report import missing_json
+
+    missing = [missing_json(f) for f in decision.missing]
     if json_out:
         emit_json(
             {

@@ -148,7 +148,7 @@ def _stream_change(m: Any, node: Any, route: Any) -> dict[str, str] | None:
 
 def route_json(route: Any, node: Any, m: Any) -> dict[str, Any]:
     """The route as structure (docs/upgrade.schema.json)."""
-    from resolver.explain import candidate_json, node_flags, reason_json
+    from resolver.explain import candidate_json, missing_json, node_flags, reason_json
     from resolver.explain.report import step_json
 
     steps = []
@@ -185,10 +185,7 @@ def route_json(route: Any, node: Any, m: Any) -> dict[str, Any]:
         "check": check,
         "check_on_node": on_node,
         "blocked": [reason_json(r) for r in route.blocked],
-        "missing": [
-            {"kind": f.kind, "subject": f.subject, "detail": f.detail, "fetch": f.fetch}
-            for f in (route.before.missing if not route.found else ())
-        ],
+        "missing": [missing_json(f) for f in (route.before.missing if not route.found else ())],
         "node": {
             "gfx_targets": list(node.gfx_targets),
             "driver_version": node.driver_version,

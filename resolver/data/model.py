@@ -142,8 +142,13 @@ class RocmRelease(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def label(self) -> str:
+        return f"ROCm {self.label_without_rocm}"
+
+    @property
+    def label_without_rocm(self) -> str:
+        """The version and its stream, as a range ends ("ROCm 6.4 to 7.0 (TheRock)")."""
         suffix = {"legacy": "", "therock-preview": " (TheRock preview)", "therock": " (TheRock)"}
-        return f"ROCm {self.version}{suffix[self.stream]}"
+        return f"{self.version}{suffix[self.stream]}"
 
 
 _SERIES = form(r"[0-9]{1,4}\.[0-9]{1,4}", "a MAJOR.MINOR series")

@@ -14,12 +14,15 @@ from collections.abc import Iterable, Sequence
 import msgspec
 from packaging.version import Version
 
-from resolver.data import words
 from resolver.data.codes import UNKNOWN_CODES, ReasonCode
 from resolver.data.model import CONFIDENCES, Matrix
 from resolver.data.node import Node
+from resolver.explain import words
 from resolver.explain.derivation import Premise, Step
+from resolver.explain.words import word
 from resolver.solve import MXFP4_QUANT, Decision, Evaluation, Fact, Reason, Request
+from resolver.solve.finding import phrase
+from resolver.solve.types import Channel
 from resolver.util.versions import driver_series, series
 
 # Candidate-level reason codes, most fundamental first: the one a rejected candidate is filed under.
@@ -141,14 +144,23 @@ def _weakest(confidences: Iterable[str]) -> str:
 # --- grouping rejected candidates ------------------------------------------------------------
 
 
-def _group_of(e: Evaluation) -> tuple[int, str]:
-    """(order, name) of the family a candidate belongs to, in the order users think of them."""
+class _Family(msgspec.Struct, frozen=True, order=True):
+    """The family a candidate belongs to, in the order users think of them: a channel, and for
+    images the repository (``unknown``: a release whose facts were never read)."""
+
+    order: int
+    repo: str = ""  # images: their repository
+
+    @property
+    def unknown(self) -> bool:
+        return self.order > max(Channel)
+
+
+def _group_of(e: Evaluation) -> _Family:
     c = e.candidate
     if {r.code for r in e.reasons} == {"release-facts-unknown"}:
-        return 5, "unknown"
-    if c.image is not None:
-        return int(c.order), f"image:{c.image.repo}"
-    return int(c.order), c.kind
+        return _Family(max(Channel) + 1)
+    return _Family(int(c.order), c.image.repo if c.image is not None else "")
 
 
 class _Subject(msgspec.Struct, frozen=True):
@@ -159,11 +171,11 @@ class _Subject(msgspec.Struct, frozen=True):
         return plural if self.plural else singular
 
 
-def _subject(group: str, members: Sequence[Evaluation]) -> _Subject:
+def _subject(group: _Family, members: Sequence[Evaluation]) -> _Subject:
     cands = [e.candidate for e in members]
     n = len(cands)
     versions = _span(c.vllm for c in cands)
-    if group == "unknown":
+    if group.unknown:
         return _Subject(f"vLLM {versions}" + (f" ({n} releases)" if n > 1 else ""), n > 1)
     if n == 1:
         c = cands[0]
@@ -175,9 +187,9 @@ def _subject(group: str, members: Sequence[Evaluation]) -> _Subject:
         if c.wheel is not None:
             return _Subject(f"the vllm=={c.vllm}+{c.wheel.name} wheel", False)
         return _Subject(f"a source build of vLLM {c.vllm}", False)
-    if group.startswith("image:"):
-        return _Subject(f"the {n} {group[6:]} images for vLLM {versions}", True)
-    if group == "wheel":
+    if group.repo:
+        return _Subject(f"the {n} {group.repo} images for vLLM {versions}", True)
+    if group.order == Channel.WHEEL:
         names = sorted({c.wheel.name for c in cands if c.wheel is not None})
         return _Subject(f"the {n} vLLM wheels ({', '.join(names)}) for vLLM {versions}", True)
     releases = len({c.vllm for c in cands})
@@ -232,7 +244,7 @@ def _merge(facts: Iterable[Fact]) -> list[Premise]:
     """Identical statements become one premise citing all their sources."""
     texts: dict[str, list[Fact]] = {}
     for f in facts:
-        texts.setdefault(f.text, []).append(f)
+        texts.setdefault(word(f.text), []).append(f)
     return [
         Premise(
             text=t,
@@ -258,13 +270,15 @@ class _Context:
 
     def rocm_text(self, versions: Iterable[Version]) -> str:
         vs = sorted(set(versions))
-        labels = []
+        labels: list[str] = []
         for v in (vs[0], vs[-1]) if len(vs) > 1 else vs:
             rel = self.m.rocm_for(v)
-            labels.append(rel.label if rel is not None and rel.version == v else f"ROCm {v}")
+            exact = rel is not None and rel.version == v
+            shown = rel.label_without_rocm if rel is not None and exact else str(v)
+            labels.append(f"ROCm {shown}" if not labels else shown)
         if len(labels) == 1:
             return labels[0]
-        return f"{labels[0]} to {labels[1].removeprefix('ROCm ')}"
+        return f"{labels[0]} to {labels[1]}"
 
     def glibc_text(self) -> str:
         return (
@@ -356,16 +370,14 @@ def _conclusion(
 def _explain_rejected(ctx: _Context, b: _Builder, rejected: Sequence[Evaluation]) -> list[int]:
     """One step per (family, reason, gfx) among ``rejected``; returns the step numbers."""
     blockers = frozenset(r.code for r in ctx.d.blockers)
-    buckets: dict[tuple[int, str, int, str, str], list[tuple[Evaluation, Reason]]] = {}
+    buckets: dict[tuple[_Family, int, str, str], list[tuple[Evaluation, Reason]]] = {}
     for e in rejected:
-        order, group = _group_of(e)
+        group = _group_of(e)
         r = _primary(e, blockers)
         code_order = CODE_ORDER.index(r.code) if r.code in CODE_ORDER else len(CODE_ORDER)
-        buckets.setdefault((order, group, code_order, r.code, _about(r, ctx.node)), []).append(
-            (e, r)
-        )
+        buckets.setdefault((group, code_order, r.code, _about(r, ctx.node)), []).append((e, r))
     numbers: list[int] = []
-    for (_, group, _, code, about), items in sorted(buckets.items(), key=lambda kv: kv[0]):
+    for (group, _, code, about), items in sorted(buckets.items(), key=lambda kv: kv[0]):
         members = sorted((e for e, _ in items), key=lambda e: (e.candidate.vllm, e.candidate.label))
         subject = _subject(group, members)
         labels = {e.candidate.label for e in members}
@@ -384,7 +396,7 @@ def _explain_rejected(ctx: _Context, b: _Builder, rejected: Sequence[Evaluation]
         premises += _merge(shared)
         if not premises:  # a reason with no facts: its message is the fact
             first = items[0][1]
-            premises.append(Premise(text=first.message, sources=(), confidence="unknown"))
+            premises.append(Premise(text=word(first.message), sources=(), confidence="unknown"))
         conclusion = _conclusion(ctx, code, subject, about, named=summary is not None)
         numbers.append(b.add(premises, conclusion, codes=(code,), subjects=sorted(labels)))
     return numbers
@@ -400,15 +412,11 @@ def _unsupported_step(
     if (
         target is not None
     ):  # the target's own record, worded as a sentence rather than "gfx906: ..."
-        note = target.vllm_note.rstrip(".")
-        text = (
-            note
-            if note.startswith(f"vLLM does not support {gfx}")
-            else f"vLLM does not support {gfx} ({note})"
-        )
         facts = [
             Fact(
-                text=text, source=target.provenance.source, confidence=target.provenance.confidence
+                text=phrase("gfx-unsupported/record", gfx=gfx, note=target.vllm_note.rstrip(".")),
+                source=target.provenance.source,
+                confidence=target.provenance.confidence,
             )
         ]
     else:

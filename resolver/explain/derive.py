@@ -28,8 +28,15 @@ from resolver.explain.chain import (
 from resolver.explain.derivation import Derivation, Hint, Note, PlanSummary, Premise
 from resolver.explain.hints import _hints
 from resolver.explain.steps import plan_commands
+from resolver.explain.words import word
 from resolver.solve import Decision
+from resolver.solve.finding import Phrase
 from resolver.solve.routes import Routes, better_than, search
+
+
+def _sources(source: Phrase) -> tuple[str, ...]:
+    said = word(source)
+    return (said,) if said else ()
 
 
 def _unknown(decision: Decision, matrix: Matrix, found: Routes) -> Derivation:
@@ -38,7 +45,7 @@ def _unknown(decision: Decision, matrix: Matrix, found: Routes) -> Derivation:
     b = _Builder()
     for m in decision.missing:
         b.add(
-            [Premise(text=m.detail, sources=(m.source,) if m.source else (), confidence="unknown")],
+            [Premise(text=word(m.detail), sources=_sources(m.source), confidence="unknown")],
             f"whether {wanted} runs on this node depends on facts about {m.subject} the data does "
             "not hold",
             codes=(f"missing-{m.kind}",),
@@ -85,7 +92,12 @@ def _unknown(decision: Decision, matrix: Matrix, found: Routes) -> Derivation:
         conclusion=f"So, by {refs}, the answer is unknown (not unsupported).",
         hints=tuple(hints),
         notes=tuple(
-            Note(severity=w.severity, message=w.message, hint=w.hint, source=w.source)
+            Note(
+                severity=w.severity,
+                message=word(w.message),
+                hint=word(w.hint),
+                source=word(w.source),
+            )
             for w in decision.warnings
         ),
     )
@@ -135,7 +147,7 @@ def derive(decision: Decision, matrix: Matrix, what_if: Routes | None = None) ->
         serious = [w for w in decision.warnings if w.severity == "warning" and w.code not in HEDGED]
         if serious:
             w_premises = [
-                Premise(text=w.message, sources=(w.source,) if w.source else (), confidence="exact")
+                Premise(text=word(w.message), sources=_sources(w.source), confidence="exact")
                 for w in serious
             ]
             k = b.add(
@@ -167,14 +179,14 @@ def derive(decision: Decision, matrix: Matrix, what_if: Routes | None = None) ->
     hints = _hints(ctx, plan, found)
     if plan is not None:  # what to do about each warning the chain relied on
         hints += [
-            Hint(kind="other", text=w.hint, unofficial=w.unofficial)
+            Hint(kind="other", text=word(w.hint), unofficial=w.unofficial)
             for w in decision.warnings
             if w.severity == "warning"
             and w.code not in HEDGED
-            and w.hint not in {h.text for h in hints}
+            and word(w.hint) not in {h.text for h in hints}
         ]
     notes = tuple(
-        Note(severity=w.severity, message=w.message, hint=w.hint, source=w.source)
+        Note(severity=w.severity, message=word(w.message), hint=word(w.hint), source=word(w.source))
         for w in sorted(decision.warnings, key=lambda w: w.severity != "warning")
     )
     plan_summary = None

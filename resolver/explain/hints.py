@@ -18,6 +18,7 @@ from resolver.explain.chain import (
 )
 from resolver.explain.derivation import Hint
 from resolver.explain.steps import node_flags
+from resolver.explain.words import word
 from resolver.solve import Evaluation
 from resolver.solve.checks import node_release, shipped_with
 from resolver.solve.provider import override_ok
@@ -107,7 +108,7 @@ def _quantization_hints(ctx: _Context, found: Routes) -> list[Hint]:
     again = found.without_quantization
     tail = f"; without it, {_then(again.opens)} runs" if again is not None else ""
     return [
-        Hint(kind="quantization", text=f"{r.hint}{tail}")
+        Hint(kind="quantization", text=f"{word(r.hint)}{tail}")
         for r in ctx.d.blockers
         if r.code in QUANT_CODES
     ]
@@ -211,7 +212,7 @@ def _other_routes(ctx: _Context, overridden: bool) -> list[Hint]:
     """The route a GPU vLLM does not support has in the data (a fork, llama.cpp): the first one."""
     for e in ctx.d.rejected:
         hints = [
-            Hint(kind="other", text=r.hint, unofficial=r.unofficial)
+            Hint(kind="other", text=word(r.hint), unofficial=r.unofficial)
             for r in e.reasons
             if r.code == "gfx-unsupported"
             and r.fix is None
@@ -262,14 +263,16 @@ def route_words(m: Matrix, route: Route) -> tuple[str, str]:
         elif change.kind == "glibc":
             release = next((st for st in route.steps if st.stands_for == change), None)
             parts.append(
-                f"move the host to {release.change.value} ({release.facts[0].text})"
+                f"move the host to {release.change.value} ({word(release.facts[0].text)})"
                 if release is not None and release.facts
                 else f"use a host OS with glibc >= {change.value}"
             )
             verbs.append("loads")
         else:  # the fix's own words (an OS release, a host ROCm, a kernel)
             texts = [
-                r.fix.text for r in route.reasons if r.fix is not None and r.fix.change == change
+                word(r.fix.text)
+                for r in route.reasons
+                if r.fix is not None and r.fix.change == change
             ]
             parts.append(
                 texts[0] if texts else f"change the host's {change.kind} to {change.value}"

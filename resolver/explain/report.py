@@ -9,9 +9,10 @@ from resolver.data.model import Matrix
 from resolver.data.node import Node
 from resolver.explain.derive import derive
 from resolver.explain.steps import plan_steps
+from resolver.explain.words import word
 from resolver.solve import Advisory, Candidate, Decision, Evaluation, Reason
 from resolver.solve.routes import Route, Routes, Step, search
-from resolver.solve.types import HostChange
+from resolver.solve.types import HostChange, MissingFact
 
 SCHEMA_VERSION = 1
 
@@ -36,19 +37,19 @@ def candidate_json(c: Candidate) -> dict[str, Any]:
 def reason_json(r: Reason) -> dict[str, Any]:
     return {
         "code": r.code,
-        "message": r.message,
-        "hint": r.hint,
+        "message": word(r.message),
+        "hint": word(r.hint),
         "source": r.source,
         # What it is about, as data: the node's gfx targets, the release and stack it rejects.
         "gfx": list(r.gfx),
         "release": str(r.release) if r.release is not None else None,
         "stack": r.stack,
         "facts": [
-            {"text": f.text, "source": f.source, "confidence": f.confidence} for f in r.facts
+            {"text": word(f.text), "source": f.source, "confidence": f.confidence} for f in r.facts
         ],
         "fix": {
             "kind": r.fix.kind,
-            "text": r.fix.text,
+            "text": word(r.fix.text),
             "host": r.fix.host,
             "value": r.fix.change.value if r.fix.change else None,
             "direction": r.fix.change.direction if r.fix.change else None,
@@ -58,13 +59,26 @@ def reason_json(r: Reason) -> dict[str, Any]:
     }
 
 
+def missing_json(f: MissingFact, *, hint: bool = False) -> dict[str, Any]:
+    """A fact an ``unknown`` answer lacks (``hint``: with what to give, as ``check`` says it)."""
+    out: dict[str, Any] = {
+        "kind": f.kind,
+        "subject": f.subject,
+        "detail": word(f.detail),
+        "fetch": f.fetch,
+    }
+    if hint:
+        out["hint"] = word(f.hint) or None
+    return out
+
+
 def warning_json(w: Advisory) -> dict[str, Any]:
     out: dict[str, Any] = {
         "code": w.code,
-        "message": w.message,
-        "hint": w.hint,
+        "message": word(w.message),
+        "hint": word(w.hint),
         "severity": w.severity,
-        "source": w.source,
+        "source": word(w.source),
     }
     if (
         w.env
@@ -131,11 +145,11 @@ def _stream(m: Matrix, c: Candidate) -> str | None:
 
 def step_json(step: Step) -> dict[str, Any]:
     """One host change of a route: what it changes, from what to what, why, and the sources."""
-    why = [r.message for r in step.reasons] + [w.message for w in step.warnings]
-    why += [f.text for f in step.facts]
+    why = [word(r.message) for r in step.reasons] + [word(w.message) for w in step.warnings]
+    why += [word(f.text) for f in step.facts]
     if step.needed_for:
         why.append(f"AMD supports {step.needed_for} on {step.change.value}, not on the host's")
-    sources = [r.source for r in step.reasons] + [w.source for w in step.warnings]
+    sources = [r.source for r in step.reasons] + [word(w.source) for w in step.warnings]
     sources += [f.source for f in step.facts] + [step.source]
     return {
         "change": step.change.kind,
@@ -186,21 +200,14 @@ def decision_json(d: Decision, m: Matrix, what_if: Routes | None = None) -> dict
         "plan": plan_json(d.plan, d.node, m) if d.plan else None,
         "warnings": [warning_json(w) for w in d.warnings],
         "blockers": [reason_json(r) for r in d.blockers],
-        "missing": [
-            {
-                "kind": f.kind,
-                "subject": f.subject,
-                "detail": f.detail,
-                "fetch": f.fetch,
-                "hint": f.hint or None,
-            }
-            for f in d.missing
-        ],
+        "missing": [missing_json(f, hint=True) for f in d.missing],
+        # The one answer to "what would a host change open": the what-if search's best host
+        # route, solved again (``route`` below is the same route when it is the best one).
         "host_fix": {
-            "candidate": candidate_json(d.host_fix.candidate),
-            "fixes": [reason_json(r) for r in d.host_fix.reasons],
+            "candidate": candidate_json(what_if.host[0].opens.candidate),
+            "fixes": [reason_json(r) for r in what_if.host[0].reasons],
         }
-        if d.host_fix
+        if what_if.host
         else None,
         "reasons": [
             {

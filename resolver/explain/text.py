@@ -18,6 +18,7 @@ from resolver.explain.chain import describe_node
 from resolver.explain.derivation import Derivation, Premise, Step
 from resolver.explain.hints import route_words
 from resolver.explain.steps import plan_commands
+from resolver.explain.words import word
 from resolver.solve import Advisory, Decision, Evaluation, Reason
 from resolver.solve.routes import Route
 
@@ -118,17 +119,17 @@ def _warning_lines(warnings: tuple[Advisory, ...], color: bool, width: int = WID
     lines = ["", "notes:" if all(w.severity == "info" for w in warnings) else "warnings:"]
     for w in sorted(warnings, key=lambda w: w.severity != "warning"):
         mark = _paint("!", "33", color) if w.severity == "warning" else "i"
-        lines += fill(f"{mark} {w.message}", "  ", "    ", width)
-        lines += fill(f"hint: {w.hint}", "    ", "      ", width)
+        lines += fill(f"{mark} {word(w.message)}", "  ", "    ", width)
+        lines += fill(f"hint: {word(w.hint)}", "    ", "      ", width)
     return lines
 
 
 def _reason_lines(r: Reason, indent: str = "  ", width: int = WIDTH) -> list[str]:
-    lines = fill(f"- {r.message}", indent, indent + "  ", width)
+    lines = fill(f"- {word(r.message)}", indent, indent + "  ", width)
     for f in r.facts:
         conf = "" if f.confidence == "exact" else f" [{f.confidence}]"
         lines += fill(f"source: {f.source}{conf}", indent + "    ", indent + "      ", width)
-    lines += fill(f"hint: {r.hint}", indent + "    ", indent + "      ", width)
+    lines += fill(f"hint: {word(r.hint)}", indent + "    ", indent + "      ", width)
     return lines
 
 
@@ -145,11 +146,11 @@ def _missing_lines(d: Decision, width: int) -> list[str]:
         else "the data lacks facts this answer depends on (unknown is not unsupported):"
     ]
     for fact in d.missing:
-        lines += fill(f"? {fact.detail}", "  ", "    ", width)
+        lines += fill(f"? {word(fact.detail)}", "  ", "    ", width)
         if fact.fetch:
             lines.append(f"    fetch: {fact.fetch}")
-        if fact.hint:
-            lines += fill(f"hint: {fact.hint}", "    ", "      ", width)
+        if hint := word(fact.hint):
+            lines += fill(f"hint: {hint}", "    ", "      ", width)
     return lines
 
 
@@ -179,11 +180,7 @@ def render(
         # With a host fix, the reasons of the path it opens: another path's hint could name
         # another driver than "what would fix it" (one output, one driver fix).
         host = route if route is not None and route.host_changes else None
-        shown = (
-            (host.reasons if host else ())
-            or (d.host_fix.reasons if d.host_fix else ())
-            or d.blockers
-        )
+        shown = (host.reasons if host else ()) or d.blockers
         if not shown and d.rejected:
             shown = d.rejected[0].reasons
         for r in shown:
@@ -193,15 +190,6 @@ def render(
             lines.append("")
             lines += fill(f"what would fix it: {lead}", "", "  ", width)
             lines.append(f"  then: {host.opens.candidate.label} {verb} (solved again)")
-        elif d.host_fix is not None:
-            lines.append("")
-            lines += fill(
-                f"what would fix it: {'; '.join(d.host_fix.fix_texts)}",
-                "",
-                "  ",
-                width,
-            )
-            lines.append(f"  then: {d.host_fix.candidate.label}")
     lines += _warning_lines(d.warnings, color, width)
     if d.alternatives:
         lines += ["", "alternatives:"]

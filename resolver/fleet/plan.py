@@ -32,6 +32,7 @@ from resolver.solve import (
     evaluate_pinned,
     solve,
 )
+from resolver.solve.finding import Phrase
 from resolver.solve.routes import Route
 from resolver.util.errors import InputError
 from resolver.util.versions import driver_series
@@ -166,6 +167,13 @@ def _resource(node: Node) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _words(phrases: Iterable[Phrase]) -> tuple[str, ...]:
+    """Each distinct finding as it is said (two that read alike are said once)."""
+    from resolver.explain.words import word
+
+    return tuple(dict.fromkeys(word(p) for p in phrases))
+
+
 @dataclass(frozen=True, slots=True)
 class Join:
     """What a group needs to run the fleet's main plan: nothing (``as_is``), host changes
@@ -289,7 +297,9 @@ def _decide(m: Matrix, group: Group, request: Request) -> Group:
     try:
         decision = solve(m, group.representative, request)
     except InputError as exc:
-        return replace(group, error=exc.message)
+        from resolver.explain.words import error_words
+
+        return replace(group, error=error_words(exc).message)
     route: Route | None = None
     if decision.verdict == "blocked_host_fix":
         from resolver.solve.routes import search
@@ -335,7 +345,7 @@ def pin_images(fleet: FleetPlan, client: Any) -> FleetPlan:
         key = (image.repo, image.tag)
         if key not in done:
             done[key] = pin(image, client)
-            notes += [("registry", w.message) for w in done[key].warnings]
+            notes += [("registry", m) for m in _words(w.message for w in done[key].warnings)]
         groups.append(
             replace(g, pinned=done[key].image, ref=image_ref(done[key].image, client.registry))
         )
@@ -391,11 +401,11 @@ def _join(m: Matrix, group: Group, cand: Candidate, request: Request) -> Join:
         found = search(m, d, goal=cand).host
         if found:
             route = tuple((st.change.kind, st.before, st.change.value) for st in found[0].steps)
-            return Join("host-fix", fixes=ev.fix_texts, steps=route)
-        return Join("host-fix", fixes=ev.fix_texts)
+            return Join("host-fix", fixes=_words(ev.fix_texts), steps=route)
+        return Join("host-fix", fixes=_words(ev.fix_texts))
     if ev.ok:  # runs only off the supported path (an override, an unshipped gfx)
         return Join("blocked", reasons=(f"{cand.label} runs here only unofficially",))
-    return Join("blocked", reasons=tuple(dict.fromkeys(r.message for r in ev.reasons)))
+    return Join("blocked", reasons=_words(r.message for r in ev.reasons))
 
 
 def with_driver(reports: Sequence[NodeReport], driver: str) -> list[NodeReport]:
@@ -482,9 +492,12 @@ def group_json(g: Group, m: Matrix) -> dict[str, Any]:
         "image": {"ref": g.ref or image.ref, "digest": image.digest} if image is not None else None,
         "warnings": [warning_json(w) for w in d.warnings] if d is not None else [],
         "blockers": [reason_json(r) for r in d.blockers] if d is not None else [],
-        "host_fix": list(d.host_fix.fix_texts) if d is not None and d.host_fix else None,
+        # the what-if search's route (check's), never a fix nobody solved again
+        "host_fix": list(_words(r.fix.text for r in g.route.reasons if r.fix is not None))
+        if g.route is not None
+        else None,
         "route": route_json(g.route) if g.route is not None else None,
-        "missing": [f.detail for f in d.missing]
+        "missing": list(_words(f.detail for f in d.missing))
         if d is not None
         else ([g.error] if g.error else []),
         "join": g.join.to_json() if g.join is not None else None,
@@ -646,17 +659,13 @@ def render_text(fleet: FleetPlan, width: int | None = None) -> str:
         if g.decision is None:
             lines += fit(f"  unknown: {g.error}")
         elif g.decision.missing:
-            lines += [ln for f in g.decision.missing for ln in fit(f"  unknown: {f.detail}")]
+            lines += [
+                ln for f in g.decision.missing for ln in fit(f"  unknown: {_words([f.detail])[0]}")
+            ]
         elif g.route is not None and fleet.matrix is not None:  # check's route, solved again
             lead, _ = route_words(fleet.matrix, g.route)
             lines += fit(
                 f"  host fix for its own best plan ({g.route.opens.candidate.label}): {lead}"
-            )
-        elif g.decision.host_fix is not None:
-            fixes = list(g.decision.host_fix.fix_texts)
-            lines += fit(
-                f"  host fix for its own best plan ({g.decision.host_fix.candidate.label}): "
-                f"{'; '.join(fixes)}"
             )
         elif g.plan is not None and g.image is None:
             lines += fit(

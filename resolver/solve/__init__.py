@@ -25,6 +25,7 @@ from resolver.solve.advisories import (
     prefer_not_met,
     stack_choice,
 )
+from resolver.solve.finding import Phrase, phrase
 from resolver.solve.host import host_os_warnings, kernel_floor_warnings, unified_memory_warnings
 from resolver.solve.provider import MatrixProvider
 from resolver.solve.rank import _rank, distinct_alternatives, fix_order, rank
@@ -47,11 +48,11 @@ from resolver.solve.types import (
     Reason,
     Reporter,
     Request,
+    RequestError,
     Severity,
     Verdict,
 )
 from resolver.util import shell
-from resolver.util.errors import InputError
 from resolver.util.versions import driver_series, series_key
 
 __all__ = [
@@ -97,11 +98,11 @@ def _validate_request(matrix: Matrix, request: Request) -> None:
         import difflib
 
         near = difflib.get_close_matches(quant, sorted(listed), n=3, cutoff=0.5)
-        raise InputError(
-            f"--quantization {request.quantization!r} is not a method any vLLM release's ROCm "
-            "platform lists",
-            hint=(f"did you mean {', '.join(near)}? " if near else "")
-            + "`rocm-vllm matrix show capabilities` lists each release's methods",
+        raise RequestError(
+            phrase("request/quantization-unknown", quant=request.quantization),
+            hint=phrase("request/quantization-unknown-hint", near=tuple(near))
+            if near
+            else phrase("request/quantization-unknown-hint-none"),
         )
     kv = (request.kv_cache_dtype or "").lower()
     dtypes = {d for c in matrix.capabilities for d in c.kv_cache_dtypes} if kv else set()
@@ -109,11 +110,11 @@ def _validate_request(matrix: Matrix, request: Request) -> None:
         import difflib
 
         near = difflib.get_close_matches(kv, sorted(dtypes), n=3, cutoff=0.5)
-        raise InputError(
-            f"--kv-cache-dtype {request.kv_cache_dtype!r} is not a KV cache dtype any vLLM "
-            "release lists",
-            hint=(f"did you mean {', '.join(near)}? " if near else "")
-            + "`rocm-vllm matrix show capabilities` lists each release's KV cache dtypes",
+        raise RequestError(
+            phrase("request/kv-unknown", kv=request.kv_cache_dtype),
+            hint=phrase("request/kv-unknown-hint", near=tuple(near))
+            if near
+            else phrase("request/kv-unknown-hint-none"),
         )
 
 
@@ -170,11 +171,13 @@ def _solve_amd(matrix: Matrix, node: Node, request: Request, reporter: Reporter)
         # Say why, when the probe knows: "permission denied on /dev/kfd" needs another fix than "no
         # GPU".
         cause = next((p for p in node.problems if p.code != "no-gpu"), None)
-        raise InputError(
-            "the node has no AMD GPU to decide for" + (f": {cause.message}" if cause else ""),
-            hint=(f"{cause.hint}; or " if cause else "")
-            + "describe the node with --gfx (e.g. --gfx gfx942), --example NAME, or --node FILE "
-            "from `rocm-vllm probe --json`",
+        raise RequestError(
+            phrase("request/no-amd-gpu-because", cause=cause.message)
+            if cause
+            else phrase("request/no-amd-gpu"),
+            hint=phrase("request/no-amd-gpu-hint-because", cause=cause.hint)
+            if cause
+            else phrase("request/no-amd-gpu-hint"),
         )
     early = _unplaceable(matrix, node, request)
     if early:
@@ -188,11 +191,15 @@ def _solve_amd(matrix: Matrix, node: Node, request: Request, reporter: Reporter)
         evaluations.append(ev)
     if not evaluations:
         spec = str(request.vllm) if request.vllm else "any"
-        raise InputError(
-            f"no vLLM release in the data matches --vllm {spec!r}",
-            hint=f"known releases: {matrix.vllm[0].version} to {matrix.vllm[-1].version}"
+        raise RequestError(
+            phrase("request/no-release", spec=spec),
+            hint=phrase(
+                "request/no-release-hint",
+                first=matrix.vllm[0].version,
+                last=matrix.vllm[-1].version,
+            )
             if matrix.vllm
-            else "the data has no vLLM releases",
+            else phrase("request/no-release-hint-none"),
         )
     window = _oldest_driver(matrix) if node.driver_version is None and not provider.inbox else None
     ranked = sorted(evaluations, key=lambda e: _rank(e, request.prefer, window))
@@ -270,9 +277,9 @@ def _unplaceable(matrix: Matrix, node: Node, request: Request) -> tuple[MissingF
         MissingFact(
             kind="gfx",
             subject=g,
-            detail=f"{g} is not a gfx target the compatibility data knows (known: {known_gfx})",
+            detail=phrase("missing/gfx", gfx=g, known=known_gfx),
             fetch=None,
-            source="matrix/gfx.toml",
+            source=Phrase.verbatim("matrix/gfx.toml"),
         )
         for g in node.gfx_targets
         if matrix.gfx_target(g) is None
@@ -285,11 +292,9 @@ def _unplaceable(matrix: Matrix, node: Node, request: Request) -> tuple[MissingF
                 MissingFact(
                     kind="driver",
                     subject=node.driver_version,
-                    detail=f"amdgpu driver {node.driver_version} matches no driver series in "
-                    f"AMD's driver/user-space table (known: {known}); which ROCm it runs is "
-                    "unknown",
+                    detail=phrase("missing/driver", driver=node.driver_version, known=known),
                     fetch=None,  # AMD's table is curated data; no refresh reads it
-                    source="matrix/drivers.toml",
+                    source=Phrase.verbatim("matrix/drivers.toml"),
                 )
             )
     if request.vllm is not None and matrix.vllm:
@@ -304,8 +309,7 @@ def _unplaceable(matrix: Matrix, node: Node, request: Request) -> tuple[MissingF
                 MissingFact(
                     kind="release",
                     subject=str(v),
-                    detail=f"vLLM {v} is newer than every release in the data (newest: "
-                    f"{newest}); its ROCm build files were never read",
+                    detail=phrase("missing/release-newer", vllm=v, newest=newest),
                     fetch=shell.join(
                         [
                             "rocm-vllm",
@@ -318,7 +322,7 @@ def _unplaceable(matrix: Matrix, node: Node, request: Request) -> tuple[MissingF
                             "--write",
                         ]
                     ),
-                    source="matrix/vllm.toml",
+                    source=Phrase.verbatim("matrix/vllm.toml"),
                 )
             )
     return tuple(missing)
@@ -336,9 +340,7 @@ def _pinned(spec: Any) -> Version | None:
 
 
 def _unknown(node: Node, request: Request, missing: tuple[MissingFact, ...]) -> Decision:
-    problems = [
-        Advisory(code=p.code, message=p.message, hint=p.hint, source="probe") for p in node.problems
-    ]
+    problems = [Advisory.of_problem(p) for p in node.problems]
     return Decision(
         verdict="unknown",
         node=node,
@@ -357,19 +359,21 @@ def _missing_releases(unread: list[Evaluation]) -> tuple[MissingFact, ...]:
         v = str(e.candidate.vllm)
         if v in out:
             continue
-        what = (
-            "which GPUs its artifacts are built for"
+        key = (
+            "missing/release-arch"
             if any(r.code == "artifact-facts-unknown" for r in e.reasons)
-            else "its ROCm build files (base ROCm, arch list, pins)"
+            else "missing/release-build"
         )
         out[v] = MissingFact(
             kind="release",
             subject=v,
-            detail=f"vLLM {v}: {what} are not in the data",
+            detail=phrase(key, vllm=v),
             fetch=shell.join(
                 ["rocm-vllm", "matrix", "refresh", "--source", "sdist", "--tag", v, "--write"]
             ),
-            source=e.candidate.release.provenance.source if e.candidate.release else "",
+            source=Phrase.verbatim(
+                e.candidate.release.provenance.source if e.candidate.release else ""
+            ),
         )
     return tuple(out.values())
 

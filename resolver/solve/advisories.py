@@ -12,10 +12,10 @@ from collections.abc import Iterable, Sequence
 
 from packaging.version import Version
 
-from resolver.data import words
 from resolver.data.codes import AdvisoryCode
 from resolver.data.model import ContainerImage, GfxTarget, Matrix, Provenance, RocmStack
 from resolver.data.node import Node
+from resolver.solve.finding import Phrase, finding, phrase
 from resolver.solve.host import (
     host_os_warnings,
     kernel_floor_warnings,
@@ -91,12 +91,12 @@ def rocm_lists_gfx(m: Matrix, targets: Iterable[GfxTarget], cand: Candidate) -> 
     return out
 
 
-def _first_listing(m: Matrix, gfx: str) -> str:
+def _first_listing(m: Matrix, gfx: str) -> Phrase:
     listed = sorted(r.version for r in m.rocm if gfx in r.gfx)
     return (
-        words.text("rocm-lacks-gfx/first", version=listed[0])
+        phrase("rocm-lacks-gfx/first", version=listed[0])
         if listed
-        else words.text("rocm-lacks-gfx/never")
+        else phrase("rocm-lacks-gfx/never")
     )
 
 
@@ -110,7 +110,7 @@ def image_warnings(image: ContainerImage) -> list[Advisory]:
             )
         )
     elif not image.official:
-        w = words.say("amd-image", repo=image.repo)
+        w = finding("amd-image", repo=image.repo)
         out.append(
             # A warning, not a note: vLLM's docs call the channel deprecated, and
             # docs/verdicts.md makes a deprecated channel supported_with_warnings.
@@ -118,7 +118,7 @@ def image_warnings(image: ContainerImage) -> list[Advisory]:
                 code="amd-image",
                 message=w.message,
                 hint=w.hint,
-                source=image.provenance.source,
+                source=Phrase.verbatim(image.provenance.source),
             )
         )
     return out
@@ -158,7 +158,7 @@ def after_registry_checks(
         if w.code != "low-confidence":
             out.append(w)
         elif not contents_checked:
-            said = words.say("low-confidence/pinned", image=image)
+            said = finding("low-confidence/pinned", image=image)
             out.append(
                 Advisory(
                     code="low-confidence",
@@ -225,9 +225,9 @@ def aiter(t: GfxTarget, plan: Evaluation | None) -> list[Advisory]:
     """``aiter-off-by-default`` (full AITER support) and ``aiter-partial`` (Triton kernels only)."""
     if t.features.aiter == "full" and _ships_aiter(plan):
         by_image = plan is not None and plan.candidate.image is not None
-        w = words.say("aiter-off-by-default", gfx=t.name)
+        w = finding("aiter-off-by-default", gfx=t.name)
         # How the user sets it depends on how the plan installs vLLM.
-        hint = words.say(f"aiter-off-by-default/{plan.candidate.kind}").hint if plan else w.hint
+        hint = finding(f"aiter-off-by-default/{plan.candidate.kind}").hint if plan else w.hint
         return [
             Advisory(
                 code="aiter-off-by-default",
@@ -282,7 +282,7 @@ def mx_emulated(m: Matrix, t: GfxTarget, quant: str, release: Version | None) ->
         return []
     kernel = next(n for n in caps.kernels(fmt) or () if n.startswith("Emulation"))
     four = fmt == "mxfp4"
-    w = words.say(
+    w = finding(
         "mxfp4-emulated/kernel" if four else "mxfp8-emulated",
         quant=quant,
         gfx=t.name,
@@ -295,7 +295,7 @@ def mx_emulated(m: Matrix, t: GfxTarget, quant: str, release: Version | None) ->
             severity="info",
             message=w.message,
             hint=w.hint,
-            source=caps.provenance.source,
+            source=Phrase.verbatim(caps.provenance.source),
         )
     ]
 
@@ -310,8 +310,16 @@ def mxfp4(m: Matrix, t: GfxTarget, quant: str, release: Version | None) -> list[
     if gate is not None and gate[0]:
         src = Provenance(source=gate[1], confidence="exact")  # the release's supports_mx says so
     code: AdvisoryCode = "mxfp4-native" if native else "mxfp4-emulated"
-    w = words.say(code, quant=quant, gfx=t.name)
-    return [Advisory(code=code, severity="info", message=w.message, hint=w.hint, source=src.source)]
+    w = finding(code, quant=quant, gfx=t.name)
+    return [
+        Advisory(
+            code=code,
+            severity="info",
+            message=w.message,
+            hint=w.hint,
+            source=Phrase.verbatim(src.source),
+        )
+    ]
 
 
 def fp8_format(m: Matrix, t: GfxTarget, fp8_asked: bool, release: Version | None) -> list[Advisory]:
@@ -404,7 +412,7 @@ def probe_problems(node: Node) -> list[Advisory]:
         from resolver.data.partitions import partition_problems
 
         problems += [p for p in partition_problems(node.gpus) if p not in problems]
-    return [Advisory(code=p.code, message=p.message, hint=p.hint, source="probe") for p in problems]
+    return [Advisory.of_problem(p) for p in problems]
 
 
 # --- decision rules ---------------------------------------------------------------------------
@@ -420,12 +428,12 @@ def prefer_not_met(
         return []
     best = next((e for e in rejected if e.candidate.kind == want), None)
     if best is None:
-        why, hint, source = words.text("prefer-not-met/none", want=want), "", ""
+        why, hint, source = phrase("prefer-not-met/none", want=want), None, Phrase.verbatim("")
     else:
         first = best.reasons[0]
-        why = words.text("prefer-not-met/why", label=best.candidate.label, message=first.message)
-        hint, source = first.hint, first.source
-    w = words.say("prefer-not-met", want=want, plan=plan.candidate.label, why=why)
+        why = phrase("prefer-not-met/why", label=best.candidate.label, message=first.message)
+        hint, source = first.hint, Phrase.verbatim(first.source)
+    w = finding("prefer-not-met", want=want, plan=plan.candidate.label, why=why)
     return [Advisory(code="prefer-not-met", message=w.message, hint=hint or w.hint, source=source)]
 
 
@@ -468,7 +476,7 @@ def stack_choice(
         return []
     d = default.candidate.stack
     why = default.reasons[0]
-    w = words.say(
+    w = finding(
         "stack-not-default",
         vllm=c.vllm,
         variant=mine.variant,
@@ -483,7 +491,7 @@ def stack_choice(
             severity="info",
             message=w.message,
             hint=why.hint,
-            source=why.source,
+            source=Phrase.verbatim(why.source),
         )
     ]
 

@@ -15,7 +15,6 @@ from typing import Literal
 import msgspec.structs
 from packaging.version import InvalidVersion, Version
 
-from resolver.data import words
 from resolver.data.model import (
     DriverSeries,
     GfxTarget,
@@ -26,6 +25,7 @@ from resolver.data.model import (
     WheelVariant,
 )
 from resolver.data.node import Node
+from resolver.solve.finding import Found, Phrase, arch_phrase, finding, phrase
 from resolver.solve.host import os_listed
 from resolver.solve.types import (
     FP8_QUANT,
@@ -43,7 +43,7 @@ from resolver.solve.types import (
 from resolver.util.versions import driver_label, driver_series, series, series_key
 
 
-def _about_path(cand: Candidate, text: str, source: str | None = None) -> Fact:
+def _about_path(cand: Candidate, text: Phrase, source: str | None = None) -> Fact:
     """A fact about the candidate itself (the chain files it under the candidate), from its own
     record unless ``source`` says otherwise."""
     return Fact(
@@ -52,7 +52,7 @@ def _about_path(cand: Candidate, text: str, source: str | None = None) -> Fact:
 
 
 def _from_record(
-    text: str, record: GfxTarget | GpuProduct | DriverSeries | RocmRelease | WheelVariant
+    text: Phrase, record: GfxTarget | GpuProduct | DriverSeries | RocmRelease | WheelVariant
 ) -> Fact:
     """A fact a data record states, with that record's source and confidence."""
     return Fact(text=text, source=record.provenance.source, confidence=record.provenance.confidence)
@@ -64,7 +64,7 @@ def _from_record(
 def release_facts_unknown(cand: Candidate) -> Reason:
     """``release-facts-unknown``: the release exists, its ROCm build files were never read."""
     src = cand.release.provenance.source if cand.release else "matrix/vllm.toml"
-    w = words.say("release-facts-unknown", vllm=cand.vllm)
+    w = finding("release-facts-unknown", vllm=cand.vllm)
     return Reason(
         code="release-facts-unknown",
         message=w.message,
@@ -76,7 +76,7 @@ def release_facts_unknown(cand: Candidate) -> Reason:
 
 def artifact_facts_unknown(cand: Candidate, src: str) -> Reason:
     """``artifact-facts-unknown``: the artifact exists, its arch list was never read."""
-    w = words.say("artifact-facts-unknown", label=cand.label)
+    w = finding("artifact-facts-unknown", label=cand.label)
     return Reason(
         code="artifact-facts-unknown",
         message=w.message,
@@ -147,10 +147,10 @@ def _override_build(cand: Candidate, target: GfxTarget) -> bool:
 
 def gfx_unsupported(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], src: str) -> Reason:
     """``gfx-unsupported``: the artifact lacks the target and vLLM does not support it at all."""
-    w = words.say(
+    w = finding(
         "gfx-unsupported",
         label=cand.label,
-        arch=words.arch_text(arch),
+        arch=arch_phrase(arch),
         gfx=target.name,
         note=target.vllm_note,
     )
@@ -170,7 +170,7 @@ def gfx_unsupported(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], s
 def gfx_unsupported_by_vllm(target: GfxTarget) -> Reason:
     """``gfx-unsupported`` for a release whose facts are unknown: what the GPU lacks holds
     anyway."""
-    w = words.say("gfx-unsupported/by-vllm", gfx=target.name, note=target.vllm_note)
+    w = finding("gfx-unsupported/by-vllm", gfx=target.name, note=target.vllm_note)
     return Reason(
         code="gfx-unsupported",
         message=w.message,
@@ -186,7 +186,7 @@ def gfx_unsupported_by_vllm(target: GfxTarget) -> Reason:
 
 def gfx_not_shipped(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], src: str) -> Reason:
     """``gfx-not-shipped``: the artifact carries no code for the target; another artifact may."""
-    w = words.say("gfx-not-shipped", label=cand.label, arch=words.arch_text(arch), gfx=target.name)
+    w = finding("gfx-not-shipped", label=cand.label, arch=arch_phrase(arch), gfx=target.name)
     return _not_shipped(cand, target, w, src)
 
 
@@ -194,11 +194,11 @@ def gfx_contradicted(cand: Candidate, target: GfxTarget) -> Reason:
     """``gfx-not-shipped`` where the arch list claims the target but evidence read from the
     image (``images.toml`` ``lacks``) says it carries no code for it."""
     assert cand.image is not None
-    w = words.say("gfx-not-shipped/contradicted", label=cand.label, gfx=target.name)
+    w = finding("gfx-not-shipped/contradicted", label=cand.label, gfx=target.name)
     return _not_shipped(cand, target, w, cand.image.lacks_source)
 
 
-def _not_shipped(cand: Candidate, target: GfxTarget, w: words.Said, src: str) -> Reason:
+def _not_shipped(cand: Candidate, target: GfxTarget, w: Found, src: str) -> Reason:
     return Reason(
         code="gfx-not-shipped",
         message=w.message,
@@ -216,26 +216,26 @@ def gfx_not_buildable(m: Matrix, cand: Candidate, target: GfxTarget, src: str) -
     assert cand.release is not None
     able = [str(v) for v in m.cmake_accepts(target.name)]
     some = ", ".join(able) if len(able) <= 6 else f"{able[0]}, {able[1]}, ..., {able[-1]}"
-    w = words.say(
+    w = finding(
         "gfx-not-shipped/not-buildable" if able else "gfx-not-shipped/not-buildable-anywhere",
         vllm=cand.vllm,
         gfx=target.name,
-        arch=words.arch_text(cand.release.cmake_arch),
+        arch=arch_phrase(cand.release.cmake_arch),
         releases=some,
     )
     return _not_shipped(cand, target, w, src)
 
 
-def gfx_hint(target: GfxTarget, *, override: bool = True) -> str:
+def gfx_hint(target: GfxTarget, *, override: bool = True) -> Phrase:
     if target.override and override:
-        return words.text(
+        return phrase(
             "gfx-unsupported/hint-override",
             override=target.override,
             override_target=target.override_target,
         )
     if target.alternative:
-        return target.alternative
-    return words.text("gfx-unsupported/hint-none")
+        return Phrase.verbatim(target.alternative)
+    return phrase("gfx-unsupported/hint-none")
 
 
 # --- feature gates: fp8-unsupported, mx-unsupported, kv-fp8-unsupported -----------------------
@@ -253,7 +253,7 @@ def gate_checks(
     for target in targets:
         gates = target.features
         fact = Fact(
-            text=words.text(
+            text=phrase(
                 "fp8-unsupported/gates-fact",
                 gfx=target.name,
                 fp8=f"yes ({gates.fp8_format})" if gates.fp8 else "no",
@@ -280,7 +280,7 @@ def fp8_unsupported(
     if quant not in FP8_QUANT or target.features.fp8:
         return None
     facts = [fact]
-    w = words.say("fp8-unsupported", quant=quant, gfx=target.name, arch=target.arch)
+    w = finding("fp8-unsupported", quant=quant, gfx=target.name, arch=target.arch)
     message = w.message
     if caps is not None and caps.fp8 is not None and target.name in caps.fp8:
         gemm = caps.fp8_scaled_mm
@@ -291,7 +291,7 @@ def fp8_unsupported(
             clause = "fp8-unsupported/gemm-gated"
         else:
             clause = "fp8-unsupported/admitted"
-        message += words.text(clause, vllm=caps.version, gemm=gemm_text, gfx=target.name)
+        message += phrase(clause, vllm=caps.version, gemm=gemm_text, gfx=target.name)
         admitted = (
             "fp8-unsupported/admitted-fact-gemm"
             if gemm is not None
@@ -299,7 +299,7 @@ def fp8_unsupported(
         )
         facts.append(
             Fact(
-                text=words.text(admitted, vllm=caps.version, gfx=target.name, gemm=gemm_text),
+                text=phrase(admitted, vllm=caps.version, gfx=target.name, gemm=gemm_text),
                 source=caps.provenance.source,
             )
         )
@@ -328,12 +328,12 @@ def mx_unsupported(
     if not mx_blocked or (caps is not None and caps.emulates(fmt)):
         return None
     key = "mx-unsupported/mxfp4" if quant in MXFP4_QUANT else "mx-unsupported"
-    w = words.say(key, quant=quant, gfx=target.name)
+    w = finding(key, quant=quant, gfx=target.name)
     return Reason(
         code="mx-unsupported",
         message=w.message,
         facts=(fact,),
-        hint=words.text("mx-unsupported/hint-fp8") if gates.fp8 else w.hint,
+        hint=phrase("mx-unsupported/hint-fp8") if gates.fp8 else w.hint,
         fix=Fix(kind="quantization", text=w.fix, host=False),
         gfx=(target.name,),
     )
@@ -343,7 +343,7 @@ def kv_fp8_unsupported(kv: str | None, target: GfxTarget, fact: Fact) -> Reason 
     """``kv-fp8-unsupported``: an FP8 KV cache on a GPU without hardware FP8."""
     if kv is None or not kv.startswith("fp8") or target.features.fp8:
         return None
-    w = words.say("kv-fp8-unsupported", kv=kv, gfx=target.name)
+    w = finding("kv-fp8-unsupported", kv=kv, gfx=target.name)
     return Reason(
         code="kv-fp8-unsupported",
         message=w.message,
@@ -468,11 +468,11 @@ def driver_predates_gpu(
     driver_hint = (
         _driver_hint(driver, rocm, good, node=node, m=m)
         if good
-        else words.text("driver-predates-gpu/no-driver", product=product.name, series=series(rocm))
+        else phrase("driver-predates-gpu/no-driver", product=product.name, series=series(rocm))
     )
     # The node's own release where AMD pairs it with a ROCm, else the series and its x.y.0.
     paired = release if release is not None and release in dict(_pairs(driver)) else None
-    w = words.say(
+    w = finding(
         "driver-predates-gpu",
         driver=str(paired) if paired is not None else f"{driver.series}.x",
         paired=shipped_with(driver, paired),
@@ -492,7 +492,7 @@ def driver_predates_gpu(
     )
 
 
-def _shipped_fact(text: str, driver: DriverSeries, release: Version | None) -> Fact:
+def _shipped_fact(text: Phrase, driver: DriverSeries, release: Version | None) -> Fact:
     """Which ROCm the node's amdgpu shipped with: from the release pairs where its own release
     is known and paired, else from the series' record."""
     if release is not None and driver.releases:
@@ -580,14 +580,14 @@ def driver_warnings(
     if inbox:
         return warnings
     if node.driver_version is None:
-        w = words.say(
+        w = finding(
             "driver-unchecked/needs" if needs else "driver-unchecked",
             rocm=cand.rocm,
             needs=", ".join(d.series + ".x" for d in needs),
         )
         warnings.append(Advisory(code="driver-unchecked", message=w.message, hint=w.hint))
     elif driver is None:
-        w = words.say("unknown-driver", driver=node.driver_version, rocm=cand.rocm)
+        w = finding("unknown-driver", driver=node.driver_version, rocm=cand.rocm)
         warnings.append(Advisory(code="unknown-driver", message=w.message, hint=w.hint))
     return warnings
 
@@ -626,7 +626,7 @@ def drivers_for(m: Matrix, node: Node, cand: Candidate) -> tuple[DriverSeries, .
 
 
 # The hint and the fix of a driver that does not run a ROCm.
-DriverMove = tuple[str, Fix | None]
+DriverMove = tuple[Phrase, Fix | None]
 
 
 def driver_move(m: Matrix, driver: DriverSeries, rocm: Version, node: Node | None) -> DriverMove:
@@ -650,7 +650,7 @@ def driver_window(
     if driver.runs(cand.rocm):
         return None
     hint, fix = move(cand.rocm) if move is not None else driver_move(m, driver, cand.rocm, node)
-    w = words.say(
+    w = finding(
         "driver-window",
         label=cand.label,
         rocm=cand.rocm,
@@ -679,11 +679,11 @@ def preview_driver_window(
     if driver.series in listed:
         return None
     known = (
-        words.text("driver-window/preview-listed", drivers=rocm.kmd_at_release)
+        phrase("driver-window/preview-listed", drivers=rocm.kmd_at_release)
         if listed
-        else words.text("driver-window/preview-unlisted")
+        else phrase("driver-window/preview-unlisted")
     )
-    w = words.say(
+    w = finding(
         "driver-window/preview",
         label=cand.label,
         rocm=rocm.label,
@@ -749,9 +749,9 @@ def _driver_fix(
     best, direction = _best_driver(driver, rocm, good, floor, release)
     step = _os_step(m, node, best) if m is not None and node is not None else None
     text = (
-        words.text("driver-window/fix-os-first", best=driver_label(best), os=node.os, step=step)
+        phrase("driver-window/fix-os-first", best=driver_label(best), os=node.os, step=step)
         if step and node
-        else words.text("driver-window/fix", best=driver_label(best))
+        else phrase("driver-window/fix", best=driver_label(best))
     )
     return Fix(
         kind="driver",
@@ -811,9 +811,9 @@ def _driver_hint(
     *,
     node: Node | None = None,
     m: Matrix | None = None,
-) -> str:
+) -> Phrase:
     if not good:
-        return words.text("driver-window/hint-none", series=series(rocm))
+        return phrase("driver-window/hint-none", series=series(rocm))
     floor = gpus_first_rocm(m, node) if m is not None and node is not None else None
     release = node_release(driver, node.driver_version) if driver and node else None
     best, direction = _best_driver(driver, rocm, good, floor, release)
@@ -822,7 +822,7 @@ def _driver_hint(
         for d in sorted(good, key=lambda d: series_key(d.series))
         if d.series != driver_series(best)
     )
-    return words.text(
+    return phrase(
         "driver-window/hint-others" if others else "driver-window/hint",
         direction=direction,
         best=driver_label(best),
@@ -862,13 +862,15 @@ def python_check(node: Node, wheel: WheelVariant) -> tuple[list[Reason], list[Ad
     py = node.python
     wanted = " or ".join(wheel.python)
     if py is None:
-        w = words.say("python-unknown", wheel=wheel.name, wanted=wanted, fit=wheel.python[0])
-        return [], [Advisory(code="python-unknown", message=w.message, hint=w.hint, source=src)]
+        w = finding("python-unknown", wheel=wheel.name, wanted=wanted, fit=wheel.python[0])
+        return [], [
+            Advisory(
+                code="python-unknown", message=w.message, hint=w.hint, source=Phrase.verbatim(src)
+            )
+        ]
     if py in wheel.python:
         return [], []
-    w = words.say(
-        "python-mismatch", wheel=wheel.name, wanted=wanted, python=py, fit=wheel.python[0]
-    )
+    w = finding("python-mismatch", wheel=wheel.name, wanted=wanted, python=py, fit=wheel.python[0])
     return [
         Reason(
             code="python-mismatch",
@@ -894,11 +896,15 @@ def glibc_check(
     """``glibc-too-old`` (or ``glibc-unknown`` when the host's glibc is not known)."""
     src = wheel.provenance.source
     if glibc is None:
-        w = words.say("glibc-unknown", wheel=wheel.name, glibc_min=wheel.glibc_min)
-        return [], [Advisory(code="glibc-unknown", message=w.message, hint=w.hint, source=src)]
+        w = finding("glibc-unknown", wheel=wheel.name, glibc_min=wheel.glibc_min)
+        return [], [
+            Advisory(
+                code="glibc-unknown", message=w.message, hint=w.hint, source=Phrase.verbatim(src)
+            )
+        ]
     if glibc >= wheel.glibc_min:
         return [], []
-    w = words.say(
+    w = finding(
         "glibc-too-old",
         wheel=wheel.name,
         glibc_min=wheel.glibc_min,
@@ -931,16 +937,16 @@ def host_rocm_check(node: Node, wheel: WheelVariant) -> tuple[list[Reason], list
     if not wheel.uses_host_rocm or wheel.rocm is None:
         return [], []
     want = series(wheel.rocm)
-    w = words.say("host-rocm-mismatch", wheel=wheel.name, want=want, host=node.rocm_version)
+    w = finding("host-rocm-mismatch", wheel=wheel.name, want=want, host=node.rocm_version)
     fact = _from_record(w.facts[0], wheel)
     if not node.rocm_version:
-        unknown = words.say("host-rocm-unknown", wheel=wheel.name, want=want)
+        unknown = finding("host-rocm-unknown", wheel=wheel.name, want=want)
         return [], [
             Advisory(
                 code="host-rocm-unknown",
                 message=unknown.message,
                 hint=unknown.hint,
-                source=wheel.provenance.source,
+                source=Phrase.verbatim(wheel.provenance.source),
             )
         ]
     try:
@@ -997,15 +1003,15 @@ def quantization_listed(m: Matrix, cand: Candidate, request: Request) -> Reason 
         after = min(
             (c.version for c in m.capabilities if c.version > last.version), default=cand.vllm
         )
-        why = words.say(
+        why = finding(
             "quantization-not-listed/removed", after=after, method=method, last=last.version
         )
     elif later:
         first = min(c.version for c in later)
-        why = words.say("quantization-not-listed/later", method=method, first=first)
+        why = finding("quantization-not-listed/later", method=method, first=first)
     else:  # listed by no release the data knows at or around it
-        why = words.say("quantization-not-listed/never", method=method)
-    w = words.say(
+        why = finding("quantization-not-listed/never", method=method)
+    w = finding(
         "quantization-not-listed",
         vllm=cand.vllm,
         method=method,
@@ -1043,7 +1049,7 @@ def kv_cache_dtype_listed(m: Matrix, cand: Candidate, request: Request) -> Reaso
     )
     if later and variant == "kv-cache-dtype-not-listed":
         variant = "kv-cache-dtype-not-listed/later"
-    w = words.say(
+    w = finding(
         variant,
         vllm=cand.vllm,
         dtype=dtype,
@@ -1073,7 +1079,7 @@ def kv_cache_dtype_backend(m: Matrix, cand: Candidate, request: Request) -> Reas
     accepted = ", ".join(
         dict.fromkeys(d for _, dtypes in caps.rocm_attention or () for d in dtypes)
     )
-    w = words.say(
+    w = finding(
         "kv-cache-dtype-no-backend",
         vllm=cand.vllm,
         dtype=dtype,
@@ -1107,7 +1113,7 @@ def fp8_admitted(
     )
     later = [v for v in admitted if v > cand.vllm]
     earlier = [v for v in admitted if v < cand.vllm]
-    w = words.say(
+    w = finding(
         "fp8-not-admitted/later"
         if later
         else "fp8-not-admitted/earlier"

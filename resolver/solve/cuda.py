@@ -15,7 +15,6 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from resolver.data import words
 from resolver.data.model import (
     ContainerImage,
     CudaImage,
@@ -25,6 +24,7 @@ from resolver.data.model import (
     WheelVariant,
 )
 from resolver.data.node import Node
+from resolver.solve.finding import Phrase, finding, phrase
 from resolver.solve.rank import _rank, distinct_alternatives
 from resolver.solve.types import (
     Advisory,
@@ -39,10 +39,10 @@ from resolver.solve.types import (
     Reason,
     Reporter,
     Request,
+    RequestError,
     Verdict,
     WheelCandidate,
 )
-from resolver.util.errors import InputError
 
 VENDORS = ("amd", "nvidia")
 # The image families a plan offers: the default and the other-CUDA one (cu129); the Ubuntu
@@ -273,7 +273,7 @@ def evaluate(
     caps = _caps(node, m)
     missing = [c for c in caps if not _covers(image.arch, c)]
     if missing:
-        w = words.say(
+        w = finding(
             "cuda-arch-missing",
             label=label,
             listed=", ".join(image.arch),
@@ -297,7 +297,7 @@ def evaluate(
     # not checked here: vLLM itself refuses it at load if the GPU is below its floor).
     floor, below = _below_floor(release, caps, quantization)
     if quantization and floor and below:
-        w = words.say(
+        w = finding(
             "cuda-quant-capability",
             vllm=release.version,
             method=quantization,
@@ -364,7 +364,7 @@ def evaluate(
             )
         )
     elif branch < rule.min_driver:
-        w = words.say(
+        w = finding(
             "cuda-driver-too-old",
             label=label,
             cuda=image.cuda,
@@ -400,8 +400,8 @@ def _driver_hint(
     image: CudaImage,
     branch: int,
     min_driver: int,
-    plain: str,
-) -> str:
+    plain: Phrase,
+) -> Phrase:
     """What to do about a driver too old for the build: the PyPI wheel names the release's other
     CUDA wheels this driver runs (release assets, not on PyPI); a CUDA 13 image ships CUDA's
     forward compatibility libraries."""
@@ -412,7 +412,7 @@ def _driver_hint(
             if (r := m.cuda_driver_rule(v)) is not None and r.min_driver <= branch
         ]
         if fits:
-            return words.text(
+            return phrase(
                 "cuda-driver-too-old/variant",
                 min_driver=min_driver,
                 vllm=release.version,
@@ -421,7 +421,7 @@ def _driver_hint(
             )
         return plain
     if image.cuda.major >= 13:
-        return words.text("cuda-driver-too-old/compat", min_driver=min_driver)
+        return phrase("cuda-driver-too-old/compat", min_driver=min_driver)
     return plain
 
 
@@ -442,7 +442,7 @@ def _wheel_reasons(
             takes = None
         if takes is not None and python not in takes:
             fits = [v for v in ("3.12", *wheel.python) if Version(v) in takes]
-            w = words.say(
+            w = finding(
                 "python-mismatch/cuda" if fits else "python-mismatch/cuda-none",
                 label=label,
                 requires=wheel.requires_python,
@@ -475,7 +475,7 @@ def _wheel_reasons(
         glibc = None
     floor = release.wheel_glibc
     if glibc is not None and floor is not None and glibc < floor:
-        w = words.say(
+        w = finding(
             "glibc-too-old/cuda",
             label=label,
             platform=release.wheel_platform or "manylinux",
@@ -517,8 +517,9 @@ def evaluate_candidate(m: Matrix, node: Node, cand: Candidate) -> Evaluation:
                 and image.repo == cand.image.repo
             ):
                 return evaluate(m, node, release, image, cand)
-    raise InputError(
-        f"{cand.label} is not an image the CUDA data knows", hint="rocm-vllm matrix validate"
+    raise RequestError(
+        phrase("request/cuda-image-unknown", label=cand.label),
+        hint=phrase("request/cuda-image-unknown-hint"),
     )
 
 
@@ -537,7 +538,7 @@ def _image_needs_driver(
                 Advisory.said(
                     "cuda-image-needs-driver",
                     label=c.label,
-                    fix=fix.text if fix else words.text("cuda-image-needs-driver/unknown"),
+                    fix=fix.text if fix else phrase("cuda-image-needs-driver/unknown"),
                     vllm=c.vllm,
                     severity="info",
                     source=e.reasons[0].source,
@@ -546,7 +547,7 @@ def _image_needs_driver(
     return []
 
 
-def _recipe_hint(m: Matrix, node: Node, request: Request) -> str:
+def _recipe_hint(m: Matrix, node: Node, request: Request) -> Phrase:
     """vLLM's own CUDA recipe, built for this node's compute capability only."""
     from resolver.util import shell
 
@@ -556,7 +557,7 @@ def _recipe_hint(m: Matrix, node: Node, request: Request) -> str:
         if request.vllm is None or r.version in request.vllm
     ]
     if not releases:
-        return "see vLLM's CUDA installation guide (building the image from source)"
+        return phrase("cuda-recipe/hint-none")
     release = releases[0]
     caps = " ".join(_caps(node, m)) or " ".join(release.arch)
     words = [
@@ -572,7 +573,7 @@ def _recipe_hint(m: Matrix, node: Node, request: Request) -> str:
         f"vllm-cuda:{release.version}",
         f"https://github.com/vllm-project/vllm.git#v{release.version}",
     ]
-    return f"build it with BuildKit from the release's tag: {shell.join(words)}"
+    return phrase("cuda-recipe/hint", command=shell.join(words))
 
 
 def _unread(m: Matrix, node: Node, request: Request) -> tuple[MissingFact, ...]:
@@ -590,11 +591,9 @@ def _unread(m: Matrix, node: Node, request: Request) -> tuple[MissingFact, ...]:
                 MissingFact(
                     kind="release",
                     subject=str(release.version),
-                    detail=f"vLLM {release.version} builds for compute capability "
-                    f"{', '.join(release.arch)}, but the data holds no image tags for it (its "
-                    "sdist has no publish script)",
+                    detail=phrase("missing/cuda-no-tags", vllm=release.version, arch=release.arch),
                     fetch=None,
-                    source=release.provenance.source,
+                    source=Phrase.verbatim(release.provenance.source),
                 )
             )
     return tuple(out[:3])
@@ -613,14 +612,10 @@ def _unread_releases(m: Matrix, request: Request) -> tuple[MissingFact, ...]:
         if release is not None and (release.images or _wheel(release) is not None):
             continue
         if release is None:
-            detail = f"the data holds no CUDA facts for vLLM {version} (its sdist was never read)"
+            detail = phrase("missing/cuda-unread", vllm=version)
             source = ""
         else:
-            detail = (
-                f"vLLM {version} builds for compute capability {', '.join(release.arch)}, but "
-                "the data holds neither its image tags (its sdist has no publish script) nor its "
-                "PyPI wheel's CUDA"
-            )
+            detail = phrase("missing/cuda-no-artifacts", vllm=version, arch=release.arch)
             source = release.provenance.source
         out.append(
             MissingFact(
@@ -631,7 +626,7 @@ def _unread_releases(m: Matrix, request: Request) -> tuple[MissingFact, ...]:
                 fetch=None
                 if release is not None
                 else f"rocm-vllm matrix refresh --source cuda --tag {version} --write",
-                source=source,
+                source=Phrase.verbatim(source),
             )
         )
     return tuple(out[:3])
@@ -677,23 +672,14 @@ def solve_cuda(
     """The decision for an NVIDIA node (the module docstring)."""
     reporter = reporter or Reporter()
     if not nvidia_gpus(node):
-        raise InputError(
-            "the node has no NVIDIA GPU to decide for",
-            hint="run `rocm-vllm probe` on an NVIDIA node (nvidia-smi), or drop --vendor nvidia",
+        raise RequestError(
+            phrase("request/no-nvidia-gpu"), hint=phrase("request/no-nvidia-gpu-hint")
         )
     node = _as_nvidia_node(node)
     if request.kv_cache_dtype:
-        raise InputError(
-            "--kv-cache-dtype is checked for AMD GPUs only",
-            hint="drop it for an NVIDIA node; --quantization is checked against the release's "
-            "compute-capability floors",
-        )
+        raise RequestError(phrase("request/kv-nvidia"), hint=phrase("request/kv-nvidia-hint"))
     if request.paths is not None and not request.paths & {"image", "wheel"}:
-        raise InputError(
-            "no source-build Dockerfile for NVIDIA GPUs: vLLM publishes its CUDA build recipe as "
-            "docker/Dockerfile in each release",
-            hint=_recipe_hint(m, node, request),
-        )
+        raise RequestError(phrase("request/cuda-no-source"), hint=_recipe_hint(m, node, request))
     listed = candidates(m, request)
     if not listed:
         if not m.cuda:
@@ -701,7 +687,7 @@ def solve_cuda(
                 MissingFact(
                     kind="release",
                     subject="cuda",
-                    detail="the data has no CUDA facts for any vLLM release",
+                    detail=phrase("missing/cuda-none"),
                     fetch="rocm-vllm matrix refresh --source cuda",
                 ),
             )
@@ -712,12 +698,13 @@ def solve_cuda(
             return _unknown(node, request, missing=unread)
         spec = str(request.vllm) if request.vllm else "any"
         known = [r for r in m.cuda if r.images]
-        raise InputError(
-            f"no vLLM release with CUDA images in the data matches --vllm {spec!r}",
-            hint=f"releases with images read from their sdists: {known[0].version} to "
-            f"{known[-1].version}"
+        raise RequestError(
+            phrase("request/cuda-no-release", spec=spec),
+            hint=phrase(
+                "request/cuda-no-release-hint", first=known[0].version, last=known[-1].version
+            )
             if known
-            else "run rocm-vllm matrix refresh --source cuda",
+            else phrase("request/cuda-no-release-hint-none"),
         )
     evaluations = []
     for release, image, cand in listed:

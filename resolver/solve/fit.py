@@ -47,6 +47,7 @@ from resolver.data.hfmodel import (
     SLIDING,
     ModelConfig,
 )
+from resolver.solve.finding import Phrase, phrase
 
 GiB: Final = 1024**3
 BLOCK_SIZE: Final = 16  # vLLM's default KV block (CacheConfig.block_size) on CUDA and ROCm
@@ -116,7 +117,8 @@ class Weights(msgspec.Struct, frozen=True, kw_only=True):
     bytes: int  # the whole model as vLLM holds it
     source: Literal["index total_size", "config parameters"]
     params: int | None  # when estimated from the config
-    note: str
+    # how the size was found, as a finding (worded by resolver.explain.words)
+    note: Phrase
 
 
 class Fit(msgspec.Struct, frozen=True, kw_only=True):
@@ -236,25 +238,31 @@ def weights_bytes(cfg: ModelConfig) -> Weights:
                 bytes=cfg.total_size // 2,
                 source="index total_size",
                 params=None,
-                note="float32 checkpoint served in 16 bits (dtype=auto): half its total_size",
+                note=phrase("fit/weights-f32-index"),
             )
         return Weights(
-            bytes=cfg.total_size, source="index total_size", params=None, note="as stored"
+            bytes=cfg.total_size,
+            source="index total_size",
+            params=None,
+            note=phrase("fit/weights-index"),
         )
     params, linear = param_count(cfg)
     bits = quantized_bits(cfg)
     if bits is None:
         size = params * served
-        note = f"{params} parameters x {served} bytes"
+        note = phrase("fit/weights-params", params=params, served=served)
     else:
         q = cfg.quantization
         assert q is not None
         # gpt-oss: only the experts are MXFP4
         quantizable = _expert_params(cfg) if q.fmt == "mxfp4" else linear
         size = int(quantizable * bits / 8 + (params - quantizable) * served)
-        note = (
-            f"{quantizable} quantized parameters x {bits:g} bits, "
-            f"{params - quantizable} x {served} bytes"
+        note = phrase(
+            "fit/weights-quantized",
+            quantized=quantizable,
+            bits=f"{bits:g}",
+            rest=params - quantizable,
+            served=served,
         )
     return Weights(bytes=int(size), source="config parameters", params=params, note=note)
 

@@ -11,9 +11,9 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from resolver.data import words
 from resolver.data.model import DriverSeries, GfxTarget, Matrix
 from resolver.data.node import GPU_GROUPS, VISIBLE_VARS, Node
+from resolver.solve.finding import Phrase, finding, phrase
 from resolver.solve.types import Advisory, Fact, Fix, HostChange, Reason, Severity
 from resolver.util.versions import driver_series, series_key
 
@@ -34,8 +34,8 @@ def kernel_floor_warnings(node: Node, targets: list[GfxTarget]) -> list[Advisory
         floors = t.kernel_floors
         if not floors:
             continue
-        listed = ", ".join(
-            words.text("kernel-floor-unchecked/floor", os=f.os, flavour=f.flavour) for f in floors
+        listed = tuple(
+            phrase("kernel-floor-unchecked/floor", os=f.os, flavour=f.flavour) for f in floors
         )
         source = "; ".join(dict.fromkeys(f.provenance.source for f in floors))
         who = t.products[0].name if t.products else t.name
@@ -161,11 +161,11 @@ def host_os_warnings(m: Matrix, node: Node, targets: list[GfxTarget]) -> list[Ad
         allowed = [entry for entry in rocm.os if all(os_listed(entry, r.os) for r in applicable)]
         if not os_listed(node.os, tuple(allowed)):
             who = ", ".join(sorted({p for r in applicable for p in r.products})) or t.name
-            w = words.say(
+            w = finding(
                 "os-not-supported-for-gpu",
                 who=who,
                 rocm=rocm.label,
-                allowed=", ".join(allowed) or words.text("os-not-supported-for-gpu/none"),
+                allowed=", ".join(allowed) or phrase("os-not-supported-for-gpu/none"),
                 host_os=node.os,
             )
             out.append(
@@ -173,9 +173,13 @@ def host_os_warnings(m: Matrix, node: Node, targets: list[GfxTarget]) -> list[Ad
                     code="os-not-supported-for-gpu",
                     message=w.message,
                     hint=w.hint,
-                    source="; ".join(
-                        dict.fromkeys(
-                            r.provenance.source for r in applicable if not os_listed(node.os, r.os)
+                    source=Phrase.verbatim(
+                        "; ".join(
+                            dict.fromkeys(
+                                r.provenance.source
+                                for r in applicable
+                                if not os_listed(node.os, r.os)
+                            )
                         )
                     ),
                 )
@@ -228,7 +232,7 @@ def wsl_host(node: Node) -> Reason | None:
     """``wsl-host``: vLLM's ROCm paths need /dev/kfd and amdsmi, which WSL does not give."""
     if not _is_wsl(node):
         return None
-    w = words.say("wsl-host", kernel=f" (kernel {node.kernel})" if node.kernel else "")
+    w = finding("wsl-host", kernel=f" (kernel {node.kernel})" if node.kernel else "")
     return Reason(
         code="wsl-host",
         message=w.message,
@@ -278,7 +282,7 @@ def gpu_access(node: Node) -> Reason | None:
         return None
     who = user or "the user"
     key = "gpu-access-denied/denied" if denied and error else "gpu-access-denied"
-    w = words.say(
+    w = finding(
         key,
         user=who,
         groups=" and ".join(missing or GPU_GROUPS),
@@ -342,7 +346,7 @@ def driver_os(m: Matrix, node: Node, move: Fix | None = None) -> Reason | None:
         step = _nearest_os(m, node.os, rocm.os)
     drivers = ", ".join(f"{d.series}.x" for d in _drivers_on(m, node.os))
     key = "driver-os-unsupported" if drivers else "driver-os-unsupported/none"
-    w = words.say(
+    w = finding(
         "driver-os-unsupported/move" if move is not None else key,
         driver=driver.series,
         host_os=node.os,

@@ -19,6 +19,7 @@ from resolver.data.codes import GATE_CODES
 from resolver.data.model import DriverSeries, GfxTarget, Matrix
 from resolver.data.node import Node
 from resolver.solve import advisories, checks
+from resolver.solve.finding import phrase
 from resolver.solve.host import driver_os, host_blockers
 from resolver.solve.types import (
     Advisory,
@@ -28,10 +29,10 @@ from resolver.solve.types import (
     Kind,
     Reason,
     Request,
+    RequestError,
     SourceCandidate,
     WheelCandidate,
 )
-from resolver.util.errors import UnknownGfxError
 from resolver.util.versions import driver_series
 
 
@@ -77,9 +78,10 @@ class MatrixProvider:
             target = self.m.gfx_target(name)
             if target is None:
                 known = ", ".join(sorted(g.name for g in self.m.gfx))
-                raise UnknownGfxError(
-                    f"gfx target {name!r} is not in the compatibility data",
-                    hint=f"known targets: {known}",
+                raise RequestError(
+                    phrase("request/gfx-unknown", gfx=name),
+                    hint=phrase("request/gfx-unknown-hint", known=known),
+                    gfx=True,
                 )
             out.append(target)
         return tuple(out)

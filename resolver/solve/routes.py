@@ -23,6 +23,7 @@ from packaging.version import Version
 from resolver.data.codes import QUANT_CODES, UNKNOWN_CODES
 from resolver.data.model import Matrix, OsRelease
 from resolver.data.node import Node
+from resolver.solve.finding import phrase
 from resolver.solve.rank import fix_order, rank
 from resolver.solve.types import (
     OK_VERDICTS,
@@ -443,7 +444,7 @@ def _steps(
                 stands_for=change,
                 facts=(
                     Fact(
-                        text=f"{release.id} ships glibc {release.glibc}",
+                        text=phrase("os-ships-glibc", os=release.id, glibc=release.glibc),
                         source=release.provenance.source,
                     ),
                 ),

@@ -16,7 +16,6 @@ import msgspec
 from msgspec.structs import replace
 from packaging.version import Version
 
-from resolver.data import words
 from resolver.data.codes import AdvisoryCode, ProblemCode, ReasonCode
 from resolver.data.model import (
     Confidence,
@@ -25,7 +24,9 @@ from resolver.data.model import (
     VllmRelease,
     WheelVariant,
 )
-from resolver.data.node import Node
+from resolver.data.node import Node, Problem
+from resolver.solve.finding import Phrase, finding
+from resolver.util.errors import InputError
 
 if TYPE_CHECKING:  # made by parse_spec: a check without --vllm never imports it
     from packaging.specifiers import SpecifierSet
@@ -90,7 +91,7 @@ class Request(msgspec.Struct, frozen=True, kw_only=True):
 class Fact(msgspec.Struct, frozen=True, kw_only=True):
     """One sourced statement a decision rests on."""
 
-    text: str
+    text: Phrase
     source: str
     confidence: Confidence = "exact"
     # The candidate (its label) this fact is about; ``None`` for a fact shared by many candidates
@@ -198,7 +199,7 @@ class Fix(msgspec.Struct, frozen=True, kw_only=True):
 
     # "host": the host's setup besides its software versions (user groups, native Linux)
     kind: Literal["driver", "python", "os", "rocm", "vllm", "quantization", "gfx", "data", "host"]
-    text: str
+    text: Phrase
     host: bool
     change: HostChange | None = None  # host fixes: the change itself (never parse ``text``)
     # A driver move AMD does not support on the host's OS: the OS release to move to first.
@@ -210,9 +211,9 @@ class Reason(msgspec.Struct, frozen=True, kw_only=True):
     a fix, and what it is about (as data, for code that groups or words reasons)."""
 
     code: ReasonCode
-    message: str
+    message: Phrase
     facts: tuple[Fact, ...]
-    hint: str
+    hint: Phrase
     fix: Fix | None = None
     gfx: tuple[str, ...] = ()  # the node's gfx targets the reason is about
     # The release and stack variant of the path it rejects (``None`` for what a GPU lacks
@@ -234,10 +235,10 @@ class Advisory(msgspec.Struct, frozen=True, kw_only=True):
     for."""
 
     code: AdvisoryCode | ProblemCode  # ProblemCode: a probe problem passed through
-    message: str
-    hint: str
+    message: Phrase
+    hint: Phrase
     severity: Severity = "warning"
-    source: str = ""
+    source: Phrase = Phrase.verbatim("")
     env: tuple[tuple[str, str], ...] = ()  # the environment the advice asks for, if any
     # the plan's own run command (`rocm-vllm image`) already sets ``env``
     applied_by_plan: bool = False
@@ -259,22 +260,44 @@ class Advisory(msgspec.Struct, frozen=True, kw_only=True):
         change: HostChange | None = None,
         **values: object,
     ) -> Advisory:
-        """The advisory as ``resolver.data.words`` words ``key`` with ``values`` (its code: the
-        key's first part, as ``Problem.said``); ``source``: where the fact came from, by default
-        the wording's own."""
-        w = words.say(key, **values)
+        """The advisory ``resolver.explain.words`` words as ``key`` with ``values`` (its code: the
+        key's first part); ``source``: where the fact came from, by default the wording's own."""
+        w = finding(key, **values)
         code, _, _ = key.partition("/")
         return cls(
             code=cast(AdvisoryCode, code),
             message=w.message,
             hint=w.hint,
             severity=severity,
-            source=w.source if source is None else source,
+            source=w.source if source is None else Phrase.verbatim(source),
             env=env,
             applied_by_plan=applied_by_plan,
             unofficial=unofficial,
             change=change,
         )
+
+    @classmethod
+    def of_problem(cls, problem: Problem) -> Advisory:
+        """A probe problem passed through: the probe worded it in the node's report."""
+        return cls(
+            code=problem.code,
+            message=Phrase.verbatim(problem.message),
+            hint=Phrase.verbatim(problem.hint),
+            source=Phrase.verbatim("probe"),
+        )
+
+
+class RequestError(InputError):
+    """Bad input the solver finds (a method no release lists, a range no release matches), as
+    data: the check chooses the wording and its values, the edge says it
+    (``resolver.explain.words.error_words``); ``message`` holds the wording's key until then."""
+
+    def __init__(self, said: Phrase, *, hint: Phrase | None = None, gfx: bool = False) -> None:
+        super().__init__(said.key)
+        self.said = said
+        self.said_hint = hint
+        if gfx:  # an unknown gfx target: its own reference (``unknown-gfx``)
+            self.reference = "unknown-gfx"
 
 
 class Channel(IntEnum):
@@ -490,7 +513,7 @@ class Evaluation(msgspec.Struct, frozen=True, kw_only=True):
         return bool(self.reasons) and all(r.fix is not None and r.fix.host for r in self.reasons)
 
     @property
-    def fix_texts(self) -> tuple[str, ...]:
+    def fix_texts(self) -> tuple[Phrase, ...]:
         """Each distinct fix of the reasons, in order (two reasons one driver move cures name it
         once)."""
         return tuple(dict.fromkeys(r.fix.text for r in self.reasons if r.fix is not None))
@@ -501,10 +524,10 @@ class MissingFact(msgspec.Struct, frozen=True, kw_only=True):
 
     kind: Literal["gfx", "release", "driver", "unchecked"]
     subject: str  # "gfx1299", "0.34.0", "99.1"; for "unchecked", the advisory's code
-    detail: str
+    detail: Phrase
     fetch: str | None  # the command that reads it from upstream, where one exists
-    source: str = ""  # where the data says the subject exists
-    hint: str = ""  # for "unchecked": what to give so that it can be checked
+    source: Phrase = Phrase.verbatim("")  # where the data says the subject exists
+    hint: Phrase = Phrase.verbatim("")  # for "unchecked": what to give so that it can be checked
 
     @classmethod
     def unchecked(cls, advisory: Advisory) -> MissingFact:

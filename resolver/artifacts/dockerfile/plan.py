@@ -17,6 +17,7 @@ from resolver.artifacts.dockerfile.layout import layouts, tag_commit
 from resolver.artifacts.mirrors import Mirrors, mirror_image, parse_mirror
 from resolver.data.model import ComponentPin, Matrix, RocmStack, VllmRelease
 from resolver.data.node import Node
+from resolver.explain.words import word
 from resolver.solve.types import Evaluation, SourceCandidate
 from resolver.util.errors import InputError, UnknownGfxError, UnsafeValueError, UsageError
 from resolver.util.safety import require_safe
@@ -794,7 +795,7 @@ def _refuse_as_the_solver_did(chosen: Evaluation) -> None:
     ):
         found = [r for r in chosen.reasons if r.code in codes]
         if found:
-            raise UsageError(found[0].message, hint=found[0].hint)
+            raise UsageError(word(found[0].message), hint=word(found[0].hint))
 
 
 def _check_driver(matrix: Matrix, node: Node, rocm: Version, warnings: list[str]) -> DriverCheck:
