@@ -31,6 +31,8 @@ from resolver.util.errors import InputError
 if TYPE_CHECKING:  # made by parse_spec: a check without --vllm never imports it
     from packaging.specifiers import SpecifierSet
 
+    from resolver.solve.model import ModelAnswer, ModelRequest
+
 Kind = Literal["image", "wheel", "source"]
 KINDS: tuple[Kind, ...] = ("image", "wheel", "source")
 Severity = Literal["info", "warning"]
@@ -86,6 +88,8 @@ class Request(msgspec.Struct, frozen=True, kw_only=True):
     vendor: Literal["amd", "nvidia"] | None = None  # None: the vendor whose GPUs the node has
     # --strict: a plan that rests on a requirement nobody checked is ``unknown``, not supported
     strict: bool = False
+    # --model: the model to serve and the sizing knobs the user pinned (issue 37)
+    model: ModelRequest | None = None
 
 
 class Fact(msgspec.Struct, frozen=True, kw_only=True):
@@ -555,6 +559,7 @@ class Decision(msgspec.Struct, frozen=True, kw_only=True):
     blockers: tuple[Reason, ...] = ()  # reasons shared by every candidate (the root causes)
     host_fix: Evaluation | None = None  # the closest path a host change would open
     missing: tuple[MissingFact, ...] = ()  # with verdict "unknown": what the data lacks
+    model: ModelAnswer | None = None  # with --model: architecture, attention path, memory fit
 
     @property
     def exit_code(self) -> int:
