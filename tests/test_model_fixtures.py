@@ -51,6 +51,30 @@ def test_fixture_has_a_source(slug: str) -> None:
     assert entry["sha256"] == digest
 
 
+def _quant_method(slug: str) -> str | None:
+    """The checkpoint's quant_method, where a multimodal config nests it in text_config."""
+    config = json.loads((MODELS / slug / "config.json").read_text(encoding="utf-8"))
+    for where in (config, config.get("text_config") or {}):
+        if "quantization_config" in where:
+            return str(where["quantization_config"]["quant_method"])
+    return None
+
+
+def test_quantized_checkpoints_are_covered() -> None:
+    # Issue 37: the weight sizing must meet each on-disk format vLLM reads; a lost one shows here.
+    methods = {_quant_method(slug) for slug in SLUGS}
+    assert {"fp8", "mxfp4", "compressed-tensors"} <= methods
+
+
+def test_compressed_tensors_w4a16() -> None:
+    # kimi-k2.5 is the weight-only int4 compressed-tensors case (group 32, no activation scheme).
+    text = json.loads((MODELS / "kimi-k2.5" / "config.json").read_text(encoding="utf-8"))
+    q = text["text_config"]["quantization_config"]
+    group = q["config_groups"]["group_0"]
+    assert (q["format"], group["input_activations"]) == ("pack-quantized", None)
+    assert (group["weights"]["num_bits"], group["weights"]["group_size"]) == (4, 32)
+
+
 def test_every_source_has_a_fixture() -> None:
     listed = {k for k, v in _toml("SOURCES.toml").items() if isinstance(v, dict) and "source" in v}
     assert listed == set(SLUGS)
