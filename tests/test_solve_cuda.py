@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -25,7 +26,7 @@ from resolver.solve.routes import plan_upgrade
 from resolver.util.versions import parse_spec
 
 from .conftest import LIVE_MATRIX
-from .helpers import applied, run_cli, said
+from .helpers import applied, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "probe" / "fixtures" / "nvidia"
@@ -267,7 +268,8 @@ def test_without_nvidia_smi_the_pci_id_says_the_compute_capability() -> None:
     unknown = solve(M, node(compute_capability=None, pci_device_id="ffff"), Request())
     assert unknown.verdict == "unknown" and unknown.plan is None
     assert [f.subject for f in unknown.missing] == ["cuda-arch-unchecked"]
-    assert "NVIDIA H200" in said(unknown.missing[0].detail)
+    detail = unknown.missing[0].detail
+    assert detail.key == "cuda-arch-unchecked" and "NVIDIA H200" in str(detail.value("product"))
 
 
 def test_cuda_arch_rules_family_ptx_and_arch_specific() -> None:
@@ -312,7 +314,9 @@ def test_a_wheel_whose_tag_asks_more_glibc_than_the_host_has_is_refused() -> Non
         assert ("glibc-too-old" in codes) == refused, (version, codes)
         if refused:
             why = next(r for e in wheels for r in e.reasons if r.code == "glibc-too-old")
-            assert "manylinux_2_35_x86_64" in said(why.message) and "2.35" in said(why.message)
+            assert why.message.key == "glibc-too-old/cuda"
+            assert why.message.value("platform") == "manylinux_2_35_x86_64"
+            assert str(why.message.value("glibc_min")) == "2.35"
 
 
 def test_an_nvidia_node_is_described_by_flags() -> None:
@@ -389,8 +393,9 @@ def test_a_pypi_wheel_too_new_for_the_driver_names_the_release_s_cuda_12_build()
     wheel = next(e for e in d.rejected if e.candidate.kind == "wheel")
     (reason,) = wheel.reasons
     assert reason.code == "cuda-driver-too-old"
-    hint = said(reason.hint)
-    assert "CUDA 12.9 build" in hint and "VLLM_ENABLE_CUDA_COMPATIBILITY" not in hint
+    # the CUDA 12.9 wheel, not the image's forward-compatibility route ("/compat")
+    assert reason.hint.key == "cuda-driver-too-old/variant"
+    assert reason.hint.value("variants") == "12.9"
 
 
 def test_nvidia_flags_reach_image_and_the_follow_up_command() -> None:
@@ -494,6 +499,32 @@ def test_no_supported_cuda_plan_runs_a_method_below_its_floor() -> None:
             assert floor is None or Version(cap) >= Version(floor), (cap, method)
 
 
-def test_kv_cache_dtype_on_an_nvidia_node_is_still_bad_input(tmp_path: Path) -> None:
-    r = run_cli("check", "--node", str(write(tmp_path)), "--kv-cache-dtype", "fp8")
-    assert r.exit_code == 2
+def test_kv_cache_dtype_on_an_nvidia_node_is_checked_not_refused(tmp_path: Path) -> None:
+    """issue 38: --kv-cache-dtype on an NVIDIA node was exit 2. CacheDType is platform-wide (the
+    rule AMD nodes get, stated once): a dtype the release lists plans with what is not read (the
+    CUDA backends per compute capability) said, and unknown under --strict; one the release
+    does not list stops its paths."""
+    path = str(write(tmp_path))
+    r = run_cli("check", "--node", path, "--kv-cache-dtype", "fp8", "--json")
+    doc = json.loads(r.stdout)
+    assert r.exit_code == 0 and doc["plan"] is not None
+    assert "kv-cache-dtype-unchecked" in {w["code"] for w in doc["warnings"]}
+    strict = run_cli("check", "--node", path, "--kv-cache-dtype", "fp8", "--strict", "--json")
+    assert strict.exit_code == 6
+    assert {m["subject"] for m in json.loads(strict.stdout)["missing"]} == {
+        "kv-cache-dtype-unchecked"
+    }
+    # Every release with CUDA images lists fp8: take it out of the newest one's CacheDType, and
+    # that release's paths stop on the same rule an AMD node's would.
+    newest = max((r for r in M.cuda if r.images), key=lambda r: r.version)
+    caps = M.capabilities_of(newest.version)
+    assert caps is not None and "fp8" in caps.kv_cache_dtypes
+    lacking = msgspec.structs.replace(
+        caps, kv_cache_dtypes=tuple(d for d in caps.kv_cache_dtypes if d != "fp8")
+    )
+    m2 = msgspec.structs.replace(
+        M, capabilities=tuple(lacking if c is caps else c for c in M.capabilities)
+    )
+    d = solve(m2, node(), Request(kv_cache_dtype="fp8", vllm=parse_spec(f"=={newest.version}")))
+    assert d.plan is None
+    assert {r.code for e in d.rejected for r in e.reasons} >= {"kv-cache-dtype-not-listed"}

@@ -46,9 +46,12 @@ AdvisoryCode = Literal[
     "apu-unified-memory",
     "audit-lacks-gfx",
     "cpx-one-replica-per-partition",
+    "one-replica-per-partition",
+    "tp-across-partitions",
     "cpx-partition",
     "cuda-arch-ptx-jit",
     "cuda-arch-unchecked",
+    "kv-cache-dtype-unchecked",
     "cuda-image-needs-driver",
     "custom-allreduce-off",
     "deprecated-channel",
@@ -168,8 +171,12 @@ UNCHECKED_CODES: frozenset[str] = frozenset(
         "host-rocm-unknown",
         "cuda-arch-unchecked",
         "nvidia-driver-unchecked",
+        "kv-cache-dtype-unchecked",
     }
 )
+# Of those, the ones whose plan is ``unknown`` even without --strict: an NVIDIA GPU whose compute
+# capability nobody gave is never "supported" for an arch list (what would tell is named).
+FACT_UNKNOWN_CODES: frozenset[str] = frozenset({"cuda-arch-unchecked"})
 # The request's quantization or KV cache dtype against the GPU's feature gates.
 GATE_CODES: frozenset[ReasonCode] = frozenset(
     {"fp8-unsupported", "mx-unsupported", "kv-fp8-unsupported"}

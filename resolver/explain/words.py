@@ -118,11 +118,6 @@ WORDS: Final[dict[str, Said]] = {
     "request/no-nvidia-gpu-hint": Said(
         message="run `rocm-vllm probe` on an NVIDIA node (nvidia-smi), or drop --vendor nvidia"
     ),
-    "request/kv-nvidia": Said(message="--kv-cache-dtype is checked for AMD GPUs only"),
-    "request/kv-nvidia-hint": Said(
-        message="drop it for an NVIDIA node; --quantization is checked against the release's "
-        "compute-capability floors"
-    ),
     "request/cuda-no-source": Said(
         message="no source-build Dockerfile for NVIDIA GPUs: vLLM publishes its CUDA build recipe "
         "as docker/Dockerfile in each release"
@@ -511,6 +506,12 @@ WORDS: Final[dict[str, Said]] = {
         "built only for arch-specific targets are not there",
         hint="expect a slow first start; a build for this GPU (torch_cuda_arch_list={caps}) "
         "avoids it",
+    ),
+    "kv-cache-dtype-unchecked": Said(
+        message="vLLM {vllm} lists --kv-cache-dtype {dtype}; whether its CUDA attention "
+        "backends take it on compute capability {caps} is not in the data",
+        hint="vLLM refuses at start-up a KV cache dtype no backend takes; try it, or drop "
+        "--kv-cache-dtype (--strict makes this unknown)",
     ),
     "cuda-arch-unchecked": Said(
         message="the compute capability of {product} is unknown (nvidia-smi did not say it and "
@@ -911,6 +912,20 @@ WORDS: Final[dict[str, Said]] = {
         hint="start one per partition: the same command with --devices N --port $((8000 + N)) "
         "for each N (the container is named vllm-N); for tensor parallelism switch the GPUs to "
         "SPX",
+    ),
+    "one-replica-per-partition": Said(
+        message="{mode} mode ({per_gpu} partitions per GPU): the run command serves one TP=1 "
+        "replica on partition {partition} of {offered}, not tensor parallelism across them",
+        hint="start one per partition: the same command with --devices N --port $((8000 + N)) "
+        "for each N (the container is named vllm-N); for a model that needs several, name one "
+        "partition of each GPU (--devices 0,{per_gpu},...) or switch the GPUs to SPX",
+    ),
+    "tp-across-partitions": Said(
+        message="--devices {devices}: tensor parallelism across {gpus} {mode} partitions, one on "
+        "each GPU; no vLLM or AMD source shows tensor parallelism across partitions working (TP "
+        "across CPX partitions gave garbage output)",
+        hint="check the server's answers before serving them, or switch the GPUs to SPX for "
+        "tensor parallelism",
     ),
     "tensor-parallel-size": Said(
         message="--tensor-parallel-size {tp} uses {tp} of {gpus} GPUs: {why}",

@@ -10,13 +10,13 @@ verdict of the ``Decision``. Every reason carries the facts it rests on with the
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import functools
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
 
-import msgspec
 from packaging.version import InvalidVersion, Version
 
-from resolver.data.codes import UNCHECKED_CODES, UNKNOWN_CODES
+from resolver.data.codes import FACT_UNKNOWN_CODES, UNCHECKED_CODES, UNKNOWN_CODES
 from resolver.data.model import Matrix
 from resolver.data.node import Node
 from resolver.solve.advisories import (
@@ -88,9 +88,9 @@ __all__ = [
 ]
 
 
-def _validate_request(matrix: Matrix, request: Request) -> None:
+def _validate_quantization(matrix: Matrix, request: Request) -> None:
     """A method no release's ROCm platform ever listed (``capabilities.toml``, read from the
-    sdists) is bad input, with the nearest names."""
+    sdists) is bad input on an AMD node, with the nearest names."""
     quant = (request.quantization or "").lower()
     # Each set only when its option is given: every release's lists, for nothing otherwise.
     listed = {q for c in matrix.capabilities for q in c.quantization} if quant else set()
@@ -104,6 +104,11 @@ def _validate_request(matrix: Matrix, request: Request) -> None:
             if near
             else phrase("request/quantization-unknown-hint-none"),
         )
+
+
+def _validate_kv_cache_dtype(matrix: Matrix, request: Request) -> None:
+    """A KV cache dtype no release's ``CacheDType`` ever named is bad input, for either vendor
+    (CacheDType is platform-wide), with the nearest names."""
     kv = (request.kv_cache_dtype or "").lower()
     dtypes = {d for c in matrix.capabilities for d in c.kv_cache_dtypes} if kv else set()
     if kv and dtypes and kv not in dtypes:
@@ -126,121 +131,173 @@ def is_nvidia(node: Node, request: Request) -> bool:
     return not node.gfx_targets and bool(node.nvidia_gpus)
 
 
+class Vendor(Protocol):
+    """One vendor's side of the solver (resolvelib's provider): its candidates, its rules, its
+    preference, what it cannot know. ``MatrixProvider`` (AMD, through ``_Amd``) and
+    ``cuda.CudaProvider`` (NVIDIA) are the two; ``solve`` and ``_decide`` are shared."""
+
+    node: Node
+
+    def unplaceable(self) -> tuple[MissingFact, ...]: ...
+
+    def candidates(self) -> Iterable[Candidate]: ...
+
+    def evaluate(self, cand: Candidate) -> Evaluation: ...
+
+    def rank_key(self, e: Evaluation) -> tuple[object, ...]: ...
+
+    def nothing_listed(self) -> tuple[MissingFact, ...]: ...
+
+    def unread(self, rejected: tuple[Evaluation, ...]) -> tuple[MissingFact, ...]: ...
+
+    def warnings(
+        self, plan: Evaluation | None, rejected: tuple[Evaluation, ...], accepted: list[Evaluation]
+    ) -> list[Advisory]: ...
+
+
+class _Amd:
+    """The AMD side: ``MatrixProvider``'s candidates and rules, the driver-window preference
+    where the node's driver is unknown, and the node's advisories."""
+
+    def __init__(self, matrix: Matrix, node: Node, request: Request) -> None:
+        if not node.gfx_targets:
+            # Say why, when the probe knows: "permission denied on /dev/kfd" needs another fix
+            # than "no GPU".
+            cause = next((p for p in node.problems if p.code != "no-gpu"), None)
+            raise RequestError(
+                phrase("request/no-amd-gpu-because", cause=cause.message)
+                if cause
+                else phrase("request/no-amd-gpu"),
+                hint=phrase("request/no-amd-gpu-hint-because", cause=cause.hint)
+                if cause
+                else phrase("request/no-amd-gpu-hint"),
+            )
+        _validate_quantization(matrix, request)
+        self.matrix = matrix
+        self.node = node
+        self.request = request
+
+    @functools.cached_property
+    def provider(self) -> MatrixProvider:
+        # Made once the node's gfx targets are known to be in the data (``unplaceable``).
+        return MatrixProvider(self.matrix, self.node, self.request)
+
+    @functools.cached_property
+    def _window(self) -> Callable[[Evaluation], tuple[int, ...]] | None:
+        unknown_driver = self.node.driver_version is None and not self.provider.inbox
+        return _oldest_driver(self.matrix) if unknown_driver else None
+
+    def unplaceable(self) -> tuple[MissingFact, ...]:
+        return _unplaceable(self.matrix, self.node, self.request)
+
+    def candidates(self) -> Iterable[Candidate]:
+        return self.provider.candidates()
+
+    def evaluate(self, cand: Candidate) -> Evaluation:
+        return self.provider.evaluate(cand)
+
+    def rank_key(self, e: Evaluation) -> tuple[object, ...]:
+        return _rank(e, self.request.prefer, self._window)
+
+    def nothing_listed(self) -> tuple[MissingFact, ...]:
+        spec = str(self.request.vllm) if self.request.vllm else "any"
+        vllm = self.matrix.vllm
+        raise RequestError(
+            phrase("request/no-release", spec=spec),
+            hint=phrase("request/no-release-hint", first=vllm[0].version, last=vllm[-1].version)
+            if vllm
+            else phrase("request/no-release-hint-none"),
+        )
+
+    def unread(self, rejected: tuple[Evaluation, ...]) -> tuple[MissingFact, ...]:
+        # A release whose facts are unknown might run here: the honest answer is "unknown".
+        return _missing_releases(
+            [e for e in rejected if {r.code for r in e.reasons} <= UNKNOWN_CODES]
+        )
+
+    def warnings(
+        self, plan: Evaluation | None, rejected: tuple[Evaluation, ...], accepted: list[Evaluation]
+    ) -> list[Advisory]:
+        m, request = self.matrix, self.request
+        out = stack_choice(plan, rejected, accepted)
+        out += node_warnings(m, self.node, request, plan)
+        out += newer_unknown(m, request, plan)
+        return out
+
+
+def _vendor(matrix: Matrix, node: Node, request: Request) -> Vendor:
+    if is_nvidia(node, request):
+        from resolver.solve.cuda import CudaProvider
+
+        return CudaProvider(matrix, node, request)
+    return _Amd(matrix, node, request)
+
+
 def solve(
     matrix: Matrix, node: Node, request: Request, reporter: Reporter | None = None
 ) -> Decision:
-    """Weigh every candidate path for ``node`` and decide (for either vendor); under
-    ``request.strict``, a plan that rests on a requirement nobody checked is ``unknown``."""
+    """Weigh every candidate path for ``node`` and decide, for either vendor: the vendor's
+    provider lists and checks the candidates, ``_decide`` chooses the verdict."""
     reporter = reporter or Reporter()
-    if is_nvidia(node, request):
-        from resolver.solve.cuda import solve_cuda
-
-        decision = solve_cuda(matrix, node, request, reporter)
-    else:
-        decision = _solve_amd(matrix, node, request, reporter)
-    return _strict(decision) if request.strict else decision
-
-
-def _strict(d: Decision) -> Decision:
-    """--strict: an answer that would run (exit 0) but rests on a requirement nobody checked (the
-    driver release, a kernel floor, an arch list a docs page alone claims, ...) is ``unknown``,
-    each unchecked fact named with what to give; one that rests on nothing unchecked stands."""
-    if d.verdict not in OK_VERDICTS:
-        return d
-    unchecked = {
-        (w.code, w.message): MissingFact.unchecked(w)
-        for w in d.warnings
-        if w.code in UNCHECKED_CODES
-    }
-    if not unchecked:
-        return d
-    return msgspec.structs.replace(
-        d,
-        verdict="unknown",
-        plan=None,
-        alternatives=(),
-        warnings=tuple(w for w in d.warnings if w.code not in UNCHECKED_CODES),
-        missing=tuple(unchecked.values()),
-    )
-
-
-def _solve_amd(matrix: Matrix, node: Node, request: Request, reporter: Reporter) -> Decision:
-    """The AMD provider's candidates, ranked, and the verdict."""
-    _validate_request(matrix, request)
-    if not node.gfx_targets:
-        # Say why, when the probe knows: "permission denied on /dev/kfd" needs another fix than "no
-        # GPU".
-        cause = next((p for p in node.problems if p.code != "no-gpu"), None)
-        raise RequestError(
-            phrase("request/no-amd-gpu-because", cause=cause.message)
-            if cause
-            else phrase("request/no-amd-gpu"),
-            hint=phrase("request/no-amd-gpu-hint-because", cause=cause.hint)
-            if cause
-            else phrase("request/no-amd-gpu-hint"),
-        )
-    early = _unplaceable(matrix, node, request)
+    _validate_kv_cache_dtype(matrix, request)
+    side = _vendor(matrix, node, request)
+    early = side.unplaceable()
     if early:
-        return _unknown(node, request, early)
-    provider = MatrixProvider(matrix, node, request)
+        return _unknown(side.node, request, early)
     evaluations: list[Evaluation] = []
-    for cand in provider.candidates():
+    for cand in side.candidates():
         reporter.considering(cand)
-        ev = provider.evaluate(cand)
+        ev = side.evaluate(cand)
         (reporter.accepting(cand) if ev.ok else reporter.rejecting(cand, ev.reasons))
         evaluations.append(ev)
     if not evaluations:
-        spec = str(request.vllm) if request.vllm else "any"
-        raise RequestError(
-            phrase("request/no-release", spec=spec),
-            hint=phrase(
-                "request/no-release-hint",
-                first=matrix.vllm[0].version,
-                last=matrix.vllm[-1].version,
-            )
-            if matrix.vllm
-            else phrase("request/no-release-hint-none"),
-        )
-    window = _oldest_driver(matrix) if node.driver_version is None and not provider.inbox else None
-    ranked = sorted(evaluations, key=lambda e: _rank(e, request.prefer, window))
+        return _unknown(side.node, request, side.nothing_listed())
+    return _decide(side, request, sorted(evaluations, key=side.rank_key))
+
+
+def _decide(side: Vendor, request: Request, ranked: list[Evaluation]) -> Decision:
+    """The verdict, for both vendors, in one precedence: an official path (supported, or
+    source_build_required where only a build passes); an unofficial one (unofficial_only);
+    else a host change that opens a path (blocked_host_fix), else facts the data lacks
+    (unknown), else unsupported. An exit-0 answer resting on a fact nobody could check (an
+    NVIDIA GPU whose compute capability is unknown; under --strict every advisory of
+    ``UNCHECKED_CODES``) is unknown, each such fact named."""
+    node = side.node
     accepted = [e for e in ranked if e.ok]
     official = [e for e in accepted if not e.unofficial]
     rejected = tuple(e for e in ranked if not e.ok)
     blockers = _common_reasons(rejected) if not accepted else ()
-
-    plan: Evaluation | None
+    plan: Evaluation | None = None
     host_fix: Evaluation | None = None
-    missing: tuple[MissingFact, ...] = ()  # set for "unknown"
+    missing: tuple[MissingFact, ...] = ()
+    verdict: Verdict
     if official:
         plan = official[0]
         prebuilt_ok = any(not e.candidate.from_source for e in official)
-        verdict: Verdict = "supported" if prebuilt_ok else "source_build_required"
+        verdict = "supported" if prebuilt_ok else "source_build_required"
     elif accepted:
         plan = accepted[0]
         verdict = "unofficial_only"
+    elif fixable := [e for e in rejected if e.host_fixable]:
+        host_fix = fix_order(fixable)[0]
+        verdict = "blocked_host_fix"
+    elif missing := side.unread(rejected):
+        verdict = "unknown"
     else:
-        plan = None
-        fixable = [e for e in rejected if e.host_fixable]
-        # A release whose facts are unknown might run here: the honest answer is "unknown".
-        unread = [e for e in rejected if {r.code for r in e.reasons} <= UNKNOWN_CODES]
-        if unread:
-            missing = _missing_releases(unread)
-            verdict = "unknown"
-        elif fixable:
-            host_fix = fix_order(fixable)[0]
-            verdict = "blocked_host_fix"
-        else:
-            verdict = "unsupported"
-
+        verdict = "unsupported"
     warnings = list(plan.warnings if plan else ())
-    warnings += stack_choice(plan, rejected, accepted)
+    warnings += side.warnings(plan, rejected, accepted)
     warnings += prefer_not_met(request, plan, rejected)
-    warnings += node_warnings(matrix, node, request, plan)
-    warnings += newer_unknown(matrix, request, plan)
     warnings = list(dict.fromkeys(warnings))
+    unchecked_codes = UNCHECKED_CODES if request.strict else FACT_UNKNOWN_CODES
+    unchecked = {
+        (w.code, w.message): MissingFact.unchecked(w) for w in warnings if w.code in unchecked_codes
+    }
+    if verdict in OK_VERDICTS and unchecked:
+        verdict, plan, missing = "unknown", None, tuple(unchecked.values())
+        warnings = [w for w in warnings if w.code not in unchecked_codes]
     if verdict == "supported" and any(w.severity == "warning" for w in warnings):
         verdict = "supported_with_warnings"
-    alternatives = tuple(distinct_alternatives(accepted, plan))
     return Decision(
         verdict=verdict,
         node=node,
@@ -248,7 +305,7 @@ def _solve_amd(matrix: Matrix, node: Node, request: Request, reporter: Reporter)
         plan=plan,
         warnings=tuple(warnings),
         rejected=rejected,
-        alternatives=alternatives,
+        alternatives=tuple(distinct_alternatives(accepted, plan)) if plan is not None else (),
         blockers=blockers,
         host_fix=host_fix,
         missing=missing,
@@ -402,5 +459,5 @@ def evaluate_pinned(
     if nvidia or (candidate.image is not None and candidate.image.vendor == "nvidia"):
         from resolver.solve.cuda import evaluate_candidate
 
-        return evaluate_candidate(matrix, node, candidate)
+        return evaluate_candidate(matrix, node, candidate, request)
     return MatrixProvider(matrix, node, request).evaluate(candidate)

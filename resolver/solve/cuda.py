@@ -24,12 +24,12 @@ from resolver.data.model import (
     WheelVariant,
 )
 from resolver.data.node import Node
+from resolver.solve.checks import kv_cache_dtype_listed
 from resolver.solve.finding import Phrase, finding, phrase
-from resolver.solve.rank import _rank, distinct_alternatives
+from resolver.solve.rank import _rank
 from resolver.solve.types import (
     Advisory,
     Candidate,
-    Decision,
     Evaluation,
     Fact,
     Fix,
@@ -37,10 +37,8 @@ from resolver.solve.types import (
     ImageCandidate,
     MissingFact,
     Reason,
-    Reporter,
     Request,
     RequestError,
-    Verdict,
     WheelCandidate,
 )
 
@@ -263,10 +261,29 @@ def evaluate(
     image: CudaImage,
     cand: Candidate,
     quantization: str | None = None,
+    kv_cache_dtype: str | None = None,
 ) -> Evaluation:
     reasons: list[Reason] = []
     warnings: list[Advisory] = []
     src = release.provenance.source
+    kv = (kv_cache_dtype or "").lower()
+    if kv and kv != "auto":
+        # CacheDType is platform-wide (the AMD check, stated once); what the CUDA attention
+        # backends take per compute capability is not read: said, and unknown under --strict.
+        listed = kv_cache_dtype_listed(m, cand, Request(kv_cache_dtype=kv))
+        if listed is not None:
+            reasons.append(listed)
+        else:
+            warnings.append(
+                Advisory.said(
+                    "kv-cache-dtype-unchecked",
+                    dtype=kv,
+                    vllm=release.version,
+                    caps=", ".join(_caps(node, m)) or "unknown",
+                    severity="info",
+                    source=src,
+                )
+            )
     label = cand.label
     gpus = nvidia_gpus(node)
     product = str(gpus[0].get("name") or "the GPU") if gpus else "the GPU"
@@ -501,14 +518,19 @@ def _wheel_reasons(
     return out
 
 
-def evaluate_candidate(m: Matrix, node: Node, cand: Candidate) -> Evaluation:
-    """An NVIDIA image candidate (another group's plan) checked on ``node``."""
+def evaluate_candidate(
+    m: Matrix, node: Node, cand: Candidate, request: Request | None = None
+) -> Evaluation:
+    """An NVIDIA candidate (another group's plan) checked on ``node`` with every check a
+    candidate of its own would get, the request's quantization and KV cache dtype included."""
+    quant = request.quantization if request is not None else None
+    kv = request.kv_cache_dtype if request is not None else None
     if cand.wheel is not None and cand.wheel.vendor == "nvidia":
         release = m.cuda_release(cand.vllm)
         wheel = _wheel(release) if release is not None else None
         if release is not None and wheel is not None:
             carrier = _carrier(release, wheel)
-            return evaluate(m, node, release, carrier, cand)
+            return evaluate(m, node, release, carrier, cand, quant, kv)
     for release in m.cuda:
         for image in release.images:
             if (
@@ -516,7 +538,7 @@ def evaluate_candidate(m: Matrix, node: Node, cand: Candidate) -> Evaluation:
                 and image.tag == cand.image.tag
                 and image.repo == cand.image.repo
             ):
-                return evaluate(m, node, release, image, cand)
+                return evaluate(m, node, release, image, cand, quant, kv)
     raise RequestError(
         phrase("request/cuda-image-unknown", label=cand.label),
         hint=phrase("request/cuda-image-unknown-hint"),
@@ -645,45 +667,45 @@ def _as_nvidia_node(node: Node) -> Node:
     return replace(node, physical_gpu_count=count, logical_gpu_count=count, problems=problems)
 
 
-def _unknown(
-    node: Node,
-    request: Request,
-    *,
-    missing: tuple[MissingFact, ...],
-    rejected: tuple[Evaluation, ...] = (),
-    warnings: tuple[Advisory, ...] = (),
-) -> Decision:
-    """No plan: the answer depends on facts the data lacks or nobody checked (``missing``)."""
-    return Decision(
-        verdict="unknown",
-        node=node,
-        request=request,
-        plan=None,
-        warnings=warnings,
-        rejected=rejected,
-        alternatives=(),
-        missing=missing,
-    )
+class CudaProvider:
+    """NVIDIA as a provider of the one solver (``resolver.solve.solve``): vLLM's CUDA images and
+    PyPI wheel of each release, checked for the GPU's compute capability, the quantization's
+    floor, the KV cache dtype and NVIDIA's driver floor. The verdict is chosen where AMD's is."""
 
+    def __init__(self, m: Matrix, node: Node, request: Request) -> None:
+        if not nvidia_gpus(node):
+            raise RequestError(
+                phrase("request/no-nvidia-gpu"), hint=phrase("request/no-nvidia-gpu-hint")
+            )
+        self.m = m
+        self.request = request
+        self.node = _as_nvidia_node(node)
+        if request.paths is not None and not request.paths & {"image", "wheel"}:
+            raise RequestError(
+                phrase("request/cuda-no-source"), hint=_recipe_hint(m, self.node, request)
+            )
+        self._listed = {c.key: (release, image, c) for release, image, c in candidates(m, request)}
 
-def solve_cuda(
-    m: Matrix, node: Node, request: Request, reporter: Reporter | None = None
-) -> Decision:
-    """The decision for an NVIDIA node (the module docstring)."""
-    reporter = reporter or Reporter()
-    if not nvidia_gpus(node):
-        raise RequestError(
-            phrase("request/no-nvidia-gpu"), hint=phrase("request/no-nvidia-gpu-hint")
-        )
-    node = _as_nvidia_node(node)
-    if request.kv_cache_dtype:
-        raise RequestError(phrase("request/kv-nvidia"), hint=phrase("request/kv-nvidia-hint"))
-    if request.paths is not None and not request.paths & {"image", "wheel"}:
-        raise RequestError(phrase("request/cuda-no-source"), hint=_recipe_hint(m, node, request))
-    listed = candidates(m, request)
-    if not listed:
+    def unplaceable(self) -> tuple[MissingFact, ...]:
+        return ()  # a GPU the data cannot place is an advisory per artifact (cuda-arch-unchecked)
+
+    def candidates(self) -> list[Candidate]:
+        return [c for _, _, c in self._listed.values()]
+
+    def evaluate(self, cand: Candidate) -> Evaluation:
+        release, image, _ = self._listed[cand.key]
+        q = self.request
+        return evaluate(self.m, self.node, release, image, cand, q.quantization, q.kv_cache_dtype)
+
+    def rank_key(self, e: Evaluation) -> tuple[object, ...]:
+        return _rank(e, self.request.prefer)
+
+    def nothing_listed(self) -> tuple[MissingFact, ...]:
+        """No release in the request has CUDA artifacts in the data: what would tell, or bad
+        input (a range no release with images matches)."""
+        m, request = self.m, self.request
         if not m.cuda:
-            missing = (
+            return (
                 MissingFact(
                     kind="release",
                     subject="cuda",
@@ -691,11 +713,10 @@ def solve_cuda(
                     fetch="rocm-vllm matrix refresh --source cuda",
                 ),
             )
-            return _unknown(node, request, missing=missing)
         if unread := _unread_releases(m, request):
             # A release the data lists whose CUDA artifacts were never read is not bad input:
             # what they are is unknown, and the refresh names them (issue 38 a).
-            return _unknown(node, request, missing=unread)
+            return unread
         spec = str(request.vllm) if request.vllm else "any"
         known = [r for r in m.cuda if r.images]
         raise RequestError(
@@ -706,63 +727,11 @@ def solve_cuda(
             if known
             else phrase("request/cuda-no-release-hint-none"),
         )
-    evaluations = []
-    for release, image, cand in listed:
-        reporter.considering(cand)
-        ev = evaluate(m, node, release, image, cand, request.quantization)
-        (reporter.accepting(cand) if ev.ok else reporter.rejecting(cand, ev.reasons))
-        evaluations.append(ev)
-    ranked = sorted(evaluations, key=lambda e: _rank(e, request.prefer))
-    accepted = [e for e in ranked if e.ok]
-    rejected = tuple(e for e in ranked if not e.ok)
-    plan = accepted[0] if accepted else None
-    host_fix = None
-    verdict: Verdict
-    if plan is not None:
-        verdict = "supported"
-    else:
-        fixable = [e for e in rejected if e.host_fixable]
-        unread = _unread(m, node, request)
-        if fixable:
-            host_fix = fixable[0]
-            verdict = "blocked_host_fix"
-        elif unread:  # a release whose images were never read may carry this GPU: not a no
-            return _unknown(node, request, missing=unread, rejected=rejected)
-        else:
-            verdict = "unsupported"
-    warnings = list(plan.warnings if plan else ())
-    warnings += _image_needs_driver(plan, rejected)
-    unchecked = [w for w in warnings if w.code == "cuda-arch-unchecked"]
-    if plan is not None and unchecked:
-        # A GPU whose compute capability is unknown is never "supported" for an arch list: what
-        # would tell is named instead (nvidia-smi's compute_cap, or the GPU in nvidia-gpus.toml).
-        w = unchecked[0]
-        return _unknown(
-            node,
-            request,
-            missing=(MissingFact.unchecked(w),),
-            rejected=rejected,
-            warnings=tuple(x for x in warnings if x.code != "cuda-arch-unchecked"),
-        )
-    if verdict == "supported" and any(w.severity == "warning" for w in warnings):
-        verdict = "supported_with_warnings"
-    common = (
-        set.intersection(*({r.code for r in e.reasons} for e in rejected)) if rejected else set()
-    )
-    blockers = (
-        tuple(r for r in rejected[0].reasons if r.code in common)
-        if plan is None and rejected
-        else ()
-    )
-    alternatives = tuple(distinct_alternatives(accepted, plan)) if plan is not None else ()
-    return Decision(
-        verdict=verdict,
-        node=node,
-        request=request,
-        plan=plan,
-        warnings=tuple(warnings),
-        rejected=rejected,
-        alternatives=alternatives,
-        blockers=blockers,
-        host_fix=host_fix,
-    )
+
+    def unread(self, rejected: tuple[Evaluation, ...]) -> tuple[MissingFact, ...]:
+        return _unread(self.m, self.node, self.request)
+
+    def warnings(
+        self, plan: Evaluation | None, rejected: tuple[Evaluation, ...], accepted: list[Evaluation]
+    ) -> list[Advisory]:
+        return _image_needs_driver(plan, rejected)
