@@ -46,9 +46,12 @@ def test_fixture_is_a_config(slug: str) -> None:
 def test_fixture_has_a_source(slug: str) -> None:
     entry = _toml("SOURCES.toml")[slug]
     assert entry["hf_id"] and entry["source"] and entry["url"].startswith("https://")
-    assert entry["form"] in ("verbatim", "python-literal")
-    digest = hashlib.sha256((MODELS / slug / "config.json").read_bytes()).hexdigest()
-    assert entry["sha256"] == digest
+    assert entry["form"] in ("verbatim", "python-literal", "page-transcribed")
+    data = (MODELS / slug / "config.json").read_bytes()
+    assert entry["sha256"] == hashlib.sha256(data).hexdigest()
+    if entry["form"] == "page-transcribed":
+        # The page states the published file's size: a transcription must match it to the byte.
+        assert entry["page_bytes"] == len(data)
 
 
 def _quant_method(slug: str) -> str | None:
@@ -63,7 +66,7 @@ def _quant_method(slug: str) -> str | None:
 def test_quantized_checkpoints_are_covered() -> None:
     # Issue 37: the weight sizing must meet each on-disk format vLLM reads; a lost one shows here.
     methods = {_quant_method(slug) for slug in SLUGS}
-    assert {"fp8", "mxfp4", "compressed-tensors"} <= methods
+    assert {"fp8", "mxfp4", "compressed-tensors", "awq"} <= methods
 
 
 def test_compressed_tensors_w4a16() -> None:
