@@ -66,7 +66,7 @@ def _quant_method(slug: str) -> str | None:
 def test_quantized_checkpoints_are_covered() -> None:
     # Issue 37: the weight sizing must meet each on-disk format vLLM reads; a lost one shows here.
     methods = {_quant_method(slug) for slug in SLUGS}
-    assert {"fp8", "mxfp4", "compressed-tensors", "awq"} <= methods
+    assert {"fp8", "mxfp4", "compressed-tensors", "awq", "gptq"} <= methods
 
 
 def test_compressed_tensors_w4a16() -> None:
