@@ -218,7 +218,9 @@ def test_recorded_cluster_plans_into_groups_and_valid_manifests(tmp_path: Path) 
         "amd.com/compute-memory-partition": "dpx_nps1",
     }
     (container,) = pod["containers"]
-    assert container["resources"]["limits"] == {"amd.com/gpu": 16}
+    # DPX: one pod per partition (TP=1), never TP 16 across the partitions (issue 40, left).
+    assert container["resources"]["limits"] == {"amd.com/gpu": 1}
+    assert deployment["spec"]["replicas"] == 16
     assert container["readinessProbe"]["httpGet"]["path"] == "/health"
     assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}} in pod["volumes"]
     assert container["image"].startswith("vllm/vllm-openai-rocm:")

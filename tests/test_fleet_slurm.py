@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -1036,3 +1037,102 @@ def test_constraint_is_used_only_by_groups_whose_nodes_all_have_it(
             check=False,
         )
         assert check.returncode == 0, check.stderr
+
+
+def test_a_reservation_not_yet_started_is_said(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    """Issue 40 (left): `--reservation` naming a reservation whose StartTime is ahead. The probes
+    cannot run in it: the gather refuses, naming its start, with a hint (exit 4). Scripts
+    written for it from a saved gather say that Slurm holds the job until it starts, and real
+    sbatch agrees (it would start then, not now)."""
+    later = "rvtest-later"
+    create = [
+        "scontrol",
+        "create",
+        "reservation",
+        f"ReservationName={later}",
+        "Users=root",
+        "Nodes=n6",
+        "StartTime=now+1hour",  # past every partition's MaxTime (30 min): no other test waits
+        "Duration=60",
+    ]
+    subprocess.run(create, env=slurm_cluster.env, check=True, timeout=30, capture_output=True)
+    try:
+        probe = _probe_script(tmp_path)
+        refused = _fleet(
+            slurm_cluster,
+            "gather",
+            "n[6-7]",
+            probe,
+            "--reservation",
+            later,
+            "-o",
+            str(tmp_path / "no"),
+            cwd=tmp_path,
+        )
+        reports = tmp_path / "reports"
+        gathered = _fleet(
+            slurm_cluster, "gather", "n[6-7]", probe, "-o", str(reports), cwd=tmp_path
+        )
+        out = tmp_path / "plan"
+        plan = _cli(
+            slurm_cluster,
+            "fleet",
+            "plan",
+            str(reports),
+            "--reservation",
+            later,
+            "--time",
+            "00:01:00",
+            "-o",
+            str(out),
+            cwd=tmp_path,
+        )
+        assert gathered.returncode == 0, gathered.stderr
+        assert plan.returncode == 0, plan.stderr + plan.stdout
+        scripts = {p.name: p.read_text() for p in (out / "slurm").iterdir()}
+        [name] = [n for n, t in scripts.items() if "--nodelist=n6\n" in t]
+        # Submitted for real (sbatch --test-only refuses a reservation not usable now): the job
+        # pends, and Slurm's reason is the reservation.
+        job = _tool(
+            slurm_cluster,
+            "sbatch",
+            "--parsable",
+            "--chdir",
+            str(tmp_path),
+            str(out / "slurm" / name),
+        ).strip()
+        pending = ""
+        try:
+            for _ in range(40):
+                pending = _tool(slurm_cluster, "squeue", "-h", "-j", job, "-o", "%T %r").strip()
+                if pending.endswith(" Reservation"):
+                    break
+                time.sleep(0.25)
+        finally:
+            _tool(slurm_cluster, "scancel", job)
+        shown = _tool(slurm_cluster, "scontrol", "show", "reservation", later, "--oneliner")
+    finally:
+        subprocess.run(
+            ["scontrol", "delete", f"ReservationName={later}"],
+            env=slurm_cluster.env,
+            timeout=30,
+            check=False,
+            capture_output=True,
+        )
+    assert refused.returncode == 4, refused.stderr
+    first, hint = refused.stderr.splitlines()
+    start = shown.split("StartTime=")[1].split()[0]
+    assert first == (
+        f"error: reservation {later} has not started: it starts at {start} (scontrol show "
+        "reservation), and no step runs in it before then, so no node was asked"
+    )
+    assert hint.startswith("hint: gather again once it has started, or leave out --reservation")
+    assert not (tmp_path / "no").exists()
+    assert gathered.returncode == 0, gathered.stderr
+    assert plan.returncode == 0, plan.stderr
+    text = scripts[name]
+    assert f"#SBATCH --reservation={later}\n" in text
+    assert (
+        f"# reservation {later} had not started when Slurm was asked: it starts at {start}" in text
+    )
+    assert job.isdigit() and pending == "PENDING Reservation", (job, pending)

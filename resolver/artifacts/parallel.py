@@ -8,6 +8,11 @@ node and the model; it never prints, and it refuses (``UsageError``) what cannot
 - in CPX compute-partition mode every partition is one XCD, and tensor parallelism across CPX
   partitions has produced garbage output (vllm-project/vllm#20125): the command is one TP=1
   replica per partition, and several partitions for one replica are refused;
+- in DPX, TPX and QPX modes a physical GPU is 2, 3 or 4 logical GPUs, each meant for its own
+  workload (AMD's partitioning guide): the command is one TP=1 replica per partition, never tensor
+  parallelism across all of them. ``--devices`` naming two partitions of one physical GPU (TP
+  within a GPU, #20125's setting) is refused; one partition on each of several GPUs (TP across
+  GPUs) is served, with a warning that no source shows it working;
 - the tensor-parallel size must divide the model's attention heads (vLLM's
   ``ModelConfig.verify_with_parallel_config``), and divide its KV heads or be a multiple of them
   (``ModelConfig.get_num_kv_heads`` replicates KV heads only that way); both are read from the
@@ -24,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from resolver.data.node import Node
-from resolver.data.partitions import _compute_mode
+from resolver.data.partitions import _compute_mode, _device_key
 from resolver.solve import Advisory
 from resolver.solve.finding import finding, phrase
 from resolver.util.errors import UsageError
@@ -34,6 +39,14 @@ VLLM_HEADS_CHECK = (
     "of attention heads (N) must be divisible by tensor parallel size (M)'"
 )
 CPX_SOURCE = "vllm-project/vllm#20125"
+# Logical GPUs per physical GPU in each mode that splits a GPU into shares of it (AMD: "DPX ...
+# divided into 2 logical GPUs", "QPX ... 4"; TPX, MI300A's, 3 as the probe reads KFD nodes).
+PER_GPU = {"DPX": 2, "TPX": 3, "QPX": 4}
+PARTITION_SOURCE = (
+    "AMD, GPU partitioning modes (aac.amd.com/help/bare-metal/gpu-partitioning: DPX 2, QPX 4 "
+    "logical GPUs per physical GPU, each for an independent workload); vllm-project/vllm#20125 "
+    "(TP across partitions gave garbage output)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,8 +180,12 @@ def place(
     heads_found = model_heads(model, hf_cache)
     heads, kv_heads, heads_source = heads_found if heads_found else (None, None, None)
 
-    if any(_compute_mode(g) == "CPX" for g in counted or listed):
-        if devices is not None and len(devices) > 1:
+    partitioned = (_compute_mode(g) for g in counted or listed)
+    mode = next((m for m in partitioned if m == "CPX" or m in PER_GPU), None)
+    if mode is not None:
+        if devices is None or len(devices) < 2:
+            return _per_partition(mode, devices, discrete, offered, warnings, heads_found)
+        if mode == "CPX":
             raise UsageError(
                 f"--devices {','.join(map(str, devices))} would split one vLLM across "
                 f"{len(devices)} CPX partitions; tensor parallelism across CPX partitions has "
@@ -177,18 +194,15 @@ def place(
                 "--port 8001, ...), or switch the GPUs to SPX (amd-smi set --compute-partition "
                 "SPX) for tensor parallelism",
             )
-        replica = devices if devices is not None else ((discrete or [0])[0],)
+        _refuse_within_one_gpu(node, mode, devices)
         warnings.append(
             Advisory.said(
-                "cpx-one-replica-per-partition",
-                partition=replica[0],
-                offered=offered,
-                severity="info",
-                source=CPX_SOURCE,
+                "tp-across-partitions",
+                mode=mode,
+                devices=",".join(map(str, devices)),
+                gpus=len(devices),
+                source=PARTITION_SOURCE,
             )
-        )
-        return Placement(
-            replica, 1, offered, offered, heads, heads_source, tuple(warnings), kv_heads
         )
 
     gpus = len(devices) if devices is not None else offered
@@ -218,3 +232,73 @@ def place(
             )
         )
     return Placement(devices, tp, gpus, 1, heads, heads_source, tuple(warnings), kv_heads)
+
+
+def _per_partition(
+    mode: str,
+    devices: tuple[int, ...] | None,
+    discrete: list[int],
+    offered: int,
+    warnings: list[Advisory],
+    heads_found: tuple[int, int | None, str] | None,
+) -> Placement:
+    """One TP=1 replica on one partition; the node holds one per partition."""
+    heads, kv_heads, heads_source = heads_found if heads_found else (None, None, None)
+    replica = devices if devices is not None else ((discrete or [0])[0],)
+    if mode == "CPX":
+        said = Advisory.said(
+            "cpx-one-replica-per-partition",
+            partition=replica[0],
+            offered=offered,
+            severity="info",
+            source=CPX_SOURCE,
+        )
+    else:
+        said = Advisory.said(
+            "one-replica-per-partition",
+            mode=mode,
+            per_gpu=PER_GPU[mode],
+            partition=replica[0],
+            offered=offered,
+            severity="info",
+            source=PARTITION_SOURCE,
+        )
+    return Placement(replica, 1, offered, offered, heads, heads_source, (*warnings, said), kv_heads)
+
+
+def physical_gpus(node: Node, mode: str) -> list[str]:
+    """The physical GPU each listed GPU is a partition of: its unique id or PCI bus:device, else
+    its place in the KFD order, which lists one GPU's partitions together (the recorded CPX
+    topologies of ROCm/k8s-device-plugin: a GPU's 8 partitions are KFD nodes in a row)."""
+    per = PER_GPU.get(mode) or (
+        node.logical_gpu_count // node.physical_gpu_count if node.physical_gpu_count else 0
+    )
+    keys: list[str] = []
+    for i, gpu in enumerate(node.gpus):
+        key = _device_key(gpu, i)
+        keys.append(f"gpu:{i // per}" if key.startswith("idx:") and per else key)
+    return keys
+
+
+def _refuse_within_one_gpu(node: Node, mode: str, devices: tuple[int, ...]) -> None:
+    """Two of ``devices`` on one physical GPU: tensor parallelism inside a GPU, refused."""
+    keys = physical_gpus(node, mode)
+    seen: dict[str, int] = {}
+    for d in devices:
+        if d >= len(keys):
+            continue
+        if keys[d] in seen:
+            # One partition of each GPU, as many as asked: what TP across GPUs would name.
+            firsts = list(dict.fromkeys(keys))[: len(devices)]
+            across = ",".join(str(keys.index(k)) for k in firsts)
+            raise UsageError(
+                f"--devices {','.join(map(str, devices))} would split one vLLM across "
+                f"{mode} partitions of one GPU (devices {seen[keys[d]]} and {d}); tensor "
+                "parallelism across the partitions of a GPU has produced garbage output "
+                f"({CPX_SOURCE})",
+                hint="run one TP=1 replica per partition (--devices 0 --port 8000, --devices 1 "
+                f"--port 8001, ...), name one partition of each GPU (--devices {across}) for "
+                "tensor parallelism across GPUs, or switch the GPUs to SPX (amd-smi set "
+                "--compute-partition SPX)",
+            )
+        seen[keys[d]] = d

@@ -48,6 +48,8 @@ AdvisoryCode = Literal[
     "cpx-one-replica-per-partition",
     "one-replica-per-partition",
     "tp-across-partitions",
+    "one-replica-per-partition",
+    "tp-across-partitions",
     "cpx-partition",
     "cuda-arch-ptx-jit",
     "cuda-arch-unchecked",

@@ -927,6 +927,20 @@ WORDS: Final[dict[str, Said]] = {
         hint="check the server's answers before serving them, or switch the GPUs to SPX for "
         "tensor parallelism",
     ),
+    "one-replica-per-partition": Said(
+        message="{mode} mode ({per_gpu} partitions per GPU): the run command serves one TP=1 "
+        "replica on partition {partition} of {offered}, not tensor parallelism across them",
+        hint="start one per partition: the same command with --devices N --port $((8000 + N)) "
+        "for each N (the container is named vllm-N); for a model that needs several, name one "
+        "partition of each GPU (--devices 0,{per_gpu},...) or switch the GPUs to SPX",
+    ),
+    "tp-across-partitions": Said(
+        message="--devices {devices}: tensor parallelism across {gpus} {mode} partitions, one on "
+        "each GPU; no vLLM or AMD source shows tensor parallelism across partitions working (TP "
+        "across CPX partitions gave garbage output)",
+        hint="check the server's answers before serving them, or switch the GPUs to SPX for "
+        "tensor parallelism",
+    ),
     "tensor-parallel-size": Said(
         message="--tensor-parallel-size {tp} uses {tp} of {gpus} GPUs: {why}",
         hint="serve another replica on the other GPUs with --devices, or use pipeline parallelism",

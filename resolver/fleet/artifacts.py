@@ -114,6 +114,26 @@ def _image(group: Group) -> ContainerImage | None:
     return d.plan.candidate.image
 
 
+# How the node's GPUs are shared out, said in the scripts and manifests: partitions are served
+# one replica each, and why (resolver.artifacts.parallel).
+PLACEMENT_CODES = (
+    "cpx-one-replica-per-partition",
+    "one-replica-per-partition",
+    "tp-across-partitions",
+)
+
+
+def placement_notes(placed: Any) -> list[str]:
+    """The placement's words on partitions, each with its source."""
+    from resolver.explain.words import word
+
+    return [
+        f"{word(w.message)} ({word(w.source)})"
+        for w in placed.warnings
+        if w.code in PLACEMENT_CODES
+    ]
+
+
 def _serving(m: Matrix, group: Group, image: ContainerImage, opts: Options) -> tuple[Any, Any]:
     """The run spec of one node of the group and its placement (GPUs, tensor parallelism,
     replicas): what `rocm-vllm image` prints for it (CPX partitions: one TP=1 replica per
@@ -338,6 +358,7 @@ def slurm_jobs(group: Group, opts: Options) -> list[SlurmJob]:
     holding = _holding(names, layout)
     listed = opts.reservation in layout.reserved.values()
     unlisted = None if listed else opts.reservation
+    later = layout.pending.get(opts.reservation or "")
     by: dict[tuple[int | None, tuple[str, ...], str | None], list[str]] = {}
     for n in names:
         parts = (opts.partition,) if opts.partition else holding[n]
@@ -345,12 +366,31 @@ def slurm_jobs(group: Group, opts: Options) -> list[SlurmJob]:
         # The reservation holding the node, as scontrol said; --reservation's where scontrol
         # did not list it as active (the probe steps named it on every node then too).
         resv = layout.reserved.get(n, unlisted)
+        if later is not None and later.nodes and n not in later.nodes:
+            resv = layout.reserved.get(n)  # not in it: its own (active) one, or none
         by.setdefault((layout.gpus.get(n), parts, resv), []).append(n)
     return [
-        replace(job, notes=said + job.notes, constraint=constraint, reservation=resv)
+        replace(
+            job,
+            notes=said + _waits(resv, layout) + job.notes,
+            constraint=constraint,
+            reservation=resv,
+        )
         for (gres, parts, resv), members in by.items()
         for job in _partition_jobs(members, parts, gres, layout, opts.time)
     ]
+
+
+def _waits(reservation: str | None, layout: SlurmLayout) -> tuple[str, ...]:
+    """A reservation that had not started when Slurm was asked: the job pends until it does."""
+    if reservation is None or reservation not in layout.pending:
+        return ()
+    said = (
+        f"reservation {reservation} had not started when Slurm was asked: it starts at "
+        f"{layout.pending[reservation].start} (scontrol show reservation), and Slurm holds "
+        "this job until then (squeue reason Reservation)"
+    )
+    return (said,)
 
 
 def sbatch_scripts(m: Matrix, group: Group, opts: Options) -> dict[str, str]:
@@ -478,6 +518,7 @@ def sbatch_script(
         comment(f"# {'digest ' + image.digest if image.digest else unpinned}"),
         comment("# needs: " + "; ".join(f"{k} {v}" for k, v in needs(m, image))),
         *(comment(f"# {note}") for note in model_notes(m, image, opts)),
+        *(comment(f"# {note}") for note in placement_notes(placed)),
         "set -euo pipefail",
         f'CONTAINER="${{CONTAINER:-{words[0]}}}"',
     ]
@@ -695,6 +736,7 @@ def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
         "rocm-vllm/verdict": group.verdict,
         "rocm-vllm/image": image.ref,
         "rocm-vllm/pod-security": NVIDIA_POD_SECURITY_NOTE if nvidia else POD_SECURITY_NOTE,
+        **({"rocm-vllm/placement": " ".join(said)} if (said := placement_notes(placed)) else {}),
         # What the image needs of a node (its gfx code, ROCm, driver series): admission policies
         # and people read it without running anything.
         **{f"rocm-vllm/needs-{k}": v for k, v in needs(m, image)},

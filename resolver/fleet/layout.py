@@ -22,6 +22,17 @@ class PartitionLimits:
     max_minutes: int | None = None
 
 
+UNKNOWN_START = "an unknown time"  # a StartTime scontrol did not print as one
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A reservation that had not started when scontrol was asked."""
+
+    start: str  # its StartTime (the controller's local time), or UNKNOWN_START
+    nodes: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True, slots=True)
 class SlurmLayout:
     """The partitions and gres of the nodes a gather asked about (sinfo's answer)."""
@@ -34,10 +45,14 @@ class SlurmLayout:
     features: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # node -> the active reservation holding it (scontrol show reservation): its job names it
     reserved: Mapping[str, str] = field(default_factory=dict)
+    # reservation -> its StartTime and nodes, for those not yet started: a job pends until then
+    pending: Mapping[str, Pending] = field(default_factory=dict)
 
 
 # A Slurm feature name as sinfo %f lists it (and --constraint names it).
 FEATURE_RE = re.compile(r"[A-Za-z0-9_.:+-]{1,64}")
+# scontrol's StartTime (ISO 8601 without a zone: the controller's local time)
+START_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}")
 MAX_COUNT = 1_000_000  # nodes of a job, GPUs of a node: anything above is not what sinfo says
 
 
@@ -64,6 +79,15 @@ def layout_json(layout: SlurmLayout) -> dict[str, Any]:
             }
             for n in layout.member_of
         },
+        **(
+            {
+                "pending_reservations": {
+                    r: {"start": p.start, "nodes": list(p.nodes)} for r, p in layout.pending.items()
+                }
+            }
+            if layout.pending
+            else {}
+        ),
     }
 
 
@@ -108,4 +132,30 @@ def layout_from_json(data: object, *, max_minutes: int) -> SlurmLayout | None:
             if not (isinstance(resv, str) and is_safe("partition", resv)):
                 return None
             reserved[name] = resv
-    return SlurmLayout(member_of, limits, gpus, features, reserved)
+    pending = _pending(data.get("pending_reservations", {}))
+    if pending is None:
+        return None
+    return SlurmLayout(member_of, limits, gpus, features, reserved, pending)
+
+
+def _pending(saved: object) -> dict[str, Pending] | None:
+    """Saved reservations not yet started, as ``slurm.read_pending`` keeps them (scontrol's
+    StartTime, or UNKNOWN_START; node names); None when one is not that."""
+    from resolver.util.safety import is_safe
+
+    if not isinstance(saved, dict) or len(saved) > 10_000:
+        return None
+    out: dict[str, Pending] = {}
+    for resv, entry in saved.items():
+        start = entry.get("start") if isinstance(entry, dict) else None
+        nodes = entry.get("nodes") if isinstance(entry, dict) else None
+        if not (is_safe("partition", resv) and isinstance(start, str)):
+            return None
+        if start != UNKNOWN_START and START_RE.fullmatch(start) is None:
+            return None
+        if not (isinstance(nodes, list) and len(nodes) <= MAX_COUNT):
+            return None
+        if not all(isinstance(n, str) and is_safe("node_name", n) for n in nodes):
+            return None
+        out[resv] = Pending(start, tuple(nodes))
+    return out

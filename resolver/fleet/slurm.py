@@ -29,7 +29,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from resolver.fleet import hostlist
-from resolver.fleet.layout import FEATURE_RE, PartitionLimits, SlurmLayout
+from resolver.fleet.layout import (
+    FEATURE_RE,
+    START_RE,
+    UNKNOWN_START,
+    PartitionLimits,
+    Pending,
+    SlurmLayout,
+)
 from resolver.fleet.reports import GatheredWhere, NodeReport, report_from_json
 from resolver.util import bounded, capture
 from resolver.util.errors import InputError, SlurmError, UsageError
@@ -56,7 +63,7 @@ SINFO_LIMIT = 16 * capture.MiB  # sinfo -N for 100,000 nodes is a few MiB
 SINFO_FORMAT = "%N|%P|%t|%s|%l|%G|%a|%f|%E"
 REASON_LIMIT = 120  # characters of a node's down/drain reason shown (an admin's free text)
 # `scontrol show reservation --oneliner`: one reservation per line, Key=Value words.
-_RESV_RE = re.compile(r"(?:^|\s)(ReservationName|Nodes|State|Flags)=(\S*)")
+_RESV_RE = re.compile(r"(?:^|\s)(ReservationName|Nodes|State|Flags|StartTime)=(\S*)")
 SRUN_LIMIT = 256 * capture.MiB  # every node's report (a few KiB each) for a large partition
 SRUN_LINE = 1024  # srun --label cuts a task's output lines at this many bytes
 # Lines of one srun step's stdout or stderr read (a step has at most CHUNK tasks, each report a
@@ -102,6 +109,8 @@ class Target:
     reasons: dict[str, str] = field(default_factory=dict)  # node -> down/drain reason, shown
     features: dict[str, tuple[str, ...]] = field(default_factory=dict)  # node -> sinfo %f
     reserved: dict[str, str] = field(default_factory=dict)  # node -> its active reservation
+    # reservation -> its StartTime and nodes, for each scontrol lists as not started (INACTIVE)
+    pending: dict[str, Pending] = field(default_factory=dict)
 
     @property
     def layout(self) -> SlurmLayout:
@@ -113,7 +122,7 @@ class Target:
         gpus = {n: self.gpus[n] for n in self.nodes if n in self.gpus}
         features = {n: self.features[n] for n in self.nodes if n in self.features}
         reserved = {n: self.reserved[n] for n in self.nodes if n in self.reserved}
-        return SlurmLayout(member_of, limits, gpus, features, reserved)
+        return SlurmLayout(member_of, limits, gpus, features, reserved, dict(self.pending))
 
     def partitions_of(self, node: str) -> tuple[str, ...]:
         if self.partition is not None:
@@ -349,6 +358,27 @@ def read_reservations(text: str) -> dict[str, str]:
     return held
 
 
+def read_pending(text: str) -> dict[str, Pending]:
+    """``scontrol show reservation --oneliner``: each reservation that has not started (State
+    INACTIVE) -> its StartTime and nodes. No srun step runs in one before then, and a job
+    submitted to it pends (Reason=Reservation) until it starts."""
+    pending: dict[str, Pending] = {}
+    for line in text.splitlines()[:10_000]:
+        words: dict[str, str] = {m.group(1): m.group(2) for m in _RESV_RE.finditer(line)}
+        name, start = words.get("ReservationName", ""), words.get("StartTime", "")
+        nodes = words.get("Nodes", "")
+        if words.get("State") != "INACTIVE" or not is_safe("partition", name):
+            continue
+        try:
+            members = hostlist.expand(nodes) if nodes and nodes != "(null)" else []
+        except (InputError, UsageError, ValueError):
+            members = []
+        pending[name] = Pending(
+            start if START_RE.fullmatch(start) else UNKNOWN_START, tuple(members)
+        )
+    return pending
+
+
 def resolve_target(
     target: str,
     *,
@@ -372,7 +402,7 @@ def resolve_target(
     member_of = {n: tuple(p for p, members in partitions.items() if n in members) for n in states}
     # Which reservation holds each node: sinfo's state says "resv" only for some of them (an
     # idle node in a reservation may read "idle"), and a step refused for it costs seconds.
-    reserved = _reservations(env, timeout)
+    reserved, pending = _reservations(env, timeout)
 
     def made(nodes: Sequence[str], partition: str | None) -> Target:
         return Target(
@@ -386,6 +416,7 @@ def resolve_target(
             got.reasons,
             got.features,
             reserved,
+            pending,
         )
 
     if target.startswith("partition="):
@@ -428,17 +459,22 @@ def resolve_target(
     return made(list(dict.fromkeys(named_nodes)), holding[0] if len(holding) == 1 else None)
 
 
-def _reservations(env: Mapping[str, str] | None, timeout: float) -> dict[str, str]:
-    """Each node of an active reservation -> its name (``read_reservations``); nothing when
-    scontrol cannot say (the nodes are then asked, and refused as busy)."""
+def _reservations(
+    env: Mapping[str, str] | None, timeout: float
+) -> tuple[dict[str, str], dict[str, Pending]]:
+    """Each node of an active reservation -> its name (``read_reservations``), and each
+    reservation not yet started -> its StartTime (``read_pending``); nothing when scontrol
+    cannot say (the nodes are then asked, and refused as busy)."""
     path = shutil.which("scontrol")
     if path is None:
-        return {}
+        return {}, {}
     try:
         run = _run([path, "show", "reservation", "--oneliner"], env, timeout)
     except SlurmError:
-        return {}
-    return read_reservations(run.stdout) if run.returncode == 0 else {}
+        return {}, {}
+    if run.returncode != 0:
+        return {}, {}
+    return read_reservations(run.stdout), read_pending(run.stdout)
 
 
 def _usable(state: str) -> bool:
@@ -785,6 +821,16 @@ def gather(
         )
     deadline = time.monotonic() + timeout
     resolved = resolve_target(target, env=env)
+    if reservation is not None and reservation in resolved.pending:
+        # srun would wait for it (or, with --immediate, be refused as busy on every node).
+        raise SlurmError(
+            f"reservation {reservation} has not started: it starts at "
+            f"{resolved.pending[reservation].start} (scontrol show reservation), and no step "
+            "runs in it before then, so no node was asked",
+            hint="gather again once it has started, or leave out --reservation (and unset "
+            "SLURM_RESERVATION) to ask the nodes outside it; `fleet plan DIR --reservation "
+            f"{reservation}` then writes scripts that wait for it",
+        )
     if resolved.partition in resolved.down:
         raise SlurmError(
             f"partition {resolved.partition} is {resolved.down[resolved.partition]} "
