@@ -258,4 +258,5 @@ def test_cpx_hint_gives_ports_that_exist() -> None:
     node = Node(gpus=gpus, gfx_targets=("gfx942",), physical_gpu_count=8, logical_gpu_count=64)
     placed = place(node, devices=None, model=None, hf_cache="~/.cache/huggingface")
     (w,) = [w for w in placed.warnings if w.code == "cpx-one-replica-per-partition"]
+    # A shell line the user copies: the printed promise itself, so checked through its words.
     assert "800N" not in said(w.hint) and "$((8000 + N))" in said(w.hint)

@@ -11,6 +11,7 @@ from packaging.version import Version
 from resolver.data import matrix
 from resolver.data.node import from_flags
 from resolver.solve import OK_VERDICTS, Request, solve
+from resolver.solve.finding import Phrase
 from resolver.solve.types import RequestError
 from resolver.util.errors import InputError
 from resolver.util.versions import parse_spec
@@ -30,7 +31,9 @@ def test_a_dropped_method_plans_the_newest_release_that_lists_it() -> None:
     pinned = solve(M, MI300, Request(quantization="bitsandbytes", vllm=parse_spec("==0.33.0")))
     assert pinned.plan is None
     (reason,) = [r for r in pinned.blockers if r.code == "quantization-not-listed"]
-    assert "vLLM 0.28.0 removed bitsandbytes" in said(reason.message)
+    why = reason.message.value("why")
+    assert isinstance(why, Phrase) and why.key == "quantization-not-listed/removed"
+    assert (why.value("after"), why.value("method")) == (Version("0.28.0"), "bitsandbytes")
     assert "vllm/platforms/rocm.py" in reason.source
 
 
@@ -92,8 +95,12 @@ def test_fp8_on_a_gpu_the_release_does_not_enable_names_the_release_that_does() 
     )
     d = solve(M, mi210, Request(quantization="fp8", vllm=parse_spec("==0.10.1.1")))
     (reason,) = [r for r in d.blockers if r.code == "fp8-not-admitted"]
-    assert "supports_fp8" in said(reason.message) and "vllm/platforms/rocm.py" in reason.source
-    assert said(reason.hint).startswith("pick vLLM 0.")
+    assert (
+        reason.message.key == "fp8-not-admitted/later" and "vllm/platforms/rocm.py" in reason.source
+    )
+    assert reason.message.value("refused") == "gfx90a"
+    # the hint names the first release that admits it, a 0.x vLLM of the data
+    assert reason.hint.value("release") == Version("0.20.0")
 
 
 def test_fp8_admitted_without_hardware_says_what_runs() -> None:
@@ -105,13 +112,13 @@ def test_fp8_admitted_without_hardware_says_what_runs() -> None:
     d = solve(M, w7900, Request(quantization="fp8", vllm=parse_spec("==0.33.0")))
     assert d.plan is None
     reason = next(r for r in d.blockers if r.code == "fp8-unsupported")
-    assert "vLLM 0.33.0 admits FP8 there" in said(reason.message)
-    assert "neither emulated nor weight-only" in said(reason.message)
+    (clause,) = reason.message.then  # admitted, but no FP8 GEMM and no weight-only kernel
+    assert clause.key == "fp8-unsupported/no-kernel" and clause.value("vllm") == Version("0.33.0")
     assert "_rocm_torch_fp8_scaled_mm_supported" in reason.source
     # 0.20.0 does not admit FP8 on gfx1100 at all: no claim about its kernels.
     old = solve(M, w7900, Request(quantization="fp8", vllm=parse_spec("==0.20.0")))
     reason = next(r for r in old.blockers if r.code == "fp8-unsupported")
-    assert "admits" not in said(reason.message)
+    assert reason.message.key == "fp8-unsupported" and reason.message.then == ()
 
 
 def test_fp8_format_and_custom_allreduce_are_the_planned_releases_own_rules() -> None:
@@ -119,7 +126,7 @@ def test_fp8_format_and_custom_allreduce_are_the_planned_releases_own_rules() ->
     assert d.plan is not None
     version = str(d.plan.candidate.vllm)
     (fmt,) = [w for w in d.warnings if w.code == "fp8-format"]
-    assert "e4m3fnuz" in said(fmt.message)
+    assert fmt.message.key == "fp8-format/fnuz"
     assert f"vllm {version} sdist" in said(fmt.source) and "is_fp8_fnuz" in said(fmt.source)
     r9700x2 = from_flags(
         gfx="gfx1201", gpus=2, driver="30.30.3", os="ubuntu-24.04", rocm=None, python=None
@@ -159,7 +166,7 @@ def test_mxfp4_runs_emulated_where_the_releases_kernel_table_says_so() -> None:
     d = solve(M, w7900, Request(quantization="mxfp4", vllm=parse_spec("==0.33.0")))
     assert d.plan is not None and d.verdict in OK_VERDICTS
     (w,) = [w for w in d.warnings if w.code == "mxfp4-emulated"]
-    assert "EmulationMxfp4LinearKernel" in said(w.message)
+    assert w.message.value("kernel") == "EmulationMxfp4LinearKernel"
     assert "kernels/linear/__init__.py" in said(w.source)
     caps = M.capabilities_of(Version("0.10.1.1"))
     assert caps is not None and caps.rocm_kernels is None

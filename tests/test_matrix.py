@@ -438,12 +438,12 @@ def test_settled_files_are_known_by_their_stat(
     d = copy_matrix(tmp_path)
     monkeypatch.setenv("ROCM_VLLM_MATRIX_DIR", str(d))
     monkeypatch.setattr(matrix, "_SETTLED_NS", 0)  # the copies are fresh: settle them at once
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     first = matrix.load()
     from resolver.data import resources
 
     assert len(list((resources.cache_dir() / "matrix").glob("*.stat"))) == 1
-    matrix._load_cached.cache_clear()
+    matrix.reload()
 
     def no_hashing(*_args: object, **_kw: object) -> None:
         raise AssertionError("the content was hashed again")
@@ -453,7 +453,7 @@ def test_settled_files_are_known_by_their_stat(
         assert matrix.load() == first
     text = (d / "nodes.toml").read_text().replace("8x AMD Instinct MI300X", "Eight MI300X", 1)
     (d / "nodes.toml").write_text(text)
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     assert matrix.load().example("mi300x-8").description.startswith("Eight MI300X")  # type: ignore[union-attr]
 
 
@@ -464,7 +464,7 @@ def test_files_edited_a_moment_ago_are_not_known_by_their_stat(
     tick with the same size: no stat index is kept for it, so its content is hashed each start."""
     d = copy_matrix(tmp_path)
     monkeypatch.setenv("ROCM_VLLM_MATRIX_DIR", str(d))
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     matrix.load()
     from resolver.data import resources
 
@@ -476,13 +476,13 @@ def test_compiled_matrix_is_reused_and_invalidated(
 ) -> None:
     d = copy_matrix(tmp_path)
     monkeypatch.setenv("ROCM_VLLM_MATRIX_DIR", str(d))
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     first = matrix.load()
     from resolver.data import resources
 
     entries = list((resources.cache_dir() / "matrix").glob("*.msgpack"))
     assert len(entries) == 1
-    matrix._load_cached.cache_clear()
+    matrix.reload()
 
     def no_parsing(*_args: object, **_kw: object) -> None:
         raise AssertionError("the TOML was parsed again")
@@ -497,13 +497,13 @@ def test_compiled_matrix_is_reused_and_invalidated(
         .replace('description = "8x AMD Instinct MI300X', 'description = "Eight MI300X', 1)
     )
     (d / "nodes.toml").write_text(text)
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     assert matrix.load().example("mi300x-8").description.startswith("Eight MI300X")  # type: ignore[union-attr]
     for entry in (resources.cache_dir() / "matrix").glob("*.msgpack"):
         entry.write_bytes(b"not msgpack")
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     assert matrix.load().example("mi300x-8").description.startswith("Eight MI300X")  # type: ignore[union-attr]
-    matrix._load_cached.cache_clear()
+    matrix.reload()
 
 
 def _installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -519,7 +519,7 @@ def _installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(resources, "_INSTALLED_DATA", data)
     monkeypatch.delenv("ROCM_VLLM_MATRIX_DIR")
     assert resources.matrix_dir() == data / "matrix"
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     return data
 
 
@@ -540,7 +540,7 @@ def test_a_first_run_of_an_installed_wheel_parses_no_toml(
         mp.setattr(matrix.bounded, "load_toml", _no_parsing)
         assert matrix.load() == M
     assert not resources.cache_dir().exists() and not overlay.data_dir().exists()
-    matrix._load_cached.cache_clear()
+    matrix.reload()
 
 
 def test_the_shipped_compiled_matrix_is_only_for_the_files_it_was_built_from(
@@ -557,7 +557,7 @@ def test_the_shipped_compiled_matrix_is_only_for_the_files_it_was_built_from(
     nodes.write_text(text.replace("8x AMD Instinct MI300X", "Eight MI300X", 1))
     assert matrix.load().example("mi300x-8").description.startswith("Eight MI300X")  # type: ignore[union-attr]
     nodes.write_text(text)
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     assert matrix.load() == M
     # An overlay (even one that changes nothing) is laid over the TOML by the loader.
     overlay.data_dir().mkdir(parents=True, exist_ok=True)
@@ -566,7 +566,7 @@ def test_the_shipped_compiled_matrix_is_only_for_the_files_it_was_built_from(
     with monkeypatch.context() as mp:
         real = matrix.bounded.load_toml
         mp.setattr(matrix.bounded, "load_toml", lambda *a: parsed.append(a) or real(*a))
-        matrix._load_cached.cache_clear()
+        matrix.reload()
         assert matrix.load() == M
     assert parsed
     overlay.overlay_path().unlink()
@@ -577,9 +577,9 @@ def test_the_shipped_compiled_matrix_is_only_for_the_files_it_was_built_from(
     assert key is not None
     for damaged in (b"0" * 32 + b"\nnot msgpack", key.encode() + b"\nnot msgpack", b""):
         shipped.write_bytes(damaged)
-        matrix._load_cached.cache_clear()
+        matrix.reload()
         assert matrix.load() == M
-    matrix._load_cached.cache_clear()
+    matrix.reload()
 
 
 def test_the_shipped_key_names_the_content_not_the_place(tmp_path: Path) -> None:
@@ -802,12 +802,12 @@ def test_a_checked_entry_is_known_by_its_stat_and_a_changed_one_is_checked_again
     d = copy_matrix(tmp_path)
     monkeypatch.setenv("ROCM_VLLM_MATRIX_DIR", str(d))
     monkeypatch.setattr(matrix, "_SETTLED_NS", 0)
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     first = matrix.load()  # parsed, entry written
     (entry,) = (resources.cache_dir() / "matrix").glob("*.msgpack")
     mark = entry.with_name(entry.name + ".seen")
     assert not mark.exists()  # written by this run: not yet checked by a reader
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     assert matrix.load() == first  # seal checked, stat kept
     assert mark.is_file()
     hashed: list[int] = []
@@ -818,7 +818,7 @@ def test_a_checked_entry_is_known_by_its_stat_and_a_changed_one_is_checked_again
         return real_seal(key, payload)
 
     monkeypatch.setattr(matrix, "_seal", counting)
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     assert matrix.load() == first
     assert not any(n > 10_000 for n in hashed)  # the entry itself was not hashed again
 
@@ -832,13 +832,13 @@ def test_a_checked_entry_is_known_by_its_stat_and_a_changed_one_is_checked_again
         f.write(blob)
     os.utime(entry, ns=(st.st_atime_ns, st.st_mtime_ns))
     hashed.clear()
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     assert matrix.load() == first
     assert any(n > 10_000 for n in hashed)
     assert b"9x AMD" not in entry.read_bytes()  # rewritten from the data files
 
     # A mark that names the entry's stat but is not sealed with this user's key is not trusted.
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     matrix.load()  # the rewritten entry gets its mark
     assert mark.is_file()
     blob = bytearray(entry.read_bytes())
@@ -846,6 +846,6 @@ def test_a_checked_entry_is_known_by_its_stat_and_a_changed_one_is_checked_again
     entry.write_bytes(blob)  # same size; a new ctime
     mark.write_text(f"{'0' * 64}\n{matrix._stat_line(entry.stat())}\n")
     hashed.clear()
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     assert matrix.load() == first
     assert any(n > 10_000 for n in hashed)

@@ -10,6 +10,7 @@ from packaging.version import Version
 from resolver.data import matrix
 from resolver.data.node import Node, from_flags
 from resolver.solve import Decision, Request, solve
+from resolver.solve.finding import Phrase
 from resolver.solve.types import HostChange, RequestError
 
 from .helpers import cpx_node, decide, said
@@ -458,7 +459,12 @@ def test_prefer_that_cannot_be_met_says_why() -> None:
     d = decide("gfx942", gpus=1, driver="30.30.3", python="3.11", prefer="wheel")
     assert d.plan is not None and d.plan.candidate.kind != "wheel"
     (w,) = [w for w in d.warnings if w.code == "prefer-not-met"]
-    assert w.message.value("want") == "wheel" and said(w.hint)
+    assert w.message.value("want") == "wheel"
+    # why: the wheel's own blocker (the host's Python 3.11), and its hint is the advice's
+    why = w.message.value("why")
+    assert isinstance(why, Phrase) and why.key == "prefer-not-met/why"
+    assert isinstance(blocker := why.value("message"), Phrase) and blocker.code == "python-mismatch"
+    assert w.hint.code == "python-mismatch"
     met = decide(
         "gfx942", gpus=1, driver="30.30.3", python="3.12", os="ubuntu-24.04", prefer="wheel"
     )

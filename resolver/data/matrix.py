@@ -1107,3 +1107,12 @@ def load() -> Matrix:
     from resolver.data import overlay
 
     return _load_cached(str(resources.matrix_dir()), overlay.stamp())
+
+
+def reload() -> None:
+    """Forget the matrix this process read: the next ``load`` reads it again as a new process
+    would (shipped compiled file, sealed cache entry or TOML).
+
+    For tests and long-lived callers whose data dir, cache dir or files changed under the same
+    path; a new overlay needs no reload (``load`` keys on its stamp)."""
+    _load_cached.cache_clear()

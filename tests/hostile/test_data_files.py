@@ -120,7 +120,7 @@ def test_any_value_in_any_field(
     dest = tmp_path_factory.mktemp("m") / "matrix"
     shutil.copytree(FROZEN, dest)
     _set_first(dest / file, field, _toml_value(value))
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     env = {"ROCM_VLLM_MATRIX_DIR": str(dest)}
     for argv in (
         ["matrix", "validate"],
@@ -155,7 +155,7 @@ def test_any_value_in_any_field(
 )
 def test_validate_refuses(data_copy: Path, file: str, field: str, value: str, code: int) -> None:
     _set_first(data_copy / file, field, value)
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     o = cli(["matrix", "validate"])
     assert_clean(o)
     assert o.code == code and file in o.err, str(o)
@@ -166,12 +166,12 @@ def test_data_file_fifo_and_non_utf8(data_copy: Path) -> None:
 
     (data_copy / "os.toml").unlink()
     os.mkfifo(data_copy / "os.toml")
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     o = cli(["matrix", "validate"])
     assert o.code == 3 and "os.toml" in o.err and o.seconds < 2, str(o)
     (data_copy / "os.toml").unlink()
     (data_copy / "os.toml").write_bytes(b"\xff\xfe[[os]]\n")
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     o = cli(["matrix", "validate"])
     assert o.code == 3 and "UTF-8" in o.err, str(o)
 
@@ -237,14 +237,14 @@ overlay_docs = st.one_of(
 def test_overlay_any_content(content: bytes, tmp_path_factory: pytest.TempPathFactory) -> None:
     data = tmp_path_factory.mktemp("data")
     write(data / "overlay.json", content)
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     o = cli(["check", "--gfx", "gfx942", "--quiet"], env={"ROCM_VLLM_DATA_DIR": str(data)})
     assert_clean(o)
 
 
 def test_overlay_not_utf8_is_exit_3(tmp_path: Path) -> None:
     write(tmp_path / "overlay.json", b"\xff\xfe")
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     o = cli(["check", "--gfx", "gfx942", "--quiet"], env={"ROCM_VLLM_DATA_DIR": str(tmp_path)})
     assert o.code == 3 and "UTF-8" in o.err, str(o)
 

@@ -69,8 +69,8 @@ def test_dirs_that_are_not_dirs(name: str, kind: str, tmp_path: Path) -> None:
         target = "/dev/null"
     else:
         target = str(tmp_path / "missing")
-    matrix._load_cached.cache_clear()
+    matrix.reload()
     o = cli(["check", "--gfx", "gfx942", "--quiet"], env={name: target})
     assert_clean(o)
     assert o.seconds < 5
-    matrix._load_cached.cache_clear()
+    matrix.reload()
