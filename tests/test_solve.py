@@ -496,6 +496,60 @@ def test_no_module_branches_on_a_candidate_kind_string() -> None:
     assert found == []
 
 
+# Where the kinds' own records are still tested for None until they move to the candidate's
+# methods (issue 36 item 4): files others were editing at the time (the integrator's solver, the
+# --model renderers); each should leave this set as it is converted.
+_PENDING = {
+    "solve/cuda.py",
+    "solve/__init__.py",
+    "explain/report.py",
+    "explain/text.py",
+    "explain/steps.py",
+}
+
+
+def test_no_module_tests_a_candidate_for_its_kind() -> None:
+    """issue 36 item 4: each kind owns its record (``ImageCandidate.image`` and
+    ``WheelCandidate.wheel`` are required fields); code asks the candidate (``pulled``,
+    ``runs_as_user``, ``installs``, ``cuda``, ``family``, ``lacks``, ``visit``), never whether a
+    candidate's image or wheel is None, its class, or its record's vendor."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "resolver"
+    kinds = ("ImageCandidate", "WheelCandidate", "SourceCandidate")
+
+    def on_candidate(e: ast.expr) -> bool:
+        # ``c.image``, ``cand.wheel``, ``x.candidate.image`` (and ``.vendor`` of those)
+        if isinstance(e, ast.Attribute) and e.attr == "vendor":
+            e = e.value
+        if not (isinstance(e, ast.Attribute) and e.attr in ("image", "wheel")):
+            return False
+        owner = e.value
+        named = isinstance(owner, ast.Name) and owner.id in ("c", "cand", "candidate")
+        return named or (isinstance(owner, ast.Attribute) and owner.attr == "candidate")
+
+    found: list[str] = []
+    for path in root.rglob("*.py"):
+        where = str(path.relative_to(root))
+        if where == "solve/types.py" or where in _PENDING:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            hit = False
+            if isinstance(node, ast.Compare):
+                hit = any(on_candidate(s) for s in (node.left, *node.comparators))
+            elif isinstance(node, ast.IfExp | ast.BoolOp):
+                tests = [node.test] if isinstance(node, ast.IfExp) else node.values
+                hit = any(on_candidate(t) for t in tests)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                hit = node.func.id in ("isinstance", "type") and any(
+                    isinstance(a, ast.Name) and a.id in kinds for a in ast.walk(node)
+                )
+            if hit:
+                found.append(f"{where}:{node.lineno}")
+    assert found == []
+
+
 def test_candidate_kinds_are_classes_with_an_ordered_channel() -> None:
     from resolver.solve.types import Channel, ImageCandidate, SourceCandidate, WheelCandidate
 

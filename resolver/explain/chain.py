@@ -22,7 +22,7 @@ from resolver.explain.derivation import Premise, Step
 from resolver.explain.words import word
 from resolver.solve import MXFP4_QUANT, Decision, Evaluation, Fact, Reason, Request
 from resolver.solve.finding import phrase
-from resolver.solve.types import Channel
+from resolver.solve.types import Channel, ImageCandidate, SourceCandidate, WheelCandidate
 from resolver.util.versions import driver_series, series
 
 # Candidate-level reason codes, most fundamental first: the one a rejected candidate is filed under.
@@ -160,7 +160,26 @@ def _group_of(e: Evaluation) -> _Family:
     c = e.candidate
     if {r.code for r in e.reasons} == {"release-facts-unknown"}:
         return _Family(max(Channel) + 1)
-    return _Family(int(c.order), c.image.repo if c.image is not None else "")
+    return _Family(int(c.order), c.family)
+
+
+class _One:
+    """One path as the subject of a step."""
+
+    def image(self, c: ImageCandidate) -> str:
+        return c.image.ref
+
+    def wheel(self, c: WheelCandidate) -> str:
+        if c.wheel.rocm is None:
+            # vLLM's PyPI wheel has no local label: "+cu130" names no file anyone installs
+            return f"vLLM {c.vllm}'s PyPI wheel (CUDA {c.wheel.cuda})"
+        return f"the vllm=={c.vllm}+{c.wheel.name} wheel"
+
+    def source(self, c: SourceCandidate) -> str:
+        return f"a source build of vLLM {c.vllm}"
+
+
+_ONE = _One()
 
 
 class _Subject(msgspec.Struct, frozen=True):
@@ -178,19 +197,11 @@ def _subject(group: _Family, members: Sequence[Evaluation]) -> _Subject:
     if group.unknown:
         return _Subject(f"vLLM {versions}" + (f" ({n} releases)" if n > 1 else ""), n > 1)
     if n == 1:
-        c = cands[0]
-        if c.image is not None:
-            return _Subject(c.image.ref, False)
-        if c.wheel is not None and c.wheel.vendor == "nvidia":
-            # vLLM's PyPI wheel has no local label: "+cu130" names no file anyone installs
-            return _Subject(f"vLLM {c.vllm}'s PyPI wheel (CUDA {c.wheel.cuda})", False)
-        if c.wheel is not None:
-            return _Subject(f"the vllm=={c.vllm}+{c.wheel.name} wheel", False)
-        return _Subject(f"a source build of vLLM {c.vllm}", False)
+        return _Subject(cands[0].visit(_ONE), False)
     if group.repo:
         return _Subject(f"the {n} {group.repo} images for vLLM {versions}", True)
     if group.order == Channel.WHEEL:
-        names = sorted({c.wheel.name for c in cands if c.wheel is not None})
+        names = sorted({w.name for c in cands if (w := c.installs) is not None})
         return _Subject(f"the {n} vLLM wheels ({', '.join(names)}) for vLLM {versions}", True)
     releases = len({c.vllm for c in cands})
     stacks = f", {n} ROCm stacks" if n > releases else ""  # a release can build on several stacks
@@ -578,28 +589,28 @@ def _cuda_premises(ctx: _Context, ev: Evaluation) -> list[Premise]:
     """An NVIDIA path (issue 38): the compute capabilities it is built for against the GPU's, and
     its CUDA against NVIDIA's driver floor, from the same records the solver checked."""
     c = ev.candidate
-    built = c.image if c.image is not None else c.wheel
-    if built is None or built.vendor != "nvidia" or built.cuda is None:
+    cuda = c.cuda
+    if cuda is None:  # a ROCm path
         return []
-    src = (built.provenance.source,)
+    src = (c.source,)
     gpus = ctx.node.nvidia_gpus
     names = sorted({str(g.get("name") or "the GPU") for g in gpus}) or ["the GPU"]
     caps = sorted({str(cc) for g in gpus if (cc := g.get("compute_capability"))})
     out = [
         Premise(
-            text=f"{c.label} is built with CUDA {built.cuda} for compute capability "
-            f"{', '.join(built.arch)}"
+            text=f"{c.label} is built with CUDA {cuda} for compute capability "
+            f"{', '.join(c.arch)}"
             + (f", which covers {_join(names)} ({', '.join(caps)})" if caps else ""),
             sources=src,
-            confidence=built.provenance.confidence,
+            confidence=c.confidence,
         )
     ]
-    rule = ctx.m.cuda_driver_rule(built.cuda)
+    rule = ctx.m.cuda_driver_rule(cuda)
     driver = ctx.node.nvidia_driver
     if rule is not None and driver:
         out.append(
             Premise(
-                text=f"CUDA {built.cuda.major}.x needs NVIDIA driver {rule.min_driver} or newer "
+                text=f"CUDA {cuda.major}.x needs NVIDIA driver {rule.min_driver} or newer "
                 f"and this host runs {driver}",
                 sources=(rule.provenance.source,),
                 confidence=rule.provenance.confidence,
@@ -633,8 +644,7 @@ def _plan_premises(ctx: _Context, ev: Evaluation) -> tuple[list[Premise], str]:
         )
         driver_premises, hedge = _driver_premises(ctx, c.rocm)
         premises += driver_premises
-    if c.wheel is not None:
-        w = c.wheel
+    if (w := c.installs) is not None:  # the host's Python and glibc must match the wheel's
         premises.append(
             Premise(
                 text=f"{w.name} wheels exist for CPython {' or '.join(w.python)} and need glibc >= "

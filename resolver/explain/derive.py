@@ -26,7 +26,7 @@ from resolver.explain.chain import (
     describe_request,
 )
 from resolver.explain.derivation import Derivation, Hint, Note, PlanSummary, Premise
-from resolver.explain.hints import _hints
+from resolver.explain.hints import _hints, phrase_about
 from resolver.explain.steps import plan_commands
 from resolver.explain.words import word
 from resolver.solve import Decision
@@ -57,6 +57,7 @@ def _unknown(decision: Decision, matrix: Matrix, found: Routes) -> Derivation:
             hints.append(
                 Hint(
                     kind="data",
+                    about=(f"missing-{m.kind}", m.subject),
                     text=f"read the facts of vLLM {m.subject} from its sdist",
                     command=m.fetch,
                 )
@@ -65,6 +66,7 @@ def _unknown(decision: Decision, matrix: Matrix, found: Routes) -> Derivation:
             hints.append(
                 Hint(
                     kind="data",
+                    about=(f"missing-{m.kind}", m.subject),
                     text="give the AMD GPU driver release with --driver (the amdgpu-install "
                     "version, e.g. 30.30.3 or 6.4.3), not the kernel module's own number",
                 )
@@ -73,13 +75,16 @@ def _unknown(decision: Decision, matrix: Matrix, found: Routes) -> Derivation:
             hints.append(
                 Hint(
                     kind="data",
+                    about=(f"missing-{m.kind}", m.subject),
                     text=f"check the name {m.subject} (rocminfo | grep gfx prints it); "
                     "a GPU newer than this data needs a newer rocm-vllm-resolver",
                 )
             )
     if decision.rejected:  # what is known still helps: the newest release that does fit, if any
         known = _hints(_Context(decision, matrix), None, found)
-        hints += [h for h in known if h.kind != "data" and h.text not in {x.text for x in hints}]
+        hints += [
+            h for h in known if h.kind != "data" and h.identity not in {x.identity for x in hints}
+        ]
     hints.sort(key=lambda h: HINT_ORDER.index(h.kind))
     refs = _join([f"({s.number})" for s in b.steps])
     return Derivation(
@@ -178,13 +183,14 @@ def derive(decision: Decision, matrix: Matrix, what_if: Routes | None = None) ->
         confidence_note = _CONF_NOTE.get(confidence, "")
     hints = _hints(ctx, plan, found)
     if plan is not None:  # what to do about each warning the chain relied on
-        hints += [
-            Hint(kind="other", text=word(w.hint), unofficial=w.unofficial)
-            for w in decision.warnings
-            if w.severity == "warning"
-            and w.code not in HEDGED
-            and word(w.hint) not in {h.text for h in hints}
-        ]
+        seen = {h.identity for h in hints}
+        for w in decision.warnings:
+            h = Hint(
+                kind="other", about=phrase_about(w.hint), text=word(w.hint), unofficial=w.unofficial
+            )
+            if w.severity == "warning" and w.code not in HEDGED and h.identity not in seen:
+                seen.add(h.identity)
+                hints.append(h)
     notes = tuple(
         Note(severity=w.severity, message=word(w.message), hint=word(w.hint), source=word(w.source))
         for w in sorted(decision.warnings, key=lambda w: w.severity != "warning")

@@ -19,8 +19,9 @@ from resolver.explain.chain import (
 from resolver.explain.derivation import Hint
 from resolver.explain.steps import node_flags
 from resolver.explain.words import word
-from resolver.solve import Evaluation
+from resolver.solve import Candidate, Evaluation
 from resolver.solve.checks import node_release, shipped_with
+from resolver.solve.finding import Phrase
 from resolver.solve.provider import override_ok
 from resolver.solve.routes import Route, Routes
 from resolver.util import shell
@@ -39,7 +40,7 @@ def _hints(ctx: _Context, plan: Evaluation | None, found: Routes) -> list[Hint]:
     hints: list[Hint] = []
 
     def add(h: Hint | None) -> None:
-        if h is not None and h.text not in {x.text for x in hints}:
+        if h is not None and h.identity not in {x.identity for x in hints}:
             hints.append(h)
 
     for route in found.host:
@@ -59,6 +60,16 @@ def _hints(ctx: _Context, plan: Evaluation | None, found: Routes) -> list[Hint]:
         for h in _other_routes(ctx, overridden):
             add(h)
     return sorted(hints, key=_order)
+
+
+def phrase_about(p: Phrase) -> tuple[str, ...]:
+    """What a hint worded from a finding points at: its wording and values (never its words)."""
+    return (p.key, *(f"{name}={value}" for name, value in p.values))
+
+
+def path_about(c: Candidate) -> tuple[str, ...]:
+    """What a hint that opens a path points at: the path's key."""
+    return c.key
 
 
 def _order(h: Hint) -> int:
@@ -83,6 +94,7 @@ def _unknown_driver_hint(ctx: _Context, plan: Evaluation | None) -> Hint | None:
     argv = node_flags(ctx.node, without=frozenset({"--driver"}))
     return Hint(
         kind="driver",
+        about=("rocm", str(rocm)),
         text=f"the amdgpu driver is {what}, so whether it runs ROCm {rocm} was not checked: "
         "give the AMD GPU Driver release you installed (the amdgpu-install version) with --driver",
         command=shell.join(["rocm-vllm", "check", *argv, "--driver", example])
@@ -99,6 +111,7 @@ def _older_vllm_hint(ctx: _Context, found: Routes, *, driver_hint: bool) -> Hint
     lead = "or keep this host as it is and pick" if driver_hint else "pick"
     return Hint(
         kind="vllm",
+        about=path_about(c),
         text=f"{lead} vLLM <= {c.vllm}, the newest that fits it: {c.label} ({c.channel})",
         command=cmd,
     )
@@ -108,7 +121,7 @@ def _quantization_hints(ctx: _Context, found: Routes) -> list[Hint]:
     again = found.without_quantization
     tail = f"; without it, {_then(again.opens)} runs" if again is not None else ""
     return [
-        Hint(kind="quantization", text=f"{word(r.hint)}{tail}")
+        Hint(kind="quantization", about=phrase_about(r.hint), text=f"{word(r.hint)}{tail}")
         for r in ctx.d.blockers
         if r.code in QUANT_CODES
     ]
@@ -142,6 +155,7 @@ def _source_hint(ctx: _Context, found: Routes) -> Hint | None:
     built = ",".join(src.built_for(ctx.node.gfx_targets))
     return Hint(
         kind="source-build",
+        about=path_about(src.candidate),
         text=f"build vLLM {src.candidate.vllm} from source for {built} only"
         + (unofficial if src.unofficial else ""),
         unofficial=src.unofficial,
@@ -160,6 +174,7 @@ def _data_hints(ctx: _Context, ok_now: bool) -> list[Hint]:
         hints.append(
             Hint(
                 kind="data",
+                about=("release-facts-unknown",),
                 text="read the missing releases' build facts from upstream",
                 command="rocm-vllm matrix refresh --source sdist",
             )
@@ -168,6 +183,7 @@ def _data_hints(ctx: _Context, ok_now: bool) -> list[Hint]:
         hints.append(
             Hint(
                 kind="data",
+                about=("artifact-facts-unknown",),
                 text="read the unknown images' arch lists from upstream, "
                 "or try one with `rocm-vllm image --smoke`",
                 command="rocm-vllm matrix refresh",
@@ -198,6 +214,7 @@ def _override_hints(ctx: _Context, plan: Evaluation | None) -> list[Hint]:
         hints.append(
             Hint(
                 kind="override",
+                about=(name, t.override),
                 unofficial=True,
                 text=f"unofficial: HSA_OVERRIDE_GFX_VERSION={t.override} makes the runtime load "
                 f"{t.override_target} code on {name}{build}; "
@@ -212,7 +229,12 @@ def _other_routes(ctx: _Context, overridden: bool) -> list[Hint]:
     """The route a GPU vLLM does not support has in the data (a fork, llama.cpp): the first one."""
     for e in ctx.d.rejected:
         hints = [
-            Hint(kind="other", text=word(r.hint), unofficial=r.unofficial)
+            Hint(
+                kind="other",
+                about=phrase_about(r.hint),
+                text=word(r.hint),
+                unofficial=r.unofficial,
+            )
             for r in e.reasons
             if r.code == "gfx-unsupported"
             and r.fix is None
@@ -291,11 +313,13 @@ def _host_hint(ctx: _Context, route: Route) -> Hint:
     command = shell.join(["uv", "venv", "--python", str(route.node.python)]) if python else None
     kinds = [r.fix.kind for r in route.reasons if r.fix is not None]
     kind = max(kinds, key=lambda k: HINT_ORDER.index(k) if k in HINT_ORDER else len(HINT_ORDER))
+    changes = tuple((c.kind, c.value) for c in route.host_changes)
     return Hint(
         kind=kind,
+        about=(*(f"{k}={v}" for k, v in changes), *path_about(route.opens.candidate)),
         text=f"{lead}: then {_then(route.opens)} {verb}",
         command=command,
-        changes=tuple((c.kind, c.value) for c in route.host_changes),
+        changes=changes,
         then=route.opens.candidate.label,
     )
 

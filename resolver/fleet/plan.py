@@ -238,6 +238,12 @@ class Group:
     def plan(self) -> Evaluation | None:
         return self.decision.plan if self.decision is not None else None
 
+    @property
+    def pulls(self) -> ContainerImage | None:
+        """The image its image decision plans (what the group's scripts and manifests run)."""
+        plan = self.image.plan if self.image is not None else None
+        return plan.candidate.image if plan is not None else None
+
 
 @dataclass(frozen=True, slots=True)
 class FleetPlan:
@@ -310,7 +316,7 @@ def _decide(m: Matrix, group: Group, request: Request) -> Group:
     if decision.verdict in OK_VERDICTS or decision.verdict == "unofficial_only":
         from resolver.artifacts.images import IMAGE_PATHS
 
-        if decision.plan is not None and decision.plan.candidate.image is not None:
+        if decision.plan is not None and decision.plan.candidate.pulled:
             image = decision
         else:
             image_request = Request(
@@ -320,7 +326,7 @@ def _decide(m: Matrix, group: Group, request: Request) -> Group:
                 paths=IMAGE_PATHS,
             )
             found_image = solve(m, group.representative, image_request)
-            if found_image.plan is not None and found_image.plan.candidate.image is not None:
+            if found_image.plan is not None and found_image.plan.candidate.pulled:
                 image = found_image
     return replace(group, decision=decision, route=route, image=image)
 
@@ -334,11 +340,7 @@ def pin_images(fleet: FleetPlan, client: Any) -> FleetPlan:
     notes: list[tuple[str, str]] = []
     groups: list[Group] = []
     for g in fleet.groups:
-        image = (
-            g.image.plan.candidate.image
-            if g.image is not None and g.image.plan is not None
-            else None
-        )
+        image = g.pulls
         if image is None:
             groups.append(g)
             continue
@@ -359,11 +361,7 @@ def point_images(fleet: FleetPlan, registry: Any) -> FleetPlan:
     return replace(
         fleet,
         groups=tuple(
-            replace(g, ref=image_ref(g.image.plan.candidate.image, registry))
-            if g.image is not None
-            and g.image.plan is not None
-            and g.image.plan.candidate.image is not None
-            else g
+            replace(g, ref=image_ref(image, registry)) if (image := g.pulls) is not None else g
             for g in fleet.groups
         ),
     )
@@ -378,7 +376,7 @@ def _pinned(m: Matrix, group: Group, cand: Candidate, request: Request) -> Evalu
     request reached)."""
     if group.decision is None:
         return None
-    if group.plan is not None and group.plan.candidate.label == cand.label:
+    if group.plan is not None and group.plan.candidate.key == cand.key:
         return group.plan
     return evaluate_pinned(m, group.representative, request, cand)
 
@@ -387,7 +385,7 @@ def _join(m: Matrix, group: Group, cand: Candidate, request: Request) -> Join:
     d = group.decision
     if d is None:
         return Join("unknown", reasons=(group.error or "not decided",))
-    if d.plan is not None and d.plan.candidate.label == cand.label:
+    if d.plan is not None and d.plan.candidate.key == cand.key:
         return Join("on-plan")
     ev = _pinned(m, group, cand, request)
     assert ev is not None
@@ -440,21 +438,22 @@ def plan_fleet(m: Matrix, reports: Sequence[NodeReport], request: Request) -> Fl
     # A mixed fleet has one main plan per vendor: an NVIDIA node never runs a ROCm image.
     for vendor in dict.fromkeys(g.fingerprint.vendor for g in groups):
         mine = [g for g in groups if g.fingerprint.vendor == vendor]
-        chosen: dict[str, Candidate] = {}
-        votes: dict[str, int] = {}
+        # Plans are told apart by ``Candidate.key`` (the label is only how a report names one).
+        chosen: dict[tuple[str, str], Candidate] = {}
+        votes: dict[tuple[str, str], int] = {}
         for g in mine:
             if g.plan is not None and g.verdict in OK_VERDICTS:
-                label = g.plan.candidate.label
-                chosen.setdefault(label, g.plan.candidate)
-                votes[label] = votes.get(label, 0) + len(g.reports)
+                key = g.plan.candidate.key
+                chosen.setdefault(key, g.plan.candidate)
+                votes[key] = votes.get(key, 0) + len(g.reports)
         if not votes:
             continue
         order = list(chosen)
-        label = max(votes, key=lambda k: (votes[k], -order.index(k)))
+        key = max(votes, key=lambda k: (votes[k], -order.index(k)))
         for g in mine:
-            joins[g.id] = _join(m, g, chosen[label], request)
+            joins[g.id] = _join(m, g, chosen[key], request)
         runs = sum(len(g.reports) for g in mine if joins[g.id].status in _RUNS_IT)
-        main_plans[vendor] = (label, runs)
+        main_plans[vendor] = (chosen[key].label, runs)
     # The fleet's main plan: the one the most nodes run, among the vendors' own.
     main_plan, main_nodes = (
         max(main_plans.values(), key=lambda p: p[1]) if main_plans else (None, 0)
@@ -478,9 +477,7 @@ def group_json(g: Group, m: Matrix) -> dict[str, Any]:
     from resolver.explain import candidate_json, reason_json, warning_json
 
     d = g.decision
-    image = g.pinned or (
-        g.image.plan.candidate.image if g.image is not None and g.image.plan is not None else None
-    )
+    image = g.pinned or g.pulls
     return {
         "id": g.id,
         "nodes": g.hostlist,

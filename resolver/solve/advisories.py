@@ -39,8 +39,8 @@ from resolver.solve.types import (
 def candidate_warnings(cand: Candidate) -> list[Advisory]:
     """The warnings about a candidate's own record: its image channel, its stack, its confidence."""
     out: list[Advisory] = []
-    if cand.image is not None:
-        out.extend(image_warnings(cand.image))
+    if (image := cand.image) is not None:
+        out.extend(image_warnings(image))
     if cand.stack is not None:
         out.extend(stack_warnings(cand, cand.stack))
     out.extend(low_confidence(cand))
@@ -178,7 +178,7 @@ def low_confidence(cand: Candidate) -> list[Advisory]:
         return []
     return [
         Advisory.said(
-            "low-confidence/image" if cand.image else "low-confidence",
+            "low-confidence/image" if cand.pulled else "low-confidence",
             label=cand.label,
             confidence=cand.confidence,
             vllm=cand.vllm,
@@ -224,7 +224,7 @@ def node_warnings(
 def aiter(t: GfxTarget, plan: Evaluation | None) -> list[Advisory]:
     """``aiter-off-by-default`` (full AITER support) and ``aiter-partial`` (Triton kernels only)."""
     if t.features.aiter == "full" and _ships_aiter(plan):
-        by_image = plan is not None and plan.candidate.image is not None
+        by_image = plan is not None and plan.candidate.pulled
         w = finding("aiter-off-by-default", gfx=t.name)
         # How the user sets it depends on how the plan installs vLLM.
         hint = finding(f"aiter-off-by-default/{plan.candidate.kind}").hint if plan else w.hint

@@ -98,7 +98,7 @@ def gfx_check(
     arch, src = cand.arch, cand.source
     if not override:
         target = msgspec.structs.replace(target, override=None, override_target=None)
-    if cand.image is not None and target.name in cand.image.lacks:
+    if target.name in cand.lacks:
         # Evidence read from the image outweighs the arch list a docs page claims for it.
         return gfx_contradicted(cand, target), False, None
     if target.name in arch:
@@ -193,9 +193,8 @@ def gfx_not_shipped(cand: Candidate, target: GfxTarget, arch: tuple[str, ...], s
 def gfx_contradicted(cand: Candidate, target: GfxTarget) -> Reason:
     """``gfx-not-shipped`` where the arch list claims the target but evidence read from the
     image (``images.toml`` ``lacks``) says it carries no code for it."""
-    assert cand.image is not None
     w = finding("gfx-not-shipped/contradicted", label=cand.label, gfx=target.name)
-    return _not_shipped(cand, target, w, cand.image.lacks_source)
+    return _not_shipped(cand, target, w, cand.lacks_source)
 
 
 def _not_shipped(cand: Candidate, target: GfxTarget, w: Found, src: str) -> Reason:

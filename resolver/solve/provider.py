@@ -327,8 +327,8 @@ def _driver_window(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
 
 def _wheel(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
     """python-mismatch, glibc-too-old, host-rocm-mismatch (and what could not be checked)."""
-    if cand.wheel is not None:
-        reasons, warnings = checks.wheel_checks(p.node, cand.wheel, *p.glibc())
+    if (wheel := cand.installs) is not None:
+        reasons, warnings = checks.wheel_checks(p.node, wheel, *p.glibc())
         found.reasons.extend(reasons)
         found.warnings.extend(warnings)
 
@@ -337,7 +337,7 @@ def _host(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
     """wsl-host, driver-os-unsupported, gpu-access-denied: what stops vLLM at start on this host
     (a wheel runs as the user; a Docker daemon's container as root)."""
     found.reasons.extend(p.blockers.every)
-    if cand.wheel is not None:
+    if cand.runs_as_user:
         found.reasons.extend(p.blockers.as_user)
     r_os = p.driver_os(found.reasons)
     if r_os is not None:

@@ -22,9 +22,8 @@ def _rank(
     # fits the most hosts, not the most demanding one.
     default = 0 if c.stack is None or c.stack.default else 1
     stack_order = (window(e), default) if window is not None else (default,)
-    tag_len = len(c.image.tag) if c.image is not None else 0
     # vLLM's own images before AMD's before wheels; the newest release within each channel.
-    return (group, int(e.unofficial), channel, _neg(c.vllm), stack_order, tag_len)
+    return (group, int(e.unofficial), channel, _neg(c.vllm), stack_order, c.alias_rank)
 
 
 def rank(e: Evaluation, prefer: Kind | None) -> tuple[object, ...]:

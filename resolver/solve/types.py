@@ -10,7 +10,7 @@ Nothing here decides anything; ``resolver.solve.provider`` builds candidates and
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import TYPE_CHECKING, ClassVar, Literal, cast
+from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, TypeVar, cast
 
 import msgspec
 from msgspec.structs import replace
@@ -330,17 +330,36 @@ _CHANNEL_WORDS: dict[Channel, str] = {
 class Candidate(msgspec.Struct, frozen=True, kw_only=True):
     """One way to run a vLLM release here: an image, a wheel, or a source build on one ROCm
     stack. The kinds are the subclasses (``ImageCandidate``, ``WheelCandidate``,
-    ``SourceCandidate``, pip's ``candidates.py`` shape): what differs between them is a method
-    or a class attribute, so no code branches on a kind string."""
+    ``SourceCandidate``, pip's ``candidates.py`` shape): each owns its record as a required
+    field, and what differs between them is a method, a property or a class attribute here, or
+    ``visit`` for what a caller words or writes per kind, so no code branches on a kind."""
 
     kind: ClassVar[Kind]
     from_source: ClassVar[bool] = False  # built on the node's side, for its gfx
+    # Installed into the user's own Python: it runs as the user (no container, no root).
+    runs_as_user: ClassVar[bool] = False
+    # Pulled whole from a registry, and run by the command `rocm-vllm image` prints (which sets
+    # the environment an advisory asks for).
+    pulled: ClassVar[bool] = False
     vllm: Version
     rocm: Version | None
-    release: VllmRelease | None = None
-    image: ContainerImage | None = None
-    wheel: WheelVariant | None = None
+    release: VllmRelease | None = None  # None: a prebuilt artifact of a release the data lacks
     stack: RocmStack | None = None  # the release's ROCm stack this path builds on, where known
+
+    # The kinds' own records as seen through any candidate (``None`` for the other kinds); each
+    # subclass declares its own as a required field.
+    @property
+    def image(self) -> ContainerImage | None:
+        return None
+
+    @property
+    def wheel(self) -> WheelVariant | None:
+        return None
+
+    def visit(self, visitor: CandidateVisitor[R]) -> R:
+        """``visitor``'s method for this kind (what a caller words or writes per kind; mypy
+        checks that it handles every kind)."""
+        raise NotImplementedError
 
     @property
     def key(self) -> tuple[str, str]:
@@ -371,6 +390,43 @@ class Candidate(msgspec.Struct, frozen=True, kw_only=True):
         """The solver's first preference key for this kind of path (lower is better)."""
         raise NotImplementedError
 
+    @property
+    def alias_rank(self) -> int:
+        """Among equal paths, the plainer name first: an image's plain tag (v0.33.0) before the
+        same image's stack alias (v0.33.0-rocm100)."""
+        return 0
+
+    @property
+    def family(self) -> str:
+        """What paths of one channel group under in an explanation (an image's repository)."""
+        return ""
+
+    @property
+    def vendor(self) -> str:
+        """Whose GPUs the artifact is built for: "amd", or "nvidia" (cuda.toml's records)."""
+        return "amd"
+
+    @property
+    def cuda(self) -> Version | None:
+        """The CUDA an NVIDIA artifact is built with (``None`` for ROCm paths)."""
+        return None
+
+    @property
+    def installs(self) -> WheelVariant | None:
+        """The wheel installed into the host's Python, whose CPython and glibc the host must
+        match (``None``: the path brings its own userland)."""
+        return None
+
+    @property
+    def lacks(self) -> tuple[str, ...]:
+        """gfx targets evidence read from the artifact says it carries no code for, though its
+        arch list claims them; ``lacks_source`` names that evidence."""
+        return ()
+
+    @property
+    def lacks_source(self) -> str:
+        return ""
+
     def built_for(self, node_targets: tuple[str, ...]) -> tuple[str, ...]:
         """The gfx targets the artifact this path hands over carries code for."""
         return self.arch
@@ -398,28 +454,68 @@ class Candidate(msgspec.Struct, frozen=True, kw_only=True):
         return record.arch if record else ()
 
 
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
+
+
+class CandidateVisitor(Protocol[R_co]):
+    """What a caller does per kind of path, one method a kind (``Candidate.visit``)."""
+
+    def image(self, c: ImageCandidate, /) -> R_co: ...
+
+    def wheel(self, c: WheelCandidate, /) -> R_co: ...
+
+    def source(self, c: SourceCandidate, /) -> R_co: ...
+
+
 class ImageCandidate(Candidate, frozen=True, kw_only=True):
-    """A prebuilt container image (``image`` is set)."""
+    """A prebuilt container image."""
 
     kind: ClassVar[Kind] = "image"
+    pulled: ClassVar[bool] = True
+    image: ContainerImage  # the base's read-only view, made a field
+
+    def visit(self, visitor: CandidateVisitor[R]) -> R:
+        return visitor.image(self)
 
     @property
     def name(self) -> str:
-        assert self.image is not None
         return self.image.ref
 
     @property
     def order(self) -> Channel:
-        assert self.image is not None
         if self.image.official:
             return Channel.OFFICIAL_IMAGE
         return Channel.DEPRECATED_IMAGE if self.image.deprecated else Channel.AMD_IMAGE
 
     def rank_group(self, *, cmake_only: bool) -> int:
-        assert self.image is not None
         preview = self.stack is not None and self.stack.preview
         aside = self.image.deprecated or self.image.stream == "therock-preview" or preview
         return 1 if aside else 0
+
+    @property
+    def alias_rank(self) -> int:
+        return len(self.image.tag)
+
+    @property
+    def family(self) -> str:
+        return self.image.repo
+
+    @property
+    def vendor(self) -> str:
+        return self.image.vendor
+
+    @property
+    def cuda(self) -> Version | None:
+        return self.image.cuda
+
+    @property
+    def lacks(self) -> tuple[str, ...]:
+        return self.image.lacks
+
+    @property
+    def lacks_source(self) -> str:
+        return self.image.lacks_source
 
     @property
     def record(self) -> ContainerImage | WheelVariant | RocmStack | VllmRelease | None:
@@ -427,9 +523,14 @@ class ImageCandidate(Candidate, frozen=True, kw_only=True):
 
 
 class WheelCandidate(Candidate, frozen=True, kw_only=True):
-    """A prebuilt wheel (``wheel`` is set): AMD's ROCm wheels, or vLLM's PyPI wheel on NVIDIA."""
+    """A prebuilt wheel: AMD's ROCm wheels, or vLLM's PyPI wheel on NVIDIA."""
 
     kind: ClassVar[Kind] = "wheel"
+    runs_as_user: ClassVar[bool] = True
+    wheel: WheelVariant  # the base's read-only view, made a field
+
+    def visit(self, visitor: CandidateVisitor[R]) -> R:
+        return visitor.wheel(self)
 
     @property
     def label(self) -> str:
@@ -437,9 +538,8 @@ class WheelCandidate(Candidate, frozen=True, kw_only=True):
 
     @property
     def name(self) -> str:
-        assert self.wheel is not None
-        if self.wheel.vendor == "nvidia":
-            return f"vllm=={self.vllm}"  # PyPI's wheel: no local version
+        if self.wheel.rocm is None:
+            return f"vllm=={self.vllm}"  # PyPI's CUDA wheel: no local version
         return f"vllm=={self.vllm}+{self.wheel.name}"
 
     @property
@@ -448,6 +548,18 @@ class WheelCandidate(Candidate, frozen=True, kw_only=True):
 
     def rank_group(self, *, cmake_only: bool) -> int:
         return 0
+
+    @property
+    def vendor(self) -> str:
+        return self.wheel.vendor
+
+    @property
+    def cuda(self) -> Version | None:
+        return self.wheel.cuda
+
+    @property
+    def installs(self) -> WheelVariant | None:
+        return self.wheel
 
     @property
     def record(self) -> ContainerImage | WheelVariant | RocmStack | VllmRelease | None:
@@ -459,10 +571,14 @@ class SourceCandidate(Candidate, frozen=True, kw_only=True):
 
     kind: ClassVar[Kind] = "source"
     from_source: ClassVar[bool] = True
+    release: VllmRelease  # a build needs the release's build facts
+
+    def visit(self, visitor: CandidateVisitor[R]) -> R:
+        return visitor.source(self)
 
     @property
     def name(self) -> str:
-        if self.stack is not None and self.release is not None and len(self.release.stacks) > 1:
+        if self.stack is not None and len(self.release.stacks) > 1:
             return f"vLLM {self.vllm} from source ({self.stack.variant} stack)"
         return f"vLLM {self.vllm} from source"
 
