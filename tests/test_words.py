@@ -31,7 +31,16 @@ SAID_BY_THE_FILE = {"probe-reported"}
 ALL_CODES = REASON_CODES + ADVISORY_CODES + PROBLEM_CODES
 # Wordings that are not a code's: bad input the solver finds (RequestError), what an unknown
 # answer lacks (MissingFact), and values several wordings take.
-NOT_A_CODE = {"request", "missing", "arch-list", "os-ships-glibc", "cuda-recipe", "fit"}
+NOT_A_CODE = {
+    "request",
+    "missing",
+    "arch-list",
+    "os-ships-glibc",
+    "cuda-recipe",
+    "fit",
+    "model-attention",
+    "model-note",
+}
 WORDS = {**probe_words.WORDS, **words.WORDS}
 
 

@@ -33,6 +33,12 @@ ReasonCode = Literal[
     "gpu-access-denied",
     "driver-os-unsupported",
     "wsl-host",
+    # --model (resolver.solve.model): what the model asks of a release and of the node's GPUs
+    "model-architecture-unsupported",
+    "model-rocm-unsupported",
+    "model-attention-unsupported",
+    "model-does-not-fit",
+    "model-context-too-long",
 ]
 
 # What a decision advises about a candidate or the node (``resolver.solve.advisories``,
@@ -40,14 +46,18 @@ ReasonCode = Literal[
 # about the image a plan pulls and the command that runs it (``resolver.artifacts.images``,
 # ``resolver.artifacts.parallel``).
 AdvisoryCode = Literal[
+    "model-architecture-unchecked",
+    "model-architecture-fallback",
+    "model-rocm-partial",
+    "model-attention-unchecked",
+    "model-fit-unchecked",
+    "model-context-capped",
     "aiter-off-by-default",
     "aiter-partial",
     "amd-image",
     "apu-unified-memory",
     "audit-lacks-gfx",
     "cpx-one-replica-per-partition",
-    "one-replica-per-partition",
-    "tp-across-partitions",
     "one-replica-per-partition",
     "tp-across-partitions",
     "cpx-partition",
@@ -174,6 +184,9 @@ UNCHECKED_CODES: frozenset[str] = frozenset(
         "cuda-arch-unchecked",
         "nvidia-driver-unchecked",
         "kv-cache-dtype-unchecked",
+        "model-architecture-unchecked",
+        "model-attention-unchecked",
+        "model-fit-unchecked",
     }
 )
 # Of those, the ones whose plan is ``unknown`` even without --strict: an NVIDIA GPU whose compute

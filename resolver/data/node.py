@@ -242,6 +242,21 @@ class Node(msgspec.Struct, frozen=True, kw_only=True):
         problems = tuple(p for p in self.problems if p.code != "wsl")
         return replace(self, host=host, problems=problems, kernel=None)
 
+    def with_gpu_count(self, count: int) -> Node:
+        """The node with ``count`` GPUs of the kind it has (the what-if search's "more GPUs" for
+        a model that does not fit): its first GPU repeated, or its first NVIDIA GPU."""
+        count = max(1, min(count, MAX_GPUS))
+        gpus = tuple(self.gpus[i % len(self.gpus)] for i in range(count)) if self.gpus else ()
+        host = self.host
+        if not self.gpus and self.nvidia_gpus:
+            host = dict(self.host)
+            others = [d for d in host.get("other_devices") or [] if d not in self.nvidia_gpus]
+            first = self.nvidia_gpus[0]
+            host["other_devices"] = [*others, *([first] * count)]
+        return replace(
+            self, gpus=gpus, host=host, physical_gpu_count=count, logical_gpu_count=count
+        )
+
     @property
     def nvidia_gpus(self) -> list[dict[str, Any]]:
         """The node's NVIDIA GPUs as the probe listed them (``host.other_devices``: product,

@@ -279,6 +279,9 @@ def route_words(m: Matrix, route: Route) -> tuple[str, str]:
         elif change.kind == "nvidia_driver":
             parts.append(f"upgrade the host's NVIDIA driver to the {change.value} branch or newer")
             verbs.append("fits")
+        elif change.kind == "gpus":
+            parts.append(f"run it on {change.value} GPUs of this kind (tensor parallelism)")
+            verbs.append("fits")
         elif change.kind == "python":
             parts.append(f"use Python {change.value} for the venv")
             verbs.append("installs")

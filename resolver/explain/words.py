@@ -75,7 +75,138 @@ _SMOKE_NO_GPU_HINT = (
     "groups) and that the host's amdgpu driver runs the image's ROCm"
 )
 
+_ARCH_UNSUPPORTED = "model-architecture-unsupported"
+_ATTENTION_MLA = "model-attention-unsupported/mla"
+_FIT_FACT = "each GPU offers {gib} GiB; the weights take {weights} GiB of it"
 WORDS: Final[dict[str, Said]] = {
+    # --- the model (--model: resolver.solve.model)
+    "model-architecture-unchecked": Said(
+        message="whether vLLM {vllm} has a model class for {arch} is not in the data (its model "
+        "registry was not read)",
+        hint="run `rocm-vllm matrix refresh --source models` to read it (--strict makes this "
+        "unknown)",
+    ),
+    "model-architecture-fallback": Said(
+        message="vLLM {vllm}'s model registry does not list {arch}: it would run through the "
+        "Transformers backend (--model-impl transformers), if transformers knows the model, more "
+        "slowly than a native implementation",
+        hint="pick a release whose registry lists {arch}, or check that transformers runs it",
+        source="vllm/model_executor/models/registry.py (the release's _TRANSFORMERS_BACKEND_MODELS)",
+    ),
+    _ARCH_UNSUPPORTED: Said(
+        message="vLLM {vllm} has no model class for {arch} (\"Model architectures ['{arch}'] "
+        'are not supported for now"), and no release in the data lists it',
+        facts=("vLLM {vllm}'s model registry does not list {arch}",),
+        hint="the model needs a newer vLLM than the data knows, remote code, or another server",
+    ),
+    "model-architecture-unsupported/later": Said(
+        base=_ARCH_UNSUPPORTED,
+        message="vLLM {vllm} has no model class for {arch} (\"Model architectures ['{arch}'] "
+        'are not supported for now"); vLLM {first} is the first release that lists it',
+        hint=_NEWER_RELEASE_HINT,
+        fix="vLLM {first} or newer",
+    ),
+    "model-rocm-unsupported": Said(
+        message="vLLM {vllm} lists {arch} among the models that do not run on ROCm "
+        "(_ROCM_UNSUPPORTED_MODELS)",
+        facts=("vLLM {vllm}'s registry excludes {arch} on ROCm",),
+        hint="pick a release that runs it on ROCm, or another model",
+    ),
+    "model-rocm-partial": Said(
+        message="vLLM {vllm} runs {arch} on ROCm only partly: {why}",
+        hint="expect the limits the release states; a newer release may lift them",
+    ),
+    "model-attention/mla": Said(message="MLA (a compressed KV latent of rank {rank})"),
+    "model-attention/sliding": Said(message="sliding-window layers (window {window})"),
+    "model-attention/encoder-decoder": Said(message="cross attention (encoder-decoder)"),
+    "model-attention-unchecked": Said(
+        message="whether a ROCm attention backend of vLLM {vllm} takes {needs} is not in the data",
+        hint="vLLM picks a backend at start-up and fails if none takes the model (--strict makes "
+        "this unknown)",
+    ),
+    _ATTENTION_MLA: Said(
+        message="the model uses MLA, and none of vLLM {vllm}'s ROCm attention backends ({backends}) "
+        "is an MLA backend",
+        facts=("vLLM {vllm}'s ROCm attention backends: {backends}",),
+        hint="pick a release with a ROCm MLA backend",
+    ),
+    "model-attention-unsupported/not-mla": Said(
+        base=_ATTENTION_MLA,
+        message="none of vLLM {vllm}'s ROCm attention backends ({backends}) takes a model "
+        "without MLA",
+    ),
+    "model-attention-unsupported/head-size": Said(
+        base=_ATTENTION_MLA,
+        message="no ROCm attention backend of vLLM {vllm} ({backends}) takes head size {head}",
+        hint="pick a release whose ROCm backends take head size {head}, or another model",
+    ),
+    "model-attention-unsupported/sliding-window": Said(
+        base=_ATTENTION_MLA,
+        message="the model has sliding-window layers, and no ROCm attention backend of vLLM "
+        "{vllm} that takes it supports a sliding window ({backends})",
+        hint="pick a release whose ROCm backends support sliding windows",
+    ),
+    "model-attention-unsupported/encoder-decoder": Said(
+        base=_ATTENTION_MLA,
+        message="the model is an encoder-decoder, and no ROCm attention backend of vLLM {vllm} "
+        "takes cross attention ({backends})",
+        hint="pick a release whose ROCm backends take encoder-decoder attention",
+    ),
+    "model-fit-unchecked": Said(
+        message="the memory of this node's GPUs is not known, so whether the model fits was not "
+        "checked",
+        hint="give the node as the probe sees it (--node from `rocm-vllm probe --json`, which "
+        "reads each GPU's VRAM), or an --example whose products the data sizes",
+    ),
+    "model-context-capped": Said(
+        message="the model's context ({context} tokens) does not fit one sequence's KV cache on "
+        "{gpus} GPU(s); {largest} tokens do at tensor parallel size {tp}, and the plan's command "
+        "sets --max-model-len {largest}",
+        hint="for the full context use {min_gpus} GPUs, or --kv-cache-dtype fp8 where the GPU "
+        "takes it",
+    ),
+    "model-context-too-long": Said(
+        message="--max-model-len {context} does not fit one sequence's KV cache on {gpus} GPU(s) "
+        "of {gib} GiB; at most {largest} tokens do",
+        facts=(_FIT_FACT,),
+        hint="use --max-model-len {largest} or less, or {min_gpus} GPUs",
+        fix="{min_gpus} GPUs",
+    ),
+    "model-does-not-fit": Said(
+        message="the model does not fit {gpus} GPU(s) of {gib} GiB: its weights take {weights} "
+        "GiB per GPU at the largest tensor parallel size this node allows, leaving no room for "
+        'the KV cache (vLLM: out of memory, or "No available memory for the cache blocks")',
+        facts=(_FIT_FACT,),
+        hint="use {min_gpus} GPUs, a quantized checkpoint, or a smaller model",
+        fix="{min_gpus} GPUs",
+    ),
+    "model-note/remote-code": Said(
+        message="the model asks for remote code (auto_map): it was read as JSON only, and what "
+        "its code does (custom layers, another cache layout) is not known"
+    ),
+    "model-note/unified": Said(
+        message="an APU: its GPU memory is system RAM through GTT; the fit assumes what the probe "
+        "read, and a larger ttm.pages_limit may be needed"
+    ),
+    # --- how the fit's GPU memory was found
+    "fit/memory-probe": Said(message="the probe's reading of each GPU's memory"),
+    "fit/memory-product": Said(message="the {product}'s memory as the data records it"),
+    "fit/memory-partition": Said(message="one {mode} partition of the {product}"),
+    "fit/memory-assumed": Said(
+        message="assumed: the smallest {gfx} product the data sizes ({product}); give --node for "
+        "this node's own"
+    ),
+    "request/quantization-contradicts": Said(
+        message="--quantization {asked} contradicts the checkpoint's quantization_config ({method})"
+    ),
+    "request/quantization-contradicts-hint": Said(
+        message="drop --quantization: vLLM reads {method} from the checkpoint"
+    ),
+    "request/tp-invalid": Said(
+        message="--tensor-parallel-size {tp} does not divide the model's {heads} attention heads "
+        "and {kv} KV heads as vLLM requires"
+    ),
+    "request/tp-invalid-hint": Said(message="valid sizes: {valid}"),
     # --- bad input the solver finds (RequestError: exit 2)
     "request/quantization-unknown": Said(
         message="--quantization {quant!r} is not a method any vLLM release's ROCm platform lists"
@@ -912,20 +1043,6 @@ WORDS: Final[dict[str, Said]] = {
         hint="start one per partition: the same command with --devices N --port $((8000 + N)) "
         "for each N (the container is named vllm-N); for tensor parallelism switch the GPUs to "
         "SPX",
-    ),
-    "one-replica-per-partition": Said(
-        message="{mode} mode ({per_gpu} partitions per GPU): the run command serves one TP=1 "
-        "replica on partition {partition} of {offered}, not tensor parallelism across them",
-        hint="start one per partition: the same command with --devices N --port $((8000 + N)) "
-        "for each N (the container is named vllm-N); for a model that needs several, name one "
-        "partition of each GPU (--devices 0,{per_gpu},...) or switch the GPUs to SPX",
-    ),
-    "tp-across-partitions": Said(
-        message="--devices {devices}: tensor parallelism across {gpus} {mode} partitions, one on "
-        "each GPU; no vLLM or AMD source shows tensor parallelism across partitions working (TP "
-        "across CPX partitions gave garbage output)",
-        hint="check the server's answers before serving them, or switch the GPUs to SPX for "
-        "tensor parallelism",
     ),
     "one-replica-per-partition": Said(
         message="{mode} mode ({per_gpu} partitions per GPU): the run command serves one TP=1 "

@@ -14,6 +14,7 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
+from msgspec.structs import replace
 from packaging.version import InvalidVersion, Version
 
 from resolver.data.codes import FACT_UNKNOWN_CODES, UNCHECKED_CODES, UNKNOWN_CODES
@@ -239,6 +240,10 @@ def solve(
     """Weigh every candidate path for ``node`` and decide, for either vendor: the vendor's
     provider lists and checks the candidates, ``_decide`` chooses the verdict."""
     reporter = reporter or Reporter()
+    if request.model is not None:  # the checkpoint's quantization is the request's
+        from resolver.solve.model import with_checkpoint
+
+        request = with_checkpoint(request)
     _validate_kv_cache_dtype(matrix, request)
     side = _vendor(matrix, node, request)
     early = side.unplaceable()
@@ -252,7 +257,12 @@ def solve(
         evaluations.append(ev)
     if not evaluations:
         return _unknown(side.node, request, side.nothing_listed())
-    return _decide(side, request, sorted(evaluations, key=side.rank_key))
+    decision = _decide(side, request, sorted(evaluations, key=side.rank_key))
+    if request.model is not None:
+        from resolver.solve.model import answer
+
+        decision = replace(decision, model=answer(matrix, decision))
+    return decision
 
 
 def _decide(side: Vendor, request: Request, ranked: list[Evaluation]) -> Decision:

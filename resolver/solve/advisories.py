@@ -197,7 +197,7 @@ def node_warnings(
     """Every node-level advisory for ``plan`` (or for no plan), in a fixed order."""
     out: list[Advisory] = []
     targets = [t for t in (m.gfx_target(n) for n in node.gfx_targets) if t is not None]
-    quant = (request.quantization or "").lower()
+    quant = request.gated_quantization
     fp8_asked = quant in FP8_QUANT or (request.kv_cache_dtype or "").startswith("fp8")
     release = plan.candidate.vllm if plan is not None else None
     for t in targets:

@@ -245,7 +245,7 @@ def gate_checks(
 ) -> list[Reason]:
     """The request's quantization and KV cache dtype against each GPU's feature gates."""
     reasons: list[Reason] = []
-    quant = (request.quantization or "").lower() or None
+    quant = request.gated_quantization or None
     kv = (request.kv_cache_dtype or "").lower() or None
     if quant is None and kv is None:
         return reasons  # nothing asked of the gates: no fact worded for every candidate
@@ -1100,7 +1100,7 @@ def fp8_admitted(
     """``fp8-not-admitted``: an FP8 quantization on a GPU the release's ROCm platform does not
     enable FP8 for (``capabilities.toml`` ``fp8``: RocmPlatform.supports_fp8 evaluated per gfx
     from its sdist). The hardware gate (``fp8-unsupported``) is a separate check."""
-    quant = (request.quantization or "").lower()
+    quant = request.gated_quantization
     caps = m.capabilities_of(cand.vllm) if quant in FP8_QUANT else None
     if caps is None or caps.fp8 is None:
         return None

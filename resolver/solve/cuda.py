@@ -262,6 +262,7 @@ def evaluate(
     cand: Candidate,
     quantization: str | None = None,
     kv_cache_dtype: str | None = None,
+    model: Request | None = None,
 ) -> Evaluation:
     reasons: list[Reason] = []
     warnings: list[Advisory] = []
@@ -407,6 +408,12 @@ def evaluate(
                 release=release.version,
             )
         )
+    if model is not None:
+        from resolver.solve.model import model_rules
+
+        found, said = model_rules(m, node, model, cand, amd=False)
+        reasons += found
+        warnings += said
     return Evaluation(candidate=cand, reasons=tuple(reasons), warnings=tuple(warnings))
 
 
@@ -530,7 +537,7 @@ def evaluate_candidate(
         wheel = _wheel(release) if release is not None else None
         if release is not None and wheel is not None:
             carrier = _carrier(release, wheel)
-            return evaluate(m, node, release, carrier, cand, quant, kv)
+            return evaluate(m, node, release, carrier, cand, quant, kv, request)
     for release in m.cuda:
         for image in release.images:
             if (
@@ -538,7 +545,7 @@ def evaluate_candidate(
                 and image.tag == cand.image.tag
                 and image.repo == cand.image.repo
             ):
-                return evaluate(m, node, release, image, cand, quant, kv)
+                return evaluate(m, node, release, image, cand, quant, kv, request)
     raise RequestError(
         phrase("request/cuda-image-unknown", label=cand.label),
         hint=phrase("request/cuda-image-unknown-hint"),
@@ -695,7 +702,9 @@ class CudaProvider:
     def evaluate(self, cand: Candidate) -> Evaluation:
         release, image, _ = self._listed[cand.key]
         q = self.request
-        return evaluate(self.m, self.node, release, image, cand, q.quantization, q.kv_cache_dtype)
+        return evaluate(
+            self.m, self.node, release, image, cand, q.quantization, q.kv_cache_dtype, q
+        )
 
     def rank_key(self, e: Evaluation) -> tuple[object, ...]:
         return _rank(e, self.request.prefer)

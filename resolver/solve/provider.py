@@ -236,6 +236,10 @@ class MatrixProvider:
         ]
         reasons.extend(checks.gate_checks(self.m, cand, self.targets, self.request))
         reasons.extend(self.blockers.every)  # the host stops any release, read or not
+        if self.request.model is not None:  # a model too big for the node, whatever the release
+            from resolver.solve.model import fit_rules
+
+            reasons.extend(fit_rules(self.m, self.node, self.request, cand)[0])
         r_os = self.driver_os(reasons)
         if r_os is not None:
             reasons.append(r_os)
@@ -350,6 +354,21 @@ def _record(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
 
 
 Rule = Callable[[MatrixProvider, Candidate, _Found], None]
+
+
+def _model(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
+    """--model: the release's registry and ROCm attention backends, and the memory fit
+    (model-architecture-unsupported, model-rocm-unsupported, model-attention-unsupported,
+    model-does-not-fit, model-context-too-long, and what could not be checked)."""
+    if p.request.model is None:
+        return  # a check without --model never imports the model's modules
+    from resolver.solve.model import model_rules
+
+    reasons, warnings = model_rules(p.m, p.node, p.request, cand, amd=True)
+    found.reasons.extend(reasons)
+    found.warnings.extend(warnings)
+
+
 RULES: tuple[Rule, ...] = (
     _gpu,
     _gates,
@@ -359,6 +378,7 @@ RULES: tuple[Rule, ...] = (
     _wheel,
     _host,
     _record,
+    _model,
 )
 
 

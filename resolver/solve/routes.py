@@ -45,6 +45,7 @@ from resolver.util.errors import ResolverError
 # driver's packages create them), glibc and Python after.
 STEP_ORDER = (
     "platform",
+    "gpus",
     "os",
     "kernel",
     "driver",
@@ -510,6 +511,7 @@ def _value(node: Node, kind: str) -> str | None:
         "python": node.python,
         "groups": _groups(node),
         "platform": "wsl" if node.host.get("wsl") else None,
+        "gpus": str(node.logical_gpu_count) if node.logical_gpu_count else None,
     }.get(kind)
 
 

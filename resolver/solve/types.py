@@ -31,7 +31,7 @@ from resolver.util.errors import InputError
 if TYPE_CHECKING:  # made by parse_spec: a check without --vllm never imports it
     from packaging.specifiers import SpecifierSet
 
-    from resolver.solve.model import ModelAnswer, ModelRequest
+    from resolver.solve.modelspec import ModelAnswer, ModelRequest
 
 Kind = Literal["image", "wheel", "source"]
 KINDS: tuple[Kind, ...] = ("image", "wheel", "source")
@@ -90,6 +90,14 @@ class Request(msgspec.Struct, frozen=True, kw_only=True):
     strict: bool = False
     # --model: the model to serve and the sizing knobs the user pinned (issue 37)
     model: ModelRequest | None = None
+    # The format a checkpoint's method quantizes to, where the method's name does not say it (a
+    # ModelOpt or compressed-tensors FP8 checkpoint is FP8 to the GPU's gates): "fp8", "mxfp4".
+    gate_as: str | None = None
+
+    @property
+    def gated_quantization(self) -> str:
+        """The quantization the GPU's feature gates judge (lower case; "" for none)."""
+        return (self.gate_as or self.quantization or "").lower()
 
 
 class Fact(msgspec.Struct, frozen=True, kw_only=True):
@@ -104,7 +112,16 @@ class Fact(msgspec.Struct, frozen=True, kw_only=True):
 
 
 HostChangeKind = Literal[
-    "driver", "python", "glibc", "os", "rocm", "kernel", "nvidia_driver", "groups", "platform"
+    "driver",
+    "python",
+    "glibc",
+    "os",
+    "rocm",
+    "kernel",
+    "nvidia_driver",
+    "groups",
+    "platform",
+    "gpus",
 ]
 RequestChangeKind = Literal["vllm", "quantization", "source"]
 # What each change costs the user, for the what-if search (``resolver.solve.routes``): fewer
@@ -122,6 +139,7 @@ CHANGE_COST: dict[str, int] = {
     "glibc": 3,
     "os": 3,
     "platform": 4,  # another machine, or Linux installed beside Windows
+    "gpus": 4,  # more GPUs of the same kind: another machine, for a model that does not fit
 }
 
 
@@ -160,6 +178,8 @@ class HostChange(msgspec.Struct, frozen=True, kw_only=True):
             return node.with_gpu_groups()
         if self.kind == "platform":
             return node.on_native_linux()
+        if self.kind == "gpus":
+            return node.with_gpu_count(int(self.value))
         # A driver series becomes its x.y.0; a release a GPU needs (6.4.1) stays itself.
         driver = self.kind == "driver" and self.value.count(".") == 1
         value = f"{self.value}.0" if driver else self.value
