@@ -500,8 +500,6 @@ def test_no_module_branches_on_a_candidate_kind_string() -> None:
 # methods (issue 36 item 4): files others were editing at the time (the integrator's solver, the
 # --model renderers); each should leave this set as it is converted.
 _PENDING = {
-    "solve/cuda.py",
-    "solve/__init__.py",
     "explain/report.py",
     "explain/text.py",
     "explain/steps.py",

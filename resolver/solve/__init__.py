@@ -465,8 +465,7 @@ def evaluate_pinned(
 ) -> Evaluation:
     """``candidate`` (say, another node's plan) with every check made on ``node``: the AMD
     provider's, or the CUDA ones for an NVIDIA image."""
-    nvidia = candidate.wheel is not None and candidate.wheel.vendor == "nvidia"
-    if nvidia or (candidate.image is not None and candidate.image.vendor == "nvidia"):
+    if candidate.vendor == "nvidia":
         from resolver.solve.cuda import evaluate_candidate
 
         return evaluate_candidate(matrix, node, candidate, request)

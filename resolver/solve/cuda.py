@@ -359,8 +359,8 @@ def evaluate(
                 source=src,
             )
         )
-    if cand.wheel is not None:
-        reasons += _wheel_reasons(m, node, release, cand.wheel, label)
+    if (wheel := cand.installs) is not None:
+        reasons += _wheel_reasons(m, node, release, wheel, label)
     rule = m.cuda_driver_rule(image.cuda)
     driver = nvidia_driver(node)
     branch = driver_branch(driver)
@@ -429,7 +429,7 @@ def _driver_hint(
     """What to do about a driver too old for the build: the PyPI wheel names the release's other
     CUDA wheels this driver runs (release assets, not on PyPI); a CUDA 13 image ships CUDA's
     forward compatibility libraries."""
-    if cand.wheel is not None:
+    if cand.installs is not None:
         fits = [
             v
             for v in release.wheel_variants
@@ -532,7 +532,7 @@ def evaluate_candidate(
     candidate of its own would get, the request's quantization and KV cache dtype included."""
     quant = request.quantization if request is not None else None
     kv = request.kv_cache_dtype if request is not None else None
-    if cand.wheel is not None and cand.wheel.vendor == "nvidia":
+    if cand.runs_as_user:  # vLLM's PyPI wheel, checked on the image that carries its build
         release = m.cuda_release(cand.vllm)
         wheel = _wheel(release) if release is not None else None
         if release is not None and wheel is not None:
@@ -540,11 +540,7 @@ def evaluate_candidate(
             return evaluate(m, node, release, carrier, cand, quant, kv, request)
     for release in m.cuda:
         for image in release.images:
-            if (
-                cand.image is not None
-                and image.tag == cand.image.tag
-                and image.repo == cand.image.repo
-            ):
+            if cand.label == f"{image.repo}:{image.tag}":
                 return evaluate(m, node, release, image, cand, quant, kv, request)
     raise RequestError(
         phrase("request/cuda-image-unknown", label=cand.label),
@@ -557,11 +553,11 @@ def _image_needs_driver(
 ) -> list[Advisory]:
     """A wheel planned where the same release's image fails only on the driver: say so, and what
     the image needs (a newer branch gives the container)."""
-    if plan is None or plan.candidate.wheel is None:
+    if plan is None or not plan.candidate.runs_as_user:
         return []
     for e in rejected:
         c = e.candidate
-        if c.image is not None and c.vllm == plan.candidate.vllm and e.host_fixable:
+        if c.pulled and c.vllm == plan.candidate.vllm and e.host_fixable:
             fix = next((r.fix for r in e.reasons if r.fix is not None), None)
             return [
                 Advisory.said(

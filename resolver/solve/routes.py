@@ -222,7 +222,7 @@ def finish(matrix: Matrix, route: Route, *, budget: int = 4) -> Route:
             again is None
             or again.plan is None
             or again.verdict not in OK_VERDICTS
-            or again.plan.candidate.label != current.opens.candidate.label
+            or again.plan.candidate.key != current.opens.candidate.key
         ):
             break
         step = Step(
