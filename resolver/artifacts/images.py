@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from resolver.artifacts.parallel import Placement
     from resolver.artifacts.registry import Registry, RegistryClient, ResolvedDigest
     from resolver.artifacts.runcmd import RunSpec
+    from resolver.explain.steps import ServeSizing
+    from resolver.solve.model import ModelRequest
 
 IMAGE_PATHS = frozenset({"image"})
 
@@ -99,9 +101,28 @@ SMOKE_ENTRYPOINT = ["python3", "-c"]
 # --- choice ----------------------------------------------------------------------------------
 
 
-def choose_image(matrix: Matrix, node: Node, vllm: SpecifierSet | None) -> Decision:
-    """The verified image for ``node``: the solver with candidates restricted to images."""
-    return solve(matrix, node, Request(vllm=vllm, paths=IMAGE_PATHS))
+def choose_image(
+    matrix: Matrix,
+    node: Node,
+    vllm: SpecifierSet | None,
+    *,
+    model: ModelRequest | None = None,
+    quantization: str | None = None,
+    kv_cache_dtype: str | None = None,
+) -> Decision:
+    """The verified image for ``node``: the solver with candidates restricted to images (and
+    ``--model`` with its sizing knobs, issue 37)."""
+    return solve(
+        matrix,
+        node,
+        Request(
+            vllm=vllm,
+            paths=IMAGE_PATHS,
+            model=model,
+            quantization=quantization,
+            kv_cache_dtype=kv_cache_dtype,
+        ),
+    )
 
 
 def chosen(decision: Decision) -> ContainerImage | None:
@@ -661,10 +682,14 @@ def run_spec(
     devices: tuple[int, ...] | None,
     hf_cache: str,
     placed: Placement | None = None,
+    sizing: ServeSizing | None = None,
 ) -> RunSpec:
     from resolver.artifacts.runcmd import RunSpec
 
     placed = placed or placement(node, devices=devices, model=model, hf_cache=hf_cache)
+    # --model's answer (explain.steps.serve_sizing) sets vLLM's sizing flags; its TP, where it
+    # names one, is the one the fit was computed for.
+    tp = sizing.tensor_parallel_size if sizing is not None else None
     return RunSpec(
         image=ref,
         entrypoint=image.entrypoint,
@@ -673,7 +698,11 @@ def run_spec(
         hf_cache=hf_cache,
         env=env,
         devices=placed.devices,
-        tensor_parallel=placed.tensor_parallel,
+        tensor_parallel=tp or placed.tensor_parallel,
+        max_model_len=sizing.max_model_len if sizing is not None else None,
+        gpu_memory_utilization=sizing.gpu_memory_utilization if sizing is not None else None,
+        kv_cache_dtype=sizing.kv_cache_dtype if sizing is not None else None,
+        quantization=sizing.quantization if sizing is not None else None,
         render_gid=host_render_gid(node) if image.vendor == "amd" else None,
         vendor=image.vendor,
         # One replica per CPX partition: each container needs a name of its own.

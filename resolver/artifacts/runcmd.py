@@ -40,8 +40,10 @@ REPLICA_PORT = "$port"
 _VISIBILITY_VARS = frozenset(
     {"ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"}
 )
-_MODEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,255}\Z")
+# An id, or a path (absolute, as the hint says: a directory --model was read from).
+_MODEL_RE = re.compile(r"^[A-Za-z0-9/][A-Za-z0-9._/:@+-]{0,255}\Z")
 _PATH_RE = re.compile(r"^(~|/)[A-Za-z0-9._/+-]*\Z")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")  # a quantization or KV dtype
 
 
 def check_run_inputs(*, model: str | None, port: int, hf_cache: str) -> None:
@@ -60,6 +62,11 @@ class RunSpec:
     env: tuple[tuple[str, str], ...] = ()  # per-gfx serving env from matrix/gfx.toml
     devices: tuple[int, ...] | None = None  # GPU indices -> HIP_VISIBLE_DEVICES
     tensor_parallel: int | None = None
+    # --model's sizes (issue 37: explain.steps.serve_sizing): vLLM's flags of the same names.
+    max_model_len: int | None = None
+    gpu_memory_utilization: float | None = None
+    kv_cache_dtype: str | None = None
+    quantization: str | None = None
     render_gid: int | None = None  # group of /dev/dri/renderD* when it is not `video`
     name: str = "vllm"
     extra_args: tuple[str, ...] = field(default_factory=tuple)
@@ -110,6 +117,24 @@ class RunSpec:
             raise UsageError(
                 "tensor parallel size must be at least 1", hint="give --gpus N with N >= 1"
             )
+        if self.max_model_len is not None and self.max_model_len < 1:
+            raise UsageError(
+                "max model len must be at least 1", hint="give --max-model-len N with N >= 1"
+            )
+        if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
+            raise UsageError(
+                "GPU memory utilization must be in (0, 1]",
+                hint="give --gpu-memory-utilization F with 0 < F <= 1",
+            )
+        for flag, name in (
+            ("--kv-cache-dtype", self.kv_cache_dtype),
+            ("--quantization", self.quantization),
+        ):
+            if name is not None and not _NAME_RE.fullmatch(name):
+                raise UsageError(
+                    f"{flag} {name!r} is not a name vLLM takes",
+                    hint="give a name such as fp8 (letters, digits, '_', '-', '.')",
+                )
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +212,14 @@ def serve_args(spec: RunSpec) -> list[str]:
     args: list[str] = [spec.model] if spec.model else []
     if spec.tensor_parallel and spec.tensor_parallel > 1:
         args += ["--tensor-parallel-size", str(spec.tensor_parallel)]
+    for flag, value in (
+        ("--max-model-len", spec.max_model_len),
+        ("--gpu-memory-utilization", spec.gpu_memory_utilization),
+        ("--kv-cache-dtype", spec.kv_cache_dtype),
+        ("--quantization", spec.quantization),
+    ):
+        if value is not None:
+            args += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
     if spec.per_replica:
         args += ["--port", shell.Expansion(REPLICA_PORT)]
     elif spec.port != 8000:

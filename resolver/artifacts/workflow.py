@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from resolver.data.model import ContainerImage, Matrix
 from resolver.data.node import Node
+
+if TYPE_CHECKING:
+    from resolver.solve.model import ModelRequest
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -35,6 +38,10 @@ class ImageOptions:
     # stdout, else the default name).
     compose_file: str = "compose.yaml"
     definition_file: str = "vllm.def"
+    # --model's config and sizing knobs, and the request flags that go with them (issue 37)
+    model_request: ModelRequest | None = None
+    quantization: str | None = None
+    kv_cache_dtype: str | None = None
 
 
 # The --json fields that carry something to run: null when the answer is not a yes.
@@ -76,10 +83,18 @@ def run(
     """Decide the image, then pin, audit, pull and smoke-test it as ``opts`` asks."""
     from resolver.artifacts import images
     from resolver.artifacts.runcmd import render
+    from resolver.explain.steps import serve_sizing
     from resolver.util.versions import parse_spec
 
     check_options(opts)
-    decision = images.choose_image(m, node, parse_spec(opts.vllm) if opts.vllm else None)
+    decision = images.choose_image(
+        m,
+        node,
+        parse_spec(opts.vllm) if opts.vllm else None,
+        model=opts.model_request,
+        quantization=opts.quantization,
+        kv_cache_dtype=opts.kv_cache_dtype,
+    )
     chosen = images.chosen(decision)
     out: dict[str, Any] = _base_json(decision)
     if chosen is None:
@@ -130,6 +145,7 @@ def run(
         devices=opts.devices,
         hf_cache=opts.hf_cache,
         placed=placed,
+        sizing=serve_sizing(decision.model, opts.model_request),
     )
     out.update(_image_json(chosen, ref, reg.url))
     artifact: str
@@ -297,6 +313,7 @@ def _source_plan(m: Matrix, node: Node, images_only: Any) -> dict[str, Any] | No
 
 def _base_json(decision: Any) -> dict[str, Any]:
     from resolver.explain import candidate_json, missing_json, reason_json, warning_json
+    from resolver.explain.report import model_json
 
     return {
         "schema_version": 1,
@@ -311,6 +328,8 @@ def _base_json(decision: Any) -> dict[str, Any]:
         "request": {
             "vllm": str(decision.request.vllm) if decision.request.vllm is not None else None
         },
+        # --model: the decision's answer about it, as check --json carries it (issue 37)
+        "model": model_json(decision.model) if decision.model is not None else None,
         "image": None,
         "digest": None,
         "run_command": None,

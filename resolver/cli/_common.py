@@ -139,6 +139,53 @@ JsonOpt = Annotated[
     bool, typer.Option("--json", help="Machine-readable output (stable schema, see docs/).")
 ]
 
+# --model and vLLM's sizing knobs (issue 37): the same names as vLLM's own flags.
+MODEL_PANEL = "Model (docs/model-fit.md)"
+ModelSpecOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        help="The model to serve: a Hugging Face id (read from the local Hugging Face cache), a "
+        "model directory or a config.json; its architecture, quantization, attention path and "
+        "memory fit are checked.",
+        rich_help_panel=MODEL_PANEL,
+    ),
+]
+OnlineOpt = Annotated[
+    bool,
+    typer.Option(
+        "--online",
+        help="Fetch --model's config.json (and its safetensors index, never weights) from "
+        "HF_ENDPOINT (default https://huggingface.co) into the Hugging Face cache first.",
+        rich_help_panel=MODEL_PANEL,
+    ),
+]
+TensorParallelOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--tensor-parallel-size",
+        help="Pin vLLM's --tensor-parallel-size (default: the smallest that fits).",
+        rich_help_panel=MODEL_PANEL,
+    ),
+]
+MaxModelLenOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-model-len",
+        help="Pin vLLM's --max-model-len (default: the model's own context, else the largest "
+        "that fits).",
+        rich_help_panel=MODEL_PANEL,
+    ),
+]
+GpuMemoryUtilizationOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--gpu-memory-utilization",
+        help="Pin vLLM's --gpu-memory-utilization, 0 < F <= 1 (default: the release's own).",
+        rich_help_panel=MODEL_PANEL,
+    ),
+]
+
 
 class TextOrJson(StrEnum):
     """``--format`` of a command whose only outputs are its text and its JSON document."""
@@ -426,3 +473,118 @@ def stdout_file() -> str | None:
         return str(target.relative_to(Path.cwd()))
     except ValueError:
         return str(target)
+
+
+def model_request(
+    spec: str | None,
+    *,
+    online: bool = False,
+    tensor_parallel_size: int | None = None,
+    max_model_len: int | None = None,
+    gpu_memory_utilization: float | None = None,
+    required: bool = True,
+) -> Any:
+    """The ``ModelRequest`` for ``--model`` and its sizing knobs (None without ``--model``).
+
+    Offline by default: the config is read from the local Hugging Face cache, a directory or a
+    config.json; ``--online`` first fetches the config files through ``HF_ENDPOINT``.
+    ``required=False`` (image, fleet plan, where ``--model`` always named what to serve): a
+    model whose config is not here (``model_cached``) gives None, and the caller says so.
+    hfmodel and fit are imported only here, so a ``check`` without ``--model`` loads neither."""
+    check_sizing(
+        spec,
+        tensor_parallel_size=tensor_parallel_size,
+        max_model_len=max_model_len,
+        gpu_memory_utilization=gpu_memory_utilization,
+        online=online,
+    )
+    if spec is None:
+        return None
+    from resolver.data import hfmodel
+    from resolver.solve.model import ModelRequest
+
+    if online:
+        if not hfmodel.is_model_id(spec):
+            from resolver.util.errors import ModelError
+
+            raise ModelError(
+                f"--online fetches a Hugging Face id, and {spec!r} is not one",
+                hint="give org/name with --online, or drop --online for a local directory or "
+                "config.json",
+            )
+        from resolver.refresh.hf import fetch_model_files
+
+        fetch_model_files(spec)
+    elif not required and not model_cached(spec):
+        return None
+    return ModelRequest(
+        spec=spec,
+        config=hfmodel.read_model(spec),
+        tensor_parallel_size=tensor_parallel_size,
+        max_model_len=max_model_len,
+        gpu_memory_utilization=gpu_memory_utilization,
+    )
+
+
+def model_cached(spec: str) -> bool:
+    """Whether ``spec`` names something ``read_model`` can look at here: an existing path, or a
+    Hugging Face id with an entry in the local cache (its ``refs/main``). Anything else is only a
+    name for the run command (a path inside the container, a model not downloaded yet)."""
+    from resolver.data import hfmodel
+
+    try:
+        if Path(spec).expanduser().exists():
+            return True
+    except (OSError, RuntimeError):  # a name too long, ~user of nobody
+        return False
+    if not hfmodel.is_model_id(spec):
+        return False
+    return (hfmodel.cache_repo_dir(spec) / "refs" / "main").exists()
+
+
+def check_sizing(
+    spec: str | None,
+    *,
+    tensor_parallel_size: int | None,
+    max_model_len: int | None,
+    gpu_memory_utilization: float | None,
+    online: bool = False,
+) -> None:
+    """Refuse a sizing knob out of range, or given without ``--model``, before anything slow."""
+    from resolver.data.node import MAX_GPUS
+
+    if tensor_parallel_size is not None and not 1 <= tensor_parallel_size <= MAX_GPUS:
+        raise UsageError(
+            f"--tensor-parallel-size {tensor_parallel_size} is not a GPU count",
+            hint=f"give a whole number of GPUs from 1 to {MAX_GPUS}",
+        )
+    if max_model_len is not None:
+        from resolver.data.hfmodel import MAX_CONTEXT
+
+        if not 1 <= max_model_len <= MAX_CONTEXT:
+            raise UsageError(
+                f"--max-model-len {max_model_len} is not a context length",
+                hint=f"give a number of tokens from 1 to {MAX_CONTEXT}",
+            )
+    # NaN fails both comparisons, so it is refused too.
+    if gpu_memory_utilization is not None and not 0 < gpu_memory_utilization <= 1:
+        raise UsageError(
+            f"--gpu-memory-utilization {gpu_memory_utilization} is not a fraction in (0, 1]",
+            hint="give the share of each GPU's memory vLLM may take, e.g. 0.9",
+        )
+    if spec is None:
+        given = [
+            flag
+            for flag, value in (
+                ("--tensor-parallel-size", tensor_parallel_size),
+                ("--max-model-len", max_model_len),
+                ("--gpu-memory-utilization", gpu_memory_utilization),
+                ("--online", online or None),
+            )
+            if value is not None
+        ]
+        if given:
+            raise UsageError(
+                f"{', '.join(given)} sizes a model, and no --model was given",
+                hint="add --model ORG/NAME (or a model directory, or its config.json)",
+            )

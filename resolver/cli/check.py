@@ -10,18 +10,24 @@ from resolver.cli._common import (
     DriverOpt,
     ExampleOpt,
     GfxOpt,
+    GpuMemoryUtilizationOpt,
     GpusOpt,
     JsonOpt,
+    MaxModelLenOpt,
+    ModelSpecOpt,
     NodeFileOpt,
     NvidiaDriverOpt,
     NvidiaGpuOpt,
+    OnlineOpt,
     OsOpt,
     PythonOpt,
     RocminfoOpt,
     RocmOpt,
+    TensorParallelOpt,
     emit_json,
     format_option,
     handle_errors,
+    model_request,
     pick_format,
     resolve_node,
     terminal_width,
@@ -93,6 +99,11 @@ def check(
             rich_help_panel=REQUEST_PANEL,
         ),
     ] = None,
+    model: ModelSpecOpt = None,
+    online: OnlineOpt = False,
+    tensor_parallel_size: TensorParallelOpt = None,
+    max_model_len: MaxModelLenOpt = None,
+    gpu_memory_utilization: GpuMemoryUtilizationOpt = None,
     output_format: Annotated[
         CheckFormat | None, format_option("What to print (default: text)")
     ] = None,
@@ -145,6 +156,14 @@ def check(
         },
         CheckFormat.text,
     )
+    # Bad sizing flags and an unreadable model fail before the data loads (exit 2).
+    wanted = model_request(
+        model,
+        online=online,
+        tensor_parallel_size=tensor_parallel_size,
+        max_model_len=max_model_len,
+        gpu_memory_utilization=gpu_memory_utilization,
+    )
     m = matrix.load()
     node = resolve_node(
         gfx=gfx,
@@ -168,6 +187,7 @@ def check(
         prefer=prefer,
         vendor=vendor,  # type: ignore[arg-type]  # checked above
         strict=strict,
+        model=wanted,
     )
     decision = solve(m, node, request)
     what_if = None

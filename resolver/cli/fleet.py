@@ -8,7 +8,18 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from resolver.cli._common import JsonOpt, emit_json, handle_errors, terminal_width, use_color
+from resolver.cli._common import (
+    GpuMemoryUtilizationOpt,
+    JsonOpt,
+    MaxModelLenOpt,
+    OnlineOpt,
+    TensorParallelOpt,
+    emit_json,
+    handle_errors,
+    model_request,
+    terminal_width,
+    use_color,
+)
 
 if TYPE_CHECKING:
     from resolver.data.model import Matrix
@@ -254,10 +265,16 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             str | None,
             typer.Option(
                 "--model",
-                help="Model the servers load (Hugging Face id or path).",
+                help="Model the servers load (Hugging Face id or path); where its config.json "
+                "is here (the Hugging Face cache, a directory, the file), each group is sized "
+                "for it.",
                 rich_help_panel=OUT_PANEL,
             ),
         ] = None,
+        online: OnlineOpt = False,
+        tensor_parallel_size: TensorParallelOpt = None,
+        max_model_len: MaxModelLenOpt = None,
+        gpu_memory_utilization: GpuMemoryUtilizationOpt = None,
         port: Annotated[
             int, typer.Option("--port", help="Port vLLM serves on.", rich_help_panel=OUT_PANEL)
         ] = 8000,
@@ -344,7 +361,19 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             from resolver.util.versions import driver_series
 
             driver_series(driver)
-        request = Request(vllm=parse_spec(vllm) if vllm else None, strict=strict)
+        # An id whose config is not here stays a name to serve (the scripts run it unsized);
+        # pinned sizes need the config.
+        wanted = model_request(
+            model,
+            online=online,
+            tensor_parallel_size=tensor_parallel_size,
+            max_model_len=max_model_len,
+            gpu_memory_utilization=gpu_memory_utilization,
+            required=tensor_parallel_size is not None
+            or max_model_len is not None
+            or gpu_memory_utilization is not None,
+        )
+        request = Request(vllm=parse_spec(vllm) if vllm else None, strict=strict, model=wanted)
         reports, where = _reports(
             inputs, slurm, kube, probe_command, timeout, wait_busy, reservation
         )

@@ -13,18 +13,23 @@ from resolver.cli._common import (
     DriverOpt,
     ExampleOpt,
     GfxOpt,
+    GpuMemoryUtilizationOpt,
     GpusOpt,
     JsonOpt,
+    MaxModelLenOpt,
     NodeFileOpt,
     NvidiaDriverOpt,
     NvidiaGpuOpt,
+    OnlineOpt,
     OsOpt,
     PythonOpt,
     RocminfoOpt,
     RocmOpt,
+    TensorParallelOpt,
     completer,
     emit_json,
     handle_errors,
+    model_request,
     resolve_node,
     stdout_file,
     terminal_width,
@@ -129,7 +134,28 @@ def image(
     model: Annotated[
         str | None,
         typer.Option(
-            "--model", help="Model to serve (Hugging Face id or path).", rich_help_panel=RUN_PANEL
+            "--model",
+            help="Model to serve (Hugging Face id or path); where its config.json is here (the "
+            "Hugging Face cache, a directory, the file), the run command is sized for it.",
+            rich_help_panel=RUN_PANEL,
+        ),
+    ] = None,
+    online: OnlineOpt = False,
+    tensor_parallel_size: TensorParallelOpt = None,
+    max_model_len: MaxModelLenOpt = None,
+    gpu_memory_utilization: GpuMemoryUtilizationOpt = None,
+    quantization: Annotated[
+        str | None,
+        typer.Option(
+            "--quantization",
+            help="fp8, mxfp4, awq, gptq, ... (default: the checkpoint's own).",
+            rich_help_panel=RUN_PANEL,
+        ),
+    ] = None,
+    kv_cache_dtype: Annotated[
+        str | None,
+        typer.Option(
+            "--kv-cache-dtype", help="auto, fp8, fp8_e4m3, fp8_e5m2.", rich_help_panel=RUN_PANEL
         ),
     ] = None,
     devices: Annotated[
@@ -171,8 +197,22 @@ def image(
     """Pick the verified vLLM image for the node and print how to run it (exit 0: found, 1: none \
 or a failed check)."""
     from resolver.artifacts import workflow
+    from resolver.artifacts.runcmd import check_run_inputs
     from resolver.data import matrix
 
+    # The model's config where it is here (an id not in the cache stays a name to serve,
+    # unsized; bad sizes fail first), then the run command's own checks.
+    wanted = model_request(
+        model,
+        online=online,
+        tensor_parallel_size=tensor_parallel_size,
+        max_model_len=max_model_len,
+        gpu_memory_utilization=gpu_memory_utilization,
+        required=tensor_parallel_size is not None
+        or max_model_len is not None
+        or gpu_memory_utilization is not None,
+    )
+    check_run_inputs(model=model, port=port, hf_cache=hf_cache)
     opts = workflow.ImageOptions(
         vllm=vllm,
         registry=registry,
@@ -187,6 +227,9 @@ or a failed check)."""
         hf_cache=hf_cache,
         compose_file=_artifact_file(output, json_out, "compose.yaml"),
         definition_file=_artifact_file(output, json_out, "vllm.def"),
+        model_request=wanted,
+        quantization=quantization,
+        kv_cache_dtype=kv_cache_dtype,
     )
     workflow.check_options(opts)
     # Every target is checked before anything slow runs, so a bad --lock never leaves -o written
@@ -217,6 +260,7 @@ or a failed check)."""
     else:
         answer = workflow.run(m, node, opts)
     out = answer.out
+    unsized = model is not None and wanted is None  # no config here: said under the image
     if answer.image is None:
         _finish(out, json_out, exit_code=answer.exit_code)
         return
@@ -228,7 +272,7 @@ or a failed check)."""
         if json_out:
             emit_json(out)
         else:
-            _print_text(out, None, None, model=model)
+            _print_text(out, None, None, model=model, unsized=unsized)
             kept = [str(p) for p in (output, lock) if p is not None]
             typer.echo(
                 wrapped(
@@ -268,6 +312,7 @@ or a failed check)."""
             definition=fmt == "apptainer",
             model=model,
             model_required=required,
+            unsized=unsized,
         )
         if output is None:
             typer.echo(answer.artifact, nl=False)
@@ -403,6 +448,7 @@ def _print_text(
     definition: bool = False,
     model: str | None = None,
     model_required: bool = False,
+    unsized: bool = False,
 ) -> None:
     """The commentary, on stderr: what the image is, warnings, problems, and where the artifact
     went."""
@@ -449,14 +495,8 @@ def _print_text(
         echo(f"{kind}: {w['message']}\n  hint: {w['hint']}")
     for p in out["problems"]:
         echo(f"problem: {p['message']}\n  hint: {p['hint']}")
-    # The model is a positional word of the run command (vllm serve MODEL), so ask the option.
-    if model_required:
-        echo(
-            f"  no --model given: vLLM {out['vllm']}'s `vllm serve` requires the model; "
-            "add --model ORG/NAME"
-        )
-    elif out["run_args"] and model is None and compose_text is None:
-        echo("  no --model given: vLLM serves its default model; add --model ORG/NAME")
+    for line in _model_lines(out, compose_text, model, model_required, unsized):
+        echo(line)
     if output is not None:
         what = (
             "definition file"
@@ -472,6 +512,34 @@ def _print_text(
         echo(f"  or straight from the registry: {out['run_command']}", command=True)
     elif compose_text is not None:
         echo(f"then: {out['run_command']}", command=True)
+
+
+def _model_lines(
+    out: dict[str, Any],
+    compose_text: str | None,
+    model: str | None,
+    model_required: bool,
+    unsized: bool,
+) -> list[str]:
+    """What the commentary says of --model."""
+    # The model is a positional word of the run command (vllm serve MODEL), so ask the option.
+    if model_required:
+        return [
+            (
+                f"  no --model given: vLLM {out['vllm']}'s `vllm serve` requires the model; "
+                "add --model ORG/NAME"
+            )
+        ]
+    if out["run_args"] and model is None and compose_text is None:
+        return ["  no --model given: vLLM serves its default model; add --model ORG/NAME"]
+    if unsized:
+        return [
+            (
+                f"  not sized for {model}: no config.json of it here (Hugging Face cache, "
+                "directory or file); add --online to fetch it"
+            )
+        ]
+    return []
 
 
 def register(app: typer.Typer, matrix_app: typer.Typer) -> None:

@@ -9,19 +9,25 @@ from resolver.cli._common import (
     DriverOpt,
     ExampleOpt,
     GfxOpt,
+    GpuMemoryUtilizationOpt,
     GpusOpt,
     JsonOpt,
+    MaxModelLenOpt,
+    ModelSpecOpt,
     NodeFileOpt,
     NvidiaDriverOpt,
     NvidiaGpuOpt,
+    OnlineOpt,
     OsOpt,
     PythonOpt,
     RocminfoOpt,
     RocmOpt,
+    TensorParallelOpt,
     TextOrJson,
     emit_json,
     format_option,
     handle_errors,
+    model_request,
     pick_format,
     resolve_node,
     terminal_width,
@@ -71,6 +77,11 @@ def upgrade(
             "install: --prefer wheel).",
         ),
     ] = None,
+    model: ModelSpecOpt = None,
+    online: OnlineOpt = False,
+    tensor_parallel_size: TensorParallelOpt = None,
+    max_model_len: MaxModelLenOpt = None,
+    gpu_memory_utilization: GpuMemoryUtilizationOpt = None,
     output_format: Annotated[
         TextOrJson | None, format_option("What to print (default: text)")
     ] = None,
@@ -87,6 +98,13 @@ def upgrade(
     from resolver.util.versions import parse_spec
 
     fmt = pick_format(output_format, {TextOrJson.json: json_out}, TextOrJson.text)
+    wanted = model_request(
+        model,
+        online=online,
+        tensor_parallel_size=tensor_parallel_size,
+        max_model_len=max_model_len,
+        gpu_memory_utilization=gpu_memory_utilization,
+    )
     m = matrix.load()
     node = resolve_node(
         gfx=gfx,
@@ -113,6 +131,7 @@ def upgrade(
         vllm=parse_spec(vllm) if vllm else None,
         prefer=prefer,  # checked against KINDS above
         paths=frozenset({prefer}) if prefer else None,
+        model=wanted,
     )
     route = plan_upgrade(m, node, request)
     data = route_json(route, node, m)
@@ -171,6 +190,16 @@ def route_json(route: Any, node: Any, m: Any) -> dict[str, Any]:
             flags += ["--vllm", str(want)]
         if route.before.request.prefer:
             flags += ["--prefer", route.before.request.prefer]
+        wanted = route.before.request.model
+        if wanted is not None:  # the confirming check asks about the same model, same sizes
+            flags += ["--model", wanted.spec]
+            for flag, value in (
+                ("--tensor-parallel-size", wanted.tensor_parallel_size),
+                ("--max-model-len", wanted.max_model_len),
+                ("--gpu-memory-utilization", wanted.gpu_memory_utilization),
+            ):
+                if value is not None:
+                    flags += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
         check = shell.join(["rocm-vllm", "check", *flags])
     # The data cannot tell (a release or driver it does not know): unknown, never "no route".
     unknown = not route.found and route.before.verdict == "unknown"

@@ -3,16 +3,20 @@ commands a plan tells the user to run."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from resolver.data.model import Matrix
 from resolver.data.node import Node
 from resolver.explain.derive import derive
-from resolver.explain.steps import plan_steps
+from resolver.explain.steps import ServeSizing, plan_steps, serve_sizing
 from resolver.explain.words import word
 from resolver.solve import Advisory, Candidate, Decision, Evaluation, Reason
 from resolver.solve.routes import Route, Routes, Step, search
 from resolver.solve.types import HostChange, MissingFact
+
+if TYPE_CHECKING:  # a check without --model loads no model code
+    from resolver.solve.fit import Fit
+    from resolver.solve.model import ModelAnswer
 
 SCHEMA_VERSION = 1
 
@@ -88,7 +92,9 @@ def warning_json(w: Advisory) -> dict[str, Any]:
     return out
 
 
-def plan_json(ev: Evaluation, node: Node, m: Matrix) -> dict[str, Any]:
+def plan_json(
+    ev: Evaluation, node: Node, m: Matrix, sizing: ServeSizing | None = None
+) -> dict[str, Any]:
     c = ev.candidate
     arch = c.arch  # the record the path rests on says it (a source build: its stack)
     env: dict[str, str] = {}
@@ -116,7 +122,7 @@ def plan_json(ev: Evaluation, node: Node, m: Matrix) -> dict[str, Any]:
         "unofficial": ev.unofficial,
         "override": ev.override,
         "env": env,
-        "commands": [cmd for cmd, _why in plan_steps(ev, node)],
+        "commands": [cmd for cmd, _why in plan_steps(ev, node, sizing)],
         "driver": _driver_needed(m, node, ev),
     }
 
@@ -180,12 +186,74 @@ def route_json(route: Route) -> dict[str, Any]:
     }
 
 
+def fit_json(f: Fit) -> dict[str, Any]:
+    """One fit (``resolver.solve.fit.Fit``): every byte count per GPU. ``max_model_len`` is the
+    largest context one sequence of which fits; ``context`` the one asked (or the model's
+    default), which ``fits`` is about."""
+    return {
+        "tensor_parallel_size": f.tensor_parallel_size,
+        "pipeline_parallel_size": f.pipeline_parallel_size,
+        "gpus": f.gpus,
+        "gpu_bytes": f.gpu_bytes,
+        "gpu_memory_utilization": f.gpu_memory_utilization,
+        "kv_cache_dtype": f.kv_cache_dtype,
+        "weights_bytes_per_gpu": f.weights_bytes_per_gpu,
+        "weights_source": f.weights_source,
+        "allowance_bytes": f.allowance_bytes,
+        "kv_budget_bytes": f.kv_budget_bytes,
+        "kv_cache_bytes_per_token": f.kv_cache_bytes_per_token,
+        "context": f.max_model_len,
+        "seq_bytes": f.seq_bytes,
+        "kv_tokens": f.kv_tokens,
+        "max_model_len": f.largest_max_model_len,
+        "fits": f.fits,
+        "concurrency": f.concurrency,
+        # What one GPU needs for one sequence of ``context``: weights, the allowance, its KV.
+        "needed_bytes_per_gpu": need_bytes(f),
+    }
+
+
+def need_bytes(f: Fit) -> int:
+    """Bytes one GPU needs for one sequence of the fit's context (the text's "GiB per GPU")."""
+    return f.weights_bytes_per_gpu + f.allowance_bytes + f.seq_bytes
+
+
+def model_json(a: ModelAnswer) -> dict[str, Any]:
+    """The ``model`` section of ``check --json`` (docs/check.schema.json): the decision's answer
+    about ``--model``, every phrase worded here."""
+    fit = fit_json(a.fit) if a.fit is not None else None
+    if fit is not None:
+        fit["min_gpus"] = a.min_gpus
+    return {
+        "spec": a.spec,
+        "architecture": a.architecture,
+        "architecture_supported": a.architecture_supported,
+        "first_release": str(a.first_release) if a.first_release is not None else None,
+        "release": str(a.release) if a.release is not None else None,
+        "quantization": a.quantization,
+        "kv_cache_dtype": a.kv_cache_dtype,
+        "attention": [word(p) for p in a.attention],
+        "memory": {
+            "bytes": a.memory.bytes,
+            "source": word(a.memory.source),
+            "unified": a.memory.unified,
+        }
+        if a.memory is not None
+        else None,
+        "fit": fit,
+        "min_gpus": a.min_gpus,
+        "table": [fit_json(f) for f in a.table],
+        "notes": [word(n) for n in a.notes],
+    }
+
+
 def decision_json(d: Decision, m: Matrix, what_if: Routes | None = None) -> dict[str, Any]:
     """The ``check --json`` object; its derivation words ``what_if`` (searched here if not
     given), and ``route`` is the search's best route (the one the short form prints)."""
     if what_if is None:
         what_if = search(m, d)
     best = what_if.best
+    sizing = serve_sizing(d.model, d.request.model)
     return {
         "schema_version": SCHEMA_VERSION,
         "verdict": d.verdict,
@@ -196,8 +264,11 @@ def decision_json(d: Decision, m: Matrix, what_if: Routes | None = None) -> dict
             "quantization": d.request.quantization,
             "kv_cache_dtype": d.request.kv_cache_dtype,
             "prefer": d.request.prefer,
+            "model": d.request.model.spec if d.request.model is not None else None,
         },
-        "plan": plan_json(d.plan, d.node, m) if d.plan else None,
+        "plan": plan_json(d.plan, d.node, m, sizing) if d.plan else None,
+        # --model: the answer about the model (null without --model).
+        "model": model_json(d.model) if d.model is not None else None,
         "warnings": [warning_json(w) for w in d.warnings],
         "blockers": [reason_json(r) for r in d.blockers],
         "missing": [missing_json(f, hint=True) for f in d.missing],

@@ -7,10 +7,71 @@ command is built from argv with ``shlex.join``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from resolver.data import resources
 from resolver.data.node import Node
 from resolver.solve import Evaluation
 from resolver.util import shell
+
+if TYPE_CHECKING:  # a check without --model loads no model code
+    from resolver.solve.model import ModelAnswer, ModelRequest
+
+
+@dataclass(frozen=True, slots=True)
+class ServeSizing:
+    """What a printed command sets for ``--model`` (vLLM's flags of the same names): each None
+    where vLLM's own default is the answer."""
+
+    model: str
+    tensor_parallel_size: int | None = None
+    max_model_len: int | None = None
+    gpu_memory_utilization: float | None = None
+    kv_cache_dtype: str | None = None
+    quantization: str | None = None
+
+    def flags(self) -> list[str]:
+        """The sizing flags, in vLLM's spelling (the model itself is not among them)."""
+        out: list[str] = []
+        for flag, value in (
+            ("--tensor-parallel-size", self.tensor_parallel_size),
+            ("--max-model-len", self.max_model_len),
+            ("--gpu-memory-utilization", self.gpu_memory_utilization),
+            ("--kv-cache-dtype", self.kv_cache_dtype),
+            ("--quantization", self.quantization),
+        ):
+            if value is not None:
+                out += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+        return out
+
+
+def serve_sizing(answer: ModelAnswer | None, request: ModelRequest | None) -> ServeSizing | None:
+    """The sizes the answer chose (or the user pinned) for the commands a plan prints: the
+    tensor-parallel size when above 1 or pinned, ``--max-model-len`` where the model's default
+    context does not fit (the largest that does) or where it was pinned, the KV cache dtype when
+    not ``auto``, and ``--quantization`` only where it is not the checkpoint's own (vLLM reads
+    that from the config)."""
+    if request is None:
+        return None
+    fit = answer.fit if answer is not None else None
+    tp = fit.tensor_parallel_size if fit is not None else request.tensor_parallel_size
+    context = request.max_model_len
+    if context is None and fit is not None and not fit.fits and fit.largest_max_model_len > 0:
+        context = fit.largest_max_model_len
+    kv = answer.kv_cache_dtype if answer is not None else "auto"
+    own = request.config.quantization
+    quant = answer.quantization if answer is not None else None
+    return ServeSizing(
+        model=request.spec,
+        tensor_parallel_size=tp
+        if tp is not None and (tp > 1 or request.tensor_parallel_size)
+        else None,
+        max_model_len=context,
+        gpu_memory_utilization=request.gpu_memory_utilization,
+        kv_cache_dtype=kv if kv != "auto" else None,
+        quantization=quant if quant and (own is None or own.method != quant) else None,
+    )
 
 
 def _nvidia_flags(node: Node) -> list[str]:
@@ -69,15 +130,22 @@ def rocm_wheel_index(recorded: str, vllm: str, variant: str) -> str:
     return f"{base}/{vllm}/{variant}"
 
 
-def plan_steps(ev: Evaluation, node: Node) -> list[tuple[str, str]]:
-    """What to run for this path: (copy-pasteable shell line, why) pairs; ``why`` may be empty."""
+def plan_steps(
+    ev: Evaluation, node: Node, sizing: ServeSizing | None = None
+) -> list[tuple[str, str]]:
+    """What to run for this path: (copy-pasteable shell line, why) pairs; ``why`` may be empty.
+    ``sizing`` (``serve_sizing``, with --model): the image command and the wheel's ``vllm
+    serve`` carry the model and its sizes."""
     c = ev.candidate
     flags = _node_flags(node)
     if c.image is not None:
+        model = ["--model", sizing.model, *sizing.flags()] if sizing is not None else []
         return [
             (shell.join(["docker", "pull", c.image.ref]), ""),
             (
-                shell.join(["rocm-vllm", "image", *flags, "--vllm", f"=={c.vllm}", "--digest"]),
+                shell.join(
+                    ["rocm-vllm", "image", *flags, "--vllm", f"=={c.vllm}", "--digest", *model]
+                ),
                 "pin by digest, print the docker run command",
             ),
         ]
@@ -89,7 +157,7 @@ def plan_steps(ev: Evaluation, node: Node) -> list[tuple[str, str]]:
             c.wheel.index_url,
             "assert torch.version.cuda and torch.cuda.is_available()",
             "the CUDA build of torch, and it sees the GPU",
-        )
+        ) + _serve_step(sizing)
     if c.wheel is not None:
         return _wheel_steps(
             c.wheel.python[0],
@@ -97,7 +165,7 @@ def plan_steps(ev: Evaluation, node: Node) -> list[tuple[str, str]]:
             rocm_wheel_index(c.wheel.index_url, str(c.vllm), c.wheel.name),
             "assert torch.version.hip and not torch.version.cuda",
             "a CUDA wheel must not have slipped in",
-        )
+        ) + _serve_step(sizing)
     gfx = ",".join(ev.built_for(node.gfx_targets))
     stack: list[str] = []
     if c.stack is not None and c.release is not None and len(c.release.stacks) > 1:
@@ -146,9 +214,16 @@ def plan_steps(ev: Evaluation, node: Node) -> list[tuple[str, str]]:
     ]
 
 
-def plan_commands(ev: Evaluation, node: Node) -> list[str]:
+def _serve_step(sizing: ServeSizing | None) -> list[tuple[str, str]]:
+    """``vllm serve`` in the venv, the model positional as every release takes it."""
+    if sizing is None:
+        return []
+    return [(shell.join(["vllm", "serve", sizing.model, *sizing.flags()]), "sized for this node")]
+
+
+def plan_commands(ev: Evaluation, node: Node, sizing: ServeSizing | None = None) -> list[str]:
     """The plan's steps as text lines, each with its reason as a shell comment."""
-    return [f"{cmd}   # {why}" if why else cmd for cmd, why in plan_steps(ev, node)]
+    return [f"{cmd}   # {why}" if why else cmd for cmd, why in plan_steps(ev, node, sizing)]
 
 
 def _wheel_steps(

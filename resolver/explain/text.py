@@ -11,16 +11,22 @@ from __future__ import annotations
 import re
 import textwrap
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from resolver.data.model import Matrix
 from resolver.data.node import Node
 from resolver.explain.chain import describe_node
 from resolver.explain.derivation import Derivation, Premise, Step
 from resolver.explain.hints import route_words
-from resolver.explain.steps import plan_commands
+from resolver.explain.steps import ServeSizing, plan_commands, serve_sizing
 from resolver.explain.words import word
 from resolver.solve import Advisory, Decision, Evaluation, Reason
 from resolver.solve.routes import Route
+from resolver.util.table import fit_table
+
+if TYPE_CHECKING:  # a check without --model loads no model code
+    from resolver.solve.fit import Fit
+    from resolver.solve.model import ModelAnswer
 
 __all__ = ["cited_sources", "render", "render_derivation", "step_sentence"]
 
@@ -48,7 +54,9 @@ def _paint(text: str, code: str, color: bool) -> str:
     return f"\x1b[{code}m{text}\x1b[0m" if color else text
 
 
-def _plan_lines(ev: Evaluation, m: Matrix, node: Node, width: int = WIDTH) -> list[str]:
+def _plan_lines(
+    ev: Evaluation, m: Matrix, node: Node, width: int = WIDTH, sizing: ServeSizing | None = None
+) -> list[str]:
     c = ev.candidate
     lines = [
         f"plan: {c.channel} {c.image.ref if c.image else c.label}"
@@ -109,7 +117,107 @@ def _plan_lines(ev: Evaluation, m: Matrix, node: Node, width: int = WIDTH) -> li
             width,
         )
     lines.append("  run:")
-    lines += [f"    {cmd}" for cmd in plan_commands(ev, node)]
+    lines += [f"    {cmd}" for cmd in plan_commands(ev, node, sizing)]
+    return lines
+
+
+_GiB = 1024**3
+
+
+def _gib(n: int) -> str:
+    return f"{n / _GiB:.1f}"
+
+
+def _tokens(n: int) -> str:
+    """A context length as people write it: 131072 is 128K."""
+    return f"{n // 1024}K" if n >= 1024 and n % 1024 == 0 else str(n)
+
+
+def _fit_cell(f: Fit) -> str:
+    from resolver.explain.report import need_bytes
+
+    # one word, so that a narrow table wraps between cells, never inside one
+    return f"{'ok' if f.fits else 'no'}:{_gib(need_bytes(f))}"
+
+
+def _fit_rows(table: tuple[Fit, ...]) -> tuple[list[str], list[list[str]]]:
+    """TP x context: each cell whether one sequence fits, and the GiB per GPU it needs."""
+    contexts = list(dict.fromkeys(f.max_model_len for f in table))
+    by_tp: dict[int, dict[int, Fit]] = {}
+    for f in table:
+        by_tp.setdefault(f.tensor_parallel_size, {})[f.max_model_len] = f
+    header = ["TP", "weights", *(_tokens(c) for c in contexts), "largest"]
+    rows = []
+    for tp, cells in by_tp.items():
+        any_fit = next(iter(cells.values()))
+        rows.append(
+            [
+                str(tp),
+                _gib(any_fit.weights_bytes_per_gpu),
+                *(_fit_cell(cells[c]) if c in cells else "-" for c in contexts),
+                _tokens(max(f.largest_max_model_len for f in cells.values())),
+            ]
+        )
+    return header, rows
+
+
+def model_lines(a: ModelAnswer, width: int = WIDTH) -> list[str]:
+    """The answer about ``--model``: architecture, quantization, attention path, the fit at the
+    chosen size and the table it was chosen from (TP x context -> fits, GiB per GPU)."""
+    listed = (
+        "not checked against the registry"
+        if a.architecture_supported is None
+        else f"listed by vLLM {a.release}'s registry"
+        if a.architecture_supported
+        else f"not in vLLM {a.release}'s registry"
+        + (f" (first listed in {a.first_release})" if a.first_release is not None else "")
+    )
+    lines = ["", f"model: {a.spec}"]
+    lines += fill(f"architecture: {a.architecture or 'unknown'}, {listed}", "  ", "    ", width)
+    lines.append(f"  quantization: {a.quantization or 'none'} · KV cache dtype: {a.kv_cache_dtype}")
+    for p in a.attention:
+        lines += fill(f"attention: {word(p)}", "  ", "    ", width)
+    if a.memory is not None:
+        kind = " (unified: system memory through GTT)" if a.memory.unified else ""
+        lines += fill(
+            f"memory: {_gib(a.memory.bytes)} GiB per GPU{kind} · {word(a.memory.source)}",
+            "  ",
+            "    ",
+            width,
+        )
+    f = a.fit
+    if f is not None:
+        verdict = "fits" if f.fits else "does not fit"
+        lines += fill(
+            f"fit: TP {f.tensor_parallel_size}"
+            + (f" x PP {f.pipeline_parallel_size}" if f.pipeline_parallel_size > 1 else "")
+            + f", context {f.max_model_len}: {verdict}; weights {_gib(f.weights_bytes_per_gpu)} "
+            f"GiB/GPU ({f.weights_source}), KV {f.kv_cache_bytes_per_token} bytes/token/GPU, "
+            f"largest context {f.largest_max_model_len}, {f.concurrency:g} sequence(s) of it "
+            "at once "
+            f"(gpu_memory_utilization {f.gpu_memory_utilization:g})",
+            "  ",
+            "    ",
+            width,
+        )
+    if a.min_gpus is not None:
+        lines.append(f"  fewest GPUs for the default context: {a.min_gpus}")
+    elif f is not None:
+        lines.append("  fewest GPUs for the default context: none of this node's sizes")
+    if a.table:
+        lines += fill(
+            "fit table: tensor-parallel size x context; each cell ok (fits) or no, and the GiB "
+            "one GPU needs for one sequence (weights, activations and runtime, its KV cache) "
+            f"against {_gib(int(a.table[0].gpu_bytes * a.table[0].gpu_memory_utilization))} GiB "
+            "usable; weights in GiB per GPU; largest: the longest context that fits",
+            "  ",
+            "    ",
+            width,
+        )
+        header, rows = _fit_rows(a.table)
+        lines += ["    " + ln for ln in fit_table(header, rows, width=width - 4).splitlines()]
+    for n in a.notes:
+        lines += fill(f"note: {word(n)}", "  ", "    ", width)
     return lines
 
 
@@ -174,7 +282,8 @@ def render(
     if d.verdict == "unknown":
         lines += _missing_lines(d, width)
     elif d.plan is not None:
-        lines += _plan_lines(d.plan, m, d.node, width)
+        sizing = serve_sizing(d.model, d.request.model)
+        lines += _plan_lines(d.plan, m, d.node, width, sizing)
     else:
         lines.append("no path fits this node:")
         # With a host fix, the reasons of the path it opens: another path's hint could name
@@ -190,6 +299,8 @@ def render(
             lines.append("")
             lines += fill(f"what would fix it: {lead}", "", "  ", width)
             lines.append(f"  then: {host.opens.candidate.label} {verb} (solved again)")
+    if d.model is not None:
+        lines += model_lines(d.model, width)
     lines += _warning_lines(d.warnings, color, width)
     if d.alternatives:
         lines += ["", "alternatives:"]
