@@ -278,7 +278,7 @@ def decision_json(d: Decision, m: Matrix, what_if: Routes | None = None) -> dict
             "candidate": candidate_json(what_if.host[0].opens.candidate),
             "fixes": [reason_json(r) for r in what_if.host[0].reasons],
         }
-        if what_if.host
+        if what_if.host and d.verdict == "blocked_host_fix"
         else None,
         "reasons": [
             {
