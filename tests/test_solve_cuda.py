@@ -106,11 +106,18 @@ def test_an_old_driver_is_a_host_fix_naming_the_branch() -> None:
     again = solve(M, applied(old, up), want)
     assert again.verdict in OK_VERDICTS and again.plan is not None
     assert again.plan.candidate.label == "vllm/vllm-openai:v0.33.0"
-    # A driver older than every floor (CUDA 12's 525 too): no path, the fix names a branch.
-    d = solve(M, node(driver="515.105.01"), Request())
+    # A driver older than every floor of the releases the data read (CUDA 12's 525 too): no
+    # path, the fix names a branch.
+    d = solve(M, node(driver="515.105.01"), Request(vllm=parse_spec(">=0.12")))
     assert d.verdict == "blocked_host_fix" and d.host_fix is not None
     fix = d.host_fix.reasons[0].fix
     assert fix is not None and fix.change is not None and fix.change.kind == "nvidia_driver"
+    # Unbounded, 0.11.x also built for CUDA 11.8 (a wheel variant its pipeline names), which a
+    # 515 driver runs, and the data read no tags for it: unknown, naming those releases, never
+    # a no (one precedence for both vendors); releases whose CUDA the driver cannot run are not.
+    open_ended = solve(M, node(driver="515.105.01"), Request())
+    assert open_ended.verdict == "unknown"
+    assert {f.subject for f in open_ended.missing} <= {"0.11.1", "0.11.2"}
 
 
 def test_a_gpu_no_read_image_carries_is_unknown_not_unsupported() -> None:

@@ -268,8 +268,8 @@ def solve(
 def _decide(side: Vendor, request: Request, ranked: list[Evaluation]) -> Decision:
     """The verdict, for both vendors, in one precedence: an official path (supported, or
     source_build_required where only a build passes); an unofficial one (unofficial_only);
-    else a host change that opens a path (blocked_host_fix), else facts the data lacks
-    (unknown), else unsupported. An exit-0 answer resting on a fact nobody could check (an
+    else facts the data lacks (unknown: never a no where a release nobody read might run), else
+    a host change that opens a path (blocked_host_fix), else unsupported. An exit-0 answer resting on a fact nobody could check (an
     NVIDIA GPU whose compute capability is unknown; under --strict every advisory of
     ``UNCHECKED_CODES``) is unknown, each such fact named."""
     node = side.node
@@ -288,11 +288,12 @@ def _decide(side: Vendor, request: Request, ranked: list[Evaluation]) -> Decisio
     elif accepted:
         plan = accepted[0]
         verdict = "unofficial_only"
+    elif missing := side.unread(rejected):
+        # A release whose facts the data lacks might run here: the honest answer is unknown.
+        verdict = "unknown"
     elif fixable := [e for e in rejected if e.host_fixable]:
         host_fix = fix_order(fixable)[0]
         verdict = "blocked_host_fix"
-    elif missing := side.unread(rejected):
-        verdict = "unknown"
     else:
         verdict = "unsupported"
     warnings = list(plan.warnings if plan else ())

@@ -601,6 +601,17 @@ def _recipe_hint(m: Matrix, node: Node, request: Request) -> Phrase:
     return phrase("cuda-recipe/hint", command=shell.join(words))
 
 
+def _driver_refuses(m: Matrix, node: Node, release: CudaRelease) -> bool:
+    """Whether NVIDIA's floor for the release's CUDA (images and wheels alike) is above the
+    host's driver branch (a host whose branch is unknown is not refused here)."""
+    branch = driver_branch(nvidia_driver(node))
+    cudas = {release.cuda, *(release.wheel_variants or ())}
+    if release.wheel_cuda is not None:
+        cudas.add(release.wheel_cuda)
+    floors = [r.min_driver for c in cudas if (r := m.cuda_driver_rule(c)) is not None]
+    return branch is not None and bool(floors) and branch < min(floors)
+
+
 def _unread(m: Matrix, node: Node, request: Request) -> tuple[MissingFact, ...]:
     """Releases in the request whose build covers the GPU but whose image tags the data has not
     read (an sdist without the publish script): what would tell, and how to read it."""
@@ -611,6 +622,8 @@ def _unread(m: Matrix, node: Node, request: Request) -> tuple[MissingFact, ...]:
             continue
         if _below_floor(release, caps, request.quantization)[1]:
             continue  # the method's floor refuses every artifact of the release alike
+        if _driver_refuses(m, node, release):
+            continue  # its CUDA needs a newer driver than the host's: not a path as it stands
         if caps and all(_covers(release.arch, c) for c in caps):
             out.append(
                 MissingFact(
