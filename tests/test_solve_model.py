@@ -193,3 +193,26 @@ def test_without_model_nothing_of_it_is_imported_or_answered() -> None:
         " if m in sys.modules]; assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_an_apu_is_sized_on_its_gtt_pool_and_the_fix_is_the_gtt_limit() -> None:
+    """Strix Halo (gfx1151): the GPU's memory is system RAM mapped through GTT, half the RAM by
+    default (the recorded rocminfo of ROCm/ROCm#5817: a 65507932 KB pool). gpt-oss-120b does not
+    fit that pool; more GPUs is not the answer, a larger GTT limit (ttm.pages_limit) is, and the
+    what-if search, solving again with it, opens the plan."""
+    m = matrix.load()
+    pool = 65507932 * 1024
+    d = solve(m, amd("gfx1151", 1, vram=pool), Request(model=model("gpt-oss-120b")))
+    assert d.verdict == "blocked_host_fix"
+    (blocker,) = [r for r in d.blockers if r.code == "model-does-not-fit"]
+    assert blocker.hint.key == "model-does-not-fit/gtt"
+    assert blocker.fix is not None and blocker.fix.change is not None
+    assert blocker.fix.change.kind == "gtt" and int(blocker.fix.change.value) * GiB > pool
+    routes = search(m, d)
+    assert routes.host and routes.host[0].host_changes[0].kind == "gtt"
+    after = routes.host[0].after
+    assert after is not None and after.plan is not None and after.model is not None
+    assert after.model.memory is not None and after.model.memory.unified
+    assert any(n.key == "model-note/unified" for n in after.model.notes)
+    small = solve(m, amd("gfx1151", 1, vram=pool), Request(model=model("gpt-oss-20b")))
+    assert small.plan is not None and small.model is not None and small.model.fit is not None

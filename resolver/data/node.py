@@ -242,6 +242,10 @@ class Node(msgspec.Struct, frozen=True, kw_only=True):
         problems = tuple(p for p in self.problems if p.code != "wsl")
         return replace(self, host=host, problems=problems, kernel=None)
 
+    def with_gpu_memory(self, size: int) -> Node:
+        """The node with each GPU reporting ``size`` bytes (an APU whose GTT limit is raised)."""
+        return replace(self, gpus=tuple(replace(g, vram_bytes=size) for g in self.gpus))
+
     def with_gpu_count(self, count: int) -> Node:
         """The node with ``count`` GPUs of the kind it has (the what-if search's "more GPUs" for
         a model that does not fit): its first GPU repeated, or its first NVIDIA GPU."""

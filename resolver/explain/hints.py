@@ -282,6 +282,12 @@ def route_words(m: Matrix, route: Route) -> tuple[str, str]:
         elif change.kind == "gpus":
             parts.append(f"run it on {change.value} GPUs of this kind (tensor parallelism)")
             verbs.append("fits")
+        elif change.kind == "gtt":
+            parts.append(
+                f"raise the APU's GTT limit to {change.value} GiB (ttm.pages_limit="
+                f"{int(change.value) * 2**30 // 4096} on the kernel command line)"
+            )
+            verbs.append("fits")
         elif change.kind == "python":
             parts.append(f"use Python {change.value} for the venv")
             verbs.append("installs")

@@ -180,13 +180,19 @@ WORDS: Final[dict[str, Said]] = {
         hint="use {min_gpus} GPUs, a quantized checkpoint, or a smaller model",
         fix="{min_gpus} GPUs",
     ),
+    "model-does-not-fit/gtt": Said(
+        message="raise the APU's GTT limit to at least {gib} GiB of system RAM: "
+        "ttm.pages_limit={pages} (4 KiB pages) on the kernel command line, then reboot"
+    ),
+    "model-does-not-fit/gtt-fix": Said(message="a GTT limit of {gib} GiB"),
     "model-note/remote-code": Said(
         message="the model asks for remote code (auto_map): it was read as JSON only, and what "
         "its code does (custom layers, another cache layout) is not known"
     ),
     "model-note/unified": Said(
-        message="an APU: its GPU memory is system RAM through GTT; the fit assumes what the probe "
-        "read, and a larger ttm.pages_limit may be needed"
+        message="an APU: its GPU memory is system RAM through GTT ({have} GiB as the probe read "
+        "it); this fit needs {gib} GiB of it, a GTT limit of at least ttm.pages_limit={pages} "
+        "(4 KiB pages) on the kernel command line"
     ),
     # --- how the fit's GPU memory was found
     "fit/memory-probe": Said(message="the probe's reading of each GPU's memory"),

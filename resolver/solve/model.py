@@ -70,7 +70,12 @@ def gpu_memory(m: Matrix, node: Node) -> GpuMemory | None:
         return _nvidia_memory(m, node)
     read = [g.vram_bytes for g in node.gpus if g.vram_bytes]
     if read and len(read) == len(node.gpus):
-        return GpuMemory(bytes=min(read), source=phrase("fit/memory-probe"))
+        # An APU's reading is its GTT pool: system RAM, sized by the kernel's ttm.pages_limit.
+        unified = any(
+            (t := m.gfx_target(g.gfx)) is not None and bool(t.unified_memory_source)
+            for g in node.gpus
+        )
+        return GpuMemory(bytes=min(read), source=phrase("fit/memory-probe"), unified=unified)
     sized: list[tuple[int, Phrase]] = []
     unified = False
     for g in node.gpus:
@@ -476,6 +481,7 @@ def _fit(
     if s.fits is not None:
         return
     gib = round(memory.bytes / 2**30, 1)
+    gmu = release_gmu(m, request, cand.vllm)
     if s.capped is not None and mr.max_model_len is None:
         warnings.append(
             Advisory.said(
@@ -503,7 +509,20 @@ def _fit(
         min_gpus=s.min_gpus or "more than 64",
     )
     fix = None
-    if s.min_gpus is not None and s.min_gpus > gpus:
+    hint = w.hint
+    if memory.unified and s.tried:
+        # An APU's pool is system RAM the kernel caps (ttm.pages_limit), not a GPU to add.
+        one = s.tried[0]
+        total = int((one.weights_bytes_per_gpu + one.allowance_bytes + one.seq_bytes) / gmu)
+        need = -(-total // 2**30)  # whole GiB, rounded up
+        hint = phrase("model-does-not-fit/gtt", gib=need, pages=need * 2**30 // 4096)
+        fix = Fix(
+            kind="host",
+            text=phrase("model-does-not-fit/gtt-fix", gib=need),
+            host=True,
+            change=HostChange(kind="gtt", value=str(need)),
+        )
+    elif s.min_gpus is not None and s.min_gpus > gpus:
         change = HostChange(kind="gpus", value=str(s.min_gpus))
         fix = Fix(kind="host", text=w.fix, host=True, change=change)
     reasons.append(
@@ -511,7 +530,7 @@ def _fit(
             code=key,
             message=w.message,
             facts=(Fact(text=w.facts[0], source=_source(memory)),),
-            hint=w.hint,
+            hint=hint,
             fix=fix,
             release=cand.vllm,
         )
@@ -569,8 +588,19 @@ def answer(m: Matrix, d: Decision) -> ModelAnswer | None:
     notes = []
     if cfg.remote_code:
         notes.append(phrase("model-note/remote-code"))
-    if memory is not None and memory.unified:
-        notes.append(phrase("model-note/unified"))
+    if memory is not None and memory.unified and chosen is not None:
+        # What the GTT pool must hold for the fit (weights, allowance and one sequence's KV
+        # cache, over the utilization), in 4 KiB pages: the ttm.pages_limit the fit needs.
+        need = chosen.weights_bytes_per_gpu + chosen.allowance_bytes + chosen.seq_bytes
+        total = int(need / chosen.gpu_memory_utilization)
+        notes.append(
+            phrase(
+                "model-note/unified",
+                gib=round(total / 2**30, 1),
+                pages=-(-total // 4096),
+                have=round(memory.bytes / 2**30, 1),
+            )
+        )
     return ModelAnswer(
         spec=mr.spec,
         architecture=arch,

@@ -46,6 +46,7 @@ from resolver.util.errors import ResolverError
 STEP_ORDER = (
     "platform",
     "gpus",
+    "gtt",
     "os",
     "kernel",
     "driver",
@@ -512,6 +513,7 @@ def _value(node: Node, kind: str) -> str | None:
         "groups": _groups(node),
         "platform": "wsl" if node.host.get("wsl") else None,
         "gpus": str(node.logical_gpu_count) if node.logical_gpu_count else None,
+        "gtt": str(min(g.vram_bytes or 0 for g in node.gpus) // 2**30) if node.gpus else None,
     }.get(kind)
 
 

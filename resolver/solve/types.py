@@ -122,6 +122,7 @@ HostChangeKind = Literal[
     "groups",
     "platform",
     "gpus",
+    "gtt",
 ]
 RequestChangeKind = Literal["vllm", "quantization", "source"]
 # What each change costs the user, for the what-if search (``resolver.solve.routes``): fewer
@@ -140,6 +141,7 @@ CHANGE_COST: dict[str, int] = {
     "os": 3,
     "platform": 4,  # another machine, or Linux installed beside Windows
     "gpus": 4,  # more GPUs of the same kind: another machine, for a model that does not fit
+    "gtt": 2,  # an APU's GTT limit (ttm.pages_limit on the kernel command line, a reboot)
 }
 
 
@@ -180,6 +182,8 @@ class HostChange(msgspec.Struct, frozen=True, kw_only=True):
             return node.on_native_linux()
         if self.kind == "gpus":
             return node.with_gpu_count(int(self.value))
+        if self.kind == "gtt":  # GiB the APU's GPU may map
+            return node.with_gpu_memory(int(self.value) * 2**30)
         # A driver series becomes its x.y.0; a release a GPU needs (6.4.1) stays itself.
         driver = self.kind == "driver" and self.value.count(".") == 1
         value = f"{self.value}.0" if driver else self.value
