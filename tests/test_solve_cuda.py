@@ -112,26 +112,24 @@ def test_an_old_driver_is_a_host_fix_naming_the_branch() -> None:
     assert d.verdict == "blocked_host_fix" and d.host_fix is not None
     fix = d.host_fix.reasons[0].fix
     assert fix is not None and fix.change is not None and fix.change.kind == "nvidia_driver"
-    # Unbounded, 0.11.x also built for CUDA 11.8 (a wheel variant its pipeline names), which a
-    # 515 driver runs, and the data read no tags for it: unknown, naming those releases, never
-    # a no (one precedence for both vendors); releases whose CUDA the driver cannot run are not.
+    # Unbounded: since the release annotation is read (issue 38, H13) 0.11.x's image tags are
+    # known too (CUDA 12.9, floor 525), so nothing is left unread a 515 driver could run: a host
+    # fix, never unknown for want of tags.
     open_ended = solve(M, node(driver="515.105.01"), Request())
-    assert open_ended.verdict == "unknown"
-    assert {f.subject for f in open_ended.missing} <= {"0.11.1", "0.11.2"}
+    assert open_ended.verdict == "blocked_host_fix" and not open_ended.missing
 
 
 def test_a_gpu_no_read_image_carries_is_unknown_not_unsupported() -> None:
-    # A V100 (7.0): the images whose tags the sdists name are built from 7.5 up; 0.19.1's build
-    # lists 7.0. Its PyPI wheel (built like its images: inferred) is the plan ...
+    # A V100 (7.0): the images of 0.20.x on are built from 7.5 up; 0.19.1's build lists 7.0 and
+    # its release annotation names its tag (issue 38, H13): that image (inferred) is the plan ...
     v100 = node(compute_capability="7.0", name="Tesla V100-SXM2-32GB")
     d = solve(M, v100, Request())
-    assert d.plan is not None and d.plan.candidate.label == "vllm==0.19.1 (wheel)"
+    assert d.plan is not None and d.plan.candidate.label == "vllm/vllm-openai:v0.19.1"
     assert d.plan.candidate.confidence == "inferred"
-    # ... and asked for an image: 0.19.1's image tags were never read, so unknown, not a no.
-    d = solve(M, v100, Request(paths=frozenset({"image"})))
+    # ... and 0.9.0, whose image tags no file of its sdist names: unknown, not a no.
+    d = solve(M, v100, Request(vllm=parse_spec("==0.9.0"), paths=frozenset({"image"})))
     assert d.verdict == "unknown" and d.exit_code == 6
-    assert d.missing and d.missing[0].subject == "0.19.1"
-    assert {r.code for e in d.rejected for r in e.reasons} == {"cuda-arch-missing"}
+    assert d.missing and d.missing[0].subject == "0.9.0"
 
 
 def test_a_node_with_both_vendors_plans_for_the_one_asked() -> None:
@@ -441,7 +439,7 @@ def test_a_gpu_covered_only_through_ptx_is_said_to_jit() -> None:
     assert "cuda-arch-ptx-jit" not in [w.code for w in b300.warnings]
 
 
-@pytest.mark.parametrize("spec", ["==0.10.0", "==0.6.0", "==0.8.3", ">=0.6,<0.8.3"])
+@pytest.mark.parametrize("spec", ["==0.9.0", "==0.6.0", "==0.8.3", ">=0.6,<0.8.3"])
 def test_a_listed_release_with_no_cuda_artifacts_read_is_unknown_not_bad_input(
     spec: str, tmp_path: Path
 ) -> None:

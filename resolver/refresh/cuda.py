@@ -5,7 +5,9 @@ released: ``docker/versions.json`` (or the ``ARG`` lines of ``docker/Dockerfile`
 existed: the image's default CUDA, Python and ``torch_cuda_arch_list``), the release pipeline
 (``.buildkite/release-pipeline.yaml``: the arch lists the release images are built with), the
 publish script (``.buildkite/scripts/publish-release-images.sh``: the ``vllm/vllm-openai`` tags
-each image family gets, e.g. ``v0.32.0`` and ``v0.32.0-cu129``), the CUDA install page (the CUDA
+each image family gets, e.g. ``v0.32.0`` and ``v0.32.0-cu129``; before it, 0.9.1 to 0.20.1, the
+release annotation ``.buildkite/scripts/annotate-release.sh``: the commands a release manager
+runs to copy the pipeline's image to Docker Hub), the CUDA install page (the CUDA
 the PyPI wheels are compiled with) and ``pyproject.toml`` (the Pythons the wheels take). One
 record per release goes to ``cuda.toml``; a release whose files say nothing about CUDA images is
 refused with the reason, never guessed.
@@ -27,6 +29,7 @@ WANTED: Final = re.compile(
     r"|pyproject\.toml"
     r"|\.buildkite/release-pipeline\.yaml"
     r"|\.buildkite/scripts/publish-release-images\.sh"
+    r"|\.buildkite/scripts/annotate-release\.sh"  # 0.9.1-0.20.1: the tags, pushed by hand
     r"|docs/getting_started/installation/gpu\.cuda\.inc\.md"
     r"|vllm/envs\.py"
     r"|CMakeLists\.txt"
@@ -42,6 +45,15 @@ _PIPELINE_ARCH = re.compile(
 )
 _TAG = re.compile(
     r"vllm/vllm-openai:v\$\{RELEASE_VERSION\}(-[a-z0-9]+(?:-[a-z0-9]+)*)?(?=[\s\"'$]|\Z)"
+)
+# The release annotation's push lines (0.9.1-0.20.1): "docker push vllm/vllm-openai:v${...}" to
+# 0.10.2, then per-arch parts joined by "docker manifest push"; the repository must match exactly
+# (vllm/vllm-openai-rocm and -cpu are other images) and the tag must end the line.
+_ANNOTATE: Final = ".buildkite/scripts/annotate-release.sh"
+_PUSHED = re.compile(
+    r"^docker (?:manifest )?push vllm/vllm-openai:v\$\{RELEASE_VERSION\}"
+    r"(-[a-z0-9]+(?:-[a-z0-9]+)*)?[ \t]*$",
+    re.MULTILINE,
 )
 _FAMILY_CALL = re.compile(r'^\s*publish_(?:image|optional)_family\s+"(-?[a-z0-9-]*)"', re.MULTILINE)
 # The release image's own CUDA where the pipeline builds it with another than the Dockerfile's
@@ -144,21 +156,28 @@ def _major_minor(text: str) -> str:
     return ".".join(text.split(".")[:2])
 
 
-def _tags(files: dict[str, str]) -> list[str]:
-    """The suffixes of the versioned ``vllm/vllm-openai:v<version>`` tags the publish script
-    pushes ("" for the default family), in the script's order."""
+def _tags(files: dict[str, str]) -> tuple[list[str], str]:
+    """The suffixes of the versioned ``vllm/vllm-openai:v<version>`` tags the release pushes
+    ("" for the default family), in the script's order, and the file they were read from: the
+    publish script, else the release annotation (the push lines a release manager ran); none
+    and "" where neither says."""
     script = files.get(".buildkite/scripts/publish-release-images.sh", "")
+    where = ".buildkite/scripts/publish-release-images.sh"
     found = [m.group(1) or "" for m in _TAG.finditer(script)]
     if "${suffix}" in script or "publish_image_family" in script:
         found += [s for s in _FAMILY_CALL.findall(script)]
-    # Per-arch tags (-x86_64, -aarch64) are the parts a manifest is made of, not families.
+    if not found:
+        found = [m.group(1) or "" for m in _PUSHED.finditer(files.get(_ANNOTATE, ""))]
+        where = _ANNOTATE
+    # Per-arch tags (-x86_64, -aarch64) are the parts a manifest is made of, not families;
+    # "-rocm" (0.14.0's annotation) is the ROCm build under the same repository, not CUDA.
     out = []
     for suffix in found:
-        if re.match(r"-(x86_64|aarch64)\b", suffix) or "_" in suffix:
+        if re.match(r"-(x86_64|aarch64|rocm)\b", suffix) or "_" in suffix:
             continue
         if suffix not in out and _SAFE_SUFFIX.fullmatch(suffix):
             out.append(suffix)
-    return out
+    return out, where if out else ""
 
 
 def _returned(fn: Any) -> object:
@@ -233,37 +252,22 @@ def cuda_record(sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str, Any]
         read_from.append(".buildkite/release-pipeline.yaml (CUDA_ARCH_X86, CUDA_ARCH_AARCH64)")
     else:
         read_from.append(f"{where} (torch_cuda_arch_list)")
-    suffixes = _tags(files)
+    suffixes, tags_from = _tags(files)
+    by_hand = tags_from == _ANNOTATE
     family = _family_floor(files)
     if family is not None:
         read_from.append(f"CMakeLists.txt (family targets from CUDA {family})")
-    images: list[dict[str, Any]] = []
-    for suffix in suffixes:
-        cu = _CU_SUFFIX.search(suffix)
-        family_cuda = f"{int(cu.group(1))}.{cu.group(2)}" if cu else cuda
-        is_cu129 = bool(cu) and family_cuda == "12.9"
-        arch = arch_by.get(("X86", is_cu129)) or arch_by.get(("X86", False)) or default_arch
-        arm = arch_by.get(("AARCH64", is_cu129)) or arch_by.get(("AARCH64", False))
-        arch = _as_built(arch, family_cuda, family)
-        arm = _as_built(arm, family_cuda, family) if arm else arm
-        image: dict[str, Any] = {"tag": f"v{version}{suffix}", "cuda": family_cuda, "arch": arch}
-        # Each image names where its tag and arch list were read (the release's own sdist).
-        image["source"] = (
-            f"vllm {version} sdist sha256:{sdist.sha256[:12]} "
-            ".buildkite/scripts/publish-release-images.sh (tag), "
-            + (
-                ".buildkite/release-pipeline.yaml (arch)"
-                if arch_by
-                else f"{where} (torch_cuda_arch_list)"
-            )
-        )
-        if arm and arm != arch:
-            image["arch_aarch64"] = arm
-        if "efa" in suffix:
-            image["note"] = "AWS EFA networking variant"
-        images.append(image)
-    if suffixes:
-        read_from.append(".buildkite/scripts/publish-release-images.sh (tags)")
+    images, skipped = _images(
+        f"vllm {version} sdist sha256:{sdist.sha256[:12]}",
+        version,
+        cuda,
+        (suffixes, tags_from),
+        arch_by,
+        (default_arch, where),
+        family,
+    )
+    if images:
+        read_from.append(f"{tags_from} (tags)")
     record: dict[str, Any] = {
         "version": version,
         "cuda": cuda,
@@ -284,12 +288,87 @@ def cuda_record(sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str, Any]
     record["image"] = images
     record["sdist_sha256"] = sdist.sha256
     record["source"] = f"vllm {version} sdist sha256:{sdist.sha256[:12]} " + ", ".join(read_from)
-    record["confidence"] = "exact" if arch_by and suffixes else "inferred"
-    if not suffixes:
+    record["confidence"] = "exact" if arch_by and images and not by_hand else "inferred"
+    if not images:
+        record["note"] = _why_no_tags(files)
+    elif skipped:
         record["note"] = (
-            "the sdist has no publish script: the image tags are not read (the wheel is the path)"
+            f"{', '.join(skipped)}: pushed, but the pipeline states no arch list for its CUDA "
+            "(not recorded)"
         )
     return record, ""
+
+
+def _images(
+    sdist: str,
+    version: str,
+    cuda: str,
+    tags: tuple[list[str], str],
+    arch_by: dict[tuple[str, bool], list[str]],
+    default: tuple[list[str], str],
+    family: str | None,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The release's ``[[release.image]]`` records, one per tag family, and the tags left out
+    (a family of another CUDA whose arch list the pipeline does not state)."""
+    suffixes, tags_from = tags
+    by_hand = tags_from == _ANNOTATE
+    default_arch, where = default
+    images: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    for suffix in suffixes:
+        cu = _CU_SUFFIX.search(suffix)
+        family_cuda = f"{int(cu.group(1))}.{cu.group(2)}" if cu else cuda
+        is_cu129 = bool(cu) and family_cuda == "12.9"
+        if family_cuda != cuda and ("X86", is_cu129) not in arch_by:
+            # Another CUDA's build with no arch list of its own in the pipeline (0.16-0.19's
+            # -cu130): the Dockerfile's list is the default CUDA's, so it is not taken for it.
+            skipped.append(f"v{version}{suffix}")
+            continue
+        arch = arch_by.get(("X86", is_cu129)) or arch_by.get(("X86", False)) or default_arch
+        arm = arch_by.get(("AARCH64", is_cu129)) or arch_by.get(("AARCH64", False))
+        arch = _as_built(arch, family_cuda, family)
+        arm = _as_built(arm, family_cuda, family) if arm else arm
+        image: dict[str, Any] = {"tag": f"v{version}{suffix}", "cuda": family_cuda, "arch": arch}
+        # Each image names where its tag and arch list were read (the release's own sdist).
+        image["source"] = f"{sdist} {tags_from} (tag), " + (
+            ".buildkite/release-pipeline.yaml (arch)"
+            if arch_by
+            else f"{where} (torch_cuda_arch_list)"
+        )
+        if arm and arm != arch:
+            image["arch_aarch64"] = arm
+        if "efa" in suffix:
+            image["note"] = "AWS EFA networking variant"
+        if by_hand:
+            # The annotation lists the commands; a person ran them, so the tag is inferred.
+            image["confidence"] = "inferred"
+            image["note"] = (
+                "tagged by hand from the pipeline's vllm-release-repo image, as the release "
+                "annotation says (digest unknown)"
+            )
+        images.append(image)
+    return images, skipped
+
+
+# The release image step of 0.6.5-0.9.0.1 builds the vllm-openai target into ECR only.
+_ECR_RELEASE = re.compile(
+    r"--tag public\.ecr\.aws/[a-z0-9]+/vllm-release-repo:\$BUILDKITE_COMMIT\b"
+)
+
+
+def _why_no_tags(files: dict[str, str]) -> str:
+    """Why a release has no image records: what its files say of its image, and what they lack."""
+    pipeline = files.get(".buildkite/release-pipeline.yaml", "")
+    if _RELEASE_STEP.search(pipeline) and _ECR_RELEASE.search(pipeline):
+        return (
+            "the release pipeline builds the vllm-openai image into ECR (vllm-release-repo:"
+            "<commit>) only, and the sdist has neither the publish script nor the release "
+            "annotation: its Docker Hub tags are not read (the wheel is the path)"
+        )
+    return (
+        "the sdist has neither the publish script nor the release annotation, and its release "
+        "pipeline builds no vllm-openai image: the image tags are not read (the wheel is the path)"
+    )
 
 
 def _wheel_facts(
@@ -365,7 +444,8 @@ class CudaSource(ReleaseFactsSource):
     name = "cuda"
     table = "cuda.toml"
     wanted = WANTED
-    cache_tag = "cuda"
+    # "-2": entries cached before the release annotation was read lack it (issue 38, H13)
+    cache_tag = "cuda-2"
 
     def record(self, sdist: IndexFile, files: dict[str, str]) -> tuple[dict[str, Any] | None, str]:
         return cuda_record(sdist, files)

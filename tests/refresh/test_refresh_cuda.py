@@ -34,12 +34,19 @@ SHIPPED = {
 WHEELS = json.loads((SLICES.parent / "sdist" / "pypi-simple-vllm-wheels.json").read_text())
 
 
-# Older releases' x86_64 wheels, as PyPI's PEP 691 page for vLLM lists them (not in the recorded
-# page above, which holds 0.10 and later).
-OLDER_WHEELS = {
+# Other releases' x86_64 wheels, as PyPI's PEP 691 page for vLLM lists them (read 2026-12-02;
+# not in the recorded page above, which holds a few releases from 0.10 on).
+OLDER_WHEELS: dict[str, tuple[tuple[str, str], ...]] = {
     v: (("manylinux1_x86_64", f"vllm-{v}-cp38-abi3-manylinux1_x86_64.whl"),)
-    for v in ("0.6.1", "0.6.2", "0.7.3")
+    for v in ("0.6.1", "0.6.2", "0.7.3", "0.9.0.1", "0.9.1", "0.11.0")
 }
+OLDER_WHEELS["0.19.1"] = (
+    ("manylinux_2_31_x86_64", "vllm-0.19.1-cp38-abi3-manylinux_2_31_x86_64.whl"),
+)
+OLDER_WHEELS["0.20.1"] = (  # 0.20.1 has a rebuilt wheel (build tag 1) beside the first
+    ("manylinux_2_35_x86_64", "vllm-0.20.1-1-cp38-abi3-manylinux_2_35_x86_64.whl"),
+    ("manylinux_2_35_x86_64", "vllm-0.20.1-cp38-abi3-manylinux_2_35_x86_64.whl"),
+)
 
 
 def _wheels(version: str) -> tuple[tuple[str, str], ...]:
@@ -62,7 +69,22 @@ def _read(version: str) -> dict[str, object]:
     return record
 
 
-@pytest.mark.parametrize("version", ["0.6.2", "0.7.3", "0.10.1.1", "0.24.0", "0.32.0", "0.33.0"])
+@pytest.mark.parametrize(
+    "version",
+    [
+        "0.6.2",
+        "0.7.3",
+        "0.9.0.1",
+        "0.9.1",
+        "0.10.1.1",
+        "0.11.0",
+        "0.19.1",
+        "0.20.1",
+        "0.24.0",
+        "0.32.0",
+        "0.33.0",
+    ],
+)
 def test_the_shipped_record_is_what_the_sdist_says(version: str) -> None:
     assert _read(version) == SHIPPED[version]
 
@@ -105,8 +127,9 @@ def test_what_users_get_wrong_is_in_the_data() -> None:
     assert r33.wheel_variants == () and r32.wheel_variants == (Version("12.9"),)
     r19 = m.cuda_release(Version("0.19.1"))
     assert r19 is not None and r19.wheel_cuda == Version("12.9")
-    # An sdist without the publish script says nothing about image tags: none are invented.
-    old = m.cuda_release(Version("0.10.1.1"))
+    # An sdist with neither the publish script nor the release annotation says nothing about
+    # image tags: none are invented.
+    old = m.cuda_release(Version("0.9.0.1"))
     assert old is not None and old.images == () and old.provenance.confidence == "inferred"
 
 
@@ -117,7 +140,7 @@ def test_a_hostile_tag_suffix_is_not_read(tmp_path: Path) -> None:
     files[script] += 'docker push "vllm/vllm-openai:v${RELEASE_VERSION}-$(reboot)"\n'
     record, _ = cuda_record(IndexFile(Version("0.33.0"), "", "", "0" * 64, None, None), files)
     assert record is not None
-    tags = [i["tag"] for i in record["image"]]  # type: ignore[index]
+    tags = [i["tag"] for i in record["image"]]
     assert tags == ["v0.33.0", "v0.33.0-efa"]
 
 
