@@ -1,4 +1,4 @@
-"""The driver rules of ``solve/checks.py`` on the shipped data (drivers.toml's release pairs):
+"""The driver rules of ``solve/checks/`` on the shipped data (drivers.toml's release pairs):
 a patch release is that release, not its series' x.y.0 (issue 34), and AMD's ROCm 10.0 driver
 table is read as it is (31.10-31.30 run ROCm 10.0)."""
 

@@ -53,7 +53,7 @@ def test_the_two_registries_are_disjoint_and_split_by_code() -> None:
 def test_the_solver_imports_no_wording() -> None:
     """The solver decides and hands back phrases (``resolver.solve.finding``): it imports
     neither registry (lint-imports forbids it too)."""
-    for path in (PACKAGE / "solve").glob("*.py"):
+    for path in (PACKAGE / "solve").rglob("*.py"):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):

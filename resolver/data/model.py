@@ -481,7 +481,7 @@ class WheelVariant(msgspec.Struct, frozen=True, kw_only=True):
     # "rocm700"; an NVIDIA wheel: "cu129". A local version label: it reaches `pip install`
     # lines and Dockerfiles, so no shell syntax ("x;id" is refused like any unsafe value).
     name: Annotated[str, safe("image_tag")]
-    rocm: Version | None  # None: an NVIDIA (CUDA) wheel (solve/cuda.py makes those records)
+    rocm: Version | None  # None: an NVIDIA (CUDA) wheel (solve/cuda/ makes those records)
     python: Annotated[tuple[str, ...], safe("python"), NONEMPTY]
     glibc_min: Version
     vllm: Annotated[str | None, SPECIFIER] = None  # PEP 440 range; None: the docs state none

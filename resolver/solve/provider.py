@@ -264,7 +264,7 @@ class _Found(msgspec.Struct):
     predates: Reason | None = None  # the first driver-predates-gpu, whose fix the window takes
 
 
-# --- the rules, in the order a candidate is checked (each one code family of checks.py) ------
+# --- the rules, in the order a candidate is checked (each one code family of checks/) -------
 
 
 def _gpu(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
