@@ -95,7 +95,10 @@ COVERED_ELSEWHERE: dict[str, tuple[tuple[str, ...], str]] = {
     "solve/cuda/unread.py": (("test_solve_cuda.py", "test_cuda_old_releases.py"), _SOLVE),
     "solve/finding.py": (("test_words.py",), "findings as data: worded by explain/words.py"),
     "solve/host.py": (("test_host_blockers.py", "test_solve.py"), _SOLVE),
-    "solve/model.py": (("test_solve.py",), "--model's request and answer records (issue 37)"),
+    "solve/modelspec.py": (
+        ("test_solve_model.py", "test_cli_model.py"),
+        "--model's request and answer records (issue 37), built and read by the model check",
+    ),
     "solve/provider.py": (("test_solve.py", "test_properties.py"), _SOLVE),
     "solve/rank.py": (("test_solve.py", "test_routes.py"), _SOLVE),
     "solve/types.py": (("test_solve.py", "test_routes.py"), "the decision's records"),
