@@ -7,8 +7,9 @@ command is built from argv with ``shlex.join``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from resolver.data import resources
 from resolver.data.node import Node
@@ -19,8 +20,7 @@ if TYPE_CHECKING:  # a check without --model loads no model code
     from resolver.solve.model import ModelAnswer, ModelRequest
 
 
-@dataclass(frozen=True, slots=True)
-class ServeSizing:
+class ServeSizing(msgspec.Struct, frozen=True, kw_only=True):
     """What a printed command sets for ``--model`` (vLLM's flags of the same names): each None
     where vLLM's own default is the answer."""
 
