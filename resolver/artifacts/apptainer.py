@@ -83,6 +83,14 @@ def _serve(spec: RunSpec) -> list[str]:
     args = ["vllm", "serve", *([spec.model] if spec.model else [])]
     if spec.tensor_parallel and spec.tensor_parallel > 1:
         args += ["--tensor-parallel-size", str(spec.tensor_parallel)]
+    for flag, value in (  # --model's sizes, as runcmd.serve_args sets them
+        ("--max-model-len", spec.max_model_len),
+        ("--gpu-memory-utilization", spec.gpu_memory_utilization),
+        ("--kv-cache-dtype", spec.kv_cache_dtype),
+        ("--quantization", spec.quantization),
+    ):
+        if value is not None:
+            args += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
     args += ["--port", shell.Expansion(REPLICA_PORT) if spec.per_replica else str(spec.port)]
     return args + list(spec.extra_args)
 

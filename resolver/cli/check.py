@@ -235,7 +235,7 @@ def _explain(decision: "Decision", m: "Matrix", what_if: "Routes | None") -> Non
     if use_color():
         from resolver.explain import render_rich, rich_console
 
-        render_rich(derivation, rich_console())
+        render_rich(derivation, rich_console(), model=decision.model)
     else:
         from resolver.explain import render_derivation
 

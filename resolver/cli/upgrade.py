@@ -203,6 +203,13 @@ def route_json(route: Any, node: Any, m: Any) -> dict[str, Any]:
         check = shell.join(["rocm-vllm", "check", *flags])
     # The data cannot tell (a release or driver it does not know): unknown, never "no route".
     unknown = not route.found and route.before.verdict == "unknown"
+    # --model: check's model section for the end state (the changed node solved again).
+    end = route.after if route.after is not None else route.before
+    model = None
+    if end.model is not None:
+        from resolver.explain.report import model_json
+
+        model = model_json(end.model)
     return {
         "schema_version": SCHEMA_VERSION,
         "exit_code": 0 if route.found else 6 if unknown else 1,
@@ -215,6 +222,7 @@ def route_json(route: Any, node: Any, m: Any) -> dict[str, Any]:
         "check_on_node": on_node,
         "blocked": [reason_json(r) for r in route.blocked],
         "missing": [missing_json(f) for f in (route.before.missing if not route.found else ())],
+        "model": model,
         "node": {
             "gfx_targets": list(node.gfx_targets),
             "driver_version": node.driver_version,
@@ -259,11 +267,11 @@ def render(data: dict[str, Any], *, width: int = 100) -> str:
     label = plan["label"] if plan else "?"
     if not data["steps"]:
         lines.append(f"nothing to change: {where} runs {label} as it is")
+        lines += _model_lines(data["model"])
         return "\n".join(wrapped(line, width=width) for line in lines) + "\n"
     lines.append(f"route: {where} -> {label}")
     for i, step in enumerate(data["steps"], 1):
-        what = _WHAT.get(step["change"], step["change"])
-        lines.append(f"  {i}. {what}: {step['from'] or '?'} -> {step['to']}")
+        lines.append(_step_line(i, step))
         for why in step["why"]:
             lines.append(f"     because {why}")
         if step["stream_change"]:
@@ -276,6 +284,7 @@ def render(data: dict[str, Any], *, width: int = 100) -> str:
         if step["source"]:
             lines.append(f"     source: {step['source']}")
     lines.append(f"then: {label} ({data['verdict_after']}, solved again on the changed host)")
+    lines += _model_lines(data["model"])
     out = [wrapped(line, width=width) for line in lines]
     if data["check"] and data["check_on_node"]:
         out.append("  on the node after the change (a live probe reads the new facts):")
@@ -283,6 +292,30 @@ def render(data: dict[str, Any], *, width: int = 100) -> str:
     elif data["check"]:
         out.append(f"  $ {data['check']}")  # a command: never wrapped
     return "\n".join(out) + "\n"
+
+
+def _step_line(i: int, step: dict[str, Any]) -> str:
+    if step["change"] == "gpus":  # another machine: the model needs more GPUs of this kind
+        had = f" (this node has {step['from']})" if step["from"] else ""
+        return f"  {i}. use {step['to']} GPUs{had}"
+    what = _WHAT.get(step["change"], step["change"])
+    return f"  {i}. {what}: {step['from'] or '?'} -> {step['to']}"
+
+
+def _model_lines(model: dict[str, Any] | None) -> list[str]:
+    """--model at the end state: the size that fits, from the JSON's model section."""
+    if model is None:
+        return []
+    fit = model["fit"]
+    if fit is None:
+        return [f"model {model['spec']}: not sized (the memory of the GPUs is not known)"]
+    verdict = "fits" if fit["fits"] else f"fits only up to --max-model-len {fit['max_model_len']}"
+    fewest = model["min_gpus"] if model["min_gpus"] is not None else "more than 64"
+    said = (
+        f"model {model['spec']}: TP {fit['tensor_parallel_size']}, context {fit['context']} "
+        f"{verdict}; the fewest GPUs of this kind: {fewest}"
+    )
+    return [said]
 
 
 def register(app: typer.Typer, matrix_app: typer.Typer) -> None:

@@ -27,8 +27,8 @@ from resolver.explain.chain import (
 )
 from resolver.explain.derivation import Derivation, Hint, Note, PlanSummary, Premise
 from resolver.explain.hints import _hints, phrase_about
-from resolver.explain.steps import plan_commands
-from resolver.explain.words import word
+from resolver.explain.steps import plan_commands, serve_sizing
+from resolver.explain.words import text, word
 from resolver.solve import Decision
 from resolver.solve.finding import Phrase
 from resolver.solve.routes import Routes, better_than, search
@@ -108,6 +108,100 @@ def _unknown(decision: Decision, matrix: Matrix, found: Routes) -> Derivation:
     )
 
 
+_GiB = 1024**3
+FIT_SOURCE = (
+    "docs/model-fit.md; resolver/solve/fit.py (vLLM's kv_cache_interface page sizes and "
+    "gpu_worker's KV budget)"
+)
+
+
+def _gib(n: float) -> str:
+    return f"{n / _GiB:.1f}"
+
+
+def _model_step(decision: Decision, matrix: Matrix, b: _Builder) -> int | None:
+    """--model: the fit as a step: the config fields, the GPU's memory and where it was read,
+    the release's gpu_memory_utilization, the weights and the KV cache per token; its
+    conclusion what fits (or does not). None: no --model, or nothing sized."""
+    answer, wanted = decision.model, decision.request.model
+    if answer is None or wanted is None or answer.memory is None:
+        return None
+    cfg, memory = wanted.config, answer.memory
+    # Nothing fits: the largest size this node allows, at the context asked (the fit table's).
+    context = wanted.max_model_len or cfg.max_position_embeddings or 4096
+    at = [t for t in answer.table if t.max_model_len == context]
+    f = answer.fit or max(at, key=lambda t: t.tensor_parallel_size, default=None)
+    if f is None:
+        return None
+    config = text(
+        "fit/step-config",
+        spec=answer.spec,
+        arch=answer.architecture or "an unnamed architecture",
+        layers=cfg.num_hidden_layers,
+        heads=cfg.num_attention_heads,
+        kv_heads=cfg.num_key_value_heads,
+        head_dim=cfg.head_dim,
+        dtype=cfg.dtype or "unstated",
+    )
+    support = matrix.model_support(answer.release) if answer.release is not None else None
+    gmu_source = (
+        "--gpu-memory-utilization"
+        if wanted.gpu_memory_utilization is not None
+        else support.record.provenance.source
+        if support is not None and support.gpu_memory_utilization is not None
+        else "vLLM's default before 0.20.0 (vllm/engine/arg_utils.py), assumed"
+    )
+    assumed = memory.source.key == "fit/memory-assumed"
+    premises = [
+        Premise(text=config, sources=(cfg.source,)),
+        Premise(
+            text=text("fit/step-memory", gib=_gib(memory.bytes), how=word(memory.source)),
+            sources=("matrix/gfx.toml, matrix/nvidia-gpus.toml, the probe (GPU memory)",),
+            confidence="inferred" if assumed else "exact",
+        ),
+        Premise(
+            text=text(
+                "fit/step-gmu",
+                vllm=answer.release or "?",
+                gmu=f"{f.gpu_memory_utilization:g}",
+                allowance=_gib(f.allowance_bytes),
+            ),
+            sources=(gmu_source,),
+        ),
+        Premise(
+            text=text(
+                "fit/step-weights",
+                weights=_gib(f.weights_bytes_per_gpu),
+                tp=f.tensor_parallel_size,
+                how=f.weights_source,
+            ),
+            sources=(cfg.source, FIT_SOURCE),
+        ),
+        Premise(
+            text=text("fit/step-kv", kv=f.kv_cache_bytes_per_token, kv_dtype=f.kv_cache_dtype),
+            sources=(FIT_SOURCE,),
+        ),
+    ]
+    values = {
+        "tp": f.tensor_parallel_size,
+        "context": f.max_model_len,
+        # report.need_bytes's sum (report imports this module): weights, allowance, its KV
+        "need": _gib(f.weights_bytes_per_gpu + f.allowance_bytes + f.seq_bytes),
+        "usable": _gib(f.gpu_bytes * f.gpu_memory_utilization),
+        "largest": f.largest_max_model_len,
+        "min_gpus": answer.min_gpus or "more than 64",
+        "gpus": f.gpus,
+    }
+    key = (
+        "fit/step-fits"
+        if f.fits
+        else "fit/step-capped"
+        if f.largest_max_model_len > 0
+        else "fit/step-does-not-fit"
+    )
+    return b.add(premises, text(key, **values), codes=("model-fit",), subjects=(answer.spec,))
+
+
 def derive(decision: Decision, matrix: Matrix, what_if: Routes | None = None) -> Derivation:
     """Explain ``decision`` as numbered steps of sourced facts, then hints: the wording of
     ``what_if``, the solve stage's what-if search (run here when the caller did not)."""
@@ -127,6 +221,7 @@ def derive(decision: Decision, matrix: Matrix, what_if: Routes | None = None) ->
             cited = [_unsupported_step(ctx, b, unsupported[0], decision.rejected)]
         else:
             cited = _explain_rejected(ctx, b, decision.rejected)
+        _model_step(decision, matrix, b)
         refs = _join([f"({n})" for n in cited])
         if decision.verdict == "blocked_host_fix":
             tail = "no path fits this host as it is; a host change opens one (see the hints)"
@@ -147,6 +242,8 @@ def derive(decision: Decision, matrix: Matrix, what_if: Routes | None = None) ->
         n = b.add(
             premises, conclusion_text, cites=(), codes=("plan",), subjects=(plan.candidate.label,)
         )
+        fitted = _model_step(decision, matrix, b)
+        holds = f"({n})" if fitted is None else f"({n}) and ({fitted})"
         why = _why_this(ctx, plan)
         # Warnings that qualify the verdict belong in the chain, not only in the notes.
         serious = [w for w in decision.warnings if w.severity == "warning" and w.code not in HEDGED]
@@ -166,10 +263,11 @@ def derive(decision: Decision, matrix: Matrix, what_if: Routes | None = None) ->
             refs = _join([f"({k})" for k in cited])
             verb = "rule" if len(cited) > 1 else "rules"
             conclusion = (
-                f"So, because {refs} {verb} out the paths ranked above it and ({n}) holds, {why}."
+                f"So, because {refs} {verb} out the paths ranked above it and {holds} "
+                f"{'hold' if fitted else 'holds'}, {why}."
             )
         else:
-            conclusion = f"So, by ({n}), {why}."
+            conclusion = f"So, by {holds}, {why}."
         if decision.verdict == "unofficial_only":
             headline = f"No official path runs {wanted} on this node; an unofficial one does."
         elif decision.verdict == "source_build_required":
@@ -206,7 +304,12 @@ def derive(decision: Decision, matrix: Matrix, what_if: Routes | None = None) ->
             confidence=c.confidence,
             unofficial=plan.unofficial,
             override=plan.override,
-            commands=tuple(plan_commands(plan, decision.node)),
+            # --model: the commands carry its sizes, as check's short form prints them
+            commands=tuple(
+                plan_commands(
+                    plan, decision.node, serve_sizing(decision.model, decision.request.model)
+                )
+            ),
         )
     return Derivation(
         verdict=decision.verdict,

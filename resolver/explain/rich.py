@@ -14,6 +14,8 @@ from resolver.explain.text import cited_sources, step_sentence
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from resolver.solve.model import ModelAnswer
+
 __all__ = ["render_rich", "rich_console"]
 
 
@@ -28,14 +30,16 @@ _RICH_STYLE = {
 }
 
 
-def render_rich(d: Derivation, console: Console) -> None:
+def render_rich(d: Derivation, console: Console, model: ModelAnswer | None = None) -> None:
     """The same explanation for a terminal: coloured verdict, the chain, tables for plan and
-    sources."""
+    sources; with ``model`` (--model's answer), its fit table as check's text prints it."""
     numbers = {s: i for i, s in enumerate(cited_sources(d), 1)}
     _print_head(d, console)
     _print_chain(d, numbers, console)
     _print_hints(d, console)
     _print_plan(d, console)
+    if model is not None:
+        _print_model(model, console)
     _print_alternatives(d, console)
     _print_notes(d, console)
     _print_sources(numbers, console)
@@ -120,6 +124,22 @@ def _print_plan(d: Derivation, console: Console) -> None:
     console.print(Text("  run:", style="dim"))
     for c in p.commands:  # outside the table: a table cell would wrap the command
         console.print(Text(f"    {c}", style="bold"), soft_wrap=True)
+
+
+def _print_model(model: ModelAnswer, console: Console) -> None:
+    """The answer about --model and its fit table (``text.model_lines``, fitted to the
+    terminal by ``util.table.fit_table``), each cell's ok green and no red."""
+    from rich.text import Text
+
+    from resolver.explain.text import model_lines
+
+    for line in model_lines(model, width=console.width):
+        said = Text(line)
+        said.highlight_regex(r"\bok:[0-9.]+", "green")
+        said.highlight_regex(r"\bno:[0-9.]+", "red")
+        if line.startswith("model:"):
+            said.stylize("dim", 0, len("model:"))
+        console.print(said, soft_wrap=True)  # model_lines wrapped it already
 
 
 def _print_alternatives(d: Derivation, console: Console) -> None:

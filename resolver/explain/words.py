@@ -202,6 +202,37 @@ WORDS: Final[dict[str, Said]] = {
         message="assumed: the smallest {gfx} product the data sizes ({product}); give --node for "
         "this node's own"
     ),
+    # --- the fit as a step of --explain's derivation (resolver.explain.derive)
+    "fit/step-config": Said(
+        message="{spec}'s config: {arch}, {layers} layers, {heads} attention heads, {kv_heads} "
+        "KV heads of head_dim {head_dim}, dtype {dtype}"
+    ),
+    "fit/step-weights": Said(
+        message="its weights take {weights} GiB per GPU at tensor-parallel size {tp} ({how})"
+    ),
+    "fit/step-memory": Said(message="each GPU offers {gib} GiB ({how})"),
+    "fit/step-gmu": Said(
+        message="vLLM {vllm} uses gpu_memory_utilization {gmu} of it, less {allowance} GiB for "
+        "activations, graphs and the runtime"
+    ),
+    "fit/step-kv": Said(
+        message="its KV cache takes {kv} bytes per token per GPU (KV cache dtype {kv_dtype})"
+    ),
+    "fit/step-fits": Said(
+        message="the model fits at tensor-parallel size {tp}: one sequence of {context} tokens "
+        "needs {need} GiB per GPU of {usable} GiB usable, the longest context that fits is "
+        "{largest} tokens, and {min_gpus} GPU(s) of this kind are the fewest it needs"
+    ),
+    "fit/step-capped": Said(
+        message="the model fits at tensor-parallel size {tp} only with a shorter context: "
+        "{context} tokens need {need} GiB per GPU of {usable} GiB usable, so --max-model-len "
+        "{largest} (the longest that fits)"
+    ),
+    "fit/step-does-not-fit": Said(
+        message="the model does not fit this node's {gpus} GPU(s): {context} tokens need "
+        "{need} GiB per GPU of {usable} GiB usable at tensor-parallel size {tp}; it needs "
+        "{min_gpus} GPU(s) of this kind"
+    ),
     "request/quantization-contradicts": Said(
         message="--quantization {asked} contradicts the checkpoint's quantization_config ({method})"
     ),

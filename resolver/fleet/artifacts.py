@@ -106,6 +106,8 @@ class Options:
 
 
 def _image(group: Group) -> ContainerImage | None:
+    if group.sizing is not None and group.sizing.status == "needs-spx":
+        return None  # TP across partitions is never served: the group gets no files
     if group.pinned is not None:
         return group.pinned
     d = group.image
@@ -141,6 +143,7 @@ def _serving(m: Matrix, group: Group, image: ContainerImage, opts: Options) -> t
     from resolver.artifacts.images import serving_env
     from resolver.artifacts.parallel import place
     from resolver.artifacts.runcmd import RunSpec
+    from resolver.explain.steps import serve_sizing
 
     assert group.image is not None
     env, _warnings = serving_env(m, group.representative, group.image)
@@ -148,6 +151,20 @@ def _serving(m: Matrix, group: Group, image: ContainerImage, opts: Options) -> t
     ref = group.ref or (
         image.ref if image.digest is None or "@" in image.ref else f"{image.ref}@{image.digest}"
     )
+    sized = group.sizing
+    flags = serve_sizing(group.model, group.image.request.model) if sized is not None else None
+    if sized is not None and sized.mode is None:
+        # --model's fit decides: replicas of TP GPUs each, as many as the node holds (a
+        # partitioned node keeps place()'s one TP=1 replica per partition).
+        tp = sized.tensor_parallel_size
+        base = placed.devices or tuple(range(sized.gpus))
+        one = base[:tp] if tp < len(base) else placed.devices
+        placed = replace(
+            placed,
+            devices=one if sized.replicas == 1 else None,
+            tensor_parallel=tp,
+            replicas=sized.replicas,
+        )
     spec = RunSpec(
         image=ref,
         entrypoint=image.entrypoint,
@@ -155,12 +172,42 @@ def _serving(m: Matrix, group: Group, image: ContainerImage, opts: Options) -> t
         port=opts.port,
         hf_cache=opts.hf_cache,
         env=env,
+        devices=placed.devices if sized is not None and sized.replicas == 1 else None,
         tensor_parallel=placed.tensor_parallel,
+        # the group's: a partition's replica may hold a shorter context than the answer's TP
+        max_model_len=sized.max_model_len if sized is not None else None,
+        gpu_memory_utilization=flags.gpu_memory_utilization if flags is not None else None,
+        kv_cache_dtype=flags.kv_cache_dtype if flags is not None else None,
+        quantization=flags.quantization if flags is not None else None,
         name=f"vllm-{group.id}",
         per_replica=placed.replicas > 1,
         vendor=image.vendor,
     )
     return spec, placed
+
+
+def replica_sets(group: Group) -> tuple[str, ...]:
+    """Each replica's HIP/CUDA_VISIBLE_DEVICES where --model's fit puts several replicas of TP
+    GPUs on one unpartitioned node ("0,1" "2,3" ...); empty otherwise (a partitioned node's
+    replica is its partition, ``$n``)."""
+    sized = group.sizing
+    if sized is None or sized.mode is not None or sized.replicas < 2:
+        return ()
+    return tuple(",".join(map(str, d)) for d in sized.devices)
+
+
+def sizing_notes(group: Group) -> list[str]:
+    """What the scripts and manifests say of --model's sizing, once per file."""
+    sized, answer = group.sizing, group.model
+    if sized is None or answer is None:
+        return []
+    tp = sized.tensor_parallel_size
+    cap = f", --max-model-len {sized.max_model_len}" if sized.max_model_len is not None else ""
+    note = (
+        f"--model sized by rocm-vllm's fit: TP {tp}, {sized.replicas} replica(s) per node of "
+        f"{tp} GPU(s) each{cap} (rocm-vllm check --model, docs/model-fit.md)"
+    )
+    return [note]
 
 
 HOST_MODEL_CACHE = "/var/lib/rocm-vllm/hf-cache"
@@ -519,6 +566,7 @@ def sbatch_script(
         comment("# needs: " + "; ".join(f"{k} {v}" for k, v in needs(m, image))),
         *(comment(f"# {note}") for note in model_notes(m, image, opts)),
         *(comment(f"# {note}") for note in placement_notes(placed)),
+        *(comment(f"# {note}") for note in sizing_notes(group)),
         "set -euo pipefail",
         f'CONTAINER="${{CONTAINER:-{words[0]}}}"',
     ]
@@ -537,13 +585,37 @@ def sbatch_script(
             + ' || [ -f "$SIF" ]',
             "export SIF",
         ]
+    sets = replica_sets(group)
+    if sets:
+        # Each replica sees its own TP GPUs: the visibility variable names the loop's $devices
+        # (a device list), not $n (one partition's index).
+        from resolver.artifacts.runcmd import REPLICA_DEVICE, visible_devices_var
+
+        var = visible_devices_var(spec)
+        one = f"{var}={REPLICA_DEVICE}"
+        words = [
+            shell.Expansion(f"{var}=$devices") if isinstance(w, shell.Expansion) and w == one else w
+            for w in words
+        ]
     body = '"$CONTAINER" ' + " ".join(_shell_word(w) for w in words[1:])
     serve = [
         "serve() {",
         # A bind source must exist (Apptainer refuses a missing one; Docker would create it).
         f"  mkdir -p {_shell_word(opts.hf_cache)}",
     ]
-    if placed.replicas > 1:
+    if sets:
+        # --model: replicas of TP GPUs each, each on its own devices and port.
+        serve += [
+            "  local n port devices",
+            f"  local -a sets=({' '.join(sets)})",
+            f"  for ((n = 0; n < {len(sets)}; n++)); do",
+            f"    port=$(({opts.port} + n))",
+            "    devices=${sets[n]}",
+            f"    {body} &",
+            "  done",
+            "  wait",
+        ]
+    elif placed.replicas > 1:
         # CPX: one TP=1 server per partition, each on its own device and port (as `rocm-vllm
         # image` prints for one node); tensor parallelism across partitions gives garbage.
         serve += [
@@ -653,6 +725,9 @@ def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
     # `rocm-vllm image` serves one replica per partition; otherwise one pod takes the node.
     per_replica = placed.replicas > 1
     gpus = 1 if per_replica else placed.gpus or 1
+    sized = group.sizing
+    if sized is not None and sized.mode is None:
+        gpus = sized.tensor_parallel_size  # --model: each pod holds one replica's TP GPUs
     name = f"vllm-{group.id}"
     labels = {
         "app.kubernetes.io/name": "vllm",
@@ -665,8 +740,17 @@ def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
     )
     # The model positionally, as every release takes it (v0.6.0-v0.11.0 refuse --model).
     serve = [spec.model] if spec.model else []
-    if placed.tensor_parallel and placed.tensor_parallel > 1 and not per_replica:
+    # A partition's replica is TP=1 (never TP across partitions); --model's replicas are TP each.
+    if placed.tensor_parallel and placed.tensor_parallel > 1:
         serve += ["--tensor-parallel-size", str(placed.tensor_parallel)]
+    for flag, value in (
+        ("--max-model-len", spec.max_model_len),
+        ("--gpu-memory-utilization", spec.gpu_memory_utilization),
+        ("--kv-cache-dtype", spec.kv_cache_dtype),
+        ("--quantization", spec.quantization),
+    ):
+        if value is not None:
+            serve += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
     serve += ["--port", str(opts.port)]
     container: dict[str, Any] = {"name": "vllm", "image": spec.image}
     if names_serve(spec):
@@ -737,6 +821,7 @@ def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
         "rocm-vllm/image": image.ref,
         "rocm-vllm/pod-security": NVIDIA_POD_SECURITY_NOTE if nvidia else POD_SECURITY_NOTE,
         **({"rocm-vllm/placement": " ".join(said)} if (said := placement_notes(placed)) else {}),
+        **({"rocm-vllm/model-sizing": " ".join(told)} if (told := sizing_notes(group)) else {}),
         # What the image needs of a node (its gfx code, ROCm, driver series): admission policies
         # and people read it without running anything.
         **{f"rocm-vllm/needs-{k}": v for k, v in needs(m, image)},

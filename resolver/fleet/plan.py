@@ -10,9 +10,9 @@ found (a missing group membership, NUMA balancing) stay listed with their node.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
@@ -37,6 +37,9 @@ from resolver.solve.routes import Route
 from resolver.util.errors import InputError
 from resolver.util.versions import driver_series
 
+if TYPE_CHECKING:  # a fleet without --model loads no model code
+    from resolver.solve.model import ModelAnswer
+
 SCHEMA_VERSION = 1
 
 
@@ -58,6 +61,9 @@ class Fingerprint:
     vendor: str = "amd"  # "nvidia": planned from vLLM's CUDA images (resolver.solve.cuda)
     products: tuple[str, ...] = ()  # NVIDIA: the GPU products nvidia-smi names
     compute: tuple[str, ...] = ()  # NVIDIA: their compute capabilities
+    # --model only: the memory of one GPU (or partition) the fit is sized for; nodes of one gfx
+    # with different memory (MI300X 192 GiB, MI325X 256 GiB) fit a model differently.
+    gpu_memory: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -75,6 +81,7 @@ class Fingerprint:
             "vendor": self.vendor,
             "nvidia_products": list(self.products),
             "compute_capabilities": list(self.compute),
+            "gpu_memory_bytes": self.gpu_memory,
         }
 
     def short(self) -> str:
@@ -195,6 +202,78 @@ class Join:
         }
 
 
+SizingStatus = Literal["sized", "needs-spx"]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSizing:
+    """How each node of a group serves --model, from the answer's fit: replicas of
+    ``tensor_parallel_size`` GPUs each, as many as the node holds. A partitioned node serves one
+    TP=1 replica per partition (tensor parallelism across partitions gave garbage output,
+    ``resolver.artifacts.parallel``); a model that needs TP > 1 there needs the GPUs in SPX."""
+
+    status: SizingStatus
+    tensor_parallel_size: int
+    replicas: int  # servers per node (0: needs-spx)
+    gpus: int  # GPUs (or partitions) each node offers
+    max_model_len: int | None  # where the answer caps the context (or --max-model-len pinned)
+    mode: str | None = None  # the partition mode (CPX, DPX, ...) of a partitioned node
+
+    @property
+    def devices(self) -> tuple[tuple[int, ...], ...]:
+        """The GPU indices of each replica, in the node's order (one partition each where
+        partitioned)."""
+        tp = self.tensor_parallel_size
+        return tuple(tuple(range(r * tp, r * tp + tp)) for r in range(self.replicas))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "tensor_parallel_size": self.tensor_parallel_size,
+            "replicas_per_node": self.replicas,
+            "gpus_per_replica": self.tensor_parallel_size,
+            "gpus_per_node": self.gpus,
+            "max_model_len": self.max_model_len,
+            "partition_mode": self.mode,
+        }
+
+
+def model_sizing(node: Node, decision: Decision) -> ModelSizing | None:
+    """The group's replicas for ``decision``'s --model answer (None: no model, or its memory
+    was not known so nothing was sized)."""
+    from resolver.artifacts.parallel import PER_GPU
+    from resolver.data.partitions import _compute_mode
+    from resolver.explain.steps import serve_sizing
+    from resolver.solve.model import node_gpus
+
+    answer = decision.model
+    if answer is None or answer.fit is None or decision.plan is None:
+        return None
+    tp = answer.fit.tensor_parallel_size
+    gpus = node_gpus(node)
+    sized = serve_sizing(answer, decision.request.model)
+    context = sized.max_model_len if sized is not None else None
+    mode = next((m for g in node.gpus if (m := _compute_mode(g)) in ("CPX", *PER_GPU)), None)
+    if mode is not None:
+        if tp == 1:
+            return ModelSizing("sized", 1, gpus, gpus, context, mode)
+        # One partition still serves it with a shorter context, unless the user pinned more.
+        pinned = decision.request.model
+        one = max(
+            (f.largest_max_model_len for f in answer.table if f.tensor_parallel_size == 1),
+            default=0,
+        )
+        if (
+            one > 0
+            and pinned is not None
+            and pinned.tensor_parallel_size is None
+            and (pinned.max_model_len is None or pinned.max_model_len <= one)
+        ):
+            return ModelSizing("sized", 1, gpus, gpus, pinned.max_model_len or one, mode)
+        return ModelSizing("needs-spx", tp, 0, gpus, context, mode)
+    return ModelSizing("sized", tp, max(1, gpus // tp), gpus, context)
+
+
 @dataclass(frozen=True, slots=True)
 class Group:
     """Nodes with one fingerprint, decided once. Immutable: each stage (decide, join, pin)
@@ -213,6 +292,7 @@ class Group:
         None  # that image with its registry digest (fleet plan --digest)
     )
     ref: str | None = None  # what docker/podman/kubelet pull: mirror host, @digest when pinned
+    sizing: ModelSizing | None = None  # --model: how each node serves it (None: not sized)
 
     @property
     def names(self) -> list[str]:
@@ -237,6 +317,15 @@ class Group:
     @property
     def plan(self) -> Evaluation | None:
         return self.decision.plan if self.decision is not None else None
+
+    @property
+    def model(self) -> ModelAnswer | None:
+        """The answer about --model for what the group runs: its image decision's (the release
+        the scripts start), else its own decision's."""
+        for d in (self.image, self.decision):
+            if d is not None and d.model is not None:
+                return d.model
+        return None
 
     @property
     def pulls(self) -> ContainerImage | None:
@@ -264,8 +353,9 @@ class FleetPlan:
 
     @property
     def exit_code(self) -> int:
-        """0: every reported node has a supported plan; 1: some cannot run vLLM or failed to
-        report; 6: nothing is wrong except that the data cannot place some nodes."""
+        """0: every reported node has a supported plan; 1: some cannot run vLLM (or --model as
+        partitioned) or failed to report; 6: nothing is wrong except that the data cannot place
+        some nodes."""
         if self.failed or any(
             g.decision is not None
             and g.decision.verdict not in OK_VERDICTS
@@ -273,19 +363,27 @@ class FleetPlan:
             for g in self.groups
         ):
             return 1
+        if any(g.sizing is not None and g.sizing.status == "needs-spx" for g in self.groups):
+            return 1  # a partitioned node cannot serve the model as it is
         if any(g.verdict == "unknown" for g in self.groups):
             return 6
         return 0
 
 
-def group_reports(reports: Iterable[NodeReport]) -> tuple[list[Group], list[NodeReport]]:
+def group_reports(
+    reports: Iterable[NodeReport], memory: Callable[[Node], int | None] | None = None
+) -> tuple[list[Group], list[NodeReport]]:
+    """Reports by fingerprint; ``memory`` (--model): a GPU's memory is part of it."""
     buckets: dict[Fingerprint, list[NodeReport]] = {}
     failed: list[NodeReport] = []
     for r in mark_duplicates(reports):
         if r.node is None:
             failed.append(r)
             continue
-        buckets.setdefault(fingerprint(r.node, r.reason), []).append(r)
+        fp = fingerprint(r.node, r.reason)
+        if memory is not None:
+            fp = replace(fp, gpu_memory=memory(r.node))
+        buckets.setdefault(fp, []).append(r)
     ordered = sorted(
         buckets.items(), key=lambda kv: (-len(kv[1]), kv[0].unplaced is not None, repr(kv[0]))
     )
@@ -324,11 +422,14 @@ def _decide(m: Matrix, group: Group, request: Request) -> Group:
                 quantization=request.quantization,
                 kv_cache_dtype=request.kv_cache_dtype,
                 paths=IMAGE_PATHS,
+                model=request.model,  # the image's release sizes the model the scripts serve
             )
             found_image = solve(m, group.representative, image_request)
             if found_image.plan is not None and found_image.plan.candidate.pulled:
                 image = found_image
-    return replace(group, decision=decision, route=route, image=image)
+    sized = image or decision
+    sizing = model_sizing(group.representative, sized) if request.model is not None else None
+    return replace(group, decision=decision, route=route, image=image, sizing=sizing)
 
 
 def pin_images(fleet: FleetPlan, client: Any) -> FleetPlan:
@@ -428,7 +529,15 @@ def with_driver(reports: Sequence[NodeReport], driver: str) -> list[NodeReport]:
 def plan_fleet(m: Matrix, reports: Sequence[NodeReport], request: Request) -> FleetPlan:
     """Group, decide each group once, pick the plan that covers the most nodes, and say for
     every other group what would let it join."""
-    grouped, failed = group_reports(reports)
+    memory = None
+    if request.model is not None:  # the fit depends on a GPU's memory: part of the fingerprint
+        from resolver.solve.model import gpu_memory
+
+        def memory(node: Node) -> int | None:
+            found = gpu_memory(m, node)
+            return found.bytes if found is not None else None
+
+    grouped, failed = group_reports(reports, memory)
     groups = [_decide(m, g, request) for g in grouped]
     joins: dict[str, Join] = {}
     main_plans: dict[str, tuple[str, int]] = {}
@@ -475,6 +584,7 @@ def plan_fleet(m: Matrix, reports: Sequence[NodeReport], request: Request) -> Fl
 
 def group_json(g: Group, m: Matrix) -> dict[str, Any]:
     from resolver.explain import candidate_json, reason_json, warning_json
+    from resolver.explain.report import model_json
 
     d = g.decision
     image = g.pinned or g.pulls
@@ -498,6 +608,9 @@ def group_json(g: Group, m: Matrix) -> dict[str, Any]:
         if d is not None
         else ([g.error] if g.error else []),
         "join": g.join.to_json() if g.join is not None else None,
+        # --model: check's model section for the release the group runs, and its replicas.
+        "model": model_json(answer) if (answer := g.model) is not None else None,
+        "sizing": g.sizing.to_json() if g.sizing is not None else None,
         "sources": sorted(
             {
                 r.source.split(":", 1)[0]
@@ -513,7 +626,10 @@ def fleet_json(fleet: FleetPlan, m: Matrix) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "exit_code": fleet.exit_code,
-        "request": {"vllm": str(fleet.request.vllm) if fleet.request.vllm is not None else None},
+        "request": {
+            "vllm": str(fleet.request.vllm) if fleet.request.vllm is not None else None,
+            "model": fleet.request.model.spec if fleet.request.model is not None else None,
+        },
         "nodes": {
             "total": fleet.node_count,
             "planned": sum(len(g.reports) for g in fleet.groups if g.decision is not None),
@@ -615,6 +731,27 @@ def main_plan_lines(fleet: FleetPlan) -> list[str]:
     return []
 
 
+def _model_text(g: Group) -> list[str]:
+    """--model: how the group's nodes serve it (TP, replicas per node, the context cap)."""
+    answer, sized = g.model, g.sizing
+    if answer is None or g.plan is None:
+        return []  # a blocked group: its host fix (more GPUs) says it
+    if sized is None:
+        return [f"  model {answer.spec}: not sized (the memory of its GPUs is not known)"]
+    cap = f", --max-model-len {sized.max_model_len}" if sized.max_model_len is not None else ""
+    tp = sized.tensor_parallel_size
+    if sized.status == "needs-spx":
+        needs = (
+            f"  model {answer.spec}: needs tensor parallelism {tp}, and these GPUs are in "
+            f"{sized.mode} mode, where each partition serves one TP=1 replica (TP across "
+            "partitions has produced garbage output, vllm-project/vllm#20125): no batch script "
+            "or manifest; switch the GPUs to SPX (amd-smi set --compute-partition SPX) to serve it"
+        )
+        return [needs]
+    each = f"one per {sized.mode} partition" if sized.mode else f"{tp} GPU(s) each"
+    return [f"  model {answer.spec}: TP {tp}, {sized.replicas} replica(s) per node ({each}){cap}"]
+
+
 def render_text(fleet: FleetPlan, width: int | None = None) -> str:
     """The plan in words: the main plan, a table of the groups, what each group needs. With
     ``width`` (a terminal's) the table and the prose fit it (commands never wrap); without it
@@ -653,6 +790,7 @@ def render_text(fleet: FleetPlan, width: int | None = None) -> str:
     lines.append("")
     for g in fleet.groups:
         lines += fit(f"{g.id}: {g.fingerprint.short()}")
+        lines += [ln for said in _model_text(g) for ln in fit(said)]
         if g.decision is None:
             lines += fit(f"  unknown: {g.error}")
         elif g.decision.missing:
