@@ -49,15 +49,16 @@ class Phrase(msgspec.Struct, frozen=True, kw_only=True):
         return cls(key="", values=(("text", text),))
 
 
-def _frozen(value: object) -> object:
-    # Lists become tuples so that phrases hash (reasons are grouped and deduplicated by value).
-    if isinstance(value, list | set | frozenset):
-        return tuple(value)
-    return value
+_UNHASHABLE = (list, set, frozenset)
 
 
 def _values(values: dict[str, object]) -> tuple[tuple[str, object], ...]:
-    return tuple((name, _frozen(v)) for name, v in values.items())
+    # Lists become tuples so that phrases hash (reasons are grouped and deduplicated by value);
+    # the common case, no list, is one pass (a finding is made per candidate).
+    items = tuple(values.items())
+    if any(type(v) in _UNHASHABLE for _, v in items):
+        return tuple((k, tuple(v) if type(v) in _UNHASHABLE else v) for k, v in items)  # type: ignore[arg-type]
+    return items
 
 
 class Found(msgspec.Struct, frozen=True):

@@ -349,8 +349,11 @@ def _host(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
 
 
 def _record(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
-    """The advisories of the candidate's own record: channel, stack, confidence."""
-    found.warnings.extend(advisories.candidate_warnings(cand))
+    """The advisories of the candidate's own record: channel, stack, confidence. Said only of a
+    path that passes (the plan and its alternatives): a rejected path's reasons are what is said
+    of it, and at 4x the data most paths are rejected (the warm check's cost)."""
+    if not found.reasons:
+        found.warnings.extend(advisories.candidate_warnings(cand))
 
 
 Rule = Callable[[MatrixProvider, Candidate, _Found], None]
@@ -377,8 +380,8 @@ RULES: tuple[Rule, ...] = (
     _driver_window,
     _wheel,
     _host,
-    _record,
     _model,
+    _record,  # last: it reads whether any rule rejected the path
 )
 
 
