@@ -219,3 +219,15 @@ def test_an_apu_is_sized_on_its_gtt_pool_and_the_fix_is_the_gtt_limit() -> None:
     assert any(n.key == "model-note/unified" for n in after.model.notes)
     small = solve(m, amd("gfx1151", 1, vram=pool), Request(model=model("gpt-oss-20b")))
     assert small.plan is not None and small.model is not None and small.model.fit is not None
+
+
+def test_a_partition_is_sized_as_a_partition_even_without_its_product() -> None:
+    """An MI300X in CPX/NPS4 whose product the node does not name: one logical GPU is one
+    partition's share (AMD's partitioning guide: 24 GB), never the whole GPU's 192 GB."""
+    from resolver.solve.model import gpu_memory
+
+    from .helpers import cpx_node
+
+    memory = gpu_memory(matrix.load(), cpx_node())
+    assert memory is not None and memory.bytes < 32 * GiB
+    assert memory.source.key == "fit/memory-assumed-partition"

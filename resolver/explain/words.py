@@ -198,6 +198,10 @@ WORDS: Final[dict[str, Said]] = {
     "fit/memory-probe": Said(message="the probe's reading of each GPU's memory"),
     "fit/memory-product": Said(message="the {product}'s memory as the data records it"),
     "fit/memory-partition": Said(message="one {mode} partition of the {product}"),
+    "fit/memory-assumed-partition": Said(
+        message="assumed: the smallest partition of a {gfx} product in this mode the data sizes; "
+        "give --node for this node's own"
+    ),
     "fit/memory-assumed": Said(
         message="assumed: the smallest {gfx} product the data sizes ({product}); give --node for "
         "this node's own"

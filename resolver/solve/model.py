@@ -96,11 +96,24 @@ def gpu_memory(m: Matrix, node: Node) -> GpuMemory | None:
         return None
     for name in node.gfx_targets:
         target = m.gfx_target(name)
-        known = [
-            p
-            for p in (target.products if target is not None else ())
-            if p.memory_bytes is not None and not p.memory_unified
+        products = target.products if target is not None else ()
+        # A partitioned GPU whose product is not named: the smallest share any product of the
+        # target gives in that mode (never a whole GPU's memory for one partition).
+        shares = [
+            share
+            for g in node.gpus
+            if g.gfx == name
+            for p in products
+            if (share := _partition_bytes(p, g)) is not None
         ]
+        if shares:
+            size, _ = min(shares, key=lambda s: s[0])
+            return GpuMemory(bytes=size, source=phrase("fit/memory-assumed-partition", gfx=name))
+        if any(
+            g.partition is not None and g.partition.compute not in (None, "SPX") for g in node.gpus
+        ):
+            return None  # a partition of unknown size: not sized, rather than sized as a whole GPU
+        known = [p for p in products if p.memory_bytes is not None and not p.memory_unified]
         if known:
             p = min(known, key=lambda p: p.memory_bytes or 0)
             assert p.memory_bytes is not None
