@@ -174,10 +174,10 @@ def test_model_request_offline_by_default(tmp_path: Path, monkeypatch: pytest.Mo
     with pytest.raises(ModelError, match="not in the Hugging Face cache"):
         model_request("Qwen/Qwen3-8B")
     # image and fleet plan: an id not here stays a name to serve, unsized
-    assert model_request("Qwen/Qwen3-8B", required=False) is None
-    assert model_request("/models/in/the/container", required=False) is None
+    assert model_request("Qwen/Qwen3-8B", serving=True) is None
+    assert model_request("/models/in/the/container", serving=True) is None
     with pytest.raises(UsageError):
-        model_request("Qwen/Qwen3-8B", tensor_parallel_size=0, required=False)
+        model_request("Qwen/Qwen3-8B", tensor_parallel_size=0, serving=True)
 
 
 class _Hub(BaseHTTPRequestHandler):

@@ -22,7 +22,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from resolver.artifacts.runcmd import REPLICA_DEVICE, REPLICA_PORT, RunSpec, visible_devices_var
+from resolver.artifacts.runcmd import (
+    REPLICA_DEVICE,
+    REPLICA_PORT,
+    RunSpec,
+    model_args,
+    visible_devices_var,
+)
 from resolver.util import shell
 
 CONTAINER_HF_CACHE = "/hf-cache"
@@ -79,18 +85,7 @@ def _env(spec: RunSpec) -> list[str]:
 
 
 def _serve(spec: RunSpec) -> list[str]:
-    # The model positionally, as every release takes it (v0.6.0-v0.11.0 refuse --model).
-    args = ["vllm", "serve", *([spec.model] if spec.model else [])]
-    if spec.tensor_parallel and spec.tensor_parallel > 1:
-        args += ["--tensor-parallel-size", str(spec.tensor_parallel)]
-    for flag, value in (  # --model's sizes, as runcmd.serve_args sets them
-        ("--max-model-len", spec.max_model_len),
-        ("--gpu-memory-utilization", spec.gpu_memory_utilization),
-        ("--kv-cache-dtype", spec.kv_cache_dtype),
-        ("--quantization", spec.quantization),
-    ):
-        if value is not None:
-            args += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    args = ["vllm", "serve", *model_args(spec)]
     args += ["--port", shell.Expansion(REPLICA_PORT) if spec.per_replica else str(spec.port)]
     return args + list(spec.extra_args)
 

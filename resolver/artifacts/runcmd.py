@@ -206,12 +206,15 @@ def names_serve(spec: RunSpec) -> bool:
     return spec.entrypoint == "shell" or spec.vendor == "nvidia"
 
 
-def serve_args(spec: RunSpec) -> list[str]:
-    """The arguments after ``vllm serve``: the model first and positional, as every release takes
-    it (v0.6.0-v0.11.0 refuse ``--model``)."""
+def model_args(spec: RunSpec, tensor_parallel: int | None = None) -> list[str]:
+    """The model and its sizes after ``vllm serve`` (every form of the run command, scripts and
+    manifests take these): the model first and positional, as every release takes it
+    (v0.6.0-v0.11.0 refuse ``--model``), then vLLM's sizing flags where set. ``tensor_parallel``:
+    a replica's own TP where it differs from the spec's (a fleet's placement)."""
     args: list[str] = [spec.model] if spec.model else []
-    if spec.tensor_parallel and spec.tensor_parallel > 1:
-        args += ["--tensor-parallel-size", str(spec.tensor_parallel)]
+    tp = tensor_parallel if tensor_parallel is not None else spec.tensor_parallel
+    if tp and tp > 1:
+        args += ["--tensor-parallel-size", str(tp)]
     for flag, value in (
         ("--max-model-len", spec.max_model_len),
         ("--gpu-memory-utilization", spec.gpu_memory_utilization),
@@ -220,6 +223,12 @@ def serve_args(spec: RunSpec) -> list[str]:
     ):
         if value is not None:
             args += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    return args
+
+
+def serve_args(spec: RunSpec) -> list[str]:
+    """The arguments after ``vllm serve``: the model and its sizes, then the port."""
+    args = model_args(spec)
     if spec.per_replica:
         args += ["--port", shell.Expansion(REPLICA_PORT)]
     elif spec.port != 8000:

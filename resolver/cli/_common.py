@@ -482,14 +482,15 @@ def model_request(
     tensor_parallel_size: int | None = None,
     max_model_len: int | None = None,
     gpu_memory_utilization: float | None = None,
-    required: bool = True,
+    serving: bool = False,
 ) -> Any:
     """The ``ModelRequest`` for ``--model`` and its sizing knobs (None without ``--model``).
 
     Offline by default: the config is read from the local Hugging Face cache, a directory or a
     config.json; ``--online`` first fetches the config files through ``HF_ENDPOINT``.
-    ``required=False`` (image, fleet plan, where ``--model`` always named what to serve): a
-    model whose config is not here (``model_cached``) gives None, and the caller says so.
+    ``serving`` (image, fleet plan, where ``--model`` always named what to serve): a model whose
+    config is not here (``model_cached``) gives None, and the caller says so, unless a size is
+    pinned (sizes need the config).
     hfmodel and fit are imported only here, so a ``check`` without ``--model`` loads neither."""
     check_sizing(
         spec,
@@ -500,6 +501,8 @@ def model_request(
     )
     if spec is None:
         return None
+    pinned = (tensor_parallel_size, max_model_len, gpu_memory_utilization)
+    required = not serving or any(x is not None for x in pinned)
     from resolver.data import hfmodel
     from resolver.solve.model import ModelRequest
 

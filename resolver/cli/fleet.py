@@ -369,9 +369,7 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
             tensor_parallel_size=tensor_parallel_size,
             max_model_len=max_model_len,
             gpu_memory_utilization=gpu_memory_utilization,
-            required=tensor_parallel_size is not None
-            or max_model_len is not None
-            or gpu_memory_utilization is not None,
+            serving=True,
         )
         request = Request(vllm=parse_spec(vllm) if vllm else None, strict=strict, model=wanted)
         reports, where = _reports(

@@ -208,9 +208,7 @@ or a failed check)."""
         tensor_parallel_size=tensor_parallel_size,
         max_model_len=max_model_len,
         gpu_memory_utilization=gpu_memory_utilization,
-        required=tensor_parallel_size is not None
-        or max_model_len is not None
-        or gpu_memory_utilization is not None,
+        serving=True,
     )
     check_run_inputs(model=model, port=port, hf_cache=hf_cache)
     opts = workflow.ImageOptions(

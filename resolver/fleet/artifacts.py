@@ -715,7 +715,7 @@ def model_notes(m: Matrix, image: ContainerImage, opts: Options) -> list[str]:
 
 
 def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
-    from resolver.artifacts.runcmd import names_serve
+    from resolver.artifacts.runcmd import model_args, names_serve
 
     image = _image(group)
     if image is None:
@@ -738,20 +738,8 @@ def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
     node_selector, expressions, resource = (
         _nvidia_selector(m, group, image) if nvidia else _selector(group)
     )
-    # The model positionally, as every release takes it (v0.6.0-v0.11.0 refuse --model).
-    serve = [spec.model] if spec.model else []
     # A partition's replica is TP=1 (never TP across partitions); --model's replicas are TP each.
-    if placed.tensor_parallel and placed.tensor_parallel > 1:
-        serve += ["--tensor-parallel-size", str(placed.tensor_parallel)]
-    for flag, value in (
-        ("--max-model-len", spec.max_model_len),
-        ("--gpu-memory-utilization", spec.gpu_memory_utilization),
-        ("--kv-cache-dtype", spec.kv_cache_dtype),
-        ("--quantization", spec.quantization),
-    ):
-        if value is not None:
-            serve += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
-    serve += ["--port", str(opts.port)]
+    serve = [*model_args(spec, placed.tensor_parallel or 1), "--port", str(opts.port)]
     container: dict[str, Any] = {"name": "vllm", "image": spec.image}
     if names_serve(spec):
         container["command"] = ["vllm"]
