@@ -225,3 +225,48 @@ def test_tags_no_snapshot_holds_stay_unknown_and_float() -> None:
     plan = _live_plan("0.33.0", "rocm72", "gfx942")
     floating = " ".join(plan.floating)
     assert "mori v1.2.3.post1" in floating and "aiter v0.1.26" in floating
+
+
+def test_the_check_and_the_dockerfile_name_the_same_moving_refs() -> None:
+    """issue 36, "two rules for moving refs": `check --gfx gfx1250` warned that FlashAttention and
+    AITER move while the Dockerfile it pointed at named only AITER (FlashAttention's CK build is
+    left out for gfx1250). One rule decides both (solve.advisories.built_moving): for every stack
+    whose pins move and every GPU its build takes, the check's unpinned-ref names exactly the refs
+    the Dockerfile builds and flags."""
+    from resolver.solve import Request, evaluate_pinned
+    from resolver.solve.types import SourceCandidate
+    from resolver.util.errors import ResolverError
+
+    m = matrix_mod.load_dir(LIVE_MATRIX)
+    compared = 0
+    for release in m.vllm:
+        for st in release.stacks:
+            if not st.moving_pins:
+                continue
+            for gfx in st.arch:
+                node = from_flags(gfx=gfx, gpus=1, driver=None, os=None, rocm=None, python=None)
+                cand = SourceCandidate(
+                    vllm=release.version, rocm=st.rocm, release=release, stack=st
+                )
+
+                ev = evaluate_pinned(m, node, Request(), cand)
+                said = [w for w in ev.warnings if w.code == "unpinned-ref"]
+                try:
+                    plan = df.plan_dockerfile(
+                        m, node, ev, allow_preview=True, allow_moving_refs=True
+                    )
+                except ResolverError:  # refused on other grounds (its driver): nothing to compare
+                    plan = None
+                if plan is None:
+                    continue
+                flagged = set(plan.moving_refs)
+                named = set()
+                for w in said:
+                    named |= {
+                        f"{p.component}@{p.ref}"
+                        for p in st.moving_pins
+                        if f"{p.component} {p.repo}@{p.ref}" in str(w.message.value("refs"))
+                    }
+                assert named == flagged, (release.version, st.variant, gfx, named, flagged)
+                compared += 1
+    assert compared > 0

@@ -13,7 +13,14 @@ from collections.abc import Iterable, Sequence
 from packaging.version import Version
 
 from resolver.data.codes import AdvisoryCode
-from resolver.data.model import ContainerImage, GfxTarget, Matrix, Provenance, RocmStack
+from resolver.data.model import (
+    ComponentPin,
+    ContainerImage,
+    GfxTarget,
+    Matrix,
+    Provenance,
+    RocmStack,
+)
 from resolver.data.node import Node
 from resolver.solve.finding import Phrase, finding, phrase
 from resolver.solve.host import (
@@ -36,13 +43,14 @@ from resolver.solve.types import (
 # --- candidate rules --------------------------------------------------------------------------
 
 
-def candidate_warnings(cand: Candidate) -> list[Advisory]:
-    """The warnings about a candidate's own record: its image channel, its stack, its confidence."""
+def candidate_warnings(cand: Candidate, targets: Iterable[GfxTarget] = ()) -> list[Advisory]:
+    """The warnings about a candidate's own record: its image channel, its stack (for a build for
+    ``targets``), its confidence."""
     out: list[Advisory] = []
     if (image := cand.image) is not None:
         out.extend(image_warnings(image))
     if cand.stack is not None:
-        out.extend(stack_warnings(cand, cand.stack))
+        out.extend(stack_warnings(cand, cand.stack, tuple(targets)))
     out.extend(low_confidence(cand))
     return out
 
@@ -124,9 +132,32 @@ def image_warnings(image: ContainerImage) -> list[Advisory]:
     return out
 
 
-def stack_warnings(cand: Candidate, stack: RocmStack) -> list[Advisory]:
+def built_moving(stack: RocmStack, targets: tuple[GfxTarget, ...]) -> tuple[ComponentPin, ...]:
+    """The stack's pins on a moving branch that a build for ``targets`` builds: the one rule the
+    check's ``unpinned-ref`` and the Dockerfile's refusal (--allow-moving-refs) share. A component
+    no target is built for (FlashAttention's CK kernels, MORI, AITER behind its gate, each by the
+    stack's recorded arch list) is left out of the build, so its branch cannot move it; one whose
+    list the record lacks counts as built."""
+    names = {t.name for t in targets}
+    aiter = {t.name for t in targets if t.features.aiter == "full"} & set(stack.aiter_arch)
+
+    def built(component: str) -> bool:
+        if component == "flash_attention" and stack.fa_arch is not None:
+            return bool(names & set(stack.fa_arch))
+        if component == "mori" and stack.mori_arch:
+            return bool(names & set(stack.mori_arch))
+        if component == "aiter":
+            return bool(aiter)
+        return True
+
+    return tuple(p for p in stack.moving_pins if built(p.component))
+
+
+def stack_warnings(
+    cand: Candidate, stack: RocmStack, targets: tuple[GfxTarget, ...] = ()
+) -> list[Advisory]:
     """``preview-rocm`` for a stack on a nightly; ``unpinned-ref`` for a source build on moving
-    pins."""
+    pins it builds for ``targets`` (``built_moving``)."""
     out: list[Advisory] = []
     if stack.preview:
         out.append(
@@ -134,7 +165,8 @@ def stack_warnings(cand: Candidate, stack: RocmStack) -> list[Advisory]:
                 "preview-rocm", label=cand.label, stack=stack.label, source=stack.provenance.source
             )
         )
-    moving = stack.moving_pins if cand.from_source else ()  # an image or wheel is built already
+    # an image or wheel is built already; a build takes only what its targets need
+    moving = built_moving(stack, targets) if cand.from_source and targets else ()
     if moving:
         refs = ", ".join(f"{p.component} {p.repo}@{p.ref}" for p in moving)
         out.append(

@@ -353,7 +353,7 @@ def _record(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
     path that passes (the plan and its alternatives): a rejected path's reasons are what is said
     of it, and at 4x the data most paths are rejected (the warm check's cost)."""
     if not found.reasons:
-        found.warnings.extend(advisories.candidate_warnings(cand))
+        found.warnings.extend(advisories.candidate_warnings(cand, p.targets))
 
 
 Rule = Callable[[MatrixProvider, Candidate, _Found], None]

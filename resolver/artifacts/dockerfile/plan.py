@@ -15,9 +15,10 @@ from packaging.version import Version
 
 from resolver.artifacts.dockerfile.layout import layouts, tag_commit
 from resolver.artifacts.mirrors import Mirrors, mirror_image, parse_mirror
-from resolver.data.model import ComponentPin, Matrix, RocmStack, VllmRelease
+from resolver.data.model import ComponentPin, GfxTarget, Matrix, RocmStack, VllmRelease
 from resolver.data.node import Node
 from resolver.explain.words import word
+from resolver.solve.advisories import built_moving
 from resolver.solve.types import Evaluation, SourceCandidate
 from resolver.util.errors import InputError, UnknownGfxError, UnsafeValueError, UsageError
 from resolver.util.safety import require_safe
@@ -452,7 +453,8 @@ def plan_dockerfile(
     )
     # Only what is built can make the build irreproducible: a moving ref of a component left out
     # is neither demanded (--allow-moving-refs) nor flagged.
-    moving = _check_moving(release, st, pins, allow_moving_refs, warnings)
+    records = tuple(r for t in targets if (r := matrix.gfx_target(t)) is not None)
+    moving = _check_moving(release, st, pins, records, allow_moving_refs, warnings)
     warnings += gated
     _stack_warnings(release, st, warnings)
     repo, ref = _vllm_source(release, vllm_repo, vllm_ref, warnings)
@@ -567,6 +569,7 @@ def _check_moving(
     release: VllmRelease,
     st: RocmStack,
     built: list[ComponentPin],
+    targets: tuple[GfxTarget, ...],
     allow_moving_refs: bool,
     warnings: list[str],
 ) -> tuple[ComponentPin, ...]:
@@ -574,7 +577,8 @@ def _check_moving(
     loudly. Called after ``_safe_pins``, so only refs that passed the safety check are judged (a
     hostile one is refused as such)."""
     kept = {p.component for p in built}
-    moving = [p for p in st.moving_pins if p.component in kept]
+    # The solver's rule (what the check's unpinned-ref names), within what this file builds.
+    moving = [p for p in built_moving(st, targets) if p.component in kept]
     if moving and not allow_moving_refs:
         refs = ", ".join(f"{p.component} {p.repo}@{p.ref}" for p in moving)
         raise UsageError(
