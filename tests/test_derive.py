@@ -130,7 +130,10 @@ def test_success_rests_on_facts_with_a_confidence() -> None:
     plan_step = d.steps[-1]
     assert plan_step.codes == ("plan",)
     assert plan_step.conclusion.endswith("runs on this node")
-    assert any(p.text.startswith("amdgpu 30.30.x runs ROCm user space") for p in plan_step.premises)
+    # the driver row of drivers.toml, as the driver-window finding words it
+    assert any(
+        p.text.startswith("amdgpu 30.30.x supports ROCm user space") for p in plan_step.premises
+    )
 
 
 def test_unknown_driver_is_a_hedge_and_a_hint_not_a_silent_pass() -> None:
@@ -299,3 +302,23 @@ def test_driver_hint_says_downgrade_only_when_nothing_newer_runs_it() -> None:
     driver = next(h for h in d.hints if h.kind == "driver")
     assert driver.text.startswith("downgrade the host's amdgpu driver to 30.30.x"), driver.text
     assert dict(driver.changes) == {"driver": "30.30"}
+
+
+def test_one_driver_row_reads_one_way_in_every_step() -> None:
+    """issue 36: `check --gfx gfx942 --driver 6.4.1 --explain` worded one drivers.toml row two
+    ways in adjacent steps ("supports ROCm user space 6.1-7.2" / "runs ROCm user space 6.1, 6.2,
+    ..."). Every premise that cites the driver's record now says the same thing."""
+    from resolver.data.node import from_flags
+    from resolver.explain import derive
+
+    node = from_flags(gfx="gfx942", gpus=None, driver="6.4.1", os=None, rocm=None, python=None)
+    d = solve(M, node, Request())
+    driver = M.driver("6.4")
+    assert driver is not None
+    texts = {
+        p.text
+        for step in derive(d, M).steps
+        for p in step.premises
+        if driver.provenance.source in p.sources and "amdgpu 6.4.x" in p.text
+    }
+    assert len(texts) == 1, texts

@@ -21,7 +21,8 @@ from resolver.explain import words
 from resolver.explain.derivation import Premise, Step
 from resolver.explain.words import word
 from resolver.solve import MXFP4_QUANT, Decision, Evaluation, Fact, Reason, Request
-from resolver.solve.finding import phrase
+from resolver.solve.checks.driver import user_space_window
+from resolver.solve.finding import Found, phrase
 from resolver.solve.types import Channel, ImageCandidate, SourceCandidate, WheelCandidate
 from resolver.util.versions import driver_series, series
 
@@ -557,10 +558,12 @@ def _driver_premises(ctx: _Context, rocm: Version) -> tuple[list[Premise], str]:
     premises: list[Premise] = []
     hedge = ""
     if ctx.driver is not None and ctx.driver.runs(rocm):
+        # The driver's row, worded as the driver-window finding words it (one row, one wording).
+        row = Found("driver-window", (("driver", ctx.driver.series),)).fact(1)
+        window = (("window", user_space_window(ctx.driver.user_space)),)
         premises.append(
             Premise(
-                text=f"amdgpu {ctx.driver.series}.x runs ROCm user space "
-                f"{', '.join(ctx.driver.user_space)}",
+                text=word(msgspec.structs.replace(row, values=row.values + window)),
                 sources=(ctx.driver.provenance.source,),
                 confidence=ctx.driver.provenance.confidence,
             )

@@ -236,6 +236,11 @@ def preview_driver_window(
     )
 
 
+def user_space_window(user_space: Iterable[str]) -> str:
+    """A driver's ROCm user-space window as its findings give it ("6.1-7.2")."""
+    return _window(user_space)
+
+
 def _window(user_space: Iterable[str]) -> str:
     items = sorted(user_space, key=series_key)
     return f"{items[0]}-{items[-1]}" if len(items) > 1 else items[0]
