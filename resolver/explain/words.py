@@ -91,7 +91,8 @@ WORDS: Final[dict[str, Said]] = {
         "Transformers backend (--model-impl transformers), if transformers knows the model, more "
         "slowly than a native implementation",
         hint="pick a release whose registry lists {arch}, or check that transformers runs it",
-        source="vllm/model_executor/models/registry.py (the release's _TRANSFORMERS_BACKEND_MODELS)",
+        source="vllm/model_executor/models/registry.py (the release's Transformers backend "
+        "classes)",
     ),
     _ARCH_UNSUPPORTED: Said(
         message="vLLM {vllm} has no model class for {arch} (\"Model architectures ['{arch}'] "
@@ -125,8 +126,8 @@ WORDS: Final[dict[str, Said]] = {
         "this unknown)",
     ),
     _ATTENTION_MLA: Said(
-        message="the model uses MLA, and none of vLLM {vllm}'s ROCm attention backends ({backends}) "
-        "is an MLA backend",
+        message="the model uses MLA, and none of vLLM {vllm}'s ROCm attention backends "
+        "({backends}) is an MLA backend",
         facts=("vLLM {vllm}'s ROCm attention backends: {backends}",),
         hint="pick a release with a ROCm MLA backend",
     ),

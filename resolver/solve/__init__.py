@@ -269,9 +269,9 @@ def _decide(side: Vendor, request: Request, ranked: list[Evaluation]) -> Decisio
     """The verdict, for both vendors, in one precedence: an official path (supported, or
     source_build_required where only a build passes); an unofficial one (unofficial_only);
     else facts the data lacks (unknown: never a no where a release nobody read might run), else
-    a host change that opens a path (blocked_host_fix), else unsupported. An exit-0 answer resting on a fact nobody could check (an
-    NVIDIA GPU whose compute capability is unknown; under --strict every advisory of
-    ``UNCHECKED_CODES``) is unknown, each such fact named."""
+    a host change that opens a path (blocked_host_fix), else unsupported. An exit-0 answer
+    resting on a fact nobody could check (an NVIDIA GPU whose compute capability is unknown;
+    under --strict every advisory of ``UNCHECKED_CODES``) is unknown, each such fact named."""
     node = side.node
     accepted = [e for e in ranked if e.ok]
     official = [e for e in accepted if not e.unofficial]
