@@ -161,13 +161,20 @@ def main() -> None:
         hot: list[float] = []
         base: list[float] = []
         upg: list[float] = []
+        mod: list[float] = []
+        # --model with the config on disk (issue 37: at most 20% over a cold check)
+        config = Path(__file__).resolve().parents[1] / "tests/fixtures/models/llama-3.1-70b"
+        with_model = [*check, "--model", str(config)] if config.is_dir() else None
         CPU.clear()
         for i in range(runs):
             cold.append(_time(check, cold_env(i)))
             hot.append(_time(check, warm))
             base.append(_time(baseline, env))
             upg.append(_time(upgrade, warm))
-        cpu_cold, cpu_hot, cpu_base = CPU[0::4], CPU[1::4], CPU[2::4]
+            if with_model is not None:
+                mod.append(_time(with_model, cold_env(runs + 1 + i)))
+        step = 5 if with_model is not None else 4
+        cpu_cold, cpu_hot, cpu_base = CPU[0::step], CPU[1::step], CPU[2::step]
         kind = (
             "the wheel's shipped compiled matrix"
             if shipped_hit
@@ -187,6 +194,9 @@ def main() -> None:
         _ratio("CPU warm/typ", cpu_hot, cpu_base, "")
         _row("upgrade", upg, "issue 22's Ubuntu 20.04 route, warm")
         _ratio("upgrade/check", upg, hot, "target <= 10")
+        if mod:
+            _row("check --model", mod, "cold, Llama-3.1-70B's config.json on disk")
+            _ratio("model/check", mod, cold, "cold; target <= 1.2")
         if args.scale > 1:
             return
         _imports("cold", check, cold_env(runs), scratch)
