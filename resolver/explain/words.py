@@ -1157,9 +1157,24 @@ def _filled(value: object) -> object:
     return value
 
 
+_SAID: dict[Phrase, str] = {}  # the same finding recurs across paths (a driver's row, a source)
+
+
 def word(phrase: Phrase) -> str:
     """What ``phrase`` says: its part of its wording, filled with its values, then its clauses
-    (a missing value or key is a bug: KeyError)."""
+    (a missing value or key is a bug: KeyError). Said once per process for each finding."""
+    try:
+        return _SAID[phrase]
+    except KeyError:
+        if len(_SAID) > 65536:  # a bound for a long-lived process (a fleet of many kinds)
+            _SAID.clear()
+        said = _SAID[phrase] = _word(phrase)
+        return said
+    except TypeError:  # a value that does not hash (a caller's list): worded, not kept
+        return _word(phrase)
+
+
+def _word(phrase: Phrase) -> str:
     values = {name: _filled(v) for name, v in phrase.values}
     if not phrase.key:
         said = str(values["text"])
