@@ -20,6 +20,7 @@ from packaging.version import InvalidVersion, Version
 from resolver.data.codes import FACT_UNKNOWN_CODES, UNCHECKED_CODES, UNKNOWN_CODES
 from resolver.data.model import Matrix
 from resolver.data.node import Node
+from resolver.solve import advisories
 from resolver.solve.advisories import (
     newer_unknown,
     node_warnings,
@@ -155,6 +156,8 @@ class Vendor(Protocol):
         self, plan: Evaluation | None, rejected: tuple[Evaluation, ...], accepted: list[Evaluation]
     ) -> list[Advisory]: ...
 
+    def finish(self, chosen: Evaluation) -> Evaluation: ...
+
 
 class _Amd:
     """The AMD side: ``MatrixProvider``'s candidates and rules, the driver-window preference
@@ -181,7 +184,13 @@ class _Amd:
     @functools.cached_property
     def provider(self) -> MatrixProvider:
         # Made once the node's gfx targets are known to be in the data (``unplaceable``).
-        return MatrixProvider(self.matrix, self.node, self.request)
+        return MatrixProvider(self.matrix, self.node, self.request, record=False)
+
+    def finish(self, chosen: Evaluation) -> Evaluation:
+        """The plan or an alternative with its record's advisories (channel, stack, confidence),
+        made for the paths the answer names only (at 4x the data, hundreds pass)."""
+        said = advisories.candidate_warnings(chosen.candidate, self.provider.targets)
+        return replace(chosen, warnings=(*chosen.warnings, *said)) if said else chosen
 
     @functools.cached_property
     def _window(self) -> Callable[[Evaluation], tuple[int, ...]] | None:
@@ -282,11 +291,11 @@ def _decide(side: Vendor, request: Request, ranked: list[Evaluation]) -> Decisio
     missing: tuple[MissingFact, ...] = ()
     verdict: Verdict
     if official:
-        plan = official[0]
+        plan = side.finish(official[0])
         prebuilt_ok = any(not e.candidate.from_source for e in official)
         verdict = "supported" if prebuilt_ok else "source_build_required"
     elif accepted:
-        plan = accepted[0]
+        plan = side.finish(accepted[0])
         verdict = "unofficial_only"
     elif missing := side.unread(rejected):
         # A release whose facts the data lacks might run here: the honest answer is unknown.
@@ -316,7 +325,9 @@ def _decide(side: Vendor, request: Request, ranked: list[Evaluation]) -> Decisio
         plan=plan,
         warnings=tuple(warnings),
         rejected=rejected,
-        alternatives=tuple(distinct_alternatives(accepted, plan)) if plan is not None else (),
+        alternatives=tuple(side.finish(e) for e in distinct_alternatives(accepted, plan))
+        if plan is not None
+        else (),
         blockers=blockers,
         host_fix=host_fix,
         missing=missing,

@@ -53,10 +53,15 @@ def override_ok(targets: tuple[GfxTarget, ...]) -> bool:
 class MatrixProvider:
     """Answers the solver's questions from the matrix: which paths exist, and what stops each."""
 
-    def __init__(self, matrix: Matrix, node: Node, request: Request) -> None:
+    def __init__(
+        self, matrix: Matrix, node: Node, request: Request, *, record: bool = True
+    ) -> None:
         self.m = matrix
         self.node = node
         self.request = request
+        # record=False: the record advisories are left to the caller (the solver adds them to the
+        # plan and its alternatives only: the other accepted paths' are never said)
+        self.record = record
         self.targets = self._targets()
         self.override_ok = override_ok(self.targets)
         self.driver = self._driver()
@@ -352,7 +357,7 @@ def _record(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
     """The advisories of the candidate's own record: channel, stack, confidence. Said only of a
     path that passes (the plan and its alternatives): a rejected path's reasons are what is said
     of it, and at 4x the data most paths are rejected (the warm check's cost)."""
-    if not found.reasons:
+    if not found.reasons and p.record:
         found.warnings.extend(advisories.candidate_warnings(cand, p.targets))
 
 

@@ -157,3 +157,6 @@ class CudaProvider:
         self, plan: Evaluation | None, rejected: tuple[Evaluation, ...], accepted: list[Evaluation]
     ) -> list[Advisory]:
         return _image_needs_driver(plan, rejected)
+
+    def finish(self, chosen: Evaluation) -> Evaluation:
+        return chosen  # an NVIDIA path's advisories are all made when it is evaluated
