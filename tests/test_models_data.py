@@ -82,3 +82,15 @@ def test_backend_traits_answer_head_sizes(m: Matrix) -> None:
     assert by_name["triton_mla"].mla is True
     s10 = m.model_support(Version("0.10.0"))
     assert s10 is not None and s10.backends is None  # before 0.18.0's validated selection
+
+
+def test_every_backend_table_names_the_file_and_class_it_was_read_from(m: Matrix) -> None:
+    """Every fact names its upstream source: each [[release.backend]] table its own sdist, file
+    and class, not only the release it sits in."""
+    for rec in m.models:
+        sha = (rec.sdist_sha256 or "")[:12]
+        for b in rec.backends or ():
+            source = b.provenance.source
+            assert source != rec.provenance.source, (rec.version, b.name)
+            assert f"vllm {rec.version} sdist sha256:{sha}" in source, (rec.version, b.name)
+            assert ".py (" in source, (rec.version, b.name)

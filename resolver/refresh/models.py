@@ -407,12 +407,15 @@ def attention_traits(files: dict[str, str]) -> list[dict[str, Any]] | None:
     enum = _attention_enum(backends)
     out: list[dict[str, Any]] = []
     for name, (path, cls_name) in found.items():
+        # Each table names the file and class it was read from (the record's sdist is prefixed
+        # where the record is assembled): every fact names its source.
+        where = {"source": f"{path} ({cls_name} and its bases)"}
         try:
             classes = list(backends._mro(path, cls_name))
         except (caps._Unknown, SyntaxError, ValueError, RecursionError):
-            out.append({"name": name})  # its class is not readable: nothing known of it
+            out.append({"name": name, **where})  # its class is not readable: nothing known
             continue
-        out.append(_traits(name, classes, enum))
+        out.append({**_traits(name, classes, enum), **where})
     return out
 
 
@@ -520,6 +523,8 @@ def model_record(
     if not sdist.filename.endswith(".whl"):
         record["sdist_sha256"] = sdist.sha256
     record["source"] = f"{where} " + ", ".join(read)
+    for table in record.get("backend") or ():
+        table["source"] = f"{where} {table['source']}"
     return record, reg, ""
 
 
