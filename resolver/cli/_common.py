@@ -241,10 +241,9 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
         try:
             return func(*args, **kwargs)
         except ResolverError as exc:
-            if hasattr(exc, "said"):  # the solver's bad input, as data: worded here
-                from resolver.explain.words import error_words
+            from resolver.explain.words import error_words
 
-                error_words(exc)
+            error_words(exc)  # the solver's bad input is data until here: worded at the edge
             if wants_json(kwargs):
                 # --json promises JSON on stdout: the error is an object there too
                 emit_json(error_document(exc.reference, exc.message, exc.hint, exc.exit_code))

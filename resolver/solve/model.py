@@ -61,11 +61,25 @@ __all__ = [
 # --- the memory one GPU offers -----------------------------------------------------------------
 
 
+# The last few answers of gpu_memory, by identity (one solve asks it for every candidate); each
+# entry holds its node and matrix, so an id is never reused while it is kept.
+_MEMORY: list[tuple[Node, Matrix, GpuMemory | None]] = []
+
+
 def gpu_memory(m: Matrix, node: Node) -> GpuMemory | None:
     """The memory of one of the node's GPUs (its smallest): the probe's reading, else its
     product's record (a partition's share where the GPU is partitioned), else the smallest
     product of its gfx target the data sizes (said as assumed). None: an APU, or nothing
     sized."""
+    for known, matrix, memory in _MEMORY:
+        if known is node and matrix is m:
+            return memory
+    memory = _gpu_memory(m, node)
+    _MEMORY[:] = [*_MEMORY[-7:], (node, m, memory)]
+    return memory
+
+
+def _gpu_memory(m: Matrix, node: Node) -> GpuMemory | None:
     if node.nvidia_gpus:
         return _nvidia_memory(m, node)
     read = [g.vram_bytes for g in node.gpus if g.vram_bytes]
@@ -76,7 +90,7 @@ def gpu_memory(m: Matrix, node: Node) -> GpuMemory | None:
             for g in node.gpus
         )
         return GpuMemory(bytes=min(read), source=phrase("fit/memory-probe"), unified=unified)
-    sized: list[tuple[int, Phrase]] = []
+    sized: list[tuple[int, Phrase, str]] = []
     unified = False
     for g in node.gpus:
         target = m.gfx_target(g.gfx)
@@ -88,10 +102,11 @@ def gpu_memory(m: Matrix, node: Node) -> GpuMemory | None:
             if share is not None:
                 sized.append(share)
             elif p.memory_bytes is not None and not p.memory_unified:
-                sized.append((p.memory_bytes, phrase("fit/memory-product", product=p.name)))
+                said = phrase("fit/memory-product", product=p.name)
+                sized.append((p.memory_bytes, said, _cited(p)))
     if sized:
-        size, source = min(sized, key=lambda s: s[0])
-        return GpuMemory(bytes=size, source=source)
+        size, source, cited = min(sized, key=lambda s: s[0])
+        return GpuMemory(bytes=size, source=source, cited=cited)
     if unified:
         return None
     for name in node.gfx_targets:
@@ -107,8 +122,9 @@ def gpu_memory(m: Matrix, node: Node) -> GpuMemory | None:
             if (share := _partition_bytes(p, g)) is not None
         ]
         if shares:
-            size, _ = min(shares, key=lambda s: s[0])
-            return GpuMemory(bytes=size, source=phrase("fit/memory-assumed-partition", gfx=name))
+            size, _, cited = min(shares, key=lambda s: s[0])
+            said = phrase("fit/memory-assumed-partition", gfx=name)
+            return GpuMemory(bytes=size, source=said, cited=cited)
         if any(
             g.partition is not None and g.partition.compute not in (None, "SPX") for g in node.gpus
         ):
@@ -120,11 +136,16 @@ def gpu_memory(m: Matrix, node: Node) -> GpuMemory | None:
             return GpuMemory(
                 bytes=p.memory_bytes,
                 source=phrase("fit/memory-assumed", product=p.name, gfx=name),
+                cited=_cited(p),
             )
     return None
 
 
-def _partition_bytes(p: GpuProduct, g: Gpu) -> tuple[int, Phrase] | None:
+def _cited(p: GpuProduct) -> str:
+    return p.memory_source or p.provenance.source
+
+
+def _partition_bytes(p: GpuProduct, g: Gpu) -> tuple[int, Phrase, str] | None:
     part = g.partition
     if part is None or part.compute in (None, "SPX"):
         return None
@@ -132,9 +153,10 @@ def _partition_bytes(p: GpuProduct, g: Gpu) -> tuple[int, Phrase] | None:
         if mode.compute == part.compute and (part.memory is None or mode.memory == part.memory):
             if mode.memory_bytes is None:
                 return None
-            return mode.memory_bytes, phrase(
+            said = phrase(
                 "fit/memory-partition", product=p.name, mode=f"{mode.compute}/{mode.memory}"
             )
+            return mode.memory_bytes, said, mode.provenance.source
     return None
 
 
@@ -149,7 +171,11 @@ def _nvidia_memory(m: Matrix, node: Node) -> GpuMemory | None:
             size = mem.memory_bytes or mem.marketed_memory_bytes
             if pci in mem.pci_device_ids and size:
                 name = record.name if record is not None else "the GPU"
-                return GpuMemory(bytes=size, source=phrase("fit/memory-product", product=name))
+                return GpuMemory(
+                    bytes=size,
+                    source=phrase("fit/memory-product", product=name),
+                    cited=mem.memory_source or mem.provenance.source,
+                )
     return None
 
 
@@ -262,9 +288,11 @@ def node_gpus(node: Node) -> int:
     return node.logical_gpu_count or len(node.gpus) or len(node.nvidia_gpus) or 1
 
 
-def size_for(m: Matrix, node: Node, request: Request, vllm: Version) -> Sizing | None:
+def size_for(
+    m: Matrix, node: Node, request: Request, vllm: Version, memory: GpuMemory | None
+) -> Sizing | None:
+    """How the model fits ``memory`` (``gpu_memory`` of the node, found once by the caller)."""
     mr = request.model
-    memory = gpu_memory(m, node)
     if mr is None or memory is None:
         return None
     return sizing(
@@ -488,7 +516,7 @@ def _fit(
     if memory is None:
         warnings.append(Advisory.said("model-fit-unchecked", severity="warning"))
         return
-    s = size_for(m, node, request, cand.vllm)
+    s = size_for(m, node, request, cand.vllm, memory)
     assert s is not None
     gpus = node_gpus(node)
     if s.fits is not None:
@@ -542,16 +570,12 @@ def _fit(
         Reason(
             code=key,
             message=w.message,
-            facts=(Fact(text=w.facts[0], source=_source(memory)),),
+            facts=(Fact(text=w.facts[0], source=memory.cited),),
             hint=hint,
             fix=fix,
             release=cand.vllm,
         )
     )
-
-
-def _source(memory: GpuMemory) -> str:
-    return "matrix/gfx.toml, matrix/nvidia-gpus.toml, the probe (GPU memory); docs/model-fit.md"
 
 
 # --- the decision's answer ---------------------------------------------------------------------
@@ -580,7 +604,7 @@ def answer(m: Matrix, d: Decision) -> ModelAnswer | None:
     table: tuple[Fit, ...] = ()
     min_gpus = None
     if memory is not None and vllm is not None:
-        s = size_for(m, d.node, request, vllm)
+        s = size_for(m, d.node, request, vllm, memory)
         assert s is not None
         chosen, min_gpus = s.fits or s.capped, s.min_gpus
         gmu = release_gmu(m, request, vllm)

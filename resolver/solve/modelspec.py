@@ -25,11 +25,15 @@ class ModelRequest(msgspec.Struct, frozen=True, kw_only=True):
     gpu_memory_utilization: float | None = None
 
 
+PROBE = "the node's probe (each GPU's VRAM as the driver reports it)"
+
+
 class GpuMemory(msgspec.Struct, frozen=True, kw_only=True):
     """The memory of one GPU (or one partition) the fit is sized for, and where it was read."""
 
     bytes: int
     source: Phrase  # the probe's VRAM reading, the product's record, a partition's share
+    cited: str = PROBE  # where that size is stated: the probe, or the data record's own source
     unified: bool = False  # an APU: system memory through GTT (``ttm.pages_limit`` decides)
 
 
