@@ -21,39 +21,21 @@ fixture.
 
 from __future__ import annotations
 
-import tomllib
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from resolver.data import matrix
-from resolver.data.hfmodel import ModelConfig, read_model
+from resolver.data.hfmodel import read_model
 from resolver.data.node import Node
 from resolver.solve import Decision, Request, solve
 from resolver.solve import fit as F
 from resolver.solve.modelspec import ModelRequest
 
-MODELS = Path(__file__).parent / "fixtures" / "models"
-GiB = 1024**3
-REPORTS: list[dict[str, Any]] = tomllib.loads((MODELS / "reports.toml").read_text())["report"]
+# The reports, the fixtures and their readers are test_fit.py's (one copy of each).
+from .test_fit import MODELS, REPORTS, RTX_3090, GiB, _int, _kv_dtype, _model
+
 BY_ID = {r["id"]: r for r in REPORTS}
-# RTX 3090: "total_gpu_memory=23.58GiB", as vLLM logged it on that GPU (vllm issue 10517);
-# matrix/nvidia-gpus.toml has no RTX 3090 memory record.
-RTX_3090 = int(23.58 * GiB)
-
-
-def _model(slug: str) -> ModelConfig:
-    return read_model(str(MODELS / slug))
-
-
-def _int(report: dict[str, Any], key: str, default: int) -> int:
-    value = report.get(key, default)
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-
-def _kv_dtype(report: dict[str, Any]) -> str:
-    return "fp8" if str(report.get("kv_cache_dtype", "")).startswith("fp8") else "auto"
 
 
 # --- the collection itself ---------------------------------------------------------------------
