@@ -582,6 +582,60 @@ def test_the_shipped_compiled_matrix_is_only_for_the_files_it_was_built_from(
     matrix.reload()
 
 
+def test_deferred_tables_are_decoded_on_first_read_and_only_then(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 40: the compiled matrix holds the vendor and model tables (CUDA, NVIDIA GPUs and
+    driver rules, the ISA list, model registries) encoded until a command reads them: an AMD check
+    without --model decodes none of them; each reads back equal to the TOML's records; and a
+    replace naming one is refused, not silently dropped."""
+    import msgspec
+
+    from resolver.cli import main
+    from resolver.data.model import DEFERRED_TABLES
+
+    _installed(tmp_path, monkeypatch)
+    decoded: list[object] = []
+    real = matrix._decode_table
+    monkeypatch.setattr(
+        matrix,
+        "_decode_table",
+        lambda *a: decoded.append(a[0]) or real(*a),  # type: ignore[func-returns-value]
+    )
+    monkeypatch.setattr(
+        "sys.argv",
+        ["rocm-vllm", "check", "--gfx", "gfx942", "--gpus", "8", "--driver", "30.30.3", "--json"],
+    )
+    with pytest.raises(SystemExit) as ended:
+        main()
+    assert ended.value.code == 0
+    assert decoded == []
+    m = matrix.load()
+    for name in DEFERRED_TABLES:
+        assert getattr(m, name) == getattr(M, name) != (), name
+    assert len(decoded) == len(DEFERRED_TABLES)
+    assert m == M
+    with pytest.raises(TypeError):
+        msgspec.structs.replace(m, cuda=())  # type: ignore[call-arg]
+    matrix.reload()
+
+
+def test_a_deferred_table_that_does_not_decode_is_a_data_error() -> None:
+    """Its bytes passed the seal, so this is a defect of the tool: one data error (exit 3) with
+    a hint, never a traceback from msgspec."""
+    import functools
+
+    from resolver.data.model import CudaRelease, Deferred
+
+    _, dec = matrix._codec_hooks()
+    broken = Deferred.encoded(
+        b"\x91\xc0", functools.partial(matrix._decode_table, tuple[CudaRelease, ...], dec)
+    )
+    with pytest.raises(MatrixError, match="does not decode") as raised:
+        broken.get()
+    assert raised.value.exit_code == 3 and raised.value.hint
+
+
 def test_the_shipped_key_names_the_content_not_the_place(tmp_path: Path) -> None:
     """The wheel is compiled before it is installed: its key is the same in any directory, and
     any data file's edit changes it."""

@@ -12,7 +12,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar, cast, get_args, get_origin
 
 import msgspec
 from packaging.version import Version
@@ -23,6 +23,7 @@ from resolver.data.model import (
     ComponentPin,
     ContainerImage,
     CudaRelease,
+    Deferred,
     DriverSeries,
     FeatureGates,
     GfxTarget,
@@ -746,7 +747,7 @@ def _from_raw(raw: Mapping[str, list[Any]]) -> Matrix:
     tables["vllm"] = one_record_per_commit(tables["vllm"])
     tables["images"] = _with_channels(tables["images"], tables["channels"], tables["cuda"])
     tables["wheels"] = _with_releases(tables["wheels"], tables["vllm"])
-    m = Matrix(**tables)
+    m = Matrix.of(tables)
     check_invariants(m)
     return m
 
@@ -880,7 +881,7 @@ def _read_index(index: Path, key: bytes) -> str | None:
     return content if re.fullmatch(r"[0-9a-f]{32}", content) else None
 
 
-_COMPILED_FORMAT = 4  # 4: records declared once (3: the checked records as msgpack)
+_COMPILED_FORMAT = 5  # 5: vendor and model tables deferred (4: records declared once)
 _MAX_COMPILED = 32 * bounded.MiB
 _KEY_NAME = "compiled-cache.key"
 
@@ -916,22 +917,44 @@ def _seal(key: bytes, payload: bytes | memoryview) -> str:
 def _codec_hooks() -> tuple[Any, Any]:
     """Versions travel as their text and are parsed back."""
 
+    import msgspec
+
     def enc(obj: Any) -> Any:
         if isinstance(obj, Version):
             return str(obj)
+        if isinstance(obj, Deferred):  # its records as msgpack bytes, decoded on first read
+            raw = obj.raw()
+            return raw if raw is not None else msgspec.msgpack.encode(obj.get(), enc_hook=enc)
         raise NotImplementedError(f"no encoding for {type(obj).__name__}")
 
     parsed: dict[str, Version] = {}  # the data repeats its versions ("7.2.3" ...)
 
-    def dec(kind: type, obj: Any) -> Any:
+    def dec(kind: Any, obj: Any) -> Any:
         if kind is Version:
             found = parsed.get(obj)
             if found is None:
                 found = parsed[obj] = Version(obj)
             return found
-        raise NotImplementedError(f"no decoding for {kind.__name__}")
+        if get_origin(kind) is Deferred and isinstance(obj, bytes):
+            (records,) = get_args(kind)
+            return Deferred.encoded(obj, functools.partial(_decode_table, records, dec))
+        raise NotImplementedError(f"no decoding for {kind!r}")
 
     return enc, dec
+
+
+def _decode_table(records: Any, dec: Callable[[Any, Any], Any], raw: bytes) -> Any:
+    """A ``Deferred`` table's records, on first read. Its bytes passed the entry's seal (or are
+    the wheel's own), so a failure here is a defect of this tool, said as a data error."""
+    import msgspec
+
+    try:
+        return msgspec.msgpack.decode(raw, type=records, dec_hook=dec)
+    except (msgspec.DecodeError, ValueError, TypeError, RecursionError) as e:
+        raise MatrixError(
+            f"a table of the compiled matrix does not decode ({e})",
+            hint="remove the rocm-vllm cache directory (ROCM_VLLM_CACHE_DIR) and run again",
+        ) from e
 
 
 def _read_compiled(path: Path, key: bytes) -> Matrix | None:

@@ -9,8 +9,9 @@ these records. Each record carries a ``Provenance``: where the fact came from an
 """
 
 import re
+from collections.abc import Callable, Mapping
 from functools import cached_property
-from typing import Annotated, Any, ClassVar, Literal, get_args
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, get_args
 
 import msgspec
 from packaging.version import Version
@@ -829,6 +830,56 @@ class ExampleNode(msgspec.Struct, frozen=True, kw_only=True):
     provenance: Provenance
 
 
+T = TypeVar("T")
+
+
+class Deferred(Generic[T]):
+    """A table held as its checked, encoded records until first read (then kept decoded).
+
+    The compiled matrix carries the tables an AMD check without ``--model`` never reads (CUDA
+    releases and driver rules, NVIDIA GPUs, the AMDGPU ISA list, the model registries: a third of
+    its bytes at four times today's data) this way, so a check does not pay for building their
+    records. Equal and hashed by the records, however held."""
+
+    __slots__ = ("_decode", "_encoded", "_value")
+
+    def __init__(self, value: T) -> None:
+        self._value: T | None = value
+        self._encoded: bytes | None = None
+        self._decode: Callable[[bytes], T] | None = None
+
+    @classmethod
+    def encoded(cls, encoded: bytes, decode: Callable[[bytes], T]) -> "Deferred[T]":
+        d: Deferred[T] = cls.__new__(cls)
+        d._value, d._encoded, d._decode = None, encoded, decode
+        return d
+
+    def get(self) -> T:
+        if self._value is None:
+            assert self._encoded is not None
+            assert self._decode is not None
+            self._value = self._decode(self._encoded)
+            self._encoded = self._decode = None
+        return self._value
+
+    def raw(self) -> bytes | None:
+        """The encoded records while they were never read (re-encoding them is then a copy)."""
+        return self._encoded
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Deferred) and self.get() == other.get()
+
+    def __hash__(self) -> int:
+        return hash(self.get())
+
+    def __repr__(self) -> str:
+        return f"Deferred({self.get()!r})"
+
+
+# The tables ``Matrix`` holds as ``Deferred`` (the field is NAME_table; ``Matrix.NAME`` reads it).
+DEFERRED_TABLES: tuple[str, ...] = ("cuda", "nvidia", "nvidia_gpus", "isa", "models")
+
+
 class Matrix(msgspec.Struct, frozen=True, kw_only=True, dict=True):
     # dict=True: the lookup indexes below are cached properties, kept beside the fields (neither
     # equality nor the compiled matrix carries them).
@@ -840,13 +891,54 @@ class Matrix(msgspec.Struct, frozen=True, kw_only=True, dict=True):
     wheels: tuple[WheelVariant, ...]
     images: tuple[ContainerImage, ...]
     examples: tuple[ExampleNode, ...]
-    cuda: tuple[CudaRelease, ...] = ()
-    nvidia: tuple[CudaDriverRule, ...] = ()
-    nvidia_gpus: tuple[NvidiaGpu, ...] = ()
-    isa: tuple[AmdgpuIsa, ...] = ()
     capabilities: tuple[ReleaseCapabilities, ...] = ()
     channels: tuple[ImageChannel, ...] = ()
-    models: tuple[ModelRelease, ...] = ()
+    # DEFERRED_TABLES, read through the properties of the same name below (``Matrix.of`` builds
+    # them; ``msgspec.structs.replace(m, cuda=...)`` is refused, not silently ignored).
+    cuda_table: Deferred[tuple[CudaRelease, ...]] = msgspec.field(
+        default_factory=lambda: Deferred(())
+    )
+    nvidia_table: Deferred[tuple[CudaDriverRule, ...]] = msgspec.field(
+        default_factory=lambda: Deferred(())
+    )
+    nvidia_gpus_table: Deferred[tuple[NvidiaGpu, ...]] = msgspec.field(
+        default_factory=lambda: Deferred(())
+    )
+    isa_table: Deferred[tuple[AmdgpuIsa, ...]] = msgspec.field(default_factory=lambda: Deferred(()))
+    models_table: Deferred[tuple[ModelRelease, ...]] = msgspec.field(
+        default_factory=lambda: Deferred(())
+    )
+
+    @classmethod
+    def of(cls, tables: Mapping[str, tuple[Any, ...]]) -> "Matrix":
+        """The matrix of these tables, named as ``schema.FILES`` names them."""
+        fields: dict[str, Any] = {
+            (f"{name}_table" if name in DEFERRED_TABLES else name): (
+                Deferred(records) if name in DEFERRED_TABLES else records
+            )
+            for name, records in tables.items()
+        }
+        return cls(**fields)
+
+    @property
+    def cuda(self) -> tuple[CudaRelease, ...]:
+        return self.cuda_table.get()
+
+    @property
+    def nvidia(self) -> tuple[CudaDriverRule, ...]:
+        return self.nvidia_table.get()
+
+    @property
+    def nvidia_gpus(self) -> tuple[NvidiaGpu, ...]:
+        return self.nvidia_gpus_table.get()
+
+    @property
+    def isa(self) -> tuple[AmdgpuIsa, ...]:
+        return self.isa_table.get()
+
+    @property
+    def models(self) -> tuple[ModelRelease, ...]:
+        return self.models_table.get()
 
     # Lookups the solver asks several times per candidate: dicts, not scans.
     @cached_property
