@@ -586,13 +586,14 @@ def test_deferred_tables_are_decoded_on_first_read_and_only_then(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 40: the compiled matrix holds the vendor and model tables (CUDA, NVIDIA GPUs and
-    driver rules, the ISA list, model registries) encoded until a command reads them: an AMD check
-    without --model decodes none of them; each reads back equal to the TOML's records; and a
-    replace naming one is refused, not silently dropped."""
+    driver rules, the ISA list, model registries) and each release's capabilities encoded until a
+    command reads them: an AMD check without --model decodes none of the tables and one release's
+    capabilities (its plan's); each reads back equal to the TOML's records; and a replace naming
+    a deferred table is refused, not silently dropped."""
     import msgspec
 
     from resolver.cli import main
-    from resolver.data.model import DEFERRED_TABLES
+    from resolver.data.model import DEFERRED_TABLES, ReleaseCapabilities
 
     _installed(tmp_path, monkeypatch)
     decoded: list[object] = []
@@ -609,11 +610,12 @@ def test_deferred_tables_are_decoded_on_first_read_and_only_then(
     with pytest.raises(SystemExit) as ended:
         main()
     assert ended.value.code == 0
-    assert decoded == []
+    assert decoded == [ReleaseCapabilities]
     m = matrix.load()
     for name in DEFERRED_TABLES:
         assert getattr(m, name) == getattr(M, name) != (), name
-    assert len(decoded) == len(DEFERRED_TABLES)
+    assert len(decoded) == 1 + len(DEFERRED_TABLES)
+    assert m.capabilities == M.capabilities
     assert m == M
     with pytest.raises(TypeError):
         msgspec.structs.replace(m, cuda=())  # type: ignore[call-arg]

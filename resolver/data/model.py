@@ -16,7 +16,7 @@ from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, get_args
 import msgspec
 from packaging.version import Version
 
-from resolver.util.versions import series_key
+from resolver.util.versions import series, series_key
 
 Confidence = Literal["exact", "release-branch", "inferred", "unknown"]
 CONFIDENCES: tuple[Confidence, ...] = ("exact", "release-branch", "inferred", "unknown")
@@ -180,7 +180,7 @@ class DriverSeries(msgspec.Struct, frozen=True, kw_only=True):
     releases_confidence: Confidence = "exact"
 
     def runs(self, rocm: Version) -> bool:
-        return f"{rocm.major}.{rocm.minor}" in self.user_space
+        return series(rocm) in self.user_space
 
 
 ComputePartition = Literal["SPX", "DPX", "TPX", "QPX", "CPX"]
@@ -891,7 +891,9 @@ class Matrix(msgspec.Struct, frozen=True, kw_only=True, dict=True):
     wheels: tuple[WheelVariant, ...]
     images: tuple[ContainerImage, ...]
     examples: tuple[ExampleNode, ...]
-    capabilities: tuple[ReleaseCapabilities, ...] = ()
+    # Each release's capabilities encoded apart, keyed by its version: a check reads its plan's
+    # record (``capabilities_of``); only a --quantization or --kv-cache-dtype reads them all.
+    capabilities_table: tuple[tuple[Version, Deferred[ReleaseCapabilities]], ...] = ()
     channels: tuple[ImageChannel, ...] = ()
     # DEFERRED_TABLES, read through the properties of the same name below (``Matrix.of`` builds
     # them; ``msgspec.structs.replace(m, cuda=...)`` is refused, not silently ignored).
@@ -917,8 +919,10 @@ class Matrix(msgspec.Struct, frozen=True, kw_only=True, dict=True):
                 Deferred(records) if name in DEFERRED_TABLES else records
             )
             for name, records in tables.items()
+            if name != "capabilities"
         }
-        return cls(**fields)
+        caps = tables.get("capabilities", ())
+        return cls(**fields, capabilities_table=tuple((c.version, Deferred(c)) for c in caps))
 
     @property
     def cuda(self) -> tuple[CudaRelease, ...]:
@@ -946,8 +950,12 @@ class Matrix(msgspec.Struct, frozen=True, kw_only=True, dict=True):
         return {g.name: g for g in self.gfx}
 
     @cached_property
-    def _caps_index(self) -> dict[Version, ReleaseCapabilities]:
-        return {c.version: c for c in self.capabilities}
+    def capabilities(self) -> tuple[ReleaseCapabilities, ...]:
+        return tuple(record.get() for _, record in self.capabilities_table)
+
+    @cached_property
+    def _caps_index(self) -> dict[Version, Deferred[ReleaseCapabilities]]:
+        return dict(self.capabilities_table)
 
     @cached_property
     def _rocm_index(self) -> dict[Version, RocmRelease]:
@@ -957,8 +965,8 @@ class Matrix(msgspec.Struct, frozen=True, kw_only=True, dict=True):
     def _drivers_by_series(self) -> dict[str, tuple[DriverSeries, ...]]:
         by_series: dict[str, list[DriverSeries]] = {}
         for d in self.drivers:
-            for series in d.user_space:
-                by_series.setdefault(series, []).append(d)
+            for name in d.user_space:
+                by_series.setdefault(name, []).append(d)
         return {
             s: tuple(sorted(ds, key=lambda d: series_key(d.series), reverse=True))
             for s, ds in by_series.items()
@@ -978,7 +986,8 @@ class Matrix(msgspec.Struct, frozen=True, kw_only=True, dict=True):
         return self._cmake_accepts.get(gfx, ())
 
     def capabilities_of(self, version: Version) -> ReleaseCapabilities | None:
-        return self._caps_index.get(version)
+        record = self._caps_index.get(version)
+        return record.get() if record is not None else None
 
     def gate(
         self, version: Version, gate: str, gfx: str
@@ -1043,8 +1052,7 @@ class Matrix(msgspec.Struct, frozen=True, kw_only=True, dict=True):
 
     def drivers_running(self, rocm: Version) -> tuple[DriverSeries, ...]:
         """Driver series whose user-space window holds ``rocm``, newest first."""
-        series = f"{rocm.major}.{rocm.minor}"
-        return self._drivers_by_series.get(series, ())
+        return self._drivers_by_series.get(series(rocm), ())
 
     def os_release(self, os_id: str) -> OsRelease | None:
         return next((o for o in self.os if o.id == os_id), None)

@@ -221,7 +221,7 @@ class MatrixProvider:
         unofficial = found.unofficial or (cand.stack is not None and cand.stack.preview)
         cmake_only = cand.from_source and any(t.name not in cand.arch for t in self.targets)
         return Evaluation(
-            runs_as=tuple(found.runs_as.items()),
+            runs_as=tuple(found.runs_as.items()) if found.runs_as else (),
             candidate=cand,
             reasons=_about(cand, found.reasons),
             warnings=tuple(found.warnings),
@@ -393,6 +393,8 @@ RULES: tuple[Rule, ...] = (
 def _about(cand: Candidate, reasons: list[Reason]) -> tuple[Reason, ...]:
     """The reasons, each saying which release and stack it rejects (the feature gates are about
     the GPU, whatever the path)."""
+    if not reasons:
+        return ()
     stack = cand.stack.variant if cand.stack is not None else None
     return tuple(
         r if r.code in GATE_CODES else replace(r, release=cand.vllm, stack=stack) for r in reasons

@@ -87,6 +87,7 @@ def parse_spec(text: str) -> SpecifierSet:
         ) from None
 
 
+@functools.cache  # a solve asks it of every candidate's ROCm (a few dozen releases)
 def series(version: Version) -> str:
     """``7.2.3`` -> ``"7.2"``: the unit the driver/user-space table speaks in."""
     return f"{version.major}.{version.minor}"

@@ -125,6 +125,13 @@ def driver_check(
     amdgpu release is not missing one (its kernel floors are checked instead)."""
     assert cand.rocm is not None
     rocm = m.rocm_for(cand.rocm)
+    if (
+        driver is not None
+        and node.driver_version is not None
+        and (rocm is None or rocm.stream != "therock-preview")
+        and driver.runs(cand.rocm)
+    ):
+        return None, []  # the usual answer (a known driver runs this release): nothing to build
     if inbox and node.driver_version is None:
         return None, driver_warnings(node, driver, cand, rocm, inbox=True)
     # What the path needs of the driver is said only where the node's driver is unknown.

@@ -19,7 +19,7 @@ def gfx_check(
     """Does the candidate run on ``target``? (reason, unofficial, HSA override it relies on).
     ``m``: the data, to name the releases whose build does accept a target a source build's
     CMake refuses. ``override``: False where the node cannot take the target's HSA override."""
-    arch, src = cand.arch, cand.source
+    arch = cand.arch
     if not override:
         target = msgspec.structs.replace(target, override=None, override_target=None)
     if target.name in cand.lacks:
@@ -34,9 +34,9 @@ def gfx_check(
     if _override_build(cand, target):
         return None, True, target.override
     if target.vllm_status == "unsupported":
-        return gfx_unsupported(cand, target, arch, src), False, None
+        return gfx_unsupported(cand, target, arch, cand.source), False, None
     if not arch:
-        return artifact_facts_unknown(cand, src), False, None
+        return artifact_facts_unknown(cand, cand.source), False, None
     # CMake accepts more targets than a stack ships; a source build may take them (unofficial).
     # Not on a preview stack: a ROCm nightly built for one GPU (gfx1250) carries nothing else.
     if (
@@ -53,8 +53,8 @@ def gfx_check(
         and target.name not in cand.release.cmake_arch
         and m is not None
     ):
-        return gfx_not_buildable(m, cand, target, src), False, None
-    return gfx_not_shipped(cand, target, arch, src), False, None
+        return gfx_not_buildable(m, cand, target, cand.source), False, None
+    return gfx_not_shipped(cand, target, arch, cand.source), False, None
 
 
 def _override_build(cand: Candidate, target: GfxTarget) -> bool:
