@@ -619,6 +619,8 @@ def test_deferred_tables_are_decoded_on_first_read_and_only_then(
     assert m == M
     with pytest.raises(TypeError):
         msgspec.structs.replace(m, cuda=())  # type: ignore[call-arg]
+    assert m.with_tables(cuda=()).cuda == () and m.with_tables(cuda=()).vllm == m.vllm
+    assert m.with_tables() == m
     matrix.reload()
 
 

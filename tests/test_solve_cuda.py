@@ -527,9 +527,7 @@ def test_kv_cache_dtype_on_an_nvidia_node_is_checked_not_refused(tmp_path: Path)
     lacking = msgspec.structs.replace(
         caps, kv_cache_dtypes=tuple(d for d in caps.kv_cache_dtypes if d != "fp8")
     )
-    m2 = msgspec.structs.replace(
-        M, capabilities=tuple(lacking if c is caps else c for c in M.capabilities)
-    )
+    m2 = M.with_tables(capabilities=tuple(lacking if c is caps else c for c in M.capabilities))
     d = solve(m2, node(), Request(kv_cache_dtype="fp8", vllm=parse_spec(f"=={newest.version}")))
     assert d.plan is None
     assert {r.code for e in d.rejected for r in e.reasons} >= {"kv-cache-dtype-not-listed"}

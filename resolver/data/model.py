@@ -855,15 +855,14 @@ class Deferred(Generic[T]):
         return d
 
     def get(self) -> T:
-        if self._value is None:
+        if self._value is None:  # two threads may both decode: the same records, no harm
             assert self._encoded is not None
             assert self._decode is not None
             self._value = self._decode(self._encoded)
-            self._encoded = self._decode = None
         return self._value
 
     def raw(self) -> bytes | None:
-        """The encoded records while they were never read (re-encoding them is then a copy)."""
+        """The records as they were read encoded, if they were (re-encoding them is a copy)."""
         return self._encoded
 
     def __eq__(self, other: object) -> bool:
@@ -923,6 +922,13 @@ class Matrix(msgspec.Struct, frozen=True, kw_only=True, dict=True):
         }
         caps = tables.get("capabilities", ())
         return cls(**fields, capabilities_table=tuple((c.version, Deferred(c)) for c in caps))
+
+    def with_tables(self, **tables: tuple[Any, ...]) -> "Matrix":
+        """This matrix with the named tables replaced (``msgspec.structs.replace`` refuses a
+        deferred table's name)."""
+        names = [f for f in self.__struct_fields__ if not f.endswith("_table")]
+        names += [*DEFERRED_TABLES, "capabilities"]
+        return Matrix.of({name: tables.get(name, getattr(self, name)) for name in names})
 
     @property
     def cuda(self) -> tuple[CudaRelease, ...]:

@@ -116,7 +116,8 @@ def wheels_base(recorded: str | None = None) -> str:
     (``wheels_login`` names the host whose login the installer must find)."""
     from resolver.util import redact
 
-    mirror = redact.setting(ENV_WHEELS, os.environ.get(ENV_WHEELS) or "")
+    raw = os.environ.get(ENV_WHEELS) or ""
+    mirror = redact.setting(ENV_WHEELS, raw) if raw else ""
     return redact.without_credentials(mirror or recorded or DEFAULT_WHEELS).rstrip("/")
 
 

@@ -22,19 +22,20 @@ HIDDEN: Final = "***"
 MAX_SHOWN: Final = 200  # a URL longer than this is cut when shown: no message needs more
 MAX_SETTING: Final = 2048  # a base URL longer than this is no base URL
 
+# Patterns, compiled by ``re`` on first use (its cache): a check imports this module for one
+# URL and matches none of them.
 # C0/C1 controls, DEL, line and paragraph separators, bidi overrides and isolates, lone
 # surrogates, the BOM: what breaks a line or reorders what a reader sees (as util.safety).
-_CONTROL: Final = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff\ud800-\udfff]"
-)
+_CONTROL: Final = "[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff\ud800-\udfff]"
 # A URL inside free text, up to the first character no URL in a message carries.
-_URL_IN_TEXT: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>()\[\]{},]*")
+_URL_IN_TEXT: Final = r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>()\[\]{},]*"
 # A path with a query inside free text (urllib3: "Max retries exceeded with url: /x?token=...").
-_QUERY_IN_TEXT: Final = re.compile(r"\?[^\s'\"<>()]+")
+_QUERY_IN_TEXT: Final = r"\?[^\s'\"<>()]+"
 
 
 def _escape(text: str) -> str:
-    return _CONTROL.sub(
+    return re.sub(
+        _CONTROL,
         lambda m: (
             f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}"
         ),
@@ -121,25 +122,25 @@ def text(message: str, secrets: Iterable[str | None] = ()) -> str:
             continue
         # As given, stripped, as repr() quotes it (an error naming a header value with CR/LF),
         # and each run between control characters.
-        forms = {secret, secret.strip(), repr(secret)[1:-1], *_CONTROL.split(secret)}
+        forms = {secret, secret.strip(), repr(secret)[1:-1], *re.split(_CONTROL, secret)}
         for form in sorted(forms, key=len, reverse=True):
             if len(form.strip()) >= 4:  # a shorter "secret" would hide ordinary words
                 message = message.replace(form, HIDDEN)
-    message = _URL_IN_TEXT.sub(lambda m: _hide(m.group()), message)
-    message = _QUERY_IN_TEXT.sub(lambda m: f"?{_hide_query(m.group()[1:])}", message)
+    message = re.sub(_URL_IN_TEXT, lambda m: _hide(m.group()), message)
+    message = re.sub(_QUERY_IN_TEXT, lambda m: f"?{_hide_query(m.group()[1:])}", message)
     return _escape(message)
 
 
 def has_control(value: str) -> bool:
     """``value`` carries a character ``url`` and ``text`` would escape."""
-    return _CONTROL.search(value) is not None
+    return re.search(_CONTROL, value) is not None
 
 
 def setting(name: str, value: str) -> str:
     """``value`` of the URL setting ``name`` (an environment variable or a flag), refused with a
     one-line ``UsageError`` when it carries a control character or is absurdly long; the
     message names the setting and the character, never the value."""
-    found = _CONTROL.search(value)
+    found = re.search(_CONTROL, value)
     if found is not None:
         raise UsageError(
             f"{name} carries a control character (U+{ord(found.group()):04X})",
