@@ -635,3 +635,39 @@ def test_the_wheel_line_names_each_release_index_once() -> None:
     assert (
         "vllm==0.30.0+rocm723 --extra-index-url https://wheels.vllm.ai/rocm/0.30.0/rocm723" in line
     )
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        Request(),
+        Request(quantization="fp8"),
+        Request(quantization="mxfp4"),
+        Request(kv_cache_dtype="fp8_e4m3"),
+        Request(kv_cache_dtype="nvfp4"),
+    ],
+    ids=["plain", "fp8", "mxfp4", "kv-fp8", "kv-nvfp4"],
+)
+def test_the_rules_a_request_leaves_out_would_have_found_nothing(request_: Request) -> None:
+    """Issue 40: a solve runs only the rules that can find something for its request (no
+    quantization or KV cache dtype: no feature rules; no model: no model rule). Every path of
+    every embedded example and of a few flag-described nodes is judged exactly as all the rules
+    judge it."""
+    from resolver.data.examples import example_node
+    from resolver.solve.provider import RULES, MatrixProvider
+
+    nodes = [example_node(e.name) for e in M.examples]
+    nodes += [
+        from_flags(gfx=g, gpus=2, driver=drv, os=None, rocm=None, python=None)
+        for g in ("gfx942", "gfx90a", "gfx1100", "gfx950")
+        for drv in ("6.1.3", "30.30.3", None)
+    ]
+    compared = 0
+    for node in nodes:
+        fewer = MatrixProvider(M, node, request_)
+        every = MatrixProvider(M, node, request_)
+        every.rules = RULES
+        for cand in fewer.candidates():
+            assert fewer.evaluate(cand) == every.evaluate(cand), cand.label
+            compared += 1
+    assert compared > 1000

@@ -987,6 +987,16 @@ class Matrix(msgspec.Struct, frozen=True, kw_only=True, dict=True):
                     accepts.setdefault(name, []).append(r.version)
         return {name: tuple(vs) for name, vs in accepts.items()}
 
+    @cached_property
+    def _places(self) -> dict[Version, int]:
+        named = {r.version for r in self.vllm} | {i.vllm for i in self.images if i.vllm}
+        return {v: i for i, v in enumerate(sorted(named, reverse=True))}
+
+    def newest_first(self, version: Version) -> int:
+        """A vLLM version's place among every version the releases and images name, newest
+        first (KeyError for one the data does not name: no path can carry it)."""
+        return self._places[version]
+
     def cmake_accepts(self, gfx: str) -> tuple[Version, ...]:
         """The releases (build facts known) whose CMake accepts ``gfx`` (HIP_SUPPORTED_ARCHS)."""
         return self._cmake_accepts.get(gfx, ())

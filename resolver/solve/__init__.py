@@ -207,7 +207,7 @@ class _Amd:
         return self.provider.evaluate(cand)
 
     def rank_key(self, e: Evaluation) -> tuple[object, ...]:
-        return _rank(e, self.request.prefer, self._window)
+        return _rank(e, self.request.prefer, self._window, self.matrix.newest_first)
 
     def nothing_listed(self) -> tuple[MissingFact, ...]:
         spec = str(self.request.vllm) if self.request.vllm else "any"

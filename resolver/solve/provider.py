@@ -62,6 +62,7 @@ class MatrixProvider:
         # record=False: the record advisories are left to the caller (the solver adds them to the
         # plan and its alternatives only: the other accepted paths' are never said)
         self.record = record
+        self.rules = rules_for(request, record=record)
         self.targets = self._targets()
         self.override_ok = override_ok(self.targets)
         self.driver = self._driver()
@@ -215,7 +216,7 @@ class MatrixProvider:
         if cand.from_source and (cand.release is None or not cand.release.known):
             return self._evaluate_unread(cand)
         found = _Found()
-        for rule in RULES:
+        for rule in self.rules:
             rule(self, cand, found)
         # A build on a ROCm nightly is for trying a GPU, not an official path.
         unofficial = found.unofficial or (cand.stack is not None and cand.stack.preview)
@@ -388,6 +389,26 @@ RULES: tuple[Rule, ...] = (
     _model,
     _record,  # last: it reads whether any rule rejected the path
 )
+
+
+# Rules that judge only what the request asks of a path (a quantization, a KV cache dtype, a
+# model) or what its caller wants said (the record's advisories): each would return at once for
+# every one of hundreds of candidates when nothing is asked.
+_FEATURE_RULES: frozenset[Rule] = frozenset({_gates, _listed})
+
+
+def rules_for(request: Request, *, record: bool = True) -> tuple[Rule, ...]:
+    """``RULES`` less those that can find nothing for this request: the feature rules when it
+    asks no quantization or KV cache dtype, ``_model`` without a model, ``_record`` when the
+    caller says the record's advisories itself (tests/test_solve.py runs both and compares)."""
+    features = bool(request.gated_quantization or request.kv_cache_dtype)
+    return tuple(
+        rule
+        for rule in RULES
+        if (features or rule not in _FEATURE_RULES)
+        and (request.model is not None or rule is not _model)
+        and (record or rule is not _record)
+    )
 
 
 def _about(cand: Candidate, reasons: list[Reason]) -> tuple[Reason, ...]:

@@ -10,8 +10,13 @@ from resolver.solve.types import Evaluation, Kind
 
 
 def _rank(
-    e: Evaluation, prefer: Kind | None, window: Callable[[Evaluation], object] | None = None
+    e: Evaluation,
+    prefer: Kind | None,
+    window: Callable[[Evaluation], object] | None = None,
+    newer: Callable[[Version], object] | None = None,
 ) -> tuple[object, ...]:
+    """``newer``: a release's place, newest first (``Matrix.newest_first``: plain ints, so a
+    solve's sort of hundreds of paths calls no Python comparison); else ``_neg``."""
     c = e.candidate
     group = -1 if prefer is not None and c.kind == prefer else c.rank_group(cmake_only=e.cmake_only)
     # vLLM's own images, then any other image (AMD's, deprecated), then the rest.
@@ -23,7 +28,8 @@ def _rank(
     default = 0 if c.stack is None or c.stack.default else 1
     stack_order = (window(e), default) if window is not None else (default,)
     # vLLM's own images before AMD's before wheels; the newest release within each channel.
-    return (group, int(e.unofficial), channel, _neg(c.vllm), stack_order, c.alias_rank)
+    place = newer(c.vllm) if newer is not None else _neg(c.vllm)
+    return (group, int(e.unofficial), channel, place, stack_order, c.alias_rank)
 
 
 def rank(e: Evaluation, prefer: Kind | None) -> tuple[object, ...]:

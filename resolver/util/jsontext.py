@@ -4,20 +4,30 @@ pure-Python indenting encoder costs more than the rest of rendering it)."""
 
 from __future__ import annotations
 
-import re
+import codecs
 from typing import Any
 
 # What json.dumps's ensure_ascii escapes beyond what msgspec's encoder already does: everything
-# outside printable ASCII (so any terminal or locale reads the report).
-_NOT_ASCII = re.compile(r"[^\x00-\x7e]")
+# outside printable ASCII (so any terminal or locale reads the report). The ASCII codec finds
+# them (in C, however long the report) and this handler writes each one's escape.
+_ESCAPES = "rocm-vllm-json-escape"
 
 
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
+def _escape_char(char: str) -> str:
+    code = ord(char)
     if code > 0xFFFF:  # outside the BMP: a surrogate pair, as json writes it
         code -= 0x10000
         return f"\\u{0xD800 | (code >> 10):04x}\\u{0xDC00 | (code & 0x3FF):04x}"
     return f"\\u{code:04x}"
+
+
+def _escapes(error: UnicodeError) -> tuple[str, int]:
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    return "".join(map(_escape_char, error.object[error.start : error.end])), error.end
+
+
+codecs.register_error(_ESCAPES, _escapes)
 
 
 def dumps(data: Any) -> str:
@@ -36,6 +46,8 @@ def dumps(data: Any) -> str:
 
         return json.dumps(data, indent=2, default=str)
     text = msgspec.json.format(raw, indent=2).decode()
-    if text.isascii() and "\x7f" not in text:  # DEL is ASCII, and json escapes it too
+    if "\x7f" in text:  # DEL is ASCII, and json escapes it too
+        text = text.replace("\x7f", "\\u007f")
+    if text.isascii():
         return text
-    return _NOT_ASCII.sub(_escape, text)
+    return text.encode("ascii", _ESCAPES).decode("ascii")
