@@ -56,8 +56,11 @@ def test_the_explanation_carries_the_fit_as_a_step_the_conclusion_cites() -> Non
     # The release's gpu_memory_utilization is sourced from its models.toml record.
     support = matrix.load().model_support(d.model.release)  # type: ignore[arg-type]
     assert support is not None and support.record.provenance.source in sources
-    # The GPU's memory is assumed (the smallest gfx942 product): said as inferred.
+    # The GPU's memory is assumed (the smallest gfx942 product): said as inferred, and cited
+    # where that product's memory is stated, not as a list of every place memory could come from.
     assert "inferred" in {p.confidence for p in step.premises}
+    assert d.model.memory is not None and d.model.memory.cited in sources
+    assert not any("nvidia-gpus.toml" in s for s in sources)
     # It survives --json's round trip unchanged.
     assert Derivation.from_json(json.loads(json.dumps(derivation.to_json()))) == derivation
 

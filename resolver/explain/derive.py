@@ -156,7 +156,7 @@ def _model_step(decision: Decision, matrix: Matrix, b: _Builder) -> int | None:
         Premise(text=config, sources=(cfg.source,)),
         Premise(
             text=text("fit/step-memory", gib=_gib(memory.bytes), how=word(memory.source)),
-            sources=("matrix/gfx.toml, matrix/nvidia-gpus.toml, the probe (GPU memory)",),
+            sources=(memory.cited,),
             confidence="inferred" if assumed else "exact",
         ),
         Premise(
