@@ -145,3 +145,21 @@ def test_rich_explanation_prints_the_fit_table() -> None:
     rows = [ln.split() for ln in lines if ln.split()[:1] in (["1"], ["2"], ["4"], ["8"])]
     assert [r[0] for r in rows] == ["1", "2", "4", "8"]
     assert all(cell.startswith(("ok:", "no:")) for r in rows for cell in r[2:-1])
+
+
+def test_plain_explain_prints_the_fit_table_as_the_rich_form_does() -> None:
+    """--explain without a terminal (the plain form) carries the --model answer and its fit
+    table after the plan, as `check`'s text and the rich form do; without --model, none."""
+    spec = str(MODELS / "llama-3.1-70b")
+    out = run_cli("check", *NODE, "--gpus", "8", "--model", spec, "--explain")
+    assert out.exit_code == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert f"model: {spec}" in lines
+    assert lines.index(f"model: {spec}") > lines.index("  run:")
+    [head] = [i for i, ln in enumerate(lines) if ln.split()[:2] == ["TP", "weights"]]
+    rows = lines[head + 2 : lines.index("", head)]  # after the header and its dashes
+    table = [ln.split() for ln in rows]
+    assert [row[0] for row in table] == ["1", "2", "4", "8"]
+    assert all(cell.startswith(("ok:", "no:")) for row in table for cell in row[2:-1])
+    plain = run_cli("check", *NODE, "--gpus", "8", "--explain")
+    assert not any(ln.startswith("model:") for ln in plain.stdout.splitlines())

@@ -239,7 +239,9 @@ def _explain(decision: "Decision", m: "Matrix", what_if: "Routes | None") -> Non
     else:
         from resolver.explain import render_derivation
 
-        typer.echo(render_derivation(derivation, width=terminal_width()), nl=False)
+        typer.echo(
+            render_derivation(derivation, width=terminal_width(), model=decision.model), nl=False
+        )
 
 
 def register(app: typer.Typer, matrix_app: typer.Typer) -> None:

@@ -376,9 +376,11 @@ def fill(text: str, indent: str, later: str | None = None, width: int = WIDTH) -
     return [line.replace("\u00a0", " ") for line in lines]
 
 
-def render_derivation(d: Derivation, width: int = WIDTH) -> str:
+def render_derivation(d: Derivation, width: int = WIDTH, model: ModelAnswer | None = None) -> str:
     """The plain-text explanation (golden files are this form, at the default width). Prose wraps
-    at ``width``; ``$ command`` lines and the plan's run lines never wrap."""
+    at ``width``; ``$ command`` lines and the plan's run lines never wrap. With ``model``
+    (--model's answer), its fit table after the plan, as the rich form and check's text print
+    it."""
     numbers = {s: i for i, s in enumerate(cited_sources(d), 1)}
     lines = [
         f"verdict: {d.verdict}  (exit {d.exit_code})",
@@ -413,6 +415,8 @@ def render_derivation(d: Derivation, width: int = WIDTH) -> str:
             detail += f" · needs HSA_OVERRIDE_GFX_VERSION={p.override}"
         lines += [f"  {detail}", "  run:"]
         lines += [f"    {cmd}" for cmd in p.commands]
+    if model is not None:
+        lines += model_lines(model, width=width)  # its first line is blank
     if d.alternatives:
         lines += ["", "alternatives:", *[f"  {a}" for a in d.alternatives]]
     if d.notes:
