@@ -206,13 +206,14 @@ def main() -> None:
 
 
 def _imports(kind: str, check: list[str], env: dict[str, str], cwd: Path) -> None:
-    # What the check path loads: networkx and the graph belong to `matrix graph` alone; tomllib to
-    # a run that parses the TOML; the rest are what start-up work (issue 21) took off it
-    # (OpenSSL's hashlib, platformdirs, the stdlib json encoder, dataclasses, packaging's
-    # specifiers).
+    # What the check path loads: networkx and the graph belong to `matrix graph` alone; tomllib and
+    # the TOML builder (resolver.data.build) to a run that parses the TOML; the rest are what
+    # start-up work (issue 21) took off it (OpenSSL's hashlib, platformdirs, the stdlib json
+    # encoder, dataclasses, packaging's specifiers).
     names = (
         "networkx",
         "resolver.data.graph",
+        "resolver.data.build",
         "rich",
         "requests",
         "hashlib",

@@ -46,6 +46,10 @@ COVERED_ELSEWHERE: dict[str, tuple[tuple[str, ...], str]] = {
     "cli/matrix_cmd.py": (("test_cli_contract.py", "test_schemas.py", "test_table.py"), _CLI),
     "cli/probe.py": (("probe/test_probe_cli.py",), _CLI),
     "cli/refresh.py": (("refresh/test_refresh_failures.py",), _CLI),
+    "data/build.py": (
+        ("test_matrix.py", "hostile/test_data_files.py"),
+        "the records built from the TOML: through matrix.load_dir and broken data files",
+    ),
     "data/examples.py": (("test_node.py",), "the --example nodes: read as nodes"),
     "data/model.py": (("test_data_schema.py",), "the records: tested with the schema they make"),
     "data/overlay.py": (("refresh/test_overlay.py",), "the refreshed-data overlay"),

@@ -162,7 +162,7 @@ class _Builder:
                     self.edge(sid, f"gfx:{name}", "supports", prov)
                 for p in st.pins:
                     # One node per commit: the loader already spells each commit once
-                    # (data.matrix.one_record_per_commit: 669b31a -> 669b31ac).
+                    # (data.build.one_record_per_commit: 669b31a -> 669b31ac).
                     ref = p.ref
                     pid = self.node(
                         f"pin:{p.component}:{p.repo}@{ref}",

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from resolver.data import matrix, overlay, resources
+from resolver.data import build, matrix, overlay, resources
 from resolver.refresh import diff
 from resolver.refresh.capabilities import CapabilitiesSource
 from resolver.refresh.common import Candidate, Endpoints, Progress, Refusal
@@ -176,7 +176,7 @@ def _source(
 def _check(cand: Candidate, working: dict[str, list[dict[str, Any]]]) -> str | None:
     """Why this record must not be kept, or None: the loader's own checks, then cross-references."""
     try:
-        built = matrix.build_record(cand.file, cand.record, cand.key)
+        built = build.build_record(cand.file, cand.record, cand.key)
     except MatrixError as exc:
         return exc.message
     if cand.file in (

@@ -647,11 +647,11 @@ def serve_cli(files: Mapping[str, str], where: str) -> dict[str, str]:
 def _loader_problem(record: dict[str, Any]) -> str | None:
     """What the data loader would say against this record (unsafe refs, bad versions), if
     anything."""
-    from resolver.data import matrix
+    from resolver.data import build
     from resolver.util.errors import MatrixError
 
     try:
-        matrix.build_record("vllm.toml", record, str(record.get("version")))
+        build.build_record("vllm.toml", record, str(record.get("version")))
     except MatrixError as exc:
         return exc.message
     return None
