@@ -12,7 +12,12 @@ typer (issues 21, 40); upgrade within 10x one check (issue 22). `--scale K` runs
 synthetic K-times matrix (every vLLM release, its images and CUDA and capability records again
 under new versions: 0.x.y becomes 1.x.y, 2.x.y, ...; issue 40's target: warm within 1.5x at 4x).
 The package's bytecode is compiled first, as an installed wheel's is.
-Usage: python bench/startup.py [--runs N] [--scale K]
+`--instructions` also counts the instructions each of a warm check and `import typer` executes
+once, under valgrind's callgrind with PYTHONHASHSEED=0 (when valgrind is installed): the same
+count on every run, so a change's effect shows on a noisy machine where wall times move by a
+third. Instructions are not time (a check allocates and decodes where typer's import mostly
+creates classes): the targets stay on the wall-time ratios.
+Usage: python bench/startup.py [--runs N] [--scale K] [--instructions]
 """
 
 from __future__ import annotations
@@ -123,6 +128,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=11)
     parser.add_argument("--scale", type=int, default=1, help="synthetic K-times data (K >= 1)")
+    parser.add_argument(
+        "--instructions", action="store_true", help="also count instructions under callgrind"
+    )
     args = parser.parse_args()
     runs = max(9, args.runs)
     check = _check_command()
@@ -197,12 +205,43 @@ def main() -> None:
         if mod:
             _row("check --model", mod, "cold, Llama-3.1-70B's config.json on disk")
             _ratio("model/check", mod, cold, "cold; target <= 1.2")
+        if args.instructions:
+            _instructions(check, warm, baseline, env)
         if args.scale > 1:
             return
         _imports("cold", check, cold_env(runs), scratch)
         _imports("warm", check, warm, scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _instructions(
+    check: list[str], warm: dict[str, str], baseline: list[str], env: dict[str, str]
+) -> None:
+    """Each command's instruction count under callgrind (one run each: the count repeats)."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        print("instructions : valgrind is not installed (apt-get install valgrind)")
+        return
+
+    def count(cmd: list[str], run_env: dict[str, str]) -> int:
+        proc = subprocess.run(
+            [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**run_env, "PYTHONHASHSEED": "0"},
+        )
+        found = re.search(r"Collected : (\d+)", proc.stderr)
+        if found is None:
+            raise SystemExit(f"callgrind printed no count: {proc.stderr[-400:]}")
+        return int(found.group(1))
+
+    ours, typer = count(check, warm), count(baseline, env)
+    print(
+        f"instructions : warm check {ours / 1e6:.0f} M, import typer {typer / 1e6:.0f} M "
+        f"(ratio {ours / typer:.2f}; callgrind, PYTHONHASHSEED=0)"
+    )
 
 
 def _imports(kind: str, check: list[str], env: dict[str, str], cwd: Path) -> None:
