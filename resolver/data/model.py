@@ -295,10 +295,9 @@ class GfxTarget(msgspec.Struct, frozen=True, kw_only=True):
 
 # A ref that names one state of a repository: a commit (7-40 hex) or a release-like tag
 # (v1.2.3, 2.9.0, v0.1.10.post2, rocm-6.4.1). Anything else (main, a feature branch) moves.
-_FIXED_REF = re.compile(
-    r"(?:[0-9a-f]{7,40}|[A-Za-z_-]*v?[0-9]+(?:\.[0-9]+)+(?:[.-]?(?:post|rc|a|b)[0-9]+)?)\Z"
-)
-_COMMIT_REF = re.compile(r"[0-9a-f]{7,40}\Z")  # a commit, full or abbreviated
+# Patterns, compiled by ``re`` on first use: a check asks only of its plan's pins.
+_FIXED_REF = r"(?:[0-9a-f]{7,40}|[A-Za-z_-]*v?[0-9]+(?:\.[0-9]+)+(?:[.-]?(?:post|rc|a|b)[0-9]+)?)\Z"
+_COMMIT_REF = r"[0-9a-f]{7,40}\Z"  # a commit, full or abbreviated
 
 
 class ComponentPin(msgspec.Struct, frozen=True, kw_only=True):
@@ -309,12 +308,12 @@ class ComponentPin(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def moving(self) -> bool:
         """A branch name (``main``): what it builds changes over time, so it is not reproducible."""
-        return not _FIXED_REF.match(self.ref)
+        return not re.match(_FIXED_REF, self.ref)
 
     @property
     def is_commit(self) -> bool:
         """A commit (7-40 hex digits); a tag or branch is not one."""
-        return bool(_COMMIT_REF.match(self.ref))
+        return bool(re.match(_COMMIT_REF, self.ref))
 
 
 def stack_variant(rocm: Version | None) -> str:
