@@ -180,7 +180,7 @@ class ModelConfig(msgspec.Struct, frozen=True, kw_only=True):
         return self.num_experts is not None and self.num_experts > 1
 
     def count(self, kind: str) -> int:
-        return sum(1 for k in self.layer_types if k == kind)
+        return self.layer_types.count(kind)
 
 
 # --- finding the files ------------------------------------------------------------------------
