@@ -131,13 +131,19 @@ class MatrixProvider:
     def driver_os(self, reasons: list[Reason]) -> Reason | None:
         """``driver-os-unsupported`` for a path with these reasons: about the driver its driver
         move goes to, if it has one, else the host's; decided once per solve for each."""
-        move = next(
-            (
-                r.fix
-                for r in reasons
-                if r.fix is not None and r.fix.change is not None and r.fix.change.kind == "driver"
-            ),
-            None,
+        move = (
+            next(
+                (
+                    r.fix
+                    for r in reasons
+                    if r.fix is not None
+                    and r.fix.change is not None
+                    and r.fix.change.kind == "driver"
+                ),
+                None,
+            )
+            if reasons
+            else None
         )
         key = (move.change.value, move.os_first) if move and move.change else (None, None)
         if key not in self._driver_os:
