@@ -187,9 +187,10 @@ class _Amd:
         return MatrixProvider(self.matrix, self.node, self.request, record=False)
 
     def finish(self, chosen: Evaluation) -> Evaluation:
-        """The plan or an alternative with its record's advisories (channel, stack, confidence),
-        made for the paths the answer names only (at 4x the data, hundreds pass)."""
-        said = advisories.candidate_warnings(chosen.candidate, self.provider.targets)
+        """The plan or an alternative with the advisories said of a named path
+        (``advisories.candidate_warnings``), made for the paths the answer names only (at 4x the
+        data, hundreds pass)."""
+        said = advisories.candidate_warnings(self.matrix, chosen.candidate, self.provider.targets)
         return replace(chosen, warnings=(*chosen.warnings, *said)) if said else chosen
 
     @functools.cached_property

@@ -43,10 +43,19 @@ from resolver.solve.types import (
 # --- candidate rules --------------------------------------------------------------------------
 
 
-def candidate_warnings(cand: Candidate, targets: Iterable[GfxTarget] = ()) -> list[Advisory]:
-    """The warnings about a candidate's own record: its image channel, its stack (for a build for
-    ``targets``), its confidence."""
+def candidate_warnings(
+    m: Matrix, cand: Candidate, targets: Iterable[GfxTarget] = ()
+) -> list[Advisory]:
+    """The warnings said of a path the answer names (the plan, an alternative), made for those
+    only: what AMD's matrix says of its ROCm and the node's GPUs (rocm-lacks-gfx), an arch list
+    resting on a docs page alone (arch-from-docs), then its own record's: its image channel, its
+    stack (for a build for ``targets``), its confidence. A rejected path's reasons are what is
+    said of it, and at 4x the data hundreds of paths pass unnamed (the warm check's cost)."""
+    targets = tuple(targets)
     out: list[Advisory] = []
+    if cand.rocm is not None:
+        out.extend(rocm_lists_gfx(m, targets, cand))
+    out.extend(arch_from_docs(targets, cand))
     if (image := cand.image) is not None:
         out.extend(image_warnings(image))
     if cand.stack is not None:

@@ -324,7 +324,7 @@ def _driver_age(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
 
 
 def _driver_window(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
-    """driver-window (with driver-unchecked, unknown-driver, preview-rocm) and rocm-lacks-gfx."""
+    """driver-window (with driver-unchecked, unknown-driver, preview-rocm)."""
     if cand.rocm is None:
         return
     r_drv, w_drv = checks.driver_check(
@@ -337,8 +337,6 @@ def _driver_window(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
             r_drv = replace(r_drv, fix=found.predates.fix, hint=found.predates.hint)
         found.reasons.append(r_drv)
     found.warnings.extend(w_drv)
-    found.warnings.extend(advisories.rocm_lists_gfx(p.m, p.targets, cand))
-    found.warnings.extend(advisories.arch_from_docs(p.targets, cand))
 
 
 def _wheel(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
@@ -361,11 +359,11 @@ def _host(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
 
 
 def _record(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
-    """The advisories of the candidate's own record: channel, stack, confidence. Said only of a
-    path that passes (the plan and its alternatives): a rejected path's reasons are what is said
-    of it, and at 4x the data most paths are rejected (the warm check's cost)."""
+    """rocm-lacks-gfx, arch-from-docs and the advisories of the candidate's own record (channel,
+    stack, confidence): said only of a path that passes (``advisories.candidate_warnings``); the
+    solver leaves them to ``Vendor.finish``, for the plan and its alternatives."""
     if not found.reasons and p.record:
-        found.warnings.extend(advisories.candidate_warnings(cand, p.targets))
+        found.warnings.extend(advisories.candidate_warnings(p.m, cand, p.targets))
 
 
 Rule = Callable[[MatrixProvider, Candidate, _Found], None]
