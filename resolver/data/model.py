@@ -1032,6 +1032,14 @@ class Matrix(msgspec.Struct, frozen=True, kw_only=True, dict=True):
     def gfx_target(self, name: str) -> GfxTarget | None:
         return self._gfx_index.get(name)
 
+    @cached_property
+    def _vllm_index(self) -> dict[Version, VllmRelease]:
+        return {r.version: r for r in self.vllm}
+
+    def vllm_release(self, version: Version) -> VllmRelease | None:
+        """The vLLM release record of ``version``, if the data has one."""
+        return self._vllm_index.get(version)
+
     def rocm_release(self, version: Version) -> RocmRelease | None:
         return self._rocm_index.get(version)
 
