@@ -13,7 +13,8 @@ from pathlib import Path
 # writer takes that long for the files this tool writes).
 STALE_AFTER = 15 * 60.0
 # What mkstemp(prefix=".NAME.", suffix=".tmp") makes: 8 random characters from [a-z0-9_].
-_TEMP_RE = re.compile(r"\..+\.[a-z0-9_]{8}\.tmp\Z", re.DOTALL)
+# A pattern ``re`` compiles on first use (a check writes no file).
+_TEMP_RE = r"\..+\.[a-z0-9_]{8}\.tmp\Z"
 
 
 def write_atomic(
@@ -55,7 +56,7 @@ def sweep_stale(
     except OSError:
         return removed
     for entry in entries:
-        if not _TEMP_RE.fullmatch(entry.name):
+        if not re.fullmatch(_TEMP_RE, entry.name, re.DOTALL):
             continue
         with contextlib.suppress(OSError):
             st = entry.stat(follow_symlinks=False)
