@@ -112,6 +112,22 @@ def unified_memory_warnings(node: Node, targets: list[GfxTarget]) -> list[Adviso
     return out
 
 
+def host_glibc(m: Matrix, node: Node) -> tuple[Version | None, str]:
+    """The host's glibc and where it was read: the node's own (the probe's), else its OS
+    release's as the data records it; (None, "") where neither says (or the probe's text is not a
+    version). One reading for every wheel check, either vendor's."""
+    if node.glibc:
+        try:
+            return Version(node.glibc), "the node's glibc"
+        except InvalidVersion:
+            return None, ""
+    if node.os:
+        os_rel = m.os_listed_as(node.os)
+        if os_rel is not None and os_rel.glibc is not None:
+            return os_rel.glibc, os_rel.provenance.source
+    return None, ""
+
+
 def os_listed(os_id: str, listed: tuple[str, ...]) -> bool:
     """``ubuntu-22.04`` is listed by ``ubuntu-22.04.5``; ``rhel-9.4`` by ``rhel-9.4``."""
     return any(

@@ -20,7 +20,7 @@ from resolver.data.model import DriverSeries, GfxTarget, Matrix
 from resolver.data.node import Node
 from resolver.solve import advisories, checks
 from resolver.solve.finding import phrase
-from resolver.solve.host import driver_os, host_blockers
+from resolver.solve.host import driver_os, host_blockers, host_glibc
 from resolver.solve.types import (
     Advisory,
     Candidate,
@@ -96,18 +96,6 @@ class MatrixProvider:
         if not self.node.driver_version:
             return None
         return self.m.driver(driver_series(self.node.driver_version))
-
-    def glibc(self) -> tuple[Version | None, str]:
-        if self.node.glibc:
-            try:
-                return Version(self.node.glibc), "the node's glibc"
-            except Exception:  # noqa: BLE001 - a probe string we cannot parse is simply unknown
-                return None, ""
-        if self.node.os:
-            os_rel = self.m.os_listed_as(self.node.os)
-            if os_rel is not None and os_rel.glibc is not None:
-                return os_rel.glibc, os_rel.provenance.source
-        return None, ""
 
     def predates(self, target: GfxTarget, cand: Candidate) -> Reason | None:
         """``driver-predates-gpu`` for ``target`` on ``cand``'s ROCm, decided once per solve."""
@@ -341,7 +329,7 @@ def _driver_window(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
 def _wheel(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
     """python-mismatch, glibc-too-old, host-rocm-mismatch (and what could not be checked)."""
     if (wheel := cand.installs) is not None:
-        reasons, warnings = checks.wheel_checks(p.node, wheel, *p.glibc())
+        reasons, warnings = checks.wheel_checks(p.node, wheel, *host_glibc(p.m, p.node))
         found.reasons.extend(reasons)
         found.warnings.extend(warnings)
 

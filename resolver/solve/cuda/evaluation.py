@@ -22,6 +22,7 @@ from resolver.solve.cuda.gpus import (
 )
 from resolver.solve.cuda.listing import _carrier, _wheel
 from resolver.solve.finding import Phrase, finding, phrase
+from resolver.solve.host import host_glibc
 from resolver.solve.types import (
     Advisory,
     Candidate,
@@ -335,12 +336,7 @@ def _glibc_reason(
 ) -> Reason | None:
     """``glibc-too-old``: the host's glibc (the node's, else its OS release's) is below the
     floor of the wheel's platform tag."""
-    os_rel = m.os_listed_as(node.os) if node.os else None
-    glibc_text = node.glibc or (str(os_rel.glibc) if os_rel and os_rel.glibc else None)
-    try:
-        glibc = Version(glibc_text) if glibc_text else None
-    except InvalidVersion:
-        glibc = None
+    glibc, _ = host_glibc(m, node)
     floor = release.wheel_glibc
     if glibc is None or floor is None or glibc >= floor:
         return None
