@@ -13,9 +13,8 @@ import math
 import shlex
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -36,7 +35,7 @@ from resolver.solve.fit import GiB, fit, fit_table, smallest_tp
 from resolver.solve.model import GpuMemory, ModelAnswer, ModelRequest
 from resolver.util.errors import ModelError, UsageError
 
-from .helpers import REPO, decide, run_cli
+from .helpers import REPO, decide, local_http, run_cli
 
 MODELS = Path(__file__).parent / "fixtures" / "models"
 DOCS = REPO / "docs"
@@ -204,14 +203,8 @@ class _Hub(BaseHTTPRequestHandler):
 @pytest.fixture
 def hub() -> Iterator[str]:
     _Hub.seen = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hub)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with local_http(_Hub) as url:
+        yield url
 
 
 def test_online_fetches_through_hf_endpoint(

@@ -7,9 +7,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -21,6 +20,8 @@ from resolver.data import hfmodel
 from resolver.data.hfmodel import FULL, LINEAR, MAMBA, SLIDING, parse_config, read_model
 from resolver.refresh import hf
 from resolver.util.errors import InputError, ModelError, RegistryError
+
+from .helpers import local_http
 
 MODELS = Path(__file__).parent / "fixtures" / "models"
 BAD = Path(__file__).parent / "fixtures" / "models_bad"
@@ -131,6 +132,7 @@ def test_remote_code_is_read_as_json() -> None:
         ("deep.json", "nested deeper"),
         ("truncated.json", "not valid JSON"),
         ("not-utf8.json", "config.json"),
+        ("escape-architecture.json", "architectures"),  # ANSI escapes for the terminal
     ],
 )
 def test_hostile_configs(name: str, field: str) -> None:
@@ -296,14 +298,8 @@ def hub() -> Iterator[str]:
     _Hub.routes = {"Qwen/Qwen3-8B": MODELS / "qwen3-8b", "x/gated": MODELS / "qwen3-8b"}
     _Hub.status = {"x/gated": 401}
     _Hub.seen = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hub)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with local_http(_Hub) as url:
+        yield url
 
 
 def test_fetch_then_read(hub: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

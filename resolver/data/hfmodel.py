@@ -451,10 +451,14 @@ def _words(value: Any, field: str) -> tuple[str, ...]:
         value = [value]
     if not isinstance(value, list) or len(value) > MAX_LIST:
         raise _bad(field, f"is not a list of at most {MAX_LIST} names")
+    from resolver.util.redact import has_control
+
     out: list[str] = []
     for item in value:
-        if not isinstance(item, str) or len(item) > 512 or "\x00" in item:
-            raise _bad(field, "holds something that is not a short string")
+        # A control character (ANSI escapes, line breaks, bidi overrides) would reach the
+        # terminal where the architecture is printed: refused here, where the config is read.
+        if not isinstance(item, str) or len(item) > 512 or has_control(item):
+            raise _bad(field, "holds something that is not a short string of printable text")
         out.append(item)
     return tuple(out)
 
