@@ -637,25 +637,39 @@ def test_the_wheel_line_names_each_release_index_once() -> None:
     )
 
 
-@pytest.mark.parametrize(
-    "request_",
-    [
-        Request(),
-        Request(quantization="fp8"),
-        Request(quantization="mxfp4"),
-        Request(kv_cache_dtype="fp8_e4m3"),
-        Request(kv_cache_dtype="nvfp4"),
-    ],
-    ids=["plain", "fp8", "mxfp4", "kv-fp8", "kv-nvfp4"],
-)
-def test_the_rules_a_request_leaves_out_would_have_found_nothing(request_: Request) -> None:
-    """Issue 40: a solve runs only the rules that can find something for its request (no
-    quantization or KV cache dtype: no feature rules; no model: no model rule). Every path of
-    every embedded example and of a few flag-described nodes is judged exactly as all the rules
-    judge it."""
-    from resolver.data.examples import example_node
-    from resolver.solve.provider import RULES, MatrixProvider
+def _with_model() -> Request:
+    from pathlib import Path
 
+    from resolver.cli._common import model_request
+
+    fixture = Path(__file__).parent / "fixtures" / "models" / "llama-3.1-70b"
+    return Request(model=model_request(str(fixture)))
+
+
+@pytest.mark.parametrize(
+    ("request_", "left_out"),
+    [
+        (Request(), {"_gates", "_listed", "_model"}),
+        (Request(quantization="fp8"), {"_model"}),
+        (Request(quantization="mxfp4"), {"_model"}),
+        (Request(kv_cache_dtype="fp8_e4m3"), {"_model"}),
+        (Request(kv_cache_dtype="nvfp4"), {"_model"}),
+        (_with_model(), {"_gates", "_listed"}),  # a bf16 checkpoint asks no quantization
+    ],
+    ids=["plain", "fp8", "mxfp4", "kv-fp8", "kv-nvfp4", "model"],
+)
+def test_the_rules_a_request_leaves_out_would_have_found_nothing(
+    request_: Request, left_out: set[str]
+) -> None:
+    """Issue 40: a solve runs only the rules that can find something for its request (no
+    quantization or KV cache dtype: no feature rules; no model: no model rule; the solver's own
+    provider says the record's advisories at finish: no record rule). Every path of every embedded
+    example and of a few flag-described nodes is judged exactly as all the rules judge it."""
+    from resolver.data.examples import example_node
+    from resolver.solve.provider import RULES, MatrixProvider, rules_for
+
+    assert {r.__name__ for r in RULES} - {r.__name__ for r in rules_for(request_)} == left_out
+    assert "_record" not in {r.__name__ for r in rules_for(request_, record=False)}
     nodes = [example_node(e.name) for e in M.examples]
     nodes += [
         from_flags(gfx=g, gpus=2, driver=drv, os=None, rocm=None, python=None)
