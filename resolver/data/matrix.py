@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, get_args, get_origin
@@ -131,9 +130,11 @@ def _read_index(index: Path, key: bytes) -> str | None:
     payload = f"{index.stem}|{content}".encode()
     if not _compare_digest(seal.encode(), _seal(key, payload).encode()):
         return None
-    return content if re.fullmatch(r"[0-9a-f]{32}", content) else None
+    # 32 lower-case hex digits (a content key), checked without compiling a pattern at each start
+    return content if len(content) == 32 and set(content) <= _HEX_DIGITS else None
 
 
+_HEX_DIGITS = frozenset("0123456789abcdef")
 _COMPILED_FORMAT = 5  # 5: vendor and model tables deferred (4: records declared once)
 _MAX_COMPILED = 32 * bounded.MiB
 _KEY_NAME = "compiled-cache.key"

@@ -72,6 +72,7 @@ class MatrixProvider:
         # a hundred candidates sharing a dozen ROCm releases.
         self._predates: dict[tuple[str, Version | None], Reason | None] = {}
         self._moves: dict[Version, checks.DriverMove] = {}  # the same, for the driver window
+        self._runs: dict[Version, bool] = {}  # the same, for "the driver runs this ROCm"
         self.blockers = host_blockers(matrix, node)  # the same for every candidate
         self._driver_os: dict[tuple[str | None, str | None], Reason | None] = {}
         self._unchecked: dict[str, Advisory | None] = {}
@@ -137,6 +138,13 @@ class MatrixProvider:
         if key not in self._driver_os:
             self._driver_os[key] = driver_os(self.m, self.node, move)
         return self._driver_os[key]
+
+    def driver_runs(self, rocm: Version) -> bool:
+        """``checks.driver_runs`` for ``rocm``, decided once per solve."""
+        runs = self._runs.get(rocm)
+        if runs is None:
+            runs = self._runs[rocm] = checks.driver_runs(self.m, self.node, self.driver, rocm)
+        return runs
 
     def driver_move(self, rocm: Version) -> checks.DriverMove:
         """The move from the node's driver to one that runs ``rocm``, found once per solve."""
@@ -312,8 +320,8 @@ def _driver_age(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
 
 def _driver_window(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
     """driver-window (with driver-unchecked, unknown-driver, preview-rocm)."""
-    if cand.rocm is None:
-        return
+    if cand.rocm is None or p.driver_runs(cand.rocm):
+        return  # the node's driver runs this ROCm: nothing to say (most paths)
     r_drv, w_drv = checks.driver_check(
         p.m, p.node, p.driver, cand, move=p.driver_move, inbox=p.inbox
     )

@@ -25,8 +25,9 @@ MiB: Final = 1024 * 1024
 MAX_DEPTH: Final = 64
 MAX_INT_DIGITS: Final = 20  # 2**64 - 1 (a KFD unique_id) has 20 digits
 
-_ASCII_INT = re.compile(r"[0-9]{1,20}")
-_ASCII_HEX = re.compile(r"(?:0[xX])?[0-9a-fA-F]{1,16}")
+# Strings: re compiles (and caches) each on first use, not at every start of the CLI.
+_ASCII_INT = r"[0-9]{1,20}"
+_ASCII_HEX = r"(?:0[xX])?[0-9a-fA-F]{1,16}"
 
 
 class NotRegularFileError(OSError):
@@ -209,7 +210,7 @@ def ascii_int(text: object, *, max_digits: int = MAX_INT_DIGITS) -> int | None:
     if not isinstance(text, str):
         return None
     stripped = text.strip()
-    if len(stripped) > max_digits or not _ASCII_INT.fullmatch(stripped):
+    if len(stripped) > max_digits or not re.fullmatch(_ASCII_INT, stripped):
         return None
     return int(stripped)
 
@@ -219,6 +220,6 @@ def ascii_hex_int(text: object) -> int | None:
     if not isinstance(text, str):
         return None
     stripped = text.strip()
-    if not _ASCII_HEX.fullmatch(stripped):
+    if not re.fullmatch(_ASCII_HEX, stripped):
         return None
     return int(stripped, 16)

@@ -12,8 +12,9 @@ from collections.abc import Iterable
 from typing import Self
 
 # What an Expansion may hold: plain word characters and $name references, nothing else the
-# shell would act on inside double quotes (no `, \, ", $( or ${).
-_EXPANSION = re.compile(r"(?:[A-Za-z0-9_./:=@+,-]|\$[A-Za-z_][A-Za-z0-9_]*)+")
+# shell would act on inside double quotes (no `, \, ", $( or ${). Compiled on first use (fleet
+# scripts), not at every start.
+_EXPANSION = r"(?:[A-Za-z0-9_./:=@+,-]|\$[A-Za-z_][A-Za-z0-9_]*)+"
 
 
 class Expansion(str):
@@ -23,7 +24,7 @@ class Expansion(str):
     __slots__ = ()
 
     def __new__(cls, word: str) -> Self:
-        if not _EXPANSION.fullmatch(word):
+        if not re.fullmatch(_EXPANSION, word):
             raise ValueError(f"not a plain word with $variables: {word!r}")
         return super().__new__(cls, word)
 

@@ -110,6 +110,16 @@ def driver_release_unchecked(
     )
 
 
+def driver_runs(m: Matrix, node: Node, driver: DriverSeries | None, rocm: Version) -> bool:
+    """Whether the node's known driver runs ``rocm`` by AMD's table (not a preview: those are
+    checked against their release notes): then ``driver_check`` has nothing to say. It depends
+    on the ROCm alone, so a solve asks it once per ROCm release."""
+    if driver is None or node.driver_version is None or not driver.runs(rocm):
+        return False
+    release = m.rocm_for(rocm)
+    return release is None or release.stream != "therock-preview"
+
+
 def driver_check(
     m: Matrix,
     node: Node,
@@ -124,14 +134,9 @@ def driver_check(
     ``inbox``: every GPU of the node runs on the kernel's own amdgpu, so a node that names no
     amdgpu release is not missing one (its kernel floors are checked instead)."""
     assert cand.rocm is not None
-    rocm = m.rocm_for(cand.rocm)
-    if (
-        driver is not None
-        and node.driver_version is not None
-        and (rocm is None or rocm.stream != "therock-preview")
-        and driver.runs(cand.rocm)
-    ):
+    if driver_runs(m, node, driver, cand.rocm):
         return None, []  # the usual answer (a known driver runs this release): nothing to build
+    rocm = m.rocm_for(cand.rocm)
     if inbox and node.driver_version is None:
         return None, driver_warnings(node, driver, cand, rocm, inbox=True)
     # What the path needs of the driver is said only where the node's driver is unknown.
