@@ -260,3 +260,13 @@ def test_cpx_hint_gives_ports_that_exist() -> None:
     (w,) = [w for w in placed.warnings if w.code == "cpx-one-replica-per-partition"]
     # A shell line the user copies: the printed promise itself, so checked through its words.
     assert "800N" not in said(w.hint) and "$((8000 + N))" in said(w.hint)
+
+
+def test_a_local_model_is_bound_where_it_is_served() -> None:
+    """Apptainer binds a local model's directory at the path `vllm serve` is given."""
+    from resolver.artifacts.apptainer import follow_up, words
+
+    spec = RunSpec(image="vllm/vllm-openai-rocm:v0.33.0", entrypoint="vllm-serve", model="/m/x")
+    w = words(spec)
+    assert w[w.index("/m/x:/m/x:ro") - 1] == "--bind"
+    assert "--bind /m/x:/m/x:ro" in follow_up(spec)[1]

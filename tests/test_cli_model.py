@@ -459,3 +459,36 @@ def test_check_model_end_to_end() -> None:
     assert model["fit"]["fits"] is True and model["fit"]["min_gpus"] >= 1
     text = run_cli("check", *NODE, "--model", spec)
     assert any(ln.split()[:1] == ["TP"] for ln in text.stdout.splitlines())
+
+
+# --- a local model in the run commands ---------------------------------------------------------
+
+
+def test_image_serves_a_local_model_from_its_absolute_directory_mounted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A model directory named relative to the shell's directory means nothing inside the
+    container (nothing mounted it, and the container's directory is another): `image` serves the
+    directory's absolute path and mounts it there, read-only. `check` hands `image` that path."""
+    monkeypatch.chdir(MODELS)
+    where = str((MODELS / "llama-3.1-8b").resolve())
+    out = run_cli("image", *NODE, "--model", "llama-3.1-8b")
+    assert out.exit_code == 0, out.stderr
+    words = shlex.split(out.stdout.strip().splitlines()[-1])
+    assert words[:2] == ["docker", "run"]
+    assert words[words.index("-v", words.index("-v") + 1) + 1] == f"{where}:{where}:ro"
+    image = next(w for w in words if w.startswith("vllm/vllm-openai-rocm:"))
+    assert words[words.index(image) + 1] == where  # vllm serve's positional model
+    check = run_cli("check", *NODE, "--model", "llama-3.1-8b")
+    assert f"--model {where}" in check.stdout
+
+
+def test_a_local_model_path_a_mount_cannot_carry_is_refused(tmp_path: Path) -> None:
+    """`-v SRC:DST:ro` splits at ':': a model directory whose path has one is refused (exit 2),
+    not mounted somewhere else."""
+    odd = tmp_path / "a:b"
+    odd.mkdir()
+    (odd / "config.json").write_text((MODELS / "llama-3.1-8b" / "config.json").read_text())
+    out = run_cli("image", *NODE, "--model", str(odd))
+    assert out.exit_code == 2
+    assert "cannot be mounted" in out.stderr and "hint:" in out.stderr

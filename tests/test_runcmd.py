@@ -205,3 +205,16 @@ def test_image_without_model_says_when_the_release_requires_one() -> None:
     given = run_cli(*node, "--vllm", "<0.8", "--model", "org/m", env=env)
     assert "no --model given" not in given.stderr
     assert given.stdout.split(" serve ", 1)[1].startswith("org/m")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_local_model_is_mounted_read_only_where_it_is_served(fmt: str) -> None:
+    """An absolute model path (a local model: hfmodel.served_model) is mounted at that path in
+    every form; a Hugging Face id is read from the mounted cache and mounts nothing else."""
+    local = RunSpec(image="vllm/vllm-openai-rocm:v0.33.0", entrypoint="vllm-serve", model="/m/x")
+    text = " ".join(render(local, fmt, home=HOME).args) + (
+        render(local, fmt, home=HOME).file_text or ""
+    )
+    assert "/m/x:/m/x:ro" in text
+    hub = RunSpec(image="vllm/vllm-openai-rocm:v0.33.0", entrypoint="vllm-serve", model="org/x")
+    assert ":ro" not in " ".join(render(hub, fmt, home=HOME).args)

@@ -95,6 +95,8 @@ def words(spec: RunSpec, *, binary: str = "apptainer", image: str | None = None)
     the caller's environment: Apptainer keeps the host environment unless --cleanenv).
     ``image`` replaces ``docker://IMAGE`` (a batch script's SIF, pulled once)."""
     out = [binary, "exec", "--writable-tmpfs", "--bind", f"{spec.hf_cache}:{CONTAINER_HF_CACHE}"]
+    if spec.model_mount is not None:  # a local model, at the path `vllm serve` is given
+        out += ["--bind", f"{spec.model_mount}:{spec.model_mount}:ro"]
     if spec.vendor == "nvidia":  # the host's NVIDIA driver libraries and devices
         out.insert(2, "--nv")
     for item in _env(spec):
@@ -150,5 +152,7 @@ def follow_up(spec: RunSpec, def_file: str = "vllm.def") -> list[str]:
     build = shell.join(["apptainer", "build", "vllm.sif", def_file])
     bind = shell.home_word(f"{spec.hf_cache}:{CONTAINER_HF_CACHE}")
     nv = "--nv " if spec.vendor == "nvidia" else ""
+    if spec.model_mount is not None:
+        bind += f" --bind {shell.quote(f'{spec.model_mount}:{spec.model_mount}:ro')}"
     serve = f"apptainer run {nv}--writable-tmpfs --bind {bind} vllm.sif"
     return [f"Build: {build}", f"Serve: {serve}"]

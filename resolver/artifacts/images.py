@@ -425,7 +425,11 @@ def smoke_serve(
         gpu_flags=True,
         nvidia_gpus=gpus,
         environment={"HF_HUB_OFFLINE": "1"},
-        volumes={cache: {"bind": "/root/.cache/huggingface", "mode": "ro"}},
+        volumes={
+            cache: {"bind": "/root/.cache/huggingface", "mode": "ro"},
+            # a local model (an absolute path: hfmodel.served_model), where vLLM is told to look
+            **({model: {"bind": model, "mode": "ro"}} if model.startswith("/") else {}),
+        },
         timeout=1200,
     )
     return judge_serve(ref, _last_json(result.stdout), model)

@@ -77,6 +77,13 @@ class RunSpec:
     # device reservations), CUDA_VISIBLE_DEVICES; "amd": /dev/kfd and /dev/dri.
     vendor: str = "amd"
 
+    @property
+    def model_mount(self) -> str | None:
+        """The host directory the model is served from, mounted read-only at the same path (a
+        local model: ``hfmodel.served_model`` makes it absolute); None for a Hugging Face id,
+        which vLLM reads from the mounted cache."""
+        return self.model if self.model is not None and self.model.startswith("/") else None
+
     def __post_init__(self) -> None:
         if not 1 <= self.port <= 65535:
             raise UsageError(
@@ -87,6 +94,12 @@ class RunSpec:
                 f"--model {self.model!r} is not a model id or path",
                 hint="give a Hugging Face id (org/name) or an absolute path without spaces or "
                 "shell characters",
+            )
+        if self.model_mount is not None and not _PATH_RE.fullmatch(self.model_mount):
+            # A mount is SRC:DST[:ro]: a ':' in the path would split it elsewhere.
+            raise UsageError(
+                f"--model {self.model!r} cannot be mounted into the container",
+                hint="move or link the model to a path of letters, digits and . _ / + -",
             )
         if (
             self.hf_cache.startswith("~")
@@ -266,6 +279,8 @@ def _run_words(spec: RunSpec, fmt: Format) -> list[str]:
     else:
         words += ["-p", f"{spec.port}:{spec.port}"]
     words += ["-v", f"{spec.hf_cache}:{CONTAINER_HF_CACHE}"]
+    if spec.model_mount is not None:
+        words += ["-v", f"{spec.model_mount}:{spec.model_mount}:ro"]
     for key, value in _env(spec):
         word = key if value is None else f"{key}={value}"
         words += ["-e", shell.Expansion(word) if value == REPLICA_DEVICE else word]
@@ -322,6 +337,8 @@ def _compose(spec: RunSpec) -> str:
         ]
     lines += ["    ports:", f"      - {q(f'{spec.port}:{spec.port}')}"]
     lines += ["    volumes:", f"      - {q(f'{spec.hf_cache}:{CONTAINER_HF_CACHE}')}"]
+    if spec.model_mount is not None:
+        lines.append(f"      - {q(f'{spec.model_mount}:{spec.model_mount}:ro')}")
     lines.append("    environment:")
     lines += [f"      - {q(k if v is None else f'{k}={v}')}" for k, v in _env(spec)]
     return "\n".join(lines) + "\n"

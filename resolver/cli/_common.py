@@ -522,6 +522,7 @@ def model_request(
     return ModelRequest(
         spec=spec,
         config=hfmodel.read_model(spec),
+        served=hfmodel.served_model(spec),
         tensor_parallel_size=tensor_parallel_size,
         max_model_len=max_model_len,
         gpu_memory_utilization=gpu_memory_utilization,

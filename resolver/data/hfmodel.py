@@ -363,6 +363,19 @@ def _index_total(directory: Path, root: Path | None) -> int | None:
     return _bounded_int(meta, "total_size", 1, MAX_TOTAL_SIZE, "metadata")
 
 
+def served_model(spec: str) -> str:
+    """What ``vllm serve`` is given for ``spec``: a local model's absolute directory (the
+    directory, or a config.json's), which the run commands mount at that path (a relative path
+    means nothing inside a container); a Hugging Face id as it is."""
+    local = Path(spec).expanduser()
+    try:
+        if local.exists():
+            return str((local if local.is_dir() else local.parent).resolve())
+    except (OSError, RuntimeError):  # a name too long, a loop: read_model says what is wrong
+        pass
+    return spec
+
+
 def read_model(spec: str, *, hf_home: Path | None = None) -> ModelConfig:
     """The model ``spec`` names (see the module docstring); ``ModelError`` when it cannot be
     read or is not a usable config."""

@@ -63,7 +63,7 @@ def serve_sizing(answer: ModelAnswer | None, request: ModelRequest | None) -> Se
     own = request.config.quantization
     quant = answer.quantization if answer is not None else None
     return ServeSizing(
-        model=request.spec,
+        model=request.served or request.spec,
         tensor_parallel_size=tp
         if tp is not None and (tp > 1 or request.tensor_parallel_size)
         else None,

@@ -18,6 +18,8 @@ class ModelRequest(msgspec.Struct, frozen=True, kw_only=True):
     """``--model`` and the knobs that pin its sizing (vLLM's flags of the same names)."""
 
     spec: str  # what the user gave: an id, a directory or a config.json path
+    # what `vllm serve` is given (hfmodel.served_model): a local model's absolute directory
+    served: str | None = None
     config: ModelConfig
     tensor_parallel_size: int | None = None
     pipeline_parallel_size: int = 1
