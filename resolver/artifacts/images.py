@@ -415,6 +415,8 @@ def smoke_serve(
         return {"status": "skipped", "why": why}, []
     if not dev and not gpus:
         return {"status": "skipped", "why": "this machine has no /dev/kfd: no GPU to serve on"}, []
+    from resolver.artifacts.runcmd import model_mount
+
     cache = str(Path(hf_cache).expanduser())
     result = engine.run(
         ref,
@@ -427,8 +429,8 @@ def smoke_serve(
         environment={"HF_HUB_OFFLINE": "1"},
         volumes={
             cache: {"bind": "/root/.cache/huggingface", "mode": "ro"},
-            # a local model (an absolute path: hfmodel.served_model), where vLLM is told to look
-            **({model: {"bind": model, "mode": "ro"}} if model.startswith("/") else {}),
+            # a local model, where vLLM is told to look
+            **({mount: {"bind": mount, "mode": "ro"}} if (mount := model_mount(model)) else {}),
         },
         timeout=1200,
     )

@@ -46,6 +46,13 @@ _PATH_RE = re.compile(r"^(~|/)[A-Za-z0-9._/+-]*\Z")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")  # a quantization or KV dtype
 
 
+def model_mount(model: str | None) -> str | None:
+    """The host directory a model is served from, mounted read-only at the same path (a local
+    model: ``hfmodel.served_model`` makes it absolute); None for a Hugging Face id, which vLLM
+    reads from the mounted cache."""
+    return model if model is not None and model.startswith("/") else None
+
+
 def check_run_inputs(*, model: str | None, port: int, hf_cache: str) -> None:
     """Refuse a bad --model, --port or --hf-cache before anything slow happens (RunSpec's own
     checks, on a stand-in image)."""
@@ -79,10 +86,7 @@ class RunSpec:
 
     @property
     def model_mount(self) -> str | None:
-        """The host directory the model is served from, mounted read-only at the same path (a
-        local model: ``hfmodel.served_model`` makes it absolute); None for a Hugging Face id,
-        which vLLM reads from the mounted cache."""
-        return self.model if self.model is not None and self.model.startswith("/") else None
+        return model_mount(self.model)
 
     def __post_init__(self) -> None:
         if not 1 <= self.port <= 65535:

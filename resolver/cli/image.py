@@ -210,10 +210,8 @@ or a failed check)."""
         gpu_memory_utilization=gpu_memory_utilization,
         serving=True,
     )
-    if model is not None:  # a local model is served from its absolute directory, mounted
-        from resolver.data.hfmodel import served_model
-
-        model = served_model(model)
+    if wanted is not None and wanted.served:  # a local model: its absolute directory, mounted
+        model = wanted.served
     check_run_inputs(model=model, port=port, hf_cache=hf_cache)
     opts = workflow.ImageOptions(
         vllm=vllm,

@@ -11,7 +11,7 @@ these records. Each record carries a ``Provenance``: where the fact came from an
 import re
 from collections.abc import Callable, Mapping
 from functools import cached_property
-from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, get_args
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, get_args, overload
 
 import msgspec
 from packaging.version import Version
@@ -876,6 +876,26 @@ class Deferred(Generic[T]):
 
 # The tables ``Matrix`` holds as ``Deferred`` (the field is NAME_table; ``Matrix.NAME`` reads it).
 DEFERRED_TABLES: tuple[str, ...] = ("cuda", "nvidia", "nvidia_gpus", "isa", "models")
+_NO_RECORDS: Deferred[Any] = Deferred(())  # an absent table (never mutated: safe to share)
+
+
+class _Decoded(Generic[T]):
+    """``Matrix.NAME``: the records of its ``NAME_table`` field, decoded on first read."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.field = f"{name}_table"
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> "_Decoded[T]": ...
+
+    @overload
+    def __get__(self, obj: object, owner: type) -> T: ...
+
+    def __get__(self, obj: object, owner: type) -> "T | _Decoded[T]":
+        if obj is None:
+            return self
+        table: Deferred[T] = getattr(obj, self.field)
+        return table.get()
 
 
 class Matrix(msgspec.Struct, frozen=True, kw_only=True, dict=True):
@@ -895,19 +915,16 @@ class Matrix(msgspec.Struct, frozen=True, kw_only=True, dict=True):
     channels: tuple[ImageChannel, ...] = ()
     # DEFERRED_TABLES, read through the properties of the same name below (``Matrix.of`` builds
     # them; ``msgspec.structs.replace(m, cuda=...)`` is refused, not silently ignored).
-    cuda_table: Deferred[tuple[CudaRelease, ...]] = msgspec.field(
-        default_factory=lambda: Deferred(())
-    )
-    nvidia_table: Deferred[tuple[CudaDriverRule, ...]] = msgspec.field(
-        default_factory=lambda: Deferred(())
-    )
-    nvidia_gpus_table: Deferred[tuple[NvidiaGpu, ...]] = msgspec.field(
-        default_factory=lambda: Deferred(())
-    )
-    isa_table: Deferred[tuple[AmdgpuIsa, ...]] = msgspec.field(default_factory=lambda: Deferred(()))
-    models_table: Deferred[tuple[ModelRelease, ...]] = msgspec.field(
-        default_factory=lambda: Deferred(())
-    )
+    cuda_table: Deferred[tuple[CudaRelease, ...]] = _NO_RECORDS
+    nvidia_table: Deferred[tuple[CudaDriverRule, ...]] = _NO_RECORDS
+    nvidia_gpus_table: Deferred[tuple[NvidiaGpu, ...]] = _NO_RECORDS
+    isa_table: Deferred[tuple[AmdgpuIsa, ...]] = _NO_RECORDS
+    models_table: Deferred[tuple[ModelRelease, ...]] = _NO_RECORDS
+    cuda = _Decoded[tuple[CudaRelease, ...]]()
+    nvidia = _Decoded[tuple[CudaDriverRule, ...]]()
+    nvidia_gpus = _Decoded[tuple[NvidiaGpu, ...]]()
+    isa = _Decoded[tuple[AmdgpuIsa, ...]]()
+    models = _Decoded[tuple[ModelRelease, ...]]()
 
     @classmethod
     def of(cls, tables: Mapping[str, tuple[Any, ...]]) -> "Matrix":
@@ -928,26 +945,6 @@ class Matrix(msgspec.Struct, frozen=True, kw_only=True, dict=True):
         names = [f for f in self.__struct_fields__ if not f.endswith("_table")]
         names += [*DEFERRED_TABLES, "capabilities"]
         return Matrix.of({name: tables.get(name, getattr(self, name)) for name in names})
-
-    @property
-    def cuda(self) -> tuple[CudaRelease, ...]:
-        return self.cuda_table.get()
-
-    @property
-    def nvidia(self) -> tuple[CudaDriverRule, ...]:
-        return self.nvidia_table.get()
-
-    @property
-    def nvidia_gpus(self) -> tuple[NvidiaGpu, ...]:
-        return self.nvidia_gpus_table.get()
-
-    @property
-    def isa(self) -> tuple[AmdgpuIsa, ...]:
-        return self.isa_table.get()
-
-    @property
-    def models(self) -> tuple[ModelRelease, ...]:
-        return self.models_table.get()
 
     # Lookups the solver asks several times per candidate: dicts, not scans.
     @cached_property

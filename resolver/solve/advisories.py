@@ -59,7 +59,7 @@ def candidate_warnings(
     if (image := cand.image) is not None:
         out.extend(image_warnings(image))
     if cand.stack is not None:
-        out.extend(stack_warnings(cand, cand.stack, tuple(targets)))
+        out.extend(stack_warnings(cand, cand.stack, targets))
     out.extend(low_confidence(cand))
     return out
 

@@ -120,20 +120,11 @@ class MatrixProvider:
     def driver_os(self, reasons: list[Reason]) -> Reason | None:
         """``driver-os-unsupported`` for a path with these reasons: about the driver its driver
         move goes to, if it has one, else the host's; decided once per solve for each."""
-        move = (
-            next(
-                (
-                    r.fix
-                    for r in reasons
-                    if r.fix is not None
-                    and r.fix.change is not None
-                    and r.fix.change.kind == "driver"
-                ),
-                None,
-            )
-            if reasons
-            else None
-        )
+        move = None
+        for r in reasons:
+            if r.fix is not None and r.fix.change is not None and r.fix.change.kind == "driver":
+                move = r.fix
+                break
         key = (move.change.value, move.os_first) if move and move.change else (None, None)
         if key not in self._driver_os:
             self._driver_os[key] = driver_os(self.m, self.node, move)
@@ -390,9 +381,9 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-# Rules that judge only what the request asks of a path (a quantization, a KV cache dtype, a
-# model) or what its caller wants said (the record's advisories): each would return at once for
-# every one of hundreds of candidates when nothing is asked.
+# Rules that judge only the quantization or KV cache dtype a request asks (``rules_for`` leaves
+# them out when it asks neither, as it leaves out ``_model`` without a model and ``_record`` when
+# the caller says the record's advisories): each would find nothing for hundreds of candidates.
 _FEATURE_RULES: frozenset[Rule] = frozenset({_gates, _listed})
 
 
