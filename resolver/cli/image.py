@@ -136,7 +136,8 @@ def image(
         typer.Option(
             "--model",
             help="Model to serve (Hugging Face id or path); where its config.json is here (the "
-            "Hugging Face cache, a directory, the file), the run command is sized for it.",
+            "Hugging Face cache, a directory, the file), the run command is sized for it. A "
+            "local model is served from its absolute directory, mounted read-only at that path.",
             rich_help_panel=RUN_PANEL,
         ),
     ] = None,
