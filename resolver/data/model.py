@@ -67,34 +67,57 @@ COMPONENTS: tuple[str, ...] = get_args(Component)
 # the file; ``Provenance`` is written flat (source, confidence, note) on the table it describes.
 
 
-def safe(kind: str) -> msgspec.Meta:
+class FileMeta:
+    """What a field says of its data file (``resolver.data.schema`` reads ``extra``; msgspec
+    ignores ``Annotated`` metadata that is not its own ``Meta``).
+
+    Not msgspec's ``Meta(extra=...)``: that one's hash leaves ``extra`` out, so every
+    ``Annotated`` of one hashed alike and collided in typing's cache of parameterized types, a
+    cost paid for each field at every start (about a millisecond of importing this module)."""
+
+    __slots__ = ("_hash", "extra")
+
+    def __init__(self, **extra: Any) -> None:
+        self.extra: Mapping[str, Any] = extra
+        self._hash = hash(tuple(sorted(extra.items())))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FileMeta) and self.extra == other.extra
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"FileMeta({', '.join(f'{k}={v!r}' for k, v in self.extra.items())})"
+
+
+def safe(kind: str) -> FileMeta:
     """Each value must pass ``resolver.util.safety``'s ``kind`` pattern (it reaches a shell line,
     a Dockerfile or a URL)."""
-    return msgspec.Meta(extra={"safe": kind})
+    return FileMeta(safe=kind)
 
 
-def form(pattern: str, what: str, *, keys: tuple[str, str] | None = None) -> msgspec.Meta:
+def form(pattern: str, what: str, *, keys: tuple[str, str] | None = None) -> FileMeta:
     """Each value (each item; for a map, each value's items) must match ``pattern``, else it "is
     not ``what``"; ``keys``: the pattern and name a map's keys must match."""
-    extra: dict[str, Any] = {"pattern": pattern, "what": what}
-    if keys is not None:
-        extra["key_pattern"], extra["key_what"] = keys
-    return msgspec.Meta(extra=extra)
+    if keys is None:
+        return FileMeta(pattern=pattern, what=what)
+    return FileMeta(pattern=pattern, what=what, key_pattern=keys[0], key_what=keys[1])
 
 
-def whole(low: int, high: int | None = None) -> msgspec.Meta:
+def whole(low: int, high: int | None = None) -> FileMeta:
     """A whole number from ``low`` (to ``high``)."""
-    return msgspec.Meta(extra={"low": low, "high": high})
+    return FileMeta(low=low, high=high)
 
 
 # Not written in the data file: the loader or another table sets it (an NVIDIA record's vendor).
-DERIVED = msgspec.Meta(extra={"file": False})
+DERIVED = FileMeta(file=False)
 # A string the file gives as a PEP 440 specifier, kept as text.
-SPECIFIER = msgspec.Meta(extra={"specifier": True})
+SPECIFIER = FileMeta(specifier=True)
 # A list the file must give at least one item of (what is decided names its first).
-NONEMPTY = msgspec.Meta(extra={"nonempty": True})
+NONEMPTY = FileMeta(nonempty=True)
 # A table of tables keyed by this field of the item (pins: component -> {repo, ref}).
-KEYED_BY_COMPONENT = msgspec.Meta(extra={"keyed_by": "component"})
+KEYED_BY_COMPONENT = FileMeta(keyed_by="component")
 SHA256 = form(r"[0-9a-f]{64}", "64 lower-case hex digits (a SHA-256)")
 
 
@@ -174,7 +197,7 @@ class DriverSeries(msgspec.Struct, frozen=True, kw_only=True):
     # later releases, not to its x.y.0.
     releases: Annotated[
         tuple[tuple[str, str], ...],
-        msgspec.Meta(extra={"safe": "version", "key_safe": "version"}),
+        FileMeta(safe="version", key_safe="version"),
     ] = ()
     releases_source: str = ""
     releases_confidence: Confidence = "exact"
@@ -275,7 +298,7 @@ class GfxTarget(msgspec.Struct, frozen=True, kw_only=True):
     # recommended serving env for this target (a table NAME = "value" in the file)
     env: Annotated[
         tuple[tuple[str, str], ...],
-        msgspec.Meta(extra={"safe": "env_value", "key_safe": "env_name"}),
+        FileMeta(safe="env_value", key_safe="env_name"),
     ] = ()
     products: tuple[GpuProduct, ...] = msgspec.field(default=(), name="product")
     provenance: Provenance
@@ -360,12 +383,12 @@ class RocmStack(msgspec.Struct, frozen=True, kw_only=True):
     # where not read). ENV of upstream's base stage a source build keeps (HSA_NO_SCRATCH_RECLAIM)
     base_env: Annotated[
         tuple[tuple[str, str], ...],
-        msgspec.Meta(extra={"safe": "env_value", "key_safe": "env_name"}),
+        FileMeta(safe="env_value", key_safe="env_name"),
     ] = ()
     # ENV of upstream's final image: the app file's final stage and the base file's final stage
     final_env: Annotated[
         tuple[tuple[str, str], ...],
-        msgspec.Meta(extra={"safe": "env_value", "key_safe": "env_name"}),
+        FileMeta(safe="env_value", key_safe="env_name"),
     ] = ()
     aiter_system_triton: bool = False  # AITER built with AITER_USE_SYSTEM_TRITON=1
     # ROCm/triton commit whose python/triton_kernels vLLM's build uses (ROCM_TRITON_KERNELS_COMMIT)
@@ -844,11 +867,11 @@ class Deferred(Generic[T]):
 
     def __init__(self, value: T) -> None:
         self._value: T | None = value
-        self._encoded: bytes | None = None
-        self._decode: Callable[[bytes], T] | None = None
+        self._encoded: memoryview | None = None
+        self._decode: Callable[[memoryview], T] | None = None
 
     @classmethod
-    def encoded(cls, encoded: bytes, decode: Callable[[bytes], T]) -> "Deferred[T]":
+    def encoded(cls, encoded: memoryview, decode: Callable[[memoryview], T]) -> "Deferred[T]":
         d: Deferred[T] = cls.__new__(cls)
         d._value, d._encoded, d._decode = None, encoded, decode
         return d
@@ -860,8 +883,9 @@ class Deferred(Generic[T]):
             self._value = self._decode(self._encoded)
         return self._value
 
-    def raw(self) -> bytes | None:
-        """The records as they were read encoded, if they were (re-encoding them is a copy)."""
+    def raw(self) -> memoryview | None:
+        """The records as they were read encoded (a view of the bytes read), if they were
+        (re-encoding them is a copy)."""
         return self._encoded
 
     def __eq__(self, other: object) -> bool:

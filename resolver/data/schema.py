@@ -94,7 +94,7 @@ def _unwrap(tp: Any) -> tuple[Any, dict[str, Any]]:
     if typing.get_origin(tp) is typing.Annotated:
         tp, *metas = typing.get_args(tp)
         for meta in metas:
-            if isinstance(meta, msgspec.Meta) and meta.extra:
+            if isinstance(meta, model.FileMeta):
                 extra.update(meta.extra)
     if typing.get_origin(tp) in (typing.Union, types.UnionType):
         tp = next(a for a in typing.get_args(tp) if a is not type(None))
