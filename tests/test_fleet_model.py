@@ -262,3 +262,39 @@ def test_fleet_plan_model_through_the_cli(tmp_path: Path) -> None:
     assert group["sizing"]["replicas_per_node"] == 2  # 4 GPUs // TP 2
     script = (out / "slurm" / "g1.sbatch").read_text()
     assert "local -a sets=(0,1 2,3)" in script
+
+
+def test_a_local_model_is_served_from_its_directory_on_every_node(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`fleet plan --model ./DIR` (a directory of the planning machine, given relative): the
+    scripts and the manifests serve its absolute path, mounted read-only at that path (docker
+    -v, a hostPath volume the kubelet refuses to start without), and each says that every node
+    must hold it there; a relative path in a container, or an unmounted one, names nothing."""
+    from tests.helpers import run_cli
+
+    report = tmp_path / "reports"
+    report.mkdir()
+    node = _node(8).to_json()
+    (report / "a1.json").write_text(json.dumps(node))
+    out = tmp_path / "out"
+    monkeypatch.chdir(MODELS)
+    run = run_cli("fleet", "plan", str(report), "--model", "./llama-3.1-70b", "-o", str(out))
+    assert run.exit_code == 0, run.stderr
+    served = str(MODELS / "llama-3.1-70b")
+
+    script = (out / "slurm" / "g1.sbatch").read_text()
+    runs = _run_script(script, tmp_path)
+    assert runs
+    for words in runs:
+        assert f"{served}:{served}:ro" in words
+        assert served in words and "./llama-3.1-70b" not in words
+    assert f"# --model {served} is a directory of the machine that planned" in script
+
+    deployment = _valid_manifest((out / "kubernetes" / "g1.yaml").read_text())
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert served in container["args"]
+    assert {"name": "model", "mountPath": served, "readOnly": True} in container["volumeMounts"]
+    assert {"name": "model", "hostPath": {"path": served, "type": "Directory"}} in pod["volumes"]
+    assert served in deployment["metadata"]["annotations"]["rocm-vllm/model-path"]

@@ -332,16 +332,20 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         plan (exit 0: every node has a supported plan; 1: some do not or did not report; 2: bad
         input; 4: Slurm or kubectl failed; 6: only unknowns)."""
         from resolver.data import matrix
+        from resolver.data.hfmodel import served_model
         from resolver.fleet.artifacts import Options, check_output_dir, render_all, write_dir
         from resolver.fleet.plan import plan_fleet
         from resolver.fleet.slurm import DEFAULT_JOB_TIME, job_time
         from resolver.solve import Request
         from resolver.util.versions import parse_spec
 
+        # A local model is served from its absolute directory (mounted there on every node).
+        served = served_model(model) if model is not None else None
+
         def options(partition: str | None, time: str, layout: Any = None) -> Options:
             made = Options(
                 engine=engine,  # type: ignore[arg-type]  # checked by Options.check
-                model=model,
+                model=served,
                 port=port,
                 constraint=constraint,
                 partition=partition,

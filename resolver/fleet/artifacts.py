@@ -565,6 +565,7 @@ def sbatch_script(
         comment(f"# {'digest ' + image.digest if image.digest else unpinned}"),
         comment("# needs: " + "; ".join(f"{k} {v}" for k, v in needs(m, image))),
         *(comment(f"# {note}") for note in model_notes(m, image, opts)),
+        *(comment(f"# {note}") for note in local_model_notes(spec.model_mount)),
         *(comment(f"# {note}") for note in placement_notes(placed)),
         *(comment(f"# {note}") for note in sizing_notes(group)),
         "set -euo pipefail",
@@ -714,6 +715,18 @@ def model_notes(m: Matrix, image: ContainerImage, opts: Options) -> list[str]:
     return [note]
 
 
+def local_model_notes(model_dir: str | None) -> list[str]:
+    """What a script or manifest says of a local --model (``RunSpec.model_mount``): it is served
+    from a directory of the machine that planned, which the nodes must hold at that path."""
+    if model_dir is None:
+        return []
+    note = (
+        f"--model {model_dir} is a directory of the machine that planned: every node must hold "
+        "it at this path (shared storage, or a copy); it is mounted read-only there"
+    )
+    return [note]
+
+
 def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
     from resolver.artifacts.runcmd import model_args, names_serve
 
@@ -800,6 +813,15 @@ def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
         # On the node's disk, so a restarted pod does not download the model again.
         {"name": "hf-cache", "hostPath": {"path": HOST_MODEL_CACHE, "type": "DirectoryOrCreate"}},
     ]
+    if (model_dir := spec.model_mount) is not None:
+        # A local model: the node's directory at the same path, read-only (a pod whose node
+        # lacks it does not start: "type: Directory" makes the kubelet say so).
+        container["volumeMounts"].append(
+            {"name": "model", "mountPath": model_dir, "readOnly": True}
+        )
+        pod_spec["volumes"].append(
+            {"name": "model", "hostPath": {"path": model_dir, "type": "Directory"}}
+        )
     metadata: dict[str, Any] = {"name": name, "labels": labels}
     if opts.namespace:
         metadata["namespace"] = opts.namespace
@@ -810,6 +832,11 @@ def manifests(m: Matrix, group: Group, opts: Options) -> str | None:
         "rocm-vllm/pod-security": NVIDIA_POD_SECURITY_NOTE if nvidia else POD_SECURITY_NOTE,
         **({"rocm-vllm/placement": " ".join(said)} if (said := placement_notes(placed)) else {}),
         **({"rocm-vllm/model-sizing": " ".join(told)} if (told := sizing_notes(group)) else {}),
+        **(
+            {"rocm-vllm/model-path": " ".join(where)}
+            if (where := local_model_notes(spec.model_mount))
+            else {}
+        ),
         # What the image needs of a node (its gfx code, ROCm, driver series): admission policies
         # and people read it without running anything.
         **{f"rocm-vllm/needs-{k}": v for k, v in needs(m, image)},
