@@ -61,25 +61,11 @@ __all__ = [
 # --- the memory one GPU offers -----------------------------------------------------------------
 
 
-# The last few answers of gpu_memory, by identity (one solve asks it for every candidate); each
-# entry holds its node and matrix, so an id is never reused while it is kept.
-_MEMORY: list[tuple[Node, Matrix, GpuMemory | None]] = []
-
-
 def gpu_memory(m: Matrix, node: Node) -> GpuMemory | None:
     """The memory of one of the node's GPUs (its smallest): the probe's reading, else its
     product's record (a partition's share where the GPU is partitioned), else the smallest
     product of its gfx target the data sizes (said as assumed). None: an APU, or nothing
-    sized."""
-    for known, matrix, memory in _MEMORY:
-        if known is node and matrix is m:
-            return memory
-    memory = _gpu_memory(m, node)
-    _MEMORY[:] = [*_MEMORY[-7:], (node, m, memory)]
-    return memory
-
-
-def _gpu_memory(m: Matrix, node: Node) -> GpuMemory | None:
+    sized. A provider asks it once per solve (``MatrixProvider.memory``)."""
     if node.nvidia_gpus:
         return _nvidia_memory(m, node)
     read = [g.vram_bytes for g in node.gpus if g.vram_bytes]
@@ -310,11 +296,17 @@ def size_for(
 
 
 def model_rules(
-    m: Matrix, node: Node, request: Request, cand: Candidate, *, amd: bool
+    m: Matrix,
+    node: Node,
+    request: Request,
+    cand: Candidate,
+    *,
+    amd: bool,
+    memory: GpuMemory | None,
 ) -> tuple[list[Reason], list[Advisory]]:
     """What the model asks of this path's release: its registry lists the architecture (and, on
     ROCm, does not exclude it), an attention backend takes what the model needs, and the model
-    fits the node's GPUs."""
+    fits the node's GPUs (``memory``: ``gpu_memory``'s answer, which the caller keeps)."""
     mr = request.model
     if mr is None:
         return [], []
@@ -324,19 +316,19 @@ def model_rules(
     _architecture(m, mr, cand, support, amd, reasons, warnings)
     if amd:
         _attention(mr.config, cand, support, reasons, warnings)
-    _fit(m, node, request, cand, reasons, warnings)
+    _fit(m, node, request, cand, memory, reasons, warnings)
     return reasons, warnings
 
 
 def fit_rules(
-    m: Matrix, node: Node, request: Request, cand: Candidate
+    m: Matrix, node: Node, request: Request, cand: Candidate, memory: GpuMemory | None
 ) -> tuple[list[Reason], list[Advisory]]:
     """The memory fit alone: it holds whatever the release pins (a release whose build facts
     were never read is still too small a node for a model that does not fit)."""
     reasons: list[Reason] = []
     warnings: list[Advisory] = []
     if request.model is not None:
-        _fit(m, node, request, cand, reasons, warnings)
+        _fit(m, node, request, cand, memory, reasons, warnings)
     return reasons, warnings
 
 
@@ -507,12 +499,12 @@ def _fit(
     node: Node,
     request: Request,
     cand: Candidate,
+    memory: GpuMemory | None,
     reasons: list[Reason],
     warnings: list[Advisory],
 ) -> None:
     mr = request.model
     assert mr is not None
-    memory = gpu_memory(m, node)
     if memory is None:
         warnings.append(Advisory.said("model-fit-unchecked", severity="warning"))
         return

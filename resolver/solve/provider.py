@@ -9,7 +9,9 @@ new check is a new rule in that list.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 import msgspec
 from msgspec.structs import replace
@@ -34,6 +36,9 @@ from resolver.solve.types import (
     WheelCandidate,
 )
 from resolver.util.versions import driver_series
+
+if TYPE_CHECKING:
+    from resolver.solve.modelspec import GpuMemory
 
 
 def override_ok(targets: tuple[GfxTarget, ...]) -> bool:
@@ -76,6 +81,14 @@ class MatrixProvider:
         self.blockers = host_blockers(matrix, node)  # the same for every candidate
         self._driver_os: dict[tuple[str | None, str | None], Reason | None] = {}
         self._unchecked: dict[str, Advisory | None] = {}
+
+    @functools.cached_property
+    def memory(self) -> GpuMemory | None:
+        """The GPU memory --model's fit is sized for (``model.gpu_memory``), read once per solve
+        and only with a model."""
+        from resolver.solve.model import gpu_memory
+
+        return gpu_memory(self.m, self.node)
 
     # node facts ----------------------------------------------------------------------------
 
@@ -237,7 +250,7 @@ class MatrixProvider:
         if self.request.model is not None:  # a model too big for the node, whatever the release
             from resolver.solve.model import fit_rules
 
-            reasons.extend(fit_rules(self.m, self.node, self.request, cand)[0])
+            reasons.extend(fit_rules(self.m, self.node, self.request, cand, self.memory)[0])
         r_os = self.driver_os(reasons)
         if r_os is not None:
             reasons.append(r_os)
@@ -363,7 +376,7 @@ def _model(p: MatrixProvider, cand: Candidate, found: _Found) -> None:
         return  # a check without --model never imports the model's modules
     from resolver.solve.model import model_rules
 
-    reasons, warnings = model_rules(p.m, p.node, p.request, cand, amd=True)
+    reasons, warnings = model_rules(p.m, p.node, p.request, cand, amd=True, memory=p.memory)
     found.reasons.extend(reasons)
     found.warnings.extend(warnings)
 

@@ -5,6 +5,8 @@ CUDA major (``cuda-driver-too-old``, ``nvidia.toml``)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from packaging.version import InvalidVersion, Version
 
 from resolver.data.model import CudaImage, CudaRelease, Matrix, WheelVariant
@@ -35,6 +37,9 @@ from resolver.solve.types import (
     RequestError,
 )
 
+if TYPE_CHECKING:
+    from resolver.solve.modelspec import GpuMemory
+
 
 def evaluate(
     m: Matrix,
@@ -45,7 +50,11 @@ def evaluate(
     quantization: str | None = None,
     kv_cache_dtype: str | None = None,
     model: Request | None = None,
+    *,
+    memory: GpuMemory | None,
 ) -> Evaluation:
+    """Every check of an NVIDIA path, family by family (``memory``: the GPU memory --model's
+    fit is sized for, ``model.gpu_memory``'s answer, which the caller keeps)."""
     # One family at a time, in the order their reasons and advisories have always been listed.
     reasons, warnings = _kv_checks(m, node, release, cand, kv_cache_dtype)
     found, said = _arch_checks(m, node, release, image, cand.label, quantization)
@@ -59,7 +68,7 @@ def evaluate(
     if model is not None:
         from resolver.solve.model import model_rules
 
-        found, said = model_rules(m, node, model, cand, amd=False)
+        found, said = model_rules(m, node, model, cand, amd=False, memory=memory)
         reasons += found
         warnings += said
     return Evaluation(candidate=cand, reasons=tuple(reasons), warnings=tuple(warnings))
@@ -370,16 +379,21 @@ def evaluate_candidate(
     candidate of its own would get, the request's quantization and KV cache dtype included."""
     quant = request.quantization if request is not None else None
     kv = request.kv_cache_dtype if request is not None else None
+    memory = None
+    if request is not None and request.model is not None:
+        from resolver.solve.model import gpu_memory
+
+        memory = gpu_memory(m, node)
     if cand.runs_as_user:  # vLLM's PyPI wheel, checked on the image that carries its build
         release = m.cuda_release(cand.vllm)
         wheel = _wheel(release) if release is not None else None
         if release is not None and wheel is not None:
             carrier = _carrier(release, wheel)
-            return evaluate(m, node, release, carrier, cand, quant, kv, request)
+            return evaluate(m, node, release, carrier, cand, quant, kv, request, memory=memory)
     for release in m.cuda:
         for image in release.images:
             if cand.label == f"{image.repo}:{image.tag}":
-                return evaluate(m, node, release, image, cand, quant, kv, request)
+                return evaluate(m, node, release, image, cand, quant, kv, request, memory=memory)
     raise RequestError(
         phrase("request/cuda-image-unknown", label=cand.label),
         hint=phrase("request/cuda-image-unknown-hint"),

@@ -3,6 +3,9 @@ what is missing) and the advisories and hints it adds to a decision."""
 
 from __future__ import annotations
 
+import functools
+from typing import TYPE_CHECKING
+
 from resolver.data.model import Matrix
 from resolver.data.node import Node
 from resolver.solve.cuda.evaluation import evaluate
@@ -19,6 +22,9 @@ from resolver.solve.types import (
     Request,
     RequestError,
 )
+
+if TYPE_CHECKING:
+    from resolver.solve.modelspec import GpuMemory
 
 
 def _image_needs_driver(
@@ -115,9 +121,26 @@ class CudaProvider:
     def evaluate(self, cand: Candidate) -> Evaluation:
         release, image, _ = self._listed[cand.key]
         q = self.request
+        memory = self.memory if q.model is not None else None
         return evaluate(
-            self.m, self.node, release, image, cand, q.quantization, q.kv_cache_dtype, q
+            self.m,
+            self.node,
+            release,
+            image,
+            cand,
+            q.quantization,
+            q.kv_cache_dtype,
+            q,
+            memory=memory,
         )
+
+    @functools.cached_property
+    def memory(self) -> GpuMemory | None:
+        """The GPU memory --model's fit is sized for (``model.gpu_memory``), read once per
+        solve."""
+        from resolver.solve.model import gpu_memory
+
+        return gpu_memory(self.m, self.node)
 
     def rank_key(self, e: Evaluation) -> tuple[object, ...]:
         return _rank(e, self.request.prefer)
