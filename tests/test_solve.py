@@ -241,6 +241,29 @@ def test_unknown_gfx_is_unknown_and_bad_request_is_an_input_error() -> None:
     assert none.value.said.key == "request/no-release"
 
 
+def test_a_known_release_without_a_path_of_the_asked_kind_says_so() -> None:
+    """`image --vllm ==0.6.0`: vLLM 0.6.0 is in the data, no container image of it is. The
+    error says that, and the releases that have an image, not that no release matches."""
+    from resolver.artifacts.images import choose_image
+    from resolver.util.versions import parse_spec
+
+    m = matrix.load()
+    node = from_flags(gfx="gfx942", gpus=8, driver="30.30.3", os=None, rocm=None, python=None)
+    with_image = sorted({i.vllm for i in m.images if i.vllm is not None})
+    without = next(r.version for r in m.vllm if r.version not in with_image)
+    with pytest.raises(RequestError) as bad:
+        choose_image(m, node, parse_spec(f"=={without}"))
+    assert bad.value.said.key == "request/no-path-of-kind"
+    assert bad.value.exit_code == 2
+    hint = bad.value.said_hint
+    assert hint is not None and hint.key == "request/no-path-of-kind-hint"
+    assert hint.value("first") == with_image[0]
+    # a release the data does not know at all is still "no release matches"
+    with pytest.raises(RequestError) as none:
+        choose_image(m, node, parse_spec("==0.0.1"))
+    assert none.value.said.key == "request/no-release"
+
+
 def test_a_release_newer_than_the_data_is_unknown() -> None:
     """issue 19: `--vllm ==0.35.0` (newer than every release the data knows) is unknown with the
     command that reads it, never bad input."""

@@ -113,6 +113,7 @@ AdvisoryCode = Literal[
     "smoke-vllm-mismatch",
     "stack-not-default",
     "tensor-parallel-size",
+    "tensor-parallel-over-fit",
     "unknown-driver",
     "unofficial-override",
     "unpinned-ref",

@@ -283,6 +283,20 @@ WORDS: Final[dict[str, Said]] = {
     "request/no-release": Said(message="no vLLM release in the data matches --vllm {spec!r}"),
     "request/no-release-hint": Said(message="known releases: {first} to {last}"),
     "request/no-release-hint-none": Said(message="the data has no vLLM releases"),
+    "request/no-path-of-kind": Said(
+        message="no {kind} in the data matches --vllm {spec!r}, though the release does"
+    ),
+    "request/no-path-of-kind-hint": Said(
+        message="releases with a {kind} in the data: {first} to {last}; or build the release "
+        "from source (`rocm-vllm dockerfile` with the same node flags and --vllm)"
+    ),
+    "request/no-path-of-kind-hint-none": Said(
+        message="the data has no {kind} of any release; build from source (`rocm-vllm "
+        "dockerfile` with the same node flags)"
+    ),
+    "request/kind/image": Said(message="container image"),
+    "request/kind/wheel": Said(message="wheel"),
+    "request/kind/source": Said(message="source build"),
     "request/gfx-unknown": Said(message="gfx target {gfx!r} is not in the compatibility data"),
     "request/gfx-unknown-hint": Said(message="known targets: {known}"),
     "request/cuda-image-unknown": Said(message="{label} is not an image the CUDA data knows"),
@@ -1103,6 +1117,12 @@ WORDS: Final[dict[str, Said]] = {
     "tensor-parallel-size": Said(
         message="--tensor-parallel-size {tp} uses {tp} of {gpus} GPUs: {why}",
         hint="serve another replica on the other GPUs with --devices, or use pipeline parallelism",
+    ),
+    "tensor-parallel-over-fit": Said(
+        message="--model fits on {fits} GPU(s) (TP {fits}); this command serves one server across "
+        "{served} GPUs (TP {served})",
+        hint="for {replicas} servers of TP {fits} instead, give --tensor-parallel-size {fits} with "
+        "--devices and --port per server, or let `rocm-vllm fleet plan --model` write them",
     ),
     "tensor-parallel-size/no-heads": Said(
         base="tensor-parallel-size",

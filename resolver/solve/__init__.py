@@ -213,11 +213,32 @@ class _Amd:
     def nothing_listed(self) -> tuple[MissingFact, ...]:
         spec = str(self.request.vllm) if self.request.vllm else "any"
         vllm = self.matrix.vllm
+        if self.request.paths is not None:
+            self._no_path_of_kind(spec)
         raise RequestError(
             phrase("request/no-release", spec=spec),
             hint=phrase("request/no-release-hint", first=vllm[0].version, last=vllm[-1].version)
             if vllm
             else phrase("request/no-release-hint-none"),
+        )
+
+    def _no_path_of_kind(self, spec: str) -> None:
+        """Where the request's releases are known but none has a path of the kinds it allows
+        (`image --vllm ==0.6.0`: no image of 0.6.0 is in the data), say that, and the releases
+        that have one: not that no release matches."""
+        request = self.request
+        known = [r.version for r in self.matrix.vllm if self.provider._in_spec(r.version)]
+        if not known or request.paths is None:
+            return
+        kinds = sorted(request.paths)
+        anyone = MatrixProvider(self.matrix, self.node, replace(request, vllm=None), record=False)
+        having = sorted({c.vllm for c in anyone.candidates()})
+        kind = phrase(_KIND_WORDS[kinds[0]]) if len(kinds) == 1 else ", ".join(kinds)
+        raise RequestError(
+            phrase("request/no-path-of-kind", kind=kind, spec=spec),
+            hint=phrase("request/no-path-of-kind-hint", kind=kind, first=having[0], last=having[-1])
+            if having
+            else phrase("request/no-path-of-kind-hint-none", kind=kind),
         )
 
     def unread(self, rejected: tuple[Evaluation, ...]) -> tuple[MissingFact, ...]:
@@ -234,6 +255,14 @@ class _Amd:
         out += node_warnings(m, self.node, request, plan)
         out += newer_unknown(m, request, plan)
         return out
+
+
+# How an error names a kind of path (``Request.paths``).
+_KIND_WORDS = {
+    "image": "request/kind/image",
+    "wheel": "request/kind/wheel",
+    "source": "request/kind/source",
+}
 
 
 def _vendor(matrix: Matrix, node: Node, request: Request) -> Vendor:
