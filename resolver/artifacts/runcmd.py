@@ -228,19 +228,18 @@ def model_args(spec: RunSpec, tensor_parallel: int | None = None) -> list[str]:
     manifests take these): the model first and positional, as every release takes it
     (v0.6.0-v0.11.0 refuse ``--model``), then vLLM's sizing flags where set. ``tensor_parallel``:
     a replica's own TP where it differs from the spec's (a fleet's placement)."""
-    args: list[str] = [spec.model] if spec.model else []
+    from resolver.explain.steps import ServeSizing
+
     tp = tensor_parallel if tensor_parallel is not None else spec.tensor_parallel
-    if tp and tp > 1:
-        args += ["--tensor-parallel-size", str(tp)]
-    for flag, value in (
-        ("--max-model-len", spec.max_model_len),
-        ("--gpu-memory-utilization", spec.gpu_memory_utilization),
-        ("--kv-cache-dtype", spec.kv_cache_dtype),
-        ("--quantization", spec.quantization),
-    ):
-        if value is not None:
-            args += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
-    return args
+    sizes = ServeSizing(
+        model=spec.model or "",
+        tensor_parallel_size=tp if tp and tp > 1 else None,  # TP 1 is vLLM's default
+        max_model_len=spec.max_model_len,
+        gpu_memory_utilization=spec.gpu_memory_utilization,
+        kv_cache_dtype=spec.kv_cache_dtype,
+        quantization=spec.quantization,
+    )
+    return [spec.model, *sizes.flags()] if spec.model else sizes.flags()
 
 
 def serve_args(spec: RunSpec) -> list[str]:

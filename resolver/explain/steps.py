@@ -32,7 +32,9 @@ class ServeSizing(msgspec.Struct, frozen=True, kw_only=True):
     quantization: str | None = None
 
     def flags(self) -> list[str]:
-        """The sizing flags, in vLLM's spelling (the model itself is not among them)."""
+        """The sizing flags, in vLLM's spelling (the model itself is not among them): the one
+        place they are spelled, for `rocm-vllm image`'s flags of the same names, ``vllm serve``
+        and every run command, script and manifest (``artifacts.runcmd.model_args``)."""
         out: list[str] = []
         for flag, value in (
             ("--tensor-parallel-size", self.tensor_parallel_size),
