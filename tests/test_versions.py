@@ -106,3 +106,11 @@ def test_smi_misprint_leaves_real_names_alone() -> None:
     assert smi_misprint("gfx942") is None
     assert smi_misprint("gfx1151") is None
     assert smi_misprint("gfx12001") == "gfx1201"
+
+
+@given(st.from_regex(r"gfx[0-9a-f]{3}", fullmatch=True), st.sampled_from(["", " ", "\n"]))
+def test_a_bare_name_reads_as_the_same_name_with_a_target_id_suffix(name: str, pad: str) -> None:
+    """A bare 3-digit name takes a short path (no pattern compiled for it): it must read as the
+    full target-id reading of the same name does."""
+    assert gfx_base_name(pad + name.upper() + pad) == name
+    assert gfx_base_name(f"{name}:sramecc+:xnack-") == name

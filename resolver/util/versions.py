@@ -150,7 +150,12 @@ def gfx_base_name(text: str) -> str | None:
     """A target as tools print it -> the bare name: ``gfx942:sramecc+:xnack-``,
     ``amdgcn-amd-amdhsa--gfx90a:xnack-`` and the misprint ``gfx9010`` all give a plain
     ``gfx...`` name; None when ``text`` names no target."""
-    match = re.match(_TARGET_ID_RE, text.strip().lower())
+    plain = text.strip().lower()
+    if len(plain) <= 6 and _GFX_RE.match(plain):
+        # A bare 3-digit name (gfx942, gfx90a), as flags give it: no target-id suffix to strip,
+        # and misprints are longer (gfx9010): neither pattern is compiled for it.
+        return plain
+    match = re.match(_TARGET_ID_RE, plain)
     if not match:
         return None
     name = match.group(1)
