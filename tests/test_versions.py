@@ -114,3 +114,21 @@ def test_a_bare_name_reads_as_the_same_name_with_a_target_id_suffix(name: str, p
     full target-id reading of the same name does."""
     assert gfx_base_name(pad + name.upper() + pad) == name
     assert gfx_base_name(f"{name}:sramecc+:xnack-") == name
+
+
+@given(st.lists(st.text("0123456789٣", min_size=0, max_size=7), min_size=1, max_size=4))
+def test_a_plain_driver_release_reads_as_the_pattern_reads_it(parts: list[str]) -> None:
+    """``driver_series`` reads a plain ``X.Y[.Z]`` without its pattern: the same answer, or the
+    same refusal, as the pattern gives (non-ASCII digits and over-long parts included)."""
+    import re
+
+    from resolver.util import versions
+
+    text = ".".join(parts)
+    match = re.match(versions._DRIVER_RE, text)
+    expected = f"{int(match.group(1))}.{int(match.group(2))}" if match else None
+    try:
+        got: str | None = driver_series(text)
+    except InputError:
+        got = None
+    assert got == expected

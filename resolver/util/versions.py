@@ -19,9 +19,8 @@ if TYPE_CHECKING:  # parse_spec imports it: a check without --vllm never needs i
 from resolver.util.errors import InputError
 
 MAX_VERSION_TEXT = 64
-_DRIVER_RE = re.compile(
-    r"^\s*([0-9]{1,3})\.([0-9]{1,3})(?:\.([0-9]{1,6}))?(?:[-.+~][0-9A-Za-z.+~-]*)?\s*\Z"
-)
+# Compiled on first use: a plain release (30.30.3) is read without it (``driver_series``).
+_DRIVER_RE = r"^\s*([0-9]{1,3})\.([0-9]{1,3})(?:\.([0-9]{1,6}))?(?:[-.+~][0-9A-Za-z.+~-]*)?\s*\Z"
 _GFX_RE = re.compile(r"^gfx[0-9a-f]{3,4}\Z")
 # Patterns a `check` from flags never meets stay text: re compiles (and caches) them on first use.
 _OS_RE = r"^([a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)*)-([0-9]+(?:\.[0-9]+){0,2})\Z"
@@ -112,7 +111,13 @@ def driver_series(text: str) -> str:
     Accepts the AMD release names (6.1.3, 30.30.3) and the dkms module form with a build
     suffix (``6.10.5-2119913``); anything else is an ``InputError``.
     """
-    match = _DRIVER_RE.match(text or "")
+    parts = (text or "").split(".")
+    if 2 <= len(parts) <= 3 and all(
+        p.isascii() and p.isdigit() and len(p) <= most
+        for p, most in zip(parts, (3, 3, 6), strict=False)
+    ):
+        return f"{int(parts[0])}.{int(parts[1])}"  # the plain form, as _DRIVER_RE reads it
+    match = re.match(_DRIVER_RE, text or "")
     if not match:
         raise InputError(
             f"--driver {text!r} is not an amdgpu driver version",
