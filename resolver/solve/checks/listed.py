@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from resolver.data.model import GfxTarget, Matrix
-from resolver.solve.finding import finding
+from resolver.data.codes import ReasonCode
+from resolver.data.model import GfxTarget, Matrix, ReleaseCapabilities
+from resolver.solve.finding import Found, Phrase, finding
 from resolver.solve.types import FP8_QUANT, Candidate, Fact, Fix, Reason, Request
 
 
@@ -44,12 +45,26 @@ def quantization_listed(m: Matrix, cand: Candidate, request: Request) -> Reason 
         why=why.message,
         listed=", ".join(caps.quantization),
     )
+    return _not_listed("quantization-not-listed", w, caps, cand, hint=why.hint, fix=why.fix)
+
+
+def _not_listed(
+    code: ReasonCode,
+    w: Found,
+    caps: ReleaseCapabilities,
+    cand: Candidate,
+    *,
+    hint: Phrase,
+    fix: Phrase,
+) -> Reason:
+    """A release's list (quantization methods, KV cache dtypes) lacks what the request asks:
+    the fact is the list, read from the release's sdist; the fix, where one, another vLLM."""
     return Reason(
-        code="quantization-not-listed",
+        code=code,
         message=w.message,
         facts=(Fact(text=w.facts[0], source=caps.provenance.source),),
-        hint=why.hint,
-        fix=Fix(kind="vllm", text=why.fix, host=False) if why.fix else None,
+        hint=hint,
+        fix=Fix(kind="vllm", text=fix, host=False) if fix else None,
         release=cand.vllm,
     )
 
@@ -83,14 +98,7 @@ def kv_cache_dtype_listed(m: Matrix, cand: Candidate, request: Request) -> Reaso
         oldest=caps.version,
         listed=", ".join(caps.kv_cache_dtypes),
     )
-    return Reason(
-        code="kv-cache-dtype-not-listed",
-        message=w.message,
-        facts=(Fact(text=w.facts[0], source=caps.provenance.source),),
-        hint=w.hint,
-        fix=Fix(kind="vllm", text=w.fix, host=False) if w.fix else None,
-        release=cand.vllm,
-    )
+    return _not_listed("kv-cache-dtype-not-listed", w, caps, cand, hint=w.hint, fix=w.fix)
 
 
 def kv_cache_dtype_backend(m: Matrix, cand: Candidate, request: Request) -> Reason | None:
