@@ -227,7 +227,7 @@ class _Amd:
         (`image --vllm ==0.6.0`: no image of 0.6.0 is in the data), say that, and the releases
         that have one: not that no release matches."""
         request = self.request
-        known = [r.version for r in self.matrix.vllm if self.provider._in_spec(r.version)]
+        known = [r.version for r in self.matrix.vllm if self.provider.in_spec(r.version)]
         if not known or request.paths is None:
             return
         kinds = sorted(request.paths)

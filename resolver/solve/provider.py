@@ -162,7 +162,8 @@ class MatrixProvider:
     def _wanted(self, kind: Kind) -> bool:
         return self.request.paths is None or kind in self.request.paths
 
-    def _in_spec(self, version: Version) -> bool:
+    def in_spec(self, version: Version) -> bool:
+        """Whether the request's ``--vllm`` takes ``version`` (any does without one)."""
         spec = self.request.vllm
         return spec is None or spec.contains(version, prereleases=True)
 
@@ -177,7 +178,7 @@ class MatrixProvider:
 
     def _image_candidates(self) -> Iterator[Candidate]:
         for img in self.m.images:
-            if img.vllm is not None and self._in_spec(img.vllm):
+            if img.vllm is not None and self.in_spec(img.vllm):
                 rel = self.m.vllm_release(img.vllm)
                 stack = rel.stack_named(img.stack) if rel is not None and img.stack else None
                 yield ImageCandidate(
@@ -192,7 +193,7 @@ class MatrixProvider:
             # not every release scanned for each variant (~1,600 lookups a solve at 4x the data).
             for version in wheel.releases:
                 rel = self.m.vllm_release(version)
-                if rel is not None and self._in_spec(rel.version):
+                if rel is not None and self.in_spec(rel.version):
                     # The release pipeline names a stack's wheels after it (rocm100, rocm72).
                     stack = rel.stack_named(wheel.name)
                     yield WheelCandidate(
@@ -205,7 +206,7 @@ class MatrixProvider:
 
     def _source_candidates(self) -> Iterator[Candidate]:
         for rel in self.m.vllm:
-            if not self._in_spec(rel.version):
+            if not self.in_spec(rel.version):
                 continue
             if not rel.stacks:
                 yield SourceCandidate(vllm=rel.version, rocm=None, release=rel)
