@@ -516,3 +516,32 @@ def test_image_says_when_it_serves_across_more_gpus_than_the_model_needs(
         assert "--tensor-parallel-size 1" in w["hint"]
     else:
         assert over == []
+
+
+def test_a_source_plan_hands_the_model_to_the_dockerfile_which_prints_it_sized(
+    tmp_path: Path,
+) -> None:
+    """A node only a source build serves (gfx1030): `check --model` names the model and its
+    pinned size on the `rocm-vllm dockerfile` step, and that step, run as printed, writes the
+    file and prints the image's run command serving the model at that size."""
+    spec = str(MODELS / "qwen3-8b")
+    out = run_cli(
+        "check", "--gfx", "gfx1030", "--gpus", "2", "--driver", "30.30.3", "--model", spec,
+        "--tensor-parallel-size", "2", "--json",
+    )  # fmt: skip
+    assert out.exit_code in (0, 1), out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["plan"] is not None and doc["plan"]["kind"] == "source"
+    step = next(c for c in doc["plan"]["commands"] if c.startswith("rocm-vllm dockerfile"))
+    words = shlex.split(step)
+    assert words[words.index("--model") + 1] == spec
+    assert words[words.index("--tensor-parallel-size") + 1] == "2"
+    tag = words[words.index("--tag") + 1]
+    target = tmp_path / "Dockerfile.vllm-rocm"
+    words[words.index("-o") + 1] = str(target)
+    built = run_cli(*words[1:])
+    assert built.exit_code == 0, built.stderr
+    assert target.exists()
+    run = shlex.split(next(x for x in built.stderr.splitlines() if x.startswith("run: "))[5:])
+    assert run[run.index(tag) + 1] == spec  # the image, then the model, positional
+    assert run[run.index("--tensor-parallel-size") + 1] == "2"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -1944,3 +1945,45 @@ def test_the_small_stages_run_under_buildkit_against_local_stand_ins(
         said = f"{exc.message} {exc.hint or ''}"
     assert said, "a checkout at another commit was built"
     assert "not commit" in said, said
+
+
+# --- how to build and run the image (a source build's plan names its run command) --------------
+
+
+def test_the_written_file_comes_with_its_build_and_run_commands(tmp_path: Path) -> None:
+    """gfx1031 runs a gfx1030 build under HSA_OVERRIDE_GFX_VERSION: after the file, stderr says
+    how to build it and how to run the image, the override and the node's devices included,
+    under the --tag that the build names; --json carries the same command."""
+    target = tmp_path / "Dockerfile.vllm-rocm"
+    result = cli(
+        "--gfx", "gfx1031", "--gpus", "1", "--driver", "30.30.3", "--tag", "vllm-rocm:x",
+        "-o", str(target),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    lines = result.stderr.splitlines()
+    build = shlex.split(next(x for x in lines if x.startswith("build: ")).removeprefix("build: "))
+    assert build[-5:] == ["-f", str(target), "-t", "vllm-rocm:x", "."]
+    run = shlex.split(next(x for x in lines if x.startswith("run: ")).removeprefix("run: "))
+    assert run[:2] == ["docker", "run"] and run[-1] == "vllm-rocm:x"
+    assert "HSA_OVERRIDE_GFX_VERSION=10.3.0" in run and "/dev/kfd" in run
+    doc = json.loads(
+        cli("--gfx", "gfx1031", "--gpus", "1", "--tag", "vllm-rocm:x", "--json").stdout
+    )
+    assert doc["run_args"][-1] == "vllm-rocm:x"
+    assert "HSA_OVERRIDE_GFX_VERSION=10.3.0" in doc["run_args"]
+
+
+def test_the_run_command_serves_model_sized_by_the_fit(tmp_path: Path) -> None:
+    """--model: the image's run command serves it (a local directory mounted read-only at its
+    absolute path) with the solver's sizes, the pinned TP among them."""
+    spec = str(Path(__file__).parent / "fixtures" / "models" / "llama-3.1-70b")
+    result = cli(
+        "--vllm", "0.10.0", "--gfx", "gfx942", "--gpus", "8", "--driver", "30.30.3",
+        "--model", spec, "--tensor-parallel-size", "2", "--json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    args = json.loads(result.stdout)["run_args"]
+    at = args.index(spec)
+    assert args[at - 1].startswith("rocm-vllm/vllm-rocm:0.10.0-gfx942")  # the image, then the model
+    assert args[args.index("--tensor-parallel-size") + 1] == "2"
+    assert f"{spec}:{spec}:ro" in args

@@ -17,10 +17,10 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from resolver.data.codes import AdvisoryCode
-from resolver.data.model import ContainerImage, Matrix
+from resolver.data.model import ContainerImage, Entrypoint, Matrix
 from resolver.data.node import Node
 from resolver.explain import words as wording
-from resolver.solve import Advisory, Decision, Request, solve
+from resolver.solve import Advisory, Decision, Evaluation, Request, solve
 from resolver.solve.finding import Phrase, finding, phrase
 from resolver.util import bounded
 
@@ -627,9 +627,10 @@ def _compare(
 
 
 def serving_env(
-    matrix: Matrix, node: Node, decision: Decision
+    matrix: Matrix, node: Node, override: str | None
 ) -> tuple[tuple[tuple[str, str], ...], list[Advisory]]:
-    """Per-gfx env from matrix/gfx.toml; a variable the node's targets disagree on is left out."""
+    """Per-gfx env from matrix/gfx.toml; a variable the node's targets disagree on is left out;
+    ``override``: the HSA_OVERRIDE_GFX_VERSION the path relies on (``Evaluation.override``)."""
     values: dict[str, set[str]] = {}
     for name in node.gfx_targets:
         target = matrix.gfx_target(name)
@@ -647,9 +648,8 @@ def serving_env(
             env.append((key, next(iter(vals))))
         else:
             warnings.append(Advisory.said("env-not-common", name=key))
-    plan = decision.plan
-    if plan is not None and plan.override:
-        env.append(("HSA_OVERRIDE_GFX_VERSION", plan.override))
+    if override:
+        env.append(("HSA_OVERRIDE_GFX_VERSION", override))
     return tuple(env), warnings
 
 
@@ -680,7 +680,8 @@ def placement(
 def run_spec(
     *,
     ref: str,
-    image: ContainerImage,
+    entrypoint: Entrypoint,
+    vendor: str,
     env: tuple[tuple[str, str], ...],
     node: Node,
     model: str | None,
@@ -698,7 +699,7 @@ def run_spec(
     tp = sizing.tensor_parallel_size if sizing is not None else None
     return RunSpec(
         image=ref,
-        entrypoint=image.entrypoint,
+        entrypoint=entrypoint,
         model=model,
         port=port,
         hf_cache=hf_cache,
@@ -709,10 +710,42 @@ def run_spec(
         gpu_memory_utilization=sizing.gpu_memory_utilization if sizing is not None else None,
         kv_cache_dtype=sizing.kv_cache_dtype if sizing is not None else None,
         quantization=sizing.quantization if sizing is not None else None,
-        render_gid=host_render_gid(node) if image.vendor == "amd" else None,
-        vendor=image.vendor,
+        render_gid=host_render_gid(node) if vendor == "amd" else None,
+        vendor=vendor,
         # One replica per CPX partition: each container needs a name of its own.
         name=f"vllm-{placed.devices[0]}" if placed.replicas > 1 and placed.devices else "vllm",
+    )
+
+
+def built_image_run(
+    m: Matrix,
+    node: Node,
+    built: Evaluation,
+    ref: str,
+    *,
+    model: str | None,
+    sizing: ServeSizing | None,
+) -> RunSpec:
+    """How to run the image a `rocm-vllm dockerfile` build makes (``ref``, its tag): its
+    entrypoint is `vllm serve`, as vllm/vllm-openai-rocm's is; the node's devices, the gfx
+    env and the override the source build relies on, and ``--model``'s sizes, as `rocm-vllm
+    image` runs a published one."""
+    env, _warnings = serving_env(m, node, built.override)  # said by `check`, not again here
+    from resolver.artifacts.runcmd import DEFAULT_HF_CACHE
+
+    placed = placement(node, devices=None, model=model, hf_cache=DEFAULT_HF_CACHE)
+    return run_spec(
+        ref=ref,
+        entrypoint="vllm-serve",
+        vendor="amd",
+        env=env,
+        node=node,
+        model=model,
+        port=8000,
+        devices=None,
+        hf_cache=DEFAULT_HF_CACHE,
+        placed=placed,
+        sizing=sizing,
     )
 
 

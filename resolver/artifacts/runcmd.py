@@ -46,6 +46,10 @@ _PATH_RE = re.compile(r"^(~|/)[A-Za-z0-9._/+-]*\Z")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")  # a quantization or KV dtype
 
 
+# The host's Hugging Face cache a run command mounts unless told another (--hf-cache).
+DEFAULT_HF_CACHE = "~/.cache/huggingface"
+
+
 def model_mount(model: str | None) -> str | None:
     """The host directory a model is served from, mounted read-only at the same path (a local
     model: ``hfmodel.served_model`` makes it absolute); None for a Hugging Face id, which vLLM
@@ -65,7 +69,7 @@ class RunSpec:
     entrypoint: Entrypoint
     model: str | None = None
     port: int = 8000
-    hf_cache: str = "~/.cache/huggingface"  # host path
+    hf_cache: str = DEFAULT_HF_CACHE  # host path
     env: tuple[tuple[str, str], ...] = ()  # per-gfx serving env from matrix/gfx.toml
     devices: tuple[int, ...] | None = None  # GPU indices -> HIP_VISIBLE_DEVICES
     tensor_parallel: int | None = None

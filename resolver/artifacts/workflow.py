@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from resolver.artifacts.runcmd import DEFAULT_HF_CACHE
 from resolver.data.model import ContainerImage, Matrix
 from resolver.data.node import Node
 
@@ -33,7 +34,7 @@ class ImageOptions:
     port: int = 8000
     model: str | None = None
     devices: tuple[int, ...] | None = None
-    hf_cache: str = "~/.cache/huggingface"
+    hf_cache: str = DEFAULT_HF_CACHE
     # Where the artifact lands, for the follow-up commands that name it (-o, a redirect of
     # stdout, else the default name).
     compose_file: str = "compose.yaml"
@@ -131,13 +132,15 @@ def run(
             "registry_unreachable": resolved.unreachable,
         }
     ref = images.image_ref(chosen, reg)
-    env, env_warnings = images.serving_env(m, node, decision)
+    override = decision.plan.override if decision.plan is not None else None
+    env, env_warnings = images.serving_env(m, node, override)
     warnings += env_warnings
     placed = images.placement(node, devices=opts.devices, model=opts.model, hf_cache=opts.hf_cache)
     warnings += placed.warnings
     spec = images.run_spec(
         ref=ref,
-        image=chosen,
+        entrypoint=chosen.entrypoint,
+        vendor=chosen.vendor,
         env=env,
         node=node,
         model=opts.model,

@@ -9,15 +9,21 @@ from resolver.cli._common import (
     DriverOpt,
     ExampleOpt,
     GfxOpt,
+    GpuMemoryUtilizationOpt,
     GpusOpt,
     JsonOpt,
+    MaxModelLenOpt,
+    ModelSpecOpt,
     NodeFileOpt,
+    OnlineOpt,
     OsOpt,
     PythonOpt,
     RocminfoOpt,
     RocmOpt,
+    TensorParallelOpt,
     emit_json,
     handle_errors,
+    model_request,
     resolve_node,
 )
 
@@ -133,7 +139,11 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
         ] = False,
         tag: Annotated[
             str | None,
-            typer.Option("--tag", help="Image name:tag for --build.", rich_help_panel=BUILD_PANEL),
+            typer.Option(
+                "--tag",
+                help="Image name:tag for --build and for the build and run commands printed.",
+                rich_help_panel=BUILD_PANEL,
+            ),
         ] = None,
         stack: Annotated[
             str | None,
@@ -172,9 +182,14 @@ def register(app: typer.Typer, matrix_app: typer.Typer) -> None:
                 "Exit 1 if one is unlisted.",
             ),
         ] = False,
+        model: ModelSpecOpt = None,
+        online: OnlineOpt = False,
+        tensor_parallel_size: TensorParallelOpt = None,
+        max_model_len: MaxModelLenOpt = None,
+        gpu_memory_utilization: GpuMemoryUtilizationOpt = None,
     ) -> None:
         """A source-build Dockerfile for the node's gfx targets only, with every component \
-pinned."""
+pinned, and the commands that build and run its image (sized for --model)."""
         from resolver.artifacts import dockerfile as df
         from resolver.artifacts.mirrors import load as load_mirrors
         from resolver.data import matrix as matrix_mod
@@ -185,6 +200,16 @@ pinned."""
         for target in (output, lock):
             if target is not None:
                 check_output(target)
+        wanted = model_request(
+            model,
+            online=online,
+            tensor_parallel_size=tensor_parallel_size,
+            max_model_len=max_model_len,
+            gpu_memory_utilization=gpu_memory_utilization,
+            serving=True,
+        )
+        if wanted is not None and wanted.served:  # a local model: its absolute directory, mounted
+            model = wanted.served
         node = resolve_node(
             gfx=gfx,
             gpus=gpus,
@@ -240,6 +265,7 @@ pinned."""
             finally:
                 client.close()
         text = df.render(plan)
+        run = _run(m, node, chosen, image_tag, model, wanted)
 
         for warning in (*plan.warnings, *pin_warnings):
             typer.echo(f"warning: {warning}", err=True)
@@ -259,12 +285,47 @@ pinned."""
             data["output"] = str(output) if output is not None else None
             data["tag"] = image_tag if build else None
             data["lock"] = str(lock) if lock is not None else None
+            data["run_command"], data["run_args"] = run.command, list(run.args)
             emit_json(data)
         elif output is None and (not build or dry_run):
             typer.echo(text, nl=False)
 
         if build and not dry_run:
             _build(text, plan, image_tag)
+        if not json_out:
+            _say_next(output if not build else None, image_tag, run.command)
+
+
+def _run(m: Any, node: Any, chosen: Any, image_tag: str, model: str | None, wanted: Any) -> Any:
+    """The docker run command of the image this Dockerfile builds, sized for --model by the
+    solver's own fit of the release on this node (as `image --model` sizes a published one)."""
+    from resolver.artifacts.images import built_image_run
+    from resolver.artifacts.runcmd import DEFAULT_HF_CACHE, check_run_inputs, render
+
+    check_run_inputs(model=model, port=8000, hf_cache=DEFAULT_HF_CACHE)
+    sizing = None
+    if wanted is not None:
+        from packaging.specifiers import SpecifierSet
+
+        from resolver.explain.steps import serve_sizing
+        from resolver.solve import Request, solve
+
+        release = SpecifierSet(f"=={chosen.candidate.vllm}")
+        fitted = solve(m, node, Request(vllm=release, paths=frozenset({"source"}), model=wanted))
+        sizing = serve_sizing(fitted.model, wanted)
+    spec = built_image_run(m, node, chosen, image_tag, model=model, sizing=sizing)
+    return render(spec, "docker")
+
+
+def _say_next(written: Path | None, image_tag: str, run_command: str) -> None:
+    """What to run next, on stderr (stdout may hold the Dockerfile): the `docker build` of a
+    written file (BuildKit: its cache mounts need it), then the image's run command."""
+    if written is not None:
+        from resolver.util import shell
+
+        build = ["env", "DOCKER_BUILDKIT=1", "docker", "build", "-f", str(written)]
+        typer.echo(f"build: {shell.join([*build, '-t', image_tag, '.'])}", err=True)
+    typer.echo(f"run: {run_command}", err=True)
 
 
 def _choose(m: Any, node: Any, text: str, *, stack: str | None, json_out: bool) -> Any:

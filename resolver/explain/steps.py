@@ -169,6 +169,8 @@ def plan_steps(
             "a CUDA wheel must not have slipped in",
         ) + _serve_step(sizing)
     gfx = ",".join(ev.built_for(node.gfx_targets))
+    tag = f"vllm-rocm:{c.vllm}"
+    model = ["--model", sizing.model, *sizing.flags()] if sizing is not None else []
     stack: list[str] = []
     if c.stack is not None and c.release is not None and len(c.release.stacks) > 1:
         stack = ["--stack", c.stack.variant]
@@ -186,6 +188,9 @@ def plan_steps(
                     "--vllm",
                     str(c.vllm),
                     *stack,
+                    "--tag",
+                    tag,
+                    *model,
                     "-o",
                     "Dockerfile.vllm-rocm",
                 ]
@@ -193,9 +198,10 @@ def plan_steps(
             (
                 f"built for {gfx} only"
                 + (f", run under HSA_OVERRIDE_GFX_VERSION={ev.override}" if ev.override else "")
+                + "; it prints the image's run command"
             )
             if gfx
-            else "",
+            else "it prints the image's run command",
         ),
         (
             shell.join(
@@ -207,7 +213,7 @@ def plan_steps(
                     "-f",
                     "Dockerfile.vllm-rocm",
                     "-t",
-                    f"vllm-rocm:{c.vllm}",
+                    tag,
                     ".",
                 ]
             ),

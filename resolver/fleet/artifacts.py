@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from resolver.artifacts.runcmd import DEFAULT_HF_CACHE
 from resolver.data.model import ContainerImage, Matrix
 from resolver.fleet.layout import SlurmLayout
 from resolver.fleet.plan import FleetPlan, Group, fleet_json, render_text
@@ -55,7 +56,7 @@ class Options:
     engine: Engine = "docker"
     model: str | None = None
     port: int = 8000
-    hf_cache: str = "~/.cache/huggingface"
+    hf_cache: str = DEFAULT_HF_CACHE
     # sbatch --constraint instead of --nodelist, for the groups whose nodes all have it
     constraint: str | None = None
     partition: str | None = None  # sbatch --partition
@@ -146,7 +147,8 @@ def _serving(m: Matrix, group: Group, image: ContainerImage, opts: Options) -> t
     from resolver.explain.steps import serve_sizing
 
     assert group.image is not None
-    env, _warnings = serving_env(m, group.representative, group.image)
+    plan = group.image.plan
+    env, _warnings = serving_env(m, group.representative, plan.override if plan else None)
     placed = place(group.representative, devices=None, model=opts.model, hf_cache=opts.hf_cache)
     ref = group.ref or (
         image.ref if image.digest is None or "@" in image.ref else f"{image.ref}@{image.digest}"
