@@ -547,7 +547,8 @@ def test_model_reaches_vllm_serve_with_either_entrypoint(
     assert chosen.tag == pushed.tag
     spec = images.run_spec(
         ref=pushed.ref,
-        image=chosen,
+        entrypoint=chosen.entrypoint,
+        vendor=chosen.vendor,
         env=(),
         node=node,
         model="org/model",
@@ -560,6 +561,26 @@ def test_model_reaches_vllm_serve_with_either_entrypoint(
     entrypoint = [args[args.index("--entrypoint") + 1]] if "--entrypoint" in args else None
     engine.pull(pushed.ref)
     out = engine.run(pushed.ref, args[at + 1 :], entrypoint=entrypoint)
+    assert out.stdout.strip() == "vllm-shim serve org/model --tensor-parallel-size 2"
+
+
+@pytest.mark.docker
+def test_a_built_images_run_command_reaches_vllm_serve(shim_images, engine) -> None:  # type: ignore[no-untyped-def]
+    """`rocm-vllm dockerfile`'s run command for the image it builds (ENTRYPOINT vllm serve, as
+    the stand-in official image's): run in the real engine, the shim receives `serve M`."""
+    from resolver.artifacts.dockerfile import choose
+    from resolver.data.node import from_flags
+
+    m = matrix.load()
+    node = from_flags(gfx="gfx942", gpus=2, driver="30.30.3", os=None, rocm=None, python=None)
+    pushed = shim_images.official
+    spec = images.built_image_run(
+        m, node, choose(m, node), pushed.ref, model="org/model", sizing=None
+    )
+    args = list(render(spec, "docker").args)
+    assert "--entrypoint" not in args
+    engine.pull(pushed.ref)
+    out = engine.run(pushed.ref, args[args.index(pushed.ref) + 1 :], entrypoint=None)
     assert out.stdout.strip() == "vllm-shim serve org/model --tensor-parallel-size 2"
 
 
