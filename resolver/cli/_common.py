@@ -474,6 +474,28 @@ def stdout_file() -> str | None:
         return str(target)
 
 
+def serving_request(
+    spec: str | None,
+    *,
+    online: bool,
+    tensor_parallel_size: int | None,
+    max_model_len: int | None,
+    gpu_memory_utilization: float | None,
+) -> tuple[Any, str | None]:
+    """``model_request`` for a command that prints a run command (image, dockerfile), with the
+    model that command serves: a local model's absolute directory (mounted there), else the spec
+    as given."""
+    wanted = model_request(
+        spec,
+        online=online,
+        tensor_parallel_size=tensor_parallel_size,
+        max_model_len=max_model_len,
+        gpu_memory_utilization=gpu_memory_utilization,
+        serving=True,
+    )
+    return wanted, (wanted.served if wanted is not None and wanted.served else spec)
+
+
 def model_request(
     spec: str | None,
     *,

@@ -23,8 +23,8 @@ from resolver.cli._common import (
     TensorParallelOpt,
     emit_json,
     handle_errors,
-    model_request,
     resolve_node,
+    serving_request,
 )
 
 BUILD_PANEL = "Build"
@@ -200,16 +200,13 @@ pinned, and the commands that build and run its image (sized for --model)."""
         for target in (output, lock):
             if target is not None:
                 check_output(target)
-        wanted = model_request(
+        wanted, model = serving_request(
             model,
             online=online,
             tensor_parallel_size=tensor_parallel_size,
             max_model_len=max_model_len,
             gpu_memory_utilization=gpu_memory_utilization,
-            serving=True,
         )
-        if wanted is not None and wanted.served:  # a local model: its absolute directory, mounted
-            model = wanted.served
         node = resolve_node(
             gfx=gfx,
             gpus=gpus,

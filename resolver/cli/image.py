@@ -29,8 +29,8 @@ from resolver.cli._common import (
     completer,
     emit_json,
     handle_errors,
-    model_request,
     resolve_node,
+    serving_request,
     stdout_file,
     terminal_width,
     wrapped,
@@ -203,16 +203,13 @@ or a failed check)."""
 
     # The model's config where it is here (an id not in the cache stays a name to serve,
     # unsized; bad sizes fail first), then the run command's own checks.
-    wanted = model_request(
+    wanted, model = serving_request(
         model,
         online=online,
         tensor_parallel_size=tensor_parallel_size,
         max_model_len=max_model_len,
         gpu_memory_utilization=gpu_memory_utilization,
-        serving=True,
     )
-    if wanted is not None and wanted.served:  # a local model: its absolute directory, mounted
-        model = wanted.served
     check_run_inputs(model=model, port=port, hf_cache=hf_cache)
     opts = workflow.ImageOptions(
         vllm=vllm,
