@@ -1975,8 +1975,16 @@ def test_the_written_file_comes_with_its_build_and_run_commands(tmp_path: Path) 
 
 def test_the_run_command_serves_model_sized_by_the_fit(tmp_path: Path) -> None:
     """--model: the image's run command serves it (a local directory mounted read-only at its
-    absolute path) with the solver's sizes, the pinned TP among them."""
+    absolute path) with the user's pinned TP; unpinned, with what the solver's fit says: on one
+    192 GiB MI300X, Llama-3.1-70B holds 119,040 tokens, not its 131,072 (`check --model`)."""
     spec = str(Path(__file__).parent / "fixtures" / "models" / "llama-3.1-70b")
+    node = ["--vllm", "0.10.0", "--gfx", "gfx942", "--gpus", "1", "--driver", "30.30.3"]
+    fit = json.loads(CliRunner().invoke(app, ["check", *node, "--model", spec, "--json"]).stdout)[
+        "model"
+    ]["fit"]
+    assert not fit["fits"]
+    capped = json.loads(cli(*node, "--model", spec, "--json").stdout)["run_args"]
+    assert capped[capped.index("--max-model-len") + 1] == str(fit["max_model_len"])
     result = cli(
         "--vllm", "0.10.0", "--gfx", "gfx942", "--gpus", "8", "--driver", "30.30.3",
         "--model", spec, "--tensor-parallel-size", "2", "--json",

@@ -730,9 +730,9 @@ def built_image_run(
     entrypoint is `vllm serve`, as vllm/vllm-openai-rocm's is; the node's devices, the gfx
     env and the override the source build relies on, and ``--model``'s sizes, as `rocm-vllm
     image` runs a published one."""
-    env, _warnings = serving_env(m, node, built.override)  # said by `check`, not again here
     from resolver.artifacts.runcmd import DEFAULT_HF_CACHE
 
+    env, _warnings = serving_env(m, node, built.override)  # said by `check`, not again here
     placed = placement(node, devices=None, model=model, hf_cache=DEFAULT_HF_CACHE)
     return run_spec(
         ref=ref,

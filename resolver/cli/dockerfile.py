@@ -207,6 +207,10 @@ pinned, and the commands that build and run its image (sized for --model)."""
             max_model_len=max_model_len,
             gpu_memory_utilization=gpu_memory_utilization,
         )
+        from resolver.artifacts.runcmd import DEFAULT_HF_CACHE, check_run_inputs
+
+        # A --model the run command could not carry fails before any planning, as in `image`.
+        check_run_inputs(model=model, port=8000, hf_cache=DEFAULT_HF_CACHE)
         node = resolve_node(
             gfx=gfx,
             gpus=gpus,
@@ -297,9 +301,8 @@ def _run(m: Any, node: Any, chosen: Any, image_tag: str, model: str | None, want
     """The docker run command of the image this Dockerfile builds, sized for --model by the
     solver's own fit of the release on this node (as `image --model` sizes a published one)."""
     from resolver.artifacts.images import built_image_run
-    from resolver.artifacts.runcmd import DEFAULT_HF_CACHE, check_run_inputs, render
+    from resolver.artifacts.runcmd import render
 
-    check_run_inputs(model=model, port=8000, hf_cache=DEFAULT_HF_CACHE)
     sizing = None
     if wanted is not None:
         from packaging.specifiers import SpecifierSet
