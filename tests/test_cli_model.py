@@ -300,24 +300,37 @@ def test_narrow_terminal_keeps_the_table_within_width(base: Decision) -> None:
 # --- the sizes the printed commands carry -----------------------------------------------------
 
 
-def test_sizing_default_fits_sets_only_tp() -> None:
+def test_sizing_serves_every_gpu_unless_pinned() -> None:
+    """One server takes the GPUs it is given (the fit's smallest TP is no reason to leave the
+    rest idle); the user's TP wins; the TP the fit chose is not a pin a follow-up passes on."""
     req = _request("llama-3.1-70b")
     answer = _answer(req, tp=2)
-    s = serve_sizing(answer, req)
-    assert s is not None and s.tensor_parallel_size == 2
     assert answer.fit is not None and answer.fit.fits
+    s = serve_sizing(answer, req)  # nothing placed: every GPU the table tried
+    assert s is not None and s.tensor_parallel_size == 8
     assert s.max_model_len is None and s.kv_cache_dtype is None and s.quantization is None
+    assert "--tensor-parallel-size" in s.flags() and s.flags(pins_only=True) == []
+    placed = serve_sizing(answer, req, tensor_parallel=4)  # a run command's placement
+    assert placed is not None and placed.tensor_parallel_size == 4
+    pinned = _request("llama-3.1-70b", tensor_parallel_size=2)
+    own = serve_sizing(_answer(pinned, tp=2), pinned, tensor_parallel=8)
+    assert own is not None and own.tensor_parallel_size == 2
+    assert own.flags(pins_only=True) == ["--tensor-parallel-size", "2"]
 
 
-def test_sizing_sets_the_largest_context_where_the_default_does_not_fit() -> None:
+def test_sizing_caps_the_context_at_the_tp_served() -> None:
     req = _request("llama-3.1-70b")
     answer = _answer(req, gpu_bytes=80 * GiB, tp=2)  # 131072 tokens do not fit on 2 x 80 GiB
     f = answer.fit
     assert f is not None and not f.fits and f.largest_max_model_len > 0
-    s = serve_sizing(answer, req)
+    s = serve_sizing(answer, req, tensor_parallel=2)
     assert s is not None and s.max_model_len == f.largest_max_model_len
     flags = s.flags()
     assert flags[flags.index("--max-model-len") + 1] == str(f.largest_max_model_len)
+    assert s.flags(pins_only=True) == []  # the cap is the fit's, not the user's
+    # On all 8 GPUs the model's own context fits: TP 2's cap is not carried to a TP 8 server.
+    every = serve_sizing(answer, req)
+    assert every is not None and every.tensor_parallel_size == 8 and every.max_model_len is None
 
 
 def test_sizing_pins_win_and_quantization_only_when_not_the_checkpoints() -> None:
@@ -333,13 +346,17 @@ def test_sizing_pins_win_and_quantization_only_when_not_the_checkpoints() -> Non
     s2 = serve_sizing(msgspec.structs.replace(_answer(plain), quantization="fp8"), plain)
     assert s2 is not None and s2.quantization == "fp8"
     # pinned TP 1 is said, unpinned TP 1 is vLLM's default
-    assert serve_sizing(_answer(plain, tp=1), plain).tensor_parallel_size is None  # type: ignore[union-attr]
+    one = serve_sizing(_answer(plain, tp=1), plain, tensor_parallel=1)
+    assert one is not None and one.tensor_parallel_size is None
     pinned = _request("qwen3-8b", tensor_parallel_size=1)
     assert serve_sizing(_answer(pinned, tp=1), pinned).tensor_parallel_size == 1  # type: ignore[union-attr]
     assert serve_sizing(None, None) is None
 
 
-def test_plan_steps_carry_the_sizes(base: Decision) -> None:
+def test_plan_steps_carry_the_pins_and_serve_every_gpu(base: Decision) -> None:
+    """`check`'s image step passes the user's pins only: `image` sizes its own run command (its
+    placement's TP), so the step never pins the fit's TP 4 on 8 GPUs with 4 idle. The wheel's
+    `vllm serve` is the run itself: one server on every GPU."""
     req = _request("llama-3.1-70b", max_model_len=32768)
     sizing = serve_sizing(_answer(req, tp=4), req)
     assert base.plan is not None
@@ -347,12 +364,20 @@ def test_plan_steps_carry_the_sizes(base: Decision) -> None:
     assert words[:2] == ["rocm-vllm", "image"]
     at = words.index("--model")
     assert words[at + 1] == req.spec
-    assert words[words.index("--tensor-parallel-size") + 1] == "4"
+    assert "--tensor-parallel-size" not in words
     assert words[words.index("--max-model-len") + 1] == "32768"
-    # the image command takes every flag it is given (a follow-up that parses)
+    # the image command takes every flag it is given (a follow-up that parses), and serves the
+    # model across the node's 8 GPUs
     out = run_cli(*[w for w in words[1:] if w != "--digest"], "--json")  # offline
     assert out.exit_code in (0, 1), out.stderr
-    jsonschema.validate(json.loads(out.stdout), _schema("image"))
+    doc = json.loads(out.stdout)
+    jsonschema.validate(doc, _schema("image"))
+    assert doc["run_args"][doc["run_args"].index("--tensor-parallel-size") + 1] == "8"
+    pinned = _request("llama-3.1-70b", tensor_parallel_size=4)
+    words = shlex.split(
+        plan_steps(base.plan, base.node, serve_sizing(_answer(pinned, tp=4), pinned))[1][0]
+    )
+    assert words[words.index("--tensor-parallel-size") + 1] == "4"
 
 
 def test_wheel_plan_serves_sized(base: Decision) -> None:
@@ -361,7 +386,8 @@ def test_wheel_plan_serves_sized(base: Decision) -> None:
     req = _request("qwen3-8b")
     sizing = serve_sizing(_answer(req, tp=2), req)
     last = plan_steps(wheel, base.node, sizing)[-1][0].split()
-    assert last[:3] == ["vllm", "serve", req.spec] and "--tensor-parallel-size" in last
+    assert last[:3] == ["vllm", "serve", req.spec]
+    assert last[last.index("--tensor-parallel-size") + 1] == "8"
 
 
 def test_run_command_carries_the_sizes() -> None:

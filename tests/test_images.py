@@ -574,9 +574,7 @@ def test_a_built_images_run_command_reaches_vllm_serve(shim_images, engine) -> N
     m = matrix.load()
     node = from_flags(gfx="gfx942", gpus=2, driver="30.30.3", os=None, rocm=None, python=None)
     pushed = shim_images.official
-    spec = images.built_image_run(
-        m, node, choose(m, node), pushed.ref, model="org/model", sizing=None
-    )
+    spec = images.built_image_run(m, node, choose(m, node), pushed.ref, model="org/model")
     args = list(render(spec, "docker").args)
     assert "--entrypoint" not in args
     engine.pull(pushed.ref)

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from resolver.artifacts.registry import Registry, RegistryClient, ResolvedDigest
     from resolver.artifacts.runcmd import RunSpec
     from resolver.explain.steps import ServeSizing
-    from resolver.solve.model import ModelRequest
+    from resolver.solve.model import ModelAnswer, ModelRequest
 
 IMAGE_PATHS = frozenset({"image"})
 
@@ -694,8 +694,8 @@ def run_spec(
     from resolver.artifacts.runcmd import RunSpec
 
     placed = placed or placement(node, devices=devices, model=model, hf_cache=hf_cache)
-    # --model's answer (explain.steps.serve_sizing) sets vLLM's sizing flags; its TP, where it
-    # names one, is the one the fit was computed for.
+    # --model's sizes (explain.steps.serve_sizing, at this placement's TP unless the user pinned
+    # one) set vLLM's sizing flags.
     tp = sizing.tensor_parallel_size if sizing is not None else None
     return RunSpec(
         image=ref,
@@ -724,13 +724,16 @@ def built_image_run(
     ref: str,
     *,
     model: str | None,
-    sizing: ServeSizing | None,
+    answer: ModelAnswer | None = None,
+    wanted: ModelRequest | None = None,
 ) -> RunSpec:
     """How to run the image a `rocm-vllm dockerfile` build makes (``ref``, its tag): its
     entrypoint is `vllm serve`, as vllm/vllm-openai-rocm's is; the node's devices, the gfx
-    env and the override the source build relies on, and ``--model``'s sizes, as `rocm-vllm
-    image` runs a published one."""
+    env and the override the source build relies on, and ``--model``'s sizes (``answer``, the
+    solver's fit of the built release; ``wanted``, the request) at the GPUs it is placed on, as
+    `rocm-vllm image` runs a published one."""
     from resolver.artifacts.runcmd import DEFAULT_HF_CACHE
+    from resolver.explain.steps import serve_sizing
 
     env, _warnings = serving_env(m, node, built.override)  # said by `check`, not again here
     placed = placement(node, devices=None, model=model, hf_cache=DEFAULT_HF_CACHE)
@@ -745,7 +748,7 @@ def built_image_run(
         devices=None,
         hf_cache=DEFAULT_HF_CACHE,
         placed=placed,
-        sizing=sizing,
+        sizing=serve_sizing(answer, wanted, tensor_parallel=placed.tensor_parallel),
     )
 
 

@@ -148,7 +148,9 @@ def run(
         devices=opts.devices,
         hf_cache=opts.hf_cache,
         placed=placed,
-        sizing=serve_sizing(decision.model, opts.model_request),
+        sizing=serve_sizing(
+            decision.model, opts.model_request, tensor_parallel=placed.tensor_parallel
+        ),
     )
     warnings += _over_fit(decision, opts, spec.tensor_parallel)
     out.update(_image_json(chosen, ref, reg.url))

@@ -164,7 +164,8 @@ TensorParallelOpt = Annotated[
     int | None,
     typer.Option(
         "--tensor-parallel-size",
-        help="Pin vLLM's --tensor-parallel-size (default: the smallest that fits).",
+        help="Pin vLLM's --tensor-parallel-size (default: one server on every GPU given; the fit "
+        "names the smallest that fits).",
         rich_help_panel=MODEL_PANEL,
     ),
 ]

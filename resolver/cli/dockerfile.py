@@ -303,17 +303,16 @@ def _run(m: Any, node: Any, chosen: Any, image_tag: str, model: str | None, want
     from resolver.artifacts.images import built_image_run
     from resolver.artifacts.runcmd import render
 
-    sizing = None
+    answer = None
     if wanted is not None:
         from packaging.specifiers import SpecifierSet
 
-        from resolver.explain.steps import serve_sizing
         from resolver.solve import Request, solve
 
         release = SpecifierSet(f"=={chosen.candidate.vllm}")
         fitted = solve(m, node, Request(vllm=release, paths=frozenset({"source"}), model=wanted))
-        sizing = serve_sizing(fitted.model, wanted)
-    spec = built_image_run(m, node, chosen, image_tag, model=model, sizing=sizing)
+        answer = fitted.model
+    spec = built_image_run(m, node, chosen, image_tag, model=model, answer=answer, wanted=wanted)
     return render(spec, "docker")
 
 

@@ -17,6 +17,7 @@ from resolver.solve import Evaluation
 from resolver.util import shell
 
 if TYPE_CHECKING:  # a check without --model loads no model code
+    from resolver.solve.fit import Fit
     from resolver.solve.model import ModelAnswer, ModelRequest
 
 
@@ -30,11 +31,16 @@ class ServeSizing(msgspec.Struct, frozen=True, kw_only=True):
     gpu_memory_utilization: float | None = None
     kv_cache_dtype: str | None = None
     quantization: str | None = None
+    # The flags the fit chose rather than the user (the TP of every GPU, a context cap): a
+    # command that sizes itself from its own solve (`rocm-vllm image`, `dockerfile`) is given
+    # only the user's pins, so it never serves another command's TP on its own GPUs.
+    chosen: frozenset[str] = frozenset()
 
-    def flags(self) -> list[str]:
+    def flags(self, *, pins_only: bool = False) -> list[str]:
         """The sizing flags, in vLLM's spelling (the model itself is not among them): the one
         place they are spelled, for `rocm-vllm image`'s flags of the same names, ``vllm serve``
-        and every run command, script and manifest (``artifacts.runcmd.model_args``)."""
+        and every run command, script and manifest (``artifacts.runcmd.model_args``).
+        ``pins_only``: the user's own, for a follow-up command that sizes itself."""
         out: list[str] = []
         for flag, value in (
             ("--tensor-parallel-size", self.tensor_parallel_size),
@@ -43,36 +49,69 @@ class ServeSizing(msgspec.Struct, frozen=True, kw_only=True):
             ("--kv-cache-dtype", self.kv_cache_dtype),
             ("--quantization", self.quantization),
         ):
-            if value is not None:
+            if value is not None and not (pins_only and flag in self.chosen):
                 out += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
         return out
 
 
-def serve_sizing(answer: ModelAnswer | None, request: ModelRequest | None) -> ServeSizing | None:
-    """The sizes the answer chose (or the user pinned) for the commands a plan prints: the
-    tensor-parallel size when above 1 or pinned, ``--max-model-len`` where the model's default
-    context does not fit (the largest that does) or where it was pinned, the KV cache dtype when
-    not ``auto``, and ``--quantization`` only where it is not the checkpoint's own (vLLM reads
-    that from the config)."""
+def serve_sizing(
+    answer: ModelAnswer | None,
+    request: ModelRequest | None,
+    *,
+    tensor_parallel: int | None = None,
+) -> ServeSizing | None:
+    """The sizes one server runs ``--model`` at, for the commands a plan prints. Its TP: the
+    user's pin, else ``tensor_parallel`` (the GPUs a run command places it on, a fleet's replica
+    TP), else every GPU of the node (the largest TP vLLM accepts for the model there): one server
+    takes the GPUs it is given, as `rocm-vllm image` always has, never the fit's smallest TP with
+    the rest idle. Its context: the pin, else the largest that fits at that TP where the model's
+    own does not. The KV cache dtype when not ``auto``, and ``--quantization`` only where it is
+    not the checkpoint's own (vLLM reads that from the config)."""
     if request is None:
         return None
-    fit = answer.fit if answer is not None else None
-    tp = fit.tensor_parallel_size if fit is not None else request.tensor_parallel_size
+    pinned = request.tensor_parallel_size
+    tp = pinned or tensor_parallel or _every_gpu(answer)
+    chosen: set[str] = set()
     context = request.max_model_len
-    if context is None and fit is not None and not fit.fits and fit.largest_max_model_len > 0:
-        context = fit.largest_max_model_len
+    at = _fit_at(answer, tp)
+    if context is None and at is not None and not at.fits and at.largest_max_model_len > 0:
+        context = at.largest_max_model_len
+        chosen.add("--max-model-len")
+    if tp is not None and tp > 1 and not pinned:
+        chosen.add("--tensor-parallel-size")
     kv = answer.kv_cache_dtype if answer is not None else "auto"
     own = request.config.quantization
     quant = answer.quantization if answer is not None else None
     return ServeSizing(
         model=request.served or request.spec,
-        tensor_parallel_size=tp
-        if tp is not None and (tp > 1 or request.tensor_parallel_size)
-        else None,
+        tensor_parallel_size=tp if tp is not None and (tp > 1 or pinned) else None,
         max_model_len=context,
         gpu_memory_utilization=request.gpu_memory_utilization,
         kv_cache_dtype=kv if kv != "auto" else None,
         quantization=quant if quant and (own is None or own.method != quant) else None,
+        chosen=frozenset(chosen),
+    )
+
+
+def _every_gpu(answer: ModelAnswer | None) -> int | None:
+    """The largest TP the fit table tried: every GPU of the node vLLM accepts for the model."""
+    table = answer.table if answer is not None else ()
+    return max((f.tensor_parallel_size for f in table), default=None)
+
+
+def _fit_at(answer: ModelAnswer | None, tp: int | None) -> Fit | None:
+    """The answer's fit at ``tp`` and the context it was judged at (its table holds each)."""
+    fit = answer.fit if answer is not None else None
+    if fit is None or tp is None or fit.tensor_parallel_size == tp:
+        return fit
+    assert answer is not None
+    return next(
+        (
+            f
+            for f in answer.table
+            if f.tensor_parallel_size == tp and f.max_model_len == fit.max_model_len
+        ),
+        None,
     )
 
 
@@ -140,8 +179,9 @@ def plan_steps(
     serve`` carry the model and its sizes."""
     c = ev.candidate
     flags = _node_flags(node)
+    # `image` and `dockerfile` size their run command from their own solve: only the pins.
+    model = ["--model", sizing.model, *sizing.flags(pins_only=True)] if sizing is not None else []
     if c.image is not None:
-        model = ["--model", sizing.model, *sizing.flags()] if sizing is not None else []
         return [
             (shell.join(["docker", "pull", c.image.ref]), ""),
             (
@@ -170,7 +210,6 @@ def plan_steps(
         ) + _serve_step(sizing)
     gfx = ",".join(ev.built_for(node.gfx_targets))
     tag = f"vllm-rocm:{c.vllm}"
-    model = ["--model", sizing.model, *sizing.flags()] if sizing is not None else []
     stack: list[str] = []
     if c.stack is not None and c.release is not None and len(c.release.stacks) > 1:
         stack = ["--stack", c.stack.variant]

@@ -154,7 +154,13 @@ def _serving(m: Matrix, group: Group, image: ContainerImage, opts: Options) -> t
         image.ref if image.digest is None or "@" in image.ref else f"{image.ref}@{image.digest}"
     )
     sized = group.sizing
-    flags = serve_sizing(group.model, group.image.request.model) if sized is not None else None
+    flags = (
+        serve_sizing(
+            group.model, group.image.request.model, tensor_parallel=sized.tensor_parallel_size
+        )
+        if sized is not None
+        else None
+    )
     if sized is not None and sized.mode is None:
         # --model's fit decides: replicas of TP GPUs each, as many as the node holds (a
         # partitioned node keeps place()'s one TP=1 replica per partition).

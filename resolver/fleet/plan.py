@@ -251,7 +251,7 @@ def model_sizing(node: Node, decision: Decision) -> ModelSizing | None:
         return None
     tp = answer.fit.tensor_parallel_size
     gpus = node_gpus(node)
-    sized = serve_sizing(answer, decision.request.model)
+    sized = serve_sizing(answer, decision.request.model, tensor_parallel=tp)  # one replica's
     context = sized.max_model_len if sized is not None else None
     mode = next((m for g in node.gpus if (m := _compute_mode(g)) in ("CPX", *PER_GPU)), None)
     if mode is not None:
