@@ -520,26 +520,32 @@ def test_a_local_model_path_a_mount_cannot_carry_is_refused(tmp_path: Path) -> N
     assert "cannot be mounted" in out.stderr and "hint:" in out.stderr
 
 
-@pytest.mark.parametrize(("pin", "said"), [(None, True), ("8", False)])
+@pytest.mark.parametrize(
+    ("release", "pin", "fits"),
+    [(None, None, 1), (None, "8", None), ("==0.10.0", None, 2)],
+)
 def test_image_says_when_it_serves_across_more_gpus_than_the_model_needs(
-    pin: str | None, said: bool
+    release: str | None, pin: str | None, fits: int | None
 ) -> None:
-    """Llama-3.1-70B fits one 192 GiB MI300X (the fit's TP 1) and `image` serves it across the
-    node's 8 GPUs: the answer says so, with how to run 8 servers of TP 1 instead; a pinned TP is
+    """Llama-3.1-70B fits one 192 GiB MI300X (the fit's TP 1; two at vLLM 0.10.0's memory
+    default) and `image` serves it across the node's 8 GPUs, never at the fit's TP with the rest
+    idle: the answer says so, with how to run servers of the fit's TP instead; a pinned TP is
     the user's choice and is not remarked on."""
     spec = str(MODELS / "llama-3.1-70b")
     pinned = ["--tensor-parallel-size", pin] if pin else []
-    out = run_cli("image", *NODE, "--model", spec, *pinned, "--json")
+    vllm = ["--vllm", release] if release else []
+    out = run_cli("image", *NODE, *vllm, "--model", spec, *pinned, "--json")
     assert out.exit_code == 0, out.stderr
     doc = json.loads(out.stdout)
     jsonschema.validate(doc, _schema("image"))
     over = [w for w in doc["warnings"] if w["code"] == "tensor-parallel-over-fit"]
     assert doc["parallel"]["tensor_parallel_size"] == 8
     assert doc["run_args"][doc["run_args"].index("--tensor-parallel-size") + 1] == "8"
-    if said:
+    if fits is not None:
+        assert doc["model"]["fit"]["tensor_parallel_size"] == fits
         [w] = over
         assert w["severity"] == "info"
-        assert "--tensor-parallel-size 1" in w["hint"]
+        assert f"--tensor-parallel-size {fits}" in w["hint"]
     else:
         assert over == []
 
