@@ -1995,3 +1995,26 @@ def test_the_run_command_serves_model_sized_by_the_fit(tmp_path: Path) -> None:
     assert args[at - 1].startswith("rocm-vllm/vllm-rocm:0.10.0-gfx942")  # the image, then the model
     assert args[args.index("--tensor-parallel-size") + 1] == "2"
     assert f"{spec}:{spec}:ro" in args
+
+
+def test_the_run_command_serves_every_gpu_and_says_what_the_fit_needs(tmp_path: Path) -> None:
+    """Unpinned, the built image's one server takes the node's 8 GPUs (as `image` serves a
+    published one), where vLLM 0.10.0's fit needs 2: said on stderr and in `run_notes`, with how
+    to run servers of the fit's TP instead; a pinned TP is the user's and is not remarked on."""
+    spec = str(Path(__file__).parent / "fixtures" / "models" / "llama-3.1-70b")
+    node = ["--vllm", "0.10.0", "--gfx", "gfx942", "--gpus", "8", "--driver", "30.30.3"]
+    doc = json.loads(cli(*node, "--model", spec, "--json").stdout)
+    import jsonschema
+
+    schema = Path(__file__).parents[1] / "docs" / "dockerfile.schema.json"
+    jsonschema.validate(doc, json.loads(schema.read_text()))
+    args = doc["run_args"]
+    assert args[args.index("--tensor-parallel-size") + 1] == "8"
+    [note] = doc["run_notes"]
+    assert (note["code"], note["severity"]) == ("tensor-parallel-over-fit", "info")
+    assert "--tensor-parallel-size 2" in note["hint"]
+    text = cli(*node, "--model", spec, "-o", str(tmp_path / "Dockerfile"))
+    assert text.exit_code == 0, text.stderr
+    assert "note: --model fits on 2 GPU(s) (TP 2)" in text.stderr
+    pinned = json.loads(cli(*node, "--model", spec, "--tensor-parallel-size", "8", "--json").stdout)
+    assert pinned["run_notes"] == []

@@ -717,6 +717,29 @@ def run_spec(
     )
 
 
+def over_fit(
+    answer: ModelAnswer | None, request: ModelRequest | None, served: int | None
+) -> list[Advisory]:
+    """``tensor-parallel-over-fit``: a run command serves one server across more GPUs than the
+    model needs (the fit's smallest TP, the user's TP not pinned), said so the choice is seen."""
+    fit = answer.fit if answer is not None else None
+    pinned = request is not None and request.tensor_parallel_size
+    if fit is None or not fit.fits or pinned or served is None:
+        return []
+    fits = fit.tensor_parallel_size
+    if served <= fits:
+        return []
+    return [
+        Advisory.said(
+            "tensor-parallel-over-fit",
+            fits=fits,
+            served=served,
+            replicas=served // fits,
+            severity="info",
+        )
+    ]
+
+
 def built_image_run(
     m: Matrix,
     node: Node,

@@ -152,7 +152,7 @@ def run(
             decision.model, opts.model_request, tensor_parallel=placed.tensor_parallel
         ),
     )
-    warnings += _over_fit(decision, opts, spec.tensor_parallel)
+    warnings += images.over_fit(decision.model, opts.model_request, spec.tensor_parallel)
     out.update(_image_json(chosen, ref, reg.url))
     artifact: str
     file_text: str | None
@@ -294,29 +294,6 @@ def _iso(epoch: float | None) -> str | None:
     from datetime import UTC, datetime
 
     return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
-
-
-def _over_fit(decision: Any, opts: ImageOptions, served: int | None) -> list[Any]:
-    """``tensor-parallel-over-fit``: the command serves one server across more GPUs than the
-    model needs (the fit's smallest TP, the user's TP not pinned), said so the choice is seen."""
-    from resolver.solve.types import Advisory
-
-    fit = decision.model.fit if decision.model is not None else None
-    pinned = opts.model_request is not None and opts.model_request.tensor_parallel_size
-    if fit is None or not fit.fits or pinned or served is None:
-        return []
-    fits = fit.tensor_parallel_size
-    if served <= fits:
-        return []
-    return [
-        Advisory.said(
-            "tensor-parallel-over-fit",
-            fits=fits,
-            served=served,
-            replicas=served // fits,
-            severity="info",
-        )
-    ]
 
 
 def _source_plan(m: Matrix, node: Node, images_only: Any) -> dict[str, Any] | None:

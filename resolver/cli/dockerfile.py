@@ -266,7 +266,7 @@ pinned, and the commands that build and run its image (sized for --model)."""
             finally:
                 client.close()
         text = df.render(plan)
-        run = _run(m, node, chosen, image_tag, model, wanted)
+        run, run_notes = _run(m, node, chosen, image_tag, model, wanted)
 
         for warning in (*plan.warnings, *pin_warnings):
             typer.echo(f"warning: {warning}", err=True)
@@ -282,11 +282,14 @@ pinned, and the commands that build and run its image (sized for --model)."""
             write_output(output, text)
             typer.echo(f"wrote {output}", err=True)
         if json_out:
+            from resolver.explain.report import warning_json
+
             data = {"schema_version": 1, **plan.to_json()}
             data["output"] = str(output) if output is not None else None
             data["tag"] = image_tag if build else None
             data["lock"] = str(lock) if lock is not None else None
             data["run_command"], data["run_args"] = run.command, list(run.args)
+            data["run_notes"] = [warning_json(n) for n in run_notes]
             emit_json(data)
         elif output is None and (not build or dry_run):
             typer.echo(text, nl=False)
@@ -294,13 +297,20 @@ pinned, and the commands that build and run its image (sized for --model)."""
         if build and not dry_run:
             _build(text, plan, image_tag)
         if not json_out:
+            from resolver.explain.words import word
+
+            for note in run_notes:
+                typer.echo(f"note: {word(note.message)}\n  hint: {word(note.hint)}", err=True)
             _say_next(output if not build else None, image_tag, run.command)
 
 
-def _run(m: Any, node: Any, chosen: Any, image_tag: str, model: str | None, wanted: Any) -> Any:
+def _run(
+    m: Any, node: Any, chosen: Any, image_tag: str, model: str | None, wanted: Any
+) -> tuple[Any, list[Any]]:
     """The docker run command of the image this Dockerfile builds, sized for --model by the
-    solver's own fit of the release on this node (as `image --model` sizes a published one)."""
-    from resolver.artifacts.images import built_image_run
+    solver's own fit of the release on this node (as `image --model` sizes a published one),
+    and what to know of it (``tensor-parallel-over-fit``, as `image` says it)."""
+    from resolver.artifacts.images import built_image_run, over_fit
     from resolver.artifacts.runcmd import render
 
     answer = None
@@ -313,7 +323,7 @@ def _run(m: Any, node: Any, chosen: Any, image_tag: str, model: str | None, want
         fitted = solve(m, node, Request(vllm=release, paths=frozenset({"source"}), model=wanted))
         answer = fitted.model
     spec = built_image_run(m, node, chosen, image_tag, model=model, answer=answer, wanted=wanted)
-    return render(spec, "docker")
+    return render(spec, "docker"), over_fit(answer, wanted, spec.tensor_parallel)
 
 
 def _say_next(written: Path | None, image_tag: str, run_command: str) -> None:

@@ -1121,8 +1121,9 @@ WORDS: Final[dict[str, Said]] = {
     "tensor-parallel-over-fit": Said(
         message="--model fits on {fits} GPU(s) (TP {fits}); this command serves one server across "
         "{served} GPUs (TP {served})",
-        hint="for {replicas} servers of TP {fits} instead, give --tensor-parallel-size {fits} with "
-        "--devices and --port per server, or let `rocm-vllm fleet plan --model` write them",
+        hint="for {replicas} servers of TP {fits} instead, run each with --tensor-parallel-size "
+        "{fits} on its own GPUs and port (`rocm-vllm image --devices ... --port ...` writes each), "
+        "or let `rocm-vllm fleet plan --model` write them",
     ),
     "tensor-parallel-size/no-heads": Said(
         base="tensor-parallel-size",
