@@ -21,6 +21,8 @@ from typing import Any, ClassVar
 import jsonschema
 import msgspec
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from resolver.artifacts.runcmd import RunSpec, render, serve_args
 from resolver.cli._common import model_request
@@ -31,7 +33,7 @@ from resolver.explain.steps import plan_steps, serve_sizing
 from resolver.explain.text import render as render_text
 from resolver.solve import Decision
 from resolver.solve.finding import Phrase
-from resolver.solve.fit import GiB, fit, fit_table, smallest_tp
+from resolver.solve.fit import GiB, fit, fit_table, smallest_tp, valid_tps
 from resolver.solve.model import GpuMemory, ModelAnswer, ModelRequest
 from resolver.util.errors import ModelError, UsageError
 
@@ -577,3 +579,53 @@ def test_a_source_plan_hands_the_model_to_the_dockerfile_which_prints_it_sized(
     run = shlex.split(next(x for x in built.stderr.splitlines() if x.startswith("run: "))[5:])
     assert run[run.index(tag) + 1] == spec  # the image, then the model, positional
     assert run[run.index("--tensor-parallel-size") + 1] == "2"
+
+
+_SIZED = ("llama-3.1-70b", "llama-3.1-405b", "qwen3-8b", "qwen2.5-7b-instruct", "mixtral-8x7b-v0.1")
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    slug=st.sampled_from(_SIZED),
+    gfx=st.sampled_from(["gfx942", "gfx90a"]),  # 192 GiB MI300X, 64 GiB MI250X partitions
+    gpus=st.integers(1, 8),
+    pick=st.integers(0, 63),
+    pin=st.booleans(),
+    placed=st.booleans(),
+)
+def test_the_sizes_served_are_the_rule_on_any_node(
+    slug: str, gfx: str, gpus: int, pick: int, pin: bool, placed: bool
+) -> None:
+    """Property of `serve_sizing` on the solver's own answer: one server runs at the user's TP,
+    else the TP it is placed at, else every GPU vLLM accepts for the model; a context the tool
+    caps fits at that TP (never a cap computed for another TP), and an uncapped unpinned context
+    is the model's own where it fits at that TP; a follow-up's flags are the user's pins only."""
+    spec = str(MODELS / slug)
+    cfg = read_model(spec)
+    valid = valid_tps(cfg, gpus)
+    pinned = valid[pick % len(valid)] if pin else None
+    where = valid[(pick // 2) % len(valid)] if placed else None
+    req = ModelRequest(spec=spec, config=cfg, tensor_parallel_size=pinned)
+    d = decide(gfx, gpus=gpus, driver="30.30.3", model=req)
+    answer = d.model
+    assume(answer is not None and answer.fit is not None)
+    assert answer is not None and answer.fit is not None
+    s = serve_sizing(answer, req, tensor_parallel=where)
+    assert s is not None
+    served = pinned or where or valid[-1]
+    assert s.tensor_parallel_size == (served if served > 1 or pinned else None)
+    at = fit(
+        cfg,
+        gpu_bytes=answer.fit.gpu_bytes,
+        tp=served,
+        max_model_len=s.max_model_len or answer.fit.max_model_len,
+        gpu_memory_utilization=answer.fit.gpu_memory_utilization,
+        kv_dtype=answer.fit.kv_cache_dtype,
+    )
+    if s.max_model_len is not None:
+        assert "--max-model-len" in s.chosen and at.fits  # the cap fits where it is served
+    else:
+        assert at.fits or at.largest_max_model_len == 0
+    pins = s.flags(pins_only=True)
+    assert ("--tensor-parallel-size" in pins) == (pinned is not None)
+    assert "--max-model-len" not in pins  # nothing pinned it here
