@@ -265,7 +265,12 @@ def _serve_step(sizing: ServeSizing | None) -> list[tuple[str, str]]:
     """``vllm serve`` in the venv, the model positional as every release takes it."""
     if sizing is None:
         return []
-    return [(shell.join(["vllm", "serve", sizing.model, *sizing.flags()]), "sized for this node")]
+    why = (
+        f"one server on every GPU (TP {sizing.tensor_parallel_size}); the fit says how few suffice"
+        if "--tensor-parallel-size" in sizing.chosen
+        else "sized for this node"
+    )
+    return [(shell.join(["vllm", "serve", sizing.model, *sizing.flags()]), why)]
 
 
 def plan_commands(ev: Evaluation, node: Node, sizing: ServeSizing | None = None) -> list[str]:
