@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from .helpers import copy_matrix, run_cli
 
@@ -566,3 +568,16 @@ def test_the_driver_hint_gives_the_flag_once_with_a_release_from_the_data() -> N
         words = shlex.split(command)
         assert words.count("--driver") == 1, command
         assert words[words.index("--driver") + 1] == "30.30"  # paired with ROCm 7.2.0
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.text(max_size=20), st.text(alphabet="ab=-'\" $@%+:,./_\u00e9\n", max_size=12)))
+def test_a_word_is_quoted_as_shlex_quotes_it(word: str) -> None:
+    """``util.shell``'s own POSIX quoting (no shlex import at a check) is ``shlex.quote``'s on any
+    text; then the zsh rule: a bare word starting with "=" is quoted."""
+    from resolver.util import shell
+
+    expected = shlex.quote(word)
+    if expected == word and word.startswith("="):
+        expected = f"'{word}'"
+    assert shell.quote(word) == expected

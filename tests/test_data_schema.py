@@ -9,6 +9,8 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from resolver.data import matrix, model, schema
 
@@ -85,3 +87,19 @@ def test_show_json_carries_every_attribute_of_a_record() -> None:
             names = {f.name for f in msgspec.structs.fields(type(rec))} - {"provenance"}
             assert names <= set(shown) and "source" in shown
             json.dumps(shown)  # plain JSON all the way down
+
+
+_REF_TEXT = st.one_of(
+    st.text(alphabet="0123456789abcdefvpostrcABZ_-.x\u00b2\u0661\n", max_size=24),
+    st.from_regex(model._FIXED_REF, fullmatch=True),
+    st.text(max_size=24),
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_REF_TEXT)
+def test_a_fixed_ref_is_read_as_its_pattern_reads_it(ref: str) -> None:
+    """``model.fixed_ref`` (what ``ComponentPin.moving`` asks, without compiling a pattern at a
+    check) answers as ``re.match(_FIXED_REF, ...)`` on any text: tags, commits, branches, a
+    suffix after a dot, Unicode digits the pattern refuses."""
+    assert model.fixed_ref(ref) is bool(re.match(model._FIXED_REF, ref))

@@ -331,12 +331,45 @@ class ComponentPin(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def moving(self) -> bool:
         """A branch name (``main``): what it builds changes over time, so it is not reproducible."""
-        return not re.match(_FIXED_REF, self.ref)
+        return not fixed_ref(self.ref)
 
     @property
     def is_commit(self) -> bool:
         """A commit (7-40 hex digits); a tag or branch is not one."""
         return bool(re.match(_COMMIT_REF, self.ref))
+
+
+_HEX = frozenset("0123456789abcdef")
+_DIGITS = frozenset("0123456789")
+_PREFIX = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_-")
+
+
+def fixed_ref(ref: str) -> bool:
+    """``re.match(_FIXED_REF, ref)``, read without compiling it (a check asks it of its plan's
+    pins; the pattern's compile is most of that). tests/test_matrix.py proves them equal."""
+    if 7 <= len(ref) <= 40 and _HEX.issuperset(ref):
+        return True
+    i = 0
+    while i < len(ref) and ref[i] in _PREFIX:  # [A-Za-z_-]*v?: the prefix takes the v
+        i += 1
+    j = i
+    while j < len(ref) and (ref[j] in _DIGITS or ref[j] == "."):
+        j += 1
+    core, rest = ref[i:j], ref[j:]
+    if core.endswith("."):  # the separator of a suffix (1.2.3.post1)
+        core, rest = core[:-1], "." + rest
+    parts = core.split(".")
+    if len(parts) < 2 or not all(parts):
+        return False
+    if not rest:
+        return True
+    if rest[0] in ".-":
+        rest = rest[1:]
+    for tag in ("post", "rc", "a", "b"):
+        if rest.startswith(tag):
+            number = rest[len(tag) :]
+            return bool(number) and _DIGITS.issuperset(number)
+    return False
 
 
 def stack_variant(rocm: Version | None) -> str:

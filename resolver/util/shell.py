@@ -7,7 +7,6 @@ path (``zsh: =0.33.0 not found``). Every command the tool prints is joined here.
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Iterable
 from typing import Self
 
@@ -29,11 +28,26 @@ class Expansion(str):
         return super().__new__(cls, word)
 
 
+# The characters ``shlex.quote`` leaves bare (``[\w@%+=:,./-]`` under re.ASCII). Its rule, not
+# its module: importing shlex compiles a pattern at every start, and a check prints commands.
+_BARE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-")
+
+
+def _posix_quote(word: str) -> str:
+    """``shlex.quote``: bare when every character is safe, else single-quoted with each ``'``
+    spelled ``'"'"'`` (tests/test_cli_check.py proves them equal on any text)."""
+    if not word:
+        return "''"
+    if _BARE.issuperset(word):
+        return word
+    return "'" + word.replace("'", "'\"'\"'") + "'"
+
+
 def quote(word: str) -> str:
     """``word`` as one shell word in bash, zsh and fish (an ``Expansion`` in double quotes)."""
     if isinstance(word, Expansion):
         return f'"{word}"'
-    quoted = shlex.quote(word)
+    quoted = _posix_quote(word)
     if quoted == word and word.startswith("="):
         return f"'{word}'"  # zsh's EQUALS expansion; fish and bash take the quotes as nothing
     return quoted
