@@ -482,10 +482,15 @@ def serving_request(
     tensor_parallel_size: int | None,
     max_model_len: int | None,
     gpu_memory_utilization: float | None,
+    port: int = 8000,
+    hf_cache: str | None = None,
 ) -> tuple[Any, str | None]:
     """``model_request`` for a command that prints a run command (image, dockerfile), with the
     model that command serves: a local model's absolute directory (mounted there), else the spec
-    as given."""
+    as given. Bad sizes fail first, then what the run command could not carry (a model path it
+    cannot mount, ``port``, ``hf_cache``: ``runcmd.check_run_inputs``), before any planning."""
+    from resolver.artifacts.runcmd import DEFAULT_HF_CACHE, check_run_inputs
+
     wanted = model_request(
         spec,
         online=online,
@@ -494,7 +499,9 @@ def serving_request(
         gpu_memory_utilization=gpu_memory_utilization,
         serving=True,
     )
-    return wanted, (wanted.served if wanted is not None and wanted.served else spec)
+    served = wanted.served if wanted is not None and wanted.served else spec
+    check_run_inputs(model=served, port=port, hf_cache=hf_cache or DEFAULT_HF_CACHE)
+    return wanted, served
 
 
 def model_request(

@@ -206,11 +206,7 @@ pinned, and the commands that build and run its image (sized for --model)."""
             tensor_parallel_size=tensor_parallel_size,
             max_model_len=max_model_len,
             gpu_memory_utilization=gpu_memory_utilization,
-        )
-        from resolver.artifacts.runcmd import DEFAULT_HF_CACHE, check_run_inputs
-
-        # A --model the run command could not carry fails before any planning, as in `image`.
-        check_run_inputs(model=model, port=8000, hf_cache=DEFAULT_HF_CACHE)
+        )  # a --model the run command could not carry fails here, before any planning
         node = resolve_node(
             gfx=gfx,
             gpus=gpus,

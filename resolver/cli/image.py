@@ -198,7 +198,6 @@ def image(
     """Pick the verified vLLM image for the node and print how to run it (exit 0: found, 1: none \
 or a failed check)."""
     from resolver.artifacts import workflow
-    from resolver.artifacts.runcmd import check_run_inputs
     from resolver.data import matrix
 
     # The model's config where it is here (an id not in the cache stays a name to serve,
@@ -209,8 +208,9 @@ or a failed check)."""
         tensor_parallel_size=tensor_parallel_size,
         max_model_len=max_model_len,
         gpu_memory_utilization=gpu_memory_utilization,
+        port=port,
+        hf_cache=hf_cache,
     )
-    check_run_inputs(model=model, port=port, hf_cache=hf_cache)
     opts = workflow.ImageOptions(
         vllm=vllm,
         registry=registry,

@@ -346,7 +346,7 @@ _PREFIX = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_-")
 
 def fixed_ref(ref: str) -> bool:
     """``re.match(_FIXED_REF, ref)``, read without compiling it (a check asks it of its plan's
-    pins; the pattern's compile is most of that). tests/test_matrix.py proves them equal."""
+    pins; the pattern's compile is most of that). tests/test_data_schema.py proves them equal."""
     if 7 <= len(ref) <= 40 and _HEX.issuperset(ref):
         return True
     i = 0
