@@ -907,3 +907,72 @@ def test_a_checked_entry_is_known_by_its_stat_and_a_changed_one_is_checked_again
     matrix.reload()
     assert matrix.load() == first
     assert any(n > 10_000 for n in hashed)
+
+
+def test_an_entry_written_to_under_a_running_command_is_never_read_as_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The entry is mapped, not copied (no fresh memory for its 2 MB), so its bytes are read as
+    the records are decoded: an entry written to in place while it is decoded is a miss (the data
+    files are parsed again), and one written to after it, before a deferred table is read from it,
+    is a data error saying to run again, never the edited records. An empty entry, or a FIFO
+    where the entry should be, is a miss that does not block."""
+    import os
+    import time
+    from typing import Any
+
+    from resolver.data import resources
+
+    d = copy_matrix(tmp_path)
+    monkeypatch.setenv("ROCM_VLLM_MATRIX_DIR", str(d))
+    matrix.reload()
+    first = matrix.load()  # parsed; the entry written
+    (entry,) = (resources.cache_dir() / "matrix").glob("*.msgpack")
+    pristine = entry.read_bytes()
+
+    def in_place(path: Path) -> None:
+        time.sleep(0.02)  # past the file system's timestamp tick: the write shows in the ctime
+        blob = bytearray(path.read_bytes())
+        blob[-1] ^= 1
+        with path.open("r+b") as f:
+            f.write(blob)
+
+    real = matrix._decode_compiled
+
+    def written_while_decoded(*args: Any) -> object:
+        out = real(*args)
+        in_place(entry)
+        return out
+
+    parsed: list[object] = []
+    from resolver.data import build
+
+    real_parse = build.read_all
+    monkeypatch.setattr(build, "read_all", lambda *a: parsed.append(a) or real_parse(*a))
+    with monkeypatch.context() as mp:
+        mp.setattr(matrix, "_decode_compiled", written_while_decoded)
+        matrix.reload()
+        assert matrix.load() == first
+    assert len(parsed) == 1  # a miss: the files were parsed again (and the entry rewritten)
+
+    entry.write_bytes(pristine)
+    matrix.reload()
+    parsed.clear()
+    m = matrix.load()
+    assert parsed == []  # read from the entry
+    in_place(entry)
+    with pytest.raises(MatrixError, match="changed on disk") as raised:
+        _ = m.cuda
+    assert raised.value.exit_code == 3 and raised.value.hint == "run the command again"
+
+    for odd in ("empty", "fifo"):
+        entry.unlink()
+        if odd == "empty":
+            entry.write_bytes(b"")
+        else:
+            os.mkfifo(entry)
+        matrix.reload()
+        parsed.clear()
+        assert matrix.load() == first
+        assert len(parsed) == 1
+    matrix.reload()

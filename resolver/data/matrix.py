@@ -182,8 +182,10 @@ def _deferred_view(code: int, data: memoryview) -> memoryview:
     return data
 
 
-def _codec_hooks() -> tuple[Any, Any]:
-    """Versions travel as their text and are parsed back."""
+def _codec_hooks(unchanged: Callable[[], bool] | None = None) -> tuple[Any, Any]:
+    """Versions travel as their text and are parsed back. ``unchanged``: whether the mapped file
+    the records are decoded from still holds the bytes that were checked (``_Mapped``), asked
+    again before a deferred table is decoded from it."""
 
     def enc(obj: Any) -> Any:
         if isinstance(obj, Version):
@@ -204,7 +206,10 @@ def _codec_hooks() -> tuple[Any, Any]:
             return found
         if get_origin(kind) is Deferred and isinstance(obj, memoryview):
             (records,) = get_args(kind)
-            return Deferred.encoded(obj, functools.partial(_decode_table, records, dec))
+            table = functools.partial(_decode_table, records, dec)
+            if unchanged is not None:
+                table = functools.partial(_guarded, unchanged, table)
+            return Deferred.encoded(obj, table)
         raise NotImplementedError(f"no decoding for {kind!r}")
 
     return enc, dec
@@ -221,6 +226,18 @@ def _decode_table(records: Any, dec: Callable[[Any, Any], Any], raw: memoryview)
             f"a table of the compiled matrix does not decode ({e})",
             hint="remove the rocm-vllm cache directory (ROCM_VLLM_CACHE_DIR) and run again",
         ) from e
+
+
+def _guarded(
+    unchanged: Callable[[], bool], table: Callable[[memoryview], Any], raw: memoryview
+) -> Any:
+    """A deferred table read from a mapped file, when the file still is what was checked."""
+    if not unchanged():
+        raise MatrixError(
+            "the compiled matrix changed on disk while this command ran",
+            hint="run the command again",
+        )
+    return table(raw)
 
 
 def _read_compiled(path: Path, key: bytes) -> Matrix | None:
@@ -241,20 +258,23 @@ def _read_compiled(path: Path, key: bytes) -> Matrix | None:
     bytes read are the bytes checked. Any write to it changes its ctime (which nothing can set
     back) and a replaced or copied-in entry is another inode: then the seal is checked again."""
     try:
-        blob, before, after = _read_with_stat(path)
-    except OSError:
+        mapped = _Mapped(path)
+    except (OSError, ValueError):
         return None
+    blob = mapped.data
     cut = blob.find(b"\n", 0, 256)  # the seal is 64 hex digits; the payload is not copied
     if cut < 0:
         return None
     payload = memoryview(blob)[cut + 1 :]
-    stamp = _stat_line(before)
+    stamp = mapped.stamp
     mark = path.with_name(path.name + ".seen")
-    known = stamp == _stat_line(after) and _read_mark(mark, key, path.name) == stamp
+    known = _read_mark(mark, key, path.name) == stamp
     if not known and not _compare_digest(blob[:cut], _seal(key, payload).encode()):
         return None
-    m = _decode_compiled(payload)
-    if m is not None and not known and stamp == _stat_line(after) and _settled(before):
+    m = _decode_compiled(payload, mapped.unchanged)
+    if m is None or not mapped.unchanged():  # written to while it was read: not what was checked
+        return None
+    if not known and _settled(mapped.before):
         with contextlib.suppress(OSError):
             atomic.write_atomic(
                 mark, f"{_seal(key, _mark_payload(path.name, stamp))}\n{stamp}\n".encode()
@@ -262,26 +282,42 @@ def _read_compiled(path: Path, key: bytes) -> Matrix | None:
     return m
 
 
-def _read_with_stat(path: Path) -> tuple[bytes, os.stat_result, os.stat_result]:
-    """The regular file's content, at most ``_MAX_COMPILED`` bytes, with its stat taken on the
-    open file before and after the read (a write during the read shows as a changed ctime)."""
-    import stat
+class _Mapped:
+    """A regular file of at most ``_MAX_COMPILED`` bytes, mapped read-only, with its stat when
+    mapped (``stamp``).
 
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    try:
-        before = os.fstat(fd)
-        if not stat.S_ISREG(before.st_mode) or before.st_size > _MAX_COMPILED:
-            raise OSError(f"{path}: not a regular file within the size limit")
-        chunks: list[bytes] = []
-        size = 0
-        while chunk := os.read(fd, min(before.st_size + 1, _MAX_COMPILED + 1 - size)):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > _MAX_COMPILED:
-                raise OSError(f"{path}: larger than {_MAX_COMPILED} bytes")
-        return b"".join(chunks), before, os.fstat(fd)
-    finally:
-        os.close(fd)
+    Mapped, not read: a read copies the 2 MB of a compiled matrix (at four times today's data)
+    into fresh memory, which the kernel hands over a page at a time (~450 page faults, a few ms
+    where faults are dear, as in a VM); a mapping shares the page cache's pages. The file stays
+    open so that ``unchanged`` can ask, after any read of the mapping, whether it was written to
+    since it was mapped (a write changes its ctime, which nothing sets back). This tool never
+    writes an entry in place (``atomic.write_atomic`` replaces it); a file truncated under a
+    running command is a SIGBUS, as for any mapped file."""
+
+    __slots__ = ("before", "data", "fd", "stamp")
+
+    def __init__(self, path: Path) -> None:
+        import mmap
+        import stat
+
+        self.fd = -1
+        self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        self.before = os.fstat(self.fd)
+        if not stat.S_ISREG(self.before.st_mode) or not 0 < self.before.st_size <= _MAX_COMPILED:
+            raise OSError(f"{path}: not a non-empty regular file within the size limit")
+        self.data = mmap.mmap(self.fd, 0, access=mmap.ACCESS_READ)
+        self.stamp = _stat_line(self.before)
+
+    def unchanged(self) -> bool:
+        try:
+            return _stat_line(os.fstat(self.fd)) == self.stamp
+        except OSError:
+            return False
+
+    def __del__(self) -> None:  # the descriptor is this object's; the mapping keeps its own
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
 
 
 def _stat_line(st: os.stat_result) -> str:
@@ -308,9 +344,10 @@ def _read_mark(mark: Path, key: bytes, name: str) -> str | None:
     return stamp if _compare_digest(seal.encode(), expected) else None
 
 
-def _decode_compiled(payload: memoryview) -> Matrix | None:
-
-    _, dec = _codec_hooks()
+def _decode_compiled(
+    payload: memoryview, unchanged: Callable[[], bool] | None = None
+) -> Matrix | None:
+    _, dec = _codec_hooks(unchanged)
     try:
         fmt, m = msgspec.msgpack.decode(
             payload, type=tuple[int, Matrix], dec_hook=dec, ext_hook=_deferred_view
@@ -357,13 +394,14 @@ def _read_shipped(path: Path, directory: Path) -> Matrix | None:
     (an edited installed data file makes it a miss). It is package code, trusted like the
     ``.py`` files beside it: no seal, and no cache dir or seal key is needed to read it."""
     try:
-        blob = bounded.read_bytes(path, _MAX_COMPILED)
-    except OSError:
+        mapped = _Mapped(path)
+    except (OSError, ValueError):
         return None
+    blob = mapped.data
     cut = blob.find(b"\n", 0, 64)
     if cut < 0 or blob[:cut].decode("ascii", "replace") != shipped_key(directory):
         return None
-    return _decode_compiled(memoryview(blob)[cut + 1 :])
+    return _decode_compiled(memoryview(blob)[cut + 1 :], mapped.unchanged)
 
 
 @functools.cache
