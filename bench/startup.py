@@ -20,6 +20,9 @@ once, under valgrind's callgrind with PYTHONHASHSEED=0 (when valgrind is install
 count on every run, so a change's effect shows on a noisy machine where wall times move by a
 third. Instructions are not time (a check allocates and decodes where typer's import mostly
 creates classes): the targets stay on the wall-time ratios.
+It also prints each command's minor page faults (the memory the kernel maps in a page at a time):
+in a VM a fault can cost 5 us, so a check that touches fresh memory typer does not is slower
+there than on bare metal; the count, unlike the time, hardly moves run to run.
 Usage: python bench/startup.py [--runs N] [--scale K] [--instructions]
 """
 
@@ -66,6 +69,7 @@ def _upgrade_command(check: list[str]) -> list[str]:
 
 
 CPU: list[float] = []  # each run's CPU seconds (user + sys), beside the wall time returned
+FAULTS: list[int] = []  # each run's minor page faults: fresh memory the kernel mapped in
 
 
 def _time(cmd: list[str], env: dict[str, str]) -> float:
@@ -79,6 +83,7 @@ def _time(cmd: list[str], env: dict[str, str]) -> float:
     elapsed = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     CPU.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    FAULTS.append(after.ru_minflt - before.ru_minflt)
     if proc.returncode not in (0, 1):
         raise SystemExit(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr.decode()[-400:]}")
     return elapsed
@@ -183,6 +188,7 @@ def main() -> None:
         config = Path(__file__).resolve().parents[1] / "tests/fixtures/models/llama-3.1-70b"
         with_model = [*check, "--model", str(config)] if config.is_dir() else None
         CPU.clear()
+        FAULTS.clear()
         for i in range(runs):
             cold.append(_time(check, cold_env(i)))
             hot.append(_time(check, warm))
@@ -209,6 +215,15 @@ def main() -> None:
         _row("CPU typer", cpu_base, "")
         _ratio("CPU cold/typ", cpu_cold, cpu_base, "")
         _ratio("CPU warm/typ", cpu_hot, cpu_base, "")
+        faults = {
+            name: statistics.median(FAULTS[i::step])
+            for i, name in enumerate(("cold", "warm", "typer"))
+        }
+        print(
+            f"page faults  : median cold {faults['cold']:.0f}, warm {faults['warm']:.0f}, typer "
+            f"{faults['typer']:.0f} (minor faults: memory the kernel maps in one page at a time; "
+            "dear in a VM, where machines differ most)"
+        )
         _row("upgrade", upg, "issue 22's Ubuntu 20.04 route, warm")
         _ratio("upgrade/check", upg, hot, "target <= 10")
         if mod:
