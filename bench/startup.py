@@ -5,7 +5,8 @@ Cold is a first run: every run gets new, empty cache and data dirs (ROCM_VLLM_CA
 ROCM_VLLM_DATA_DIR), as in a fresh CI or init container; an installed wheel then reads the
 compiled matrix it ships, a checkout (or an editable install) parses the TOML. Warm runs share
 dirs that an earlier run filled (the sealed compiled-matrix cache). The commands run as fresh
-processes from the same interpreter, interleaved, at least 9 times each; the script prints each
+processes from the same interpreter, interleaved (each round starts one command later than the
+last, so none always follows the heavy cold run), at least 9 times each; the script prints each
 median with its range, the ratio of the medians, the median of the ratios taken run by run
 (on a shared machine the pairs move together) and the ratio of the 10th percentiles ("fast
 runs": what a quiet machine sees; on a busy one `import typer`, which spends a quarter of its
@@ -38,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -179,25 +181,30 @@ def main() -> None:
             d = scratch / f"cold-{i}"  # made outside the timed run; the tool creates none of it
             return {**env, "ROCM_VLLM_CACHE_DIR": str(d / "c"), "ROCM_VLLM_DATA_DIR": str(d / "d")}
 
-        cold: list[float] = []
-        hot: list[float] = []
-        base: list[float] = []
-        upg: list[float] = []
-        mod: list[float] = []
         # --model with the config on disk (issue 37: at most 20% over a cold check)
         config = Path(__file__).resolve().parents[1] / "tests/fixtures/models/llama-3.1-70b"
         with_model = [*check, "--model", str(config)] if config.is_dir() else None
-        CPU.clear()
-        FAULTS.clear()
+        jobs: list[tuple[str, list[str], Callable[[int], dict[str, str]]]] = [
+            ("cold", check, cold_env),
+            ("warm", check, lambda _: warm),
+            ("typer", baseline, lambda _: env),
+            ("upgrade", upgrade, lambda _: warm),
+        ]
+        if with_model is not None:
+            jobs.append(("model", with_model, lambda i: cold_env(runs + 1 + i)))
+        wall: dict[str, list[float]] = {name: [] for name, _, _ in jobs}
+        cpu: dict[str, list[float]] = {name: [] for name, _, _ in jobs}
+        faults: dict[str, list[int]] = {name: [] for name, _, _ in jobs}
         for i in range(runs):
-            cold.append(_time(check, cold_env(i)))
-            hot.append(_time(check, warm))
-            base.append(_time(baseline, env))
-            upg.append(_time(upgrade, warm))
-            if with_model is not None:
-                mod.append(_time(with_model, cold_env(runs + 1 + i)))
-        step = 5 if with_model is not None else 4
-        cpu_cold, cpu_hot, cpu_base = CPU[0::step], CPU[1::step], CPU[2::step]
+            # Each round starts one command later: none always runs after the heavy first run
+            # (a cold run at --scale 4 parses ~2 MB of TOML) or always first.
+            for name, cmd, run_env in jobs[i % len(jobs) :] + jobs[: i % len(jobs)]:
+                wall[name].append(_time(cmd, run_env(i)))
+                cpu[name].append(CPU[-1])
+                faults[name].append(FAULTS[-1])
+        cold, hot, base, upg = wall["cold"], wall["warm"], wall["typer"], wall["upgrade"]
+        mod = wall.get("model", [])
+        cpu_cold, cpu_hot, cpu_base = cpu["cold"], cpu["warm"], cpu["typer"]
         kind = (
             "the wheel's shipped compiled matrix"
             if shipped_hit
@@ -215,14 +222,11 @@ def main() -> None:
         _row("CPU typer", cpu_base, "")
         _ratio("CPU cold/typ", cpu_cold, cpu_base, "")
         _ratio("CPU warm/typ", cpu_hot, cpu_base, "")
-        faults = {
-            name: statistics.median(FAULTS[i::step])
-            for i, name in enumerate(("cold", "warm", "typer"))
-        }
+        median_faults = {name: statistics.median(counts) for name, counts in faults.items()}
         print(
-            f"page faults  : median cold {faults['cold']:.0f}, warm {faults['warm']:.0f}, typer "
-            f"{faults['typer']:.0f} (minor faults: memory the kernel maps in one page at a time; "
-            "dear in a VM, where machines differ most)"
+            f"page faults  : median cold {median_faults['cold']:.0f}, warm "
+            f"{median_faults['warm']:.0f}, typer {median_faults['typer']:.0f} (minor faults: "
+            "memory the kernel maps in a page at a time; dear in a VM, where machines differ)"
         )
         _row("upgrade", upg, "issue 22's Ubuntu 20.04 route, warm")
         _ratio("upgrade/check", upg, hot, "target <= 10")
