@@ -16,10 +16,7 @@ import msgspec
 from packaging.version import Version
 
 from resolver.data import resources
-from resolver.data.model import (
-    Deferred,
-    Matrix,
-)
+from resolver.data.model import LOWER_HEX, Deferred, Matrix
 from resolver.util import atomic, bounded
 from resolver.util.errors import MatrixError
 
@@ -131,10 +128,9 @@ def _read_index(index: Path, key: bytes) -> str | None:
     if not _compare_digest(seal.encode(), _seal(key, payload).encode()):
         return None
     # 32 lower-case hex digits (a content key), checked without compiling a pattern at each start
-    return content if len(content) == 32 and set(content) <= _HEX_DIGITS else None
+    return content if len(content) == 32 and LOWER_HEX.issuperset(content) else None
 
 
-_HEX_DIGITS = frozenset("0123456789abcdef")
 # 6: deferred tables as extensions, read in place (5: vendor and model tables deferred)
 _COMPILED_FORMAT = 6
 _MAX_COMPILED = 32 * bounded.MiB

@@ -339,7 +339,8 @@ class ComponentPin(msgspec.Struct, frozen=True, kw_only=True):
         return bool(re.match(_COMMIT_REF, self.ref))
 
 
-_HEX = frozenset("0123456789abcdef")
+# Lower-case hex digits: a commit ref, a content key (resolver.data.matrix).
+LOWER_HEX = frozenset("0123456789abcdef")
 _DIGITS = frozenset("0123456789")
 _PREFIX = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_-")
 
@@ -347,7 +348,7 @@ _PREFIX = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_-")
 def fixed_ref(ref: str) -> bool:
     """``re.match(_FIXED_REF, ref)``, read without compiling it (a check asks it of its plan's
     pins; the pattern's compile is most of that). tests/test_data_schema.py proves them equal."""
-    if 7 <= len(ref) <= 40 and _HEX.issuperset(ref):
+    if 7 <= len(ref) <= 40 and LOWER_HEX.issuperset(ref):
         return True
     i = 0
     while i < len(ref) and ref[i] in _PREFIX:  # [A-Za-z_-]*v?: the prefix takes the v
