@@ -166,9 +166,8 @@ def _seal(key: bytes, payload: bytes | memoryview) -> str:
 
 
 # The msgpack extension code a ``Deferred`` table's encoded records travel under: an extension's
-# data is handed back as a view of the bytes read (``_deferred_view``), where a plain byte string
-# would be copied out of them (~0.9 MB, a fifth of a warm check's fresh memory at four times
-# today's data).
+# data is handed back as a view of the mapped file (``_deferred_view``, ``_Mapped``), where a plain
+# byte string would be copied out of it (~0.9 MB of fresh memory at four times today's data).
 _DEFERRED_EXT = 1
 
 

@@ -918,7 +918,7 @@ class Deferred(Generic[T]):
         return self._value
 
     def raw(self) -> memoryview | None:
-        """The records as they were read encoded (a view of the bytes read), if they were
+        """The records as they were read encoded (a view of the file read), if they were
         (re-encoding them is a copy)."""
         return self._encoded
 
