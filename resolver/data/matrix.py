@@ -286,9 +286,10 @@ class _Mapped:
     pages (~340 fewer page faults a check at four times today's data, ~180 at today's: a few ms
     where faults are dear, as in a VM). The file stays
     open so that ``unchanged`` can ask, after any read of the mapping, whether it was written to
-    since it was mapped (a write changes its ctime, which nothing sets back). This tool never
-    writes an entry in place (``atomic.write_atomic`` replaces it); a file truncated under a
-    running command is a SIGBUS, as for any mapped file."""
+    since it was mapped (a write changes its ctime, which nothing sets back). A file truncated
+    under a running command would be a SIGBUS, as for any mapped file; nothing that writes these
+    truncates them: this tool replaces an entry (``atomic.write_atomic``), and installers unlink
+    a package's files before writing them anew (each installed ``.so`` is mapped too)."""
 
     __slots__ = ("before", "data", "fd", "stamp")
 
