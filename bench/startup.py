@@ -70,13 +70,10 @@ def _upgrade_command(check: list[str]) -> list[str]:
     ]
 
 
-CPU: list[float] = []  # each run's CPU seconds (user + sys), beside the wall time returned
-FAULTS: list[int] = []  # each run's minor page faults: fresh memory the kernel mapped in
-
-
-def _time(cmd: list[str], env: dict[str, str]) -> float:
-    """The run's wall seconds; its CPU seconds go to CPU. On a shared machine the wall time
-    moves with the load and the CPU time barely does: both are reported."""
+def _time(cmd: list[str], env: dict[str, str]) -> tuple[float, float, int]:
+    """The run's wall seconds, its CPU seconds (user + sys) and its minor page faults (fresh
+    memory the kernel mapped in). On a shared machine the wall time moves with the load and the
+    CPU time less: both are reported."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(
@@ -84,11 +81,10 @@ def _time(cmd: list[str], env: dict[str, str]) -> float:
     )
     elapsed = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    CPU.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-    FAULTS.append(after.ru_minflt - before.ru_minflt)
     if proc.returncode not in (0, 1):
         raise SystemExit(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr.decode()[-400:]}")
-    return elapsed
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return elapsed, cpu, after.ru_minflt - before.ru_minflt
 
 
 _USER_DIRS = ("ROCM_VLLM_CACHE_DIR", "ROCM_VLLM_DATA_DIR")
@@ -199,9 +195,10 @@ def main() -> None:
             # Each round starts one command later: none always runs after the heavy first run
             # (a cold run at --scale 4 parses ~2 MB of TOML) or always first.
             for name, cmd, run_env in jobs[i % len(jobs) :] + jobs[: i % len(jobs)]:
-                wall[name].append(_time(cmd, run_env(i)))
-                cpu[name].append(CPU[-1])
-                faults[name].append(FAULTS[-1])
+                took, used, faulted = _time(cmd, run_env(i))
+                wall[name].append(took)
+                cpu[name].append(used)
+                faults[name].append(faulted)
         cold, hot, base, upg = wall["cold"], wall["warm"], wall["typer"], wall["upgrade"]
         mod = wall.get("model", [])
         cpu_cold, cpu_hot, cpu_base = cpu["cold"], cpu["warm"], cpu["typer"]

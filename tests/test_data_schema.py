@@ -101,5 +101,7 @@ _REF_TEXT = st.one_of(
 def test_a_fixed_ref_is_read_as_its_pattern_reads_it(ref: str) -> None:
     """``model.fixed_ref`` (what ``ComponentPin.moving`` asks, without compiling a pattern at a
     check) answers as ``re.match(_FIXED_REF, ...)`` on any text: tags, commits, branches, a
-    suffix after a dot, Unicode digits the pattern refuses."""
+    suffix after a dot, Unicode digits the pattern refuses; ``commit_ref`` (``is_commit``) as
+    ``_COMMIT_REF`` reads it."""
     assert model.fixed_ref(ref) is bool(re.match(model._FIXED_REF, ref))
+    assert model.commit_ref(ref) is bool(re.match(model._COMMIT_REF, ref))

@@ -8,7 +8,6 @@ keeps lookup indexes, built on first use.
 these records. Each record carries a ``Provenance``: where the fact came from and how sure we are.
 """
 
-import re
 from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, get_args, overload
@@ -336,7 +335,7 @@ class ComponentPin(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def is_commit(self) -> bool:
         """A commit (7-40 hex digits); a tag or branch is not one."""
-        return bool(re.match(_COMMIT_REF, self.ref))
+        return commit_ref(self.ref)
 
 
 # Lower-case hex digits: a commit ref, a content key (resolver.data.matrix).
@@ -345,10 +344,15 @@ _DIGITS = frozenset("0123456789")
 _PREFIX = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_-")
 
 
+def commit_ref(ref: str) -> bool:
+    """``re.match(_COMMIT_REF, ref)``: 7-40 lower-case hex digits, a full or abbreviated commit."""
+    return 7 <= len(ref) <= 40 and LOWER_HEX.issuperset(ref)
+
+
 def fixed_ref(ref: str) -> bool:
     """``re.match(_FIXED_REF, ref)``, read without compiling it (a check asks it of its plan's
     pins; the pattern's compile is most of that). tests/test_data_schema.py proves them equal."""
-    if 7 <= len(ref) <= 40 and LOWER_HEX.issuperset(ref):
+    if commit_ref(ref):
         return True
     i = 0
     while i < len(ref) and ref[i] in _PREFIX:  # [A-Za-z_-]*v?: the prefix takes the v
