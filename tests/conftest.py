@@ -52,6 +52,9 @@ def _isolated_user_dirs(
     monkeypatch.setenv("DOCKER_CONFIG", str(docker_config))
     # A mirror set in the developer's shell would change every generated Dockerfile and image name.
     monkeypatch.delenv("ROCM_VLLM_REGISTRY", raising=False)
+    # Nor does the shell's width wrap the text the tests read (pytest-xdist's workers set 80).
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
 
 
 def _start(cm):  # type: ignore[no-untyped-def]
